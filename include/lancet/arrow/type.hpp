@@ -1,0 +1,201 @@
+// Arrow data types, fields and schemas: the logical description of columns that
+// arrays (array.hpp) hold and that the Lance schema (schema/) is derived from.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lancet::arrow {
+
+enum class type_id : std::uint8_t {
+  null, boolean,
+  int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+  float16, float32, float64,
+  date32, date64, time32, time64, timestamp, duration,
+  decimal128, decimal256,
+  utf8, large_utf8, binary, large_binary, fixed_size_binary,
+  fixed_size_list, list, large_list, struct_,
+};
+
+enum class time_unit : std::uint8_t { second, milli, micro, nano };
+
+// Ordered key/value pairs; values are bytes (Lance stores metadata values as bytes).
+using metadata = std::vector<std::pair<std::string, std::string>>;
+
+struct data_type;
+using type_ptr = std::shared_ptr<const data_type>;
+
+struct field {
+  std::string name;
+  type_ptr type;
+  bool nullable = true;
+  arrow::metadata metadata;
+};
+
+struct data_type {
+  type_id id = type_id::null;
+  time_unit unit = time_unit::second;  // time32/64, timestamp, duration
+  std::string timezone;                // timestamp; empty = naive
+  std::int32_t byte_width = 0;         // fixed_size_binary
+  std::int32_t list_size = 0;          // fixed_size_list
+  std::int32_t precision = 0;          // decimal
+  std::int32_t scale = 0;              // decimal
+  std::vector<field> children;         // list kinds: one item field; struct: members
+};
+
+struct schema {
+  std::vector<field> fields;
+  arrow::metadata metadata;
+};
+
+// ---- properties -----------------------------------------------------------
+
+// Width in bits of one value of a fixed-width type (0 for variable / nested / null).
+inline std::int64_t bit_width(const data_type& t) noexcept {
+  switch (t.id) {
+    case type_id::boolean: return 1;
+    case type_id::int8: case type_id::uint8: return 8;
+    case type_id::int16: case type_id::uint16: case type_id::float16: return 16;
+    case type_id::int32: case type_id::uint32: case type_id::float32: case type_id::date32:
+    case type_id::time32: return 32;
+    case type_id::int64: case type_id::uint64: case type_id::float64: case type_id::date64:
+    case type_id::time64: case type_id::timestamp: case type_id::duration: return 64;
+    case type_id::decimal128: return 128;
+    case type_id::decimal256: return 256;
+    case type_id::fixed_size_binary: return std::int64_t{t.byte_width} * 8;
+    default: return 0;
+  }
+}
+
+inline bool is_fixed_width(const data_type& t) noexcept { return bit_width(t) > 0; }
+inline bool is_binary_like(type_id id) noexcept {
+  return id == type_id::utf8 || id == type_id::binary || id == type_id::large_utf8 ||
+         id == type_id::large_binary;
+}
+inline bool is_large_binary_like(type_id id) noexcept {
+  return id == type_id::large_utf8 || id == type_id::large_binary;
+}
+inline bool is_list_like(type_id id) noexcept {
+  return id == type_id::list || id == type_id::large_list;
+}
+inline bool is_nested(type_id id) noexcept {
+  return is_list_like(id) || id == type_id::fixed_size_list || id == type_id::struct_;
+}
+
+// ---- factories (short names keep tests and examples readable) -------------
+
+inline type_ptr make(type_id id) {
+  auto t = std::make_shared<data_type>();
+  t->id = id;
+  return t;
+}
+inline type_ptr null_type() { return make(type_id::null); }
+inline type_ptr boolean() { return make(type_id::boolean); }
+inline type_ptr int8() { return make(type_id::int8); }
+inline type_ptr int16() { return make(type_id::int16); }
+inline type_ptr int32() { return make(type_id::int32); }
+inline type_ptr int64() { return make(type_id::int64); }
+inline type_ptr uint8() { return make(type_id::uint8); }
+inline type_ptr uint16() { return make(type_id::uint16); }
+inline type_ptr uint32() { return make(type_id::uint32); }
+inline type_ptr uint64() { return make(type_id::uint64); }
+inline type_ptr float16() { return make(type_id::float16); }
+inline type_ptr float32() { return make(type_id::float32); }
+inline type_ptr float64() { return make(type_id::float64); }
+inline type_ptr date32() { return make(type_id::date32); }
+inline type_ptr date64() { return make(type_id::date64); }
+inline type_ptr utf8() { return make(type_id::utf8); }
+inline type_ptr large_utf8() { return make(type_id::large_utf8); }
+inline type_ptr binary() { return make(type_id::binary); }
+inline type_ptr large_binary() { return make(type_id::large_binary); }
+
+inline type_ptr with_unit(type_id id, time_unit u, std::string tz = {}) {
+  auto t = std::make_shared<data_type>();
+  t->id = id;
+  t->unit = u;
+  t->timezone = std::move(tz);
+  return t;
+}
+inline type_ptr time32(time_unit u) { return with_unit(type_id::time32, u); }
+inline type_ptr time64(time_unit u) { return with_unit(type_id::time64, u); }
+inline type_ptr timestamp(time_unit u, std::string tz = {}) {
+  return with_unit(type_id::timestamp, u, std::move(tz));
+}
+inline type_ptr duration(time_unit u) { return with_unit(type_id::duration, u); }
+
+inline type_ptr decimal128(std::int32_t precision, std::int32_t scale) {
+  auto t = std::make_shared<data_type>();
+  t->id = type_id::decimal128;
+  t->precision = precision;
+  t->scale = scale;
+  return t;
+}
+inline type_ptr decimal256(std::int32_t precision, std::int32_t scale) {
+  auto t = std::make_shared<data_type>(*decimal128(precision, scale));
+  t->id = type_id::decimal256;
+  return t;
+}
+inline type_ptr fixed_size_binary(std::int32_t width) {
+  auto t = std::make_shared<data_type>();
+  t->id = type_id::fixed_size_binary;
+  t->byte_width = width;
+  return t;
+}
+inline type_ptr fixed_size_list(field item, std::int32_t size) {
+  auto t = std::make_shared<data_type>();
+  t->id = type_id::fixed_size_list;
+  t->list_size = size;
+  t->children.push_back(std::move(item));
+  return t;
+}
+inline type_ptr fixed_size_list(type_ptr item, std::int32_t size, bool item_nullable = true) {
+  return fixed_size_list(field{"item", std::move(item), item_nullable, {}}, size);
+}
+inline type_ptr list(field item) {
+  auto t = std::make_shared<data_type>();
+  t->id = type_id::list;
+  t->children.push_back(std::move(item));
+  return t;
+}
+inline type_ptr list(type_ptr item, bool item_nullable = true) {
+  return list(field{"item", std::move(item), item_nullable, {}});
+}
+inline type_ptr large_list(field item) {
+  auto t = std::make_shared<data_type>();
+  t->id = type_id::large_list;
+  t->children.push_back(std::move(item));
+  return t;
+}
+inline type_ptr large_list(type_ptr item, bool item_nullable = true) {
+  return large_list(field{"item", std::move(item), item_nullable, {}});
+}
+inline type_ptr struct_(std::vector<field> members) {
+  auto t = std::make_shared<data_type>();
+  t->id = type_id::struct_;
+  t->children = std::move(members);
+  return t;
+}
+
+// Structural equality (names of list items are ignored, as Arrow does by default).
+bool equals(const data_type& a, const data_type& b) noexcept;
+inline bool equals(const field& a, const field& b) noexcept {
+  return a.name == b.name && a.nullable == b.nullable && equals(*a.type, *b.type);
+}
+inline bool equals(const data_type& a, const data_type& b) noexcept {
+  if (a.id != b.id || a.unit != b.unit || a.timezone != b.timezone ||
+      a.byte_width != b.byte_width || a.list_size != b.list_size ||
+      a.precision != b.precision || a.scale != b.scale || a.children.size() != b.children.size())
+    return false;
+  for (std::size_t i = 0; i < a.children.size(); ++i) {
+    const auto& x = a.children[i];
+    const auto& y = b.children[i];
+    if (x.nullable != y.nullable || !equals(*x.type, *y.type)) return false;
+    if (a.id == type_id::struct_ && x.name != y.name) return false;
+  }
+  return true;
+}
+
+}  // namespace lancet::arrow

@@ -1,0 +1,143 @@
+// Byte buffers: an owned, 64-byte aligned, growable buffer, and a shared immutable
+// view of bytes that keeps its owner alive (the building block of zero-copy arrays).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <span>
+#include <string_view>
+#include <utility>
+
+namespace lancet {
+
+using bytes_view = std::span<const std::uint8_t>;
+
+inline constexpr std::size_t buffer_alignment = 64;
+
+constexpr std::uint64_t pad_to(std::uint64_t n, std::uint64_t align) noexcept {
+  return (n + align - 1) / align * align;
+}
+
+// Growable byte buffer whose storage is 64-byte aligned (SIMD-friendly, and the
+// alignment Lance uses on disk).
+class aligned_buffer {
+ public:
+  aligned_buffer() = default;
+  explicit aligned_buffer(std::size_t n) { resize(n); }
+  aligned_buffer(const aligned_buffer& o) { append(o.data(), o.size()); }
+  aligned_buffer& operator=(const aligned_buffer& o) {
+    if (this != &o) { clear(); append(o.data(), o.size()); }
+    return *this;
+  }
+  aligned_buffer(aligned_buffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
+        capacity_(std::exchange(o.capacity_, 0)) {}
+  aligned_buffer& operator=(aligned_buffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+      capacity_ = std::exchange(o.capacity_, 0);
+    }
+    return *this;
+  }
+  ~aligned_buffer() { release(); }
+
+  std::uint8_t* data() noexcept { return data_; }
+  const std::uint8_t* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t capacity() const noexcept { return capacity_; }
+  bool empty() const noexcept { return size_ == 0; }
+  bytes_view view() const noexcept { return {data_, size_}; }
+  std::uint8_t& operator[](std::size_t i) noexcept { return data_[i]; }
+  std::uint8_t operator[](std::size_t i) const noexcept { return data_[i]; }
+
+  void clear() noexcept { size_ = 0; }
+  void reserve(std::size_t n) {
+    if (n <= capacity_) return;
+    std::size_t cap = std::max<std::size_t>(n, capacity_ + capacity_ / 2);
+    cap = pad_to(cap, buffer_alignment);
+    auto* p = static_cast<std::uint8_t*>(::operator new(cap, std::align_val_t{buffer_alignment}));
+    if (size_) std::memcpy(p, data_, size_);
+    release_storage();
+    data_ = p;
+    capacity_ = cap;
+  }
+  // New bytes are zeroed: padding written from a buffer is deterministic.
+  void resize(std::size_t n) {
+    reserve(n);
+    if (n > size_) std::memset(data_ + size_, 0, n - size_);
+    size_ = n;
+  }
+  void append(const void* p, std::size_t n) {
+    if (n == 0) return;
+    reserve(size_ + n);
+    std::memcpy(data_ + size_, p, n);
+    size_ += n;
+  }
+  void append(bytes_view v) { append(v.data(), v.size()); }
+  void append(std::string_view s) { append(s.data(), s.size()); }
+  void push_back(std::uint8_t b) {
+    reserve(size_ + 1);
+    data_[size_++] = b;
+  }
+  void append_zeros(std::size_t n) { resize(size_ + n); }
+
+ private:
+  void release_storage() noexcept {
+    if (data_) ::operator delete(data_, std::align_val_t{buffer_alignment});
+  }
+  void release() noexcept {
+    release_storage();
+    data_ = nullptr;
+    size_ = capacity_ = 0;
+  }
+  std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+// An immutable run of bytes with shared ownership of whatever holds them (an
+// aligned_buffer, an imported Arrow array, a mapped file...). Copies are cheap.
+class shared_bytes {
+ public:
+  shared_bytes() = default;
+  shared_bytes(std::shared_ptr<const void> owner, const std::uint8_t* data, std::size_t size)
+      : owner_(std::move(owner)), data_(data), size_(size) {}
+  // Takes ownership of an aligned buffer.
+  explicit shared_bytes(aligned_buffer&& buf) {
+    auto holder = std::make_shared<aligned_buffer>(std::move(buf));
+    data_ = holder->data();
+    size_ = holder->size();
+    owner_ = std::move(holder);
+  }
+  static shared_bytes copy_of(bytes_view v) {
+    aligned_buffer b;
+    b.append(v);
+    return shared_bytes(std::move(b));
+  }
+
+  const std::uint8_t* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  explicit operator bool() const noexcept { return data_ != nullptr || size_ != 0; }
+  bytes_view view() const noexcept { return {data_, size_}; }
+  const std::shared_ptr<const void>& owner() const noexcept { return owner_; }
+  shared_bytes slice(std::size_t off, std::size_t n) const noexcept {
+    return shared_bytes(owner_, data_ + off, n);
+  }
+  template <class T>
+  const T* as() const noexcept { return reinterpret_cast<const T*>(data_); }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  const std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace lancet
