@@ -1,0 +1,373 @@
+// Hand-written protobuf messages of Lance v2 files: file2.proto, encodings_v2_0.proto,
+// encodings_v2_1.proto. Round trips, hand-checked bytes, unknown fields, bad input.
+#include <doctest/doctest.h>
+
+#include <lancet/pb/encodings_v2_0.hpp>
+#include <lancet/pb/file2.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace lancet;
+namespace enc20 = lancet::pb::enc20;
+namespace file2 = lancet::pb::file2;
+
+namespace {
+
+std::string bytes_of(std::initializer_list<int> bs) {
+  std::string s;
+  for (int b : bs) s.push_back(char(b));
+  return s;
+}
+
+std::string hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    if (!out.empty()) out += ' ';
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+
+// Offsets at which a top-level field of `bytes` ends (0 included).
+std::vector<std::size_t> field_boundaries(const std::string& bytes) {
+  std::vector<std::size_t> out{0};
+  pb::reader r(bytes);
+  while (!r.done()) {
+    r.next();
+    out.push_back(r.position());
+  }
+  return out;
+}
+
+// Every strict prefix either decodes (it ends on a field boundary) or throws
+// corrupt_error; prefixes that cut a field must throw corrupt_error. Nothing else.
+template <class Msg>
+void check_truncations(const std::string& bytes) {
+  auto bounds = field_boundaries(bytes);
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    const bool boundary = std::find(bounds.begin(), bounds.end(), n) != bounds.end();
+    bool corrupt = false;
+    try {
+      (void)pb::from_bytes<Msg>(std::string_view(bytes).substr(0, n));
+    } catch (const corrupt_error&) {
+      corrupt = true;
+    } catch (const std::exception& e) {
+      FAIL("prefix of " << n << " bytes threw a non-corrupt error: " << e.what());
+    }
+    if (!boundary) CHECK_MESSAGE(corrupt, "prefix of " << n << " bytes cut a field but decoded");
+  }
+}
+
+// Encode, decode, compare; re-encoding gives the same bytes; copies are deep and equal.
+template <class Msg>
+std::string round_trip(const Msg& m) {
+  const std::string bytes = pb::to_bytes(m);
+  const Msg back = pb::from_bytes<Msg>(bytes);
+  CHECK(back == m);
+  CHECK(pb::to_bytes(back) == bytes);
+  Msg copy = m;
+  CHECK(copy == m);
+  Msg assigned;
+  assigned = copy;
+  CHECK(assigned == m);
+  check_truncations<Msg>(bytes);
+  return bytes;
+}
+
+// Unknown fields of every wire type, appended to a message.
+std::string unknown_fields() {
+  pb::writer w;
+  w.uint64(100, 7);
+  w.fixed64(101, 0x0102030405060708ull);
+  w.string(102, "ignored");
+  w.fixed32(103, 9);
+  return w.take();
+}
+
+enc20::array_encoding flat32(std::uint32_t index = 0, enc20::buffer::buffer_type t = enc20::buffer::page) {
+  return enc20::array_encoding{enc20::flat{.bits_per_value = 32, .buffer = enc20::buffer{index, t}}};
+}
+
+}  // namespace
+
+TEST_CASE("pb::box owns, copies deeply and compares by value") {
+  pb::box<std::string> a;
+  CHECK(!a);
+  CHECK_THROWS_AS((void)a.value("x"), corrupt_error);
+  a = std::string("hello");
+  pb::box<std::string> b = a;
+  CHECK(b == a);
+  *b += "!";
+  CHECK(*a == "hello");
+  CHECK(*b == "hello!");
+  CHECK(!(a == b));
+  pb::box<std::string> c = std::move(b);
+  CHECK(*c == "hello!");
+  c.reset();
+  CHECK(c == pb::box<std::string>());
+}
+
+TEST_SUITE("file2") {
+  TEST_CASE("DeferredEncoding and DirectEncoding round trip with known bytes") {
+    file2::deferred_encoding d{.buffer_location = 300, .buffer_length = 5};
+    CHECK(round_trip(d) == bytes_of({0x08, 0xac, 0x02, 0x10, 0x05}));
+    CHECK(round_trip(file2::deferred_encoding{}).empty());
+    file2::direct_encoding x{.encoding = "ab"};
+    CHECK(round_trip(x) == bytes_of({0x0a, 0x02, 'a', 'b'}));
+  }
+
+  TEST_CASE("Encoding oneof: each variant round trips, unknown variants are refused") {
+    file2::encoding e1{file2::deferred_encoding{1, 2}};
+    CHECK(round_trip(e1) == bytes_of({0x0a, 0x04, 0x08, 0x01, 0x10, 0x02}));
+    CHECK(e1.is_deferred());
+    file2::encoding e2{file2::direct_encoding{"z"}};
+    CHECK(round_trip(e2) == bytes_of({0x12, 0x03, 0x0a, 0x01, 'z'}));
+    CHECK(e2.is_direct());
+    file2::encoding e3{pb::empty{}};
+    CHECK(round_trip(e3) == bytes_of({0x1a, 0x00}));
+    CHECK(e3.is_none());
+    CHECK(round_trip(file2::encoding{}).empty());
+
+    // Field 4 is well-formed protobuf but no Encoding variant we know.
+    CHECK_THROWS_AS(pb::from_bytes<file2::encoding>(bytes_of({0x22, 0x00})), unsupported_error);
+    // Known variant with the wrong wire type is corrupt.
+    CHECK_THROWS_AS(pb::from_bytes<file2::encoding>(bytes_of({0x10, 0x01})), corrupt_error);
+    // Last variant wins, as in protobuf.
+    auto last = pb::from_bytes<file2::encoding>(bytes_of({0x12, 0x03, 0x0a, 0x01, 'z', 0x1a, 0x00}));
+    CHECK(last.is_none());
+  }
+
+  TEST_CASE("Encoding wraps and unwraps an Any with Lance's type URL, byte for byte") {
+    auto e = file2::encoding::wrap(flat32());
+    const std::string url = "/lance.encodings.ArrayEncoding";
+    const std::string flat_bytes = bytes_of({0x0a, 0x04, 0x08, 0x20, 0x12, 0x00});
+    std::string any_bytes = bytes_of({0x0a, int(url.size())}) + url + bytes_of({0x12, 0x06}) + flat_bytes;
+    std::string expected = bytes_of({0x12, 42, 0x0a, 40}) + any_bytes;
+    CHECK(hex(pb::to_bytes(e)) == hex(expected));
+    CHECK(e.direct_any().type_url == url);
+    CHECK(e.unwrap<enc20::array_encoding>() == flat32());
+    // Asking for the wrong message type is refused.
+    CHECK_THROWS_AS(e.unwrap<enc20::column_encoding>(), corrupt_error);
+    CHECK_THROWS_AS((void)file2::encoding{file2::deferred_encoding{}}.direct_any(), unsupported_error);
+    CHECK_THROWS_AS((void)file2::encoding{pb::empty{}}.direct_any(), corrupt_error);
+    CHECK_THROWS_AS((void)file2::encoding{}.direct_any(), corrupt_error);
+    // Garbage inside the direct bytes is corrupt.
+    CHECK_THROWS_AS((void)file2::encoding{file2::direct_encoding{"\x0a\x05"}}.direct_any(), corrupt_error);
+
+    auto ce = file2::encoding::wrap(enc20::column_encoding::values());
+    CHECK(ce.direct_any().type_url == "/lance.encodings.ColumnEncoding");
+    // ColumnEncoding{values: Empty} is 0a 00.
+    CHECK(hex(ce.direct_any().value) == "0a 00");
+  }
+
+  TEST_CASE("ColumnMetadata and Page: hand-checked bytes, round trip, unknown fields") {
+    file2::column_metadata::page p;
+    p.buffer_offsets = {0, 300};
+    p.buffer_sizes = {128, 1};
+    p.length = 10;
+    p.encoding = file2::encoding{file2::direct_encoding{"E"}};
+    p.priority = 5;
+    const std::string page_bytes = bytes_of({0x0a, 0x03, 0x00, 0xac, 0x02,  // offsets packed
+                                             0x12, 0x03, 0x80, 0x01, 0x01,  // sizes packed
+                                             0x18, 0x0a,                    // length
+                                             0x22, 0x05, 0x12, 0x03, 0x0a, 0x01, 'E',  // encoding
+                                             0x28, 0x05});                  // priority
+    CHECK(hex(round_trip(p)) == hex(page_bytes));
+
+    file2::column_metadata cm;
+    cm.encoding = file2::encoding::wrap(enc20::column_encoding::values());
+    cm.pages = {p, p};
+    cm.pages[1].priority = 10;
+    cm.buffer_offsets = {4096};
+    cm.buffer_sizes = {64};
+    const std::string cm_bytes = round_trip(cm);
+    // Page is field 2, repeated.
+    auto back = pb::from_bytes<file2::column_metadata>(cm_bytes);
+    REQUIRE(back.pages.size() == 2);
+    CHECK(back.pages[1].priority == 10);
+    CHECK(back.encoding->unwrap<enc20::column_encoding>() == enc20::column_encoding::values());
+
+    // Unknown fields anywhere are skipped.
+    auto with_unknown = pb::from_bytes<file2::column_metadata::page>(unknown_fields() + page_bytes + unknown_fields());
+    CHECK(with_unknown == p);
+    // Unpacked repeated scalars are accepted too (protobuf parsers must).
+    auto unpacked = pb::from_bytes<file2::column_metadata::page>(bytes_of({0x08, 0x07, 0x08, 0x08, 0x10, 0x01, 0x10, 0x02}));
+    CHECK(unpacked.buffer_offsets == std::vector<std::uint64_t>{7, 8});
+    CHECK(unpacked.buffer_sizes == std::vector<std::uint64_t>{1, 2});
+    // Offsets and sizes must pair up.
+    CHECK_THROWS_AS(pb::from_bytes<file2::column_metadata::page>(bytes_of({0x08, 0x07})), corrupt_error);
+    file2::column_metadata::page bad;
+    bad.buffer_offsets = {1};
+    pb::writer w;
+    CHECK_THROWS_AS(bad.encode(w), invalid_input_error);
+    // Wire-type mismatches are corrupt.
+    CHECK_THROWS_AS(pb::from_bytes<file2::column_metadata::page>(bytes_of({0x1a, 0x00})), corrupt_error);
+    CHECK_THROWS_AS(pb::from_bytes<file2::column_metadata>(bytes_of({0x10, 0x01})), corrupt_error);
+  }
+}
+
+TEST_SUITE("encodings_v2_0") {
+  TEST_CASE("Flat{32 bits, buffer 0 in the page}: hand-checked bytes") {
+    // ArrayEncoding.flat (field 1) { bits_per_value (1) = 32, buffer (2) = {} }: the
+    // empty Buffer is still written because message fields have presence.
+    CHECK(hex(round_trip(flat32())) == "0a 04 08 20 12 00");
+    CHECK(hex(round_trip(flat32(1, enc20::buffer::column))) == "0a 08 08 20 12 04 08 01 10 01");
+    CHECK(hex(round_trip(flat32(2, enc20::buffer::file))) == "0a 08 08 20 12 04 08 02 10 02");
+    enc20::flat compressed{.bits_per_value = 8, .buffer = enc20::buffer{}, .compression = enc20::compression{"zstd", 3}};
+    CHECK(hex(round_trip(enc20::array_encoding{compressed})) ==
+          "0a 0e 08 08 12 00 1a 08 0a 04 7a 73 74 64 10 03");
+    // A level of zero is present (proto3 optional) and written.
+    enc20::compression level0{"lz4", 0};
+    CHECK(hex(round_trip(level0)) == "0a 03 6c 7a 34 10 00");
+    enc20::compression negative{"zstd", -1};
+    CHECK(round_trip(negative).size() == 6 + 11);
+  }
+
+  TEST_CASE("every ArrayEncoding variant round trips") {
+    using namespace enc20;
+    std::vector<array_encoding> all = {
+        flat32(),
+        array_encoding{nullable{nullable::no_null{flat32()}}},
+        array_encoding{nullable{nullable::some_null{array_encoding{flat{.bits_per_value = 1, .buffer = buffer{0}}},
+                                                    flat32(1)}}},
+        array_encoding{nullable{nullable::all_null{}}},
+        array_encoding{fixed_size_list{.dimension = 128, .items = flat32(), .has_validity = true}},
+        array_encoding{list{.offsets = flat32(), .null_offset_adjustment = 11, .num_items = 10}},
+        array_encoding{simple_struct{}},
+        array_encoding{binary{.indices = flat32(), .bytes = flat32(1), .null_adjustment = 99}},
+        array_encoding{dictionary{.indices = flat32(), .items = flat32(1), .num_dictionary_items = 3}},
+        array_encoding{fsst{.binary = flat32(), .symbol_table = std::string("\x00\x01sym", 5)}},
+        array_encoding{packed_struct{.inner = {flat32(), flat32(1)}, .buffer = buffer{2}}},
+        array_encoding{bitpacked{.compressed_bits_per_value = 3,
+                                 .uncompressed_bits_per_value = 32,
+                                 .buffer = buffer{0},
+                                 .is_signed = true}},
+        array_encoding{fixed_size_binary{.bytes = flat32(), .byte_width = 16}},
+        array_encoding{bitpacked_for_non_neg{.compressed_bits_per_value = 5,
+                                             .uncompressed_bits_per_value = 64,
+                                             .buffer = buffer{1}}},
+        array_encoding{constant{.value = std::string("\x00\x00\x80\x3f", 4)}},
+        array_encoding{inline_bitpacking{.uncompressed_bits_per_value = 16}},
+        array_encoding{out_of_line_bitpacking{.uncompressed_bits_per_value = 64, .compressed_bits_per_value = 7}},
+        array_encoding{variable{.bits_per_offset = 32}},
+        array_encoding{packed_struct_fixed_width_mini_block{.flat = flat32(), .bits_per_values = {32, 64, 8}}},
+        array_encoding{block{.scheme = "zstd"}},
+        array_encoding{rle{.bits_per_value = 64}},
+        array_encoding{general_mini_block{.inner = array_encoding{rle{8}}, .compression = compression{"lz4", {}}}},
+        array_encoding{byte_stream_split{.bits_per_value = 32}},
+    };
+    // Every proto field number 1..21 is covered, and index == field number.
+    std::vector<bool> seen(22, false);
+    for (const auto& e : all) {
+      CAPTURE(e.value.index());
+      const std::string b = round_trip(e);
+      REQUIRE(!b.empty());
+      CHECK(std::size_t(std::uint8_t(b[0]) >> 3) == e.value.index());
+      seen[e.value.index()] = true;
+      // Unknown fields inside the variant's message are skipped (Nullable is nothing but
+      // a oneof, so there an unknown field is an unknown variant).
+      pb::reader r(b);
+      auto f = r.next();
+      std::string inner(reinterpret_cast<const char*>(f.data.data()), f.data.size());
+      pb::writer w;
+      w.bytes(f.number, unknown_fields() + inner + unknown_fields());
+      if (e.value.index() == array_encoding::f_nullable)
+        CHECK_THROWS_AS(pb::from_bytes<array_encoding>(w.bytes()), unsupported_error);
+      else
+        CHECK(pb::from_bytes<array_encoding>(w.bytes()) == e);
+    }
+    for (std::size_t i = 1; i <= 21; ++i) CHECK_MESSAGE(seen[i], "variant " << i << " not covered");
+    // All distinct.
+    for (std::size_t i = 0; i < all.size(); ++i)
+      for (std::size_t j = i + 1; j < all.size(); ++j) CHECK(!(all[i] == all[j]));
+    CHECK(round_trip(array_encoding{}).empty());
+  }
+
+  TEST_CASE("hand-checked bytes of nested encodings") {
+    using namespace enc20;
+    // Nullable.NoNull(Flat{32, page 0}) = 12 (nullable) 0a (no_nulls) 0a (values) ...
+    CHECK(hex(pb::to_bytes(array_encoding{nullable{nullable::no_null{flat32()}}})) ==
+          "12 0a 0a 08 0a 06 0a 04 08 20 12 00");
+    CHECK(hex(pb::to_bytes(array_encoding{nullable{nullable::all_null{}}})) == "12 02 1a 00");
+    // FixedSizeList: prost writes fields in field-number order, so items (2) precedes
+    // has_validity (3) even though the proto declares has_validity first.
+    CHECK(hex(pb::to_bytes(array_encoding{fixed_size_list{.dimension = 4, .items = flat32(), .has_validity = true}})) ==
+          "1a 0c 08 04 12 06 0a 04 08 20 12 00 18 01");
+  }
+
+  TEST_CASE("unknown ArrayEncoding variants are unsupported, bad wire types corrupt") {
+    // Field 22: well-formed, but not a variant we know (a newer Lance's encoding).
+    CHECK_THROWS_AS(pb::from_bytes<enc20::array_encoding>(bytes_of({0xb2, 0x01, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::from_bytes<enc20::array_encoding>(bytes_of({0x08, 0x01})), corrupt_error);  // flat as varint
+    CHECK_THROWS_AS(pb::from_bytes<enc20::nullable>(bytes_of({0x22, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::from_bytes<enc20::column_encoding>(bytes_of({0x22, 0x00})), unsupported_error);
+    // Unknown variant deep inside a tree.
+    CHECK_THROWS_AS(pb::from_bytes<enc20::array_encoding>(
+                        bytes_of({0x12, 0x07, 0x0a, 0x05, 0x0a, 0x03, 0xb2, 0x01, 0x00})),
+                    unsupported_error);  // nullable.no_nulls.values is variant 22
+    // Scalar with a len wire type.
+    CHECK_THROWS_AS(pb::from_bytes<enc20::flat>(bytes_of({0x0a, 0x00})), corrupt_error);
+    CHECK_THROWS_AS(pb::from_bytes<enc20::buffer>(bytes_of({0x15, 0, 0, 0, 0})), corrupt_error);
+    CHECK_THROWS_AS(pb::from_bytes<enc20::flat>(bytes_of({0x12, 0x01})), corrupt_error);  // buffer runs past the end
+  }
+
+  TEST_CASE("deep nesting: copies are deep, decoding is bounded") {
+    using namespace enc20;
+    auto nest = [](int levels) {
+      array_encoding e = flat32();
+      for (int i = 0; i < levels; ++i) e = array_encoding{nullable{nullable::no_null{std::move(e)}}};
+      return e;
+    };
+    // Each level is three protobuf messages (ArrayEncoding, Nullable, NoNull).
+    array_encoding deep = nest(20);
+    round_trip(deep);
+    array_encoding copy = deep;
+    // Walk to the leaf of the copy and change it; the original is untouched.
+    array_encoding* leaf = &copy;
+    while (auto* n = std::get_if<nullable>(&leaf->value)) leaf = std::get<nullable::no_null>(n->nullability).values.get();
+    std::get<flat>(leaf->value).bits_per_value = 64;
+    CHECK(!(copy == deep));
+    const array_encoding* orig_leaf = &deep;
+    while (auto* n = std::get_if<nullable>(&orig_leaf->value))
+      orig_leaf = std::get<nullable::no_null>(n->nullability).values.get();
+    CHECK(std::get<flat>(orig_leaf->value).bits_per_value == 32);
+
+    // Too deep to decode: refused as corrupt, not a stack overflow.
+    const std::string too_deep = pb::to_bytes(nest(40));
+    CHECK_THROWS_AS(pb::from_bytes<array_encoding>(too_deep), corrupt_error);
+    // Hostile input: thousands of nested headers.
+    std::string nested = bytes_of({0x12, 0x02, 0x1a, 0x00});  // ArrayEncoding{nullable{all_nulls}}
+    for (int i = 0; i < 200; ++i) {
+      pb::writer w0, w1, w2;
+      w0.bytes(1, nested);       // NoNull.values
+      w1.bytes(1, w0.bytes());   // Nullable.no_nulls
+      w2.bytes(2, w1.bytes());   // ArrayEncoding.nullable
+      nested = w2.take();
+    }
+    CHECK_THROWS_AS(pb::from_bytes<array_encoding>(nested), corrupt_error);
+  }
+
+  TEST_CASE("ColumnEncoding: values, zone index, blob") {
+    using namespace enc20;
+    CHECK(hex(round_trip(column_encoding::values())) == "0a 00");
+    column_encoding zi{zone_index{.rows_per_zone = 8192, .zone_map_buffer = buffer{0, buffer::column},
+                                  .inner = column_encoding::values()}};
+    CHECK(hex(round_trip(zi)) == "12 0b 08 80 40 12 02 10 01 1a 02 0a 00");
+    column_encoding b{blob{.inner = zi}};
+    round_trip(b);
+    CHECK(pb::unpack_any<column_encoding>(pb::pack_any(b)) == b);
+    CHECK(pb::pack_any(b).type_url == "/lance.encodings.ColumnEncoding");
+    CHECK(round_trip(blob{}).empty());
+  }
+
+  TEST_CASE("Buffer keeps unknown enum values (proto3 open enums)") {
+    auto b = pb::from_bytes<enc20::buffer>(bytes_of({0x08, 0x03, 0x10, 0x07}));
+    CHECK(b.buffer_index == 3);
+    CHECK(int(b.type) == 7);
+    CHECK(hex(pb::to_bytes(b)) == "08 03 10 07");
+  }
+}
