@@ -198,4 +198,67 @@ inline bool equals(const data_type& a, const data_type& b) noexcept {
   return true;
 }
 
+// ---- names (for error messages and debugging) --------------------------------
+
+inline const char* unit_name(time_unit u) noexcept {
+  switch (u) {
+    case time_unit::second: return "s";
+    case time_unit::milli: return "ms";
+    case time_unit::micro: return "us";
+    case time_unit::nano: return "ns";
+  }
+  return "?";
+}
+
+// A readable rendering of a type, e.g. "list<item: int32>", "timestamp[us, UTC]".
+inline std::string to_string(const data_type& t) {
+  auto child = [](const field& f) {
+    return f.name + ": " + (f.type ? to_string(*f.type) : std::string("?")) +
+           (f.nullable ? "" : " not null");
+  };
+  switch (t.id) {
+    case type_id::null: return "null";
+    case type_id::boolean: return "bool";
+    case type_id::int8: return "int8";
+    case type_id::int16: return "int16";
+    case type_id::int32: return "int32";
+    case type_id::int64: return "int64";
+    case type_id::uint8: return "uint8";
+    case type_id::uint16: return "uint16";
+    case type_id::uint32: return "uint32";
+    case type_id::uint64: return "uint64";
+    case type_id::float16: return "float16";
+    case type_id::float32: return "float32";
+    case type_id::float64: return "float64";
+    case type_id::date32: return "date32";
+    case type_id::date64: return "date64";
+    case type_id::time32: return std::string("time32[") + unit_name(t.unit) + "]";
+    case type_id::time64: return std::string("time64[") + unit_name(t.unit) + "]";
+    case type_id::timestamp:
+      return std::string("timestamp[") + unit_name(t.unit) + (t.timezone.empty() ? "" : ", " + t.timezone) + "]";
+    case type_id::duration: return std::string("duration[") + unit_name(t.unit) + "]";
+    case type_id::decimal128:
+      return "decimal128(" + std::to_string(t.precision) + ", " + std::to_string(t.scale) + ")";
+    case type_id::decimal256:
+      return "decimal256(" + std::to_string(t.precision) + ", " + std::to_string(t.scale) + ")";
+    case type_id::utf8: return "utf8";
+    case type_id::large_utf8: return "large_utf8";
+    case type_id::binary: return "binary";
+    case type_id::large_binary: return "large_binary";
+    case type_id::fixed_size_binary: return "fixed_size_binary[" + std::to_string(t.byte_width) + "]";
+    case type_id::fixed_size_list:
+      return "fixed_size_list<" + (t.children.empty() ? std::string("?") : child(t.children[0])) + ">[" +
+             std::to_string(t.list_size) + "]";
+    case type_id::list: return "list<" + (t.children.empty() ? std::string("?") : child(t.children[0])) + ">";
+    case type_id::large_list:
+      return "large_list<" + (t.children.empty() ? std::string("?") : child(t.children[0])) + ">";
+    case type_id::struct_: {
+      std::string s = "struct<";
+      for (std::size_t i = 0; i < t.children.size(); ++i) s += (i ? ", " : "") + child(t.children[i]);
+      return s + ">";
+    }
+  }
+  return "unknown";
+}
+
 }  // namespace lancet::arrow

@@ -1,0 +1,534 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <lancet/arrow/builder.hpp>
+#include <lancet/arrow/compare.hpp>
+#include <lancet/arrow/half.hpp>
+#include <lancet/arrow/validate.hpp>
+
+using namespace lancet;
+using namespace lancet::arrow;
+
+namespace {
+
+std::vector<std::uint8_t> bytes_of(const shared_bytes& b) { return {b.data(), b.data() + b.size()}; }
+
+// Runs f and returns the exception message of type E (fails the test otherwise).
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("wrong exception type: " << e.what());
+    return {};
+  }
+  FAIL("no exception thrown");
+  return {};
+}
+
+bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+// ---- half floats -------------------------------------------------------------
+
+TEST_CASE("float16 conversion: exact values, rounding, specials") {
+  CHECK(float_to_half(0.0f) == 0x0000);
+  CHECK(float_to_half(-0.0f) == 0x8000);
+  CHECK(float_to_half(1.0f) == 0x3C00);
+  CHECK(float_to_half(-2.0f) == 0xC000);
+  CHECK(float_to_half(65504.0f) == 0x7BFF);               // largest finite half
+  CHECK(float_to_half(65520.0f) == 0x7C00);               // rounds up to inf
+  CHECK(float_to_half(1e6f) == 0x7C00);
+  CHECK(float_to_half(std::numeric_limits<float>::infinity()) == 0x7C00);
+  CHECK(float_to_half(-std::numeric_limits<float>::infinity()) == 0xFC00);
+  CHECK((float_to_half(std::nanf("")) & 0x7C00) == 0x7C00);
+  CHECK((float_to_half(std::nanf("")) & 0x03FF) != 0);
+  CHECK(float_to_half(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
+  CHECK(float_to_half(std::ldexp(1.0f, -25)) == 0x0000);  // exact tie rounds to even (0)
+  CHECK(float_to_half(std::ldexp(1.5f, -25)) == 0x0001);
+  CHECK(float_to_half(std::ldexp(1.0f, -14)) == 0x0400);  // smallest normal
+  // 1 + 2^-11 is a tie between 1 and 1 + 2^-10: to even (1.0).
+  CHECK(float_to_half(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);
+  CHECK(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3C02);
+
+  CHECK(half_to_float(0x3C00) == 1.0f);
+  CHECK(half_to_float(0x3555) == doctest::Approx(0.333251953125));
+  CHECK(half_to_float(0x0001) == std::ldexp(1.0f, -24));
+  CHECK(half_to_float(0x03FF) == std::ldexp(1023.0f, -24));
+  CHECK(std::isinf(half_to_float(0x7C00)));
+  CHECK(std::isnan(half_to_float(0x7E00)));
+  CHECK(std::signbit(half_to_float(0x8000)));
+  // Every finite half survives half -> float -> half.
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF)) continue;  // NaNs
+    REQUIRE(float_to_half(half_to_float(std::uint16_t(h))) == h);
+  }
+}
+
+// ---- builders ----------------------------------------------------------------
+
+TEST_CASE("make_array builds values, validity and null counts") {
+  auto a = make_array<std::int32_t>({1, std::nullopt, 3});
+  REQUIRE(a->length == 3);
+  CHECK(a->type->id == type_id::int32);
+  CHECK(a->null_count == 1);
+  CHECK(a->value<std::int32_t>(0) == 1);
+  CHECK(a->is_null(1));
+  CHECK(a->value<std::int32_t>(1) == 0);  // zero under the null
+  CHECK(a->value<std::int32_t>(2) == 3);
+  REQUIRE(a->buffers.size() == 2);
+  CHECK(bytes_of(a->buffers[0]) == std::vector<std::uint8_t>{0b101});
+  validate(a);
+
+  auto b = make_array<std::uint64_t>({1, 2});
+  CHECK(b->type->id == type_id::uint64);
+  CHECK(!b->buffers[0]);  // no nulls, no bitmap
+  CHECK(b->null_count == 0);
+
+  auto c = make_array<double>(std::vector<double>{0.5, -1.0});
+  CHECK(c->type->id == type_id::float64);
+  CHECK(c->value<double>(1) == -1.0);
+
+  auto d = make_array<std::int8_t>(std::vector<std::optional<std::int8_t>>{std::nullopt});
+  CHECK(d->count_nulls() == 1);
+}
+
+TEST_CASE("make_array with an explicit type: temporal and float16") {
+  auto ts = make_array<std::int64_t>({1, std::nullopt}, timestamp(time_unit::micro, "UTC"));
+  CHECK(ts->type->id == type_id::timestamp);
+  CHECK(ts->type->timezone == "UTC");
+  CHECK(ts->type->unit == time_unit::micro);
+  auto d32 = make_array<std::int32_t>({19000}, date32());
+  CHECK(d32->type->id == type_id::date32);
+  auto t32 = make_array<std::int32_t>({1}, time32(time_unit::milli));
+  auto t64 = make_array<std::int64_t>({1}, time64(time_unit::nano));
+  auto du = make_array<std::int64_t>({-5}, duration(time_unit::second));
+  for (const auto& x : {d32, t32, t64, du}) validate(x);
+
+  auto h = float16_array({1.0f, std::nullopt, -2.0f});
+  CHECK(h->type->id == type_id::float16);
+  CHECK(h->value<std::uint16_t>(0) == 0x3C00);
+  CHECK(h->value<std::uint16_t>(2) == 0xC000);
+  CHECK(h->is_null(1));
+
+  // Width or kind mismatches are refused.
+  CHECK(contains(error_of<invalid_input_error>([] { make_array<std::int32_t>({1}, int64()); }), "int64"));
+  error_of<invalid_input_error>([] { make_array<std::int32_t>({1}, float32()); });
+  error_of<invalid_input_error>([] { make_array<float>({1}, int32()); });
+  error_of<invalid_input_error>([] { primitive_builder<std::int64_t> b(utf8()); });
+}
+
+TEST_CASE("generic builder: append, append_null, append_nulls, finish resets") {
+  builder<std::int16_t> b;
+  b.append(7).append_null().append(std::optional<std::int16_t>{}).append_nulls(2).append(9);
+  auto a = b.finish();
+  REQUIRE(a->length == 6);
+  CHECK(a->null_count == 4);
+  CHECK(a->value<std::int16_t>(0) == 7);
+  CHECK(a->value<std::int16_t>(5) == 9);
+  CHECK(b.length() == 0);
+  b.append(1);
+  auto a2 = b.finish();
+  CHECK(a2->length == 1);
+  CHECK(a2->null_count == 0);
+  CHECK(!a2->buffers[0]);
+
+  builder<bool> bb;
+  bb.append(true).append_null().append(false).append(true);
+  auto ba = bb.finish();
+  CHECK(ba->type->id == type_id::boolean);
+  CHECK(bytes_of(ba->buffers[1]) == std::vector<std::uint8_t>{0b1001});
+  CHECK(bytes_of(ba->buffers[0]) == std::vector<std::uint8_t>{0b1101});
+  CHECK(ba->null_count == 1);
+
+  builder<std::string> sb;
+  sb.append("ab").append_null().append(std::string("c"));
+  auto sa = sb.finish();
+  CHECK(sa->type->id == type_id::utf8);
+  CHECK(sa->string_value(0) == "ab");
+  CHECK(sa->string_value(2) == "c");
+  CHECK(sa->value_offset(3) == 3);
+
+  null_builder nb;
+  auto na = nb.append_null().append_nulls(3).finish();
+  CHECK(na->length == 4);
+  CHECK(na->null_count == 4);
+  CHECK(na->buffers.empty());
+  validate(na);
+
+  // Many values crossing byte and word boundaries, nulls appearing late.
+  builder<std::uint32_t> big;
+  for (std::uint32_t i = 0; i < 1000; ++i) {
+    if (i > 500 && i % 7 == 0) big.append_null();
+    else big.append(i);
+  }
+  auto ba2 = big.finish();
+  validate(ba2);
+  std::int64_t nulls = 0;
+  for (std::int64_t i = 0; i < 1000; ++i) {
+    const bool expect_null = i > 500 && i % 7 == 0;
+    nulls += expect_null;
+    REQUIRE(ba2->is_null(i) == expect_null);
+    if (!expect_null) REQUIRE(ba2->value<std::uint32_t>(i) == std::uint32_t(i));
+  }
+  CHECK(ba2->null_count == nulls);
+}
+
+TEST_CASE("binary-like arrays: utf8, large_utf8, binary, large_binary, fixed_size_binary") {
+  auto s = string_array({"a", std::nullopt, "", "xyz"});
+  CHECK(s->type->id == type_id::utf8);
+  REQUIRE(s->buffers.size() == 3);
+  CHECK(s->buffers[1].size() == 5 * 4);
+  CHECK(s->value_offset(4) == 4);
+  CHECK(s->string_value(3) == "xyz");
+  CHECK(s->string_value(2).empty());
+  validate(s);
+
+  auto ls = large_string_array({"hello", std::nullopt});
+  CHECK(ls->type->id == type_id::large_utf8);
+  CHECK(ls->buffers[1].size() == 3 * 8);
+  CHECK(ls->string_value(0) == "hello");
+
+  auto b = binary_array({std::string_view("\0\1", 2)});
+  CHECK(b->type->id == type_id::binary);
+  CHECK(b->string_value(0).size() == 2);
+  auto lb = large_binary_array(std::vector<std::string>{"q", "rs"});
+  CHECK(lb->type->id == type_id::large_binary);
+  CHECK(lb->string_value(1) == "rs");
+
+  auto f = fixed_size_binary_array(3, {"abc", std::nullopt, "xyz"});
+  CHECK(f->type->byte_width == 3);
+  CHECK(f->fixed_binary_value(2) == "xyz");
+  CHECK(f->buffers[1].size() == 9);
+  CHECK(contains(error_of<invalid_input_error>([] { fixed_size_binary_array(3, {"ab"}); }), "has 2 bytes"));
+  validate(f);
+
+  auto strs = string_array(std::vector<std::optional<std::string>>{"x", std::nullopt});
+  CHECK(strs->null_count == 1);
+}
+
+TEST_CASE("decimals: little-endian two's complement, sign-extended to 256 bits") {
+  auto d = decimal128_array(38, 2, {12345, -1, std::nullopt});
+  CHECK(d->type->id == type_id::decimal128);
+  CHECK(d->type->precision == 38);
+  CHECK(d->type->scale == 2);
+  REQUIRE(d->buffers[1].size() == 48);
+  const auto* p = d->buffers[1].data();
+  CHECK(p[0] == 0x39);
+  CHECK(p[1] == 0x30);
+  for (int i = 2; i < 16; ++i) CHECK(p[i] == 0);
+  for (int i = 16; i < 32; ++i) CHECK(p[i] == 0xFF);
+  CHECK(detail::format_value(*d, 0) == "123.45");
+  CHECK(detail::format_value(*d, 1) == "-0.01");
+
+  int128_t big = int128_t(1) << 100;
+  auto d256 = decimal256_array(76, 0, {big, -big});
+  REQUIRE(d256->buffers[1].size() == 64);
+  const auto* q = d256->buffers[1].data();
+  CHECK(q[12] == 0x10);  // bit 100 = byte 12, bit 4
+  for (int i = 16; i < 32; ++i) CHECK(q[i] == 0);
+  for (int i = 48; i < 64; ++i) CHECK(q[32 + 16 + (i - 48)] == 0xFF);
+  CHECK(detail::format_value(*d256, 0) == "1267650600228229401496703205376");
+
+  decimal_builder raw(decimal256(40, 5));
+  std::vector<std::uint8_t> bytes(32, 0xAB);
+  raw.append_bytes(bytes_view(bytes.data(), bytes.size()));
+  auto r = raw.finish();
+  CHECK(bytes_of(r->buffers[1]) == bytes);
+  CHECK(contains(error_of<invalid_input_error>([&] { raw.append_bytes(bytes_view(bytes.data(), 16)); }),
+                 "expected 32"));
+  validate(d);
+  validate(d256);
+}
+
+TEST_CASE("lists, large lists, fixed-size lists and structs") {
+  auto items = make_array<std::int32_t>({1, 2, 3, std::nullopt, 5});
+  auto l = make_list(items, {0, 2, 2, 5}, {true, false, true});
+  CHECK(l->type->id == type_id::list);
+  CHECK(l->length == 3);
+  CHECK(l->null_count == 1);
+  CHECK(l->type->children[0].name == "item");
+  CHECK(l->value_offset(3) == 5);
+  validate(l);
+
+  auto ll = make_large_list(field{"element", int32(), true, {}}, items, {0, 5});
+  CHECK(ll->type->id == type_id::large_list);
+  CHECK(ll->type->children[0].name == "element");
+  CHECK(ll->value_offset(1) == 5);
+  validate(ll);
+
+  CHECK(contains(error_of<invalid_input_error>([&] { make_list(items, {0, 3, 2}); }), "decrease"));
+  CHECK(contains(error_of<invalid_input_error>([&] { make_list(items, {0, 6}); }), "past the child"));
+  CHECK(contains(error_of<invalid_input_error>([&] { make_list(items, {}); }), "at least one"));
+  CHECK(contains(error_of<invalid_input_error>([&] { make_list(items, {0, 1}, {true, true}); }), "validity"));
+  CHECK(contains(error_of<invalid_input_error>([&] { make_list(field{"item", int64(), true, {}}, items, {0, 1}); }),
+                 "int64"));
+
+  auto vec = make_fixed_size_list(make_array<float>({1, 2, 3, 4, 5, 6}), 3, {true, false});
+  CHECK(vec->type->id == type_id::fixed_size_list);
+  CHECK(vec->type->list_size == 3);
+  CHECK(vec->length == 2);
+  CHECK(vec->null_count == 1);
+  validate(vec);
+  CHECK(contains(error_of<invalid_input_error>([] { make_fixed_size_list(make_array<float>({1, 2, 3}), 2); }),
+                 "multiple"));
+
+  auto st = struct_array({{"a", make_array<std::int32_t>({1, 2})}, {"s", string_array({"x", std::nullopt})}},
+                         {true, false});
+  CHECK(st->type->id == type_id::struct_);
+  CHECK(st->type->children.size() == 2);
+  CHECK(st->type->children[1].name == "s");
+  CHECK(st->length == 2);
+  CHECK(st->null_count == 1);
+  validate(st);
+  CHECK(contains(error_of<invalid_input_error>([] {
+                   struct_array({{"a", make_array<std::int32_t>({1, 2})}, {"b", make_array<std::int32_t>({1})}});
+                 }),
+                 "'b' has length 1"));
+
+  // Structs of lists of structs, nulls at every level.
+  auto inner = struct_array({{"x", make_array<std::int64_t>({1, std::nullopt, 3})}}, {true, true, false});
+  auto list_of_struct = make_list(inner, {0, 1, 3}, {true, false});
+  auto outer = make_struct({field{"l", list_of_struct->type, true, {}}, field{"k", utf8(), false, {}}},
+                           {list_of_struct, string_array({"p", "q"})}, {false, true});
+  CHECK(outer->type->children[1].nullable == false);
+  validate(outer);
+
+  auto la = list_array<std::int32_t>({{1, 2}, {}, {3, std::nullopt}}, {true, false, true});
+  CHECK(la->length == 3);
+  CHECK(la->children[0]->length == 4);
+  CHECK(la->value_offset(2) == 2);
+  CHECK(la->is_null(1));
+  auto sl = list_array<std::string>({{"a"}, {"b", std::nullopt}});
+  CHECK(sl->children[0]->type->id == type_id::utf8);
+}
+
+TEST_CASE("record batches from named columns or a schema") {
+  auto rb = make_batch({{"a", make_array<std::int32_t>({1, 2})}, {"b", string_array({"x", "y"})}});
+  CHECK(rb.num_rows() == 2);
+  REQUIRE(rb.schema->fields.size() == 2);
+  CHECK(rb.schema->fields[1].name == "b");
+  validate(rb);
+  CHECK(contains(error_of<invalid_input_error>([] {
+                   make_batch({{"a", make_array<std::int32_t>({1, 2})}, {"b", string_array({"x"})}});
+                 }),
+                 "'b' has 1 rows"));
+  auto s = std::make_shared<schema>(schema{{field{"a", int64(), false, {}}}, {}});
+  CHECK(contains(error_of<invalid_input_error>([&] { make_batch(s, {make_array<std::int32_t>({1})}); }), "int64"));
+  auto ok = make_batch(s, {make_array<std::int64_t>({1})});
+  CHECK(ok.num_rows() == 1);
+}
+
+// ---- equality ------------------------------------------------------------------
+
+TEST_CASE("array_equals respects slices and ignores values under nulls") {
+  auto a = make_array<std::int32_t>({1, 2, 3, 4, 5});
+  auto b = make_array<std::int32_t>({3, 4});
+  CHECK(array_equals(slice(a, 2, 2), b));
+  CHECK(!array_equals(slice(a, 1, 2), b));
+  CHECK(*first_difference(slice(a, 1, 2), b) == "at [0]: 2 vs 3");
+  CHECK(*first_difference(a, b) == "lengths differ: 5 vs 2");
+
+  // Same logical content, different garbage under the null.
+  auto x = std::make_shared<array_data>(*make_array<std::int32_t>({1, std::nullopt}));
+  aligned_buffer vals;
+  std::int32_t raw[2] = {1, 999};
+  vals.append(raw, sizeof raw);
+  x->buffers[1] = shared_bytes(std::move(vals));
+  CHECK(array_equals(x, make_array<std::int32_t>({1, std::nullopt})));
+  CHECK(*first_difference(x, make_array<std::int32_t>({1, 2})) == "at [1]: null vs 2");
+
+  CHECK(*first_difference(make_array<std::int32_t>({1}), make_array<std::int64_t>({1})) ==
+        "types differ: int32 vs int64");
+  CHECK(*first_difference(string_array({"a", "b"}), string_array({"a", "c"})) ==
+        "at [1]: \"b\" (1 bytes) vs \"c\" (1 bytes)");
+  CHECK(array_equals(bool_array({true, std::nullopt, false}), bool_array({true, std::nullopt, false})));
+  CHECK(!array_equals(bool_array({true, false}), bool_array({true, true})));
+
+  // Floats compare bitwise: NaN equals itself.
+  auto n1 = make_array<double>({std::nan("")});
+  CHECK(array_equals(n1, make_array<double>({std::nan("")})));
+  CHECK(!array_equals(make_array<double>({0.0}), make_array<double>({-0.0})));
+}
+
+TEST_CASE("array_equals on nested arrays names the differing element") {
+  auto l1 = list_array<std::int32_t>({{1, 2}, {}, {3, 4}});
+  auto l2 = list_array<std::int32_t>({{1, 2}, {}, {3, 5}});
+  CHECK(*first_difference(l1, l2) == "at [2][1]: 4 vs 5");
+  auto l3 = list_array<std::int32_t>({{1, 2}, {7}, {3, 4}});
+  CHECK(*first_difference(l1, l3) == "at [1]: list lengths differ: 0 vs 1");
+
+  // A null list hides whatever range it covers.
+  auto items = make_array<std::int32_t>({1, 2, 9, 9, 3});
+  auto with_garbage = make_list(items, {0, 2, 4, 5}, {true, false, true});
+  auto clean = make_list(make_array<std::int32_t>({1, 2, 3}), {0, 2, 2, 3}, {true, false, true});
+  CHECK(array_equals(with_garbage, clean));
+
+  // Struct children under a null struct slot are ignored; sliced structs compare.
+  auto s1 = struct_array({{"a", make_array<std::int32_t>({1, 2, 3})}, {"b", string_array({"x", "y", "z"})}},
+                         {true, false, true});
+  auto s2 = struct_array({{"a", make_array<std::int32_t>({1, 0, 3})}, {"b", string_array({"x", "", "z"})}},
+                         {true, false, true});
+  CHECK(array_equals(s1, s2));
+  auto s3 = struct_array({{"a", make_array<std::int32_t>({3})}, {"b", string_array({"w"})}});
+  CHECK(*first_difference(slice(s1, 2, 1), s3) == "at [0].b: \"z\" (1 bytes) vs \"w\" (1 bytes)");
+  auto s4 = struct_array({{"a", make_array<std::int32_t>({3})}, {"c", string_array({"z"})}});
+  CHECK(contains(*first_difference(slice(s1, 2, 1), s4), "named 'b' vs 'c'"));
+
+  auto f1 = make_fixed_size_list(make_array<float>({1, 2, 3, 4}), 2);
+  auto f2 = make_fixed_size_list(make_array<float>({3, 4}), 2);
+  CHECK(array_equals(slice(f1, 1, 1), f2));
+  auto f3 = make_fixed_size_list(make_array<float>({3, 5}), 2);
+  CHECK(*first_difference(slice(f1, 1, 1), f3) == "at [0][1]: 4 vs 5");
+
+  // Item nullability counts unless told otherwise.
+  auto nn = make_fixed_size_list(field{"item", float32(), false, {}}, make_array<float>({3, 4}), 2);
+  CHECK(contains(*first_difference(f2, nn), "nullable vs not nullable"));
+  compare_options loose;
+  loose.check_nested_nullability = false;
+  CHECK(array_equals(f2, nn, loose));
+
+  auto rb1 = make_batch({{"a", l1}});
+  auto rb2 = make_batch({{"a", l2}});
+  CHECK(*first_difference(rb1, rb2) == "column 'a': at [2][1]: 4 vs 5");
+  CHECK(batch_equals(rb1, make_batch({{"a", l1}})));
+}
+
+// ---- validation ------------------------------------------------------------------
+
+namespace {
+
+std::shared_ptr<array_data> mutable_copy(const array_ptr& a) { return std::make_shared<array_data>(*a); }
+
+template <class T>
+shared_bytes buffer_of(std::initializer_list<T> vs) {
+  aligned_buffer b;
+  for (T v : vs) b.append(&v, sizeof v);
+  return shared_bytes(std::move(b));
+}
+
+}  // namespace
+
+TEST_CASE("validate refuses malformed arrays with a message naming the problem") {
+  SUBCASE("short value buffer") {
+    auto a = mutable_copy(make_array<std::int32_t>({1, 2, 3}));
+    a->length = 4;
+    a->null_count = -1;
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a, "col"); }),
+                   "array 'col': values buffer holds 12 bytes, needs 16"));
+  }
+  SUBCASE("offset past the buffers") {
+    auto a = mutable_copy(make_array<std::int32_t>({1, 2, 3}));
+    a->offset = 2;
+    a->null_count = -1;
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "needs 20"));
+  }
+  SUBCASE("negative length and offset") {
+    auto a = mutable_copy(make_array<std::int32_t>({1}));
+    a->length = -1;
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "negative length"));
+    a->length = 1;
+    a->offset = -1;
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "negative offset"));
+  }
+  SUBCASE("wrong null count") {
+    auto a = mutable_copy(make_array<std::int32_t>({1, std::nullopt}));
+    a->null_count = 0;
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "bitmap has 1 nulls"));
+    a->buffers[0] = shared_bytes();
+    a->null_count = 1;
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "no validity bitmap"));
+  }
+  SUBCASE("string offsets decreasing, negative or past the data") {
+    auto s = mutable_copy(string_array({"ab", "c"}));
+    s->buffers[1] = buffer_of<std::int32_t>({0, 2, 1});
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "offsets decrease at slot 1"));
+    s->buffers[1] = buffer_of<std::int32_t>({-1, 2, 3});
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "negative"));
+    s->buffers[1] = buffer_of<std::int32_t>({0, 2, 4});
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "last offset 4 is past the end"));
+    s->buffers[1] = buffer_of<std::int32_t>({0, 2});
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "offsets buffer holds 8 bytes, needs 12"));
+    s->buffers.pop_back();
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "needs 3 buffers"));
+  }
+  SUBCASE("invalid UTF-8 in utf8, but not in binary or under a null") {
+    auto s = string_array({"ok", "\xC3\x28"});
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(s); }), "value 1 is not valid UTF-8"));
+    validate_options o;
+    o.check_utf8 = false;
+    validate(s, "s", o);
+    validate(binary_array({"\xC3\x28"}));
+    validate(string_array({std::nullopt}));
+    auto hidden = mutable_copy(string_array({"ok", "\xFF"}));
+    hidden->buffers[0] = buffer_of<std::uint8_t>({0b01});
+    hidden->null_count = 1;
+    validate(*hidden);
+  }
+  SUBCASE("list offsets past the items, wrong child type") {
+    auto l = mutable_copy(make_list(make_array<std::int32_t>({1, 2, 3}), {0, 1, 3}));
+    l->buffers[1] = buffer_of<std::int32_t>({0, 1, 4});
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*l, "l"); }), "past the end of the item array (3)"));
+    auto l2 = mutable_copy(make_list(make_array<std::int32_t>({1, 2, 3}), {0, 1, 3}));
+    l2->children[0] = make_array<std::int64_t>({1, 2, 3});
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*l2, "l"); }), "array 'l.item': the array is int64"));
+  }
+  SUBCASE("fixed-size list and struct children too short") {
+    auto f = mutable_copy(make_fixed_size_list(make_array<float>({1, 2, 3, 4}), 2));
+    f->length = 3;
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*f); }), "has 4 values, needs 6"));
+    auto s = mutable_copy(struct_array({{"a", make_array<std::int32_t>({1, 2})}}));
+    s->offset = 1;
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "member 'a' has 2 values, needs 3"));
+  }
+  SUBCASE("nested errors name the path") {
+    auto bad_child = mutable_copy(string_array({"x"}));
+    bad_child->buffers[1] = buffer_of<std::int32_t>({0, 5});
+    auto s = std::make_shared<array_data>(*struct_array({{"inner", string_array({"y"})}}));
+    s->children[0] = bad_child;
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s, "top"); }), "array 'top.inner': last offset 5"));
+  }
+  SUBCASE("misaligned typed buffers are refused") {
+    auto a = mutable_copy(make_array<std::int64_t>({1, 2}));
+    aligned_buffer b(17);
+    a->buffers[1] = shared_bytes(std::move(b)).slice(1, 16);
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "not aligned to 8"));
+  }
+  SUBCASE("bad types") {
+    auto t = make_array<std::int32_t>({1}, time32(time_unit::micro));
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(t); }), "time32 takes seconds"));
+    auto d = decimal128_array(39, 0, {1});
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(d); }), "precision"));
+    CHECK(contains(error_of<invalid_input_error>([] { validate(array_ptr{}, "z"); }), "'z' is null"));
+  }
+  SUBCASE("record batches") {
+    auto rb = make_batch({{"a", make_array<std::int32_t>({1, 2})}});
+    rb.columns.push_back(make_array<std::int32_t>({1}));
+    CHECK(contains(error_of<invalid_input_error>([&] { validate(rb); }), "1 fields but 2 columns"));
+  }
+  SUBCASE("valid slices and empty arrays pass") {
+    validate(slice(string_array({"a", "bb", "ccc"}), 1, 2));
+    validate(slice(make_list(make_array<std::int32_t>({1, 2, 3}), {0, 1, 3}), 1, 1));
+    validate(make_array<std::int32_t>(std::vector<std::int32_t>{}));
+    validate(string_array(std::vector<std::string>{}));
+    validate(null_array(0));
+  }
+}
+
+TEST_CASE("UTF-8 validation") {
+  CHECK(is_valid_utf8(""));
+  CHECK(is_valid_utf8("plain ascii text that is longer than eight bytes"));
+  CHECK(is_valid_utf8("\xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));
+  CHECK(!is_valid_utf8("\xC0\xAF"));          // overlong
+  CHECK(!is_valid_utf8("\xE0\x80\xAF"));      // overlong
+  CHECK(!is_valid_utf8("\xED\xA0\x80"));      // surrogate
+  CHECK(!is_valid_utf8("\xF4\x90\x80\x80"));  // > U+10FFFF
+  CHECK(!is_valid_utf8("abc\xE2\x82"));       // truncated
+  CHECK(!is_valid_utf8("\x80"));
+}
