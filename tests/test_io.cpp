@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -229,6 +230,50 @@ TEST_CASE("fs: write_all through a pipe delivers everything to a slow reader") {
   wr.reset();
   reader.join();
   CHECK(got == data);
+}
+
+namespace {
+void ignore_signal(int) {}
+}  // namespace
+
+TEST_CASE("fs: write_all survives EINTR and short writes from signal interruptions") {
+  // A handler installed without SA_RESTART makes a blocked pipe write return early:
+  // with a partial count (short write) or -1/EINTR. Everything must still arrive.
+  struct sigaction sa {}, old {};
+  sa.sa_handler = ignore_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  REQUIRE(::sigaction(SIGUSR1, &sa, &old) == 0);
+  for (int variant = 0; variant < 2; ++variant) {
+    CAPTURE(variant);
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    unique_fd rd(fds[0]), wr(fds[1]);
+    auto data = pattern(4 << 20, 11 + variant);
+    std::atomic<bool> done{false};
+    pthread_t writer_thread = ::pthread_self();
+    std::vector<std::uint8_t> got;
+    std::thread reader([&] {
+      std::uint8_t buf[1024];
+      for (int i = 0;; ++i) {
+        if (i % 8 == 0 && !done) ::pthread_kill(writer_thread, SIGUSR1);
+        ssize_t n = ::read(rd.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got.insert(got.end(), buf, buf + n);
+      }
+    });
+    if (variant == 0) {
+      write_all(wr.get(), bv(data), "pipe");
+    } else {
+      write_all(wr.get(), bv(data).first(3000), bv(data).subspan(3000), "pipe");
+    }
+    done = true;
+    wr.reset();
+    reader.join();
+    CHECK(got == data);
+  }
+  ::sigaction(SIGUSR1, &old, nullptr);
 }
 
 // ---------------------------------------------------------------- file_sink
