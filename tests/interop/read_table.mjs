@@ -5,6 +5,9 @@
 //   {"countRows": N}             last, LanceDB's countRows() of that version
 import { fail, openDataset, parseArgs, runMain, schemaJson, writeRows } from "./lib.mjs";
 
+// A closed pipe (e.g. `| head`) is not an error.
+process.stdout.on("error", (err) => process.exit(err.code === "EPIPE" ? 0 : 1));
+
 async function main() {
   const args = parseArgs(process.argv.slice(2), ["schema"]);
   if (args._.length !== 1) fail("usage: read_table.mjs DATASET [--columns a,b] [--version V] [--schema]");
