@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <lancet/pb/encodings_v2_0.hpp>
+#include <lancet/pb/encodings_v2_1.hpp>
 #include <lancet/pb/file2.hpp>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 using namespace lancet;
 namespace enc20 = lancet::pb::enc20;
 namespace file2 = lancet::pb::file2;
+namespace enc21 = lancet::pb::enc21;
 
 namespace {
 
@@ -369,5 +371,302 @@ TEST_SUITE("encodings_v2_0") {
     CHECK(b.buffer_index == 3);
     CHECK(int(b.type) == 7);
     CHECK(hex(pb::to_bytes(b)) == "08 03 10 07");
+  }
+}
+
+namespace {
+
+enc21::compressive_encoding ce_flat(std::uint64_t bits) { return enc21::compressive_encoding{enc21::flat{bits, {}}}; }
+
+std::string hex_to_bytes(std::string_view h) {
+  std::string out;
+  for (std::size_t i = 0; i < h.size();) {
+    if (h[i] == ' ') { ++i; continue; }
+    out.push_back(char(std::stoi(std::string(h.substr(i, 2)), nullptr, 16)));
+    i += 2;
+  }
+  return out;
+}
+
+// Checks that `m` encodes to exactly `h` and that `h` decodes to `m`.
+template <class Msg>
+void same_bytes(const Msg& m, std::string_view h) {
+  CHECK(hex(pb::to_bytes(m)) == h);
+  CHECK(pb::from_bytes<Msg>(hex_to_bytes(h)) == m);
+}
+
+}  // namespace
+
+TEST_SUITE("encodings_v2_1") {
+  TEST_CASE("PageLayouts as LanceDB 0.39 (Lance 12) wrote them, byte for byte") {
+    using namespace enc21;
+    using L = rep_def_layer;
+    // 2.1, nullable int32, 10 rows: mini-block, def levels flat u16, values flat 32.
+    page_layout a{mini_block_layout{.def_compression = ce_flat(16),
+                                    .value_compression = ce_flat(32),
+                                    .layers = {L::nullable_item},
+                                    .num_buffers = 1,
+                                    .num_items = 10}};
+    same_bytes(a, "0a 13 12 04 0a 02 08 10 1a 04 0a 02 08 20 32 01 03 38 01 48 0a");
+    // 2.2, non-null int32: has_large_chunk (field 10) on every mini-block page.
+    page_layout b{mini_block_layout{.value_compression = ce_flat(32),
+                                    .layers = {L::all_valid_item},
+                                    .num_buffers = 1,
+                                    .num_items = 10,
+                                    .has_large_chunk = true}};
+    same_bytes(b, "0a 0f 1a 04 0a 02 08 20 32 01 01 38 01 48 0a 50 01");
+    // 2.2, list<int32>: RLE'd repetition levels, a repetition index of depth 1.
+    page_layout c{mini_block_layout{
+        .rep_compression = compressive_encoding{rle{.values = ce_flat(16), .run_lengths = ce_flat(8)}},
+        .def_compression = ce_flat(16),
+        .value_compression = ce_flat(32),
+        .layers = {L::nullable_item, L::null_and_empty_list},
+        .num_buffers = 1,
+        .repetition_index_depth = 1,
+        .num_items = 20,
+        .has_large_chunk = true}};
+    same_bytes(c,
+               "0a 28 0a 0e 42 0c 0a 04 0a 02 08 10 12 04 0a 02 08 08 12 04 0a 02 08 10 1a 04 0a 02 08 20 32 02 "
+               "03 06 38 01 40 01 48 14 50 01");
+    // 2.2, a constant int32 column (42): ConstantLayout with an inline value.
+    page_layout d{constant_layout{.layers = {L::all_valid_item}, .inline_value = std::string("\x2a\0\0\0", 4)}};
+    same_bytes(d, "12 09 2a 01 01 32 04 2a 00 00 00");
+    // An all-null page: the same field 2, no inline value (AllNullLayout in older protos).
+    page_layout e{all_null_layout{.layers = {L::nullable_item}}};
+    same_bytes(e, "12 03 2a 01 03");
+    // 2.2, low-cardinality utf8: dictionary (lz4 General over Variable) + inline bit-packed indices.
+    page_layout f{mini_block_layout{
+        .value_compression = compressive_encoding{inline_bitpacking{.uncompressed_bits_per_value = 32}},
+        .dictionary = compressive_encoding{general{
+            .compression = buffer_compression{compression_scheme::lz4, {}},
+            .values = compressive_encoding{variable{.offsets = ce_flat(32)}}}},
+        .num_dictionary_items = 5,
+        .layers = {L::all_valid_item},
+        .num_buffers = 1,
+        .num_items = 5000,
+        .has_large_chunk = true}};
+    same_bytes(f,
+               "0a 24 1a 04 2a 02 08 20 22 10 52 0e 0a 02 08 01 1a 08 12 06 0a 04 0a 02 08 20 28 05 32 01 01 38 "
+               "01 48 88 27 50 01");
+    // 2.2, nullable: def levels bit-packed out of line to 1 bit.
+    page_layout g{mini_block_layout{
+        .def_compression = compressive_encoding{out_of_line_bitpacking{16, ce_flat(1)}},
+        .value_compression = compressive_encoding{inline_bitpacking{32, {}}},
+        .layers = {L::nullable_item},
+        .num_buffers = 1,
+        .num_items = 5000,
+        .has_large_chunk = true}};
+    same_bytes(g, "0a 1c 12 0a 22 08 08 10 1a 04 0a 02 08 01 1a 04 2a 02 08 20 32 01 03 38 01 48 88 27 50 01");
+    // And the Any wrapping with Lance's URL.
+    auto any = pb::pack_any(b);
+    CHECK(any.type_url == "/lance.encodings21.PageLayout");
+    CHECK(pb::unpack_any<page_layout>(any) == b);
+    CHECK(file2::encoding::wrap(b).unwrap<page_layout>() == b);
+    CHECK_THROWS_AS(file2::encoding::wrap(b).unwrap<enc20::array_encoding>(), corrupt_error);
+  }
+
+  TEST_CASE("every CompressiveEncoding variant round trips") {
+    using namespace enc21;
+    std::vector<compressive_encoding> all = {
+        ce_flat(32),
+        compressive_encoding{flat{.bits_per_value = 8, .data = buffer_compression{compression_scheme::zstd, 3}}},
+        compressive_encoding{variable{.offsets = ce_flat(64), .values = buffer_compression{compression_scheme::lz4, {}}}},
+        compressive_encoding{constant{}},
+        compressive_encoding{constant{.value = std::string()}},  // present but empty: still written
+        compressive_encoding{constant{.value = std::string("\x01\x02", 2)}},
+        compressive_encoding{out_of_line_bitpacking{.uncompressed_bits_per_value = 64, .values = ce_flat(7)}},
+        compressive_encoding{inline_bitpacking{.uncompressed_bits_per_value = 16}},
+        compressive_encoding{fsst{.symbol_table = std::string(2312, 'x'),
+                                  .values = compressive_encoding{variable{.offsets = ce_flat(32)}}}},
+        compressive_encoding{dictionary{.indices = ce_flat(8), .items = ce_flat(64), .num_dictionary_items = 17}},
+        compressive_encoding{rle{.values = ce_flat(64), .run_lengths = ce_flat(8)}},
+        compressive_encoding{byte_stream_split{.values = ce_flat(32)}},
+        compressive_encoding{general{.compression = buffer_compression{compression_scheme::zstd, -5},
+                                     .values = ce_flat(32)}},
+        compressive_encoding{fixed_size_list{.items_per_value = 128, .values = ce_flat(32), .has_validity = true}},
+        compressive_encoding{packed_struct{.bits_per_value = {32, 64, 8}, .values = ce_flat(104)}},
+        compressive_encoding{variable_packed_struct{
+            .fields = {variable_packed_struct::field_encoding{.value = ce_flat(32), .bits_per_value = 32},
+                       variable_packed_struct::field_encoding{
+                           .value = compressive_encoding{variable{.offsets = ce_flat(32)}}, .bits_per_length = 32},
+                       variable_packed_struct::field_encoding{.value = ce_flat(8), .bits_per_value = 0}}}},
+        compressive_encoding{range{.uncompressed_bits_per_value = 64, .start = 100, .step = 3}},
+        compressive_encoding{delta{.uncompressed_bits_per_value = 32, .base = 7, .deltas = ce_flat(4)}},
+    };
+    std::vector<bool> seen(16, false);
+    for (const auto& e : all) {
+      CAPTURE(e.value.index());
+      const std::string b = round_trip(e);
+      REQUIRE(!b.empty());
+      CHECK(std::size_t(std::uint8_t(b[0]) >> 3) == e.value.index());
+      seen[e.value.index()] = true;
+      pb::reader r(b);
+      auto f = r.next();
+      std::string inner(reinterpret_cast<const char*>(f.data.data()), f.data.size());
+      pb::writer w;
+      w.bytes(f.number, unknown_fields() + inner + unknown_fields());
+      CHECK(pb::from_bytes<compressive_encoding>(w.bytes()) == e);
+    }
+    for (std::size_t i = 1; i <= 15; ++i) CHECK_MESSAGE(seen[i], "variant " << i << " not covered");
+    for (std::size_t i = 0; i < all.size(); ++i)
+      for (std::size_t j = i + 1; j < all.size(); ++j) CHECK(!(all[i] == all[j]));
+    // Hand-checked: optional fields present with default values are written.
+    CHECK(hex(pb::to_bytes(compressive_encoding{constant{.value = std::string()}})) == "1a 02 0a 00");
+    CHECK(hex(pb::to_bytes(compressive_encoding{constant{}})) == "1a 00");
+    CHECK(hex(pb::to_bytes(buffer_compression{compression_scheme::zstd, 0})) == "08 02 10 00");
+    CHECK(hex(pb::to_bytes(buffer_compression{})) == "");
+  }
+
+  TEST_CASE("every PageLayout variant round trips, including blob and sparse") {
+    using namespace enc21;
+    using L = rep_def_layer;
+    page_layout mini{mini_block_layout{.rep_compression = ce_flat(16),
+                                       .def_compression = ce_flat(16),
+                                       .value_compression = ce_flat(32),
+                                       .dictionary = ce_flat(64),
+                                       .num_dictionary_items = 9,
+                                       .layers = {L::nullable_item, L::emptyable_list, L::all_valid_list},
+                                       .num_buffers = 2,
+                                       .repetition_index_depth = 2,
+                                       .num_items = 1u << 20,
+                                       .has_large_chunk = true}};
+    page_layout cst{constant_layout{.layers = {L::nullable_item, L::nullable_list},
+                                    .inline_value = std::string(32, '\x7f'),
+                                    .rep_compression = ce_flat(16),
+                                    .def_compression = compressive_encoding{rle{ce_flat(16), ce_flat(8)}},
+                                    .num_rep_values = 100,
+                                    .num_def_values = 101}};
+    page_layout fz{full_zip_layout{.bits_rep = 16,
+                                   .bits_def = 16,
+                                   .bits_per_offset = 32,
+                                   .num_items = 50,
+                                   .num_visible_items = 40,
+                                   .value_compression = compressive_encoding{variable{.offsets = ce_flat(32)}},
+                                   .layers = {L::nullable_item, L::null_and_empty_list}}};
+    page_layout fz_fixed{full_zip_layout{.bits_per_value = 0, .num_items = 3}};  // 0 is present: written
+    CHECK(hex(pb::to_bytes(fz_fixed)) == "1a 04 18 00 28 03");
+    page_layout blob{blob_layout{.inner_layout = mini, .layers = {L::nullable_item}}};
+    page_layout blob2{blob_layout{.inner_layout = blob, .layers = {}}};
+
+    sparse_position_set explicit_set{.positions = ce_flat(64), .num_positions = 12};
+    sparse_position_set range_set{.positions = sparse_position_range{.start = 3, .length = 9}, .num_positions = 9};
+    sparse_position_set all_set{.positions = sparse_position_all{}, .num_positions = 100};
+    sparse_position_set empty_set{.positions = sparse_position_empty{}, .num_positions = 0};
+    sparse_validity_set nulls{.meaning = sparse_validity_set::meaning_type::null_positions, .positions = range_set};
+    sparse_validity_set valid{.meaning = sparse_validity_set::meaning_type::valid_positions, .positions = explicit_set};
+    page_layout sparse{sparse_layout{
+        .value_compression = ce_flat(32),
+        .num_buffers = 1,
+        .num_items = 120,
+        .num_visible_items = 100,
+        .has_large_chunk = true,
+        .structural_layers = {
+            sparse_structural_layer{sparse_validity_layer{.num_slots = 10, .validity = nulls}},
+            sparse_structural_layer{sparse_list_layer{.num_slots = 10,
+                                                      .num_child_slots = 30,
+                                                      .non_empty_positions = all_set,
+                                                      .counts = sparse_count_set{sparse_count_constant{3}},
+                                                      .validity = valid}},
+            sparse_structural_layer{sparse_list_layer{.num_slots = 30,
+                                                      .num_child_slots = 0,
+                                                      .non_empty_positions = empty_set,
+                                                      .counts = sparse_count_set{sparse_count_empty{}}}},
+            sparse_structural_layer{sparse_list_layer{.counts = sparse_count_set{ce_flat(16)}}},
+            sparse_structural_layer{sparse_fixed_size_list_layer{.num_slots = 30, .dimension = 4, .validity = valid}},
+            sparse_structural_layer{},
+        }}};
+    std::vector<page_layout> all = {mini, cst, fz, fz_fixed, blob, blob2, sparse, page_layout{}};
+    for (const auto& p : all) {
+      CAPTURE(p.value.index());
+      round_trip(p);
+      CHECK(pb::unpack_any<page_layout>(pb::pack_any(p)) == p);
+    }
+    for (std::size_t i = 0; i < all.size(); ++i)
+      for (std::size_t j = i + 1; j < all.size(); ++j) CHECK(!(all[i] == all[j]));
+    // Copies of recursive layouts are deep.
+    page_layout copy = blob2;
+    std::get<mini_block_layout>(std::get<blob_layout>(std::get<blob_layout>(copy.value).inner_layout->value)
+                                    .inner_layout->value)
+        .num_items = 1;
+    CHECK(!(copy == blob2));
+    CHECK(std::get<mini_block_layout>(std::get<blob_layout>(std::get<blob_layout>(blob2.value).inner_layout->value)
+                                          .inner_layout->value)
+              .num_items == (1u << 20));
+    // Unknown fields are skipped inside messages that are not just a oneof.
+    auto with_unknown = unknown_fields() + pb::to_bytes(std::get<mini_block_layout>(mini.value)) + unknown_fields();
+    CHECK(pb::from_bytes<mini_block_layout>(with_unknown) == std::get<mini_block_layout>(mini.value));
+    auto pos_unknown = pb::to_bytes(explicit_set) + unknown_fields();
+    CHECK(pb::from_bytes<sparse_position_set>(pos_unknown) == explicit_set);
+  }
+
+  TEST_CASE("scalar oneofs: at most one alternative, last one wins") {
+    using namespace enc21;
+    full_zip_layout both{.bits_per_value = 8, .bits_per_offset = 32};
+    pb::writer w;
+    CHECK_THROWS_AS(both.encode(w), invalid_input_error);
+    variable_packed_struct::field_encoding fe{.bits_per_value = 1, .bits_per_length = 2};
+    CHECK_THROWS_AS(fe.encode(w), invalid_input_error);
+    // bits_per_value (3) = 8, then bits_per_offset (4) = 32: the offset wins.
+    auto z = pb::from_bytes<full_zip_layout>(bytes_of({0x18, 0x08, 0x20, 0x20}));
+    CHECK(!z.bits_per_value);
+    CHECK(z.bits_per_offset == 32u);
+    auto z2 = pb::from_bytes<full_zip_layout>(bytes_of({0x20, 0x20, 0x18, 0x08}));
+    CHECK(z2.bits_per_value == 8u);
+    CHECK(!z2.bits_per_offset);
+    auto f2 = pb::from_bytes<variable_packed_struct::field_encoding>(bytes_of({0x10, 0x05, 0x18, 0x06}));
+    CHECK(!f2.bits_per_value);
+    CHECK(f2.bits_per_length == 6u);
+  }
+
+  TEST_CASE("unknown variants are unsupported, wrong wire types corrupt") {
+    using namespace enc21;
+    // CompressiveEncoding field 16, PageLayout field 6, SparseCountSet field 4 and
+    // SparseStructuralLayer field 4: well-formed, from a newer Lance.
+    CHECK_THROWS_AS(pb::from_bytes<compressive_encoding>(bytes_of({0x82, 0x01, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::from_bytes<page_layout>(bytes_of({0x32, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::from_bytes<sparse_count_set>(bytes_of({0x22, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::from_bytes<sparse_structural_layer>(bytes_of({0x22, 0x00})), unsupported_error);
+    // Inside a tree: MiniBlockLayout.value_compression holds variant 16.
+    CHECK_THROWS_AS(pb::from_bytes<page_layout>(bytes_of({0x0a, 0x05, 0x1a, 0x03, 0x82, 0x01, 0x00})),
+                    unsupported_error);
+    // Known field, wrong wire type.
+    CHECK_THROWS_AS(pb::from_bytes<page_layout>(bytes_of({0x08, 0x01})), corrupt_error);
+    CHECK_THROWS_AS(pb::from_bytes<compressive_encoding>(bytes_of({0x0d, 0, 0, 0, 0})), corrupt_error);
+    CHECK_THROWS_AS(pb::from_bytes<mini_block_layout>(bytes_of({0x50, 0x01, 0x3a, 0x00})), corrupt_error);
+    CHECK_THROWS_AS(pb::from_bytes<mini_block_layout>(bytes_of({0x0a, 0x01, 0x00})), corrupt_error);
+    CHECK_THROWS_AS(pb::from_bytes<constant_layout>(bytes_of({0x30, 0x01})), corrupt_error);  // inline_value as varint
+    CHECK_THROWS_AS(pb::from_bytes<full_zip_layout>(bytes_of({0x1a, 0x00})), corrupt_error);
+    // Repeated enums: packed (Lance) or one by one; both accepted.
+    auto m = pb::from_bytes<mini_block_layout>(bytes_of({0x30, 0x03, 0x30, 0x06}));
+    CHECK(m.layers == std::vector<rep_def_layer>{rep_def_layer::nullable_item, rep_def_layer::null_and_empty_list});
+  }
+
+  TEST_CASE("enums are open: unknown values survive a round trip") {
+    using namespace enc21;
+    mini_block_layout m{.layers = {rep_def_layer(9), rep_def_layer(-1)}};
+    const std::string b = round_trip(m);
+    // 9 is one byte; -1 is sign-extended to ten bytes, as protobuf writes int32 enums.
+    CHECK(hex(b) == "32 0b 09 ff ff ff ff ff ff ff ff ff 01");
+    CHECK(pb::from_bytes<mini_block_layout>(b).layers[1] == rep_def_layer(-1));
+    buffer_compression bc{compression_scheme(7), {}};
+    CHECK(pb::from_bytes<buffer_compression>(pb::to_bytes(bc)).scheme == compression_scheme(7));
+  }
+
+  TEST_CASE("deep CompressiveEncoding trees: bounded decoding") {
+    using namespace enc21;
+    auto nest = [](int levels) {
+      compressive_encoding e = ce_flat(8);
+      for (int i = 0; i < levels; ++i)
+        e = compressive_encoding{general{.compression = buffer_compression{compression_scheme::zstd, {}},
+                                         .values = std::move(e)}};
+      return e;
+    };
+    round_trip(nest(30));  // 2 messages per level
+    const auto too_deep = pb::to_bytes(nest(100));
+    CHECK_THROWS_AS(pb::from_bytes<compressive_encoding>(too_deep), corrupt_error);
+    // A BlobLayout chain is recursive too.
+    page_layout p{mini_block_layout{}};
+    for (int i = 0; i < 40; ++i) p = page_layout{blob_layout{.inner_layout = std::move(p)}};
+    CHECK_THROWS_AS(pb::from_bytes<page_layout>(pb::to_bytes(p)), corrupt_error);
   }
 }
