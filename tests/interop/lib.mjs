@@ -42,7 +42,9 @@ export function runMain(main) {
   main().then(
     (code) => process.exit(code ?? 0),
     (err) => {
-      process.stderr.write(`error: ${err && err.stack ? err.stack : err}\n`);
+      // The stack only helps when debugging the harness itself.
+      const text = process.env.LANCET_INTEROP_DEBUG ? err?.stack : err?.message;
+      process.stderr.write(`error: ${text ?? err}\n`);
       process.exit(1);
     },
   );
@@ -264,10 +266,16 @@ export async function openDataset(dir) {
   const abs = path.resolve(dir);
   if (!fs.existsSync(path.join(abs, "_versions"))) throw new Error(`${dir} is not a Lance dataset (no _versions/)`);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "lancet-interop-"));
-  fs.symlinkSync(abs, path.join(tmp, "t.lance"));
-  const db = await lancedb.connect(tmp);
-  const table = await db.openTable("t");
-  return { db, table, cleanup: () => fs.rmSync(tmp, { recursive: true, force: true }) };
+  const cleanup = () => fs.rmSync(tmp, { recursive: true, force: true });
+  try {
+    fs.symlinkSync(abs, path.join(tmp, "t.lance"));
+    const db = await lancedb.connect(tmp);
+    const table = await db.openTable("t");
+    return { db, table, cleanup };
+  } catch (err) {
+    cleanup();
+    throw err;
+  }
 }
 
 // Creates the dataset at `outDir` (which must not exist, or is replaced) from an arrow
