@@ -1,0 +1,228 @@
+// Gathering the buffers of several Arrow arrays (of one type, each possibly sliced)
+// into the contiguous buffers an encoded page stores: validity bitmaps, fixed-width
+// values, bit-packed booleans, and variable-width offsets + bytes.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/core/buffer.hpp"
+#include "lancet/core/endian.hpp"
+
+namespace lancet::encoding::detail {
+
+using arrow::array_ptr;
+
+enum class nullability { none, some, all };
+
+inline std::int64_t total_length(const std::vector<array_ptr>& arrays) noexcept {
+  std::int64_t n = 0;
+  for (const auto& a : arrays) n += a->length;
+  return n;
+}
+
+// Copies `count` bits from `src` starting at bit `src_bit` to `dst` at bit `dst_bit`.
+inline void copy_bits(const std::uint8_t* src, std::int64_t src_bit, std::uint8_t* dst, std::int64_t dst_bit,
+                      std::int64_t count) noexcept {
+  if (count <= 0) return;
+  if ((src_bit & 7) == 0 && (dst_bit & 7) == 0) {
+    std::memcpy(dst + (dst_bit >> 3), src + (src_bit >> 3), std::size_t(count >> 3));
+    for (std::int64_t i = count & ~std::int64_t(7); i < count; ++i)
+      arrow::set_bit(dst, dst_bit + i, arrow::get_bit(src, src_bit + i));
+    return;
+  }
+  for (std::int64_t i = 0; i < count; ++i) arrow::set_bit(dst, dst_bit + i, arrow::get_bit(src, src_bit + i));
+}
+
+// Sets `count` bits starting at `dst_bit` to one.
+inline void set_bits(std::uint8_t* dst, std::int64_t dst_bit, std::int64_t count) noexcept {
+  std::int64_t i = 0;
+  for (; i < count && ((dst_bit + i) & 7); ++i) arrow::set_bit(dst, dst_bit + i, true);
+  const std::int64_t whole = (count - i) >> 3;
+  if (whole > 0) std::memset(dst + ((dst_bit + i) >> 3), 0xFF, std::size_t(whole));
+  i += whole * 8;
+  for (; i < count; ++i) arrow::set_bit(dst, dst_bit + i, true);
+}
+
+struct validity {
+  nullability kind = nullability::none;
+  aligned_buffer bitmap;  // set only when kind == some: 1 = valid, ceil(n / 8) bytes
+  std::int64_t null_count = 0;
+};
+
+// The validity of the concatenation of `arrays` (Arrow's "logical nulls": a null-type
+// array is all null).
+inline validity gather_validity(const std::vector<array_ptr>& arrays) {
+  validity v;
+  const std::int64_t n = total_length(arrays);
+  for (const auto& a : arrays) v.null_count += a->count_nulls();
+  if (v.null_count == 0) return v;
+  if (v.null_count == n) {
+    v.kind = nullability::all;
+    return v;
+  }
+  v.kind = nullability::some;
+  v.bitmap.resize(std::size_t((n + 7) / 8));
+  std::int64_t at = 0;
+  for (const auto& a : arrays) {
+    if (a->type->id == arrow::type_id::null) {
+      // all null: bits stay zero
+    } else if (const auto* bits = a->validity()) {
+      copy_bits(bits->data(), a->offset, v.bitmap.data(), at, a->length);
+    } else {
+      set_bits(v.bitmap.data(), at, a->length);
+    }
+    at += a->length;
+  }
+  return v;
+}
+
+// Fixed-width values (byte-aligned widths) of the concatenated arrays.
+inline aligned_buffer gather_fixed(const std::vector<array_ptr>& arrays, std::int64_t byte_width) {
+  aligned_buffer out;
+  out.resize(std::size_t(total_length(arrays) * byte_width));
+  std::size_t at = 0;
+  for (const auto& a : arrays) {
+    const std::size_t n = std::size_t(a->length * byte_width);
+    if (n) std::memcpy(out.data() + at, a->buffers[1].data() + a->offset * byte_width, n);
+    at += n;
+  }
+  return out;
+}
+
+// Boolean values, bit-packed LSB first.
+inline aligned_buffer gather_bits(const std::vector<array_ptr>& arrays) {
+  aligned_buffer out;
+  const std::int64_t n = total_length(arrays);
+  out.resize(std::size_t((n + 7) / 8));
+  std::int64_t at = 0;
+  for (const auto& a : arrays) {
+    copy_bits(a->buffers[1].data(), a->offset, out.data(), at, a->length);
+    at += a->length;
+  }
+  return out;
+}
+
+// The item range [begin, end) covered by a (sliced) list or binary array.
+inline std::pair<std::int64_t, std::int64_t> offset_span(const arrow::array_data& a) noexcept {
+  if (a.length == 0) return {0, 0};
+  return {a.value_offset(0), a.value_offset(a.length)};
+}
+
+// Variable-width bytes of the concatenated arrays (each array's covered span).
+inline aligned_buffer gather_var_bytes(const std::vector<array_ptr>& arrays) {
+  aligned_buffer out;
+  std::size_t total = 0;
+  for (const auto& a : arrays) {
+    auto [b, e] = offset_span(*a);
+    total += std::size_t(e - b);
+  }
+  out.reserve(total);
+  for (const auto& a : arrays) {
+    auto [b, e] = offset_span(*a);
+    out.append(a->buffers[2].data() + b, std::size_t(e - b));
+  }
+  return out;
+}
+
+// The child of a fixed-size list restricted to the list's own rows.
+inline array_ptr fsl_child(const arrow::array_data& a) {
+  const std::int64_t dim = a.type->list_size;
+  return arrow::slice(a.children[0], a.offset * dim, a.length * dim);
+}
+
+// The items of a list (or large list) covered by its (sliced) rows.
+inline array_ptr list_items(const arrow::array_data& a) {
+  auto [b, e] = offset_span(a);
+  return arrow::slice(a.children[0], b, e - b);
+}
+
+// Memory the arrays' buffers take, as Arrow reports it (used for page sizing).
+inline std::uint64_t buffer_memory_size(const arrow::array_data& a) noexcept {
+  std::uint64_t n = 0;
+  for (const auto& b : a.buffers) n += b.size();
+  for (const auto& c : a.children) n += buffer_memory_size(*c);
+  return n;
+}
+
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::detail {
+
+// The concatenation of arrays of one type into one array that owns exactly its bytes
+// (offset 0). Also used to copy buffered arrays so that a small column does not pin a
+// caller's large batch in memory.
+inline array_ptr concat(const std::vector<array_ptr>& arrays, const arrow::type_ptr& type) {
+  using arrow::type_id;
+  auto out = std::make_shared<arrow::array_data>();
+  out->type = type;
+  out->length = total_length(arrays);
+  const auto id = type->id;
+  if (id == type_id::null) {
+    out->null_count = out->length;
+    return out;
+  }
+  auto v = gather_validity(arrays);
+  out->null_count = v.null_count;
+  if (v.kind == nullability::some) {
+    out->buffers.push_back(shared_bytes(std::move(v.bitmap)));
+  } else if (v.kind == nullability::all) {
+    aligned_buffer zeros;
+    zeros.resize(std::size_t((out->length + 7) / 8));
+    out->buffers.push_back(shared_bytes(std::move(zeros)));
+  } else {
+    out->buffers.push_back(shared_bytes());
+  }
+  if (id == type_id::boolean) {
+    out->buffers.push_back(shared_bytes(gather_bits(arrays)));
+  } else if (arrow::is_fixed_width(*type)) {
+    out->buffers.push_back(shared_bytes(gather_fixed(arrays, arrow::bit_width(*type) / 8)));
+  } else if (arrow::is_binary_like(id) || arrow::is_list_like(id)) {
+    const bool large = id == type_id::large_utf8 || id == type_id::large_binary || id == type_id::large_list;
+    aligned_buffer offs;
+    offs.resize(std::size_t(out->length + 1) * (large ? 8 : 4));
+    std::int64_t row = 0, base = 0;
+    for (const auto& a : arrays) {
+      const auto start = a->length ? a->value_offset(0) : 0;
+      for (std::int64_t i = 1; i <= a->length; ++i) {
+        const auto o = base + a->value_offset(i) - start;
+        if (large) le::store<std::int64_t>(offs.data() + 8 * (row + i), o);
+        else le::store<std::int32_t>(offs.data() + 4 * (row + i), std::int32_t(o));
+      }
+      auto [b, e] = offset_span(*a);
+      base += e - b;
+      row += a->length;
+    }
+    if (!large && base > std::numeric_limits<std::int32_t>::max())
+      throw invalid_input_error("concatenating these arrays needs " + std::to_string(base) +
+                                " items, more than 32-bit offsets can address");
+    out->buffers.push_back(shared_bytes(std::move(offs)));
+    if (arrow::is_binary_like(id)) {
+      out->buffers.push_back(shared_bytes(gather_var_bytes(arrays)));
+    } else {
+      std::vector<array_ptr> items;
+      for (const auto& a : arrays) items.push_back(list_items(*a));
+      out->children.push_back(concat(items, type->children.at(0).type));
+    }
+  } else if (id == type_id::fixed_size_list) {
+    std::vector<array_ptr> items;
+    for (const auto& a : arrays) items.push_back(fsl_child(*a));
+    out->children.push_back(concat(items, type->children.at(0).type));
+  } else if (id == type_id::struct_) {
+    for (std::size_t c = 0; c < type->children.size(); ++c) {
+      std::vector<array_ptr> parts;
+      for (const auto& a : arrays) parts.push_back(arrow::slice(a->children[c], a->offset, a->length));
+      out->children.push_back(concat(parts, type->children[c].type));
+    }
+  }
+  return out;
+}
+
+inline array_ptr deep_copy(const arrow::array_data& a) {
+  return concat({std::shared_ptr<const arrow::array_data>(std::shared_ptr<const void>(), &a)}, a.type);
+}
+
+}  // namespace lancet::encoding::detail

@@ -1,0 +1,85 @@
+// The encoder side's moving parts, shared by every format version: encoded pages and
+// columns, the options a strategy gets, the column-index sequence, and the runtime
+// interface of a field encoder (one per top-level field; nested fields own children).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/core/buffer.hpp"
+
+namespace lancet::encoding {
+
+// One page of one column, ready to be written: its buffers and the serialized
+// google.protobuf.Any that describes how they decode.
+struct encoded_page {
+  std::vector<shared_bytes> buffers;
+  std::string encoding;
+  std::uint64_t num_rows = 0;
+  std::uint32_t column_index = 0;
+  std::uint64_t priority = 0;  // first row of the page (structural encodings); 0 in 2.0
+};
+
+// Encoding is deferred into tasks so a writer may run them on a thread pool; the
+// writer always writes the resulting pages in task order.
+using encode_task = std::function<encoded_page()>;
+
+// What a column contributes at finish: pages that can only be written last, column-
+// level buffers, and the serialized Any of its ColumnEncoding.
+struct encoded_column {
+  std::vector<encoded_page> final_pages;
+  std::vector<shared_bytes> column_buffers;
+  std::string encoding;
+};
+
+struct encoding_options {
+  std::uint64_t cache_bytes_per_column = 8ull << 20;
+  std::uint64_t max_page_bytes = 32ull << 20;
+  bool keep_original_array = false;
+  std::uint64_t buffer_alignment = 64;
+};
+
+// Hands out column indices in schema order and remembers which field owns each.
+class column_index_sequence {
+ public:
+  std::uint32_t next(std::int32_t field_id) {
+    const auto idx = std::uint32_t(mapping_.size());
+    mapping_.emplace_back(std::uint32_t(field_id), idx);
+    return idx;
+  }
+  std::uint32_t size() const noexcept { return std::uint32_t(mapping_.size()); }
+  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& mapping() const noexcept { return mapping_; }
+
+ private:
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> mapping_;
+};
+
+class field_encoder {
+ public:
+  virtual ~field_encoder() = default;
+  // Accepts the next rows of this field; returns the pages that became ready.
+  virtual std::vector<encode_task> maybe_encode(const arrow::array_ptr& array, std::uint64_t row_number,
+                                                std::uint64_t num_rows) = 0;
+  // Encodes whatever is buffered.
+  virtual std::vector<encode_task> flush() = 0;
+  // Called once after the final flush; one entry per column, in column order.
+  virtual std::vector<encoded_column> finish() = 0;
+  virtual std::uint32_t num_columns() const = 0;
+};
+
+using field_encoder_ptr = std::unique_ptr<field_encoder>;
+
+// Runs tasks in order on the calling thread.
+inline std::vector<encoded_page> run_inline(std::vector<encode_task>& tasks) {
+  std::vector<encoded_page> pages;
+  pages.reserve(tasks.size());
+  for (auto& t : tasks) pages.push_back(t());
+  return pages;
+}
+
+}  // namespace lancet::encoding

@@ -1,0 +1,381 @@
+// file_reader<Source>: opens a Lance v2 file (ours or Lance's), exposes its schema,
+// columns and pages, and decodes projections over row ranges or row indices.
+//
+// Columns of one file may differ in length (see file_writer::write_column). As Lance
+// does: a full scan over columns of different lengths is refused, naming each length;
+// a bounded read is fine when every projected column covers it; a projection whose
+// columns share a length scans that length.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/encoding/v2_0/decoder.hpp"
+#include "lancet/file/footer.hpp"
+#include "lancet/file/version.hpp"
+#include "lancet/io/source.hpp"
+#include "lancet/pb/file2.hpp"
+#include "lancet/schema/lance_schema.hpp"
+
+namespace lancet::file {
+
+// What to read: a projection (top-level field names; all when empty) and either a
+// row range, a sorted list of row indices, or everything.
+struct read_request {
+  std::vector<std::string> columns;
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> range;  // [begin, end)
+  std::optional<std::vector<std::uint64_t>> indices;             // ascending
+};
+
+// One column's pages with their first rows (prefix sums of page lengths).
+struct column_info {
+  pb::file2::column_metadata metadata;
+  std::vector<std::uint64_t> page_starts;  // page_starts[i] = first row of page i; last = total
+  std::uint64_t length() const noexcept { return page_starts.back(); }
+};
+
+template <io::source Source>
+class file_reader {
+ public:
+  explicit file_reader(Source source) : source_(std::move(source)) { open(); }
+
+  format_version version() const noexcept { return version_; }
+  std::uint16_t major() const noexcept { return footer_.major; }
+  std::uint16_t minor() const noexcept { return footer_.minor; }
+  const schema::schema& schema() const noexcept { return schema_; }
+  const arrow::schema& arrow_schema() const noexcept { return arrow_schema_; }
+  std::uint64_t num_rows() const noexcept { return num_rows_; }
+  std::size_t num_columns() const noexcept { return columns_.size(); }
+  const column_info& column(std::size_t i) const { return columns_.at(i); }
+  std::size_t num_global_buffers() const noexcept { return global_buffers_.size(); }
+  shared_bytes global_buffer(std::size_t i) const {
+    const auto& r = global_buffers_.at(i);
+    return source_.read(r.position, r.size);
+  }
+  // The first column of each top-level field (its length is the field's length).
+  std::uint32_t field_column(std::size_t field) const { return field_columns_.at(field); }
+  std::uint64_t field_length(std::size_t field) const { return columns_.at(field_columns_.at(field)).length(); }
+  const Source& source() const noexcept { return source_; }
+
+  // Reads the requested rows as one batch.
+  arrow::record_batch read(const read_request& req = {}) const {
+    const auto fields = projection(req.columns);
+    auto out_schema = std::make_shared<arrow::schema>();
+    for (auto f : fields) out_schema->fields.push_back(arrow_schema_.fields[f]);
+    out_schema->metadata = arrow_schema_.metadata;
+    arrow::record_batch batch;
+    batch.schema = out_schema;
+    if (req.indices) {
+      check_indices(*req.indices, fields);
+      for (auto f : fields) batch.columns.push_back(take_field(f, *req.indices));
+      return batch;
+    }
+    const auto [begin, end] = resolve_range(req.range, fields);
+    for (auto f : fields) batch.columns.push_back(read_field(f, begin, end));
+    return batch;
+  }
+
+  // The requested rows in batches of at most batch_size rows.
+  std::vector<arrow::record_batch> read_batches(const read_request& req, std::uint64_t batch_size) const {
+    if (batch_size == 0) throw invalid_input_error("batch size must be at least 1");
+    std::vector<arrow::record_batch> out;
+    const auto fields = projection(req.columns);
+    if (req.indices) {
+      for (std::size_t i = 0; i < req.indices->size(); i += batch_size) {
+        read_request r{req.columns, std::nullopt, std::vector<std::uint64_t>(
+            req.indices->begin() + std::ptrdiff_t(i),
+            req.indices->begin() + std::ptrdiff_t(std::min<std::size_t>(req.indices->size(), i + batch_size)))};
+        out.push_back(read(r));
+      }
+      return out;
+    }
+    const auto [begin, end] = resolve_range(req.range, fields);
+    for (auto at = begin; at < end; at += batch_size)
+      out.push_back(read({req.columns, std::pair{at, std::min(end, at + batch_size)}, std::nullopt}));
+    if (out.empty()) out.push_back(read({req.columns, std::pair{begin, begin}, std::nullopt}));
+    return out;
+  }
+
+ private:
+  void open() {
+    const auto size = source_.size();
+    if (size < footer_size) throw corrupt_error("file of " + std::to_string(size) + " bytes has no Lance footer");
+    footer_ = footer::decode(source_.read(size - footer_size, footer_size).view(), size);
+    const auto v = version_from_footer(footer_.major, footer_.minor);
+    if (!v)
+      throw unsupported_error("Lance file version " + std::to_string(footer_.major) + "." +
+                              std::to_string(footer_.minor) + " is not supported");
+    version_ = *v;
+    global_buffers_ = decode_offset_table(
+        source_.read(footer_.global_buff_offsets, std::uint64_t(footer_.num_global_buffers) * 16).view(),
+        footer_.num_global_buffers, size, "global buffer");
+    auto metas = decode_offset_table(
+        source_.read(footer_.column_meta_offsets, std::uint64_t(footer_.num_columns) * 16).view(),
+        footer_.num_columns, size, "column metadata");
+    if (global_buffers_.empty()) throw corrupt_error("the file has no global buffer 0 (file descriptor)");
+    auto desc = source_.read(global_buffers_[0].position, global_buffers_[0].size);
+    auto fd = schema::decode_file_descriptor(desc.view());
+    schema_ = std::move(fd.first);
+    num_rows_ = fd.second;
+    arrow_schema_ = schema::to_arrow(schema_);
+    columns_.reserve(metas.size());
+    for (std::size_t i = 0; i < metas.size(); ++i) {
+      auto bytes = source_.read(metas[i].position, metas[i].size);
+      column_info c;
+      c.metadata = pb::from_bytes<pb::file2::column_metadata>(bytes.view());
+      c.page_starts.reserve(c.metadata.pages.size() + 1);
+      std::uint64_t at = 0;
+      c.page_starts.push_back(0);
+      for (const auto& p : c.metadata.pages) {
+        if (p.length > std::numeric_limits<std::uint64_t>::max() - at)
+          throw corrupt_error("column " + std::to_string(i) + ": page lengths overflow");
+        at += p.length;
+        c.page_starts.push_back(at);
+        for (std::size_t b = 0; b < p.buffer_offsets.size(); ++b)
+          if (p.buffer_offsets[b] > size || p.buffer_sizes[b] > size - p.buffer_offsets[b])
+            throw corrupt_error("column " + std::to_string(i) + ": a page buffer at " +
+                                std::to_string(p.buffer_offsets[b]) + " (+" + std::to_string(p.buffer_sizes[b]) +
+                                " bytes) lies outside the file");
+      }
+      columns_.push_back(std::move(c));
+    }
+    // Map fields to columns: 2.0 gives every Lance field (struct and list included) a
+    // column, in pre-order.
+    std::uint32_t next = 0;
+    for (const auto& f : schema_.fields) {
+      field_columns_.push_back(next);
+      next += count_columns(f);
+    }
+    if (next != columns_.size())
+      throw corrupt_error("the schema needs " + std::to_string(next) + " columns but the file has " +
+                          std::to_string(columns_.size()));
+  }
+
+  std::uint32_t count_columns(const schema::field& f) const {
+    std::uint32_t n = 1;
+    for (const auto& c : f.children) n += count_columns(c);
+    return n;
+  }
+
+  std::vector<std::size_t> projection(const std::vector<std::string>& names) const {
+    std::vector<std::size_t> out;
+    if (names.empty()) {
+      for (std::size_t i = 0; i < schema_.fields.size(); ++i) out.push_back(i);
+      return out;
+    }
+    for (const auto& n : names) {
+      std::size_t i = 0;
+      while (i < schema_.fields.size() && schema_.fields[i].name != n) ++i;
+      if (i == schema_.fields.size()) throw invalid_input_error("the file has no column '" + n + "'");
+      out.push_back(i);
+    }
+    return out;
+  }
+
+  std::pair<std::uint64_t, std::uint64_t> resolve_range(
+      const std::optional<std::pair<std::uint64_t, std::uint64_t>>& range, const std::vector<std::size_t>& fields) const {
+    if (range) {
+      if (range->first > range->second)
+        throw invalid_input_error("row range [" + std::to_string(range->first) + ", " + std::to_string(range->second) +
+                                  ") is reversed");
+      for (auto f : fields)
+        if (field_length(f) < range->second)
+          throw invalid_input_error("row range [" + std::to_string(range->first) + ", " +
+                                    std::to_string(range->second) + ") is past the end of column '" +
+                                    schema_.fields[f].name + "' (" + std::to_string(field_length(f)) + " rows)");
+      return *range;
+    }
+    if (fields.empty()) return {0, num_rows_};
+    const auto len = field_length(fields[0]);
+    bool equal = true;
+    for (auto f : fields) equal &= field_length(f) == len;
+    if (!equal) {
+      std::string msg = "cannot scan columns of different lengths:";
+      for (auto f : fields)
+        msg += " '" + schema_.fields[f].name + "' has " + std::to_string(field_length(f)) + " rows;";
+      msg.back() = '.';
+      throw invalid_input_error(msg + " read a row range or a projection of equal-length columns");
+    }
+    return {0, len};
+  }
+
+  void check_indices(const std::vector<std::uint64_t>& idx, const std::vector<std::size_t>& fields) const {
+    for (std::size_t i = 1; i < idx.size(); ++i)
+      if (idx[i] < idx[i - 1]) throw invalid_input_error("row indices must be sorted ascending (index " + std::to_string(i) + ")");
+    if (!idx.empty())
+      for (auto f : fields)
+        if (idx.back() >= field_length(f))
+          throw invalid_input_error("row index " + std::to_string(idx.back()) + " is past the end of column '" +
+                                    schema_.fields[f].name + "' (" + std::to_string(field_length(f)) + " rows)");
+  }
+
+  arrow::array_ptr take_field(std::size_t f, const std::vector<std::uint64_t>& idx) const {
+    std::vector<arrow::array_ptr> parts;
+    std::size_t i = 0;
+    while (i < idx.size()) {
+      std::size_t j = i + 1;
+      while (j < idx.size() && idx[j] <= idx[j - 1] + 1) ++j;
+      // A run of consecutive (or repeated) indices: read once, then pick.
+      auto run = read_field(f, idx[i], idx[j - 1] + 1);
+      for (std::size_t k = i; k < j; ++k) parts.push_back(arrow::slice(run, std::int64_t(idx[k] - idx[i]), 1));
+      i = j;
+    }
+    return encoding::detail::concat(parts, arrow_schema_.fields[f].type);
+  }
+
+  arrow::array_ptr read_field(std::size_t f, std::uint64_t begin, std::uint64_t end) const {
+    std::uint32_t col = field_columns_[f];
+    return decode_field(schema_.fields[f], arrow_schema_.fields[f], col, begin, end);
+  }
+
+  std::vector<shared_bytes> page_buffers(const pb::file2::column_metadata::page& p) const {
+    std::vector<shared_bytes> out;
+    out.reserve(p.buffer_offsets.size());
+    for (std::size_t b = 0; b < p.buffer_offsets.size(); ++b)
+      out.push_back(source_.read(p.buffer_offsets[b], p.buffer_sizes[b]));
+    return out;
+  }
+
+  template <class Msg>
+  Msg page_encoding(const column_info& c, std::size_t page, std::uint32_t col) const {
+    const auto& p = c.metadata.pages[page];
+    if (!p.encoding) throw corrupt_error("column " + std::to_string(col) + " page " + std::to_string(page) + " has no encoding");
+    return p.encoding->template unwrap<Msg>();
+  }
+
+  static std::string where(std::uint32_t col, std::size_t page) {
+    return "column " + std::to_string(col) + " page " + std::to_string(page);
+  }
+
+  // Decodes rows [begin, end) of a field whose first column is `col`; advances `col`
+  // past the field's columns.
+  arrow::array_ptr decode_field(const schema::field& lf, const arrow::field& af, std::uint32_t& col,
+                                std::uint64_t begin, std::uint64_t end) const {
+    const auto& c = columns_.at(col);
+    const std::uint32_t my_col = col++;
+    const auto id = af.type->id;
+    if (c.length() < end)
+      throw corrupt_error("column " + std::to_string(my_col) + " (field '" + lf.name + "') has " +
+                          std::to_string(c.length()) + " rows, " + std::to_string(end) + " needed");
+    if (id == arrow::type_id::struct_) {
+      auto out = std::make_shared<arrow::array_data>();
+      out->type = af.type;
+      out->length = std::int64_t(end - begin);
+      out->null_count = 0;
+      out->buffers = {shared_bytes()};
+      for (std::size_t i = 0; i < lf.children.size(); ++i)
+        out->children.push_back(decode_field(lf.children[i], af.type->children[i], col, begin, end));
+      return out;
+    }
+    if (arrow::is_list_like(id)) return decode_list(lf, af, col, my_col, begin, end);
+    return decode_primitive(c, my_col, af.type, begin, end);
+  }
+
+  // Pages overlapping [begin, end): (page index, first row in page, row count).
+  static std::vector<std::tuple<std::size_t, std::uint64_t, std::uint64_t>> overlapping(const column_info& c,
+                                                                                        std::uint64_t begin,
+                                                                                        std::uint64_t end) {
+    std::vector<std::tuple<std::size_t, std::uint64_t, std::uint64_t>> out;
+    if (begin >= end) return out;
+    auto it = std::upper_bound(c.page_starts.begin(), c.page_starts.end(), begin);
+    for (std::size_t p = std::size_t(it - c.page_starts.begin()) - 1; p + 1 < c.page_starts.size(); ++p) {
+      const auto ps = c.page_starts[p], pe = c.page_starts[p + 1];
+      if (ps >= end) break;
+      if (pe <= begin) continue;
+      const auto b = std::max(begin, ps), e = std::min(end, pe);
+      out.emplace_back(p, b - ps, e - b);
+    }
+    return out;
+  }
+
+  arrow::array_ptr decode_primitive(const column_info& c, std::uint32_t col, const arrow::type_ptr& type,
+                                    std::uint64_t begin, std::uint64_t end) const {
+    std::vector<arrow::array_ptr> parts;
+    for (auto [p, off, n] : overlapping(c, begin, end)) {
+      const auto& page = c.metadata.pages[p];
+      auto bufs = page_buffers(page);
+      encoding::v2_0::page_decoder d(bufs, where(col, p));
+      auto whole = d.decode(page_encoding<pb::enc20::array_encoding>(c, p, col), page.length, type);
+      parts.push_back(arrow::slice(whole, std::int64_t(off), std::int64_t(n)));
+    }
+    if (parts.size() == 1) return parts[0];
+    return encoding::detail::concat(parts, type);
+  }
+
+  arrow::array_ptr decode_list(const schema::field& lf, const arrow::field& af, std::uint32_t& col,
+                               std::uint32_t my_col, std::uint64_t begin, std::uint64_t end) const {
+    const auto& c = columns_[my_col];
+    const bool large = af.type->id == arrow::type_id::large_list;
+    const std::uint64_t n = end - begin;
+    aligned_buffer offs, validity;
+    offs.resize(std::size_t(n + 1) * (large ? 8 : 4));
+    validity.resize(std::size_t((n + 7) / 8));
+    std::int64_t nulls = 0;
+    // Items before a page start at the sum of the earlier pages' item counts.
+    std::uint64_t item_base = 0, first_item = 0, row = 0;
+    std::size_t next_page = 0;
+    bool first = true;
+    for (auto [p, off, cnt] : overlapping(c, begin, end)) {
+      for (; next_page < p; ++next_page) item_base += list_items_of(c, my_col, next_page);
+      auto bufs = page_buffers(c.metadata.pages[p]);
+      encoding::v2_0::page_decoder d(bufs, where(my_col, p));
+      auto lp = d.decode_list(page_encoding<pb::enc20::array_encoding>(c, p, my_col), c.metadata.pages[p].length);
+      const std::uint64_t start_in_page = off == 0 ? 0 : lp.end(std::size_t(off - 1));
+      if (first) {
+        first_item = item_base + start_in_page;
+        first = false;
+      }
+      for (std::uint64_t i = off; i < off + cnt; ++i, ++row) {
+        const std::uint64_t e = item_base + lp.end(std::size_t(i)) - first_item;
+        if (lp.is_null(std::size_t(i))) ++nulls;
+        else arrow::set_bit(validity.data(), std::int64_t(row), true);
+        if (large) le::store<std::int64_t>(offs.data() + 8 * (row + 1), std::int64_t(e));
+        else {
+          if (e > std::uint64_t(std::numeric_limits<std::int32_t>::max()))
+            throw unsupported_error("list field '" + lf.name + "' needs more than 2^31 items in one read");
+          le::store<std::int32_t>(offs.data() + 4 * (row + 1), std::int32_t(e));
+        }
+      }
+      item_base += lp.num_items;
+      next_page = p + 1;
+    }
+    const std::uint64_t last = n == 0 ? 0 : (large ? std::uint64_t(le::load<std::int64_t>(offs.data() + 8 * n))
+                                                   : std::uint64_t(le::load<std::int32_t>(offs.data() + 4 * n)));
+    auto out = std::make_shared<arrow::array_data>();
+    out->type = af.type;
+    out->length = std::int64_t(n);
+    out->null_count = nulls;
+    out->buffers = {nulls ? shared_bytes(std::move(validity)) : shared_bytes(), shared_bytes(std::move(offs))};
+    out->children.push_back(
+        decode_field(lf.children.at(0), af.type->children.at(0), col, first_item, first_item + last));
+    return out;
+  }
+
+  // Number of items a list page covers (its List.num_items).
+  std::uint64_t list_items_of(const column_info& c, std::uint32_t col, std::size_t page) const {
+    auto enc = page_encoding<pb::enc20::array_encoding>(c, page, col);
+    const auto* l = std::get_if<pb::enc20::list>(&enc.value);
+    if (!l) throw corrupt_error(where(col, page) + ": a list column page does not hold a List encoding");
+    return l->num_items;
+  }
+
+  Source source_;
+  footer footer_;
+  format_version version_ = format_version::v2_0;
+  std::vector<region> global_buffers_;
+  std::vector<column_info> columns_;
+  std::vector<std::uint32_t> field_columns_;
+  schema::schema schema_;
+  arrow::schema arrow_schema_;
+  std::uint64_t num_rows_ = 0;
+};
+
+}  // namespace lancet::file

@@ -1,0 +1,432 @@
+// file_writer<Version, Sink, Strategy>: writes one Lance v2 file.
+//
+//   [page buffers, 64-byte aligned][global buffers][file descriptor (global buffer 0)]
+//   [column metadata...][column metadata offsets][global buffer offsets][footer]
+//
+// Arrays go to per-field encoders chosen by the strategy; the pages they produce are
+// written in order as they become ready; finish() flushes, writes what only the end
+// can know, and the footer. Any failure aborts the sink (nothing is published) and
+// leaves the writer unusable.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/core/buffer.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/encoding/field_encoder.hpp"
+#include "lancet/file/footer.hpp"
+#include "lancet/file/page_table.hpp"
+#include "lancet/file/version.hpp"
+#include "lancet/io/abortable_sink.hpp"
+#include "lancet/io/sink.hpp"
+#include "lancet/pb/file2.hpp"
+#include "lancet/schema/lance_schema.hpp"
+
+namespace lancet::file {
+
+inline constexpr std::uint64_t default_max_page_bytes = 32ull << 20;
+inline constexpr std::uint64_t default_cache_bytes_per_column = 8ull << 20;
+inline constexpr const char* max_page_bytes_env = "LANCE_FILE_WRITER_MAX_PAGE_BYTES";
+// Lance pads between buffers with this byte.
+inline constexpr std::uint8_t pad_byte = 0x48;
+
+struct writer_options {
+  // Buffered column data before a page is cut, split evenly across top-level fields
+  // (default: 8 MiB per field).
+  std::optional<std::uint64_t> data_cache_bytes;
+  // Largest page (a hint: a single value is never split). Default 32 MiB, or the
+  // LANCE_FILE_WRITER_MAX_PAGE_BYTES environment variable when set.
+  std::optional<std::uint64_t> max_page_bytes;
+  // Keep references to buffered arrays instead of copying them.
+  bool keep_original_array = false;
+  // Spill page metadata to this sidecar file instead of keeping it in memory.
+  std::optional<std::string> page_metadata_spill_path;
+};
+
+struct finish_result {
+  std::uint64_t rows = 0;
+  std::uint64_t file_size = 0;
+};
+
+namespace detail {
+
+inline std::uint64_t resolve_max_page_bytes(const writer_options& o) {
+  if (o.max_page_bytes) return *o.max_page_bytes;
+  if (const char* env = std::getenv(max_page_bytes_env)) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (errno == 0 && end && *end == '\0' && end != env && env[0] != '-') return v;
+    std::cerr << "lancet: warning: cannot parse " << max_page_bytes_env << "='" << env << "', using the default of "
+              << default_max_page_bytes << " bytes\n";
+  }
+  return default_max_page_bytes;
+}
+
+// Throws naming the first non-nullable field (at any depth) that holds nulls.
+inline void check_nullability(const schema::field& f, const arrow::array_data& a, const std::string& path) {
+  const std::string name = path.empty() ? f.name : path + "." + f.name;
+  if (!f.nullable && a.count_nulls() > 0)
+    throw invalid_input_error("the field '" + name + "' contains " + std::to_string(a.count_nulls()) +
+                              " null value(s) even though it is marked non-nullable in the schema");
+  const auto id = a.type->id;
+  if (id == arrow::type_id::struct_) {
+    for (std::size_t i = 0; i < f.children.size() && i < a.children.size(); ++i)
+      check_nullability(f.children[i], *arrow::slice(a.children[i], a.offset, a.length), name);
+  } else if (arrow::is_list_like(id) && !f.children.empty()) {
+    check_nullability(f.children[0], *encoding::detail::list_items(a), name);
+  }
+}
+
+}  // namespace detail
+
+template <version_policy Version, class Sink, class Strategy = typename Version::default_strategy>
+  requires io::sink<std::remove_reference_t<Sink>>
+class file_writer {
+ public:
+  using version = Version;
+  using strategy_type = Strategy;
+
+  // A writer whose schema comes from the first batch.
+  explicit file_writer(Sink sink, writer_options options = {}, Strategy strategy = {})
+      : sink_(std::forward<Sink>(sink)), options_(std::move(options)), strategy_(std::move(strategy)) {
+    if constexpr (Version::unstable) warn_unstable();
+  }
+  // A writer with an explicit schema.
+  file_writer(Sink sink, schema::schema s, writer_options options = {}, Strategy strategy = {})
+      : file_writer(std::forward<Sink>(sink), std::move(options), std::move(strategy)) {
+    guarded([&] { initialize(std::move(s)); });
+  }
+  file_writer(const file_writer&) = delete;
+  file_writer& operator=(const file_writer&) = delete;
+  ~file_writer() {
+    if (state_ != state::finished) io::abort_sink(sink_ref());
+  }
+
+  // Writes a batch; its columns are matched to the schema by name.
+  void write_batch(const arrow::record_batch& batch) {
+    guarded([&] {
+      require_open("write_batch");
+      if (!schema_) initialize(schema::from_arrow(*batch.schema));
+      const auto& fields = schema_->fields;
+      std::vector<arrow::array_ptr> columns;
+      columns.reserve(fields.size());
+      for (const auto& f : fields) {
+        const arrow::array_ptr* found = nullptr;
+        for (std::size_t i = 0; i < batch.schema->fields.size() && i < batch.columns.size(); ++i)
+          if (batch.schema->fields[i].name == f.name) { found = &batch.columns[i]; break; }
+        if (!found) throw invalid_input_error("cannot write batch: it is missing the column '" + f.name + "'");
+        columns.push_back(*found);
+      }
+      const auto n = std::uint64_t(batch.num_rows());
+      for (std::size_t i = 0; i < columns.size(); ++i) check_column(i, *columns[i], n);
+      if (n == 0) return;
+      if (n > std::numeric_limits<std::uint32_t>::max())
+        throw invalid_input_error("cannot write a batch of " + std::to_string(n) +
+                                  " rows: Lance files take at most 2^32 rows per batch");
+      for (std::size_t i = 0; i < columns.size(); ++i)
+        if (column_rows_[i] > std::numeric_limits<std::uint64_t>::max() - n)
+          throw invalid_input_error("cannot write " + std::to_string(n) + " more rows after " +
+                                    std::to_string(column_rows_[i]) + ": a Lance file holds at most 2^64 rows");
+      mutating_ = true;
+      for (std::size_t i = 0; i < columns.size(); ++i) checked_add(column_rows_[i], n);
+      std::vector<encoding::encode_task> tasks;
+      for (std::size_t i = 0; i < columns.size(); ++i)
+        for (auto& t : encoders_[i]->maybe_encode(columns[i], rows_written_, n)) tasks.push_back(std::move(t));
+      rows_written_ = *std::max_element(column_rows_.begin(), column_rows_.end());
+      write_pages(tasks);
+    });
+  }
+
+  // Writes rows of one top-level field; fields may so reach different lengths.
+  void write_column(std::size_t index, const arrow::array_ptr& array) {
+    guarded([&] {
+      require_open("write_column");
+      if (!schema_) throw invalid_input_error("write_column needs a writer created with a schema");
+      if (index >= schema_->fields.size())
+        throw invalid_input_error("column index " + std::to_string(index) + " is out of range: the schema has " +
+                                  std::to_string(schema_->fields.size()) + " fields");
+      const auto n = std::uint64_t(array->length);
+      check_column(index, *array, n);
+      if (n == 0) return;
+      if (n > std::numeric_limits<std::uint32_t>::max())
+        throw invalid_input_error("cannot write " + std::to_string(n) + " rows to field '" +
+                                  schema_->fields[index].name + "' at once: at most 2^32 rows per call");
+      const auto row = column_rows_[index];
+      checked_add(column_rows_[index], n);
+      mutating_ = true;
+      auto tasks = encoders_[index]->maybe_encode(array, row, n);
+      rows_written_ = std::max(rows_written_, column_rows_[index]);
+      write_pages(tasks);
+    });
+  }
+
+  // Writes a global buffer now; returns its index (1, 2, ...; 0 is the descriptor).
+  std::uint32_t add_global_buffer(bytes_view bytes) {
+    std::uint32_t index = 0;
+    guarded([&] {
+      require_open("add_global_buffer");
+      const auto pos = tell();
+      write_padded(bytes);
+      global_buffers_.push_back({pos, bytes.size()});
+      index = std::uint32_t(global_buffers_.size());
+    });
+    return index;
+  }
+
+  // Sets (or replaces) a schema metadata entry; allowed until finish.
+  void add_schema_metadata(std::string key, std::string value) {
+    require_open("add_schema_metadata");
+    for (auto& [k, v] : extra_metadata_)
+      if (k == key) { v = std::move(value); return; }
+    extra_metadata_.emplace_back(std::move(key), std::move(value));
+  }
+
+  std::uint64_t tell() const { return std::uint64_t(sink_ref().position()); }
+  std::uint64_t rows_written() const noexcept { return rows_written_; }
+  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& field_id_to_column_indices() const noexcept {
+    return field_columns_;
+  }
+  const schema::schema* schema() const noexcept { return schema_ ? &*schema_ : nullptr; }
+  std::remove_reference_t<Sink>& sink() noexcept { return sink_; }
+
+  finish_result finish() {
+    finish_result r;
+    guarded([&] {
+      require_open("finish");
+      if (!schema_)
+        throw invalid_input_error("cannot finish: no schema was given and no data was written, so the file's "
+                                  "schema is unknown");
+      mutating_ = true;
+      std::vector<encoding::encode_task> tasks;
+      for (auto& e : encoders_)
+        for (auto& t : e->flush()) tasks.push_back(std::move(t));
+      write_pages(tasks);
+      finish_columns();
+      // Global buffer 0: the file descriptor (schema with its metadata, and the row count).
+      auto full = *schema_;
+      for (const auto& kv : extra_metadata_) {
+        bool replaced = false;
+        for (auto& [k, v] : full.metadata)
+          if (k == kv.first) { v = kv.second; replaced = true; }
+        if (!replaced) full.metadata.push_back(kv);
+      }
+      const std::string descriptor = schema::encode_file_descriptor(full, rows_written_);
+      std::vector<region> globals;
+      globals.push_back({tell(), descriptor.size()});
+      write_raw(as_bytes(descriptor));
+      globals.insert(globals.end(), global_buffers_.begin(), global_buffers_.end());
+      // Column metadata, then the two offset tables and the footer.
+      footer ft;
+      ft.column_meta_start = tell();
+      std::vector<region> metas;
+      for (std::uint32_t c = 0; c < num_columns_; ++c) {
+        const std::string meta = column_metadata_bytes(c);
+        metas.push_back({tell(), meta.size()});
+        write_raw(as_bytes(meta));
+      }
+      ft.column_meta_offsets = tell();
+      write_table(metas);
+      ft.global_buff_offsets = tell();
+      write_table(globals);
+      ft.num_global_buffers = std::uint32_t(globals.size());
+      ft.num_columns = num_columns_;
+      ft.major = Version::footer_major;
+      ft.minor = Version::footer_minor;
+      std::uint8_t tail[footer_size];
+      ft.encode(tail);
+      write_raw({tail, footer_size});
+      r.rows = rows_written_;
+      r.file_size = tell();
+      sink_ref().finish();
+      state_ = state::finished;
+    });
+    return r;
+  }
+
+ private:
+  enum class state { open, failed, finished };
+
+  static bytes_view as_bytes(const std::string& s) {
+    return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+  }
+  std::remove_reference_t<Sink>& sink_ref() noexcept { return sink_; }
+  const std::remove_reference_t<Sink>& sink_ref() const noexcept { return sink_; }
+
+  static void warn_unstable() {
+    static bool warned = false;
+    if (!warned) {
+      warned = true;
+      std::cerr << "lancet: warning: you have requested an unstable format version; files written with it may "
+                   "not be readable in the future\n";
+    }
+  }
+
+  // Runs one public operation. Bad input refused before any state changed leaves the
+  // writer usable; any other failure aborts the sink and the writer.
+  template <class F>
+  void guarded(F&& f) {
+    mutating_ = false;
+    try {
+      f();
+    } catch (const invalid_input_error&) {
+      if (mutating_) {
+        state_ = state::failed;
+        io::abort_sink(sink_ref());
+      }
+      throw;
+    } catch (...) {
+      state_ = state::failed;
+      io::abort_sink(sink_ref());
+      throw;
+    }
+  }
+
+  void require_open(const char* what) const {
+    if (state_ == state::finished) throw invalid_input_error(std::string(what) + ": the file is already finished");
+    if (state_ == state::failed)
+      throw invalid_input_error(std::string(what) + ": an earlier error aborted this writer");
+  }
+
+  static void checked_add(std::uint64_t& counter, std::uint64_t n) {
+    if (counter > std::numeric_limits<std::uint64_t>::max() - n)
+      throw invalid_input_error("cannot write " + std::to_string(n) + " more rows after " + std::to_string(counter) +
+                                ": a Lance file holds at most 2^64 rows");
+    counter += n;
+  }
+
+  void check_column(std::size_t i, const arrow::array_data& a, std::uint64_t n) const {
+    const auto& f = schema_->fields[i];
+    if (std::uint64_t(a.length) != n)
+      throw invalid_input_error("column '" + f.name + "' has " + std::to_string(a.length) + " rows, expected " +
+                                std::to_string(n));
+    if (!arrow::equals(*a.type, *arrow_fields_[i].type))
+      throw invalid_input_error("column '" + f.name + "' does not have the schema's type");
+    detail::check_nullability(f, a, "");
+    if constexpr (requires { strategy_.validate(arrow_fields_[i], a); }) strategy_.validate(arrow_fields_[i], a);
+  }
+
+  void initialize(schema::schema s) {
+    const auto arrow_schema = schema::to_arrow(s);
+    arrow_fields_ = arrow_schema.fields;
+    const std::uint64_t per_column =
+        options_.data_cache_bytes ? *options_.data_cache_bytes / std::max<std::size_t>(1, s.fields.size())
+                                  : default_cache_bytes_per_column;
+    encoding::encoding_options eo;
+    eo.cache_bytes_per_column = per_column;
+    eo.max_page_bytes = detail::resolve_max_page_bytes(options_);
+    eo.keep_original_array = options_.keep_original_array;
+    const auto ids = schema::preorder_ids(s);
+    encoding::v2_0::field_id_cursor cursor(ids);
+    encoding::column_index_sequence columns;
+    for (const auto& f : arrow_fields_) encoders_.push_back(strategy_.make_field_encoder(f, cursor, columns, eo));
+    num_columns_ = columns.size();
+    field_columns_ = columns.mapping();
+    column_rows_.assign(s.fields.size(), 0);
+    page_table_.reset(num_columns_, options_.page_metadata_spill_path);
+    column_encodings_.assign(num_columns_, std::string());
+    column_buffers_.assign(num_columns_, {});
+    schema_ = std::move(s);
+  }
+
+  void write_raw(bytes_view b) { sink_ref().write(b); }
+  void write_padded(bytes_view b) {
+    write_raw(b);
+    static const std::array<std::uint8_t, 64> pad = [] {
+      std::array<std::uint8_t, 64> p{};
+      p.fill(pad_byte);
+      return p;
+    }();
+    const auto rem = b.size() % 64;
+    if (rem) write_raw({pad.data(), 64 - rem});
+  }
+  void write_table(const std::vector<region>& rs) {
+    std::string t(rs.size() * 16, '\0');
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      le::store(t.data() + 16 * i, rs[i].position);
+      le::store(t.data() + 16 * i + 8, rs[i].size);
+    }
+    write_raw(as_bytes(t));
+  }
+
+  void write_page(const encoding::encoded_page& p) {
+    pb::file2::column_metadata::page page;
+    for (const auto& b : p.buffers) {
+      page.buffer_offsets.push_back(tell());
+      page.buffer_sizes.push_back(b.size());
+      write_padded(b.view());
+    }
+    page.length = p.num_rows;
+    page.encoding = pb::file2::encoding{pb::file2::direct_encoding{p.encoding}};
+    page.priority = p.priority;
+    page_table_.add(p.column_index, page);
+  }
+  void write_pages(std::vector<encoding::encode_task>& tasks) {
+    for (auto& t : tasks) write_page(t());
+  }
+
+  void finish_columns() {
+    std::uint32_t c = 0;
+    for (auto& e : encoders_) {
+      for (auto& col : e->finish()) {
+        for (const auto& p : col.final_pages) write_page(p);
+        for (const auto& b : col.column_buffers) {
+          column_buffers_[c].push_back({tell(), b.size()});
+          write_padded(b.view());
+        }
+        column_encodings_[c] = std::move(col.encoding);
+        ++c;
+      }
+    }
+    if (c != num_columns_)
+      throw corrupt_error("encoders produced " + std::to_string(c) + " columns, expected " +
+                          std::to_string(num_columns_));
+  }
+
+  // ColumnMetadata bytes: encoding (1), pages (2), buffer offsets (3) and sizes (4).
+  std::string column_metadata_bytes(std::uint32_t c) {
+    pb::writer w;
+    w.message(pb::file2::column_metadata::f_encoding,
+              pb::file2::encoding{pb::file2::direct_encoding{column_encodings_[c]}});
+    w.bytes() += page_table_.take_pages(c);
+    std::vector<std::uint64_t> offs, sizes;
+    for (const auto& r : column_buffers_[c]) {
+      offs.push_back(r.position);
+      sizes.push_back(r.size);
+    }
+    w.packed_varint(pb::file2::column_metadata::f_buffer_offsets, offs);
+    w.packed_varint(pb::file2::column_metadata::f_buffer_sizes, sizes);
+    return w.take();
+  }
+
+  Sink sink_;
+  writer_options options_;
+  Strategy strategy_;
+  state state_ = state::open;
+  bool mutating_ = false;
+  std::optional<schema::schema> schema_;
+  std::vector<arrow::field> arrow_fields_;
+  std::vector<encoding::field_encoder_ptr> encoders_;
+  std::uint32_t num_columns_ = 0;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> field_columns_;
+  std::vector<std::uint64_t> column_rows_;
+  std::uint64_t rows_written_ = 0;
+  std::vector<region> global_buffers_;
+  arrow::metadata extra_metadata_;
+  page_table page_table_;
+  std::vector<std::string> column_encodings_;
+  std::vector<std::vector<region>> column_buffers_;
+};
+
+}  // namespace lancet::file
