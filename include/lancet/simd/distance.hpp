@@ -1,0 +1,352 @@
+// Distance kernels with Lance's conventions:
+//   l2      squared Euclidean distance
+//   dot     1 - x.y
+//   cosine  1 - x.y / (|x| |y|)
+//   hamming number of differing bits between two binary codes (uint8 only)
+// for float32, float16 (IEEE half), float64 and uint8 elements and any dimension.
+// Results are float (double for float64 inputs). Vector tails are handled with
+// scalar code, so no kernel reads past the end of a vector.
+//
+//   float d = lancet::simd::l2(a, b, dim);
+//   lancet::simd::distances_to_many(distance_type::cosine, q, block, n, dim, out);
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "lancet/core/error.hpp"
+#include "lancet/simd/batch.hpp"
+#include "lancet/simd/f16.hpp"
+
+namespace lancet::simd {
+
+enum class distance_type : std::uint8_t { l2, cosine, dot, hamming };
+
+inline const char* distance_name(distance_type t) noexcept {
+  switch (t) {
+    case distance_type::l2: return "l2";
+    case distance_type::cosine: return "cosine";
+    case distance_type::dot: return "dot";
+    case distance_type::hamming: return "hamming";
+  }
+  return "unknown";
+}
+
+// Accepts Lance's spellings ("l2", "euclidean", "cosine", "dot", "hamming"), any case.
+inline distance_type parse_distance_type(std::string_view s) {
+  std::string l(s);
+  for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (l == "l2" || l == "euclidean") return distance_type::l2;
+  if (l == "cosine") return distance_type::cosine;
+  if (l == "dot") return distance_type::dot;
+  if (l == "hamming") return distance_type::hamming;
+  throw invalid_input_error("unknown distance type '" + std::string(s) +
+                            "' (expected l2, euclidean, cosine, dot or hamming)");
+}
+
+template <class T>
+inline constexpr bool is_element_v = std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                                     std::is_same_v<T, f16> || std::is_same_v<T, std::uint8_t>;
+
+// The type a distance between two T vectors is reported in.
+template <class T>
+using distance_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+namespace detail {
+
+// ---- floating point kernels (float, double, f16) -----------------------------------
+// Four independent accumulators hide FMA latency; tails go through scalar code.
+
+template <class T>
+inline acc_t<T> l2_float(const T* a, const T* b, std::size_t d) {
+  using A = acc_t<T>;
+  constexpr std::size_t W = vec<A>::size;
+  vec<A> s0(A(0)), s1(A(0)), s2(A(0)), s3(A(0));
+  std::size_t i = 0;
+  for (; i + 4 * W <= d; i += 4 * W) {
+    auto d0 = vload_as_acc(a + i) - vload_as_acc(b + i);
+    auto d1 = vload_as_acc(a + i + W) - vload_as_acc(b + i + W);
+    auto d2 = vload_as_acc(a + i + 2 * W) - vload_as_acc(b + i + 2 * W);
+    auto d3 = vload_as_acc(a + i + 3 * W) - vload_as_acc(b + i + 3 * W);
+    s0 = vfma<A>(d0, d0, s0);
+    s1 = vfma<A>(d1, d1, s1);
+    s2 = vfma<A>(d2, d2, s2);
+    s3 = vfma<A>(d3, d3, s3);
+  }
+  for (; i + W <= d; i += W) {
+    auto d0 = vload_as_acc(a + i) - vload_as_acc(b + i);
+    s0 = vfma<A>(d0, d0, s0);
+  }
+  A r = vsum<A>((s0 + s1) + (s2 + s3));
+  for (; i < d; ++i) {
+    const A t = to_acc(a[i]) - to_acc(b[i]);
+    r += t * t;
+  }
+  return r;
+}
+
+template <class T>
+inline acc_t<T> dot_float(const T* a, const T* b, std::size_t d) {
+  using A = acc_t<T>;
+  constexpr std::size_t W = vec<A>::size;
+  vec<A> s0(A(0)), s1(A(0)), s2(A(0)), s3(A(0));
+  std::size_t i = 0;
+  for (; i + 4 * W <= d; i += 4 * W) {
+    s0 = vfma<A>(vload_as_acc(a + i), vload_as_acc(b + i), s0);
+    s1 = vfma<A>(vload_as_acc(a + i + W), vload_as_acc(b + i + W), s1);
+    s2 = vfma<A>(vload_as_acc(a + i + 2 * W), vload_as_acc(b + i + 2 * W), s2);
+    s3 = vfma<A>(vload_as_acc(a + i + 3 * W), vload_as_acc(b + i + 3 * W), s3);
+  }
+  for (; i + W <= d; i += W) s0 = vfma<A>(vload_as_acc(a + i), vload_as_acc(b + i), s0);
+  A r = vsum<A>((s0 + s1) + (s2 + s3));
+  for (; i < d; ++i) r += to_acc(a[i]) * to_acc(b[i]);
+  return r;
+}
+
+// x.y and y.y in one pass (cosine against a query whose norm is known).
+template <class T>
+inline void dot_and_norm_float(const T* x, const T* y, std::size_t d, acc_t<T>& xy, acc_t<T>& yy) {
+  using A = acc_t<T>;
+  constexpr std::size_t W = vec<A>::size;
+  vec<A> p0(A(0)), p1(A(0)), q0(A(0)), q1(A(0));
+  std::size_t i = 0;
+  for (; i + 2 * W <= d; i += 2 * W) {
+    auto x0 = vload_as_acc(x + i), y0 = vload_as_acc(y + i);
+    auto x1 = vload_as_acc(x + i + W), y1 = vload_as_acc(y + i + W);
+    p0 = vfma<A>(x0, y0, p0);
+    q0 = vfma<A>(y0, y0, q0);
+    p1 = vfma<A>(x1, y1, p1);
+    q1 = vfma<A>(y1, y1, q1);
+  }
+  for (; i + W <= d; i += W) {
+    auto x0 = vload_as_acc(x + i), y0 = vload_as_acc(y + i);
+    p0 = vfma<A>(x0, y0, p0);
+    q0 = vfma<A>(y0, y0, q0);
+  }
+  A rxy = vsum<A>(p0 + p1), ryy = vsum<A>(q0 + q1);
+  for (; i < d; ++i) {
+    const A xv = to_acc(x[i]), yv = to_acc(y[i]);
+    rxy += xv * yv;
+    ryy += yv * yv;
+  }
+  xy = rxy;
+  yy = ryy;
+}
+
+// ---- uint8 kernels: exact integer arithmetic (the compiler vectorises these) --------
+// Partial sums stay in uint32 for blocks short enough not to overflow.
+inline constexpr std::size_t u8_block = 32768;  // 32768 * 255^2 < 2^32
+
+inline std::uint64_t l2_u8(const std::uint8_t* a, const std::uint8_t* b, std::size_t d) {
+  std::uint64_t total = 0;
+  for (std::size_t s = 0; s < d; s += u8_block) {
+    const std::size_t e = std::min(d, s + u8_block);
+    std::uint32_t acc = 0;
+    for (std::size_t i = s; i < e; ++i) {
+      const std::int32_t t = static_cast<std::int32_t>(a[i]) - static_cast<std::int32_t>(b[i]);
+      acc += static_cast<std::uint32_t>(t * t);
+    }
+    total += acc;
+  }
+  return total;
+}
+
+inline std::uint64_t dot_u8(const std::uint8_t* a, const std::uint8_t* b, std::size_t d) {
+  std::uint64_t total = 0;
+  for (std::size_t s = 0; s < d; s += u8_block) {
+    const std::size_t e = std::min(d, s + u8_block);
+    std::uint32_t acc = 0;
+    for (std::size_t i = s; i < e; ++i)
+      acc += static_cast<std::uint32_t>(a[i]) * static_cast<std::uint32_t>(b[i]);
+    total += acc;
+  }
+  return total;
+}
+
+}  // namespace detail
+
+// ---- one-to-one -------------------------------------------------------------------
+
+// Squared Euclidean distance.
+template <class T>
+inline distance_t<T> l2(const T* a, const T* b, std::size_t d) {
+  static_assert(is_element_v<T>, "lancet::simd: element type must be float, double, f16 or uint8_t");
+  if constexpr (std::is_same_v<T, std::uint8_t>) return static_cast<float>(detail::l2_u8(a, b, d));
+  else return detail::l2_float(a, b, d);
+}
+
+// Plain inner product x.y (not a distance; see dot_distance).
+template <class T>
+inline distance_t<T> dot(const T* a, const T* b, std::size_t d) {
+  static_assert(is_element_v<T>, "lancet::simd: element type must be float, double, f16 or uint8_t");
+  if constexpr (std::is_same_v<T, std::uint8_t>) return static_cast<float>(detail::dot_u8(a, b, d));
+  else return detail::dot_float(a, b, d);
+}
+
+// Lance's dot distance: 1 - x.y.
+template <class T>
+inline distance_t<T> dot_distance(const T* a, const T* b, std::size_t d) {
+  return distance_t<T>(1) - dot(a, b, d);
+}
+
+// Squared L2 norm x.x.
+template <class T>
+inline distance_t<T> norm_sq(const T* a, std::size_t d) {
+  return dot(a, a, d);
+}
+
+// Cosine distance against a query whose L2 norm (not squared) is already known.
+template <class T>
+inline distance_t<T> cosine_with_norm(const T* x, distance_t<T> x_norm, const T* y, std::size_t d) {
+  using D = distance_t<T>;
+  D xy, yy;
+  if constexpr (std::is_same_v<T, std::uint8_t>) {
+    xy = static_cast<float>(detail::dot_u8(x, y, d));
+    yy = static_cast<float>(detail::dot_u8(y, y, d));
+  } else {
+    detail::dot_and_norm_float(x, y, d, xy, yy);
+  }
+  return D(1) - xy / (x_norm * std::sqrt(yy));
+}
+
+// Cosine distance 1 - x.y / (|x| |y|). A zero vector gives NaN, as in Lance.
+template <class T>
+inline distance_t<T> cosine(const T* a, const T* b, std::size_t d) {
+  return cosine_with_norm(a, std::sqrt(norm_sq(a, d)), b, d);
+}
+
+// Number of differing bits between two codes of nbytes bytes.
+inline float hamming(const std::uint8_t* a, const std::uint8_t* b, std::size_t nbytes) {
+  std::uint64_t n = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= nbytes; i += 8) {
+    std::uint64_t x, y;
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    n += static_cast<std::uint64_t>(std::popcount(x ^ y));
+  }
+  for (; i < nbytes; ++i) n += static_cast<std::uint64_t>(std::popcount(static_cast<unsigned>(a[i] ^ b[i])));
+  return static_cast<float>(n);
+}
+
+// Distance of the given type; hamming only for uint8 codes.
+template <class T>
+inline distance_t<T> distance(distance_type t, const T* a, const T* b, std::size_t d) {
+  switch (t) {
+    case distance_type::l2: return l2(a, b, d);
+    case distance_type::dot: return dot_distance(a, b, d);
+    case distance_type::cosine: return cosine(a, b, d);
+    case distance_type::hamming:
+      if constexpr (std::is_same_v<T, std::uint8_t>) return hamming(a, b, d);
+      else throw invalid_input_error("hamming distance needs uint8 binary codes");
+  }
+  throw invalid_input_error("unknown distance type");
+}
+
+// ---- one-to-many ------------------------------------------------------------------
+
+namespace detail {
+
+// Four rows at a time share the query loads; each row keeps two accumulators.
+template <bool L2, class T>
+inline void many_float(const T* q, const T* block, std::size_t n, std::size_t d, acc_t<T>* out) {
+  using A = acc_t<T>;
+  constexpr std::size_t W = vec<A>::size;
+  std::size_t r = 0;
+  for (; r + 4 <= n; r += 4) {
+    const T* y0 = block + r * d;
+    const T* y1 = y0 + d;
+    const T* y2 = y1 + d;
+    const T* y3 = y2 + d;
+    vec<A> a0(A(0)), a1(A(0)), a2(A(0)), a3(A(0)), b0(A(0)), b1(A(0)), b2(A(0)), b3(A(0));
+    std::size_t i = 0;
+    auto step = [&](std::size_t off, vec<A>& s0, vec<A>& s1, vec<A>& s2, vec<A>& s3) {
+      const auto x = vload_as_acc(q + off);
+      if constexpr (L2) {
+        const auto t0 = x - vload_as_acc(y0 + off), t1 = x - vload_as_acc(y1 + off);
+        const auto t2 = x - vload_as_acc(y2 + off), t3 = x - vload_as_acc(y3 + off);
+        s0 = vfma<A>(t0, t0, s0);
+        s1 = vfma<A>(t1, t1, s1);
+        s2 = vfma<A>(t2, t2, s2);
+        s3 = vfma<A>(t3, t3, s3);
+      } else {
+        s0 = vfma<A>(x, vload_as_acc(y0 + off), s0);
+        s1 = vfma<A>(x, vload_as_acc(y1 + off), s1);
+        s2 = vfma<A>(x, vload_as_acc(y2 + off), s2);
+        s3 = vfma<A>(x, vload_as_acc(y3 + off), s3);
+      }
+    };
+    for (; i + 2 * W <= d; i += 2 * W) {
+      step(i, a0, a1, a2, a3);
+      step(i + W, b0, b1, b2, b3);
+    }
+    for (; i + W <= d; i += W) step(i, a0, a1, a2, a3);
+    A s[4] = {vsum<A>(a0 + b0), vsum<A>(a1 + b1), vsum<A>(a2 + b2), vsum<A>(a3 + b3)};
+    const T* ys[4] = {y0, y1, y2, y3};
+    for (; i < d; ++i) {
+      const A x = to_acc(q[i]);
+      for (int k = 0; k < 4; ++k) {
+        const A y = to_acc(ys[k][i]);
+        s[k] += L2 ? (x - y) * (x - y) : x * y;
+      }
+    }
+    for (int k = 0; k < 4; ++k) out[r + static_cast<std::size_t>(k)] = s[k];
+  }
+  for (; r < n; ++r) out[r] = L2 ? l2_float(q, block + r * d, d) : dot_float(q, block + r * d, d);
+}
+
+}  // namespace detail
+
+// Distances from one query to each of n vectors stored row-major in `block`
+// (n * d elements); out receives n values.
+template <class T>
+inline void distances_to_many(distance_type t, const T* q, const T* block, std::size_t n,
+                              std::size_t d, distance_t<T>* out) {
+  static_assert(is_element_v<T>, "lancet::simd: element type must be float, double, f16 or uint8_t");
+  using D = distance_t<T>;
+  switch (t) {
+    case distance_type::l2:
+      if constexpr (std::is_same_v<T, std::uint8_t>) {
+        for (std::size_t r = 0; r < n; ++r) out[r] = l2(q, block + r * d, d);
+      } else {
+        detail::many_float<true>(q, block, n, d, out);
+      }
+      return;
+    case distance_type::dot:
+      if constexpr (std::is_same_v<T, std::uint8_t>) {
+        for (std::size_t r = 0; r < n; ++r) out[r] = dot_distance(q, block + r * d, d);
+      } else {
+        detail::many_float<false>(q, block, n, d, out);
+        for (std::size_t r = 0; r < n; ++r) out[r] = D(1) - out[r];
+      }
+      return;
+    case distance_type::cosine: {
+      const D qn = std::sqrt(norm_sq(q, d));
+      for (std::size_t r = 0; r < n; ++r) out[r] = cosine_with_norm(q, qn, block + r * d, d);
+      return;
+    }
+    case distance_type::hamming:
+      if constexpr (std::is_same_v<T, std::uint8_t>) {
+        for (std::size_t r = 0; r < n; ++r) out[r] = hamming(q, block + r * d, d);
+        return;
+      } else {
+        throw invalid_input_error("hamming distance needs uint8 binary codes");
+      }
+  }
+}
+
+// Squared L2 norms of n row-major vectors.
+template <class T>
+inline void norms_sq(const T* block, std::size_t n, std::size_t d, distance_t<T>* out) {
+  for (std::size_t r = 0; r < n; ++r) out[r] = norm_sq(block + r * d, d);
+}
+
+}  // namespace lancet::simd
