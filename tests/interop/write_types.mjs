@@ -1,10 +1,14 @@
 // Usage: node write_types.mjs OUT_DIR --version 2.0|2.1|2.2 [--rows N] [--seed S]
-//                             [--table types|special|big]
+//                             [--table types|special|big] [--large-list]
 // Has LanceDB (Lance 12) write a dataset at OUT_DIR covering every Arrow type
 // (--table types), encoding-sensitive patterns (--table special), or a large
 // int64/float32/string/vector table (--table big). Prints JSON: the columns
 // written, the columns LanceDB refused (with its exact error) and the row count.
-import { arrow, buildTable, createDataset, fail, intArg, makeRng, parseArgs, runMain } from "./lib.mjs";
+// --large-list (types table) adds `large_list_utf8`: apache-arrow 18 for JS has no
+// LargeList, so the column is written as list<utf8> and then cast by Lance itself
+// (a second dataset version whose new data file holds only that column). JS cannot
+// read large_list back: read that dataset with --columns that leave it out.
+import { arrow, buildTable, createDataset, fail, intArg, makeRng, openDataset, parseArgs, runMain } from "./lib.mjs";
 
 const A = arrow;
 const f = (name, type, nullable = true) => new A.Field(name, type, nullable);
@@ -170,7 +174,7 @@ function materialise(specs, rows, seed) {
 }
 
 async function main() {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseArgs(process.argv.slice(2), ["large-list"]);
   const [outDir] = args._;
   if (!outDir || args._.length !== 1) fail("usage: write_types.mjs OUT_DIR --version 2.0|2.1|2.2 [--rows N] [--seed S] [--table types|special|big]");
   const version = args.version;
@@ -185,11 +189,21 @@ async function main() {
   else fail(`--table must be types, special or big, got '${kind}'`);
 
   // Try everything at once; on failure find the refused columns one by one.
-  const refused = kind === "types" ? [{ column: "large_list_utf8", type: "LargeList<Utf8>",
-    error: "not attempted: apache-arrow 18 for JavaScript has no LargeList type, so LanceDB's Node API cannot receive one" }] : [];
+  const largeList = Boolean(args["large-list"]);
+  if (largeList && kind !== "types") fail("--large-list applies to --table types only");
+  if (largeList) {
+    const r = makeRng(seed * 1000003 + 999);
+    const rows = columns[0].values.length;
+    columns.push({ name: "large_list_utf8", type: new A.List(f("item", new A.Utf8())), nullable: true,
+      values: Array.from({ length: rows }, (_, i) => (isNullList(i) ? null : isEmptyList(i) ? [] :
+        Array.from({ length: r.int(1, 4) }, (_, k) => ((i + k) % 4 === 1 ? null : str(r, 10))))) });
+  }
+  const refused = kind === "types" && !largeList ? [{ column: "large_list_utf8", type: "LargeList<Utf8>",
+    error: "not attempted (pass --large-list): apache-arrow 18 for JavaScript has no LargeList type" }] : [];
   let accepted = columns;
   try {
     const rows = await createDataset(outDir, buildTable(accepted), version);
+    if (largeList) await castToLargeList(outDir, "large_list_utf8");
     return report(outDir, version, kind, accepted, refused, rows);
   } catch (err) {
     if (columns.length === 1) throw err;
@@ -206,7 +220,21 @@ async function main() {
   const { rmSync } = await import("node:fs");
   rmSync(`${outDir}.probe`, { recursive: true, force: true });
   const rows = await createDataset(outDir, buildTable(accepted), version);
+  if (largeList && accepted.some((c) => c.name === "large_list_utf8")) await castToLargeList(outDir, "large_list_utf8");
   return report(outDir, version, kind, accepted, refused, rows);
+}
+
+// Lance casts list<utf8> to large_list<utf8> when given its JSON type form through the
+// native alterColumns (the JS wrapper would need an arrow JS LargeList type).
+async function castToLargeList(dir, column) {
+  const { table, cleanup } = await openDataset(dir);
+  try {
+    const dataType = JSON.stringify({ type: "large_list", fields: [{ name: "item", type: { type: "string" }, nullable: true }] });
+    await table.inner.alterColumns([{ path: column, dataType }]);
+  } finally {
+    table.close();
+    cleanup();
+  }
 }
 
 function report(outDir, version, kind, accepted, refused, rows) {
