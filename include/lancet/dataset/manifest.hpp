@@ -1,0 +1,340 @@
+// The manifest file of one dataset version (_versions/*.manifest), read and written.
+//
+// Layout, as Lance 12 writes it (verified byte for byte against LanceDB 0.39):
+//
+//   [u32 len][IndexSection]      only when the version has indices; manifest field 6
+//   [u32 len][Transaction]       the transaction that made this version; field 21
+//   [u32 len][Manifest]          <- manifest position
+//   i64 manifest position, i16 major = 0, i16 minor = 2, "LANC"
+//
+// Section positions point at their u32 length prefix and are absolute file offsets.
+// Lance requires the manifest message to end exactly where the 16-byte footer
+// begins. The same Transaction message (no length prefix) is also written to
+// _transactions/{read_version}-{uuid}.txn and named by manifest field 12.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lancet/core/buffer.hpp"
+#include "lancet/core/endian.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/roaring.hpp"
+#include "lancet/io/fs.hpp"
+#include "lancet/io/sink.hpp"
+#include "lancet/pb/table.hpp"
+#include "lancet/pb/wire.hpp"
+
+namespace lancet::dataset {
+
+inline constexpr std::string_view manifest_magic = "LANC";
+// The footer numbers Lance 12 writes into manifests (lance-file's 0.2, not the 0.1 its
+// table crate also declares).
+inline constexpr std::uint16_t manifest_footer_major = 0;
+inline constexpr std::uint16_t manifest_footer_minor = 2;
+inline constexpr std::size_t manifest_footer_size = 16;
+
+// What lancet records as Manifest.writer_version.library. Lance assumes libraries
+// other than "lance" are free of its old fragment-bitmap bug; a missing writer
+// version would make Lance distrust physical_rows and fragment bitmaps.
+inline constexpr std::string_view writer_library = "lancet";
+inline constexpr std::string_view writer_library_version = "0.1.0";
+
+inline pb::manifest::writer_version_info lancet_writer_version() {
+  return {std::string(writer_library), std::string(writer_library_version), std::nullopt, std::nullopt};
+}
+
+// Manifest.reader_feature_flags / writer_feature_flags bits.
+namespace feature_flags {
+inline constexpr std::uint64_t deletion_files = 1;
+inline constexpr std::uint64_t stable_row_ids = 2;
+inline constexpr std::uint64_t use_v2_format_deprecated = 4;
+inline constexpr std::uint64_t table_config = 8;
+inline constexpr std::uint64_t base_paths = 16;
+inline constexpr std::uint64_t disable_transaction_file = 32;
+inline constexpr std::uint64_t first_unknown = 64;  // this flag and above: not understood
+}  // namespace feature_flags
+
+inline bool can_read_dataset(std::uint64_t reader_flags) noexcept { return reader_flags < feature_flags::first_unknown; }
+inline bool can_write_dataset(std::uint64_t writer_flags) noexcept { return writer_flags < feature_flags::first_unknown; }
+
+// Recomputes both flag words from the manifest's content, as Lance does on commit.
+// Row ids must be on all fragments or none (invalid_input_error otherwise).
+inline void apply_feature_flags(pb::manifest& m, bool stable_row_ids = false, bool disable_transaction_file = false) {
+  std::uint64_t rf = 0, wf = 0;
+  bool any_deletions = false, any_row_ids = false, all_row_ids = true;
+  for (const auto& f : m.fragments) {
+    any_deletions |= f.deletion_file.has_value();
+    const bool has = !std::holds_alternative<std::monostate>(f.row_id_sequence);
+    any_row_ids |= has;
+    all_row_ids &= has;
+  }
+  if (any_deletions) rf |= feature_flags::deletion_files, wf |= feature_flags::deletion_files;
+  if (any_row_ids || stable_row_ids) {
+    if (!all_row_ids) throw invalid_input_error("manifest: stable row ids need a row-id sequence on every fragment");
+    rf |= feature_flags::stable_row_ids, wf |= feature_flags::stable_row_ids;
+  }
+  if (!m.config.empty()) wf |= feature_flags::table_config;
+  if (!m.base_paths.empty()) rf |= feature_flags::base_paths, wf |= feature_flags::base_paths;
+  if (disable_transaction_file) wf |= feature_flags::disable_transaction_file;
+  m.reader_feature_flags = rf;
+  m.writer_feature_flags = wf;
+}
+
+// Raises max_fragment_id to the highest fragment id present (never lowers it; left
+// unset while there are no fragments), as Lance does on commit.
+inline void update_max_fragment_id(pb::manifest& m) {
+  if (m.fragments.empty()) return;
+  std::uint64_t hi = 0;
+  for (const auto& f : m.fragments) hi = std::max(hi, f.id);
+  if (hi > 0xFFFFFFFFull) throw invalid_input_error("manifest: fragment id " + std::to_string(hi) + " exceeds u32");
+  if (!m.max_fragment_id || *m.max_fragment_id < hi) m.max_fragment_id = std::uint32_t(hi);
+}
+
+// Live rows of the version, when every fragment knows its count.
+inline std::optional<std::uint64_t> manifest_row_count(const pb::manifest& m) {
+  std::uint64_t n = 0;
+  for (const auto& f : m.fragments) {
+    auto r = f.num_rows();
+    if (!r) return std::nullopt;
+    n += *r;
+  }
+  return n;
+}
+
+namespace manifest_detail {
+// An error's message without the "corrupt: " category prefix (for re-wrapping).
+inline std::string message_of(const error& e) {
+  std::string m = e.what();
+  const std::string prefix = std::string(errc_name(e.code())) + ": ";
+  return m.compare(0, prefix.size(), prefix) == 0 ? m.substr(prefix.size()) : m;
+}
+}  // namespace manifest_detail
+
+// The fragment ids an index covers (empty bitmap when the field is absent).
+inline roaring_bitmap index_fragment_bitmap(const pb::index_metadata& idx) {
+  if (idx.fragment_bitmap.empty()) return {};
+  try {
+    return roaring_bitmap::deserialize(std::string_view(idx.fragment_bitmap));
+  } catch (const corrupt_error& e) {
+    throw corrupt_error("index '" + idx.name + "' fragment bitmap: " + manifest_detail::message_of(e));
+  }
+}
+inline void set_index_fragment_bitmap(pb::index_metadata& idx, const roaring_bitmap& fragments) {
+  idx.fragment_bitmap = fragments.serialize();
+}
+
+// ---------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------
+
+namespace manifest_detail {
+
+inline void append_u32(std::string& out, std::uint32_t v) {
+  char b[4];
+  le::store(b, v);
+  out.append(b, 4);
+}
+
+template <class Msg>
+std::string length_prefixed(const Msg& m, std::string_view what) {
+  std::string body = m.to_bytes();
+  if (body.size() > 0xFFFFFFFFull) throw invalid_input_error(std::string(what) + " is larger than 4 GiB");
+  std::string out;
+  out.reserve(4 + body.size());
+  append_u32(out, std::uint32_t(body.size()));
+  out += body;
+  return out;
+}
+
+inline std::string footer(std::uint64_t manifest_position) {
+  std::string out(manifest_footer_size, '\0');
+  le::store(out.data(), std::int64_t(manifest_position));
+  le::store(out.data() + 8, std::int16_t(manifest_footer_major));
+  le::store(out.data() + 10, std::int16_t(manifest_footer_minor));
+  out.replace(12, 4, manifest_magic);
+  return out;
+}
+
+inline bytes_view view(std::string_view s) noexcept {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+}  // namespace manifest_detail
+
+// Writes a manifest file to a sink (whose position is the file offset: use a fresh
+// sink). Sets m.index_section and m.transaction_section to where the sections land
+// (or clears them). The index section is written only when there are indices. Does
+// not call sink.finish(): publishing is the committer's business. Returns the bytes
+// written.
+template <io::sink Sink>
+std::uint64_t write_manifest_file(Sink& sink, pb::manifest& m, std::span<const pb::index_metadata> indices = {},
+                                  const pb::transaction* txn = nullptr) {
+  const std::uint64_t start = std::uint64_t(sink.position());
+  m.index_section.reset();
+  m.transaction_section.reset();
+  if (!indices.empty()) {
+    pb::index_section sec;
+    sec.indices.assign(indices.begin(), indices.end());
+    m.index_section = std::uint64_t(sink.position());
+    sink.write(manifest_detail::view(manifest_detail::length_prefixed(sec, "index section")));
+  }
+  if (txn) {
+    m.transaction_section = std::uint64_t(sink.position());
+    sink.write(manifest_detail::view(manifest_detail::length_prefixed(*txn, "transaction section")));
+  }
+  const std::uint64_t manifest_pos = std::uint64_t(sink.position());
+  sink.write(manifest_detail::view(manifest_detail::length_prefixed(m, "manifest")));
+  sink.write(manifest_detail::view(manifest_detail::footer(manifest_pos)));
+  return std::uint64_t(sink.position()) - start;
+}
+
+// The manifest file as bytes (same layout as write_manifest_file at offset 0).
+inline std::string encode_manifest_file(pb::manifest& m, std::span<const pb::index_metadata> indices = {},
+                                        const pb::transaction* txn = nullptr) {
+  struct string_sink {
+    std::string out;
+    void write(bytes_view b) { out.append(reinterpret_cast<const char*>(b.data()), b.size()); }
+    std::uint64_t position() const { return out.size(); }
+    void finish() {}
+  } s;
+  write_manifest_file(s, m, indices, txn);
+  return std::move(s.out);
+}
+
+// ---------------------------------------------------------------------------------
+// Reading (every offset and length is checked against the file)
+// ---------------------------------------------------------------------------------
+
+struct manifest_footer {
+  std::uint64_t manifest_position = 0;
+  std::uint16_t major = 0, minor = 0;
+};
+
+struct manifest_file {
+  pb::manifest manifest;
+  std::vector<pb::index_metadata> indices;     // empty without an index section
+  std::optional<pb::transaction> transaction;  // the inline transaction section, if any
+  manifest_footer footer;
+};
+
+inline manifest_footer read_manifest_footer(bytes_view file) {
+  if (file.size() < manifest_footer_size + 4)
+    throw corrupt_error("manifest: file of " + std::to_string(file.size()) + " bytes is too small");
+  const std::uint8_t* f = file.data() + file.size() - manifest_footer_size;
+  if (std::string_view(reinterpret_cast<const char*>(f + 12), 4) != manifest_magic)
+    throw corrupt_error("manifest: missing LANC magic at byte " + std::to_string(file.size() - 4));
+  const auto pos = le::load<std::int64_t>(f);
+  manifest_footer out;
+  out.major = std::uint16_t(le::load<std::int16_t>(f + 8));
+  out.minor = std::uint16_t(le::load<std::int16_t>(f + 10));
+  if (out.major != 0)
+    throw unsupported_error("manifest: footer version " + std::to_string(out.major) + "." + std::to_string(out.minor) +
+                            " (expected 0.x)");
+  const std::uint64_t limit = file.size() - manifest_footer_size - 4;
+  if (pos < 0 || std::uint64_t(pos) > limit)
+    throw corrupt_error("manifest: manifest position " + std::to_string(pos) + " outside the file (" +
+                        std::to_string(file.size()) + " bytes)");
+  out.manifest_position = std::uint64_t(pos);
+  return out;
+}
+
+// The manifest message alone (sections are not read).
+inline pb::manifest read_manifest(bytes_view file) {
+  const auto ft = read_manifest_footer(file);
+  const std::uint64_t pos = ft.manifest_position;
+  const std::uint32_t len = le::load<std::uint32_t>(file.data() + pos);
+  const std::uint64_t expected = file.size() - manifest_footer_size - pos - 4;
+  if (len != expected)
+    throw corrupt_error("manifest: message at " + std::to_string(pos) + " records " + std::to_string(len) +
+                        " bytes but " + std::to_string(expected) + " lie before the footer");
+  return pb::manifest::decode(pb::reader(file.subspan(std::size_t(pos + 4), len), 0, "Manifest"));
+}
+
+namespace manifest_detail {
+
+// A u32-length-prefixed section that must lie before the manifest message.
+inline bytes_view section(bytes_view file, std::uint64_t pos, std::string_view what) {
+  const auto ft = read_manifest_footer(file);
+  if (pos > ft.manifest_position || ft.manifest_position - pos < 4)
+    throw corrupt_error("manifest: " + std::string(what) + " position " + std::to_string(pos) +
+                        " is not before the manifest message at " + std::to_string(ft.manifest_position));
+  const std::uint32_t len = le::load<std::uint32_t>(file.data() + pos);
+  if (len > ft.manifest_position - pos - 4)
+    throw corrupt_error("manifest: " + std::string(what) + " at " + std::to_string(pos) + " of " + std::to_string(len) +
+                        " bytes runs into the manifest message at " + std::to_string(ft.manifest_position));
+  return file.subspan(std::size_t(pos + 4), len);
+}
+
+}  // namespace manifest_detail
+
+inline std::vector<pb::index_metadata> read_index_section(bytes_view file, const pb::manifest& m) {
+  if (!m.index_section) return {};
+  auto b = manifest_detail::section(file, *m.index_section, "index section");
+  return pb::index_section::decode(pb::reader(b, 0, "IndexSection")).indices;
+}
+
+inline std::optional<pb::transaction> read_transaction_section(bytes_view file, const pb::manifest& m) {
+  if (!m.transaction_section) return std::nullopt;
+  auto b = manifest_detail::section(file, *m.transaction_section, "transaction section");
+  return pb::transaction::decode(pb::reader(b, 0, "Transaction"));
+}
+
+inline manifest_file read_manifest_file(bytes_view file) {
+  manifest_file out;
+  out.footer = read_manifest_footer(file);
+  out.manifest = read_manifest(file);
+  out.indices = read_index_section(file, out.manifest);
+  out.transaction = read_transaction_section(file, out.manifest);
+  return out;
+}
+inline manifest_file read_manifest_file(std::string_view bytes) { return read_manifest_file(manifest_detail::view(bytes)); }
+
+// Whole small file into memory (manifests, transaction files).
+inline std::string read_small_file(const std::string& path, std::uint64_t max_bytes = std::uint64_t(1) << 31) {
+  io::unique_fd fd = io::open_fd(path, O_RDONLY);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) io::throw_errno("cannot stat", path, errno);
+  if (std::uint64_t(st.st_size) > max_bytes)
+    throw unsupported_error("'" + path + "' is " + std::to_string(st.st_size) + " bytes, more than " +
+                            std::to_string(max_bytes));
+  std::string out(std::size_t(st.st_size), '\0');
+  const std::size_t got = io::pread_full(fd.get(), out.data(), out.size(), 0, path);
+  out.resize(got);
+  return out;
+}
+
+// Reads and parses a manifest file; errors name the path.
+inline manifest_file read_manifest_file_at(const std::string& path) {
+  std::string bytes = read_small_file(path);
+  try {
+    return read_manifest_file(std::string_view(bytes));
+  } catch (const corrupt_error& e) {
+    throw corrupt_error("'" + path + "': " + manifest_detail::message_of(e));
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// Transaction files: _transactions/{read_version}-{uuid}.txn, the bare message
+// ---------------------------------------------------------------------------------
+
+inline std::string encode_transaction_file(const pb::transaction& t) { return t.to_bytes(); }
+inline pb::transaction decode_transaction_file(std::string_view bytes) { return pb::transaction::from_bytes(bytes); }
+
+// A new transaction with a fresh v4 UUID.
+inline pb::transaction make_transaction(std::uint64_t read_version, pb::transaction::operation_t op) {
+  pb::transaction t;
+  t.read_version = read_version;
+  t.uuid = pb::uuid::generate_v4().to_string();
+  t.operation = std::move(op);
+  return t;
+}
+
+}  // namespace lancet::dataset
