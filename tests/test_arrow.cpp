@@ -532,3 +532,463 @@ TEST_CASE("UTF-8 validation") {
   CHECK(!is_valid_utf8("abc\xE2\x82"));       // truncated
   CHECK(!is_valid_utf8("\x80"));
 }
+
+// ---- Arrow C Data Interface ------------------------------------------------------
+
+#include <lancet/arrow/c_data.hpp>
+
+namespace {
+
+// Every array type with nulls at every level, and a slice of each.
+std::vector<std::pair<std::string, array_ptr>> all_types() {
+  std::vector<std::pair<std::string, array_ptr>> v;
+  v.emplace_back("null", null_array(3));
+  v.emplace_back("bool", bool_array({true, std::nullopt, false, true, false, false, true, true, false}));
+  v.emplace_back("i8", make_array<std::int8_t>({-1, std::nullopt, 127}));
+  v.emplace_back("i16", make_array<std::int16_t>({-300, std::nullopt, 1}));
+  v.emplace_back("i32", make_array<std::int32_t>({1, std::nullopt, 3}));
+  v.emplace_back("i64", make_array<std::int64_t>({std::numeric_limits<std::int64_t>::min(), std::nullopt, 3}));
+  v.emplace_back("u8", make_array<std::uint8_t>({255, std::nullopt, 0}));
+  v.emplace_back("u16", make_array<std::uint16_t>({65535, 1, std::nullopt}));
+  v.emplace_back("u32", make_array<std::uint32_t>({1, 2, 3}));
+  v.emplace_back("u64", make_array<std::uint64_t>({~0ull, std::nullopt, 0}));
+  v.emplace_back("f16", float16_array({1.5f, std::nullopt, -0.25f}));
+  v.emplace_back("f32", make_array<float>({1.5f, std::nullopt, -0.25f}));
+  v.emplace_back("f64", make_array<double>({1e300, std::nullopt, -0.0}));
+  v.emplace_back("date32", make_array<std::int32_t>({19000, std::nullopt, -1}, date32()));
+  v.emplace_back("date64", make_array<std::int64_t>({86400000, std::nullopt, 0}, date64()));
+  v.emplace_back("time32s", make_array<std::int32_t>({1, 2, std::nullopt}, time32(time_unit::second)));
+  v.emplace_back("time32ms", make_array<std::int32_t>({1, 2, 3}, time32(time_unit::milli)));
+  v.emplace_back("time64us", make_array<std::int64_t>({1, std::nullopt, 3}, time64(time_unit::micro)));
+  v.emplace_back("time64ns", make_array<std::int64_t>({1, 2, 3}, time64(time_unit::nano)));
+  v.emplace_back("ts_s", make_array<std::int64_t>({1, std::nullopt, 3}, timestamp(time_unit::second)));
+  v.emplace_back("ts_ms", make_array<std::int64_t>({1, 2, 3}, timestamp(time_unit::milli, "Europe/Paris")));
+  v.emplace_back("ts_us", make_array<std::int64_t>({1, std::nullopt, 3}, timestamp(time_unit::micro, "UTC")));
+  v.emplace_back("ts_ns", make_array<std::int64_t>({1, 2, 3}, timestamp(time_unit::nano, "+05:30")));
+  v.emplace_back("dur_s", make_array<std::int64_t>({-1, std::nullopt, 3}, duration(time_unit::second)));
+  v.emplace_back("dur_ms", make_array<std::int64_t>({1, 2, 3}, duration(time_unit::milli)));
+  v.emplace_back("dur_us", make_array<std::int64_t>({1, 2, 3}, duration(time_unit::micro)));
+  v.emplace_back("dur_ns", make_array<std::int64_t>({1, 2, 3}, duration(time_unit::nano)));
+  v.emplace_back("dec128", decimal128_array(38, 10, {12345, std::nullopt, -7}));
+  v.emplace_back("dec256", decimal256_array(76, 10, {int128_t(1) << 120, std::nullopt, -7}));
+  v.emplace_back("utf8", string_array({"a", std::nullopt, "", "héllo"}));
+  v.emplace_back("large_utf8", large_string_array({"a", std::nullopt, "xyz"}));
+  v.emplace_back("binary", binary_array({std::string_view("\0\1\2", 3), std::nullopt, "z"}));
+  v.emplace_back("large_binary", large_binary_array({"q", std::nullopt, ""}));
+  v.emplace_back("fsb", fixed_size_binary_array(2, {"ab", std::nullopt, "cd"}));
+  v.emplace_back("fsl", make_fixed_size_list(make_array<float>({1, 2, std::nullopt, 4, 5, 6}), 2, {true, true, false}));
+  v.emplace_back("list", list_array<std::int32_t>({{1, std::nullopt}, {}, {3}}, {true, false, true}));
+  v.emplace_back("large_list", make_large_list(string_array({"a", "b", std::nullopt}), {0, 1, 1, 3}, {true, false, true}));
+  auto inner = struct_array({{"x", make_array<std::int64_t>({1, std::nullopt, 3, 4})},
+                             {"y", string_array({"p", "q", std::nullopt, "s"})}},
+                            {true, true, false, true});
+  auto lst = make_list(inner, {0, 2, 2, 4}, {true, false, true});
+  v.emplace_back("struct", make_struct({field{"l", lst->type, true, {{"k", std::string("v\0w", 3)}}},
+                                        field{"n", int32(), false, {}}},
+                                       {lst, make_array<std::int32_t>({7, 8, 9})}, {true, false, true}));
+  v.emplace_back("fsl_of_struct", make_fixed_size_list(inner, 2, {false, true}));
+  return v;
+}
+
+int g_foreign_releases = 0;
+
+// A hand-made producer: owns its buffers and children; counts releases.
+struct foreign_array {
+  std::vector<std::vector<std::uint8_t>> storage;
+  std::vector<const void*> buffers;
+  std::vector<std::unique_ptr<foreign_array>> kids;
+  std::vector<ArrowArray*> kid_ptrs;
+  ArrowArray arr{};
+};
+
+void foreign_release(ArrowArray* a) {
+  auto* f = static_cast<foreign_array*>(a->private_data);
+  for (auto* k : f->kid_ptrs)
+    if (k->release) k->release(k);
+  ++g_foreign_releases;
+  a->release = nullptr;
+  if (f->arr.private_data == f && &f->arr != a) f->arr.release = nullptr;
+  delete f;
+}
+
+// The root is moved into `out`; children stay inside their parent.
+foreign_array* make_foreign(std::int64_t length, std::int64_t offset, std::int64_t null_count,
+                            std::vector<std::vector<std::uint8_t>> bufs, std::vector<bool> null_buffer = {}) {
+  auto* f = new foreign_array;
+  f->storage = std::move(bufs);
+  for (std::size_t i = 0; i < f->storage.size(); ++i)
+    f->buffers.push_back(i < null_buffer.size() && null_buffer[i] ? nullptr : f->storage[i].data());
+  f->arr.length = length;
+  f->arr.offset = offset;
+  f->arr.null_count = null_count;
+  f->arr.n_buffers = std::int64_t(f->buffers.size());
+  f->arr.buffers = f->buffers.data();
+  f->arr.n_children = 0;
+  f->arr.children = nullptr;
+  f->arr.dictionary = nullptr;
+  f->arr.release = &foreign_release;
+  f->arr.private_data = f;
+  return f;
+}
+
+template <class T>
+std::vector<std::uint8_t> le_bytes(std::initializer_list<T> vs) {
+  std::vector<std::uint8_t> out(vs.size() * sizeof(T));
+  std::size_t i = 0;
+  for (T v : vs) std::memcpy(out.data() + sizeof(T) * i++, &v, sizeof(T));
+  return out;
+}
+
+int g_schema_releases = 0;
+void counting_schema_release(ArrowSchema* s) {
+  ++g_schema_releases;
+  s->release = nullptr;
+}
+ArrowSchema leaf_schema(const char* format, const char* name = "c", std::int64_t flags = ARROW_FLAG_NULLABLE) {
+  ArrowSchema s{};
+  s.format = format;
+  s.name = name;
+  s.flags = flags;
+  s.release = &counting_schema_release;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("C data: format strings of every type") {
+  CHECK(format_string(*null_type()) == "n");
+  CHECK(format_string(*boolean()) == "b");
+  CHECK(format_string(*int8()) == "c");
+  CHECK(format_string(*uint8()) == "C");
+  CHECK(format_string(*int16()) == "s");
+  CHECK(format_string(*uint16()) == "S");
+  CHECK(format_string(*int32()) == "i");
+  CHECK(format_string(*uint32()) == "I");
+  CHECK(format_string(*int64()) == "l");
+  CHECK(format_string(*uint64()) == "L");
+  CHECK(format_string(*float16()) == "e");
+  CHECK(format_string(*float32()) == "f");
+  CHECK(format_string(*float64()) == "g");
+  CHECK(format_string(*date32()) == "tdD");
+  CHECK(format_string(*date64()) == "tdm");
+  CHECK(format_string(*time32(time_unit::second)) == "tts");
+  CHECK(format_string(*time32(time_unit::milli)) == "ttm");
+  CHECK(format_string(*time64(time_unit::micro)) == "ttu");
+  CHECK(format_string(*time64(time_unit::nano)) == "ttn");
+  CHECK(format_string(*timestamp(time_unit::micro, "UTC")) == "tsu:UTC");
+  CHECK(format_string(*timestamp(time_unit::nano)) == "tsn:");
+  CHECK(format_string(*timestamp(time_unit::second, "America/New_York")) == "tss:America/New_York");
+  CHECK(format_string(*timestamp(time_unit::milli)) == "tsm:");
+  CHECK(format_string(*duration(time_unit::second)) == "tDs");
+  CHECK(format_string(*duration(time_unit::nano)) == "tDn");
+  CHECK(format_string(*decimal128(38, 10)) == "d:38,10");
+  CHECK(format_string(*decimal256(76, 10)) == "d:76,10,256");
+  CHECK(format_string(*utf8()) == "u");
+  CHECK(format_string(*large_utf8()) == "U");
+  CHECK(format_string(*binary()) == "z");
+  CHECK(format_string(*large_binary()) == "Z");
+  CHECK(format_string(*fixed_size_binary(16)) == "w:16");
+  CHECK(format_string(*fixed_size_list(float32(), 8)) == "+w:8");
+  CHECK(format_string(*list(int32())) == "+l");
+  CHECK(format_string(*large_list(int32())) == "+L");
+  CHECK(format_string(*struct_({})) == "+s");
+}
+
+TEST_CASE("C data: every type round-trips through export and import, whole and sliced") {
+  for (const auto& [name, a] : all_types()) {
+    CAPTURE(name);
+    ArrowArray ca;
+    ArrowSchema cs;
+    export_array(a, &ca, &cs);
+    CHECK((ca.release != nullptr));
+    CHECK(std::string(cs.format) == format_string(*a->type));
+    auto back = import_array(&ca, &cs);
+    CHECK((ca.release == nullptr));  // moved
+    CHECK((cs.release == nullptr));  // released
+    auto d = first_difference(a, back);
+    CHECK_MESSAGE(!d, (d ? *d : std::string()));
+    for (std::int64_t off = 0; off <= a->length; ++off) {
+      for (std::int64_t len = 0; off + len <= a->length; ++len) {
+        auto s = slice(a, off, len);
+        ArrowArray sa;
+        export_array(s, &sa);
+        CHECK(sa.offset == s->offset);
+        auto sb = import_array(&sa, a->type);
+        auto sd = first_difference(s, sb);
+        REQUIRE_MESSAGE(!sd, name << " [" << off << ", +" << len << "): " << (sd ? *sd : std::string()));
+      }
+    }
+  }
+}
+
+TEST_CASE("C data: import is zero copy and survives the exporter's objects") {
+  auto a = make_array<std::int64_t>({10, 20, std::nullopt, 40});
+  const auto* values = a->buffers[1].data();
+  ArrowArray ca;
+  export_array(a, &ca);
+  std::weak_ptr<const array_data> watch = a;
+  a.reset();
+  CHECK(!watch.expired());  // the export holds it
+  auto b = import_array(&ca, int64());
+  CHECK(b->buffers[1].data() == values);  // same memory, no copy
+  CHECK(b->value<std::int64_t>(3) == 40);
+  CHECK(b->is_null(2));
+  auto part = b->buffers[1];  // one buffer alone keeps the whole import alive
+  b.reset();
+  CHECK(!watch.expired());
+  part = shared_bytes();
+  CHECK(watch.expired());  // the last buffer gone: released, our array freed
+}
+
+TEST_CASE("C data: a foreign array is released exactly once, when its last buffer goes") {
+  g_foreign_releases = 0;
+  auto* f = make_foreign(3, 0, 1, {{0b101}, le_bytes<std::int32_t>({1, 2, 3})});
+  ArrowArray moved = f->arr;
+  f->arr.release = nullptr;
+  auto a = import_array(&moved, int32());
+  CHECK((moved.release == nullptr));
+  CHECK(g_foreign_releases == 0);
+  CHECK(a->value<std::int32_t>(2) == 3);
+  CHECK(a->is_null(1));
+  auto validity = a->buffers[0];
+  a.reset();
+  CHECK(g_foreign_releases == 0);
+  validity = shared_bytes();
+  CHECK(g_foreign_releases == 1);
+}
+
+TEST_CASE("C data: a foreign nested array (children share the root's release)") {
+  g_foreign_releases = 0;
+  // list<utf8> with 2 lists over 3 strings, the root sliced by offset 1.
+  auto* root = make_foreign(1, 1, 0, {{}, le_bytes<std::int32_t>({0, 1, 3})}, {true});
+  auto strings = std::unique_ptr<foreign_array>(
+      make_foreign(3, 0, 0, {{}, le_bytes<std::int32_t>({0, 1, 3, 6}), {'a', 'b', 'c', 'd', 'e', 'f'}}, {true}));
+  strings->arr.private_data = strings.get();
+  root->kid_ptrs.push_back(&strings->arr);
+  root->kids.push_back(std::move(strings));
+  root->arr.n_children = 1;
+  root->arr.children = root->kid_ptrs.data();
+  // Children's release only marks them (their parent owns them).
+  root->kids[0]->arr.release = [](ArrowArray* a) {
+    ++g_foreign_releases;
+    a->release = nullptr;
+  };
+  ArrowArray moved = root->arr;
+  root->arr.release = nullptr;
+  auto l = import_array(&moved, list(utf8()));
+  REQUIRE(l->length == 1);
+  CHECK(l->offset == 1);
+  auto expected = slice(list_array<std::string>({{"a"}, {"bc", "def"}}), 1, 1);
+  auto d = first_difference(l, expected);
+  CHECK_MESSAGE(!d, (d ? *d : std::string()));
+  l.reset();
+  CHECK(g_foreign_releases == 2);  // root + its child, once each
+}
+
+TEST_CASE("C data: malformed foreign arrays are refused and still released once") {
+  SUBCASE("decreasing offsets") {
+    g_foreign_releases = 0;
+    auto* f = make_foreign(2, 0, 0, {{}, le_bytes<std::int32_t>({0, 3, 1}), {'a', 'b', 'c'}}, {true});
+    ArrowArray m = f->arr;
+    f->arr.release = nullptr;
+    CHECK(contains(error_of<invalid_input_error>([&] { import_array(&m, utf8()); }), "offsets decrease"));
+    CHECK(g_foreign_releases == 1);
+  }
+  SUBCASE("wrong buffer count") {
+    g_foreign_releases = 0;
+    auto* f = make_foreign(1, 0, 0, {{}, le_bytes<std::int32_t>({0, 1})}, {true});
+    ArrowArray m = f->arr;
+    f->arr.release = nullptr;
+    CHECK(contains(error_of<invalid_input_error>([&] { import_array(&m, utf8()); }), "needs 3 buffers"));
+    CHECK(g_foreign_releases == 1);
+  }
+  SUBCASE("nulls claimed without a bitmap") {
+    g_foreign_releases = 0;
+    auto* f = make_foreign(2, 0, 1, {{}, le_bytes<std::int32_t>({1, 2})}, {true});
+    ArrowArray m = f->arr;
+    f->arr.release = nullptr;
+    CHECK(contains(error_of<invalid_input_error>([&] { import_array(&m, int32()); }), "no validity bitmap"));
+    CHECK(g_foreign_releases == 1);
+  }
+  SUBCASE("null value buffer in a non-empty array") {
+    g_foreign_releases = 0;
+    auto* f = make_foreign(2, 0, 0, {{}, {}}, {true, true});
+    ArrowArray m = f->arr;
+    f->arr.release = nullptr;
+    CHECK(contains(error_of<invalid_input_error>([&] { import_array(&m, int32()); }), "values buffer is null"));
+    CHECK(g_foreign_releases == 1);
+  }
+  SUBCASE("already released") {
+    ArrowArray m{};
+    CHECK(contains(error_of<invalid_input_error>([&] { import_array(&m, int32()); }), "already released"));
+  }
+  SUBCASE("empty arrays may leave every buffer null") {
+    g_foreign_releases = 0;
+    auto* f = make_foreign(0, 0, 0, {{}, {}, {}}, {true, true, true});
+    ArrowArray m = f->arr;
+    f->arr.release = nullptr;
+    auto a = import_array(&m, utf8());
+    CHECK(a->length == 0);
+    CHECK(a->value_offset(0) == 0);
+    a.reset();
+    CHECK(g_foreign_releases == 1);
+  }
+  SUBCASE("misaligned buffers are copied, not misread") {
+    g_foreign_releases = 0;
+    auto bytes = le_bytes<std::int64_t>({0, 5, 6});
+    bytes.insert(bytes.begin(), 0xEE);  // shift by one byte
+    auto* f = make_foreign(3, 0, 0, {{}, bytes}, {true});
+    f->buffers[1] = f->storage[1].data() + 1;
+    ArrowArray m = f->arr;
+    f->arr.release = nullptr;
+    auto a = slice(import_array(&m, int64()), 1, 2);
+    CHECK(a->value<std::int64_t>(0) == 5);
+    CHECK(a->value<std::int64_t>(1) == 6);
+  }
+}
+
+TEST_CASE("C data: exported children can be moved out and released on their own") {
+  auto st = struct_array({{"a", make_array<std::int32_t>({1, 2})}, {"b", string_array({"x", "y"})}});
+  ArrowArray ca;
+  export_array(st, &ca);
+  REQUIRE(ca.n_children == 2);
+  ArrowArray child = *ca.children[1];  // move child "b" out
+  ca.children[1]->release = nullptr;
+  release(&ca);
+  CHECK((ca.release == nullptr));
+  st.reset();
+  auto b = import_array(&child, utf8());
+  CHECK(b->string_value(1) == "y");
+}
+
+TEST_CASE("C data: schemas with names, nullability, metadata and nesting") {
+  schema s;
+  s.fields.push_back(field{"id", int64(), false, {{"primary", "yes"}}});
+  s.fields.push_back(field{"vec", fixed_size_list(field{"item", float32(), false, {}}, 4), true, {}});
+  s.fields.push_back(
+      field{"tags", list(field{"element", utf8(), true, {{"k", std::string("bin\0ary", 7)}}}), true, {}});
+  s.fields.push_back(field{"st", struct_({field{"x", timestamp(time_unit::micro, "UTC"), true, {}},
+                                         field{"d", decimal256(50, 2), false, {}}}),
+                           true,
+                           {}});
+  s.metadata = {{"a", "1"}, {"empty", ""}};
+  ArrowSchema cs;
+  export_schema(s, &cs);
+  CHECK(std::string(cs.format) == "+s");
+  REQUIRE(cs.n_children == 4);
+  CHECK(std::string(cs.children[0]->name) == "id");
+  CHECK(cs.children[0]->flags == 0);
+  CHECK(cs.children[1]->flags == ARROW_FLAG_NULLABLE);
+  CHECK(std::string(cs.children[1]->format) == "+w:4");
+  CHECK(std::string(cs.children[3]->children[1]->format) == "d:50,2,256");
+  // Metadata bytes exactly as the specification lays them out.
+  const char* md = cs.children[0]->metadata;
+  std::int32_t n, kl, vl;
+  std::memcpy(&n, md, 4);
+  std::memcpy(&kl, md + 4, 4);
+  std::memcpy(&vl, md + 8 + kl, 4);
+  CHECK(n == 1);
+  CHECK(std::string(md + 8, std::size_t(kl)) == "primary");
+  CHECK(std::string(md + 12 + kl, std::size_t(vl)) == "yes");
+
+  auto back = import_schema(&cs);
+  CHECK((cs.release == nullptr));
+  REQUIRE(back.fields.size() == 4);
+  CHECK(back.metadata == s.metadata);
+  for (std::size_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    CHECK(back.fields[i].name == s.fields[i].name);
+    CHECK(back.fields[i].nullable == s.fields[i].nullable);
+    CHECK(back.fields[i].metadata == s.fields[i].metadata);
+    CHECK(equals(*back.fields[i].type, *s.fields[i].type));
+  }
+  CHECK(back.fields[2].type->children[0].name == "element");
+  CHECK(back.fields[2].type->children[0].metadata[0].second == std::string("bin\0ary", 7));
+}
+
+TEST_CASE("C data: parsing format strings from a foreign schema") {
+  struct {
+    const char* format;
+    type_ptr type;
+  } cases[] = {
+      {"tsu:UTC", timestamp(time_unit::micro, "UTC")}, {"tsn:", timestamp(time_unit::nano)},
+      {"tss:+05:30", timestamp(time_unit::second, "+05:30")}, {"w:16", fixed_size_binary(16)},
+      {"d:38,10", decimal128(38, 10)}, {"d:38,10,128", decimal128(38, 10)},
+      {"d:76,10,256", decimal256(76, 10)}, {"d:5,-2", decimal128(5, -2)}, {"tdD", date32()},
+      {"tdm", date64()}, {"tts", time32(time_unit::second)}, {"ttm", time32(time_unit::milli)},
+      {"ttu", time64(time_unit::micro)}, {"ttn", time64(time_unit::nano)}, {"tDs", duration(time_unit::second)},
+      {"tDm", duration(time_unit::milli)}, {"tDu", duration(time_unit::micro)}, {"tDn", duration(time_unit::nano)},
+      {"e", float16()}, {"U", large_utf8()}, {"Z", large_binary()},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.format);
+    g_schema_releases = 0;
+    auto s = leaf_schema(c.format);
+    auto f = import_field(&s);
+    CHECK(g_schema_releases == 1);
+    CHECK(f.name == "c");
+    CHECK(f.nullable);
+    CHECK(equals(*f.type, *c.type));
+  }
+  // Nested: +w:8 with one float child; +L; struct with no name, not nullable.
+  auto item = leaf_schema("f", "item", 0);
+  ArrowSchema* kids[] = {&item};
+  auto fsl = leaf_schema("+w:8", "v");
+  fsl.n_children = 1;
+  fsl.children = kids;
+  auto f = import_field(&fsl);
+  CHECK(equals(*f.type, *fixed_size_list(field{"item", float32(), false, {}}, 8)));
+
+  for (const char* bad : {"vu", "vz", "+vl", "+m", "tiM", "+ud:0,1", "+r", "d:9,2,32", "?", "tsx:", "w:x", "+w:"}) {
+    CAPTURE(bad);
+    g_schema_releases = 0;
+    auto s = leaf_schema(bad);
+    try {
+      import_field(&s);
+      FAIL("accepted " << bad);
+    } catch (const unsupported_error& e) {
+      CHECK(contains(e.what(), bad));
+    } catch (const invalid_input_error& e) {
+      CHECK(contains(e.what(), "malformed"));
+    }
+    CHECK(g_schema_releases == 1);
+  }
+  auto dict_values = leaf_schema("u");
+  auto dict = leaf_schema("i");
+  dict.dictionary = &dict_values;
+  CHECK(contains(error_of<unsupported_error>([&] { import_field(&dict); }), "dictionary"));
+  auto list_no_child = leaf_schema("+l");
+  CHECK(contains(error_of<invalid_input_error>([&] { import_field(&list_no_child); }), "needs 1 children"));
+  auto not_struct = leaf_schema("i");
+  CHECK(contains(error_of<invalid_input_error>([&] { import_schema(&not_struct); }), "must be a struct"));
+}
+
+TEST_CASE("C data: record batches as struct arrays") {
+  auto rb = make_batch({{"a", make_array<std::int32_t>({1, 2, 3})}, {"b", string_array({"x", std::nullopt, "z"})}},
+                       {{"origin", "test"}});
+  ArrowArray ca;
+  ArrowSchema cs;
+  export_record_batch(rb, &ca, &cs);
+  CHECK(std::string(cs.format) == "+s");
+  CHECK(ca.length == 3);
+  CHECK(ca.n_children == 2);
+  CHECK(ca.null_count == 0);
+  auto back = import_record_batch(&ca, &cs);
+  CHECK(back.schema->metadata == rb.schema->metadata);
+  auto d = first_difference(rb, back);
+  CHECK_MESSAGE(!d, (d ? *d : std::string()));
+
+  // A sliced struct becomes sliced columns.
+  auto st = slice(struct_array({{"a", make_array<std::int32_t>({1, 2, 3})}}), 1, 2);
+  ArrowArray sa;
+  export_array(st, &sa);
+  auto sch = std::make_shared<const schema>(schema{{field{"a", int32(), true, {}}}, {}});
+  auto sliced = import_record_batch(&sa, sch);
+  CHECK(sliced.num_rows() == 2);
+  CHECK(sliced.columns[0]->value<std::int32_t>(0) == 2);
+
+  // Null rows cannot be a batch.
+  ArrowArray na;
+  export_array(struct_array({{"a", make_array<std::int32_t>({1})}}, {false}), &na);
+  CHECK(contains(error_of<invalid_input_error>([&] { import_record_batch(&na, sch); }), "null rows"));
+}

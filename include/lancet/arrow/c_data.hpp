@@ -1,0 +1,733 @@
+// The Arrow C Data Interface: exchange arrays and schemas with any Arrow
+// implementation (Arrow C++, pyarrow, arrow-rs, DuckDB, nanoarrow...) without
+// copying.
+//
+// Import (zero copy): the imported ArrowArray is moved into a shared owner that every
+// buffer of the resulting array (children included) holds; its release callback runs
+// exactly once, when the last of those buffers goes away. The caller's struct is
+// marked released. Imported arrays are validated (offsets, sizes) before use, so a
+// malformed producer gives invalid_input_error, never an out-of-bounds read. On
+// error the input is still released (as Arrow C++ does). Schemas are copied and
+// released at once. Buffers whose address is not aligned to their element size are
+// copied into aligned storage (the only case where import copies).
+//
+// Export: the exported ArrowArray keeps our buffers alive (shared ownership) until
+// the consumer calls release; each child has its own release (children may be moved
+// out, as the specification allows). Exported schemas own copies of their strings.
+//
+// Supported formats: n b c C s S i I l L e f g z Z u U w:N d:P,S d:P,S,128 d:P,S,256
+// tdD tdm tts ttm ttu ttn ts{s,m,u,n}:TZ tD{s,m,u,n} +l +L +w:N +s. Others
+// (dictionaries, views, maps, unions, intervals, run-end) give unsupported_error.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/arrow/type.hpp"
+#include "lancet/arrow/validate.hpp"
+#include "lancet/core/buffer.hpp"
+#include "lancet/core/endian.hpp"
+#include "lancet/core/error.hpp"
+
+// ---- the ABI, exactly as the specification defines it ----------------------------
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+extern "C" {
+
+struct ArrowSchema {
+  // Array type description
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+
+  // Release callback
+  void (*release)(struct ArrowSchema*);
+  // Opaque producer-specific data
+  void* private_data;
+};
+
+struct ArrowArray {
+  // Array data description
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+
+  // Release callback
+  void (*release)(struct ArrowArray*);
+  // Opaque producer-specific data
+  void* private_data;
+};
+
+}  // extern "C"
+
+#endif  // ARROW_C_DATA_INTERFACE
+
+namespace lancet::arrow {
+
+// Calls the release callback if the struct is still live.
+inline void release(ArrowSchema* s) noexcept {
+  if (s && s->release) s->release(s);
+}
+inline void release(ArrowArray* a) noexcept {
+  if (a && a->release) a->release(a);
+}
+
+// ---- format strings -------------------------------------------------------------------
+
+namespace detail {
+inline char unit_char(time_unit u) noexcept {
+  switch (u) {
+    case time_unit::second: return 's';
+    case time_unit::milli: return 'm';
+    case time_unit::micro: return 'u';
+    case time_unit::nano: return 'n';
+  }
+  return 's';
+}
+}  // namespace detail
+
+// The C Data Interface format string of a type (children are described separately).
+inline std::string format_string(const data_type& t) {
+  switch (t.id) {
+    case type_id::null: return "n";
+    case type_id::boolean: return "b";
+    case type_id::int8: return "c";
+    case type_id::uint8: return "C";
+    case type_id::int16: return "s";
+    case type_id::uint16: return "S";
+    case type_id::int32: return "i";
+    case type_id::uint32: return "I";
+    case type_id::int64: return "l";
+    case type_id::uint64: return "L";
+    case type_id::float16: return "e";
+    case type_id::float32: return "f";
+    case type_id::float64: return "g";
+    case type_id::date32: return "tdD";
+    case type_id::date64: return "tdm";
+    case type_id::time32: return std::string("tt") + detail::unit_char(t.unit);
+    case type_id::time64: return std::string("tt") + detail::unit_char(t.unit);
+    case type_id::timestamp: return std::string("ts") + detail::unit_char(t.unit) + ":" + t.timezone;
+    case type_id::duration: return std::string("tD") + detail::unit_char(t.unit);
+    case type_id::decimal128: return "d:" + std::to_string(t.precision) + "," + std::to_string(t.scale);
+    case type_id::decimal256:
+      return "d:" + std::to_string(t.precision) + "," + std::to_string(t.scale) + ",256";
+    case type_id::utf8: return "u";
+    case type_id::large_utf8: return "U";
+    case type_id::binary: return "z";
+    case type_id::large_binary: return "Z";
+    case type_id::fixed_size_binary: return "w:" + std::to_string(t.byte_width);
+    case type_id::fixed_size_list: return "+w:" + std::to_string(t.list_size);
+    case type_id::list: return "+l";
+    case type_id::large_list: return "+L";
+    case type_id::struct_: return "+s";
+  }
+  throw invalid_input_error("format_string: unknown type id");
+}
+
+namespace detail {
+
+[[noreturn]] inline void bad_schema(std::string_view path, const std::string& what) {
+  throw invalid_input_error("ArrowSchema '" + std::string(path) + "': " + what);
+}
+
+// Parses a decimal integer occupying all of s.
+inline bool parse_int(std::string_view s, std::int64_t& out) {
+  if (s.empty() || s.size() > 18) return false;
+  std::int64_t v = 0;
+  bool neg = false;
+  std::size_t i = 0;
+  if (s[0] == '-') {
+    neg = true;
+    i = 1;
+    if (s.size() == 1) return false;
+  }
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  out = neg ? -v : v;
+  return true;
+}
+
+inline std::int32_t parse_int32(std::string_view s, std::string_view fmt, std::string_view path) {
+  std::int64_t v = 0;
+  if (!parse_int(s, v) || v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
+    bad_schema(path, "malformed format string '" + std::string(fmt) + "'");
+  return std::int32_t(v);
+}
+
+// The type of a format string, without its children (n_children: how many the
+// format requires, -1 for "any" (struct)).
+inline std::shared_ptr<data_type> parse_format(std::string_view f, int& n_children, std::string_view path) {
+  n_children = 0;
+  auto t = std::make_shared<data_type>();
+  auto simple = [&](type_id id) {
+    t->id = id;
+    return t;
+  };
+  auto unit_of = [&](char c) {
+    switch (c) {
+      case 's': return time_unit::second;
+      case 'm': return time_unit::milli;
+      case 'u': return time_unit::micro;
+      case 'n': return time_unit::nano;
+    }
+    bad_schema(path, "malformed format string '" + std::string(f) + "'");
+  };
+  if (f.size() == 1) {
+    switch (f[0]) {
+      case 'n': return simple(type_id::null);
+      case 'b': return simple(type_id::boolean);
+      case 'c': return simple(type_id::int8);
+      case 'C': return simple(type_id::uint8);
+      case 's': return simple(type_id::int16);
+      case 'S': return simple(type_id::uint16);
+      case 'i': return simple(type_id::int32);
+      case 'I': return simple(type_id::uint32);
+      case 'l': return simple(type_id::int64);
+      case 'L': return simple(type_id::uint64);
+      case 'e': return simple(type_id::float16);
+      case 'f': return simple(type_id::float32);
+      case 'g': return simple(type_id::float64);
+      case 'z': return simple(type_id::binary);
+      case 'Z': return simple(type_id::large_binary);
+      case 'u': return simple(type_id::utf8);
+      case 'U': return simple(type_id::large_utf8);
+      default: break;
+    }
+  }
+  if (f == "tdD") return simple(type_id::date32);
+  if (f == "tdm") return simple(type_id::date64);
+  if (f == "tts" || f == "ttm") {
+    t->id = type_id::time32;
+    t->unit = unit_of(f[2]);
+    return t;
+  }
+  if (f == "ttu" || f == "ttn") {
+    t->id = type_id::time64;
+    t->unit = unit_of(f[2]);
+    return t;
+  }
+  if (f.size() == 3 && f.substr(0, 2) == "tD") {
+    t->id = type_id::duration;
+    t->unit = unit_of(f[2]);
+    return t;
+  }
+  if (f.size() >= 4 && f.substr(0, 2) == "ts" && f[3] == ':') {
+    t->id = type_id::timestamp;
+    t->unit = unit_of(f[2]);
+    t->timezone = std::string(f.substr(4));
+    return t;
+  }
+  if (f.substr(0, 2) == "w:") {
+    t->id = type_id::fixed_size_binary;
+    t->byte_width = parse_int32(f.substr(2), f, path);
+    if (t->byte_width < 0) bad_schema(path, "negative width in '" + std::string(f) + "'");
+    return t;
+  }
+  if (f.substr(0, 3) == "+w:") {
+    t->id = type_id::fixed_size_list;
+    t->list_size = parse_int32(f.substr(3), f, path);
+    if (t->list_size < 0) bad_schema(path, "negative list size in '" + std::string(f) + "'");
+    n_children = 1;
+    return t;
+  }
+  if (f.substr(0, 2) == "d:") {
+    auto rest = f.substr(2);
+    auto c1 = rest.find(',');
+    if (c1 == std::string_view::npos) bad_schema(path, "malformed format string '" + std::string(f) + "'");
+    auto c2 = rest.find(',', c1 + 1);
+    t->precision = parse_int32(rest.substr(0, c1), f, path);
+    t->scale = parse_int32(rest.substr(c1 + 1, c2 == std::string_view::npos ? std::string_view::npos : c2 - c1 - 1),
+                           f, path);
+    std::int32_t bits = 128;
+    if (c2 != std::string_view::npos) bits = parse_int32(rest.substr(c2 + 1), f, path);
+    if (bits == 128) t->id = type_id::decimal128;
+    else if (bits == 256) t->id = type_id::decimal256;
+    else throw unsupported_error("ArrowSchema '" + std::string(path) + "': " + std::to_string(bits) +
+                                 "-bit decimals ('" + std::string(f) + "') are not supported");
+    return t;
+  }
+  if (f == "+l") {
+    t->id = type_id::list;
+    n_children = 1;
+    return t;
+  }
+  if (f == "+L") {
+    t->id = type_id::large_list;
+    n_children = 1;
+    return t;
+  }
+  if (f == "+s") {
+    t->id = type_id::struct_;
+    n_children = -1;
+    return t;
+  }
+  throw unsupported_error("ArrowSchema '" + std::string(path) + "': Arrow format '" + std::string(f) +
+                          "' is not supported by lancet");
+}
+
+// Metadata: int32 count, then (int32 length, bytes) for each key and value.
+inline arrow::metadata parse_metadata(const char* p, std::string_view path) {
+  arrow::metadata md;
+  if (!p) return md;
+  auto i32 = [&]() {
+    std::int32_t v;
+    std::memcpy(&v, p, 4);
+    p += 4;
+    if (v < 0) bad_schema(path, "negative length in metadata");
+    return v;
+  };
+  const std::int32_t n = i32();
+  for (std::int32_t k = 0; k < n; ++k) {
+    const auto kl = i32();
+    std::string key(p, std::size_t(kl));
+    p += kl;
+    const auto vl = i32();
+    std::string val(p, std::size_t(vl));
+    p += vl;
+    md.emplace_back(std::move(key), std::move(val));
+  }
+  return md;
+}
+
+inline std::string encode_metadata(const arrow::metadata& md) {
+  if (md.empty()) return {};
+  std::string out;
+  auto i32 = [&](std::size_t v) {
+    if (v > std::size_t(std::numeric_limits<std::int32_t>::max()))
+      throw invalid_input_error("metadata entry longer than 2 GiB cannot be exported");
+    char b[4];
+    const auto x = std::int32_t(v);
+    std::memcpy(b, &x, 4);
+    out.append(b, 4);
+  };
+  i32(md.size());
+  for (const auto& [k, v] : md) {
+    i32(k.size());
+    out += k;
+    i32(v.size());
+    out += v;
+  }
+  return out;
+}
+
+inline field import_field_impl(const ArrowSchema* s, const std::string& parent_path, int depth) {
+  if (!s) bad_schema(parent_path, "child schema pointer is null");
+  const std::string name = s->name ? s->name : "";
+  const std::string path = parent_path.empty() ? name : parent_path + "." + name;
+  if (depth > 64) bad_schema(path, "nested more than 64 levels deep");
+  if (!s->release) bad_schema(path, "the schema was already released");
+  if (!s->format) bad_schema(path, "format string is null");
+  if (s->dictionary)
+    throw unsupported_error("ArrowSchema '" + path + "': dictionary-encoded fields are not supported by lancet");
+  int want = 0;
+  auto t = parse_format(s->format, want, path);
+  if (s->n_children < 0 || (s->n_children > 0 && !s->children))
+    bad_schema(path, "bad children (n_children " + std::to_string(s->n_children) + ")");
+  if (want >= 0 && s->n_children != want)
+    bad_schema(path, "format '" + std::string(s->format) + "' needs " + std::to_string(want) + " children, has " +
+                         std::to_string(s->n_children));
+  for (std::int64_t i = 0; i < s->n_children; ++i)
+    t->children.push_back(import_field_impl(s->children[i], path, depth + 1));
+  field f;
+  f.name = name;
+  f.nullable = (s->flags & ARROW_FLAG_NULLABLE) != 0;
+  f.metadata = parse_metadata(s->metadata, path);
+  validate_type(*t, path.empty() ? std::string_view("<root>") : std::string_view(path));
+  f.type = std::move(t);
+  return f;
+}
+
+// Releases a schema when leaving scope (import takes ownership even on error).
+struct schema_guard {
+  ArrowSchema* s;
+  ~schema_guard() { release(s); }
+};
+
+}  // namespace detail
+
+// ---- import ---------------------------------------------------------------------------
+
+// A field (name, type, nullability, metadata) from an ArrowSchema; the schema is released.
+inline field import_field(ArrowSchema* schema) {
+  if (!schema) throw invalid_input_error("import_field: the ArrowSchema pointer is null");
+  detail::schema_guard g{schema};
+  if (!schema->release) throw invalid_input_error("import_field: the ArrowSchema was already released");
+  return detail::import_field_impl(schema, "", 0);
+}
+
+inline type_ptr import_type(ArrowSchema* schema) { return import_field(schema).type; }
+
+// A schema from a struct ("+s") ArrowSchema; the schema is released.
+inline arrow::schema import_schema(ArrowSchema* s) {
+  auto f = import_field(s);
+  if (f.type->id != type_id::struct_)
+    throw invalid_input_error("import_schema: a schema must be a struct ('+s'), got " + to_string(*f.type));
+  arrow::schema out;
+  out.fields = f.type->children;
+  out.metadata = std::move(f.metadata);
+  return out;
+}
+
+namespace detail {
+
+struct imported_array {
+  ArrowArray array{};
+  ~imported_array() { release(&array); }
+};
+
+[[noreturn]] inline void bad_array(std::string_view path, const std::string& what) {
+  throw invalid_input_error("ArrowArray '" + std::string(path) + "': " + what);
+}
+
+// Wraps one producer buffer; misaligned typed buffers are copied.
+inline shared_bytes adopt(const std::shared_ptr<const void>& owner, const void* p, std::int64_t size,
+                          std::int64_t align) {
+  if (size == 0) return {};
+  const auto* b = static_cast<const std::uint8_t*>(p);
+  if (align > 1 && reinterpret_cast<std::uintptr_t>(b) % std::uintptr_t(align) != 0)
+    return shared_bytes::copy_of(bytes_view(b, std::size_t(size)));
+  return shared_bytes(owner, b, std::size_t(size));
+}
+
+inline shared_bytes zeros(std::int64_t size) {
+  aligned_buffer z;
+  z.resize(std::size_t(size));
+  return shared_bytes(std::move(z));
+}
+
+inline array_ptr import_node(const ArrowArray* a, const type_ptr& type, const std::shared_ptr<const void>& owner,
+                             const std::string& path, int depth) {
+  if (!a) bad_array(path, "child array pointer is null");
+  if (depth > 64) bad_array(path, "nested more than 64 levels deep");
+  const auto& t = *type;
+  if (a->length < 0 || a->offset < 0)
+    bad_array(path, "negative length or offset (" + std::to_string(a->length) + ", " + std::to_string(a->offset) + ")");
+  std::int64_t end;
+  if (__builtin_add_overflow(a->length, a->offset, &end)) bad_array(path, "offset + length overflows");
+  if (a->dictionary) throw unsupported_error("ArrowArray '" + path + "': dictionary arrays are not supported");
+
+  std::int64_t want_buffers = 2, want_children = 0;
+  switch (t.id) {
+    case type_id::null: want_buffers = 0; break;
+    case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary:
+      want_buffers = 3;
+      break;
+    case type_id::list: case type_id::large_list: want_children = 1; break;
+    case type_id::fixed_size_list: want_buffers = 1; want_children = 1; break;
+    case type_id::struct_: want_buffers = 1; want_children = std::int64_t(t.children.size()); break;
+    default: break;
+  }
+  // Some older producers give the null type one (null) validity buffer.
+  const bool buffers_ok = a->n_buffers == want_buffers || (t.id == type_id::null && a->n_buffers == 1);
+  if (!buffers_ok)
+    bad_array(path, to_string(t) + " needs " + std::to_string(want_buffers) + " buffers, the array has " +
+                        std::to_string(a->n_buffers));
+  if (a->n_children != want_children)
+    bad_array(path, to_string(t) + " needs " + std::to_string(want_children) + " children, the array has " +
+                        std::to_string(a->n_children));
+  if (a->n_buffers > 0 && !a->buffers) bad_array(path, "buffers pointer is null");
+  if (a->n_children > 0 && !a->children) bad_array(path, "children pointer is null");
+
+  auto out = std::make_shared<array_data>();
+  out->type = type;
+  out->length = a->length;
+  out->offset = a->offset;
+  out->null_count = a->null_count < 0 ? -1 : a->null_count;
+
+  auto checked_bytes = [&](std::int64_t n, std::int64_t w) {
+    std::int64_t r;
+    if (__builtin_mul_overflow(n, w, &r)) bad_array(path, "buffer size overflows");
+    return r;
+  };
+  auto required = [&](std::size_t i, std::int64_t size, std::int64_t align, const char* what) -> shared_bytes {
+    const void* p = a->buffers[i];
+    if (size == 0) return {};
+    if (!p) {
+      if (a->length == 0) return zeros(size);  // empty arrays may leave buffers null
+      bad_array(path, std::string(what) + " buffer is null");
+    }
+    return adopt(owner, p, size, align);
+  };
+
+  if (t.id == type_id::null) {
+    out->null_count = a->length;
+  } else {
+    const void* v = a->buffers[0];
+    if (v) out->buffers.push_back(adopt(owner, v, (end + 7) / 8, 1));
+    else out->buffers.emplace_back();
+  }
+
+  switch (t.id) {
+    case type_id::null: case type_id::struct_: case type_id::fixed_size_list: break;
+    case type_id::boolean: out->buffers.push_back(required(1, (end + 7) / 8, 1, "values")); break;
+    case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary:
+    case type_id::list: case type_id::large_list: {
+      const bool large = t.id == type_id::large_utf8 || t.id == type_id::large_binary || t.id == type_id::large_list;
+      const std::int64_t w = large ? 8 : 4;
+      auto offsets = required(1, checked_bytes(end + 1, w), w, "offsets");
+      const auto* last = offsets.data() + end * w;
+      const std::int64_t data_end = large ? le::load<std::int64_t>(last) : std::int64_t(le::load<std::int32_t>(last));
+      out->buffers.push_back(std::move(offsets));
+      if (t.id != type_id::list && t.id != type_id::large_list) {
+        if (data_end < 0) bad_array(path, "last offset " + std::to_string(data_end) + " is negative");
+        out->buffers.push_back(required(2, data_end, 1, "data"));
+      }
+      break;
+    }
+    default: {
+      const std::int64_t bits = bit_width(t);
+      const std::int64_t bytes = bits / 8;
+      const std::int64_t align = (t.id == type_id::fixed_size_binary || bytes > 8) ? 1 : bytes;
+      out->buffers.push_back(required(1, checked_bytes(end, bytes), align, "values"));
+      break;
+    }
+  }
+
+  for (std::int64_t i = 0; i < a->n_children; ++i) {
+    const auto& f = t.children[std::size_t(i)];
+    out->children.push_back(import_node(a->children[i], f.type, owner, path + "." + f.name, depth + 1));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+// Imports an array of a known type (zero copy); `array` is moved from (released on error).
+inline array_ptr import_array(ArrowArray* array, const type_ptr& type) {
+  if (!array) throw invalid_input_error("import_array: the ArrowArray pointer is null");
+  if (!array->release) throw invalid_input_error("import_array: the ArrowArray was already released");
+  auto owner = std::make_shared<detail::imported_array>();
+  owner->array = *array;
+  array->release = nullptr;  // moved
+  if (!type) throw invalid_input_error("import_array: the type is null");
+  validate_type(*type, "<root>");
+  auto out = detail::import_node(&owner->array, type, owner, "<root>", 0);
+  validate_options o;
+  o.check_utf8 = false;  // structure only; writers check UTF-8 themselves
+  try {
+    validate(*out, "<root>", o);
+  } catch (const invalid_input_error& e) {
+    throw invalid_input_error(std::string("imported ") + e.what());
+  }
+  return out;
+}
+
+// Imports an array described by `schema` (both are released / moved from).
+inline array_ptr import_array(ArrowArray* array, ArrowSchema* schema) {
+  type_ptr t;
+  try {
+    t = import_type(schema);
+  } catch (...) {
+    release(array);
+    throw;
+  }
+  return import_array(array, t);
+}
+
+// A record batch from a struct array and its schema: the struct's members are the
+// columns (the struct itself must have no nulls).
+inline record_batch import_record_batch(ArrowArray* array, std::shared_ptr<const arrow::schema> s) {
+  if (!s) {
+    release(array);
+    throw invalid_input_error("import_record_batch: the schema is null");
+  }
+  auto st = import_array(array, struct_(s->fields));
+  if (st->count_nulls() != 0)
+    throw invalid_input_error("import_record_batch: the struct array has " + std::to_string(st->count_nulls()) +
+                              " null rows; a record batch cannot");
+  record_batch rb;
+  rb.schema = std::move(s);
+  for (const auto& c : st->children)
+    rb.columns.push_back(st->offset == 0 && c->length == st->length ? c : slice(c, st->offset, st->length));
+  return rb;
+}
+inline record_batch import_record_batch(ArrowArray* array, ArrowSchema* schema) {
+  std::shared_ptr<const arrow::schema> s;
+  try {
+    s = std::make_shared<const arrow::schema>(import_schema(schema));
+  } catch (...) {
+    release(array);
+    throw;
+  }
+  return import_record_batch(array, std::move(s));
+}
+
+// ---- export ---------------------------------------------------------------------------
+
+namespace detail {
+
+struct exported_schema {
+  std::string format, name, metadata;
+  std::vector<ArrowSchema> children;
+  std::vector<ArrowSchema*> child_ptrs;
+};
+
+inline void release_exported_schema(ArrowSchema* s) {
+  if (!s || !s->release) return;
+  auto* p = static_cast<exported_schema*>(s->private_data);
+  for (auto* c : p->child_ptrs) release(c);
+  delete p;
+  s->release = nullptr;
+  s->private_data = nullptr;
+}
+
+inline void export_field_into(const std::string& name, const data_type& t, bool nullable, const arrow::metadata& md,
+                              ArrowSchema* out) {
+  auto p = std::make_unique<exported_schema>();
+  p->format = format_string(t);
+  p->name = name;
+  p->metadata = encode_metadata(md);
+  p->children.resize(t.children.size());
+  for (std::size_t i = 0; i < t.children.size(); ++i) {
+    const auto& c = t.children[i];
+    if (!c.type) throw invalid_input_error("export: field '" + c.name + "' has no type");
+    try {
+      export_field_into(c.name, *c.type, c.nullable, c.metadata, &p->children[i]);
+    } catch (...) {
+      for (std::size_t k = 0; k < i; ++k) release(&p->children[k]);
+      throw;
+    }
+    p->child_ptrs.push_back(&p->children[i]);
+  }
+  out->format = p->format.c_str();
+  out->name = p->name.c_str();
+  out->metadata = p->metadata.empty() ? nullptr : p->metadata.data();
+  out->flags = nullable ? ARROW_FLAG_NULLABLE : 0;
+  out->n_children = std::int64_t(p->child_ptrs.size());
+  out->children = p->child_ptrs.empty() ? nullptr : p->child_ptrs.data();
+  out->dictionary = nullptr;
+  out->release = &release_exported_schema;
+  out->private_data = p.release();
+}
+
+struct exported_array {
+  array_ptr keep;  // holds every buffer (and child) alive
+  std::vector<const void*> buffers;
+  std::vector<ArrowArray> children;
+  std::vector<ArrowArray*> child_ptrs;
+};
+
+inline void release_exported_array(ArrowArray* a) {
+  if (!a || !a->release) return;
+  auto* p = static_cast<exported_array*>(a->private_data);
+  for (auto* c : p->child_ptrs) release(c);
+  delete p;
+  a->release = nullptr;
+  a->private_data = nullptr;
+}
+
+// Consumers may read a buffer's first bytes even for empty arrays (offsets[0]):
+// empty non-validity buffers point here rather than at null.
+alignas(64) inline const std::uint8_t zero_block[64] = {};
+
+inline void export_array_into(const array_ptr& a, ArrowArray* out) {
+  auto p = std::make_unique<exported_array>();
+  p->keep = a;
+  const auto& t = *a->type;
+  if (t.id != type_id::null) {
+    for (std::size_t i = 0; i < a->buffers.size(); ++i) {
+      const auto& b = a->buffers[i];
+      const void* ptr = b.data();
+      if (!ptr && i > 0) ptr = zero_block;
+      p->buffers.push_back(ptr);
+    }
+  }
+  const std::size_t n_buffers = p->buffers.size();
+  p->buffers.reserve(1);  // a valid pointer even with no buffers
+  p->children.resize(a->children.size());
+  for (std::size_t i = 0; i < a->children.size(); ++i) {
+    try {
+      export_array_into(a->children[i], &p->children[i]);
+    } catch (...) {
+      for (std::size_t k = 0; k < i; ++k) release(&p->children[k]);
+      throw;
+    }
+    p->child_ptrs.push_back(&p->children[i]);
+  }
+  out->length = a->length;
+  out->null_count = a->count_nulls();
+  out->offset = a->offset;
+  out->n_buffers = std::int64_t(n_buffers);
+  out->n_children = std::int64_t(p->child_ptrs.size());
+  out->buffers = p->buffers.data();
+  out->children = p->child_ptrs.empty() ? nullptr : p->child_ptrs.data();
+  out->dictionary = nullptr;
+  out->release = &release_exported_array;
+  out->private_data = p.release();
+}
+
+}  // namespace detail
+
+inline void export_field(const field& f, ArrowSchema* out) {
+  if (!out) throw invalid_input_error("export_field: the output pointer is null");
+  if (!f.type) throw invalid_input_error("export_field: field '" + f.name + "' has no type");
+  detail::export_field_into(f.name, *f.type, f.nullable, f.metadata, out);
+}
+inline void export_type(const data_type& t, ArrowSchema* out) {
+  if (!out) throw invalid_input_error("export_type: the output pointer is null");
+  detail::export_field_into("", t, true, {}, out);
+}
+inline void export_schema(const arrow::schema& s, ArrowSchema* out) {
+  if (!out) throw invalid_input_error("export_schema: the output pointer is null");
+  detail::export_field_into("", *struct_(s.fields), false, s.metadata, out);
+}
+
+// Exports an array (validated first); `out_schema`, when given, receives its type.
+inline void export_array(const array_ptr& a, ArrowArray* out, ArrowSchema* out_schema = nullptr) {
+  if (!out) throw invalid_input_error("export_array: the output pointer is null");
+  validate_options o;
+  o.check_utf8 = false;
+  validate(a, "export", o);
+  if (out_schema) export_type(*a->type, out_schema);
+  try {
+    detail::export_array_into(a, out);
+  } catch (...) {
+    if (out_schema) release(out_schema);
+    throw;
+  }
+}
+
+// Exports a batch as a struct array of its columns (and its schema, when asked).
+inline void export_record_batch(const record_batch& rb, ArrowArray* out, ArrowSchema* out_schema = nullptr) {
+  if (!out) throw invalid_input_error("export_record_batch: the output pointer is null");
+  validate_options o;
+  o.check_utf8 = false;
+  validate(rb, o);
+  auto st = std::make_shared<array_data>();
+  st->type = struct_(rb.schema->fields);
+  st->length = rb.num_rows();
+  st->null_count = 0;
+  st->buffers.emplace_back();
+  st->children = rb.columns;
+  if (out_schema) export_schema(*rb.schema, out_schema);
+  try {
+    detail::export_array_into(st, out);
+  } catch (...) {
+    if (out_schema) release(out_schema);
+    throw;
+  }
+}
+
+}  // namespace lancet::arrow
