@@ -24,6 +24,7 @@
 #include <lancet/dataset/manifest.hpp>
 #include <lancet/dataset/roaring.hpp>
 #include <lancet/dataset/versions.hpp>
+#include <lancet/io/memory_sink.hpp>
 #include <lancet/pb/table.hpp>
 
 using namespace lancet;
@@ -742,6 +743,53 @@ TEST_CASE("manifest file: writing sets section positions and reads back") {
   CHECK(dataset::read_manifest_footer(view(plain)).manifest_position == 0);
   CHECK(dataset::read_manifest_file(plain).indices.empty());
   CHECK_FALSE(dataset::read_manifest_file(plain).transaction.has_value());
+}
+
+namespace {
+// A stand-in for lance.file.Field (name = 2, id = 3, parent_id = 4) to exercise the
+// manifest_fields hook.
+struct mini_field {
+  std::string name;
+  std::int32_t id = 0, parent_id = 0;
+  void encode(pb::writer& w) const {
+    w.string_opt(2, name);
+    w.int32_opt(3, id);
+    w.int32_opt(4, parent_id);
+  }
+  static mini_field decode(pb::reader r) {
+    mini_field f;
+    while (!r.done()) {
+      auto x = r.next();
+      if (x.number == 2) f.name = r.string(x, "name");
+      else if (x.number == 3) f.id = std::int32_t(std::int64_t(r.varint(x, "id")));
+      else if (x.number == 4) f.parent_id = std::int32_t(std::int64_t(r.varint(x, "parent_id")));
+    }
+    return f;
+  }
+};
+}  // namespace
+
+TEST_CASE("manifest file: schema fields hook and writing through a sink") {
+  auto f = dataset::read_manifest_file(read_fixture("indexed_v5.manifest"));
+  auto fields = dataset::manifest_fields<mini_field>(f.manifest);
+  REQUIRE(fields.size() == 3);
+  CHECK(fields[0].name == "id");
+  CHECK(fields[0].id == 0);
+  CHECK(fields[0].parent_id == -1);  // top-level fields carry parent_id = -1 explicitly
+  CHECK(fields[2].name == "vec");
+  CHECK(fields[2].id == 2);
+  pb::manifest m = f.manifest;
+  dataset::set_manifest_fields(m, std::vector<mini_field>{{"only", 0, -1}});
+  REQUIRE(m.fields_raw.size() == 1);
+  CHECK(dataset::manifest_fields<mini_field>(m)[0].name == "only");
+
+  io::memory_sink sink;
+  pb::manifest again = f.manifest;
+  const auto n = dataset::write_manifest_file(sink, again, f.indices, f.transaction ? &*f.transaction : nullptr);
+  sink.finish();
+  CHECK(n == sink.position());
+  std::string bytes = read_fixture("indexed_v5.manifest");
+  CHECK(std::string(reinterpret_cast<const char*>(sink.view().data()), sink.view().size()) == bytes);
 }
 
 TEST_CASE("manifest file: corrupt files are refused, never crash") {

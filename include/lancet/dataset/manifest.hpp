@@ -131,6 +131,27 @@ inline void set_index_fragment_bitmap(pb::index_metadata& idx, const roaring_bit
   idx.fragment_bitmap = fragments.serialize();
 }
 
+// The manifest's schema fields decoded with a lance.file.Field message type (any type
+// with `static Field decode(pb::reader)` and `void encode(pb::writer&) const`, such as
+// the one pb/file.hpp provides). The manifest keeps them encoded so that fields this
+// library does not model survive a rewrite untouched.
+template <class Field>
+std::vector<Field> manifest_fields(const pb::manifest& m) {
+  std::vector<Field> out;
+  out.reserve(m.fields_raw.size());
+  for (const auto& raw : m.fields_raw) out.push_back(Field::decode(pb::reader(std::string_view(raw), 0, "Manifest.fields")));
+  return out;
+}
+template <class Field>
+void set_manifest_fields(pb::manifest& m, const std::vector<Field>& fields) {
+  m.fields_raw.clear();
+  for (const auto& f : fields) {
+    pb::writer w;
+    f.encode(w);
+    m.fields_raw.push_back(w.take());
+  }
+}
+
 // ---------------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------------
