@@ -214,6 +214,18 @@ TEST_CASE("row-id segments: all shapes") {
   odd.message_fn(1, [](pb::writer& seg) { seg.message_fn(4, [](pb::writer& a) { a.message_fn(1, [](pb::writer& x) { x.bytes(2, std::string_view("\x01\x02\x03")); }); }); });
   CHECK_THROWS_AS(pb::row_id_sequence::from_bytes(odd.bytes()), corrupt_error);
   CHECK_THROWS_AS(pb::u64_segment::make_range(5, 4), invalid_input_error);
+  pb::writer huge;
+  huge.message_fn(1, [](pb::writer& seg) { seg.message_fn(1, [](pb::writer& r) { r.uint64(2, 1ull << 40); }); });
+  CHECK_THROWS_AS(pb::row_id_sequence::from_bytes(huge.bytes()), corrupt_error);
+  pb::writer many_holes;
+  many_holes.message_fn(1, [](pb::writer& seg) {
+    seg.message_fn(2, [](pb::writer& r) {
+      r.uint64(1, 0);
+      r.uint64(2, 1);
+      r.message(3, pb::encoded_u64_array::from_values({0, 1, 2}));
+    });
+  });
+  CHECK_THROWS_AS(pb::row_id_sequence::from_bytes(many_holes.bytes()), corrupt_error);
 }
 
 TEST_CASE("index metadata and section round trip, optional presence kept") {

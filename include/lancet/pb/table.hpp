@@ -458,10 +458,17 @@ struct u64_segment {
           }
           if (end < start)
             throw corrupt_error("U64Segment: range end " + std::to_string(end) + " before start " + std::to_string(start));
+          // A segment describes rows of one fragment, which has fewer than 2^32 rows.
+          if (end - start > (std::uint64_t(1) << 32))
+            throw corrupt_error("U64Segment: range [" + std::to_string(start) + ", " + std::to_string(end) +
+                                ") spans more than 2^32 rows");
           if (f.number == f_range) {
             out = u64_segment{range{start, end}};
           } else if (f.number == f_range_with_holes) {
             if (!holes) throw corrupt_error("U64Segment.RangeWithHoles: missing holes");
+            if (holes->size() > end - start)
+              throw corrupt_error("U64Segment.RangeWithHoles: " + std::to_string(holes->size()) + " holes in a range of " +
+                                  std::to_string(end - start));
             out = u64_segment{range_with_holes{start, end, std::move(*holes)}};
           } else {
             if (bitmap.size() < (end - start + 7) / 8)
