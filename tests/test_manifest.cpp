@@ -26,6 +26,10 @@
 #include <lancet/dataset/versions.hpp>
 #include <lancet/io/memory_sink.hpp>
 #include <lancet/pb/table.hpp>
+#if __has_include(<lancet/pb/file.hpp>)
+#include <lancet/pb/file.hpp>
+#define LANCET_TEST_HAVE_PB_FILE 1
+#endif
 
 using namespace lancet;
 namespace fs = std::filesystem;
@@ -803,6 +807,27 @@ TEST_CASE("manifest file: schema fields hook and writing through a sink") {
   std::string bytes = read_fixture("indexed_v5.manifest");
   CHECK(std::string(reinterpret_cast<const char*>(sink.view().data()), sink.view().size()) == bytes);
 }
+
+#ifdef LANCET_TEST_HAVE_PB_FILE
+TEST_CASE("manifest file: schema fields decoded with pb::file::field") {
+  auto f = dataset::read_manifest_file(read_fixture("indexed_v5.manifest"));
+  auto fields = dataset::manifest_fields<pb::file::field>(f.manifest);
+  REQUIRE(fields.size() == 3);
+  CHECK(fields[0].name == "id");
+  CHECK(fields[0].logical_type == "int32");
+  CHECK_FALSE(fields[0].nullable);
+  CHECK(fields[0].parent_id == -1);
+  CHECK(fields[1].name == "name");
+  CHECK(fields[1].logical_type == "string");
+  CHECK(fields[2].name == "vec");
+  CHECK(fields[2].id == 2);
+  CHECK(fields[2].logical_type == "fixed_size_list:float:8");
+  CHECK(fields[2].nullable);
+  pb::manifest m = f.manifest;
+  dataset::set_manifest_fields(m, fields);
+  CHECK(m.fields_raw == f.manifest.fields_raw);  // Lance's field bytes reproduced
+}
+#endif
 
 TEST_CASE("manifest file: corrupt files are refused, never crash") {
   std::string good = read_fixture("indexed_v5.manifest");
