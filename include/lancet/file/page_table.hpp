@@ -33,7 +33,7 @@ class page_table {
   // `spill_path`: where to spill (created, truncated, removed at destruction).
   void reset(std::uint32_t num_columns, std::optional<std::string> spill_path) {
     close_spill();
-    columns_.assign(num_columns, column{});
+    columns_.assign(num_columns, column_pages{});
     if (spill_path) {
       spill_path_ = *spill_path;
       fd_ = ::open(spill_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -54,8 +54,8 @@ class page_table {
   std::size_t num_pages(std::uint32_t column) const { return columns_.at(column).num_pages; }
 
   // The encoded `pages` records of a column, in order (reading back what was spilled).
-  std::string take_pages(std::uint32_t column) {
-    auto& c = columns_.at(column);
+  std::string take_pages(std::uint32_t index) {
+    auto& c = columns_.at(index);
     std::string out;
     for (const auto& [pos, len] : c.spilled) {
       const auto at = out.size();
@@ -71,18 +71,18 @@ class page_table {
       }
     }
     out += c.pending;
-    c = column{};
+    c = column_pages{};
     return out;
   }
 
  private:
-  struct column {
+  struct column_pages {
     std::string pending;  // encoded records not yet spilled
     std::vector<std::pair<std::uint64_t, std::size_t>> spilled;
     std::size_t num_pages = 0;
   };
 
-  void spill(column& c) {
+  void spill(column_pages& c) {
     std::size_t done = 0;
     while (done < c.pending.size()) {
       const auto r = ::pwrite(fd_, c.pending.data() + done, c.pending.size() - done, off_t(spill_end_ + done));
@@ -103,7 +103,7 @@ class page_table {
     }
   }
 
-  std::vector<column> columns_;
+  std::vector<column_pages> columns_;
   std::string spill_path_;
   int fd_ = -1;
   std::uint64_t budget_per_column_ = 0;

@@ -97,7 +97,7 @@ class page_decoder {
 
   std::vector<std::uint64_t> u64_values(const enc20::array_encoding& e, std::uint64_t n, const char* what) {
     auto b = flat_buffer(e, n, 64, what);
-    std::vector<std::uint64_t> out(std::size_t(n));
+    std::vector<std::uint64_t> out(static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = le::load<std::uint64_t>(b.data() + 8 * i);
     return out;
   }

@@ -1,0 +1,239 @@
+// FSST string compression (Boncz, Neumann, Leis) with Lance's symbol-table
+// serialisation, so that Lance's decoder reads our tables and we read Lance's.
+//
+// Symbol table (always 2312 bytes, zero-filled past its content, as Lance requires):
+//   u64 info = "FSST" << 32 | switch << 24 | suffix_lim << 16 | terminator << 8 | n_symbols
+//   n_symbols x u64 symbol (little-endian bytes, zero past its length)
+//   n_symbols x u8 symbol length (1..8)
+// Compressed bytes: code c < n_symbols stands for symbol c; 255 escapes the next byte
+// literally. With switch = 0 the values are stored uncompressed (Lance does that below
+// 32 KiB of input). Each value is compressed on its own, so offsets stay per value.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lancet/core/buffer.hpp"
+#include "lancet/core/endian.hpp"
+#include "lancet/core/error.hpp"
+
+namespace lancet::encoding::v2_1::fsst {
+
+inline constexpr std::size_t table_bytes = 8 + 256 * 8 + 256;
+inline constexpr std::uint64_t magic = std::uint64_t(0x46535354) << 32;
+inline constexpr std::uint8_t escape = 255;
+inline constexpr std::size_t max_symbols = 255;
+// Lance's thresholds for choosing FSST: page data of at least 32 KiB, values of length >= 5.
+inline constexpr std::uint64_t least_input_size = 32 * 1024;
+inline constexpr std::uint64_t least_max_length = 5;
+
+struct symbol {
+  std::uint64_t value = 0;
+  std::uint8_t len = 0;
+  std::uint8_t byte(std::size_t i) const noexcept { return std::uint8_t(value >> (8 * i)); }
+};
+
+inline symbol make_symbol(const std::uint8_t* p, std::size_t len) noexcept {
+  symbol s;
+  s.len = std::uint8_t(len);
+  for (std::size_t i = 0; i < len; ++i) s.value |= std::uint64_t(p[i]) << (8 * i);
+  return s;
+}
+
+class symbol_table {
+ public:
+  symbol_table() = default;
+
+  std::size_t size() const noexcept { return symbols_.size(); }
+  const symbol& operator[](std::size_t i) const noexcept { return symbols_[i]; }
+  bool compressing() const noexcept { return enabled_; }
+
+  // Longest symbol matching at p (code), or -1 when the byte must be escaped.
+  int find(const std::uint8_t* p, std::size_t left) const noexcept {
+    for (const auto code : by_first_[*p]) {
+      const auto& s = symbols_[code];
+      if (s.len > left) continue;
+      std::uint64_t w = 0;
+      std::memcpy(&w, p, s.len);
+      if (w == s.value) return code;
+    }
+    return -1;
+  }
+
+  // Trains a table on a sample of the values (offsets n + 1 into bytes).
+  template <class Offset>
+  static symbol_table train(const Offset* offsets, std::size_t n, const std::uint8_t* bytes) {
+    symbol_table st;
+    st.enabled_ = true;
+    // Sample about 32 KiB of whole values spread over the input.
+    std::vector<std::pair<const std::uint8_t*, std::size_t>> sample;
+    const std::uint64_t total = std::uint64_t(offsets[n] - offsets[0]);
+    const std::size_t stride = total > (1u << 15) ? std::size_t(total / (1u << 15)) + 1 : 1;
+    std::uint64_t taken = 0;
+    for (std::size_t i = 0; i < n && taken < (1u << 15); i += stride) {
+      const auto len = std::size_t(offsets[i + 1] - offsets[i]);
+      if (len == 0) continue;
+      const std::size_t use = std::min<std::size_t>(len, 512);
+      sample.emplace_back(bytes + std::size_t(offsets[i]), use);
+      taken += use;
+    }
+    constexpr std::size_t codes = 256 + 256;  // 0..254 symbols, 256 + b: escaped byte b
+    std::vector<std::uint32_t> count1(codes), count2(codes * codes);
+    for (int generation = 0; generation < 5; ++generation) {
+      std::fill(count1.begin(), count1.end(), 0);
+      std::fill(count2.begin(), count2.end(), 0);
+      for (const auto& [p, len] : sample) {
+        std::size_t at = 0;
+        int prev = -1;
+        while (at < len) {
+          const int c = st.find(p + at, len - at);
+          const int cur = c < 0 ? 256 + p[at] : c;
+          at += c < 0 ? 1 : st.symbols_[std::size_t(c)].len;
+          ++count1[std::size_t(cur)];
+          if (prev >= 0) ++count2[std::size_t(prev) * codes + std::size_t(cur)];
+          prev = cur;
+        }
+      }
+      auto sym_of = [&](std::size_t code) {
+        if (code >= 256) {
+          const std::uint8_t b = std::uint8_t(code - 256);
+          return make_symbol(&b, 1);
+        }
+        return st.symbols_[code];
+      };
+      struct candidate {
+        symbol s;
+        std::uint64_t gain;
+      };
+      std::vector<candidate> cands;
+      for (std::size_t a = 0; a < codes; ++a) {
+        if (!count1[a]) continue;
+        const symbol sa = sym_of(a);
+        // Early generations favour single bytes a little (as FSST does) so they survive.
+        const std::uint64_t weight = sa.len == 1 && generation < 4 ? 8 : 1;
+        cands.push_back({sa, std::uint64_t(count1[a]) * sa.len * weight});
+        if (sa.len >= 8) continue;
+        for (std::size_t b = 0; b < codes; ++b) {
+          const auto f = count2[a * codes + b];
+          if (!f) continue;
+          const symbol sb = sym_of(b);
+          const std::size_t len = std::min<std::size_t>(8, std::size_t(sa.len) + sb.len);
+          symbol s;
+          s.len = std::uint8_t(len);
+          s.value = sa.value | (len > sa.len ? (sb.value << (8 * sa.len)) : 0);
+          if (len < 8) s.value &= (std::uint64_t(1) << (8 * len)) - 1;
+          cands.push_back({s, std::uint64_t(f) * len});
+        }
+      }
+      // Merge duplicates, keep the best max_symbols by gain.
+      std::sort(cands.begin(), cands.end(), [](const candidate& x, const candidate& y) {
+        return x.s.len != y.s.len ? x.s.len < y.s.len : x.s.value < y.s.value;
+      });
+      std::vector<candidate> merged;
+      for (const auto& c : cands) {
+        if (!merged.empty() && merged.back().s.len == c.s.len && merged.back().s.value == c.s.value)
+          merged.back().gain += c.gain;
+        else
+          merged.push_back(c);
+      }
+      std::sort(merged.begin(), merged.end(), [](const candidate& x, const candidate& y) {
+        return x.gain != y.gain ? x.gain > y.gain : (x.s.len != y.s.len ? x.s.len > y.s.len : x.s.value < y.s.value);
+      });
+      st.symbols_.clear();
+      for (std::size_t i = 0; i < merged.size() && st.symbols_.size() < max_symbols; ++i)
+        st.symbols_.push_back(merged[i].s);
+      st.index();
+    }
+    return st;
+  }
+
+  // Compresses one value, appending codes to out.
+  void compress(const std::uint8_t* p, std::size_t len, aligned_buffer& out) const {
+    std::size_t at = 0;
+    while (at < len) {
+      const int c = find(p + at, len - at);
+      if (c < 0) {
+        out.push_back(escape);
+        out.push_back(p[at]);
+        ++at;
+      } else {
+        out.push_back(std::uint8_t(c));
+        at += symbols_[std::size_t(c)].len;
+      }
+    }
+  }
+
+  std::string serialize() const {
+    std::string out(table_bytes, '\0');
+    const std::uint64_t info = magic | (std::uint64_t(enabled_ ? 1 : 0) << 24) | (std::uint64_t(8) << 16) |
+                               std::uint64_t(symbols_.size() & 255);
+    le::store(out.data(), info);
+    std::size_t pos = 8;
+    for (const auto& s : symbols_) {
+      le::store(out.data() + pos, s.value);
+      pos += 8;
+    }
+    for (const auto& s : symbols_) out[pos++] = char(s.len);
+    return out;
+  }
+
+  static symbol_table parse(std::string_view bytes) {
+    if (bytes.size() < 8) throw corrupt_error("FSST symbol table of " + std::to_string(bytes.size()) + " bytes");
+    const auto info = le::load<std::uint64_t>(bytes.data());
+    if ((info & magic) != magic) throw corrupt_error("FSST symbol table without its magic number");
+    symbol_table st;
+    st.enabled_ = (info >> 24) & 1;
+    const std::size_t n = info & 255;
+    if (bytes.size() < 8 + 9 * n)
+      throw corrupt_error("FSST symbol table of " + std::to_string(bytes.size()) + " bytes cannot hold " +
+                          std::to_string(n) + " symbols");
+    for (std::size_t i = 0; i < n; ++i) {
+      symbol s;
+      s.value = le::load<std::uint64_t>(bytes.data() + 8 + 8 * i);
+      s.len = std::uint8_t(bytes[8 + 8 * n + i]);
+      if (s.len > 8) throw corrupt_error("FSST symbol " + std::to_string(i) + " has length " + std::to_string(s.len));
+      st.symbols_.push_back(s);
+    }
+    return st;
+  }
+
+  // Decompresses one value (codes in [p, p + len)), appending to out.
+  void decompress(const std::uint8_t* p, std::size_t len, aligned_buffer& out) const {
+    std::size_t at = 0;
+    while (at < len) {
+      const std::uint8_t c = p[at++];
+      if (c == escape) {
+        if (at >= len) throw corrupt_error("FSST value ends in an escape code");
+        out.push_back(p[at++]);
+      } else {
+        if (c >= symbols_.size())
+          throw corrupt_error("FSST code " + std::to_string(c) + " past the " + std::to_string(symbols_.size()) +
+                              " symbols of the table");
+        const auto& s = symbols_[c];
+        std::uint8_t b[8];
+        le::store(b, s.value);
+        out.append(b, s.len);
+      }
+    }
+  }
+
+ private:
+  void index() {
+    for (auto& v : by_first_) v.clear();
+    std::vector<std::uint8_t> order(symbols_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = std::uint8_t(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint8_t a, std::uint8_t b) { return symbols_[a].len > symbols_[b].len; });
+    for (auto code : order) by_first_[symbols_[code].byte(0)].push_back(code);
+  }
+
+  std::vector<symbol> symbols_;
+  std::array<std::vector<std::uint8_t>, 256> by_first_;
+  bool enabled_ = false;
+};
+
+}  // namespace lancet::encoding::v2_1::fsst
