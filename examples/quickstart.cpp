@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
                                                4);
     auto batch = arrow::make_batch({{"id", ids}, {"name", names}, {"vector", vectors}});
 
-    file::file_writer<file::v2_0, io::file_sink> writer(io::file_sink(path));
+    file::file_writer<file::v2_0, io::file_sink> writer{io::file_sink(path)};
     writer.write_batch(batch);
     const auto result = writer.finish();
     std::cout << "wrote " << result.rows << " rows, " << result.file_size << " bytes to " << path << "\n";
