@@ -14,9 +14,10 @@ using clock_type = std::chrono::steady_clock;
 
 static arrow::record_batch make_table(std::int64_t rows, std::uint64_t& raw_bytes) {
   std::mt19937_64 rng(1);
-  std::vector<std::int64_t> ids(std::size_t(rows));
-  std::vector<float> xs(std::size_t(rows)), vec(std::size_t(rows) * 128);
-  std::vector<std::string> strs(std::size_t(rows));
+  const auto n = static_cast<std::size_t>(rows);
+  std::vector<std::int64_t> ids(n);
+  std::vector<float> xs(n), vec(n * 128);
+  std::vector<std::string> strs(n);
   std::normal_distribution<float> nd;
   for (std::int64_t i = 0; i < rows; ++i) {
     ids[std::size_t(i)] = i;
