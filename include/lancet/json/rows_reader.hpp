@@ -1,0 +1,708 @@
+// JSON Lines -> Arrow record batches, against a given schema.
+//
+//   auto schema = std::make_shared<const arrow::schema>(json::parse_schema(text));
+//   json::rows_reader reader(schema, std::cin, {.batch_size = 8192});
+//   while (auto batch = reader.next()) use(*batch);
+//
+// One JSON object per line; blank lines are skipped. A top-level field or struct
+// member that is absent is null. Values by type (README.md, "Schema files"):
+//   ints               integral JSON numbers in range (1, -5, 1e3, 2.0); 64-bit integer
+//                      types (int64, uint64, date64, time64, timestamp, duration) also
+//                      take decimal strings ("-9120165001150960357")
+//   date/time/timestamp/duration   integers in the type's unit
+//   float16/32/64      numbers, read with a single correct rounding to the width, or
+//                      the strings "NaN", "Infinity", "-Infinity"; finite values
+//                      beyond the width's range are errors
+//   bool               true / false
+//   utf8               strings;   binary, fixed_size_binary: base64 strings
+//   decimal128/256     decimal strings ("123.4500") or numbers, scaled exactly (no
+//                      rounding) and checked against the precision
+//   list, large_list   arrays;    fixed_size_list: arrays of exactly `size` items
+//   struct             objects (absent member = null)
+//   null               null only
+// Every error is an invalid_input_error naming the line (1-based) and field path:
+//   line 3, field 's.a': expected an integer, got "x"
+//   line 7, field 'tags[2]': null for a non-nullable field
+// Rows are checked completely before anything is appended, so a rejected line
+// leaves the batch being built exactly as it was.
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <istream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/arrow/builder.hpp"
+#include "lancet/arrow/decimal.hpp"
+#include "lancet/arrow/type.hpp"
+#include "lancet/arrow/validate.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/json/base64.hpp"
+#include "lancet/json/numbers.hpp"
+#include "lancet/json/value.hpp"
+
+namespace lancet::json {
+
+struct read_options {
+  // Rows per batch returned by rows_reader::next() (a batch also ends early when one
+  // more row would overflow the 32-bit offsets of a utf8/binary/list column).
+  std::int64_t batch_size = 65536;
+  // Members that name no field of the schema (or of a struct): an error by default,
+  // so that a misspelt key does not silently become a null; skipped when true.
+  bool ignore_unknown_fields = false;
+};
+
+namespace detail {
+
+// Path of the value being converted; rendered only for messages: "s.a", "tags[2]".
+struct value_path {
+  const value_path* parent = nullptr;
+  std::string_view name;
+  std::int64_t index = -1;
+
+  std::string render() const {
+    std::string s = parent ? parent->render() : std::string();
+    if (index >= 0) return s + "[" + std::to_string(index) + "]";
+    if (!s.empty()) s += '.';
+    return s + std::string(name);
+  }
+};
+
+// Internal: a value that the schema refuses (turned into invalid_input_error with
+// the line number by row_builder).
+struct value_error {
+  std::string path;
+  std::string message;
+};
+// Internal: the row would overflow a column's 32-bit offsets in this batch.
+struct batch_full {
+  std::string path;
+  std::string type;
+};
+
+[[noreturn]] inline void refuse(const value_path& at, std::string message) {
+  throw value_error{at.render(), std::move(message)};
+}
+
+// One builder per schema node. Each row is offered twice: first with commit =
+// false (everything is checked, nothing appended), then with commit = true.
+class column {
+ public:
+  explicit column(arrow::field f) : field_(std::move(f)) {}
+  virtual ~column() = default;
+  column(const column&) = delete;
+  column& operator=(const column&) = delete;
+
+  // A value, null, or absent (v == nullptr).
+  void put(const value* v, const value_path& at, bool commit) {
+    if (v == nullptr || v->is_null()) {
+      if (!field_.nullable && field_.type->id != arrow::type_id::null)
+        refuse(at, v ? "null for a non-nullable field" : "missing value for a non-nullable field");
+      if (commit) append_null();
+      return;
+    }
+    put_value(*v, at, commit);
+  }
+  // The slot under a null struct or fixed-size list: null where the field allows it,
+  // otherwise a valid default (zero, empty) so that no non-nullable child holds a null.
+  void put_filler() {
+    if (field_.nullable || field_.type->id == arrow::type_id::null) append_null();
+    else append_default();
+  }
+  virtual void put_value(const value& v, const value_path& at, bool commit) = 0;
+  virtual void append_null() = 0;
+  virtual void append_default() = 0;
+  virtual arrow::array_ptr finish() = 0;
+  // Forgets what the check pass counted towards the 32-bit offset limits.
+  virtual void reset_pending() {}
+
+ protected:
+  const arrow::field field_;  // a copy: it keeps the type (and struct members) alive
+};
+
+using column_ptr = std::unique_ptr<column>;
+column_ptr make_column(const arrow::field& f, const read_options& o);
+
+class null_column final : public column {
+ public:
+  using column::column;
+  void put_value(const value& v, const value_path& at, bool) override { refuse(at, "expected null, got " + describe(v)); }
+  void append_null() override { b_.append_null(); }
+  void append_default() override { b_.append_null(); }
+  arrow::array_ptr finish() override { return b_.finish(); }
+
+ private:
+  arrow::null_builder b_;
+};
+
+class bool_column final : public column {
+ public:
+  using column::column;
+  void put_value(const value& v, const value_path& at, bool commit) override {
+    if (v.k != value::kind::boolean) refuse(at, "expected true or false, got " + describe(v));
+    if (commit) b_.append(v.b);
+  }
+  void append_null() override { b_.append_null(); }
+  void append_default() override { b_.append(false); }
+  arrow::array_ptr finish() override { return b_.finish(); }
+
+ private:
+  arrow::boolean_builder b_;
+};
+
+// Integer-backed types: ints, dates, times, timestamps, durations.
+template <class T>
+class int_column final : public column {
+ public:
+  explicit int_column(const arrow::field& f) : column(f), b_(f.type) {}
+  void put_value(const value& v, const value_path& at, bool commit) override {
+    const T x = convert(v, at);
+    if (commit) b_.append(x);
+  }
+  void append_null() override { b_.append_null(); }
+  void append_default() override { b_.append(T{}); }
+  arrow::array_ptr finish() override { return b_.finish(); }
+
+ private:
+  T convert(const value& v, const value_path& at) const {
+    arrow::int128_t x = 0;
+    switch (v.k) {
+      case value::kind::integer: x = v.i; break;
+      case value::kind::unsigned_: x = v.u; break;
+      case value::kind::number:
+      case value::kind::string: {
+        const bool text_ok = v.k == value::kind::number || (sizeof(T) == 8 && is_integer_text(v.text));
+        if (!text_ok) refuse(at, "expected an integer, got " + describe(v));
+        auto d = parse_decimal_literal(v.text);
+        auto digits = d ? scaled_integer_digits(*d, 0, 20) : std::nullopt;
+        if (!digits) refuse(at, "expected an integer, got " + describe(v));
+        arrow::int128_t mag = 0;
+        for (char c : *digits) mag = mag * 10 + (c - '0');
+        x = d->negative ? -mag : mag;
+        break;
+      }
+      default: refuse(at, "expected an integer, got " + describe(v));
+    }
+    if (x < arrow::int128_t(std::numeric_limits<T>::min()) || x > arrow::int128_t(std::numeric_limits<T>::max()))
+      refuse(at, describe(v) + " is out of range for " + arrow::to_string(*field_.type));
+    return T(x);
+  }
+  static bool is_integer_text(std::string_view s) noexcept {
+    if (!s.empty() && s[0] == '-') s.remove_prefix(1);
+    if (s.empty()) return false;
+    for (char c : s)
+      if (c < '0' || c > '9') return false;
+    return true;
+  }
+
+  arrow::primitive_builder<T> b_;
+};
+
+// float32 / float64 (F = float / double) and float16 (F = std::uint16_t bits).
+template <class F>
+class float_column final : public column {
+  static constexpr bool half = std::is_same_v<F, std::uint16_t>;
+  using parse_t = std::conditional_t<half, double, F>;
+
+ public:
+  explicit float_column(const arrow::field& f) : column(f), b_(f.type) {}
+  void put_value(const value& v, const value_path& at, bool commit) override {
+    const F x = convert(v, at);
+    if (commit) b_.append(x);
+  }
+  void append_null() override { b_.append_null(); }
+  void append_default() override { b_.append(F{}); }
+  arrow::array_ptr finish() override { return b_.finish(); }
+
+ private:
+  F convert(const value& v, const value_path& at) const {
+    parse_t x{};
+    switch (v.k) {
+      case value::kind::integer: x = static_cast<parse_t>(v.i); break;
+      case value::kind::unsigned_: x = static_cast<parse_t>(v.u); break;
+      case value::kind::number: {
+        auto r = std::from_chars(v.text.data(), v.text.data() + v.text.size(), x);
+        if (r.ec == std::errc::result_out_of_range) {
+          // Too small rounds to zero; too large is refused below.
+          auto d = parse_decimal_literal(v.text);
+          if (d && d->exponent + std::int64_t(d->digits.size()) <= 0) x = d->negative ? -parse_t(0) : parse_t(0);
+          else refuse(at, describe(v) + " is out of range for " + arrow::to_string(*field_.type));
+        } else if (r.ec != std::errc() || r.ptr != v.text.data() + v.text.size()) {
+          refuse(at, "expected a number, got " + describe(v));
+        }
+        break;
+      }
+      case value::kind::string:
+        if (v.text == "NaN") x = std::numeric_limits<parse_t>::quiet_NaN();
+        else if (v.text == "Infinity") x = std::numeric_limits<parse_t>::infinity();
+        else if (v.text == "-Infinity") x = -std::numeric_limits<parse_t>::infinity();
+        else refuse(at, "expected a number, got " + describe(v) + " (the only strings taken are \"NaN\", \"Infinity\" and \"-Infinity\")");
+        break;
+      default: refuse(at, "expected a number, got " + describe(v));
+    }
+    if constexpr (half) {
+      const std::uint16_t h = double_to_half(x);
+      if (std::isfinite(x) && (h & 0x7C00u) == 0x7C00u)
+        refuse(at, describe(v) + " is out of range for float16");
+      return h;
+    } else {
+      return x;
+    }
+  }
+
+  arrow::primitive_builder<F> b_;
+};
+
+class decimal_column final : public column {
+ public:
+  explicit decimal_column(const arrow::field& f)
+      : column(f), b_(f.type), width_(f.type->id == arrow::type_id::decimal128 ? 16 : 32) {}
+  void put_value(const value& v, const value_path& at, bool commit) override {
+    std::uint8_t bytes[32];
+    convert(v, at, bytes);
+    if (commit) b_.append_bytes(bytes_view(bytes, std::size_t(width_)));
+  }
+  void append_null() override { b_.append_null(); }
+  void append_default() override { b_.append(arrow::int128_t(0)); }
+  arrow::array_ptr finish() override { return b_.finish(); }
+
+ private:
+  void convert(const value& v, const value_path& at, std::uint8_t* out) const {
+    const auto& t = *field_.type;
+    std::string text;
+    switch (v.k) {
+      case value::kind::integer: text = std::to_string(v.i); break;
+      case value::kind::unsigned_: text = std::to_string(v.u); break;
+      case value::kind::number:
+      case value::kind::string: text = v.text; break;
+      default: refuse(at, "expected a decimal string or number, got " + describe(v));
+    }
+    auto d = parse_decimal_literal(text);
+    if (!d) refuse(at, "expected a decimal string or number, got " + describe(v));
+    auto digits = scaled_integer_digits(*d, t.scale, std::size_t(t.precision));
+    if (!digits) {
+      if (t.scale >= 0)
+        refuse(at, describe(v) + " has more than " + std::to_string(t.scale) + " fractional digits (" +
+                       arrow::to_string(t) + ")");
+      refuse(at, describe(v) + " is not a multiple of 1" + std::string(std::size_t(-t.scale), '0') + " (" +
+                     arrow::to_string(t) + ")");
+    }
+    if (digits->size() > std::size_t(t.precision))
+      refuse(at, describe(v) + " does not fit " + arrow::to_string(t) + " (more than " +
+                     std::to_string(t.precision) + " digits)");
+    u256 x = u256_from_digits(*digits);
+    if (d->negative) x.negate();
+    x.to_bytes(out, width_);
+  }
+
+  arrow::decimal_builder b_;
+  int width_;
+};
+
+// utf8 / large_utf8 (strings) and binary / large_binary (base64 strings).
+class binary_column final : public column {
+ public:
+  explicit binary_column(const arrow::field& f)
+      : column(f), b_(f.type), text_(f.type->id == arrow::type_id::utf8 || f.type->id == arrow::type_id::large_utf8),
+        large_(arrow::is_large_binary_like(f.type->id)) {}
+  void put_value(const value& v, const value_path& at, bool commit) override {
+    if (v.k != value::kind::string)
+      refuse(at, std::string(text_ ? "expected a string" : "expected a base64 string") + ", got " + describe(v));
+    std::string_view bytes = v.text;
+    if (!text_) {
+      scratch_.clear();
+      if (auto err = base64_decode(v.text, scratch_)) refuse(at, "invalid base64: " + *err);
+      bytes = scratch_;
+    }
+    if (!commit) {
+      pending_ += std::int64_t(bytes.size());
+      if (!large_ && committed_ + pending_ > std::numeric_limits<std::int32_t>::max())
+        throw batch_full{at.render(), arrow::to_string(*field_.type)};
+      return;
+    }
+    committed_ += std::int64_t(bytes.size());
+    b_.append(bytes);
+  }
+  void append_null() override { b_.append_null(); }
+  void append_default() override { b_.append(std::string_view()); }
+  arrow::array_ptr finish() override {
+    committed_ = pending_ = 0;
+    return b_.finish();
+  }
+  void reset_pending() override { pending_ = 0; }
+
+ private:
+  arrow::binary_builder b_;
+  bool text_, large_;
+  std::string scratch_;
+  std::int64_t committed_ = 0, pending_ = 0;
+};
+
+class fixed_binary_column final : public column {
+ public:
+  explicit fixed_binary_column(const arrow::field& f) : column(f), b_(f.type) {}
+  void put_value(const value& v, const value_path& at, bool commit) override {
+    if (v.k != value::kind::string) refuse(at, "expected a base64 string, got " + describe(v));
+    scratch_.clear();
+    if (auto err = base64_decode(v.text, scratch_)) refuse(at, "invalid base64: " + *err);
+    if (std::int64_t(scratch_.size()) != field_.type->byte_width)
+      refuse(at, "expected " + std::to_string(field_.type->byte_width) + " bytes, got " +
+                     std::to_string(scratch_.size()));
+    if (commit) b_.append(std::string_view(scratch_));
+  }
+  void append_null() override { b_.append_null(); }
+  void append_default() override { b_.append(std::string(std::size_t(field_.type->byte_width), '\0')); }
+  arrow::array_ptr finish() override { return b_.finish(); }
+
+ private:
+  arrow::fixed_size_binary_builder b_;
+  std::string scratch_;
+};
+
+template <class Offset>
+class list_column final : public column {
+ public:
+  list_column(const arrow::field& f, const read_options& o)
+      : column(f), child_(make_column(f.type->children[0], o)) {
+    offsets_.push_back(0);
+  }
+  void put_value(const value& v, const value_path& at, bool commit) override {
+    if (v.k != value::kind::array) refuse(at, "expected an array, got " + describe(v));
+    const auto n = std::int64_t(v.items.size());
+    if (!commit) {
+      pending_ += n;
+      if (offsets_.back() + pending_ > std::int64_t(std::numeric_limits<Offset>::max()))
+        throw batch_full{at.render(), arrow::to_string(*field_.type)};
+    }
+    for (std::int64_t k = 0; k < n; ++k) child_->put(&v.items[std::size_t(k)], value_path{&at, {}, k}, commit);
+    if (commit) {
+      offsets_.push_back(Offset(offsets_.back() + n));
+      valid_.push_back(true);
+    }
+  }
+  void append_null() override {
+    offsets_.push_back(offsets_.back());
+    valid_.push_back(false);
+  }
+  void append_default() override {
+    offsets_.push_back(offsets_.back());
+    valid_.push_back(true);
+  }
+  arrow::array_ptr finish() override {
+    auto child = child_->finish();
+    const auto& item = field_.type->children[0];
+    arrow::array_ptr out = std::is_same_v<Offset, std::int32_t>
+                               ? arrow::make_list(item, std::move(child), as_vector<std::int32_t>(), valid_)
+                               : arrow::make_large_list(item, std::move(child), as_vector<std::int64_t>(), valid_);
+    offsets_.assign(1, 0);
+    valid_.clear();
+    pending_ = 0;
+    return out;
+  }
+  void reset_pending() override {
+    pending_ = 0;
+    child_->reset_pending();
+  }
+
+ private:
+  template <class O>
+  std::vector<O> as_vector() const {
+    if constexpr (std::is_same_v<O, Offset>) return offsets_;
+    else return std::vector<O>(offsets_.begin(), offsets_.end());
+  }
+
+  column_ptr child_;
+  std::vector<Offset> offsets_;
+  arrow::validity_list valid_;
+  std::int64_t pending_ = 0;
+};
+
+class fixed_list_column final : public column {
+ public:
+  fixed_list_column(const arrow::field& f, const read_options& o)
+      : column(f), child_(make_column(f.type->children[0], o)), size_(f.type->list_size) {}
+  void put_value(const value& v, const value_path& at, bool commit) override {
+    if (v.k != value::kind::array) refuse(at, "expected an array, got " + describe(v));
+    if (std::int64_t(v.items.size()) != size_)
+      refuse(at, "expected an array of " + std::to_string(size_) + " items, got " + std::to_string(v.items.size()));
+    for (std::int64_t k = 0; k < size_; ++k) child_->put(&v.items[std::size_t(k)], value_path{&at, {}, k}, commit);
+    if (commit) valid_.push_back(true);
+  }
+  void append_null() override {
+    for (std::int64_t k = 0; k < size_; ++k) child_->put_filler();
+    valid_.push_back(false);
+  }
+  void append_default() override {
+    for (std::int64_t k = 0; k < size_; ++k) child_->put_filler();
+    valid_.push_back(true);
+  }
+  arrow::array_ptr finish() override {
+    auto out = arrow::make_fixed_size_list(field_.type->children[0], child_->finish(), std::int32_t(size_), valid_);
+    valid_.clear();
+    return out;
+  }
+  void reset_pending() override { child_->reset_pending(); }
+
+ private:
+  column_ptr child_;
+  std::int64_t size_;
+  arrow::validity_list valid_;
+};
+
+// Structs, and the top level of a row (`top` = true: never null, not in the path).
+class struct_column final : public column {
+ public:
+  struct_column(const arrow::field& f, const read_options& o)
+      : column(f), members_(field_.type->children), ignore_unknown_(o.ignore_unknown_fields),
+        seen_(members_.size()) {
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      children_.push_back(make_column(members_[i], o));
+      index_.emplace(members_[i].name, i);
+    }
+  }
+  void put_value(const value& v, const value_path& at, bool commit) override {
+    if (v.k != value::kind::object) refuse(at, "expected an object, got " + describe(v));
+    std::fill(seen_.begin(), seen_.end(), false);
+    for (const auto& [key, m] : v.members) {
+      auto it = index_.find(key);
+      if (it == index_.end()) {
+        if (ignore_unknown_) continue;
+        refuse(value_path{&at, key, -1}, "no such field in the schema");
+      }
+      if (seen_[it->second]) refuse(value_path{&at, key, -1}, "given twice");
+      seen_[it->second] = true;
+      children_[it->second]->put(&m, value_path{&at, members_[it->second].name, -1}, commit);
+    }
+    for (std::size_t i = 0; i < children_.size(); ++i)
+      if (!seen_[i]) children_[i]->put(nullptr, value_path{&at, members_[i].name, -1}, commit);
+    if (commit) valid_.push_back(true);
+  }
+  void append_null() override {
+    for (auto& c : children_) c->put_filler();
+    valid_.push_back(false);
+  }
+  void append_default() override {
+    for (auto& c : children_) c->put_filler();
+    valid_.push_back(true);
+  }
+  arrow::array_ptr finish() override {
+    std::vector<arrow::array_ptr> arrays;
+    for (auto& c : children_) arrays.push_back(c->finish());
+    auto out = arrow::make_struct(members_, std::move(arrays), valid_);
+    valid_.clear();
+    return out;
+  }
+  // The top level: one array per member instead of a struct.
+  std::vector<arrow::array_ptr> finish_members() {
+    std::vector<arrow::array_ptr> arrays;
+    for (auto& c : children_) arrays.push_back(c->finish());
+    valid_.clear();
+    return arrays;
+  }
+  void reset_pending() override {
+    for (auto& c : children_) c->reset_pending();
+  }
+
+ private:
+  const std::vector<arrow::field>& members_;
+  bool ignore_unknown_;
+  std::vector<column_ptr> children_;
+  std::unordered_map<std::string_view, std::size_t> index_;
+  std::vector<bool> seen_;
+  arrow::validity_list valid_;
+};
+
+inline column_ptr make_column(const arrow::field& f, const read_options& o) {
+  using arrow::type_id;
+  switch (f.type->id) {
+    case type_id::null: return std::make_unique<null_column>(f);
+    case type_id::boolean: return std::make_unique<bool_column>(f);
+    case type_id::int8: return std::make_unique<int_column<std::int8_t>>(f);
+    case type_id::int16: return std::make_unique<int_column<std::int16_t>>(f);
+    case type_id::int32: case type_id::date32: case type_id::time32:
+      return std::make_unique<int_column<std::int32_t>>(f);
+    case type_id::int64: case type_id::date64: case type_id::time64: case type_id::timestamp:
+    case type_id::duration:
+      return std::make_unique<int_column<std::int64_t>>(f);
+    case type_id::uint8: return std::make_unique<int_column<std::uint8_t>>(f);
+    case type_id::uint16: return std::make_unique<int_column<std::uint16_t>>(f);
+    case type_id::uint32: return std::make_unique<int_column<std::uint32_t>>(f);
+    case type_id::uint64: return std::make_unique<int_column<std::uint64_t>>(f);
+    case type_id::float16: return std::make_unique<float_column<std::uint16_t>>(f);
+    case type_id::float32: return std::make_unique<float_column<float>>(f);
+    case type_id::float64: return std::make_unique<float_column<double>>(f);
+    case type_id::decimal128: case type_id::decimal256: return std::make_unique<decimal_column>(f);
+    case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary:
+      return std::make_unique<binary_column>(f);
+    case type_id::fixed_size_binary: return std::make_unique<fixed_binary_column>(f);
+    case type_id::list: return std::make_unique<list_column<std::int32_t>>(f, o);
+    case type_id::large_list: return std::make_unique<list_column<std::int64_t>>(f, o);
+    case type_id::fixed_size_list: return std::make_unique<fixed_list_column>(f, o);
+    case type_id::struct_: return std::make_unique<struct_column>(f, o);
+  }
+  throw unsupported_error("JSON rows: no reader for " + arrow::to_string(*f.type));
+}
+
+inline std::string_view trim(std::string_view s) noexcept {
+  auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!s.empty() && ws(s.front())) s.remove_prefix(1);
+  while (!s.empty() && ws(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace detail
+
+// Builds one record batch from JSON Lines lines appended one at a time.
+class row_builder {
+ public:
+  explicit row_builder(std::shared_ptr<const arrow::schema> schema, read_options o = {})
+      : schema_(std::move(schema)), options_(o) {
+    if (!schema_) throw invalid_input_error("JSON rows: the schema is null");
+    for (const auto& f : schema_->fields) {
+      if (!f.type) throw invalid_input_error("JSON rows: field '" + f.name + "' has no type");
+      arrow::validate_type(*f.type, f.name);
+    }
+    root_ = std::make_unique<detail::struct_column>(arrow::field{"", arrow::struct_(schema_->fields), false, {}},
+                                                    options_);
+  }
+
+  // Appends the row on one line (`line_number` is for messages). Blank lines are
+  // skipped. Returns false, changing nothing, when the row would overflow the 32-bit
+  // offsets of a column in this batch: finish() the batch and append the line again.
+  // Bad input throws invalid_input_error and changes nothing.
+  bool append(std::string_view line, std::int64_t line_number) {
+    line = detail::trim(line);
+    if (line.empty()) return true;
+    const std::string where = "line " + std::to_string(line_number);
+    syntax_error err;
+    if (!try_parse(line, row_, err)) {
+      throw invalid_input_error(where + (err.column ? ", column " + std::to_string(err.column) : std::string()) +
+                                ": malformed JSON: " + err.message);
+    }
+    if (row_.k != value::kind::object) throw invalid_input_error(where + ": expected a JSON object, got " + describe(row_));
+    const detail::value_path top{};
+    try {
+      root_->reset_pending();
+      root_->put_value(row_, top, false);
+    } catch (const detail::value_error& e) {
+      throw invalid_input_error(where + (e.path.empty() ? "" : ", field '" + e.path + "'") + ": " + e.message);
+    } catch (const detail::batch_full& e) {
+      root_->reset_pending();
+      if (rows_ > 0) return false;
+      throw invalid_input_error(where + ", field '" + e.path + "': the row alone holds more than 2^31 - 1 " +
+                                "bytes or items, too many for the 32-bit offsets of " + e.type +
+                                "; use the large_ variant of the type");
+    }
+    root_->put_value(row_, top, true);
+    ++rows_;
+    return true;
+  }
+
+  std::int64_t num_rows() const noexcept { return rows_; }
+  const std::shared_ptr<const arrow::schema>& schema() const noexcept { return schema_; }
+
+  // The rows appended so far as a batch; the builder starts over empty.
+  arrow::record_batch finish() {
+    auto columns = root_->finish_members();
+    rows_ = 0;
+    return arrow::make_batch(schema_, std::move(columns));
+  }
+
+ private:
+  std::shared_ptr<const arrow::schema> schema_;
+  read_options options_;
+  std::unique_ptr<detail::struct_column> root_;
+  value row_;
+  std::int64_t rows_ = 0;
+};
+
+// Reads JSON Lines from a stream in batches of up to options.batch_size rows.
+// After an error (thrown from next()), the offending line has been consumed and the
+// rows before it are kept: calling next() again continues with the following line.
+class rows_reader {
+ public:
+  rows_reader(std::shared_ptr<const arrow::schema> schema, std::istream& in, read_options o = {})
+      : builder_(std::move(schema), o), in_(in), batch_size_(o.batch_size) {
+    if (batch_size_ < 1) throw invalid_input_error("JSON rows: batch_size must be at least 1, got " + std::to_string(batch_size_));
+  }
+  rows_reader(const arrow::schema& schema, std::istream& in, read_options o = {})
+      : rows_reader(std::make_shared<const arrow::schema>(schema), in, o) {}
+
+  // The next batch, or nullopt once the input is exhausted.
+  std::optional<arrow::record_batch> next() {
+    while (builder_.num_rows() < batch_size_) {
+      if (!held_) {
+        if (!std::getline(in_, line_)) {
+          if (in_.bad()) throw io_error("JSON rows: reading line " + std::to_string(line_no_ + 1) + " failed");
+          break;
+        }
+        ++line_no_;
+        if (line_no_ == 1 && line_.compare(0, 3, "\xEF\xBB\xBF") == 0) line_.erase(0, 3);  // UTF-8 BOM
+      }
+      held_ = false;
+      if (!builder_.append(line_, line_no_)) {
+        held_ = true;  // does not fit: it starts the next batch
+        break;
+      }
+    }
+    if (builder_.num_rows() == 0) return std::nullopt;
+    return builder_.finish();
+  }
+
+  // Lines consumed so far (blank lines included).
+  std::int64_t lines_read() const noexcept { return line_no_; }
+  const std::shared_ptr<const arrow::schema>& schema() const noexcept { return builder_.schema(); }
+
+ private:
+  row_builder builder_;
+  std::istream& in_;
+  std::int64_t batch_size_;
+  std::string line_;
+  std::int64_t line_no_ = 0;
+  bool held_ = false;
+};
+
+// All rows of a JSON Lines text as one batch (lines numbered from 1).
+inline arrow::record_batch read_rows(std::shared_ptr<const arrow::schema> schema, std::string_view text,
+                                     read_options o = {}) {
+  row_builder b(std::move(schema), o);
+  std::int64_t line_no = 0;
+  while (!text.empty() || line_no == 0) {
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    ++line_no;
+    if (line_no == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
+    if (!b.append(line, line_no))
+      throw invalid_input_error("line " + std::to_string(line_no) +
+                                ": the rows overflow the 32-bit offsets of a column in one batch; use rows_reader");
+  }
+  return b.finish();
+}
+inline arrow::record_batch read_rows(const arrow::schema& schema, std::string_view text, read_options o = {}) {
+  return read_rows(std::make_shared<const arrow::schema>(schema), text, o);
+}
+// One line per string (line i of the vector is line i + 1 in messages).
+inline arrow::record_batch read_rows(std::shared_ptr<const arrow::schema> schema, const std::vector<std::string>& lines,
+                                     read_options o = {}) {
+  row_builder b(std::move(schema), o);
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (!b.append(lines[i], std::int64_t(i + 1)))
+      throw invalid_input_error("line " + std::to_string(i + 1) +
+                                ": the rows overflow the 32-bit offsets of a column in one batch; use rows_reader");
+  return b.finish();
+}
+
+}  // namespace lancet::json
