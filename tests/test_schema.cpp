@@ -373,6 +373,9 @@ TEST_CASE("field ids: depth first, parents before children, from 0; parent ids")
   CHECK(s.field_by_id(42)->parent_id == 41);
   CHECK(s.field_by_id(99) == nullptr);
   CHECK(s.max_field_id() == 43);
+  CHECK(ls::field_path(s, 40) == "st.inner.z");
+  CHECK(ls::field_path(s, 0) == "n");
+  CHECK(ls::field_path(s, 99).empty());
   // fixed_size_list items are not fields (no ids), except a struct item.
   CHECK(s.field_by_name("vec")->children.empty());
   CHECK(s.field_by_name("vec")->fsl_item.has_value());

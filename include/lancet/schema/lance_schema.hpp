@@ -155,6 +155,31 @@ struct schema {
   }
 };
 
+// The dotted path of a field ("st.inner.z"), or "" when no field has that id.
+inline std::string field_path(const schema& s, std::int32_t id) {
+  struct finder {
+    std::int32_t id;
+    std::vector<const field*> stack;
+    bool operator()(const field& f) {
+      stack.push_back(&f);
+      if (f.id == id) return true;
+      for (const auto& c : f.children)
+        if ((*this)(c)) return true;
+      stack.pop_back();
+      return false;
+    }
+  };
+  finder fd{id, {}};
+  for (const auto& f : s.fields) {
+    if (fd(f)) {
+      std::string path;
+      for (const auto* p : fd.stack) path += (path.empty() ? "" : ".") + p->name;
+      return path;
+    }
+  }
+  return {};
+}
+
 // Field ids in pre-order (the order in which 2.0 files give fields their columns).
 inline std::vector<std::int32_t> preorder_ids(const schema& s) {
   std::vector<std::int32_t> ids;
@@ -500,9 +525,13 @@ inline arrow::field to_arrow_field(const field& f, const std::string& parent_pat
 // json and bfloat16 extension types).
 inline std::string logical_type_of(const arrow::field& f) {
   if (!f.type) throw invalid_input_error("field '" + f.name + "' has no type");
-  return detail::from_arrow_field(arrow::field{f.name, f.type, f.nullable, f.metadata}, "").logical_type;
+  arrow::validate_type(*f.type, f.name);
+  return detail::from_arrow_field(f, "").logical_type;
 }
-inline std::string logical_type_of(const arrow::data_type& t) { return detail::logical_type_of(t, "<type>"); }
+inline std::string logical_type_of(const arrow::data_type& t) {
+  arrow::validate_type(t, "<type>");
+  return detail::logical_type_of(t, "<type>");
+}
 
 // ---- validation ----------------------------------------------------------------------
 
