@@ -61,21 +61,21 @@ inline std::optional<std::string> base64_decode(std::string_view text, std::stri
     --n;
     ++pad;
   }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (digit(text[i]) >= 0) continue;
+    const auto c = static_cast<unsigned char>(text[i]);
+    static const char* hex = "0123456789abcdef";
+    std::string shown = (c >= 0x20 && c < 0x7F) ? std::string(1, char(c)) : std::string("\\x") + hex[c >> 4] + hex[c & 15];
+    return "character '" + shown + "' at position " + std::to_string(i) + " is not base64";
+  }
   if (pad > 0 && text.size() % 4 != 0) return std::string("padding '=' must make the length a multiple of 4");
-  if (n % 4 == 1) return std::string("length ") + std::to_string(text.size()) + " is not a valid base64 length";
+  if (n % 4 == 1) return "length " + std::to_string(text.size()) + " is not a valid base64 length";
   const std::size_t start = out.size();
   out.reserve(start + n / 4 * 3 + 2);
   std::uint32_t acc = 0;
   int bits = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const int d = digit(text[i]);
-    if (d < 0) {
-      out.resize(start);
-      const auto c = static_cast<unsigned char>(text[i]);
-      std::string shown = (c >= 0x20 && c < 0x7F) ? std::string(1, char(c)) : "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) + "0123456789abcdef"[c & 15];
-      return "character '" + shown + "' at position " + std::to_string(i) + " is not base64";
-    }
-    acc = (acc << 6) | std::uint32_t(d);
+    acc = (acc << 6) | std::uint32_t(digit(text[i]));
     bits += 6;
     if (bits >= 8) {
       bits -= 8;

@@ -74,9 +74,15 @@ struct value_path {
 
   std::string render() const {
     std::string s = parent ? parent->render() : std::string();
-    if (index >= 0) return s + "[" + std::to_string(index) + "]";
-    if (!s.empty()) s += '.';
-    return s + std::string(name);
+    if (index >= 0) {
+      s += '[';
+      s += std::to_string(index);
+      s += ']';
+    } else {
+      if (!s.empty()) s += '.';
+      s += name;
+    }
+    return s;
   }
 };
 
@@ -588,6 +594,8 @@ class row_builder {
     const std::string where = "line " + std::to_string(line_number);
     syntax_error err;
     if (!try_parse(line, row_, err)) {
+      if (!err.malformed)
+        throw invalid_input_error(where + (err.path.empty() ? "" : ", field '" + err.path + "'") + ": " + err.message);
       throw invalid_input_error(where + (err.column ? ", column " + std::to_string(err.column) : std::string()) +
                                 ": malformed JSON: " + err.message);
     }

@@ -58,9 +58,15 @@ struct out_path {
   std::int64_t index = -1;
   std::string render() const {
     std::string s = parent ? parent->render() : std::string();
-    if (index >= 0) return s + "[" + std::to_string(index) + "]";
-    if (!s.empty()) s += '.';
-    return s + std::string(name);
+    if (index >= 0) {
+      s += '[';
+      s += std::to_string(index);
+      s += ']';
+    } else {
+      if (!s.empty()) s += '.';
+      s += name;
+    }
+    return s;
   }
 };
 

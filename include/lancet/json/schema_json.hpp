@@ -401,6 +401,8 @@ inline arrow::schema parse_schema(std::string_view text) {
   value root;
   syntax_error err;
   if (!try_parse(text, root, err)) {
+    if (!err.malformed)
+      throw invalid_input_error("schema: " + (err.path.empty() ? "" : "at '" + err.path + "': ") + err.message);
     std::string at = err.line ? " at line " + std::to_string(err.line) + ", column " + std::to_string(err.column) : "";
     throw invalid_input_error("schema: malformed JSON" + at + ": " + err.message);
   }

@@ -49,11 +49,15 @@ struct value {
   }
 };
 
-// Where and why a text is not JSON (line and column are 1-based; 0 when unknown).
+// Where and why a text could not be parsed. Line and column are 1-based (0 when
+// unknown). `malformed` is false for well-formed text that nlohmann cannot hold (a
+// number beyond the range of a double); `path` then says where it is ("a.b[2]").
 struct syntax_error {
   std::size_t line = 0;
   std::size_t column = 0;
   std::string message;
+  bool malformed = true;
+  std::string path;
 };
 
 namespace detail {
@@ -144,7 +148,11 @@ class tree_builder {
     stack_.pop_back();
     return true;
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception& ex) {
+  bool parse_error(std::size_t, const std::string& token, const nlohmann::json::exception& ex) {
+    if (ex.id == 406) {  // number overflow: valid JSON, but beyond a double
+      error_ = syntax_error{0, 0, "the number " + token + " is out of range", false, path()};
+      return false;
+    }
     error_ = split(ex.what());
     return false;
   }
@@ -174,8 +182,25 @@ class tree_builder {
     stack_.push_back(v);
     return true;
   }
+  // Path of the value being parsed: "a.b[2]".
+  std::string path() const {
+    std::string s;
+    for (std::size_t d = 0; d < stack_.size(); ++d) {
+      const value* c = stack_[d];
+      if (c->k == value::kind::array) {
+        const bool innermost = d + 1 == stack_.size();
+        s += '[';
+        s += std::to_string(c->items.size() - (innermost ? 0 : 1));
+        s += ']';
+      } else if (!c->members.empty()) {
+        if (!s.empty()) s += '.';
+        s += c->members.back().first;
+      }
+    }
+    return s;
+  }
   bool fail(std::string message) {
-    error_ = syntax_error{0, 0, std::move(message)};
+    error_ = syntax_error{0, 0, std::move(message), true, {}};
     return false;
   }
   // "[json.exception.parse_error.101] parse error at line 1, column 3: syntax error
@@ -223,7 +248,7 @@ inline bool try_parse(std::string_view text, value& out, syntax_error& err,
   try {
     ok = nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &b);
   } catch (const nlohmann::json::exception& e) {
-    err = syntax_error{0, 0, e.what()};
+    err = syntax_error{0, 0, e.what(), true, {}};
     return false;
   }
   if (!ok) err = b.error();
