@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -248,7 +249,7 @@ inline data_block decode_block(const compressive& e, const shared_bytes& buf, st
     if (f->data) {
       aligned_buffer out;
       general::decompress(f->data->scheme, buf.view(), out);
-      enc21::compressive plain{enc21::flat{f->bits_per_value, std::nullopt}};
+      compressive plain{enc21::flat{f->bits_per_value, std::nullopt}};
       return decode_block(plain, owned(std::move(out)), n, where);
     }
     const auto need = (checked_mul(n, f->bits_per_value, where.c_str()) + 7) / 8;
@@ -323,7 +324,7 @@ inline data_block decode_block(const compressive& e, const shared_bytes& buf, st
     std::vector<shared_bytes> none;
     std::size_t at = 0;
     (void)buf;
-    return decode_miniblock(enc21::compressive{*c}, none, at, n, where);
+    return decode_miniblock(compressive{*c}, none, at, n, where);
   }
   throw unsupported_error(where + ": block encoded as " + detail::encoding_name(e) + " is not supported by lancet");
 }
@@ -334,7 +335,7 @@ inline std::vector<std::uint16_t> decode_levels(const compressive& e, const shar
   auto b = decode_block(e, buf, n, where);
   if (b.k != data_block::kind::fixed || b.bits_per_value != 16)
     throw corrupt_error(where + ": levels must decode to 16-bit values");
-  std::vector<std::uint16_t> out(std::size_t(n));
+  std::vector<std::uint16_t> out(static_cast<std::size_t>(n));
   if (n) std::memcpy(out.data(), b.data.data(), std::size_t(n) * 2);
   return out;
 }
@@ -375,7 +376,7 @@ struct per_value_decoder {
         d.fsl.push_back(layer);
         cur = &fl->values.value(where + ": FixedSizeList.values");
       }
-      d.item_bits = flat_bits(*cur, where, "FixedSizeList items");
+      d.item_bits = detail::flat_bits(*cur, where, "FixedSizeList items");
       d.bits_per_value = validity_bytes * 8 + checked_mul(cum, d.item_bits, where.c_str());
       (void)l;
       return d;

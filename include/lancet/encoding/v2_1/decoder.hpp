@@ -1,0 +1,429 @@
+// Decoding a top-level field of a 2.1+ file into an Arrow array.
+//
+// A field occupies column_count(field) consecutive columns (one per leaf; see
+// repdef.hpp). decode_field reads rows [begin, end) of each of them (only the pages,
+// and within mini-block pages only the chunks, that cover those rows), unravels each
+// leaf's levels into per-node validity and offsets, and assembles the Arrow array:
+// a struct's validity and a list's offsets come from the first leaf column below it.
+//
+//   std::vector<column_pages> cols = ...;          // metadata + page start rows per column
+//   auto arr = v2_1::decode_field(field, cols, first_column, begin, end,
+//                                 [&](std::uint32_t col, std::size_t page) { return buffers...; });
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/core/buffer.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/encoding/v2_1/page_decoder.hpp"
+#include "lancet/encoding/v2_1/repdef.hpp"
+#include "lancet/pb/file2.hpp"
+
+namespace lancet::encoding::v2_1 {
+
+// One column of a file as the decoder needs it.
+struct column_pages {
+  const pb::file2::column_metadata* metadata = nullptr;
+  std::span<const std::uint64_t> page_starts;  // first row of each page, then the column's length
+};
+
+// Returns the buffers of page `page` of file column `column`, in buffer order.
+using fetch_page_buffers = std::function<std::vector<shared_bytes>(std::uint32_t column, std::size_t page)>;
+
+// Columns a field takes in a 2.1+ file (one per leaf).
+inline std::uint32_t column_count(const arrow::field& f) { return std::uint32_t(leaf_paths(f).size()); }
+
+namespace detail {
+
+inline shared_bytes bytes_of(aligned_buffer&& b) { return shared_bytes(std::move(b)); }
+
+inline void append_node(node_elements& acc, node_elements&& part, bool list) {
+  if (acc.length == 0 && acc.offsets.empty()) {
+    acc = std::move(part);
+    return;
+  }
+  // validity
+  if (acc.null_count || part.null_count) {
+    aligned_buffer v;
+    v.resize(std::size_t((acc.length + part.length + 7) / 8));
+    if (acc.null_count) encoding::detail::copy_bits(acc.validity.data(), 0, v.data(), 0, std::int64_t(acc.length));
+    else encoding::detail::set_bits(v.data(), 0, std::int64_t(acc.length));
+    if (part.null_count) encoding::detail::copy_bits(part.validity.data(), 0, v.data(), std::int64_t(acc.length), std::int64_t(part.length));
+    else encoding::detail::set_bits(v.data(), std::int64_t(acc.length), std::int64_t(part.length));
+    acc.validity = std::move(v);
+  }
+  acc.null_count += part.null_count;
+  acc.length += part.length;
+  if (list) {
+    const auto base = acc.offsets.empty() ? 0 : acc.offsets.back();
+    if (acc.offsets.empty()) acc.offsets.push_back(0);
+    for (std::size_t i = 1; i < part.offsets.size(); ++i) acc.offsets.push_back(base + part.offsets[i]);
+  }
+}
+
+inline shared_bytes validity_buffer(const node_elements& n) {
+  if (n.null_count == 0) return {};
+  aligned_buffer copy;
+  copy.append(n.validity.view());
+  return shared_bytes(std::move(copy));
+}
+
+// Variable values as Arrow offsets (32- or 64-bit as the type needs).
+inline shared_bytes arrow_offsets(const data_block& b, bool large, const std::string& where) {
+  aligned_buffer o;
+  o.resize(std::size_t((b.num_values + 1) * (large ? 8 : 4)));
+  for (std::uint64_t i = 0; i <= b.num_values; ++i) {
+    const auto v = b.num_values ? b.offset(i) : 0;
+    if (large) le::store<std::int64_t>(o.data() + 8 * i, std::int64_t(v));
+    else {
+      if (v > 0x7FFFFFFFull) throw unsupported_error(where + ": more than 2^31 bytes of values need a large type");
+      le::store<std::int32_t>(o.data() + 4 * i, std::int32_t(v));
+    }
+  }
+  return shared_bytes(std::move(o));
+}
+
+// Materializes dictionary indices into values.
+inline data_block resolve_dictionary(const data_block& idx, const data_block& dict, const std::string& where) {
+  if (idx.k != data_block::kind::fixed || (idx.bits_per_value != 8 && idx.bits_per_value != 16 &&
+                                           idx.bits_per_value != 32 && idx.bits_per_value != 64))
+    throw corrupt_error(where + ": dictionary indices are not 8/16/32/64-bit integers");
+  auto index = [&](std::uint64_t i) -> std::uint64_t {
+    const auto* p = idx.data.data() + i * idx.bits_per_value / 8;
+    switch (idx.bits_per_value) {
+      case 8: return *p;
+      case 16: return le::load<std::uint16_t>(p);
+      case 32: return le::load<std::uint32_t>(p);
+      default: return le::load<std::uint64_t>(p);
+    }
+  };
+  const auto n = idx.num_values;
+  if (dict.k == data_block::kind::variable) {
+    aligned_buffer offs, bytes;
+    const std::uint64_t w = dict.bits_per_offset / 8;
+    offs.resize(std::size_t((n + 1) * w));
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const auto k = index(i);
+      if (k >= dict.num_values)
+        throw corrupt_error(where + ": dictionary index " + std::to_string(k) + " past " + std::to_string(dict.num_values) + " items");
+      const auto b = dict.offset(k), e = dict.offset(k + 1);
+      bytes.append(dict.data.data() + b, std::size_t(e - b));
+      if (w == 8) le::store<std::uint64_t>(offs.data() + 8 * (i + 1), bytes.size());
+      else le::store<std::uint32_t>(offs.data() + 4 * (i + 1), std::uint32_t(bytes.size()));
+    }
+    return data_block::variable(n, dict.bits_per_offset, bytes_of(std::move(offs)), bytes_of(std::move(bytes)));
+  }
+  if (dict.k == data_block::kind::fixed && dict.bits_per_value % 8 == 0) {
+    const std::uint64_t w = dict.bits_per_value / 8;
+    aligned_buffer out;
+    out.resize(std::size_t(checked_mul(n, w, "dictionary values")));
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const auto k = index(i);
+      if (k >= dict.num_values)
+        throw corrupt_error(where + ": dictionary index " + std::to_string(k) + " past " + std::to_string(dict.num_values) + " items");
+      std::memcpy(out.data() + i * w, dict.data.data() + k * w, std::size_t(w));
+    }
+    return data_block::fixed(n, dict.bits_per_value, bytes_of(std::move(out)));
+  }
+  throw unsupported_error(where + ": dictionary of this kind of values");
+}
+
+// A constant scalar repeated n times, shaped for the leaf type.
+inline data_block expand_constant(const std::string& v, const arrow::data_type& t, std::uint64_t n, const std::string& where) {
+  if (arrow::is_binary_like(t.id)) {
+    const bool large = arrow::is_large_binary_like(t.id);
+    aligned_buffer offs, bytes;
+    offs.resize(std::size_t((n + 1) * (large ? 8 : 4)));
+    bytes.reserve(std::size_t(checked_mul(n, v.size(), "constant values")));
+    for (std::uint64_t i = 0; i < n; ++i) {
+      bytes.append(std::string_view(v));
+      if (large) le::store<std::uint64_t>(offs.data() + 8 * (i + 1), bytes.size());
+      else le::store<std::uint32_t>(offs.data() + 4 * (i + 1), std::uint32_t(bytes.size()));
+    }
+    return data_block::variable(n, large ? 64 : 32, bytes_of(std::move(offs)), bytes_of(std::move(bytes)));
+  }
+  if (t.id == arrow::type_id::boolean) {
+    if (v.size() != 1) throw corrupt_error(where + ": boolean constant of " + std::to_string(v.size()) + " bytes");
+    aligned_buffer b;
+    b.resize(std::size_t((n + 7) / 8));
+    if (v[0] & 1) encoding::detail::set_bits(b.data(), 0, std::int64_t(n));
+    return data_block::fixed(n, 1, bytes_of(std::move(b)));
+  }
+  const auto w = std::uint64_t(arrow::bit_width(t) / 8);
+  if (w == 0 || v.size() != w)
+    throw corrupt_error(where + ": constant of " + std::to_string(v.size()) + " bytes for " + arrow::to_string(t));
+  aligned_buffer b;
+  b.reserve(std::size_t(checked_mul(n, w, "constant values")));
+  for (std::uint64_t i = 0; i < n; ++i) b.append(std::string_view(v));
+  return data_block::fixed(n, w * 8, bytes_of(std::move(b)));
+}
+
+inline arrow::array_ptr zeroed(const arrow::type_ptr& t, std::uint64_t n);
+
+// A fixed-size list array from a block (layer `l` of its fsl layers).
+inline arrow::array_ptr fsl_array(const arrow::type_ptr& t, const data_block& b, std::size_t l, std::uint64_t rows,
+                                  shared_bytes validity, std::int64_t nulls, const std::string& where) {
+  const auto& item = t->children.at(0);
+  const std::uint64_t dim = std::uint64_t(t->list_size);
+  auto out = std::make_shared<arrow::array_data>();
+  out->type = t;
+  out->length = std::int64_t(rows);
+  out->null_count = nulls;
+  out->buffers = {std::move(validity)};
+  const std::uint64_t items = rows * dim;
+  shared_bytes item_validity;
+  std::int64_t item_nulls = 0;
+  if (l < b.fsl.size()) {
+    if (b.fsl[l].dimension != dim)
+      throw corrupt_error(where + ": fixed-size list of dimension " + std::to_string(b.fsl[l].dimension) + ", the schema says " +
+                          std::to_string(dim));
+    if (b.fsl[l].has_validity) {
+      item_validity = b.fsl[l].validity;
+      for (std::uint64_t i = 0; i < items; ++i) item_nulls += !arrow::get_bit(item_validity.data(), std::int64_t(i));
+      if (!item_nulls) item_validity = {};
+    }
+  }
+  if (item.type->id == arrow::type_id::fixed_size_list) {
+    out->children.push_back(fsl_array(item.type, b, l + 1, items, item_validity, item_nulls, where));
+    return out;
+  }
+  const auto bits = item.type->id == arrow::type_id::boolean ? 1 : arrow::bit_width(*item.type);
+  if (bits <= 0) throw unsupported_error(where + ": fixed-size list of " + arrow::to_string(*item.type));
+  if (b.bits_per_value != std::uint64_t(bits))
+    throw corrupt_error(where + ": fixed-size list items of " + std::to_string(b.bits_per_value) + " bits for " +
+                        arrow::to_string(*item.type));
+  auto child = std::make_shared<arrow::array_data>();
+  child->type = item.type;
+  child->length = std::int64_t(items);
+  child->null_count = item_nulls;
+  child->buffers = {std::move(item_validity), b.data};
+  out->children.push_back(std::move(child));
+  return out;
+}
+
+// The leaf array: values (n of them) with the leaf node's validity.
+inline arrow::array_ptr make_leaf(const arrow::type_ptr& t, page_slice& p, const node_elements& node,
+                                  const std::string& where) {
+  const std::uint64_t n = node.length;
+  auto out = std::make_shared<arrow::array_data>();
+  out->type = t;
+  out->length = std::int64_t(n);
+  const auto id = t->id;
+  if (id == arrow::type_id::null) {
+    out->null_count = std::int64_t(n);
+    return out;
+  }
+  if (p.values.num_values != n)
+    throw corrupt_error(where + ": " + std::to_string(p.values.num_values) + " values for " + std::to_string(n) + " leaf slots");
+  shared_bytes validity = validity_buffer(node);
+  out->null_count = std::int64_t(node.null_count);
+  if (id == arrow::type_id::struct_) {  // a struct without children
+    out->buffers = {validity};
+    return out;
+  }
+  data_block b;
+  if (p.constant) b = expand_constant(*p.constant, *t, n, where);
+  else if (p.values.k == data_block::kind::empty) {
+    if (node.null_count != n) throw corrupt_error(where + ": a page without values has valid slots");
+    return zeroed(t, n);
+  } else if (p.dictionary) b = resolve_dictionary(p.values, *p.dictionary, where);
+  else b = p.values;
+  if (id == arrow::type_id::fixed_size_list) {
+    if (b.k == data_block::kind::fixed) {  // flattened rows
+      data_block f;
+      f.k = data_block::kind::fixed_size_list;
+      f.num_values = b.num_values;
+      const arrow::data_type* cur = t.get();
+      std::uint64_t cum = 1;
+      while (cur->id == arrow::type_id::fixed_size_list) {
+        f.fsl.push_back({std::uint64_t(cur->list_size), false, {}});
+        cum *= std::uint64_t(cur->list_size);
+        cur = cur->children.at(0).type.get();
+      }
+      if (cum == 0 || b.bits_per_value % cum) throw corrupt_error(where + ": fixed-size list values of the wrong width");
+      f.bits_per_value = b.bits_per_value / cum;
+      f.data = b.data;
+      b = std::move(f);
+    }
+    if (b.k != data_block::kind::fixed_size_list) throw corrupt_error(where + ": fixed-size list page without list values");
+    return fsl_array(t, b, 0, n, validity, out->null_count, where);
+  }
+  if (arrow::is_binary_like(id)) {
+    if (b.k != data_block::kind::variable) throw corrupt_error(where + ": " + arrow::to_string(*t) + " page with fixed-width values");
+    out->buffers = {validity, arrow_offsets(b, arrow::is_large_binary_like(id), where), b.data};
+    return out;
+  }
+  const auto bits = id == arrow::type_id::boolean ? 1 : arrow::bit_width(*t);
+  if (bits <= 0) throw unsupported_error(where + ": cannot decode " + arrow::to_string(*t) + " leaves");
+  if (b.k != data_block::kind::fixed || b.bits_per_value != std::uint64_t(bits))
+    throw corrupt_error(where + ": " + arrow::to_string(*t) + " page holds values of " + std::to_string(b.bits_per_value) + " bits");
+  out->buffers = {validity, b.data};
+  return out;
+}
+
+inline arrow::array_ptr zeroed(const arrow::type_ptr& t, std::uint64_t n) {
+  auto out = std::make_shared<arrow::array_data>();
+  out->type = t;
+  out->length = std::int64_t(n);
+  out->null_count = std::int64_t(n);
+  const auto id = t->id;
+  if (id == arrow::type_id::null) return out;
+  auto zeros = [](std::uint64_t bytes) {
+    aligned_buffer b;
+    b.resize(std::size_t(bytes));
+    return shared_bytes(std::move(b));
+  };
+  out->buffers.push_back(zeros((n + 7) / 8));
+  if (id == arrow::type_id::boolean) out->buffers.push_back(zeros((n + 7) / 8));
+  else if (arrow::is_fixed_width(*t)) out->buffers.push_back(zeros(n * std::uint64_t(arrow::bit_width(*t) / 8)));
+  else if (arrow::is_binary_like(id)) {
+    out->buffers.push_back(zeros((n + 1) * (arrow::is_large_binary_like(id) ? 8 : 4)));
+    out->buffers.push_back(shared_bytes());
+  } else if (arrow::is_list_like(id)) {
+    out->buffers.push_back(zeros((n + 1) * (id == arrow::type_id::large_list ? 8 : 4)));
+    out->children.push_back(zeroed(t->children.at(0).type, 0));
+  } else if (id == arrow::type_id::fixed_size_list) {
+    out->children.push_back(zeroed(t->children.at(0).type, n * std::uint64_t(t->list_size)));
+  } else if (id == arrow::type_id::struct_) {
+    for (const auto& c : t->children) out->children.push_back(zeroed(c.type, n));
+  }
+  return out;
+}
+
+struct decoded_leaf {
+  std::vector<node_elements> nodes;  // by layer (0 = leaf)
+  arrow::array_ptr leaf;
+};
+
+inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow::type_ptr& leaf_type, const column_pages& col,
+                                std::uint32_t column, std::uint64_t begin, std::uint64_t end,
+                                const fetch_page_buffers& fetch) {
+  decoded_leaf out;
+  out.nodes.resize(path.size());
+  const auto& starts = col.page_starts;
+  const auto& pages = col.metadata->pages;
+  if (starts.size() != pages.size() + 1) throw corrupt_error("column " + std::to_string(column) + ": page starts do not match its pages");
+  if (end > starts.back())
+    throw corrupt_error("column " + std::to_string(column) + " has " + std::to_string(starts.back()) + " rows, " +
+                        std::to_string(end) + " needed");
+  std::vector<arrow::array_ptr> leaves;
+  for (std::size_t p = 0; p < pages.size() && begin < end; ++p) {
+    const auto ps = starts[p], pe = starts[p + 1];
+    if (pe <= begin || ps >= end) continue;
+    if (pe == ps) continue;
+    const std::string where = "column " + std::to_string(column) + " page " + std::to_string(p);
+    const auto& page = pages[p];
+    if (!page.encoding) throw corrupt_error(where + " has no encoding");
+    const auto any = page.encoding->direct_any();
+    if (any.type_url != enc21::page_layout::type_url)
+      throw corrupt_error(where + ": expected a " + std::string(enc21::page_layout::type_url) + " page, found '" +
+                          any.type_url + "'");
+    const auto layout = pb::unpack_any<enc21::page_layout>(any);
+    const auto buffers = fetch(column, p);
+    const auto b = std::max(begin, ps) - ps, e = std::min(end, pe) - ps;
+    auto slice = read_page(layout, buffers, page.length, b, e, where);
+    if (slice.layers.size() != path.size())
+      throw corrupt_error(where + ": " + std::to_string(slice.layers.size()) + " layers for a field path of depth " +
+                          std::to_string(path.size()));
+    for (std::size_t k = 0; k < path.size(); ++k) {
+      const bool list_node = arrow::is_list_like(path[path.size() - 1 - k].id);
+      if (list_node != is_list_layer(slice.layers[k]))
+        throw corrupt_error(where + ": layer " + std::to_string(k) + " does not match the schema's nesting");
+    }
+    const level_scheme scheme(slice.layers);
+    auto nodes = unravel(scheme, slice.rep.empty() ? nullptr : slice.rep.data(),
+                         slice.def.empty() ? nullptr : slice.def.data(), std::size_t(slice.num_slots), where);
+    if (nodes.back().length != e - b)
+      throw corrupt_error(where + ": levels describe " + std::to_string(nodes.back().length) + " rows, " +
+                          std::to_string(e - b) + " expected");
+    leaves.push_back(make_leaf(leaf_type, slice, nodes[0], where));
+    for (std::size_t k = 0; k < path.size(); ++k) append_node(out.nodes[k], std::move(nodes[k]), is_list_layer(slice.layers[k]));
+  }
+  for (std::size_t k = 0; k < path.size(); ++k)
+    if (arrow::is_list_like(path[path.size() - 1 - k].id) && out.nodes[k].offsets.empty()) out.nodes[k].offsets.push_back(0);
+  if (leaves.empty()) out.leaf = zeroed(leaf_type, 0);
+  else if (leaves.size() == 1) out.leaf = leaves[0];
+  else out.leaf = encoding::detail::concat(leaves, leaf_type);
+  return out;
+}
+
+inline arrow::array_ptr assemble(const arrow::field& f, std::size_t depth, std::vector<decoded_leaf>& leaves,
+                                 const std::vector<std::vector<path_node>>& paths, std::size_t& next) {
+  const std::size_t col = next;
+  auto& leaf = leaves.at(col);
+  const std::size_t k = paths[col].size() - 1 - depth;
+  const auto id = f.type->id;
+  if (id == arrow::type_id::struct_ && !f.type->children.empty()) {
+    const auto& node = leaf.nodes[k];
+    auto out = std::make_shared<arrow::array_data>();
+    out->type = f.type;
+    out->length = std::int64_t(node.length);
+    out->null_count = std::int64_t(node.null_count);
+    out->buffers = {validity_buffer(node)};
+    for (const auto& c : f.type->children) out->children.push_back(assemble(c, depth + 1, leaves, paths, next));
+    for (const auto& c : out->children)
+      if (std::uint64_t(c->length) != node.length)
+        throw corrupt_error("field '" + f.name + "': children decode to different lengths");
+    return out;
+  }
+  if (arrow::is_list_like(id)) {
+    const auto& node = leaf.nodes[k];
+    const bool large = id == arrow::type_id::large_list;
+    auto out = std::make_shared<arrow::array_data>();
+    out->type = f.type;
+    out->length = std::int64_t(node.length);
+    out->null_count = std::int64_t(node.null_count);
+    aligned_buffer offs;
+    offs.resize(std::size_t((node.length + 1) * (large ? 8 : 4)));
+    for (std::size_t i = 0; i < node.offsets.size(); ++i) {
+      if (large) le::store<std::int64_t>(offs.data() + 8 * i, std::int64_t(node.offsets[i]));
+      else {
+        if (node.offsets[i] > 0x7FFFFFFFull) throw unsupported_error("list field '" + f.name + "' has more than 2^31 items in one read");
+        le::store<std::int32_t>(offs.data() + 4 * i, std::int32_t(node.offsets[i]));
+      }
+    }
+    out->buffers = {validity_buffer(node), shared_bytes(std::move(offs))};
+    out->children.push_back(assemble(f.type->children.at(0), depth + 1, leaves, paths, next));
+    if (std::uint64_t(out->children[0]->length) != node.offsets.back())
+      throw corrupt_error("list field '" + f.name + "': " + std::to_string(node.offsets.back()) + " items expected, " +
+                          std::to_string(out->children[0]->length) + " decoded");
+    return out;
+  }
+  ++next;
+  return leaf.leaf;
+}
+
+}  // namespace detail
+
+// Decodes rows [begin, end) of a top-level field. `columns` are the field's columns
+// (column_count(f) of them, in order); `first_column` is the file column index of the
+// first (for fetch and error messages).
+inline arrow::array_ptr decode_field(const arrow::field& f, std::span<const column_pages> columns,
+                                     std::uint32_t first_column, std::uint64_t begin, std::uint64_t end,
+                                     const fetch_page_buffers& fetch) {
+  if (begin > end)
+    throw invalid_input_error("row range [" + std::to_string(begin) + ", " + std::to_string(end) + ") is reversed");
+  const auto paths = leaf_paths(f);
+  if (columns.size() != paths.size())
+    throw corrupt_error("field '" + f.name + "' needs " + std::to_string(paths.size()) + " columns, " +
+                        std::to_string(columns.size()) + " given");
+  std::vector<detail::decoded_leaf> leaves;
+  leaves.reserve(paths.size());
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    // The leaf's Arrow type: walk the field's type along the path.
+    const arrow::field* cur = &f;
+    for (std::size_t d = 0; d + 1 < paths[i].size(); ++d) cur = &cur->type->children.at(paths[i][d].child);
+    leaves.push_back(detail::decode_leaf(paths[i], cur->type, columns[i], first_column + std::uint32_t(i), begin, end, fetch));
+  }
+  std::size_t next = 0;
+  return detail::assemble(f, 0, leaves, paths, next);
+}
+
+}  // namespace lancet::encoding::v2_1
