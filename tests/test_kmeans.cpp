@@ -427,3 +427,37 @@ TEST_CASE("k-modes over binary codes") {
   CHECK(got == std::set<std::uint64_t>(protos.begin(), protos.end()));
   CHECK_THROWS_AS(train_kmodes(codes.data(), 3, nbytes, 4), invalid_input_error);
 }
+
+TEST_CASE("assign_partitions follows the model's distance like Lance's IVF") {
+  const std::size_t d = 6, k = 3;
+  auto b = make_blobs(k, 100, d, 10, 17);
+  const std::size_t n = b.label.size();
+  kmeans_params p;
+  p.init = kmeans_init::kmeans_plus_plus;
+  auto km = train_kmeans(b.rows.data(), n, d, k, p);
+  std::vector<std::uint32_t> part(n), ref(n);
+  std::vector<float> dist(n), rdist(n);
+  boost::asio::thread_pool pool(2);
+  assign_partitions(km, b.rows.data(), n, part.data(), dist.data(), &pool);
+  simd::assign_nearest(distance_type::l2, b.rows.data(), n, km.centroids.data(), k, d, ref.data(), rdist.data());
+  CHECK(part == ref);
+  CHECK(dist == rdist);
+
+  // Cosine: rows are normalised and compared with l2, so scaling a row changes nothing.
+  p.distance = distance_type::cosine;
+  auto kc = train_kmeans(b.rows.data(), n, d, k, p);
+  std::vector<float> scaled(b.rows);
+  for (std::size_t i = 0; i < scaled.size(); ++i) scaled[i] *= static_cast<float>(1 + (i / d) % 5) * 3.5f;
+  std::fill(scaled.begin(), scaled.begin() + static_cast<long>(d), 0.0f);  // row 0: zero, matches nothing
+  std::vector<std::uint32_t> pc1(n), pc2(n);
+  std::vector<float> dc(n);
+  assign_partitions(kc, b.rows.data(), n, pc1.data());
+  assign_partitions(kc, scaled.data(), n, pc2.data(), dc.data(), &pool);
+  CHECK(pc2[0] == simd::no_index);
+  CHECK(std::isnan(dc[0]));
+  for (std::size_t r = 1; r < n; ++r) CHECK(pc1[r] == pc2[r]);
+  for (std::size_t r = 1; r < n; ++r) CHECK(dc[r] < 4.0f);  // l2 between unit-ish vectors
+
+  kmeans_result<float> empty;
+  CHECK_THROWS_AS(assign_partitions(empty, b.rows.data(), n, part.data()), invalid_input_error);
+}

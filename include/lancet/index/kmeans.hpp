@@ -186,31 +186,32 @@ struct float_algo {
     simd::assign_nearest(pc, data, n, member, dist, pool);
   }
 
-  // Means of the members (summed in row order, in double); empty clusters get zeros.
-  void means(const W* data, std::size_t n, const std::uint32_t* member, const std::vector<std::size_t>& sizes,
+  // Means of the members, summed in double in row order (so the result does not
+  // depend on how centroids are split across tasks); empty clusters get zeros. Each
+  // task owns a range of centroids and streams the rows once.
+  void means(const W* data, std::size_t n, const std::uint32_t* member, const std::vector<std::size_t>&,
              std::size_t k, W* out, boost::asio::thread_pool* pool) const {
-    std::vector<std::size_t> start(k + 1, 0), order(n);
-    for (std::size_t i = 0; i < n; ++i)
-      if (member[i] != simd::no_index) ++start[member[i] + 1];
-    for (std::size_t j = 0; j < k; ++j) start[j + 1] += start[j];
-    std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-    for (std::size_t i = 0; i < n; ++i)
-      if (member[i] != simd::no_index) order[fill[member[i]]++] = i;
-    const std::size_t chunk = 16;
-    parallel_for(pool, (k + chunk - 1) / chunk, [&](std::size_t b) {
-      std::vector<double> acc(d);
-      for (std::size_t j = b * chunk; j < std::min(k, (b + 1) * chunk); ++j) {
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (std::size_t q = start[j]; q < start[j + 1]; ++q) {
-          const W* row = data + order[q] * d;
-          for (std::size_t t = 0; t < d; ++t) acc[t] += static_cast<double>(row[t]);
-        }
-        const std::size_t cnt = start[j + 1] - start[j];
-        const double inv = cnt ? 1.0 / static_cast<double>(cnt) : 0.0;
-        for (std::size_t t = 0; t < d; ++t) out[j * d + t] = static_cast<W>(acc[t] * inv);
+    const std::size_t cap = std::max<std::size_t>(1, (std::size_t(64) << 20) / (d * sizeof(double)));
+    std::size_t per = pool ? (k + 7) / 8 : k;  // 8 tasks to share; one dense pass alone
+    per = std::max<std::size_t>(1, std::min(per, cap));
+    parallel_for(pool, (k + per - 1) / per, [&](std::size_t b) {
+      const std::size_t j0 = b * per, j1 = std::min(k, j0 + per);
+      std::vector<double> acc((j1 - j0) * d, 0.0);
+      std::vector<std::size_t> cnt(j1 - j0, 0);
+      for (std::size_t r = 0; r < n; ++r) {
+        const std::uint32_t m = member[r];
+        if (m == simd::no_index || m < j0 || m >= j1) continue;
+        double* a = acc.data() + (m - j0) * d;
+        const W* row = data + r * d;
+        for (std::size_t t = 0; t < d; ++t) a[t] += static_cast<double>(row[t]);
+        ++cnt[m - j0];
+      }
+      for (std::size_t j = j0; j < j1; ++j) {
+        const double inv = cnt[j - j0] ? 1.0 / static_cast<double>(cnt[j - j0]) : 0.0;
+        const double* a = acc.data() + (j - j0) * d;
+        for (std::size_t t = 0; t < d; ++t) out[j * d + t] = static_cast<W>(a[t] * inv);
       }
     });
-    (void)sizes;
   }
 
   // Re-seeds empty cluster i from cluster j (Lance's split: scale the coordinates by
@@ -731,6 +732,43 @@ inline kmeans_result<std::uint8_t> train_kmodes(const std::uint8_t* codes, std::
   const detail::kmode_algo algo{nbytes};
   detail::run_training(algo, rows.data(), pick.size(), k, p, pool, rng, res);
   return static_cast<kmeans_result<std::uint8_t>&&>(res);
+}
+
+// The partition (nearest centroid) of each of n rows under a trained model, the way
+// Lance's IVF assigns them: cosine models normalise each row and use l2 (the
+// distance reported is then the l2 distance of the normalised row), dot models use
+// 1 - x.y, hamming models compare codes. Rows that match nothing (NaN, +-inf, zero
+// rows under cosine) get simd::no_index and a NaN distance. dist may be null.
+template <class C, class T>
+inline void assign_partitions(const kmeans_result<C>& km, const T* rows, std::size_t n, std::uint32_t* part,
+                              simd::work_t<T, C>* dist = nullptr, boost::asio::thread_pool* pool = nullptr) {
+  using W = simd::work_t<T, C>;
+  const std::size_t d = km.dimension;
+  if (km.k == 0 || km.centroids.size() != km.k * d)
+    throw invalid_input_error("assign_partitions: the model has no centroids");
+  if (km.distance == simd::distance_type::hamming) {
+    simd::assign_nearest(simd::distance_type::hamming, rows, n, km.centroids.data(), km.k, d, part, dist, pool);
+    return;
+  }
+  const bool cos = km.distance == simd::distance_type::cosine;
+  const simd::packed_centroids<W> pc(cos ? simd::distance_type::l2 : km.distance, km.centroids.data(), km.k, d);
+  if (!cos) {
+    simd::assign_nearest(pc, rows, n, part, dist, pool);
+    return;
+  }
+  const std::size_t block = 4096;
+  parallel_for(pool, (n + block - 1) / block, [&](std::size_t b) {
+    const std::size_t r0 = b * block, cnt = std::min(block, n - r0);
+    std::vector<W> buf(cnt * d);
+    for (std::size_t r = 0; r < cnt; ++r) {
+      W* row = buf.data() + r * d;
+      simd::detail::convert_row(rows + (r0 + r) * d, row, d);
+      const W nrm = std::sqrt(simd::norm_sq(row, d));
+      const W inv = nrm > W(0) ? W(1) / nrm : std::numeric_limits<W>::quiet_NaN();  // zero row: no match
+      for (std::size_t t = 0; t < d; ++t) row[t] *= inv;
+    }
+    simd::assign_nearest(pc, buf.data(), cnt, part + r0, dist ? dist + r0 : nullptr);
+  });
 }
 
 }  // namespace lancet::index
