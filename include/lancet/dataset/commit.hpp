@@ -1,0 +1,310 @@
+// Committing a dataset version: the new manifest is built from the previous one and
+// an operation the way Lance 12 builds it, then published crash-safely.
+//
+// Publication order (each step durable before the next):
+//   1. data / deletion files (written by the caller, fsynced, published by rename)
+//   2. _transactions/{read_version}-{uuid}.txn       the bare Transaction message
+//   3. _versions/<manifest name>                     temp file, fsync, rename with
+//      RENAME_NOREPLACE (exclusive), fsync _versions/: the commit point
+//   4. _versions/latest_version_hint.json            best effort, only a hint
+// A crash before 3 leaves only unreferenced files; the previous version stays the
+// latest. Two writers racing for the same version: exactly one rename succeeds, the
+// other gets conflict_error and removes what it wrote.
+//
+// What the manifest carries over (as Lance's Manifest::new_from_previous): config,
+// table metadata, base paths, branch, max_fragment_id, next_row_id, the storage
+// format, and (except on overwrite) the schema and the indices. Lance assigns new
+// fragment ids from max_fragment_id + 1 (from 0 on overwrite) to fragments whose id
+// is 0, row ids from next_row_id when the dataset uses stable row ids, and recomputes
+// the feature flags and max_fragment_id.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/versions.hpp"
+#include "lancet/file/version.hpp"
+#include "lancet/io/file_sink.hpp"
+#include "lancet/io/fs.hpp"
+#include "lancet/pb/file.hpp"
+#include "lancet/pb/table.hpp"
+#include "lancet/schema/lance_schema.hpp"
+
+namespace lancet::dataset {
+
+// Makes the sinks a commit writes through: data files, transaction files and
+// manifests. Tests substitute sinks that fail on purpose.
+struct default_sink_factory {
+  io::file_sink operator()(const std::string& path, const io::file_sink_options& options) const {
+    return io::file_sink(path, options);
+  }
+};
+
+// One version of a dataset as read from disk.
+struct snapshot {
+  std::string root;
+  version_entry entry;
+  manifest_file file;
+
+  std::uint64_t version() const noexcept { return file.manifest.version; }
+  const pb::manifest& manifest() const noexcept { return file.manifest; }
+};
+
+namespace commit_detail {
+
+inline snapshot load(const std::string& root, const version_entry& e) {
+  snapshot s{root, e, read_manifest_file_at(e.path)};
+  if (s.file.manifest.version != e.version)
+    throw corrupt_error("'" + e.path + "' is named for version " + std::to_string(e.version) + " but holds version " +
+                        std::to_string(s.file.manifest.version));
+  return s;
+}
+
+}  // namespace commit_detail
+
+// The newest version of the dataset at `root`, or nullopt when it has none.
+inline std::optional<snapshot> load_latest(const std::string& root) {
+  auto e = latest_version(root);
+  if (!e) return std::nullopt;
+  return commit_detail::load(root, *e);
+}
+
+// A given version; invalid_input_error naming the versions that exist when it does not.
+inline snapshot load_version(const std::string& root, std::uint64_t version) {
+  auto all = list_versions(root);
+  for (const auto& e : all)
+    if (e.version == version) return commit_detail::load(root, e);
+  std::string have;
+  for (const auto& e : all) have += (have.empty() ? "" : ", ") + std::to_string(e.version);
+  if (all.empty()) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
+  throw invalid_input_error("dataset '" + root + "' has no version " + std::to_string(version) + " (it has " + have + ")");
+}
+
+// The Lance schema a manifest stores (fields and schema metadata).
+inline schema::schema manifest_schema(const pb::manifest& m) {
+  arrow::metadata md(m.schema_metadata.begin(), m.schema_metadata.end());
+  return schema::from_pb_fields(manifest_fields<pb::file::field>(m), std::move(md));
+}
+inline void set_manifest_schema(pb::manifest& m, const schema::schema& s) {
+  set_manifest_fields(m, schema::to_pb_fields(s));
+  m.schema_metadata.clear();
+  for (const auto& [k, v] : s.metadata) m.schema_metadata[k] = v;
+}
+inline std::vector<std::string> encoded_schema_fields(const schema::schema& s) {
+  pb::manifest tmp;
+  set_manifest_fields(tmp, schema::to_pb_fields(s));
+  return std::move(tmp.fields_raw);
+}
+
+inline bool uses_stable_row_ids(const pb::manifest& m) noexcept {
+  return (m.reader_feature_flags & feature_flags::stable_row_ids) != 0;
+}
+
+// The id the next new fragment gets (Lance: max_fragment_id + 1, or 0).
+inline std::uint64_t next_fragment_id(const pb::manifest& m) {
+  if (m.max_fragment_id) return std::uint64_t(*m.max_fragment_id) + 1;
+  std::optional<std::uint64_t> hi;
+  for (const auto& f : m.fragments) hi = std::max(hi.value_or(0), f.id);
+  return hi ? *hi + 1 : 0;
+}
+
+// Gives fragments whose id is 0 the next ids, and, when next_row_id is set (stable
+// row ids), their row ids and created/updated-at version sequences.
+inline void assign_new_fragments(std::vector<pb::data_fragment>& frags, std::uint64_t first_id,
+                                 std::optional<std::uint64_t>& next_row_id, std::uint64_t new_version) {
+  std::uint64_t id = first_id;
+  for (auto& f : frags) {
+    if (f.id == 0) f.id = id++;
+    if (next_row_id) {
+      f.row_id_sequence = pb::row_id_sequence::make_range(*next_row_id, f.physical_rows).to_bytes();
+      *next_row_id += f.physical_rows;
+      const auto versions = pb::row_dataset_version_sequence::uniform(f.physical_rows, new_version).to_bytes();
+      f.last_updated_at_version_sequence = versions;
+      f.created_at_version_sequence = versions;
+    }
+  }
+}
+
+// What a commit produces: the manifest, the indices it keeps and its transaction.
+struct pending_commit {
+  pb::manifest manifest;
+  std::vector<pb::index_metadata> indices;
+  pb::transaction transaction;
+};
+
+inline pb::manifest::data_storage_format storage_format(file::format_version v) {
+  return {"lance", std::string(file::to_string(v))};
+}
+
+// The storage version a manifest records (2.0 when absent, as Lance reads it).
+inline file::format_version manifest_storage_version(const pb::manifest& m) {
+  if (!m.data_format) return file::format_version::v2_0;
+  if (m.data_format->file_format != "lance")
+    throw unsupported_error("the dataset stores its data as '" + m.data_format->file_format + "', not 'lance'");
+  const auto& v = m.data_format->version;
+  if (v == "0.1" || v == "legacy")
+    throw unsupported_error("the dataset uses the legacy (0.1) Lance file format, which lancet does not read or write");
+  return file::parse_format_version(v);
+}
+
+namespace commit_detail {
+
+inline void finish_manifest(pb::manifest& m, bool stable_row_ids, std::optional<std::uint64_t> next_row_id,
+                            const pb::transaction& txn) {
+  m.writer_version = lancet_writer_version();
+  m.timestamp = pb::timestamp::now();
+  m.tag.clear();
+  m.version_aux_data = 0;
+  m.transaction_file = txn.file_name();
+  m.index_section.reset();
+  m.transaction_section.reset();
+  std::stable_sort(m.fragments.begin(), m.fragments.end(),
+                   [](const pb::data_fragment& a, const pb::data_fragment& b) { return a.id < b.id; });
+  apply_feature_flags(m, stable_row_ids);
+  update_max_fragment_id(m);
+  if (next_row_id) m.next_row_id = *next_row_id;
+}
+
+}  // namespace commit_detail
+
+// Create (a new dataset) or overwrite (replace the data and schema of `previous`):
+// Lance's Overwrite operation.
+inline pending_commit build_overwrite(const std::optional<snapshot>& previous, const schema::schema& s,
+                                      std::vector<pb::data_fragment> new_fragments, file::format_version storage,
+                                      bool enable_stable_row_ids) {
+  pending_commit c;
+  pb::transaction::overwrite op;
+  op.fragments = new_fragments;  // ids unassigned (0), as Lance records them
+  op.schema_raw = encoded_schema_fields(s);
+  for (const auto& [k, v] : s.metadata) op.schema_metadata[k] = v;
+  c.transaction = make_transaction(previous ? previous->version() : 0, std::move(op));
+
+  std::optional<std::uint64_t> next_row_id;
+  bool stable = enable_stable_row_ids;
+  if (previous) {
+    const auto& p = previous->manifest();
+    stable = uses_stable_row_ids(p);
+    if (enable_stable_row_ids && !stable)
+      throw unsupported_error("cannot enable stable row ids on the existing dataset '" + previous->root + "'");
+    c.manifest = p;  // config, table metadata, base paths, branch, max_fragment_id, next_row_id
+    c.manifest.version = p.version + 1;
+    if (stable) next_row_id = p.next_row_id;
+  } else {
+    c.manifest.version = 1;
+    if (stable) next_row_id = 0;
+  }
+  set_manifest_schema(c.manifest, s);
+  c.manifest.data_format = storage_format(storage);
+  assign_new_fragments(new_fragments, 0, next_row_id, c.manifest.version);
+  c.manifest.fragments = std::move(new_fragments);
+  commit_detail::finish_manifest(c.manifest, stable, next_row_id, c.transaction);
+  return c;
+}
+
+// Append new fragments to `previous`: Lance's Append operation.
+inline pending_commit build_append(const snapshot& previous, std::vector<pb::data_fragment> new_fragments) {
+  pending_commit c;
+  const auto& p = previous.manifest();
+  c.transaction = make_transaction(p.version, pb::transaction::append{new_fragments});
+  c.manifest = p;
+  c.manifest.version = p.version + 1;
+  c.indices = previous.file.indices;
+  const bool stable = uses_stable_row_ids(p);
+  std::optional<std::uint64_t> next_row_id;
+  if (stable) next_row_id = p.next_row_id;
+  assign_new_fragments(new_fragments, next_fragment_id(p), next_row_id, c.manifest.version);
+  for (auto& f : new_fragments) c.manifest.fragments.push_back(std::move(f));
+  commit_detail::finish_manifest(c.manifest, stable, next_row_id, c.transaction);
+  return c;
+}
+
+// Mark rows deleted: `updated` replaces fragments (same ids) with new deletion files;
+// fragments in `removed` (every row deleted) leave the dataset. Lance's Delete.
+inline pending_commit build_delete(const snapshot& previous, std::vector<pb::data_fragment> updated,
+                                   std::vector<std::uint64_t> removed, std::string predicate) {
+  pending_commit c;
+  const auto& p = previous.manifest();
+  c.transaction = make_transaction(p.version, pb::transaction::delete_rows{updated, removed, std::move(predicate)});
+  c.manifest = p;
+  c.manifest.version = p.version + 1;
+  c.indices = previous.file.indices;
+  std::vector<pb::data_fragment> frags;
+  for (const auto& f : p.fragments) {
+    if (std::find(removed.begin(), removed.end(), f.id) != removed.end()) continue;
+    auto u = std::find_if(updated.begin(), updated.end(), [&](const pb::data_fragment& x) { return x.id == f.id; });
+    frags.push_back(u != updated.end() ? *u : f);
+  }
+  c.manifest.fragments = std::move(frags);
+  const bool stable = uses_stable_row_ids(p);
+  commit_detail::finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
+                                 c.transaction);
+  return c;
+}
+
+struct publish_options {
+  naming_scheme scheme = naming_scheme::v2;
+  // Write _versions/latest_version_hint.json after the commit (as Lance 12 does).
+  bool write_version_hint = true;
+};
+
+// Writes the transaction file and publishes the manifest of c.manifest.version. On
+// conflict_error (that version exists already) the transaction file is removed
+// again. Other failures leave no manifest behind.
+template <class SinkFactory>
+void publish(const std::string& root, pending_commit& c, const publish_options& o, SinkFactory& make_sink) {
+  namespace fs = std::filesystem;
+  const std::uint64_t version = c.manifest.version;
+  io::make_directories((fs::path(root) / transactions_dir_name).string());
+  io::make_directories(versions_dir(root));
+  const std::string txn_path = transaction_path(root, c.transaction.file_name());
+  const std::string manifest_file = manifest_path(root, o.scheme, version);
+  {
+    io::file_sink_options so;
+    so.exclusive = true;
+    auto sink = make_sink(txn_path, so);
+    const std::string bytes = encode_transaction_file(c.transaction);
+    sink.write(bytes_view(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+    sink.finish();
+  }
+  try {
+    io::file_sink_options so;
+    so.exclusive = true;
+    auto sink = make_sink(manifest_file, so);
+    write_manifest_file(sink, c.manifest, c.indices, &c.transaction);
+    sink.finish();
+  } catch (const conflict_error&) {
+    try {
+      io::remove_file(txn_path);
+    } catch (...) {
+    }
+    throw conflict_error("cannot commit version " + std::to_string(version) + " of dataset '" + root +
+                         "': another writer committed version " + std::to_string(version) +
+                         " first; nothing of this write was kept (open the dataset again and retry)");
+  } catch (...) {
+    try {
+      io::remove_file(txn_path);
+    } catch (...) {
+    }
+    throw;
+  }
+  if (o.write_version_hint) {
+    // Only a hint: LanceDB and lancet find the newest manifest without it, so a
+    // failure here must not report the committed write as failed.
+    try {
+      const std::string text = encode_version_hint(version);
+      io::write_file((fs::path(versions_dir(root)) / version_hint_file_name).string(),
+                     bytes_view(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+    } catch (const error&) {
+    }
+  }
+}
+
+}  // namespace lancet::dataset

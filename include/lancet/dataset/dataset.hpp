@@ -1,0 +1,511 @@
+// A Lance dataset: open a version, read its schema, fragments and rows.
+//
+//   auto ds = lancet::dataset::dataset::open("/data/points");        // latest version
+//   auto old = ds.checkout(3);                                        // or open(path, 3)
+//   for (auto sc = ds.scan({.columns = {"id", "vec"}, .limit = 100}); auto b = sc.next();) ...
+//   auto rows = ds.take({0, 5, 7});                                   // by row id
+//
+// Row ids and row addresses: a row's address is (fragment id << 32) | its offset in
+// the fragment. Without stable row ids a row's id is its address; with them (Lance's
+// enable_stable_row_ids) ids come from each fragment's row-id sequence and survive
+// compaction. Deleted rows (deletion files, both Lance kinds) are skipped by scans and
+// counts; taking a deleted row is an error.
+//
+// A dataset object is an immutable snapshot of one version, cheap to copy. Scanners
+// and readers are not thread-safe; use one per thread.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/arrow/builder.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/commit.hpp"
+#include "lancet/dataset/deletion.hpp"
+#include "lancet/dataset/fragment_reader.hpp"
+#include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/versions.hpp"
+#include "lancet/dataset/write.hpp"
+#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/io/file_source.hpp"
+#include "lancet/pb/table.hpp"
+#include "lancet/schema/lance_schema.hpp"
+
+namespace lancet::dataset {
+
+inline constexpr std::string_view row_id_column = "_rowid";
+inline constexpr std::string_view row_address_column = "_rowaddr";
+
+inline constexpr std::uint64_t row_address(std::uint64_t fragment_id, std::uint64_t offset) noexcept {
+  return (fragment_id << 32) | offset;
+}
+
+struct scan_options {
+  std::vector<std::string> columns;  // top-level columns, in output order; empty: all
+  std::uint64_t offset = 0;          // live rows to skip
+  std::optional<std::uint64_t> limit;
+  std::uint64_t batch_size = 8192;   // rows per batch (at most)
+  bool with_row_id = false;          // add a `_rowid: uint64` column
+  bool with_row_address = false;     // add a `_rowaddr: uint64` column
+  std::optional<std::vector<std::uint64_t>> fragment_ids;  // only these fragments, in this order
+};
+
+struct version_info {
+  std::uint64_t version = 0;
+  std::optional<std::int64_t> timestamp_nanos;  // commit time, ns since the epoch (UTC)
+  std::string manifest_path;
+  std::string writer;  // "library version" that committed it, e.g. "lance 12.0.0"
+};
+
+struct fragment_info {
+  std::uint64_t id = 0;
+  std::uint64_t physical_rows = 0;
+  std::uint64_t deleted_rows = 0;
+  std::vector<std::string> data_files;  // absolute paths
+  std::optional<std::string> deletion_file;
+  std::uint64_t live_rows() const noexcept { return physical_rows - deleted_rows; }
+};
+
+class dataset;
+
+namespace dataset_detail {
+
+struct state {
+  std::string root;
+  version_entry entry;
+  std::shared_ptr<const pb::manifest> manifest;
+  std::vector<pb::index_metadata> indices;
+  std::optional<pb::transaction> transaction;
+  std::shared_ptr<const schema::schema> schema;
+  std::shared_ptr<const arrow::schema> arrow_schema;
+  io::file_source_options source_options;
+  // Loaded on first use.
+  mutable std::unordered_map<std::uint64_t, std::shared_ptr<const deletion_vector>> deletions;
+  mutable std::unordered_map<std::uint64_t, std::shared_ptr<const std::vector<std::uint64_t>>> row_ids;
+  mutable std::shared_ptr<const std::unordered_map<std::uint64_t, std::uint64_t>> id_to_address;
+
+  const pb::data_fragment& fragment(std::uint64_t id) const {
+    for (const auto& f : manifest->fragments)
+      if (f.id == id) return f;
+    throw invalid_input_error("dataset '" + root + "' version " + std::to_string(manifest->version) +
+                              " has no fragment " + std::to_string(id));
+  }
+  bool stable_row_ids() const noexcept { return uses_stable_row_ids(*manifest); }
+
+  std::shared_ptr<const deletion_vector> deletions_of(const pb::data_fragment& f) const {
+    auto it = deletions.find(f.id);
+    if (it != deletions.end()) return it->second;
+    auto dv = std::make_shared<const deletion_vector>(read_deletion_vector(root, *manifest, f));
+    deletions.emplace(f.id, dv);
+    return dv;
+  }
+
+  std::uint64_t physical_rows(const pb::data_fragment& f) const {
+    if (f.physical_rows || f.files.empty()) return f.physical_rows;
+    return fragment_reader(root, manifest, schema, arrow_schema, f, {}, source_options).physical_rows();
+  }
+
+  std::uint64_t deleted_rows(const pb::data_fragment& f) const {
+    if (!f.deletion_file) return 0;
+    if (f.deletion_file->num_deleted_rows) return f.deletion_file->num_deleted_rows;
+    return deletions_of(f)->size();
+  }
+
+  // Row id of each physical row of a fragment (stable row ids only).
+  std::shared_ptr<const std::vector<std::uint64_t>> row_ids_of(const pb::data_fragment& f) const {
+    auto it = row_ids.find(f.id);
+    if (it != row_ids.end()) return it->second;
+    std::string bytes;
+    if (auto* s = std::get_if<std::string>(&f.row_id_sequence)) {
+      bytes = *s;
+    } else if (auto* e = std::get_if<pb::external_file>(&f.row_id_sequence)) {
+      const std::string path = (std::filesystem::path(root) / e->path).string();
+      io::file_source src(path);
+      bytes = std::string(reinterpret_cast<const char*>(src.read(e->offset, e->size).data()), std::size_t(e->size));
+    } else {
+      throw corrupt_error("dataset '" + root + "' uses stable row ids but fragment " + std::to_string(f.id) +
+                          " has no row-id sequence");
+    }
+    auto ids = std::make_shared<const std::vector<std::uint64_t>>(pb::row_id_sequence::from_bytes(bytes).values());
+    if (ids->size() != physical_rows(f))
+      throw corrupt_error("fragment " + std::to_string(f.id) + " has " + std::to_string(physical_rows(f)) +
+                          " rows but a row-id sequence of " + std::to_string(ids->size()));
+    row_ids.emplace(f.id, ids);
+    return ids;
+  }
+
+  const std::unordered_map<std::uint64_t, std::uint64_t>& id_map() const {
+    if (!id_to_address) {
+      auto m = std::make_shared<std::unordered_map<std::uint64_t, std::uint64_t>>();
+      for (const auto& f : manifest->fragments) {
+        auto ids = row_ids_of(f);
+        auto dv = deletions_of(f);
+        for (std::size_t i = 0; i < ids->size(); ++i)
+          if (!dv->contains(i)) (*m)[(*ids)[i]] = row_address(f.id, i);
+      }
+      id_to_address = std::move(m);
+    }
+    return *id_to_address;
+  }
+
+  std::vector<std::size_t> projection(const std::vector<std::string>& names) const {
+    std::vector<std::size_t> out;
+    if (names.empty()) {
+      for (std::size_t i = 0; i < schema->fields.size(); ++i) out.push_back(i);
+      return out;
+    }
+    for (const auto& n : names) {
+      std::size_t i = 0;
+      while (i < schema->fields.size() && schema->fields[i].name != n) ++i;
+      if (i == schema->fields.size()) {
+        std::string have;
+        for (const auto& f : schema->fields) have += (have.empty() ? "" : ", ") + f.name;
+        throw invalid_input_error("dataset '" + root + "' has no column '" + n + "' (columns: " + have + ")");
+      }
+      out.push_back(i);
+    }
+    return out;
+  }
+
+  std::shared_ptr<const arrow::schema> output_schema(const std::vector<std::size_t>& fields, bool with_id,
+                                                     bool with_addr) const {
+    auto s = std::make_shared<arrow::schema>();
+    for (auto f : fields) s->fields.push_back(arrow_schema->fields[f]);
+    if (with_id) s->fields.push_back(arrow::field{std::string(row_id_column), arrow::uint64(), false, {}});
+    if (with_addr) s->fields.push_back(arrow::field{std::string(row_address_column), arrow::uint64(), false, {}});
+    s->metadata = arrow_schema->metadata;
+    return s;
+  }
+};
+
+inline arrow::array_ptr u64_array(const std::vector<std::uint64_t>& v) {
+  return arrow::make_array<std::uint64_t>(v);
+}
+
+// Physical offset of the live row `k` rows (0-based) after physical offset `from`,
+// skipping deleted rows.
+inline std::uint64_t advance_live(const deletion_vector& dv, std::uint64_t from, std::uint64_t k) {
+  std::uint64_t x = from + k;
+  for (;;) {
+    const std::uint64_t nx = from + k + dv.count_in(from, x + 1);
+    if (nx == x) break;
+    x = nx;
+  }
+  return x;
+}
+
+}  // namespace dataset_detail
+
+// Reads a dataset version batch by batch.
+class scanner {
+ public:
+  scanner(std::shared_ptr<const dataset_detail::state> st, scan_options o) : st_(std::move(st)), o_(std::move(o)) {
+    if (o_.batch_size == 0) throw invalid_input_error("scan batch size must be at least 1");
+    fields_ = st_->projection(o_.columns);
+    schema_ = st_->output_schema(fields_, o_.with_row_id, o_.with_row_address);
+    if (o_.fragment_ids) {
+      for (auto id : *o_.fragment_ids) frags_.push_back(&st_->fragment(id));
+    } else {
+      for (const auto& f : st_->manifest->fragments) frags_.push_back(&f);
+    }
+    skip_ = o_.offset;
+    left_ = o_.limit.value_or(std::numeric_limits<std::uint64_t>::max());
+  }
+
+  const std::shared_ptr<const arrow::schema>& schema() const noexcept { return schema_; }
+
+  // The next batch, or nullopt at the end.
+  std::optional<arrow::record_batch> next() {
+    while (left_ > 0) {
+      if (!reader_) {
+        if (next_frag_ >= frags_.size()) return std::nullopt;
+        const auto& f = *frags_[next_frag_++];
+        const auto phys = st_->physical_rows(f);
+        const auto deleted = st_->deleted_rows(f);
+        if (deleted > phys)
+          throw corrupt_error("fragment " + std::to_string(f.id) + " deletes " + std::to_string(deleted) + " of its " +
+                              std::to_string(phys) + " rows");
+        const auto live = phys - deleted;
+        if (skip_ >= live) {  // skipped without opening a file
+          skip_ -= live;
+          continue;
+        }
+        frag_ = &f;
+        phys_ = phys;
+        dv_ = st_->deletions_of(f);
+        if (o_.with_row_id && st_->stable_row_ids()) ids_ = st_->row_ids_of(f);
+        reader_.emplace(st_->root, st_->manifest, st_->schema, st_->arrow_schema, f, fields_, st_->source_options);
+        pos_ = dataset_detail::advance_live(*dv_, 0, skip_);
+        skip_ = 0;
+      }
+      if (pos_ >= phys_) {
+        reader_.reset();
+        continue;
+      }
+      const std::uint64_t live_left = (phys_ - pos_) - dv_->count_in(pos_, phys_);
+      const std::uint64_t n = std::min({o_.batch_size, left_, live_left});
+      if (n == 0) {
+        reader_.reset();
+        continue;
+      }
+      const std::uint64_t end = dataset_detail::advance_live(*dv_, pos_, n - 1) + 1;
+      std::vector<std::uint64_t> offsets;
+      const bool holes = dv_->count_in(pos_, end) > 0;
+      if (holes || o_.with_row_id || o_.with_row_address) {
+        offsets.reserve(std::size_t(n));
+        for (auto i = pos_; i < end; ++i)
+          if (!dv_->contains(i)) offsets.push_back(i);
+      }
+      arrow::record_batch b;
+      b.schema = schema_;
+      b.columns = holes ? reader_->read_offsets(offsets) : reader_->read_range(pos_, end);
+      if (o_.with_row_id) {
+        std::vector<std::uint64_t> ids(offsets.size());
+        for (std::size_t i = 0; i < offsets.size(); ++i)
+          ids[i] = ids_ ? (*ids_)[std::size_t(offsets[i])] : row_address(frag_->id, offsets[i]);
+        b.columns.push_back(dataset_detail::u64_array(ids));
+      }
+      if (o_.with_row_address) {
+        std::vector<std::uint64_t> addrs(offsets.size());
+        for (std::size_t i = 0; i < offsets.size(); ++i) addrs[i] = row_address(frag_->id, offsets[i]);
+        b.columns.push_back(dataset_detail::u64_array(addrs));
+      }
+      pos_ = end;
+      left_ -= n;
+      return b;
+    }
+    return std::nullopt;
+  }
+
+  // Every remaining batch.
+  std::vector<arrow::record_batch> to_batches() {
+    std::vector<arrow::record_batch> out;
+    while (auto b = next()) out.push_back(std::move(*b));
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const dataset_detail::state> st_;
+  scan_options o_;
+  std::vector<std::size_t> fields_;
+  std::shared_ptr<const arrow::schema> schema_;
+  std::vector<const pb::data_fragment*> frags_;
+  std::size_t next_frag_ = 0;
+  std::uint64_t skip_ = 0, left_ = 0;
+  // The fragment being read.
+  const pb::data_fragment* frag_ = nullptr;
+  std::optional<fragment_reader> reader_;
+  std::shared_ptr<const deletion_vector> dv_;
+  std::shared_ptr<const std::vector<std::uint64_t>> ids_;
+  std::uint64_t phys_ = 0, pos_ = 0;
+};
+
+class dataset {
+ public:
+  // Opens the latest version (or `version`) of the dataset at `root`.
+  static dataset open(const std::string& root, std::optional<std::uint64_t> version = std::nullopt,
+                      io::file_source_options source_options = {}) {
+    std::optional<snapshot> s;
+    if (version) s = load_version(root, *version);
+    else s = load_latest(root);
+    if (!s) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
+    return dataset(std::move(*s), source_options);
+  }
+
+  // Another version of the same dataset.
+  dataset checkout(std::uint64_t version) const { return open(st_->root, version, st_->source_options); }
+  // The dataset's newest version now (this object keeps its own).
+  dataset latest() const { return open(st_->root, std::nullopt, st_->source_options); }
+
+  const std::string& path() const noexcept { return st_->root; }
+  std::uint64_t version() const noexcept { return st_->manifest->version; }
+  const pb::manifest& manifest() const noexcept { return *st_->manifest; }
+  const std::vector<pb::index_metadata>& indices() const noexcept { return st_->indices; }
+  const std::optional<pb::transaction>& transaction() const noexcept { return st_->transaction; }
+  const schema::schema& lance_schema() const noexcept { return *st_->schema; }
+  const arrow::schema& schema() const noexcept { return *st_->arrow_schema; }
+  file::format_version storage_version() const { return manifest_storage_version(*st_->manifest); }
+  naming_scheme manifest_naming() const noexcept { return st_->entry.scheme; }
+  bool stable_row_ids() const noexcept { return st_->stable_row_ids(); }
+  std::optional<std::int64_t> timestamp_nanos() const {
+    if (!st_->manifest->timestamp) return std::nullopt;
+    return st_->manifest->timestamp->unix_nanos();
+  }
+
+  // Every version of the dataset, oldest first.
+  std::vector<version_info> versions() const { return list_dataset_versions(st_->root); }
+  static std::vector<version_info> list_dataset_versions(const std::string& root) {
+    std::vector<version_info> out;
+    for (const auto& e : list_versions(root)) {
+      version_info v;
+      v.version = e.version;
+      v.manifest_path = e.path;
+      auto m = read_manifest_file_at(e.path).manifest;
+      if (m.timestamp) v.timestamp_nanos = m.timestamp->unix_nanos();
+      if (m.writer_version) v.writer = m.writer_version->library + " " + m.writer_version->version;
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
+
+  // Live rows (deleted rows excluded).
+  std::uint64_t count_rows() const {
+    std::uint64_t n = 0;
+    for (const auto& f : st_->manifest->fragments) n += st_->physical_rows(f) - st_->deleted_rows(f);
+    return n;
+  }
+
+  std::vector<fragment_info> fragments() const {
+    std::vector<fragment_info> out;
+    for (const auto& f : st_->manifest->fragments) {
+      fragment_info fi;
+      fi.id = f.id;
+      fi.physical_rows = st_->physical_rows(f);
+      fi.deleted_rows = st_->deleted_rows(f);
+      for (const auto& df : f.files) fi.data_files.push_back(data_file_path(st_->root, *st_->manifest, df));
+      if (f.deletion_file) fi.deletion_file = deletion_file_path(st_->root, *st_->manifest, f.id, *f.deletion_file);
+      out.push_back(std::move(fi));
+    }
+    return out;
+  }
+
+  // The deleted row offsets of a fragment.
+  deletion_vector deleted_rows(std::uint64_t fragment_id) const { return *st_->deletions_of(st_->fragment(fragment_id)); }
+
+  scanner scan(scan_options o = {}) const { return scanner(st_, std::move(o)); }
+
+  // Every selected row as one batch.
+  arrow::record_batch to_batch(scan_options o = {}) const {
+    o.batch_size = std::numeric_limits<std::uint64_t>::max();
+    auto sc = scan(std::move(o));
+    auto batches = sc.to_batches();
+    return concat_batches(sc.schema(), batches);
+  }
+
+  // Rows by row address (fragment << 32 | offset), in the order given (repeats allowed).
+  arrow::record_batch take_addresses(std::span<const std::uint64_t> addresses,
+                                     const std::vector<std::string>& columns = {}) const {
+    return take_impl(addresses, addresses, columns, "row address");
+  }
+
+  // Rows by row id (the address, unless the dataset uses stable row ids).
+  arrow::record_batch take(std::span<const std::uint64_t> row_ids, const std::vector<std::string>& columns = {}) const {
+    if (!stable_row_ids()) return take_impl(row_ids, row_ids, columns, "row id");
+    const auto& m = st_->id_map();
+    std::vector<std::uint64_t> addrs(row_ids.size());
+    for (std::size_t i = 0; i < row_ids.size(); ++i) {
+      auto it = m.find(row_ids[i]);
+      if (it == m.end())
+        throw invalid_input_error("dataset '" + st_->root + "' version " + std::to_string(version()) +
+                                  " has no row with id " + std::to_string(row_ids[i]) + " (deleted or never written)");
+      addrs[i] = it->second;
+    }
+    return take_impl(addrs, row_ids, columns, "row id");
+  }
+  arrow::record_batch take(std::initializer_list<std::uint64_t> row_ids, const std::vector<std::string>& columns = {}) const {
+    return take(std::span<const std::uint64_t>(row_ids.begin(), row_ids.size()), columns);
+  }
+
+ private:
+  explicit dataset(snapshot s, io::file_source_options source_options) {
+    auto st = std::make_shared<dataset_detail::state>();
+    const auto& m = s.file.manifest;
+    if (!can_read_dataset(m.reader_feature_flags))
+      throw unsupported_error("dataset '" + s.root + "' version " + std::to_string(m.version) +
+                              " needs Lance features lancet does not know (reader feature flags " +
+                              std::to_string(m.reader_feature_flags) + ")");
+    st->root = s.root;
+    st->entry = s.entry;
+    st->manifest = std::make_shared<const pb::manifest>(m);
+    st->indices = s.file.indices;
+    st->transaction = s.file.transaction;
+    st->schema = std::make_shared<const schema::schema>(manifest_schema(m));
+    st->arrow_schema = std::make_shared<const arrow::schema>(schema::to_arrow(*st->schema));
+    st->source_options = source_options;
+    st_ = std::move(st);
+  }
+
+  static arrow::record_batch concat_batches(const std::shared_ptr<const arrow::schema>& s,
+                                            const std::vector<arrow::record_batch>& batches) {
+    arrow::record_batch out;
+    out.schema = s;
+    if (batches.size() == 1) {
+      out.columns = batches[0].columns;
+      return out;
+    }
+    for (std::size_t c = 0; c < s->fields.size(); ++c) {
+      std::vector<arrow::array_ptr> parts;
+      for (const auto& b : batches) parts.push_back(b.columns[c]);
+      out.columns.push_back(encoding::detail::concat(parts, s->fields[c].type));
+    }
+    return out;
+  }
+
+  arrow::record_batch take_impl(std::span<const std::uint64_t> addrs, std::span<const std::uint64_t> shown,
+                                const std::vector<std::string>& columns, const char* what) const {
+    const auto fields = st_->projection(columns);
+    auto schema = st_->output_schema(fields, false, false);
+    // Group by fragment: read each fragment's offsets once, ascending.
+    struct want {
+      std::uint64_t fragment, offset;
+      std::size_t pos;
+    };
+    std::vector<want> ws(addrs.size());
+    for (std::size_t i = 0; i < addrs.size(); ++i) ws[i] = {addrs[i] >> 32, addrs[i] & 0xFFFFFFFFull, i};
+    std::sort(ws.begin(), ws.end(), [](const want& a, const want& b) {
+      return a.fragment != b.fragment ? a.fragment < b.fragment : a.offset < b.offset;
+    });
+    std::vector<std::vector<arrow::array_ptr>> picked(fields.size(), std::vector<arrow::array_ptr>(addrs.size()));
+    std::size_t i = 0;
+    while (i < ws.size()) {
+      std::size_t j = i;
+      while (j < ws.size() && ws[j].fragment == ws[i].fragment) ++j;
+      const pb::data_fragment* frag = nullptr;
+      for (const auto& f : st_->manifest->fragments)
+        if (f.id == ws[i].fragment) frag = &f;
+      if (!frag)
+        throw invalid_input_error(std::string(what) + " " + std::to_string(shown[ws[i].pos]) + ": dataset '" +
+                                  st_->root + "' version " + std::to_string(version()) + " has no fragment " +
+                                  std::to_string(ws[i].fragment));
+      const auto phys = st_->physical_rows(*frag);
+      auto dv = st_->deletions_of(*frag);
+      std::vector<std::uint64_t> offsets;
+      for (std::size_t k = i; k < j; ++k) {
+        const auto& w = ws[k];
+        if (w.offset >= phys || dv->contains(w.offset))
+          throw invalid_input_error(std::string(what) + " " + std::to_string(shown[w.pos]) + ": fragment " +
+                                    std::to_string(w.fragment) + (w.offset >= phys ? " has only " + std::to_string(phys) + " rows"
+                                                                                    : " has deleted row " + std::to_string(w.offset)));
+        if (offsets.empty() || offsets.back() != w.offset) offsets.push_back(w.offset);
+      }
+      fragment_reader r(st_->root, st_->manifest, st_->schema, st_->arrow_schema, *frag, fields, st_->source_options);
+      auto cols = r.read_offsets(offsets);
+      std::size_t at = 0;
+      for (std::size_t k = i; k < j; ++k) {
+        while (offsets[at] != ws[k].offset) ++at;
+        for (std::size_t c = 0; c < fields.size(); ++c) picked[c][ws[k].pos] = arrow::slice(cols[c], std::int64_t(at), 1);
+      }
+      i = j;
+    }
+    arrow::record_batch out;
+    out.schema = schema;
+    for (std::size_t c = 0; c < fields.size(); ++c) {
+      if (addrs.empty()) out.columns.push_back(fragment_detail::null_array_of(schema->fields[c].type, 0));
+      else out.columns.push_back(encoding::detail::concat(picked[c], schema->fields[c].type));
+    }
+    return out;
+  }
+
+  std::shared_ptr<const dataset_detail::state> st_;
+};
+
+}  // namespace lancet::dataset

@@ -1,0 +1,231 @@
+// Reads the rows of one fragment: the data files that hold its columns (one file
+// per column group: columns added later live in later files), projected onto the
+// dataset's fields, over physical row ranges or row offsets. Deleted rows are the
+// caller's business (see deletion.hpp); offsets here are physical.
+//
+// How a dataset field finds its data: DataFile.fields lists the field ids a file
+// holds (2.0 files list every field, 2.1+ files only leaves; -2 marks a field
+// dropped from that file); the last file of the fragment that holds the field or one
+// of its descendants wins. Inside the file the field is found by id, so renamed
+// columns read correctly. A field no file holds (added after this fragment was
+// written) reads as nulls.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/arrow/compare.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/deletion.hpp"
+#include "lancet/file/reader.hpp"
+#include "lancet/io/file_source.hpp"
+#include "lancet/pb/table.hpp"
+#include "lancet/schema/lance_schema.hpp"
+
+namespace lancet::dataset {
+
+inline constexpr std::string_view data_dir_name = "data";
+
+namespace fragment_detail {
+
+// An array of `length` nulls of any type (what a column missing from a fragment reads as).
+inline arrow::array_ptr null_array_of(const arrow::type_ptr& type, std::int64_t length) {
+  using arrow::type_id;
+  auto a = std::make_shared<arrow::array_data>();
+  a->type = type;
+  a->length = length;
+  a->null_count = length;
+  if (type->id == type_id::null) return a;
+  aligned_buffer validity;
+  validity.resize(std::size_t((length + 7) / 8));
+  a->buffers.push_back(shared_bytes(std::move(validity)));
+  const auto id = type->id;
+  if (arrow::is_fixed_width(*type)) {
+    aligned_buffer values;
+    values.resize(std::size_t((length * arrow::bit_width(*type) + 7) / 8));
+    a->buffers.push_back(shared_bytes(std::move(values)));
+  } else if (arrow::is_binary_like(id) || arrow::is_list_like(id)) {
+    const bool large = id == type_id::large_utf8 || id == type_id::large_binary || id == type_id::large_list;
+    aligned_buffer offsets;
+    offsets.resize(std::size_t(length + 1) * (large ? 8 : 4));
+    a->buffers.push_back(shared_bytes(std::move(offsets)));
+    if (arrow::is_binary_like(id)) a->buffers.push_back(shared_bytes());
+    else a->children.push_back(null_array_of(type->children.at(0).type, 0));
+  } else if (id == type_id::fixed_size_list) {
+    a->children.push_back(null_array_of(type->children.at(0).type, length * type->list_size));
+  } else if (id == type_id::struct_) {
+    for (const auto& c : type->children) a->children.push_back(null_array_of(c.type, length));
+  }
+  return a;
+}
+
+inline void subtree_ids(const schema::field& f, std::unordered_set<std::int32_t>& out) {
+  out.insert(f.id);
+  for (const auto& c : f.children) subtree_ids(c, out);
+}
+
+}  // namespace fragment_detail
+
+// The absolute path of a data file of a fragment.
+inline std::string data_file_path(const std::string& root, const pb::manifest& m, const pb::data_file& f) {
+  return (std::filesystem::path(resolve_base(root, m, f.base_id, data_dir_name)) / f.path).string();
+}
+
+class fragment_reader {
+ public:
+  using reader_type = file::file_reader<io::file_source>;
+
+  // `fields`: indices of the dataset's top-level fields to read, in output order.
+  fragment_reader(std::string root, std::shared_ptr<const pb::manifest> manifest,
+                  std::shared_ptr<const schema::schema> schema, std::shared_ptr<const arrow::schema> arrow_schema,
+                  const pb::data_fragment& fragment, std::vector<std::size_t> fields,
+                  io::file_source_options source_options = {})
+      : root_(std::move(root)), manifest_(std::move(manifest)), schema_(std::move(schema)),
+        arrow_schema_(std::move(arrow_schema)), fragment_(fragment), fields_(std::move(fields)),
+        source_options_(source_options) {
+    plan();
+  }
+
+  std::uint64_t id() const noexcept { return fragment_.id; }
+  // Rows in the fragment, deleted ones included.
+  std::uint64_t physical_rows() const {
+    if (fragment_.physical_rows) return fragment_.physical_rows;
+    // Legacy fragments do not record their rows: the first data file knows.
+    if (fragment_.files.empty()) return 0;
+    return open(0).num_rows();
+  }
+
+  // The projected columns over physical rows [begin, end).
+  std::vector<arrow::array_ptr> read_range(std::uint64_t begin, std::uint64_t end) const {
+    return read_impl(file::read_request{{}, std::pair{begin, end}, std::nullopt}, end - begin);
+  }
+  // The projected columns at the given physical offsets (ascending).
+  std::vector<arrow::array_ptr> read_offsets(const std::vector<std::uint64_t>& offsets) const {
+    return read_impl(file::read_request{{}, std::nullopt, offsets}, offsets.size());
+  }
+
+ private:
+  struct source_of_field {
+    int file = -1;          // index into fragment_.files; -1: no file holds it (nulls)
+    std::string file_name;  // the field's name inside that file
+  };
+
+  void plan() {
+    const auto& ds = *schema_;
+    for (auto fi : fields_) {
+      if (fi >= ds.fields.size()) throw invalid_input_error("field index " + std::to_string(fi) + " out of range");
+      const auto& f = ds.fields[fi];
+      std::unordered_set<std::int32_t> ids;
+      fragment_detail::subtree_ids(f, ids);
+      source_of_field s;
+      for (std::size_t k = fragment_.files.size(); k-- > 0;) {
+        const auto& df = fragment_.files[k];
+        if (std::any_of(df.fields.begin(), df.fields.end(), [&](std::int32_t id) { return ids.count(id) > 0; })) {
+          s.file = int(k);
+          break;
+        }
+      }
+      if (s.file < 0 && !f.nullable)
+        throw corrupt_error("fragment " + std::to_string(fragment_.id) + " has no data file holding the non-nullable field '" +
+                            f.name + "'");
+      sources_.push_back(std::move(s));
+    }
+  }
+
+  const reader_type& open(std::size_t file) const {
+    auto it = readers_.find(file);
+    if (it != readers_.end()) return *it->second;
+    const auto& df = fragment_.files.at(file);
+    const std::string path = data_file_path(root_, *manifest_, df);
+    auto r = std::make_shared<reader_type>(io::file_source(path, source_options_));
+    if (fragment_.physical_rows && r->num_rows() != fragment_.physical_rows)
+      throw corrupt_error("data file '" + path + "' has " + std::to_string(r->num_rows()) + " rows but fragment " +
+                          std::to_string(fragment_.id) + " records " + std::to_string(fragment_.physical_rows));
+    readers_.emplace(file, r);
+    return *r;
+  }
+
+  // Resolves, for the fields read from `file`, their names inside it, checking types.
+  void resolve_names(std::size_t file, const reader_type& r) const {
+    if (resolved_.count(file)) return;
+    const auto path = data_file_path(root_, *manifest_, fragment_.files[file]);
+    for (std::size_t k = 0; k < fields_.size(); ++k) {
+      auto& s = sources_[k];
+      if (s.file != int(file)) continue;
+      const auto& f = schema_->fields[fields_[k]];
+      const schema::field* in_file = nullptr;
+      for (const auto& ff : r.schema().fields)
+        if (ff.id == f.id) in_file = &ff;
+      if (!in_file)
+        throw corrupt_error("data file '" + path + "' is listed as holding field '" + f.name + "' (id " +
+                            std::to_string(f.id) + ") but its schema has no top-level field with that id");
+      const auto file_type = schema::to_arrow(*in_file).type;
+      const auto& want = arrow_schema_->fields[fields_[k]].type;
+      if (!arrow::equals(*file_type, *want)) {
+        auto d = arrow::detail::type_difference(*file_type, *want, {}, f.name);
+        throw unsupported_error("field '" + f.name + "' in data file '" + path + "' does not have the dataset's type (" +
+                                d.value_or("nested fields differ") + "); lancet cannot read schema changes of this kind");
+      }
+      s.file_name = in_file->name;
+    }
+    resolved_.insert(file);
+  }
+
+  std::vector<arrow::array_ptr> read_impl(file::read_request req, std::uint64_t rows) const {
+    std::vector<arrow::array_ptr> out(fields_.size());
+    std::map<int, std::vector<std::size_t>> by_file;
+    for (std::size_t k = 0; k < fields_.size(); ++k) by_file[sources_[k].file].push_back(k);
+    for (auto& [file, ks] : by_file) {
+      if (file < 0) {
+        for (auto k : ks) out[k] = fragment_detail::null_array_of(arrow_schema_->fields[fields_[k]].type, std::int64_t(rows));
+        continue;
+      }
+      const auto& r = open(std::size_t(file));
+      resolve_names(std::size_t(file), r);
+      file::read_request fr = req;
+      for (auto k : ks) fr.columns.push_back(sources_[k].file_name);
+      arrow::record_batch b;
+      try {
+        b = r.read(fr);
+      } catch (const invalid_input_error& e) {
+        // Ranges and offsets come from the manifest; a file that cannot serve them is corrupt.
+        throw corrupt_error("fragment " + std::to_string(fragment_.id) + ", data file '" +
+                            data_file_path(root_, *manifest_, fragment_.files[std::size_t(file)]) +
+                            "': " + manifest_detail::message_of(e));
+      }
+      for (std::size_t j = 0; j < ks.size(); ++j) {
+        auto col = b.columns.at(j);
+        // The file may name nested members differently (a renamed list item); the
+        // dataset's type is what callers see.
+        if (col->type.get() != arrow_schema_->fields[fields_[ks[j]]].type.get()) {
+          auto c = std::make_shared<arrow::array_data>(*col);
+          c->type = arrow_schema_->fields[fields_[ks[j]]].type;
+          col = c;
+        }
+        out[ks[j]] = std::move(col);
+      }
+    }
+    return out;
+  }
+
+  std::string root_;
+  std::shared_ptr<const pb::manifest> manifest_;
+  std::shared_ptr<const schema::schema> schema_;
+  std::shared_ptr<const arrow::schema> arrow_schema_;
+  pb::data_fragment fragment_;
+  std::vector<std::size_t> fields_;
+  io::file_source_options source_options_;
+  mutable std::vector<source_of_field> sources_;
+  mutable std::map<std::size_t, std::shared_ptr<reader_type>> readers_;
+  mutable std::unordered_set<std::size_t> resolved_;
+};
+
+}  // namespace lancet::dataset
