@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <sstream>
 
 #include <lancet/arrow/builder.hpp>
@@ -571,6 +572,11 @@ TEST_CASE("rows: accepted input forms") {
         "{\"x\":3}\n{\"x\":\"NaN\"}\n{\"x\":\"-Infinity\"}\n{\"x\":100}\n");
   CHECK(through(one("\"float32\""), R"({"x": 1e-50})" "\n" R"({"x": -1e-50})") == "{\"x\":0}\n{\"x\":-0}\n");
   CHECK(through(one("\"float16\""), R"({"x": 65519})" "\n" R"({"x": 1e-10})") == "{\"x\":65500}\n{\"x\":0}\n");
+  // -0 keeps its sign in float columns (nlohmann alone would read the integer 0)
+  CHECK(through(schema_of(R"({"fields": [{"name": "s", "type": "utf8"}, {"name": "f", "type": {"list": "float64"}},
+                                         {"name": "h", "type": "float16"}, {"name": "i", "type": "int32"}]})"),
+                R"({"s": "-0 \"-0", "f": [0, -0, -0.0, 1, -0], "h": -0, "i": -0})") ==
+        "{\"s\":\"-0 \\\"-0\",\"f\":[0,-0,-0,1,-0],\"h\":-0,\"i\":0}\n");
   // decimals from strings, integers and numbers, exact; trailing zeros beyond the scale are fine
   CHECK(through(one(R"({"decimal128": 6, "scale": 2})"),
                 R"({"x": 12})" "\n" R"({"x": -1.5})" "\n" R"({"x": "0.100"})" "\n" R"({"x": "-9999.99"})" "\n"
@@ -609,6 +615,46 @@ TEST_CASE("rows: floats are read with one correct rounding") {
   auto d = json::read_rows(one("\"float64\""), R"({"x": 9007199254740993})" "\n" R"({"x": 2.2250738585072011e-308})");
   CHECK(d.columns[0]->value<double>(0) == 9007199254740992.0);
   CHECK(d.columns[0]->value<double>(1) == 2.2250738585072011e-308);
+}
+
+TEST_CASE("rows: every float16 and many float32/float64 values read back bit for bit") {
+  // Every half (NaN payloads aside) in one column, written and read back.
+  primitive_builder<std::uint16_t> hb(float16());
+  for (std::uint32_t h = 0; h < 65536; ++h)
+    if ((h & 0x7C00u) != 0x7C00u || (h & 0x3FFu) == 0) hb.append(std::uint16_t(h));
+  auto halves = hb.finish();
+  std::mt19937_64 rng(7);
+  std::vector<float> fs;
+  std::vector<double> ds;
+  while (fs.size() < 200000) {
+    const float f = std::bit_cast<float>(std::uint32_t(rng()));
+    if (std::isfinite(f)) fs.push_back(f);
+  }
+  while (ds.size() < 200000) {
+    const double d = std::bit_cast<double>(rng());
+    if (std::isfinite(d)) ds.push_back(d);
+  }
+  auto s = schema_of(R"({"fields": [{"name": "x", "type": "float16"}]})");
+  auto back = json::read_rows(s, json::rows_to_json(make_batch({{"x", halves}})));
+  CHECK_MESSAGE(array_equals(back.columns[0], halves), first_difference(back.columns[0], halves).value_or(""));
+  auto f32 = make_array<float>(fs);
+  auto f64 = make_array<double>(ds);
+  auto s2 = schema_of(R"({"fields": [{"name": "f", "type": "float32"}, {"name": "d", "type": "float64"}]})");
+  auto back2 = json::read_rows(s2, json::rows_to_json(make_batch({{"f", f32}, {"d", f64}})));
+  CHECK_MESSAGE(array_equals(back2.columns[0], f32), first_difference(back2.columns[0], f32).value_or(""));
+  CHECK_MESSAGE(array_equals(back2.columns[1], f64), first_difference(back2.columns[1], f64).value_or(""));
+}
+
+TEST_CASE("rows: float32 and float16 texts follow LanceDB's canonical choice on ties") {
+  // 2^-7 as a half: 4 digits "0.0078125" -> "0.007813" (halves round up, as
+  // JavaScript's toPrecision does), not "0.007812".
+  CHECK(x_text(float16_array({0.0078125f})) == "0.007813");
+  CHECK(x_text(float16_array({0.015625f})) == "0.01563");
+  CHECK(x_text(float16_array({-2.0625f})) == "-2.063");
+  CHECK(x_text(float16_array({1.0f})) == "1");
+  CHECK(x_text(make_array<float>({0.15625f})) == "0.15625");
+  CHECK(x_text(make_array<float>({1e10f})) == "10000000000");
+  CHECK(x_text(make_array<float>({3e-7f})) == "3e-7");
 }
 
 TEST_CASE("rows: non-nullable members under a null parent hold defaults, never nulls") {

@@ -221,43 +221,92 @@ inline void append_from_scientific(std::string& out, std::string_view sci) {
   append_ecma_layout(out, digits, exp10 + 1);
 }
 
-// Finite non-zero values only; the callers handle NaN, infinities and zeros.
-template <class F>
-void append_shortest(std::string& out, F v) {
+// Shortest round-trip text of a double (finite, non-zero): what JavaScript's
+// String(x) prints.
+inline void append_shortest(std::string& out, double v) {
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
   append_from_scientific(out, std::string_view(buf, std::size_t(r.ptr - buf)));
 }
 
-// JSON text of a float: shortest round-trip digits at the value's own width,
-// "-0" for negative zero, and the strings "NaN", "Infinity", "-Infinity".
-template <class F>
-void append_float(std::string& out, F v) {
-  if (std::isnan(v)) {
-    out += "\"NaN\"";
-  } else if (std::isinf(v)) {
-    out += v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
-  } else if (v == 0) {
-    out += std::signbit(v) ? "-0" : "0";
-  } else {
-    append_shortest(out, v);
+// The text LanceDB's canonical form gives a float32 or float16 (finite, non-zero):
+// the value rounded to p = 1, 2, ... significant digits, halves rounded away from
+// zero as JavaScript's toPrecision does, until the text reads back (with one
+// correct rounding) as the same value. This is shortest but, on exact ties, can
+// pick the other neighbour than std::to_chars would.
+template <class ReadsBack>
+void append_precision_search(std::string& out, double v, ReadsBack reads_back) {
+  if (v < 0) {
+    out.push_back('-');
+    v = -v;
   }
-}
-
-// float16: the fewest significant digits (1..5) that read back as the same half.
-inline void append_half(std::string& out, std::uint16_t bits) {
-  const float f = arrow::half_to_float(bits);
-  if (!std::isfinite(f) || f == 0) return append_float(out, f);
-  char buf[64];
-  for (int p = 1; p <= 17; ++p) {
-    auto r = std::to_chars(buf, buf + sizeof buf, double(f), std::chars_format::scientific, p - 1);
-    double back = 0;
-    std::from_chars(buf, r.ptr, back);
-    if (double_to_half(back) == bits || p == 17) {
-      append_from_scientific(out, std::string_view(buf, std::size_t(r.ptr - buf)));
+  // The exact decimal expansion (a float has at most 112 significant digits).
+  char exact[160];
+  auto r = std::to_chars(exact, exact + sizeof exact, v, std::chars_format::scientific, 120);
+  const std::string_view e(exact, std::size_t(r.ptr - exact));
+  const auto epos = e.find('e');
+  std::string all;
+  for (char c : e.substr(0, epos))
+    if (c != '.') all.push_back(c);
+  int exp10 = 0;
+  std::from_chars(e.data() + epos + 1 + (e[epos + 1] == '+'), e.data() + e.size(), exp10);
+  for (std::size_t p = 1; p < all.size(); ++p) {
+    std::string digits = all.substr(0, p);
+    int n = exp10 + 1;
+    if (all[p] >= '5') {  // round half up
+      std::size_t k = p;
+      while (k > 0 && digits[k - 1] == '9') digits[--k] = '0';
+      if (k == 0) {
+        digits.insert(digits.begin(), '1');
+        digits.pop_back();
+        ++n;
+      } else {
+        ++digits[k - 1];
+      }
+    }
+    std::string text = digits + "e" + std::to_string(n - int(p));
+    if (reads_back(text)) {
+      while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+      append_ecma_layout(out, digits, n);
       return;
     }
   }
+  append_shortest(out, v);
+}
+
+inline void append_nonfinite_or_zero(std::string& out, double v) {
+  if (std::isnan(v)) out += "\"NaN\"";
+  else if (std::isinf(v)) out += v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  else out += std::signbit(v) ? "-0" : "0";
+}
+
+// JSON text of a float64: shortest round-trip digits, "-0" for negative zero, and
+// the strings "NaN", "Infinity", "-Infinity".
+inline void append_float(std::string& out, double v) {
+  if (!std::isfinite(v) || v == 0) return append_nonfinite_or_zero(out, v);
+  append_shortest(out, v);
+}
+
+// float32: the fewest digits that read back as the same float.
+inline void append_float(std::string& out, float v) {
+  if (!std::isfinite(v) || v == 0) return append_nonfinite_or_zero(out, v);
+  append_precision_search(out, double(v), [v](const std::string& t) {
+    float back = 0;
+    std::from_chars(t.data(), t.data() + t.size(), back);
+    return back == std::fabs(v);
+  });
+}
+
+// float16 (given as its bits): the fewest digits that read back as the same half.
+inline void append_half(std::string& out, std::uint16_t bits) {
+  const float f = arrow::half_to_float(bits);
+  if (!std::isfinite(f) || f == 0) return append_nonfinite_or_zero(out, f);
+  const std::uint16_t magnitude = bits & 0x7FFFu;
+  append_precision_search(out, double(f), [magnitude](const std::string& t) {
+    double back = 0;
+    std::from_chars(t.data(), t.data() + t.size(), back);
+    return double_to_half(back) == magnitude;
+  });
 }
 
 }  // namespace lancet::json::detail

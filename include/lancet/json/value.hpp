@@ -100,7 +100,8 @@ inline std::string quote_json(std::string_view s) {
 // Builds a `value` tree from SAX events.
 class tree_builder {
  public:
-  explicit tree_builder(value& root, std::size_t max_depth) : root_(root), max_depth_(max_depth) {}
+  tree_builder(value& root, std::size_t max_depth, std::vector<std::size_t> negative_zeros)
+      : root_(root), max_depth_(max_depth), negative_zeros_(std::move(negative_zeros)) {}
 
   bool null() { return put(value{}); }
   bool boolean(bool b) {
@@ -110,18 +111,23 @@ class tree_builder {
     return put(std::move(v));
   }
   bool number_integer(std::int64_t i) {
+    if (i == 0 && is_negative_zero()) return number_float(0.0, "-0");
+    ++numbers_;
     value v;
     v.k = value::kind::integer;
     v.i = i;
     return put(std::move(v));
   }
   bool number_unsigned(std::uint64_t u) {
+    if (u == 0 && is_negative_zero()) return number_float(0.0, "-0");
+    ++numbers_;
     value v;
     v.k = value::kind::unsigned_;
     v.u = u;
     return put(std::move(v));
   }
   bool number_float(double, const std::string& s) {
+    ++numbers_;
     value v;
     v.k = value::kind::number;
     v.text = s;
@@ -182,6 +188,13 @@ class tree_builder {
     stack_.push_back(v);
     return true;
   }
+  // Is the number about to be stored the literal -0 (which nlohmann reads as the
+  // integer 0, losing the sign that a float column needs)?
+  bool is_negative_zero() {
+    while (next_zero_ < negative_zeros_.size() && negative_zeros_[next_zero_] < numbers_) ++next_zero_;
+    return next_zero_ < negative_zeros_.size() && negative_zeros_[next_zero_] == numbers_;
+  }
+
   // Path of the value being parsed: "a.b[2]".
   std::string path() const {
     std::string s;
@@ -230,9 +243,40 @@ class tree_builder {
 
   value& root_;
   std::size_t max_depth_;
+  std::vector<std::size_t> negative_zeros_;  // ordinals of the number tokens that are "-0"
+  std::size_t numbers_ = 0;                   // number tokens seen so far
+  std::size_t next_zero_ = 0;
   std::vector<value*> stack_;
   syntax_error error_;
 };
+
+// Ordinals (0-based, among the number tokens of the text) of the tokens "-0".
+inline std::vector<std::size_t> negative_zero_tokens(std::string_view t) {
+  std::vector<std::size_t> out;
+  if (t.find("-0") == std::string_view::npos) return out;
+  std::size_t ordinal = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      std::size_t j = i + 1;
+      while (j < t.size() && ((t[j] >= '0' && t[j] <= '9') || t[j] == '.' || t[j] == 'e' || t[j] == 'E' ||
+                              t[j] == '+' || t[j] == '-'))
+        ++j;
+      if (t.substr(i, j - i) == "-0") out.push_back(ordinal);
+      ++ordinal;
+      i = j - 1;
+    }
+  }
+  return out;
+}
 
 }  // namespace detail
 
@@ -243,7 +287,7 @@ inline constexpr std::size_t max_json_depth = 256;
 inline bool try_parse(std::string_view text, value& out, syntax_error& err,
                       std::size_t max_depth = max_json_depth) {
   out = value{};
-  detail::tree_builder b(out, max_depth);
+  detail::tree_builder b(out, max_depth, detail::negative_zero_tokens(text));
   bool ok = false;
   try {
     ok = nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &b);
