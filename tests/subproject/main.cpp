@@ -6,19 +6,22 @@
 #include <string>
 #include <string_view>
 
-#include <lancet/io/file_sink.hpp>
-#include <lancet/io/file_source.hpp>
+#include <lancet/lancet.hpp>
 
 namespace {
 
-// Writes the consumer's file and returns its size. For now a few bytes through
-// lancet's file sink; once the file writer exists this becomes a real Lance file.
+// Writes a small Lance file and returns its size; reading it back checks the rows.
 std::uint64_t write_output(const std::string& path) {
-  lancet::io::file_sink sink(path, {.create_directories = true});
-  constexpr std::string_view payload = "hello from a lancet consumer\n";
-  sink.write({reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size()});
-  sink.finish();
-  return sink.position();
+  using namespace lancet;
+  auto batch = arrow::make_batch({{"id", arrow::make_array<std::int64_t>({1, 2, 3})},
+                                  {"name", arrow::string_array({"a", std::nullopt, "c"})}});
+  file::file_writer<file::v2_0, io::file_sink> writer{io::file_sink(path, {.create_directories = true})};
+  writer.write_batch(batch);
+  const auto size = writer.finish().file_size;
+  file::file_reader<io::file_source> reader{io::file_source(path)};
+  if (reader.num_rows() != 3 || !arrow::array_equals(*reader.read().columns[1], *batch.columns[1]))
+    throw lancet::corrupt_error("the file read back differs from what was written");
+  return size;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "lancet/arrow/array.hpp"
+#include "lancet/arrow/compare.hpp"
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/field_encoder.hpp"
@@ -311,8 +312,12 @@ class file_writer {
     if (std::uint64_t(a.length) != n)
       throw invalid_input_error("column '" + f.name + "' has " + std::to_string(a.length) + " rows, expected " +
                                 std::to_string(n));
-    if (!arrow::equals(*a.type, *arrow_fields_[i].type))
-      throw invalid_input_error("column '" + f.name + "' does not have the schema's type");
+    // Nested nullability is not compared: a schema read back from a Lance file has lost
+    // a fixed-size list item's nullability (nulls are checked against the schema below).
+    arrow::compare_options types_only;
+    types_only.check_nested_nullability = false;
+    if (auto d = arrow::detail::type_difference(*a.type, *arrow_fields_[i].type, types_only, ""))
+      throw invalid_input_error("column '" + f.name + "' does not match the schema: " + *d);
     detail::check_nullability(f, a, "");
     if constexpr (requires { strategy_.validate(arrow_fields_[i], a); }) strategy_.validate(arrow_fields_[i], a);
   }

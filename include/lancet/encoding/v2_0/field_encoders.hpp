@@ -306,6 +306,10 @@ struct default_strategy {
     }
     // Every other type is one column (a fixed-size list's item has no field of its own
     // in a Lance schema: its type lives in the list's logical type).
+    for (const auto* c = &t; c->id == arrow::type_id::fixed_size_list; c = c->children.at(0).type.get())
+      if (c->children.at(0).type->id == arrow::type_id::struct_ || arrow::is_list_like(c->children.at(0).type->id))
+        throw unsupported_error("field '" + f.name + "': a fixed-size list of structs or lists cannot be written "
+                                "in Lance file version 2.0");
     const auto col = columns.next(id);
     return std::make_unique<primitive_encoder>(f.type, col, o);
   }

@@ -1,0 +1,416 @@
+// Lance 2.1+ field encoders and the default strategy.
+//
+// One structural_field_encoder per top-level field: arrays accumulate until about
+// cache_bytes_per_column per leaf column are buffered (a batch larger than that is a
+// page of its own: 2.1+ pages are not split at write time), then every leaf column is
+// shredded into levels and values and encoded as one page, each in its own task.
+//
+// default_strategy<Minor> (Minor = 1, 2 or 3 for files 2.1, 2.2, 2.3) makes Lance 12's
+// choices; plan_page is virtual so a user strategy can force a layout or codec:
+//
+//   struct my_strategy : v2_1::default_strategy<2> {
+//     std::shared_ptr<const default_strategy<2>> clone() const override { return std::make_shared<my_strategy>(*this); }
+//     page_plan plan_page(const leaf_info& l, const data_block& v, const page_facts& f) const override {
+//       auto p = default_strategy<2>::plan_page(l, v, f);
+//       if (l.column == "id") p.codec = value_codec::rle;
+//       return p;
+//     }
+//   };
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/encoding/compression_params.hpp"
+#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/encoding/field_encoder.hpp"
+#include "lancet/encoding/v2_0/field_encoders.hpp"
+#include "lancet/encoding/v2_1/compression/fsst.hpp"
+#include "lancet/encoding/v2_1/page_encoder.hpp"
+#include "lancet/encoding/v2_1/repdef.hpp"
+#include "lancet/encoding/v2_1/values.hpp"
+
+namespace lancet::encoding::v2_1 {
+
+using v2_0::field_id_cursor;
+
+template <unsigned Minor>
+class default_strategy;
+
+namespace detail {
+
+inline std::uint64_t run_count(const data_block& b) {
+  return rle::count_runs(b.data.data(), std::size_t(b.num_values), std::size_t(b.bits_per_value / 8));
+}
+
+// Packed size of inline bit-packing (1024-value chunks) vs the plain size.
+inline bool bitpacking_helps(const data_block& b) {
+  std::uint64_t packed = 0;
+  unsigned max_w = 0;
+  const auto chunks = (b.num_values + 1023) / 1024;
+  v2_1::detail::by_width(b.bits_per_value, [&](auto t) {
+    using T = decltype(t);
+    const T* v = reinterpret_cast<const T*>(b.data.data());
+    for (std::uint64_t at = 0; at < b.num_values; at += 1024) {
+      const auto w = bitpack::needed_width(v + at, std::size_t(std::min<std::uint64_t>(1024, b.num_values - at)));
+      max_w = std::max(max_w, w);
+      packed += (1 + bitpack::packed_words<T>(w)) * sizeof(T);
+    }
+    return 0;
+  });
+  const auto plain = b.num_values * b.bits_per_value / 8;
+  // Lance: not when a single chunk would not shrink; never when nothing is saved.
+  if (chunks == 1 && (1024 * std::uint64_t(max_w) + 7) / 8 >= plain) return false;
+  return packed < plain;
+}
+
+// Average Shannon entropy (bits) per byte position over the first 64 values (Lance's BSS test).
+inline double byte_position_entropy(const data_block& b) {
+  const std::size_t w = std::size_t(b.bits_per_value / 8);
+  const std::size_t n = std::size_t(std::min<std::uint64_t>(b.num_values, 64));
+  if (n == 0) return 8.0;
+  double sum = 0;
+  for (std::size_t pos = 0; pos < w; ++pos) {
+    unsigned counts[256] = {};
+    for (std::size_t i = 0; i < n; ++i) ++counts[b.data.data()[i * w + pos]];
+    double e = 0;
+    for (unsigned c : counts)
+      if (c) {
+        const double p = double(c) / double(n);
+        e -= p * std::log2(p);
+      }
+    sum += std::floor(e * 1000.0) / 1000.0;
+  }
+  return sum / double(w);
+}
+
+inline std::uint64_t max_value_length(const data_block& b) {
+  if (b.k == data_block::kind::variable) {
+    std::uint64_t m = 0;
+    for (std::uint64_t i = 0; i < b.num_values; ++i) m = std::max(m, b.offset(i + 1) - b.offset(i));
+    return m;
+  }
+  if (b.k == data_block::kind::fixed) return b.bits_per_value / 8;
+  if (b.k == data_block::kind::fixed_size_list) {
+    std::uint64_t cum = 1, v = 0;
+    for (const auto& l : b.fsl) {
+      cum *= l.dimension;
+      if (l.has_validity) v += (cum + 7) / 8;
+    }
+    return v + cum * b.bits_per_value / 8;
+  }
+  return 0;
+}
+
+// Lance's dictionary test: at least 100 values and an estimated dictionary-encoded size
+// below `ratio` of the plain size.
+inline bool should_dictionary(const data_block& b, double ratio) {
+  if (b.num_values < 100) return false;
+  const bool var = b.k == data_block::kind::variable;
+  if (!var && !(b.k == data_block::kind::fixed && b.bits_per_value == 128)) return false;
+  const std::uint64_t data_size = b.data_size();
+  if (data_size == 0) return false;
+  // Cardinality, giving up once it alone rules the dictionary out.
+  const double limit = ratio * double(data_size);
+  std::unordered_set<std::string_view> seen;
+  const std::uint64_t w = var ? b.bits_per_offset / 8 : 16;
+  const double avg = double(data_size / b.num_values);
+  auto estimate = [&](std::uint64_t card) {
+    return var ? double(card) * avg + double(card * w) + double(b.num_values * w) : double(card * 16 + b.num_values * 4);
+  };
+  for (std::uint64_t i = 0; i < b.num_values; ++i) {
+    std::string_view key = var ? std::string_view(reinterpret_cast<const char*>(b.data.data() + b.offset(i)),
+                                                  std::size_t(b.offset(i + 1) - b.offset(i)))
+                               : std::string_view(reinterpret_cast<const char*>(b.data.data() + i * 16), 16);
+    seen.insert(key);
+    if (estimate(seen.size()) >= limit) return false;
+  }
+  return estimate(seen.size()) < limit;
+}
+
+inline std::optional<enc21::compression_scheme> general_of(const field_compression& p) {
+  if (!p.compression) return std::nullopt;
+  if (*p.compression == "lz4") return enc21::compression_scheme::lz4;
+  if (*p.compression == "zstd") return enc21::compression_scheme::zstd;
+  return std::nullopt;
+}
+
+inline std::optional<std::string_view> meta(const arrow::metadata& md, std::string_view key) {
+  for (const auto& [k, v] : md)
+    if (k == key) return std::string_view(v);
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+// The encoder of one top-level field: one column per leaf.
+template <unsigned Minor>
+class structural_field_encoder final : public field_encoder {
+ public:
+  structural_field_encoder(arrow::field f, std::vector<std::vector<path_node>> paths, std::vector<leaf_info> leaves,
+                           std::vector<std::uint32_t> columns, std::shared_ptr<const default_strategy<Minor>> strategy,
+                           const encoding_options& o)
+      : field_(std::move(f)), paths_(std::move(paths)), leaves_(std::move(leaves)), columns_(std::move(columns)),
+        strategy_(std::move(strategy)), keep_original_(o.keep_original_array),
+        cache_bytes_(o.cache_bytes_per_column * std::max<std::size_t>(1, paths_.size())) {}
+
+  std::vector<encode_task> maybe_encode(const arrow::array_ptr& a, std::uint64_t row_number, std::uint64_t) override {
+    if (arrays_.empty()) first_row_ = row_number;
+    bytes_ += encoding::detail::buffer_memory_size(*a);
+    if (bytes_ > cache_bytes_) {
+      arrays_.push_back(a);
+      return take();
+    }
+    arrays_.push_back(keep_original_ ? a : encoding::detail::deep_copy(*a));
+    return {};
+  }
+  std::vector<encode_task> flush() override {
+    if (arrays_.empty()) return {};
+    return take();
+  }
+  std::vector<encoded_column> finish() override {
+    std::vector<encoded_column> out(paths_.size());
+    for (auto& c : out) c.encoding = v2_0::serialize_any(pb::pack_any(pb::enc20::column_encoding::values()));
+    return out;
+  }
+  std::uint32_t num_columns() const override { return std::uint32_t(paths_.size()); }
+
+ private:
+  std::vector<encode_task> take() {
+    auto arrays = std::make_shared<const std::vector<arrow::array_ptr>>(std::exchange(arrays_, {}));
+    bytes_ = 0;
+    std::vector<encode_task> tasks;
+    for (std::size_t i = 0; i < paths_.size(); ++i) {
+      tasks.push_back([arrays, path = paths_[i], leaf = leaves_[i], column = columns_[i], strategy = strategy_,
+                       row = first_row_]() {
+        auto page = strategy->encode_page(path, leaf, *arrays);
+        page.column_index = column;
+        page.priority = row;
+        return page;
+      });
+    }
+    return tasks;
+  }
+
+  arrow::field field_;
+  std::vector<std::vector<path_node>> paths_;
+  std::vector<leaf_info> leaves_;
+  std::vector<std::uint32_t> columns_;
+  std::shared_ptr<const default_strategy<Minor>> strategy_;
+  bool keep_original_;
+  std::uint64_t cache_bytes_;
+  std::uint64_t bytes_ = 0;
+  std::uint64_t first_row_ = 0;
+  std::vector<arrow::array_ptr> arrays_;
+};
+
+// Lance 12's choices for files 2.<Minor>.
+template <unsigned Minor>
+class default_strategy {
+ public:
+  static_assert(Minor >= 1 && Minor <= 3, "structural strategies exist for files 2.1, 2.2 and 2.3");
+  static constexpr unsigned minor = Minor;
+
+  default_strategy() = default;
+  explicit default_strategy(compression_params params) : params_(std::move(params)) {}
+  default_strategy(const default_strategy&) = default;
+  default_strategy& operator=(const default_strategy&) = default;
+  virtual ~default_strategy() = default;
+
+  const compression_params& params() const noexcept { return params_; }
+
+  // A copy of the strategy (of the most derived type) that encode tasks share.
+  virtual std::shared_ptr<const default_strategy> clone() const { return std::make_shared<default_strategy>(*this); }
+
+  // Checks a batch's column before anything is encoded.
+  void validate(const arrow::field& f, const arrow::array_data& a) const {
+    check_type(f, f.name);
+    (void)a;
+  }
+
+  field_encoder_ptr make_field_encoder(const arrow::field& f, field_id_cursor& ids, column_index_sequence& columns,
+                                       const encoding_options& o) const {
+    check_type(f, f.name);
+    auto paths = leaf_paths(f);
+    std::vector<leaf_info> leaves;
+    std::vector<std::uint32_t> cols;
+    assign(f, f.name, ids, columns, cols, leaves);
+    if (cols.size() != paths.size()) throw invalid_input_error("internal: leaf count mismatch for field '" + f.name + "'");
+    return std::make_unique<structural_field_encoder<Minor>>(f, std::move(paths), std::move(leaves), std::move(cols),
+                                                             clone(), o);
+  }
+
+  // Shreds the field's arrays into one leaf's page and encodes it.
+  encoded_page encode_page(const std::vector<path_node>& path, const leaf_info& leaf,
+                           const std::vector<arrow::array_ptr>& arrays) const {
+    auto shredded = shred(path, arrays);
+    const level_scheme s(shredded.layers);
+    auto values = gather_values(*leaf.type, shredded);
+    page_facts facts;
+    facts.num_rows = shredded.num_rows;
+    facts.num_values = shredded.num_values;
+    facts.leaf_nulls = shredded.leaf_nulls;
+    facts.has_rep = s.max_rep > 0;
+    facts.has_def = s.max_def > 0;
+    facts.num_layers = s.layers.size();
+    const auto plan = plan_page(leaf, values, facts);
+    auto page = encode_leaf_page(s, shredded.rep, shredded.def, values, plan, shredded.num_rows, Minor);
+    return page;
+  }
+
+  // Lance 12's plan for a page; override to force layouts or codecs.
+  virtual page_plan plan_page(const leaf_info& leaf, const data_block& values, const page_facts& f) const {
+    page_plan p;
+    const auto& params = leaf.params;
+    if (params.minichunk_size) p.minichunk_bytes = *params.minichunk_size;
+    // Nothing to store but levels.
+    if (values.k == data_block::kind::empty || f.num_values == 0 || f.leaf_nulls == f.num_values) {
+      p.layout = page_plan::layout_kind::all_null;
+      return p;
+    }
+    // 2.2+: one value repeated (no nulls, no lists) is a constant page.
+    if (Minor >= 2 && !f.has_rep && !f.has_def && values.k != data_block::kind::fixed_size_list &&
+        !(params.compression && *params.compression == "none") && detail::constant_value(values)) {
+      if (values.k == data_block::kind::variable || values.bits_per_value <= 256) {
+        p.layout = page_plan::layout_kind::constant;
+        return p;
+      }
+    }
+    // Dictionary (strings and 128-bit values of low cardinality).
+    double ratio = 0.8;
+    if (auto r = detail::meta(leaf.metadata, dict_size_ratio_key)) {
+      try {
+        ratio = std::stod(std::string(*r));
+      } catch (const std::exception&) {
+        throw invalid_input_error("column '" + leaf.column + "': " + std::string(dict_size_ratio_key) + " '" +
+                                  std::string(*r) + "' is not a number");
+      }
+      if (!(ratio > 0 && ratio <= 1))
+        throw invalid_input_error("column '" + leaf.column + "': " + std::string(dict_size_ratio_key) + " " +
+                                  std::string(*r) + " is not in (0, 1]");
+    }
+    const bool none = params.compression && *params.compression == "none";
+    if (!none && detail::should_dictionary(values, ratio)) {
+      p.dictionary = true;
+      p.layout = page_plan::layout_kind::miniblock;
+      p.codec = choose_fixed(data_block::fixed(0, 32, {}), params, true);
+      return p;
+    }
+    // Layout: mini-block for values under 256 bytes, unless the field says otherwise.
+    const auto max_len = detail::max_value_length(values);
+    bool miniblock = max_len < 256;
+    if (auto s = detail::meta(leaf.metadata, structural_encoding_key)) {
+      std::string v(*s);
+      for (auto& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
+      if (v == "miniblock") miniblock = true;
+      else if (v == "fullzip") miniblock = false;
+      else
+        throw invalid_input_error("column '" + leaf.column + "': " + std::string(structural_encoding_key) + " '" +
+                                  std::string(*s) + "' is not miniblock or fullzip");
+    }
+    if (!miniblock) {
+      p.layout = page_plan::layout_kind::fullzip;
+      if (values.k == data_block::kind::variable && !none) {
+        const auto data_size = values.value_bytes();
+        const bool per_value_general = params.compression && *params.compression != "fsst";
+        if ((max_len > 32 * 1024 || per_value_general) && data_size >= fsst::least_input_size) {
+          p.per_value.k = per_value_codec::kind::general;
+          p.per_value.scheme = detail::general_of(params).value_or(enc21::compression_scheme::zstd);
+          p.per_value.level = params.level;
+        } else if ((params.compression && *params.compression == "fsst") ||
+                   (max_len >= fsst::least_max_length && data_size >= fsst::least_input_size)) {
+          p.per_value.k = per_value_codec::kind::fsst;
+        }
+      }
+      return p;
+    }
+    p.layout = page_plan::layout_kind::miniblock;
+    if (values.k == data_block::kind::variable) {
+      const auto data_size = values.data_size();
+      if (none) p.codec = value_codec::variable;
+      else if ((params.compression && *params.compression == "fsst") ||
+               (max_len >= fsst::least_max_length && data_size >= fsst::least_input_size))
+        p.codec = value_codec::fsst;
+      else p.codec = value_codec::variable;
+      if (!none) p.general = detail::general_of(params), p.general_level = params.level;
+      return p;
+    }
+    if (values.k == data_block::kind::fixed_size_list) {
+      p.codec = value_codec::flat;
+      return p;
+    }
+    p.codec = choose_fixed(values, params, false);
+    if (!none) p.general = detail::general_of(params), p.general_level = params.level;
+    return p;
+  }
+
+ protected:
+  // Lance's order for fixed-width mini-block values: BSS (only with a general
+  // compression), RLE (runs below the threshold), bit-packing, plain.
+  value_codec choose_fixed(const data_block& b, const field_compression& params, bool indices) const {
+    if (params.compression && *params.compression == "none") return value_codec::flat;
+    const auto bits = b.bits_per_value;
+    const bool word = bits == 8 || bits == 16 || bits == 32 || bits == 64;
+    if (indices) return value_codec::bitpack;
+    if (!word) return value_codec::flat;
+    if (detail::general_of(params) && (bits == 32 || bits == 64)) {
+      const auto mode = params.bss.value_or(bss_mode::automatic);
+      if (mode == bss_mode::on || (mode == bss_mode::automatic && detail::byte_position_entropy(b) < 4.0))
+        return value_codec::bss;
+    }
+    const double threshold = params.rle_threshold.value_or(0.5);
+    if (double(detail::run_count(b)) < double(b.num_values) * threshold) return value_codec::rle;
+    if (detail::bitpacking_helps(b)) return value_codec::bitpack;
+    return value_codec::flat;
+  }
+
+ private:
+  // Refuses what the structural encodings cannot hold, naming the field.
+  static void check_type(const arrow::field& f, const std::string& path) {
+    const auto& t = *f.type;
+    if (t.id == arrow::type_id::struct_ || arrow::is_list_like(t.id)) {
+      for (const auto& c : t.children) check_type(c, path + "." + c.name);
+      return;
+    }
+    if (t.id == arrow::type_id::fixed_size_list) {
+      const arrow::data_type* cur = &t;
+      while (cur->id == arrow::type_id::fixed_size_list) cur = cur->children.at(0).type.get();
+      if (!(cur->id == arrow::type_id::boolean || arrow::is_fixed_width(*cur)))
+        throw unsupported_error("field '" + path + "': fixed-size lists of " + arrow::to_string(*cur) +
+                                " are not supported by lancet's 2.1+ writer (items must be fixed-width)");
+    }
+    for (const auto& [k, v] : f.metadata)
+      if (k == packed_key || (k == "packed" && v == "true"))
+        throw unsupported_error("field '" + path + "': packed structs are not supported by lancet's 2.1+ writer");
+  }
+
+  // Field ids in pre-order, a column per leaf.
+  void assign(const arrow::field& f, const std::string& path, field_id_cursor& ids, column_index_sequence& columns,
+              std::vector<std::uint32_t>& cols, std::vector<leaf_info>& leaves) const {
+    const auto id = ids.next(f.name);
+    const auto tid = f.type->id;
+    if ((tid == arrow::type_id::struct_ && !f.type->children.empty()) || arrow::is_list_like(tid)) {
+      for (const auto& c : f.type->children)
+        assign(c, arrow::is_list_like(tid) ? path : path + "." + c.name, ids, columns, cols, leaves);
+      return;
+    }
+    cols.push_back(columns.next(id));
+    leaf_info l;
+    l.column = path;
+    l.type = f.type;
+    l.metadata = f.metadata;
+    l.params = params_.resolve(path, *f.type, f.metadata);
+    l.minor = Minor;
+    leaves.push_back(std::move(l));
+  }
+
+  compression_params params_;
+};
+
+}  // namespace lancet::encoding::v2_1

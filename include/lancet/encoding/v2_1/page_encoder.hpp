@@ -1,0 +1,299 @@
+// Encoding one page of one leaf column (2.1+): a plan (the structural layout and the
+// codecs, chosen by the strategy) applied to the leaf's levels and values.
+//
+//   all values null, no lists   -> AllNullLayout {layers}, no buffers
+//   no values at all / all null -> AllNullLayout with raw u16 rep/def level buffers
+//   one repeated value (2.2+)   -> ConstantLayout (inline value, or a scalar buffer for strings)
+//   narrow values               -> MiniBlockLayout (optionally with a dictionary)
+//   wide values                 -> FullZipLayout
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "lancet/core/buffer.hpp"
+#include "lancet/encoding/compression_params.hpp"
+#include "lancet/encoding/field_encoder.hpp"
+#include "lancet/encoding/v2_1/compression/bitpack.hpp"
+#include "lancet/encoding/v2_1/data_block.hpp"
+#include "lancet/encoding/v2_1/fullzip.hpp"
+#include "lancet/encoding/v2_1/miniblock.hpp"
+#include "lancet/encoding/v2_1/repdef.hpp"
+#include "lancet/pb/file2.hpp"
+
+namespace lancet::encoding::v2_1 {
+
+// What the strategy knows about a leaf column.
+struct leaf_info {
+  std::string column;                 // dotted path, e.g. "s.b" (parameters, errors)
+  arrow::type_ptr type;               // the leaf's Arrow type
+  arrow::metadata metadata;           // the leaf field's metadata
+  field_compression params;           // resolved compression parameters
+  unsigned minor = 2;                 // file format minor version (1, 2, 3)
+};
+
+enum class value_codec : std::uint8_t { flat, bitpack, rle, bss, variable, fsst };
+
+// The encoding of one page.
+struct page_plan {
+  enum class layout_kind : std::uint8_t { miniblock, fullzip, constant, all_null };
+  layout_kind layout = layout_kind::miniblock;
+  bool dictionary = false;
+  value_codec codec = value_codec::flat;            // mini-block values (dictionary indices)
+  std::optional<enc21::compression_scheme> general;  // mini-block: wrap the first buffer
+  std::optional<std::int32_t> general_level;
+  per_value_codec per_value;                         // full-zip variable values
+  std::uint64_t minichunk_bytes = default_minichunk_bytes;
+};
+
+// Facts about a page that plans are made from.
+struct page_facts {
+  std::uint64_t num_rows = 0;
+  std::uint64_t num_values = 0;   // visible values
+  std::uint64_t leaf_nulls = 0;   // visible values that are null
+  bool has_rep = false;
+  bool has_def = false;
+  std::size_t num_layers = 0;
+};
+
+namespace detail {
+
+inline std::string serialize_any(const pb::any& a) {
+  pb::writer w;
+  a.encode(w);
+  return w.take();
+}
+
+inline std::string page_encoding(const enc21::page_layout& l) { return serialize_any(pb::pack_any(l)); }
+
+inline shared_bytes to_shared(aligned_buffer&& b) { return shared_bytes(std::move(b)); }
+
+inline aligned_buffer raw_levels(const std::vector<std::uint16_t>& v) {
+  aligned_buffer b;
+  b.append(v.data(), v.size() * 2);
+  return b;
+}
+
+// Is every value the same (and is it a scalar the constant layout can hold)?
+inline std::optional<std::string> constant_value(const data_block& b) {
+  if (b.num_values == 0) return std::nullopt;
+  if (b.k == data_block::kind::fixed) {
+    if (b.bits_per_value == 1) {
+      const bool first = arrow::get_bit(b.data.data(), 0);
+      for (std::uint64_t i = 1; i < b.num_values; ++i)
+        if (arrow::get_bit(b.data.data(), std::int64_t(i)) != first) return std::nullopt;
+      return std::string(1, first ? '\1' : '\0');
+    }
+    if (b.bits_per_value % 8 || b.bits_per_value > 256) return std::nullopt;
+    const std::size_t w = std::size_t(b.bits_per_value / 8);
+    for (std::uint64_t i = 1; i < b.num_values; ++i)
+      if (std::memcmp(b.data.data(), b.data.data() + i * w, w) != 0) return std::nullopt;
+    return std::string(reinterpret_cast<const char*>(b.data.data()), w);
+  }
+  if (b.k == data_block::kind::variable) {
+    const auto len = b.offset(1) - b.offset(0);
+    for (std::uint64_t i = 1; i < b.num_values; ++i) {
+      const auto s = b.offset(i), e = b.offset(i + 1);
+      if (e - s != len || std::memcmp(b.data.data() + b.offset(0), b.data.data() + s, std::size_t(len)) != 0)
+        return std::nullopt;
+    }
+    return std::string(reinterpret_cast<const char*>(b.data.data() + b.offset(0)), std::size_t(len));
+  }
+  return std::nullopt;
+}
+
+// Dictionary-encodes variable or 128-bit values: i32 indices (first-seen order) and
+// the distinct values.
+inline std::pair<data_block, data_block> dictionary_encode(const data_block& b) {
+  aligned_buffer idx;
+  idx.resize(std::size_t(b.num_values * 4));
+  if (b.k == data_block::kind::variable) {
+    std::unordered_map<std::string_view, std::int32_t> seen;
+    aligned_buffer offs, bytes;
+    const std::uint64_t w = b.bits_per_offset / 8;
+    offs.resize(std::size_t(w));
+    for (std::uint64_t i = 0; i < b.num_values; ++i) {
+      const auto s = b.offset(i), e = b.offset(i + 1);
+      std::string_view key(reinterpret_cast<const char*>(b.data.data() + s), std::size_t(e - s));
+      auto [it, fresh] = seen.emplace(key, std::int32_t(seen.size()));
+      if (fresh) {
+        bytes.append(key);
+        const auto at = offs.size();
+        offs.resize(at + std::size_t(w));
+        if (w == 8) le::store<std::uint64_t>(offs.data() + at, bytes.size());
+        else le::store<std::uint32_t>(offs.data() + at, std::uint32_t(bytes.size()));
+      }
+      le::store<std::int32_t>(idx.data() + 4 * i, it->second);
+    }
+    auto dict = data_block::variable(seen.size(), b.bits_per_offset, to_shared(std::move(offs)), to_shared(std::move(bytes)));
+    return {data_block::fixed(b.num_values, 32, to_shared(std::move(idx))), std::move(dict)};
+  }
+  std::unordered_map<std::string_view, std::int32_t> seen;
+  aligned_buffer values;
+  const std::size_t w = std::size_t(b.bits_per_value / 8);
+  for (std::uint64_t i = 0; i < b.num_values; ++i) {
+    std::string_view key(reinterpret_cast<const char*>(b.data.data() + i * w), w);
+    auto [it, fresh] = seen.emplace(key, std::int32_t(seen.size()));
+    if (fresh) values.append(key);
+    le::store<std::int32_t>(idx.data() + 4 * i, it->second);
+  }
+  auto dict = data_block::fixed(seen.size(), b.bits_per_value, to_shared(std::move(values)));
+  return {data_block::fixed(b.num_values, 32, to_shared(std::move(idx))), std::move(dict)};
+}
+
+// The block form of a dictionary: 2.1 plain, 2.2+ LZ4-compressed (as Lance 12 writes).
+inline std::pair<aligned_buffer, compressive> dictionary_block(const data_block& d, unsigned minor) {
+  aligned_buffer raw;
+  compressive e;
+  if (d.k == data_block::kind::variable) {
+    const std::uint64_t w = d.bits_per_offset / 8;
+    const std::uint64_t start = 2 * w + (d.num_values + 1) * w;
+    std::uint8_t b[8];
+    if (w == 8) { le::store<std::uint64_t>(b, 64); raw.append(b, 8); le::store<std::uint64_t>(b, start); raw.append(b, 8); }
+    else { le::store<std::uint32_t>(b, 32); raw.append(b, 4); le::store<std::uint32_t>(b, std::uint32_t(start)); raw.append(b, 4); }
+    raw.append(d.offsets.data(), std::size_t((d.num_values + 1) * w));
+    raw.append(d.data.data(), std::size_t(d.value_bytes()));
+    e = enc::variable(d.bits_per_offset);
+  } else {
+    raw.append(d.data.data(), std::size_t(d.num_values * d.bits_per_value / 8));
+    e = enc::flat(d.bits_per_value);
+  }
+  if (minor < 2) return {std::move(raw), std::move(e)};
+  aligned_buffer packed;
+  general::compress(enc21::compression_scheme::lz4, std::nullopt, raw.view(), packed);
+  return {std::move(packed), enc::general(enc21::compression_scheme::lz4, std::nullopt, std::move(e))};
+}
+
+inline mini_compressed compress_values(const data_block& v, const page_plan& plan, std::uint64_t max_values) {
+  const auto target = plan.minichunk_bytes;
+  mini_compressed mc;
+  if (v.k == data_block::kind::fixed_size_list) mc = mini::fsl(v, target, max_values);
+  else if (v.k == data_block::kind::variable) {
+    mc = plan.codec == value_codec::fsst ? mini::fsst_variable(v, target, max_values) : mini::variable(v, target, max_values);
+  } else {
+    const bool word = v.bits_per_value == 8 || v.bits_per_value == 16 || v.bits_per_value == 32 || v.bits_per_value == 64;
+    switch (word ? plan.codec : value_codec::flat) {
+      case value_codec::bitpack: mc = mini::bitpack_inline(v, max_values); break;
+      case value_codec::rle: mc = mini::rle(v, 8186, max_values); break;
+      case value_codec::bss:
+        mc = (v.bits_per_value == 32 || v.bits_per_value == 64) ? mini::bss(v, max_values) : mini::flat(v, target, max_values);
+        break;
+      default: mc = mini::flat(v, target, max_values); break;
+    }
+  }
+  if (plan.general) mc = mini::general(std::move(mc), *plan.general, plan.general_level);
+  return mc;
+}
+
+}  // namespace detail
+
+// Encodes one page of a leaf column.
+inline encoded_page encode_leaf_page(const level_scheme& s, const std::vector<std::uint16_t>& rep,
+                                     const std::vector<std::uint16_t>& def, const data_block& values,
+                                     const page_plan& plan, std::uint64_t num_rows, unsigned minor) {
+  encoded_page page;
+  page.num_rows = num_rows;
+  enc21::page_layout layout;
+  const bool large = minor >= 2;
+  switch (plan.layout) {
+    case page_plan::layout_kind::all_null: {
+      enc21::constant_layout c;
+      c.layers = s.layers;
+      if (!rep.empty() || s.max_rep > 0 || s.layers.size() > 1) {
+        // Levels tell null from empty and which layer is null.
+        page.buffers.push_back(detail::to_shared(detail::raw_levels(rep)));
+        page.buffers.push_back(detail::to_shared(detail::raw_levels(def)));
+      }
+      layout.value = std::move(c);
+      break;
+    }
+    case page_plan::layout_kind::constant: {
+      enc21::constant_layout c;
+      c.layers = s.layers;
+      const auto v = detail::constant_value(values);
+      if (!v) throw invalid_input_error("internal: a constant layout for values that differ");
+      if (values.k == data_block::kind::variable) {
+        // u32 count, then per part u32 length + bytes: [u64 length][the bytes].
+        aligned_buffer b;
+        std::uint8_t w[8];
+        le::store<std::uint32_t>(w, 2); b.append(w, 4);
+        le::store<std::uint32_t>(w, 8); b.append(w, 4);
+        le::store<std::uint64_t>(w, v->size()); b.append(w, 8);
+        le::store<std::uint32_t>(w, std::uint32_t(v->size())); b.append(w, 4);
+        b.append(std::string_view(*v));
+        page.buffers.push_back(detail::to_shared(std::move(b)));
+      } else {
+        c.inline_value = *v;
+      }
+      if (!rep.empty() || !def.empty()) {
+        page.buffers.push_back(detail::to_shared(detail::raw_levels(rep)));
+        page.buffers.push_back(detail::to_shared(detail::raw_levels(def)));
+      }
+      layout.value = std::move(c);
+      break;
+    }
+    case page_plan::layout_kind::fullzip: {
+      auto z = encode_fullzip(values, s, rep, def, plan.per_value);
+      for (auto& b : z.buffers) page.buffers.push_back(detail::to_shared(std::move(b)));
+      layout.value = std::move(z.layout);
+      break;
+    }
+    case page_plan::layout_kind::miniblock: {
+      data_block indices;
+      std::optional<data_block> dict;
+      const data_block* vals = &values;
+      if (plan.dictionary) {
+        auto [i, d] = detail::dictionary_encode(values);
+        indices = std::move(i);
+        dict = std::move(d);
+        vals = &indices;
+      }
+      // Chunks are cut smaller when a chunk breaks a limit of the format.
+      std::uint64_t max_values = max_chunk_values;
+      page_plan p = plan;
+      while (true) {
+        try {
+          auto mc = detail::compress_values(*vals, p, max_values);
+          auto ser = serialize_miniblock(mc, s, rep, def, large, minor);
+          enc21::mini_block_layout m;
+          if (s.max_rep > 0) m.rep_compression = ser.rep_encoding;
+          if (s.max_def > 0) m.def_compression = ser.def_encoding;
+          m.value_compression = std::move(mc.encoding);
+          m.layers = s.layers;
+          m.num_buffers = mc.buffers.size();
+          m.num_items = values.num_values;
+          m.has_large_chunk = large;
+          page.buffers.push_back(detail::to_shared(std::move(ser.metadata)));
+          page.buffers.push_back(detail::to_shared(std::move(ser.data)));
+          if (dict) {
+            auto [bytes, enc] = detail::dictionary_block(*dict, minor);
+            m.dictionary = std::move(enc);
+            m.num_dictionary_items = dict->num_values;
+            page.buffers.push_back(detail::to_shared(std::move(bytes)));
+          }
+          if (ser.repetition_index) {
+            m.repetition_index_depth = 1;
+            page.buffers.push_back(detail::to_shared(std::move(*ser.repetition_index)));
+          }
+          layout.value = std::move(m);
+          break;
+        } catch (const chunk_too_large&) {
+          if (max_values <= 2)
+            throw invalid_input_error("a value is too large for a mini-block chunk; use the full-zip layout");
+          max_values /= 2;
+          if (p.codec == value_codec::bitpack || p.codec == value_codec::bss) p.codec = value_codec::flat;
+          page.buffers.clear();
+        }
+      }
+      break;
+    }
+  }
+  page.encoding = detail::page_encoding(layout);
+  return page;
+}
+
+}  // namespace lancet::encoding::v2_1

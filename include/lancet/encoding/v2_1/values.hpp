@@ -1,0 +1,169 @@
+// Gathering a leaf column's visible values (runs over Arrow arrays, see repdef.hpp)
+// into a data block: fixed-width bytes, bitmaps for booleans, 32/64-bit offsets and
+// bytes for strings and binaries (a null value is stored empty), and fixed-size lists
+// with their items' validity.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/core/buffer.hpp"
+#include "lancet/core/endian.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/encoding/v2_1/data_block.hpp"
+#include "lancet/encoding/v2_1/repdef.hpp"
+
+namespace lancet::encoding::v2_1 {
+
+namespace detail {
+
+inline void gather_fsl(const arrow::data_type& t, const std::vector<shredded_leaf::run>& runs, std::uint64_t rows,
+                       data_block& out) {
+  // Runs of rows -> runs of items, one layer at a time.
+  std::vector<shredded_leaf::run> cur = runs;
+  const arrow::data_type* type = &t;
+  std::uint64_t items = rows;
+  while (type->id == arrow::type_id::fixed_size_list) {
+    const auto dim = std::int64_t(type->list_size);
+    items *= std::uint64_t(dim);
+    std::vector<shredded_leaf::run> next;
+    for (const auto& r : cur) {
+      const auto& child = r.array->children.at(0);
+      next.push_back({child, (r.array->offset + r.begin) * dim, r.count * dim});
+    }
+    fsl_layer layer;
+    layer.dimension = std::uint64_t(dim);
+    std::int64_t nulls = 0;
+    for (const auto& r : next) {
+      if (r.array->type->id == arrow::type_id::null) { nulls += r.count; continue; }
+      if (const auto* v = r.array->validity())
+        for (std::int64_t i = 0; i < r.count; ++i) nulls += !arrow::get_bit(v->data(), r.array->offset + r.begin + i);
+    }
+    if (nulls) {
+      aligned_buffer bits;
+      bits.resize(std::size_t((items + 7) / 8));
+      std::int64_t at = 0;
+      for (const auto& r : next) {
+        if (r.array->type->id == arrow::type_id::null) {
+        } else if (const auto* v = r.array->validity()) {
+          encoding::detail::copy_bits(v->data(), r.array->offset + r.begin, bits.data(), at, r.count);
+        } else {
+          encoding::detail::set_bits(bits.data(), at, r.count);
+        }
+        at += r.count;
+      }
+      layer.has_validity = true;
+      layer.validity = shared_bytes(std::move(bits));
+    }
+    out.fsl.push_back(std::move(layer));
+    cur = std::move(next);
+    type = type->children.at(0).type.get();
+  }
+  const auto bits = type->id == arrow::type_id::boolean ? 1 : arrow::bit_width(*type);
+  if (bits <= 0)
+    throw unsupported_error("fixed-size lists of " + arrow::to_string(*type) +
+                            " cannot be written by lancet (items must be fixed-width)");
+  out.bits_per_value = std::uint64_t(bits);
+  aligned_buffer data;
+  data.resize(std::size_t((items * std::uint64_t(bits) + 7) / 8));
+  std::int64_t at = 0;
+  for (const auto& r : cur) {
+    if (r.array->type->id == arrow::type_id::null) {
+    } else if (bits == 1) {
+      encoding::detail::copy_bits(r.array->buffers[1].data(), r.array->offset + r.begin, data.data(), at, r.count);
+    } else {
+      const auto w = bits / 8;
+      std::memcpy(data.data() + at * w, r.array->buffers[1].data() + (r.array->offset + r.begin) * w, std::size_t(r.count * w));
+    }
+    at += r.count;
+  }
+  out.data = shared_bytes(std::move(data));
+}
+
+}  // namespace detail
+
+// The visible values of a shredded leaf whose Arrow type is `t`.
+inline data_block gather_values(const arrow::data_type& t, const shredded_leaf& leaf) {
+  data_block out;
+  out.num_values = leaf.num_values;
+  const auto id = t.id;
+  if (id == arrow::type_id::null || id == arrow::type_id::struct_) {
+    out.k = data_block::kind::empty;
+    return out;
+  }
+  if (id == arrow::type_id::fixed_size_list) {
+    out.k = data_block::kind::fixed_size_list;
+    detail::gather_fsl(t, leaf.values, leaf.num_values, out);
+    return out;
+  }
+  if (arrow::is_binary_like(id)) {
+    out.k = data_block::kind::variable;
+    const bool large = arrow::is_large_binary_like(id);
+    out.bits_per_offset = large ? 64 : 32;
+    std::uint64_t total = 0;
+    for (const auto& r : leaf.values) {
+      const auto& a = *r.array;
+      total += std::uint64_t(a.value_offset(r.begin + r.count) - a.value_offset(r.begin));
+    }
+    if (!large && total > std::numeric_limits<std::uint32_t>::max())
+      throw invalid_input_error("a page of " + arrow::to_string(t) + " values holds " + std::to_string(total) +
+                                " bytes, more than 32-bit offsets address; use a large type");
+    aligned_buffer offs, bytes;
+    offs.resize(std::size_t((leaf.num_values + 1) * (large ? 8 : 4)));
+    bytes.reserve(std::size_t(total));
+    std::uint64_t row = 0;
+    for (const auto& r : leaf.values) {
+      const auto& a = *r.array;
+      const bool nulls = a.validity() != nullptr;
+      if (!nulls) {
+        const auto b = a.value_offset(r.begin), e = a.value_offset(r.begin + r.count);
+        const auto base = bytes.size();
+        bytes.append(a.buffers[2].data() + b, std::size_t(e - b));
+        for (std::int64_t i = 1; i <= r.count; ++i) {
+          const std::uint64_t o = base + std::uint64_t(a.value_offset(r.begin + i) - b);
+          if (large) le::store<std::uint64_t>(offs.data() + 8 * (row + std::uint64_t(i)), o);
+          else le::store<std::uint32_t>(offs.data() + 4 * (row + std::uint64_t(i)), std::uint32_t(o));
+        }
+      } else {
+        for (std::int64_t i = 0; i < r.count; ++i) {
+          if (a.is_valid(r.begin + i)) {
+            const auto sv = a.string_value(r.begin + i);
+            bytes.append(sv);
+          }
+          const std::uint64_t o = bytes.size();
+          if (large) le::store<std::uint64_t>(offs.data() + 8 * (row + std::uint64_t(i) + 1), o);
+          else le::store<std::uint32_t>(offs.data() + 4 * (row + std::uint64_t(i) + 1), std::uint32_t(o));
+        }
+      }
+      row += std::uint64_t(r.count);
+    }
+    out.offsets = shared_bytes(std::move(offs));
+    out.data = shared_bytes(std::move(bytes));
+    return out;
+  }
+  const auto bits = id == arrow::type_id::boolean ? 1 : arrow::bit_width(t);
+  if (bits <= 0) throw unsupported_error("lancet cannot write " + arrow::to_string(t) + " leaves in 2.1+ files");
+  out.k = data_block::kind::fixed;
+  out.bits_per_value = std::uint64_t(bits);
+  aligned_buffer data;
+  data.resize(std::size_t((leaf.num_values * std::uint64_t(bits) + 7) / 8));
+  std::int64_t at = 0;
+  for (const auto& r : leaf.values) {
+    const auto& a = *r.array;
+    if (bits == 1) encoding::detail::copy_bits(a.buffers[1].data(), a.offset + r.begin, data.data(), at, r.count);
+    else {
+      const auto w = bits / 8;
+      std::memcpy(data.data() + at * w, a.buffers[1].data() + (a.offset + r.begin) * w, std::size_t(r.count * w));
+    }
+    at += r.count;
+  }
+  out.data = shared_bytes(std::move(data));
+  return out;
+}
+
+}  // namespace lancet::encoding::v2_1
