@@ -196,6 +196,8 @@ int main(int argc, char** argv) {
                 ours->seconds, ours->threads, theirs->seconds, theirs->threads, theirs->seconds / ours->seconds);
     std::printf("final objective lancet / faiss = %.4f (train objective ratio %.4f)\n",
                 ours->final_obj / theirs->final_obj, ours->train_obj / theirs->train_obj);
+    std::printf("CPU time of those runs: lancet %.3f s, faiss %.3f s (%.2fx)\n", ours->cpu_seconds,
+                theirs->cpu_seconds, theirs->cpu_seconds / ours->cpu_seconds);
   }
   for (const auto& r : results) {
     if (r.who.find("hierarchical") != std::string::npos) continue;  // not n*k*d work per iteration
