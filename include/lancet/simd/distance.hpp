@@ -303,6 +303,48 @@ inline void many_float(const T* q, const T* block, std::size_t n, std::size_t d,
   for (; r < n; ++r) out[r] = L2 ? l2_float(q, block + r * d, d) : dot_float(q, block + r * d, d);
 }
 
+// Cosine against four rows at a time: x.y and y.y for each row in one pass.
+template <class T>
+inline void many_cosine(const T* q, acc_t<T> qn, const T* block, std::size_t n, std::size_t d, acc_t<T>* out) {
+  using A = acc_t<T>;
+  constexpr std::size_t W = vec<A>::size;
+  std::size_t r = 0;
+  for (; r + 4 <= n; r += 4) {
+    const T* ys[4] = {block + r * d, block + (r + 1) * d, block + (r + 2) * d, block + (r + 3) * d};
+    vec<A> p0(A(0)), p1(A(0)), p2(A(0)), p3(A(0)), s0(A(0)), s1(A(0)), s2(A(0)), s3(A(0));
+    std::size_t i = 0;
+    for (; i + W <= d; i += W) {
+      const auto x = vload_as_acc(q + i);
+      const auto y0 = vload_as_acc(ys[0] + i), y1 = vload_as_acc(ys[1] + i);
+      const auto y2 = vload_as_acc(ys[2] + i), y3 = vload_as_acc(ys[3] + i);
+      p0 = vfma<A>(x, y0, p0);
+      s0 = vfma<A>(y0, y0, s0);
+      p1 = vfma<A>(x, y1, p1);
+      s1 = vfma<A>(y1, y1, s1);
+      p2 = vfma<A>(x, y2, p2);
+      s2 = vfma<A>(y2, y2, s2);
+      p3 = vfma<A>(x, y3, p3);
+      s3 = vfma<A>(y3, y3, s3);
+    }
+    A xy[4] = {vsum<A>(p0), vsum<A>(p1), vsum<A>(p2), vsum<A>(p3)};
+    A yy[4] = {vsum<A>(s0), vsum<A>(s1), vsum<A>(s2), vsum<A>(s3)};
+    for (; i < d; ++i) {
+      const A x = to_acc(q[i]);
+      for (int k = 0; k < 4; ++k) {
+        const A y = to_acc(ys[k][i]);
+        xy[k] += x * y;
+        yy[k] += y * y;
+      }
+    }
+    for (int k = 0; k < 4; ++k) out[r + static_cast<std::size_t>(k)] = A(1) - xy[k] / (qn * std::sqrt(yy[k]));
+  }
+  for (; r < n; ++r) {
+    A xy, yy;
+    dot_and_norm_float(q, block + r * d, d, xy, yy);
+    out[r] = A(1) - xy / (qn * std::sqrt(yy));
+  }
+}
+
 }  // namespace detail
 
 // Distances from one query to each of n vectors stored row-major in `block`
@@ -330,7 +372,11 @@ inline void distances_to_many(distance_type t, const T* q, const T* block, std::
       return;
     case distance_type::cosine: {
       const D qn = std::sqrt(norm_sq(q, d));
-      for (std::size_t r = 0; r < n; ++r) out[r] = cosine_with_norm(q, qn, block + r * d, d);
+      if constexpr (std::is_same_v<T, std::uint8_t>) {
+        for (std::size_t r = 0; r < n; ++r) out[r] = cosine_with_norm(q, qn, block + r * d, d);
+      } else {
+        detail::many_cosine(q, qn, block, n, d, out);
+      }
       return;
     }
     case distance_type::hamming:
