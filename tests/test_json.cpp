@@ -928,6 +928,12 @@ TEST_CASE("rows: bad options and schemas are refused") {
   CHECK(error_of([&] { json::row_builder(nullptr); }) == "invalid input: JSON rows: the schema is null");
   CHECK(error_of([&] { json::row_builder(std::make_shared<const schema>(schema{{field{"a", nullptr, true, {}}}, {}})); }) ==
         "invalid input: JSON rows: field 'a' has no type");
+  CHECK(error_of([&] { json::row_builder(std::make_shared<const schema>(schema{{field{"a", int8(), true, {}}, field{"a", utf8(), true, {}}}, {}})); }) ==
+        "invalid input: JSON rows: two fields named 'a'");
+  CHECK(error_of([&] {
+          json::row_builder(std::make_shared<const schema>(
+              schema{{field{"s", struct_({field{"b", int8(), true, {}}, field{"b", int8(), true, {}}}), true, {}}}, {}}));
+        }) == "invalid input: JSON rows: two fields named 'b' in struct 's'");
 }
 
 // ---- writing -----------------------------------------------------------------------------

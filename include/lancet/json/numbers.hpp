@@ -234,15 +234,12 @@ inline void append_shortest(std::string& out, double v) {
 // zero as JavaScript's toPrecision does, until the text reads back (with one
 // correct rounding) as the same value. This is shortest but, on exact ties, can
 // pick the other neighbour than std::to_chars would.
+// `v` is positive; `exact_digits` bounds the significant digits of its exact
+// decimal expansion (float32: 112, float16: 24).
 template <class ReadsBack>
-void append_precision_search(std::string& out, double v, ReadsBack reads_back) {
-  if (v < 0) {
-    out.push_back('-');
-    v = -v;
-  }
-  // The exact decimal expansion (a float has at most 112 significant digits).
+void append_precision_search(std::string& out, double v, int exact_digits, ReadsBack reads_back) {
   char exact[160];
-  auto r = std::to_chars(exact, exact + sizeof exact, v, std::chars_format::scientific, 120);
+  auto r = std::to_chars(exact, exact + sizeof exact, v, std::chars_format::scientific, exact_digits);
   const std::string_view e(exact, std::size_t(r.ptr - exact));
   const auto epos = e.find('e');
   std::string all;
@@ -290,10 +287,31 @@ inline void append_float(std::string& out, double v) {
 // float32: the fewest digits that read back as the same float.
 inline void append_float(std::string& out, float v) {
   if (!std::isfinite(v) || v == 0) return append_nonfinite_or_zero(out, v);
-  append_precision_search(out, double(v), [v](const std::string& t) {
+  if (v < 0) {
+    out.push_back('-');
+    v = -v;
+  }
+  // Fast path: when the shortest round-trip digits (std::to_chars) are also the
+  // correctly rounded value at that length and no tie was involved, the search
+  // below would stop at the same digits.
+  char s[64], p[64], t[64];
+  const auto sn = std::size_t(std::to_chars(s, s + sizeof s, v, std::chars_format::scientific).ptr - s);
+  const std::string_view shortest(s, sn);
+  const auto epos = shortest.find('e');
+  const int digits = int(epos) - (epos > 1 ? 1 : 0);  // "d.ddd" or "d"
+  const auto pn = std::size_t(std::to_chars(p, p + sizeof p, double(v), std::chars_format::scientific, digits - 1).ptr - p);
+  if (std::string_view(p, pn) == shortest) {
+    const auto tn = std::size_t(std::to_chars(t, t + sizeof t, double(v), std::chars_format::scientific, digits).ptr - t);
+    const std::string_view longer(t, tn);
+    double back = 0;
+    const bool tie = longer[longer.find('e') - 1] == '5' &&
+                     std::from_chars(t, t + tn, back).ec == std::errc() && back == double(v);
+    if (!tie) return append_from_scientific(out, shortest);
+  }
+  append_precision_search(out, double(v), 120, [v](const std::string& text) {
     float back = 0;
-    std::from_chars(t.data(), t.data() + t.size(), back);
-    return back == std::fabs(v);
+    std::from_chars(text.data(), text.data() + text.size(), back);
+    return back == v;
   });
 }
 
@@ -302,7 +320,8 @@ inline void append_half(std::string& out, std::uint16_t bits) {
   const float f = arrow::half_to_float(bits);
   if (!std::isfinite(f) || f == 0) return append_nonfinite_or_zero(out, f);
   const std::uint16_t magnitude = bits & 0x7FFFu;
-  append_precision_search(out, double(f), [magnitude](const std::string& t) {
+  if (f < 0) out.push_back('-');
+  append_precision_search(out, std::fabs(double(f)), 24, [magnitude](const std::string& t) {
     double back = 0;
     std::from_chars(t.data(), t.data() + t.size(), back);
     return double_to_half(back) == magnitude;

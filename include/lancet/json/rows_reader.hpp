@@ -475,7 +475,9 @@ class struct_column final : public column {
         seen_(members_.size()) {
     for (std::size_t i = 0; i < members_.size(); ++i) {
       children_.push_back(make_column(members_[i], o));
-      index_.emplace(members_[i].name, i);
+      if (!index_.emplace(members_[i].name, i).second)
+        throw invalid_input_error("JSON rows: two fields named '" + members_[i].name + "'" +
+                                  (field_.name.empty() ? std::string() : " in struct '" + field_.name + "'"));
     }
   }
   void put_value(const value& v, const value_path& at, bool commit) override {
