@@ -82,8 +82,6 @@ std::vector<std::int64_t> iota_ids(std::int64_t from, std::int64_t to) {
   return v;
 }
 
-std::vector<std::int64_t> all_ids(const ds::dataset& d) { return ids_of(d.to_batch({.columns = {"id"}})); }
-
 std::vector<std::string> dir_names(const std::string& dir) {
   std::vector<std::string> out;
   if (!fs::exists(dir)) return out;
@@ -168,4 +166,488 @@ TEST_CASE("create: one fragment, manifest and transaction as Lance 12 writes the
   auto all = d.to_batch();
   auto expected = sample_batch(0, 100);
   for (std::size_t c = 0; c < 3; ++c) check_same(expected.columns[c], all.columns[c], expected.schema->fields[c].name);
+}
+
+namespace {
+
+ds::write_options opts(ds::write_mode mode, std::uint64_t max_rows = ds::default_max_rows_per_file) {
+  ds::write_options o;
+  o.mode = mode;
+  o.max_rows_per_file = max_rows;
+  return o;
+}
+
+ds::scan_options scan_cols(std::vector<std::string> cols) {
+  ds::scan_options o;
+  o.columns = std::move(cols);
+  return o;
+}
+
+std::vector<std::int64_t> live_ids(const ds::dataset& d) { return ids_of(d.to_batch(scan_cols({"id"}))); }
+
+fs::path fixture(const std::string& name) { return fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "datasets" / name; }
+
+// A copy of a fixture dataset that a test may change.
+std::string copy_fixture(const temp_dir& t, const std::string& name) {
+  const auto dst = t.sub(name);
+  fs::copy(fixture(name), dst, fs::copy_options::recursive);
+  return dst;
+}
+
+// Files of a dataset directory tree (relative paths), for "nothing changed" checks.
+std::set<std::string> tree(const std::string& root) {
+  std::set<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    if (e.is_regular_file()) out.insert(fs::relative(e.path(), root).string());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("append: new fragment ids, kept storage version, Append transaction, old versions stay") {
+  temp_dir t("append");
+  const auto root = t.sub("ds");
+  ds::write(root, sample_batch(0, 50));
+  auto r = ds::write(root, std::vector<record_batch>{sample_batch(50, 20), sample_batch(70, 5)}, opts(ds::write_mode::append));
+  CHECK(r.version == 2);
+  CHECK(r.rows_written == 25);
+  REQUIRE(r.fragments.size() == 1);
+  CHECK(r.fragments[0].id == 1);
+  auto r3 = ds::write(root, sample_batch(75, 5), opts(ds::write_mode::append));
+  CHECK(r3.version == 3);
+  CHECK(r3.fragments.at(0).id == 2);
+
+  auto d = ds::dataset::open(root);
+  CHECK(d.version() == 3);
+  CHECK(d.count_rows() == 80);
+  CHECK(live_ids(d) == iota_ids(0, 80));
+  CHECK(d.manifest().max_fragment_id == std::optional<std::uint32_t>(2));
+  CHECK(d.manifest().data_format->version == d.checkout(1).manifest().data_format->version);
+  REQUIRE(d.transaction().has_value());
+  CHECK(d.transaction()->read_version == 2);
+  auto* op = std::get_if<pb::transaction::append>(&d.transaction()->operation);
+  REQUIRE(op != nullptr);
+  REQUIRE(op->fragments.size() == 1);
+  CHECK(op->fragments[0].id == 0);  // unassigned in the transaction, as Lance records it
+  CHECK(op->fragments[0].physical_rows == 5);
+  CHECK(dir_names(root + "/_transactions").size() == 3);
+
+  // Every version opens and keeps its rows.
+  auto vs = d.versions();
+  REQUIRE(vs.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(vs[i].version == i + 1);
+    CHECK(vs[i].writer == "lancet 0.1.0");
+    CHECK(vs[i].timestamp_nanos.has_value());
+  }
+  CHECK(live_ids(d.checkout(1)) == iota_ids(0, 50));
+  CHECK(live_ids(ds::dataset::open(root, 2)) == iota_ids(0, 75));
+  CHECK_THROWS_AS(ds::dataset::open(root, 9), invalid_input_error);
+  CHECK_THROWS_AS(ds::dataset::open(t.sub("nothing")), invalid_input_error);
+}
+
+TEST_CASE("fragments split at max_rows_per_file across batches, and by bytes") {
+  temp_dir t("split");
+  const auto root = t.sub("ds");
+  std::vector<record_batch> batches{sample_batch(0, 17), sample_batch(17, 45), sample_batch(62, 0), sample_batch(62, 38)};
+  auto r = ds::write(root, batches, opts(ds::write_mode::create, 30));
+  REQUIRE(r.fragments.size() == 4);
+  std::vector<std::uint64_t> rows;
+  for (const auto& f : r.fragments) rows.push_back(f.physical_rows);
+  CHECK(rows == std::vector<std::uint64_t>{30, 30, 30, 10});
+  auto d = ds::dataset::open(root);
+  CHECK(d.fragments().size() == 4);
+  CHECK(d.fragments()[3].id == 3);
+  CHECK(live_ids(d) == iota_ids(0, 100));
+  CHECK(dir_names(root + "/data").size() == 4);
+
+  // ~8 + 4 + 16 bytes a row: a 1,000-byte limit closes files every ~35 rows.
+  const auto root2 = t.sub("bytes");
+  auto o = opts(ds::write_mode::create);
+  o.max_bytes_per_file = 1000;
+  auto r2 = ds::write(root2, sample_batch(0, 200), o);
+  CHECK(r2.fragments.size() >= 5);
+  for (const auto& f : r2.fragments) CHECK(f.physical_rows <= 50);
+  CHECK(live_ids(ds::dataset::open(root2)) == iota_ids(0, 200));
+
+  CHECK_THROWS_AS(ds::write(t.sub("bad"), sample_batch(0, 1), opts(ds::write_mode::create, 0)), invalid_input_error);
+}
+
+TEST_CASE("overwrite: new schema and fragments from id 0, history kept, indices dropped") {
+  temp_dir t("overwrite");
+  const auto root = t.sub("ds");
+  ds::write(root, sample_batch(0, 10), opts(ds::write_mode::create, 4));
+  CHECK(ds::dataset::open(root).manifest().max_fragment_id == std::optional<std::uint32_t>(2));
+  auto b = make_batch({{"x", make_array<std::int32_t>({1, 2, 3})}});
+  auto r = ds::write(root, b, opts(ds::write_mode::overwrite));
+  CHECK(r.version == 2);
+  REQUIRE(r.fragments.size() == 1);
+  CHECK(r.fragments[0].id == 0);
+  auto d = ds::dataset::open(root);
+  REQUIRE(d.schema().fields.size() == 1);
+  CHECK(d.schema().fields[0].name == "x");
+  CHECK(d.count_rows() == 3);
+  CHECK(d.manifest().max_fragment_id == std::optional<std::uint32_t>(2));  // never lowered, as Lance
+  auto* op = std::get_if<pb::transaction::overwrite>(&d.transaction()->operation);
+  REQUIRE(op != nullptr);
+  CHECK(d.transaction()->read_version == 1);
+  CHECK(d.checkout(1).count_rows() == 10);
+  CHECK(d.checkout(1).schema().fields.size() == 3);
+  // Overwrite of nothing creates; append of nothing creates.
+  CHECK(ds::write(t.sub("fresh"), b, opts(ds::write_mode::overwrite)).version == 1);
+  CHECK(ds::write(t.sub("fresh2"), b, opts(ds::write_mode::append)).version == 1);
+}
+
+TEST_CASE("schema checks: create on an existing dataset, differing schemas name the field") {
+  temp_dir t("schema");
+  const auto root = t.sub("ds");
+  ds::write(root, sample_batch(0, 10));
+  const auto before = tree(root);
+  auto expect_error = [&](const record_batch& b, const std::string& needle) {
+    try {
+      ds::write(root, b, opts(ds::write_mode::append));
+      FAIL("append should have failed");
+    } catch (const invalid_input_error& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(needle) != std::string::npos);
+    }
+    CHECK(tree(root) == before);  // nothing written, nothing left behind
+  };
+  CHECK_THROWS_AS(ds::write(root, sample_batch(0, 1)), invalid_input_error);
+  auto full = sample_batch(0, 3);
+  expect_error(make_batch({{"id", full.columns[0]}, {"vec", full.columns[2]}}), "field 'name': the dataset has it");
+  expect_error(make_batch({{"id", full.columns[0]}, {"name", full.columns[1]}, {"vec", full.columns[2]},
+                           {"extra", make_array<std::int32_t>({1, 2, 3})}}),
+               "field 'extra': the data has it");
+  expect_error(make_batch({{"id", make_array<std::int32_t>({1, 2, 3})}, {"name", full.columns[1]}, {"vec", full.columns[2]}}),
+               "field 'id': the data is int32, the dataset has int64");
+  expect_error(make_batch({{"id", full.columns[0]}, {"name", full.columns[1]},
+                           {"vec", make_fixed_size_list(make_array<float>(std::vector<float>(9, 1.f)), 3)}}),
+               "field 'vec'");
+  // Columns in another order are fine.
+  auto r = ds::write(root, make_batch({{"vec", full.columns[2]}, {"id", full.columns[0]}, {"name", full.columns[1]}}),
+                     opts(ds::write_mode::append));
+  CHECK(r.version == 2);
+  CHECK(live_ids(ds::dataset::open(root)) == std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2});
+  // Appending a different storage version is refused.
+  auto o = opts(ds::write_mode::append);
+  o.storage_version = ds::dataset::open(root).storage_version() == file::format_version::v2_0 ? file::format_version::v2_1
+                                                                                              : file::format_version::v2_0;
+  CHECK_THROWS_AS(ds::write(root, full, o), invalid_input_error);
+}
+
+TEST_CASE("non-nullable fields: nulls refused with the field named, the dataset unchanged") {
+  temp_dir t("nonnull");
+  const auto root = t.sub("ds");
+  auto s = std::make_shared<arrow::schema>();
+  s->fields.push_back(field{"id", int32(), false, {}});
+  s->fields.push_back(field{"st", struct_({field{"a", int32(), false, {}}}), true, {}});
+  auto good = make_batch(s, {make_array<std::int32_t>({1, 2}), make_struct({field{"a", int32(), false, {}}},
+                                                                          {make_array<std::int32_t>({5, 6})})});
+  ds::write(root, std::vector<record_batch>{good, good}, opts(ds::write_mode::create, 3));
+  const auto before = tree(root);
+  auto bad_top = make_batch({{"id", make_array<std::int32_t>({1, std::nullopt})}, {"st", good.columns[1]}});
+  try {
+    ds::write(root, std::vector<record_batch>{good, bad_top}, opts(ds::write_mode::append, 3));
+    FAIL("expected an error");
+  } catch (const invalid_input_error& e) {
+    CHECK(std::string(e.what()).find("'id'") != std::string::npos);
+  }
+  CHECK(tree(root) == before);
+  auto bad_nested = make_batch({{"id", make_array<std::int32_t>({1, 2})},
+                                {"st", struct_array({{"a", make_array<std::int32_t>({std::nullopt, 1})}})}});
+  try {
+    ds::write(root, bad_nested, opts(ds::write_mode::append));
+    FAIL("expected an error");
+  } catch (const invalid_input_error& e) {
+    CHECK(std::string(e.what()).find("st.a") != std::string::npos);
+  }
+  CHECK(tree(root) == before);
+  CHECK(ds::dataset::open(root).count_rows() == 4);
+}
+
+TEST_CASE("empty writes: a schema without rows, and no schema at all") {
+  temp_dir t("empty");
+  const auto root = t.sub("ds");
+  auto o = opts(ds::write_mode::create);
+  o.schema = *sample_batch(0, 0).schema;
+  auto r = ds::write(root, std::vector<record_batch>{}, o);
+  CHECK(r.version == 1);
+  CHECK(r.fragments.empty());
+  auto d = ds::dataset::open(root);
+  CHECK(d.count_rows() == 0);
+  CHECK(d.schema().fields.size() == 3);
+  CHECK(!d.manifest().max_fragment_id.has_value());
+  CHECK(d.to_batch().num_rows() == 0);
+  CHECK(ds::write(root, sample_batch(0, 3), opts(ds::write_mode::append)).fragments.at(0).id == 0);
+  CHECK_THROWS_AS(ds::write(t.sub("none"), std::vector<record_batch>{}), invalid_input_error);
+  CHECK(!fs::exists(t.sub("none") + "/_versions"));
+}
+
+TEST_CASE("v1 manifest names on request; a dataset keeps its naming") {
+  temp_dir t("naming");
+  const auto root = t.sub("ds");
+  auto o = opts(ds::write_mode::create);
+  o.naming = ds::naming_scheme::v1;
+  ds::write(root, sample_batch(0, 3), o);
+  ds::write(root, sample_batch(3, 3), opts(ds::write_mode::append));
+  CHECK(dir_names(root + "/_versions") ==
+        std::vector<std::string>{"1.manifest", "2.manifest", "latest_version_hint.json"});
+  CHECK(ds::dataset::open(root).manifest_naming() == ds::naming_scheme::v1);
+  CHECK(live_ids(ds::dataset::open(root)) == iota_ids(0, 6));
+}
+
+TEST_CASE("scan: projection, offset/limit across fragments, batch size, row ids and addresses") {
+  temp_dir t("scan");
+  const auto root = t.sub("ds");
+  ds::write(root, sample_batch(0, 100), opts(ds::write_mode::create, 30));
+  auto d = ds::dataset::open(root);
+
+  ds::scan_options o;
+  o.columns = {"name", "id"};
+  o.offset = 25;
+  o.limit = 40;
+  o.batch_size = 7;
+  o.with_row_id = true;
+  o.with_row_address = true;
+  auto sc = d.scan(o);
+  REQUIRE(sc.schema()->fields.size() == 4);
+  CHECK(sc.schema()->fields[0].name == "name");
+  CHECK(sc.schema()->fields[2].name == "_rowid");
+  CHECK(sc.schema()->fields[3].name == "_rowaddr");
+  std::vector<std::int64_t> ids;
+  std::vector<std::uint64_t> rowids;
+  while (auto b = sc.next()) {
+    CHECK(b->num_rows() <= 7);
+    CHECK(b->num_rows() > 0);
+    for (std::int64_t i = 0; i < b->num_rows(); ++i) {
+      const auto id = b->columns[1]->value<std::int64_t>(i);
+      ids.push_back(id);
+      const auto addr = b->columns[3]->value<std::uint64_t>(i);
+      CHECK(addr == ds::row_address(std::uint64_t(id) / 30, std::uint64_t(id) % 30));
+      CHECK(b->columns[2]->value<std::uint64_t>(i) == addr);
+      rowids.push_back(addr);
+      CHECK(b->columns[0]->is_valid(i) == (id % 7 != 3));
+    }
+  }
+  CHECK(ids == iota_ids(25, 65));
+
+  // Limits at the edges, offsets past the end, one fragment only.
+  ds::scan_options o2;
+  o2.offset = 99;
+  CHECK(ids_of(d.to_batch(o2)) == std::vector<std::int64_t>{99});
+  o2.offset = 100;
+  CHECK(d.to_batch(o2).num_rows() == 0);
+  o2.offset = 0;
+  o2.limit = 0;
+  CHECK(d.to_batch(o2).num_rows() == 0);
+  ds::scan_options o3;
+  o3.fragment_ids = std::vector<std::uint64_t>{2, 0};
+  CHECK(ids_of(d.to_batch(o3)) == [] {
+    auto v = iota_ids(60, 90);
+    auto w = iota_ids(0, 30);
+    v.insert(v.end(), w.begin(), w.end());
+    return v;
+  }());
+  o3.fragment_ids = std::vector<std::uint64_t>{7};
+  CHECK_THROWS_AS(d.scan(o3), invalid_input_error);
+  CHECK_THROWS_AS(d.scan(scan_cols({"nope"})), invalid_input_error);
+  ds::scan_options zero;
+  zero.batch_size = 0;
+  CHECK_THROWS_AS(d.scan(zero), invalid_input_error);
+
+  // take: by row id (= address here), in the given order, repeats allowed.
+  std::vector<std::uint64_t> want{rowids[5], rowids[0], rowids[5], ds::row_address(3, 9)};
+  auto tk = d.take(want, {"id", "vec"});
+  CHECK(ids_of(tk) == std::vector<std::int64_t>{30, 25, 30, 99});
+  auto all = sample_batch(0, 100);
+  check_same(slice(all.columns[2], 99, 1), slice(tk.columns[1], 3, 1), "vec of row 99");
+  CHECK(d.take_addresses(std::vector<std::uint64_t>{ds::row_address(1, 0)}).num_rows() == 1);
+  CHECK(d.take(std::vector<std::uint64_t>{}).num_rows() == 0);
+  CHECK_THROWS_AS(d.take({ds::row_address(3, 10)}), invalid_input_error);
+  CHECK_THROWS_AS(d.take({ds::row_address(9, 0)}), invalid_input_error);
+}
+
+namespace {
+
+std::vector<std::int64_t> i32_ids(const record_batch& b, std::size_t col = 0) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = 0; i < b.num_rows(); ++i) out.push_back(b.columns[col]->value<std::int32_t>(i));
+  return out;
+}
+
+// The ids LanceDB left in deletions_2.0 (see tests/interop/dataset_fixtures.mjs).
+std::vector<std::int64_t> fixture_deletions_ids() {
+  std::vector<std::int64_t> v;
+  for (std::int64_t i = 0; i < 100; ++i)
+    if (i % 10 != 3) v.push_back(i);
+  for (std::int64_t i = 6100; i < 8100; ++i) v.push_back(i);
+  for (std::int64_t i = 8100; i < 11100; ++i)
+    if (i >= 11000 || i % 2 != 0) v.push_back(i);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("Arrow IPC deletion files LanceDB wrote: uncompressed and ZSTD bodies") {
+  const auto dir = fixture("deletions_2.0") / "_deletions";
+  int arrow_files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".arrow") continue;
+    ++arrow_files;
+    const auto bytes = ds::read_small_file(e.path().string());
+    const bytes_view view(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+    auto data = ds::ipc::read_ipc(view, e.path().string());
+    REQUIRE(data.schema.fields.size() == 1);
+    CHECK(data.schema.fields[0].name == "row_id");
+    CHECK(data.schema.fields[0].type->id == type_id::uint32);
+    CHECK_FALSE(data.schema.fields[0].nullable);
+    REQUIRE(data.batches.size() == 1);
+    const auto& col = *data.batches[0].columns[0];
+    const auto name = e.path().filename().string();
+    // Lance writes the offsets in hash-set order, not sorted.
+    if (name.rfind("0-", 0) == 0) {  // fragment 0: ids 3, 13, ..., 93 are offsets 3, 13, ...
+      REQUIRE(col.length == 10);
+      std::set<std::uint32_t> got;
+      for (std::int64_t i = 0; i < 10; ++i) got.insert(col.value<std::uint32_t>(i));
+      CHECK(got == std::set<std::uint32_t>{3, 13, 23, 33, 43, 53, 63, 73, 83, 93});
+    } else {  // fragment 2 (first id 8100): even ids below 11000 -> even offsets below 2900
+      REQUIRE(col.length == 1450);
+      std::set<std::uint32_t> got;
+      for (std::int64_t i = 0; i < col.length; ++i) got.insert(col.value<std::uint32_t>(i));
+      CHECK(got.size() == 1450);
+      CHECK(*got.begin() == 0);
+      CHECK(*got.rbegin() == 2898);
+      CHECK(std::all_of(got.begin(), got.end(), [](std::uint32_t v) { return v % 2 == 0; }));
+    }
+    // Every truncation is refused cleanly.
+    for (std::size_t cut = 0; cut < bytes.size(); cut += 7)
+      CHECK_THROWS_AS(ds::ipc::read_ipc(view.first(cut)), error);
+    // Flipped bytes never crash.
+    std::mt19937 rng(7);
+    for (int k = 0; k < 300; ++k) {
+      std::string bad = bytes;
+      bad[rng() % bad.size()] = char(rng());
+      try {
+        (void)ds::ipc::read_ipc(bytes_view(reinterpret_cast<const std::uint8_t*>(bad.data()), bad.size()));
+      } catch (const error&) {
+      }
+    }
+  }
+  CHECK(arrow_files == 2);
+}
+
+TEST_CASE("deletions LanceDB wrote (Arrow and bitmap kinds) are skipped by scans, counts and takes") {
+  auto d = ds::dataset::open(fixture("deletions_2.0").string());
+  CHECK(d.version() == 6);
+  CHECK(d.count_rows() == 3640);
+  const auto want = fixture_deletions_ids();
+  CHECK(i32_ids(d.to_batch()) == want);
+  auto frags = d.fragments();
+  REQUIRE(frags.size() == 3);
+  CHECK(frags[0].deleted_rows == 10);
+  CHECK(frags[1].deleted_rows == 6000);
+  CHECK(frags[1].deletion_file->ends_with(".bin"));
+  CHECK(frags[2].deleted_rows == 1450);
+  CHECK(d.deleted_rows(1).size() == 6000);
+
+  // Offsets and limits count live rows only; small batches cross deletions.
+  for (std::uint64_t off : {0, 1, 89, 90, 91, 2089, 2090, 3639, 3640}) {
+    for (std::uint64_t lim : {1, 5, 1000}) {
+      ds::scan_options o;
+      o.offset = off;
+      o.limit = lim;
+      o.batch_size = 3;
+      o.with_row_address = true;
+      std::vector<std::int64_t> got;
+      auto sc = d.scan(o);
+      while (auto b = sc.next()) {
+        CHECK(b->num_rows() <= 3);
+        auto part = i32_ids(*b);
+        got.insert(got.end(), part.begin(), part.end());
+      }
+      const auto end = std::min<std::uint64_t>(want.size(), off + lim);
+      std::vector<std::int64_t> expect(want.begin() + std::ptrdiff_t(std::min<std::uint64_t>(off, want.size())),
+                                       want.begin() + std::ptrdiff_t(end));
+      INFO("offset " << off << " limit " << lim);
+      CHECK(got == expect);
+    }
+  }
+  // Deleted rows cannot be taken; live ones can.
+  CHECK_THROWS_AS(d.take({ds::row_address(0, 3)}), invalid_input_error);
+  CHECK_THROWS_AS(d.take({ds::row_address(1, 0)}), invalid_input_error);
+  CHECK(i32_ids(d.take({ds::row_address(2, 2999), ds::row_address(0, 4), ds::row_address(1, 6000)})) ==
+        std::vector<std::int64_t>{11099, 4, 6100});
+  // Older versions know fewer deletions.
+  CHECK(d.checkout(3).count_rows() == 11100);
+  CHECK(d.checkout(4).count_rows() == 11090);
+}
+
+TEST_CASE("stable row ids LanceDB wrote: ids survive updates; take by id") {
+  auto d = ds::dataset::open(fixture("stable_ids_2.0").string());
+  CHECK(d.stable_row_ids());
+  CHECK(d.count_rows() == 18);
+  ds::scan_options o;
+  o.with_row_id = true;
+  o.with_row_address = true;
+  auto b = d.to_batch(o);
+  std::vector<std::int64_t> ids = i32_ids(b);
+  std::vector<std::int64_t> expect{0, 1, 2, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 16, 17, 18, 19, 107};
+  CHECK(ids == expect);
+  for (std::int64_t i = 0; i < b.num_rows(); ++i) {
+    const auto row_id = b.columns[1]->value<std::uint64_t>(i);
+    CHECK(row_id == std::uint64_t(ids[std::size_t(i)] == 107 ? 7 : ids[std::size_t(i)]));
+  }
+  // The updated row lives in a new fragment but keeps row id 7.
+  CHECK((b.columns[2]->value<std::uint64_t>(17) >> 32) == 2u);
+  CHECK(i32_ids(d.take({7, 0, 19})) == std::vector<std::int64_t>{107, 0, 19});
+  CHECK_THROWS_AS(d.take({3}), invalid_input_error);    // deleted
+  CHECK_THROWS_AS(d.take({400}), invalid_input_error);  // never existed
+  CHECK(d.fragment_row_ids(1).size() == 10);
+}
+
+TEST_CASE("appending to and deleting from datasets LanceDB wrote, with and without stable row ids") {
+  temp_dir t("lancedb");
+  {
+    const auto root = copy_fixture(t, "stable_ids_2.0");
+    auto b = make_batch({{"id", make_array<std::int32_t>({500, 501})}});
+    auto r = ds::write(root, b, opts(ds::write_mode::append));
+    CHECK(r.version == 5);
+    auto d = ds::dataset::open(root);
+    CHECK(d.count_rows() == 20);
+    CHECK(d.manifest().next_row_id == 22);
+    // New rows get the next stable ids, as Lance assigns them.
+    CHECK(d.fragment_row_ids(r.fragments.at(0).id) == std::vector<std::uint64_t>{20, 21});
+    CHECK(i32_ids(d.take({21, 7})) == std::vector<std::int64_t>{501, 107});
+    auto del = ds::delete_rows(root, std::vector<std::uint64_t>{20, 7});
+    CHECK(del.version == 6);
+    CHECK(del.deleted_rows == 2);
+    auto d2 = ds::dataset::open(root);
+    CHECK(d2.count_rows() == 18);
+    // Fragment 2 held only row id 7: gone with it.
+    for (const auto& f : d2.fragments()) CHECK(f.id != 2);
+    CHECK(i32_ids(d2.to_batch()).back() == 501);
+  }
+  {
+    const auto root = copy_fixture(t, "deletions_2.0");
+    // Delete a few more rows of the bitmap fragment and of the Arrow one.
+    auto del = ds::delete_rows(root, std::vector<std::uint64_t>{ds::row_address(1, 6000), ds::row_address(0, 4),
+                                                                ds::row_address(0, 3)});
+    CHECK(del.deleted_rows == 2);  // 0:3 was deleted already
+    auto d = ds::dataset::open(root);
+    CHECK(d.count_rows() == 3638);
+    CHECK(d.deleted_rows(0).size() == 11);
+    CHECK(d.fragments()[0].deletion_file->ends_with(".bin"));
+    REQUIRE(d.transaction().has_value());
+    CHECK(std::holds_alternative<pb::transaction::delete_rows>(d.transaction()->operation));
+    CHECK((d.manifest().reader_feature_flags & ds::feature_flags::deletion_files) != 0);
+    auto again = ds::delete_rows(root, std::vector<std::uint64_t>{ds::row_address(0, 4)});
+    CHECK(again.version == d.version());  // nothing new: no version
+    CHECK(again.deleted_rows == 0);
+    CHECK_THROWS_AS(ds::delete_rows(root, std::vector<std::uint64_t>{ds::row_address(0, 100)}), invalid_input_error);
+    CHECK_THROWS_AS(ds::delete_rows(root, std::vector<std::uint64_t>{ds::row_address(8, 0)}), invalid_input_error);
+    auto r = ds::write(root, make_batch({{"id", make_array<std::int32_t>({-1})}}), opts(ds::write_mode::append));
+    CHECK(r.fragments.at(0).id == 3);
+    CHECK(ds::dataset::open(root).count_rows() == 3639);
+  }
 }

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -378,6 +379,17 @@ class dataset {
     return out;
   }
 
+  // Rows of a fragment, deleted ones included.
+  std::uint64_t physical_rows(std::uint64_t fragment_id) const { return st_->physical_rows(st_->fragment(fragment_id)); }
+  // The row id of each physical row of a fragment (its addresses without stable row ids).
+  std::vector<std::uint64_t> fragment_row_ids(std::uint64_t fragment_id) const {
+    const auto& f = st_->fragment(fragment_id);
+    if (st_->stable_row_ids()) return *st_->row_ids_of(f);
+    std::vector<std::uint64_t> out(std::size_t(st_->physical_rows(f)));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = row_address(f.id, i);
+    return out;
+  }
+
   // The deleted row offsets of a fragment.
   deletion_vector deleted_rows(std::uint64_t fragment_id) const { return *st_->deletions_of(st_->fragment(fragment_id)); }
 
@@ -507,5 +519,122 @@ class dataset {
 
   std::shared_ptr<const dataset_detail::state> st_;
 };
+
+struct delete_options {
+  // As write_options::commit_retries: rebuild on a newer version after a conflict.
+  unsigned commit_retries = 0;
+  bool write_version_hint = true;
+  // Recorded as the Delete operation's predicate (Lance keeps the SQL filter there).
+  std::string predicate;
+};
+
+struct delete_result {
+  std::uint64_t version = 0;       // the version committed (the old one when nothing was deleted)
+  std::uint64_t deleted_rows = 0;  // rows newly deleted
+};
+
+// Deletes rows by row id (addresses unless the dataset uses stable row ids) and
+// commits a new version, as Lance's delete does: each touched fragment gets a new
+// deletion file (bitmap kind) holding its old and new deletions; a fragment whose
+// rows are all deleted leaves the dataset. Ids already deleted are ignored; ids that
+// never existed are an invalid_input_error. Nothing to delete: no new version.
+template <class SinkFactory>
+delete_result delete_rows(const std::string& root, std::span<const std::uint64_t> row_ids, const delete_options& o,
+                          SinkFactory&& make_sink) {
+  for (unsigned attempt = 0;; ++attempt) {
+    auto d = dataset::open(root);
+    const auto snap = load_version(root, d.version());
+    // Row ids -> (fragment, offset).
+    std::map<std::uint64_t, std::vector<std::uint32_t>> by_fragment;
+    std::unordered_map<std::uint64_t, std::uint64_t> stable;
+    if (d.stable_row_ids()) {
+      for (const auto& f : d.manifest().fragments) {
+        const auto ids = d.fragment_row_ids(f.id);
+        for (std::size_t i = 0; i < ids.size(); ++i) stable[ids[i]] = row_address(f.id, i);
+      }
+    }
+    for (auto id : row_ids) {
+      std::uint64_t addr = id;
+      if (d.stable_row_ids()) {
+        auto it = stable.find(id);
+        if (it == stable.end())
+          throw invalid_input_error("cannot delete row id " + std::to_string(id) + " from dataset '" + root +
+                                    "': no such row");
+        addr = it->second;
+      }
+      by_fragment[addr >> 32].push_back(std::uint32_t(addr & 0xFFFFFFFFull));
+    }
+    std::vector<pb::data_fragment> updated;
+    std::vector<std::uint64_t> removed;
+    std::vector<std::string> written;
+    std::uint64_t newly = 0;
+    const auto& m = d.manifest();
+    try {
+      for (auto& [fid, offsets] : by_fragment) {
+        const pb::data_fragment* frag = nullptr;
+        for (const auto& f : m.fragments)
+          if (f.id == fid) frag = &f;
+        if (!frag)
+          throw invalid_input_error("cannot delete row address " + std::to_string(row_address(fid, offsets.front())) +
+                                    " from dataset '" + root + "': it has no fragment " + std::to_string(fid));
+        const auto phys = d.physical_rows(fid);
+        for (auto off : offsets)
+          if (off >= phys)
+            throw invalid_input_error("cannot delete row address " + std::to_string(row_address(fid, off)) +
+                                      " from dataset '" + root + "': fragment " + std::to_string(fid) + " has " +
+                                      std::to_string(phys) + " rows");
+        const auto old = d.deleted_rows(fid);
+        const auto all = old.merged(offsets);
+        if (all.size() == old.size()) continue;
+        newly += all.size() - old.size();
+        if (all.size() == phys) {
+          removed.push_back(fid);
+          continue;
+        }
+        pb::data_fragment f = *frag;
+        f.deletion_file = new_bitmap_deletion_file(m.version, all.size());
+        const std::string path = deletion_file_path(root, m, f.id, *f.deletion_file);
+        io::make_directories(io::parent_directory(path));
+        written.push_back(path);
+        const std::string bytes = all.to_bitmap().serialize();
+        io::file_sink_options so;
+        so.exclusive = true;
+        auto sink = make_sink(path, so);
+        sink.write(bytes_view(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+        sink.finish();
+        updated.push_back(std::move(f));
+      }
+      if (updated.empty() && removed.empty()) return {m.version, 0};
+      auto c = build_delete(snap, updated, removed, o.predicate);
+      publish_options po;
+      po.scheme = snap.entry.scheme;
+      po.write_version_hint = o.write_version_hint;
+      publish(root, c, po, make_sink);
+      return {c.manifest.version, newly};
+    } catch (const conflict_error&) {
+      for (const auto& p : written) {
+        try {
+          io::remove_file(p);
+        } catch (...) {
+        }
+      }
+      if (attempt >= o.commit_retries) throw;
+    } catch (...) {
+      for (const auto& p : written) {
+        try {
+          io::remove_file(p);
+        } catch (...) {
+        }
+      }
+      throw;
+    }
+  }
+}
+
+inline delete_result delete_rows(const std::string& root, std::span<const std::uint64_t> row_ids,
+                                 const delete_options& o = {}) {
+  default_sink_factory f;
+  return delete_rows(root, row_ids, o, f);
+}
 
 }  // namespace lancet::dataset
