@@ -49,25 +49,19 @@ inline std::uint64_t run_count(const data_block& b) {
   return rle::count_runs(b.data.data(), std::size_t(b.num_values), std::size_t(b.bits_per_value / 8));
 }
 
-// Packed size of inline bit-packing (1024-value chunks) vs the plain size.
-inline bool bitpacking_helps(const data_block& b) {
+// Bytes of inline bit-packing (1024-value chunks, each with its width word).
+inline std::uint64_t bitpacked_size(const data_block& b) {
   std::uint64_t packed = 0;
-  unsigned max_w = 0;
-  const auto chunks = (b.num_values + 1023) / 1024;
   v2_1::detail::by_width(b.bits_per_value, [&](auto t) {
     using T = decltype(t);
     const T* v = reinterpret_cast<const T*>(b.data.data());
     for (std::uint64_t at = 0; at < b.num_values; at += 1024) {
       const auto w = bitpack::needed_width(v + at, std::size_t(std::min<std::uint64_t>(1024, b.num_values - at)));
-      max_w = std::max(max_w, w);
       packed += (1 + bitpack::packed_words<T>(w)) * sizeof(T);
     }
     return 0;
   });
-  const auto plain = b.num_values * b.bits_per_value / 8;
-  // Lance: not when a single chunk would not shrink; never when nothing is saved.
-  if (chunks == 1 && (1024 * std::uint64_t(max_w) + 7) / 8 >= plain) return false;
-  return packed < plain;
+  return packed;
 }
 
 // Average Shannon entropy (bits) per byte position over the first 64 values (Lance's BSS test).
@@ -351,8 +345,9 @@ class default_strategy {
   }
 
  protected:
-  // Lance's order for fixed-width mini-block values: BSS (only with a general
-  // compression), RLE (runs below the threshold), bit-packing, plain.
+  // Lance 12's choice for fixed-width mini-block values: BSS when a general compression
+  // is asked for and the bytes look like floats; otherwise the smallest of plain, RLE
+  // (when runs are below the field's threshold, if it sets one) and inline bit-packing.
   value_codec choose_fixed(const data_block& b, const field_compression& params, bool indices) const {
     if (params.compression && *params.compression == "none") return value_codec::flat;
     const auto bits = b.bits_per_value;
@@ -364,10 +359,19 @@ class default_strategy {
       if (mode == bss_mode::on || (mode == bss_mode::automatic && detail::byte_position_entropy(b) < 4.0))
         return value_codec::bss;
     }
-    const double threshold = params.rle_threshold.value_or(0.5);
-    if (double(detail::run_count(b)) < double(b.num_values) * threshold) return value_codec::rle;
-    if (detail::bitpacking_helps(b)) return value_codec::bitpack;
-    return value_codec::flat;
+    const std::size_t w = std::size_t(bits / 8);
+    const std::uint64_t flat = b.num_values * w;
+    std::uint64_t best = flat;
+    value_codec pick = value_codec::flat;
+    const auto packed = detail::bitpacked_size(b);
+    if (packed < best) { best = packed; pick = value_codec::bitpack; }
+    const bool gate = !params.rle_threshold ||
+                      double(detail::run_count(b)) < double(b.num_values) * *params.rle_threshold;
+    if (gate) {
+      const auto r = rle::encoded_size(b.data.data(), std::size_t(b.num_values), w);
+      if (r < best) { best = r; pick = value_codec::rle; }
+    }
+    return pick;
   }
 
  private:

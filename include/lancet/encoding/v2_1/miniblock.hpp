@@ -379,34 +379,34 @@ struct level_codec {
   }
 };
 
-// Lance's choice for a page of levels: bit-packing when every 1024-level stretch
-// needs some bits and packing is not larger than the levels; else (2.2+) RLE when
-// runs are fewer than half the levels; else plain u16.
+// Lance 12's choice for a page of levels: the smallest of plain u16, bit-packing
+// (inline for up to 1024 levels, else out-of-line at the page's widest width) and,
+// from 2.2, RLE.
 inline level_codec choose_level_codec(const std::vector<std::uint16_t>& levels, unsigned minor) {
   level_codec c;
   const std::size_t n = levels.size();
   if (n == 0) return c;
-  bool zero_chunk = false;
+  const std::uint64_t flat_size = 2 * n;
   unsigned max_w = 0;
-  std::vector<unsigned> widths;
+  std::uint64_t inline_size = 0;
   for (std::size_t at = 0; at < n; at += bitpack::chunk_values) {
     const auto w = bitpack::needed_width(levels.data() + at, std::min<std::size_t>(bitpack::chunk_values, n - at));
-    zero_chunk |= w == 0;
     max_w = std::max(max_w, w);
-    widths.push_back(w);
+    inline_size += 2 * (1 + bitpack::packed_words<std::uint16_t>(w));
   }
-  const bool too_small = widths.size() == 1 && (bitpack::chunk_values * widths[0] + 7) / 8 >= 2 * n;
-  if (!zero_chunk && !too_small) {
-    if (n <= bitpack::chunk_values) c.k = level_codec::kind::inline_bitpack;
-    else {
-      c.k = level_codec::kind::out_of_line;
-      c.width = max_w;
-    }
-    return c;
+  std::uint64_t best = flat_size;
+  if (n <= bitpack::chunk_values) {
+    if (inline_size < best) { best = inline_size; c.k = level_codec::kind::inline_bitpack; }
+  } else {
+    const std::size_t whole = n / bitpack::chunk_values, tail = n % bitpack::chunk_values;
+    const std::uint64_t words = bitpack::packed_words<std::uint16_t>(max_w) * 2;
+    std::uint64_t oob = whole * words;
+    if (tail) oob += std::size_t(max_w) * (bitpack::chunk_values - tail) < (16 - max_w) * tail ? words : 2 * tail;
+    if (oob < best) { best = oob; c.k = level_codec::kind::out_of_line; c.width = max_w; }
   }
   if (minor >= 2) {
-    const auto runs = rle::count_runs(reinterpret_cast<const std::uint8_t*>(levels.data()), n, 2);
-    if (double(runs) < 0.5 * double(n)) c.k = level_codec::kind::rle;
+    const auto rle_size = 8 + rle::encoded_size(reinterpret_cast<const std::uint8_t*>(levels.data()), n, 2);
+    if (rle_size < best) { best = rle_size; c.k = level_codec::kind::rle; }
   }
   return c;
 }
