@@ -901,6 +901,43 @@ TEST_CASE("rows_reader: an error returns no partial batch; reading can go on aft
   CHECK_FALSE(r.next().has_value());
 }
 
+TEST_CASE("rows_reader: max_batch_bytes ends batches early, one row alone may not exceed it") {
+  auto s = schema_of(R"({"fields": [{"name": "s", "type": "utf8"}, {"name": "l", "type": {"list": "binary"}},
+                                    {"name": "big", "type": "large_utf8"}]})");
+  json::read_options o;
+  o.batch_size = 100;
+  o.max_batch_bytes = 10;
+  std::istringstream in(R"({"s": "abcd"})" "\n" R"({"s": "efgh"})" "\n" R"({"s": "ijkl", "l": ["AAAA", "AAAA"]})" "\n"
+                        R"({"l": ["AAAAAAAA", "AAAA"]})" "\n" R"({"s": "z"})" "\n"
+                        R"({"s": "0123456789A"})" "\n" R"({"big": "0123456789AB"})" "\n");
+  json::rows_reader r(s, in, o);
+  std::vector<std::int64_t> sizes;
+  std::string text;
+  std::vector<std::string> errors;
+  for (;;) {
+    try {
+      auto b = r.next();
+      if (!b) break;
+      sizes.push_back(b->num_rows());
+      text += json::rows_to_json(*b);
+    } catch (const invalid_input_error& e) {
+      errors.push_back(e.what());
+    }
+  }
+  // 4 + 4 bytes of s fit; row 3's 4 more do not. Row 4's 9 bytes of l do not fit
+  // with row 3's 6. Rows 6 and 7 alone exceed the bound (large_utf8 included).
+  CHECK(sizes == std::vector<std::int64_t>{2, 1, 2});
+  CHECK(errors == std::vector<std::string>{
+                      "invalid input: line 6, field 's': the row alone holds more than max_batch_bytes (10) bytes of utf8 values",
+                      "invalid input: line 7, field 'big': the row alone holds more than max_batch_bytes (10) bytes of large_utf8 values"});
+  CHECK(text ==
+        "{\"s\":\"abcd\",\"l\":null,\"big\":null}\n{\"s\":\"efgh\",\"l\":null,\"big\":null}\n"
+        "{\"s\":\"ijkl\",\"l\":[\"AAAA\",\"AAAA\"],\"big\":null}\n"
+        "{\"s\":null,\"l\":[\"AAAAAAAA\",\"AAAA\"],\"big\":null}\n{\"s\":\"z\",\"l\":null,\"big\":null}\n");
+  CHECK(error_of([&] { json::read_rows(s, R"({"s": "abcdef"})" "\n" R"({"s": "abcdef"})", o); }) ==
+        "invalid input: line 2: the rows do not fit one batch (32-bit offsets or max_batch_bytes); use rows_reader");
+}
+
 TEST_CASE("row_builder: a rejected row changes nothing, even deep inside nested values") {
   auto s = schema_of(R"({"fields": [{"name": "l", "type": {"list": {"struct": [{"name": "x", "type": "utf8"}, {"name": "y", "type": "int8"}]}}},
                                     {"name": "v", "type": {"fixed_size_list": "int8", "size": 2}}]})");
@@ -926,6 +963,9 @@ TEST_CASE("rows: bad options and schemas are refused") {
   o.batch_size = 0;
   CHECK(error_of([&] { json::rows_reader(s, in, o); }) == "invalid input: JSON rows: batch_size must be at least 1, got 0");
   CHECK(error_of([&] { json::row_builder(nullptr); }) == "invalid input: JSON rows: the schema is null");
+  o.batch_size = 1;
+  o.max_batch_bytes = -1;
+  CHECK(error_of([&] { json::row_builder(s, o); }) == "invalid input: JSON rows: max_batch_bytes must not be negative, got -1");
   CHECK(error_of([&] { json::row_builder(std::make_shared<const schema>(schema{{field{"a", nullptr, true, {}}}, {}})); }) ==
         "invalid input: JSON rows: field 'a' has no type");
   CHECK(error_of([&] { json::row_builder(std::make_shared<const schema>(schema{{field{"a", int8(), true, {}}, field{"a", utf8(), true, {}}}, {}})); }) ==

@@ -62,6 +62,10 @@ struct read_options {
   // Members that name no field of the schema (or of a struct): an error by default,
   // so that a misspelt key does not silently become a null; skipped when true.
   bool ignore_unknown_fields = false;
+  // Bounds the value bytes of each utf8/binary column in one batch (0: no bound
+  // beyond the 2^31 - 1 bytes that 32-bit offsets allow): a batch ends early
+  // rather than grow past it, which keeps memory in check for large values.
+  std::int64_t max_batch_bytes = 0;
 };
 
 namespace detail {
@@ -92,10 +96,11 @@ struct value_error {
   std::string path;
   std::string message;
 };
-// Internal: the row would overflow a column's 32-bit offsets in this batch.
+// Internal: the row does not fit the batch (32-bit offsets, max_batch_bytes);
+// `why` says what a row alone exceeds, for when the batch is empty.
 struct batch_full {
   std::string path;
-  std::string type;
+  std::string why;
 };
 
 [[noreturn]] inline void refuse(const value_path& at, std::string message) {
@@ -320,9 +325,18 @@ class decimal_column final : public column {
 // utf8 / large_utf8 (strings) and binary / large_binary (base64 strings).
 class binary_column final : public column {
  public:
-  explicit binary_column(const arrow::field& f)
-      : column(f), b_(f.type), text_(f.type->id == arrow::type_id::utf8 || f.type->id == arrow::type_id::large_utf8),
-        large_(arrow::is_large_binary_like(f.type->id)) {}
+  binary_column(const arrow::field& f, const read_options& o)
+      : column(f), b_(f.type), text_(f.type->id == arrow::type_id::utf8 || f.type->id == arrow::type_id::large_utf8) {
+    const bool large = arrow::is_large_binary_like(f.type->id);
+    limit_ = large ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int32_t>::max();
+    const auto type = arrow::to_string(*f.type);
+    why_ = "more than 2^31 - 1 bytes of " + type + " values, too many for 32-bit offsets; use large_" +
+           (text_ ? "utf8" : "binary");
+    if (o.max_batch_bytes > 0 && o.max_batch_bytes < limit_) {
+      limit_ = o.max_batch_bytes;
+      why_ = "more than max_batch_bytes (" + std::to_string(limit_) + ") bytes of " + type + " values";
+    }
+  }
   void put_value(const value& v, const value_path& at, bool commit) override {
     if (v.k != value::kind::string)
       refuse(at, std::string(text_ ? "expected a string" : "expected a base64 string") + ", got " + describe(v));
@@ -334,8 +348,7 @@ class binary_column final : public column {
     }
     if (!commit) {
       pending_ += std::int64_t(bytes.size());
-      if (!large_ && committed_ + pending_ > std::numeric_limits<std::int32_t>::max())
-        throw batch_full{at.render(), arrow::to_string(*field_.type)};
+      if (committed_ + pending_ > limit_) throw batch_full{at.render(), why_};
       return;
     }
     committed_ += std::int64_t(bytes.size());
@@ -351,7 +364,9 @@ class binary_column final : public column {
 
  private:
   arrow::binary_builder b_;
-  bool text_, large_;
+  bool text_;
+  std::int64_t limit_;
+  std::string why_;
   std::string scratch_;
   std::int64_t committed_ = 0, pending_ = 0;
 };
@@ -390,7 +405,8 @@ class list_column final : public column {
     if (!commit) {
       pending_ += n;
       if (offsets_.back() + pending_ > std::int64_t(std::numeric_limits<Offset>::max()))
-        throw batch_full{at.render(), arrow::to_string(*field_.type)};
+        throw batch_full{at.render(), "more than 2^31 - 1 items of " + arrow::to_string(*field_.type) +
+                                          ", too many for 32-bit offsets; use large_list"};
     }
     for (std::int64_t k = 0; k < n; ++k) child_->put(&v.items[std::size_t(k)], value_path{&at, {}, k}, commit);
     if (commit) {
@@ -553,7 +569,7 @@ inline column_ptr make_column(const arrow::field& f, const read_options& o) {
     case type_id::float64: return std::make_unique<float_column<double>>(f);
     case type_id::decimal128: case type_id::decimal256: return std::make_unique<decimal_column>(f);
     case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary:
-      return std::make_unique<binary_column>(f);
+      return std::make_unique<binary_column>(f, o);
     case type_id::fixed_size_binary: return std::make_unique<fixed_binary_column>(f);
     case type_id::list: return std::make_unique<list_column<std::int32_t>>(f, o);
     case type_id::large_list: return std::make_unique<list_column<std::int64_t>>(f, o);
@@ -578,6 +594,9 @@ class row_builder {
   explicit row_builder(std::shared_ptr<const arrow::schema> schema, read_options o = {})
       : schema_(std::move(schema)), options_(o) {
     if (!schema_) throw invalid_input_error("JSON rows: the schema is null");
+    if (options_.max_batch_bytes < 0)
+      throw invalid_input_error("JSON rows: max_batch_bytes must not be negative, got " +
+                                std::to_string(options_.max_batch_bytes));
     for (const auto& f : schema_->fields) {
       if (!f.type) throw invalid_input_error("JSON rows: field '" + f.name + "' has no type");
       arrow::validate_type(*f.type, f.name);
@@ -587,8 +606,8 @@ class row_builder {
   }
 
   // Appends the row on one line (`line_number` is for messages). Blank lines are
-  // skipped. Returns false, changing nothing, when the row would overflow the 32-bit
-  // offsets of a column in this batch: finish() the batch and append the line again.
+  // skipped. Returns false, changing nothing, when the row does not fit this batch
+  // (32-bit offsets, max_batch_bytes): finish() the batch and append the line again.
   // Bad input throws invalid_input_error and changes nothing.
   bool append(std::string_view line, std::int64_t line_number) {
     line = detail::trim(line);
@@ -611,9 +630,7 @@ class row_builder {
     } catch (const detail::batch_full& e) {
       root_->reset_pending();
       if (rows_ > 0) return false;
-      throw invalid_input_error(where + ", field '" + e.path + "': the row alone holds more than 2^31 - 1 " +
-                                "bytes or items, too many for the 32-bit offsets of " + e.type +
-                                "; use the large_ variant of the type");
+      throw invalid_input_error(where + ", field '" + e.path + "': the row alone holds " + e.why);
     }
     root_->put_value(row_, top, true);
     ++rows_;
@@ -638,7 +655,8 @@ class row_builder {
   std::int64_t rows_ = 0;
 };
 
-// Reads JSON Lines from a stream in batches of up to options.batch_size rows.
+// Reads JSON Lines from a stream in batches of up to options.batch_size rows (fewer
+// when a batch reaches max_batch_bytes or the 32-bit offset limits).
 // After an error (thrown from next()), the offending line has been consumed and the
 // rows before it are kept: calling next() again continues with the following line.
 class rows_reader {
@@ -697,7 +715,7 @@ inline arrow::record_batch read_rows(std::shared_ptr<const arrow::schema> schema
     if (line_no == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
     if (!b.append(line, line_no))
       throw invalid_input_error("line " + std::to_string(line_no) +
-                                ": the rows overflow the 32-bit offsets of a column in one batch; use rows_reader");
+                                ": the rows do not fit one batch (32-bit offsets or max_batch_bytes); use rows_reader");
   }
   return b.finish();
 }
@@ -711,7 +729,7 @@ inline arrow::record_batch read_rows(std::shared_ptr<const arrow::schema> schema
   for (std::size_t i = 0; i < lines.size(); ++i)
     if (!b.append(lines[i], std::int64_t(i + 1)))
       throw invalid_input_error("line " + std::to_string(i + 1) +
-                                ": the rows overflow the 32-bit offsets of a column in one batch; use rows_reader");
+                                ": the rows do not fit one batch (32-bit offsets or max_batch_bytes); use rows_reader");
   return b.finish();
 }
 
