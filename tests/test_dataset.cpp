@@ -651,3 +651,270 @@ TEST_CASE("appending to and deleting from datasets LanceDB wrote, with and witho
     CHECK(ds::dataset::open(root).count_rows() == 3639);
   }
 }
+
+namespace {
+
+// A byte budget shared by every sink of one write: the write that would exceed it
+// fails like a full disk; or the finish() of the n-th sink fails.
+struct budget {
+  std::uint64_t bytes_left = std::numeric_limits<std::uint64_t>::max();
+  int fail_finish_of = -1;  // index of the sink whose finish() fails
+  int sinks = 0;
+  std::uint64_t used = 0;
+};
+
+class budget_sink {
+ public:
+  budget_sink(io::file_sink inner, budget* b) : inner_(std::move(inner)), b_(b), index_(b->sinks++) {}
+  void write(bytes_view v) {
+    if (v.size() > b_->bytes_left) {
+      const auto room = static_cast<std::size_t>(b_->bytes_left);
+      inner_.write(v.first(room));
+      b_->bytes_left = 0;
+      throw io_error("budget_sink: disk full (injected)");
+    }
+    b_->bytes_left -= v.size();
+    b_->used += v.size();
+    inner_.write(v);
+  }
+  std::uint64_t position() const { return inner_.position(); }
+  void finish() {
+    if (index_ == b_->fail_finish_of) throw io_error("budget_sink: finish failed (injected)");
+    inner_.finish();
+  }
+  void abort() noexcept { inner_.abort(); }
+
+ private:
+  io::file_sink inner_;
+  budget* b_;
+  int index_;
+};
+
+struct budget_factory {
+  budget* b;
+  budget_sink operator()(const std::string& path, const io::file_sink_options& o) const {
+    return budget_sink(io::file_sink(path, o), b);
+  }
+};
+
+std::vector<record_batch> append_batches(std::int64_t start, int n, std::int64_t rows) {
+  std::vector<record_batch> v;
+  for (int i = 0; i < n; ++i) v.push_back(sample_batch(start + i * rows, rows));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("crash safety: a sink failing at any byte of an append leaves the dataset as it was") {
+  temp_dir t("failing");
+  const auto root = t.sub("ds");
+  ds::write(root, sample_batch(0, 40), opts(ds::write_mode::create, 16));
+  const auto batches = append_batches(40, 3, 25);  // 75 rows -> 3 data files of <= 30 rows
+  const auto before = tree(root);
+
+  // A successful append through the same sinks: how many bytes and sinks it takes.
+  std::uint64_t total = 0;
+  int sinks = 0;
+  {
+    temp_dir t2("failing-probe");
+    fs::copy(root, t2.sub("ds"), fs::copy_options::recursive);
+    budget b;
+    auto r = ds::write(t2.sub("ds"), batches, opts(ds::write_mode::append, 30), budget_factory{&b});
+    CHECK(r.fragments.size() == 3);
+    total = b.used;
+    sinks = b.sinks;
+  }
+  REQUIRE(sinks == 5);  // 3 data files, the transaction, the manifest
+  REQUIRE(total > 1000);
+
+  std::vector<std::uint64_t> cuts{0, 1, 7, 63, 64, 65, total - 1};
+  for (std::uint64_t c = 97; c < total; c += total / 60) cuts.push_back(c);
+  for (auto cut : cuts) {
+    INFO("failing after " << cut << " of " << total << " bytes");
+    budget b;
+    b.bytes_left = cut;
+    CHECK_THROWS_AS(ds::write(root, batches, opts(ds::write_mode::append, 30), budget_factory{&b}), io_error);
+    CHECK(tree(root) == before);
+    auto d = ds::dataset::open(root);
+    CHECK(d.version() == 1);
+    CHECK(live_ids(d) == iota_ids(0, 40));
+  }
+  for (int k = 0; k < sinks; ++k) {
+    INFO("failing the finish of sink " << k);
+    budget b;
+    b.fail_finish_of = k;
+    CHECK_THROWS_AS(ds::write(root, batches, opts(ds::write_mode::append, 30), budget_factory{&b}), io_error);
+    CHECK(tree(root) == before);
+    CHECK(ds::dataset::open(root).version() == 1);
+  }
+  // And with the whole budget the append goes through.
+  budget b;
+  b.bytes_left = total;
+  CHECK(ds::write(root, batches, opts(ds::write_mode::append, 30), budget_factory{&b}).version == 2);
+  CHECK(live_ids(ds::dataset::open(root)) == iota_ids(0, 115));
+}
+
+namespace {
+
+// Lets another writer commit first, just before this writer publishes its manifest.
+struct racing_factory {
+  std::string root;
+  std::function<void()> rival;
+  bool done = false;
+  io::file_sink operator()(const std::string& path, const io::file_sink_options& o) {
+    if (!done && path.find("/_versions/") != std::string::npos) {
+      done = true;
+      rival();
+    }
+    return io::file_sink(path, o);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("racing writers: the loser gets conflict_error naming the version, nothing is corrupted") {
+  temp_dir t("race");
+  const auto root = t.sub("ds");
+  ds::write(root, sample_batch(0, 10));
+  racing_factory f{root, [&] { ds::write(root, sample_batch(100, 5), opts(ds::write_mode::append)); }};
+  std::set<std::string> after_rival;
+  try {
+    ds::write(root, sample_batch(10, 7), opts(ds::write_mode::append), f);
+    FAIL("expected a conflict");
+  } catch (const conflict_error& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("version 2") != std::string::npos);
+    CHECK(msg.find(root) != std::string::npos);
+  }
+  // The rival's version stands; the loser left no data, transaction or manifest file.
+  auto d = ds::dataset::open(root);
+  CHECK(d.version() == 2);
+  CHECK(live_ids(d) == std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 100, 101, 102, 103, 104});
+  CHECK(dir_names(root + "/data").size() == 2);
+  CHECK(dir_names(root + "/_transactions").size() == 2);
+  for (const auto& n : tree(root)) CHECK(n.find(".tmp") == std::string::npos);
+
+  // With a retry the loser rebases on the winner and commits the next version.
+  racing_factory f2{root, [&] { ds::write(root, sample_batch(200, 2), opts(ds::write_mode::append)); }};
+  auto o = opts(ds::write_mode::append);
+  o.commit_retries = 2;
+  auto r = ds::write(root, sample_batch(10, 7), o, f2);
+  CHECK(r.version == 4);
+  CHECK(r.fragments.at(0).id == 3);
+  auto d4 = ds::dataset::open(root);
+  CHECK(d4.count_rows() == 24);
+  CHECK(d4.transaction()->read_version == 3);
+  CHECK(live_ids(d4.checkout(3)).size() == 17);
+
+  // Two creators: one wins, the other gets conflict_error.
+  const auto root2 = t.sub("create");
+  racing_factory f3{root2, [&] { ds::write(root2, sample_batch(0, 1)); }};
+  CHECK_THROWS_AS(ds::write(root2, sample_batch(5, 3), opts(ds::write_mode::create), f3), conflict_error);
+  CHECK(ds::dataset::open(root2).count_rows() == 1);
+  CHECK(dir_names(root2 + "/data").size() == 1);
+
+  // A rival that overwrote with another schema cannot be rebased on.
+  racing_factory f4{root, [&] {
+                      ds::write(root, make_batch({{"z", make_array<std::int8_t>({1})}}), opts(ds::write_mode::overwrite));
+                    }};
+  CHECK_THROWS_AS(ds::write(root, sample_batch(0, 1), o, f4), conflict_error);
+  CHECK(ds::dataset::open(root).schema().fields.at(0).name == "z");
+}
+
+TEST_CASE("racing writers in threads: every commit is whole, losers get conflict_error") {
+  temp_dir t("threads");
+  const auto root = t.sub("ds");
+  ds::write(root, sample_batch(0, 5));
+  std::uint64_t versions = 1, rows = 5;
+  for (int round = 0; round < 8; ++round) {
+    std::atomic<int> ok{0}, conflicts{0}, other{0};
+    std::atomic<std::uint64_t> added{0};
+    std::vector<std::thread> ts;
+    for (int k = 0; k < 3; ++k)
+      ts.emplace_back([&, k] {
+        try {
+          ds::write(root, sample_batch(1000 * (k + 1), 3 + k), opts(ds::write_mode::append));
+          ++ok;
+          added += std::uint64_t(3 + k);
+        } catch (const conflict_error&) {
+          ++conflicts;
+        } catch (...) {
+          ++other;
+        }
+      });
+    for (auto& th : ts) th.join();
+    CHECK(other == 0);
+    CHECK(ok >= 1);
+    CHECK(ok + conflicts == 3);
+    versions += std::uint64_t(ok.load());
+    rows += added.load();
+    auto d = ds::dataset::open(root);
+    CHECK(d.version() == versions);
+    CHECK(d.versions().size() == versions);
+    CHECK(d.count_rows() == rows);
+    CHECK(live_ids(d).size() == rows);
+  }
+  // Losers removed their data files: one file per committed version.
+  CHECK(dir_names(root + "/data").size() == versions);
+}
+
+TEST_CASE("crash safety: a writer killed (SIGKILL) at 20 random moments of a large append") {
+  temp_dir t("kill");
+  const auto root = t.sub("ds");
+  ds::write(root, sample_batch(0, 1000));
+  // 100,000 rows (~3 MB) in 7 data files: long enough to be killed in every phase.
+  const auto batches = append_batches(1'000'000, 10, 10'000);
+  const auto o = opts(ds::write_mode::append, 15'000);
+  // How long an append takes here (sanitizers and loaded machines vary a lot).
+  double append_seconds = 0;
+  {
+    temp_dir probe("kill-probe");
+    fs::copy(root, probe.sub("ds"), fs::copy_options::recursive);
+    const auto t0 = std::chrono::steady_clock::now();
+    ds::write(probe.sub("ds"), batches, o);
+    append_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::map<std::uint64_t, std::uint64_t> committed{{1, 1000}};  // version -> rows
+  std::mt19937_64 rng(20240601);
+  int killed_mid_write = 0;
+  for (int round = 0; round < 20; ++round) {
+    const auto latest = committed.rbegin()->first;
+    const auto delay = std::chrono::duration<double>(append_seconds * 1.3 * double(rng() % 1000) / 1000.0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      try {
+        ds::write(root, batches, o);
+      } catch (...) {
+        ::_exit(3);
+      }
+      ::_exit(0);
+    }
+    std::this_thread::sleep_for(delay);
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    const bool finished = WIFEXITED(status);
+    if (finished) CHECK(WEXITSTATUS(status) == 0);
+    else ++killed_mid_write;
+
+    // The dataset opens; its latest version is the previous one or the new one.
+    auto d = ds::dataset::open(root);
+    INFO("round " << round << ", killed after " << delay.count() << " s, latest " << d.version());
+    REQUIRE((d.version() == latest || d.version() == latest + 1));
+    if (finished) CHECK(d.version() == latest + 1);
+    if (d.version() == latest + 1) committed[d.version()] = committed[latest] + 100'000;
+    // No committed version is lost, and each reads whole.
+    for (const auto& [v, rows] : committed) {
+      auto dv = d.checkout(v);
+      CHECK(dv.count_rows() == rows);
+    }
+    auto ids = live_ids(d);
+    CHECK(ids.size() == committed.rbegin()->second);
+    CHECK(std::vector<std::int64_t>(ids.begin(), ids.begin() + 1000) == iota_ids(0, 1000));
+  }
+  MESSAGE("append took " << append_seconds << " s; " << killed_mid_write << " of 20 writers were killed mid-write, "
+                         << committed.size() - 1 << " appends committed");
+  CHECK(killed_mid_write > 0);
+}

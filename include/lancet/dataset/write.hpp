@@ -442,20 +442,42 @@ write_result write(const std::string& root, Next&& next, const write_options& o 
   return write(root, std::forward<Next>(next), o, f);
 }
 
-inline write_result write(const std::string& root, std::span<const arrow::record_batch> batches,
-                          const write_options& o = {}) {
-  std::size_t i = 0;
-  return write(root, [&]() -> std::optional<arrow::record_batch> {
+namespace write_detail {
+inline auto span_source(std::span<const arrow::record_batch> batches) {
+  return [batches, i = std::size_t(0)]() mutable -> std::optional<arrow::record_batch> {
     if (i < batches.size()) return batches[i++];
     return std::nullopt;
-  }, o);
+  };
+}
+}  // namespace write_detail
+
+// Batches held in memory, with sinks from `make_sink`.
+template <class SinkFactory>
+write_result write(const std::string& root, std::span<const arrow::record_batch> batches, const write_options& o,
+                   SinkFactory&& make_sink) {
+  return write(root, write_detail::span_source(batches), o, std::forward<SinkFactory>(make_sink));
+}
+template <class SinkFactory>
+write_result write(const std::string& root, const std::vector<arrow::record_batch>& batches, const write_options& o,
+                   SinkFactory&& make_sink) {
+  return write(root, std::span<const arrow::record_batch>(batches), o, std::forward<SinkFactory>(make_sink));
+}
+template <class SinkFactory>
+write_result write(const std::string& root, const arrow::record_batch& batch, const write_options& o,
+                   SinkFactory&& make_sink) {
+  return write(root, std::span<const arrow::record_batch>(&batch, 1), o, std::forward<SinkFactory>(make_sink));
+}
+
+inline write_result write(const std::string& root, std::span<const arrow::record_batch> batches,
+                          const write_options& o = {}) {
+  return write(root, batches, o, default_sink_factory{});
 }
 inline write_result write(const std::string& root, const std::vector<arrow::record_batch>& batches,
                           const write_options& o = {}) {
-  return write(root, std::span<const arrow::record_batch>(batches), o);
+  return write(root, std::span<const arrow::record_batch>(batches), o, default_sink_factory{});
 }
 inline write_result write(const std::string& root, const arrow::record_batch& batch, const write_options& o = {}) {
-  return write(root, std::span<const arrow::record_batch>(&batch, 1), o);
+  return write(root, std::span<const arrow::record_batch>(&batch, 1), o, default_sink_factory{});
 }
 
 }  // namespace lancet::dataset
