@@ -391,6 +391,20 @@ comparison compare_with_lance(const fs::path& dataset, const fs::path& jsonl) {
         }
       }
       out.same_bytes += bytes;
+      if (!bytes && same && std::getenv("LANCET_DUMP")) {
+        for (std::size_t k = 0; k < theirs.buffer_offsets.size() && k < m.buffers[c][0].size(); ++k) {
+          const auto& ob = m.buffers[c][0][k];
+          std::size_t j = 0;
+          const auto* tb = f.bytes.data() + theirs.buffer_offsets[k];
+          while (j < ob.size() && j < theirs.buffer_sizes[k] && ob.data()[j] == tb[j]) ++j;
+          std::printf("BYTES %s#%zu buf %zu: ours %zu theirs %llu bytes, first diff at %zu:", f.schema.fields[i].name.c_str(), c, k,
+                      ob.size(), (unsigned long long)theirs.buffer_sizes[k], j);
+          for (std::size_t q = j; q < j + 16 && q < ob.size(); ++q) std::printf(" %02x", ob.data()[q]);
+          std::printf(" |");
+          for (std::size_t q = j; q < j + 16 && q < theirs.buffer_sizes[k]; ++q) std::printf(" %02x", tb[q]);
+          std::printf("\n");
+        }
+      }
       if (!bytes) {
         std::string name = f.schema.fields[i].name + "#" + std::to_string(c);
         if (!same) {

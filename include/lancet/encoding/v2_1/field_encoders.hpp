@@ -290,6 +290,9 @@ class default_strategy {
                                   std::string(*r) + " is not in (0, 1]");
     }
     const bool none = params.compression && *params.compression == "none";
+    // Lance compresses strings with FSST, never binaries (unless asked to).
+    const bool text = leaf.type->id == arrow::type_id::utf8 || leaf.type->id == arrow::type_id::large_utf8;
+    const bool fsst_asked = params.compression && *params.compression == "fsst";
     if (!none && detail::should_dictionary(values, ratio)) {
       p.dictionary = true;
       p.layout = page_plan::layout_kind::miniblock;
@@ -317,8 +320,7 @@ class default_strategy {
           p.per_value.k = per_value_codec::kind::general;
           p.per_value.scheme = detail::general_of(params).value_or(enc21::compression_scheme::zstd);
           p.per_value.level = params.level;
-        } else if ((params.compression && *params.compression == "fsst") ||
-                   (max_len >= fsst::least_max_length && data_size >= fsst::least_input_size)) {
+        } else if (fsst_asked || (text && max_len >= fsst::least_max_length && data_size >= fsst::least_input_size)) {
           p.per_value.k = per_value_codec::kind::fsst;
         }
       }
@@ -328,8 +330,7 @@ class default_strategy {
     if (values.k == data_block::kind::variable) {
       const auto data_size = values.data_size();
       if (none) p.codec = value_codec::variable;
-      else if ((params.compression && *params.compression == "fsst") ||
-               (max_len >= fsst::least_max_length && data_size >= fsst::least_input_size))
+      else if (fsst_asked || (text && max_len >= fsst::least_max_length && data_size >= fsst::least_input_size))
         p.codec = value_codec::fsst;
       else p.codec = value_codec::variable;
       if (!none) p.general = detail::general_of(params), p.general_level = params.level;

@@ -92,7 +92,8 @@ inline fullzip_page encode_fullzip(const data_block& values, const level_scheme&
 
   // Variable values, compressed value by value.
   std::optional<fsst::symbol_table> table;
-  if (!fixed && codec.k == per_value_codec::kind::fsst) {
+  const bool fsst_on = !fixed && codec.k == per_value_codec::kind::fsst && values.value_bytes() >= fsst::least_input_size;
+  if (fsst_on) {
     if (values.bits_per_offset == 64)
       table = fsst::symbol_table::train(reinterpret_cast<const std::uint64_t*>(values.offsets.data()), std::size_t(values.num_values), values.data.data());
     else
@@ -100,9 +101,9 @@ inline fullzip_page encode_fullzip(const data_block& values, const level_scheme&
   }
   if (!fixed) {
     compressive e = enc::variable(values.bits_per_offset);
-    if (table) {
+    if (codec.k == per_value_codec::kind::fsst) {
       enc21::fsst f;
-      f.symbol_table = table->serialize();
+      f.symbol_table = table ? table->serialize() : fsst::symbol_table().serialize();
       f.values = std::move(e);
       e = compressive{std::move(f)};
     } else if (codec.k == per_value_codec::kind::general) {

@@ -4,7 +4,7 @@
 // layout), the chunk metadata words and the repetition index.
 //
 // Chunk sizes follow Lance: about 4 KiB of values (the field's minichunk size), at most
-// 4096 values; bit-packed chunks hold 1024 values; RLE chunks at most 2048.
+// 4096 values; bit-packed chunks hold 1024 values; RLE chunks at most 4096.
 #pragma once
 
 #include <algorithm>
@@ -70,7 +70,9 @@ inline std::uint64_t fixed_chunk_values(std::uint64_t bits, std::uint64_t target
   const bool whole_bytes = bits % 8 == 0;
   std::uint64_t size = whole_bytes ? 2 * (bits / 8) : 2 * bits;  // bytes for 2 values / 8-value words
   std::uint64_t n = whole_bytes ? 2 : 8;
-  while (2 * size <= target && 2 * n <= max_values) {
+  // Lance doubles while twice the size stays under 8186 bytes for its 4 KiB target.
+  const std::uint64_t limit = 2 * target - 6;
+  while (2 * size < limit && 2 * n <= max_values) {
     size *= 2;
     n *= 2;
   }
@@ -177,7 +179,7 @@ inline mini_compressed variable(const data_block& b, std::uint64_t target, std::
         num = next;
         next *= 2;
       } else {
-        take = std::min(next, max_values);
+        take = num;  // Lance 12 keeps the last count that fits
         break;
       }
     }
@@ -204,6 +206,15 @@ inline mini_compressed variable(const data_block& b, std::uint64_t target, std::
 // FSST over the whole page, then variable chunks of the compressed values.
 inline mini_compressed fsst_variable(const data_block& b, std::uint64_t target, std::uint64_t max_values) {
   const std::uint64_t w = b.bits_per_offset / 8;
+  if (b.value_bytes() < fsst::least_input_size) {
+    // Lance's FSST leaves fewer than 32 KiB of bytes uncompressed (a disabled table).
+    auto out = variable(b, target, max_values);
+    enc21::fsst f;
+    f.symbol_table = fsst::symbol_table().serialize();
+    f.values = std::move(out.encoding);
+    out.encoding = compressive{std::move(f)};
+    return out;
+  }
   fsst::symbol_table table;
   if (w == 8) table = fsst::symbol_table::train(reinterpret_cast<const std::uint64_t*>(b.offsets.data()), std::size_t(b.num_values), b.data.data());
   else table = fsst::symbol_table::train(reinterpret_cast<const std::uint32_t*>(b.offsets.data()), std::size_t(b.num_values), b.data.data());
@@ -247,7 +258,7 @@ inline mini_compressed bitpack_inline(const data_block& b, std::uint64_t max_val
   return out;
 }
 
-// RLE chunks: the most values (a power of two, at most 2048) whose runs fit the limit.
+// RLE chunks: the most values (a power of two, at most 4096) whose runs fit the limit.
 inline mini_compressed rle(const data_block& b, std::uint64_t limit, std::uint64_t max_values) {
   mini_compressed out;
   const std::size_t w = std::size_t(b.bits_per_value / 8);
@@ -255,7 +266,7 @@ inline mini_compressed rle(const data_block& b, std::uint64_t limit, std::uint64
   r.values = enc::flat(b.bits_per_value);
   r.run_lengths = enc::flat(8);
   out.encoding = compressive{std::move(r)};
-  const std::uint64_t cap = std::min<std::uint64_t>(2048, std::max<std::uint64_t>(2, max_values));
+  const std::uint64_t cap = std::min<std::uint64_t>(4096, std::max<std::uint64_t>(2, max_values));
   aligned_buffer values, lengths;
   const std::uint8_t* d = b.data.data();
   std::uint64_t at = 0;

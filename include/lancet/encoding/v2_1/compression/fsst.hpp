@@ -169,8 +169,10 @@ class symbol_table {
 
   std::string serialize() const {
     std::string out(table_bytes, '\0');
-    const std::uint64_t info = magic | (std::uint64_t(enabled_ ? 1 : 0) << 24) | (std::uint64_t(8) << 16) |
-                               std::uint64_t(symbols_.size() & 255);
+    // A disabled table (values stored as they are) is the bare magic number.
+    const std::uint64_t info = enabled_ ? magic | (std::uint64_t(1) << 24) | (std::uint64_t(8) << 16) |
+                                              std::uint64_t(symbols_.size() & 255)
+                                        : magic;
     le::store(out.data(), info);
     std::size_t pos = 8;
     for (const auto& s : symbols_) {
