@@ -11,6 +11,7 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/v2_0/field_encoders.hpp"
+#include "lancet/encoding/v2_1/field_encoders.hpp"
 
 namespace lancet::file {
 
@@ -55,6 +56,40 @@ struct v2_0 {
   using default_strategy = encoding::v2_0::default_strategy;
 };
 
+// Lance 2.1: structural encodings (rep/def levels, mini-block and full-zip pages).
+struct v2_1 {
+  static constexpr format_version value = format_version::v2_1;
+  static constexpr std::uint16_t footer_major = 2, footer_minor = 1;
+  static constexpr std::uint16_t memory_major = 2, memory_minor = 1;
+  static constexpr bool structural = true;
+  static constexpr bool unstable = false;
+  static constexpr bool split_pages_on_write = false;  // large pages are split on read
+  using default_strategy = encoding::v2_1::default_strategy<1>;
+};
+
+// Lance 2.2 ("stable" in Lance 12): 32-bit mini-block chunk sizes (has_large_chunk),
+// constant pages, LZ4-compressed dictionaries, RLE for levels.
+struct v2_2 {
+  static constexpr format_version value = format_version::v2_2;
+  static constexpr std::uint16_t footer_major = 2, footer_minor = 2;
+  static constexpr std::uint16_t memory_major = 2, memory_minor = 2;
+  static constexpr bool structural = true;
+  static constexpr bool unstable = false;
+  static constexpr bool split_pages_on_write = false;
+  using default_strategy = encoding::v2_1::default_strategy<2>;
+};
+
+// Lance 2.3 ("next"): unstable; lancet writes it as 2.2 does and warns, as Lance does.
+struct v2_3 {
+  static constexpr format_version value = format_version::v2_3;
+  static constexpr std::uint16_t footer_major = 2, footer_minor = 3;
+  static constexpr std::uint16_t memory_major = 2, memory_minor = 3;
+  static constexpr bool structural = true;
+  static constexpr bool unstable = true;
+  static constexpr bool split_pages_on_write = false;
+  using default_strategy = encoding::v2_1::default_strategy<3>;
+};
+
 template <class V>
 concept version_policy = requires {
   { V::value } -> std::convertible_to<format_version>;
@@ -68,9 +103,11 @@ template <class F>
 decltype(auto) with_version(format_version v, F&& f) {
   switch (v) {
     case format_version::v2_0: return f.template operator()<v2_0>();
-    default:
-      throw unsupported_error("lancet cannot write Lance " + std::string(to_string(v)) + " files yet");
+    case format_version::v2_1: return f.template operator()<v2_1>();
+    case format_version::v2_2: return f.template operator()<v2_2>();
+    case format_version::v2_3: return f.template operator()<v2_3>();
   }
+  throw unsupported_error("unknown Lance file version");
 }
 
 }  // namespace lancet::file
