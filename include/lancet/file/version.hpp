@@ -98,16 +98,29 @@ concept version_policy = requires {
   typename V::default_strategy;
 };
 
+// Whether runtime version choices (with_version, hence datasets) may pick 2.1+. The
+// writer and the structural encoders are ready (file_writer<v2_2, ...> works); the
+// switch waits for file_reader to decode 2.1+ pages through encoding/v2_1/decoder.hpp,
+// since datasets default to 2.2 as soon as they can write it.
+inline constexpr bool runtime_structural_versions = false;
+
 // Calls f.template operator()<Policy>() for the policy of a runtime version.
 template <class F>
 decltype(auto) with_version(format_version v, F&& f) {
+  if constexpr (runtime_structural_versions) {
+    switch (v) {
+      case format_version::v2_1: return f.template operator()<v2_1>();
+      case format_version::v2_2: return f.template operator()<v2_2>();
+      case format_version::v2_3: return f.template operator()<v2_3>();
+      default: break;
+    }
+  }
   switch (v) {
     case format_version::v2_0: return f.template operator()<v2_0>();
-    case format_version::v2_1: return f.template operator()<v2_1>();
-    case format_version::v2_2: return f.template operator()<v2_2>();
-    case format_version::v2_3: return f.template operator()<v2_3>();
+    default:
+      throw unsupported_error("lancet cannot write Lance " + std::string(to_string(v)) + " files through a runtime "
+                              "version choice yet (use file_writer<file::v2_1/v2_2, ...>)");
   }
-  throw unsupported_error("unknown Lance file version");
 }
 
 }  // namespace lancet::file
