@@ -420,3 +420,69 @@ TEST_CASE("2.0: corrupt and truncated files give typed errors, never crashes") {
   }
   CHECK(true);
 }
+
+#include <lancet/file/encoded_batch.hpp>
+
+TEST_CASE("2.0: in-memory encoded batch, self-described and mini serialisations") {
+  auto b = make_batch({{"a", make_array<std::int32_t>({1, std::nullopt, 3})},
+                       {"st", struct_array({{"x", string_array({"p", "q", std::nullopt})}})},
+                       {"l", list_array<std::int64_t>({{1, 2}, {}, {3}})}});
+  auto eb = file::encode_batch<file::v2_0>(b);
+  CHECK(eb.num_rows == 3);
+  CHECK(eb.columns.size() == 5);
+  auto self = eb.to_self_described();
+  auto sb = shared_bytes::copy_of({reinterpret_cast<const std::uint8_t*>(self.data()), self.size()});
+  auto r = open_bytes(sb);
+  CHECK(r.major() == 2);  // in-memory serialisations carry 2.0, files 0.3
+  CHECK(r.minor() == 0);
+  CHECK(r.num_global_buffers() == 1);
+  CHECK_FALSE(first_difference(b, r.read()).has_value());
+  auto mini = eb.to_mini();
+  CHECK(mini.size() < self.size());
+  auto mb = shared_bytes::copy_of({reinterpret_cast<const std::uint8_t*>(mini.data()), mini.size()});
+  CHECK_THROWS_AS(open_bytes(mb), corrupt_error);  // no schema inside
+  file::file_reader<io::memory_source> mr(io::memory_source(mb), schema::from_arrow(*b.schema));
+  CHECK(mr.num_global_buffers() == 0);
+  CHECK(mr.num_rows() == 3);
+  CHECK_FALSE(first_difference(b, mr.read()).has_value());
+}
+
+TEST_CASE("2.0: pre-encoded pages are copied as bytes; only footer and schema are new") {
+  testing::random_data gen(3, {.allow_struct_nulls = false});
+  auto s = std::make_shared<arrow::schema>();
+  s->fields = {field{"a", int64(), true, {}}, field{"l", list(utf8()), true, {}},
+               field{"st", struct_({field{"x", float32(), true, {}}}), true, {}}};
+  writer20 w(io::memory_sink{}, file::writer_options{.data_cache_bytes = 3000});
+  std::vector<record_batch> batches;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<array_ptr> cols;
+    for (const auto& f : s->fields) cols.push_back(gen.random_array(f.type, 100));
+    batches.push_back(make_batch(s, cols));
+    w.write_batch(batches.back());
+  }
+  auto src = open_bytes(finish_to_bytes(w));
+  writer20 copy(io::memory_sink{}, src.schema());
+  for (std::uint32_t c = 0; c < src.num_columns(); ++c) {
+    std::vector<encoding::encoded_page> pages;
+    for (const auto& p : src.column(c).metadata.pages) {
+      encoding::encoded_page ep;
+      for (std::size_t i = 0; i < p.buffer_offsets.size(); ++i)
+        ep.buffers.push_back(src.source().read(p.buffer_offsets[i], p.buffer_sizes[i]));
+      ep.encoding = std::get<pb::file2::direct_encoding>(p.encoding->location).encoding;
+      ep.num_rows = p.length;
+      pages.push_back(std::move(ep));
+    }
+    copy.write_encoded_pages(c, pages);
+  }
+  CHECK_THROWS_AS(copy.write_encoded_pages(99, {}), invalid_input_error);
+  CHECK(copy.finish().rows == 400);
+  auto r = open_bytes(copy.sink().take_shared());
+  CHECK(r.num_rows() == 400);
+  for (std::uint32_t c = 0; c < src.num_columns(); ++c) CHECK(r.column(c).metadata.pages.size() == src.column(c).metadata.pages.size());
+  auto all = r.read();
+  for (std::size_t c = 0; c < s->fields.size(); ++c) {
+    std::vector<array_ptr> parts;
+    for (const auto& b : batches) parts.push_back(b.columns[c]);
+    check_same(encoding::detail::concat(parts, s->fields[c].type), all.columns[c], "copied " + s->fields[c].name);
+  }
+}

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "lancet/arrow/array.hpp"
 #include "lancet/core/buffer.hpp"
+#include "lancet/core/error.hpp"
 
 namespace lancet::encoding {
 
@@ -57,6 +59,20 @@ class column_index_sequence {
 
  private:
   std::vector<std::pair<std::uint32_t, std::uint32_t>> mapping_;
+};
+
+// Field ids in schema pre-order (parents before children), consumed as encoders are built.
+class field_id_cursor {
+ public:
+  explicit field_id_cursor(std::span<const std::int32_t> ids) : ids_(ids) {}
+  std::int32_t next(const std::string& name) {
+    if (pos_ >= ids_.size()) throw invalid_input_error("no field id left for field '" + name + "'");
+    return ids_[pos_++];
+  }
+
+ private:
+  std::span<const std::int32_t> ids_;
+  std::size_t pos_ = 0;
 };
 
 class field_encoder {

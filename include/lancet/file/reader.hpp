@@ -45,7 +45,9 @@ struct column_info {
 template <io::source Source>
 class file_reader {
  public:
-  explicit file_reader(Source source) : source_(std::move(source)) { open(); }
+  explicit file_reader(Source source) : source_(std::move(source)) { open(std::nullopt); }
+  // For "mini" files (encoded_batch::to_mini) that carry no schema.
+  file_reader(Source source, schema::schema s) : source_(std::move(source)) { open(std::move(s)); }
 
   format_version version() const noexcept { return version_; }
   std::uint16_t major() const noexcept { return footer_.major; }
@@ -105,7 +107,7 @@ class file_reader {
   }
 
  private:
-  void open() {
+  void open(std::optional<schema::schema> given) {
     const auto size = source_.size();
     if (size < footer_size) throw corrupt_error("file of " + std::to_string(size) + " bytes has no Lance footer");
     footer_ = footer::decode(source_.read(size - footer_size, footer_size).view(), size);
@@ -120,11 +122,15 @@ class file_reader {
     auto metas = decode_offset_table(
         source_.read(footer_.column_meta_offsets, std::uint64_t(footer_.num_columns) * 16).view(),
         footer_.num_columns, size, "column metadata");
-    if (global_buffers_.empty()) throw corrupt_error("the file has no global buffer 0 (file descriptor)");
-    auto desc = source_.read(global_buffers_[0].position, global_buffers_[0].size);
-    auto fd = schema::decode_file_descriptor(desc.view());
-    schema_ = std::move(fd.first);
-    num_rows_ = fd.second;
+    if (given) {
+      schema_ = std::move(*given);
+    } else {
+      if (global_buffers_.empty()) throw corrupt_error("the file has no global buffer 0 (file descriptor)");
+      auto desc = source_.read(global_buffers_[0].position, global_buffers_[0].size);
+      auto fd = schema::decode_file_descriptor(desc.view());
+      schema_ = std::move(fd.first);
+      num_rows_ = fd.second;
+    }
     arrow_schema_ = schema::to_arrow(schema_);
     columns_.reserve(metas.size());
     for (std::size_t i = 0; i < metas.size(); ++i) {
@@ -157,6 +163,8 @@ class file_reader {
     if (next != columns_.size())
       throw corrupt_error("the schema needs " + std::to_string(next) + " columns but the file has " +
                           std::to_string(columns_.size()));
+    if (given)
+      for (std::size_t f = 0; f < schema_.fields.size(); ++f) num_rows_ = std::max(num_rows_, field_length(f));
   }
 
   std::uint32_t count_columns(const schema::field& f) const {

@@ -17,6 +17,7 @@
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -173,6 +174,36 @@ class file_writer {
     });
   }
 
+  // Appends pages encoded elsewhere (e.g. read from another Lance file of the same
+  // version) to a column: their buffers are copied as bytes, their encodings kept.
+  // Columns fed this way are finished with `set_column_encoding`'s metadata (default:
+  // the plain column encoding) instead of an encoder's; their field's rows count
+  // from the pages of its first column.
+  void write_encoded_pages(std::uint32_t column, std::span<const encoding::encoded_page> pages) {
+    guarded([&] {
+      require_open("write_encoded_pages");
+      require_column(column);
+      mutating_ = true;
+      external_[column] = true;
+      for (const auto& p : pages) {
+        auto copy = p;
+        copy.column_index = column;
+        write_page(copy);
+        external_rows_[column] += p.num_rows;
+      }
+      refresh_external_rows();
+    });
+  }
+  // The column-level buffers and ColumnEncoding (serialized Any) of a pre-encoded column.
+  void set_column_encoding(std::uint32_t column, std::vector<shared_bytes> column_buffers, std::string encoding) {
+    guarded([&] {
+      require_open("set_column_encoding");
+      require_column(column);
+      external_[column] = true;
+      external_columns_[column] = encoding::encoded_column{{}, std::move(column_buffers), std::move(encoding)};
+    });
+  }
+
   // Writes a global buffer now; returns its index (1, 2, ...; 0 is the descriptor).
   std::uint32_t add_global_buffer(bytes_view bytes) {
     std::uint32_t index = 0;
@@ -300,6 +331,25 @@ class file_writer {
       throw invalid_input_error(std::string(what) + ": an earlier error aborted this writer");
   }
 
+  void require_column(std::uint32_t column) const {
+    if (!schema_) throw invalid_input_error("writing encoded pages needs a writer created with a schema");
+    if (column >= num_columns_)
+      throw invalid_input_error("column " + std::to_string(column) + " is out of range: the file has " +
+                                std::to_string(num_columns_) + " columns");
+  }
+
+  // A field whose first column is pre-encoded is as long as that column's pages.
+  void refresh_external_rows() {
+    std::uint32_t first = 0;
+    for (std::size_t f = 0; f < encoders_.size(); ++f) {
+      if (external_[first]) {
+        column_rows_[f] = std::max(column_rows_[f], external_rows_[first]);
+        rows_written_ = std::max(rows_written_, column_rows_[f]);
+      }
+      first += encoders_[f]->num_columns();
+    }
+  }
+
   static void checked_add(std::uint64_t& counter, std::uint64_t n) {
     if (counter > std::numeric_limits<std::uint64_t>::max() - n)
       throw invalid_input_error("cannot write " + std::to_string(n) + " more rows after " + std::to_string(counter) +
@@ -333,7 +383,7 @@ class file_writer {
     eo.max_page_bytes = detail::resolve_max_page_bytes(options_);
     eo.keep_original_array = options_.keep_original_array;
     const auto ids = schema::preorder_ids(s);
-    encoding::v2_0::field_id_cursor cursor(ids);
+    encoding::field_id_cursor cursor(ids);
     encoding::column_index_sequence columns;
     for (const auto& f : arrow_fields_) encoders_.push_back(strategy_.make_field_encoder(f, cursor, columns, eo));
     num_columns_ = columns.size();
@@ -342,6 +392,9 @@ class file_writer {
     page_table_.reset(num_columns_, options_.page_metadata_spill_path);
     column_encodings_.assign(num_columns_, std::string());
     column_buffers_.assign(num_columns_, {});
+    external_.assign(num_columns_, false);
+    external_rows_.assign(num_columns_, 0);
+    external_columns_.assign(num_columns_, std::nullopt);
     schema_ = std::move(s);
   }
 
@@ -385,6 +438,8 @@ class file_writer {
     std::uint32_t c = 0;
     for (auto& e : encoders_) {
       for (auto& col : e->finish()) {
+        if (external_[c]) col = external_columns_[c].value_or(encoding::encoded_column{
+                                {}, {}, encoding::v2_0::serialize_any(pb::pack_any(pb::enc20::column_encoding::values()))});
         for (const auto& p : col.final_pages) write_page(p);
         for (const auto& b : col.column_buffers) {
           column_buffers_[c].push_back({tell(), b.size()});
@@ -432,6 +487,9 @@ class file_writer {
   page_table page_table_;
   std::vector<std::string> column_encodings_;
   std::vector<std::vector<region>> column_buffers_;
+  std::vector<bool> external_;  // columns fed with pre-encoded pages
+  std::vector<std::uint64_t> external_rows_;
+  std::vector<std::optional<encoding::encoded_column>> external_columns_;
 };
 
 }  // namespace lancet::file

@@ -19,19 +19,7 @@
 
 namespace lancet::encoding::v2_0 {
 
-// Field ids in schema pre-order (parents before children), consumed as encoders are built.
-class field_id_cursor {
- public:
-  explicit field_id_cursor(std::span<const std::int32_t> ids) : ids_(ids) {}
-  std::int32_t next(const std::string& name) {
-    if (pos_ >= ids_.size()) throw invalid_input_error("no field id left for field '" + name + "'");
-    return ids_[pos_++];
-  }
-
- private:
-  std::span<const std::int32_t> ids_;
-  std::size_t pos_ = 0;
-};
+using encoding::field_id_cursor;
 
 inline std::string serialize_any(const pb::any& a) {
   pb::writer w;
