@@ -181,7 +181,7 @@ void check_lance_file(const fs::path& dataset, const fs::path& expected_jsonl) {
 
 TEST_CASE("LanceDB files: every type decodes (committed fixtures)") {
   const auto dir = fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "structural";
-  for (const char* name : {"small_2.1", "small_2.2", "special600_2.1", "special600_2.2"}) {
+  for (const char* name : {"small_2.1", "small_2.2", "special600_2.1", "special600_2.2", "edges1200_2.1", "edges1200_2.2"}) {
     CAPTURE(name);
     REQUIRE(fs::exists(dir / name));
     check_lance_file(dir / name, dir / (std::string(name) + ".jsonl"));
@@ -437,20 +437,28 @@ comparison compare_with_lance(const fs::path& dataset, const fs::path& jsonl) {
 }  // namespace
 
 TEST_CASE("our pages equal Lance's, byte for byte, for the same data") {
+  // Every column but FSST-compressed ones (whose symbol tables are trained differently)
+  // must be identical: layout, codecs, chunking, levels, padding aside.
   const auto dir = fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "structural";
-  auto report = [](const std::string& name, const comparison& c) {
+  auto check = [&](const std::string& name, const comparison& c, std::vector<std::string> allowed) {
     std::string diff;
     for (const auto& d : c.differing) diff += " " + d;
-    MESSAGE(name << ": " << c.same_bytes << "/" << c.columns << " columns identical; differing:" << diff);
+    INFO(name << ": " << c.same_bytes << "/" << c.columns << " columns identical; differing:" << diff);
+    for (const auto& d : c.differing) {
+      CHECK_MESSAGE(d.find("(encoding)") == std::string::npos || d.rfind("long_utf8", 0) == 0, d << " has another encoding");
+      const bool ok = std::any_of(allowed.begin(), allowed.end(), [&](const std::string& a) { return d.rfind(a, 0) == 0; });
+      CHECK_MESSAGE(ok, d);
+    }
+    CHECK(c.columns > 0);
   };
-  auto c1 = compare_with_lance<1>(dir / "small_2.1", dir / "small_2.1.jsonl");
-  report("small_2.1", c1);
-  auto c2 = compare_with_lance<2>(dir / "small_2.2", dir / "small_2.2.jsonl");
-  report("small_2.2", c2);
-  auto c3 = compare_with_lance<1>(dir / "special600_2.1", dir / "special600_2.1.jsonl");
-  report("special600_2.1", c3);
-  auto c4 = compare_with_lance<2>(dir / "special600_2.2", dir / "special600_2.2.jsonl");
-  report("special600_2.2", c4);
+  check("small_2.1", compare_with_lance<1>(dir / "small_2.1", dir / "small_2.1.jsonl"), {});
+  check("small_2.2", compare_with_lance<2>(dir / "small_2.2", dir / "small_2.2.jsonl"), {});
+  check("special600_2.1", compare_with_lance<1>(dir / "special600_2.1", dir / "special600_2.1.jsonl"), {"long_utf8#0"});
+  check("special600_2.2", compare_with_lance<2>(dir / "special600_2.2", dir / "special600_2.2.jsonl"), {"long_utf8#0"});
+  // zstd_text: same layout and chunks, but zstd's one-shot output for the last (short)
+  // chunk is one byte off the streaming encoder Lance uses.
+  check("edges1200_2.1", compare_with_lance<1>(dir / "edges1200_2.1", dir / "edges1200_2.1.jsonl"), {"zstd_text#0"});
+  check("edges1200_2.2", compare_with_lance<2>(dir / "edges1200_2.2", dir / "edges1200_2.2.jsonl"), {"zstd_text#0"});
 }
 
 TEST_CASE("our pages vs Lance's for generated files" * doctest::skip(std::getenv("LANCET_REF_DIR") == nullptr)) {

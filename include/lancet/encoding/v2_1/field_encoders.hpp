@@ -104,24 +104,29 @@ inline std::uint64_t max_value_length(const data_block& b) {
 
 // Lance's dictionary test: at least 100 values and an estimated dictionary-encoded size
 // below `ratio` of the plain size.
-inline bool should_dictionary(const data_block& b, double ratio) {
+// Fixed-width values qualify from 128 bits in 2.1 and from 64 bits in 2.2+ (i32 indices
+// cannot make narrower values smaller).
+inline bool should_dictionary(const data_block& b, double ratio, unsigned minor) {
   if (b.num_values < 100) return false;
   const bool var = b.k == data_block::kind::variable;
-  if (!var && !(b.k == data_block::kind::fixed && b.bits_per_value == 128)) return false;
+  const std::uint64_t min_bits = minor >= 2 ? 64 : 128;
+  if (!var && !(b.k == data_block::kind::fixed && b.bits_per_value >= min_bits && b.bits_per_value % 8 == 0 &&
+                b.bits_per_value <= 256))
+    return false;
   const std::uint64_t data_size = b.data_size();
   if (data_size == 0) return false;
   // Cardinality, giving up once it alone rules the dictionary out.
   const double limit = ratio * double(data_size);
   std::unordered_set<std::string_view> seen;
-  const std::uint64_t w = var ? b.bits_per_offset / 8 : 16;
+  const std::uint64_t w = var ? b.bits_per_offset / 8 : b.bits_per_value / 8;
   const double avg = double(data_size / b.num_values);
   auto estimate = [&](std::uint64_t card) {
-    return var ? double(card) * avg + double(card * w) + double(b.num_values * w) : double(card * 16 + b.num_values * 4);
+    return var ? double(card) * avg + double(card * w) + double(b.num_values * w) : double(card * w + b.num_values * 4);
   };
   for (std::uint64_t i = 0; i < b.num_values; ++i) {
     std::string_view key = var ? std::string_view(reinterpret_cast<const char*>(b.data.data() + b.offset(i)),
                                                   std::size_t(b.offset(i + 1) - b.offset(i)))
-                               : std::string_view(reinterpret_cast<const char*>(b.data.data() + i * 16), 16);
+                               : std::string_view(reinterpret_cast<const char*>(b.data.data() + i * w), std::size_t(w));
     seen.insert(key);
     if (estimate(seen.size()) >= limit) return false;
   }
@@ -293,10 +298,14 @@ class default_strategy {
     // Lance compresses strings with FSST, never binaries (unless asked to).
     const bool text = leaf.type->id == arrow::type_id::utf8 || leaf.type->id == arrow::type_id::large_utf8;
     const bool fsst_asked = params.compression && *params.compression == "fsst";
-    if (!none && detail::should_dictionary(values, ratio)) {
+    if (!none && detail::should_dictionary(values, ratio, Minor)) {
       p.dictionary = true;
       p.layout = page_plan::layout_kind::miniblock;
-      p.codec = choose_fixed(data_block::fixed(0, 32, {}), params, true);
+      // The indices are i32 values like any other (RLE, bit-packing, BSS + general).
+      const auto indices = detail::dictionary_encode(values).first;
+      p.codec = choose_fixed(indices, params);
+      p.general = detail::general_of(params);
+      p.general_level = params.level;
       return p;
     }
     // Layout: mini-block for values under 256 bytes, unless the field says otherwise.
@@ -340,7 +349,7 @@ class default_strategy {
       p.codec = value_codec::flat;
       return p;
     }
-    p.codec = choose_fixed(values, params, false);
+    p.codec = choose_fixed(values, params);
     if (!none) p.general = detail::general_of(params), p.general_level = params.level;
     return p;
   }
@@ -349,11 +358,10 @@ class default_strategy {
   // Lance 12's choice for fixed-width mini-block values: BSS when a general compression
   // is asked for and the bytes look like floats; otherwise the smallest of plain, RLE
   // (when runs are below the field's threshold, if it sets one) and inline bit-packing.
-  value_codec choose_fixed(const data_block& b, const field_compression& params, bool indices) const {
+  value_codec choose_fixed(const data_block& b, const field_compression& params) const {
     if (params.compression && *params.compression == "none") return value_codec::flat;
     const auto bits = b.bits_per_value;
     const bool word = bits == 8 || bits == 16 || bits == 32 || bits == 64;
-    if (indices) return value_codec::bitpack;
     if (!word) return value_codec::flat;
     if (detail::general_of(params) && (bits == 32 || bits == 64)) {
       const auto mode = params.bss.value_or(bss_mode::automatic);

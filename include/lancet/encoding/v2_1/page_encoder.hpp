@@ -161,6 +161,32 @@ inline std::pair<aligned_buffer, compressive> dictionary_block(const data_block&
   } else {
     raw.append(d.data.data(), std::size_t(d.num_values * d.bits_per_value / 8));
     e = enc::flat(d.bits_per_value);
+    // 2.2+: fixed-width dictionaries are bit-packed when that is smaller (never LZ4).
+    const auto bits = d.bits_per_value;
+    if (minor >= 2 && (bits == 8 || bits == 16 || bits == 32 || bits == 64)) {
+      aligned_buffer packed;
+      compressive pe;
+      v2_1::detail::by_width(bits, [&](auto t) {
+        using T = decltype(t);
+        const T* v = reinterpret_cast<const T*>(d.data.data());
+        if (d.num_values <= bitpack::chunk_values) {
+          bitpack::append_inline_chunk<T>(v, std::size_t(d.num_values), packed);
+          enc21::inline_bitpacking ib;
+          ib.uncompressed_bits_per_value = bits;
+          pe = compressive{ib};
+        } else {
+          const auto w = bitpack::needed_width(v, std::size_t(d.num_values));
+          packed = bitpack::encode_out_of_line<T>(v, std::size_t(d.num_values), w);
+          enc21::out_of_line_bitpacking ob;
+          ob.uncompressed_bits_per_value = bits;
+          ob.values = enc::flat(w);
+          pe = compressive{std::move(ob)};
+        }
+        return 0;
+      });
+      if (packed.size() < raw.size()) return {std::move(packed), std::move(pe)};
+    }
+    return {std::move(raw), std::move(e)};
   }
   if (minor < 2) return {std::move(raw), std::move(e)};
   aligned_buffer packed;
@@ -169,7 +195,8 @@ inline std::pair<aligned_buffer, compressive> dictionary_block(const data_block&
 }
 
 inline mini_compressed compress_values(const data_block& v, const page_plan& plan, std::uint64_t max_values) {
-  const auto target = plan.minichunk_bytes;
+  // The minichunk size steers variable-width chunks; fixed-width chunks stay ~4 KiB (as in Lance 12).
+  const auto target = v.k == data_block::kind::variable ? plan.minichunk_bytes : default_minichunk_bytes;
   mini_compressed mc;
   if (v.k == data_block::kind::fixed_size_list) mc = mini::fsl(v, target, max_values);
   else if (v.k == data_block::kind::variable) {
@@ -204,9 +231,20 @@ inline encoded_page encode_leaf_page(const level_scheme& s, const std::vector<st
       enc21::constant_layout c;
       c.layers = s.layers;
       if (!rep.empty() || s.max_rep > 0 || s.layers.size() > 1) {
-        // Levels tell null from empty and which layer is null.
-        page.buffers.push_back(detail::to_shared(detail::raw_levels(rep)));
-        page.buffers.push_back(detail::to_shared(detail::raw_levels(def)));
+        // Levels tell null from empty and which layer is null: raw u16 in 2.1; in 2.2+
+        // each compressed as one block (as Lance 12 writes them).
+        auto put = [&](const std::vector<std::uint16_t>& levels, std::optional<compressive>& comp, std::uint64_t& count) {
+          if (minor < 2 || levels.empty()) {
+            page.buffers.push_back(detail::to_shared(detail::raw_levels(levels)));
+            return;
+          }
+          const auto codec = choose_level_codec(levels, minor);
+          comp = codec.encoding();
+          count = levels.size();
+          page.buffers.push_back(detail::to_shared(codec.compress(levels.data(), levels.size())));
+        };
+        put(rep, c.rep_compression, c.num_rep_values);
+        put(def, c.def_compression, c.num_def_values);
       }
       layout.value = std::move(c);
       break;
