@@ -1,0 +1,165 @@
+// What the quantizers share: element-type checks, row sampling, finite filtering,
+// normalisation and residuals, each the way Lance's IVF builder prepares training
+// data (lance/src/index/vector/builder.rs, load_or_build_quantizer):
+//   sample -> (cosine) normalise -> drop non-finite rows -> (residual quantizers)
+//   subtract the nearest IVF centroid under l2.
+// Everything here is deterministic for a seed and independent of the thread count.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "lancet/core/error.hpp"
+#include "lancet/core/parallel.hpp"
+#include "lancet/index/kmeans.hpp"
+#include "lancet/simd/distance.hpp"
+#include "lancet/simd/f16.hpp"
+#include "lancet/simd/tiled.hpp"
+
+namespace lancet::index::quantizer {
+
+// Floating element types a quantizer accepts (Lance: float16, float32, float64).
+template <class T>
+inline constexpr bool is_float_element_v =
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, simd::f16>;
+
+// The value of one element in working precision W.
+template <class W, class T>
+inline W to_work(T v) {
+  if constexpr (std::is_same_v<T, simd::f16>) return static_cast<W>(v.to_float());
+  else return static_cast<W>(v);
+}
+
+// W -> element type (f16 rounds to nearest even).
+template <class T, class W>
+inline T from_work(W v) {
+  if constexpr (std::is_same_v<T, simd::f16>) return simd::f16(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+
+// 64-bit mixing of a seed with a stream number, so that e.g. each sub-vector's
+// k-means gets its own reproducible seed.
+inline std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t stream) {
+  std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (stream + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// At most `limit` distinct row indices of [0, n), ascending, drawn with the seed
+// (all rows when n <= limit).
+inline std::vector<std::size_t> sample_rows(std::size_t n, std::size_t limit, std::uint64_t seed) {
+  index::detail::rng64 rng(seed);
+  return index::detail::sample_indices(n, limit, rng);
+}
+
+// Whether every value of the row is finite.
+template <class T>
+inline bool row_is_finite(const T* row, std::size_t d) {
+  for (std::size_t i = 0; i < d; ++i)
+    if (!std::isfinite(to_work<double>(row[i]))) return false;
+  return true;
+}
+
+// Scales the row (in working precision) to unit length; false for a zero or
+// non-finite norm (Lance's normalisation then yields NaN and the row is dropped).
+template <class W>
+inline bool normalize_row(W* row, std::size_t d) {
+  const W n = std::sqrt(simd::norm_sq(row, d));
+  if (!(n > W(0)) || !std::isfinite(n)) return false;
+  const W inv = W(1) / n;
+  for (std::size_t i = 0; i < d; ++i) row[i] *= inv;
+  return true;
+}
+
+// Training rows for a quantizer, prepared as Lance prepares them: `picked` rows of
+// `rows` (n x d, element type T), normalised under cosine, rows with a non-finite
+// value dropped, and, when `residual` is set, the nearest of the k IVF centroids
+// (l2, as Lance's residual transform) subtracted. The result keeps the element type
+// (Lance computes residuals in the vector type) and is row-major.
+template <class T, class C>
+inline std::vector<T> prepare_training_rows(const T* rows, std::size_t d, const std::vector<std::size_t>& picked,
+                                            simd::distance_type dist, const C* centroids, std::size_t k,
+                                            bool residual, boost::asio::thread_pool* pool,
+                                            std::size_t* dropped = nullptr) {
+  using W = simd::work_t<T, C>;
+  std::vector<W> work;
+  work.reserve(picked.size() * d);
+  std::vector<W> tmp(d);
+  std::size_t lost = 0;
+  for (std::size_t r : picked) {
+    for (std::size_t i = 0; i < d; ++i) tmp[i] = to_work<W>(rows[r * d + i]);
+    bool ok = row_is_finite(tmp.data(), d);
+    if (ok && dist == simd::distance_type::cosine) ok = normalize_row(tmp.data(), d);
+    if (!ok) {
+      ++lost;
+      continue;
+    }
+    work.insert(work.end(), tmp.begin(), tmp.end());
+  }
+  if (dropped) *dropped = lost;
+  const std::size_t m = work.size() / d;
+  if (residual && m > 0) {
+    if (centroids == nullptr || k == 0)
+      throw invalid_input_error("quantizer training: residuals need the IVF centroids");
+    std::vector<std::uint32_t> part(m);
+    const simd::packed_centroids<W> pc(simd::distance_type::l2, centroids, k, d);
+    simd::assign_nearest(pc, work.data(), m, part.data(), static_cast<W*>(nullptr), pool);
+    for (std::size_t r = 0; r < m; ++r) {
+      if (part[r] == simd::no_index) continue;  // finite rows always match; kept for safety
+      const W* c = pc.centroid(part[r]);
+      for (std::size_t i = 0; i < d; ++i) work[r * d + i] -= c[i];
+    }
+  }
+  std::vector<T> out(work.size());
+  for (std::size_t i = 0; i < work.size(); ++i) out[i] = from_work<T>(work[i]);
+  return out;
+}
+
+// How a vector is turned into the quantizer's input inside an IVF index: Lance
+// normalises under cosine and, for residual quantizers, subtracts the centroid of
+// the row's partition. `centroids` may be null when no residual is taken.
+template <class C>
+struct ivf_input {
+  simd::distance_type distance = simd::distance_type::l2;
+  const C* centroids = nullptr;             // num_partitions x dimension
+  std::size_t num_partitions = 0;
+  const std::uint32_t* partitions = nullptr;  // one per row (residual quantizers)
+  bool residual = false;
+};
+
+// Row r of the input (n x d) as the quantizer sees it, in working precision W.
+// Returns false when the row cannot be prepared (zero row under cosine, a
+// partition out of range); the row is then filled with NaN.
+template <class W, class T, class C>
+inline bool ivf_input_row(const ivf_input<C>& in, const T* rows, std::size_t r, std::size_t d, W* out) {
+  for (std::size_t i = 0; i < d; ++i) out[i] = to_work<W>(rows[r * d + i]);
+  bool ok = true;
+  if (in.distance == simd::distance_type::cosine) ok = normalize_row(out, d);
+  if (ok && in.residual) {
+    const std::uint32_t p = in.partitions ? in.partitions[r] : simd::no_index;
+    if (p >= in.num_partitions || in.centroids == nullptr) {
+      ok = false;
+    } else {
+      const C* c = in.centroids + std::size_t(p) * d;
+      for (std::size_t i = 0; i < d; ++i) out[i] -= to_work<W>(c[i]);
+    }
+  }
+  if (!ok)
+    for (std::size_t i = 0; i < d; ++i) out[i] = std::numeric_limits<W>::quiet_NaN();
+  return ok;
+}
+
+inline void check_shape(const char* who, const void* rows, std::size_t n, std::size_t d) {
+  if (d == 0) throw invalid_input_error(std::string(who) + ": vector dimension must be positive");
+  if (n > 0 && rows == nullptr) throw invalid_input_error(std::string(who) + ": rows are null");
+}
+
+}  // namespace lancet::index::quantizer

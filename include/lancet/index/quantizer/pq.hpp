@@ -1,0 +1,508 @@
+// Product quantization as Lance 12 builds and searches it (lance-index vector/pq):
+//
+//   index::pq::params p;                       // m = 16, 8 bits, 50 iterations...
+//   auto pq = index::pq::train(rows, n, dim, p, distance_type::l2, &pool);
+//   std::vector<uint8_t> codes(n * pq.code_bytes());
+//   index::pq::encode(pq, rows, n, codes.data(), &pool);          // row-major codes
+//   index::pq::distance_table table(pq, query);                   // per query
+//   table.scan(transposed_codes, n, distances);                    // per partition
+//
+// What follows Lance:
+// - codebook [m][2^bits][dim/m], one k-means (k = 2^bits, l2, max_iters 50, one
+//   redo, no balance term) per sub-vector over that sub-vector's values; the
+//   training sample is sample_rate * 2^bits rows (65536 for 8 bits);
+// - inside an IVF index Lance trains on residuals to the nearest centroid (l2) for
+//   l2 and cosine (cosine normalises first) and on the raw vectors for dot, always
+//   with l2 k-means, and encodes the same way: train_for_ivf / encode_for_ivf;
+// - codes: the nearest centroid of each sub-vector under l2 (code 0 when no
+//   distance is finite, as Lance); 4-bit codes pack two sub-vectors per byte, the
+//   even one in the low nibble; storage transposes codes per partition to
+//   [code_bytes][n] (transpose_codes);
+// - distance tables [m][2^bits] of f32: l2 is the squared distance of each query
+//   sub-vector to each centroid, dot is 1 - q.c; a code's distance is the sum over
+//   sub-vectors, minus (m - 1) for dot (so that dot gives 1 - x.y). Cosine indexes
+//   search with l2 over normalised vectors, as Lance.
+// Where lancet differs: training is seeded (Lance uses OS entropy) and 4-bit scans
+// sum exact f32 distances (Lance quantizes the table to u8 past the first rows).
+//
+// Results are identical for any thread count.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "lancet/core/buffer.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/core/parallel.hpp"
+#include "lancet/index/kmeans.hpp"
+#include "lancet/index/quantizer/common.hpp"
+#include "lancet/simd/distance.hpp"
+#include "lancet/simd/f16.hpp"
+#include "lancet/simd/tiled.hpp"
+
+namespace lancet::index::pq {
+
+using simd::distance_type;
+
+struct params {
+  std::size_t num_sub_vectors = 16;
+  std::uint32_t num_bits = 8;        // 8, or 4 (two codes per byte)
+  std::uint32_t max_iters = 50;      // k-means iterations per sub-vector
+  std::size_t kmeans_redos = 1;
+  std::size_t sample_rate = 256;     // training rows: sample_rate * 2^num_bits
+  std::uint64_t seed = 42;
+
+  std::size_t sample_size() const noexcept { return sample_rate << num_bits; }
+};
+
+// Lance quantizes residuals for l2 and cosine, raw vectors for dot.
+inline bool uses_residual(distance_type t) noexcept {
+  return t == distance_type::l2 || t == distance_type::cosine;
+}
+
+// A trained product quantizer. The codebook has the element type of the vectors it
+// was trained on (Lance stores an f16 codebook for f16 vectors).
+template <class C>
+struct model {
+  std::size_t dimension = 0;
+  std::size_t num_sub_vectors = 0;
+  std::uint32_t num_bits = 8;
+  // How distance tables are built: l2 or dot. Cosine indexes are l2 over normalised
+  // vectors (Lance turns cosine into l2 when it loads a PQ index).
+  distance_type distance = distance_type::l2;
+  std::vector<C> codebook;  // [num_sub_vectors][2^num_bits][dimension / num_sub_vectors]
+
+  std::size_t sub_dimension() const noexcept { return num_sub_vectors ? dimension / num_sub_vectors : 0; }
+  std::size_t num_centroids() const noexcept { return std::size_t(1) << num_bits; }
+  // Bytes of one row's code: m for 8 bits, m / 2 for 4 bits.
+  std::size_t code_bytes() const noexcept { return num_bits == 4 ? num_sub_vectors / 2 : num_sub_vectors; }
+  // The 2^num_bits centroids of sub-vector s, [2^num_bits][sub_dimension].
+  const C* centroids(std::size_t s) const noexcept { return codebook.data() + s * num_centroids() * sub_dimension(); }
+
+  // Throws invalid_input_error when the shape is inconsistent.
+  void validate() const {
+    if (num_bits != 4 && num_bits != 8)
+      throw invalid_input_error("PQ: num_bits " + std::to_string(num_bits) + " is not supported (4 or 8)");
+    if (num_sub_vectors == 0) throw invalid_input_error("PQ: num_sub_vectors must be positive");
+    if (dimension == 0 || dimension % num_sub_vectors != 0)
+      throw invalid_input_error("PQ: num_sub_vectors must divide vector dimension " + std::to_string(dimension) +
+                                ", but got " + std::to_string(num_sub_vectors));
+    if (num_bits == 4 && num_sub_vectors % 2 != 0)
+      throw invalid_input_error("PQ: num_sub_vectors must be divisible by 2 for num_bits=4, but got " +
+                                std::to_string(num_sub_vectors));
+    if (distance != distance_type::l2 && distance != distance_type::dot)
+      throw invalid_input_error(std::string("PQ: distance tables are l2 or dot, not ") +
+                                simd::distance_name(distance));
+    if (codebook.size() != num_centroids() * dimension)
+      throw invalid_input_error("PQ: codebook has " + std::to_string(codebook.size()) + " values, expected " +
+                                std::to_string(num_centroids() * dimension) + " (2^num_bits * dimension)");
+  }
+};
+
+namespace detail {
+
+inline void check_params(const params& p, std::size_t d) {
+  if (p.num_bits != 4 && p.num_bits != 8)
+    throw invalid_input_error("PQ: num_bits " + std::to_string(p.num_bits) + " is not supported (4 or 8)");
+  if (p.num_sub_vectors == 0) throw invalid_input_error("PQ: num_sub_vectors must be positive");
+  if (d % p.num_sub_vectors != 0)
+    throw invalid_input_error("PQ: num_sub_vectors must divide vector dimension " + std::to_string(d) +
+                              ", but got " + std::to_string(p.num_sub_vectors));
+  if (p.num_bits == 4 && p.num_sub_vectors % 2 != 0)
+    throw invalid_input_error("PQ: num_sub_vectors must be divisible by 2 for num_bits=4, but got " +
+                              std::to_string(p.num_sub_vectors));
+  if (p.max_iters == 0) throw invalid_input_error("PQ: max_iters must be positive");
+  if (p.sample_rate == 0) throw invalid_input_error("PQ: sample_rate must be positive");
+}
+
+// Trains the codebook on prepared rows (finite, already residuals / normalised).
+template <class T>
+inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, const params& p, distance_type table_dist,
+                               boost::asio::thread_pool* pool) {
+  const std::size_t m = p.num_sub_vectors, k = std::size_t(1) << p.num_bits, sd = d / m;
+  if (n < k)
+    throw invalid_input_error("Not enough rows to train PQ. Requires " + std::to_string(k) + " rows but only " +
+                              std::to_string(n) + " available");
+  model<T> out;
+  out.dimension = d;
+  out.num_sub_vectors = m;
+  out.num_bits = p.num_bits;
+  out.distance = table_dist;
+  out.codebook.resize(k * d);
+  // One k-means per sub-vector, each with its own seed: the codebook depends only
+  // on the seed, never on which thread trains which sub-vector.
+  parallel_for(pool, m, [&](std::size_t s) {
+    std::vector<T> sub(n * sd);
+    for (std::size_t r = 0; r < n; ++r) std::copy(rows + r * d + s * sd, rows + r * d + (s + 1) * sd, sub.data() + r * sd);
+    kmeans_params kp;
+    kp.max_iters = p.max_iters;
+    kp.redos = p.kmeans_redos;
+    kp.distance = distance_type::l2;
+    kp.balance_factor = 0.0f;
+    kp.seed = quantizer::mix_seed(p.seed, s);
+    kp.sample_rate = p.sample_rate;
+    const auto km = train_kmeans(sub.data(), n, sd, k, kp, pool);
+    for (std::size_t i = 0; i < k * sd; ++i) out.codebook[s * k * sd + i] = km.centroids[i];
+  });
+  return out;
+}
+
+}  // namespace detail
+
+// Trains a product quantizer on n rows (n x dim, row-major) as given: no residuals,
+// no normalisation (see train_for_ivf for Lance's IVF preparation). At most
+// p.sample_size() rows are used, drawn with p.seed; rows with a non-finite value are
+// dropped. `distance` decides the distance tables (cosine gives l2, as Lance); the
+// k-means itself is always l2, as Lance trains it.
+template <class T>
+inline model<T> train(const T* rows, std::size_t n, std::size_t dim, const params& p = {},
+                      distance_type distance = distance_type::l2, boost::asio::thread_pool* pool = nullptr) {
+  static_assert(quantizer::is_float_element_v<T>, "PQ trains on float, double or f16 vectors");
+  quantizer::check_shape("PQ", rows, n, dim);
+  detail::check_params(p, dim);
+  if (distance == distance_type::hamming) throw invalid_input_error("PQ: hamming distance is not supported");
+  const auto picked = quantizer::sample_rows(n, p.sample_size(), p.seed);
+  const auto prepared = quantizer::prepare_training_rows<T, T>(rows, dim, picked, distance_type::l2, nullptr, 0,
+                                                               false, pool);
+  const distance_type td = distance == distance_type::dot ? distance_type::dot : distance_type::l2;
+  return detail::train_prepared(prepared.data(), prepared.size() / dim, dim, p, td, pool);
+}
+
+// Trains a product quantizer for an IVF index as Lance does: a sample of
+// p.sample_size() rows, normalised under cosine, non-finite rows dropped, and for
+// l2 / cosine the residual to the nearest of the k IVF centroids (k x dim).
+template <class T, class C>
+inline model<T> train_for_ivf(const T* rows, std::size_t n, std::size_t dim, const C* centroids, std::size_t k,
+                              distance_type distance, const params& p = {},
+                              boost::asio::thread_pool* pool = nullptr) {
+  static_assert(quantizer::is_float_element_v<T>, "PQ trains on float, double or f16 vectors");
+  quantizer::check_shape("PQ", rows, n, dim);
+  detail::check_params(p, dim);
+  if (distance == distance_type::hamming) throw invalid_input_error("PQ: hamming distance is not supported");
+  const bool residual = uses_residual(distance);
+  if (residual && (centroids == nullptr || k == 0))
+    throw invalid_input_error("PQ: training on residuals needs the IVF centroids");
+  const auto picked = quantizer::sample_rows(n, p.sample_size(), p.seed);
+  const auto prepared =
+      quantizer::prepare_training_rows<T, C>(rows, dim, picked, distance, centroids, k, residual, pool);
+  const distance_type td = distance == distance_type::dot ? distance_type::dot : distance_type::l2;
+  return detail::train_prepared(prepared.data(), prepared.size() / dim, dim, p, td, pool);
+}
+
+namespace detail {
+
+// Encodes rows [r0, r0 + cnt) given a function that writes row r's quantizer input
+// (working precision) into a buffer.
+template <class W, class C, class Fill>
+inline void encode_block(const model<C>& pq, const std::vector<simd::packed_centroids<W>>& pcs, std::size_t r0,
+                         std::size_t cnt, std::uint8_t* codes, Fill&& fill) {
+  const std::size_t d = pq.dimension, m = pq.num_sub_vectors, sd = pq.sub_dimension(), cb = pq.code_bytes();
+  std::vector<W> rows(cnt * d), sub(cnt * sd);
+  std::vector<std::uint32_t> idx(cnt);
+  for (std::size_t r = 0; r < cnt; ++r) fill(r0 + r, rows.data() + r * d);
+  std::vector<std::uint8_t> plain(pq.num_bits == 4 ? cnt * m : 0);
+  for (std::size_t s = 0; s < m; ++s) {
+    for (std::size_t r = 0; r < cnt; ++r)
+      std::copy(rows.data() + r * d + s * sd, rows.data() + r * d + (s + 1) * sd, sub.data() + r * sd);
+    simd::assign_nearest(pcs[s], sub.data(), cnt, idx.data(), static_cast<W*>(nullptr), nullptr);
+    for (std::size_t r = 0; r < cnt; ++r) {
+      // Lance: argmin over l2 distances, or 0 when none is finite.
+      const std::uint8_t c = idx[r] == simd::no_index ? 0 : static_cast<std::uint8_t>(idx[r]);
+      if (pq.num_bits == 8) codes[(r0 + r) * cb + s] = c;
+      else plain[r * m + s] = c;
+    }
+  }
+  if (pq.num_bits == 4)
+    for (std::size_t r = 0; r < cnt; ++r)
+      for (std::size_t b = 0; b < cb; ++b)
+        codes[(r0 + r) * cb + b] =
+            static_cast<std::uint8_t>((plain[r * m + 2 * b + 1] << 4) | plain[r * m + 2 * b]);
+}
+
+template <class W, class C, class Fill>
+inline void encode_rows(const model<C>& pq, std::size_t n, std::uint8_t* codes, boost::asio::thread_pool* pool,
+                        Fill&& fill) {
+  pq.validate();
+  if (n > 0 && codes == nullptr) throw invalid_input_error("PQ encode: output codes are null");
+  std::vector<simd::packed_centroids<W>> pcs;
+  pcs.reserve(pq.num_sub_vectors);
+  for (std::size_t s = 0; s < pq.num_sub_vectors; ++s)
+    pcs.emplace_back(distance_type::l2, pq.centroids(s), pq.num_centroids(), pq.sub_dimension());
+  const std::size_t block = 1024;
+  parallel_for(pool, (n + block - 1) / block, [&](std::size_t b) {
+    const std::size_t r0 = b * block;
+    encode_block<W>(pq, pcs, r0, std::min(block, n - r0), codes, fill);
+  });
+}
+
+}  // namespace detail
+
+// Codes of n rows as given (n x dimension), row-major: n x code_bytes() bytes.
+template <class T, class C>
+inline void encode(const model<C>& pq, const T* rows, std::size_t n, std::uint8_t* codes,
+                   boost::asio::thread_pool* pool = nullptr) {
+  static_assert(quantizer::is_float_element_v<T>, "PQ encodes float, double or f16 vectors");
+  using W = simd::work_t<T, C>;
+  quantizer::check_shape("PQ encode", rows, n, pq.dimension);
+  const std::size_t d = pq.dimension;
+  detail::encode_rows<W>(pq, n, codes, pool, [&](std::size_t r, W* out) {
+    for (std::size_t i = 0; i < d; ++i) out[i] = quantizer::to_work<W>(rows[r * d + i]);
+  });
+}
+
+// Codes of n rows of an IVF index, as Lance's shuffle computes them: normalised under
+// cosine, minus the centroid of the row's partition for l2 / cosine (`partitions[r]`
+// indexes the num_partitions x dimension `centroids`), raw for dot. Rows that cannot
+// be prepared (zero under cosine, partition out of range) get code 0 everywhere, as
+// Lance codes a row without finite distances; Lance's builder drops such rows first.
+template <class T, class C, class CC>
+inline void encode_for_ivf(const model<C>& pq, const T* rows, std::size_t n, distance_type distance,
+                           const CC* centroids, std::size_t num_partitions, const std::uint32_t* partitions,
+                           std::uint8_t* codes, boost::asio::thread_pool* pool = nullptr) {
+  static_assert(quantizer::is_float_element_v<T>, "PQ encodes float, double or f16 vectors");
+  using W = std::conditional_t<std::is_same_v<simd::work_t<T, C>, double> || std::is_same_v<CC, double>, double, float>;
+  quantizer::check_shape("PQ encode", rows, n, pq.dimension);
+  quantizer::ivf_input<CC> in{distance, centroids, num_partitions, partitions, uses_residual(distance)};
+  if (in.residual && (centroids == nullptr || partitions == nullptr) && n > 0)
+    throw invalid_input_error("PQ encode: residuals need the IVF centroids and each row's partition");
+  const std::size_t d = pq.dimension;
+  detail::encode_rows<W>(pq, n, codes, pool,
+                         [&](std::size_t r, W* out) { quantizer::ivf_input_row(in, rows, r, d, out); });
+}
+
+// Row-major codes (n x code_bytes) -> Lance's storage layout [code_bytes][n].
+inline void transpose_codes(const std::uint8_t* codes, std::size_t n, std::size_t code_bytes, std::uint8_t* out) {
+  const std::size_t tile = 64;
+  for (std::size_t r0 = 0; r0 < n; r0 += tile) {
+    const std::size_t r1 = std::min(n, r0 + tile);
+    for (std::size_t b = 0; b < code_bytes; ++b)
+      for (std::size_t r = r0; r < r1; ++r) out[b * n + r] = codes[r * code_bytes + b];
+  }
+}
+
+// Lance's storage layout [code_bytes][n] -> row-major codes.
+inline void untranspose_codes(const std::uint8_t* transposed, std::size_t n, std::size_t code_bytes,
+                              std::uint8_t* out) {
+  const std::size_t tile = 64;
+  for (std::size_t r0 = 0; r0 < n; r0 += tile) {
+    const std::size_t r1 = std::min(n, r0 + tile);
+    for (std::size_t b = 0; b < code_bytes; ++b)
+      for (std::size_t r = r0; r < r1; ++r) out[r * code_bytes + b] = transposed[b * n + r];
+  }
+}
+
+// The centroid index of sub-vector s in a row-major code row.
+inline std::uint32_t code_of(const std::uint8_t* code_row, std::uint32_t num_bits, std::size_t s) noexcept {
+  if (num_bits == 8) return code_row[s];
+  const std::uint8_t b = code_row[s / 2];
+  return s % 2 == 0 ? (b & 0x0fu) : (b >> 4);
+}
+
+// Reconstructs a vector from its code row (the centroids it names), into out[dim].
+template <class C, class O>
+inline void decode(const model<C>& pq, const std::uint8_t* code_row, O* out) {
+  const std::size_t sd = pq.sub_dimension();
+  for (std::size_t s = 0; s < pq.num_sub_vectors; ++s) {
+    const C* c = pq.centroids(s) + std::size_t(code_of(code_row, pq.num_bits, s)) * sd;
+    for (std::size_t i = 0; i < sd; ++i) out[s * sd + i] = quantizer::from_work<O>(quantizer::to_work<double>(c[i]));
+  }
+}
+
+namespace detail {
+
+// out[j] = sum_b lut[b][codes[b * n + j]] for j in [0, n): one 256-entry f32 table
+// per code byte, codes transposed (Lance's layout). Rows are summed in byte order
+// starting from 0, as Lance does.
+inline void lut_scan_scalar(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n,
+                            std::size_t j0, std::size_t j1, float* out) {
+  constexpr std::size_t B = 64;
+  for (std::size_t j = j0; j < j1; j += B) {
+    const std::size_t e = std::min(j1, j + B);
+    float acc[B] = {};
+    for (std::size_t b = 0; b < nbytes; ++b) {
+      const float* t = lut + b * 256;
+      const std::uint8_t* c = codes + b * n;
+      for (std::size_t r = j; r < e; ++r) acc[r - j] += t[c[r]];
+    }
+    for (std::size_t r = j; r < e; ++r) out[r] = acc[r - j];
+  }
+}
+
+#if defined(__AVX512F__)
+// Masked forms with a zero source: GCC 12 warns about the undefined source
+// registers of the plain intrinsics.
+inline __m512i widen_u8(const std::uint8_t* p) {
+  return _mm512_maskz_cvtepu8_epi32(static_cast<__mmask16>(0xffff), _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m512 gather16(const float* t, __m512i idx) {
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), static_cast<__mmask16>(0xffff), idx, t, 4);
+}
+
+// 64 rows per step: four gathers in flight per code byte.
+inline std::size_t lut_scan_avx512(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n,
+                                   float* out) {
+  std::size_t j = 0;
+  for (; j + 64 <= n; j += 64) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    for (std::size_t b = 0; b < nbytes; ++b) {
+      const float* t = lut + b * 256;
+      const std::uint8_t* c = codes + b * n + j;
+      a0 = _mm512_add_ps(a0, gather16(t, widen_u8(c)));
+      a1 = _mm512_add_ps(a1, gather16(t, widen_u8(c + 16)));
+      a2 = _mm512_add_ps(a2, gather16(t, widen_u8(c + 32)));
+      a3 = _mm512_add_ps(a3, gather16(t, widen_u8(c + 48)));
+    }
+    _mm512_storeu_ps(out + j, a0);
+    _mm512_storeu_ps(out + j + 16, a1);
+    _mm512_storeu_ps(out + j + 32, a2);
+    _mm512_storeu_ps(out + j + 48, a3);
+  }
+  return j;
+}
+#endif
+
+#if defined(__AVX2__)
+// 32 rows per step: four 8-lane gathers in flight per code byte.
+inline std::size_t lut_scan_avx2(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n,
+                                 float* out) {
+  std::size_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    for (std::size_t b = 0; b < nbytes; ++b) {
+      const float* t = lut + b * 256;
+      const std::uint8_t* c = codes + b * n + j;
+      __m128i lo, hi;
+      std::memcpy(&lo, c, 16);
+      std::memcpy(&hi, c + 16, 16);
+      const __m256i i0 = _mm256_cvtepu8_epi32(lo);
+      const __m256i i1 = _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8));
+      const __m256i i2 = _mm256_cvtepu8_epi32(hi);
+      const __m256i i3 = _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8));
+      a0 = _mm256_add_ps(a0, _mm256_i32gather_ps(t, i0, 4));
+      a1 = _mm256_add_ps(a1, _mm256_i32gather_ps(t, i1, 4));
+      a2 = _mm256_add_ps(a2, _mm256_i32gather_ps(t, i2, 4));
+      a3 = _mm256_add_ps(a3, _mm256_i32gather_ps(t, i3, 4));
+    }
+    _mm256_storeu_ps(out + j, a0);
+    _mm256_storeu_ps(out + j + 8, a1);
+    _mm256_storeu_ps(out + j + 16, a2);
+    _mm256_storeu_ps(out + j + 24, a3);
+  }
+  return j;
+}
+#endif
+
+// Chooses the widest gather kernel the target has; the scalar loop finishes the tail.
+inline void lut_scan(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n, float* out) {
+  std::size_t done = 0;
+#if defined(__AVX512F__)
+  done = lut_scan_avx512(lut, nbytes, codes, n, out);
+#elif defined(__AVX2__)
+  done = lut_scan_avx2(lut, nbytes, codes, n, out);
+#endif
+  lut_scan_scalar(lut, nbytes, codes, n, done, n, out);
+}
+
+}  // namespace detail
+
+// Distances from one query to PQ codes. Construct once per (query, partition
+// centroid) — for residual indexes the query is the residual query - centroid —
+// then scan a partition's codes.
+class distance_table {
+ public:
+  distance_table() = default;
+
+  // query: dimension values of any float element type (Lance builds the table in
+  // the codebook's type; lancet in float, or double for double codebooks).
+  template <class C, class Q>
+  distance_table(const model<C>& pq, const Q* query) {
+    static_assert(quantizer::is_float_element_v<Q>, "PQ queries are float, double or f16");
+    using W = simd::work_t<Q, C>;
+    pq.validate();
+    if (query == nullptr) throw invalid_input_error("PQ distance table: query is null");
+    m_ = pq.num_sub_vectors;
+    bits_ = pq.num_bits;
+    const std::size_t k = pq.num_centroids(), sd = pq.sub_dimension();
+    table_.assign(m_ * k, 0.0f);
+    std::vector<W> q(sd), cs(k * sd), d(k);
+    for (std::size_t s = 0; s < m_; ++s) {
+      for (std::size_t i = 0; i < sd; ++i) q[i] = quantizer::to_work<W>(query[s * sd + i]);
+      const C* c = pq.centroids(s);
+      for (std::size_t i = 0; i < k * sd; ++i) cs[i] = quantizer::to_work<W>(c[i]);
+      if (pq.distance == distance_type::dot) {
+        simd::distances_to_many(distance_type::dot, q.data(), cs.data(), k, sd, d.data());
+      } else {
+        simd::distances_to_many(distance_type::l2, q.data(), cs.data(), k, sd, d.data());
+      }
+      for (std::size_t j = 0; j < k; ++j) table_[s * k + j] = static_cast<float>(d[j]);
+    }
+    offset_ = pq.distance == distance_type::dot ? -static_cast<float>(m_ - 1) : 0.0f;
+    // One 256-entry table per code byte: 8-bit codes use the sub-vector's table, 4-bit
+    // bytes the sum of the low (even) and high (odd) sub-vectors' entries.
+    const std::size_t nb = bits_ == 8 ? m_ : m_ / 2;
+    lut_.resize(nb * 256);
+    for (std::size_t b = 0; b < nb; ++b) {
+      float* l = lut_.data() + b * 256;
+      if (bits_ == 8) {
+        std::copy(table_.begin() + std::ptrdiff_t(b * 256), table_.begin() + std::ptrdiff_t((b + 1) * 256), l);
+      } else {
+        const float* lo = table_.data() + (2 * b) * 16;
+        const float* hi = table_.data() + (2 * b + 1) * 16;
+        for (std::size_t v = 0; v < 256; ++v) l[v] = lo[v & 15] + hi[v >> 4];
+      }
+    }
+  }
+
+  std::size_t num_sub_vectors() const noexcept { return m_; }
+  std::uint32_t num_bits() const noexcept { return bits_; }
+  std::size_t code_bytes() const noexcept { return bits_ == 8 ? m_ : m_ / 2; }
+  // Lance's table: [num_sub_vectors][2^num_bits] f32.
+  const std::vector<float>& table() const noexcept { return table_; }
+  // Added to every summed distance: -(m - 1) for dot, 0 for l2.
+  float offset() const noexcept { return offset_; }
+
+  // Distance of one row-major code row.
+  float distance(const std::uint8_t* code_row) const noexcept {
+    float s = 0.0f;
+    const std::size_t nb = code_bytes();
+    for (std::size_t b = 0; b < nb; ++b) s += lut_[b * 256 + code_row[b]];
+    return s + offset_;
+  }
+
+  // Distances of n rows stored transposed ([code_bytes][n], Lance's partition
+  // layout) into out[n].
+  void scan(const std::uint8_t* transposed, std::size_t n, float* out) const {
+    if (n == 0) return;
+    detail::lut_scan(lut_.data(), code_bytes(), transposed, n, out);
+    if (offset_ != 0.0f)
+      for (std::size_t j = 0; j < n; ++j) out[j] += offset_;
+  }
+
+  // Distances of n row-major code rows into out[n].
+  void scan_rows(const std::uint8_t* codes, std::size_t n, float* out) const {
+    const std::size_t nb = code_bytes();
+    for (std::size_t j = 0; j < n; ++j) out[j] = distance(codes + j * nb);
+  }
+
+ private:
+  std::size_t m_ = 0;
+  std::uint32_t bits_ = 8;
+  float offset_ = 0.0f;
+  std::vector<float> table_;
+  std::vector<float> lut_;
+};
+
+}  // namespace lancet::index::pq

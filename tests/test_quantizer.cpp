@@ -1,0 +1,410 @@
+// Quantizers (PQ, SQ, RaBitQ): quality on clustered data, code layouts, distance
+// tables and estimators against brute force, determinism across thread counts,
+// element types, bad input, and byte-level agreement with LanceDB's own indexes.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <set>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "lancet/index/quantizer/pq.hpp"
+
+using namespace lancet;
+using namespace lancet::index;
+using lancet::simd::distance_type;
+using lancet::simd::f16;
+
+namespace {
+
+// `clusters` centres uniform in [-1, 1]^d; each row = centre + low-rank variation
+// (rank `rank`, scale `spread`) + small isotropic noise: clustered data whose
+// neighbourhoods PQ can resolve.
+std::vector<float> clustered(std::size_t n, std::size_t d, std::size_t clusters, float spread, std::size_t rank,
+                             float noise, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> centres(clusters * d), basis(clusters * rank * d);
+  for (auto& c : centres) c = u(rng);
+  for (auto& b : basis) b = g(rng) / std::sqrt(float(d));
+  std::vector<float> out(n * d);
+  std::vector<float> z(rank);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t c = rng() % clusters;
+    for (auto& v : z) v = g(rng) * spread;
+    for (std::size_t t = 0; t < d; ++t) {
+      float v = centres[c * d + t] + noise * g(rng);
+      for (std::size_t r = 0; r < rank; ++r) v += z[r] * basis[(c * rank + r) * d + t];
+      out[i * d + t] = v;
+    }
+  }
+  return out;
+}
+
+std::vector<float> gaussian(std::size_t n, std::size_t d, std::uint64_t seed, float sigma = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0, sigma);
+  std::vector<float> out(n * d);
+  for (auto& v : out) v = g(rng);
+  return out;
+}
+
+// Indices of the k smallest values (ties: lower index).
+std::vector<std::size_t> smallest(const std::vector<float>& v, std::size_t k) {
+  std::vector<std::size_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::partial_sort(idx.begin(), idx.begin() + std::ptrdiff_t(std::min(k, v.size())), idx.end(),
+                    [&](std::size_t a, std::size_t b) { return v[a] < v[b] || (v[a] == v[b] && a < b); });
+  idx.resize(std::min(k, v.size()));
+  return idx;
+}
+
+double recall(const std::vector<std::size_t>& truth, const std::vector<std::size_t>& got) {
+  std::set<std::size_t> t(truth.begin(), truth.end());
+  std::size_t hit = 0;
+  for (auto g : got) hit += t.count(g);
+  return double(hit) / double(truth.size());
+}
+
+template <class T>
+std::vector<T> convert(const std::vector<float>& v) {
+  std::vector<T> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if constexpr (std::is_same_v<T, f16>) out[i] = f16(v[i]);
+    else out[i] = static_cast<T>(v[i]);
+  }
+  return out;
+}
+
+double mse_of(const pq::model<float>& m, const std::vector<float>& rows, std::size_t n) {
+  std::vector<std::uint8_t> codes(n * m.code_bytes());
+  pq::encode(m, rows.data(), n, codes.data());
+  std::vector<float> rec(m.dimension);
+  double err = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    pq::decode(m, codes.data() + i * m.code_bytes(), rec.data());
+    for (std::size_t t = 0; t < m.dimension; ++t) {
+      const double e = double(rows[i * m.dimension + t]) - rec[t];
+      err += e * e;
+    }
+  }
+  return err / double(n);
+}
+
+}  // namespace
+
+TEST_SUITE("pq") {
+
+TEST_CASE("recall@10 of 16x8 PQ on well-spread 128-d clusters beats 0.8") {
+  // 1000 clusters of 10 rows (sigma 0.6) around centres spread over [-1, 1]^128: a
+  // query near a centre has that cluster as its 10 nearest rows.
+  const std::size_t clusters = 1000, per = 10, n = clusters * per, d = 128, nq = 100;
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::normal_distribution<float> g(0, 0.6f);
+  std::vector<float> centres(clusters * d), rows(n * d), queries(nq * d);
+  for (auto& c : centres) c = u(rng);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t t = 0; t < d; ++t) rows[i * d + t] = centres[(i / per) * d + t] + g(rng);
+  for (std::size_t q = 0; q < nq; ++q)
+    for (std::size_t t = 0; t < d; ++t) queries[q * d + t] = centres[(q * 7 % clusters) * d + t] + g(rng);
+  pq::params p;
+  p.num_sub_vectors = 16;
+  p.max_iters = 25;
+  boost::asio::thread_pool pool(2);
+  const auto m = pq::train(rows.data(), n, d, p, distance_type::l2, &pool);
+  CHECK(m.codebook.size() == 256 * d);
+  std::vector<std::uint8_t> codes(n * 16), tcodes(n * 16);
+  pq::encode(m, rows.data(), n, codes.data(), &pool);
+  pq::transpose_codes(codes.data(), n, 16, tcodes.data());
+  double total = 0;
+  std::vector<float> exact(n), approx(n);
+  for (std::size_t q = 0; q < nq; ++q) {
+    const float* qv = queries.data() + q * d;
+    for (std::size_t i = 0; i < n; ++i) exact[i] = simd::l2(qv, rows.data() + i * d, d);
+    pq::distance_table t(m, qv);
+    t.scan(tcodes.data(), n, approx.data());
+    total += recall(smallest(exact, 10), smallest(approx, 10));
+  }
+  MESSAGE("PQ 16x8 recall@10 = " << total / double(nq));
+  CHECK(total / double(nq) > 0.8);
+}
+
+TEST_CASE("reconstruction error falls with more sub-vectors, 8 and 4 bits") {
+  const std::size_t n = 3000, d = 32;
+  const auto rows = gaussian(n, d, 7);
+  for (std::uint32_t bits : {8u, 4u}) {
+    double prev = std::numeric_limits<double>::infinity();
+    for (std::size_t m : {2u, 4u, 8u, 16u}) {
+      pq::params p;
+      p.num_sub_vectors = m;
+      p.num_bits = bits;
+      p.max_iters = 15;
+      const auto model = pq::train(rows.data(), n, d, p);
+      const double e = mse_of(model, rows, n);
+      MESSAGE("bits " << bits << " m " << m << " mse " << e);
+      CHECK(e < prev);
+      prev = e;
+    }
+  }
+}
+
+TEST_CASE("4-bit codes pack the even sub-vector in the low nibble; storage transposes") {
+  // A hand-made codebook: centroid j of sub-vector s is the constant 10 * j + s.
+  pq::model<float> m;
+  m.dimension = 8;
+  m.num_sub_vectors = 4;
+  m.num_bits = 4;
+  m.codebook.resize(16 * 8);
+  for (std::size_t s = 0; s < 4; ++s)
+    for (std::size_t j = 0; j < 16; ++j)
+      for (std::size_t t = 0; t < 2; ++t) m.codebook[(s * 16 + j) * 2 + t] = float(10 * j + s);
+  // Row r chooses centroid (r + 3 s) % 16 for sub-vector s.
+  const std::size_t n = 5;
+  std::vector<float> rows(n * 8);
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t s = 0; s < 4; ++s)
+      for (std::size_t t = 0; t < 2; ++t) rows[r * 8 + s * 2 + t] = float(10 * ((r + 3 * s) % 16) + s) + 0.1f;
+  std::vector<std::uint8_t> codes(n * 2), tr(n * 2), back(n * 2);
+  pq::encode(m, rows.data(), n, codes.data());
+  for (std::size_t r = 0; r < n; ++r) {
+    auto c = [&](std::size_t s) { return std::uint8_t((r + 3 * s) % 16); };
+    CHECK(codes[r * 2 + 0] == std::uint8_t(c(1) << 4 | c(0)));
+    CHECK(codes[r * 2 + 1] == std::uint8_t(c(3) << 4 | c(2)));
+    for (std::size_t s = 0; s < 4; ++s) CHECK(pq::code_of(codes.data() + r * 2, 4, s) == c(s));
+  }
+  pq::transpose_codes(codes.data(), n, 2, tr.data());
+  for (std::size_t r = 0; r < n; ++r) {
+    CHECK(tr[0 * n + r] == codes[r * 2 + 0]);
+    CHECK(tr[1 * n + r] == codes[r * 2 + 1]);
+  }
+  pq::untranspose_codes(tr.data(), n, 2, back.data());
+  CHECK(back == codes);
+  // 8 bits: one byte per sub-vector, in order.
+  m.num_bits = 8;
+  m.codebook.assign(256 * 8, 1000.0f);
+  for (std::size_t s = 0; s < 4; ++s)
+    for (std::size_t j = 0; j < 16; ++j)
+      for (std::size_t t = 0; t < 2; ++t) m.codebook[(s * 256 + j) * 2 + t] = float(10 * j + s);
+  std::vector<std::uint8_t> c8(n * 4);
+  pq::encode(m, rows.data(), n, c8.data());
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t s = 0; s < 4; ++s) CHECK(c8[r * 4 + s] == (r + 3 * s) % 16);
+}
+
+TEST_CASE("distance tables equal brute force over decoded vectors (l2, dot; 8 and 4 bits; any n)") {
+  const std::size_t d = 24;
+  const auto rows = gaussian(700, d, 3);
+  for (std::uint32_t bits : {8u, 4u}) {
+    for (auto dist : {distance_type::l2, distance_type::dot}) {
+      pq::params p;
+      p.num_sub_vectors = 6;
+      p.num_bits = bits;
+      p.max_iters = 5;
+      const auto m = pq::train(rows.data(), 700, d, p, dist);
+      CHECK(m.distance == dist);
+      const auto q = gaussian(1, d, 11);
+      for (std::size_t n : {0u, 1u, 31u, 64u, 65u, 200u, 700u}) {
+        std::vector<std::uint8_t> codes(n * m.code_bytes()), tr(n * m.code_bytes());
+        pq::encode(m, rows.data(), n, codes.data());
+        pq::transpose_codes(codes.data(), n, m.code_bytes(), tr.data());
+        pq::distance_table t(m, q.data());
+        CHECK(t.table().size() == 6 * m.num_centroids());
+        std::vector<float> got(n), got_rows(n);
+        t.scan(tr.data(), n, got.data());
+        t.scan_rows(codes.data(), n, got_rows.data());
+        std::vector<float> rec(d);
+        for (std::size_t i = 0; i < n; ++i) {
+          pq::decode(m, codes.data() + i * m.code_bytes(), rec.data());
+          const float want = dist == distance_type::l2 ? simd::l2(q.data(), rec.data(), d)
+                                                       : 1.0f - simd::dot(q.data(), rec.data(), d);
+          CHECK(got[i] == doctest::Approx(want).epsilon(1e-4));
+          CHECK(got_rows[i] == doctest::Approx(got[i]).epsilon(1e-6));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cosine trains l2 tables (Lance searches cosine PQ as l2 over normalised vectors)") {
+  const auto rows = gaussian(600, 16, 5);
+  pq::params p;
+  p.num_sub_vectors = 4;
+  p.max_iters = 3;
+  CHECK(pq::train(rows.data(), 600, 16, p, distance_type::cosine).distance == distance_type::l2);
+}
+
+TEST_CASE("training and encoding are identical for any thread count") {
+  const std::size_t n = 4000, d = 32;
+  const auto rows = clustered(n, d, 10, 1.0f, 4, 0.05f, 4);
+  pq::params p;
+  p.num_sub_vectors = 8;
+  p.max_iters = 10;
+  p.seed = 1234;
+  const auto a = pq::train(rows.data(), n, d, p);
+  boost::asio::thread_pool one(1), three(3);
+  const auto b = pq::train(rows.data(), n, d, p, distance_type::l2, &one);
+  const auto c = pq::train(rows.data(), n, d, p, distance_type::l2, &three);
+  CHECK(a.codebook == b.codebook);
+  CHECK(a.codebook == c.codebook);
+  std::vector<std::uint8_t> ca(n * 8), cc(n * 8);
+  pq::encode(a, rows.data(), n, ca.data());
+  pq::encode(a, rows.data(), n, cc.data(), &three);
+  CHECK(ca == cc);
+  p.seed = 1235;
+  CHECK(pq::train(rows.data(), n, d, p).codebook != a.codebook);
+}
+
+TEST_CASE("f16 and f64 vectors: codebook in the element type, same quality") {
+  const std::size_t n = 2000, d = 16;
+  const auto rows = clustered(n, d, 8, 1.0f, 3, 0.05f, 9);
+  pq::params p;
+  p.num_sub_vectors = 4;
+  p.max_iters = 10;
+  const auto mf = pq::train(rows.data(), n, d, p);
+  const auto h = convert<f16>(rows);
+  const auto mh = pq::train(h.data(), n, d, p);
+  static_assert(std::is_same_v<decltype(mh), const pq::model<f16>>);
+  const auto dd = convert<double>(rows);
+  const auto md = pq::train(dd.data(), n, d, p);
+  static_assert(std::is_same_v<decltype(md), const pq::model<double>>);
+  std::vector<std::uint8_t> ch(n * 4), cd(n * 4);
+  pq::encode(mh, h.data(), n, ch.data());
+  pq::encode(md, dd.data(), n, cd.data());
+  // Reconstruction error in the same ballpark as float.
+  auto mse = [&](const auto& m, const std::vector<std::uint8_t>& codes) {
+    std::vector<float> rec(d);
+    double e = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      pq::decode(m, codes.data() + i * 4, rec.data());
+      for (std::size_t t = 0; t < d; ++t) e += std::pow(double(rows[i * d + t]) - rec[t], 2);
+    }
+    return e / double(n);
+  };
+  const double ef = mse_of(mf, rows, n);
+  CHECK(mse(mh, ch) < ef * 1.5 + 1e-3);
+  CHECK(mse(md, cd) < ef * 1.5 + 1e-3);
+  // Queries of another float type work against any codebook.
+  pq::distance_table t(mh, rows.data());
+  std::vector<float> out(n);
+  std::vector<std::uint8_t> tr(n * 4);
+  pq::transpose_codes(ch.data(), n, 4, tr.data());
+  t.scan(tr.data(), n, out.data());
+  std::vector<float> rec(d);
+  pq::decode(mh, ch.data(), rec.data());
+  CHECK(out[0] == doctest::Approx(simd::l2(rows.data(), rec.data(), d)).epsilon(1e-3));
+}
+
+TEST_CASE("train_for_ivf trains on residuals for l2 / cosine, raw vectors for dot") {
+  const std::size_t n = 3000, d = 16, k = 4;
+  // Four far-apart clusters; the residuals are small, the raw vectors are not.
+  auto rows = gaussian(n, d, 21, 0.1f);
+  std::vector<float> cents(k * d);
+  for (std::size_t c = 0; c < k; ++c)
+    for (std::size_t t = 0; t < d; ++t) cents[c * d + t] = float(10 * (c + 1)) * (t % 2 ? 1.0f : -1.0f);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t t = 0; t < d; ++t) rows[i * d + t] += cents[(i % k) * d + t];
+  pq::params p;
+  p.num_sub_vectors = 4;
+  p.max_iters = 10;
+  auto max_abs = [](const std::vector<float>& v) {
+    float m = 0;
+    for (float x : v) m = std::max(m, std::fabs(x));
+    return m;
+  };
+  const auto res = pq::train_for_ivf(rows.data(), n, d, cents.data(), k, distance_type::l2, p);
+  CHECK(max_abs(res.codebook) < 1.0f);
+  const auto raw = pq::train_for_ivf(rows.data(), n, d, cents.data(), k, distance_type::dot, p);
+  CHECK(max_abs(raw.codebook) > 5.0f);
+  CHECK(raw.distance == distance_type::dot);
+  // encode_for_ivf == encode of the residuals.
+  std::vector<std::uint32_t> part(n);
+  for (std::size_t i = 0; i < n; ++i) part[i] = std::uint32_t(i % k);
+  std::vector<float> resid(rows);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t t = 0; t < d; ++t) resid[i * d + t] -= cents[(i % k) * d + t];
+  std::vector<std::uint8_t> a(n * 4), b(n * 4);
+  pq::encode_for_ivf(res, rows.data(), n, distance_type::l2, cents.data(), k, part.data(), a.data());
+  pq::encode(res, resid.data(), n, b.data());
+  CHECK(a == b);
+  // Dot encodes the raw vectors (no partitions needed).
+  pq::encode_for_ivf(raw, rows.data(), n, distance_type::dot, static_cast<const float*>(nullptr), 0, nullptr, a.data());
+  pq::encode(raw, rows.data(), n, b.data());
+  CHECK(a == b);
+  // Cosine: normalise, then residual.
+  std::vector<float> normed(rows);
+  for (std::size_t i = 0; i < n; ++i) {
+    float s = 0;
+    for (std::size_t t = 0; t < d; ++t) s += normed[i * d + t] * normed[i * d + t];
+    for (std::size_t t = 0; t < d; ++t) normed[i * d + t] /= std::sqrt(s);
+  }
+  std::vector<float> ncents(cents);
+  for (std::size_t c = 0; c < k; ++c) {
+    float s = 0;
+    for (std::size_t t = 0; t < d; ++t) s += ncents[c * d + t] * ncents[c * d + t];
+    for (std::size_t t = 0; t < d; ++t) ncents[c * d + t] /= std::sqrt(s);
+  }
+  const auto cm = pq::train_for_ivf(rows.data(), n, d, ncents.data(), k, distance_type::cosine, p);
+  CHECK(cm.distance == distance_type::l2);
+  std::vector<float> nres(normed);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t t = 0; t < d; ++t) nres[i * d + t] -= ncents[(i % k) * d + t];
+  pq::encode_for_ivf(cm, rows.data(), n, distance_type::cosine, ncents.data(), k, part.data(), a.data());
+  pq::encode(cm, nres.data(), n, b.data());
+  std::size_t diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff += a[i] != b[i];
+  CHECK(diff <= a.size() / 1000);  // rounding of the normalisation may flip a near tie
+}
+
+TEST_CASE("non-finite rows are dropped from training and code to 0") {
+  const std::size_t n = 600, d = 8;
+  auto rows = gaussian(n, d, 2);
+  rows[5 * d + 3] = std::numeric_limits<float>::quiet_NaN();
+  rows[9 * d] = std::numeric_limits<float>::infinity();
+  pq::params p;
+  p.num_sub_vectors = 2;
+  p.max_iters = 5;
+  const auto m = pq::train(rows.data(), n, d, p);
+  for (float v : m.codebook) CHECK(std::isfinite(v));
+  std::vector<std::uint8_t> codes(n * 2);
+  pq::encode(m, rows.data(), n, codes.data());
+  CHECK(codes[5 * 2 + 0] == 0);  // the NaN sub-vector
+  CHECK(codes[9 * 2 + 0] == 0);  // the infinite one
+}
+
+TEST_CASE("bad input is refused with clear errors") {
+  const auto rows = gaussian(300, 10, 1);
+  pq::params p;
+  p.num_sub_vectors = 4;
+  CHECK_THROWS_WITH_AS(pq::train(rows.data(), 300, 10, p), doctest::Contains("must divide vector dimension 10"),
+                       invalid_input_error);
+  p.num_sub_vectors = 5;
+  p.num_bits = 6;
+  CHECK_THROWS_WITH_AS(pq::train(rows.data(), 300, 10, p), doctest::Contains("num_bits 6"), invalid_input_error);
+  p.num_bits = 4;
+  CHECK_THROWS_WITH_AS(pq::train(rows.data(), 300, 10, p), doctest::Contains("divisible by 2 for num_bits=4"),
+                       invalid_input_error);
+  p.num_bits = 8;
+  CHECK_THROWS_WITH_AS(pq::train(rows.data(), 200, 10, p), doctest::Contains("Requires 256 rows but only 200"),
+                       invalid_input_error);
+  CHECK_THROWS_AS(pq::train(rows.data(), 300, 10, p, distance_type::hamming), invalid_input_error);
+  CHECK_THROWS_AS(pq::train_for_ivf(rows.data(), 300, 10, static_cast<const float*>(nullptr), 0,
+                                    distance_type::l2, p),
+                  invalid_input_error);
+  pq::model<float> bad;
+  bad.dimension = 10;
+  bad.num_sub_vectors = 5;
+  bad.codebook.resize(7);
+  CHECK_THROWS_WITH_AS(pq::distance_table(bad, rows.data()), doctest::Contains("codebook has 7 values"),
+                       invalid_input_error);
+}
+
+}  // TEST_SUITE("pq")
