@@ -16,6 +16,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "lancet/index/quantizer/pq.hpp"
+#include "lancet/index/quantizer/sq.hpp"
 
 using namespace lancet;
 using namespace lancet::index;
@@ -408,3 +409,155 @@ TEST_CASE("bad input is refused with clear errors") {
 }
 
 }  // TEST_SUITE("pq")
+
+TEST_SUITE("sq") {
+
+TEST_CASE("Lance's examples: 0..15 code to 17 i; NaN codes to 0; one global bound pair") {
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[std::size_t(i)] = float(i);
+  const auto m = sq::train(v.data(), 1, 16);
+  CHECK(m.lower == 0.0);
+  CHECK(m.upper == 15.0);
+  std::vector<std::uint8_t> c(16);
+  sq::encode(m, v.data(), 1, c.data());
+  for (int i = 0; i < 16; ++i) CHECK(c[std::size_t(i)] == i * 17);
+  // f16 and f64 the same.
+  const auto h = convert<f16>(v);
+  sq::encode(sq::train(h.data(), 1, 16), h.data(), 1, c.data());
+  for (int i = 0; i < 16; ++i) CHECK(c[std::size_t(i)] == i * 17);
+  const auto dd = convert<double>(v);
+  sq::encode(sq::train(dd.data(), 1, 16), dd.data(), 1, c.data());
+  for (int i = 0; i < 16; ++i) CHECK(c[std::size_t(i)] == i * 17);
+
+  sq::model b;
+  b.dimension = 5;
+  b.lower = 0;
+  b.upper = 3;
+  const double w[5] = {0, 1, 2, 3, std::numeric_limits<double>::quiet_NaN()};
+  std::vector<std::uint8_t> cw(5);
+  sq::encode(b, w, 1, cw.data());
+  CHECK(cw == std::vector<std::uint8_t>{0, 85, 170, 255, 0});
+
+  // Bounds are global: dimension 0 spans [-1, 1], dimension 1 spans [5, 9].
+  const float rows[6] = {-1, 5, 1, 9, 0, 7};
+  const auto g = sq::train(rows, 3, 2);
+  CHECK(g.lower == -1.0);
+  CHECK(g.upper == 9.0);
+}
+
+TEST_CASE("encode / decode error bounds, saturation, flat bounds") {
+  const std::size_t n = 500, d = 12;
+  const auto rows = gaussian(n, d, 17, 3.0f);
+  const auto m = sq::train(rows.data(), n, d);
+  const double range = m.upper - m.lower;
+  std::vector<std::uint8_t> codes(n * d);
+  sq::encode(m, rows.data(), n, codes.data());
+  std::vector<float> back(n * d);
+  sq::decode(m, codes.data(), n, back.data());
+  double worst = 0;
+  for (std::size_t i = 0; i < n * d; ++i) worst = std::max(worst, std::fabs(double(rows[i]) - back[i]));
+  CHECK(worst <= range / 510.0 * (1 + 1e-6) + 1e-6);
+  CHECK(worst > range / 510.0 * 0.5);  // and the bound is not vacuous
+  // Outside the bounds: saturate.
+  const float out_of_range[2] = {float(m.lower - 10), float(m.upper + 10)};
+  std::uint8_t oc[2];
+  sq::model m2 = m;
+  m2.dimension = 2;
+  sq::encode(m2, out_of_range, 1, oc);
+  CHECK(oc[0] == 0);
+  CHECK(oc[1] == 255);
+  // lower == upper: every code is 0.
+  const float same[4] = {2, 2, 2, 2};
+  const auto flat = sq::train(same, 2, 2);
+  std::uint8_t fc[4] = {9, 9, 9, 9};
+  sq::encode(flat, same, 2, fc);
+  for (auto c : fc) CHECK(c == 0);
+}
+
+TEST_CASE("distance estimates: Lance's integer formula, close to exact distances") {
+  const std::size_t n = 300, d = 32;
+  const auto rows = gaussian(n, d, 8);
+  const auto q = gaussian(1, d, 9);
+  const auto m = sq::train(rows.data(), n, d);
+  std::vector<std::uint8_t> codes(n * d);
+  sq::encode(m, rows.data(), n, codes.data());
+  const float range = float(m.upper - m.lower);
+  for (auto t : {distance_type::l2, distance_type::cosine, distance_type::dot}) {
+    sq::distance_estimator est(m, q.data(), t);
+    std::vector<float> got(n);
+    est.scan(codes.data(), n, got.data());
+    std::vector<std::uint8_t> qc(d);
+    sq::encode(m, q.data(), 1, qc.data());
+    CHECK(est.query_code() == qc);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint32_t l2 = 0, dot = 0;
+      for (std::size_t k = 0; k < d; ++k) {
+        const int diff = int(codes[i * d + k]) - int(qc[k]);
+        l2 += std::uint32_t(diff * diff);
+        dot += std::uint32_t(codes[i * d + k]) * qc[k];
+      }
+      const float raw = t == distance_type::dot ? 1.0f - float(dot) : float(l2);
+      CHECK(got[i] == raw * (range * range) / 65025.0f);
+      CHECK(est.distance(codes.data() + i * d) == got[i]);
+      if (t == distance_type::l2) {
+        const float exact = simd::l2(q.data(), rows.data() + i * d, d);
+        CHECK(std::fabs(got[i] - exact) < 0.05f * exact + 0.5f);
+      }
+    }
+  }
+}
+
+TEST_CASE("training: sample, non-finite rows dropped, cosine normalises, thread counts agree") {
+  const std::size_t n = 2000, d = 8;
+  auto rows = gaussian(n, d, 30);
+  rows[3] = 1e30f;  // a finite outlier widens the bounds...
+  rows[11] = std::numeric_limits<float>::infinity();  // ...a non-finite row is dropped
+  sq::params p;
+  p.sample_rate = 1000;  // sample everything
+  const auto m = sq::train(rows.data(), n, d, p);
+  CHECK(m.upper == doctest::Approx(1e30));
+  boost::asio::thread_pool pool(3);
+  const auto m3 = sq::train(rows.data(), n, d, p, distance_type::l2, &pool);
+  CHECK(m3.lower == m.lower);
+  CHECK(m3.upper == m.upper);
+  rows[3] = 0.5f;
+  const auto c = sq::train(rows.data(), n, d, p, distance_type::cosine);
+  CHECK(c.lower >= -1.0);
+  CHECK(c.upper <= 1.0);
+  CHECK(c.upper > 0.5);
+  // A small sample draws sample_rate * 256 rows only.
+  p.sample_rate = 1;
+  const auto s = sq::train(rows.data(), n, d, p);
+  CHECK(s.upper <= m3.upper);
+  // encode_for_ivf normalises under cosine.
+  std::vector<std::uint8_t> a(n * d), b(n * d);
+  std::vector<float> normed(rows);
+  for (std::size_t i = 0; i < n; ++i) {
+    double s2 = 0;
+    for (std::size_t t = 0; t < d; ++t) s2 += double(normed[i * d + t]) * normed[i * d + t];
+    for (std::size_t t = 0; t < d; ++t) normed[i * d + t] = float(normed[i * d + t] / std::sqrt(s2));
+  }
+  rows[11] = 1.0f;
+  normed[11] = 0;  // that row is recomputed below
+  sq::encode_for_ivf(c, rows.data(), n, distance_type::cosine, a.data(), &pool);
+  sq::encode(c, normed.data(), n, b.data());
+  std::size_t diff = 0;
+  for (std::size_t i = d * 2; i < n * d; ++i) diff += a[i] != b[i];
+  CHECK(diff < n * d / 500);
+}
+
+TEST_CASE("SQ bad input") {
+  const float rows[4] = {1, 2, 3, 4};
+  sq::params p;
+  p.num_bits = 4;
+  CHECK_THROWS_WITH_AS(sq::train(rows, 2, 2, p), doctest::Contains("num_bits 4"), invalid_input_error);
+  const float nan[2] = {std::numeric_limits<float>::quiet_NaN(), 1};
+  CHECK_THROWS_WITH_AS(sq::train(nan, 1, 2), doctest::Contains("no finite training vectors"), invalid_input_error);
+  sq::model none;
+  none.dimension = 2;
+  std::uint8_t c[2];
+  CHECK_THROWS_WITH_AS(sq::encode(none, rows, 1, c), doctest::Contains("no bounds"), invalid_input_error);
+  CHECK_THROWS_AS(sq::train(rows, 2, 0), invalid_input_error);
+}
+
+}  // TEST_SUITE("sq")

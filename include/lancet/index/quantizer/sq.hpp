@@ -1,0 +1,245 @@
+// Scalar quantization as Lance 12 builds and searches it (lance-index vector/sq):
+//
+//   auto sq = index::sq::train(rows, n, dim);            // bounds over the sample
+//   std::vector<uint8_t> codes(n * dim);
+//   index::sq::encode(sq, rows, n, codes.data());        // row-major, one byte per value
+//   index::sq::distance_estimator est(sq, query, distance_type::l2);
+//   est.scan(codes.data(), n, distances);
+//
+// What follows Lance:
+// - ONE pair of bounds for the whole vector, not per dimension: the minimum and the
+//   maximum of every value of the training sample (sample_rate * 2^num_bits rows;
+//   NaN values are ignored like Rust's f64::min/max; Lance's builder drops
+//   non-finite rows first, and so does train). Bounds start at (f64::MAX, f64::MIN).
+// - code = (v - lower) * 255 / (upper - lower), truncated and saturated into
+//   [0, 255] (Rust's `as u8`: NaN -> 0); every code is 0 when lower == upper;
+// - no residuals; cosine indexes quantize normalised vectors;
+// - search quantizes the query with the same bounds; l2 and cosine estimate
+//   sum (q_i - c_i)^2, dot estimates 1 - sum q_i c_i (integer sums converted to f32),
+//   both multiplied by (upper - lower)^2 / 255^2.
+// decode (the centre of each code's bucket) is lancet's: Lance never decodes.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "lancet/core/error.hpp"
+#include "lancet/core/parallel.hpp"
+#include "lancet/index/quantizer/common.hpp"
+#include "lancet/simd/distance.hpp"
+
+namespace lancet::index::sq {
+
+using simd::distance_type;
+
+struct params {
+  std::uint16_t num_bits = 8;   // Lance supports 8
+  std::size_t sample_rate = 256;
+  std::uint64_t seed = 42;      // for the training sample
+
+  std::size_t sample_size() const noexcept { return sample_rate << num_bits; }
+};
+
+struct model {
+  std::size_t dimension = 0;
+  std::uint16_t num_bits = 8;
+  double lower = std::numeric_limits<double>::max();     // Lance's bounds.start
+  double upper = std::numeric_limits<double>::lowest();  // Lance's bounds.end
+
+  bool has_bounds() const noexcept { return lower <= upper; }
+  // Bytes of one row's code.
+  std::size_t code_bytes() const noexcept { return dimension; }
+
+  void validate() const {
+    if (num_bits != 8)
+      throw invalid_input_error("SQ: num_bits " + std::to_string(num_bits) + " is not supported (8)");
+    if (dimension == 0) throw invalid_input_error("SQ: vector dimension must be positive");
+    if (!has_bounds())
+      throw invalid_input_error("SQ: the quantizer has no bounds (trained on no values)");
+    if (!std::isfinite(lower) || !std::isfinite(upper))
+      throw invalid_input_error("SQ: bounds must be finite, got [" + std::to_string(lower) + ", " +
+                                std::to_string(upper) + "]");
+  }
+};
+
+namespace detail {
+
+// Rust's `f64 as u8`: truncate toward zero, saturate, NaN -> 0.
+inline std::uint8_t saturate_u8(double v) noexcept {
+  if (!(v > 0.0)) return 0;
+  if (v >= 255.0) return 255;
+  return static_cast<std::uint8_t>(v);
+}
+
+template <class T>
+inline void fold_bounds(const T* v, std::size_t count, double& lo, double& hi) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const double x = quantizer::to_work<double>(v[i]);
+    if (x < lo) lo = x;  // NaN never compares: skipped, as f64::min / max do
+    if (x > hi) hi = x;
+  }
+}
+
+}  // namespace detail
+
+// Widens the bounds to cover n more rows (Lance's update_bounds / retrain). Rows
+// are taken as given (no filtering): infinities widen the bounds to infinity.
+template <class T>
+inline void update_bounds(model& m, const T* rows, std::size_t n, boost::asio::thread_pool* pool = nullptr) {
+  static_assert(quantizer::is_float_element_v<T>, "SQ quantizes float, double or f16 vectors");
+  quantizer::check_shape("SQ", rows, n, m.dimension);
+  const std::size_t d = m.dimension, block = 4096, blocks = (n + block - 1) / block;
+  std::vector<double> lo(blocks, m.lower), hi(blocks, m.upper);
+  parallel_for(pool, blocks, [&](std::size_t b) {
+    const std::size_t r0 = b * block, cnt = std::min(block, n - r0);
+    detail::fold_bounds(rows + r0 * d, cnt * d, lo[b], hi[b]);
+  });
+  for (std::size_t b = 0; b < blocks; ++b) {
+    m.lower = std::min(m.lower, lo[b]);
+    m.upper = std::max(m.upper, hi[b]);
+  }
+}
+
+// Trains the bounds on at most p.sample_size() rows drawn with p.seed, as Lance:
+// normalised under cosine, rows with a non-finite value dropped.
+template <class T>
+inline model train(const T* rows, std::size_t n, std::size_t dim, const params& p = {},
+                   distance_type distance = distance_type::l2, boost::asio::thread_pool* pool = nullptr) {
+  static_assert(quantizer::is_float_element_v<T>, "SQ quantizes float, double or f16 vectors");
+  quantizer::check_shape("SQ", rows, n, dim);
+  if (p.num_bits != 8) throw invalid_input_error("SQ: num_bits " + std::to_string(p.num_bits) + " is not supported (8)");
+  if (p.sample_rate == 0) throw invalid_input_error("SQ: sample_rate must be positive");
+  if (distance == distance_type::hamming) throw invalid_input_error("SQ: hamming distance is not supported");
+  const auto picked = quantizer::sample_rows(n, p.sample_size(), p.seed);
+  const auto prepared = quantizer::prepare_training_rows<T, T>(rows, dim, picked, distance, nullptr, 0, false, pool);
+  model m;
+  m.dimension = dim;
+  m.num_bits = p.num_bits;
+  update_bounds(m, prepared.data(), prepared.size() / dim, pool);
+  if (!m.has_bounds())
+    throw invalid_input_error("SQ: no finite training vectors among " + std::to_string(picked.size()) +
+                              " sampled rows");
+  return m;
+}
+
+// One value's code.
+inline std::uint8_t quantize_value(const model& m, double v) noexcept {
+  if (m.lower == m.upper) return 0;
+  return detail::saturate_u8((v - m.lower) * 255.0 / (m.upper - m.lower));
+}
+
+// One code's value: the centre of its bucket, clamped into the bounds (so codes 0
+// and 255 map within [lower, upper]); within (upper - lower) / 510 of any value
+// inside the bounds that encodes to it.
+inline double dequantize_value(const model& m, std::uint8_t c) noexcept {
+  const double r = m.upper - m.lower;
+  return std::clamp(m.lower + (double(c) + 0.5) * r / 255.0, m.lower, m.upper);
+}
+
+// Row-major codes of n rows as given: n x dimension bytes.
+template <class T>
+inline void encode(const model& m, const T* rows, std::size_t n, std::uint8_t* codes,
+                   boost::asio::thread_pool* pool = nullptr) {
+  static_assert(quantizer::is_float_element_v<T>, "SQ quantizes float, double or f16 vectors");
+  m.validate();
+  quantizer::check_shape("SQ encode", rows, n, m.dimension);
+  if (n > 0 && codes == nullptr) throw invalid_input_error("SQ encode: output codes are null");
+  const std::size_t d = m.dimension, block = 4096;
+  parallel_for(pool, (n + block - 1) / block, [&](std::size_t b) {
+    const std::size_t e = std::min(n * d, (b + 1) * block * d);
+    for (std::size_t i = b * block * d; i < e; ++i) codes[i] = quantize_value(m, quantizer::to_work<double>(rows[i]));
+  });
+}
+
+// Codes of n rows of an IVF index, as Lance's shuffle computes them: normalised
+// under cosine (no residual). A zero row under cosine codes as NaN, i.e. all 0.
+template <class T>
+inline void encode_for_ivf(const model& m, const T* rows, std::size_t n, distance_type distance, std::uint8_t* codes,
+                           boost::asio::thread_pool* pool = nullptr) {
+  if (distance != distance_type::cosine) {
+    encode(m, rows, n, codes, pool);
+    return;
+  }
+  m.validate();
+  quantizer::check_shape("SQ encode", rows, n, m.dimension);
+  if (n > 0 && codes == nullptr) throw invalid_input_error("SQ encode: output codes are null");
+  const std::size_t d = m.dimension, block = 1024;
+  const quantizer::ivf_input<float> in{distance, nullptr, 0, nullptr, false};
+  parallel_for(pool, (n + block - 1) / block, [&](std::size_t b) {
+    std::vector<double> row(d);
+    for (std::size_t r = b * block; r < std::min(n, (b + 1) * block); ++r) {
+      quantizer::ivf_input_row(in, rows, r, d, row.data());
+      for (std::size_t i = 0; i < d; ++i) codes[r * d + i] = quantize_value(m, row[i]);
+    }
+  });
+}
+
+// Approximate values of n code rows (n x dimension) into out.
+template <class O>
+inline void decode(const model& m, const std::uint8_t* codes, std::size_t n, O* out) {
+  m.validate();
+  for (std::size_t i = 0; i < n * m.dimension; ++i) out[i] = quantizer::from_work<O>(dequantize_value(m, codes[i]));
+}
+
+// Lance's SQ distance: the query quantized with the model's bounds, integer
+// distances between codes, scaled back by (upper - lower)^2 / 255^2.
+class distance_estimator {
+ public:
+  distance_estimator() = default;
+
+  template <class Q>
+  distance_estimator(const model& m, const Q* query, distance_type t) : dim_(m.dimension) {
+    static_assert(quantizer::is_float_element_v<Q>, "SQ queries are float, double or f16");
+    m.validate();
+    if (query == nullptr) throw invalid_input_error("SQ distance: query is null");
+    if (t == distance_type::hamming) throw invalid_input_error("SQ distance: hamming is not supported");
+    dot_ = t == distance_type::dot;
+    q_.resize(dim_);
+    for (std::size_t i = 0; i < dim_; ++i) q_[i] = quantize_value(m, quantizer::to_work<double>(query[i]));
+    const float range = static_cast<float>(m.upper - m.lower);
+    range_sq_ = range * range;
+  }
+
+  const std::vector<std::uint8_t>& query_code() const noexcept { return q_; }
+
+  // Distance to one code row (Lance's inverse_scalar_dist: v * range^2 / 255^2).
+  float distance(const std::uint8_t* code) const noexcept {
+    const float v = dot_ ? 1.0f - static_cast<float>(dot_u32(code)) : static_cast<float>(l2_u32(code));
+    return v * range_sq_ / 65025.0f;
+  }
+
+  // Distances to n row-major code rows.
+  void scan(const std::uint8_t* codes, std::size_t n, float* out) const noexcept {
+    for (std::size_t j = 0; j < n; ++j) out[j] = distance(codes + j * dim_);
+  }
+
+ private:
+  // Lance sums in u32 (wrapping past 2^32 only beyond 66051 dimensions).
+  std::uint32_t l2_u32(const std::uint8_t* c) const noexcept {
+    std::uint32_t s = 0;
+    for (std::size_t i = 0; i < dim_; ++i) {
+      const std::int32_t t = std::int32_t(c[i]) - std::int32_t(q_[i]);
+      s += static_cast<std::uint32_t>(t * t);
+    }
+    return s;
+  }
+  std::uint32_t dot_u32(const std::uint8_t* c) const noexcept {
+    std::uint32_t s = 0;
+    for (std::size_t i = 0; i < dim_; ++i) s += std::uint32_t(c[i]) * std::uint32_t(q_[i]);
+    return s;
+  }
+
+  std::size_t dim_ = 0;
+  bool dot_ = false;
+  float range_sq_ = 0.0f;
+  std::vector<std::uint8_t> q_;
+};
+
+}  // namespace lancet::index::sq
