@@ -19,6 +19,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/encoding/v2_0/decoder.hpp"
+#include "lancet/encoding/v2_1/decoder.hpp"
 #include "lancet/file/footer.hpp"
 #include "lancet/file/version.hpp"
 #include "lancet/io/source.hpp"
@@ -154,11 +155,11 @@ class file_reader {
       columns_.push_back(std::move(c));
     }
     // Map fields to columns: 2.0 gives every Lance field (struct and list included) a
-    // column, in pre-order.
+    // column, in pre-order; 2.1+ one column per leaf.
     std::uint32_t next = 0;
-    for (const auto& f : schema_.fields) {
+    for (std::size_t f = 0; f < schema_.fields.size(); ++f) {
       field_columns_.push_back(next);
-      next += count_columns(f);
+      next += structural() ? encoding::v2_1::column_count(arrow_schema_.fields[f]) : count_columns(schema_.fields[f]);
     }
     if (next != columns_.size())
       throw corrupt_error("the schema needs " + std::to_string(next) + " columns but the file has " +
@@ -166,6 +167,8 @@ class file_reader {
     if (given)
       for (std::size_t f = 0; f < schema_.fields.size(); ++f) num_rows_ = std::max(num_rows_, field_length(f));
   }
+
+  bool structural() const noexcept { return version_ != format_version::v2_0; }
 
   std::uint32_t count_columns(const schema::field& f) const {
     std::uint32_t n = 1;
@@ -241,6 +244,16 @@ class file_reader {
 
   arrow::array_ptr read_field(std::size_t f, std::uint64_t begin, std::uint64_t end) const {
     std::uint32_t col = field_columns_[f];
+    if (structural()) {
+      const auto n = encoding::v2_1::column_count(arrow_schema_.fields[f]);
+      std::vector<encoding::v2_1::column_pages> cols;
+      for (std::uint32_t c = col; c < col + n; ++c)
+        cols.push_back({&columns_.at(c).metadata, columns_.at(c).page_starts});
+      return encoding::v2_1::decode_field(arrow_schema_.fields[f], cols, col, begin, end,
+                                          [this](std::uint32_t c, std::size_t p) {
+                                            return page_buffers(columns_.at(c).metadata.pages.at(p));
+                                          });
+    }
     return decode_field(schema_.fields[f], arrow_schema_.fields[f], col, begin, end);
   }
 

@@ -102,7 +102,7 @@ concept version_policy = requires {
 // writer and the structural encoders are ready (file_writer<v2_2, ...> works); the
 // switch waits for file_reader to decode 2.1+ pages through encoding/v2_1/decoder.hpp,
 // since datasets default to 2.2 as soon as they can write it.
-inline constexpr bool runtime_structural_versions = false;
+inline constexpr bool runtime_structural_versions = true;
 
 // Calls f.template operator()<Policy>() for the policy of a runtime version.
 template <class F>
