@@ -117,18 +117,33 @@ inline bool should_dictionary(const data_block& b, double ratio, unsigned minor)
   if (data_size == 0) return false;
   // Cardinality, giving up once it alone rules the dictionary out.
   const double limit = ratio * double(data_size);
-  std::unordered_set<std::string_view> seen;
   const std::uint64_t w = var ? b.bits_per_offset / 8 : b.bits_per_value / 8;
   const double avg = double(data_size / b.num_values);
   auto estimate = [&](std::uint64_t card) {
     return var ? double(card) * avg + double(card * w) + double(b.num_values * w) : double(card * w + b.num_values * 4);
   };
-  for (std::uint64_t i = 0; i < b.num_values; ++i) {
-    std::string_view key = var ? std::string_view(reinterpret_cast<const char*>(b.data.data() + b.offset(i)),
-                                                  std::size_t(b.offset(i + 1) - b.offset(i)))
-                               : std::string_view(reinterpret_cast<const char*>(b.data.data() + i * w), std::size_t(w));
-    seen.insert(key);
-    if (estimate(seen.size()) >= limit) return false;
+  // The most distinct values a dictionary may have.
+  const double per = var ? avg + double(w) : double(w);
+  const double fixed_part = var ? double(b.num_values * w) : double(b.num_values * 4);
+  if (limit <= fixed_part) return false;
+  const auto max_card = std::uint64_t((limit - fixed_part) / per);
+  auto key = [&](std::uint64_t i) {
+    return var ? std::string_view(reinterpret_cast<const char*>(b.data.data() + b.offset(i)),
+                                  std::size_t(b.offset(i + 1) - b.offset(i)))
+               : std::string_view(reinterpret_cast<const char*>(b.data.data() + i * w), std::size_t(w));
+  };
+  // A sample first: high-cardinality data shows itself early (distinct values in the
+  // first few thousand far beyond the share a dictionary could afford).
+  const std::uint64_t sample = std::min<std::uint64_t>(b.num_values, 4096);
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(std::size_t(std::min<std::uint64_t>(max_card + 1, sample)));
+  for (std::uint64_t i = 0; i < sample; ++i) seen.insert(key(i));
+  if (b.num_values > sample && double(seen.size()) > 2.0 * double(max_card) / double(b.num_values) * double(sample) &&
+      seen.size() > 64)
+    return false;
+  for (std::uint64_t i = sample; i < b.num_values; ++i) {
+    seen.insert(key(i));
+    if (seen.size() > max_card) return false;
   }
   return estimate(seen.size()) < limit;
 }

@@ -32,7 +32,7 @@ struct per_value_codec {
 };
 
 struct fullzip_page {
-  std::vector<aligned_buffer> buffers;
+  std::vector<shared_bytes> buffers;
   enc21::full_zip_layout layout;
 };
 
@@ -113,6 +113,13 @@ inline fullzip_page encode_fullzip(const data_block& values, const level_scheme&
   }
 
   const std::uint64_t lbytes = fixed ? 0 : values.bits_per_offset / 8;
+  // Fixed-width values without levels or item validity: the zipped buffer is the values.
+  bool any_validity = false;
+  for (const auto& l : values.fsl) any_validity |= l.has_validity;
+  if (fixed && cw == 0 && !any_validity) {
+    out.buffers.push_back(values.data.slice(0, std::size_t(values.num_values * vbytes)));
+    return out;
+  }
   const std::uint64_t bound = fixed ? values.num_values * vbytes + cw * slots
                                     : values.value_bytes() + cw * slots + lbytes * values.num_values;
   aligned_buffer zipped;
@@ -170,7 +177,7 @@ inline fullzip_page encode_fullzip(const data_block& values, const level_scheme&
     }
     ++v;
   }
-  out.buffers.push_back(std::move(zipped));
+  out.buffers.push_back(shared_bytes(std::move(zipped)));
   if (need_index) {
     row_starts.push_back(out.buffers[0].size());
     const std::uint64_t max_val = std::max<std::uint64_t>(bound, out.buffers[0].size());
@@ -182,7 +189,7 @@ inline fullzip_page encode_fullzip(const data_block& values, const level_scheme&
       le::store<std::uint64_t>(b, row_starts[i]);
       std::memcpy(ri.data() + i * w, b, w);
     }
-    out.buffers.push_back(std::move(ri));
+    out.buffers.push_back(shared_bytes(std::move(ri)));
   }
   return out;
 }

@@ -455,6 +455,11 @@ inline serialized_miniblock serialize_miniblock(const mini_compressed& mc, const
   std::vector<std::uint64_t> buffer_at(mc.buffers.size(), 0);
   std::size_t slot = 0;
   const std::uint64_t max_chunk_bytes = large ? (std::uint64_t(1) << 28) * 8 : 4096 * 8;
+  {
+    std::size_t total = 2 * (rep.size() + def.size()) + mc.chunks.size() * (16 + 8 * (2 + mc.buffers.size()));
+    for (const auto& b : mc.buffers) total += b.size();
+    out.data.reserve(total);
+  }
   for (std::size_t ci = 0; ci < mc.chunks.size(); ++ci) {
     const auto& c = mc.chunks[ci];
     const bool last = ci + 1 == mc.chunks.size();

@@ -465,6 +465,25 @@ inline page_slice read_page(const enc21::page_layout& layout, const std::vector<
       ranged = false;
     }
     const std::uint64_t want_rows = ranged ? end - begin : page_rows;
+    // Fixed-width values without levels or item validity are the zipped bytes themselves.
+    bool any_validity = false;
+    for (const auto& l : dec.fsl) any_validity |= l.has_validity;
+    if (fixed && cw == 0 && !any_validity) {
+      if (!simple_rows || vbytes == 0) throw corrupt_error(where + ": full-zip values of zero width");
+      out.num_slots = end - begin;
+      const auto n = end - begin;
+      auto bytes = zipped.slice(std::size_t(pb), std::size_t(pe - pb));
+      if (dec.fsl.empty()) {
+        out.values = data_block::fixed(n, dec.bits_per_value, bytes);
+      } else {
+        out.values.k = data_block::kind::fixed_size_list;
+        out.values.num_values = n;
+        out.values.bits_per_value = dec.item_bits;
+        out.values.fsl = dec.fsl;
+        out.values.data = bytes;
+      }
+      return out;
+    }
     const std::uint16_t def_mask = std::uint16_t((1u << z->bits_def) - 1);
     std::vector<std::uint16_t> rep, def;
     aligned_buffer fixed_values, var_bytes, var_offs;

@@ -276,7 +276,7 @@ inline encoded_page encode_leaf_page(const level_scheme& s, const std::vector<st
     }
     case page_plan::layout_kind::fullzip: {
       auto z = encode_fullzip(values, s, rep, def, plan.per_value);
-      for (auto& b : z.buffers) page.buffers.push_back(detail::to_shared(std::move(b)));
+      for (auto& b : z.buffers) page.buffers.push_back(std::move(b));
       layout.value = std::move(z.layout);
       break;
     }

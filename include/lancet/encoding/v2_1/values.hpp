@@ -69,6 +69,12 @@ inline void gather_fsl(const arrow::data_type& t, const std::vector<shredded_lea
     throw unsupported_error("fixed-size lists of " + arrow::to_string(*type) +
                             " cannot be written by lancet (items must be fixed-width)");
   out.bits_per_value = std::uint64_t(bits);
+  if (cur.size() == 1 && bits % 8 == 0 && cur[0].array->type->id != arrow::type_id::null) {
+    const auto& r = cur[0];
+    const auto w = bits / 8;
+    out.data = r.array->buffers[1].slice(std::size_t((r.array->offset + r.begin) * w), std::size_t(r.count * w));
+    return;
+  }
   aligned_buffer data;
   data.resize(std::size_t((items * std::uint64_t(bits) + 7) / 8));
   std::int64_t at = 0;
@@ -99,6 +105,16 @@ inline data_block gather_values(const arrow::data_type& t, const shredded_leaf& 
   if (id == arrow::type_id::fixed_size_list) {
     out.k = data_block::kind::fixed_size_list;
     detail::gather_fsl(t, leaf.values, leaf.num_values, out);
+    return out;
+  }
+  // One run of byte-aligned values: the Arrow buffer itself (no copy).
+  if (leaf.values.size() <= 1 && !arrow::is_binary_like(id) && id != arrow::type_id::boolean && arrow::is_fixed_width(t)) {
+    const auto w = arrow::bit_width(t) / 8;
+    out.k = data_block::kind::fixed;
+    out.bits_per_value = std::uint64_t(w * 8);
+    if (leaf.values.empty()) return out;
+    const auto& r = leaf.values[0];
+    out.data = r.array->buffers[1].slice(std::size_t((r.array->offset + r.begin) * w), std::size_t(r.count * w));
     return out;
   }
   if (arrow::is_binary_like(id)) {

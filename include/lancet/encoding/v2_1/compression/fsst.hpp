@@ -54,14 +54,21 @@ class symbol_table {
 
   // Longest symbol matching at p (code), or -1 when the byte must be escaped.
   int find(const std::uint8_t* p, std::size_t left) const noexcept {
-    for (const auto code : by_first_[*p]) {
-      const auto& s = symbols_[code];
-      if (s.len > left) continue;
-      std::uint64_t w = 0;
-      std::memcpy(&w, p, s.len);
-      if (w == s.value) return code;
+    if (left >= 2) {
+      const std::size_t prefix = std::size_t(p[0]) | (std::size_t(p[1]) << 8);
+      const auto b = prefix_start_[prefix], e = prefix_start_[prefix + 1];
+      if (b != e) {
+        std::uint64_t w = 0;
+        std::memcpy(&w, p, left >= 8 ? 8 : left);
+        w = le_word(w);
+        for (auto i = b; i < e; ++i) {
+          const auto code = prefix_codes_[i];
+          const auto& s = symbols_[code];
+          if (s.len <= left && (w & len_mask(s.len)) == s.value) return code;
+        }
+      }
     }
-    return -1;
+    return single_[*p];
   }
 
   // Trains a table on a sample of the values (offsets n + 1 into bytes).
@@ -200,6 +207,7 @@ class symbol_table {
       if (s.len > 8) throw corrupt_error("FSST symbol " + std::to_string(i) + " has length " + std::to_string(s.len));
       st.symbols_.push_back(s);
     }
+    st.index();
     return st;
   }
 
@@ -224,17 +232,41 @@ class symbol_table {
   }
 
  private:
+  static std::uint64_t len_mask(std::uint8_t len) noexcept {
+    return len >= 8 ? ~std::uint64_t(0) : (std::uint64_t(1) << (8 * len)) - 1;
+  }
+  static std::uint64_t le_word(std::uint64_t w) noexcept {
+    std::uint8_t b[8];
+    std::memcpy(b, &w, 8);
+    return le::load<std::uint64_t>(b);
+  }
+  // Lookup: symbols of 2+ bytes by their first two bytes (longest first), and the
+  // one-byte symbol of each byte.
   void index() {
-    for (auto& v : by_first_) v.clear();
-    std::vector<std::uint8_t> order(symbols_.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = std::uint8_t(i);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::uint8_t a, std::uint8_t b) { return symbols_[a].len > symbols_[b].len; });
-    for (auto code : order) by_first_[symbols_[code].byte(0)].push_back(code);
+    single_.fill(-1);
+    std::vector<std::uint8_t> order;
+    for (std::size_t i = 0; i < symbols_.size(); ++i) {
+      if (symbols_[i].len == 1) {
+        if (single_[symbols_[i].byte(0)] < 0) single_[symbols_[i].byte(0)] = int(i);
+      } else if (symbols_[i].len >= 2) {
+        order.push_back(std::uint8_t(i));
+      }
+    }
+    auto prefix_of = [&](std::uint8_t c) { return std::size_t(symbols_[c].byte(0)) | (std::size_t(symbols_[c].byte(1)) << 8); };
+    std::stable_sort(order.begin(), order.end(), [&](std::uint8_t a, std::uint8_t b) {
+      const auto pa = prefix_of(a), pb = prefix_of(b);
+      return pa != pb ? pa < pb : symbols_[a].len > symbols_[b].len;
+    });
+    prefix_start_.assign(65537, 0);
+    for (auto c : order) ++prefix_start_[prefix_of(c) + 1];
+    for (std::size_t i = 1; i < prefix_start_.size(); ++i) prefix_start_[i] += prefix_start_[i - 1];
+    prefix_codes_ = std::move(order);
   }
 
   std::vector<symbol> symbols_;
-  std::array<std::vector<std::uint8_t>, 256> by_first_;
+  std::array<int, 256> single_ = [] { std::array<int, 256> a{}; a.fill(-1); return a; }();
+  std::vector<std::uint32_t> prefix_start_ = std::vector<std::uint32_t>(65537, 0);
+  std::vector<std::uint8_t> prefix_codes_;
   bool enabled_ = false;
 };
 
