@@ -14,8 +14,12 @@
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "lancet/index/quantizer/pq.hpp"
+#include "lancet/index/quantizer/rabitq.hpp"
 #include "lancet/index/quantizer/sq.hpp"
 
 using namespace lancet;
@@ -561,3 +565,353 @@ TEST_CASE("SQ bad input") {
 }
 
 }  // TEST_SUITE("sq")
+
+TEST_SUITE("rabitq") {
+
+TEST_CASE("fast rotation is orthogonal (power-of-two and Kac dimensions); matrix rotation too") {
+  for (std::size_t d : {8u, 32u, 128u, 24u, 40u, 96u, 200u}) {
+    CAPTURE(d);
+    for (auto rot : {rabitq::rotation_type::fast, rabitq::rotation_type::matrix}) {
+      rabitq::params p;
+      p.rotation = rot;
+      p.seed = d;
+      const auto m = rabitq::make(d, p);
+      if (rot == rabitq::rotation_type::fast) CHECK(m.fast_rotation_signs.size() == d / 2);
+      else CHECK(m.rotate_mat.size() == d * d);
+      const auto a = gaussian(1, d, 100 + d), b = gaussian(1, d, 200 + d);
+      std::vector<float> ra(d), rb(d);
+      m.rotate(a.data(), ra.data());
+      m.rotate(b.data(), rb.data());
+      CHECK(simd::norm_sq(ra.data(), d) == doctest::Approx(simd::norm_sq(a.data(), d)).epsilon(1e-4));
+      CHECK(simd::dot(ra.data(), rb.data(), d) ==
+            doctest::Approx(simd::dot(a.data(), b.data(), d)).epsilon(1e-3).scale(double(d)));
+      // Not the identity.
+      double moved = 0;
+      for (std::size_t i = 0; i < d; ++i) moved += std::fabs(ra[i] - a[i]);
+      CHECK(moved > 0.1);
+    }
+  }
+  // A matrix made for f16 holds f16-representable values.
+  rabitq::params p;
+  p.rotation = rabitq::rotation_type::matrix;
+  const auto h = rabitq::make<f16>(16, p);
+  for (double v : h.rotate_mat) CHECK(double(f16(float(v)).to_float()) == v);
+}
+
+TEST_CASE("the raw-query estimator is unbiased and tracks exact distances (l2, dot, cosine)") {
+  const std::size_t d = 128, n = 3000, k = 4;
+  const auto rows = clustered(n, d, k, 1.0f, 8, 0.3f, 77);
+  // Centroids: the cluster means, rows assigned to the nearest.
+  const auto km = train_kmeans(rows.data(), n, d, k);
+  for (auto dist : {distance_type::l2, distance_type::dot, distance_type::cosine}) {
+    const std::string label = simd::distance_name(dist);
+    CAPTURE(label);
+    std::vector<float> cents = km.centroids;
+    if (dist == distance_type::cosine) {
+      std::vector<float> normed(rows);
+      for (std::size_t i = 0; i < n; ++i) quantizer::normalize_row(normed.data() + i * d, d);
+      cents = train_kmeans(normed.data(), n, d, k).centroids;
+    }
+    std::vector<std::uint32_t> part(n);
+    std::vector<float> unit(rows);
+    if (dist == distance_type::cosine)
+      for (std::size_t i = 0; i < n; ++i) quantizer::normalize_row(unit.data() + i * d, d);
+    simd::assign_nearest(dist == distance_type::dot ? distance_type::dot : distance_type::l2, unit.data(), n,
+                         cents.data(), k, d, part.data());
+    double sum_err = 0, sum_sq_err = 0, sum_exact = 0, sum_sq_exact = 0;
+    std::size_t count = 0, outside = 0;
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      rabitq::params p;
+      p.seed = seed;
+      const auto m = rabitq::make(d, p);
+      rabitq::encoded_rows enc;
+      rabitq::encode_for_ivf(m, rows.data(), n, dist, cents.data(), k, part.data(), enc);
+      const auto q = clustered(1, d, k, 1.0f, 8, 0.3f, 500 + seed);
+      std::vector<float> qn(q);
+      quantizer::normalize_row(qn.data(), d);
+      rabitq::query_estimator est(m, q.data(), dist);
+      std::vector<float> rc(k * d);
+      for (std::size_t c = 0; c < k; ++c) m.rotate(cents.data() + c * d, rc.data() + c * d);
+      for (std::size_t i = 0; i < n; ++i) {
+        const float* c = cents.data() + part[i] * d;
+        float exact, dqc;
+        if (dist == distance_type::l2) {
+          exact = simd::l2(q.data(), rows.data() + i * d, d);
+          dqc = simd::l2(q.data(), c, d);
+        } else if (dist == distance_type::dot) {
+          exact = 1.0f - simd::dot(q.data(), rows.data() + i * d, d);
+          dqc = 1.0f - simd::dot(q.data(), c, d);
+        } else {
+          exact = simd::l2(qn.data(), unit.data() + i * d, d) - 1.0f;  // Lance: l2 of unit vectors, minus 1
+          dqc = simd::l2(qn.data(), c, d);
+        }
+        const float qf = est.query_factor(dqc, rc.data() + part[i] * d);
+        const float got = est.distance(est.binary_ip(enc.codes.data() + i * m.code_bytes()), enc.add_factors[i],
+                                       enc.scale_factors[i], qf);
+        // Lance's error bound: |estimate - exact| <= error factor * |q - c|.
+        const float q_err = dist == distance_type::dot ? std::sqrt(simd::l2(q.data(), c, d))
+                                                        : std::sqrt(std::max(dqc, 0.0f));
+        outside += std::fabs(got - exact) > enc.error_factors[i] * q_err;
+        sum_err += got - exact;
+        sum_sq_err += double(got - exact) * (got - exact);
+        sum_exact += exact;
+        sum_sq_exact += double(exact) * exact;
+        ++count;
+      }
+    }
+    const double mean = sum_exact / double(count);
+    const double spread = std::sqrt(std::max(0.0, sum_sq_exact / double(count) - mean * mean));
+    const double bias = sum_err / double(count), rmse = std::sqrt(sum_sq_err / double(count));
+    MESSAGE(std::string(simd::distance_name(dist)) << ": bias " << bias << ", rmse " << rmse
+                                                   << ", spread of exact distances " << spread
+                                                   << ", outside the error bound " << outside << " of " << count);
+    // Unbiased: the mean error is within the noise of its own estimate.
+    CHECK(std::fabs(bias) < 4.0 * rmse / std::sqrt(double(count)));
+    // Informative: the error is smaller than how much distances vary, and the
+    // stored error factors bound it for almost every row.
+    CHECK(rmse < 0.7 * spread);
+    CHECK(outside < count / 10);  // epsilon 1.9: a ~95% bound
+  }
+}
+
+TEST_CASE("scan over transposed codes equals per-row estimates; pack / unpack round trips") {
+  const std::size_t d = 64, k = 2;
+  for (std::size_t n : {0u, 1u, 10u, 32u, 50u, 64u, 100u, 129u}) {
+    CAPTURE(n);
+    const auto rows = gaussian(n, d, 40 + n);
+    std::vector<float> cents(k * d, 0.0f);
+    for (std::size_t t = 0; t < d; ++t) cents[d + t] = 1.0f;
+    std::vector<std::uint32_t> part(n);
+    for (std::size_t i = 0; i < n; ++i) part[i] = std::uint32_t(i % 2);
+    const auto m = rabitq::make(d);
+    rabitq::encoded_rows enc;
+    rabitq::encode_for_ivf(m, rows.data(), n, distance_type::l2, cents.data(), k, part.data(), enc);
+    const std::size_t cb = m.code_bytes();
+    std::vector<std::uint8_t> packed(n * cb), back(n * cb), tr(n * cb), tr2(n * cb);
+    rabitq::pack_codes(enc.codes.data(), n, cb, packed.data());
+    rabitq::unpack_codes(packed.data(), n, cb, back.data());
+    CHECK(back == enc.codes);
+    rabitq::packed_to_transposed(packed.data(), n, cb, tr.data());
+    pq::transpose_codes(enc.codes.data(), n, cb, tr2.data());
+    CHECK(tr == tr2);
+    const auto q = gaussian(1, d, 3);
+    rabitq::query_estimator est(m, q.data(), distance_type::l2);
+    std::vector<float> out(n);
+    est.scan(tr.data(), n, enc.add_factors.data(), enc.scale_factors.data(), 0.5f, out.data());
+    for (std::size_t i = 0; i < n; ++i)
+      CHECK(out[i] == doctest::Approx(est.distance(est.binary_ip(enc.codes.data() + i * cb), enc.add_factors[i],
+                                                   enc.scale_factors[i], 0.5f))
+                          .epsilon(1e-5));
+  }
+  // The packed layout itself: block byte j holds rows PERM0[j] (low nibble) and
+  // PERM0[j] + 16 (high nibble) of the code byte's low nibbles, byte 16 + j their
+  // high nibbles.
+  std::vector<std::uint8_t> codes(32);
+  for (std::size_t r = 0; r < 32; ++r) codes[r] = std::uint8_t(r * 7 + 3);
+  std::vector<std::uint8_t> packed(32);
+  rabitq::pack_codes(codes.data(), 32, 1, packed.data());
+  for (std::size_t j = 0; j < 16; ++j) {
+    const std::uint8_t a = codes[rabitq::perm0[j]], b = codes[rabitq::perm0[j] + 16];
+    CHECK(packed[j] == std::uint8_t((a & 15) | ((b & 15) << 4)));
+    CHECK(packed[16 + j] == std::uint8_t((a >> 4) | (b & 0xf0)));
+  }
+}
+
+TEST_CASE("RaBitQ: deterministic per seed and thread count; residual-query factors; bad input") {
+  const std::size_t d = 32, n = 1500;
+  const auto rows = gaussian(n, d, 12);
+  const std::vector<float> cents(d, 0.1f);
+  const std::vector<std::uint32_t> part(n, 0);
+  const auto a = rabitq::make(d), b = rabitq::make(d);
+  CHECK(a.fast_rotation_signs == b.fast_rotation_signs);
+  rabitq::params p;
+  p.seed = 43;
+  CHECK(rabitq::make(d, p).fast_rotation_signs != a.fast_rotation_signs);
+  rabitq::encoded_rows e1, e3;
+  boost::asio::thread_pool three(3);
+  rabitq::encode_for_ivf(a, rows.data(), n, distance_type::l2, cents.data(), 1, part.data(), e1);
+  rabitq::encode_for_ivf(a, rows.data(), n, distance_type::l2, cents.data(), 1, part.data(), e3, &three);
+  CHECK(e1.codes == e3.codes);
+  CHECK(e1.add_factors == e3.add_factors);
+  CHECK(e1.scale_factors == e3.scale_factors);
+  CHECK(e1.error_factors == e3.error_factors);
+  // Residual-query factors (older LanceDB indexes): add = |r|^2; the estimator on the
+  // residual query tracks exact distances.
+  rabitq::model old = a;
+  old.estimator = rabitq::estimator_type::residual_query;
+  rabitq::encoded_rows eo;
+  rabitq::encode_for_ivf(old, rows.data(), n, distance_type::l2, cents.data(), 1, part.data(), eo);
+  CHECK(eo.error_factors.empty());
+  const auto q = gaussian(1, d, 99);
+  std::vector<float> qr(q);
+  for (std::size_t t = 0; t < d; ++t) qr[t] -= cents[t];
+  rabitq::query_estimator est(old, qr.data(), distance_type::l2);
+  double se = 0, sx = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<float> r(rows.begin() + std::ptrdiff_t(i * d), rows.begin() + std::ptrdiff_t((i + 1) * d));
+    for (std::size_t t = 0; t < d; ++t) r[t] -= cents[t];
+    CHECK(eo.add_factors[i] == doctest::Approx(simd::norm_sq(r.data(), d)).epsilon(1e-4));
+    const float exact = simd::l2(q.data(), rows.data() + i * d, d);
+    const float got = est.distance(est.binary_ip(eo.codes.data() + i * 4), eo.add_factors[i], eo.scale_factors[i],
+                                   simd::l2(q.data(), cents.data(), d));
+    se += double(got - exact) * (got - exact);
+    sx += exact;
+  }
+  CHECK(std::sqrt(se / double(n)) < 0.3 * sx / double(n));
+  CHECK_THROWS_WITH_AS(rabitq::make(20), doctest::Contains("divisible by 8"), invalid_input_error);
+  p.num_bits = 2;
+  CHECK_THROWS_AS(rabitq::make(32, p), unsupported_error);
+  const std::vector<std::uint32_t> wrong(n, 5);
+  CHECK_THROWS_WITH_AS(
+      rabitq::encode_for_ivf(a, rows.data(), n, distance_type::l2, cents.data(), 1, wrong.data(), e1),
+      doctest::Contains("row 0 has partition 5 of 1"), invalid_input_error);
+  rabitq::model broken = a;
+  broken.fast_rotation_signs.pop_back();
+  CHECK_THROWS_WITH_AS(broken.validate(), doctest::Contains("fast_rotation_signs has 15 bytes, expected 16"),
+                       invalid_input_error);
+}
+
+}  // TEST_SUITE("rabitq")
+
+// ---- LanceDB fixtures ----------------------------------------------------------
+// tests/fixtures/quantizer/*.json (make_fixtures.sh): 300 vectors, the IVF
+// centroids and the quantizer storage LanceDB 0.39 wrote for them.
+namespace {
+
+struct fixture {
+  nlohmann::json j;
+  std::size_t dim = 0;
+  std::vector<float> vectors, centroids;
+  std::vector<std::uint64_t> row_ids;
+  std::vector<std::uint64_t> lengths;
+  distance_type distance = distance_type::l2;
+
+  explicit fixture(const std::string& name) {
+    std::ifstream f(std::string(LANCET_SOURCE_ROOT) + "/tests/fixtures/quantizer/" + name + ".json");
+    REQUIRE(f.good());
+    j = nlohmann::json::parse(f);
+    dim = j["dim"];
+    vectors = j["vectors"].get<std::vector<float>>();
+    centroids = j["centroids"]["values"].get<std::vector<float>>();
+    row_ids = j["row_ids"].get<std::vector<std::uint64_t>>();
+    lengths = j["partition_lengths"].get<std::vector<std::uint64_t>>();
+    distance = simd::parse_distance_type(j["distance_type"].get<std::string>());
+  }
+  std::vector<std::uint8_t> bytes(const char* column) const { return j["columns"][column].get<std::vector<std::uint8_t>>(); }
+  std::vector<float> floats(const char* column) const { return j["columns"][column].get<std::vector<float>>(); }
+  // Vectors of file rows [begin, end), in file order.
+  std::vector<float> rows(std::size_t begin, std::size_t end) const {
+    std::vector<float> out;
+    for (std::size_t i = begin; i < end; ++i)
+      out.insert(out.end(), vectors.begin() + std::ptrdiff_t(row_ids[i] * dim),
+                 vectors.begin() + std::ptrdiff_t((row_ids[i] + 1) * dim));
+    return out;
+  }
+};
+
+bool close(float a, float b, float rel, float abs) { return std::fabs(a - b) <= abs + rel * std::fabs(b); }
+
+}  // namespace
+
+TEST_SUITE("lancedb fixtures") {
+
+TEST_CASE("RaBitQ: our codes, packing and factors equal LanceDB's for its rotation") {
+  for (const char* name : {"rq_l2_32", "rq_l2_24", "rq_dot_24", "rq_cos_24"}) {
+    const std::string label = name;
+    CAPTURE(label);
+    const fixture fx(name);
+    const auto& sm = fx.j["storage_metadata"];
+    CHECK(sm["rotation_type"] == "fast");
+    CHECK(sm["query_estimator"] == "raw_query");
+    CHECK(sm["num_bits"] == 1);
+    CHECK(sm["packed"] == true);
+    CHECK(sm["code_dim"] == fx.dim);
+    rabitq::model m;
+    m.dimension = fx.dim;
+    m.fast_rotation_signs = sm["fast_rotation_signs"].get<std::vector<std::uint8_t>>();
+    CHECK(m.fast_rotation_signs.size() == 4 * fx.dim / 8);
+    const auto codes = fx.bytes("_rabit_codes");
+    const auto add = fx.floats("__add_factors"), scale = fx.floats("__scale_factors"),
+               err = fx.floats("__error_factors");
+    const std::size_t cb = fx.dim / 8;
+    std::size_t off = 0, bad_bits = 0, bad_add = 0, bad_scale = 0, bad_err = 0;
+    for (std::size_t p = 0; p < fx.lengths.size(); ++p) {
+      const std::size_t len = fx.lengths[p];
+      const auto rows = fx.rows(off, off + len);
+      const std::vector<std::uint32_t> parts(len, std::uint32_t(p));
+      rabitq::encoded_rows enc;
+      rabitq::encode_for_ivf(m, rows.data(), len, fx.distance, fx.centroids.data(), fx.lengths.size(), parts.data(),
+                             enc);
+      std::vector<std::uint8_t> packed(len * cb);
+      rabitq::pack_codes(enc.codes.data(), len, cb, packed.data());
+      std::vector<std::uint8_t> lance_rows(len * cb);
+      rabitq::unpack_codes(codes.data() + off * cb, len, cb, lance_rows.data());
+      for (std::size_t i = 0; i < len * cb; ++i) bad_bits += std::size_t(std::popcount(unsigned(lance_rows[i] ^ enc.codes[i])));
+      if (bad_bits == 0) CHECK(std::equal(packed.begin(), packed.end(), codes.begin() + std::ptrdiff_t(off * cb)));
+      for (std::size_t i = 0; i < len; ++i) {
+        bad_add += !close(enc.add_factors[i], add[off + i], 1e-3f, 1e-4f);
+        bad_scale += !close(enc.scale_factors[i], scale[off + i], 1e-3f, 1e-4f);
+        bad_err += !close(enc.error_factors[i], err[off + i], 1e-3f, 1e-4f);
+      }
+      off += len;
+    }
+    CHECK(off == fx.row_ids.size());
+    MESSAGE(std::string(name) << ": differing bits " << bad_bits << ", factors off (add/scale/error) " << bad_add << "/"
+                 << bad_scale << "/" << bad_err << " of " << off);
+    CHECK(bad_bits <= off * fx.dim / 2000);
+    CHECK(bad_add <= off / 100);
+    CHECK(bad_scale <= off / 100);
+    CHECK(bad_err <= off / 100);
+  }
+}
+
+TEST_CASE("PQ: our codes equal LanceDB's for its codebook (8 and 4 bits; l2, dot, cosine)") {
+  for (const char* name : {"pq_l2_16", "pq_dot_16", "pq_cos_16", "pq4_l2_16"}) {
+    const std::string label = name;
+    CAPTURE(label);
+    const fixture fx(name);
+    const auto& sm = fx.j["storage_metadata"];
+    CHECK(sm["transposed"] == true);
+    pq::model<float> m;
+    m.dimension = sm["dimension"];
+    m.num_sub_vectors = sm["num_sub_vectors"];
+    m.num_bits = sm["nbits"];
+    m.distance = fx.distance == distance_type::dot ? distance_type::dot : distance_type::l2;
+    m.codebook = fx.j["tensor"]["values"].get<std::vector<float>>();
+    // Lance's tensor shape is [2^bits, dimension] over the [m][2^bits][d/m] values.
+    CHECK(fx.j["tensor"]["shape"] == std::vector<std::size_t>{m.num_centroids(), m.dimension});
+    m.validate();
+    const auto codes = fx.bytes("__pq_code");
+    const std::size_t cb = m.code_bytes();
+    std::size_t off = 0, bad = 0;
+    for (std::size_t p = 0; p < fx.lengths.size(); ++p) {
+      const std::size_t len = fx.lengths[p];
+      const auto rows = fx.rows(off, off + len);
+      const std::vector<std::uint32_t> parts(len, std::uint32_t(p));
+      std::vector<std::uint8_t> ours(len * cb), tr(len * cb);
+      pq::encode_for_ivf(m, rows.data(), len, fx.distance, fx.centroids.data(), fx.lengths.size(), parts.data(),
+                         ours.data());
+      pq::transpose_codes(ours.data(), len, cb, tr.data());
+      for (std::size_t i = 0; i < len * cb; ++i) bad += tr[i] != codes[off * cb + i];
+      off += len;
+    }
+    CHECK(off == fx.row_ids.size());
+    MESSAGE(std::string(name) << ": differing code bytes " << bad << " of " << off * cb);
+    CHECK(bad <= off * cb / 200);
+  }
+}
+
+TEST_CASE("SQ: our bounds and codes equal LanceDB's") {
+  const fixture fx("sq_l2_16");
+  const auto& sm = fx.j["storage_metadata"];
+  const auto m = sq::train(fx.vectors.data(), fx.vectors.size() / fx.dim, fx.dim);
+  CHECK(m.lower == sm["bounds"]["start"].get<double>());
+  CHECK(m.upper == sm["bounds"]["end"].get<double>());
+  const auto codes = fx.bytes("__sq_code");
+  const auto rows = fx.rows(0, fx.row_ids.size());
+  std::vector<std::uint8_t> ours(rows.size());
+  sq::encode(m, rows.data(), fx.row_ids.size(), ours.data());
+  CHECK(ours == codes);
+}
+
+}  // TEST_SUITE("lancedb fixtures")
