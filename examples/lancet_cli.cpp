@@ -1,0 +1,244 @@
+// The `lancet` command-line tool.
+//
+//   lancet write DATASET --schema SCHEMA.json [--format 2.0|2.1|2.2] [--mode create|append|overwrite]
+//                < rows.jsonl
+//   lancet cat DATASET|FILE.lance [--columns a,b] [--offset N] [--limit N] [--version V]
+//   lancet inspect DATASET|FILE.lance
+//
+// Errors go to stderr with a message naming what is wrong; the exit status is 1 for
+// failures and 2 for bad usage. A failed write leaves the dataset as it was.
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/write.hpp>
+#include <lancet/json/rows_reader.hpp>
+#include <lancet/json/rows_writer.hpp>
+#include <lancet/json/schema_json.hpp>
+#include <lancet/lancet.hpp>
+
+namespace fs = std::filesystem;
+using namespace lancet;
+
+namespace {
+
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+constexpr const char* usage_text =
+    "usage:\n"
+    "  lancet write DATASET --schema SCHEMA.json [--format 2.0|2.1|2.2] [--mode create|append|overwrite] < rows.jsonl\n"
+    "  lancet cat DATASET|FILE.lance [--columns a,b] [--offset N] [--limit N] [--version V]\n"
+    "  lancet inspect DATASET|FILE.lance\n";
+
+// "--name value" options after the positional argument.
+struct args {
+  std::string command;
+  std::string path;
+  std::map<std::string, std::string> options;
+
+  static args parse(int argc, char** argv, const std::vector<std::string>& allowed) {
+    args a;
+    if (argc < 3) throw usage_error("missing arguments");
+    a.command = argv[1];
+    a.path = argv[2];
+    for (int i = 3; i < argc; ++i) {
+      std::string k = argv[i];
+      if (k.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + k + "'");
+      k = k.substr(2);
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
+        throw usage_error("unknown option --" + k + " for '" + a.command + "'");
+      if (i + 1 >= argc) throw usage_error("option --" + k + " needs a value");
+      a.options[k] = argv[++i];
+    }
+    return a;
+  }
+  std::optional<std::string> get(const std::string& k) const {
+    auto it = options.find(k);
+    if (it == options.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<std::uint64_t> number(const std::string& k) const {
+    auto v = get(k);
+    if (!v) return std::nullopt;
+    std::uint64_t n = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || p != v->data() + v->size())
+      throw usage_error("--" + k + " needs a non-negative integer, got '" + *v + "'");
+    return n;
+  }
+};
+
+std::vector<std::string> split_columns(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') { out.push_back(cur); cur.clear(); }
+    else cur += c;
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+bool is_file(const std::string& path) { return fs::is_regular_file(path); }
+
+int cmd_write(const args& a) {
+  const auto schema_path = a.get("schema");
+  if (!schema_path) throw usage_error("write needs --schema SCHEMA.json");
+  const auto schema = json::read_schema_file(*schema_path);
+  dataset::write_options o;
+  const auto mode = a.get("mode").value_or("create");
+  if (mode == "create") o.mode = dataset::write_mode::create;
+  else if (mode == "append") o.mode = dataset::write_mode::append;
+  else if (mode == "overwrite") o.mode = dataset::write_mode::overwrite;
+  else throw usage_error("--mode must be create, append or overwrite, not '" + mode + "'");
+  if (auto f = a.get("format")) o.storage_version = file::parse_format_version(*f);
+  o.schema = schema;
+  json::rows_reader rows(schema, std::cin);
+  const auto result = dataset::write(a.path, [&] { return rows.next(); }, o);
+  std::cerr << "lancet: wrote " << result.rows_written << " rows to " << a.path << " (version " << result.version
+            << ", format " << file::to_string(result.storage_version) << ")\n";
+  return 0;
+}
+
+void print_batch(const arrow::record_batch& b) {
+  std::string out;
+  for (std::int64_t r = 0; r < b.num_rows(); ++r) {
+    out.clear();
+    json::append_row(out, b, r, json::write_options{});
+    std::cout << out << '\n';
+  }
+}
+
+int cmd_cat(const args& a) {
+  const auto columns = a.get("columns") ? split_columns(*a.get("columns")) : std::vector<std::string>{};
+  const auto offset = a.number("offset").value_or(0);
+  const auto limit = a.number("limit");
+  if (is_file(a.path)) {
+    if (a.get("version")) throw usage_error("--version applies to datasets, not to a single file");
+    file::file_reader<io::file_source> r{io::file_source(a.path)};
+    std::vector<std::string> names = columns;
+    std::uint64_t total = 0;
+    {
+      file::read_request probe{names, std::nullopt, std::nullopt};
+      // Resolve the length of the projection (Lance's rules on unequal columns apply).
+      auto len_of = [&](const std::string& n) {
+        for (std::size_t i = 0; i < r.schema().fields.size(); ++i)
+          if (r.schema().fields[i].name == n) return r.field_length(i);
+        throw invalid_input_error("the file has no column '" + n + "'");
+      };
+      if (names.empty()) total = r.num_rows();
+      else for (const auto& n : names) total = std::max(total, len_of(n));
+    }
+    const auto begin = std::min(offset, total);
+    const auto end = limit ? std::min(total, begin + *limit) : total;
+    for (auto& b : r.read_batches({names, std::pair{begin, end}, std::nullopt}, 8192)) print_batch(b);
+    return 0;
+  }
+  std::optional<std::uint64_t> version;
+  if (a.get("version")) version = a.number("version");
+  auto ds = dataset::dataset::open(a.path, version);
+  dataset::scan_options o;
+  o.columns = columns;
+  o.offset = offset;
+  o.limit = limit;
+  auto scan = ds.scan(o);
+  while (auto b = scan.next()) print_batch(*b);
+  return 0;
+}
+
+std::string describe_layout(const pb::file2::column_metadata::page& p) {
+  if (!p.encoding) return "no encoding";
+  auto any = p.encoding->direct_any();
+  std::string name(any.type_name());
+  if (any.type_url == pb::enc21::page_layout::type_url) {
+    auto pl = pb::unpack_any<pb::enc21::page_layout>(any);
+    switch (pl.value.index()) {
+      case 1: return "mini-block";
+      case 2: return "constant/all-null";
+      case 3: return "full-zip";
+      case 4: return "blob";
+      default: return "structural";
+    }
+  }
+  auto enc = pb::unpack_any<pb::enc20::array_encoding>(any);
+  static const char* names[] = {"?", "flat", "nullable", "fixed_size_list", "list", "struct", "binary", "dictionary",
+                                "fsst", "packed_struct", "bitpacked", "fixed_size_binary", "bitpacked_for_non_neg",
+                                "constant", "inline_bitpacking", "out_of_line_bitpacking", "variable",
+                                "packed_struct_fixed_width_mini_block", "block", "rle", "general_mini_block",
+                                "byte_stream_split"};
+  return enc.value.index() < std::size(names) ? names[enc.value.index()] : "?";
+}
+
+template <class Reader>
+void inspect_file(const Reader& r, const std::string& label, const std::string& indent) {
+  std::cout << indent << label << ": Lance " << file::to_string(r.version()) << " (footer " << r.major() << "."
+            << r.minor() << "), " << r.num_rows() << " rows, " << r.num_columns() << " columns, "
+            << r.num_global_buffers() << " global buffers, " << r.source().size() << " bytes\n";
+  for (std::size_t f = 0; f < r.schema().fields.size(); ++f)
+    std::cout << indent << "  field " << r.schema().fields[f].name << ": " << r.schema().fields[f].logical_type
+              << (r.schema().fields[f].nullable ? "" : " not null") << ", " << r.field_length(f) << " rows\n";
+  for (std::size_t c = 0; c < r.num_columns(); ++c) {
+    const auto& col = r.column(c);
+    std::uint64_t bytes = 0;
+    std::map<std::string, int> layouts;
+    for (const auto& p : col.metadata.pages) {
+      for (auto s : p.buffer_sizes) bytes += s;
+      ++layouts[describe_layout(p)];
+    }
+    std::cout << indent << "  column " << c << ": " << col.metadata.pages.size() << " pages, " << bytes << " bytes";
+    for (const auto& [k, n] : layouts) std::cout << ", " << n << "x " << k;
+    std::cout << "\n";
+  }
+}
+
+int cmd_inspect(const args& a) {
+  if (is_file(a.path)) {
+    file::file_reader<io::file_source> r{io::file_source(a.path)};
+    inspect_file(r, a.path, "");
+    return 0;
+  }
+  auto versions = dataset::dataset::list_dataset_versions(a.path);
+  std::cout << a.path << ": " << versions.size() << " versions\n";
+  for (const auto& v : versions)
+    std::cout << "  version " << v.version << " by " << (v.writer.empty() ? "?" : v.writer) << "\n";
+  auto ds = dataset::dataset::open(a.path);
+  std::cout << "latest version " << ds.version() << ": " << ds.count_rows() << " rows, " << ds.fragments().size()
+            << " fragments\n";
+  for (const auto& f : ds.fragments()) {
+    std::cout << "  fragment " << f.id << ": " << f.physical_rows << " rows, " << f.deleted_rows << " deleted\n";
+    for (const auto& path : f.data_files) {
+      file::file_reader<io::file_source> r{io::file_source(path)};
+      inspect_file(r, fs::path(path).filename().string(), "    ");
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 2) throw usage_error("missing command");
+    const std::string cmd = argv[1];
+    if (cmd == "write") return cmd_write(args::parse(argc, argv, {"schema", "format", "mode"}));
+    if (cmd == "cat") return cmd_cat(args::parse(argc, argv, {"columns", "offset", "limit", "version"}));
+    if (cmd == "inspect") return cmd_inspect(args::parse(argc, argv, {}));
+    if (cmd == "--help" || cmd == "help") {
+      std::cout << usage_text;
+      return 0;
+    }
+    throw usage_error("unknown command '" + cmd + "'");
+  } catch (const usage_error& e) {
+    std::cerr << "lancet: " << e.what() << "\n" << usage_text;
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "lancet: " << e.what() << "\n";
+    return 1;
+  }
+}
