@@ -253,7 +253,7 @@ mem_columns encode_field(const arrow::field& f, const std::vector<arrow::array_p
 }
 
 // The page layout of column c, page p.
-pb::enc21::page_layout layout_of(const mem_columns& m, std::size_t c, std::size_t p = 0) {
+pb::enc21::page_layout layout_of(const mem_columns& m, std::size_t c = 0, std::size_t p = 0) {
   return m.meta.at(c).pages.at(p).encoding->unwrap<pb::enc21::page_layout>();
 }
 
@@ -482,10 +482,10 @@ TEST_CASE("our pages vs Lance's for generated files" * doctest::skip(std::getenv
 
 namespace {
 
-template <class Version>
+template <class Version, class Strategy = typename Version::default_strategy>
 shared_bytes write_file(const std::vector<arrow::record_batch>& batches, file::writer_options o = {},
-                        typename Version::default_strategy strategy = {}) {
-  file::file_writer<Version, io::memory_sink> w(io::memory_sink{}, o, std::move(strategy));
+                        Strategy strategy = {}) {
+  file::file_writer<Version, io::memory_sink, Strategy> w(io::memory_sink{}, o, std::move(strategy));
   for (const auto& b : batches) w.write_batch(b);
   w.finish();
   return w.sink().take_shared();
@@ -576,4 +576,158 @@ TEST_CASE("LanceDB 0.39 reads our 2.1 and 2.2 files (every type, special columns
     lancedb_reads_ours("types", v, 3000);
     lancedb_reads_ours("special", v, 5000);
   }
+}
+
+// ---- compression parameters --------------------------------------------------------------
+
+namespace {
+
+arrow::array_ptr ints(std::size_t n, std::function<std::int32_t(std::size_t)> f) {
+  std::vector<std::int32_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = f(i);
+  return arrow::make_array(v);
+}
+
+// Value compression of a page (unwrapping nothing).
+pb::enc21::compressive_encoding value_compression(const mem_columns& m) {
+  auto l = layout_of(m);
+  const auto* mb = std::get_if<pb::enc21::mini_block_layout>(&l.value);
+  REQUIRE(mb);
+  REQUIRE(mb->value_compression);
+  return *mb->value_compression;
+}
+
+template <class T>
+bool is(const pb::enc21::compressive_encoding& e) { return std::holds_alternative<T>(e.value); }
+
+}  // namespace
+
+TEST_CASE("compression parameters: glob rules, field metadata, Lance's behaviours") {
+  using encoding::field_compression;
+  CHECK(encoding::glob_match("user_id", "*_id"));
+  CHECK_FALSE(encoding::glob_match("identity", "*_id"));
+  CHECK(encoding::glob_match("log_level", "log_*"));
+  CHECK(encoding::glob_match("test_field_name", "test_*_name"));
+  CHECK_FALSE(encoding::glob_match("test_name", "test_*_name_x"));
+  CHECK(encoding::glob_match("anything", "*"));
+  CHECK(encoding::glob_match("a_b_c", "a*b*c"));
+
+  encoding::compression_params params;
+  params.column("*_id", field_compression{.rle_threshold = 0.5, .bss = encoding::bss_mode::off});
+  v21::default_strategy<2> strategy(params);
+  // An id column with runs uses RLE.
+  auto m = encode_field(fld("customer_id", arrow::int32()), {ints(3000, [](std::size_t i) { return std::int32_t(i / 10 * 7919); })}, strategy);
+  CHECK(is<pb::enc21::rle>(value_compression(m)));
+  // Without runs below the threshold it does not (bit-packing or plain instead).
+  m = encode_field(fld("order_id", arrow::int32()), {ints(3000, [](std::size_t i) { return std::int32_t(i / 2 * 7919); })}, strategy);
+  CHECK_FALSE(is<pb::enc21::rle>(value_compression(m)));
+
+  // A string column with zstd in its metadata uses zstd.
+  arrow::field text{"notes", arrow::utf8(), true, {{"lance-encoding:compression", "zstd"}}};
+  std::vector<std::string> words;
+  for (int i = 0; i < 3000; ++i) words.push_back("note number " + std::to_string(i * 7919 % 100003) + " about things");
+  m = encode_field(text, {arrow::string_array(words)}, strategy);
+  {
+    auto e = value_compression(m);
+    REQUIRE(is<pb::enc21::general>(e));
+    CHECK(std::get<pb::enc21::general>(e.value).compression->scheme == pb::enc21::compression_scheme::zstd);
+  }
+  // An int column with compression none stays flat and uncompressed.
+  arrow::field plain{"plain_int", arrow::int32(), true, {{"lance-encoding:compression", "none"}}};
+  m = encode_field(plain, {ints(3000, [](std::size_t i) { return std::int32_t(i % 50); })}, strategy);
+  CHECK(is<pb::enc21::flat>(value_compression(m)));
+  // A status column of three long runs with an RLE threshold of 0.9 uses RLE.
+  arrow::field status{"status", arrow::int32(), true, {{"lance-encoding:rle-threshold", "0.9"}}};
+  m = encode_field(status, {ints(3000, [](std::size_t i) { return std::int32_t(i / 1000); })}, strategy);
+  CHECK(is<pb::enc21::rle>(value_compression(m)));
+  // Field metadata overrides column rules: compression none from a rule, zstd from metadata.
+  encoding::compression_params none_rule;
+  none_rule.column("notes", field_compression{.compression = "none"});
+  m = encode_field(text, {arrow::string_array(words)}, v21::default_strategy<2>(none_rule));
+  CHECK(is<pb::enc21::general>(value_compression(m)));
+  // BSS on with lz4 for floats: byte-stream split under LZ4.
+  arrow::field floats{"f", arrow::float64(), true, {{"lance-encoding:compression", "lz4"}, {"lance-encoding:bss", "on"}}};
+  std::vector<double> fv(3000);
+  for (std::size_t i = 0; i < fv.size(); ++i) fv[i] = std::sin(double(i)) * 100;
+  m = encode_field(floats, {arrow::make_array(fv)}, strategy);
+  {
+    auto e = value_compression(m);
+    REQUIRE(is<pb::enc21::general>(e));
+    CHECK(is<pb::enc21::byte_stream_split>(*std::get<pb::enc21::general>(e.value).values));
+  }
+  // Every one of them decodes.
+  for (const auto& [f, a] : std::vector<std::pair<arrow::field, arrow::array_ptr>>{
+           {text, arrow::string_array(words)}, {floats, arrow::make_array(fv)}, {status, ints(3000, [](std::size_t i) { return std::int32_t(i / 1000); })}}) {
+    auto mm = encode_field(f, {a}, strategy);
+    CHECK_FALSE(arrow::first_difference(a, mm.read(f, 0, std::uint64_t(a->length))));
+  }
+}
+
+TEST_CASE("compression parameters: invalid values fail naming the column and key") {
+  using encoding::field_compression;
+  auto expect = [](auto&& fn, const std::string& what) {
+    try {
+      fn();
+      FAIL("no error for " << what);
+    } catch (const invalid_input_error& e) {
+      const std::string msg = e.what();
+      CHECK_MESSAGE(msg.find(what) != std::string::npos, msg);
+    }
+  };
+  expect([] { encoding::compression_params().column("*_id", field_compression{.compression = "snappy"}); },
+         "column '*_id': lance-encoding:compression 'snappy' is not a compression scheme");
+  expect([] { encoding::compression_params().column("x", field_compression{.compression = "zstd", .level = 40}); },
+         "column 'x': lance-encoding:compression-level 40 is out of range");
+  expect([] { encoding::compression_params().column("x", field_compression{.rle_threshold = 1.5}); },
+         "column 'x': lance-encoding:rle-threshold 1.500000 is outside 0..1");
+  auto meta_error = [&](arrow::metadata md, const std::string& what) {
+    expect([&] {
+      v21::default_strategy<2> s;
+      encode_field(arrow::field{"col", arrow::int32(), true, md}, {ints(10, [](std::size_t i) { return std::int32_t(i); })}, s);
+    }, what);
+  };
+  meta_error({{"lance-encoding:compression", "brotli"}}, "column 'col': lance-encoding:compression 'brotli'");
+  meta_error({{"lance-encoding:compression-level", "high"}}, "column 'col': lance-encoding:compression-level 'high' is not an integer");
+  meta_error({{"lance-encoding:rle-threshold", "-0.1"}}, "column 'col': lance-encoding:rle-threshold");
+  meta_error({{"lance-encoding:bss", "maybe"}}, "column 'col': lance-encoding:bss 'maybe' is not off, on or auto");
+  meta_error({{"lance-encoding:minichunk-size", "1000"}}, "column 'col': lance-encoding:minichunk-size 1000 is not a power of two");
+  meta_error({{"lance-encoding:structural-encoding", "zipped"}}, "column 'col': lance-encoding:structural-encoding 'zipped'");
+}
+
+// ---- a user strategy ----------------------------------------------------------------------
+
+namespace {
+
+// Forces full-zip pages for "wide" and RLE for "ids", whatever the data.
+struct forcing_strategy : v21::default_strategy<2> {
+  std::shared_ptr<const v21::default_strategy<2>> clone() const override { return std::make_shared<forcing_strategy>(*this); }
+  v21::page_plan plan_page(const v21::leaf_info& l, const v21::data_block& v, const v21::page_facts& f) const override {
+    auto p = v21::default_strategy<2>::plan_page(l, v, f);
+    if (l.column == "wide" && p.layout == v21::page_plan::layout_kind::miniblock) {
+      p.layout = v21::page_plan::layout_kind::fullzip;
+      p.dictionary = false;
+    }
+    if (l.column == "ids") p.codec = v21::value_codec::rle;
+    return p;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a user strategy forces a layout and a codec, and the pages decode") {
+  forcing_strategy s;
+  auto wide = arrow::make_array<std::int64_t>({1, std::nullopt, 3, 4});
+  auto m = encode_field(fld("wide", arrow::int64()), {wide}, s);
+  CHECK(std::holds_alternative<pb::enc21::full_zip_layout>(layout_of(m).value));
+  CHECK_FALSE(arrow::first_difference(wide, m.read(fld("wide", arrow::int64()), 0, 4)));
+  auto ids = ints(5000, [](std::size_t i) { return std::int32_t(i * 2654435761u); });
+  m = encode_field(fld("ids", arrow::int32()), {ids}, s);
+  CHECK(is<pb::enc21::rle>(value_compression(m)));
+  CHECK_FALSE(arrow::first_difference(ids, m.read(fld("ids", arrow::int32()), 0, 5000)));
+  // Through the file writer too.
+  auto bytes = write_file<file::v2_2, forcing_strategy>({arrow::make_batch({{"ids", ids}})});
+  test_file f(bytes);
+  CHECK(std::holds_alternative<pb::enc21::rle>(
+      std::get<pb::enc21::mini_block_layout>(f.columns[0].pages[0].encoding->unwrap<pb::enc21::page_layout>().value)
+          .value_compression->value));
 }
