@@ -49,6 +49,7 @@
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/kmeans.hpp"
 #include "lancet/index/quantizer/common.hpp"
+#include "lancet/index/quantizer_storage.hpp"
 #include "lancet/simd/distance.hpp"
 #include "lancet/simd/f16.hpp"
 #include "lancet/simd/tiled.hpp"
@@ -504,5 +505,40 @@ class distance_table {
   std::vector<float> table_;
   std::vector<float> lut_;
 };
+
+// ---- the shared storage description (quantizer_storage.hpp) ----------------------
+
+// What the index files record about the quantizer.
+template <class C>
+inline pq_params to_params(const model<C>& m) {
+  m.validate();
+  pq_params p;
+  p.num_sub_vectors = static_cast<std::uint32_t>(m.num_sub_vectors);
+  p.num_bits = m.num_bits;
+  p.dimension = static_cast<std::uint32_t>(m.dimension);
+  p.codebook = matrix::of(m.codebook, m.num_sub_vectors * m.num_centroids(), m.sub_dimension());
+  return p;
+}
+
+// A model from what an index records, with the codebook converted to C (exactly,
+// for C at least as wide as the stored type). index_distance is the index's
+// distance type: dot builds dot tables, l2 and cosine l2 tables (Lance's rule).
+template <class C = float>
+inline model<C> from_params(const pq_params& p, distance_type index_distance) {
+  model<C> m;
+  m.dimension = p.dimension;
+  m.num_sub_vectors = p.num_sub_vectors;
+  m.num_bits = p.num_bits;
+  m.distance = index_distance == distance_type::dot ? distance_type::dot : distance_type::l2;
+  if (p.codebook.size() != (std::size_t(1) << p.num_bits) * std::size_t(p.dimension))
+    throw invalid_input_error("PQ: codebook has " + std::to_string(p.codebook.size()) + " values, expected " +
+                              std::to_string((std::size_t(1) << p.num_bits) * std::size_t(p.dimension)));
+  if (p.codebook.type == element_type::u8) throw invalid_input_error("PQ: a uint8 codebook is not supported");
+  m.codebook.resize(p.codebook.size());
+  for (std::size_t i = 0; i < m.codebook.size(); ++i)
+    m.codebook[i] = quantizer::from_work<C>(p.codebook.at(i / p.codebook.cols, i % p.codebook.cols));
+  m.validate();
+  return m;
+}
 
 }  // namespace lancet::index::pq

@@ -58,6 +58,7 @@
 #include "lancet/index/kmeans.hpp"
 #include "lancet/index/quantizer/common.hpp"
 #include "lancet/index/quantizer/pq.hpp"
+#include "lancet/index/quantizer_storage.hpp"
 #include "lancet/simd/distance.hpp"
 
 namespace lancet::index::rabitq {
@@ -93,8 +94,10 @@ struct model {
   estimator_type estimator = estimator_type::raw_query;
   std::vector<std::uint8_t> fast_rotation_signs;  // fast: 4 * ceil(dimension / 8) bytes
   // matrix: dimension x dimension, row-major (row i gives rotated value i), values
-  // exactly representable in the element type the model was made for.
+  // exactly representable in rotate_mat_element, the vectors' element type (Lance
+  // stores the matrix in it).
   std::vector<double> rotate_mat;
+  element_type rotate_mat_element = element_type::f32;
 
   std::size_t code_dim() const noexcept { return dimension * num_bits; }
   std::size_t code_bytes() const noexcept { return (code_dim() + 7) / 8; }
@@ -270,6 +273,7 @@ inline model make(std::size_t dim, const params& p = {}) {
     for (auto& v : a) v = g.next();
     m.rotate_mat = detail::householder_q(std::move(a), dim);
     for (auto& v : m.rotate_mat) v = quantizer::to_work<double>(quantizer::from_work<T>(v));
+    m.rotate_mat_element = element_type_of<T>();
   }
   return m;
 }
@@ -539,5 +543,65 @@ class query_estimator {
   std::vector<float> lut_;
   float sum_q_ = 0.0f, mul_ = 1.0f, off_ = 0.0f;
 };
+
+// ---- the shared storage description (quantizer_storage.hpp) ----------------------
+
+inline rq_params to_params(const model& m) {
+  m.validate();
+  rq_params p;
+  p.code_dim = static_cast<std::uint32_t>(m.code_dim());
+  p.num_bits = m.num_bits;
+  p.query_estimator = estimator_name(m.estimator);
+  if (m.rotation == rotation_type::fast) {
+    p.rotation_type = rq_params::rotation::fast;
+    p.fast_rotation_signs = m.fast_rotation_signs;
+  } else {
+    p.rotation_type = rq_params::rotation::matrix;
+    const std::size_t n = m.rotate_mat.size();
+    switch (m.rotate_mat_element) {
+      case element_type::f16: {
+        std::vector<simd::f16> v(n);
+        for (std::size_t i = 0; i < n; ++i) v[i] = simd::f16(static_cast<float>(m.rotate_mat[i]));
+        p.rotate_mat = matrix::of(v, m.dimension, m.dimension);
+        break;
+      }
+      case element_type::f64: p.rotate_mat = matrix::of(m.rotate_mat, m.dimension, m.dimension); break;
+      default: {
+        std::vector<float> v(m.rotate_mat.begin(), m.rotate_mat.end());
+        p.rotate_mat = matrix::of(v, m.dimension, m.dimension);
+      }
+    }
+  }
+  return p;
+}
+
+inline model from_params(const rq_params& p) {
+  model m;
+  m.num_bits = static_cast<std::uint8_t>(p.num_bits);
+  if (p.num_bits != 1)
+    throw unsupported_error("RaBitQ: indexes with num_bits " + std::to_string(p.num_bits) +
+                            " are not supported (lancet reads 1-bit IVF_RQ)");
+  m.dimension = p.code_dim;
+  if (p.query_estimator == "raw_query") m.estimator = estimator_type::raw_query;
+  else if (p.query_estimator == "residual_query" || p.query_estimator.empty()) m.estimator = estimator_type::residual_query;
+  else throw unsupported_error("RaBitQ: unknown query estimator '" + p.query_estimator + "'");
+  if (p.rotation_type == rq_params::rotation::fast) {
+    m.rotation = rotation_type::fast;
+    m.fast_rotation_signs = p.fast_rotation_signs;
+  } else {
+    m.rotation = rotation_type::matrix;
+    if (!p.rotate_mat) throw invalid_input_error("RaBitQ: a matrix rotation without its matrix");
+    const matrix& r = *p.rotate_mat;
+    if (r.rows != p.code_dim || r.cols != p.code_dim)
+      throw invalid_input_error("RaBitQ: rotation matrix is " + std::to_string(r.rows) + " x " +
+                                std::to_string(r.cols) + ", expected " + std::to_string(p.code_dim) + " x " +
+                                std::to_string(p.code_dim));
+    m.rotate_mat.resize(r.size());
+    for (std::size_t i = 0; i < r.size(); ++i) m.rotate_mat[i] = r.at(i / r.cols, i % r.cols);
+    m.rotate_mat_element = r.type;
+  }
+  m.validate();
+  return m;
+}
 
 }  // namespace lancet::index::rabitq

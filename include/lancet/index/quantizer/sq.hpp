@@ -15,9 +15,12 @@
 //   [0, 255] (Rust's `as u8`: NaN -> 0); every code is 0 when lower == upper;
 // - no residuals; cosine indexes quantize normalised vectors;
 // - search quantizes the query with the same bounds; l2 and cosine estimate
-//   sum (q_i - c_i)^2, dot estimates 1 - sum q_i c_i (integer sums converted to f32),
-//   both multiplied by (upper - lower)^2 / 255^2.
-// decode (the centre of each code's bucket) is lancet's: Lance never decodes.
+//   sum (q_i - c_i)^2 (integer sums converted to f32) times (upper - lower)^2 / 255^2.
+// Where lancet differs: decode (the centre of each code's bucket) is lancet's, Lance
+// never decodes; for dot, Lance scales 1 - sum q_i c_i over the codes, which ignores
+// the lower bound and does not rank by x.y (recall near zero on ordinary data), so
+// lancet estimates 1 - sum q_i x_i over the decoded values instead; the Lance formula
+// stays available (dot_estimate::lance).
 #pragma once
 
 #include <algorithm>
@@ -33,6 +36,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/quantizer/common.hpp"
+#include "lancet/index/quantizer_storage.hpp"
 #include "lancet/simd/distance.hpp"
 
 namespace lancet::index::sq {
@@ -188,21 +192,35 @@ inline void decode(const model& m, const std::uint8_t* codes, std::size_t n, O* 
   for (std::size_t i = 0; i < n * m.dimension; ++i) out[i] = quantizer::from_work<O>(dequantize_value(m, codes[i]));
 }
 
-// Lance's SQ distance: the query quantized with the model's bounds, integer
-// distances between codes, scaled back by (upper - lower)^2 / 255^2.
+// How dot distances are estimated (see the top of this file).
+enum class dot_estimate : std::uint8_t {
+  dequantized,  // 1 - q . decode(code)
+  lance,        // Lance's (1 - q_code . code) * (upper - lower)^2 / 255^2
+};
+
+// SQ distances: l2 / cosine as Lance (the query quantized with the model's bounds,
+// integer distances between codes, scaled back by (upper - lower)^2 / 255^2); dot as
+// chosen by dot_estimate.
 class distance_estimator {
  public:
   distance_estimator() = default;
 
   template <class Q>
-  distance_estimator(const model& m, const Q* query, distance_type t) : dim_(m.dimension) {
+  distance_estimator(const model& m, const Q* query, distance_type t, dot_estimate de = dot_estimate::dequantized)
+      : dim_(m.dimension) {
     static_assert(quantizer::is_float_element_v<Q>, "SQ queries are float, double or f16");
     m.validate();
     if (query == nullptr) throw invalid_input_error("SQ distance: query is null");
     if (t == distance_type::hamming) throw invalid_input_error("SQ distance: hamming is not supported");
     dot_ = t == distance_type::dot;
+    lance_dot_ = de == dot_estimate::lance;
     q_.resize(dim_);
     for (std::size_t i = 0; i < dim_; ++i) q_[i] = quantize_value(m, quantizer::to_work<double>(query[i]));
+    if (dot_ && !lance_dot_) {
+      qf_.resize(dim_);
+      for (std::size_t i = 0; i < dim_; ++i) qf_[i] = quantizer::to_work<float>(query[i]);
+      for (std::size_t c = 0; c < 256; ++c) value_[c] = static_cast<float>(dequantize_value(m, std::uint8_t(c)));
+    }
     const float range = static_cast<float>(m.upper - m.lower);
     range_sq_ = range * range;
   }
@@ -211,6 +229,11 @@ class distance_estimator {
 
   // Distance to one code row (Lance's inverse_scalar_dist: v * range^2 / 255^2).
   float distance(const std::uint8_t* code) const noexcept {
+    if (dot_ && !lance_dot_) {
+      float s = 0.0f;
+      for (std::size_t i = 0; i < dim_; ++i) s += qf_[i] * value_[code[i]];
+      return 1.0f - s;
+    }
     const float v = dot_ ? 1.0f - static_cast<float>(dot_u32(code)) : static_cast<float>(l2_u32(code));
     return v * range_sq_ / 65025.0f;
   }
@@ -237,9 +260,28 @@ class distance_estimator {
   }
 
   std::size_t dim_ = 0;
-  bool dot_ = false;
+  bool dot_ = false, lance_dot_ = false;
   float range_sq_ = 0.0f;
   std::vector<std::uint8_t> q_;
+  std::vector<float> qf_;
+  float value_[256] = {};
 };
+
+// ---- the shared storage description (quantizer_storage.hpp) ----------------------
+
+inline sq_params to_params(const model& m) {
+  m.validate();
+  return sq_params{static_cast<std::uint32_t>(m.dimension), m.num_bits, m.lower, m.upper};
+}
+
+inline model from_params(const sq_params& p) {
+  model m;
+  m.dimension = p.dimension;
+  m.num_bits = static_cast<std::uint16_t>(p.num_bits);
+  m.lower = p.lower;
+  m.upper = p.upper;
+  m.validate();
+  return m;
+}
 
 }  // namespace lancet::index::sq

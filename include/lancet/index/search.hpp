@@ -1,0 +1,522 @@
+// Searching an IVF vector index (ours or one LanceDB built) the way Lance 12 does:
+//
+//   index::ivf_searcher s(distance_type::l2, ivf.centroids.value(), quantizer,
+//                         [&](std::size_t p) { return std::make_shared<const index::partition_contents>(
+//                                                  reader.read_partition(p)); });
+//   index::search_params sp;  sp.k = 10;  sp.nprobes = 20;
+//   std::vector<index::neighbor> hits = s.search(query, dim, sp);   // row ids + distances
+//
+// Following Lance:
+// - the nprobes partitions whose centroids are nearest to the query (l2 of the
+//   normalised query under cosine, 1 - q.c under dot, hamming for binary codes);
+// - in each partition, distances as Lance's storage computes them: IVF_FLAT exact
+//   (l2, 1 - cos, 1 - x.y, hamming); IVF_PQ the distance table of the residual query
+//   (l2 / cosine, the normalised query minus the centroid) or of the raw query (dot);
+//   IVF_SQ the integer estimate of the quantized query; IVF_RQ the RaBitQ estimator;
+// - the k nearest overall, the smallest distance first, the lowest row id winning
+//   a tie, NaN never returned;
+// - refine_factor r > 0: k * r candidates re-ranked with exact distances computed on
+//   the original vectors (fetched through search_params::fetch), which are then the
+//   distances reported;
+// - a prefilter (row_filter) limits the rows a search may return.
+// Partitions are searched in parallel on the pool when one is given; results do not
+// depend on the thread count. Prepared partitions (PQ / RQ codes transposed for the
+// table-lookup scans) are cached by the searcher.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "lancet/core/error.hpp"
+#include "lancet/core/parallel.hpp"
+#include "lancet/index/quantizer/common.hpp"
+#include "lancet/index/quantizer/flat.hpp"
+#include "lancet/index/quantizer/pq.hpp"
+#include "lancet/index/quantizer/rabitq.hpp"
+#include "lancet/index/quantizer/sq.hpp"
+#include "lancet/index/quantizer_storage.hpp"
+#include "lancet/simd/distance.hpp"
+#include "lancet/simd/topk.hpp"
+
+namespace lancet::index {
+
+using simd::distance_type;
+
+struct neighbor {
+  std::uint64_t row_id = 0;
+  float distance = 0;
+  friend bool operator==(const neighbor&, const neighbor&) = default;
+};
+
+// Search order: smaller distance first, then lower row id.
+inline bool closer(const neighbor& a, const neighbor& b) noexcept {
+  return a.distance < b.distance || (a.distance == b.distance && a.row_id < b.row_id);
+}
+
+// The rows a search may return: an allow-list of row ids, or a predicate.
+class row_filter {
+ public:
+  // Only these row ids (any order, duplicates allowed).
+  static row_filter allow(std::vector<std::uint64_t> ids) {
+    row_filter f;
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    f.ids_ = std::move(ids);
+    return f;
+  }
+  // Rows for which pred(row_id) is true.
+  static row_filter where(std::function<bool(std::uint64_t)> pred) {
+    if (!pred) throw invalid_input_error("row_filter: the predicate is empty");
+    row_filter f;
+    f.pred_ = std::move(pred);
+    return f;
+  }
+
+  bool contains(std::uint64_t id) const {
+    if (pred_) return pred_(id);
+    return std::binary_search(ids_.begin(), ids_.end(), id);
+  }
+  // The allow-list (empty for a predicate filter).
+  const std::vector<std::uint64_t>& ids() const noexcept { return ids_; }
+
+ private:
+  row_filter() = default;
+  std::vector<std::uint64_t> ids_;
+  std::function<bool(std::uint64_t)> pred_;
+};
+
+// The k nearest (distance, row id) pairs seen so far; NaN distances are ignored.
+class topk {
+ public:
+  explicit topk(std::size_t k) : k_(k) { heap_.reserve(std::min<std::size_t>(k, 4096)); }
+
+  std::size_t k() const noexcept { return k_; }
+  std::size_t size() const noexcept { return heap_.size(); }
+  bool full() const noexcept { return heap_.size() >= k_; }
+  // The current k-th neighbour (the one a newcomer must be closer than) once full.
+  const neighbor& worst() const { return heap_.front(); }
+
+  void push(float distance, std::uint64_t row_id) {
+    if (k_ == 0 || std::isnan(distance)) return;
+    const neighbor n{row_id, distance};
+    if (heap_.size() < k_) {
+      heap_.push_back(n);
+      std::push_heap(heap_.begin(), heap_.end(), closer);
+    } else if (closer(n, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), closer);
+      heap_.back() = n;
+      std::push_heap(heap_.begin(), heap_.end(), closer);
+    }
+  }
+
+  // Pushes n rows' distances; rows outside the filter (when given) are skipped.
+  void push_all(const float* distances, const std::uint64_t* row_ids, std::size_t n, const row_filter* filter) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const float d = distances[i];
+      if (!(d <= (full() ? worst().distance : std::numeric_limits<float>::infinity()))) continue;
+      if (filter && !filter->contains(row_ids[i])) continue;
+      push(d, row_ids[i]);
+    }
+  }
+
+  void merge(const topk& other) {
+    for (const auto& n : other.heap_) push(n.distance, n.row_id);
+  }
+
+  // The neighbours, nearest first.
+  std::vector<neighbor> sorted() const {
+    std::vector<neighbor> out(heap_);
+    std::sort(out.begin(), out.end(), closer);
+    return out;
+  }
+
+ private:
+  std::size_t k_;
+  std::vector<neighbor> heap_;  // max-heap under closer: the front is the worst
+};
+
+// Writes the original vectors of ids.size() rows into out (ids.size() x dimension
+// values), NaN for a row it cannot find (e.g. deleted), which is then dropped.
+using vector_fetch = std::function<void(std::span<const std::uint64_t> ids, double* out)>;
+
+struct search_params {
+  std::size_t k = 10;
+  std::size_t nprobes = 20;        // clamped to the number of partitions
+  std::size_t refine_factor = 0;   // > 0: re-rank k * refine_factor candidates exactly
+  const row_filter* filter = nullptr;
+  vector_fetch fetch;              // original vectors, for refine
+  boost::asio::thread_pool* pool = nullptr;
+};
+
+// Exact distance between a query and a vector (both widened to double), as the
+// index's distance type reports it.
+inline double exact_distance(distance_type t, const double* q, const double* v, std::size_t d) {
+  switch (t) {
+    case distance_type::l2: return simd::l2(q, v, d);
+    case distance_type::dot: return 1.0 - simd::dot(q, v, d);
+    case distance_type::cosine: return simd::cosine(q, v, d);
+    case distance_type::hamming: {
+      double h = 0;
+      for (std::size_t i = 0; i < d; ++i) {
+        const auto a = static_cast<unsigned>(q[i]), b = static_cast<unsigned>(v[i]);
+        h += double(std::popcount((a ^ b) & 0xffu));
+      }
+      return h;
+    }
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+class ivf_searcher {
+ public:
+  using partition_loader = std::function<std::shared_ptr<const partition_contents>(std::size_t partition)>;
+
+  // centroids: num_partitions x dimension (any element type; uint8 for hamming).
+  // load(p) returns partition p's rows (codes row-major, as quantizer_storage.hpp
+  // describes them); it may be called from several threads at once.
+  ivf_searcher(distance_type distance, const matrix& centroids, quantizer_params quantizer, partition_loader load,
+               bool cache_partitions = true)
+      : distance_(distance), quantizer_(std::move(quantizer)), load_(std::move(load)), cache_enabled_(cache_partitions) {
+    if (!load_) throw invalid_input_error("ivf_searcher: the partition loader is empty");
+    num_partitions_ = centroids.rows;
+    dim_ = centroids.cols;
+    if (num_partitions_ == 0 || dim_ == 0) throw invalid_input_error("ivf_searcher: the IVF model has no centroids");
+    if (distance == distance_type::hamming) {
+      const auto* f = std::get_if<flat_params>(&quantizer_);
+      if (!f || f->element != element_type::u8 || centroids.type != element_type::u8)
+        throw invalid_input_error("ivf_searcher: hamming indexes are IVF_FLAT over uint8 codes");
+      const auto v = centroids.values<std::uint8_t>();
+      cents_u8_.assign(v.begin(), v.end());
+    } else {
+      if (centroids.type == element_type::u8 &&
+          !(std::holds_alternative<flat_params>(quantizer_) &&
+            std::get<flat_params>(quantizer_).element == element_type::u8))
+        throw invalid_input_error("ivf_searcher: uint8 centroids need an IVF_FLAT index over uint8 vectors");
+      cents_.resize(num_partitions_ * dim_);
+      for (std::size_t i = 0; i < cents_.size(); ++i) cents_[i] = static_cast<float>(centroids.at(i / dim_, i % dim_));
+    }
+    std::visit([&](const auto& q) { setup(q); }, quantizer_);
+    cache_.resize(num_partitions_);
+  }
+
+  // In-memory partitions (e.g. just built), one per centroid.
+  ivf_searcher(distance_type distance, const matrix& centroids, quantizer_params quantizer,
+               std::vector<partition_contents> partitions)
+      : ivf_searcher(distance, centroids, std::move(quantizer), owned_loader(std::move(partitions), centroids.rows)) {}
+
+  distance_type distance() const noexcept { return distance_; }
+  std::size_t dimension() const noexcept { return dim_; }
+  std::size_t num_partitions() const noexcept { return num_partitions_; }
+  const quantizer_params& quantizer() const noexcept { return quantizer_; }
+
+  // The nprobes partitions nearest the query with their centroid distances, nearest
+  // first (lowest partition on a tie).
+  template <class Q>
+  std::vector<std::pair<std::uint32_t, float>> probe(const Q* query, std::size_t dim, std::size_t nprobes) const {
+    const auto q = prepare_query(query, dim);
+    return probe_prepared(q, nprobes);
+  }
+
+  // The k nearest rows to query (dim values of any element type).
+  template <class Q>
+  std::vector<neighbor> search(const Q* query, std::size_t dim, const search_params& sp) const {
+    if (sp.nprobes == 0) throw invalid_input_error("search: nprobes must be positive");
+    const auto q = prepare_query(query, dim);
+    if (sp.k == 0) return {};
+    const bool exact_storage = std::holds_alternative<flat_params>(quantizer_);
+    const bool refine = sp.refine_factor > 0 && !exact_storage;
+    if (refine && !sp.fetch)
+      throw invalid_input_error("search: refine_factor needs the original vectors (search_params::fetch)");
+    const std::size_t kk = refine ? sp.k * sp.refine_factor : sp.k;
+    const auto probes = probe_prepared(q, sp.nprobes);
+    const auto state = query_state(q);
+    std::vector<topk> local(probes.size(), topk(kk));
+    parallel_for(sp.pool, probes.size(), [&](std::size_t i) {
+      scan(q, state, probes[i].first, probes[i].second, sp.filter, local[i]);
+    });
+    topk all(kk);
+    for (const auto& t : local) all.merge(t);
+    auto found = all.sorted();
+    if (!refine) return found;
+    return refine_exact(q, found, sp);
+  }
+
+  // Many queries (nq x dim, row-major), searched in parallel on sp.pool.
+  template <class Q>
+  std::vector<std::vector<neighbor>> search_many(const Q* queries, std::size_t nq, std::size_t dim,
+                                                 const search_params& sp) const {
+    std::vector<std::vector<neighbor>> out(nq);
+    search_params one = sp;
+    one.pool = nullptr;
+    parallel_for(sp.pool, nq, [&](std::size_t i) { out[i] = search(queries + i * dim, dim, one); });
+    return out;
+  }
+
+ private:
+  // A query widened to double, plus its normalised form (cosine).
+  struct prepared_query {
+    std::vector<double> raw;   // as given
+    std::vector<double> used;  // normalised under cosine, else raw
+    std::vector<std::uint8_t> bytes;  // hamming
+  };
+
+  struct prepared_partition {
+    std::shared_ptr<const partition_contents> data;
+    std::vector<std::uint8_t> transposed;  // PQ / RQ codes, [code_bytes][n]
+  };
+
+  // Per-query state shared by every partition.
+  struct query_state_t {
+    std::shared_ptr<pq::distance_table> pq_table;      // dot: one table for all partitions
+    std::shared_ptr<sq::distance_estimator> sq_est;
+    std::shared_ptr<rabitq::query_estimator> rq_est;   // raw_query estimator
+  };
+
+  static partition_loader owned_loader(std::vector<partition_contents> parts, std::size_t expected) {
+    if (parts.size() != expected)
+      throw invalid_input_error("ivf_searcher: " + std::to_string(parts.size()) + " partitions for " +
+                                std::to_string(expected) + " centroids");
+    auto shared = std::make_shared<std::vector<std::shared_ptr<const partition_contents>>>();
+    for (auto& p : parts) shared->push_back(std::make_shared<const partition_contents>(std::move(p)));
+    return [shared](std::size_t p) { return (*shared)[p]; };
+  }
+
+  void setup(const flat_params& f) {
+    if (f.dimension != dim_) dimension_mismatch("flat", f.dimension);
+  }
+  void setup(const pq_params& p) {
+    pq_ = pq::from_params<float>(p, distance_);
+    if (pq_.dimension != dim_) dimension_mismatch("PQ", pq_.dimension);
+  }
+  void setup(const sq_params& p) {
+    sq_ = sq::from_params(p);
+    if (sq_.dimension != dim_) dimension_mismatch("SQ", sq_.dimension);
+  }
+  void setup(const rq_params& p) {
+    rq_ = rabitq::from_params(p);
+    if (rq_.dimension != dim_) dimension_mismatch("RaBitQ", rq_.dimension);
+    rq_cents_.resize(num_partitions_ * dim_);
+    for (std::size_t c = 0; c < num_partitions_; ++c) rq_.rotate(cents_.data() + c * dim_, rq_cents_.data() + c * dim_);
+  }
+  [[noreturn]] void dimension_mismatch(const char* what, std::size_t d) const {
+    throw invalid_input_error(std::string("ivf_searcher: ") + what + " quantizer of dimension " + std::to_string(d) +
+                              " under centroids of dimension " + std::to_string(dim_));
+  }
+
+  template <class Q>
+  prepared_query prepare_query(const Q* query, std::size_t dim) const {
+    static_assert(simd::is_element_v<Q>, "queries are float, double, f16 or uint8");
+    if (query == nullptr) throw invalid_input_error("search: the query is null");
+    if (dim != dim_)
+      throw invalid_input_error("search: the query has " + std::to_string(dim) + " values, the index " +
+                                std::to_string(dim_) + " dimensions");
+    prepared_query q;
+    q.raw.resize(dim);
+    for (std::size_t i = 0; i < dim; ++i) q.raw[i] = quantizer::to_work<double>(query[i]);
+    if (distance_ == distance_type::hamming) {
+      q.bytes.resize(dim);
+      for (std::size_t i = 0; i < dim; ++i) {
+        if (!(q.raw[i] >= 0 && q.raw[i] <= 255 && q.raw[i] == std::floor(q.raw[i])))
+          throw invalid_input_error("search: a hamming query holds bytes, value " + std::to_string(i) + " is " +
+                                    std::to_string(q.raw[i]));
+        q.bytes[i] = static_cast<std::uint8_t>(q.raw[i]);
+      }
+    }
+    q.used = q.raw;
+    if (distance_ == distance_type::cosine && !quantizer::normalize_row(q.used.data(), dim))
+      throw invalid_input_error("search: a cosine query must have a finite, non-zero norm");
+    return q;
+  }
+
+  std::vector<std::pair<std::uint32_t, float>> probe_prepared(const prepared_query& q, std::size_t nprobes) const {
+    std::vector<float> d(num_partitions_);
+    if (distance_ == distance_type::hamming) {
+      for (std::size_t c = 0; c < num_partitions_; ++c)
+        d[c] = simd::hamming(q.bytes.data(), cents_u8_.data() + c * dim_, dim_);
+    } else {
+      std::vector<float> qf(q.used.begin(), q.used.end());
+      simd::distances_to_many(distance_ == distance_type::dot ? distance_type::dot : distance_type::l2, qf.data(),
+                              cents_.data(), num_partitions_, dim_, d.data());
+    }
+    const std::size_t np = std::min(nprobes, num_partitions_);
+    std::vector<std::uint32_t> idx(np);
+    std::vector<float> val(np);
+    const std::size_t got = simd::topk(d.data(), num_partitions_, np, idx.data(), val.data());
+    std::vector<std::pair<std::uint32_t, float>> out(got);
+    for (std::size_t i = 0; i < got; ++i) out[i] = {idx[i], val[i]};
+    return out;
+  }
+
+  query_state_t query_state(const prepared_query& q) const {
+    query_state_t s;
+    if (std::holds_alternative<pq_params>(quantizer_) && !pq::uses_residual(distance_))
+      s.pq_table = std::make_shared<pq::distance_table>(pq_, q.used.data());
+    if (std::holds_alternative<sq_params>(quantizer_))
+      s.sq_est = std::make_shared<sq::distance_estimator>(sq_, q.used.data(), distance_);
+    if (std::holds_alternative<rq_params>(quantizer_) && rq_.estimator == rabitq::estimator_type::raw_query)
+      s.rq_est = std::make_shared<rabitq::query_estimator>(rq_, q.raw.data(), distance_);
+    return s;
+  }
+
+  std::shared_ptr<const prepared_partition> partition(std::size_t p) const {
+    if (cache_enabled_) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (cache_[p]) return cache_[p];
+    }
+    auto prep = std::make_shared<prepared_partition>();
+    prep->data = load_(p);
+    if (!prep->data) throw invalid_input_error("ivf_searcher: the loader returned no partition " + std::to_string(p));
+    const auto& pc = *prep->data;
+    const std::size_t n = pc.size(), cb = code_bytes(quantizer_);
+    if (pc.codes.size() != n * cb)
+      throw corrupt_error("partition " + std::to_string(p) + ": " + std::to_string(pc.codes.size()) +
+                          " code bytes for " + std::to_string(n) + " rows of " + std::to_string(cb));
+    if (std::holds_alternative<pq_params>(quantizer_) || std::holds_alternative<rq_params>(quantizer_)) {
+      prep->transposed.resize(n * cb);
+      pq::transpose_codes(pc.codes.data(), n, cb, prep->transposed.data());
+    }
+    if (std::holds_alternative<rq_params>(quantizer_) &&
+        (pc.add_factors.size() != n || pc.scale_factors.size() != n))
+      throw corrupt_error("partition " + std::to_string(p) + ": RaBitQ factors for " +
+                          std::to_string(pc.add_factors.size()) + " of " + std::to_string(n) + " rows");
+    std::shared_ptr<const prepared_partition> out = std::move(prep);
+    if (cache_enabled_) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!cache_[p]) cache_[p] = out;
+      return cache_[p];
+    }
+    return out;
+  }
+
+  void scan(const prepared_query& q, const query_state_t& s, std::uint32_t p, float dist_q_c,
+            const row_filter* filter, topk& out) const {
+    const auto part = partition(p);
+    const auto& pc = *part->data;
+    const std::size_t n = pc.size();
+    if (n == 0) return;
+    std::vector<float> d(n);
+    std::visit([&](const auto& qp) { distances(qp, q, s, p, dist_q_c, *part, d.data()); }, quantizer_);
+    out.push_all(d.data(), pc.row_ids.data(), n, filter);
+  }
+
+  void distances(const flat_params& f, const prepared_query& q, const query_state_t&, std::uint32_t,
+                 float, const prepared_partition& part, float* out) const {
+    const auto& pc = *part.data;
+    const std::size_t n = pc.size();
+    const std::uint8_t* v = pc.codes.data();
+    switch (f.element) {
+      case element_type::f32:
+        flat::distances(distance_, q.used.data(), reinterpret_cast<const float*>(v), n, dim_, out);
+        break;
+      case element_type::f64:
+        flat::distances(distance_, q.used.data(), reinterpret_cast<const double*>(v), n, dim_, out);
+        break;
+      case element_type::f16:
+        flat::distances(distance_, q.used.data(), reinterpret_cast<const simd::f16*>(v), n, dim_, out);
+        break;
+      case element_type::u8:
+        if (distance_ == distance_type::hamming) flat::distances(distance_, q.bytes.data(), v, n, dim_, out);
+        else flat::distances(distance_, q.used.data(), v, n, dim_, out);
+        break;
+    }
+  }
+
+  void distances(const pq_params&, const prepared_query& q, const query_state_t& s, std::uint32_t p, float,
+                 const prepared_partition& part, float* out) const {
+    const std::size_t n = part.data->size();
+    if (s.pq_table) {
+      s.pq_table->scan(part.transposed.data(), n, out);
+      return;
+    }
+    std::vector<double> r(dim_);
+    for (std::size_t i = 0; i < dim_; ++i) r[i] = q.used[i] - double(cents_[p * dim_ + i]);
+    const pq::distance_table t(pq_, r.data());
+    t.scan(part.transposed.data(), n, out);
+  }
+
+  void distances(const sq_params&, const prepared_query&, const query_state_t& s, std::uint32_t, float,
+                 const prepared_partition& part, float* out) const {
+    s.sq_est->scan(part.data->codes.data(), part.data->size(), out);
+  }
+
+  void distances(const rq_params&, const prepared_query& q, const query_state_t& s, std::uint32_t p,
+                 float dist_q_c, const prepared_partition& part, float* out) const {
+    const auto& pc = *part.data;
+    if (s.rq_est) {
+      const float qf = s.rq_est->query_factor(dist_q_c, rq_cents_.data() + std::size_t(p) * dim_);
+      s.rq_est->scan(part.transposed.data(), pc.size(), pc.add_factors.data(), pc.scale_factors.data(), qf, out);
+      return;
+    }
+    // residual_query (older indexes): the estimator of the residual query.
+    std::vector<double> r(dim_);
+    for (std::size_t i = 0; i < dim_; ++i) r[i] = q.used[i] - double(cents_[p * dim_ + i]);
+    const rabitq::query_estimator est(rq_, r.data(),
+                                      distance_ == distance_type::cosine ? distance_type::l2 : distance_);
+    const float qf = distance_ == distance_type::l2 ? dist_q_c : dist_q_c - 1.0f;
+    est.scan(part.transposed.data(), pc.size(), pc.add_factors.data(), pc.scale_factors.data(), qf, out);
+  }
+
+  std::vector<neighbor> refine_exact(const prepared_query& q, const std::vector<neighbor>& cand,
+                                     const search_params& sp) const {
+    std::vector<std::uint64_t> ids(cand.size());
+    for (std::size_t i = 0; i < cand.size(); ++i) ids[i] = cand[i].row_id;
+    std::vector<double> vecs(cand.size() * dim_, std::numeric_limits<double>::quiet_NaN());
+    sp.fetch(ids, vecs.data());
+    topk best(sp.k);
+    for (std::size_t i = 0; i < cand.size(); ++i) {
+      const double* v = vecs.data() + i * dim_;
+      best.push(static_cast<float>(exact_distance(distance_, q.raw.data(), v, dim_)), ids[i]);
+    }
+    return best.sorted();
+  }
+
+  distance_type distance_;
+  quantizer_params quantizer_;
+  partition_loader load_;
+  bool cache_enabled_;
+  std::size_t num_partitions_ = 0, dim_ = 0;
+  std::vector<float> cents_;
+  std::vector<std::uint8_t> cents_u8_;
+  pq::model<float> pq_;
+  sq::model sq_;
+  rabitq::model rq_;
+  std::vector<float> rq_cents_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::shared_ptr<const prepared_partition>> cache_;
+};
+
+// The exact k nearest of n row-major vectors (dim values of T) to a query, with
+// row ids 0..n-1 unless given: the ground truth a search is measured against.
+template <class T, class Q>
+inline std::vector<neighbor> brute_force(distance_type t, const Q* query, const T* vectors, std::size_t n,
+                                         std::size_t dim, std::size_t k, const std::uint64_t* row_ids = nullptr,
+                                         const row_filter* filter = nullptr) {
+  std::vector<double> q(dim), v(dim);
+  for (std::size_t i = 0; i < dim; ++i) q[i] = quantizer::to_work<double>(query[i]);
+  topk best(k);
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::uint64_t id = row_ids ? row_ids[r] : r;
+    if (filter && !filter->contains(id)) continue;
+    for (std::size_t i = 0; i < dim; ++i) v[i] = quantizer::to_work<double>(vectors[r * dim + i]);
+    best.push(static_cast<float>(exact_distance(t, q.data(), v.data(), dim)), id);
+  }
+  return best.sorted();
+}
+
+}  // namespace lancet::index

@@ -1,0 +1,429 @@
+// IVF search: top-k order and ties, prefilters, IVF_FLAT against brute force, recall
+// of IVF_PQ / IVF_SQ / IVF_RQ with and without refine, determinism across thread
+// counts, element types, hamming, bad input, and LanceDB's own search on its index.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json.hpp>
+
+#include "lancet/index/kmeans.hpp"
+#include "lancet/index/search.hpp"
+
+using namespace lancet;
+using namespace lancet::index;
+using lancet::simd::distance_type;
+using lancet::simd::f16;
+
+namespace {
+
+std::vector<float> clustered(std::size_t n, std::size_t d, std::size_t clusters, float sigma, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::normal_distribution<float> g(0, sigma);
+  std::vector<float> centres(clusters * d), out(n * d);
+  for (auto& c : centres) c = u(rng);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t c = rng() % clusters;
+    for (std::size_t t = 0; t < d; ++t) out[i * d + t] = centres[c * d + t] + g(rng);
+  }
+  return out;
+}
+
+// `clusters` groups of `per` rows (sigma around centres uniform in [-1, 1]^d), rows
+// in cluster order, and one query per cluster near its centre: the 10 nearest rows of
+// a query are (mostly) its cluster, a recall test with an answer.
+struct grouped {
+  std::vector<float> rows, queries;
+};
+grouped small_clusters(std::size_t clusters, std::size_t per, std::size_t d, float sigma, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::normal_distribution<float> g(0, sigma);
+  grouped out;
+  out.rows.resize(clusters * per * d);
+  out.queries.resize(clusters * d);
+  for (std::size_t c = 0; c < clusters; ++c) {
+    std::vector<float> centre(d);
+    for (auto& v : centre) v = u(rng);
+    for (std::size_t i = 0; i < per; ++i)
+      for (std::size_t t = 0; t < d; ++t) out.rows[(c * per + i) * d + t] = centre[t] + g(rng);
+    for (std::size_t t = 0; t < d; ++t) out.queries[c * d + t] = centre[t] + g(rng) * 0.5f;
+  }
+  return out;
+}
+
+enum class kind { flat, pq, sq, rq };
+
+// An IVF index built in memory from the quantizers: k-means centroids, rows grouped
+// by partition (row id = row number), codes and factors per partition.
+struct built {
+  matrix centroids;
+  quantizer_params q;
+  std::vector<partition_contents> parts;
+};
+
+built build(kind kd, distance_type dist, const std::vector<float>& rows, std::size_t d, std::size_t k,
+            std::size_t m = 8) {
+  const std::size_t n = rows.size() / d;
+  kmeans_params kp;
+  kp.distance = dist;
+  kp.max_iters = 20;
+  const auto km = train_kmeans(rows.data(), n, d, k, kp);
+  std::vector<std::uint32_t> part(n);
+  assign_partitions(km, rows.data(), n, part.data());
+  built b;
+  b.centroids = matrix::of(km.centroids, k, d);
+  std::vector<std::uint8_t> codes;
+  std::size_t cb = 0;
+  rabitq::encoded_rows enc;
+  switch (kd) {
+    case kind::flat: {
+      std::vector<float> stored(rows);
+      if (dist == distance_type::cosine)
+        for (std::size_t i = 0; i < n; ++i) quantizer::normalize_row(stored.data() + i * d, d);
+      cb = d * 4;
+      codes.resize(n * cb);
+      std::memcpy(codes.data(), stored.data(), codes.size());
+      b.q = flat::to_params<float>(d);
+      break;
+    }
+    case kind::pq: {
+      pq::params p;
+      p.num_sub_vectors = m;
+      p.max_iters = 15;
+      const auto model = pq::train_for_ivf(rows.data(), n, d, km.centroids.data(), k, dist, p);
+      cb = model.code_bytes();
+      codes.resize(n * cb);
+      pq::encode_for_ivf(model, rows.data(), n, dist, km.centroids.data(), k, part.data(), codes.data());
+      b.q = pq::to_params(model);
+      break;
+    }
+    case kind::sq: {
+      const auto model = sq::train(rows.data(), n, d, {}, dist);
+      cb = d;
+      codes.resize(n * cb);
+      sq::encode_for_ivf(model, rows.data(), n, dist, codes.data());
+      b.q = sq::to_params(model);
+      break;
+    }
+    case kind::rq: {
+      const auto model = rabitq::make(d);
+      cb = model.code_bytes();
+      rabitq::encode_for_ivf(model, rows.data(), n, dist, km.centroids.data(), k, part.data(), enc);
+      codes = enc.codes;
+      b.q = rabitq::to_params(model);
+      break;
+    }
+  }
+  b.parts.resize(k);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& pc = b.parts[part[i]];
+    pc.row_ids.push_back(i);
+    pc.codes.append(codes.data() + i * cb, cb);
+    if (kd == kind::rq) {
+      pc.add_factors.push_back(enc.add_factors[i]);
+      pc.scale_factors.push_back(enc.scale_factors[i]);
+      pc.error_factors.push_back(enc.error_factors[i]);
+    }
+  }
+  return b;
+}
+
+ivf_searcher searcher_of(const built& b, distance_type dist) { return ivf_searcher(dist, b.centroids, b.q, b.parts); }
+
+double recall(const std::vector<neighbor>& truth, const std::vector<neighbor>& got) {
+  std::set<std::uint64_t> t;
+  for (const auto& n : truth) t.insert(n.row_id);
+  std::size_t hit = 0;
+  for (const auto& n : got) hit += t.count(n.row_id);
+  return truth.empty() ? 1.0 : double(hit) / double(truth.size());
+}
+
+vector_fetch fetch_from(const std::vector<float>& rows, std::size_t d) {
+  return [&rows, d](std::span<const std::uint64_t> ids, double* out) {
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      for (std::size_t t = 0; t < d; ++t) out[i * d + t] = rows[ids[i] * d + t];
+  };
+}
+
+}  // namespace
+
+TEST_CASE("topk: smallest first, lowest row id wins ties, NaN never enters") {
+  topk t(3);
+  t.push(2.0f, 10);
+  t.push(1.0f, 7);
+  t.push(std::numeric_limits<float>::quiet_NaN(), 1);
+  t.push(1.0f, 5);
+  t.push(1.0f, 6);
+  t.push(0.5f, 99);
+  const auto s = t.sorted();
+  REQUIRE(s.size() == 3);
+  CHECK(s[0] == neighbor{99, 0.5f});
+  CHECK(s[1] == neighbor{5, 1.0f});
+  CHECK(s[2] == neighbor{6, 1.0f});
+  topk u(3);
+  u.push(1.0f, 4);
+  u.push(std::numeric_limits<float>::infinity(), 0);
+  t.merge(u);
+  const auto m = t.sorted();
+  CHECK(m[1] == neighbor{4, 1.0f});
+  CHECK(m[2] == neighbor{5, 1.0f});
+  topk none(0);
+  none.push(1.0f, 1);
+  CHECK(none.sorted().empty());
+}
+
+TEST_CASE("row_filter: allow-lists and predicates") {
+  const auto a = row_filter::allow({5, 3, 3, 9});
+  CHECK(a.ids() == std::vector<std::uint64_t>{3, 5, 9});
+  CHECK(a.contains(5));
+  CHECK_FALSE(a.contains(4));
+  const auto w = row_filter::where([](std::uint64_t id) { return id % 2 == 0; });
+  CHECK(w.contains(8));
+  CHECK_FALSE(w.contains(7));
+  CHECK_THROWS_AS(row_filter::where(nullptr), invalid_input_error);
+}
+
+TEST_CASE("IVF_FLAT with every partition probed equals brute force (l2, cosine, dot), ties by row id") {
+  const std::size_t d = 16, n = 2000, k = 8;
+  auto rows = clustered(n, d, 10, 0.2f, 3);
+  // Duplicates: rows 100..104 repeat row 7, so equal distances must order by row id.
+  for (std::size_t r = 100; r < 105; ++r) std::copy(rows.begin() + 7 * d, rows.begin() + 8 * d, rows.begin() + std::ptrdiff_t(r * d));
+  for (auto dist : {distance_type::l2, distance_type::cosine, distance_type::dot}) {
+    const std::string label = simd::distance_name(dist);
+    CAPTURE(label);
+    const auto b = build(kind::flat, dist, rows, d, k);
+    const auto s = searcher_of(b, dist);
+    search_params sp;
+    sp.k = 12;
+    sp.nprobes = k;
+    for (std::size_t qi : {7u, 42u, 1500u}) {
+      std::vector<float> q(rows.begin() + std::ptrdiff_t(qi * d), rows.begin() + std::ptrdiff_t((qi + 1) * d));
+      q[0] += 0.01f;
+      const auto got = s.search(q.data(), d, sp);
+      const auto want = brute_force(dist, q.data(), rows.data(), n, d, sp.k);
+      REQUIRE(got.size() == want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        CHECK(got[i].row_id == want[i].row_id);
+        CHECK(got[i].distance == doctest::Approx(want[i].distance).epsilon(1e-4).scale(1.0));
+      }
+      if (qi == 7 && dist != distance_type::dot) {  // the duplicates come out in row-id order
+        std::vector<std::uint64_t> ids;
+        for (const auto& nb : got) ids.push_back(nb.row_id);
+        const auto at = std::find(ids.begin(), ids.end(), 7u);
+        REQUIRE(at + 5 < ids.end());
+        CHECK(std::vector<std::uint64_t>(at, at + 6) == std::vector<std::uint64_t>{7, 100, 101, 102, 103, 104});
+      }
+    }
+  }
+}
+
+TEST_CASE("nprobes: partitions nearest the query first; fewer probes search fewer rows") {
+  const std::size_t d = 8, n = 1000, k = 10;
+  const auto rows = clustered(n, d, 10, 0.05f, 9);
+  const auto b = build(kind::flat, distance_type::l2, rows, d, k);
+  const auto s = searcher_of(b, distance_type::l2);
+  const auto pr = s.probe(rows.data(), d, 3);
+  REQUIRE(pr.size() == 3);
+  CHECK(pr[0].second <= pr[1].second);
+  CHECK(pr[1].second <= pr[2].second);
+  CHECK(s.probe(rows.data(), d, 1000).size() == k);  // clamped
+  search_params sp;
+  sp.k = 2000;
+  sp.nprobes = 1;
+  const auto one = s.search(rows.data(), d, sp);
+  CHECK(one.size() == b.parts[pr[0].first].size());
+  sp.nprobes = 0;
+  CHECK_THROWS_WITH_AS(s.search(rows.data(), d, sp), doctest::Contains("nprobes must be positive"),
+                       invalid_input_error);
+}
+
+TEST_CASE("prefilter: only allowed rows come back, and all the nearest allowed ones") {
+  const std::size_t d = 16, n = 3000, k = 6;
+  const auto rows = clustered(n, d, 6, 0.3f, 4);
+  const auto b = build(kind::flat, distance_type::l2, rows, d, k);
+  const auto s = searcher_of(b, distance_type::l2);
+  std::vector<std::uint64_t> allowed;
+  for (std::uint64_t i = 0; i < n; i += 7) allowed.push_back(i);
+  const auto f = row_filter::allow(allowed);
+  search_params sp;
+  sp.k = 20;
+  sp.nprobes = k;
+  sp.filter = &f;
+  const auto got = s.search(rows.data() + 3 * d, d, sp);
+  const auto want = brute_force(distance_type::l2, rows.data() + 3 * d, rows.data(), n, d, 20, nullptr, &f);
+  REQUIRE(got.size() == 20);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i].row_id % 7 == 0);
+    CHECK(got[i].row_id == want[i].row_id);
+  }
+  // A filter that allows nothing returns nothing; a predicate works the same.
+  const auto nothing = row_filter::allow({});
+  sp.filter = &nothing;
+  CHECK(s.search(rows.data(), d, sp).empty());
+  const auto odd = row_filter::where([](std::uint64_t id) { return id % 2 == 1; });
+  sp.filter = &odd;
+  for (const auto& nb : s.search(rows.data(), d, sp)) CHECK(nb.row_id % 2 == 1);
+}
+
+TEST_CASE("IVF_PQ / IVF_SQ / IVF_RQ: recall@10 against exact search at nprobes 8 of 16; refine re-ranks exactly") {
+  const std::size_t d = 64, k = 16, nq = 40;
+  const auto data = small_clusters(600, 10, d, 0.6f, 5);
+  const auto& rows = data.rows;
+  const std::size_t n = rows.size() / d;
+  std::vector<float> queries(data.queries.begin(), data.queries.begin() + std::ptrdiff_t(nq * d));
+  for (auto kd : {kind::pq, kind::sq, kind::rq}) {
+    for (auto dist : {distance_type::l2, distance_type::cosine, distance_type::dot}) {
+      const std::string label = std::string(kd == kind::pq ? "pq" : kd == kind::sq ? "sq" : "rq") + "/" +
+                                simd::distance_name(dist);
+      CAPTURE(label);
+      const auto b = build(kd, dist, rows, d, k);
+      const auto s = searcher_of(b, dist);
+      search_params sp;
+      sp.k = 10;
+      sp.nprobes = 8;
+      double r0 = 0, r1 = 0;
+      for (std::size_t qi = 0; qi < nq; ++qi) {
+        const float* q = queries.data() + qi * d;
+        const auto truth = brute_force(dist, q, rows.data(), n, d, 10);
+        sp.refine_factor = 0;
+        r0 += recall(truth, s.search(q, d, sp));
+        sp.refine_factor = 5;
+        sp.fetch = fetch_from(rows, d);
+        const auto refined = s.search(q, d, sp);
+        r1 += recall(truth, refined);
+        // Refined distances are exact.
+        for (const auto& nb : refined) {
+          std::vector<double> qd(q, q + d), v(rows.begin() + std::ptrdiff_t(nb.row_id * d),
+                                              rows.begin() + std::ptrdiff_t((nb.row_id + 1) * d));
+          CHECK(nb.distance == doctest::Approx(exact_distance(dist, qd.data(), v.data(), d)).epsilon(1e-5));
+        }
+        sp.fetch = nullptr;
+      }
+      r0 /= double(nq);
+      r1 /= double(nq);
+      MESSAGE(label << ": recall@10 " << r0 << ", with refine 5: " << r1);
+      CHECK(r0 > (kd == kind::rq ? 0.65 : 0.75));
+      CHECK(r1 > 0.85);
+      CHECK(r1 >= r0 - 0.02);
+    }
+  }
+}
+
+TEST_CASE("results are identical for any thread count; search_many equals one by one") {
+  const std::size_t d = 16, n = 4000, k = 12;
+  const auto rows = clustered(n, d, 12, 0.3f, 8);
+  for (auto kd : {kind::flat, kind::pq, kind::rq}) {
+    const auto b = build(kd, distance_type::l2, rows, d, k);
+    const auto s = searcher_of(b, distance_type::l2);
+    boost::asio::thread_pool pool(3);
+    search_params sp;
+    sp.k = 15;
+    sp.nprobes = 6;
+    const auto a = s.search(rows.data() + 11 * d, d, sp);
+    sp.pool = &pool;
+    const auto c = s.search(rows.data() + 11 * d, d, sp);
+    CHECK(a == c);
+    const auto many = s.search_many(rows.data(), 20, d, sp);
+    sp.pool = nullptr;
+    for (std::size_t i = 0; i < 20; ++i) CHECK(many[i] == s.search(rows.data() + i * d, d, sp));
+  }
+}
+
+TEST_CASE("element types: f16 and f64 queries and vectors; hamming over uint8 codes") {
+  const std::size_t d = 16, n = 800, k = 4;
+  const auto rows = clustered(n, d, 4, 0.3f, 12);
+  // f16 vectors stored flat: the query is cast to f16 as Lance does.
+  const auto km = train_kmeans(rows.data(), n, d, k);
+  std::vector<std::uint32_t> part(n);
+  assign_partitions(km, rows.data(), n, part.data());
+  std::vector<partition_contents> parts(k), parts64(k);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<f16> h(d);
+    std::vector<double> w(d);
+    for (std::size_t t = 0; t < d; ++t) {
+      h[t] = f16(rows[i * d + t]);
+      w[t] = rows[i * d + t];
+    }
+    parts[part[i]].row_ids.push_back(i);
+    parts[part[i]].codes.append(h.data(), d * 2);
+    parts64[part[i]].row_ids.push_back(i);
+    parts64[part[i]].codes.append(w.data(), d * 8);
+  }
+  const auto cm = matrix::of(km.centroids, k, d);
+  ivf_searcher sh(distance_type::l2, cm, flat::to_params<f16>(d), parts);
+  ivf_searcher sd(distance_type::l2, cm, flat::to_params<double>(d), parts64);
+  search_params sp;
+  sp.k = 5;
+  sp.nprobes = k;
+  std::vector<f16> qh(rows.begin(), rows.begin() + d);
+  for (std::size_t t = 0; t < d; ++t) qh[t] = f16(rows[t]);
+  const auto a = sh.search(qh.data(), d, sp);
+  const auto b = sd.search(rows.data(), d, sp);
+  REQUIRE(a.size() == 5);
+  CHECK(a[0].row_id == 0);
+  CHECK(b[0].row_id == 0);
+  CHECK(recall(b, a) >= 0.8);
+
+  // Hamming: uint8 codes, uint8 centroids.
+  std::mt19937_64 rng(2);
+  const std::size_t nb = 8;
+  std::vector<std::uint8_t> codes(500 * nb);
+  for (auto& c : codes) c = std::uint8_t(rng());
+  std::vector<std::uint8_t> cents(codes.begin(), codes.begin() + 2 * nb);
+  std::vector<partition_contents> hp(2);
+  for (std::size_t i = 0; i < 500; ++i) {
+    const auto h0 = simd::hamming(codes.data() + i * nb, cents.data(), nb);
+    const auto h1 = simd::hamming(codes.data() + i * nb, cents.data() + nb, nb);
+    auto& pc = hp[h1 < h0 ? 1 : 0];
+    pc.row_ids.push_back(i);
+    pc.codes.append(codes.data() + i * nb, nb);
+  }
+  ivf_searcher hs(distance_type::hamming, matrix::of(cents, 2, nb), flat::to_params<std::uint8_t>(nb), hp);
+  sp.nprobes = 2;
+  const auto hh = hs.search(codes.data() + 9 * nb, nb, sp);
+  const auto hw = brute_force(distance_type::hamming, codes.data() + 9 * nb, codes.data(), 500, nb, 5);
+  CHECK(hh == hw);
+  CHECK(hh[0] == neighbor{9, 0.0f});
+  const float bad[8] = {1.5f, 0, 0, 0, 0, 0, 0, 0};
+  CHECK_THROWS_WITH_AS(hs.search(bad, nb, sp), doctest::Contains("hamming query holds bytes"), invalid_input_error);
+}
+
+TEST_CASE("bad input: dimension, refine without vectors, zero cosine query, mismatched parts") {
+  const std::size_t d = 8, n = 600, k = 4;
+  const auto rows = clustered(n, d, 4, 0.3f, 1);
+  const auto b = build(kind::pq, distance_type::cosine, rows, d, k, 4);
+  const auto s = searcher_of(b, distance_type::cosine);
+  search_params sp;
+  CHECK_THROWS_WITH_AS(s.search(rows.data(), 7, sp), doctest::Contains("the query has 7 values, the index 8"),
+                       invalid_input_error);
+  sp.refine_factor = 2;
+  CHECK_THROWS_WITH_AS(s.search(rows.data(), d, sp), doctest::Contains("refine_factor needs the original vectors"),
+                       invalid_input_error);
+  sp.refine_factor = 0;
+  const std::vector<float> zero(d, 0.0f);
+  CHECK_THROWS_WITH_AS(s.search(zero.data(), d, sp), doctest::Contains("non-zero norm"), invalid_input_error);
+  sp.k = 0;
+  CHECK(s.search(rows.data(), d, sp).empty());
+  auto parts = b.parts;
+  parts.pop_back();
+  CHECK_THROWS_WITH_AS(ivf_searcher(distance_type::cosine, b.centroids, b.q, parts),
+                       doctest::Contains("3 partitions for 4 centroids"), invalid_input_error);
+  auto broken = b.parts;
+  broken[0].codes.resize(broken[0].codes.size() - 1);
+  const ivf_searcher sb(distance_type::cosine, b.centroids, b.q, broken);
+  sp.k = 10;
+  sp.nprobes = k;
+  CHECK_THROWS_AS(sb.search(rows.data(), d, sp), corrupt_error);
+}
