@@ -486,3 +486,25 @@ TEST_CASE("2.0: pre-encoded pages are copied as bytes; only footer and schema ar
     check_same(encoding::detail::concat(parts, s->fields[c].type), all.columns[c], "copied " + s->fields[c].name);
   }
 }
+
+TEST_CASE("2.0: encoding on a thread pool writes the same bytes as inline") {
+  testing::random_data gen(11, {.allow_struct_nulls = false});
+  auto s = std::make_shared<arrow::schema>();
+  for (int c = 0; c < 6; ++c) s->fields.push_back(field{"c" + std::to_string(c), gen.random_type(), true, {}});
+  std::vector<record_batch> batches;
+  for (int b = 0; b < 5; ++b) {
+    std::vector<array_ptr> cols;
+    for (const auto& f : s->fields) cols.push_back(gen.random_array(f.type, 300));
+    batches.push_back(make_batch(s, cols));
+  }
+  auto write = [&](boost::asio::thread_pool* pool) {
+    writer20 w(io::memory_sink{}, file::writer_options{.data_cache_bytes = 2000, .max_page_bytes = 1500, .pool = pool});
+    for (const auto& b : batches) w.write_batch(b);
+    return finish_to_bytes(w);
+  };
+  boost::asio::thread_pool pool(2);
+  auto a = write(nullptr), b = write(&pool);
+  REQUIRE(a.size() == b.size());
+  CHECK(std::memcmp(a.data(), b.data(), a.size()) == 0);
+  CHECK(open_bytes(b).column(0).metadata.pages.size() > 2);
+}

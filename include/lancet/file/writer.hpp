@@ -10,6 +10,10 @@
 #pragma once
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <exception>
+#include <future>
 #include <array>
 #include <cerrno>
 #include <cstdint>
@@ -54,6 +58,8 @@ struct writer_options {
   bool keep_original_array = false;
   // Spill page metadata to this sidecar file instead of keeping it in memory.
   std::optional<std::string> page_metadata_spill_path;
+  // Encode pages on this pool (pages are still written in order); inline when null.
+  boost::asio::thread_pool* pool = nullptr;
 };
 
 struct finish_result {
@@ -430,8 +436,30 @@ class file_writer {
     page.priority = p.priority;
     page_table_.add(p.column_index, page);
   }
+  // Encodes the tasks (in parallel on the pool, if any) and writes their pages in task
+  // order. In-flight memory is bounded by what the tasks hold: at most the column caches.
   void write_pages(std::vector<encoding::encode_task>& tasks) {
-    for (auto& t : tasks) write_page(t());
+    if (!options_.pool || tasks.size() < 2) {
+      for (auto& t : tasks) write_page(t());
+      return;
+    }
+    std::vector<std::future<encoding::encoded_page>> pages;
+    pages.reserve(tasks.size());
+    for (auto& t : tasks) {
+      auto job = std::make_shared<std::packaged_task<encoding::encoded_page()>>(std::move(t));
+      pages.push_back(job->get_future());
+      boost::asio::post(*options_.pool, [job] { (*job)(); });
+    }
+    std::exception_ptr failure;
+    for (auto& f : pages) {
+      try {
+        auto p = f.get();
+        if (!failure) write_page(p);
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
   }
 
   void finish_columns() {
