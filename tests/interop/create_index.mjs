@@ -1,5 +1,5 @@
 // Usage:
-//   node create_index.mjs DATASET --type ivf_flat|ivf_pq|ivf_rq|hnsw_sq|hnsw_pq
+//   node create_index.mjs DATASET --type ivf_flat|ivf_pq|ivf_rq|hnsw_sq|hnsw_pq|none
 //        [--create] [--rows N] [--dim D] [--clusters C] [--spread S] [--seed S]
 //        [--vectors FILE] [--element float32|float16] [--storage 2.0|2.1|2.2]
 //        [--column vector] [--partitions P] [--sub-vectors M] [--bits B]
@@ -10,7 +10,7 @@
 // `vector: fixed_size_list<float32|float16, D>`: rows from --vectors (raw
 // little-endian float32, rows x D) or clustered random vectors (C Gaussian blobs of
 // standard deviation S around uniform [-1, 1) centres, deterministic per seed).
-// Then LanceDB creates the index on the column.
+// Then LanceDB creates the index on the column (--type none: no index).
 //
 // Prints {"dataset", "rows", "version", "indices": [{name, indexType, columns,
 // indexUuid, stats}]} where stats is LanceDB's indexStats.
@@ -75,6 +75,7 @@ function indexConfig(args) {
     case "ivf_rq": return lancedb.Index.ivfRq({ ...common, ...opt("numBits", num("bits")) });
     case "hnsw_sq": return lancedb.Index.hnswSq(common);
     case "hnsw_pq": return lancedb.Index.hnswPq({ ...common, ...opt("numSubVectors", num("sub-vectors")) });
+    case "none": return null;
     default: fail(`unknown --type '${args.type}'`);
   }
 }
@@ -94,9 +95,12 @@ async function main() {
   }
   const { table, cleanup } = await openDataset(dir);
   try {
-    const options = { config: indexConfig(args), ...(args.replace ? { replace: true } : {}) };
-    if (args.name) options.name = args.name;
-    await table.createIndex(column, options);
+    const config = indexConfig(args);
+    if (config) {
+      const options = { config, ...(args.replace ? { replace: true } : {}) };
+      if (args.name) options.name = args.name;
+      await table.createIndex(column, options);
+    }
     const indices = [];
     for (const i of await table.listIndices()) {
       const stats = await table.indexStats(i.name);

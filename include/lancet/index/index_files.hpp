@@ -47,9 +47,12 @@
 #include "lancet/file/writer.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/quantizer_storage.hpp"
+#include "lancet/io/file_sink.hpp"
 #include "lancet/io/file_source.hpp"
+#include "lancet/io/fs.hpp"
 #include "lancet/io/sink.hpp"
 #include "lancet/pb/index.hpp"
+#include "lancet/pb/table.hpp"
 #include "lancet/schema/lance_schema.hpp"
 #include "lancet/simd/distance.hpp"
 
@@ -810,6 +813,33 @@ class storage_writer {
   file::file_writer<Version, Sink> w_;
   ivf_model ivf_;
 };
+
+// Writes both files of an IVF index into `dir` (created when missing; use
+// registry.hpp's index_directory) in file version `v`. `write_partitions(aux)` is
+// called with the storage_writer and must write all ivf.num_partitions() partitions
+// in order (take it as `auto&`: its type depends on v). Files are published by
+// rename, so a failure leaves no partial index file. Returns the files with their
+// sizes, as IndexMetadata lists them.
+template <class WritePartitions>
+std::vector<pb::index_file> write_index_directory(const std::string& dir, file::format_version v, const ivf_model& ivf,
+                                                  const quantizer_params& q, simd::distance_type distance,
+                                                  WritePartitions&& write_partitions) {
+  if (!ivf.centroids) throw invalid_input_error("an IVF index needs its centroids");
+  io::make_directories(dir);
+  const std::string aux_path = dir + "/" + std::string(auxiliary_file_name);
+  const std::string idx_path = dir + "/" + std::string(index_file_name);
+  std::uint64_t aux_size = 0, idx_size = 0;
+  with_index_file_version(v, [&]<class V>() {
+    storage_writer<V, io::file_sink> aux(io::file_sink(aux_path), q, distance);
+    write_partitions(aux);
+    if (aux.partitions_written() != ivf.num_partitions())
+      throw invalid_input_error("wrote " + std::to_string(aux.partitions_written()) + " partitions, the IVF model has " +
+                                std::to_string(ivf.num_partitions()));
+    aux_size = aux.finish().file_size;
+    idx_size = write_index_file<V>(io::file_sink(idx_path), ivf, index_type_name(q), distance).file_size;
+  });
+  return {{std::string(auxiliary_file_name), aux_size}, {std::string(index_file_name), idx_size}};
+}
 
 // ---------------------------------------------------------------------------------
 // Readers

@@ -1,0 +1,315 @@
+// Registering vector indexes in a dataset's manifest, and listing them.
+//
+//   auto snap = *dataset::load_latest(root);                        // the version built from
+//   auto files = index::write_ivf_index_files(...) / your own writers into
+//                index::index_directory(root, uuid)
+//   auto meta = index::make_index_metadata(snap.manifest(), {.column = "vector", ...}, uuid, sizes);
+//   index::commit_index(root, snap, meta);                          // a new version, atomically
+//
+// What Lance 12 records for a vector index (IndexMetadata, docs/lance12-indexes.md §5):
+// uuid, fields = [field id of the column], name (default "{column}_idx"),
+// dataset_version = the version the index was built from, fragment_bitmap = the
+// fragments whose rows it holds (32-bit roaring, portable format), index_details =
+// Any(/lance.index.pb.VectorIndexDetails: metric, compression, runtime hints),
+// index_version (1; 2 for IVF_RQ), created_at (ms since the epoch), files =
+// [auxiliary.idx, index.idx] with their sizes. The commit is Lance's CreateIndex
+// transaction (new_indices, and the replaced index in removed_indices).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/commit.hpp"
+#include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/roaring.hpp"
+#include "lancet/index/index_files.hpp"
+#include "lancet/index/quantizer_storage.hpp"
+#include "lancet/io/fs.hpp"
+#include "lancet/pb/file2.hpp"
+#include "lancet/pb/index.hpp"
+#include "lancet/pb/table.hpp"
+#include "lancet/schema/lance_schema.hpp"
+#include "lancet/simd/distance.hpp"
+
+namespace lancet::index {
+
+inline constexpr std::string_view indices_dir_name = "_indices";
+
+// {root}/_indices/{uuid}
+inline std::string index_directory(const std::string& root, const pb::uuid& uuid) {
+  return (std::filesystem::path(root) / indices_dir_name / uuid.to_string()).string();
+}
+
+// Build parameters Lance records as runtime hints (its defaults here).
+struct build_hints {
+  std::uint32_t ivf_max_iters = 50;
+  std::uint32_t ivf_sample_rate = 256;
+  std::uint32_t pq_max_iters = 50;
+  std::uint32_t pq_sample_rate = 256;
+  std::uint32_t pq_kmeans_redos = 1;
+  std::uint32_t sq_sample_rate = 256;
+  // Lance's shuffle settings; recorded so that Lance's own optimize reuses them.
+  std::uint32_t shuffle_partition_batches = 10240;
+  std::uint32_t shuffle_partition_concurrency = 2;
+};
+
+inline pb::index::metric_type metric_of(simd::distance_type d) {
+  switch (d) {
+    case simd::distance_type::l2: return pb::index::metric_type::l2;
+    case simd::distance_type::cosine: return pb::index::metric_type::cosine;
+    case simd::distance_type::dot: return pb::index::metric_type::dot;
+    case simd::distance_type::hamming: return pb::index::metric_type::hamming;
+  }
+  return pb::index::metric_type::l2;
+}
+inline simd::distance_type distance_of(pb::index::metric_type m) {
+  switch (m) {
+    case pb::index::metric_type::l2: return simd::distance_type::l2;
+    case pb::index::metric_type::cosine: return simd::distance_type::cosine;
+    case pb::index::metric_type::dot: return simd::distance_type::dot;
+    case pb::index::metric_type::hamming: return simd::distance_type::hamming;
+  }
+  return simd::distance_type::l2;
+}
+
+// The VectorIndexDetails Lance 12 records for an IVF index with the flat sub-index.
+inline pb::index::vector_index_details make_vector_index_details(const quantizer_params& q, simd::distance_type d,
+                                                                 const build_hints& h = {}) {
+  using D = pb::index::vector_index_details;
+  D out;
+  out.metric = metric_of(d);
+  if (std::holds_alternative<flat_params>(q)) out.compression = D::flat_compression{};
+  else if (const auto* p = std::get_if<pq_params>(&q)) out.compression = D::pq_compression{p->num_bits, p->num_sub_vectors};
+  else if (const auto* s = std::get_if<sq_params>(&q)) out.compression = D::sq_compression{s->num_bits};
+  else out.compression = D::rq_compression{std::get<rq_params>(q).num_bits};
+  auto hint = [&](std::string k, std::uint64_t v) { out.runtime_hints.emplace_back(std::move(k), std::to_string(v)); };
+  hint("lance.ivf.max_iters", h.ivf_max_iters);
+  hint("lance.ivf.sample_rate", h.ivf_sample_rate);
+  hint("lance.ivf.shuffle_partition_batches", h.shuffle_partition_batches);
+  hint("lance.ivf.shuffle_partition_concurrency", h.shuffle_partition_concurrency);
+  if (std::holds_alternative<pq_params>(q)) {
+    hint("lance.pq.kmeans_redos", h.pq_kmeans_redos);
+    hint("lance.pq.max_iters", h.pq_max_iters);
+    hint("lance.pq.sample_rate", h.pq_sample_rate);
+  } else if (std::holds_alternative<sq_params>(q)) {
+    hint("lance.sq.sample_rate", h.sq_sample_rate);
+  }
+  out.runtime_hints.emplace_back("lance.skip_transpose", "false");
+  return out;
+}
+
+// Lance's index_version for a quantizer (IVF_RQ indexes are version 2).
+inline std::int32_t index_version_of(const quantizer_params& q) noexcept {
+  return std::holds_alternative<rq_params>(q) ? 2 : 1;
+}
+
+// The field id of a column (a top-level name, or a dotted path to a nested field).
+inline std::int32_t column_field_id(const pb::manifest& m, const std::string& column) {
+  const auto s = dataset::manifest_schema(m);
+  if (const auto* f = s.field_by_name(column)) return f->id;
+  std::vector<std::string> path;
+  std::size_t at = 0;
+  for (;;) {
+    const auto dot = column.find('.', at);
+    path.push_back(column.substr(at, dot - at));
+    if (dot == std::string::npos) break;
+    at = dot + 1;
+  }
+  if (const auto* f = s.field_by_path(path)) return f->id;
+  std::string names;
+  for (const auto& f : s.fields) names += (names.empty() ? "" : ", ") + f.name;
+  throw invalid_input_error("the dataset has no column '" + column + "' (its columns: " + names + ")");
+}
+
+// The dotted name of a field id ("" when the schema has none).
+inline std::string column_name_of(const schema::schema& s, std::int32_t id) { return schema::field_path(s, id); }
+
+// The index's files and their sizes, as Lance lists them.
+inline std::vector<pb::index_file> index_files_of(std::uint64_t auxiliary_bytes, std::uint64_t index_bytes) {
+  return {{std::string(auxiliary_file_name), auxiliary_bytes}, {std::string(index_file_name), index_bytes}};
+}
+// The same, measured on disk.
+inline std::vector<pb::index_file> index_files_in(const std::string& index_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto aux = fs::file_size(fs::path(index_dir) / auxiliary_file_name, ec);
+  if (ec) throw io_error("cannot stat '" + (fs::path(index_dir) / auxiliary_file_name).string() + "': " + ec.message());
+  const auto idx = fs::file_size(fs::path(index_dir) / index_file_name, ec);
+  if (ec) throw io_error("cannot stat '" + (fs::path(index_dir) / index_file_name).string() + "': " + ec.message());
+  return index_files_of(aux, idx);
+}
+
+struct index_spec {
+  std::string column;
+  std::string name;  // default "{column}_idx"
+  quantizer_params quantizer;
+  simd::distance_type distance = simd::distance_type::l2;
+  build_hints hints;
+  // Fragments whose rows the index holds; default: every fragment of the manifest.
+  std::optional<std::vector<std::uint64_t>> fragment_ids;
+};
+
+// The IndexMetadata of a new index over `m` (the manifest it was built from).
+inline pb::index_metadata make_index_metadata(const pb::manifest& m, const index_spec& spec, const pb::uuid& uuid,
+                                              std::vector<pb::index_file> files) {
+  validate(spec.quantizer);
+  pb::index_metadata out;
+  out.uuid = uuid;
+  out.fields = {column_field_id(m, spec.column)};
+  out.name = spec.name.empty() ? spec.column + "_idx" : spec.name;
+  out.dataset_version = m.version;
+  std::vector<std::uint64_t> frags;
+  if (spec.fragment_ids) {
+    for (auto id : *spec.fragment_ids) {
+      const bool present =
+          std::any_of(m.fragments.begin(), m.fragments.end(), [&](const pb::data_fragment& f) { return f.id == id; });
+      if (!present)
+        throw invalid_input_error("index '" + out.name + "': fragment " + std::to_string(id) +
+                                  " is not in version " + std::to_string(m.version));
+      frags.push_back(id);
+    }
+  } else {
+    for (const auto& f : m.fragments) frags.push_back(f.id);
+  }
+  for (auto id : frags)
+    if (id > UINT32_MAX) throw invalid_input_error("fragment id " + std::to_string(id) + " exceeds 32 bits");
+  dataset::set_index_fragment_bitmap(out, dataset::roaring_bitmap::from_values(frags));
+  out.index_details = pb::pack_any(make_vector_index_details(spec.quantizer, spec.distance, spec.hints));
+  out.index_version = index_version_of(spec.quantizer);
+  out.created_at = std::uint64_t(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  out.files = std::move(files);
+  return out;
+}
+
+struct commit_index_options {
+  // Replace an index of the same name (else a name clash is invalid_input_error).
+  bool replace = false;
+  dataset::publish_options publish;
+};
+
+// Lance's CreateIndex commit on top of `base` (the version the index was built from):
+// version base + 1 gets the new index (and loses a replaced one). Another writer
+// having committed since is conflict_error, and nothing is changed: the index was
+// built from rows that may no longer be the dataset's.
+template <class SinkFactory = dataset::default_sink_factory>
+inline dataset::snapshot commit_index(const std::string& root, const dataset::snapshot& base,
+                                      std::vector<pb::index_metadata> new_indices, const commit_index_options& o = {},
+                                      SinkFactory make_sink = {}) {
+  const auto& p = base.manifest();
+  if (new_indices.empty()) throw invalid_input_error("commit_index: no index to add");
+  std::vector<pb::index_metadata> removed;
+  std::vector<pb::index_metadata> kept = base.file.indices;
+  for (const auto& n : new_indices) {
+    if (std::count_if(new_indices.begin(), new_indices.end(),
+                      [&](const pb::index_metadata& x) { return x.name == n.name; }) > 1) {
+      // Several segments of one index share its name (Lance commits them together).
+      if (std::any_of(new_indices.begin(), new_indices.end(),
+                      [&](const pb::index_metadata& x) { return x.name == n.name && x.fields != n.fields; }))
+        throw invalid_input_error("index segments named '" + n.name + "' cover different columns");
+    }
+    if (n.dataset_version > p.version)
+      throw invalid_input_error("index '" + n.name + "' was built from version " + std::to_string(n.dataset_version) +
+                                ", newer than " + std::to_string(p.version));
+    for (auto it = kept.begin(); it != kept.end();) {
+      if (it->name == n.name) {
+        if (!o.replace)
+          throw invalid_input_error("the dataset already has an index named '" + n.name +
+                                    "' (replace it, or choose another name)");
+        removed.push_back(*it);
+        it = kept.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  dataset::pending_commit c;
+  c.transaction = dataset::make_transaction(p.version, pb::transaction::create_index{new_indices, removed});
+  c.manifest = p;
+  c.manifest.version = p.version + 1;
+  c.indices = std::move(kept);
+  for (auto& n : new_indices) c.indices.push_back(std::move(n));
+  const bool stable = dataset::uses_stable_row_ids(p);
+  dataset::commit_detail::finish_manifest(c.manifest, stable,
+                                          stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
+                                          c.transaction);
+  auto opts = o.publish;
+  if (auto s = dataset::dataset_naming_scheme(root)) opts.scheme = *s;
+  dataset::publish(root, c, opts, make_sink);
+  return dataset::load_version(root, c.manifest.version);
+}
+
+template <class SinkFactory = dataset::default_sink_factory>
+inline dataset::snapshot commit_index(const std::string& root, const dataset::snapshot& base, pb::index_metadata index,
+                                      const commit_index_options& o = {}, SinkFactory make_sink = {}) {
+  std::vector<pb::index_metadata> v;
+  v.push_back(std::move(index));
+  return commit_index(root, base, std::move(v), o, std::move(make_sink));
+}
+
+// ---------------------------------------------------------------------------------
+// Listing
+// ---------------------------------------------------------------------------------
+
+struct vector_index_info {
+  std::string name;
+  pb::uuid uuid;
+  std::vector<std::int32_t> fields;
+  std::vector<std::string> columns;  // dotted names of `fields`
+  std::string index_type;            // "IVF_PQ", "IVF_HNSW_SQ", ... ("" for non-vector indices)
+  std::optional<simd::distance_type> distance;
+  std::optional<pb::index::vector_index_details> details;
+  std::uint64_t dataset_version = 0;
+  std::vector<std::uint64_t> fragment_ids;
+  std::optional<std::int32_t> index_version;
+  std::optional<std::uint64_t> created_at;
+  std::vector<pb::index_file> files;
+};
+
+// Lance's type name from the details ("IVF_PQ", "IVF_HNSW_SQ", ...).
+inline std::string index_type_of(const pb::index::vector_index_details& d) {
+  using D = pb::index::vector_index_details;
+  std::string q = "FLAT";
+  if (std::holds_alternative<D::pq_compression>(d.compression)) q = "PQ";
+  else if (std::holds_alternative<D::sq_compression>(d.compression)) q = "SQ";
+  else if (std::holds_alternative<D::rq_compression>(d.compression)) q = "RQ";
+  return d.hnsw ? "IVF_HNSW_" + q : "IVF_" + q;
+}
+
+inline vector_index_info describe_index(const pb::manifest& m, const pb::index_metadata& im) {
+  vector_index_info info;
+  info.name = im.name;
+  info.uuid = im.uuid;
+  info.fields = im.fields;
+  const auto s = dataset::manifest_schema(m);
+  for (auto f : im.fields) info.columns.push_back(column_name_of(s, f));
+  if (im.index_details && im.index_details->type_url == pb::index::vector_index_details::type_url) {
+    info.details = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
+    info.index_type = index_type_of(*info.details);
+    info.distance = distance_of(info.details->metric);
+  }
+  info.dataset_version = im.dataset_version;
+  for (auto id : dataset::index_fragment_bitmap(im).to_vector()) info.fragment_ids.push_back(id);
+  info.index_version = im.index_version;
+  info.created_at = im.created_at;
+  info.files = im.files;
+  return info;
+}
+
+// Every index of a dataset version (vector indices with their type and metric).
+inline std::vector<vector_index_info> list_indices(const dataset::snapshot& s) {
+  std::vector<vector_index_info> out;
+  for (const auto& im : s.file.indices) out.push_back(describe_index(s.manifest(), im));
+  return out;
+}
+
+}  // namespace lancet::index
