@@ -278,6 +278,12 @@ TEST_CASE("2.0: writer errors") {
     CHECK_THROWS_WITH_AS(w.write_batch(make_batch({{"s", st}})),
                          doctest::Contains("does not encode struct validity"), invalid_input_error);
   }
+  SUBCASE("more than 2^32 rows in one batch") {
+    writer20 w(io::memory_sink{});
+    // A null-type array holds no buffers, so 2^32 + 1 rows cost nothing.
+    CHECK_THROWS_WITH_AS(w.write_batch(make_batch({{"n", null_array((std::int64_t(1) << 32) + 1)}})),
+                         doctest::Contains("at most 2^32 rows per batch"), invalid_input_error);
+  }
   SUBCASE("an empty batch is a no-op") {
     writer20 w(io::memory_sink{});
     w.write_batch(make_batch({{"a", make_array<std::int32_t>(std::vector<std::int32_t>{})}}));
