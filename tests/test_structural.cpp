@@ -19,6 +19,7 @@
 #include "lancet/file/footer.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/io/memory_sink.hpp"
+#include "lancet/json/base64.hpp"
 #include "lancet/json/rows_reader.hpp"
 #include "lancet/schema/lance_schema.hpp"
 #include "support/interop.hpp"
@@ -576,6 +577,37 @@ TEST_CASE("LanceDB 0.39 reads our 2.1 and 2.2 files (every type, special columns
     lancedb_reads_ours("types", v, 3000);
     lancedb_reads_ours("special", v, 5000);
   }
+}
+
+TEST_CASE("LanceDB 0.39 reads our 2.2 file with a 40 MB binary value and a small one" *
+          doctest::skip(!lancedb_available() || !file::runtime_structural_versions)) {
+  namespace t = lancet::testing;
+  std::string big(40u << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = char((i * 2654435761u) >> 24);
+  const std::string small = "\x01\x02\x03";
+  auto payload = arrow::large_binary_array(std::vector<std::string>{big, small});
+  auto batch = arrow::make_batch({{"id", arrow::make_array<std::int32_t>({0, 1})}, {"payload", payload}});
+  // Full-zip with each value zstd-compressed on its own, as Lance 12 writes it.
+  auto bytes = write_file<file::v2_2>({batch});
+  test_file f(bytes);
+  const auto l = f.columns[1].pages[0].encoding->unwrap<pb::enc21::page_layout>();
+  REQUIRE(std::holds_alternative<pb::enc21::full_zip_layout>(l.value));
+  const auto& z = std::get<pb::enc21::full_zip_layout>(l.value);
+  CHECK(z.bits_per_offset == 64u);
+  CHECK(std::holds_alternative<pb::enc21::general>(z.value_compression->value));
+  // Rows decode one at a time (the reader splits large pages into row ranges).
+  CHECK_FALSE(arrow::first_difference(arrow::slice(payload, 1, 1), f.read(1, 1, 2)));
+  CHECK_FALSE(arrow::first_difference(arrow::slice(payload, 0, 1), f.read(1, 0, 1)));
+  t::temp_dir dir("structural-big");
+  const auto ours = dir.path() / "ours";
+  dataset::write_options o;
+  o.storage_version = file::format_version::v2_2;
+  dataset::write(ours.string(), batch, o);
+  const auto got = t::node("read_table.mjs", {ours.string()});
+  const std::string expected = "{\"id\":0,\"payload\":\"" + json::base64_encode(big) + "\"}\n{\"id\":1,\"payload\":\"" +
+                               json::base64_encode(small) + "\"}\n{\"countRows\":2}\n";
+  CHECK(got.size() == expected.size());
+  CHECK(got == expected);
 }
 
 // ---- compression parameters --------------------------------------------------------------

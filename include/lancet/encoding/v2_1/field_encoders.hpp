@@ -342,8 +342,9 @@ class default_strategy {
         const bool per_value_general = params.compression && *params.compression != "fsst";
         if ((max_len > 32 * 1024 || per_value_general) && data_size >= fsst::least_input_size) {
           p.per_value.k = per_value_codec::kind::general;
+          // Lance's default: zstd at level 0 (written explicitly).
           p.per_value.scheme = detail::general_of(params).value_or(enc21::compression_scheme::zstd);
-          p.per_value.level = params.level;
+          p.per_value.level = detail::general_of(params) ? params.level : std::optional<std::int32_t>(0);
         } else if (fsst_asked || (text && max_len >= fsst::least_max_length && data_size >= fsst::least_input_size)) {
           p.per_value.k = per_value_codec::kind::fsst;
         }
