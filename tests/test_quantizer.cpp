@@ -802,8 +802,19 @@ TEST_CASE("RaBitQ: deterministic per seed and thread count; residual-query facto
 // centroids and the quantizer storage LanceDB 0.39 wrote for them.
 namespace {
 
+// A tensor's values as floats (float16 tensors are stored as raw bytes).
+std::vector<float> tensor_values(const nlohmann::json& t) {
+  if (t.contains("values")) return t["values"].get<std::vector<float>>();
+  const auto b = t["bytes"].get<std::vector<std::uint8_t>>();
+  std::vector<float> out(b.size() / 2);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = f16::from_bits(std::uint16_t(b[2 * i] | (b[2 * i + 1] << 8))).to_float();
+  return out;
+}
+
 struct fixture {
   nlohmann::json j;
+  bool half = false;  // float16 vectors, centroids and codebook
   std::size_t dim = 0;
   std::vector<float> vectors, centroids;
   std::vector<std::uint64_t> row_ids;
@@ -816,7 +827,8 @@ struct fixture {
     j = nlohmann::json::parse(f);
     dim = j["dim"];
     vectors = j["vectors"].get<std::vector<float>>();
-    centroids = j["centroids"]["values"].get<std::vector<float>>();
+    half = j["centroids"]["type"] == 1;
+    centroids = tensor_values(j["centroids"]);
     row_ids = j["row_ids"].get<std::vector<std::uint64_t>>();
     lengths = j["partition_lengths"].get<std::vector<std::uint64_t>>();
     distance = simd::parse_distance_type(j["distance_type"].get<std::string>());
@@ -840,7 +852,7 @@ bool close(float a, float b, float rel, float abs) { return std::fabs(a - b) <= 
 TEST_SUITE("lancedb fixtures") {
 
 TEST_CASE("RaBitQ: our codes, packing and factors equal LanceDB's for its rotation") {
-  for (const char* name : {"rq_l2_32", "rq_l2_24", "rq_dot_24", "rq_cos_24"}) {
+  for (const char* name : {"rq_l2_32", "rq_l2_24", "rq_dot_24", "rq_cos_24", "rq_l2_24_f16", "rq_cos_24_f16"}) {
     const std::string label = name;
     CAPTURE(label);
     const fixture fx(name);
@@ -864,8 +876,13 @@ TEST_CASE("RaBitQ: our codes, packing and factors equal LanceDB's for its rotati
       const auto rows = fx.rows(off, off + len);
       const std::vector<std::uint32_t> parts(len, std::uint32_t(p));
       rabitq::encoded_rows enc;
-      rabitq::encode_for_ivf(m, rows.data(), len, fx.distance, fx.centroids.data(), fx.lengths.size(), parts.data(),
-                             enc);
+      if (fx.half) {
+        const auto hr = convert<f16>(rows), hc = convert<f16>(fx.centroids);
+        rabitq::encode_for_ivf(m, hr.data(), len, fx.distance, hc.data(), fx.lengths.size(), parts.data(), enc);
+      } else {
+        rabitq::encode_for_ivf(m, rows.data(), len, fx.distance, fx.centroids.data(), fx.lengths.size(),
+                               parts.data(), enc);
+      }
       std::vector<std::uint8_t> packed(len * cb);
       rabitq::pack_codes(enc.codes.data(), len, cb, packed.data());
       std::vector<std::uint8_t> lance_rows(len * cb);
@@ -890,7 +907,7 @@ TEST_CASE("RaBitQ: our codes, packing and factors equal LanceDB's for its rotati
 }
 
 TEST_CASE("PQ: our codes equal LanceDB's for its codebook (8 and 4 bits; l2, dot, cosine)") {
-  for (const char* name : {"pq_l2_16", "pq_dot_16", "pq_cos_16", "pq4_l2_16"}) {
+  for (const char* name : {"pq_l2_16", "pq_dot_16", "pq_cos_16", "pq4_l2_16", "pq_l2_16_f16", "pq_cos_16_f16"}) {
     const std::string label = name;
     CAPTURE(label);
     const fixture fx(name);
@@ -901,7 +918,8 @@ TEST_CASE("PQ: our codes equal LanceDB's for its codebook (8 and 4 bits; l2, dot
     m.num_sub_vectors = sm["num_sub_vectors"];
     m.num_bits = sm["nbits"];
     m.distance = fx.distance == distance_type::dot ? distance_type::dot : distance_type::l2;
-    m.codebook = fx.j["tensor"]["values"].get<std::vector<float>>();
+    m.codebook = tensor_values(fx.j["tensor"]);
+    CHECK(fx.j["tensor"]["type"] == (fx.half ? 1 : 2));  // the codebook has the vectors' element type
     // Lance's tensor shape is [2^bits, dimension] over the [m][2^bits][d/m] values.
     CHECK(fx.j["tensor"]["shape"] == std::vector<std::size_t>{m.num_centroids(), m.dimension});
     m.validate();
@@ -913,8 +931,19 @@ TEST_CASE("PQ: our codes equal LanceDB's for its codebook (8 and 4 bits; l2, dot
       const auto rows = fx.rows(off, off + len);
       const std::vector<std::uint32_t> parts(len, std::uint32_t(p));
       std::vector<std::uint8_t> ours(len * cb), tr(len * cb);
-      pq::encode_for_ivf(m, rows.data(), len, fx.distance, fx.centroids.data(), fx.lengths.size(), parts.data(),
-                         ours.data());
+      if (fx.half) {
+        pq::model<f16> mh;
+        mh.dimension = m.dimension;
+        mh.num_sub_vectors = m.num_sub_vectors;
+        mh.num_bits = m.num_bits;
+        mh.distance = m.distance;
+        mh.codebook = convert<f16>(m.codebook);
+        const auto hr = convert<f16>(rows), hc = convert<f16>(fx.centroids);
+        pq::encode_for_ivf(mh, hr.data(), len, fx.distance, hc.data(), fx.lengths.size(), parts.data(), ours.data());
+      } else {
+        pq::encode_for_ivf(m, rows.data(), len, fx.distance, fx.centroids.data(), fx.lengths.size(), parts.data(),
+                           ours.data());
+      }
       pq::transpose_codes(ours.data(), len, cb, tr.data());
       for (std::size_t i = 0; i < len * cb; ++i) bad += tr[i] != codes[off * cb + i];
       off += len;

@@ -79,6 +79,14 @@ inline bool normalize_row(W* row, std::size_t d) {
   return true;
 }
 
+// Rounds values of working precision W to the element type T and back: Lance keeps
+// the vectors' element type through its transforms (normalisation, residuals).
+template <class T, class W>
+inline void round_through(W* v, std::size_t d) {
+  if constexpr (!std::is_same_v<T, W>)
+    for (std::size_t i = 0; i < d; ++i) v[i] = to_work<W>(from_work<T>(v[i]));
+}
+
 // Training rows for a quantizer, prepared as Lance prepares them: `picked` rows of
 // `rows` (n x d, element type T), normalised under cosine, rows with a non-finite
 // value dropped, and, when `residual` is set, the nearest of the k IVF centroids
@@ -97,7 +105,10 @@ inline std::vector<T> prepare_training_rows(const T* rows, std::size_t d, const 
   for (std::size_t r : picked) {
     for (std::size_t i = 0; i < d; ++i) tmp[i] = to_work<W>(rows[r * d + i]);
     bool ok = row_is_finite(tmp.data(), d);
-    if (ok && dist == simd::distance_type::cosine) ok = normalize_row(tmp.data(), d);
+    if (ok && dist == simd::distance_type::cosine) {
+      ok = normalize_row(tmp.data(), d);
+      round_through<T>(tmp.data(), d);
+    }
     if (!ok) {
       ++lost;
       continue;
@@ -135,14 +146,18 @@ struct ivf_input {
   bool residual = false;
 };
 
-// Row r of the input (n x d) as the quantizer sees it, in working precision W.
-// Returns false when the row cannot be prepared (zero row under cosine, a
-// partition out of range); the row is then filled with NaN.
+// Row r of the input (n x d) as the quantizer sees it, in working precision W (each
+// step rounded to the element type T, as Lance computes it). Returns false when
+// the row cannot be prepared (zero row under cosine, a partition out of range); the
+// row is then filled with NaN.
 template <class W, class T, class C>
 inline bool ivf_input_row(const ivf_input<C>& in, const T* rows, std::size_t r, std::size_t d, W* out) {
   for (std::size_t i = 0; i < d; ++i) out[i] = to_work<W>(rows[r * d + i]);
   bool ok = true;
-  if (in.distance == simd::distance_type::cosine) ok = normalize_row(out, d);
+  if (in.distance == simd::distance_type::cosine) {
+    ok = normalize_row(out, d);
+    round_through<T>(out, d);
+  }
   if (ok && in.residual) {
     const std::uint32_t p = in.partitions ? in.partitions[r] : simd::no_index;
     if (p >= in.num_partitions || in.centroids == nullptr) {
@@ -150,6 +165,7 @@ inline bool ivf_input_row(const ivf_input<C>& in, const T* rows, std::size_t r, 
     } else {
       const C* c = in.centroids + std::size_t(p) * d;
       for (std::size_t i = 0; i < d; ++i) out[i] -= to_work<W>(c[i]);
+      round_through<T>(out, d);
     }
   }
   if (!ok)

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -129,14 +130,200 @@ inline void check_params(const params& p, std::size_t d) {
   if (p.sample_rate == 0) throw invalid_input_error("PQ: sample_rate must be positive");
 }
 
+// ---- k-means over one sub-vector ----------------------------------------------
+// Lance trains each sub-vector's codebook with its generic k-means (random initial
+// rows, l2, no balance term, stop once the loss changes by less than tolerance *
+// loss). Sub-vectors are short (d / m values, often 8), where a GEMM-shaped kernel
+// spends most of its time outside the multiply; this trainer keeps the sub-vectors
+// column-major and scans the centroids for a block of rows held in registers. Same
+// algorithm as index::train_kmeans for this case (lancet's empty-cluster rule: take
+// half of the largest cluster), sums in row order, so the result depends only on the
+// seed.
+
+// The nearest of k centroids (k x d, row-major) for short vectors stored column-major
+// (value t of row r at cols[t * stride + r]); the lowest index wins a tie and a row
+// without a finite distance gets 0 (Lance's compute_partition). Ranks by
+// |c|^2 - 2 x.c, 2 x SIMD-width rows at a time held in registers, every centroid
+// streamed past them; sub-vectors longer than 16 use the tiled kernel instead.
+template <class W>
+class nearest_centroid {
+ public:
+  nearest_centroid(const W* cents, std::size_t k, std::size_t d) : k_(k), d_(d), m2c_(k * d), csq_(k) {
+    for (std::size_t j = 0; j < k; ++j) {
+      W s = W(0);
+      for (std::size_t t = 0; t < d; ++t) {
+        m2c_[j * d + t] = W(-2) * cents[j * d + t];
+        s += cents[j * d + t] * cents[j * d + t];
+      }
+      csq_[j] = s;
+    }
+    if (d > 16) tiled_ = std::make_shared<const simd::packed_centroids<W>>(distance_type::l2, cents, k, d);
+  }
+
+  void assign(const W* cols, std::size_t stride, std::size_t n, std::uint32_t* member) const {
+    std::size_t r = 0;
+    if (tiled_) {
+      std::vector<W> rows(n * d_);
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t t = 0; t < d_; ++t) rows[i * d_ + t] = cols[t * stride + i];
+      simd::assign_nearest(*tiled_, rows.data(), n, member, static_cast<W*>(nullptr), nullptr);
+      for (std::size_t i = 0; i < n; ++i)
+        if (member[i] == simd::no_index) member[i] = 0;
+      return;
+    }
+    switch (d_) {
+      case 4: r = blocks<4>(cols, stride, n, member); break;
+      case 8: r = blocks<8>(cols, stride, n, member); break;
+      case 16: r = blocks<16>(cols, stride, n, member); break;
+      default: r = blocks<0>(cols, stride, n, member);
+    }
+    for (; r < n; ++r) {  // the tail, scalar, same expansion
+      W best = std::numeric_limits<W>::infinity();
+      std::uint32_t bi = 0;
+      for (std::size_t j = 0; j < k_; ++j) {
+        W a = csq_[j];
+        for (std::size_t t = 0; t < d_; ++t) a += cols[t * stride + r] * m2c_[j * d_ + t];
+        if (a < best) {
+          best = a;
+          bi = static_cast<std::uint32_t>(j);
+        }
+      }
+      member[r] = bi;
+    }
+  }
+
+ private:
+  // D > 0: the sub-vector length known at compile time; 0: d_ (at most 16).
+  template <std::size_t D>
+  std::size_t blocks(const W* cols, std::size_t stride, std::size_t n, std::uint32_t* member) const {
+    using V = simd::detail::vec<W>;
+    constexpr std::size_t L = V::size;
+    const std::size_t d = D ? D : d_;
+    std::size_t r = 0;
+    for (; r + 2 * L <= n; r += 2 * L) {
+      V x0[16], x1[16];
+      for (std::size_t t = 0; t < d; ++t) {
+        x0[t] = simd::detail::vload(cols + t * stride + r);
+        x1[t] = simd::detail::vload(cols + t * stride + r + L);
+      }
+      V b0(std::numeric_limits<W>::infinity()), b1(std::numeric_limits<W>::infinity());
+      V i0(W(0)), i1(W(0));
+      for (std::size_t j = 0; j < k_; ++j) {
+        const W* c = m2c_.data() + j * d;
+        V a0(csq_[j]), a1(csq_[j]);
+#pragma GCC unroll 16
+        for (std::size_t t = 0; t < (D ? D : d); ++t) {
+          const V ct(c[t]);
+          a0 = simd::detail::vfma<W>(x0[t], ct, a0);
+          a1 = simd::detail::vfma<W>(x1[t], ct, a1);
+        }
+        const V jv(static_cast<W>(j));
+        const auto m0 = a0 < b0;
+        const auto m1 = a1 < b1;
+        b0 = simd::detail::vselect<W>(m0, a0, b0);
+        i0 = simd::detail::vselect<W>(m0, jv, i0);
+        b1 = simd::detail::vselect<W>(m1, a1, b1);
+        i1 = simd::detail::vselect<W>(m1, jv, i1);
+      }
+      alignas(64) W idx[2 * L];
+      simd::detail::vstore(idx, i0);
+      simd::detail::vstore(idx + L, i1);
+      for (std::size_t l = 0; l < 2 * L; ++l) member[r + l] = static_cast<std::uint32_t>(idx[l]);
+    }
+    return r;
+  }
+
+  std::size_t k_, d_;
+  std::vector<W> m2c_, csq_;
+  std::shared_ptr<const simd::packed_centroids<W>> tiled_;
+};
+
+template <class W>
+struct subvector_kmeans {
+  std::size_t n = 0, d = 0, k = 0;
+  std::vector<W> cols;  // d x n: value t of row r at cols[t * n + r]
+
+  // For every row: the nearest centroid and its squared distance.
+  void assign(const std::vector<W>& cents, std::uint32_t* member, W* dist) const {
+    nearest_centroid<W>(cents.data(), k, d).assign(cols.data(), n, n, member);
+    for (std::size_t r = 0; r < n; ++r) {
+      const W* c = cents.data() + std::size_t(member[r]) * d;
+      W s = W(0);
+      for (std::size_t t = 0; t < d; ++t) {
+        const W e = cols[t * n + r] - c[t];
+        s += e * e;
+      }
+      dist[r] = s;
+    }
+  }
+
+  // One run of Lance's k-means from the given initial centroids; returns the loss.
+  double run(std::vector<W>& cents, std::uint32_t max_iters, double tolerance) const {
+    std::vector<std::uint32_t> member(n);
+    std::vector<W> dist(n);
+    std::vector<std::size_t> sizes(k);
+    std::vector<double> sums(k * d);
+    double loss = std::numeric_limits<double>::max(), last = loss;
+    for (std::uint32_t it = 1; it <= max_iters; ++it) {
+      assign(cents, member.data(), dist.data());
+      last = 0;
+      for (std::size_t r = 0; r < n; ++r) last += static_cast<double>(dist[r]);
+      std::fill(sizes.begin(), sizes.end(), 0);
+      std::fill(sums.begin(), sums.end(), 0.0);
+      for (std::size_t r = 0; r < n; ++r) ++sizes[member[r]];
+      for (std::size_t t = 0; t < d; ++t) {
+        const W* col = cols.data() + t * n;
+        for (std::size_t r = 0; r < n; ++r) sums[std::size_t(member[r]) * d + t] += static_cast<double>(col[r]);
+      }
+      for (std::size_t j = 0; j < k; ++j)
+        if (sizes[j] > 0)
+          for (std::size_t t = 0; t < d; ++t)
+            cents[j * d + t] = static_cast<W>(sums[j * d + t] / static_cast<double>(sizes[j]));
+      split_empty(cents, sizes);
+      if (std::fabs(loss - last) < tolerance * last) break;
+      loss = last;
+    }
+    return last;
+  }
+
+  // Each empty cluster (in index order) takes half of the largest (lowest index on
+  // a tie): its centroid scaled by 1 +- 1/1024, alternating per value, the two moving
+  // apart; with nothing to split it copies the largest centroid.
+  void split_empty(std::vector<W>& cents, std::vector<std::size_t>& sizes) const {
+    for (std::size_t i = 0; i < k; ++i) {
+      if (sizes[i] != 0) continue;
+      std::size_t j = 0;
+      for (std::size_t q = 1; q < k; ++q)
+        if (sizes[q] > sizes[j]) j = q;
+      W* ci = cents.data() + i * d;
+      W* cj = cents.data() + j * d;
+      if (sizes[j] < 2) {
+        std::copy(cj, cj + d, ci);
+        continue;
+      }
+      sizes[i] = sizes[j] / 2;
+      sizes[j] -= sizes[i];
+      const W eps = W(1) / W(1024);
+      for (std::size_t t = 0; t < d; ++t) {
+        const W up = cj[t] * (W(1) + eps), down = cj[t] * (W(1) - eps);
+        ci[t] = t % 2 == 0 ? up : down;
+        cj[t] = t % 2 == 0 ? down : up;
+      }
+    }
+  }
+};
+
 // Trains the codebook on prepared rows (finite, already residuals / normalised).
 template <class T>
 inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, const params& p, distance_type table_dist,
                                boost::asio::thread_pool* pool) {
+  using W = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const std::size_t m = p.num_sub_vectors, k = std::size_t(1) << p.num_bits, sd = d / m;
   if (n < k)
     throw invalid_input_error("Not enough rows to train PQ. Requires " + std::to_string(k) + " rows but only " +
                               std::to_string(n) + " available");
+  // Lance: at most sample_rate * k rows per sub-vector k-means (and 512 * k).
+  const std::size_t use = std::min({n, p.sample_rate * k, k * 512});
   model<T> out;
   out.dimension = d;
   out.num_sub_vectors = m;
@@ -146,17 +333,29 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
   // One k-means per sub-vector, each with its own seed: the codebook depends only
   // on the seed, never on which thread trains which sub-vector.
   parallel_for(pool, m, [&](std::size_t s) {
-    std::vector<T> sub(n * sd);
-    for (std::size_t r = 0; r < n; ++r) std::copy(rows + r * d + s * sd, rows + r * d + (s + 1) * sd, sub.data() + r * sd);
-    kmeans_params kp;
-    kp.max_iters = p.max_iters;
-    kp.redos = p.kmeans_redos;
-    kp.distance = distance_type::l2;
-    kp.balance_factor = 0.0f;
-    kp.seed = quantizer::mix_seed(p.seed, s);
-    kp.sample_rate = p.sample_rate;
-    const auto km = train_kmeans(sub.data(), n, sd, k, kp, pool);
-    for (std::size_t i = 0; i < k * sd; ++i) out.codebook[s * k * sd + i] = km.centroids[i];
+    subvector_kmeans<W> km;
+    km.n = use;
+    km.d = sd;
+    km.k = k;
+    km.cols.resize(sd * use);
+    for (std::size_t r = 0; r < use; ++r)
+      for (std::size_t t = 0; t < sd; ++t) km.cols[t * use + r] = quantizer::to_work<W>(rows[r * d + s * sd + t]);
+    index::detail::rng64 rng(quantizer::mix_seed(p.seed, s));
+    std::vector<W> best;
+    double best_loss = std::numeric_limits<double>::max();
+    for (std::size_t redo = 0; redo < std::max<std::size_t>(p.kmeans_redos, 1); ++redo) {
+      // Random initialisation: k distinct rows, in row order (Lance's default).
+      const auto pick = index::detail::sample_indices(use, k, rng);
+      std::vector<W> cents(k * sd);
+      for (std::size_t j = 0; j < k; ++j)
+        for (std::size_t t = 0; t < sd; ++t) cents[j * sd + t] = km.cols[t * use + pick[j]];
+      const double loss = km.run(cents, p.max_iters, 1e-4);
+      if (best.empty() || loss < best_loss) {
+        best_loss = loss;
+        best = std::move(cents);
+      }
+    }
+    for (std::size_t i = 0; i < k * sd; ++i) out.codebook[s * k * sd + i] = quantizer::from_work<T>(best[i]);
   });
   return out;
 }
@@ -208,29 +407,29 @@ namespace detail {
 // Encodes rows [r0, r0 + cnt) given a function that writes row r's quantizer input
 // (working precision) into a buffer.
 template <class W, class C, class Fill>
-inline void encode_block(const model<C>& pq, const std::vector<simd::packed_centroids<W>>& pcs, std::size_t r0,
+inline void encode_block(const model<C>& pq, const std::vector<nearest_centroid<W>>& near, std::size_t r0,
                          std::size_t cnt, std::uint8_t* codes, Fill&& fill) {
   const std::size_t d = pq.dimension, m = pq.num_sub_vectors, sd = pq.sub_dimension(), cb = pq.code_bytes();
-  std::vector<W> rows(cnt * d), sub(cnt * sd);
+  std::vector<W> row(d), cols(d * cnt);  // column-major: value t of row r at cols[t * cnt + r]
+  for (std::size_t r = 0; r < cnt; ++r) {
+    fill(r0 + r, row.data());
+    for (std::size_t t = 0; t < d; ++t) cols[t * cnt + r] = row[t];
+  }
   std::vector<std::uint32_t> idx(cnt);
-  for (std::size_t r = 0; r < cnt; ++r) fill(r0 + r, rows.data() + r * d);
-  std::vector<std::uint8_t> plain(pq.num_bits == 4 ? cnt * m : 0);
   for (std::size_t s = 0; s < m; ++s) {
-    for (std::size_t r = 0; r < cnt; ++r)
-      std::copy(rows.data() + r * d + s * sd, rows.data() + r * d + (s + 1) * sd, sub.data() + r * sd);
-    simd::assign_nearest(pcs[s], sub.data(), cnt, idx.data(), static_cast<W*>(nullptr), nullptr);
+    const W* sub = cols.data() + s * sd * cnt;
+    near[s].assign(sub, cnt, cnt, idx.data());
     for (std::size_t r = 0; r < cnt; ++r) {
-      // Lance: argmin over l2 distances, or 0 when none is finite.
-      const std::uint8_t c = idx[r] == simd::no_index ? 0 : static_cast<std::uint8_t>(idx[r]);
-      if (pq.num_bits == 8) codes[(r0 + r) * cb + s] = c;
-      else plain[r * m + s] = c;
+      // Lance: a sub-vector with no finite distance (NaN, +-inf) gets code 0.
+      for (std::size_t t = 0; t < sd; ++t)
+        if (!std::isfinite(sub[t * cnt + r])) idx[r] = 0;
+      const auto c = static_cast<std::uint8_t>(idx[r]);
+      std::uint8_t* code = codes + (r0 + r) * cb;
+      if (pq.num_bits == 8) code[s] = c;
+      else if (s % 2 == 0) code[s / 2] = c;
+      else code[s / 2] = static_cast<std::uint8_t>(code[s / 2] | (c << 4));
     }
   }
-  if (pq.num_bits == 4)
-    for (std::size_t r = 0; r < cnt; ++r)
-      for (std::size_t b = 0; b < cb; ++b)
-        codes[(r0 + r) * cb + b] =
-            static_cast<std::uint8_t>((plain[r * m + 2 * b + 1] << 4) | plain[r * m + 2 * b]);
 }
 
 template <class W, class C, class Fill>
@@ -238,14 +437,18 @@ inline void encode_rows(const model<C>& pq, std::size_t n, std::uint8_t* codes, 
                         Fill&& fill) {
   pq.validate();
   if (n > 0 && codes == nullptr) throw invalid_input_error("PQ encode: output codes are null");
-  std::vector<simd::packed_centroids<W>> pcs;
-  pcs.reserve(pq.num_sub_vectors);
-  for (std::size_t s = 0; s < pq.num_sub_vectors; ++s)
-    pcs.emplace_back(distance_type::l2, pq.centroids(s), pq.num_centroids(), pq.sub_dimension());
+  std::vector<nearest_centroid<W>> near;
+  near.reserve(pq.num_sub_vectors);
+  std::vector<W> cw(pq.num_centroids() * pq.sub_dimension());
+  for (std::size_t s = 0; s < pq.num_sub_vectors; ++s) {
+    const C* c = pq.centroids(s);
+    for (std::size_t i = 0; i < cw.size(); ++i) cw[i] = quantizer::to_work<W>(c[i]);
+    near.emplace_back(cw.data(), pq.num_centroids(), pq.sub_dimension());
+  }
   const std::size_t block = 1024;
   parallel_for(pool, (n + block - 1) / block, [&](std::size_t b) {
     const std::size_t r0 = b * block;
-    encode_block<W>(pq, pcs, r0, std::min(block, n - r0), codes, fill);
+    encode_block<W>(pq, near, r0, std::min(block, n - r0), codes, fill);
   });
 }
 
@@ -406,12 +609,12 @@ inline std::size_t lut_scan_avx2(const float* lut, std::size_t nbytes, const std
 }
 #endif
 
-// Chooses the widest gather kernel the target has; the scalar loop finishes the tail.
+// The 8-lane gather kernel where AVX2 exists (bench_pq: faster than 16-lane gathers
+// and than the scalar loop on AMD Zen; on par on Intel), the scalar loop elsewhere
+// and for the tail.
 inline void lut_scan(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n, float* out) {
   std::size_t done = 0;
-#if defined(__AVX512F__)
-  done = lut_scan_avx512(lut, nbytes, codes, n, out);
-#elif defined(__AVX2__)
+#if defined(__AVX2__)
   done = lut_scan_avx2(lut, nbytes, codes, n, out);
 #endif
   lut_scan_scalar(lut, nbytes, codes, n, done, n, out);

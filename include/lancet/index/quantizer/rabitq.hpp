@@ -349,7 +349,10 @@ inline void encode_for_ivf(const model& m, const T* rows, std::size_t n, distanc
         throw invalid_input_error("RaBitQ encode: row " + std::to_string(row) + " has partition " +
                                   std::to_string(p) + " of " + std::to_string(num_partitions));
       for (std::size_t i = 0; i < d; ++i) v[i] = quantizer::to_work<W>(rows[row * d + i]);
-      if (distance == distance_type::cosine) quantizer::normalize_row(v.data(), d);
+      if (distance == distance_type::cosine) {
+        quantizer::normalize_row(v.data(), d);
+        quantizer::round_through<T>(v.data(), d);
+      }
       for (std::size_t i = 0; i < d; ++i) cw[i] = quantizer::to_work<W>(centroids[std::size_t(p) * d + i]);
       // Lance takes the residual in the vector's element type; for l2 |r|^2 is the
       // row's distance to its centroid.

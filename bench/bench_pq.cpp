@@ -1,0 +1,222 @@
+// Quantizer throughput on clustered vectors (default 200,000 x 128, 256 IVF
+// partitions, PQ 16 x 8 as the IVF_PQ benchmark of issue 6):
+//   - PQ codebook training as Lance does it (65,536-row residual sample, 16 k-means of
+//     k = 256 over 8-d sub-vectors, 50 iterations), on 1 and on T threads;
+//   - PQ encoding (residual to the row's centroid, nearest centroid per sub-vector);
+//   - distance-table scans (codes/s) over Lance's transposed layout: the chosen
+//     kernel, each gather kernel and the scalar loop, beside memcpy of the same code
+//     bytes in the same run; 4-bit codes; RaBitQ and SQ scans.
+//   bench_pq [rows] [threads]      (defaults: 200000 2)
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include <lancet/index/kmeans.hpp>
+#include <lancet/index/quantizer/pq.hpp>
+#include <lancet/index/quantizer/rabitq.hpp>
+#include <lancet/index/quantizer/sq.hpp>
+
+using namespace lancet;
+using namespace lancet::index;
+using clock_type = std::chrono::steady_clock;
+using simd::distance_type;
+
+namespace {
+
+// CPU seconds of the whole process (every thread).
+double cpu_now() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+double last_cpu = 0;  // CPU seconds of the fastest repetition of the last best_seconds
+
+// Fastest wall time of reps runs (and its CPU time in last_cpu).
+template <class F>
+double best_seconds(int reps, F&& f) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = clock_type::now();
+    const double c0 = cpu_now();
+    f();
+    const double w = std::chrono::duration<double>(clock_type::now() - t0).count();
+    if (w < best) {
+      best = w;
+      last_cpu = cpu_now() - c0;
+    }
+  }
+  return best;
+}
+
+// 1,000 Gaussian clusters (sigma 0.25) around centres uniform in [-1, 1]^d.
+std::vector<float> clustered(std::size_t n, std::size_t d, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::normal_distribution<float> g(0, 0.25f);
+  const std::size_t clusters = 1000;
+  std::vector<float> centres(clusters * d), out(n * d);
+  for (auto& c : centres) c = u(rng);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t c = rng() % clusters;
+    for (std::size_t t = 0; t < d; ++t) out[i * d + t] = centres[c * d + t] + g(rng);
+  }
+  return out;
+}
+
+volatile float sink = 0;
+
+void row(const std::string& what, double seconds, double items, const std::string& unit, double bytes = 0) {
+  std::cout << "| " << what << " | " << std::fixed << std::setprecision(3) << seconds << " s | " << last_cpu
+            << " s | " << std::setprecision(1) << items / seconds / 1e6 << " M " << unit << "/s |";
+  if (bytes > 0) std::cout << " " << std::setprecision(2) << bytes / seconds / 1e9 << " GB/s |";
+  else std::cout << " |";
+  std::cout << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::size_t n = argc > 1 ? std::stoul(argv[1]) : 200000;
+  const std::size_t threads = argc > 2 ? std::stoul(argv[2]) : 2;
+  const std::size_t d = 128, parts = 256, m = 16;
+  std::cout << "rows " << n << ", dim " << d << ", " << parts << " partitions, PQ " << m << "x8, " << threads
+            << " threads\n\n";
+  const auto rows = clustered(n, d, 1);
+  boost::asio::thread_pool pool(threads);
+
+  kmeans_params kp;
+  kp.balance_factor = 1.0f;  // Lance's IVF
+  kmeans_result<float> km;
+  const double t_ivf = best_seconds(1, [&] { km = train_kmeans(rows.data(), n, d, parts, kp, &pool); });
+  const double cpu_ivf = last_cpu;
+  std::vector<std::uint32_t> part(n);
+  assign_partitions(km, rows.data(), n, part.data(), static_cast<float*>(nullptr), &pool);
+
+  std::cout << "| step | wall | CPU | throughput | bytes |\n| --- | --- | --- | --- | --- |\n";
+  last_cpu = cpu_ivf;
+  row("IVF k-means, 256 partitions (" + std::to_string(threads) + " threads, context)", t_ivf,
+      double(std::min<std::size_t>(n, 256 * parts)) * kp.max_iters, "row-iterations");
+
+  pq::params pp;
+  pp.num_sub_vectors = m;
+  pq::model<float> model;
+  const double t_train1 = best_seconds(1, [&] {
+    model = pq::train_for_ivf(rows.data(), n, d, km.centroids.data(), parts, distance_type::l2, pp, nullptr);
+  });
+  const double t_train = best_seconds(1, [&] {
+    model = pq::train_for_ivf(rows.data(), n, d, km.centroids.data(), parts, distance_type::l2, pp, &pool);
+  });
+  const double sample = double(std::min(n, pp.sample_size()));
+  row("PQ training 16x8, 1 thread", t_train1, sample * double(pp.max_iters) * double(m), "sub-vector-iterations");
+  row("PQ training 16x8, " + std::to_string(threads) + " threads", t_train, sample * double(pp.max_iters) * double(m),
+      "sub-vector-iterations");
+
+  std::vector<std::uint8_t> codes(n * m), tcodes(n * m);
+  const double t_enc = best_seconds(3, [&] {
+    pq::encode_for_ivf(model, rows.data(), n, distance_type::l2, km.centroids.data(), parts, part.data(),
+                       codes.data(), &pool);
+  });
+  row("PQ encoding (residuals), " + std::to_string(threads) + " threads", t_enc, double(n), "rows");
+  pq::transpose_codes(codes.data(), n, m, tcodes.data());
+
+  // Scans: one query's table over all n codes, single thread.
+  const std::vector<float> q(rows.begin(), rows.begin() + d);
+  const pq::distance_table table(model, q.data());
+  std::vector<float> out(n);
+  std::vector<std::uint8_t> copy(n * m);
+  const int reps = 20;
+  const double bytes = double(n * m);
+  const double t_copy = best_seconds(reps, [&] {
+    std::memcpy(copy.data(), tcodes.data(), n * m);
+    sink = sink + float(copy[n]);
+  });
+  row("memcpy of the code bytes (anchor)", t_copy, double(n), "rows", bytes);
+  const double t_scan = best_seconds(reps, [&] {
+    table.scan(tcodes.data(), n, out.data());
+    sink = sink + out[n / 2];
+  });
+  row("PQ 16x8 scan, chosen kernel", t_scan, double(n), "codes", bytes);
+  // The individual kernels, over the same 256-entry-per-byte tables.
+  std::vector<float> lut(m * 256);
+  std::copy(table.table().begin(), table.table().end(), lut.begin());
+  const double t_scalar = best_seconds(reps, [&] {
+    pq::detail::lut_scan_scalar(lut.data(), m, tcodes.data(), n, 0, n, out.data());
+    sink = sink + out[n / 2];
+  });
+  row("PQ 16x8 scan, scalar loop", t_scalar, double(n), "codes", bytes);
+#if defined(__AVX2__)
+  const double t_avx2 = best_seconds(reps, [&] {
+    const std::size_t done = pq::detail::lut_scan_avx2(lut.data(), m, tcodes.data(), n, out.data());
+    pq::detail::lut_scan_scalar(lut.data(), m, tcodes.data(), n, done, n, out.data());
+    sink = sink + out[n / 2];
+  });
+  row("PQ 16x8 scan, AVX2 gathers", t_avx2, double(n), "codes", bytes);
+#endif
+#if defined(__AVX512F__)
+  const double t_avx512 = best_seconds(reps, [&] {
+    const std::size_t done = pq::detail::lut_scan_avx512(lut.data(), m, tcodes.data(), n, out.data());
+    pq::detail::lut_scan_scalar(lut.data(), m, tcodes.data(), n, done, n, out.data());
+    sink = sink + out[n / 2];
+  });
+  row("PQ 16x8 scan, AVX-512 gathers", t_avx512, double(n), "codes", bytes);
+#endif
+  const double t_table = best_seconds(200, [&] {
+    const pq::distance_table t(model, q.data());
+    sink = sink + t.table()[7];
+  });
+  std::cout << "| PQ 16x8 distance table per query (residual) | " << std::setprecision(1) << t_table * 1e6
+            << " us | | | |\n";
+
+  // 4-bit codes (m = 16, 8 bytes per row): 16-entry tables combined per byte.
+  pq::params p4 = pp;
+  p4.num_bits = 4;
+  const auto m4 = pq::train_for_ivf(rows.data(), n, d, km.centroids.data(), parts, distance_type::l2, p4, &pool);
+  std::vector<std::uint8_t> c4(n * 8), t4(n * 8);
+  pq::encode_for_ivf(m4, rows.data(), n, distance_type::l2, km.centroids.data(), parts, part.data(), c4.data(), &pool);
+  pq::transpose_codes(c4.data(), n, 8, t4.data());
+  const pq::distance_table table4(m4, q.data());
+  const double t_scan4 = best_seconds(reps, [&] {
+    table4.scan(t4.data(), n, out.data());
+    sink = sink + out[n / 2];
+  });
+  row("PQ 16x4 scan (exact f32)", t_scan4, double(n), "codes", double(n * 8));
+
+  // RaBitQ: encode and scan (1 bit x 128 = 16 bytes per row, same bytes as PQ 16x8).
+  const auto rq = rabitq::make(d);
+  rabitq::encoded_rows enc;
+  const double t_rq_enc = best_seconds(3, [&] {
+    rabitq::encode_for_ivf(rq, rows.data(), n, distance_type::l2, km.centroids.data(), parts, part.data(), enc, &pool);
+  });
+  row("RaBitQ encoding, " + std::to_string(threads) + " threads", t_rq_enc, double(n), "rows");
+  std::vector<std::uint8_t> rt(n * 16);
+  pq::transpose_codes(enc.codes.data(), n, 16, rt.data());
+  const rabitq::query_estimator est(rq, q.data(), distance_type::l2);
+  const double t_rq = best_seconds(reps, [&] {
+    est.scan(rt.data(), n, enc.add_factors.data(), enc.scale_factors.data(), 1.0f, out.data());
+    sink = sink + out[n / 2];
+  });
+  row("RaBitQ 128-bit scan (with factors)", t_rq, double(n), "codes", double(n * 16));
+
+  // SQ: 128 bytes per row.
+  const auto sqm = sq::train(rows.data(), n, d, {}, distance_type::l2, &pool);
+  std::vector<std::uint8_t> sc(n * d);
+  sq::encode(sqm, rows.data(), n, sc.data(), &pool);
+  const sq::distance_estimator se(sqm, q.data(), distance_type::l2);
+  const double t_sq = best_seconds(5, [&] {
+    se.scan(sc.data(), n, out.data());
+    sink = sink + out[n / 2];
+  });
+  row("SQ 8-bit scan (128 B per row)", t_sq, double(n), "codes", double(n * d));
+  return 0;
+}
