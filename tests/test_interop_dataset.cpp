@@ -1,0 +1,733 @@
+// Interop at the dataset level, LanceDB 0.39 (Lance 12.0.0) as the oracle, driven
+// through the Node scripts in tests/interop/ (run `npm install` there first):
+//  - LanceDB reads ours: a dataset of every type lancet writes, with nulls at every
+//    level, several fragments and several pages per column: its schema, every value
+//    (read_table.mjs), countRows, `where` filters, versions;
+//  - LanceDB appends to and deletes from our dataset (Arrow and bitmap deletion
+//    files), we read every row back, we append and delete again, LanceDB reads that;
+//  - we read LanceDB's datasets of every storage version it writes, after an `add`
+//    and a `delete`;
+//  - randomised: 200 random schemas (depth <= 3) and rows each way.
+// Values are compared by parsing LanceDB's canonical JSON (tests/interop/README.md)
+// with lancet::json::read_rows against the dataset's schema, then comparing arrays exactly.
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include <lancet/arrow/builder.hpp>
+#include <lancet/arrow/compare.hpp>
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/write.hpp>
+#include <lancet/encoding/detail/gather.hpp>
+#include <lancet/file/reader.hpp>
+#include <lancet/io/file_source.hpp>
+#include <lancet/json/rows_reader.hpp>
+
+#include "support/interop.hpp"
+
+using namespace lancet;
+using namespace lancet::arrow;
+namespace fs = std::filesystem;
+namespace ds = lancet::dataset;
+namespace t = lancet::testing;
+using njson = nlohmann::json;
+
+namespace {
+
+// ---- LanceDB's JSON ------------------------------------------------------------------
+
+// Splits read_table.mjs / filter.mjs output into its rows and trailing countRows.
+struct lancedb_rows {
+  std::optional<njson> schema;
+  std::string rows;  // JSON Lines
+  std::int64_t count_rows = -1;
+};
+
+lancedb_rows split_output(const std::string& out) {
+  lancedb_rows r;
+  std::size_t at = 0;
+  while (at < out.size()) {
+    auto nl = out.find('\n', at);
+    if (nl == std::string::npos) nl = out.size();
+    const std::string_view line(out.data() + at, nl - at);
+    at = nl + 1;
+    if (line.empty()) continue;
+    if (line.starts_with("{\"schema\":")) {
+      r.schema = njson::parse(line)["schema"];
+    } else if (line.starts_with("{\"countRows\":")) {
+      r.count_rows = njson::parse(line)["countRows"].get<std::int64_t>();
+    } else {
+      r.rows.append(line);
+      r.rows.push_back('\n');
+    }
+  }
+  return r;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Canonical JSON rows parsed against a schema.
+record_batch parse_rows(const arrow::schema& s, const std::string& text) {
+  auto sp = std::make_shared<const arrow::schema>(s);
+  if (text.empty()) {
+    record_batch b;
+    b.schema = sp;
+    for (const auto& f : s.fields) b.columns.push_back(ds::fragment_detail::null_array_of(f.type, 0));
+    return b;
+  }
+  return lancet::json::read_rows(sp, text);
+}
+
+// lib.mjs schemaJson of an Arrow schema (field metadata left out).
+njson type_json(const data_type& t);
+njson field_json(const field& f) {
+  njson j = type_json(*f.type);
+  j["name"] = f.name;
+  j["nullable"] = f.nullable;
+  return j;
+}
+njson type_json(const data_type& t) {
+  auto unit = [](time_unit u) { return std::string(unit_name(u)); };
+  auto kids = [&] {
+    njson a = njson::array();
+    for (const auto& c : t.children) a.push_back(field_json(c));
+    return a;
+  };
+  switch (t.id) {
+    case type_id::time32: return {{"type", "time32"}, {"unit", unit(t.unit)}};
+    case type_id::time64: return {{"type", "time64"}, {"unit", unit(t.unit)}};
+    case type_id::timestamp:
+      return {{"type", "timestamp"}, {"unit", unit(t.unit)}, {"timezone", t.timezone.empty() ? njson(nullptr) : njson(t.timezone)}};
+    case type_id::duration: return {{"type", "duration"}, {"unit", unit(t.unit)}};
+    case type_id::decimal128: return {{"type", "decimal128"}, {"precision", t.precision}, {"scale", t.scale}};
+    case type_id::decimal256: return {{"type", "decimal256"}, {"precision", t.precision}, {"scale", t.scale}};
+    case type_id::fixed_size_binary: return {{"type", "fixed_size_binary"}, {"byte_width", t.byte_width}};
+    case type_id::fixed_size_list: return {{"type", "fixed_size_list"}, {"list_size", t.list_size}, {"children", kids()}};
+    case type_id::list: return {{"type", "list"}, {"children", kids()}};
+    case type_id::large_list: return {{"type", "large_list"}, {"children", kids()}};
+    case type_id::struct_: return {{"type", "struct"}, {"children", kids()}};
+    case type_id::utf8: return {{"type", "utf8"}};
+    case type_id::boolean: return {{"type", "bool"}};
+    default: return {{"type", to_string(t)}};
+  }
+}
+njson strip_metadata(njson j) {
+  if (j.is_object()) {
+    j.erase("metadata");
+    for (auto& [k, v] : j.items()) v = strip_metadata(v);
+  } else if (j.is_array()) {
+    for (auto& v : j) v = strip_metadata(v);
+  }
+  return j;
+}
+njson fields_json(const arrow::schema& s) {
+  njson a = njson::array();
+  for (const auto& f : s.fields) a.push_back(field_json(f));
+  return a;
+}
+
+void check_batches(const record_batch& expected, const record_batch& actual, const std::string& what) {
+  REQUIRE(expected.columns.size() == actual.columns.size());
+  CHECK(expected.num_rows() == actual.num_rows());
+  for (std::size_t c = 0; c < expected.columns.size(); ++c) {
+    compare_options o;
+    o.check_nested_nullability = false;
+    auto d = first_difference(expected.columns[c], actual.columns[c], o);
+    INFO(what << ", column '" << expected.schema->fields[c].name << "': " << d.value_or(""));
+    CHECK_FALSE(d.has_value());
+  }
+}
+
+record_batch concat_all(const std::vector<record_batch>& bs) {
+  record_batch out;
+  out.schema = bs.at(0).schema;
+  for (std::size_t c = 0; c < out.schema->fields.size(); ++c) {
+    std::vector<array_ptr> parts;
+    for (const auto& b : bs) parts.push_back(b.columns[c]);
+    out.columns.push_back(encoding::detail::concat(parts, out.schema->fields[c].type));
+  }
+  return out;
+}
+
+record_batch take_rows(const record_batch& b, const std::vector<std::int64_t>& rows) {
+  record_batch out;
+  out.schema = b.schema;
+  for (std::size_t c = 0; c < b.columns.size(); ++c) {
+    std::vector<array_ptr> parts;
+    for (auto r : rows) parts.push_back(slice(b.columns[c], r, 1));
+    out.columns.push_back(parts.empty() ? ds::fragment_detail::null_array_of(b.schema->fields[c].type, 0)
+                                        : encoding::detail::concat(parts, b.schema->fields[c].type));
+  }
+  return out;
+}
+
+std::vector<std::int64_t> id_column(const record_batch& b, const std::string& name = "id") {
+  std::size_t c = 0;
+  while (b.schema->fields.at(c).name != name) ++c;
+  std::vector<std::int64_t> v;
+  for (std::int64_t i = 0; i < b.num_rows(); ++i) v.push_back(b.columns[c]->value<std::int64_t>(i));
+  return v;
+}
+
+// ---- random data that LanceDB's JS client round-trips ----------------------------------
+
+class generator {
+ public:
+  explicit generator(std::uint64_t seed, bool struct_nulls = false) : rng_(seed), struct_nulls_(struct_nulls) {}
+
+  bool coin(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  std::int64_t between(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_); }
+
+  static std::vector<type_ptr> leaves() {
+    return {null_type(), boolean(), int8(), int16(), int32(), int64(), uint8(), uint16(), uint32(), uint64(),
+            float16(), float32(), float64(), date32(), date64(), time32(time_unit::second), time32(time_unit::milli),
+            time64(time_unit::micro), time64(time_unit::nano), timestamp(time_unit::second),
+            timestamp(time_unit::milli, "UTC"), timestamp(time_unit::micro), timestamp(time_unit::nano, "Asia/Tokyo"),
+            duration(time_unit::second), duration(time_unit::milli), duration(time_unit::nano), decimal128(20, 4),
+            decimal256(50, 6), utf8(), large_utf8(), binary(), large_binary(), fixed_size_binary(5)};
+  }
+
+  // Depth <= max_depth; no large_list (LanceDB's JS client cannot read it).
+  type_ptr random_type(int depth, int max_depth) {
+    const auto ls = leaves();
+    const auto kind = depth >= max_depth ? 0 : between(0, 9);
+    switch (kind) {
+      case 6:
+      case 7: {
+        auto item = random_type(depth + 1, max_depth);
+        const bool nullable = item->id == type_id::null || coin(0.8);  // null items are always null
+        return list(field{"item", item, nullable, {}});
+      }
+      case 8: {
+        // lancet writes fixed-size lists of fixed-width items.
+        type_ptr item;
+        do item = ls[std::size_t(between(1, std::int64_t(ls.size()) - 1))];
+        while (!is_fixed_width(*item));
+        return fixed_size_list(item, std::int32_t(between(1, 4)), true);
+      }
+      case 9: {
+        std::vector<field> members;
+        const auto n = between(1, 3);
+        for (std::int64_t i = 0; i < n; ++i) members.push_back(field{"f" + std::to_string(i), random_type(depth + 1, max_depth), true, {}});
+        return struct_(std::move(members));
+      }
+      default: return ls[std::size_t(between(0, std::int64_t(ls.size()) - 1))];
+    }
+  }
+
+  std::string text() {
+    static const char* samples[] = {"", "a", "lance", "h\xC3\xA9llo", "\xE6\x97\xA5\xE6\x9C\xAC", "tab\tnew\nline",
+                                    "\"quoted\"", "back\\slash", "emoji \xF0\x9F\xA6\x80"};
+    if (coin(0.3)) return samples[between(0, 8)];
+    std::string s(std::size_t(between(0, 20)), ' ');
+    for (auto& c : s) c = char(between(0x20, 0x7e));
+    return s;
+  }
+  std::string bytes(std::size_t n) {
+    std::string s(n, ' ');
+    for (auto& c : s) c = char(between(0, 255));
+    return s;
+  }
+
+  array_ptr array(const type_ptr& type, std::int64_t n, bool nullable, double null_p = 0.15) {
+    std::vector<bool> valid(static_cast<std::size_t>(n), true);
+    const bool may = nullable && type->id != type_id::null && (type->id != type_id::struct_ || struct_nulls_);
+    validity_list vl;
+    if (may) {
+      for (auto&& v : valid) v = !coin(null_p);
+      for (bool v : valid) vl.push_back(v);
+    }
+    switch (type->id) {
+      case type_id::null: return null_array(n);
+      case type_id::boolean: {
+        boolean_builder b;
+        for (auto v : valid) v ? b.append(coin(0.5)) : b.append_null();
+        return b.finish();
+      }
+      case type_id::int8: return ints<std::int8_t>(type, valid, -128, 127);
+      case type_id::int16: return ints<std::int16_t>(type, valid, -32768, 32767);
+      case type_id::int32: return ints<std::int32_t>(type, valid, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max());
+      case type_id::uint8: return ints<std::uint8_t>(type, valid, 0, 255);
+      case type_id::uint16: return ints<std::uint16_t>(type, valid, 0, 65535);
+      case type_id::uint32: return ints<std::uint32_t>(type, valid, 0, 4294967295ll);
+      case type_id::int64: case type_id::timestamp: case type_id::duration: {
+        primitive_builder<std::int64_t> b(type);
+        for (auto v : valid) v ? b.append(std::int64_t(rng_())) : b.append_null();
+        return b.finish();
+      }
+      case type_id::uint64: {
+        primitive_builder<std::uint64_t> b(type);
+        for (auto v : valid) v ? b.append(std::uint64_t(rng_())) : b.append_null();
+        return b.finish();
+      }
+      case type_id::date32: return ints<std::int32_t>(type, valid, -20000, 30000);
+      case type_id::date64: {
+        primitive_builder<std::int64_t> b(type);
+        for (auto v : valid) v ? b.append(between(-20000, 30000) * 86400000) : b.append_null();
+        return b.finish();
+      }
+      case type_id::time32:
+        return ints<std::int32_t>(type, valid, 0, type->unit == time_unit::second ? 86399 : 86399999);
+      case type_id::time64: {
+        primitive_builder<std::int64_t> b(type);
+        const std::int64_t day = type->unit == time_unit::micro ? 86400000000ll : 86400000000000ll;
+        for (auto v : valid) v ? b.append(between(0, day - 1)) : b.append_null();
+        return b.finish();
+      }
+      case type_id::float16: {
+        float16_builder b;
+        for (auto v : valid) v ? b.append(float(between(-4000, 4000)) / 8.0f) : b.append_null();
+        return b.finish();
+      }
+      case type_id::float32: {
+        primitive_builder<float> b(type);
+        for (auto v : valid) v ? b.append(float(between(-1000000, 1000000)) / 7.0f) : b.append_null();
+        return b.finish();
+      }
+      case type_id::float64: {
+        primitive_builder<double> b(type);
+        for (auto v : valid) v ? b.append(std::uniform_real_distribution<double>(-1e12, 1e12)(rng_)) : b.append_null();
+        return b.finish();
+      }
+      case type_id::decimal128: case type_id::decimal256: {
+        decimal_builder b(type);
+        for (auto v : valid) {
+          if (!v) { b.append_null(); continue; }
+          int128_t x = int128_t(rng_() % 1000000000000000000ull) * 100 + int128_t(between(0, 99));
+          b.append(coin(0.5) ? -x : x);
+        }
+        return b.finish();
+      }
+      case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary: {
+        binary_builder b(type);
+        const bool text_type = type->id == type_id::utf8 || type->id == type_id::large_utf8;
+        for (auto v : valid) {
+          if (!v) b.append_null();
+          else b.append(text_type ? text() : bytes(std::size_t(between(0, 16))));
+        }
+        return b.finish();
+      }
+      case type_id::fixed_size_binary: {
+        fixed_size_binary_builder b(type->byte_width);
+        for (auto v : valid) v ? b.append(bytes(std::size_t(type->byte_width))) : b.append_null();
+        return b.finish();
+      }
+      case type_id::fixed_size_list: {
+        auto child = array(type->children[0].type, n * type->list_size, type->children[0].nullable);
+        return make_fixed_size_list(type->children[0], child, type->list_size, vl);
+      }
+      case type_id::list: {
+        std::vector<std::int32_t> offs{0};
+        for (std::int64_t i = 0; i < n; ++i) offs.push_back(offs.back() + (valid[std::size_t(i)] ? std::int32_t(between(0, 4)) : 0));
+        auto child = array(type->children[0].type, offs.back(), type->children[0].nullable);
+        return make_list(type->children[0], child, offs, vl);
+      }
+      case type_id::struct_: {
+        std::vector<array_ptr> kids;
+        for (const auto& c : type->children) kids.push_back(array(c.type, n, c.nullable));
+        return make_struct(type->children, kids, vl);
+      }
+      default: throw std::runtime_error("generator: unexpected type " + to_string(*type));
+    }
+  }
+
+ private:
+  template <class T>
+  array_ptr ints(const type_ptr& type, const std::vector<bool>& valid, std::int64_t lo, std::int64_t hi) {
+    primitive_builder<T> b(type);
+    for (auto v : valid) v ? b.append(T(between(lo, hi))) : b.append_null();
+    return b.finish();
+  }
+
+  std::mt19937_64 rng_;
+  bool struct_nulls_;
+};
+
+// ---- the every-type table -------------------------------------------------------------
+
+// id (int64, row number) first, then every type lancet writes, nulls at every level
+// (null structs only from 2.1 on: Lance 2.0 cannot store them).
+std::shared_ptr<const arrow::schema> every_type_schema() {
+  auto s = std::make_shared<arrow::schema>();
+  s->fields.push_back(field{"id", int64(), false, {}});
+  int k = 0;
+  for (const auto& t : generator::leaves()) {
+    std::string tag = to_string(*t);
+    for (auto& ch : tag)
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    s->fields.push_back(field{"c" + std::to_string(k++) + "_" + tag, t, true, {}});
+  }
+  s->fields.push_back(field{"int32_nonnull", int32(), false, {}});
+  s->fields.push_back(field{"vec", fixed_size_list(float32(), 8, true), true, {}});
+  s->fields.push_back(field{"fsl_i16", fixed_size_list(int16(), 3, true), true, {}});
+  s->fields.push_back(field{"list_i32", list(int32()), true, {}});
+  s->fields.push_back(field{"list_utf8_nonnull_items", list(utf8(), false), true, {}});
+  s->fields.push_back(field{"list_list", list(list(int32())), true, {}});
+  s->fields.push_back(field{"list_struct", list(struct_({field{"x", int32(), true, {}}, field{"y", utf8(), true, {}}})), true, {}});
+  s->fields.push_back(field{"st", struct_({field{"a", int32(), true, {}}, field{"b", utf8(), true, {}},
+                                           field{"c", struct_({field{"d", float64(), true, {}}}), true, {}}}),
+                            true, {}});
+  return s;
+}
+
+// A column name quoted for LanceDB's SQL filters.
+std::string sql_name(const std::string& n) { return "`" + n + "`"; }
+
+std::vector<record_batch> every_type_batches(std::uint64_t seed, std::int64_t first_id, std::vector<std::int64_t> sizes,
+                                            bool struct_nulls = false) {
+  generator g(seed, struct_nulls);
+  auto s = every_type_schema();
+  std::vector<record_batch> out;
+  for (auto n : sizes) {
+    std::vector<array_ptr> cols;
+    std::vector<std::int64_t> ids;
+    for (std::int64_t i = 0; i < n; ++i) ids.push_back(first_id++);
+    cols.push_back(make_array<std::int64_t>(ids));
+    for (std::size_t f = 1; f < s->fields.size(); ++f) cols.push_back(g.array(s->fields[f].type, n, s->fields[f].nullable));
+    out.push_back(make_batch(s, cols));
+  }
+  return out;
+}
+
+// Runs a test case once per storage version lancet writes.
+#define GENERATE_VERSION()                                                              \
+  [] {                                                                                  \
+    std::string picked;                                                                 \
+    for (const char* v : {"2.0", "2.1", "2.2"})                                         \
+      SUBCASE((std::string("storage ") + v).c_str()) picked = v;                         \
+    return picked;                                                                      \
+  }()
+
+std::string dataset_dir(const t::temp_dir& d, const std::string& name) { return (d.path() / name).string(); }
+
+// Our view of a dataset, every row as one batch.
+record_batch ours(const std::string& root) { return ds::dataset::open(root).to_batch(); }
+
+// LanceDB's view, parsed against our schema of the dataset.
+record_batch theirs(const std::string& root, std::int64_t* count = nullptr, std::optional<njson>* schema = nullptr) {
+  auto out = split_output(t::node("read_table.mjs", {root, "--schema"}));
+  if (count) *count = out.count_rows;
+  if (schema) *schema = out.schema;
+  return parse_rows(ds::dataset::open(root).schema(), out.rows);
+}
+
+}  // namespace
+
+TEST_CASE("interop: LanceDB reads our dataset of every type (several fragments and pages); filters and counts") {
+  const auto version = GENERATE_VERSION();
+  CAPTURE(version);
+  const auto v = file::parse_format_version(version);
+  t::temp_dir dir("ds-every-type");
+  const auto root = dataset_dir(dir, "ours");
+  const auto batches = every_type_batches(11, 0, {700, 900, 10, 890}, v != file::format_version::v2_0);
+  const auto all = concat_all(batches);
+  ds::write_options o;
+  o.max_rows_per_file = 1000;
+  o.storage_version = v;
+  o.file_options.max_page_bytes = 1024;  // several pages per column (2.0 splits pages by size)
+  o.file_options.data_cache_bytes = 64 * 1024;
+  auto r = ds::write(root, batches, o);
+  REQUIRE(r.fragments.size() == 3);
+  CHECK(r.storage_version == v);
+  if (v == file::format_version::v2_0) {
+    auto d = ds::dataset::open(root);
+    file::file_reader<io::file_source> fr{io::file_source(d.fragments().at(0).data_files.at(0))};
+    CHECK(fr.column(0).metadata.pages.size() > 3);
+    CHECK(fr.column(fr.field_column(5)).metadata.pages.size() > 3);   // int32
+    CHECK(fr.column(fr.field_column(29)).metadata.pages.size() > 3);  // utf8
+  }
+
+  std::int64_t count = -1;
+  std::optional<njson> schema;
+  auto back = theirs(root, &count, &schema);
+  CHECK(count == 2500);
+  REQUIRE(schema.has_value());
+  CHECK(strip_metadata((*schema)["fields"]) == fields_json(*every_type_schema()));
+  check_batches(all, back, "LanceDB's read of our every-type dataset");
+
+  auto info = njson::parse(t::node("dataset_info.mjs", {root}));
+  CHECK(info["version"] == 1);
+  CHECK(info["countRows"] == 2500);
+  CHECK(info["versions"] == njson::array({1}));
+
+  // Filters: LanceDB's rows are the ones we expect, with the right values.
+  const auto& s = *all.schema;
+  auto col = [&](const std::string& n) {
+    std::size_t c = 0;
+    while (s.fields[c].name != n) ++c;
+    return all.columns[c];
+  };
+  const std::string i32 = "c4_int32", f64 = "c12_float64", txt = "c28_utf8", flag = "c1_bool";
+  struct filter_case {
+    std::string where;
+    std::function<bool(std::int64_t)> keep;
+  };
+  std::vector<filter_case> filters{
+      {"id >= 100 AND id < 250", [](std::int64_t i) { return i >= 100 && i < 250; }},
+      {sql_name(i32) + " > 0", [&](std::int64_t i) { return col(i32)->is_valid(i) && col(i32)->value<std::int32_t>(i) > 0; }},
+      {sql_name(txt) + " IS NULL", [&](std::int64_t i) { return col(txt)->is_null(i); }},
+      {sql_name(f64) + " < 0", [&](std::int64_t i) { return col(f64)->is_valid(i) && col(f64)->value<double>(i) < 0; }},
+      {sql_name(flag) + " = true AND id % 2 = 0",
+       [&](std::int64_t i) { return i % 2 == 0 && col(flag)->is_valid(i) && col(flag)->bool_value(i); }},
+      {"st.a > 0",
+       [&](std::int64_t i) {
+         // A null struct's members are null in SQL, whatever lies under them.
+         const auto& st = *col("st");
+         const auto& a = *st.children[0];
+         return st.is_valid(i) && a.is_valid(st.offset + i) && a.value<std::int32_t>(st.offset + i) > 0;
+       }},
+  };
+  for (const auto& f : filters) {
+    INFO("where " << f.where);
+    auto out = split_output(t::node("filter.mjs", {root, "--where", f.where}));
+    std::vector<std::int64_t> want;
+    for (std::int64_t i = 0; i < all.num_rows(); ++i)
+      if (f.keep(i)) want.push_back(i);
+    CHECK(out.count_rows == std::int64_t(want.size()));
+    auto got = parse_rows(s, out.rows);
+    CHECK(id_column(got) == want);
+    check_batches(take_rows(all, want), got, "filter " + f.where);
+  }
+}
+
+TEST_CASE("interop: LanceDB appends to and deletes from our dataset; we read it all back, and the other way round") {
+  const auto version = GENERATE_VERSION();
+  CAPTURE(version);
+  const auto v = file::parse_format_version(version);
+  const bool struct_nulls = v != file::format_version::v2_0;
+  t::temp_dir dir("ds-append");
+  const auto root = dataset_dir(dir, "ours");
+  const auto batches = every_type_batches(12, 0, {400, 400}, struct_nulls);
+  ds::write_options o;
+  o.max_rows_per_file = 300;
+  o.storage_version = v;
+  ds::write(root, batches, o);
+  const auto mine = concat_all(batches);
+
+  // LanceDB appends 250 rows (ids 800..1049) that it generates for our schema.
+  const auto appended_file = (dir.path() / "appended.jsonl").string();
+  std::vector<std::string> add{root, "--rows", "250", "--seed", "5", "--first-id", "800", "--rows-out", appended_file};
+  if (!struct_nulls) add.push_back("--no-struct-nulls");
+  auto res = njson::parse(t::node("append_rows.mjs", add));
+  CHECK(res["version"] == 2);
+  CHECK(res["countRows"] == 1050);
+  auto d = ds::dataset::open(root);
+  CHECK(d.version() == 2);
+  CHECK(d.count_rows() == 1050);
+  CHECK(d.versions().back().writer == "lance 12.0.0");
+  const auto theirs_rows = parse_rows(d.schema(), read_text(appended_file));
+  auto expected = concat_all({mine, theirs_rows});
+  check_batches(expected, ours(root), "our read after LanceDB's append");
+
+  // LanceDB deletes a third of the rows (Arrow deletion files, < 5,000 per fragment).
+  res = njson::parse(t::node("delete_rows.mjs", {root, "--where", "id % 3 = 0"}));
+  CHECK(res["version"] == 3);
+  std::vector<std::int64_t> keep;
+  for (std::int64_t i = 0; i < expected.num_rows(); ++i)
+    if (id_column(expected)[std::size_t(i)] % 3 != 0) keep.push_back(i);
+  CHECK(res["countRows"] == keep.size());
+  d = ds::dataset::open(root);
+  CHECK(d.count_rows() == keep.size());
+  for (const auto& f : d.fragments()) {
+    REQUIRE(f.deletion_file.has_value());
+    CHECK(f.deletion_file->ends_with(".arrow"));
+  }
+  auto after_delete = take_rows(expected, keep);
+  check_batches(after_delete, ours(root), "our read after LanceDB's delete");
+
+  // We append on top of LanceDB's versions; LanceDB reads everything.
+  const auto more = every_type_batches(13, 5000, {120}, struct_nulls);
+  auto r = ds::write(root, more, [] {
+    ds::write_options a;
+    a.mode = ds::write_mode::append;
+    return a;
+  }());
+  CHECK(r.version == 4);
+  auto expected4 = concat_all({after_delete, more[0]});
+  std::int64_t count = -1;
+  check_batches(expected4, theirs(root, &count), "LanceDB's read after our append");
+  CHECK(count == expected4.num_rows());
+
+  // We delete (bitmap deletion files merged with LanceDB's Arrow ones); LanceDB agrees.
+  auto dd = ds::dataset::open(root);
+  std::vector<std::uint64_t> gone;
+  std::vector<std::int64_t> keep4;
+  {
+    ds::scan_options so;
+    so.columns = {"id"};
+    so.with_row_id = true;
+    auto b = dd.to_batch(so);
+    for (std::int64_t i = 0; i < b.num_rows(); ++i) {
+      if (b.columns[0]->value<std::int64_t>(i) % 5 == 1) gone.push_back(b.columns[1]->value<std::uint64_t>(i));
+      else keep4.push_back(i);
+    }
+  }
+  auto del = ds::delete_rows(root, gone);
+  CHECK(del.version == 5);
+  CHECK(del.deleted_rows == gone.size());
+  auto expected5 = take_rows(expected4, keep4);
+  check_batches(expected5, theirs(root, &count), "LanceDB's read after our delete");
+  CHECK(count == expected5.num_rows());
+  auto info = njson::parse(t::node("dataset_info.mjs", {root}));
+  CHECK(info["versions"] == njson::array({1, 2, 3, 4, 5}));
+  // And LanceDB can keep writing: another append commits version 6.
+  add = {root, "--rows", "3", "--first-id", "9000"};
+  if (!struct_nulls) add.push_back("--no-struct-nulls");
+  res = njson::parse(t::node("append_rows.mjs", add));
+  CHECK(res["version"] == 6);
+  CHECK(ds::dataset::open(root).count_rows() == std::uint64_t(expected5.num_rows()) + 3);
+}
+
+TEST_CASE("interop: bitmap deletions LanceDB writes into our dataset") {
+  t::temp_dir dir("ds-bitmap");
+  const auto root = dataset_dir(dir, "ours");
+  std::vector<std::int64_t> ids(12000);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int64_t(i);
+  ds::write_options o;
+  o.max_rows_per_file = 6000;
+  ds::write(root, make_batch({{"id", make_array<std::int64_t>(ids)}}), o);
+  auto res = njson::parse(t::node("delete_rows.mjs", {root, "--where", "id < 5500 OR id = 11999"}));
+  CHECK(res["countRows"] == 12000 - 5501);
+  auto d = ds::dataset::open(root);
+  auto frags = d.fragments();
+  REQUIRE(frags.size() == 2);
+  CHECK(frags[0].deletion_file->ends_with(".bin"));
+  CHECK(frags[1].deletion_file->ends_with(".arrow"));
+  std::vector<std::int64_t> want;
+  for (std::int64_t i = 5500; i < 11999; ++i) want.push_back(i);
+  CHECK(id_column(d.to_batch()) == want);
+  CHECK(d.count_rows() == want.size());
+}
+
+TEST_CASE("interop: we read LanceDB's datasets of every storage version, after add and delete") {
+  for (const std::string version : {"2.0", "2.1", "2.2"}) {
+    std::string label = "storage ";
+    label += version;
+    SUBCASE(label.c_str()) {
+      t::temp_dir dir("ds-theirs");
+      const auto root = dataset_dir(dir, "theirs");
+      t::node("write_types.mjs", {root, "--version", version, "--rows", "600", "--seed", "3"});
+      std::vector<std::string> add_args{root, "--rows", "150", "--seed", "9"};
+      if (version == "2.0") add_args.push_back("--no-struct-nulls");
+      t::node("append_rows.mjs", add_args);
+      t::node("delete_rows.mjs", {root, "--where", "int32_nonnull % 4 = 1"});
+      std::int64_t count = -1;
+      ds::dataset d = ds::dataset::open(root);
+      CHECK(d.version() == 3);
+      CHECK(d.storage_version() == file::parse_format_version(version));
+      record_batch mine;
+      try {
+        mine = d.to_batch();
+      } catch (const error& e) {
+        FAIL_CHECK("lancet cannot read LanceDB's " << version << " dataset: " << e.what());
+        continue;
+      }
+      auto lance = theirs(root, &count);
+      CHECK(count == std::int64_t(d.count_rows()));
+      CHECK(mine.num_rows() == count);
+      check_batches(lance, mine, label);
+    }
+  }
+}
+
+TEST_CASE("interop: randomised schemas and rows, 200 cases each way") {
+  constexpr int cases = 201;  // 67 per storage version
+  const std::vector<file::format_version> versions{file::format_version::v2_0, file::format_version::v2_1,
+                                                   file::format_version::v2_2};
+  // LanceDB reads ours.
+  {
+    t::temp_dir dir("ds-random-ours");
+    std::mt19937_64 seeds(20240611);
+    std::vector<std::string> roots;
+    std::vector<record_batch> written;
+    std::vector<file::format_version> used;
+    for (int c = 0; c < cases; ++c) {
+      const auto v = versions[std::size_t(c) % versions.size()];
+      generator g(seeds(), v != file::format_version::v2_0);
+      auto s = std::make_shared<arrow::schema>();
+      s->fields.push_back(field{"id", int64(), false, {}});
+      const auto n = g.between(1, 4);
+      for (std::int64_t k = 0; k < n; ++k) {
+        auto type = g.random_type(0, 3);
+        const bool nullable = type->id == type_id::null || g.coin(0.85);
+        s->fields.push_back(field{"c" + std::to_string(k), type, nullable, {}});
+      }
+      std::vector<record_batch> bs;
+      std::int64_t id = 0;
+      for (std::int64_t part = g.between(1, 3); part > 0; --part) {
+        const auto rows = g.between(0, 40);
+        std::vector<array_ptr> cols;
+        std::vector<std::int64_t> ids;
+        for (std::int64_t i = 0; i < rows; ++i) ids.push_back(id++);
+        cols.push_back(make_array<std::int64_t>(ids));
+        for (std::size_t f = 1; f < s->fields.size(); ++f) cols.push_back(g.array(s->fields[f].type, rows, s->fields[f].nullable));
+        bs.push_back(make_batch(s, cols));
+      }
+      const auto root = dataset_dir(dir, "case-" + std::to_string(c));
+      ds::write_options o;
+      o.max_rows_per_file = std::uint64_t(g.between(5, 50));
+      o.schema = *s;
+      o.storage_version = v;
+      ds::write(root, bs, o);
+      roots.push_back(root);
+      written.push_back(concat_all(bs));
+      used.push_back(v);
+    }
+    const auto out = (dir.path() / "read").string();
+    std::vector<std::string> args{out};
+    args.insert(args.end(), roots.begin(), roots.end());
+    auto res = njson::parse(t::node("read_many.mjs", args));
+    CHECK(res["errors"] == 0);
+    for (int c = 0; c < cases; ++c) {
+      const auto name = "case-" + std::to_string(c);
+      INFO(name << " (storage " << file::to_string(used[std::size_t(c)]) << "): "
+                << fields_json(*written[std::size_t(c)].schema).dump());
+      if (fs::exists(fs::path(out) / (name + ".error"))) {
+        FAIL_CHECK("LanceDB cannot read " << name << ": " << read_text(fs::path(out) / (name + ".error")));
+        continue;
+      }
+      auto o = split_output(read_text(fs::path(out) / (name + ".jsonl")));
+      CHECK(o.count_rows == written[std::size_t(c)].num_rows());
+      check_batches(written[std::size_t(c)], parse_rows(*written[std::size_t(c)].schema, o.rows), name);
+    }
+  }
+  // We read LanceDB's.
+  for (const auto v : versions) {
+    t::temp_dir dir("ds-random-theirs");
+    const auto out = (dir.path() / "cases").string();
+    const int n = cases / int(versions.size());
+    const auto text = t::node("random_datasets.mjs", {out, "--cases", std::to_string(n), "--version",
+                                                      std::string(file::to_string(v)), "--seed", "77"});
+    REQUIRE_MESSAGE(!text.empty(), "random_datasets.mjs printed nothing");
+    auto res = njson::parse(text);
+    CHECK(res["cases"] == n);
+    for (int c = 0; c < n; ++c) {
+      const auto name = "case-" + std::to_string(c);
+      const auto root = (fs::path(out) / name).string();
+      const auto schema = njson::parse(read_text(fs::path(out) / (name + ".schema.json")));
+      INFO(name << " (storage " << file::to_string(v) << "): " << schema.dump());
+      try {
+        auto d = ds::dataset::open(root);
+        CHECK(d.storage_version() == v);
+        CHECK(strip_metadata(schema["fields"]) == fields_json(d.schema()));
+        auto expected = parse_rows(d.schema(), read_text(fs::path(out) / (name + ".jsonl")));
+        check_batches(expected, d.to_batch(), name);
+        CHECK(d.count_rows() == std::uint64_t(expected.num_rows()));
+      } catch (const error& e) {
+        FAIL_CHECK("lancet cannot read " << name << ": " << e.what());
+      } catch (const std::exception& e) {
+        FAIL_CHECK(name << ": " << e.what());
+      }
+    }
+  }
+}
