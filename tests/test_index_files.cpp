@@ -220,6 +220,8 @@ TEST_CASE("VectorIndexDetails: bytes as Lance 12 records them") {
         {"ivf_rq_dot_2.0", pb::index::metric_type::dot, 3, 1, 0, 2},
         {"ivf_rq2_2.0", pb::index::metric_type::l2, 3, 2, 0, 2},
         {"hnsw_sq_aux", pb::index::metric_type::l2, 2, 8, 0, 1},
+        {"ivf_flat_hamming_2.0", pb::index::metric_type::hamming, 0, 0, 0, 1},
+        {"ivf_pq_f16_dot_2.0", pb::index::metric_type::dot, 1, 8, 4, 1},
     };
     for (const auto& e : all) {
       INFO(e.dataset);
@@ -350,7 +352,8 @@ TEST_CASE("code layouts: PQ transposition and RaBitQ blocks") {
 }
 
 TEST_CASE("LanceDB's index files, decoded and written again, are byte-identical") {
-  for (const std::string name : {"ivf_flat_2.0", "ivf_pq_2.0", "ivf_pq4_cosine_2.0", "ivf_rq_dot_2.0", "ivf_rq2_2.0"}) {
+  for (const std::string name : {"ivf_flat_2.0", "ivf_flat_hamming_2.0", "ivf_pq_2.0", "ivf_pq_f16_dot_2.0",
+                                  "ivf_pq4_cosine_2.0", "ivf_rq_dot_2.0", "ivf_rq2_2.0"}) {
     INFO(name);
     const std::string dir = index_dir_of(fixtures() + "/" + name);
     const std::string aux = slurp(dir + "/auxiliary.idx");
@@ -372,6 +375,15 @@ TEST_CASE("LanceDB's index files, decoded and written again, are byte-identical"
     CHECK(info.ivf.centroids->rows == 4);
     CHECK(info.ivf.lengths == std::vector<std::uint32_t>(4, 0));
     CHECK(info.ivf.loss.has_value());
+    if (name.find("f16") != std::string::npos) {
+      CHECK(info.ivf.centroids->type == index::element_type::f16);
+      CHECK(std::get<index::pq_params>(r.quantizer()).codebook.type == index::element_type::f16);
+    }
+    if (name.find("hamming") != std::string::npos) {
+      CHECK(info.ivf.centroids->type == index::element_type::u8);
+      CHECK(std::get<index::flat_params>(r.quantizer()).element == index::element_type::u8);
+      CHECK(r.distance() == simd::distance_type::hamming);
+    }
     io::memory_sink sink;
     index::write_index_file<file::v2_0>(sink, info.ivf, info.index_type, info.distance);
     check_same_file(sink.view(), view(idx), name + " index.idx");

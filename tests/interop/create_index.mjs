@@ -1,15 +1,16 @@
 // Usage:
 //   node create_index.mjs DATASET --type ivf_flat|ivf_pq|ivf_rq|hnsw_sq|hnsw_pq|none
 //        [--create] [--rows N] [--dim D] [--clusters C] [--spread S] [--seed S]
-//        [--vectors FILE] [--element float32|float16] [--storage 2.0|2.1|2.2]
+//        [--vectors FILE] [--element float32|float16|uint8] [--storage 2.0|2.1|2.2]
 //        [--column vector] [--partitions P] [--sub-vectors M] [--bits B]
 //        [--metric l2|cosine|dot|hamming] [--name NAME] [--replace] [--sample-rate R]
 //        [--max-iterations I]
 //
 // With --create, first writes DATASET (replacing it) with columns `id: int64` and
-// `vector: fixed_size_list<float32|float16, D>`: rows from --vectors (raw
+// `vector: fixed_size_list<float32|float16|uint8, D>`: rows from --vectors (raw
 // little-endian float32, rows x D) or clustered random vectors (C Gaussian blobs of
-// standard deviation S around uniform [-1, 1) centres, deterministic per seed).
+// standard deviation S around uniform [-1, 1) centres, deterministic per seed;
+// uint8 maps v to floor((v + 2) * 64) clamped to [0, 255]).
 // Then LanceDB creates the index on the column (--type none: no index).
 //
 // Prints {"dataset", "rows", "version", "indices": [{name, indexType, columns,
@@ -40,11 +41,15 @@ export function readVectors(file, dim) {
 
 function vectorTable(values, dim, element, column) {
   const rows = values.length / dim;
-  const itemType = element === "float16" ? new arrow.Float16() : new arrow.Float32();
+  const itemType = element === "float16" ? new arrow.Float16() : element === "uint8" ? new arrow.Uint8() : new arrow.Float32();
   const item = new arrow.Field("item", itemType, true);
   const type = new arrow.FixedSizeList(dim, item);
   let child;
-  if (element === "float16") {
+  if (element === "uint8") {
+    // bytes from the values in [-2, 2): floor((v + 2) * 64), clamped
+    const b = Uint8Array.from(values, (v) => Math.max(0, Math.min(255, Math.floor((v + 2) * 64))));
+    child = arrow.makeData({ type: itemType, length: values.length, nullCount: 0, data: b });
+  } else if (element === "float16") {
     const h = new Uint16Array(values.length);
     for (let i = 0; i < values.length; i++) h[i] = arrow.util.float64ToUint16(values[i]);
     child = arrow.makeData({ type: itemType, length: values.length, nullCount: 0, data: h });

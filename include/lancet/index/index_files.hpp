@@ -611,7 +611,9 @@ inline arrow::schema storage_schema(const quantizer_params& q) {
   arrow::schema s;
   s.fields.push_back(detail::plain_field(row_id_column, arrow::uint64(), true));
   if (const auto* f = std::get_if<flat_params>(&q)) {
-    s.fields.push_back(detail::fsl_field(flat_column, detail::element_arrow_type(f->element), f->dimension, false));
+    // Float vectors are declared non-nullable, binary (hamming) ones nullable, as Lance 12 does.
+    s.fields.push_back(detail::fsl_field(flat_column, detail::element_arrow_type(f->element), f->dimension,
+                                         f->element == element_type::u8));
   } else if (const auto* p = std::get_if<pq_params>(&q)) {
     s.fields.push_back(detail::fsl_field(pq_code_column, arrow::uint8(), p->code_bytes(), true));
   } else if (const auto* sq = std::get_if<sq_params>(&q)) {
