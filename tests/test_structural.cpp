@@ -763,3 +763,55 @@ TEST_CASE("a user strategy forces a layout and a codec, and the pages decode") {
       std::get<pb::enc21::mini_block_layout>(f.columns[0].pages[0].encoding->unwrap<pb::enc21::page_layout>().value)
           .value_compression->value));
 }
+
+// ---- corrupt input ------------------------------------------------------------------------
+
+TEST_CASE("corrupt pages: mutated buffers and encodings fail with lancet errors, never crash") {
+  lancet::testing::random_data rd(5);
+  const std::vector<arrow::type_ptr> types = {
+      arrow::int32(), arrow::utf8(), arrow::list(arrow::int64()), arrow::list(arrow::list(arrow::int16())),
+      arrow::struct_({fld("x", arrow::int32()), fld("y", arrow::list(arrow::utf8()))}), arrow::fixed_size_list(arrow::float32(), 3),
+      arrow::boolean(), arrow::large_binary()};
+  std::mt19937_64 rng(11);
+  std::size_t errors = 0, survived = 0;
+  const auto saved_limit = v21::max_decoded_buffer_bytes;
+  v21::max_decoded_buffer_bytes = 64u << 20;  // as a fuzzer would run
+  for (const auto& t : types) {
+    for (unsigned minor : {1u, 2u}) {
+      auto batch = rd.random_array(t, 3000);
+      auto f = fld("f", t);
+      mem_columns m = minor == 1 ? encode_field(f, {batch}, v21::default_strategy<1>{}) : encode_field(f, {batch}, v21::default_strategy<2>{});
+      for (int round = 0; round < 150; ++round) {
+        mem_columns c = m;
+        const std::size_t col = rng() % c.meta.size();
+        auto& page = c.meta[col].pages[0];
+        if (rng() % 2) {
+          // Flip bytes of a buffer.
+          auto& bufs = c.buffers[col][0];
+          if (bufs.empty()) continue;
+          auto& b = bufs[rng() % bufs.size()];
+          if (b.empty()) continue;
+          aligned_buffer copy;
+          copy.append(b.view());
+          for (int k = 0; k < 1 + int(rng() % 4); ++k) copy[rng() % copy.size()] = std::uint8_t(rng());
+          b = shared_bytes(std::move(copy));
+        } else {
+          // Flip bytes of the page layout (the Any's value).
+          auto any = page.encoding->direct_any();
+          if (any.value.empty()) continue;
+          for (int k = 0; k < 1 + int(rng() % 3); ++k) any.value[rng() % any.value.size()] = char(rng());
+          page.encoding = pb::file2::encoding::direct_of(any);
+        }
+        try {
+          auto a = c.read(f, 0, std::uint64_t(batch->length));
+          ++survived;
+        } catch (const lancet::error&) {
+          ++errors;
+        }
+      }
+    }
+  }
+  v21::max_decoded_buffer_bytes = saved_limit;
+  MESSAGE(errors << " corrupt inputs refused, " << survived << " decoded to something");
+  CHECK(errors > 0);
+}

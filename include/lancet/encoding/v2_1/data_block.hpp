@@ -76,6 +76,17 @@ struct data_block {
   }
 };
 
+// The most bytes a decoder allocates for one buffer whose size comes from the file
+// (decompressed buffers, expanded runs and constants, unpacked bits). Anything larger
+// is reported as corrupt rather than attempted; raise it for files with larger pages.
+inline std::uint64_t max_decoded_buffer_bytes = std::uint64_t(2) << 30;
+
+inline void check_alloc(std::uint64_t bytes, const std::string& what) {
+  if (bytes > max_decoded_buffer_bytes)
+    throw corrupt_error(what + ": decoding needs " + std::to_string(bytes) + " bytes, more than the limit of " +
+                        std::to_string(max_decoded_buffer_bytes));
+}
+
 // Multiplication that refuses to overflow (sizes derived from file contents).
 inline std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, const char* what) {
   if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a)

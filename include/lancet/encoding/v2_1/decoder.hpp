@@ -137,6 +137,7 @@ inline data_block resolve_dictionary(const data_block& idx, const data_block& di
 
 // A constant scalar repeated n times, shaped for the leaf type.
 inline data_block expand_constant(const std::string& v, const arrow::data_type& t, std::uint64_t n, const std::string& where) {
+  check_alloc(checked_mul(n, std::max<std::uint64_t>(v.size(), 8), "constant values"), where);
   if (arrow::is_binary_like(t.id)) {
     const bool large = arrow::is_large_binary_like(t.id);
     aligned_buffer offs, bytes;
@@ -269,6 +270,7 @@ inline arrow::array_ptr make_leaf(const arrow::type_ptr& t, page_slice& p, const
 }
 
 inline arrow::array_ptr zeroed(const arrow::type_ptr& t, std::uint64_t n) {
+  check_alloc(checked_mul(n, std::max<std::uint64_t>(std::uint64_t(arrow::bit_width(*t) / 8), 8), "null values"), "all-null values");
   auto out = std::make_shared<arrow::array_data>();
   out->type = t;
   out->length = std::int64_t(n);

@@ -133,6 +133,8 @@ inline data_block decode_miniblock(const compressive& e, std::vector<shared_byte
     const auto bits = ib->uncompressed_bits_per_value;
     check_word_bits(bits, where, "InlineBitpacking");
     const auto& b = take("InlineBitpacking");
+    if (n > bitpack::chunk_values)
+      throw corrupt_error(where + ": inline bit-packed chunk of " + std::to_string(n) + " values (at most 1024)");
     aligned_buffer out;
     out.resize(std::size_t(n * bits / 8));
     by_width(bits, [&](auto t) {
@@ -149,6 +151,9 @@ inline data_block decode_miniblock(const compressive& e, std::vector<shared_byte
       throw unsupported_error(where + ": Rle run lengths wider than 8 bits");
     const auto& values = take("Rle values");
     const auto& lengths = take("Rle run lengths");
+    if (n > 255 * std::uint64_t(lengths.size()))
+      throw corrupt_error(where + ": " + std::to_string(lengths.size()) + " RLE runs cannot hold " + std::to_string(n) + " values");
+    check_alloc(checked_mul(n, bits / 8, where.c_str()), where);
     aligned_buffer out;
     out.resize(std::size_t(checked_mul(n, bits / 8, where.c_str())));
     rle::decode(values.view(), lengths.view(), std::size_t(n), std::size_t(bits / 8), out.data());
@@ -221,6 +226,7 @@ inline data_block decode_miniblock(const compressive& e, std::vector<shared_byte
   }
   if (const auto* c = std::get_if<enc21::constant>(&e.value)) {
     const std::string& v = c->value.value_or(std::string());
+    check_alloc(checked_mul(n, v.size(), where.c_str()), where);
     aligned_buffer out;
     out.reserve(std::size_t(checked_mul(n, v.size(), where.c_str())));
     for (std::uint64_t i = 0; i < n; ++i) out.append(std::string_view(v));
@@ -273,6 +279,10 @@ inline data_block decode_block(const compressive& e, const shared_bytes& buf, st
   if (const auto* ib = std::get_if<enc21::inline_bitpacking>(&e.value)) {
     const auto bits = ib->uncompressed_bits_per_value;
     check_word_bits(bits, where, "InlineBitpacking");
+    // Each 1024 values take at least their width word.
+    if ((n + bitpack::chunk_values - 1) / bitpack::chunk_values * (bits / 8) > buf.size())
+      throw corrupt_error(where + ": InlineBitpacking block of " + std::to_string(buf.size()) + " bytes cannot hold " +
+                          std::to_string(n) + " values");
     aligned_buffer out;
     out.resize(std::size_t(checked_mul(n, bits / 8, where.c_str())));
     by_width(bits, [&](auto t) {
@@ -297,6 +307,7 @@ inline data_block decode_block(const compressive& e, const shared_bytes& buf, st
     check_word_bits(bits, where, "OutOfLineBitpacking");
     const auto width = flat_bits(ob->values.value(where + ": OutOfLineBitpacking.values"), where, "bit-packed values");
     if (width > bits) throw corrupt_error(where + ": OutOfLineBitpacking width " + std::to_string(width) + " > " + std::to_string(bits));
+    check_alloc(checked_mul(n, bits / 8, where.c_str()), where);
     aligned_buffer out;
     out.resize(std::size_t(checked_mul(n, bits / 8, where.c_str())));
     by_width(bits, [&](auto t) {
@@ -309,6 +320,9 @@ inline data_block decode_block(const compressive& e, const shared_bytes& buf, st
   if (const auto* r = std::get_if<enc21::rle>(&e.value)) {
     const auto bits = flat_bits(r->values.value(where + ": Rle.values"), where, "Rle values");
     check_word_bits(bits, where, "Rle values");
+    if (n > 255 * std::uint64_t(buf.size()))
+      throw corrupt_error(where + ": RLE block of " + std::to_string(buf.size()) + " bytes cannot hold " + std::to_string(n) + " values");
+    check_alloc(checked_mul(n, bits / 8, where.c_str()), where);
     aligned_buffer out;
     out.resize(std::size_t(checked_mul(n, bits / 8, where.c_str())));
     rle::decode_block(buf.view(), std::size_t(n), std::size_t(bits / 8), out.data());

@@ -430,6 +430,7 @@ inline page_slice read_page(const enc21::page_layout& layout, const std::vector<
     if (!fixed && dec.k != per_value_decoder::kind::variable) throw corrupt_error(where + ": variable full-zip with fixed values");
     if (fixed && *z->bits_per_value % 8 != 0) throw unsupported_error(where + ": bit-packed full-zip values");
     const std::uint64_t vbytes = fixed ? *z->bits_per_value / 8 : 0;
+    if (fixed && vbytes == 0 && cw == 0) throw corrupt_error(where + ": full-zip values of zero width without control words");
     const std::uint64_t lbytes = fixed ? 0 : *z->bits_per_offset / 8;
     if (!fixed && lbytes != 1 && lbytes != 2 && lbytes != 4 && lbytes != 8)
       throw corrupt_error(where + ": full-zip lengths of " + std::to_string(*z->bits_per_offset) + " bits");
@@ -631,6 +632,7 @@ inline page_slice read_page(const enc21::page_layout& layout, const std::vector<
       const auto& rb = buffers[level_buf];
       const auto& db = buffers[level_buf + 1];
       auto levels = [&](const std::optional<compressive>& comp, const shared_bytes& b, std::uint64_t n) {
+        check_alloc(checked_mul(n, 2, "levels"), where + " levels");
         if (comp) return decode_levels(*comp, b, n, where);
         if (b.size() % 2) throw corrupt_error(where + ": level buffer of odd size");
         std::vector<std::uint16_t> v(b.size() / 2);

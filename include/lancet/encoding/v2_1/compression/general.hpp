@@ -22,7 +22,7 @@ namespace lancet::encoding::v2_1::general {
 using scheme = pb::enc21::compression_scheme;
 
 // The most a decompressor will allocate for one buffer (sizes come from the file).
-inline constexpr std::uint64_t max_decompressed_bytes = std::uint64_t(4) << 30;
+inline std::uint64_t max_decompressed_bytes = std::uint64_t(2) << 30;
 
 inline const char* scheme_name(scheme s) noexcept {
   switch (s) {
@@ -62,7 +62,8 @@ inline void decompress(scheme s, bytes_view in, aligned_buffer& out) {
   if (s == scheme::lz4) {
     if (in.size() < 4) throw corrupt_error("LZ4 buffer of " + std::to_string(in.size()) + " bytes has no size prefix");
     const std::uint32_t size = le::load<std::uint32_t>(in.data());
-    if (size > std::uint64_t(std::numeric_limits<int>::max()))
+    if (size > std::uint64_t(std::numeric_limits<int>::max()) || size > max_decompressed_bytes ||
+        (in.size() - 4) * 255 + 16 < size)  // LZ4 expands at most ~255x
       throw corrupt_error("LZ4 buffer claims " + std::to_string(size) + " bytes");
     const std::size_t at = out.size();
     out.resize(at + size);
