@@ -636,8 +636,98 @@ TEST_CASE("interop: we read LanceDB's datasets of every storage version, after a
       CHECK(count == std::int64_t(d.count_rows()));
       CHECK(mine.num_rows() == count);
       check_batches(lance, mine, label);
+
+      // Written again by us with the same schema and storage version, the data file
+      // records the same field ids, column indices and file version as LanceDB's.
+      const auto again = dataset_dir(dir, "again");
+      ds::write_options o;
+      o.storage_version = d.storage_version();
+      ds::write(again, mine, o);
+      auto a = ds::dataset::open(again);
+      CHECK(a.lance_schema() == d.lance_schema());
+      const auto& theirs_file = d.manifest().fragments.at(0).files.at(0);
+      const auto& ours_file = a.manifest().fragments.at(0).files.at(0);
+      CHECK(ours_file.fields == theirs_file.fields);
+      CHECK(ours_file.column_indices == theirs_file.column_indices);
+      CHECK(ours_file.file_major_version == theirs_file.file_major_version);
+      CHECK(ours_file.file_minor_version == theirs_file.file_minor_version);
+      CHECK(a.manifest().data_format == d.manifest().data_format);
     }
   }
+}
+
+TEST_CASE("interop: stable row ids in our dataset agree with LanceDB's, across appends and deletes by both") {
+  t::temp_dir dir("ds-stable");
+  const auto root = dataset_dir(dir, "ours");
+  std::vector<std::int64_t> ids;
+  for (std::int64_t i = 0; i < 40; ++i) ids.push_back(i);
+  ds::write_options o;
+  o.max_rows_per_file = 15;
+  o.enable_stable_row_ids = true;
+  ds::write(root, make_batch({{"id", make_array<std::int64_t>(ids)}, {"v", make_array<std::int32_t>(std::vector<std::int32_t>(40, 7))}}), o);
+  CHECK(ds::dataset::open(root).stable_row_ids());
+  t::node("append_rows.mjs", {root, "--rows", "10", "--first-id", "100"});
+  t::node("delete_rows.mjs", {root, "--where", "id % 4 = 1"});
+  ds::write_options a;
+  a.mode = ds::write_mode::append;
+  ds::write(root, make_batch({{"id", make_array<std::int64_t>({200, 201})}, {"v", make_array<std::int32_t>({1, 2})}}), a);
+  std::vector<std::uint64_t> gone;
+  auto d = ds::dataset::open(root);
+  CHECK(d.manifest().next_row_id == 52);
+  {
+    ds::scan_options so;
+    so.with_row_id = true;
+    auto b = d.to_batch(so);
+    for (std::int64_t i = 0; i < b.num_rows(); ++i)
+      if (b.columns[0]->value<std::int64_t>(i) % 4 == 2) gone.push_back(b.columns[2]->value<std::uint64_t>(i));
+  }
+  ds::delete_rows(root, gone);
+  d = ds::dataset::open(root);
+
+  // LanceDB's _rowid column equals ours, row for row.
+  auto out = split_output(t::node("filter.mjs", {root, "--where", "true", "--with-row-id"}));
+  auto s = std::make_shared<arrow::schema>(d.schema());
+  s->fields.push_back(field{"_rowid", uint64(), true, {}});
+  auto lance = parse_rows(*s, out.rows);
+  ds::scan_options so;
+  so.with_row_id = true;
+  auto mine = d.to_batch(so);
+  CHECK(out.count_rows == std::int64_t(d.count_rows()));
+  REQUIRE(lance.num_rows() == mine.num_rows());
+  CHECK(id_column(lance) == id_column(mine));
+  for (std::int64_t i = 0; i < mine.num_rows(); ++i)
+    CHECK(lance.columns[2]->value<std::uint64_t>(i) == mine.columns[2]->value<std::uint64_t>(i));
+  // Row ids of rows we wrote first are their positions; LanceDB's appended ones follow.
+  CHECK(mine.columns[2]->value<std::uint64_t>(0) == 0);
+  auto take = d.take({43, 0, 51});
+  CHECK(id_column(take) == std::vector<std::int64_t>{103, 0, 201});
+  CHECK_THROWS_AS(d.take({41}), invalid_input_error);  // id 101, deleted by LanceDB
+}
+
+TEST_CASE("interop: our overwrite of a dataset LanceDB changed; old versions stay readable by LanceDB") {
+  t::temp_dir dir("ds-overwrite");
+  const auto root = dataset_dir(dir, "theirs");
+  t::node("write_types.mjs", {root, "--version", "2.2", "--rows", "50", "--seed", "4"});
+  t::node("delete_rows.mjs", {root, "--where", "int32_nonnull > 0"});
+  ds::write_options o;
+  o.mode = ds::write_mode::overwrite;
+  auto b = make_batch({{"k", string_array({"a", std::nullopt, "c"})}});
+  auto r = ds::write(root, b, o);
+  CHECK(r.version == 3);
+  CHECK(r.storage_version == file::format_version::v2_2);  // kept from the dataset
+  std::int64_t count = -1;
+  std::optional<njson> schema;
+  check_batches(b, theirs(root, &count, &schema), "LanceDB's read after our overwrite");
+  CHECK(count == 3);
+  CHECK((*schema)["fields"].size() == 1);
+  auto v1 = split_output(t::node("read_table.mjs", {root, "--version", "1", "--columns", "int32_nonnull"}));
+  CHECK(v1.count_rows == 50);
+  auto info = njson::parse(t::node("dataset_info.mjs", {root}));
+  CHECK(info["versions"] == njson::array({1, 2, 3}));
+  // LanceDB appends to the overwritten dataset.
+  auto res = njson::parse(t::node("append_rows.mjs", {root, "--rows", "4"}));
+  CHECK(res["version"] == 4);
+  CHECK(ds::dataset::open(root).count_rows() == 7);
 }
 
 TEST_CASE("interop: randomised schemas and rows, 200 cases each way") {
