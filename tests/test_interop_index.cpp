@@ -10,6 +10,10 @@
 //    transposition and RaBitQ block packing are exercised on other bytes), committed
 //    in place of LanceDB's: LanceDB's search returns the same rows and distances
 //    (4-bit PQ: within Lance's own quantized-table noise);
+//  - an index in two segments (shared centroids, disjoint fragments, as separate
+//    processes would build them) over our 3-fragment dataset, committed together:
+//    LanceDB sees one index of two parts and searches both; rows we delete later are
+//    no longer returned;
 //  - IVF_SQ (which LanceDB 0.39's Node API cannot create): the SQ storage of an
 //    IVF_HNSW_SQ index with our flat sub-index, registered as IVF_SQ; LanceDB lists
 //    it as IvfSq and finds the true neighbours.
@@ -27,8 +31,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <lancet/arrow/builder.hpp>
 #include <lancet/dataset/commit.hpp>
 #include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/write.hpp>
 #include <lancet/index/index_files.hpp>
 #include <lancet/index/kmeans.hpp>
 #include <lancet/index/registry.hpp>
@@ -166,7 +172,6 @@ TEST_CASE("LanceDB searches IVF_FLAT indexes we build and register") {
     kp.seed = 3;
     const auto km = index::train_kmeans(vecs.data(), n, dim, k, kp);
     std::vector<std::uint32_t> part(n);
-    index::assign_partitions(km, vecs.data(), n, part.data());
     std::vector<float> stored = vecs;
     if (v.metric == simd::distance_type::cosine)
       for (std::size_t i = 0; i < n; ++i) {
@@ -174,10 +179,15 @@ TEST_CASE("LanceDB searches IVF_FLAT indexes we build and register") {
         for (std::size_t j = 0; j < dim; ++j) s += double(stored[i * dim + j]) * stored[i * dim + j];
         for (std::size_t j = 0; j < dim; ++j) stored[i * dim + j] = float(stored[i * dim + j] / std::sqrt(s));
       }
+    std::vector<float> dist(n);
+    index::assign_partitions(km, vecs.data(), n, part.data(), dist.data());
+    auto ivf = index::ivf_model::from_kmeans(km);
+    ivf.loss = 0;  // Lance records the assignment loss (l2: sum of squared distances)
+    for (auto d : dist) *ivf.loss += d;
     const auto uuid = pb::uuid::generate_v4();
     const index::flat_params flat{std::uint32_t(dim), index::element_type::f32};
     const auto files = index::write_index_directory(
-        index::index_directory(ds.string(), uuid), storage_version, index::ivf_model::from_kmeans(km), flat, v.metric,
+        index::index_directory(ds.string(), uuid), storage_version, ivf, flat, v.metric,
         [&](auto& aux) {
           for (std::uint32_t p = 0; p < k; ++p) {
             std::vector<std::uint64_t> ids;
@@ -406,4 +416,89 @@ TEST_CASE("IVF_SQ: SQ storage with our flat sub-index, registered as IVF_SQ") {
     for (auto id : ours[q].rowids) hits += truth.count(id);
   }
   CHECK(double(hits) / double(nq * 10) >= 0.9);
+}
+
+TEST_CASE("an index in two segments over several fragments, then deletions") {
+  const std::size_t n = 3000, dim = 32, k = 6, nq = 15;
+  const auto vecs = clustered(n, dim, 12, 0.2f, 41);
+  const auto queries = clustered(nq, dim, 12, 0.25f, 42);
+  t::temp_dir tmp("ivf-seg");
+  const auto ds = tmp.path() / "ds";
+  write_f32(tmp.path() / "queries.f32", queries);
+  {
+    std::vector<std::int64_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = std::int64_t(i);
+    auto batch = arrow::make_batch({{"id", arrow::make_array(ids)},
+                                    {"vector", arrow::make_fixed_size_list(arrow::make_array(vecs), std::int32_t(dim))}});
+    dataset::write_options wo;
+    wo.max_rows_per_file = 1000;
+    dataset::write(ds.string(), std::span<const arrow::record_batch>(&batch, 1), wo);
+  }
+  const auto base = *dataset::load_latest(ds.string());
+  REQUIRE(base.manifest().fragments.size() == 3);
+  auto d = dataset::dataset::open(ds.string());
+  auto b = d.to_batch({.columns = {"vector"}, .with_row_address = true});
+  const auto* addr = b.columns[1]->values<std::uint64_t>();
+  CHECK(addr[1500] == ((std::uint64_t(1) << 32) | 500));
+
+  // Shared centroids; segment A holds fragments 0 and 1, segment B fragment 2.
+  index::kmeans_params kp;
+  kp.seed = 5;
+  const auto km = index::train_kmeans(vecs.data(), n, dim, k, kp);
+  std::vector<std::uint32_t> part(n);
+  index::assign_partitions(km, vecs.data(), n, part.data());
+  const index::flat_params flat{std::uint32_t(dim), index::element_type::f32};
+  std::vector<pb::index_metadata> segments;
+  for (const auto& frags : std::vector<std::vector<std::uint64_t>>{{0, 1}, {2}}) {
+    const auto uuid = pb::uuid::generate_v4();
+    const auto files = index::write_index_directory(
+        index::index_directory(ds.string(), uuid), dataset::manifest_storage_version(base.manifest()),
+        index::ivf_model::from_kmeans(km), flat, simd::distance_type::l2, [&](auto& aux) {
+          for (std::uint32_t p = 0; p < k; ++p) {
+            std::vector<std::uint64_t> ids;
+            std::vector<float> rows;
+            for (std::size_t i = 0; i < n; ++i)
+              if (part[i] == p && std::count(frags.begin(), frags.end(), addr[i] >> 32)) {
+                ids.push_back(addr[i]);
+                rows.insert(rows.end(), vecs.begin() + std::ptrdiff_t(i * dim), vecs.begin() + std::ptrdiff_t((i + 1) * dim));
+              }
+            aux.write_partition({ids, bytes_view(reinterpret_cast<const std::uint8_t*>(rows.data()), rows.size() * 4)});
+          }
+        });
+    index::index_spec spec;
+    spec.column = "vector";
+    spec.quantizer = flat;
+    spec.fragment_ids = frags;
+    segments.push_back(index::make_index_metadata(base.manifest(), spec, uuid, files));
+  }
+  const auto after = index::commit_index(ds.string(), base, segments);
+  const auto listed = index::list_indices(after);
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0].fragment_ids == std::vector<std::uint64_t>{0, 1});
+  CHECK(listed[1].fragment_ids == std::vector<std::uint64_t>{2});
+
+  const auto li = list_indices(ds);
+  REQUIRE(li["indices"].size() == 1);
+  CHECK(li["indices"][0]["name"] == "vector_idx");
+  CHECK(li["indices"][0]["stats"]["numIndices"] == 2);
+  CHECK(li["indices"][0]["stats"]["numIndexedRows"] == n);
+  CHECK(li["indices"][0]["stats"]["numUnindexedRows"] == 0);
+  std::string plan;
+  const auto ours = lancedb_search(ds, tmp.path() / "queries.f32", dim, 10, {"--nprobes", std::to_string(k)}, &plan);
+  CHECK(plan.find("deltas=2") != std::string::npos);
+  const auto exact = lancedb_search(ds, tmp.path() / "queries.f32", dim, 10, {"--bypass"});
+  check_same_results(ours, exact, 1e-4);
+
+  // Delete every row LanceDB found for the first three queries (both segments are hit).
+  std::vector<std::uint64_t> doomed;
+  for (std::size_t q = 0; q < 3; ++q) doomed.insert(doomed.end(), ours[q].rowids.begin(), ours[q].rowids.end());
+  std::sort(doomed.begin(), doomed.end());
+  doomed.erase(std::unique(doomed.begin(), doomed.end()), doomed.end());
+  dataset::delete_rows(ds.string(), doomed);
+  const auto again = lancedb_search(ds, tmp.path() / "queries.f32", dim, 10, {"--nprobes", std::to_string(k)});
+  const auto exact_again = lancedb_search(ds, tmp.path() / "queries.f32", dim, 10, {"--bypass"});
+  check_same_results(again, exact_again, 1e-4);
+  for (std::size_t q = 0; q < 3; ++q)
+    for (auto id : again[q].rowids) CHECK(!std::binary_search(doomed.begin(), doomed.end(), id));
+  CHECK(list_indices(ds)["indices"][0]["stats"]["numIndexedRows"] == n - doomed.size());
 }
