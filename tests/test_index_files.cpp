@@ -824,6 +824,17 @@ TEST_CASE("registry: IndexMetadata as Lance records it, CreateIndex commits, lis
     bad.quantizer = index::pq_params{3, 8, 16, {}};
     CHECK_THROWS_AS(index::make_index_metadata(v1.manifest(), bad, lance.uuid, {}), invalid_input_error);
     CHECK_THROWS_AS(index::commit_index(root.string(), v2, std::vector<pb::index_metadata>{}), invalid_input_error);
+    auto stray = meta;
+    stray.name = "stray";
+    dataset::set_index_fragment_bitmap(stray, dataset::roaring_bitmap{0, 9});
+    CHECK_THROWS_WITH_AS(index::commit_index(root.string(), v2, stray),
+                         doctest::Contains("covers fragment 9, which version 2 does not have"), invalid_input_error);
+    stray = meta;
+    stray.name = "stray";
+    stray.fields = {7};
+    CHECK_THROWS_WITH_AS(index::commit_index(root.string(), v2, stray),
+                         doctest::Contains("covers field id 7, which version 2 does not have"), invalid_input_error);
+    CHECK(dataset::load_latest(root.string())->version() == 2);
     CHECK_THROWS_AS(index::index_files_in((root / "_indices" / "missing").string()), io_error);
   }
 }

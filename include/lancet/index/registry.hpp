@@ -220,6 +220,17 @@ inline dataset::snapshot commit_index(const std::string& root, const dataset::sn
     if (n.dataset_version > p.version)
       throw invalid_input_error("index '" + n.name + "' was built from version " + std::to_string(n.dataset_version) +
                                 ", newer than " + std::to_string(p.version));
+    if (n.fields.empty()) throw invalid_input_error("index '" + n.name + "' names no field");
+    const auto s = dataset::manifest_schema(p);
+    for (auto id : n.fields)
+      if (!s.field_by_id(id))
+        throw invalid_input_error("index '" + n.name + "' covers field id " + std::to_string(id) +
+                                  ", which version " + std::to_string(p.version) + " does not have");
+    for (auto frag : dataset::index_fragment_bitmap(n).to_vector())
+      if (std::none_of(p.fragments.begin(), p.fragments.end(),
+                       [&](const pb::data_fragment& f) { return f.id == frag; }))
+        throw invalid_input_error("index '" + n.name + "' covers fragment " + std::to_string(frag) +
+                                  ", which version " + std::to_string(p.version) + " does not have");
     for (auto it = kept.begin(); it != kept.end();) {
       if (it->name == n.name) {
         if (!o.replace)
