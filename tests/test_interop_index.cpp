@@ -1,7 +1,7 @@
 // Interop of vector index files and their registration, LanceDB 0.39 (Lance 12) as
 // the oracle (run `npm install` in tests/interop first):
 //  - we build IVF_FLAT indexes (lancet k-means, exact assignment) on datasets LanceDB
-//    created (2.0 and 2.2, l2 / cosine / dot), register them in a new manifest
+//    created (2.0, 2.1 and 2.2; l2 / cosine / dot), register them in a new manifest
 //    version, and LanceDB lists them (type, column, rows indexed), plans its search
 //    through them (explainPlan names our uuid) and, probing every partition, returns
 //    exactly its own brute-force neighbours;
@@ -145,6 +145,7 @@ TEST_CASE("LanceDB searches IVF_FLAT indexes we build and register") {
   for (const auto& v : std::vector<variant>{{"2.0", simd::distance_type::l2, "l2"},
                                             {"2.0", simd::distance_type::cosine, "cosine"},
                                             {"2.0", simd::distance_type::dot, "dot"},
+                                            {"2.1", simd::distance_type::dot, "dot"},
                                             {"2.2", simd::distance_type::l2, "l2"}}) {
     INFO("storage " << v.storage << ", " << v.metric_name);
     t::temp_dir tmp("ivf-flat");
