@@ -84,7 +84,8 @@ struct test_file {
     const auto n = v21::column_count(schema.fields[f]);
     std::vector<v21::column_pages> cols;
     for (std::uint32_t c = first; c < first + n; ++c) cols.push_back({&columns[c], starts[c]});
-    return v21::decode_field(schema.fields[f], cols, first, b, e, fetch());
+    return v21::decode_field(schema.fields[f], cols, first, b, e, fetch(),
+                             [this](std::uint64_t off, std::uint64_t n) { return bytes.slice(off, n); });
   }
 };
 
@@ -814,4 +815,28 @@ TEST_CASE("corrupt pages: mutated buffers and encodings fail with lancet errors,
   v21::max_decoded_buffer_bytes = saved_limit;
   MESSAGE(errors << " corrupt inputs refused, " << survived << " decoded to something");
   CHECK(errors > 0);
+}
+
+TEST_CASE("legacy blob columns (2.1) LanceDB wrote decode to their bytes") {
+  // tests/interop/write_legacy_blobs.mjs: row i holds 100 + 50 i bytes (k * 7 + i) & 255,
+  // null when i % 5 == 3. LanceDB's scan shows only (position, size) descriptions;
+  // lancet reads the bytes (the field is large_binary).
+  const auto dir = fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "structural" / "blob_2.1" / "data";
+  fs::path data;
+  for (const auto& e : fs::directory_iterator(dir)) data = e.path();
+  test_file f(data);
+  REQUIRE(f.rows == 20);
+  const auto l = f.columns[1].pages[0].encoding->unwrap<pb::enc21::page_layout>();
+  CHECK(std::holds_alternative<pb::enc21::blob_layout>(l.value));
+  std::vector<std::optional<std::string>> expected;
+  for (int i = 0; i < 20; ++i) {
+    if (i % 5 == 3) { expected.push_back(std::nullopt); continue; }
+    std::string v(std::size_t(100 + i * 50), '\0');
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = char((k * 7 + std::size_t(i)) & 255);
+    expected.push_back(v);
+  }
+  auto want = arrow::large_binary_array(expected);
+  auto got = f.read(1, 0, 20);
+  CHECK_FALSE(arrow::first_difference(want, got));
+  CHECK_FALSE(arrow::first_difference(arrow::slice(want, 7, 6), f.read(1, 7, 13)));
 }

@@ -306,7 +306,7 @@ struct decoded_leaf {
 
 inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow::type_ptr& leaf_type, const column_pages& col,
                                 std::uint32_t column, std::uint64_t begin, std::uint64_t end,
-                                const fetch_page_buffers& fetch) {
+                                const fetch_page_buffers& fetch, const read_file_range& read_range) {
   decoded_leaf out;
   out.nodes.resize(path.size());
   const auto& starts = col.page_starts;
@@ -330,7 +330,7 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
     const auto layout = pb::unpack_any<enc21::page_layout>(any);
     const auto buffers = fetch(column, p);
     const auto b = std::max(begin, ps) - ps, e = std::min(end, pe) - ps;
-    auto slice = read_page(layout, buffers, page.length, b, e, where);
+    auto slice = read_page(layout, buffers, page.length, b, e, where, read_range);
     if (slice.layers.size() != path.size())
       throw corrupt_error(where + ": " + std::to_string(slice.layers.size()) + " layers for a field path of depth " +
                           std::to_string(path.size()));
@@ -406,10 +406,11 @@ inline arrow::array_ptr assemble(const arrow::field& f, std::size_t depth, std::
 
 // Decodes rows [begin, end) of a top-level field. `columns` are the field's columns
 // (column_count(f) of them, in order); `first_column` is the file column index of the
-// first (for fetch and error messages).
+// first (for fetch and error messages). `read_range` reads bytes of the file: needed
+// only for blob columns (legacy blobs of 2.1), whose values live outside the pages.
 inline arrow::array_ptr decode_field(const arrow::field& f, std::span<const column_pages> columns,
                                      std::uint32_t first_column, std::uint64_t begin, std::uint64_t end,
-                                     const fetch_page_buffers& fetch) {
+                                     const fetch_page_buffers& fetch, const read_file_range& read_range = {}) {
   if (begin > end)
     throw invalid_input_error("row range [" + std::to_string(begin) + ", " + std::to_string(end) + ") is reversed");
   const auto paths = leaf_paths(f);
@@ -422,7 +423,7 @@ inline arrow::array_ptr decode_field(const arrow::field& f, std::span<const colu
     // The leaf's Arrow type: walk the field's type along the path.
     const arrow::field* cur = &f;
     for (std::size_t d = 0; d + 1 < paths[i].size(); ++d) cur = &cur->type->children.at(paths[i][d].child);
-    leaves.push_back(detail::decode_leaf(paths[i], cur->type, columns[i], first_column + std::uint32_t(i), begin, end, fetch));
+    leaves.push_back(detail::decode_leaf(paths[i], cur->type, columns[i], first_column + std::uint32_t(i), begin, end, fetch, read_range));
   }
   std::size_t next = 0;
   return detail::assemble(f, 0, leaves, paths, next);

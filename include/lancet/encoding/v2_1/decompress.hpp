@@ -224,6 +224,19 @@ inline data_block decode_miniblock(const compressive& e, std::vector<shared_byte
     }
     return out;
   }
+  if (const auto* ps = std::get_if<enc21::packed_struct>(&e.value)) {
+    // Rows of the fields' values side by side; kept as one fixed-width value per row.
+    std::uint64_t bits = 0;
+    for (auto b : ps->bits_per_value) {
+      if (b % 8) throw unsupported_error(where + ": packed struct fields of " + std::to_string(b) + " bits");
+      bits += b;
+    }
+    auto inner = decode_miniblock(ps->values.value(where + ": PackedStruct.values"), bufs, at, n, where);
+    if (inner.k != data_block::kind::fixed || inner.bits_per_value != bits)
+      throw corrupt_error(where + ": packed struct rows of " + std::to_string(inner.bits_per_value) + " bits, its fields sum to " +
+                          std::to_string(bits));
+    return inner;
+  }
   if (const auto* c = std::get_if<enc21::constant>(&e.value)) {
     const std::string& v = c->value.value_or(std::string());
     check_alloc(checked_mul(n, v.size(), where.c_str()), where);
@@ -239,6 +252,7 @@ inline data_block decode_miniblock(const compressive& e, std::vector<shared_byte
 // Buffers a mini-block value encoding occupies in each chunk.
 inline std::uint64_t miniblock_buffers(const compressive& e) {
   if (std::holds_alternative<enc21::rle>(e.value)) return 2;
+  if (const auto* p = std::get_if<enc21::packed_struct>(&e.value)) return p->values ? miniblock_buffers(*p->values) : 1;
   if (const auto* g = std::get_if<enc21::general>(&e.value)) return g->values ? miniblock_buffers(*g->values) : 1;
   if (const auto* f = std::get_if<enc21::fsst>(&e.value)) return f->values ? miniblock_buffers(*f->values) : 1;
   if (const auto* l = std::get_if<enc21::fixed_size_list>(&e.value))

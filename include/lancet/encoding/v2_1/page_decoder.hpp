@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -303,9 +304,13 @@ inline std::pair<std::uint64_t, std::uint64_t> row_slots(const std::vector<std::
 
 }  // namespace detail
 
+// Reads bytes [offset, offset + size) of the file (for blob values stored out of line).
+using read_file_range = std::function<shared_bytes(std::uint64_t offset, std::uint64_t size)>;
+
 // Reads rows [begin, end) of a page of `page_rows` rows.
 inline page_slice read_page(const enc21::page_layout& layout, const std::vector<shared_bytes>& buffers,
-                            std::uint64_t page_rows, std::uint64_t begin, std::uint64_t end, const std::string& where) {
+                            std::uint64_t page_rows, std::uint64_t begin, std::uint64_t end, const std::string& where,
+                            const read_file_range& read_range = {}) {
   using namespace detail;
   if (begin > end || end > page_rows)
     throw corrupt_error(where + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") outside a page of " +
@@ -675,8 +680,43 @@ inline page_slice read_page(const enc21::page_layout& layout, const std::vector<
     }
     return out;
   }
-  if (std::holds_alternative<enc21::blob_layout>(layout.value))
-    throw unsupported_error(where + ": blob columns are not supported by lancet's reader yet");
+  if (const auto* bl = std::get_if<enc21::blob_layout>(&layout.value)) {
+    // Legacy blobs (2.1): the inner page holds a (position u64, size u64) descriptor per
+    // row; the bytes live elsewhere in the file. size 0 is an empty value (position 0)
+    // or a null (position = def << 16 | rep).
+    if (!bl->inner_layout) throw corrupt_error(where + ": blob layout without an inner layout");
+    if (!read_range) throw unsupported_error(where + ": blob values need the file's bytes (pass read_range to the decoder)");
+    auto inner = read_page(*bl->inner_layout, buffers, page_rows, begin, end, where + " (blob descriptions)");
+    if (!inner.rep.empty() || !inner.def.empty() || inner.values.k != data_block::kind::fixed || inner.values.bits_per_value != 128)
+      throw corrupt_error(where + ": blob descriptions are not 128-bit (position, size) rows without levels");
+    out.layers = bl->layers.empty() ? std::vector<layer>{layer::nullable_item} : bl->layers;
+    const level_scheme s(out.layers);
+    if (s.max_rep) throw unsupported_error(where + ": blobs inside lists");
+    const auto n = inner.values.num_values;
+    aligned_buffer offs, bytes;
+    offs.resize(std::size_t((n + 1) * 8));
+    std::vector<std::uint16_t> def;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const auto* d = inner.values.data.data() + 16 * i;
+      const auto pos = le::load<std::uint64_t>(d), size = le::load<std::uint64_t>(d + 8);
+      std::uint16_t level = 0;
+      if (size == 0 && pos != 0) {
+        level = std::uint16_t((pos >> 16) & 0xFFFF);
+        if (level == 0 || level > s.max_def) throw corrupt_error(where + ": blob null marker " + std::to_string(pos));
+      } else if (size) {
+        check_alloc(bytes.size() + size, where + " (blob value)");
+        auto v = read_range(pos, size);
+        if (v.size() != size) throw corrupt_error(where + ": blob value at " + std::to_string(pos) + " is truncated");
+        bytes.append(v.view());
+      }
+      def.push_back(level);
+      le::store<std::uint64_t>(offs.data() + 8 * (i + 1), bytes.size());
+    }
+    if (s.max_def) out.def = std::move(def);
+    out.num_slots = n;
+    out.values = data_block::variable(n, 64, shared_bytes(std::move(offs)), shared_bytes(std::move(bytes)));
+    return out;
+  }
   if (std::holds_alternative<enc21::sparse_layout>(layout.value))
     throw unsupported_error(where + ": sparse layouts (Lance 2.3) are not supported by lancet's reader");
   throw corrupt_error(where + ": page layout is empty");
