@@ -659,6 +659,7 @@ namespace {
 struct budget {
   std::uint64_t bytes_left = std::numeric_limits<std::uint64_t>::max();
   int fail_finish_of = -1;  // index of the sink whose finish() fails
+  int fail_after_finish_of = -1;  // ... fails after publishing (a failed directory fsync)
   int sinks = 0;
   std::uint64_t used = 0;
 };
@@ -681,6 +682,7 @@ class budget_sink {
   void finish() {
     if (index_ == b_->fail_finish_of) throw io_error("budget_sink: finish failed (injected)");
     inner_.finish();
+    if (index_ == b_->fail_after_finish_of) throw io_error("budget_sink: directory fsync failed (injected)");
   }
   void abort() noexcept { inner_.abort(); }
 
@@ -748,6 +750,31 @@ TEST_CASE("crash safety: a sink failing at any byte of an append leaves the data
     CHECK_THROWS_AS(ds::write(root, batches, opts(ds::write_mode::append, 30), budget_factory{&b}), io_error);
     CHECK(tree(root) == before);
     CHECK(ds::dataset::open(root).version() == 1);
+  }
+  // A data or transaction file that fails after its rename: nothing committed, all removed.
+  for (int k = 0; k < sinks - 1; ++k) {
+    budget b;
+    b.fail_after_finish_of = k;
+    CHECK_THROWS_AS(ds::write(root, batches, opts(ds::write_mode::append, 30), budget_factory{&b}), io_error);
+    CHECK(tree(root) == before);
+  }
+  // The manifest failing after its rename: the version is committed and keeps its files.
+  {
+    temp_dir t3("failing-committed");
+    const auto copy = t3.sub("ds");
+    fs::copy(root, copy, fs::copy_options::recursive);
+    budget b;
+    b.fail_after_finish_of = sinks - 1;
+    try {
+      ds::write(copy, batches, opts(ds::write_mode::append, 30), budget_factory{&b});
+      FAIL("expected committed_io_error");
+    } catch (const ds::committed_io_error& e) {
+      CHECK(e.version == 2);
+      CHECK(std::string(e.what()).find("was committed") != std::string::npos);
+    }
+    auto d = ds::dataset::open(copy);
+    CHECK(d.version() == 2);
+    CHECK(live_ids(d) == iota_ids(0, 115));
   }
   // And with no failure the append goes through.
   budget b;

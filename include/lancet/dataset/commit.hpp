@@ -249,6 +249,26 @@ inline pending_commit build_delete(const snapshot& previous, std::vector<pb::dat
   return c;
 }
 
+// The commit happened (the manifest is in place and names this write's transaction)
+// but a later step failed, such as making the directory entry durable. The data this
+// write added is part of the dataset: nothing may be removed.
+struct committed_io_error : io_error {
+  std::uint64_t version;
+  committed_io_error(std::uint64_t v, const std::string& what) : io_error(what), version(v) {}
+};
+
+namespace commit_detail {
+// Whether the manifest at `path` exists and was written for transaction `txn`.
+inline bool committed_by(const std::string& path, const pb::transaction& txn) noexcept {
+  try {
+    if (!io::path_exists(path)) return false;
+    return read_manifest_file_at(path).manifest.transaction_file == txn.file_name();
+  } catch (...) {
+    return false;
+  }
+}
+}  // namespace commit_detail
+
 struct publish_options {
   naming_scheme scheme = naming_scheme::v2;
   // Write _versions/latest_version_hint.json after the commit (as Lance 12 does).
@@ -266,13 +286,19 @@ void publish(const std::string& root, pending_commit& c, const publish_options& 
   io::make_directories(versions_dir(root));
   const std::string txn_path = transaction_path(root, c.transaction.file_name());
   const std::string manifest_file = manifest_path(root, o.scheme, version);
-  {
+  try {
     io::file_sink_options so;
     so.exclusive = true;
     auto sink = make_sink(txn_path, so);
     const std::string bytes = encode_transaction_file(c.transaction);
     sink.write(bytes_view(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
     sink.finish();
+  } catch (...) {
+    try {
+      io::remove_file(txn_path);  // in case it failed after publishing
+    } catch (...) {
+    }
+    throw;
   }
   try {
     io::file_sink_options so;
@@ -288,6 +314,18 @@ void publish(const std::string& root, pending_commit& c, const publish_options& 
     throw conflict_error("cannot commit version " + std::to_string(version) + " of dataset '" + root +
                          "': another writer committed version " + std::to_string(version) +
                          " first; nothing of this write was kept (open the dataset again and retry)");
+  } catch (const error& e) {
+    // A sink may fail after its rename published the manifest (a failed directory
+    // fsync): then the version is committed and its files must stay.
+    if (commit_detail::committed_by(manifest_file, c.transaction))
+      throw committed_io_error(version, "version " + std::to_string(version) + " of dataset '" + root +
+                                            "' was committed, but not made durable: " +
+                                            manifest_detail::message_of(e));
+    try {
+      io::remove_file(txn_path);
+    } catch (...) {
+    }
+    throw;
   } catch (...) {
     try {
       io::remove_file(txn_path);

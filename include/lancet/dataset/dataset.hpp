@@ -611,6 +611,8 @@ delete_result delete_rows(const std::string& root, std::span<const std::uint64_t
       po.write_version_hint = o.write_version_hint;
       publish(root, c, po, make_sink);
       return {c.manifest.version, newly};
+    } catch (const committed_io_error&) {
+      throw;
     } catch (const conflict_error&) {
       for (const auto& p : written) {
         try {

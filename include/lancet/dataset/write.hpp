@@ -428,6 +428,8 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
             throw conflict_error(context + ": a concurrent writer changed the dataset's schema or storage version");
         }
       }
+    } catch (const committed_io_error&) {
+      throw;  // committed: the data files belong to the dataset now
     } catch (...) {
       fw.remove_files();
       throw;
