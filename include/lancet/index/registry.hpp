@@ -200,7 +200,9 @@ struct commit_index_options {
 // Lance's CreateIndex commit on top of `base` (the version the index was built from):
 // version base + 1 gets the new index (and loses a replaced one). Another writer
 // having committed since is conflict_error, and nothing is changed: the index was
-// built from rows that may no longer be the dataset's.
+// built from rows that may no longer be the dataset's. The index files (written
+// beforehand into index_directory(root, uuid)) are left in place on failure, for the
+// caller to retry with or remove; Lance's cleanup also removes unreferenced ones.
 template <class SinkFactory = dataset::default_sink_factory>
 inline dataset::snapshot commit_index(const std::string& root, const dataset::snapshot& base,
                                       std::vector<pb::index_metadata> new_indices, const commit_index_options& o = {},
