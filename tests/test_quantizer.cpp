@@ -385,6 +385,25 @@ TEST_CASE("non-finite rows are dropped from training and code to 0") {
   CHECK(codes[9 * 2 + 0] == 0);  // the infinite one
 }
 
+TEST_CASE("progress is reported per sub-vector; returning false cancels") {
+  const auto rows = gaussian(600, 16, 3);
+  pq::params p;
+  p.num_sub_vectors = 4;
+  p.max_iters = 3;
+  std::vector<std::size_t> seen;
+  p.on_progress = [&](std::size_t done, std::size_t total) {
+    CHECK(total == 4);
+    seen.push_back(done);
+    return true;
+  };
+  boost::asio::thread_pool pool(2);
+  pq::train(rows.data(), 600, 16, p, distance_type::l2, &pool);
+  CHECK(seen == std::vector<std::size_t>{1, 2, 3, 4});
+  p.on_progress = [](std::size_t done, std::size_t) { return done < 2; };
+  CHECK_THROWS_WITH_AS(pq::train(rows.data(), 600, 16, p), doctest::Contains("after 2 of 4 sub-vectors"),
+                       cancelled_error);
+}
+
 TEST_CASE("bad input is refused with clear errors") {
   const auto rows = gaussian(300, 10, 1);
   pq::params p;

@@ -33,8 +33,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -66,6 +68,10 @@ struct params {
   std::size_t kmeans_redos = 1;
   std::size_t sample_rate = 256;     // training rows: sample_rate * 2^num_bits
   std::uint64_t seed = 42;
+  // Called after each sub-vector's codebook is trained (one call at a time, from the
+  // thread that trained it) with the sub-vectors done so far and in all; return
+  // false to cancel (training then throws lancet::cancelled_error).
+  std::function<bool(std::size_t done, std::size_t total)> on_progress;
 
   std::size_t sample_size() const noexcept { return sample_rate << num_bits; }
 };
@@ -332,6 +338,8 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
   out.codebook.resize(k * d);
   // One k-means per sub-vector, each with its own seed: the codebook depends only
   // on the seed, never on which thread trains which sub-vector.
+  std::mutex progress_mu;
+  std::size_t done = 0;
   parallel_for(pool, m, [&](std::size_t s) {
     subvector_kmeans<W> km;
     km.n = use;
@@ -356,6 +364,12 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
       }
     }
     for (std::size_t i = 0; i < k * sd; ++i) out.codebook[s * k * sd + i] = quantizer::from_work<T>(best[i]);
+    if (p.on_progress) {
+      std::lock_guard<std::mutex> lk(progress_mu);
+      if (!p.on_progress(++done, m))
+        throw cancelled_error("PQ training cancelled by the progress callback after " + std::to_string(done) +
+                              " of " + std::to_string(m) + " sub-vectors");
+    }
   });
   return out;
 }
