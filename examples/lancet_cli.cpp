@@ -4,6 +4,12 @@
 //                < rows.jsonl
 //   lancet cat DATASET|FILE.lance [--columns a,b] [--offset N] [--limit N] [--version V]
 //   lancet inspect DATASET|FILE.lance
+//   lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq
+//                [--partitions N | --target-partition-size N] [--sub-vectors M] [--bits B]
+//                [--metric l2|cosine|dot|hamming] [--name NAME] [--replace] [--threads T]
+//   lancet index list DATASET
+//   lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R]
+//                [--columns a,b] [--index NAME]
 //
 // Errors go to stderr with a message naming what is wrong; the exit status is 1 for
 // failures and 2 for bad usage. A failed write leaves the dataset as it was.
@@ -12,9 +18,18 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json.hpp>
+
 #include <lancet/dataset/dataset.hpp>
+#include <lancet/index/ivf_builder.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/json/rows_reader.hpp>
 #include <lancet/json/rows_writer.hpp>
@@ -34,7 +49,13 @@ constexpr const char* usage_text =
     "usage:\n"
     "  lancet write DATASET --schema SCHEMA.json [--format 2.0|2.1|2.2] [--mode create|append|overwrite] < rows.jsonl\n"
     "  lancet cat DATASET|FILE.lance [--columns a,b] [--offset N] [--limit N] [--version V]\n"
-    "  lancet inspect DATASET|FILE.lance\n";
+    "  lancet inspect DATASET|FILE.lance\n"
+    "  lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq [--partitions N |\n"
+    "               --target-partition-size N] [--sub-vectors M] [--bits B] [--metric l2|cosine|dot|hamming]\n"
+    "               [--name NAME] [--replace] [--threads T]\n"
+    "  lancet index list DATASET\n"
+    "  lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R] [--columns a,b]\n"
+    "               [--index NAME]\n";
 
 // "--name value" options after the positional argument.
 struct args {
@@ -42,7 +63,8 @@ struct args {
   std::string path;
   std::map<std::string, std::string> options;
 
-  static args parse(int argc, char** argv, const std::vector<std::string>& allowed) {
+  static args parse(int argc, char** argv, const std::vector<std::string>& allowed,
+                    const std::vector<std::string>& flags = {}) {
     args a;
     if (argc < 3) throw usage_error("missing arguments");
     a.command = argv[1];
@@ -51,6 +73,10 @@ struct args {
       std::string k = argv[i];
       if (k.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + k + "'");
       k = k.substr(2);
+      if (std::find(flags.begin(), flags.end(), k) != flags.end()) {
+        a.options[k] = "1";
+        continue;
+      }
       if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
         throw usage_error("unknown option --" + k + " for '" + a.command + "'");
       if (i + 1 >= argc) throw usage_error("option --" + k + " needs a value");
@@ -220,6 +246,181 @@ int cmd_inspect(const args& a) {
   return 0;
 }
 
+// ---- index create / list, search --------------------------------------------------
+
+// A progress line per stage on stderr, redrawn in place while the stage runs.
+struct progress_bar {
+  index::build_stage stage{};
+  bool started = false;
+  int last_pct = -1;
+  void operator()(const index::build_progress& p) {
+    if (!started || p.stage != stage) {
+      if (started) std::cerr << "\n";
+      started = true;
+      stage = p.stage;
+      last_pct = -1;
+    }
+    const int pct = p.total ? int(100.0 * double(std::min(p.done, p.total)) / double(p.total)) : 100;
+    if (pct == last_pct) return;
+    last_pct = pct;
+    const int width = 30, fill = pct * width / 100;
+    std::cerr << "\r" << index::build_stage_name(stage) << " [" << std::string(std::size_t(fill), '#')
+              << std::string(std::size_t(width - fill), ' ') << "] " << p.done << "/" << p.total << std::flush;
+  }
+  void finish() {
+    if (started) std::cerr << "\n";
+  }
+};
+
+int cmd_index_create(const args& a) {
+  index::build_options o;
+  o.column = a.get("column").value_or("");
+  if (o.column.empty()) throw usage_error("index create needs --column COL");
+  const auto type = a.get("type");
+  if (!type) throw usage_error("index create needs --type ivf_flat|ivf_pq|ivf_sq|ivf_rq");
+  o.type = index::parse_ivf_index_type(*type);
+  if (a.get("partitions") && a.get("target-partition-size"))
+    throw usage_error("give --partitions or --target-partition-size, not both");
+  if (auto v = a.number("partitions")) o.num_partitions = std::size_t(*v);
+  if (auto v = a.number("target-partition-size")) o.target_partition_size = std::size_t(*v);
+  if (auto v = a.number("sub-vectors")) o.num_sub_vectors = std::size_t(*v);
+  if (auto v = a.number("bits")) o.num_bits = std::uint32_t(*v);
+  if (auto m = a.get("metric")) o.metric = index::parse_distance(*m);
+  o.name = a.get("name").value_or("");
+  o.replace = a.get("replace").has_value();
+  const auto threads = a.number("threads").value_or(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads == 0) throw usage_error("--threads must be positive");
+  std::optional<boost::asio::thread_pool> pool;
+  if (threads > 1) {
+    pool.emplace(std::size_t(threads));
+    o.pool = &*pool;
+  }
+  progress_bar bar;
+  o.on_progress = [&](const index::build_progress& p) { bar(p); };
+  index::build_result r;
+  try {
+    r = index::build_ivf_index(a.path, o);
+  } catch (...) {
+    bar.finish();
+    throw;
+  }
+  bar.finish();
+  std::cerr << "lancet: built " << index::ivf_index_type_name(o.type) << " index '" << r.index.name << "' ("
+            << r.num_partitions << " partitions, " << r.rows_indexed << " rows indexed, " << r.rows_skipped
+            << " skipped) on " << a.path << ", version " << r.version << "\n";
+  return 0;
+}
+
+int cmd_index_list(const args& a) {
+  const auto s = dataset::load_latest(a.path);
+  if (!s) throw invalid_input_error("'" + a.path + "' is not a Lance dataset");
+  for (const auto& i : index::list_indices(*s)) {
+    nlohmann::json j;
+    j["name"] = i.name;
+    j["uuid"] = i.uuid.to_string();
+    j["type"] = i.index_type;
+    j["columns"] = i.columns;
+    if (i.distance) j["distance"] = std::string(index::distance_type_name(*i.distance));
+    j["dataset_version"] = i.dataset_version;
+    j["fragments"] = i.fragment_ids;
+    std::cout << j.dump() << "\n";
+  }
+  return 0;
+}
+
+// Vector values of a column, widened to double, for the given rows (refine).
+void fetch_vectors(const dataset::dataset& ds, const std::string& column, std::span<const std::uint64_t> ids,
+                   std::size_t dim, double* out) {
+  const auto b = ds.take(ids, {column});
+  const auto& col = *b.columns.at(0);
+  const auto& item = *col.children.at(0);
+  for (std::size_t r = 0; r < ids.size(); ++r) {
+    for (std::size_t j = 0; j < dim; ++j) {
+      const std::size_t i = (std::size_t(col.offset) + r) * dim + j;
+      double v = std::nan("");
+      if (r < std::size_t(col.length) && col.is_valid(std::int64_t(r))) {
+        switch (item.type->id) {
+          case arrow::type_id::float16: v = item.values<simd::f16>()[i].to_float(); break;
+          case arrow::type_id::float32: v = item.values<float>()[i]; break;
+          case arrow::type_id::float64: v = item.values<double>()[i]; break;
+          case arrow::type_id::uint8: v = item.values<std::uint8_t>()[i]; break;
+          default: break;
+        }
+      }
+      out[r * dim + j] = v;
+    }
+  }
+}
+
+int cmd_search(const args& a) {
+  const auto column = a.get("column");
+  if (!column) throw usage_error("search needs --column COL");
+  const auto qtext = a.get("query");
+  if (!qtext) throw usage_error("search needs --query '[v1, v2, ...]'");
+  const auto s = dataset::load_latest(a.path);
+  if (!s) throw invalid_input_error("'" + a.path + "' is not a Lance dataset");
+  auto ix = index::open_vector_index(*s, *column, a.get("index").value_or(""));
+  const std::size_t dim = ix.searcher->dimension();
+  nlohmann::json q;
+  try {
+    q = nlohmann::json::parse(*qtext);
+  } catch (const std::exception&) {
+    throw invalid_input_error("--query is not JSON: '" + *qtext + "'");
+  }
+  if (!q.is_array() || q.size() != dim)
+    throw invalid_input_error("--query must be a JSON array of " + std::to_string(dim) + " numbers (the dimension of '" +
+                              *column + "')");
+  std::vector<float> query;
+  for (const auto& v : q) {
+    if (!v.is_number()) throw invalid_input_error("--query holds a non-number: " + v.dump());
+    query.push_back(v.get<float>());
+  }
+  index::search_params sp;
+  sp.k = a.number("k").value_or(10);
+  sp.nprobes = a.number("nprobes").value_or(20);
+  sp.refine_factor = a.number("refine").value_or(0);
+  if (sp.k == 0) throw usage_error("--k must be positive");
+  if (sp.nprobes == 0) throw usage_error("--nprobes must be positive");
+  const auto ds = dataset::dataset::open(a.path, s->version());
+  if (sp.refine_factor > 0)
+    sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) { fetch_vectors(ds, *column, ids, dim, out); };
+  std::vector<index::neighbor> hits;
+  if (ix.index_file.distance == simd::distance_type::hamming) {
+    std::vector<std::uint8_t> qb;
+    for (float f : query) {
+      if (!(f >= 0 && f <= 255 && f == std::floor(f)))
+        throw invalid_input_error("a hamming query holds bytes (0..255), not " + std::to_string(f));
+      qb.push_back(std::uint8_t(f));
+    }
+    hits = ix.searcher->search(qb.data(), dim, sp);
+  } else {
+    hits = ix.searcher->search(query.data(), dim, sp);
+  }
+  const auto columns = a.get("columns") ? split_columns(*a.get("columns")) : std::vector<std::string>{};
+  arrow::record_batch values;
+  if (!columns.empty() && !hits.empty()) {
+    std::vector<std::uint64_t> ids;
+    for (const auto& h : hits) ids.push_back(h.row_id);
+    values = ds.take(ids, columns);
+  }
+  std::string row;
+  for (std::size_t i = 0; i < hits.size(); ++i) {
+    // Distances are f32: printed in their shortest round-trip form.
+    char num[64];
+    const auto end = std::to_chars(num, num + sizeof num, hits[i].distance).ptr;
+    std::string dist(num, end);
+    if (!std::isfinite(hits[i].distance)) dist = "null";
+    std::string line = "{\"_rowid\":" + std::to_string(hits[i].row_id) + ",\"_distance\":" + dist + "}";
+    if (!columns.empty()) {
+      row.clear();
+      json::append_row(row, values, std::int64_t(i), json::write_options{});
+      if (row.size() > 2) line = line.substr(0, line.size() - 1) + "," + row.substr(1);
+    }
+    std::cout << line << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -229,6 +430,19 @@ int main(int argc, char** argv) {
     if (cmd == "write") return cmd_write(args::parse(argc, argv, {"schema", "format", "mode"}));
     if (cmd == "cat") return cmd_cat(args::parse(argc, argv, {"columns", "offset", "limit", "version"}));
     if (cmd == "inspect") return cmd_inspect(args::parse(argc, argv, {}));
+    if (cmd == "index") {
+      if (argc < 3) throw usage_error("index needs a subcommand: create or list");
+      const std::string sub = argv[2];
+      if (sub == "create")
+        return cmd_index_create(args::parse(argc - 1, argv + 1,
+                                            {"column", "type", "partitions", "target-partition-size", "sub-vectors",
+                                             "bits", "metric", "name", "threads"},
+                                            {"replace"}));
+      if (sub == "list") return cmd_index_list(args::parse(argc - 1, argv + 1, {}));
+      throw usage_error("unknown index subcommand '" + sub + "' (create or list)");
+    }
+    if (cmd == "search")
+      return cmd_search(args::parse(argc, argv, {"column", "query", "k", "nprobes", "refine", "columns", "index"}));
     if (cmd == "--help" || cmd == "help") {
       std::cout << usage_text;
       return 0;

@@ -49,5 +49,46 @@ printf '{"fields":[{"name":"a","type":"int33"}]}' > "$tmp/bad.json"
 err=$(printf '{}\n' | "$lancet" write "$tmp/y" --schema "$tmp/bad.json" 2>&1); check "unknown type fails naming it" grep -q 'int33' <<< "$err"
 check "malformed JSON fails" bash -c "! printf '{\"id\":1\n' | '$lancet' write '$tmp/z' --schema '$tmp/schema.json' 2>/dev/null"
 check "no dataset left by a failed create" test ! -d "$tmp/z/_versions"
+# ---- index create / list, search --------------------------------------------------
+cat > "$tmp/vschema.json" <<'JSON'
+{"fields": [{"name": "id", "type": "int64", "nullable": false},
+            {"name": "vector", "type": {"fixed_size_list": "float32", "size": 8}}]}
+JSON
+# 600 rows around 6 centres, deterministic.
+awk 'BEGIN { for (i = 0; i < 600; i++) { c = i % 6; s = "{\"id\":" i ",\"vector\":[";
+  for (j = 0; j < 8; j++) s = s (j ? "," : "") sprintf("%.4f", sin(c * 7 + j) + 0.05 * sin(i * 13 + j * 5));
+  print s "]}" } }' > "$tmp/vrows.jsonl"
+vds="$tmp/vds"
+check "write vector dataset" bash -c "'$lancet' write '$vds' --schema '$tmp/vschema.json' < '$tmp/vrows.jsonl' 2>/dev/null"
+q7=$(sed -n 8p "$tmp/vrows.jsonl" | sed 's/.*"vector":\(\[.*\]\)}/\1/')
+err=$("$lancet" index create "$vds" --column vector --type ivf_flat --partitions 4 --threads 2 2>&1 >/dev/null)
+check "index create ivf_flat" test $? -eq 0
+check "index create shows progress stages" bash -c "grep -q train_ivf <<< '$err' && grep -q merge_partitions <<< '$err' && grep -q 'built IVF_FLAT' <<< '$err'"
+check "index list shows IVF_FLAT" bash -c "'$lancet' index list '$vds' | grep -q '\"name\":\"vector_idx\".*\"type\":\"IVF_FLAT\"'"
+out=$("$lancet" search "$vds" --column vector --query "$q7" --k 3 --nprobes 4)
+check "search finds the query row first at distance 0" bash -c "head -n 1 <<< '$out' | grep -q '^{\"_rowid\":7,\"_distance\":0}$'"
+check "search returns k lines" test "$(wc -l <<< "$out")" -eq 3
+check "search --columns adds values" bash -c "'$lancet' search '$vds' --column vector --query '$q7' --k 1 --columns id | grep -q '\"_rowid\":7,\"_distance\":0,\"id\":7}'"
+err=$("$lancet" index create "$vds" --column vector --type ivf_pq --partitions 4 2>&1 >/dev/null)
+check "existing index name refused" bash -c "grep -q \"already has an index named 'vector_idx'\" <<< \"\$0\"" "$err"
+check "refused create leaves the version" bash -c "'$lancet' inspect '$vds' | grep -q 'latest version 2:'"
+check "index create --replace ivf_pq" bash -c "'$lancet' index create '$vds' --column vector --type ivf_pq --partitions 4 --sub-vectors 4 --replace 2>/dev/null"
+check "replaced index is IVF_PQ" bash -c "'$lancet' index list '$vds' | grep -q '\"type\":\"IVF_PQ\"' && test \$('$lancet' index list '$vds' | wc -l) -eq 1"
+check "index create ivf_sq cosine" bash -c "'$lancet' index create '$vds' --column vector --type ivf_sq --target-partition-size 200 --metric cosine --name sq 2>/dev/null"
+check "index create ivf_rq dot" bash -c "'$lancet' index create '$vds' --column vector --type ivf_rq --partitions 2 --metric dot --name rq 2>/dev/null"
+check "index list shows three indexes" test "$("$lancet" index list "$vds" | wc -l)" -eq 3
+check "search --index sq finds row 7" bash -c "'$lancet' search '$vds' --column vector --index sq --query '$q7' --k 10 --nprobes 3 | grep -q '\"_rowid\":7,\"_distance\"'"
+check "search --refine reports exact distances" bash -c "'$lancet' search '$vds' --column vector --query '$q7' --k 1 --nprobes 4 --refine 5 | grep -q '^{\"_rowid\":7,\"_distance\":0}$'"
+check "LanceDB lists the CLI's indexes" bash -c "node '$root/tests/interop/list_indices.mjs' '$vds' | grep -q '\"indexType\":\"IvfPq\"'"
+err=$("$lancet" index create "$vds" --column vector --type ivf_pq --sub-vectors 3 --name x 2>&1); st=$?
+check "sub-vectors not dividing the dimension refused" bash -c "test $st -eq 1 && grep -q 'does not divide dimension 8' <<< \"\$0\"" "$err"
+err=$("$lancet" index create "$vds" --column id --type ivf_flat --name x 2>&1)
+check "non-vector column refused" grep -q "not a fixed-size list" <<< "$err"
+err=$("$lancet" index create "$vds" --column vector --type ivf_flat --partitions 601 --name x 2>&1)
+check "more partitions than rows refused" grep -q "cannot build 601 partitions from 600" <<< "$err"
+check "refused creates leave the version" bash -c "'$lancet' inspect '$vds' | grep -q 'latest version 5:'"
+err=$("$lancet" search "$vds" --column vector --query '[1,2]' 2>&1); st=$?
+check "query of the wrong dimension refused" bash -c "test $st -eq 1 && grep -q 'array of 8 numbers' <<< \"\$0\"" "$err"
+err=$("$lancet" index create "$vds" --column vector 2>&1); check "index create without --type is a usage error" test $? -eq 2
 echo "cli: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
