@@ -239,6 +239,30 @@ TEST_CASE("distance tables equal brute force over decoded vectors (l2, dot; 8 an
   }
 }
 
+TEST_CASE("residual tables from precomputed query and partition terms equal direct tables") {
+  const std::size_t d = 32;
+  const auto rows = gaussian(1000, d, 41);
+  for (std::uint32_t bits : {8u, 4u}) {
+    pq::params p;
+    p.num_sub_vectors = 8;
+    p.num_bits = bits;
+    p.max_iters = 5;
+    const auto m = pq::train(rows.data(), 1000, d, p);
+    auto q = gaussian(1, d, 42), c = gaussian(1, d, 43);
+    for (auto& v : q) v += 5.0f;  // large |q| and |c| next to a small residual
+    for (std::size_t i = 0; i < d; ++i) c[i] = q[i] - 0.01f * c[i];
+    std::vector<float> r(d);
+    for (std::size_t i = 0; i < d; ++i) r[i] = q[i] - c[i];
+    const pq::distance_table direct(m, r.data());
+    const auto fast = pq::residual_table(m, pq::query_term(m, q.data()), pq::partition_term(m, c.data()), q.data(),
+                                         c.data());
+    REQUIRE(fast.table().size() == direct.table().size());
+    for (std::size_t i = 0; i < fast.table().size(); ++i)
+      CHECK(fast.table()[i] == doctest::Approx(direct.table()[i]).epsilon(1e-5).scale(1e-6));
+  }
+  CHECK_THROWS_AS(pq::distance_table(3, 4, std::vector<float>(48), 0.0f), invalid_input_error);  // odd m, 4 bits
+}
+
 TEST_CASE("cosine trains l2 tables (Lance searches cosine PQ as l2 over normalised vectors)") {
   const auto rows = gaussian(600, 16, 5);
   pq::params p;

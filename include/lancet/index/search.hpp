@@ -279,11 +279,13 @@ class ivf_searcher {
   struct prepared_partition {
     std::shared_ptr<const partition_contents> data;
     std::vector<std::uint8_t> transposed;  // PQ / RQ codes, [code_bytes][n]
+    std::vector<double> pq_term;           // residual PQ: 2 c_s.p (pq::partition_term)
   };
 
   // Per-query state shared by every partition.
   struct query_state_t {
     std::shared_ptr<pq::distance_table> pq_table;      // dot: one table for all partitions
+    std::vector<double> pq_qterm;                      // residual PQ: |p|^2 - 2 q_s.p
     std::shared_ptr<sq::distance_estimator> sq_est;
     std::shared_ptr<rabitq::query_estimator> rq_est;   // raw_query estimator
   };
@@ -365,8 +367,10 @@ class ivf_searcher {
 
   query_state_t query_state(const prepared_query& q) const {
     query_state_t s;
-    if (std::holds_alternative<pq_params>(quantizer_) && !pq::uses_residual(distance_))
-      s.pq_table = std::make_shared<pq::distance_table>(pq_, q.used.data());
+    if (std::holds_alternative<pq_params>(quantizer_)) {
+      if (pq::uses_residual(distance_)) s.pq_qterm = pq::query_term(pq_, q.used.data());
+      else s.pq_table = std::make_shared<pq::distance_table>(pq_, q.used.data());
+    }
     if (std::holds_alternative<sq_params>(quantizer_))
       s.sq_est = std::make_shared<sq::distance_estimator>(sq_, q.used.data(), distance_);
     if (std::holds_alternative<rq_params>(quantizer_) && rq_.estimator == rabitq::estimator_type::raw_query)
@@ -391,6 +395,8 @@ class ivf_searcher {
       prep->transposed.resize(n * cb);
       pq::transpose_codes(pc.codes.data(), n, cb, prep->transposed.data());
     }
+    if (std::holds_alternative<pq_params>(quantizer_) && pq::uses_residual(distance_))
+      prep->pq_term = pq::partition_term(pq_, cents_.data() + p * dim_);
     if (std::holds_alternative<rq_params>(quantizer_) &&
         (pc.add_factors.size() != n || pc.scale_factors.size() != n))
       throw corrupt_error("partition " + std::to_string(p) + ": RaBitQ factors for " +
@@ -444,9 +450,8 @@ class ivf_searcher {
       s.pq_table->scan(part.transposed.data(), n, out);
       return;
     }
-    std::vector<double> r(dim_);
-    for (std::size_t i = 0; i < dim_; ++i) r[i] = q.used[i] - double(cents_[p * dim_ + i]);
-    const pq::distance_table t(pq_, r.data());
+    // The residual query's table from the query and partition terms.
+    const auto t = pq::residual_table(pq_, s.pq_qterm, part.pq_term, q.used.data(), cents_.data() + p * dim_);
     t.scan(part.transposed.data(), n, out);
   }
 

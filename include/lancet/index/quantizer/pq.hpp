@@ -668,8 +668,23 @@ class distance_table {
       for (std::size_t j = 0; j < k; ++j) table_[s * k + j] = static_cast<float>(d[j]);
     }
     offset_ = pq.distance == distance_type::dot ? -static_cast<float>(m_ - 1) : 0.0f;
-    // One 256-entry table per code byte: 8-bit codes use the sub-vector's table, 4-bit
-    // bytes the sum of the low (even) and high (odd) sub-vectors' entries.
+    build_lut();
+  }
+
+  // A table given directly ([num_sub_vectors][2^num_bits] values, Lance's layout),
+  // e.g. assembled from precomputed terms; offset is added to every summed distance.
+  distance_table(std::size_t num_sub_vectors, std::uint32_t num_bits, std::vector<float> table, float offset)
+      : m_(num_sub_vectors), bits_(num_bits), offset_(offset), table_(std::move(table)) {
+    if ((bits_ != 4 && bits_ != 8) || m_ == 0 || (bits_ == 4 && m_ % 2) || table_.size() != m_ << bits_)
+      throw invalid_input_error("PQ distance table: " + std::to_string(table_.size()) + " values do not make " +
+                                std::to_string(m_) + " tables of 2^" + std::to_string(bits_));
+    build_lut();
+  }
+
+ private:
+  // One 256-entry table per code byte: 8-bit codes use the sub-vector's table, 4-bit
+  // bytes the sum of the low (even) and high (odd) sub-vectors' entries.
+  void build_lut() {
     const std::size_t nb = bits_ == 8 ? m_ : m_ / 2;
     lut_.resize(nb * 256);
     for (std::size_t b = 0; b < nb; ++b) {
@@ -684,6 +699,7 @@ class distance_table {
     }
   }
 
+ public:
   std::size_t num_sub_vectors() const noexcept { return m_; }
   std::uint32_t num_bits() const noexcept { return bits_; }
   std::size_t code_bytes() const noexcept { return bits_ == 8 ? m_ : m_ / 2; }
@@ -722,6 +738,65 @@ class distance_table {
   std::vector<float> table_;
   std::vector<float> lut_;
 };
+
+// ---- residual tables from precomputed terms ----------------------------------------
+// An l2 table of the residual query r = q - c is, per sub-vector s and centroid p,
+//   |r_s - p|^2 = |q_s - c_s|^2 + (|p|^2 - 2 q_s.p) + 2 c_s.p :
+// the middle term depends on the query only, the last on the partition only (FAISS's
+// precomputed tables for IVF-PQ by residual). Kept in double: the terms are of the
+// size of |q|^2 and |c|^2 while the result may be much smaller.
+
+// 2 c_s.p for every sub-vector and centroid of the codebook ([m][2^bits]).
+template <class C, class CC>
+inline std::vector<double> partition_term(const model<C>& pq, const CC* centroid) {
+  const std::size_t m = pq.num_sub_vectors, k = pq.num_centroids(), sd = pq.sub_dimension();
+  std::vector<double> out(m * k);
+  for (std::size_t s = 0; s < m; ++s)
+    for (std::size_t j = 0; j < k; ++j) {
+      const C* p = pq.centroids(s) + j * sd;
+      double dot = 0;
+      for (std::size_t t = 0; t < sd; ++t)
+        dot += quantizer::to_work<double>(centroid[s * sd + t]) * quantizer::to_work<double>(p[t]);
+      out[s * k + j] = 2.0 * dot;
+    }
+  return out;
+}
+
+// |p|^2 - 2 q_s.p for every sub-vector and centroid ([m][2^bits]).
+template <class C, class Q>
+inline std::vector<double> query_term(const model<C>& pq, const Q* query) {
+  const std::size_t m = pq.num_sub_vectors, k = pq.num_centroids(), sd = pq.sub_dimension();
+  std::vector<double> out(m * k);
+  for (std::size_t s = 0; s < m; ++s)
+    for (std::size_t j = 0; j < k; ++j) {
+      const C* p = pq.centroids(s) + j * sd;
+      double pp = 0, qp = 0;
+      for (std::size_t t = 0; t < sd; ++t) {
+        const double pv = quantizer::to_work<double>(p[t]);
+        pp += pv * pv;
+        qp += quantizer::to_work<double>(query[s * sd + t]) * pv;
+      }
+      out[s * k + j] = pp - 2.0 * qp;
+    }
+  return out;
+}
+
+// The l2 table of query - centroid from the two terms (negative rounding clamped to 0).
+template <class C, class Q, class CC>
+inline distance_table residual_table(const model<C>& pq, const std::vector<double>& qterm,
+                                     const std::vector<double>& pterm, const Q* query, const CC* centroid) {
+  const std::size_t m = pq.num_sub_vectors, k = pq.num_centroids(), sd = pq.sub_dimension();
+  std::vector<float> t(m * k);
+  for (std::size_t s = 0; s < m; ++s) {
+    double r2 = 0;
+    for (std::size_t i = 0; i < sd; ++i) {
+      const double e = quantizer::to_work<double>(query[s * sd + i]) - quantizer::to_work<double>(centroid[s * sd + i]);
+      r2 += e * e;
+    }
+    for (std::size_t j = 0; j < k; ++j) t[s * k + j] = static_cast<float>(std::max(0.0, r2 + qterm[s * k + j] + pterm[s * k + j]));
+  }
+  return distance_table(m, pq.num_bits, std::move(t), 0.0f);
+}
 
 // ---- the shared storage description (quantizer_storage.hpp) ----------------------
 
