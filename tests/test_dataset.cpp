@@ -946,3 +946,117 @@ TEST_CASE("crash safety: a writer killed (SIGKILL) at 20 random moments of a lar
                          << committed.size() - 1 << " appends committed");
   CHECK(killed_mid_write > 0);
 }
+
+TEST_CASE("storage versions: chosen at create, kept on append and overwrite; data file fields per version") {
+  // id, st: struct<a: int32, l: list<utf8>>, v: fixed_size_list<float32, 2>
+  auto make = [](std::int64_t start, std::int64_t n, bool struct_nulls) {
+    std::vector<std::int64_t> ids;
+    std::vector<std::optional<std::int32_t>> as;
+    std::vector<std::vector<std::optional<std::string>>> ls;
+    std::vector<float> vs;
+    validity_list st_valid;
+    for (std::int64_t k = start; k < start + n; ++k) {
+      ids.push_back(k);
+      as.push_back(k % 3 ? std::optional<std::int32_t>(std::int32_t(k)) : std::nullopt);
+      ls.push_back(std::vector<std::optional<std::string>>(std::size_t(k % 3), std::string("x")));
+      vs.push_back(float(k));
+      vs.push_back(-float(k));
+      st_valid.push_back(!struct_nulls || k % 5 != 4);
+    }
+    auto l = list_array<std::string>(ls, {}, utf8());
+    auto st = make_struct({field{"a", int32(), true, {}}, field{"l", l->type, true, {}}}, {make_array<std::int32_t>(as), l},
+                          st_valid);
+    return make_batch({{"id", make_array<std::int64_t>(ids)}, {"st", st}, {"v", make_fixed_size_list(make_array<float>(vs), 2)}});
+  };
+  for (auto v : {file::format_version::v2_0, file::format_version::v2_1, file::format_version::v2_2}) {
+    CAPTURE(file::to_string(v));
+    temp_dir t("versions");
+    const auto root = t.sub("ds");
+    const bool struct_nulls = v != file::format_version::v2_0;
+    auto o = opts(ds::write_mode::create, 20);
+    o.storage_version = v;
+    auto r = ds::write(root, make(0, 50, struct_nulls), o);
+    CHECK(r.storage_version == v);
+    auto d = ds::dataset::open(root);
+    CHECK(d.storage_version() == v);
+    const auto& f = d.manifest().fragments.at(0).files.at(0);
+    CHECK(f.file_major_version == 2);
+    CHECK(f.file_minor_version == (v == file::format_version::v2_0 ? 0u : v == file::format_version::v2_1 ? 1u : 2u));
+    // Ids: id 0, st 1, st.a 2, st.l 3, st.l.item 4, v 5. 2.0 gives every field a column;
+    // 2.1+ only leaves (as LanceDB writes them, docs/lance12-encodings.md §4).
+    if (v == file::format_version::v2_0) {
+      CHECK(f.fields == std::vector<std::int32_t>{0, 1, 2, 3, 4, 5});
+      CHECK(f.column_indices == std::vector<std::int32_t>{0, 1, 2, 3, 4, 5});
+    } else {
+      CHECK(f.fields == std::vector<std::int32_t>{0, 2, 4, 5});
+      CHECK(f.column_indices == std::vector<std::int32_t>{0, 1, 2, 3});
+    }
+    // Append without naming a version keeps the dataset's; naming another is refused.
+    ds::write(root, make(50, 15, struct_nulls), opts(ds::write_mode::append, 20));
+    d = ds::dataset::open(root);
+    CHECK(d.storage_version() == v);
+    for (const auto& fr : d.manifest().fragments) CHECK(fr.files.at(0).file_minor_version == f.file_minor_version);
+    auto expected = make(0, 65, struct_nulls);
+    auto back = d.to_batch();
+    for (std::size_t c = 0; c < 3; ++c) check_same(expected.columns[c], back.columns[c], expected.schema->fields[c].name);
+    // Overwrite keeps the version unless asked.
+    ds::write(root, make(0, 3, false), opts(ds::write_mode::overwrite));
+    CHECK(ds::dataset::open(root).storage_version() == v);
+  }
+  // 2.0 refuses null structs, naming the field; nothing is left behind.
+  temp_dir t("versions-2.0");
+  auto o = opts(ds::write_mode::create);
+  o.storage_version = file::format_version::v2_0;
+  CHECK_THROWS_AS(ds::write(t.sub("ds"), make(0, 10, true), o), invalid_input_error);
+  CHECK(dir_names(t.sub("ds") + "/data").empty());
+  CHECK(!fs::exists(t.sub("ds") + "/_versions"));
+}
+
+TEST_CASE("fields found by id: renamed columns, and columns no data file holds read as nulls") {
+  temp_dir t("byid");
+  const auto root = t.sub("ds");
+  ds::write(root, make_batch({{"id", make_array<std::int64_t>({1, 2, 3})}, {"a", string_array({"x", std::nullopt, "z"})}}),
+            opts(ds::write_mode::create, 2));
+  // A version whose schema renames `a` to `b` and adds `c` (id 2) that no file holds,
+  // as Lance's alter / add-column operations leave it.
+  auto prev = *ds::load_latest(root);
+  auto s = ds::manifest_schema(prev.manifest());
+  s.fields[1].name = "b";
+  auto c = schema::from_arrow(field{"c", list(int32()), true, {}});  // ids unassigned
+  s.fields.push_back(c);
+  schema::assign_field_ids(s, s.max_field_id());
+  CHECK(s.fields[2].id == 2);
+  ds::pending_commit pc;
+  pc.manifest = prev.manifest();
+  pc.manifest.version = 2;
+  ds::set_manifest_schema(pc.manifest, s);
+  pb::transaction::merge op;
+  op.fragments = pc.manifest.fragments;
+  op.schema_raw = ds::encoded_schema_fields(s);
+  pc.transaction = ds::make_transaction(1, op);
+  pc.manifest.transaction_file = pc.transaction.file_name();
+  ds::default_sink_factory f;
+  ds::publish(root, pc, {}, f);
+
+  auto d = ds::dataset::open(root);
+  REQUIRE(d.schema().fields.size() == 3);
+  auto b = d.to_batch();
+  CHECK(b.schema->fields[1].name == "b");
+  check_same(string_array({"x", std::nullopt, "z"}), b.columns[1], "renamed column");
+  CHECK(b.columns[2]->length == 3);
+  CHECK(b.columns[2]->count_nulls() == 3);
+  CHECK(b.columns[2]->type->id == type_id::list);
+  auto tk = d.take({ds::row_address(1, 0)}, {"c", "b"});
+  CHECK(tk.columns[0]->is_null(0));
+  CHECK(tk.columns[1]->string_value(0) == "z");
+  // Appending to it writes all three columns under their ids.
+  auto r = ds::write(root, make_batch({{"id", make_array<std::int64_t>({4})}, {"b", string_array({"w"})},
+                                       {"c", list_array<std::int32_t>({{1, 2}})}}),
+                     opts(ds::write_mode::append));
+  CHECK(r.fragments.at(0).files.at(0).fields ==
+        (ds::dataset::open(root).storage_version() == file::format_version::v2_0 ? std::vector<std::int32_t>{0, 1, 2, 3}
+                                                                                 : std::vector<std::int32_t>{0, 1, 3}));
+  auto all = ds::dataset::open(root).to_batch();
+  CHECK(all.num_rows() == 4);
+  CHECK(all.columns[2]->is_valid(3));
+}
