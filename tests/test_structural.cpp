@@ -183,7 +183,7 @@ void check_lance_file(const fs::path& dataset, const fs::path& expected_jsonl) {
 
 TEST_CASE("LanceDB files: every type decodes (committed fixtures)") {
   const auto dir = fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "structural";
-  for (const char* name : {"small_2.1", "small_2.2", "special600_2.1", "special600_2.2", "edges1200_2.1", "edges1200_2.2"}) {
+  for (const char* name : {"small_2.1", "small_2.2", "special600_2.1", "special600_2.2", "edges1200_2.1", "edges1200_2.2", "packed_2.1", "packed_2.2"}) {
     CAPTURE(name);
     REQUIRE(fs::exists(dir / name));
     check_lance_file(dir / name, dir / (std::string(name) + ".jsonl"));
@@ -462,6 +462,8 @@ TEST_CASE("our pages equal Lance's, byte for byte, for the same data") {
   // chunk is one byte off the streaming encoder Lance uses.
   check("edges1200_2.1", compare_with_lance<1>(dir / "edges1200_2.1", dir / "edges1200_2.1.jsonl"), {"zstd_text#0"});
   check("edges1200_2.2", compare_with_lance<2>(dir / "edges1200_2.2", dir / "edges1200_2.2.jsonl"), {"zstd_text#0"});
+  check("packed_2.1", compare_with_lance<1>(dir / "packed_2.1", dir / "packed_2.1.jsonl"), {});
+  check("packed_2.2", compare_with_lance<2>(dir / "packed_2.2", dir / "packed_2.2.jsonl"), {});
 }
 
 TEST_CASE("our pages vs Lance's for generated files" * doctest::skip(std::getenv("LANCET_REF_DIR") == nullptr)) {
@@ -839,4 +841,29 @@ TEST_CASE("legacy blob columns (2.1) LanceDB wrote decode to their bytes") {
   auto got = f.read(1, 0, 20);
   CHECK_FALSE(arrow::first_difference(want, got));
   CHECK_FALSE(arrow::first_difference(arrow::slice(want, 7, 6), f.read(1, 7, 13)));
+}
+
+TEST_CASE("packed structs: one column of rows, nulls at the struct level, inside lists") {
+  auto members = std::vector<arrow::field>{fld("a", arrow::int32(), false), fld("b", arrow::float64(), false)};
+  auto st = arrow::make_struct(members, {arrow::make_array<std::int32_t>({1, 2, 3, 4}), arrow::make_array<double>({.5, 1.5, 2.5, 3.5})},
+                               {true, false, true, true});
+  arrow::field f{"p", st->type, true, {{"lance-encoding:packed", "true"}}};
+  CHECK(v21::column_count(f) == 1);
+  for (unsigned minor : {1u, 2u}) {
+    auto m = minor == 1 ? encode_field(f, {st}, v21::default_strategy<1>{}) : encode_field(f, {st}, v21::default_strategy<2>{});
+    REQUIRE(m.meta.size() == 1);
+    auto e = value_compression(m);
+    CHECK(is<pb::enc21::packed_struct>(e));
+    CHECK(std::get<pb::enc21::packed_struct>(e.value).bits_per_value == std::vector<std::uint64_t>{32, 64});
+    CHECK_FALSE(arrow::first_difference(st, m.read(f, 0, 4)));
+    // In a list.
+    arrow::field lf{"l", arrow::list(f), true, {}};
+    auto lst = arrow::make_list(f, st, {0, 2, 2, 4}, {true, false, true});
+    auto ml = minor == 1 ? encode_field(lf, {lst}, v21::default_strategy<1>{}) : encode_field(lf, {lst}, v21::default_strategy<2>{});
+    CHECK_FALSE(arrow::first_difference(lst, ml.read(lf, 0, 3)));
+  }
+  // Members must be byte-aligned fixed width.
+  arrow::field bad{"q", arrow::struct_({fld("s", arrow::utf8())}), true, {{"lance-encoding:packed", "true"}}};
+  CHECK_THROWS_AS(encode_field(bad, {arrow::struct_array({{"s", arrow::string_array({"x"})}})}, v21::default_strategy<2>{}),
+                  unsupported_error);
 }

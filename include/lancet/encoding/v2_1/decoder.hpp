@@ -225,7 +225,7 @@ inline arrow::array_ptr make_leaf(const arrow::type_ptr& t, page_slice& p, const
     throw corrupt_error(where + ": " + std::to_string(p.values.num_values) + " values for " + std::to_string(n) + " leaf slots");
   shared_bytes validity = validity_buffer(node);
   out->null_count = std::int64_t(node.null_count);
-  if (id == arrow::type_id::struct_) {  // a struct without children
+  if (id == arrow::type_id::struct_ && t->children.empty()) {  // a struct without children
     out->buffers = {validity};
     return out;
   }
@@ -236,6 +236,35 @@ inline arrow::array_ptr make_leaf(const arrow::type_ptr& t, page_slice& p, const
     return zeroed(t, n);
   } else if (p.dictionary) b = resolve_dictionary(p.values, *p.dictionary, where);
   else b = p.values;
+  if (id == arrow::type_id::struct_) {
+    // A packed struct: rows of the members' values side by side.
+    std::uint64_t row = 0;
+    for (const auto& c : t->children) {
+      const auto w = arrow::bit_width(*c.type);
+      if (w <= 0 || w % 8 || c.type->id == arrow::type_id::boolean)
+        throw unsupported_error(where + ": packed struct member '" + c.name + "' of type " + arrow::to_string(*c.type));
+      row += std::uint64_t(w / 8);
+    }
+    if (b.k != data_block::kind::fixed || b.bits_per_value != row * 8)
+      throw corrupt_error(where + ": packed struct rows of " + std::to_string(b.bits_per_value) + " bits, its members need " +
+                          std::to_string(row * 8));
+    out->buffers = {validity};
+    std::uint64_t col = 0;
+    for (const auto& c : t->children) {
+      const auto w = std::uint64_t(arrow::bit_width(*c.type) / 8);
+      aligned_buffer vals;
+      vals.resize(std::size_t(n * w));
+      for (std::uint64_t i = 0; i < n; ++i) std::memcpy(vals.data() + i * w, b.data.data() + i * row + col, std::size_t(w));
+      auto child = std::make_shared<arrow::array_data>();
+      child->type = c.type;
+      child->length = std::int64_t(n);
+      child->null_count = 0;
+      child->buffers = {shared_bytes(), shared_bytes(std::move(vals))};
+      out->children.push_back(std::move(child));
+      col += w;
+    }
+    return out;
+  }
   if (id == arrow::type_id::fixed_size_list) {
     if (b.k == data_block::kind::fixed) {  // flattened rows
       data_block f;
@@ -362,7 +391,7 @@ inline arrow::array_ptr assemble(const arrow::field& f, std::size_t depth, std::
   auto& leaf = leaves.at(col);
   const std::size_t k = paths[col].size() - 1 - depth;
   const auto id = f.type->id;
-  if (id == arrow::type_id::struct_ && !f.type->children.empty()) {
+  if (id == arrow::type_id::struct_ && !f.type->children.empty() && !is_packed_struct(f)) {
     const auto& node = leaf.nodes[k];
     auto out = std::make_shared<arrow::array_data>();
     out->type = f.type;

@@ -273,7 +273,15 @@ class default_strategy {
     facts.has_rep = s.max_rep > 0;
     facts.has_def = s.max_def > 0;
     facts.num_layers = s.layers.size();
-    const auto plan = plan_page(leaf, values, facts);
+    auto plan = plan_page(leaf, values, facts);
+    if (plan.packed_struct) {
+      plan.packed_widths.clear();
+      for (const auto& c : leaf.type->children) plan.packed_widths.push_back(std::uint64_t(arrow::bit_width(*c.type)));
+      if (plan.layout != page_plan::layout_kind::miniblock && plan.layout != page_plan::layout_kind::all_null)
+        throw unsupported_error("column '" + leaf.column + "': packed structs are written as mini-blocks only");
+      if (plan.dictionary || plan.codec != value_codec::flat)
+        throw unsupported_error("column '" + leaf.column + "': packed struct rows are stored uncompressed");
+    }
     auto page = encode_leaf_page(s, shredded.rep, shredded.def, values, plan, shredded.num_rows, Minor);
     return page;
   }
@@ -286,6 +294,12 @@ class default_strategy {
     // Nothing to store but levels.
     if (values.k == data_block::kind::empty || f.num_values == 0 || f.leaf_nulls == f.num_values) {
       p.layout = page_plan::layout_kind::all_null;
+      return p;
+    }
+    if (leaf.type->id == arrow::type_id::struct_) {
+      p.layout = page_plan::layout_kind::miniblock;
+      p.codec = value_codec::flat;
+      p.packed_struct = true;
       return p;
     }
     // 2.2+: one value repeated (no nulls, no lists) is a constant page.
@@ -361,8 +375,9 @@ class default_strategy {
       if (!none) p.general = detail::general_of(params), p.general_level = params.level;
       return p;
     }
-    if (values.k == data_block::kind::fixed_size_list) {
-      p.codec = value_codec::flat;
+    if (values.k == data_block::kind::fixed_size_list || leaf.type->id == arrow::type_id::struct_) {
+      p.codec = value_codec::flat;  // fixed-size lists and packed structs are stored as they are
+      p.packed_struct = leaf.type->id == arrow::type_id::struct_;
       return p;
     }
     p.codec = choose_fixed(values, params);
@@ -403,6 +418,15 @@ class default_strategy {
   // Refuses what the structural encodings cannot hold, naming the field.
   static void check_type(const arrow::field& f, const std::string& path) {
     const auto& t = *f.type;
+    if (is_packed_struct(f)) {
+      for (const auto& c : t.children) {
+        const auto w = arrow::bit_width(*c.type);
+        if (w <= 0 || w % 8 || c.type->id == arrow::type_id::boolean)
+          throw unsupported_error("field '" + path + "': packed struct member '" + c.name + "' is " +
+                                  arrow::to_string(*c.type) + "; packed structs hold byte-aligned fixed-width members only");
+      }
+      return;
+    }
     if (t.id == arrow::type_id::struct_ || arrow::is_list_like(t.id)) {
       for (const auto& c : t.children) check_type(c, path + "." + c.name);
       return;
@@ -414,9 +438,6 @@ class default_strategy {
         throw unsupported_error("field '" + path + "': fixed-size lists of " + arrow::to_string(*cur) +
                                 " are not supported by lancet's 2.1+ writer (items must be fixed-width)");
     }
-    for (const auto& [k, v] : f.metadata)
-      if (k == packed_key || (k == "packed" && v == "true"))
-        throw unsupported_error("field '" + path + "': packed structs are not supported by lancet's 2.1+ writer");
   }
 
   // Field ids in pre-order, a column per leaf.
@@ -424,7 +445,10 @@ class default_strategy {
               std::vector<std::uint32_t>& cols, std::vector<leaf_info>& leaves) const {
     const auto id = ids.next(f.name);
     const auto tid = f.type->id;
-    if ((tid == arrow::type_id::struct_ && !f.type->children.empty()) || arrow::is_list_like(tid)) {
+    if (is_packed_struct(f)) {
+      // One column for the struct; its members still take field ids.
+      for (const auto& c : f.type->children) skip_ids(c, ids);
+    } else if ((tid == arrow::type_id::struct_ && !f.type->children.empty()) || arrow::is_list_like(tid)) {
       for (const auto& c : f.type->children)
         assign(c, arrow::is_list_like(tid) ? path : path + "." + c.name, ids, columns, cols, leaves);
       return;
@@ -437,6 +461,12 @@ class default_strategy {
     l.params = params_.resolve(path, *f.type, f.metadata);
     l.minor = Minor;
     leaves.push_back(std::move(l));
+  }
+
+  static void skip_ids(const arrow::field& f, field_id_cursor& ids) {
+    ids.next(f.name);
+    if (f.type->id == arrow::type_id::struct_ || arrow::is_list_like(f.type->id))
+      for (const auto& c : f.type->children) skip_ids(c, ids);
   }
 
   compression_params params_;

@@ -48,6 +48,8 @@ struct page_plan {
   std::optional<std::int32_t> general_level;
   per_value_codec per_value;                         // full-zip variable values
   std::uint64_t minichunk_bytes = default_minichunk_bytes;
+  bool packed_struct = false;  // values are packed struct rows (set by the strategy)
+  std::vector<std::uint64_t> packed_widths;  // member widths in bits (filled when encoding)
 };
 
 // Facts about a page that plans are made from.
@@ -296,6 +298,12 @@ inline encoded_page encode_leaf_page(const level_scheme& s, const std::vector<st
       while (true) {
         try {
           auto mc = detail::compress_values(*vals, p, max_values);
+          if (p.packed_struct) {
+            enc21::packed_struct ps;
+            ps.bits_per_value = p.packed_widths;
+            ps.values = std::move(mc.encoding);
+            mc.encoding = compressive{std::move(ps)};
+          }
           auto ser = serialize_miniblock(mc, s, rep, def, large, minor);
           enc21::mini_block_layout m;
           if (s.max_rep > 0) m.rep_compression = ser.rep_encoding;

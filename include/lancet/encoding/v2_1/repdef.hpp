@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -104,12 +105,25 @@ struct path_node {
   std::string name;
 };
 
+// A struct stored as one column of packed rows (Lance's "lance-encoding:packed" field
+// metadata, or the legacy "packed" = "true").
+inline bool is_packed_struct(const arrow::field& f) {
+  if (f.type->id != arrow::type_id::struct_ || f.type->children.empty()) return false;
+  for (const auto& [k, v] : f.metadata) {
+    if (k != "lance-encoding:packed" && k != "packed") continue;
+    std::string s = v;
+    for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (s == "true" || s == "1" || s == "yes") return true;
+  }
+  return false;
+}
+
 // The path of each leaf column of a field, in column order (depth-first). Structs and
 // lists are inner nodes; everything else (fixed-size lists included) is a leaf; a
-// struct without children is a leaf too.
+// struct without children, or a packed struct, is a leaf too.
 inline void leaf_paths(const arrow::field& f, std::vector<path_node>& prefix, std::vector<std::vector<path_node>>& out) {
   const auto id = f.type->id;
-  if (id == arrow::type_id::struct_ && !f.type->children.empty()) {
+  if (id == arrow::type_id::struct_ && !f.type->children.empty() && !is_packed_struct(f)) {
     for (std::size_t i = 0; i < f.type->children.size(); ++i) {
       prefix.push_back({id, i, f.name});
       leaf_paths(f.type->children[i], prefix, out);

@@ -98,6 +98,41 @@ inline data_block gather_values(const arrow::data_type& t, const shredded_leaf& 
   data_block out;
   out.num_values = leaf.num_values;
   const auto id = t.id;
+  if (id == arrow::type_id::struct_ && !t.children.empty()) {
+    // A packed struct: each row is its children's values side by side.
+    std::vector<std::uint64_t> widths;
+    std::uint64_t row = 0;
+    for (const auto& c : t.children) {
+      const auto w = arrow::bit_width(*c.type);
+      if (w <= 0 || w % 8 || c.type->id == arrow::type_id::boolean)
+        throw unsupported_error("packed struct member '" + c.name + "' is " + arrow::to_string(*c.type) +
+                                "; packed structs hold byte-aligned fixed-width members only");
+      widths.push_back(std::uint64_t(w / 8));
+      row += std::uint64_t(w / 8);
+    }
+    out.k = data_block::kind::fixed;
+    out.bits_per_value = row * 8;
+    aligned_buffer data;
+    data.resize(std::size_t(leaf.num_values * row));
+    std::uint64_t at = 0;
+    for (const auto& r : leaf.values) {
+      const auto& a = *r.array;
+      std::uint64_t col = 0;
+      for (std::size_t c = 0; c < t.children.size(); ++c) {
+        const auto& child = *a.children[c];
+        if (child.count_nulls() > 0 && arrow::slice(a.children[c], a.offset + r.begin, r.count)->count_nulls() > 0)
+          throw unsupported_error("packed struct member '" + t.children[c].name + "' holds nulls; packed structs cannot store them");
+        const auto w = widths[c];
+        const std::uint8_t* src = child.buffers[1].data() + (child.offset + a.offset + r.begin) * std::int64_t(w);
+        for (std::int64_t i = 0; i < r.count; ++i)
+          std::memcpy(data.data() + (at + std::uint64_t(i)) * row + col, src + i * std::int64_t(w), std::size_t(w));
+        col += w;
+      }
+      at += std::uint64_t(r.count);
+    }
+    out.data = shared_bytes(std::move(data));
+    return out;
+  }
   if (id == arrow::type_id::null || id == arrow::type_id::struct_) {
     out.k = data_block::kind::empty;
     return out;
