@@ -482,3 +482,46 @@ TEST_CASE("interop: LanceDB lists and searches the indexes we build, recall like
     CHECK(std::abs(rc_self - rc_ours) <= 0.05);
   }
 }
+
+TEST_CASE("interop: f16 vectors, every type listed by LanceDB; IVF_FLAT searched exactly") {
+  const std::size_t n = 2000, dim = 16, nq = 10, parts = 4;
+  const auto vecs = clustered(n, dim, 8, 0.2f, 31);
+  const auto queries = clustered(nq, dim, 8, 0.25f, 32);
+  t::temp_dir tmp("ivfb-f16");
+  write_f32(tmp.path() / "vectors.f32", vecs);
+  write_f32(tmp.path() / "queries.f32", queries);
+  for (auto type : {index::ivf_index_type::ivf_pq, index::ivf_index_type::ivf_sq, index::ivf_index_type::ivf_rq,
+                    index::ivf_index_type::ivf_flat}) {
+    const std::string name(index::ivf_index_type_name(type));
+    INFO(name);
+    const auto ds = tmp.path() / ("ds-" + name);
+    t::node("create_index.mjs", {ds.string(), "--create", "--vectors", (tmp.path() / "vectors.f32").string(), "--dim",
+                                 std::to_string(dim), "--element", "float16", "--type", "none"});
+    index::build_options o;
+    o.column = "vector";
+    o.type = type;
+    o.num_partitions = parts;
+    if (type == index::ivf_index_type::ivf_pq) o.num_sub_vectors = 4;
+    const auto r = index::build_ivf_index(ds.string(), o);
+    const auto li = njson::parse(t::node("list_indices.mjs", {ds.string()}));
+    REQUIRE(li["indices"].size() == 1);
+    CHECK(li["indices"][0]["indexUuid"] == r.index.uuid.to_string());
+    CHECK(li["indices"][0]["stats"]["numIndexedRows"] == n);
+    CHECK(li["indices"][0]["stats"]["indexType"] == name);
+    std::string plan;
+    const auto lance = lancedb_search(ds, tmp.path() / "queries.f32", dim, 10, {"--nprobes", std::to_string(parts)},
+                                      &plan);
+    CHECK(plan.find("ANNIvfPartition: uuid=" + r.index.uuid.to_string()) != std::string::npos);
+    REQUIRE(lance.ids.size() == nq);
+    if (type == index::ivf_index_type::ivf_flat) {
+      // Every partition probed: LanceDB's exact neighbours, and ours.
+      const auto exact = lancedb_search(ds, tmp.path() / "queries.f32", dim, 10, {"--bypass"});
+      const auto ours = our_search(ds.string(), queries, dim, 10, parts);
+      for (std::size_t q = 0; q < nq; ++q) {
+        INFO("query " << q);
+        CHECK(lance.ids[q] == exact.ids[q]);
+        CHECK(ours[q] == lance.ids[q]);
+      }
+    }
+  }
+}
