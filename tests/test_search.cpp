@@ -580,3 +580,105 @@ TEST_CASE("our search over LanceDB's indexes returns LanceDB's neighbours") {
     else CHECK(overlap >= 0.7);                         // LanceDB scans a u8-quantized table
   }
 }
+
+// ---- LanceDB's index files, read with index_files.hpp ------------------------------
+// tests/fixtures/indexes/* (datasets LanceDB 0.39 wrote, one fragment each): the
+// searcher over the files' centroids and partitions against brute force over the
+// dataset's own vectors.
+#include <filesystem>
+
+#include "lancet/file/reader.hpp"
+#include "lancet/index/index_files.hpp"
+#include "lancet/io/file_source.hpp"
+
+namespace {
+
+// The vectors of a one-fragment fixture dataset, widened to float (row i = offset i).
+std::vector<float> dataset_vectors(const std::string& dir, std::size_t& dim) {
+  std::string data;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/data")) data = e.path().string();
+  REQUIRE(!data.empty());
+  file::file_reader<io::file_source> r{io::file_source(data)};
+  const auto batch = r.read({{"vector"}, std::nullopt, std::nullopt});
+  const auto& fsl = *batch.columns[0];
+  const auto& child = *fsl.children[0];
+  dim = std::size_t(fsl.type->list_size);
+  std::vector<float> out(std::size_t(fsl.length) * dim);
+  const std::size_t first = std::size_t(child.offset + fsl.offset * fsl.type->list_size);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (child.type->id == arrow::type_id::float32) out[i] = child.values<float>()[first + i];
+    else if (child.type->id == arrow::type_id::float16)
+      out[i] = f16::from_bits(child.values<std::uint16_t>()[first + i]).to_float();
+    else out[i] = float(child.values<std::uint8_t>()[first + i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("LanceDB's own index files: our search against exact search over the dataset") {
+  for (const char* name : {"ivf_flat_2.0", "ivf_flat_hamming_2.0", "ivf_pq_2.0", "ivf_pq_2.2", "ivf_pq_f16_dot_2.0",
+                           "ivf_pq4_cosine_2.0", "ivf_rq_dot_2.0", "ivf_rq2_2.0"}) {
+    const std::string label = name;
+    CAPTURE(label);
+    const std::string dir = std::string(LANCET_SOURCE_ROOT) + "/tests/fixtures/indexes/" + name;
+    std::string idx_dir;
+    for (const auto& e : std::filesystem::directory_iterator(dir + "/_indices")) idx_dir = e.path().string();
+    const auto info = read_index_file(idx_dir + "/index.idx");
+    auto storage = std::make_shared<storage_reader<io::file_source>>(open_storage(idx_dir + "/auxiliary.idx"));
+    REQUIRE(info.ivf.centroids);
+    const ivf_searcher s(info.distance, *info.ivf.centroids, storage->quantizer(), [storage](std::size_t p) {
+      return std::make_shared<const partition_contents>(storage->read_partition(p));
+    });
+    std::size_t dim = 0;
+    const auto vectors = dataset_vectors(dir, dim);
+    const std::size_t n = vectors.size() / dim;
+    REQUIRE(dim == s.dimension());
+    search_params sp;
+    sp.k = 10;
+    sp.nprobes = s.num_partitions();
+    double r = 0;
+    const std::size_t nq = 10;
+    for (std::size_t qi = 0; qi < nq; ++qi) {
+      const float* q = vectors.data() + ((qi * 97) % n) * dim;
+      const auto got = s.search(q, dim, sp);
+      for (const auto& nb : got) CHECK((nb.row_id >> 32) == 0);  // one fragment: row address = offset
+      const auto want = brute_force(info.distance, q, vectors.data(), n, dim, 10);
+      r += recall(want, got);
+      if (std::holds_alternative<flat_params>(storage->quantizer())) {
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i].distance == doctest::Approx(want[i].distance).epsilon(1e-5));
+      }
+    }
+    r /= double(nq);
+    MESSAGE(label << " (" << info.index_type << ", " << std::string(simd::distance_name(info.distance))
+                  << "): recall@10 " << r);
+    if (std::holds_alternative<flat_params>(storage->quantizer())) CHECK(r == 1.0);
+    else if (std::holds_alternative<pq_params>(storage->quantizer())) CHECK(r >= 0.5);
+    else CHECK(r >= 0.2);  // 16 sign bits per row
+    if (const auto* rq = std::get_if<rq_params>(&storage->quantizer())) {
+      // The sign codes and their factors (of a 2-bit index too) are what we encode.
+      const auto m = rabitq::from_params(*rq);
+      CHECK(m.stored_bits == rq->num_bits);
+      const auto cents = info.ivf.centroids->values<float>();
+      std::size_t bad = 0;
+      for (std::size_t p = 0; p < storage->num_partitions(); ++p) {
+        const auto pc = storage->read_partition(p);
+        std::vector<float> rows;
+        for (auto id : pc.row_ids) rows.insert(rows.end(), vectors.begin() + std::ptrdiff_t(id * dim),
+                                               vectors.begin() + std::ptrdiff_t((id + 1) * dim));
+        const std::vector<std::uint32_t> parts(pc.size(), std::uint32_t(p));
+        rabitq::encoded_rows enc;
+        rabitq::encode_for_ivf(m, rows.data(), pc.size(), info.distance, cents.data(), storage->num_partitions(),
+                               parts.data(), enc);
+        for (std::size_t i = 0; i < pc.codes.size(); ++i) bad += enc.codes[i] != pc.codes.data()[i];
+        for (std::size_t i = 0; i < pc.size(); ++i) {
+          CHECK(enc.add_factors[i] == doctest::Approx(pc.add_factors[i]).epsilon(1e-3).scale(1e-3));
+          CHECK(enc.scale_factors[i] == doctest::Approx(pc.scale_factors[i]).epsilon(1e-3).scale(1e-3));
+          CHECK(enc.error_factors[i] == doctest::Approx(pc.error_factors[i]).epsilon(1e-3).scale(1e-3));
+        }
+      }
+      CHECK(bad == 0);
+    }
+  }
+}

@@ -90,6 +90,10 @@ struct params {
 struct model {
   std::size_t dimension = 0;  // vector dimension = rotated (code) dimension
   std::uint8_t num_bits = 1;
+  // Bits per dimension the index stores. An index LanceDB built with num_bits > 1
+  // also stores "extended" codes; lancet searches it with the sign bits and their
+  // factors alone (a coarser estimate than LanceDB's) and does not write such indexes.
+  std::uint8_t stored_bits = 1;
   rotation_type rotation = rotation_type::fast;
   estimator_type estimator = estimator_type::raw_query;
   std::vector<std::uint8_t> fast_rotation_signs;  // fast: 4 * ceil(dimension / 8) bytes
@@ -551,6 +555,9 @@ class query_estimator {
 
 inline rq_params to_params(const model& m) {
   m.validate();
+  if (m.stored_bits != 1)
+    throw unsupported_error("RaBitQ: lancet writes 1-bit IVF_RQ only (this model was read from a " +
+                            std::to_string(m.stored_bits) + "-bit index)");
   rq_params p;
   p.code_dim = static_cast<std::uint32_t>(m.code_dim());
   p.num_bits = m.num_bits;
@@ -578,12 +585,14 @@ inline rq_params to_params(const model& m) {
   return p;
 }
 
+// A model for searching an index; num_bits > 1 indexes are searched with their sign
+// bits (see model::stored_bits).
 inline model from_params(const rq_params& p) {
   model m;
-  m.num_bits = static_cast<std::uint8_t>(p.num_bits);
-  if (p.num_bits != 1)
-    throw unsupported_error("RaBitQ: indexes with num_bits " + std::to_string(p.num_bits) +
-                            " are not supported (lancet reads 1-bit IVF_RQ)");
+  if (p.num_bits < 1 || p.num_bits > 9)
+    throw unsupported_error("RaBitQ: num_bits " + std::to_string(p.num_bits) + " is out of Lance's range 1..=9");
+  m.num_bits = 1;
+  m.stored_bits = static_cast<std::uint8_t>(p.num_bits);
   m.dimension = p.code_dim;
   if (p.query_estimator == "raw_query") m.estimator = estimator_type::raw_query;
   else if (p.query_estimator == "residual_query" || p.query_estimator.empty()) m.estimator = estimator_type::residual_query;
