@@ -979,7 +979,7 @@ TEST_CASE("storage versions: chosen at create, kept on append and overwrite; dat
     CHECK(r.storage_version == v);
     auto d = ds::dataset::open(root);
     CHECK(d.storage_version() == v);
-    const auto& f = d.manifest().fragments.at(0).files.at(0);
+    const auto f = d.manifest().fragments.at(0).files.at(0);  // a copy: d is reassigned below
     CHECK(f.file_major_version == 2);
     CHECK(f.file_minor_version == (v == file::format_version::v2_0 ? 0u : v == file::format_version::v2_1 ? 1u : 2u));
     // Ids: id 0, st 1, st.a 2, st.l 3, st.l.item 4, v 5. 2.0 gives every field a column;
