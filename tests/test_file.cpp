@@ -284,6 +284,12 @@ TEST_CASE("2.0: writer errors") {
     CHECK_THROWS_WITH_AS(w.write_batch(make_batch({{"n", null_array((std::int64_t(1) << 32) + 1)}})),
                          doctest::Contains("at most 2^32 rows per batch"), invalid_input_error);
   }
+  SUBCASE("compression parameters need 2.1+") {
+    field f{"s", utf8(), true, {{"lance-encoding:compression", "zstd"}}};
+    auto sch = schema::from_arrow(arrow::schema{{f}, {}});
+    CHECK_THROWS_WITH_AS(writer20(io::memory_sink{}, sch), doctest::Contains("'lance-encoding:compression' needs Lance file version 2.1"),
+                         invalid_input_error);
+  }
   SUBCASE("an empty batch is a no-op") {
     writer20 w(io::memory_sink{});
     w.write_batch(make_batch({{"a", make_array<std::int32_t>(std::vector<std::int32_t>{})}}));

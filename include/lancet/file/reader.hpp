@@ -252,6 +252,9 @@ class file_reader {
       return encoding::v2_1::decode_field(arrow_schema_.fields[f], cols, col, begin, end,
                                           [this](std::uint32_t c, std::size_t p) {
                                             return page_buffers(columns_.at(c).metadata.pages.at(p));
+                                          },
+                                          [this](std::uint64_t offset, std::uint64_t size) {
+                                            return source_.read(offset, size);
                                           });
     }
     return decode_field(schema_.fields[f], arrow_schema_.fields[f], col, begin, end);

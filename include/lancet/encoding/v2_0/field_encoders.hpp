@@ -278,6 +278,11 @@ struct default_strategy {
                                        const encoding_options& o) const {
     const auto id = ids.next(f.name);
     const auto& t = *f.type;
+    // Compression parameters belong to the 2.1+ structural encodings.
+    for (const auto& [k, v] : f.metadata)
+      if (k.rfind("lance-encoding:", 0) == 0 && k != "lance-encoding:packed")
+        throw invalid_input_error("field '" + f.name + "': the compression parameter '" + k +
+                                  "' needs Lance file version 2.1 or later (2.0 has no such parameters)");
     if (arrow::is_list_like(t.id)) {
       const auto col = columns.next(id);
       auto items = make_field_encoder(t.children.at(0), ids, columns, o);
