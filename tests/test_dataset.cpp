@@ -1061,3 +1061,25 @@ TEST_CASE("fields found by id: renamed columns, and columns no data file holds r
   CHECK(all.num_rows() == 4);
   CHECK(all.columns[2]->is_valid(3));
 }
+
+TEST_CASE("one dataset object read from several threads") {
+  const auto d = ds::dataset::open(fixture("deletions_2.0").string());
+  const auto s = ds::dataset::open(fixture("stable_ids_2.0").string());
+  const auto want = fixture_deletions_ids();
+  std::atomic<int> bad{0};
+  std::vector<std::thread> ts;
+  for (int k = 0; k < 4; ++k)
+    ts.emplace_back([&, k] {
+      try {
+        ds::scan_options o;
+        o.batch_size = std::uint64_t(100 + k);
+        if (i32_ids(d.to_batch(o)) != want) ++bad;
+        if (d.count_rows() != want.size()) ++bad;
+        if (i32_ids(s.take({7, 19})) != std::vector<std::int64_t>{107, 19}) ++bad;
+      } catch (...) {
+        ++bad;
+      }
+    });
+  for (auto& th : ts) th.join();
+  CHECK(bad == 0);
+}

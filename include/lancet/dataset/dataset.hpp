@@ -11,8 +11,8 @@
 // compaction. Deleted rows (deletion files, both Lance kinds) are skipped by scans and
 // counts; taking a deleted row is an error.
 //
-// A dataset object is an immutable snapshot of one version, cheap to copy. Scanners
-// and readers are not thread-safe; use one per thread.
+// A dataset object is an immutable snapshot of one version, cheap to copy and safe
+// to use from several threads. A scanner is not: use one per thread.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -97,6 +98,7 @@ struct state {
   mutable std::unordered_map<std::uint64_t, std::shared_ptr<const deletion_vector>> deletions;
   mutable std::unordered_map<std::uint64_t, std::shared_ptr<const std::vector<std::uint64_t>>> row_ids;
   mutable std::shared_ptr<const std::unordered_map<std::uint64_t, std::uint64_t>> id_to_address;
+  mutable std::mutex cache_mutex;  // guards the three caches (copies of a dataset share them)
 
   const pb::data_fragment& fragment(std::uint64_t id) const {
     for (const auto& f : manifest->fragments)
@@ -107,11 +109,14 @@ struct state {
   bool stable_row_ids() const noexcept { return uses_stable_row_ids(*manifest); }
 
   std::shared_ptr<const deletion_vector> deletions_of(const pb::data_fragment& f) const {
-    auto it = deletions.find(f.id);
-    if (it != deletions.end()) return it->second;
+    {
+      std::lock_guard lock(cache_mutex);
+      auto it = deletions.find(f.id);
+      if (it != deletions.end()) return it->second;
+    }
     auto dv = std::make_shared<const deletion_vector>(read_deletion_vector(root, *manifest, f));
-    deletions.emplace(f.id, dv);
-    return dv;
+    std::lock_guard lock(cache_mutex);
+    return deletions.emplace(f.id, dv).first->second;
   }
 
   std::uint64_t physical_rows(const pb::data_fragment& f) const {
@@ -127,8 +132,11 @@ struct state {
 
   // Row id of each physical row of a fragment (stable row ids only).
   std::shared_ptr<const std::vector<std::uint64_t>> row_ids_of(const pb::data_fragment& f) const {
-    auto it = row_ids.find(f.id);
-    if (it != row_ids.end()) return it->second;
+    {
+      std::lock_guard lock(cache_mutex);
+      auto it = row_ids.find(f.id);
+      if (it != row_ids.end()) return it->second;
+    }
     std::string bytes;
     if (auto* s = std::get_if<std::string>(&f.row_id_sequence)) {
       bytes = *s;
@@ -144,22 +152,26 @@ struct state {
     if (ids->size() != physical_rows(f))
       throw corrupt_error("fragment " + std::to_string(f.id) + " has " + std::to_string(physical_rows(f)) +
                           " rows but a row-id sequence of " + std::to_string(ids->size()));
-    row_ids.emplace(f.id, ids);
-    return ids;
+    std::lock_guard lock(cache_mutex);
+    return row_ids.emplace(f.id, ids).first->second;
   }
 
-  const std::unordered_map<std::uint64_t, std::uint64_t>& id_map() const {
-    if (!id_to_address) {
-      auto m = std::make_shared<std::unordered_map<std::uint64_t, std::uint64_t>>();
-      for (const auto& f : manifest->fragments) {
-        auto ids = row_ids_of(f);
-        auto dv = deletions_of(f);
-        for (std::size_t i = 0; i < ids->size(); ++i)
-          if (!dv->contains(i)) (*m)[(*ids)[i]] = row_address(f.id, i);
-      }
-      id_to_address = std::move(m);
+  // Live row id -> row address (stable row ids only).
+  std::shared_ptr<const std::unordered_map<std::uint64_t, std::uint64_t>> id_map() const {
+    {
+      std::lock_guard lock(cache_mutex);
+      if (id_to_address) return id_to_address;
     }
-    return *id_to_address;
+    auto m = std::make_shared<std::unordered_map<std::uint64_t, std::uint64_t>>();
+    for (const auto& f : manifest->fragments) {
+      auto ids = row_ids_of(f);
+      auto dv = deletions_of(f);
+      for (std::size_t i = 0; i < ids->size(); ++i)
+        if (!dv->contains(i)) (*m)[(*ids)[i]] = row_address(f.id, i);
+    }
+    std::lock_guard lock(cache_mutex);
+    if (!id_to_address) id_to_address = std::move(m);
+    return id_to_address;
   }
 
   std::vector<std::size_t> projection(const std::vector<std::string>& names) const {
@@ -460,11 +472,11 @@ class dataset {
   // Rows by row id (the address, unless the dataset uses stable row ids).
   arrow::record_batch take(std::span<const std::uint64_t> row_ids, const std::vector<std::string>& columns = {}) const {
     if (!stable_row_ids()) return take_impl(row_ids, row_ids, columns, "row id");
-    const auto& m = st_->id_map();
+    const auto m = st_->id_map();
     std::vector<std::uint64_t> addrs(row_ids.size());
     for (std::size_t i = 0; i < row_ids.size(); ++i) {
-      auto it = m.find(row_ids[i]);
-      if (it == m.end())
+      auto it = m->find(row_ids[i]);
+      if (it == m->end())
         throw invalid_input_error("dataset '" + st_->root + "' version " + std::to_string(version()) +
                                   " has no row with id " + std::to_string(row_ids[i]) + " (deleted or never written)");
       addrs[i] = it->second;
