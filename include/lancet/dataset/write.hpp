@@ -10,9 +10,10 @@
 // the files this write created are removed and the dataset is unchanged.
 //
 // The storage version (the Lance file format of the data files) is chosen when the
-// dataset is created and kept on append. Lance 12 creates 2.2 datasets by default;
-// lancet does too once it can write 2.2 files, and until then falls back to the
-// newest version it writes (2.0). write_result::storage_version says which was used.
+// dataset is created and kept on append and overwrite (unless an overwrite asks for
+// another). Lance 12 creates 2.2 datasets by default and so does lancet; a build whose
+// file::with_version cannot write 2.2 falls back to the newest version it writes.
+// write_result::storage_version says which was used.
 #pragma once
 
 #include <algorithm>
