@@ -16,6 +16,7 @@
 // - no residuals; cosine indexes quantize normalised vectors;
 // - search quantizes the query with the same bounds; l2 and cosine estimate
 //   sum (q_i - c_i)^2 (integer sums converted to f32) times (upper - lower)^2 / 255^2.
+// Verified against LanceDB 0.39: the bounds and codes of LanceDB's HNSW_SQ storage.
 // Where lancet differs: decode (the centre of each code's bucket) is lancet's, Lance
 // never decodes; for dot, Lance scales 1 - sum q_i c_i over the codes, which ignores
 // the lower bound and does not rank by x.y (recall near zero on ordinary data), so
