@@ -1083,3 +1083,15 @@ TEST_CASE("one dataset object read from several threads") {
   for (auto& th : ts) th.join();
   CHECK(bad == 0);
 }
+
+TEST_CASE("data file names: 24 binary digits then 26 hex digits, unique") {
+  std::set<std::string> seen;
+  for (int i = 0; i < 500; ++i) {
+    const auto n = ds::random_data_file_stem();
+    REQUIRE(n.size() == 50);
+    CHECK(n.substr(0, 24).find_first_not_of("01") == std::string::npos);
+    CHECK(n.substr(24).find_first_not_of("0123456789abcdef") == std::string::npos);
+    seen.insert(n);
+  }
+  CHECK(seen.size() == 500);
+}
