@@ -47,18 +47,10 @@ struct encoded_batch {
       metas.push_back({out.size(), bytes.size()});
       out += bytes;
     }
-    auto table = [&](const std::vector<region>& rs) {
-      for (const auto& r : rs) {
-        char b[16];
-        le::store(b, r.position);
-        le::store(b + 8, r.size);
-        out.append(b, 16);
-      }
-    };
     f.column_meta_offsets = out.size();
-    table(metas);
+    out += encode_offset_table(metas);
     f.global_buff_offsets = out.size();
-    table(globals);
+    out += encode_offset_table(globals);
     f.num_global_buffers = std::uint32_t(globals.size());
     f.num_columns = std::uint32_t(columns.size());
     f.major = major;

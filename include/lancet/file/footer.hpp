@@ -75,6 +75,16 @@ struct region {
   friend bool operator==(const region&, const region&) = default;
 };
 
+// An offset table's bytes: (u64 position, u64 size) per entry.
+inline std::string encode_offset_table(const std::vector<region>& rs) {
+  std::string t(rs.size() * 16, '\0');
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    le::store(t.data() + 16 * i, rs[i].position);
+    le::store(t.data() + 16 * i + 8, rs[i].size);
+  }
+  return t;
+}
+
 inline std::vector<region> decode_offset_table(bytes_view table, std::uint32_t entries, std::uint64_t file_size,
                                               const char* what) {
   if (table.size() < std::size_t(entries) * 16)

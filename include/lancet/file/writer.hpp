@@ -275,9 +275,9 @@ class file_writer {
         write_raw(as_bytes(meta));
       }
       ft.column_meta_offsets = tell();
-      write_table(metas);
+      write_raw(as_bytes(encode_offset_table(metas)));
       ft.global_buff_offsets = tell();
-      write_table(globals);
+      write_raw(as_bytes(encode_offset_table(globals)));
       ft.num_global_buffers = std::uint32_t(globals.size());
       ft.num_columns = num_columns_;
       ft.major = Version::footer_major;
@@ -414,14 +414,6 @@ class file_writer {
     }();
     const auto rem = b.size() % 64;
     if (rem) write_raw({pad.data(), 64 - rem});
-  }
-  void write_table(const std::vector<region>& rs) {
-    std::string t(rs.size() * 16, '\0');
-    for (std::size_t i = 0; i < rs.size(); ++i) {
-      le::store(t.data() + 16 * i, rs[i].position);
-      le::store(t.data() + 16 * i + 8, rs[i].size);
-    }
-    write_raw(as_bytes(t));
   }
 
   void write_page(const encoding::encoded_page& p) {
