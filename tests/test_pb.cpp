@@ -47,11 +47,13 @@ TEST_CASE("packed repeated and maps") {
 
 TEST_CASE("the reader refuses corrupt input with typed errors") {
   SUBCASE("truncated varint") {
-    pb::reader r(std::string("\x08\x80", 2));
+    const std::string bytes("\x08\x80", 2);
+    pb::reader r(bytes);
     CHECK_THROWS_AS(r.next(), corrupt_error);
   }
   SUBCASE("length past the end") {
-    pb::reader r(std::string("\x0a\x05xy", 4));
+    const std::string bytes("\x0a\x05xy", 4);
+    pb::reader r(bytes);
     CHECK_THROWS_AS(r.next(), corrupt_error);
   }
   SUBCASE("overlong varint") {

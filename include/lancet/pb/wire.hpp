@@ -167,6 +167,8 @@ class reader {
   }
   reader(std::string_view s, int depth = 0, std::string_view what = "protobuf message")
       : reader(bytes_view(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()), depth, what) {}
+  // A reader views its bytes; a temporary string would dangle before the first next().
+  reader(std::string&&, int = 0, std::string_view = {}) = delete;
 
   bool done() const noexcept { return pos_ >= data_.size(); }
   int depth() const noexcept { return depth_; }
