@@ -883,3 +883,88 @@ TEST_CASE("packed structs: one column of rows, nulls at the struct level, inside
   CHECK_THROWS_AS(encode_field(bad, {arrow::struct_array({{"s", arrow::string_array({"x"})}})}, v21::default_strategy<2>{}),
                   unsupported_error);
 }
+
+// ---- lists under null structs (Lance pushes struct nulls down) ----------------------------
+
+namespace {
+
+std::vector<pb::enc21::rep_def_layer> layers_of(const pb::enc21::page_layout& l) {
+  if (const auto* m = std::get_if<pb::enc21::mini_block_layout>(&l.value)) return m->layers;
+  if (const auto* z = std::get_if<pb::enc21::full_zip_layout>(&l.value)) return z->layers;
+  if (const auto* c = std::get_if<pb::enc21::constant_layout>(&l.value)) return c->layers;
+  FAIL("page layout without layers");
+  return {};
+}
+
+// s: struct<l: list<int32>>, rows: {l: [1, null]}, null (its list holds the garbage items
+// [null, 2]), {l: [3]}, {l: []}, null (garbage list [7]), {l: null}.
+arrow::array_ptr struct_over_garbage_list() {
+  auto l = arrow::list_array<std::int32_t>({{1, std::nullopt}, {std::nullopt, 2}, {3}, {}, {7}, {}},
+                                           {true, true, true, true, true, false});
+  return arrow::struct_array({{"l", l}}, {true, false, true, true, false, true});
+}
+
+}  // namespace
+
+TEST_CASE("lists under null structs: struct nulls pushed down as Lance does, garbage items dropped") {
+  using L = pb::enc21::rep_def_layer;
+  auto s = struct_over_garbage_list();
+  const auto f = fld("s", s->type);
+  for (unsigned minor : {1u, 2u}) {
+    auto m = minor == 1 ? encode_field(f, {s}, v21::default_strategy<1>{}) : encode_field(f, {s}, v21::default_strategy<2>{});
+    // Items, list, struct (innermost first): the list is nullable because its struct is.
+    CHECK(layers_of(layout_of(m)) == std::vector<L>{L::nullable_item, L::null_and_empty_list, L::nullable_item});
+    auto got = m.read(f, 0, 6);
+    CHECK(arrow::to_string(*got->type) == arrow::to_string(*s->type));
+    // Row by row: the visible values only.
+    REQUIRE(got->length == 6);
+    CHECK(got->is_valid(0));
+    CHECK(got->is_null(1));
+    CHECK(got->is_null(4));
+    const auto& lst = got->children.at(0);
+    CHECK(lst->value_offset(1) - lst->value_offset(0) == 2);
+    CHECK(lst->value_offset(3) - lst->value_offset(2) == 1);
+    CHECK(lst->value_offset(4) == lst->value_offset(3));  // empty
+    CHECK(lst->is_null(5));
+    const auto& items = lst->children.at(0);
+    CHECK(items->value<std::int32_t>(lst->value_offset(0)) == 1);
+    CHECK(items->is_null(lst->value_offset(0) + 1));
+    CHECK(items->value<std::int32_t>(lst->value_offset(2)) == 3);
+  }
+  // Nothing null among the visible items (the garbage has the only null): the items
+  // layer is all-valid, the list still nullable.
+  auto l2 = arrow::list_array<std::int32_t>({{1, 4}, {std::nullopt, 2}, {3}});
+  auto s2 = arrow::struct_array({{"l", l2}}, {true, false, true});
+  auto m2 = encode_field(fld("s", s2->type), {s2}, v21::default_strategy<2>{});
+  CHECK(layers_of(layout_of(m2)) == std::vector<L>{L::all_valid_item, L::nullable_list, L::nullable_item});
+  // Without lists, a leaf under a nullable struct is nullable too.
+  auto s3 = arrow::struct_array({{"x", arrow::make_array<std::int32_t>({1, 2, 3})}}, {true, false, true});
+  auto m3 = encode_field(fld("s", s3->type), {s3}, v21::default_strategy<2>{});
+  CHECK(layers_of(layout_of(m3)) == std::vector<L>{L::nullable_item, L::nullable_item});
+  CHECK_FALSE(arrow::first_difference(s3, m3.read(fld("s", s3->type), 0, 3)));
+  // Deeper: list<struct<t: struct<l: list<utf8>>>> with nulls at both structs.
+  auto inner = arrow::make_list(arrow::string_array({"a", "b", "garbage", "c", "d"}), {0, 2, 3, 4, 5});
+  auto t2 = arrow::struct_array({{"l", inner}}, {true, false, true, true});
+  auto st = arrow::struct_array({{"t", t2}}, {true, true, false, true});
+  auto outer = arrow::make_list(st, {0, 3, 3, 4}, {true, false, true});
+  const auto fo = fld("o", outer->type);
+  check_both(fo, {outer});
+}
+
+TEST_CASE("LanceDB 0.39 reads lists under null structs (garbage items) from our 2.1 and 2.2 files" *
+          doctest::skip(!lancedb_available() || !file::runtime_structural_versions)) {
+  namespace t = lancet::testing;
+  auto s = struct_over_garbage_list();
+  auto batch = arrow::make_batch({{"id", arrow::make_array<std::int32_t>({0, 1, 2, 3, 4, 5})}, {"s", s}});
+  for (const char* v : {"2.1", "2.2"}) {
+    t::temp_dir dir("structural-garbage");
+    dataset::write_options o;
+    o.storage_version = file::parse_format_version(v);
+    dataset::write((dir.path() / "ours").string(), batch, o);
+    const auto got = t::node("read_table.mjs", {(dir.path() / "ours").string()});
+    CHECK_MESSAGE(got ==
+                      "{\"id\":0,\"s\":{\"l\":[1,null]}}\n{\"id\":1,\"s\":null}\n{\"id\":2,\"s\":{\"l\":[3]}}\n"
+                      "{\"id\":3,\"s\":{\"l\":[]}}\n{\"id\":4,\"s\":null}\n{\"id\":5,\"s\":{\"l\":null}}\n{\"countRows\":6}\n",
+                  v << ": " << got);
+  }
+}

@@ -170,12 +170,6 @@ namespace detail {
 // Arrays covering each node of the path (per input batch), for computing layer kinds.
 inline bool node_has_nulls(const arrow::array_data& a) { return a.count_nulls() > 0; }
 
-inline bool list_has_empty(const arrow::array_data& a) {
-  for (std::int64_t i = 0; i < a.length; ++i)
-    if (a.is_valid(i) && a.value_offset(i) == a.value_offset(i + 1)) return true;
-  return false;
-}
-
 class shredder {
  public:
   shredder(const std::vector<path_node>& path, const level_scheme& scheme, shredded_leaf& out)
@@ -227,29 +221,84 @@ class shredder {
 
 }  // namespace detail
 
-// The layers a leaf column takes for these batches (chosen from the data, as Lance does).
+namespace detail {
+
+// Which nodes of a path hold a null or an empty list, seen the way Lance sees them: a
+// struct's nulls are pushed down into its children (through nested structs, into a list
+// child's validity), and the items of null lists are garbage that is never looked at.
+// So a node below a nullable struct is nullable itself, and items under a null (or
+// masked) list count for nothing. Lance's reader depends on this: a null struct above a
+// list layer that is all-valid would be taken for a visible item.
+class layer_scan {
+ public:
+  layer_scan(const std::vector<path_node>& path, std::vector<bool>& nulls, std::vector<bool>& empties)
+      : path_(path), nulls_(nulls), empties_(empties), last_(path.size() - 1) {}
+
+  // Every element of `a` (a node at depth d), none of them masked from above.
+  void all(std::size_t d, const arrow::array_ptr& a) {
+    for (std::int64_t i = 0; i < a->length; ++i) one(d, a, i, false);
+  }
+
+ private:
+  void one(std::size_t d, const arrow::array_ptr& a, std::int64_t i, bool masked) {
+    const bool null = masked || a->is_null(i);
+    if (null) nulls_[d] = true;
+    if (d == last_) return;
+    const auto& n = path_[d];
+    if (arrow::is_list_like(n.id)) {
+      if (null) return;  // garbage items (Lance filters them out)
+      const auto b = a->value_offset(i), e = a->value_offset(i + 1);
+      if (b == e) {
+        empties_[d] = true;
+        return;
+      }
+      const auto& child = a->children[0];
+      if (d + 1 == last_) {
+        // Leaf items: a null among them is all that matters.
+        if (!nulls_[d + 1])
+          for (auto j = b; j < e; ++j)
+            if (child->is_null(j)) {
+              nulls_[d + 1] = true;
+              break;
+            }
+        return;
+      }
+      for (auto j = b; j < e; ++j) one(d + 1, child, j, false);
+      return;
+    }
+    one(d + 1, a->children[n.child], a->offset + i, null);
+  }
+
+  const std::vector<path_node>& path_;
+  std::vector<bool>& nulls_;
+  std::vector<bool>& empties_;
+  std::size_t last_;
+};
+
+}  // namespace detail
+
+// The layers a leaf column takes for these batches (chosen from the data, as Lance does,
+// struct nulls pushed down into children: see detail::layer_scan).
 inline std::vector<layer> leaf_layers(const std::vector<path_node>& path, const std::vector<arrow::array_ptr>& batches) {
   const std::size_t n = path.size();
   std::vector<bool> nulls(n, false), empties(n, false);
-  std::vector<arrow::array_ptr> level = batches;
-  for (std::size_t d = 0; d < n; ++d) {
-    const auto& node = path[d];
-    std::vector<arrow::array_ptr> next;
-    for (const auto& a : level) {
-      if (node.id == arrow::type_id::null) {
-        if (a->length) nulls[d] = true;
-      } else if (detail::node_has_nulls(*a)) {
-        nulls[d] = true;
-      }
-      if (d + 1 == n) continue;
-      if (arrow::is_list_like(node.id)) {
-        if (!empties[d] && detail::list_has_empty(*a)) empties[d] = true;
-        next.push_back(encoding::detail::list_items(*a));
-      } else {
-        next.push_back(arrow::slice(a->children[node.child], a->offset, a->length));
-      }
+  bool has_list = false;
+  for (std::size_t d = 0; d + 1 < n; ++d) has_list |= arrow::is_list_like(path[d].id);
+  if (!has_list) {
+    // Structs down to the leaf: a node is nullable when it or a struct above it has nulls.
+    std::vector<arrow::array_ptr> level = batches;
+    for (std::size_t d = 0; d < n; ++d) {
+      for (const auto& a : level)
+        if (detail::node_has_nulls(*a)) nulls[d] = true;
+      if (d > 0 && nulls[d - 1]) nulls[d] = true;
+      if (d + 1 == n) break;
+      std::vector<arrow::array_ptr> next;
+      for (const auto& a : level) next.push_back(arrow::slice(a->children[path[d].child], a->offset, a->length));
+      level = std::move(next);
     }
-    level = std::move(next);
+  } else {
+    detail::layer_scan scan(path, nulls, empties);
+    for (const auto& a : batches) scan.all(0, a);
   }
   std::vector<layer> out;
   for (std::size_t d = n; d-- > 0;) {
