@@ -1,0 +1,207 @@
+// Remapping an IVF vector index after its rows moved (compaction rewrote fragments):
+// every partition's row ids go through an old -> new row address map, rows mapped to
+// nothing are dropped, and nothing is retrained. The result is a new index directory
+// (new uuid) with the same centroids, loss, quantizer and codes, as Lance 12's remap
+// writes it:
+//
+//   index::row_address_map m = ...;                      // old address -> new or none
+//   auto r = index::remap_index_files(root, im, m);      // _indices/{r.new_uuid}/
+//   auto meta = index::remapped_index_metadata(im, r, new_fragment_bitmap);
+//
+// Facts checked against LanceDB 0.39 (its compaction of an IVF_FLAT index):
+//  - ids absent from the map keep their value (rows of fragments the compaction did
+//    not touch); ids mapped to none are dropped; order within a partition is kept;
+//  - partitions are neither joined nor split by the remap (the partition count and the
+//    centroids of index.idx are unchanged, empty partitions included);
+//  - the new IndexMetadata keeps name, fields, dataset_version, index_details,
+//    index_version and created_at of the old one; uuid, files and the fragment bitmap
+//    change (registered by the Rewrite commit of the compaction, see
+//    dataset/compact.hpp).
+// Only IVF indexes with the flat sub-index (IVF_FLAT / PQ / SQ / RQ) are remapped;
+// others (HNSW, scalar indexes) are unsupported_error, naming the index.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/roaring.hpp"
+#include "lancet/index/index_files.hpp"
+#include "lancet/index/registry.hpp"
+#include "lancet/io/fs.hpp"
+#include "lancet/pb/index.hpp"
+#include "lancet/pb/table.hpp"
+
+namespace lancet::index {
+
+// Old row address -> the new one, or nullopt when the row is gone. Addresses missing
+// from the map are unchanged.
+using row_address_map = std::unordered_map<std::uint64_t, std::optional<std::uint64_t>>;
+
+struct remap_stats {
+  std::uint64_t rows_before = 0;  // entries in the old index
+  std::uint64_t rows_after = 0;   // entries in the new one
+  std::uint64_t rows_moved = 0;   // entries whose row id changed
+  std::uint64_t rows_dropped = 0; // entries mapped to nothing
+};
+
+struct remapped_index {
+  pb::uuid old_uuid, new_uuid;
+  std::vector<pb::index_file> files;  // of the new directory, as IndexMetadata lists them
+  std::size_t num_partitions = 0;
+  remap_stats stats;
+};
+
+namespace remap_detail {
+
+inline bool is_vector_details(const pb::index_metadata& im) {
+  return im.index_details && im.index_details->type_url == pb::index::vector_index_details::type_url;
+}
+
+}  // namespace remap_detail
+
+// Why lancet cannot remap index `im` of the dataset at `root` (nullopt when it can):
+// it must be a single-column IVF index with the flat sub-index whose files lancet reads.
+inline std::optional<std::string> remap_unsupported_reason(const std::string& root, const pb::index_metadata& im) {
+  const std::string who = "index '" + im.name + "' (" + im.uuid.to_string() + ")";
+  if (im.fields.size() != 1) return who + " covers " + std::to_string(im.fields.size()) + " fields; only single-column indexes are remapped";
+  if (!remap_detail::is_vector_details(im))
+    return who + " is not a vector index (" + (im.index_details ? im.index_details->type_url : std::string("no details")) +
+           "); lancet remaps IVF vector indexes only";
+  const auto details = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
+  if (details.hnsw) return who + " is " + index_type_of(details) + "; lancet remaps IVF indexes with the flat sub-index only";
+  const std::string dir = index_directory(root, im.uuid);
+  try {
+    const auto info = read_index_file(dir + "/" + std::string(index_file_name));
+    if (info.sub_index_key != "lance:flat")
+      return who + " has the sub-index '" + info.sub_index_key + "'; lancet remaps the flat sub-index only";
+    if (!info.ivf.centroids) return who + ": index.idx has no centroids";
+  } catch (const error& e) {
+    return who + ": " + e.what();
+  }
+  return std::nullopt;
+}
+
+// Writes the remapped copy of index `im` of the dataset at `root` into
+// _indices/{new_uuid} (a fresh v4 uuid when not given). Reads one partition at a
+// time. On failure the new directory is removed and the old index is untouched.
+inline remapped_index remap_index_files(const std::string& root, const pb::index_metadata& im, const row_address_map& m,
+                                        std::optional<pb::uuid> new_uuid = std::nullopt) {
+  if (auto why = remap_unsupported_reason(root, im)) throw unsupported_error("cannot remap " + *why);
+  remapped_index out;
+  out.old_uuid = im.uuid;
+  out.new_uuid = new_uuid ? *new_uuid : pb::uuid::generate_v4();
+  if (out.new_uuid == out.old_uuid)
+    throw invalid_input_error("cannot remap index '" + im.name + "' onto its own uuid " + im.uuid.to_string());
+  const std::string old_dir = index_directory(root, im.uuid);
+  const std::string new_dir = index_directory(root, out.new_uuid);
+  if (io::path_exists(new_dir))
+    throw invalid_input_error("cannot remap index '" + im.name + "': '" + new_dir + "' exists already");
+  const auto info = read_index_file(old_dir + "/" + std::string(index_file_name));
+  auto storage = open_storage(old_dir + "/" + std::string(auxiliary_file_name));
+  if (storage.num_partitions() != info.ivf.num_partitions())
+    throw corrupt_error("index '" + im.name + "': auxiliary.idx has " + std::to_string(storage.num_partitions()) +
+                        " partitions but index.idx " + std::to_string(info.ivf.num_partitions()));
+  if (storage.distance() != info.distance)
+    throw corrupt_error("index '" + im.name + "': index.idx and auxiliary.idx disagree on the distance type");
+  // index.idx keeps the centroids and the loss; write_index_directory derives the
+  // rest (sub-index offsets) from the partition count.
+  const ivf_model model = ivf_model::with_centroids(*info.ivf.centroids, info.ivf.loss);
+  try {
+    out.files = write_index_directory(new_dir, storage.version(), model, storage.quantizer(), storage.distance(),
+                                      [&](auto& aux) {
+      const auto& q = storage.quantizer();
+      const std::size_t w = code_bytes(q);
+      const auto* rq = std::get_if<rq_params>(&q);
+      const std::size_t exw = rq && rq->num_bits > 1 ? rq->ex_code_bytes : 0;
+      for (std::size_t p = 0; p < storage.num_partitions(); ++p) {
+        const partition_contents in = storage.read_partition(p);
+        out.stats.rows_before += in.size();
+        partition_contents kept;
+        kept.codes.resize(in.size() * w);
+        if (exw) kept.ex_codes.resize(in.size() * exw);
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < in.size(); ++i) {
+          std::uint64_t id = in.row_ids[i];
+          if (auto it = m.find(id); it != m.end()) {
+            if (!it->second) {
+              ++out.stats.rows_dropped;
+              continue;
+            }
+            if (*it->second != id) ++out.stats.rows_moved;
+            id = *it->second;
+          }
+          kept.row_ids.push_back(id);
+          if (w) std::memcpy(kept.codes.data() + n * w, in.codes.data() + i * w, w);
+          if (rq) {
+            kept.add_factors.push_back(in.add_factors.at(i));
+            kept.scale_factors.push_back(in.scale_factors.at(i));
+            kept.error_factors.push_back(in.error_factors.at(i));
+            if (exw) {
+              std::memcpy(kept.ex_codes.data() + n * exw, in.ex_codes.data() + i * exw, exw);
+              kept.add_factors_ex.push_back(in.add_factors_ex.at(i));
+              kept.scale_factors_ex.push_back(in.scale_factors_ex.at(i));
+            }
+          }
+          ++n;
+        }
+        kept.codes.resize(n * w);
+        if (exw) kept.ex_codes.resize(n * exw);
+        out.stats.rows_after += n;
+        aux.write_partition(kept.view());
+      }
+    });
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove_all(new_dir, ec);
+    throw;
+  }
+  out.num_partitions = info.ivf.num_partitions();
+  return out;
+}
+
+// The IndexMetadata of a remapped index: the old one with the new uuid, files and
+// fragment bitmap (Lance keeps dataset_version, details, index_version, created_at).
+inline pb::index_metadata remapped_index_metadata(const pb::index_metadata& old, const remapped_index& r,
+                                                  const dataset::roaring_bitmap& fragments) {
+  if (!(r.old_uuid == old.uuid))
+    throw invalid_input_error("remapped index " + r.new_uuid.to_string() + " was made from " + r.old_uuid.to_string() +
+                              ", not from index '" + old.name + "' (" + old.uuid.to_string() + ")");
+  pb::index_metadata out = old;
+  out.uuid = r.new_uuid;
+  out.files = r.files;
+  dataset::set_index_fragment_bitmap(out, fragments);
+  return out;
+}
+
+// Lance's recomputed fragment bitmap of an index after a rewrite: for each group
+// (old fragment ids -> new fragment ids) whose old fragments the index covers, the old
+// ids leave and the new ones join. A group only partly covered is invalid_input_error
+// (Lance refuses such a plan: it never mixes indexed and unindexed fragments).
+inline dataset::roaring_bitmap rewritten_fragment_bitmap(
+    const pb::index_metadata& im,
+    const std::vector<std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>>& groups) {
+  auto bitmap = dataset::index_fragment_bitmap(im);
+  auto out = bitmap;
+  for (const auto& [olds, news] : groups) {
+    std::size_t covered = 0;
+    for (auto id : olds) covered += id <= UINT32_MAX && bitmap.contains(std::uint32_t(id));
+    if (covered == 0) continue;
+    if (covered != olds.size())
+      throw invalid_input_error("index '" + im.name + "' covers only some of the fragments rewritten together");
+    for (auto id : olds) out.remove(std::uint32_t(id));
+    for (auto id : news) {
+      if (id > UINT32_MAX) throw invalid_input_error("fragment id " + std::to_string(id) + " exceeds 32 bits");
+      out.add(std::uint32_t(id));
+    }
+  }
+  return out;
+}
+
+}  // namespace lancet::index
