@@ -1,10 +1,22 @@
 // Opens a dataset's IVF vector index (one built by lancet or by LanceDB) for search:
 // centroids from index.idx, partitions read from auxiliary.idx on demand.
+//
+// An index may have several segments: IndexMetadata entries with the same name and
+// disjoint fragment bitmaps (Lance's delta indexes, written by an incremental
+// optimize). The searcher searches every segment and merges the results, so every
+// indexed row is covered once:
+//
+//   auto ix = index::open_vector_index(snapshot, "vector");
+//   auto hits = ix.searcher->search(query, dim, sp);   // over all segments
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/manifest.hpp"
@@ -14,46 +26,166 @@
 
 namespace lancet::index {
 
-// A searcher over one IVF index of a dataset version (ours or one LanceDB built):
-// centroids from index.idx, partitions read from auxiliary.idx on demand.
+// One segment of an index: its metadata, index.idx and a searcher over its partitions.
+struct index_segment {
+  vector_index_info info;
+  index_file_info index_file;
+  std::shared_ptr<storage_reader<io::file_source>> storage;
+  std::shared_ptr<ivf_searcher> searcher;
+};
+
+// Searches all segments of one index and merges their neighbours (nearest first, the
+// lowest row id winning a tie). A row id found in several segments is reported once
+// (the newest segment's distance). Without stable row ids a segment only answers for
+// rows of the fragments its bitmap names (a row address names its fragment), so rows
+// a stale segment still holds after a rewrite are not returned twice.
+class segmented_searcher {
+ public:
+  segmented_searcher(std::vector<std::shared_ptr<ivf_searcher>> segments,
+                     std::vector<std::vector<std::uint64_t>> fragments, bool addresses)
+      : segs_(std::move(segments)), addresses_(addresses) {
+    if (segs_.empty()) throw invalid_input_error("segmented_searcher: no segment");
+    if (fragments.size() != segs_.size())
+      throw invalid_input_error("segmented_searcher: " + std::to_string(fragments.size()) + " fragment lists for " +
+                                std::to_string(segs_.size()) + " segments");
+    for (auto& f : fragments) frags_.emplace_back(f.begin(), f.end());
+    for (const auto& s : segs_) {
+      if (s->dimension() != segs_[0]->dimension() || s->distance() != segs_[0]->distance())
+        throw invalid_input_error("index segments differ in dimension or distance type");
+    }
+  }
+
+  std::size_t num_segments() const noexcept { return segs_.size(); }
+  const ivf_searcher& segment(std::size_t i) const { return *segs_.at(i); }
+  distance_type distance() const noexcept { return segs_[0]->distance(); }
+  std::size_t dimension() const noexcept { return segs_[0]->dimension(); }
+  // Partitions of the newest segment (segments of one IVF model share them).
+  std::size_t num_partitions() const noexcept { return segs_.back()->num_partitions(); }
+  const quantizer_params& quantizer() const noexcept { return segs_.back()->quantizer(); }
+
+  template <class Q>
+  std::vector<std::pair<std::uint32_t, float>> probe(const Q* query, std::size_t dim, std::size_t nprobes) const {
+    return segs_.back()->probe(query, dim, nprobes);
+  }
+
+  // The k nearest rows over every segment (each segment probes its own nprobes).
+  template <class Q>
+  std::vector<neighbor> search(const Q* query, std::size_t dim, const search_params& sp) const {
+    if (segs_.size() == 1 && !addresses_) return segs_[0]->search(query, dim, sp);
+    std::vector<std::vector<neighbor>> per(segs_.size());
+    for (std::size_t i = 0; i < segs_.size(); ++i) {
+      search_params one = sp;
+      std::optional<row_filter> f;
+      if (addresses_) {
+        const auto* user = sp.filter;
+        const auto* frags = &frags_[i];
+        f.emplace(row_filter::where([user, frags](std::uint64_t id) {
+          return frags->count(id >> 32) != 0 && (!user || user->contains(id));
+        }));
+        one.filter = &*f;
+      }
+      per[i] = segs_[i]->search(query, dim, one);
+    }
+    // Newest segment first so that its entry wins a duplicate row id.
+    std::unordered_set<std::uint64_t> seen;
+    std::vector<neighbor> all;
+    for (std::size_t i = segs_.size(); i-- > 0;)
+      for (const auto& n : per[i])
+        if (seen.insert(n.row_id).second) all.push_back(n);
+    std::sort(all.begin(), all.end(), closer);
+    if (all.size() > sp.k) all.resize(sp.k);
+    return all;
+  }
+
+  template <class Q>
+  std::vector<std::vector<neighbor>> search_many(const Q* queries, std::size_t nq, std::size_t dim,
+                                                 const search_params& sp) const {
+    std::vector<std::vector<neighbor>> out(nq);
+    for (std::size_t i = 0; i < nq; ++i) out[i] = search(queries + i * dim, dim, sp);
+    return out;
+  }
+
+ private:
+  std::vector<std::shared_ptr<ivf_searcher>> segs_;
+  std::vector<std::set<std::uint64_t>> frags_;
+  bool addresses_ = false;
+};
+
+// A searcher over one IVF index of a dataset version (ours or one LanceDB built).
+// info / index_file / storage describe the newest segment; `segments` lists them all
+// (oldest first, in manifest order) and `searcher` searches them together.
 struct opened_index {
   vector_index_info info;
   index_file_info index_file;
   std::shared_ptr<storage_reader<io::file_source>> storage;
-  std::unique_ptr<ivf_searcher> searcher;
+  std::unique_ptr<segmented_searcher> searcher;
+  std::vector<index_segment> segments;
 };
 
-// The index on `column` (or named `name` when given) of snapshot s; invalid_input_error
-// naming the indexes there are when none matches.
+namespace detail {
+
+inline void check_searchable(const vector_index_info& i) {
+  if (i.index_type.rfind("IVF_", 0) != 0 || i.index_type.find("HNSW") != std::string::npos)
+    throw unsupported_error("index '" + i.name + "' is " + (i.index_type.empty() ? "not a vector index" : i.index_type) +
+                            "; lancet searches IVF_FLAT, IVF_PQ, IVF_SQ and IVF_RQ");
+}
+
+}  // namespace detail
+
+// One segment, opened: index.idx read, auxiliary.idx opened, a searcher over it.
+inline index_segment open_index_segment(const std::string& root, const vector_index_info& i) {
+  detail::check_searchable(i);
+  index_segment seg;
+  seg.info = i;
+  const std::string dir = index_directory(root, i.uuid);
+  seg.index_file = read_index_file(dir + "/" + std::string(index_file_name));
+  seg.storage =
+      std::make_shared<storage_reader<io::file_source>>(open_storage(dir + "/" + std::string(auxiliary_file_name)));
+  if (!seg.index_file.ivf.centroids) throw corrupt_error("index '" + i.name + "': index.idx has no centroids");
+  auto st = seg.storage;
+  auto mu = std::make_shared<std::mutex>();
+  seg.searcher = std::make_shared<ivf_searcher>(seg.index_file.distance, *seg.index_file.ivf.centroids, st->quantizer(),
+                                                [st, mu](std::size_t p) {
+                                                  std::lock_guard<std::mutex> lock(*mu);
+                                                  return std::make_shared<const partition_contents>(
+                                                      st->read_partition(p));
+                                                });
+  return seg;
+}
+
+// The index on `column` (or named `name` when given) of snapshot s, all its segments;
+// invalid_input_error naming the indexes there are when none matches.
 inline opened_index open_vector_index(const dataset::snapshot& s, const std::string& column,
                                       const std::string& name = {}) {
   const auto all = list_indices(s);
   std::string names;
+  std::string chosen;
   for (const auto& i : all) {
     names += (names.empty() ? "" : ", ") + i.name;
     const bool match = name.empty() ? (!i.columns.empty() && i.columns[0] == column && !i.index_type.empty())
                                     : i.name == name;
-    if (!match) continue;
-    if (i.index_type.rfind("IVF_", 0) != 0 || i.index_type.find("HNSW") != std::string::npos)
-      throw unsupported_error("index '" + i.name + "' is " + (i.index_type.empty() ? "not a vector index" : i.index_type) +
-                              "; lancet searches IVF_FLAT, IVF_PQ, IVF_SQ and IVF_RQ");
-    opened_index o;
-    o.info = i;
-    const std::string dir = index_directory(s.root, i.uuid);
-    o.index_file = read_index_file(dir + "/" + std::string(index_file_name));
-    o.storage = std::make_shared<storage_reader<io::file_source>>(open_storage(dir + "/" + std::string(auxiliary_file_name)));
-    if (!o.index_file.ivf.centroids) throw corrupt_error("index '" + i.name + "': index.idx has no centroids");
-    auto st = o.storage;
-    auto mu = std::make_shared<std::mutex>();
-    o.searcher = std::make_unique<ivf_searcher>(o.index_file.distance, *o.index_file.ivf.centroids, st->quantizer(),
-                                                [st, mu](std::size_t p) {
-                                                  std::lock_guard<std::mutex> lock(*mu);
-                                                  return std::make_shared<const partition_contents>(st->read_partition(p));
-                                                });
-    return o;
+    if (match && chosen.empty()) chosen = i.name;
   }
-  throw invalid_input_error((name.empty() ? "no vector index on column '" + column + "'" : "no index named '" + name + "'") +
-                            " (indexes: " + (names.empty() ? std::string("none") : names) + ")");
+  if (chosen.empty())
+    throw invalid_input_error((name.empty() ? "no vector index on column '" + column + "'" : "no index named '" + name + "'") +
+                              " (indexes: " + (names.empty() ? std::string("none") : names) + ")");
+  opened_index o;
+  std::vector<std::shared_ptr<ivf_searcher>> searchers;
+  std::vector<std::vector<std::uint64_t>> frags;
+  for (const auto& i : all) {
+    if (i.name != chosen) continue;
+    o.segments.push_back(open_index_segment(s.root, i));
+    searchers.push_back(o.segments.back().searcher);
+    frags.push_back(i.fragment_ids);
+  }
+  const auto& newest = o.segments.back();
+  o.info = newest.info;
+  o.index_file = newest.index_file;
+  o.storage = newest.storage;
+  // Several segments and row addresses: each segment answers for its own fragments.
+  const bool addresses = o.segments.size() > 1 && !dataset::uses_stable_row_ids(s.manifest());
+  o.searcher = std::make_unique<segmented_searcher>(std::move(searchers), std::move(frags), addresses);
+  return o;
 }
 
 }  // namespace lancet::index

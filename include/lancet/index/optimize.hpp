@@ -1,0 +1,984 @@
+// Optimising an IVF vector index after the dataset changed, as Lance 12's
+// optimize_indices does:
+//
+//   index::optimize_options o;                 // o.name = "vector_idx" (default: all)
+//   auto r = index::optimize_indices("/data/ds", o);
+//
+// - Rows of fragments no segment covers (appended since) are assigned with the
+//   existing centroids, encoded with the existing quantizer and written as a delta
+//   segment: a new IndexMetadata with the same name and its own fragment bitmap.
+// - num_indices_to_merge = N: the newest N segments are merged with the delta into one
+//   (no partition adjustment). retrain: the index is rebuilt from scratch.
+// - Otherwise the plan (plan_partitions) over the partition sizes summed over the delta
+//   and every segment decides: a steady state writes the delta only; splits (or else
+//   joins) merge every segment with the delta into one rebalanced segment.
+// - Rows a merged segment holds that were deleted or rewritten since are dropped.
+// Vectors are re-read from the dataset (in chunks of at most fetch_chunk_bytes of
+// decoded data) only for the rows that move: the rows of split partitions and of
+// their neighbours, and of joined partitions.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/commit.hpp"
+#include "lancet/dataset/dataset.hpp"
+#include "lancet/index/index_files.hpp"
+#include "lancet/index/ivf_builder.hpp"
+#include "lancet/index/ivf_model.hpp"
+#include "lancet/index/kmeans.hpp"
+#include "lancet/index/quantizer/pq.hpp"
+#include "lancet/index/quantizer/rabitq.hpp"
+#include "lancet/index/quantizer/sq.hpp"
+#include "lancet/index/registry.hpp"
+#include "lancet/index/vector_index.hpp"
+
+namespace lancet::index {
+
+// Lance 12's constants.
+inline constexpr std::size_t split_size_factor = 4;      // split above 4 x target
+inline constexpr std::size_t join_size_percent = 25;     // join below 25% of target
+inline constexpr std::size_t max_split_ways = 1024;
+inline constexpr std::size_t reassign_range = 64;        // neighbour partitions considered
+inline constexpr std::size_t split_sample_per_piece = 256;
+inline constexpr std::uint64_t default_fetch_chunk_bytes = std::uint64_t(32) << 20;
+inline constexpr std::size_t route_batch_rows = 1024;
+
+// ---------------------------------------------------------------------------------
+// The plan
+// ---------------------------------------------------------------------------------
+
+struct partition_split {
+  std::uint32_t partition = 0;
+  std::uint32_t ways = 0;
+  friend bool operator==(const partition_split&, const partition_split&) = default;
+};
+
+struct partition_plan {
+  std::vector<partition_split> splits;  // by partition id
+  std::vector<std::uint32_t> joins;     // partitions joined away, ascending
+  bool empty() const noexcept { return splits.empty() && joins.empty(); }
+};
+
+// Pieces a partition of `rows` is split into: ceil(rows / target), clamped to 2..1024.
+inline std::uint32_t split_ways(std::uint64_t rows, std::size_t target) {
+  if (target == 0) throw invalid_input_error("target_partition_size must be positive");
+  const std::uint64_t w = (rows + target - 1) / target;
+  return std::uint32_t(std::clamp<std::uint64_t>(w, 2, max_split_ways));
+}
+
+// What one optimize pass does with partitions of these sizes: split every partition
+// above 4 x target; when none is, join away partitions below 25% of target, smallest
+// first (lowest id on a tie), while at least one partition survives and the survivors
+// keep room below the split threshold for every joined row.
+inline partition_plan plan_partitions(std::span<const std::uint64_t> sizes, std::size_t target) {
+  if (target == 0) throw invalid_input_error("target_partition_size must be positive");
+  partition_plan plan;
+  const std::uint64_t threshold = std::uint64_t(split_size_factor) * target;
+  for (std::size_t p = 0; p < sizes.size(); ++p)
+    if (sizes[p] > threshold) plan.splits.push_back({std::uint32_t(p), split_ways(sizes[p], target)});
+  if (!plan.splits.empty() || sizes.size() <= 1) return plan;
+  const std::uint64_t join_below = std::uint64_t(target) * join_size_percent / 100;
+  std::vector<std::uint32_t> cand;
+  for (std::size_t p = 0; p < sizes.size(); ++p)
+    if (sizes[p] < join_below) cand.push_back(std::uint32_t(p));
+  std::stable_sort(cand.begin(), cand.end(), [&](std::uint32_t a, std::uint32_t b) { return sizes[a] < sizes[b]; });
+  std::vector<bool> joined(sizes.size(), false);
+  std::size_t survivors = sizes.size();
+  std::uint64_t joined_rows = 0;
+  for (auto c : cand) {
+    if (survivors <= 1) break;
+    std::uint64_t room = 0;
+    for (std::size_t s = 0; s < sizes.size(); ++s)
+      if (!joined[s] && s != c) room += threshold - std::min(threshold, sizes[s]);
+    if (joined_rows + sizes[c] > room) break;
+    joined[c] = true;
+    joined_rows += sizes[c];
+    --survivors;
+    plan.joins.push_back(c);
+  }
+  std::sort(plan.joins.begin(), plan.joins.end());
+  return plan;
+}
+
+// ---------------------------------------------------------------------------------
+// Options and results
+// ---------------------------------------------------------------------------------
+
+enum class optimize_stage : std::uint8_t { scan_unindexed, plan, split, join, reassign, merge_partitions, commit };
+
+inline std::string_view optimize_stage_name(optimize_stage s) noexcept {
+  switch (s) {
+    case optimize_stage::scan_unindexed: return "scan_unindexed";
+    case optimize_stage::plan: return "plan";
+    case optimize_stage::split: return "split";
+    case optimize_stage::join: return "join";
+    case optimize_stage::reassign: return "reassign";
+    case optimize_stage::merge_partitions: return "merge_partitions";
+    case optimize_stage::commit: return "commit";
+  }
+  return "?";
+}
+
+struct optimize_progress {
+  std::string index;
+  optimize_stage stage;
+  std::uint64_t done = 0;  // rows (scan, reassign), partitions (split, join, merge)
+  std::uint64_t total = 0;
+};
+
+struct optimize_options {
+  std::string name;  // the index to optimise; empty: every IVF index of the dataset
+  // Merge the newest N segments with the delta (no partition adjustment); 0: delta only.
+  std::optional<std::size_t> num_indices_to_merge;
+  bool retrain = false;  // rebuild the index (new centroids and quantizer) over all rows
+  // The partition size the plan aims at; default: the type's (4096 flat, 8192 others).
+  std::optional<std::size_t> target_partition_size;
+  std::uint64_t fetch_chunk_bytes = default_fetch_chunk_bytes;
+  boost::asio::thread_pool* pool = nullptr;
+  std::function<void(const optimize_progress&)> on_progress;
+};
+
+struct index_optimize_result {
+  std::string name;
+  bool changed = false;
+  std::size_t segments_before = 0;
+  std::size_t segments_after = 0;
+  std::size_t segments_merged = 0;       // existing segments folded into the new one
+  std::uint64_t rows_added = 0;          // rows of unindexed fragments indexed now
+  std::uint64_t rows_dropped = 0;        // deleted / rewritten rows dropped by the merge
+  std::uint64_t rows_in_segment = 0;     // rows of the new segment
+  std::size_t num_partitions = 0;        // of the new segment
+  std::vector<partition_split> splits;   // executed (ways = pieces kept)
+  std::vector<std::uint32_t> joins;      // executed
+  std::uint64_t overflow_rows = 0;       // joined rows placed without room
+  std::optional<pb::uuid> uuid;          // the new segment
+};
+
+struct optimize_result {
+  std::uint64_t version = 0;  // the dataset version after the optimize
+  std::vector<index_optimize_result> indices;
+};
+
+namespace optimize_detail {
+
+inline void report(const optimize_options& o, const std::string& index, optimize_stage s, std::uint64_t done,
+                   std::uint64_t total) {
+  if (o.on_progress) o.on_progress({index, s, done, total});
+}
+
+// A partition's entries being assembled (codes row-major).
+struct part_buf {
+  std::vector<std::uint64_t> ids;
+  std::vector<std::uint8_t> codes, ex;
+  std::vector<float> add, scale, error, add_ex, scale_ex;
+
+  std::size_t size() const noexcept { return ids.size(); }
+  void append_from(const part_buf& c, std::size_t i, std::size_t w, std::size_t wex) {
+    ids.push_back(c.ids[i]);
+    codes.insert(codes.end(), c.codes.begin() + std::ptrdiff_t(i * w), c.codes.begin() + std::ptrdiff_t((i + 1) * w));
+    if (!c.add.empty()) add.push_back(c.add[i]), scale.push_back(c.scale[i]), error.push_back(c.error[i]);
+    if (wex) {
+      ex.insert(ex.end(), c.ex.begin() + std::ptrdiff_t(i * wex), c.ex.begin() + std::ptrdiff_t((i + 1) * wex));
+      add_ex.push_back(c.add_ex[i]), scale_ex.push_back(c.scale_ex[i]);
+    }
+  }
+  void append_contents(const partition_contents& c, std::size_t i, std::size_t w) {
+    ids.push_back(c.row_ids[i]);
+    codes.insert(codes.end(), c.codes.data() + i * w, c.codes.data() + (i + 1) * w);
+    if (!c.add_factors.empty())
+      add.push_back(c.add_factors[i]), scale.push_back(c.scale_factors[i]),
+          error.push_back(c.error_factors.empty() ? 0.0f : c.error_factors[i]);
+    if (c.ex_codes.size()) {
+      const std::size_t wex = c.ex_codes.size() / c.row_ids.size();
+      ex.insert(ex.end(), c.ex_codes.data() + i * wex, c.ex_codes.data() + (i + 1) * wex);
+      add_ex.push_back(c.add_factors_ex[i]), scale_ex.push_back(c.scale_factors_ex[i]);
+    }
+  }
+  partition_data view() const noexcept {
+    return {ids, bytes_view(codes.data(), codes.size()), add, scale, error, bytes_view(ex.data(), ex.size()), add_ex,
+            scale_ex};
+  }
+};
+
+inline std::vector<float> matrix_floats(const matrix& m) {
+  std::vector<float> out(m.rows * m.cols);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(m.at(i / m.cols, i % m.cols));
+  return out;
+}
+
+// Distance used for routing: l2 (of the normalised row under cosine, whose row the
+// caller normalises) or 1 - x.y.
+inline float route_distance(simd::distance_type t, const float* a, const float* b, std::size_t d) {
+  double s = 0;
+  if (t == simd::distance_type::dot) {
+    for (std::size_t i = 0; i < d; ++i) s += double(a[i]) * double(b[i]);
+    return float(1.0 - s);
+  }
+  for (std::size_t i = 0; i < d; ++i) {
+    const double x = double(a[i]) - double(b[i]);
+    s += x * x;
+  }
+  return float(s);
+}
+
+inline bool normalise(float* v, std::size_t d) {
+  double s = 0;
+  for (std::size_t i = 0; i < d; ++i) s += double(v[i]) * double(v[i]);
+  if (!(s > 0) || !std::isfinite(s)) return false;
+  const double n = std::sqrt(s);
+  for (std::size_t i = 0; i < d; ++i) v[i] = float(double(v[i]) / n);
+  return true;
+}
+
+// The `count` centroids nearest centroid p (p itself excluded), nearest first.
+inline std::vector<std::uint32_t> nearest_centroids(simd::distance_type t, const std::vector<float>& cents,
+                                                    std::size_t d, std::size_t p, std::size_t count,
+                                                    const std::vector<bool>* allowed = nullptr) {
+  const std::size_t k = cents.size() / d;
+  std::vector<std::pair<float, std::uint32_t>> ds;
+  for (std::size_t c = 0; c < k; ++c) {
+    if (c == p || (allowed && !(*allowed)[c])) continue;
+    ds.push_back({route_distance(t == simd::distance_type::dot ? t : simd::distance_type::l2, cents.data() + p * d,
+                                 cents.data() + c * d, d),
+                  std::uint32_t(c)});
+  }
+  const std::size_t m = std::min(count, ds.size());
+  std::partial_sort(ds.begin(), ds.begin() + std::ptrdiff_t(m), ds.end());
+  std::vector<std::uint32_t> out;
+  for (std::size_t i = 0; i < m; ++i) out.push_back(ds[i].second);
+  return out;
+}
+
+// The float vectors (widened) of rows, fetched in chunks of at most chunk_bytes of
+// decoded data; fn(first, count, values) per chunk. A row that is null gets NaN.
+template <class Fn>
+inline void fetch_vectors_chunked(const dataset::dataset& ds, const std::string& column, std::size_t dim,
+                                  std::span<const std::uint64_t> ids, std::uint64_t chunk_bytes, Fn&& fn) {
+  const std::uint64_t row_bytes = std::max<std::uint64_t>(1, std::uint64_t(dim) * sizeof(float));
+  const std::size_t per = std::size_t(std::max<std::uint64_t>(1, chunk_bytes / row_bytes));
+  std::vector<float> buf;
+  for (std::size_t at = 0; at < ids.size(); at += per) {
+    const std::size_t n = std::min(per, ids.size() - at);
+    const auto b = ds.take(ids.subspan(at, n), {column});
+    const auto& col = *b.columns.at(0);
+    const auto& item = *col.children.at(0);
+    buf.assign(n * dim, std::numeric_limits<float>::quiet_NaN());
+    for (std::size_t r = 0; r < n; ++r) {
+      if (!col.is_valid(std::int64_t(r))) continue;
+      const std::size_t base = (std::size_t(col.offset) + r) * dim;
+      for (std::size_t j = 0; j < dim; ++j) {
+        float v = std::numeric_limits<float>::quiet_NaN();
+        switch (item.type->id) {
+          case arrow::type_id::float16: v = item.values<simd::f16>()[base + j].to_float(); break;
+          case arrow::type_id::float32: v = item.values<float>()[base + j]; break;
+          case arrow::type_id::float64: v = float(item.values<double>()[base + j]); break;
+          default: throw unsupported_error("optimize: column '" + column + "' holds " + arrow::to_string(*item.type) +
+                                           " vectors; lancet optimises float16/32/64 vector indexes");
+        }
+        buf[r * dim + j] = v;
+      }
+    }
+    fn(at, n, buf.data());
+  }
+}
+
+// Encodes n float rows assigned to `part` (under the model's centroids) into buffers.
+struct encoder {
+  quantizer_params q;
+  simd::distance_type metric;
+  std::vector<float> cents;
+  std::size_t dim = 0;
+  std::size_t width = 0;
+  std::optional<pq::model<float>> pqm;
+  std::optional<sq::model> sqm;
+  std::optional<rabitq::model> rqm;
+
+  encoder(quantizer_params qp, simd::distance_type m, std::vector<float> c, std::size_t d)
+      : q(std::move(qp)), metric(m), cents(std::move(c)), dim(d), width(code_bytes(q)) {
+    if (const auto* f = std::get_if<flat_params>(&q)) {
+      if (f->element != element_type::f32)
+        throw unsupported_error("optimize: lancet re-encodes IVF_FLAT indexes over float32 vectors only (this one "
+                                "stores " + std::string(element_name(f->element)) + ")");
+    } else if (const auto* p = std::get_if<pq_params>(&q)) {
+      pqm = pq::from_params<float>(*p, metric);
+    } else if (const auto* s = std::get_if<sq_params>(&q)) {
+      sqm = sq::from_params(*s);
+    } else {
+      const auto& r = std::get<rq_params>(q);
+      if (r.num_bits != 1)
+        throw unsupported_error("optimize: lancet re-encodes 1-bit IVF_RQ indexes only (this one has " +
+                                std::to_string(r.num_bits) + " bits)");
+      rqm = rabitq::from_params(r);
+    }
+  }
+
+  // rows: n x dim floats (raw), part[i] < k.
+  void encode(const float* rows, std::size_t n, const std::uint32_t* part, const std::uint64_t* ids,
+              std::vector<part_buf>& out, boost::asio::thread_pool* pool) const {
+    if (n == 0) return;
+    const std::size_t k = cents.size() / dim;
+    std::vector<std::uint8_t> codes(n * width);
+    rabitq::encoded_rows er;
+    if (std::holds_alternative<flat_params>(q)) {
+      std::vector<float> v(rows, rows + n * dim);
+      if (metric == simd::distance_type::cosine)
+        for (std::size_t i = 0; i < n; ++i) normalise(v.data() + i * dim, dim);
+      std::memcpy(codes.data(), v.data(), codes.size());
+    } else if (pqm) {
+      pq::encode_for_ivf(*pqm, rows, n, metric, cents.data(), k, part, codes.data(), pool);
+    } else if (sqm) {
+      sq::encode_for_ivf(*sqm, rows, n, metric, codes.data(), pool);
+    } else {
+      rabitq::encode_for_ivf(*rqm, rows, n, metric, cents.data(), k, part, er, pool);
+      codes = std::move(er.codes);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      auto& b = out.at(part[i]);
+      b.ids.push_back(ids[i]);
+      b.codes.insert(b.codes.end(), codes.begin() + std::ptrdiff_t(i * width),
+                     codes.begin() + std::ptrdiff_t((i + 1) * width));
+      if (rqm) b.add.push_back(er.add_factors[i]), b.scale.push_back(er.scale_factors[i]), b.error.push_back(er.error_factors[i]);
+    }
+  }
+};
+
+// Nearest centroid of each row (assign_partitions: cosine normalises rows).
+inline void route(simd::distance_type metric, const std::vector<float>& cents, std::size_t dim, const float* rows,
+                  std::size_t n, std::uint32_t* part, boost::asio::thread_pool* pool) {
+  kmeans_result<float> km;
+  km.centroids = cents;
+  km.k = cents.size() / dim;
+  km.dimension = dim;
+  km.distance = metric;
+  for (std::size_t at = 0; at < n; at += route_batch_rows) {
+    const std::size_t m = std::min(route_batch_rows, n - at);
+    assign_partitions(km, rows + at * dim, m, part + at, static_cast<float*>(nullptr), pool);
+  }
+}
+
+inline bool usable_row(const float* v, std::size_t d, simd::distance_type metric) {
+  double s = 0;
+  for (std::size_t i = 0; i < d; ++i) {
+    if (!std::isfinite(v[i])) return false;
+    s += double(v[i]) * double(v[i]);
+  }
+  return metric != simd::distance_type::cosine || s > 0;
+}
+
+// Lance's CreateIndex commit that adds `added` and removes the segments `removed`
+// (by uuid) on top of base; conflict_error when someone committed since.
+inline dataset::snapshot commit_segments(const std::string& root, const dataset::snapshot& base,
+                                         std::vector<pb::index_metadata> added,
+                                         const std::vector<pb::index_metadata>& removed) {
+  const auto latest = dataset::load_latest(root);
+  if (!latest || latest->version() != base.version())
+    throw conflict_error("dataset '" + root + "' changed while its indexes were optimised (version " +
+                         std::to_string(base.version()) + " -> " +
+                         (latest ? std::to_string(latest->version()) : std::string("none")) + "); nothing committed");
+  const auto& p = base.manifest();
+  std::vector<pb::index_metadata> kept;
+  for (const auto& im : base.file.indices) {
+    const bool gone = std::any_of(removed.begin(), removed.end(), [&](const pb::index_metadata& r) { return r.uuid == im.uuid; });
+    if (!gone) kept.push_back(im);
+  }
+  dataset::pending_commit c;
+  c.transaction = dataset::make_transaction(p.version, pb::transaction::create_index{added, removed});
+  c.manifest = p;
+  c.manifest.version = p.version + 1;
+  c.indices = std::move(kept);
+  for (auto& n : added) c.indices.push_back(std::move(n));
+  const bool stable = dataset::uses_stable_row_ids(p);
+  dataset::commit_detail::finish_manifest(c.manifest, stable,
+                                          stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
+                                          c.transaction);
+  dataset::publish_options opts;
+  if (auto s = dataset::dataset_naming_scheme(root)) opts.scheme = *s;
+  dataset::default_sink_factory sinks;
+  dataset::publish(root, c, opts, sinks);
+  return dataset::load_version(root, c.manifest.version);
+}
+
+inline ivf_index_type type_of(const quantizer_params& q) {
+  if (std::holds_alternative<pq_params>(q)) return ivf_index_type::ivf_pq;
+  if (std::holds_alternative<sq_params>(q)) return ivf_index_type::ivf_sq;
+  if (std::holds_alternative<rq_params>(q)) return ivf_index_type::ivf_rq;
+  return ivf_index_type::ivf_flat;
+}
+
+// What optimising one index produced, before the commit.
+struct planned_change {
+  index_optimize_result result;
+  std::optional<pb::index_metadata> added;
+  std::vector<pb::index_metadata> removed;
+  std::string directory;  // of the new segment, removed if the commit fails
+};
+
+inline planned_change optimize_one(const std::string& root, const dataset::snapshot& base, const dataset::dataset& ds,
+                                   const std::string& name, const optimize_options& o) {
+  planned_change out;
+  auto& res = out.result;
+  res.name = name;
+  // The segments, oldest first (manifest order).
+  std::vector<index_segment> segs;
+  std::vector<const pb::index_metadata*> metas;
+  for (const auto& im : base.file.indices) {
+    if (im.name != name) continue;
+    segs.push_back(open_index_segment(root, describe_index(base.manifest(), im)));
+    metas.push_back(&im);
+  }
+  if (segs.empty()) throw invalid_input_error("no index named '" + name + "'");
+  res.segments_before = res.segments_after = segs.size();
+  const auto& newest = segs.back();
+  const auto column = newest.info.columns.empty() ? std::string() : newest.info.columns[0];
+  if (column.empty()) throw corrupt_error("index '" + name + "' names no column of the dataset");
+  const simd::distance_type metric = newest.index_file.distance;
+  if (metric == simd::distance_type::hamming)
+    throw unsupported_error("index '" + name + "': lancet does not optimise hamming indexes");
+  const matrix& cm = *newest.index_file.ivf.centroids;
+  const std::size_t dim = cm.cols;
+  const quantizer_params q = newest.storage->quantizer();
+  for (const auto& s : segs)
+    if (!(*s.index_file.ivf.centroids == cm) || !(s.storage->quantizer() == q))
+      throw unsupported_error("index '" + name + "': its segments have different IVF models or quantizers; "
+                              "optimise with retrain to rebuild it");
+  std::vector<float> cents = matrix_floats(cm);
+  const std::size_t k0 = cm.rows;
+  const std::size_t width = code_bytes(q);
+  const std::size_t target = o.target_partition_size.value_or(default_target_partition_size(type_of(q)));
+  if (target == 0) throw invalid_input_error("target_partition_size must be positive");
+
+  // Fragments: covered by some segment, or not yet indexed.
+  std::set<std::uint64_t> current, covered;
+  for (const auto& f : base.manifest().fragments) current.insert(f.id);
+  for (const auto& s : segs)
+    for (auto f : s.info.fragment_ids) covered.insert(f);
+  std::vector<std::uint64_t> unindexed;
+  for (auto f : current)
+    if (!covered.count(f)) unindexed.push_back(f);
+
+  if (o.retrain) {
+    res.changed = true;
+    return out;  // done by the caller (a full build)
+  }
+
+  // The delta: unindexed rows assigned with the existing centroids and encoded.
+  encoder enc(q, metric, cents, dim);
+  std::vector<part_buf> delta(k0);
+  {
+    report(o, name, optimize_stage::scan_unindexed, 0, unindexed.size());
+    if (!unindexed.empty()) {
+      dataset::scan_options so;
+      so.columns = {column};
+      so.with_row_id = true;
+      so.fragment_ids = unindexed;
+      auto sc = ds.scan(so);
+      std::vector<float> rows;
+      std::vector<std::uint64_t> ids;
+      while (auto b = sc.next()) {
+        const auto& col = *b->columns[0];
+        const auto& item = *col.children.at(0);
+        const auto* rid = b->columns[1]->values<std::uint64_t>();
+        rows.clear(), ids.clear();
+        std::vector<float> v(dim);
+        for (std::int64_t r = 0; r < col.length; ++r) {
+          if (!col.is_valid(r)) continue;
+          const std::size_t base_i = (std::size_t(col.offset) + std::size_t(r)) * dim;
+          for (std::size_t j = 0; j < dim; ++j) {
+            switch (item.type->id) {
+              case arrow::type_id::float16: v[j] = item.values<simd::f16>()[base_i + j].to_float(); break;
+              case arrow::type_id::float32: v[j] = item.values<float>()[base_i + j]; break;
+              case arrow::type_id::float64: v[j] = float(item.values<double>()[base_i + j]); break;
+              default: throw unsupported_error("index '" + name + "': column '" + column + "' holds " +
+                                               arrow::to_string(*item.type) + " vectors");
+            }
+          }
+          if (!usable_row(v.data(), dim, metric)) continue;
+          rows.insert(rows.end(), v.begin(), v.end());
+          ids.push_back(rid[r]);
+        }
+        std::vector<std::uint32_t> part(ids.size());
+        route(metric, cents, dim, rows.data(), ids.size(), part.data(), o.pool);
+        enc.encode(rows.data(), ids.size(), part.data(), ids.data(), delta, o.pool);
+        res.rows_added += ids.size();
+      }
+    }
+    report(o, name, optimize_stage::scan_unindexed, unindexed.size(), unindexed.size());
+  }
+
+  // The plan over sizes summed over the delta and every segment.
+  std::vector<std::uint64_t> sizes(k0, 0);
+  for (std::size_t p = 0; p < k0; ++p) {
+    sizes[p] = delta[p].size();
+    for (const auto& s : segs) sizes[p] += s.storage->ivf().lengths.at(p);
+  }
+  partition_plan plan;
+  std::size_t merge_n = 0;
+  if (o.num_indices_to_merge) {
+    merge_n = std::min(*o.num_indices_to_merge, segs.size());
+  } else {
+    report(o, name, optimize_stage::plan, 0, 1);
+    plan = plan_partitions(sizes, target);
+    report(o, name, optimize_stage::plan, 1, 1);
+    if (!plan.empty()) merge_n = segs.size();
+  }
+  if (res.rows_added == 0 && merge_n == 0) return out;                      // nothing to do
+  if (res.rows_added == 0 && merge_n == 1 && plan.empty() && unindexed.empty()) return out;  // one segment, as is
+
+  // Live rows of the merged segments' fragments (deleted / rewritten rows drop out).
+  const std::size_t first_merged = segs.size() - merge_n;
+  std::set<std::uint64_t> merged_frags;
+  std::unordered_set<std::uint64_t> live;
+  for (std::size_t i = first_merged; i < segs.size(); ++i)
+    for (auto f : segs[i].info.fragment_ids) {
+      if (!current.count(f)) continue;
+      merged_frags.insert(f);
+      const auto ids = ds.fragment_row_ids(f);
+      const auto dv = ds.deleted_rows(f);
+      for (std::size_t r = 0; r < ids.size(); ++r)
+        if (!dv.contains(r)) live.insert(ids[r]);
+    }
+
+  // Merge: newest segment first wins a duplicate row; then the delta.
+  std::vector<part_buf> parts(k0);
+  std::unordered_set<std::uint64_t> seen;
+  for (std::size_t p = 0; p < k0; ++p) {
+    for (std::size_t i = segs.size(); i-- > first_merged;) {
+      const auto c = segs[i].storage->read_partition(p);
+      for (std::size_t r = 0; r < c.size(); ++r) {
+        const auto id = c.row_ids[r];
+        if (!live.count(id) || !seen.insert(id).second) {
+          ++res.rows_dropped;
+          continue;
+        }
+        parts[p].append_contents(c, r, width);
+      }
+    }
+    for (std::size_t r = 0; r < delta[p].size(); ++r) parts[p].append_from(delta[p], r, width, 0);
+  }
+  delta.clear();
+  std::size_t wex = 0;
+  for (const auto& pb_ : parts)
+    if (!pb_.ids.empty()) wex = pb_.ex.size() / pb_.ids.size();
+
+  std::optional<double> loss = newest.index_file.ivf.loss;
+  const std::uint64_t threshold = std::uint64_t(split_size_factor) * target;
+  const auto route_metric = metric == simd::distance_type::dot ? metric : simd::distance_type::l2;
+
+  // Rows to re-read, re-route and re-encode, and where they may go.
+  auto reencode = [&](std::vector<std::uint32_t> from_parts, const std::vector<float>& new_cents,
+                      const std::function<std::uint32_t(std::uint32_t, const float*)>& choose,
+                      std::vector<part_buf>& dest) {
+    std::vector<std::uint64_t> ids;
+    std::vector<std::uint32_t> src;
+    for (auto p : from_parts)
+      for (auto id : parts[p].ids) ids.push_back(id), src.push_back(p);
+    report(o, name, optimize_stage::reassign, 0, ids.size());
+    encoder e2(q, metric, new_cents, dim);
+    std::uint64_t done = 0;
+    if (wex)
+      throw unsupported_error("index '" + name + "': lancet does not re-encode multi-bit IVF_RQ rows");
+    fetch_vectors_chunked(ds, column, dim, ids, o.fetch_chunk_bytes, [&](std::size_t at, std::size_t n, const float* v) {
+      for (std::size_t b = 0; b < n; b += route_batch_rows) {
+        const std::size_t m = std::min(route_batch_rows, n - b);
+        std::vector<float> rows(v + b * dim, v + (b + m) * dim);
+        std::vector<std::uint32_t> part(m);
+        std::vector<std::uint64_t> rid(ids.begin() + std::ptrdiff_t(at + b), ids.begin() + std::ptrdiff_t(at + b + m));
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < m; ++i) {
+          std::vector<float> nv(rows.begin() + std::ptrdiff_t(i * dim), rows.begin() + std::ptrdiff_t((i + 1) * dim));
+          if (!usable_row(nv.data(), dim, metric)) continue;  // became null: not indexed
+          std::vector<float> r = nv;
+          if (metric == simd::distance_type::cosine) normalise(r.data(), dim);
+          part[kept] = choose(src[at + b + i], r.data());
+          std::copy(nv.begin(), nv.end(), rows.begin() + std::ptrdiff_t(kept * dim));
+          rid[kept] = rid[i];
+          ++kept;
+        }
+        e2.encode(rows.data(), kept, part.data(), rid.data(), dest, o.pool);
+        done += m;
+        report(o, name, optimize_stage::reassign, done, ids.size());
+      }
+    });
+  };
+
+  std::vector<float> final_cents = cents;
+  std::vector<part_buf> final_parts;
+  if (!plan.splits.empty()) {
+    // Split: new centroids per split partition, trained on an even sample.
+    std::vector<std::uint32_t> done_splits;
+    std::vector<bool> is_split(k0, false);
+    std::size_t step = 0;
+    for (const auto& sp : plan.splits) {
+      report(o, name, optimize_stage::split, step++, plan.splits.size());
+      auto ids = parts[sp.partition].ids;
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      const std::size_t want = std::size_t(sp.ways) * split_sample_per_piece;
+      const std::size_t m = std::min(want, ids.size());
+      std::vector<std::uint64_t> sample(m);
+      for (std::size_t j = 0; j < m; ++j) sample[j] = ids[std::size_t(std::uint64_t(j) * ids.size() / m)];
+      std::vector<float> rows;
+      fetch_vectors_chunked(ds, column, dim, sample, o.fetch_chunk_bytes, [&](std::size_t, std::size_t n, const float* v) {
+        for (std::size_t i = 0; i < n; ++i)
+          if (usable_row(v + i * dim, dim, metric)) rows.insert(rows.end(), v + i * dim, v + (i + 1) * dim);
+      });
+      const std::size_t ns = rows.size() / dim;
+      if (metric == simd::distance_type::cosine)
+        for (std::size_t i = 0; i < ns; ++i) normalise(rows.data() + i * dim, dim);
+      std::size_t ways = std::min<std::size_t>(sp.ways, ns);
+      if (ways < 2) continue;
+      std::set<std::vector<float>> distinct;
+      for (std::size_t i = 0; i < ns && distinct.size() < ways; ++i)
+        distinct.insert(std::vector<float>(rows.begin() + std::ptrdiff_t(i * dim), rows.begin() + std::ptrdiff_t((i + 1) * dim)));
+      kmeans_params kp;
+      kp.seed = sp.partition;
+      kp.distance = route_metric;
+      kp.sample_rate = 0;
+      kp.hierarchical_k = (ways > 256 && distinct.size() >= ways) ? 16 : 1;
+      const auto km = train_kmeans(rows.data(), ns, dim, ways, kp, o.pool);
+      // Survivors: new centroids winning some sampled row against the old centroid
+      // and its neighbours (an exact tie goes to the old ones).
+      auto window = nearest_centroids(metric, cents, dim, sp.partition, reassign_range);
+      window.insert(window.begin(), sp.partition);
+      std::vector<bool> wins(ways, false);
+      for (std::size_t i = 0; i < ns; ++i) {
+        const float* r = rows.data() + i * dim;
+        float best_old = std::numeric_limits<float>::infinity();
+        for (auto c : window) best_old = std::min(best_old, route_distance(route_metric, r, cents.data() + c * dim, dim));
+        float best_new = std::numeric_limits<float>::infinity();
+        std::size_t arg = 0;
+        for (std::size_t c = 0; c < ways; ++c) {
+          const float d = route_distance(route_metric, r, km.centroids.data() + c * dim, dim);
+          if (d < best_new) best_new = d, arg = c;
+        }
+        if (best_new < best_old) wins[arg] = true;
+      }
+      std::vector<std::size_t> surv;
+      for (std::size_t c = 0; c < ways; ++c)
+        if (wins[c]) surv.push_back(c);
+      if (surv.size() < 2) continue;  // left as is
+      std::copy(km.centroids.begin() + std::ptrdiff_t(surv[0] * dim),
+                km.centroids.begin() + std::ptrdiff_t((surv[0] + 1) * dim),
+                final_cents.begin() + std::ptrdiff_t(sp.partition * dim));
+      for (std::size_t j = 1; j < surv.size(); ++j)
+        final_cents.insert(final_cents.end(), km.centroids.begin() + std::ptrdiff_t(surv[j] * dim),
+                           km.centroids.begin() + std::ptrdiff_t((surv[j] + 1) * dim));
+      res.splits.push_back({sp.partition, std::uint32_t(surv.size())});
+      done_splits.push_back(sp.partition);
+      is_split[sp.partition] = true;
+    }
+    report(o, name, optimize_stage::split, plan.splits.size(), plan.splits.size());
+    // Rows of the split partitions and of their neighbours, routed with the new centroids.
+    std::vector<bool> affected(k0, false);
+    for (auto p : done_splits) {
+      affected[p] = true;
+      for (auto c : nearest_centroids(metric, cents, dim, p, reassign_range)) affected[c] = true;
+    }
+    const std::size_t k1 = final_cents.size() / dim;
+    final_parts.assign(k1, {});
+    std::vector<std::uint32_t> from;
+    for (std::size_t p = 0; p < k0; ++p) {
+      if (affected[p]) from.push_back(std::uint32_t(p));
+      else final_parts[p] = std::move(parts[p]);
+    }
+    const auto& fc = final_cents;
+    reencode(from, final_cents,
+             [&](std::uint32_t, const float* r) {
+               std::uint32_t best = 0;
+               float bd = std::numeric_limits<float>::infinity();
+               for (std::size_t c = 0; c < k1; ++c) {
+                 const float d = route_distance(route_metric, r, fc.data() + c * dim, dim);
+                 if (d < bd) bd = d, best = std::uint32_t(c);
+               }
+               return best;
+             },
+             final_parts);
+  } else if (!plan.joins.empty()) {
+    // Join: survivors renumbered in order; joined rows go to the nearest survivor with room.
+    std::vector<bool> joined(k0, false), alive(k0, true);
+    for (auto j : plan.joins) joined[j] = true, alive[j] = false;
+    std::vector<std::uint32_t> renum(k0, 0);
+    std::size_t k1 = 0;
+    final_cents.clear();
+    for (std::size_t p = 0; p < k0; ++p)
+      if (!joined[p]) {
+        renum[p] = std::uint32_t(k1++);
+        final_cents.insert(final_cents.end(), cents.begin() + std::ptrdiff_t(p * dim),
+                           cents.begin() + std::ptrdiff_t((p + 1) * dim));
+      }
+    final_parts.assign(k1, {});
+    std::vector<std::uint64_t> fill(k1, 0);
+    for (std::size_t p = 0; p < k0; ++p)
+      if (!joined[p]) fill[renum[p]] = parts[p].size(), final_parts[renum[p]] = std::move(parts[p]);
+    std::map<std::uint32_t, std::vector<std::uint32_t>> windows;
+    for (auto j : plan.joins) windows[j] = nearest_centroids(metric, cents, dim, j, reassign_range, &alive);
+    report(o, name, optimize_stage::join, 0, plan.joins.size());
+    reencode(plan.joins, final_cents,
+             [&](std::uint32_t src, const float* r) {
+               const auto& w = windows[src];
+               std::vector<std::pair<float, std::uint32_t>> ds_;
+               for (auto c : w) ds_.push_back({route_distance(route_metric, r, cents.data() + c * dim, dim), renum[c]});
+               std::sort(ds_.begin(), ds_.end());
+               for (const auto& [d, c] : ds_)
+                 if (fill[c] + 1 <= threshold) return ++fill[c], c;
+               std::vector<std::pair<float, std::uint32_t>> all;
+               for (std::size_t c = 0; c < k0; ++c)
+                 if (alive[c]) all.push_back({route_distance(route_metric, r, cents.data() + c * dim, dim), renum[c]});
+               std::sort(all.begin(), all.end());
+               for (const auto& [d, c] : all)
+                 if (fill[c] + 1 <= threshold) return ++fill[c], c;
+               ++res.overflow_rows;
+               const auto c = ds_.empty() ? all.front().second : ds_.front().second;
+               ++fill[c];
+               return c;
+             },
+             final_parts);
+    res.joins = plan.joins;
+    report(o, name, optimize_stage::join, plan.joins.size(), plan.joins.size());
+  } else {
+    final_parts = std::move(parts);
+  }
+
+  // Write the new segment.
+  const std::size_t k1 = final_cents.size() / dim;
+  const auto uuid = pb::uuid::generate_v4();
+  const std::string dir = index_directory(root, uuid);
+  out.directory = dir;
+  matrix new_cm;
+  switch (cm.type) {
+    case element_type::f16: {
+      std::vector<simd::f16> v(final_cents.size());
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = simd::f16(final_cents[i]);
+      new_cm = matrix::of(v, k1, dim);
+      break;
+    }
+    case element_type::f64: {
+      std::vector<double> v(final_cents.begin(), final_cents.end());
+      new_cm = matrix::of(v, k1, dim);
+      break;
+    }
+    default:
+      new_cm = (k1 == k0) ? cm : matrix::of(final_cents, k1, dim);
+  }
+  if (k1 == k0 && res.splits.empty() && res.joins.empty()) new_cm = cm;  // exactly the old centroids
+  std::vector<pb::index_file> files;
+  try {
+    auto model = ivf_model::with_centroids(std::move(new_cm), loss);
+    files = write_index_directory(dir, newest.index_file.version, model, q, metric, [&](auto& aux) {
+      for (std::size_t p = 0; p < k1; ++p) {
+        aux.write_partition(final_parts[p].view());
+        res.rows_in_segment += final_parts[p].size();
+        report(o, name, optimize_stage::merge_partitions, p + 1, k1);
+      }
+    });
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    throw;
+  }
+  // Its metadata: the merged segments' (still present) fragments and the delta's.
+  std::vector<std::uint64_t> frags(merged_frags.begin(), merged_frags.end());
+  frags.insert(frags.end(), unindexed.begin(), unindexed.end());
+  std::sort(frags.begin(), frags.end());
+  index_spec spec;
+  spec.column = column;
+  spec.name = name;
+  spec.quantizer = q;
+  spec.distance = metric;
+  spec.fragment_ids = frags;
+  auto meta = make_index_metadata(base.manifest(), spec, uuid, files);
+  // Keep the original build's details (hints) and index version.
+  meta.index_details = metas.back()->index_details;
+  meta.index_version = metas.back()->index_version;
+  meta.fields = metas.back()->fields;
+  for (std::size_t i = first_merged; i < segs.size(); ++i) out.removed.push_back(*metas[i]);
+  out.added = std::move(meta);
+  res.changed = true;
+  res.uuid = uuid;
+  res.segments_merged = merge_n;
+  res.segments_after = segs.size() - merge_n + 1;
+  res.num_partitions = k1;
+  return out;
+}
+
+}  // namespace optimize_detail
+
+// Optimises the IVF indexes of the latest version of the dataset at `root` (the one
+// named o.name, or all of them) and commits the result as one new version (Lance's
+// CreateIndex with the new segments and the merged ones removed); when nothing needs
+// doing nothing is committed. Errors leave the dataset as it was.
+inline optimize_result optimize_indices(const std::string& root, const optimize_options& o = {}) {
+  if (o.fetch_chunk_bytes == 0) throw invalid_input_error("fetch_chunk_bytes must be positive");
+  if (o.retrain && o.num_indices_to_merge)
+    throw invalid_input_error("optimize: retrain rebuilds the whole index; num_indices_to_merge does not apply");
+  const auto base = dataset::load_latest(root);
+  if (!base) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
+  const auto ds = dataset::dataset::open(root, base->version());
+  std::vector<std::string> names;
+  for (const auto& i : list_indices(*base)) {
+    if (!o.name.empty() && i.name != o.name) continue;
+    if (o.name.empty() && (i.index_type.rfind("IVF_", 0) != 0 || i.index_type.find("HNSW") != std::string::npos))
+      continue;
+    if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
+  }
+  if (!o.name.empty() && names.empty()) {
+    std::string all;
+    for (const auto& i : base->file.indices) all += (all.empty() ? "" : ", ") + i.name;
+    throw invalid_input_error("no index named '" + o.name + "' (indexes: " + (all.empty() ? "none" : all) + ")");
+  }
+  optimize_result r;
+  r.version = base->version();
+  std::vector<optimize_detail::planned_change> changes;
+  const auto cleanup = [&] {
+    for (const auto& c : changes)
+      if (!c.directory.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(c.directory, ec);
+      }
+  };
+  try {
+    for (const auto& n : names) changes.push_back(optimize_detail::optimize_one(root, *base, ds, n, o));
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  if (o.retrain) {
+    // A full build per index, each committed on its own.
+    for (auto& c : changes) {
+      const auto seg = open_vector_index(*dataset::load_latest(root), "", c.result.name);
+      build_options b;
+      b.column = seg.info.columns.at(0);
+      b.name = c.result.name;
+      b.replace = true;
+      b.metric = seg.index_file.distance;
+      b.pool = o.pool;
+      const auto& q = seg.storage->quantizer();
+      b.type = optimize_detail::type_of(q);
+      b.num_partitions = seg.searcher->num_partitions();
+      if (const auto* p = std::get_if<pq_params>(&q)) b.num_sub_vectors = p->num_sub_vectors, b.num_bits = p->num_bits;
+      const auto built = build_ivf_index(root, b);
+      c.result.segments_merged = c.result.segments_before;
+      c.result.segments_after = 1;
+      c.result.num_partitions = built.num_partitions;
+      c.result.rows_in_segment = built.rows_indexed;
+      c.result.uuid = built.index.uuid;
+      r.version = built.version;
+      r.indices.push_back(c.result);
+    }
+    return r;
+  }
+  std::vector<pb::index_metadata> added, removed;
+  for (auto& c : changes) {
+    if (c.added) added.push_back(*c.added);
+    removed.insert(removed.end(), c.removed.begin(), c.removed.end());
+    r.indices.push_back(c.result);
+  }
+  if (added.empty()) return r;
+  try {
+    if (o.on_progress) o.on_progress({"", optimize_stage::commit, 0, 1});
+    const auto after = optimize_detail::commit_segments(root, *base, std::move(added), removed);
+    r.version = after.version();
+    if (o.on_progress) o.on_progress({"", optimize_stage::commit, 1, 1});
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  return r;
+}
+
+// An IVF_FLAT index over `column` with the centroids given (k x dim, row-major f32)
+// instead of trained ones: every row assigned to its nearest centroid. Committed as
+// the next version, like build_ivf_index.
+inline build_result create_ivf_flat_with_centroids(const std::string& root, const std::string& column,
+                                                   const std::vector<float>& centroids, std::size_t k,
+                                                   simd::distance_type metric = simd::distance_type::l2,
+                                                   const std::string& name = {}) {
+  const auto base = dataset::load_latest(root);
+  if (!base) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
+  if (k == 0 || centroids.empty() || centroids.size() % k)
+    throw invalid_input_error("centroids: " + std::to_string(centroids.size()) + " values do not form " +
+                              std::to_string(k) + " centroids");
+  if (metric == simd::distance_type::hamming) throw invalid_input_error("hamming indexes are not built this way");
+  const std::size_t dim = centroids.size() / k;
+  const auto ds = dataset::dataset::open(root, base->version());
+  const auto schema = ds.to_batch({.columns = {column}, .limit = 0}).schema;
+  const auto& t = *schema->fields.at(0).type;
+  if (t.id != arrow::type_id::fixed_size_list || std::size_t(t.list_size) != dim ||
+      t.children.at(0).type->id != arrow::type_id::float32)
+    throw invalid_input_error("column '" + column + "' is " + arrow::to_string(t) + ", not a fixed-size list of " +
+                              std::to_string(dim) + " float32");
+  const std::string index_name = name.empty() ? column + "_idx" : name;
+  for (const auto& im : base->file.indices)
+    if (im.name == index_name) throw invalid_input_error("the dataset already has an index named '" + index_name + "'");
+  quantizer_params q = flat_params{std::uint32_t(dim), element_type::f32};
+  optimize_detail::encoder enc(q, metric, centroids, dim);
+  std::vector<optimize_detail::part_buf> parts(k);
+  std::uint64_t skipped = 0, n = 0;
+  auto sc = ds.scan({.columns = {column}, .with_row_id = true});
+  while (auto b = sc.next()) {
+    const auto& col = *b->columns[0];
+    const float* vals = col.children[0]->values<float>() + std::size_t(col.offset) * dim;
+    const auto* rid = b->columns[1]->values<std::uint64_t>();
+    std::vector<float> rows;
+    std::vector<std::uint64_t> ids;
+    for (std::int64_t r = 0; r < col.length; ++r) {
+      const float* v = vals + std::size_t(r) * dim;
+      if (!col.is_valid(r) || !optimize_detail::usable_row(v, dim, metric)) {
+        ++skipped;
+        continue;
+      }
+      rows.insert(rows.end(), v, v + dim);
+      ids.push_back(rid[r]);
+    }
+    std::vector<std::uint32_t> part(ids.size());
+    optimize_detail::route(metric, centroids, dim, rows.data(), ids.size(), part.data(), nullptr);
+    enc.encode(rows.data(), ids.size(), part.data(), ids.data(), parts, nullptr);
+    n += ids.size();
+  }
+  const auto uuid = pb::uuid::generate_v4();
+  const std::string dir = index_directory(root, uuid);
+  try {
+    auto model = ivf_model::with_centroids(matrix::of(centroids, k, dim));
+    const auto files = write_index_directory(dir, ds.storage_version(), model, q, metric, [&](auto& aux) {
+      for (const auto& p : parts) aux.write_partition(p.view());
+    });
+    index_spec spec;
+    spec.column = column;
+    spec.name = index_name;
+    spec.quantizer = q;
+    spec.distance = metric;
+    const auto after = commit_index(root, *base, make_index_metadata(base->manifest(), spec, uuid, files));
+    build_result r;
+    for (const auto& im : after.file.indices)
+      if (im.uuid == uuid) r.index = im;
+    r.version = after.version();
+    r.num_partitions = k;
+    r.rows_indexed = n;
+    r.rows_skipped = skipped;
+    r.directory = dir;
+    return r;
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    throw;
+  }
+}
+
+}  // namespace lancet::index

@@ -1,0 +1,267 @@
+// index/optimize.hpp (unit): the split/join planner (Lance's scenario 9 and more),
+// delta segments, merging, searching several segments, rows deleted since, errors.
+// The LanceDB checks and the larger scenarios are in test_interop_optimize.cpp.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/write.hpp>
+#include <lancet/index/optimize.hpp>
+#include <lancet/index/vector_index.hpp>
+
+#include "support/interop.hpp"
+
+using namespace lancet;
+namespace t = lancet::testing;
+
+namespace {
+
+std::vector<std::uint64_t> sizes(std::initializer_list<std::uint64_t> l) { return l; }
+
+// n 4-d rows at `at` + uniform [0, 0.1) noise.
+std::vector<float> cluster(std::size_t n, float at, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0, 0.1f);
+  std::vector<float> v(n * 4);
+  for (auto& x : v) x = at + u(rng);
+  return v;
+}
+
+arrow::record_batch batch(const std::vector<float>& values, std::int64_t first_id) {
+  const std::size_t n = values.size() / 4;
+  arrow::field vf("vector", arrow::fixed_size_list(arrow::float32(), 4), true);
+  std::vector<std::int64_t> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = first_id + std::int64_t(i);
+  arrow::record_batch b;
+  b.schema = std::make_shared<arrow::schema>(arrow::schema{{arrow::field("id", arrow::int64(), false), vf}, {}});
+  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
+               index::detail::fsl_array(vf, index::detail::copy_span(std::span<const float>(values)), n)};
+  return b;
+}
+
+std::vector<float> concat(std::vector<float> a, const std::vector<float>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+void append(const std::string& root, const std::vector<float>& v, std::int64_t first_id) {
+  dataset::write_options wo;
+  wo.mode = dataset::write_mode::append;
+  dataset::write(root, batch(v, first_id), wo);
+}
+
+std::size_t segments(const std::string& root, const std::string& name = "vector_idx") {
+  const auto s = *dataset::load_latest(root);
+  return std::size_t(std::count_if(s.file.indices.begin(), s.file.indices.end(),
+                                   [&](const pb::index_metadata& m) { return m.name == name; }));
+}
+
+// Every segment's partition sizes, and all row ids they hold.
+struct index_view {
+  std::vector<std::vector<std::uint64_t>> sizes;  // per segment
+  std::multiset<std::uint64_t> rows;
+};
+index_view view(const std::string& root) {
+  index_view v;
+  auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+  for (const auto& s : ix.segments) {
+    std::vector<std::uint64_t> sz;
+    for (std::size_t p = 0; p < s.storage->num_partitions(); ++p) {
+      const auto c = s.storage->read_partition(p);
+      sz.push_back(c.size());
+      for (auto id : c.row_ids) v.rows.insert(id);
+    }
+    v.sizes.push_back(sz);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("plan_partitions: Lance's planner cases (scenario 9)") {
+  using index::plan_partitions;
+  // Small partitions join, smallest first, until one is left.
+  auto p = plan_partitions(sizes({66, 65, 66, 66}), 4096);
+  CHECK(p.splits.empty());
+  CHECK(p.joins == std::vector<std::uint32_t>{0, 1, 2});
+  // A single partition never joins.
+  CHECK(plan_partitions(sizes({3}), 4096).empty());
+  CHECK(plan_partitions(sizes({0}), 4096).empty());
+  // A join destination is never pushed above the split threshold (4 x 4 = 16).
+  // (4 x 8 = 32; joins below 2)
+  p = plan_partitions(sizes({1, 32}), 8);
+  CHECK(p.joins.empty());
+  p = plan_partitions(sizes({1, 31}), 8);
+  CHECK(p.joins == std::vector<std::uint32_t>{0});
+  p = plan_partitions(sizes({1, 1, 31}), 8);  // room for one row only
+  CHECK(p.joins == std::vector<std::uint32_t>{0});
+  // Twenty partitions of 24 (and one 25) at target 100: 18 join, the survivors' room
+  // (400 each) never exceeded.
+  std::vector<std::uint64_t> s20(20, 24);
+  s20[7] = 25;
+  p = plan_partitions(s20, 100);
+  CHECK(p.joins.size() == 18);
+  CHECK(std::find(p.joins.begin(), p.joins.end(), 7u) == p.joins.end());
+  // Splits: above 4 x target, into ceil(rows / target) pieces clamped to 2..1024.
+  p = plan_partitions(sizes({18000, 1500}), 4096);
+  REQUIRE(p.splits.size() == 1);
+  CHECK(p.splits[0] == index::partition_split{0, 5});
+  CHECK(p.joins.empty());  // splits take precedence (1500 is not small anyway)
+  p = plan_partitions(sizes({100, 16385, 10}), 4096);
+  REQUIRE(p.splits.size() == 1);
+  CHECK(p.splits[0].ways == 5);
+  CHECK(p.joins.empty());  // 10 would join, but splits come first
+  CHECK(index::split_ways(17, 4) == 5);
+  CHECK(index::split_ways(9, 100) == 2);
+  CHECK(index::split_ways(10'000'000, 4) == 1024);
+  // Exactly 4 x target is not split; steady state is empty.
+  CHECK(plan_partitions(sizes({16384, 4096, 1024}), 4096).empty());
+  CHECK_THROWS_AS(plan_partitions(sizes({1}), 0), invalid_input_error);
+}
+
+TEST_CASE("optimize: delta segment, search over segments, steady state (scenario 4)") {
+  t::temp_dir tmp("opt4");
+  const std::string root = (tmp.path() / "ds").string();
+  dataset::write(root, batch(concat(cluster(1500, 0, 1), cluster(1500, 1000, 2)), 0));
+  index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0, 0, 1000, 1000, 1000, 1000}, 2);
+  append(root, concat(cluster(100, 0, 3), cluster(100, 1000, 4)), 3000);
+  std::vector<std::string> stages;
+  index::optimize_options o;
+  o.on_progress = [&](const index::optimize_progress& p) { stages.push_back(std::string(index::optimize_stage_name(p.stage))); };
+  auto r = index::optimize_indices(root, o);
+  REQUIRE(r.indices.size() == 1);
+  CHECK(r.indices[0].changed);
+  CHECK(r.indices[0].rows_added == 200);
+  CHECK(r.indices[0].segments_after == 2);
+  CHECK(std::find(stages.begin(), stages.end(), "scan_unindexed") != stages.end());
+  CHECK(segments(root) == 2);
+  auto v = view(root);
+  REQUIRE(v.sizes.size() == 2);
+  CHECK(v.sizes[0] == std::vector<std::uint64_t>{1500, 1500});
+  CHECK(v.sizes[1] == std::vector<std::uint64_t>{100, 100});
+  CHECK(v.rows.size() == 3200);
+  CHECK(std::set<std::uint64_t>(v.rows.begin(), v.rows.end()).size() == 3200);
+  // The new segment covers only the appended fragment.
+  {
+    auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+    REQUIRE(ix.segments.size() == 2);
+    CHECK(ix.segments[0].info.fragment_ids == std::vector<std::uint64_t>{0});
+    CHECK(ix.segments[1].info.fragment_ids == std::vector<std::uint64_t>{1});
+    // Search covers both: the 300 nearest to 1000 are all of cluster 1000.
+    index::search_params sp;
+    sp.k = 1600;
+    sp.nprobes = 1;
+    const float q[4] = {1000, 1000, 1000, 1000};
+    auto hits = ix.searcher->search(q, 4, sp);
+    CHECK(hits.size() == 1600);
+    std::set<std::uint64_t> frag;
+    for (const auto& h : hits) frag.insert(h.row_id >> 32);
+    CHECK(frag == std::set<std::uint64_t>{0, 1});
+  }
+  const auto version = dataset::load_latest(root)->version();
+  r = index::optimize_indices(root);
+  CHECK_FALSE(r.indices.at(0).changed);
+  CHECK(dataset::load_latest(root)->version() == version);
+  CHECK(segments(root) == 2);
+
+  // Merge the newest segment with nothing: one segment holding both... merge 2 = all.
+  o = {};
+  o.num_indices_to_merge = 2;
+  r = index::optimize_indices(root, o);
+  CHECK(r.indices.at(0).segments_after == 1);
+  v = view(root);
+  REQUIRE(v.sizes.size() == 1);
+  CHECK(v.sizes[0] == std::vector<std::uint64_t>{1600, 1600});
+}
+
+TEST_CASE("optimize: merged segments drop deleted rows; delta + merge 1") {
+  t::temp_dir tmp("optdel");
+  const std::string root = (tmp.path() / "ds").string();
+  dataset::write(root, batch(concat(cluster(300, 0, 1), cluster(300, 10, 2)), 0));
+  index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0, 0, 10, 10, 10, 10}, 2);
+  append(root, cluster(50, 0, 3), 600);
+  index::optimize_options o;
+  o.target_partition_size = 100;  // 300 rows are normal-sized
+  index::optimize_indices(root, o);  // delta
+  CHECK(segments(root) == 2);
+  // Delete 10 rows of fragment 0 and 5 of fragment 1.
+  std::vector<std::uint64_t> del;
+  for (std::uint64_t i = 0; i < 10; ++i) del.push_back(dataset::row_address(0, i));
+  for (std::uint64_t i = 0; i < 5; ++i) del.push_back(dataset::row_address(1, i));
+  dataset::delete_rows(root, del);
+  append(root, cluster(20, 10, 4), 650);
+  o.num_indices_to_merge = 1;  // the newest (fragment 1) with the delta (fragment 2)
+  auto r = index::optimize_indices(root, o);
+  CHECK(r.indices.at(0).rows_dropped == 5);
+  CHECK(r.indices.at(0).rows_added == 20);
+  CHECK(segments(root) == 2);
+  auto v = view(root);
+  REQUIRE(v.sizes.size() == 2);
+  CHECK(v.sizes[1][0] + v.sizes[1][1] == 65);
+  o.num_indices_to_merge = 5;  // all
+  r = index::optimize_indices(root, o);
+  CHECK(r.indices.at(0).rows_dropped == 10);
+  v = view(root);
+  REQUIRE(v.sizes.size() == 1);
+  CHECK(v.rows.size() == 600 - 10 + 50 - 5 + 20);
+  CHECK(std::set<std::uint64_t>(v.rows.begin(), v.rows.end()).size() == v.rows.size());
+  for (std::uint64_t i = 0; i < 10; ++i) CHECK(v.rows.count(dataset::row_address(0, i)) == 0);
+}
+
+TEST_CASE("optimize: join of small partitions, renumbered survivors (scenario 3 shape)") {
+  t::temp_dir tmp("optjoin");
+  const std::string root = (tmp.path() / "ds").string();
+  auto v = concat(concat(cluster(2000, 0, 1), cluster(100, 1000, 2)), concat(cluster(100, 2000, 3), cluster(100, 3000, 4)));
+  dataset::write(root, batch(v, 0));
+  std::vector<float> c;
+  for (float x : {0.f, 1000.f, 2000.f, 3000.f})
+    for (int j = 0; j < 4; ++j) c.push_back(x);
+  index::create_ivf_flat_with_centroids(root, "vector", c, 4);
+  append(root, cluster(10, 0, 5), 2300);
+  auto r = index::optimize_indices(root);
+  CHECK(r.indices.at(0).joins == std::vector<std::uint32_t>{1, 2, 3});
+  auto iv = view(root);
+  REQUIRE(iv.sizes.size() == 1);
+  CHECK(iv.sizes[0] == std::vector<std::uint64_t>{2310});
+  auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+  index::search_params sp;
+  sp.k = 3;
+  sp.nprobes = 1;
+  const float q[4] = {3000, 3000, 3000, 3000};
+  auto hits = ix.searcher->search(q, 4, sp);
+  REQUIRE(hits.size() == 3);
+  const auto ds = dataset::dataset::open(root);
+  for (const auto& h : hits) {
+    const auto b = ds.take({h.row_id}, {"vector"});
+    const float x = b.columns[0]->children[0]->values<float>()[b.columns[0]->offset * 4];
+    CHECK(x >= 3000.0f);
+    CHECK(x <= 3000.1f);
+  }
+}
+
+TEST_CASE("optimize: errors name the index; nothing committed") {
+  t::temp_dir tmp("opterr");
+  const std::string root = (tmp.path() / "ds").string();
+  dataset::write(root, batch(cluster(100, 0, 1), 0));
+  index::optimize_options o;
+  o.name = "nope";
+  CHECK_THROWS_AS(index::optimize_indices(root, o), invalid_input_error);
+  // No index at all: nothing to do.
+  CHECK(index::optimize_indices(root).indices.empty());
+  index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0, 0}, 1);
+  o = {};
+  o.retrain = true;
+  o.num_indices_to_merge = 1;
+  CHECK_THROWS_AS(index::optimize_indices(root, o), invalid_input_error);
+  o = {};
+  o.fetch_chunk_bytes = 0;
+  CHECK_THROWS_AS(index::optimize_indices(root, o), invalid_input_error);
+  CHECK_THROWS_AS(index::optimize_indices((tmp.path() / "missing").string()), invalid_input_error);
+  CHECK_THROWS_AS(index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0}, 1), invalid_input_error);
+  CHECK_THROWS_AS(index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0, 0}, 1), invalid_input_error);
+}
