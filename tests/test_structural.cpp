@@ -17,6 +17,7 @@
 #include "lancet/encoding/v2_1/decoder.hpp"
 #include "lancet/encoding/v2_1/field_encoders.hpp"
 #include "lancet/file/footer.hpp"
+#include "lancet/file/reader.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/io/memory_sink.hpp"
 #include "lancet/json/base64.hpp"
@@ -967,4 +968,67 @@ TEST_CASE("LanceDB 0.39 reads lists under null structs (garbage items) from our 
                       "{\"id\":3,\"s\":{\"l\":[]}}\n{\"id\":4,\"s\":null}\n{\"id\":5,\"s\":{\"l\":null}}\n{\"countRows\":6}\n",
                   v << ": " << got);
   }
+}
+
+// ---- read_chunk_size -----------------------------------------------------------------------
+
+namespace {
+
+// A source that copies (not zero-copy) and logs the size of every read.
+struct logging_source {
+  io::memory_source inner;
+  std::shared_ptr<std::vector<std::uint64_t>> log = std::make_shared<std::vector<std::uint64_t>>();
+  std::uint64_t size() const noexcept { return inner.size(); }
+  shared_bytes read(std::uint64_t offset, std::uint64_t length) const {
+    log->push_back(length);
+    auto v = inner.read(offset, length);
+    return shared_bytes::copy_of(v.view());
+  }
+};
+static_assert(io::source<logging_source>);
+
+}  // namespace
+
+TEST_CASE("reader: read_chunk_size splits large page buffers into reads like Lance's") {
+  std::string big(3u << 20, '\0');  // incompressible, so the page buffer stays over 3 MiB
+  std::mt19937_64 rng(7);
+  for (auto& c : big) c = char(rng() >> 56);
+  auto payload = arrow::large_binary_array(std::vector<std::string>{big, "small"});
+  auto batch = arrow::make_batch({{"payload", payload}});
+  auto bytes = write_file<file::v2_2>({batch});
+  const auto largest = [](const std::vector<std::uint64_t>& v) { return *std::max_element(v.begin(), v.end()); };
+  {
+    logging_source src{io::memory_source(bytes)};
+    file::file_reader<logging_source> r(src);  // default: 8 MiB, the page is read whole
+    CHECK(r.options().read_chunk_size == (8u << 20));
+    auto got = r.read();
+    CHECK_FALSE(arrow::first_difference(payload, got.columns[0]));
+    CHECK(largest(*src.log) >= big.size());
+  }
+  {
+    logging_source src{io::memory_source(bytes)};
+    file::reader_options o;
+    o.read_chunk_size = 1u << 20;
+    file::file_reader<logging_source> r(src, o);
+    src.log->clear();
+    auto got = r.read();
+    CHECK_FALSE(arrow::first_difference(payload, got.columns[0]));
+    CHECK(largest(*src.log) <= (1u << 20));
+    // The value buffer (over 3 MiB) came in ceil(size / 1 MiB) = 4 near-equal pieces.
+    std::size_t near_quarter = 0;
+    for (auto n : *src.log) near_quarter += n > (700u << 10) && n <= (1u << 20);
+    CHECK(near_quarter == 4);
+    // Row by row too.
+    CHECK_FALSE(arrow::first_difference(arrow::slice(payload, 1, 1), r.read({{}, std::pair{1, 2}, std::nullopt}).columns[0]));
+  }
+  {
+    // A zero-copy source is read in one piece whatever the chunk size.
+    file::reader_options o;
+    o.read_chunk_size = 1024;
+    file::file_reader<io::memory_source> r(io::memory_source(bytes), o);
+    CHECK_FALSE(arrow::first_difference(payload, r.read().columns[0]));
+  }
+  file::reader_options zero;
+  zero.read_chunk_size = 0;
+  CHECK_THROWS_AS(file::file_reader<io::memory_source>(io::memory_source(bytes), zero), invalid_input_error);
 }

@@ -36,6 +36,17 @@ struct read_request {
   std::optional<std::vector<std::uint64_t>> indices;             // ascending
 };
 
+// Reader settings.
+struct reader_options {
+  // Lance's FileReaderOptions::read_chunk_size (8 MiB by default there): a page buffer
+  // larger than this is fetched in several reads of at most this many bytes (split as
+  // Lance splits: into ceil(size / chunk) near-equal pieces) and put back together, so
+  // no single I/O request is larger (a 2.1+ page is not split at write time and may
+  // hold hundreds of MiB). Sources that hand out zero-copy views (memory, mapped
+  // files) are read in one piece: splitting them would only add a copy.
+  std::uint64_t read_chunk_size = std::uint64_t(8) << 20;
+};
+
 // One column's pages with their first rows (prefix sums of page lengths).
 struct column_info {
   pb::file2::column_metadata metadata;
@@ -46,9 +57,15 @@ struct column_info {
 template <io::source Source>
 class file_reader {
  public:
-  explicit file_reader(Source source) : source_(std::move(source)) { open(std::nullopt); }
+  explicit file_reader(Source source, reader_options o = {}) : source_(std::move(source)), options_(o) {
+    check_options();
+    open(std::nullopt);
+  }
   // For "mini" files (encoded_batch::to_mini) that carry no schema.
-  file_reader(Source source, schema::schema s) : source_(std::move(source)) { open(std::move(s)); }
+  file_reader(Source source, schema::schema s, reader_options o = {}) : source_(std::move(source)), options_(o) {
+    check_options();
+    open(std::move(s));
+  }
 
   format_version version() const noexcept { return version_; }
   std::uint16_t major() const noexcept { return footer_.major; }
@@ -67,6 +84,7 @@ class file_reader {
   std::uint32_t field_column(std::size_t field) const { return field_columns_.at(field); }
   std::uint64_t field_length(std::size_t field) const { return columns_.at(field_columns_.at(field)).length(); }
   const Source& source() const noexcept { return source_; }
+  const reader_options& options() const noexcept { return options_; }
 
   // Reads the requested rows as one batch.
   arrow::record_batch read(const read_request& req = {}) const {
@@ -108,6 +126,29 @@ class file_reader {
   }
 
  private:
+  void check_options() const {
+    if (options_.read_chunk_size == 0) throw invalid_input_error("reader_options: read_chunk_size must be at least 1 byte");
+  }
+
+  // Bytes [offset, offset + size), in reads of at most read_chunk_size bytes.
+  shared_bytes read_split(std::uint64_t offset, std::uint64_t size) const {
+    const auto chunk = options_.read_chunk_size;
+    bool zero_copy = false;
+    if constexpr (requires { source_.is_zero_copy(); }) zero_copy = source_.is_zero_copy();
+    if (size <= chunk || zero_copy) return source_.read(offset, size);
+    io::check_range(offset, size, source_.size(), io::detail::source_name(source_));
+    const std::uint64_t pieces = (size + chunk - 1) / chunk;
+    const std::uint64_t piece = size / pieces;
+    aligned_buffer out;
+    out.reserve(std::size_t(size));
+    for (std::uint64_t i = 0; i < pieces; ++i) {
+      const auto b = i * piece, e = i + 1 == pieces ? size : b + piece;
+      auto part = source_.read(offset + b, e - b);
+      out.append(part.data(), part.size());
+    }
+    return shared_bytes(std::move(out));
+  }
+
   void open(std::optional<schema::schema> given) {
     const auto size = source_.size();
     if (size < footer_size) throw corrupt_error("file of " + std::to_string(size) + " bytes has no Lance footer");
@@ -254,7 +295,7 @@ class file_reader {
                                             return page_buffers(columns_.at(c).metadata.pages.at(p));
                                           },
                                           [this](std::uint64_t offset, std::uint64_t size) {
-                                            return source_.read(offset, size);
+                                            return read_split(offset, size);
                                           });
     }
     return decode_field(schema_.fields[f], arrow_schema_.fields[f], col, begin, end);
@@ -264,7 +305,7 @@ class file_reader {
     std::vector<shared_bytes> out;
     out.reserve(p.buffer_offsets.size());
     for (std::size_t b = 0; b < p.buffer_offsets.size(); ++b)
-      out.push_back(source_.read(p.buffer_offsets[b], p.buffer_sizes[b]));
+      out.push_back(read_split(p.buffer_offsets[b], p.buffer_sizes[b]));
     return out;
   }
 
@@ -392,6 +433,7 @@ class file_reader {
   }
 
   Source source_;
+  reader_options options_;
   footer footer_;
   format_version version_ = format_version::v2_0;
   std::vector<region> global_buffers_;
