@@ -25,8 +25,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <limits>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
@@ -43,6 +46,7 @@
 #include "lancet/index/quantizer/sq.hpp"
 #include "lancet/index/registry.hpp"
 #include "lancet/index/search.hpp"
+#include "lancet/index/shuffler.hpp"
 #include "lancet/index/vector_index.hpp"
 #include "lancet/simd/f16.hpp"
 
@@ -114,6 +118,33 @@ struct build_options {
   std::uint64_t seed = 42;
   boost::asio::thread_pool* pool = nullptr;
   std::function<void(const build_progress&)> on_progress;
+
+  // Decoded rows held at once (training sample aside): scan read-ahead, buffered
+  // encoded rows (spilled to temporary Lance files beyond half of it), merge reads.
+  // A column that fits is trained on whole, as today; a larger one on a sample.
+  std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
+  std::string spill_directory;  // where runs are spilled; default: the index directory
+
+  // A given model (Lance's ivf_centroids / precomputed codebook): no training. The
+  // quantizer of PQ / RQ needs the centroids it was trained with.
+  std::optional<matrix> ivf_centroids;          // num_partitions x dimension
+  std::optional<quantizer_params> quantizer;    // of the index type
+  // Row id -> partition (Lance's precomputed_partitions); other rows are assigned.
+  std::shared_ptr<const std::unordered_map<std::uint64_t, std::uint32_t>> precomputed_partitions;
+  // Already shuffled files (shuffler.hpp's run format, rows sorted by partition):
+  // the column is not read. Needs ivf_centroids and quantizer.
+  std::vector<std::string> precomputed_shuffle_buffers;
+
+  // Distributed building: index only these fragments (a segment), and commit=false
+  // to write the segment's files without committing (see commit_index_segments).
+  std::optional<std::vector<std::uint64_t>> fragment_ids;
+  bool commit = true;
+};
+
+// A trained model shared by the segments of a distributed build (train_ivf_model).
+struct ivf_training {
+  matrix centroids;
+  quantizer_params quantizer;
 };
 
 struct build_result {
@@ -123,11 +154,14 @@ struct build_result {
   std::uint64_t rows_indexed = 0;
   std::uint64_t rows_skipped = 0;  // null / non-finite / zero (cosine) vectors
   std::string directory;           // _indices/<uuid>
+  std::size_t shuffle_runs = 0;    // temporary files spilled under the memory budget
+  // With build_options::commit = false: index is the segment's IndexMetadata, not
+  // committed, and version the dataset version it was built from.
 };
 
 namespace builder_detail {
 
-// The column's usable rows, contiguous, with their row ids.
+// Usable rows of a column (row-major, contiguous) with their row ids.
 template <class T>
 struct vectors {
   std::vector<T> values;
@@ -135,6 +169,7 @@ struct vectors {
   std::size_t dim = 0;
   std::uint64_t skipped = 0;
   std::size_t rows() const noexcept { return ids.size(); }
+  void clear() noexcept { values.clear(), ids.clear(); }
 };
 
 template <class T>
@@ -158,34 +193,37 @@ inline bool usable(const T* row, std::size_t d, simd::distance_type metric) {
   }
 }
 
+// Appends the usable rows of a batch (vector column, _rowid) to out. With `pick`
+// (ascending live-row ordinals) only those rows are looked at; `seen` counts the
+// live rows of the batches before this one.
 template <class T>
-inline void gather(const arrow::record_batch& b, std::size_t dim, simd::distance_type metric, vectors<T>& out) {
+inline void gather(const arrow::record_batch& b, std::size_t dim, simd::distance_type metric, vectors<T>& out,
+                   const std::vector<std::uint64_t>* pick = nullptr, std::uint64_t seen = 0,
+                   std::size_t* pick_at = nullptr) {
   const auto& col = *b.columns[0];
   const auto& ids = *b.columns[1];
   const T* base = col.children[0]->template values<T>() + std::size_t(col.offset) * dim;
   const std::uint64_t* id = ids.values<std::uint64_t>();
-  for (std::int64_t r = 0; r < col.length; ++r) {
+  const auto take = [&](std::int64_t r) {
     const T* row = base + std::size_t(r) * dim;
     if (col.is_null(r) || !usable(row, dim, metric)) {
       ++out.skipped;
-      continue;
+      return;
     }
     out.values.insert(out.values.end(), row, row + dim);
     out.ids.push_back(id[r]);
+  };
+  if (!pick) {
+    for (std::int64_t r = 0; r < col.length; ++r) take(r);
+    return;
   }
+  const std::uint64_t end = seen + std::uint64_t(col.length);
+  while (*pick_at < pick->size() && (*pick)[*pick_at] < end) take(std::int64_t((*pick)[(*pick_at)++] - seen));
 }
 
 inline void report(const build_options& o, build_stage s, std::uint64_t done, std::uint64_t total) {
   if (o.on_progress) o.on_progress({s, done, total});
 }
-
-// What the quantizer stage produces for every row (row-major), before grouping.
-struct encoded {
-  quantizer_params params;
-  std::size_t width = 0;  // code bytes per row
-  std::vector<std::uint8_t> codes;
-  std::vector<float> add, scale, error;  // RQ
-};
 
 template <class T>
 inline void normalise_rows(std::vector<T>& v, std::size_t d) {
@@ -205,36 +243,30 @@ inline void normalise_rows(std::vector<T>& v, std::size_t d) {
   }
 }
 
-template <class T>
-inline build_result build_typed(const std::string& root, const dataset::snapshot& base, const dataset::dataset& ds,
-                                 const build_options& o, const std::string& index_name, std::size_t dim) {
-  constexpr bool is_u8 = std::is_same_v<T, std::uint8_t>;
-  const auto metric = o.metric;
-  if (is_u8 != (metric == simd::distance_type::hamming))
-    throw invalid_input_error(is_u8 ? "column '" + o.column + "' holds uint8 vectors: only ivf_flat with hamming distance"
-                                    : "hamming distance needs a column of uint8 vectors ('" + o.column + "' is not)");
-  if (is_u8 && o.type != ivf_index_type::ivf_flat)
-    throw invalid_input_error(std::string(ivf_index_type_name(o.type)) + " does not support hamming distance");
-
-  // Parameters checked before any work.
+// The quantizer parameters build_options asks for, checked before any work.
+struct quantizer_choice {
   std::size_t m_sub = 0;
   std::uint32_t bits = 0;
+};
+
+inline quantizer_choice check_parameters(const build_options& o, std::size_t dim) {
+  quantizer_choice c;
   if (o.type == ivf_index_type::ivf_pq) {
-    m_sub = o.num_sub_vectors.value_or(dim % 16 == 0 ? dim / 16 : dim % 8 == 0 ? dim / 8 : 1);
-    bits = o.num_bits.value_or(8);
-    if (m_sub == 0 || dim % m_sub != 0)
-      throw invalid_input_error("IVF_PQ: num_sub_vectors " + std::to_string(m_sub) + " does not divide dimension " +
+    c.m_sub = o.num_sub_vectors.value_or(dim % 16 == 0 ? dim / 16 : dim % 8 == 0 ? dim / 8 : 1);
+    c.bits = o.num_bits.value_or(8);
+    if (c.m_sub == 0 || dim % c.m_sub != 0)
+      throw invalid_input_error("IVF_PQ: num_sub_vectors " + std::to_string(c.m_sub) + " does not divide dimension " +
                                 std::to_string(dim) + " of column '" + o.column + "'");
-    if (bits != 8 && bits != 4)
-      throw invalid_input_error("IVF_PQ: num_bits " + std::to_string(bits) + " is not supported (4 or 8)");
-    if (bits == 4 && m_sub % 2)
-      throw invalid_input_error("IVF_PQ: 4-bit codes need an even num_sub_vectors, got " + std::to_string(m_sub));
+    if (c.bits != 8 && c.bits != 4)
+      throw invalid_input_error("IVF_PQ: num_bits " + std::to_string(c.bits) + " is not supported (4 or 8)");
+    if (c.bits == 4 && c.m_sub % 2)
+      throw invalid_input_error("IVF_PQ: 4-bit codes need an even num_sub_vectors, got " + std::to_string(c.m_sub));
   } else if (o.type == ivf_index_type::ivf_sq) {
-    bits = o.num_bits.value_or(8);
-    if (bits != 8) throw invalid_input_error("IVF_SQ: num_bits " + std::to_string(bits) + " is not supported (8)");
+    c.bits = o.num_bits.value_or(8);
+    if (c.bits != 8) throw invalid_input_error("IVF_SQ: num_bits " + std::to_string(c.bits) + " is not supported (8)");
   } else if (o.type == ivf_index_type::ivf_rq) {
-    bits = o.num_bits.value_or(1);
-    if (bits != 1) throw invalid_input_error("IVF_RQ: lancet builds 1-bit codes, not " + std::to_string(bits));
+    c.bits = o.num_bits.value_or(1);
+    if (c.bits != 1) throw invalid_input_error("IVF_RQ: lancet builds 1-bit codes, not " + std::to_string(c.bits));
     if (dim % 8) throw invalid_input_error("IVF_RQ: dimension " + std::to_string(dim) + " is not a multiple of 8");
   } else if (o.num_sub_vectors || o.num_bits) {
     throw invalid_input_error("IVF_FLAT takes no num_sub_vectors / num_bits");
@@ -242,158 +274,407 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
   if (o.num_partitions && o.target_partition_size)
     throw invalid_input_error("give num_partitions or target_partition_size, not both");
   if (o.num_partitions && *o.num_partitions == 0) throw invalid_input_error("num_partitions must be positive");
+  if (o.memory_budget_bytes < (std::uint64_t(1) << 20))
+    throw invalid_input_error("memory_budget_bytes must be at least 1 MiB, got " + std::to_string(o.memory_budget_bytes));
+  return c;
+}
 
-  // Read the column with row ids (row addresses when the dataset has no stable ids).
-  vectors<T> vs;
-  vs.dim = dim;
-  std::uint64_t total_rows = 0;  // live rows, as Lance's count_rows
-  {
-    auto b = ds.to_batch({.columns = {o.column}, .with_row_id = true});
-    total_rows = std::uint64_t(b.num_rows());
-    vs.values.reserve(std::size_t(b.num_rows()) * dim);
-    gather(b, dim, metric, vs);
-  }
-  const std::size_t n = vs.rows();
-  const std::size_t k = o.num_partitions.value_or(
-      recommended_num_partitions(total_rows, o.target_partition_size.value_or(default_target_partition_size(o.type))));
-  if (n == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
-  if (k > n)
-    throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " + std::to_string(n) +
-                              " indexable vectors of column '" + o.column + "'");
-
-  // Stage 1: IVF.
-  kmeans_params kp;
-  kp.max_iters = o.max_iters;
-  kp.distance = metric;
-  kp.seed = o.seed;
-  kp.sample_rate = o.sample_rate;
-  kp.on_progress = [&](const kmeans_progress& p) {
-    report(o, build_stage::train_ivf, p.iteration, p.max_iters);
-    return true;
-  };
-  using C = centroid_t<T>;
-  kmeans_result<std::conditional_t<is_u8, std::uint8_t, C>> km;
-  if constexpr (is_u8) km = train_kmodes(vs.values.data(), n, dim, k, kp, o.pool);
-  else km = train_kmeans(vs.values.data(), n, dim, k, kp, o.pool);
-
-  // Stage 3 part 1 (needed by residual PQ): assignment of every row.
-  std::vector<std::uint32_t> part(n);
-  using W = simd::work_t<T, std::conditional_t<is_u8, std::uint8_t, C>>;
-  std::vector<W> dist(n);
-  assign_partitions(km, vs.values.data(), n, part.data(), dist.data(), o.pool);
-
-  // Stage 2: quantizer.
-  report(o, build_stage::train_quantizer, 0, 1);
-  encoded enc;
-  const auto* cents = km.centroids.data();
+// A trained (or given) IVF model and quantizer, ready to assign and encode rows:
+// the reusable core of the shuffle stage (index optimisation encodes new rows with
+// an existing index's model through it).
+template <class T>
+struct ivf_encoder {
+  static constexpr bool is_u8 = std::is_same_v<T, std::uint8_t>;
+  using centroid_type = std::conditional_t<is_u8, std::uint8_t, centroid_t<T>>;
+  kmeans_result<centroid_type> km;
+  ivf_index_type type = ivf_index_type::ivf_flat;
+  simd::distance_type metric = simd::distance_type::l2;
+  quantizer_params params;
+  std::size_t width = 0;  // code bytes per row
   std::optional<pq::model<T>> pqm;
   std::optional<sq::model> sqm;
   std::optional<rabitq::model> rqm;
-  if constexpr (!is_u8) {
-    if (o.type == ivf_index_type::ivf_pq) {
-      pq::params pp;
-      pp.num_sub_vectors = m_sub;
-      pp.num_bits = bits;
-      pp.max_iters = o.max_iters;
-      pp.sample_rate = o.sample_rate;
-      pp.seed = o.seed;
-      pqm = pq::train_for_ivf(vs.values.data(), n, dim, cents, k, metric, pp, o.pool);
-      enc.params = pq::to_params(*pqm);
-    } else if (o.type == ivf_index_type::ivf_sq) {
-      sq::params sp;
-      sp.num_bits = bits;
-      sp.sample_rate = o.sample_rate;
-      sp.seed = o.seed;
-      sqm = sq::train(vs.values.data(), n, dim, sp, metric, o.pool);
-      enc.params = sq::to_params(*sqm);
-    } else if (o.type == ivf_index_type::ivf_rq) {
-      rabitq::params rp;
-      rp.seed = o.seed;
-      rqm = rabitq::make<T>(dim, rp);
-      enc.params = rabitq::to_params(*rqm);
-    }
-  }
-  if (o.type == ivf_index_type::ivf_flat) enc.params = flat::to_params<T>(dim);
-  enc.width = code_bytes(enc.params);
-  report(o, build_stage::train_quantizer, 1, 1);
+  // Row id -> partition (Lance's precomputed_partitions); other rows are assigned.
+  const std::unordered_map<std::uint64_t, std::uint32_t>* precomputed = nullptr;
 
-  // Stage 3: encode every row (assigned above).
-  report(o, build_stage::shuffle, 0, n);
-  double loss = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (part[i] != simd::no_index) loss += double(dist[i]);
-  enc.codes.resize(n * enc.width);
-  if (o.type == ivf_index_type::ivf_flat) {
-    if constexpr (!is_u8) {
-      if (metric == simd::distance_type::cosine) normalise_rows(vs.values, dim);
-    }
-    std::memcpy(enc.codes.data(), vs.values.data(), enc.codes.size());
-  } else if constexpr (!is_u8) {
-    if (pqm) {
-      pq::encode_for_ivf(*pqm, vs.values.data(), n, metric, cents, k, part.data(), enc.codes.data(), o.pool);
-    } else if (sqm) {
-      sq::encode_for_ivf(*sqm, vs.values.data(), n, metric, enc.codes.data(), o.pool);
-    } else if (rqm) {
-      rabitq::encoded_rows er;
-      rabitq::encode_for_ivf(*rqm, vs.values.data(), n, metric, cents, k, part.data(), er, o.pool);
-      enc.codes = std::move(er.codes);
-      enc.add = std::move(er.add_factors);
-      enc.scale = std::move(er.scale_factors);
-      enc.error = std::move(er.error_factors);
-    }
-  }
-  report(o, build_stage::shuffle, n, n);
+  std::size_t num_partitions() const noexcept { return km.k; }
+  std::size_t dimension() const noexcept { return km.dimension; }
 
-  // Group rows by partition (stable: rows keep their scan order within a partition).
-  std::vector<std::size_t> start(k + 1, 0);
-  for (std::size_t i = 0; i < n; ++i)
-    if (part[i] < k) ++start[part[i] + 1];
-  for (std::size_t p = 0; p < k; ++p) start[p + 1] += start[p];
-  std::vector<std::size_t> order(start[k]);
-  {
-    auto at = start;
+  // Assigns and encodes n usable rows (row-major) with their ids, appending to out.
+  // loss accumulates the rows' distances to their assigned centroid in row order
+  // (rows with a precomputed partition add nothing).
+  void encode(const T* rows, std::size_t n, const std::uint64_t* ids, shuffle_batch& out, double& loss,
+              boost::asio::thread_pool* pool = nullptr) const {
+    const std::size_t d = km.dimension, k = km.k;
+    std::vector<std::uint32_t> part(n);
+    using W = simd::work_t<T, centroid_type>;
+    std::vector<W> dist(n);
+    assign_partitions(km, rows, n, part.data(), dist.data(), pool);
+    if (precomputed) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto it = precomputed->find(ids[i]);
+        if (it == precomputed->end()) continue;
+        if (it->second >= k)
+          throw invalid_input_error("precomputed partition " + std::to_string(it->second) + " of row " +
+                                    std::to_string(ids[i]) + " is out of range (the index has " + std::to_string(k) +
+                                    " partitions)");
+        part[i] = it->second;
+        dist[i] = std::numeric_limits<W>::quiet_NaN();
+      }
+    }
     for (std::size_t i = 0; i < n; ++i)
-      if (part[i] < k) order[at[part[i]]++] = i;
+      if (part[i] != simd::no_index && !std::isnan(double(dist[i]))) loss += double(dist[i]);
+    const std::size_t at = out.size();
+    out.partitions.insert(out.partitions.end(), part.begin(), part.end());
+    out.row_ids.insert(out.row_ids.end(), ids, ids + n);
+    out.codes.resize((at + n) * width);
+    std::uint8_t* codes = out.codes.data() + at * width;
+    if (type == ivf_index_type::ivf_flat) {
+      if constexpr (!is_u8) {
+        if (metric == simd::distance_type::cosine) {
+          std::vector<T> tmp(rows, rows + n * d);
+          normalise_rows(tmp, d);
+          std::memcpy(codes, tmp.data(), n * width);
+          return;
+        }
+      }
+      std::memcpy(codes, rows, n * width);
+      return;
+    }
+    if constexpr (!is_u8) {
+      const auto* cents = km.centroids.data();
+      if (pqm) {
+        pq::encode_for_ivf(*pqm, rows, n, metric, cents, k, part.data(), codes, pool);
+      } else if (sqm) {
+        sq::encode_for_ivf(*sqm, rows, n, metric, codes, pool);
+      } else if (rqm) {
+        rabitq::encoded_rows er;
+        rabitq::encode_for_ivf(*rqm, rows, n, metric, cents, k, part.data(), er, pool);
+        std::memcpy(codes, er.codes.data(), n * width);
+        out.add_factors.insert(out.add_factors.end(), er.add_factors.begin(), er.add_factors.end());
+        out.scale_factors.insert(out.scale_factors.end(), er.scale_factors.begin(), er.scale_factors.end());
+        out.error_factors.insert(out.error_factors.end(), er.error_factors.begin(), er.error_factors.end());
+      }
+    }
+  }
+};
+
+// Given centroids (a k x dim matrix of any float type, uint8 for hamming) as the
+// k-means model the encoder assigns with.
+template <class C>
+inline kmeans_result<C> given_centroids(const matrix& m, std::size_t dim, simd::distance_type metric,
+                                        const std::string& column) {
+  if (m.cols != dim)
+    throw invalid_input_error("the given IVF centroids have dimension " + std::to_string(m.cols) + ", column '" +
+                              column + "' has " + std::to_string(dim));
+  if (m.rows == 0) throw invalid_input_error("the given IVF centroids are empty");
+  if ((m.type == element_type::u8) != std::is_same_v<C, std::uint8_t>)
+    throw invalid_input_error(std::string("the given IVF centroids are ") + std::string(element_name(m.type)) +
+                              (std::is_same_v<C, std::uint8_t> ? ", hamming indexes need uint8 centroids"
+                                                               : ", float vectors need float centroids"));
+  kmeans_result<C> km;
+  km.k = m.rows;
+  km.dimension = dim;
+  km.distance = metric;
+  km.centroids.resize(m.size());
+  for (std::size_t r = 0; r < m.rows; ++r)
+    for (std::size_t c = 0; c < dim; ++c) {
+      const double v = m.at(r, c);
+      if constexpr (std::is_same_v<C, simd::f16>) km.centroids[r * dim + c] = simd::f16(float(v));
+      else km.centroids[r * dim + c] = static_cast<C>(v);
+    }
+  return km;
+}
+
+// The quantizer of a given model, checked against the options.
+template <class T>
+inline void use_given_quantizer(ivf_encoder<T>& e, const quantizer_params& q, const build_options& o,
+                                std::size_t dim) {
+  validate(q);
+  const std::string want(ivf_index_type_name(o.type));
+  if (index_type_name(q) != want)
+    throw invalid_input_error("the given quantizer is for " + index_type_name(q) + ", the index is " + want);
+  e.params = q;
+  if constexpr (!std::is_same_v<T, std::uint8_t>) {
+    if (const auto* p = std::get_if<pq_params>(&q)) {
+      if (p->dimension != dim)
+        throw invalid_input_error("the given PQ codebook has dimension " + std::to_string(p->dimension) +
+                                  ", column '" + o.column + "' has " + std::to_string(dim));
+      e.pqm = pq::from_params<T>(*p, o.metric);
+    } else if (const auto* s = std::get_if<sq_params>(&q)) {
+      if (s->dimension != dim)
+        throw invalid_input_error("the given SQ bounds have dimension " + std::to_string(s->dimension) + ", column '" +
+                                  o.column + "' has " + std::to_string(dim));
+      e.sqm = sq::from_params(*s);
+    } else if (const auto* r = std::get_if<rq_params>(&q)) {
+      if (r->num_bits != 1)
+        throw invalid_input_error("the given RaBitQ model has " + std::to_string(r->num_bits) +
+                                  "-bit codes; lancet builds 1-bit codes");
+      e.rqm = rabitq::from_params(*r);
+      if (e.rqm->dimension != dim)
+        throw invalid_input_error("the given RaBitQ model has dimension " + std::to_string(e.rqm->dimension) +
+                                  ", column '" + o.column + "' has " + std::to_string(dim));
+    }
+  }
+  if (const auto* f = std::get_if<flat_params>(&q); f && f->dimension != dim)
+    throw invalid_input_error("the given flat storage has dimension " + std::to_string(f->dimension) + ", column '" +
+                              o.column + "' has " + std::to_string(dim));
+  e.width = code_bytes(q);
+}
+
+// The rows a build reads: every fragment, or o.fragment_ids (a segment).
+inline std::vector<std::uint64_t> build_fragments(const dataset::dataset& ds, const build_options& o,
+                                                  std::uint64_t& live_rows) {
+  std::vector<std::uint64_t> ids;
+  live_rows = 0;
+  const auto frags = ds.fragments();
+  if (o.fragment_ids) {
+    if (o.fragment_ids->empty()) throw invalid_input_error("fragment_ids is empty: a segment needs fragments");
+    std::set<std::uint64_t> seen;
+    for (auto id : *o.fragment_ids) {
+      if (!seen.insert(id).second) throw invalid_input_error("fragment " + std::to_string(id) + " is listed twice");
+      const auto it = std::find_if(frags.begin(), frags.end(), [&](const dataset::fragment_info& f) { return f.id == id; });
+      if (it == frags.end())
+        throw invalid_input_error("fragment " + std::to_string(id) + " is not in version " + std::to_string(ds.version()));
+      ids.push_back(id);
+      live_rows += it->live_rows();
+    }
+  } else {
+    for (const auto& f : frags) ids.push_back(f.id), live_rows += f.live_rows();
+  }
+  return ids;
+}
+
+template <class T>
+inline dataset::scan_options column_scan(const build_options& o, const std::vector<std::uint64_t>& frags,
+                                         std::size_t dim) {
+  dataset::scan_options so;
+  so.columns = {o.column};
+  so.with_row_id = true;
+  so.fragment_ids = frags;
+  const std::uint64_t row_bytes = dim * sizeof(T) + 8;
+  so.read_ahead_bytes = std::clamp<std::uint64_t>(o.memory_budget_bytes / 8, 1 << 20, std::uint64_t(64) << 20);
+  so.batch_size = std::clamp<std::uint64_t>(o.memory_budget_bytes / 32 / row_bytes, 256, 65536);
+  return so;
+}
+
+// Stage 1 + 2: the training rows (the whole column when it fits the budget, as
+// Lance trains on all rows of a small dataset; else a random sample of
+// max(sample_rate * k, the quantizer's sample) live rows), then k-means and the
+// quantizer, unless given.
+template <class T>
+inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_options& o, const quantizer_choice& qc,
+                                  std::size_t dim, const std::vector<std::uint64_t>& frags, std::uint64_t live_rows,
+                                  std::size_t k) {
+  constexpr bool is_u8 = std::is_same_v<T, std::uint8_t>;
+  const auto metric = o.metric;
+  ivf_encoder<T> e;
+  e.type = o.type;
+  e.metric = metric;
+  const bool need_ivf = !o.ivf_centroids;
+  const bool need_q = !o.quantizer && o.type != ivf_index_type::ivf_flat && o.type != ivf_index_type::ivf_rq;
+  vectors<T> vs;
+  vs.dim = dim;
+  if (need_ivf || need_q) {
+    const std::uint64_t row_bytes = dim * sizeof(T) + 8;
+    auto so = column_scan<T>(o, frags, dim);
+    auto sc = ds.scan(so);
+    if (live_rows * row_bytes <= o.memory_budget_bytes) {
+      vs.values.reserve(std::size_t(live_rows) * dim);
+      while (auto b = sc.next()) gather(*b, dim, metric, vs);
+    } else {
+      std::size_t want = o.sample_rate * k;
+      if (o.type == ivf_index_type::ivf_pq) want = std::max(want, o.sample_rate << qc.bits);
+      if (o.type == ivf_index_type::ivf_sq) want = std::max(want, o.sample_rate << qc.bits);
+      detail::rng64 rng(o.seed ^ 0x5a3c9e1b7d24f681ull);
+      const auto picked = detail::sample_indices(std::size_t(live_rows), want, rng);
+      const std::vector<std::uint64_t> pick(picked.begin(), picked.end());
+      vs.values.reserve(pick.size() * dim);
+      std::uint64_t seen = 0;
+      std::size_t at = 0;
+      while (auto b = sc.next()) {
+        gather(*b, dim, metric, vs, &pick, seen, &at);
+        seen += std::uint64_t(b->num_rows());
+        if (at == pick.size()) break;
+      }
+    }
+    if (vs.rows() == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
+    if (need_ivf && k > vs.rows())
+      throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " +
+                                std::to_string(vs.rows()) + " indexable vectors of column '" + o.column + "'");
+  }
+  const std::size_t n = vs.rows();
+
+  // Stage 1: IVF.
+  if (need_ivf) {
+    kmeans_params kp;
+    kp.max_iters = o.max_iters;
+    kp.distance = metric;
+    kp.seed = o.seed;
+    kp.sample_rate = o.sample_rate;
+    kp.on_progress = [&](const kmeans_progress& p) {
+      report(o, build_stage::train_ivf, p.iteration, p.max_iters);
+      return true;
+    };
+    if constexpr (is_u8) e.km = train_kmodes(vs.values.data(), n, dim, k, kp, o.pool);
+    else e.km = train_kmeans(vs.values.data(), n, dim, k, kp, o.pool);
+  } else {
+    e.km = given_centroids<typename ivf_encoder<T>::centroid_type>(*o.ivf_centroids, dim, metric, o.column);
+    if (o.num_partitions && *o.num_partitions != e.km.k)
+      throw invalid_input_error("num_partitions is " + std::to_string(*o.num_partitions) + " but " +
+                                std::to_string(e.km.k) + " IVF centroids are given");
   }
 
-  // Stage 4: write the files.
+  // Stage 2: quantizer.
+  report(o, build_stage::train_quantizer, 0, 1);
+  if (o.quantizer) {
+    use_given_quantizer(e, *o.quantizer, o, dim);
+  } else {
+    if constexpr (!is_u8) {
+      const auto* cents = e.km.centroids.data();
+      if (o.type == ivf_index_type::ivf_pq) {
+        pq::params pp;
+        pp.num_sub_vectors = qc.m_sub;
+        pp.num_bits = qc.bits;
+        pp.max_iters = o.max_iters;
+        pp.sample_rate = o.sample_rate;
+        pp.seed = o.seed;
+        e.pqm = pq::train_for_ivf(vs.values.data(), n, dim, cents, e.km.k, metric, pp, o.pool);
+        e.params = pq::to_params(*e.pqm);
+      } else if (o.type == ivf_index_type::ivf_sq) {
+        sq::params sp;
+        sp.num_bits = qc.bits;
+        sp.sample_rate = o.sample_rate;
+        sp.seed = o.seed;
+        e.sqm = sq::train(vs.values.data(), n, dim, sp, metric, o.pool);
+        e.params = sq::to_params(*e.sqm);
+      } else if (o.type == ivf_index_type::ivf_rq) {
+        rabitq::params rp;
+        rp.seed = o.seed;
+        e.rqm = rabitq::make<T>(dim, rp);
+        e.params = rabitq::to_params(*e.rqm);
+      }
+    }
+    if (o.type == ivf_index_type::ivf_flat) e.params = flat::to_params<T>(dim);
+    e.width = code_bytes(e.params);
+  }
+  report(o, build_stage::train_quantizer, 1, 1);
+  return e;
+}
+
+// Stage 3: streams the column in batches (bounded by the budget), assigns and
+// encodes each, and hands the rows to the shuffler. Returns the skipped rows.
+template <class T>
+inline std::uint64_t shuffle_stage(const dataset::dataset& ds, const build_options& o, const ivf_encoder<T>& e,
+                                   const std::vector<std::uint64_t>& frags, std::uint64_t live_rows, shuffler& sh,
+                                   double& loss) {
+  const std::size_t dim = e.dimension();
+  auto sc = ds.scan(column_scan<T>(o, frags, dim));
+  vectors<T> vs;
+  vs.dim = dim;
+  shuffle_batch sb;
+  std::uint64_t done = 0, dropped = 0;
+  report(o, build_stage::shuffle, 0, live_rows);
+  while (auto b = sc.next()) {
+    vs.clear();
+    gather(*b, dim, o.metric, vs);
+    sb = shuffle_batch{};
+    e.encode(vs.values.data(), vs.rows(), vs.ids.data(), sb, loss, o.pool);
+    for (auto p : sb.partitions) dropped += p == simd::no_index;
+    sh.add(sb);
+    done += std::uint64_t(b->num_rows());
+    report(o, build_stage::shuffle, done, live_rows);
+  }
+  return vs.skipped + dropped;
+}
+
+// Stage 4: auxiliary.idx from the shuffler, then index.idx, into dir.
+template <class T>
+inline std::vector<pb::index_file> write_stage(const std::string& dir, file::format_version v, const build_options& o,
+                                               const ivf_encoder<T>& e, double loss, shuffler& sh) {
+  io::make_directories(dir);
+  const std::string aux_path = dir + "/" + std::string(auxiliary_file_name);
+  const std::string idx_path = dir + "/" + std::string(index_file_name);
+  std::uint64_t aux_size = 0, idx_size = 0;
+  const auto model = ivf_model::with_centroids(matrix::of(e.km.centroids, e.km.k, e.km.dimension), loss);
+  with_index_file_version(v, [&]<class V>() {
+    file::writer_options wo;
+    wo.data_cache_bytes = std::clamp<std::uint64_t>(o.memory_budget_bytes / 8, 1 << 20, std::uint64_t(16) << 20);
+    storage_writer<V, io::file_sink> aux(io::file_sink(aux_path), e.params, o.metric, wo);
+    sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report(o, build_stage::merge_partitions, p, k); });
+    aux_size = aux.finish().file_size;
+    idx_size = write_index_file<V>(io::file_sink(idx_path), model, index_type_name(e.params), o.metric).file_size;
+  });
+  return {{std::string(auxiliary_file_name), aux_size}, {std::string(index_file_name), idx_size}};
+}
+
+template <class T>
+inline build_result build_typed(const std::string& root, const dataset::snapshot& base, const dataset::dataset& ds,
+                                 const build_options& o, const std::string& index_name, std::size_t dim,
+                                 ivf_training* train_only = nullptr) {
+  constexpr bool is_u8 = std::is_same_v<T, std::uint8_t>;
+  const auto metric = o.metric;
+  if (is_u8 != (metric == simd::distance_type::hamming))
+    throw invalid_input_error(is_u8 ? "column '" + o.column + "' holds uint8 vectors: only ivf_flat with hamming distance"
+                                    : "hamming distance needs a column of uint8 vectors ('" + o.column + "' is not)");
+  if (is_u8 && o.type != ivf_index_type::ivf_flat)
+    throw invalid_input_error(std::string(ivf_index_type_name(o.type)) + " does not support hamming distance");
+  const auto qc = check_parameters(o, dim);
+  const bool given_shuffle = !o.precomputed_shuffle_buffers.empty();
+  if (given_shuffle && (!o.ivf_centroids || (!o.quantizer && o.type != ivf_index_type::ivf_flat)))
+    throw invalid_input_error("precomputed shuffle buffers need the IVF centroids and the quantizer they were built with");
+  if (o.quantizer && !o.ivf_centroids && o.type != ivf_index_type::ivf_sq)
+    throw invalid_input_error("a given " + std::string(ivf_index_type_name(o.type)) +
+                              " quantizer needs the IVF centroids it was trained with");
+
+  std::uint64_t live_rows = 0;
+  const auto frags = build_fragments(ds, o, live_rows);
+  const std::size_t k = o.ivf_centroids ? o.ivf_centroids->rows
+                                        : o.num_partitions.value_or(recommended_num_partitions(
+                                              live_rows, o.target_partition_size.value_or(
+                                                             default_target_partition_size(o.type))));
+  if (!o.ivf_centroids && k > live_rows)
+    throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " + std::to_string(live_rows) +
+                              " rows of column '" + o.column + "'");
+
+  auto enc = train_stage<T>(ds, o, qc, dim, frags, live_rows, k);
+  if (o.type == ivf_index_type::ivf_flat && !o.quantizer) enc.params = flat::to_params<T>(dim), enc.width = code_bytes(enc.params);
+  if (train_only) {
+    train_only->centroids = matrix::of(enc.km.centroids, enc.km.k, enc.km.dimension);
+    train_only->quantizer = enc.params;
+    return {};
+  }
+  enc.precomputed = o.precomputed_partitions.get();
+
   const auto uuid = pb::uuid::generate_v4();
   const std::string dir = index_directory(root, uuid);
-  const auto remove_dir = [&] {
+  const std::string spill = o.spill_directory.empty() ? dir + "/_shuffle"
+                                                      : o.spill_directory + "/lancet-shuffle-" + uuid.to_string();
+  const auto remove_all = [](const std::string& p) {
     std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+    std::filesystem::remove_all(p, ec);
   };
-  std::vector<pb::index_file> files;
   try {
-    auto model = ivf_model::with_centroids(matrix::of(km.centroids, km.k, km.dimension), loss);
-    files = write_index_directory(dir, ds.storage_version(), model, enc.params, metric, [&](auto& aux) {
-      std::vector<std::uint64_t> ids;
-      std::vector<std::uint8_t> codes;
-      std::vector<float> add, scale, error;
-      for (std::size_t p = 0; p < k; ++p) {
-        const std::size_t b = start[p], e = start[p + 1], cnt = e - b;
-        ids.resize(cnt);
-        codes.resize(cnt * enc.width);
-        const bool rq = !enc.add.empty();
-        add.resize(rq ? cnt : 0), scale.resize(rq ? cnt : 0), error.resize(rq ? cnt : 0);
-        for (std::size_t j = 0; j < cnt; ++j) {
-          const std::size_t r = order[b + j];
-          ids[j] = vs.ids[r];
-          std::memcpy(codes.data() + j * enc.width, enc.codes.data() + r * enc.width, enc.width);
-          if (rq) add[j] = enc.add[r], scale[j] = enc.scale[r], error[j] = enc.error[r];
-        }
-        partition_data pd{ids, bytes_view(codes.data(), codes.size()), add, scale, error, {}, {}, {}};
-        aux.write_partition(pd);
-        report(o, build_stage::merge_partitions, p + 1, k);
+    double loss = 0;
+    std::uint64_t skipped = 0;
+    std::vector<pb::index_file> files;
+    std::uint64_t rows = 0;
+    std::size_t runs = 0;
+    {
+      shuffler sh(enc.num_partitions(), enc.params, spill, o.memory_budget_bytes, o.pool);
+      if (given_shuffle) {
+        for (const auto& f : o.precomputed_shuffle_buffers) sh.add_buffer_file(f);
+        report(o, build_stage::shuffle, sh.rows(), sh.rows());
+      } else {
+        skipped = shuffle_stage(ds, o, enc, frags, live_rows, sh, loss);
       }
-    });
+      rows = sh.rows();
+      if (rows == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
+      files = write_stage(dir, ds.storage_version(), o, enc, loss, sh);
+      runs = sh.runs_spilled();
+    }
+    remove_all(spill);
 
-    // Register: only if nobody committed since the build began.
-    const auto latest = dataset::load_latest(root);
-    if (!latest || latest->version() != base.version())
-      throw conflict_error("dataset '" + root + "' changed while the index was built (version " +
-                           std::to_string(base.version()) + " -> " +
-                           (latest ? std::to_string(latest->version()) : std::string("none")) + "); nothing committed");
     index_spec spec;
     spec.column = o.column;
     spec.name = index_name;
@@ -403,22 +684,37 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
     spec.hints.ivf_max_iters = o.max_iters;
     if (o.type == ivf_index_type::ivf_pq) spec.hints.pq_sample_rate = o.sample_rate, spec.hints.pq_max_iters = o.max_iters;
     if (o.type == ivf_index_type::ivf_sq) spec.hints.sq_sample_rate = o.sample_rate;
+    if (o.fragment_ids) spec.fragment_ids = frags;
     auto meta = make_index_metadata(base.manifest(), spec, uuid, files);
+
+    build_result r;
+    r.num_partitions = enc.num_partitions();
+    r.rows_indexed = rows;
+    r.rows_skipped = skipped;
+    r.directory = dir;
+    r.shuffle_runs = runs;
+    r.version = base.version();
+    if (!o.commit) {
+      r.index = std::move(meta);
+      return r;
+    }
+    // Register: only if nobody committed since the build began.
+    const auto latest = dataset::load_latest(root);
+    if (!latest || latest->version() != base.version())
+      throw conflict_error("dataset '" + root + "' changed while the index was built (version " +
+                           std::to_string(base.version()) + " -> " +
+                           (latest ? std::to_string(latest->version()) : std::string("none")) + "); nothing committed");
     commit_index_options co;
     co.replace = o.replace;
     const auto after = commit_index(root, base, meta, co);
-    build_result r;
     r.index = after.file.indices.back();
     for (const auto& im : after.file.indices)
       if (im.uuid == uuid) r.index = im;
     r.version = after.version();
-    r.num_partitions = k;
-    r.rows_indexed = start[k];
-    r.rows_skipped = vs.skipped + (n - start[k]);
-    r.directory = dir;
     return r;
   } catch (...) {
-    remove_dir();
+    remove_all(spill);
+    remove_all(dir);
     throw;
   }
 }
@@ -429,14 +725,16 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
 // the next version. Errors: invalid_input_error (bad column / parameters / name taken
 // without replace), conflict_error (the dataset changed meanwhile), io/corrupt errors
 // of the dataset; in every case the dataset is left unchanged.
-inline build_result build_ivf_index(const std::string& root, const build_options& o) {
+namespace builder_detail {
+
+inline build_result run_build(const std::string& root, const build_options& o, ivf_training* train_only) {
   if (o.column.empty()) throw invalid_input_error("build_ivf_index: no column given");
   if (o.sample_rate == 0) throw invalid_input_error("sample_rate must be positive");
   const auto base = dataset::load_latest(root);
   if (!base) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
   const auto ds = dataset::dataset::open(root, base->version());
   const std::string name = o.name.empty() ? o.column + "_idx" : o.name;
-  if (!o.replace)
+  if (!o.replace && o.commit && !train_only)
     for (const auto& im : base->file.indices)
       if (im.name == name)
         throw invalid_input_error("the dataset already has an index named '" + name +
@@ -451,16 +749,64 @@ inline build_result build_ivf_index(const std::string& root, const build_options
   const std::size_t dim = std::size_t(t.list_size);
   if (dim == 0) throw invalid_input_error("column '" + o.column + "' has vectors of dimension 0");
   switch (t.children[0].type->id) {
-    case arrow::type_id::float16:
-      return builder_detail::build_typed<simd::f16>(root, *base, ds, o, name, dim);
-    case arrow::type_id::float32: return builder_detail::build_typed<float>(root, *base, ds, o, name, dim);
-    case arrow::type_id::float64: return builder_detail::build_typed<double>(root, *base, ds, o, name, dim);
-    case arrow::type_id::uint8:
-      return builder_detail::build_typed<std::uint8_t>(root, *base, ds, o, name, dim);
+    case arrow::type_id::float16: return build_typed<simd::f16>(root, *base, ds, o, name, dim, train_only);
+    case arrow::type_id::float32: return build_typed<float>(root, *base, ds, o, name, dim, train_only);
+    case arrow::type_id::float64: return build_typed<double>(root, *base, ds, o, name, dim, train_only);
+    case arrow::type_id::uint8: return build_typed<std::uint8_t>(root, *base, ds, o, name, dim, train_only);
     default:
       throw invalid_input_error("column '" + o.column + "' is " + arrow::to_string(t) +
                                 ": vectors must be float16, float32, float64 (or uint8 for hamming)");
   }
+}
+
+}  // namespace builder_detail
+
+inline build_result build_ivf_index(const std::string& root, const build_options& o) {
+  return builder_detail::run_build(root, o, nullptr);
+}
+
+// Trains the IVF centroids and the quantizer as build_ivf_index would (over
+// o.fragment_ids when given) without writing anything: the shared model of a
+// distributed build. Pass it back as o.ivf_centroids / o.quantizer for each segment.
+inline ivf_training train_ivf_model(const std::string& root, const build_options& o) {
+  ivf_training t;
+  builder_detail::run_build(root, o, &t);
+  return t;
+}
+
+// Commits segments built separately (build_options::commit = false, each over its own
+// fragments, from the same dataset version) as one index in one new version: several
+// IndexMetadata entries with the same name and disjoint fragment bitmaps, as Lance
+// does. Errors (nothing committed): no segments, different names / columns / versions,
+// overlapping fragments, conflict_error when the dataset changed since.
+inline dataset::snapshot commit_index_segments(const std::string& root, const std::vector<build_result>& segments,
+                                               bool replace = false) {
+  if (segments.empty()) throw invalid_input_error("commit_index_segments: no segments");
+  const auto& first = segments.front().index;
+  std::set<std::uint64_t> covered;
+  std::vector<pb::index_metadata> metas;
+  for (const auto& s : segments) {
+    const auto& im = s.index;
+    if (im.name != first.name)
+      throw invalid_input_error("segments of one index must share its name: '" + im.name + "' and '" + first.name + "'");
+    if (im.fields != first.fields) throw invalid_input_error("segments of index '" + im.name + "' cover different columns");
+    if (im.dataset_version != first.dataset_version)
+      throw invalid_input_error("segments of index '" + im.name + "' were built from versions " +
+                                std::to_string(im.dataset_version) + " and " + std::to_string(first.dataset_version));
+    for (auto f : dataset::index_fragment_bitmap(im).to_vector())
+      if (!covered.insert(f).second)
+        throw invalid_input_error("segments of index '" + im.name + "' both cover fragment " + std::to_string(f));
+    metas.push_back(im);
+  }
+  const auto base = dataset::load_version(root, first.dataset_version);
+  const auto latest = dataset::load_latest(root);
+  if (!latest || latest->version() != base.version())
+    throw conflict_error("dataset '" + root + "' changed since the segments were built (version " +
+                         std::to_string(base.version()) + " -> " +
+                         (latest ? std::to_string(latest->version()) : std::string("none")) + "); nothing committed");
+  commit_index_options co;
+  co.replace = replace;
+  return commit_index(root, base, std::move(metas), co);
 }
 
 }  // namespace lancet::index
