@@ -10,6 +10,7 @@
 //   lancet index list DATASET
 //   lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R]
 //                [--columns a,b] [--index NAME]
+//   lancet compact DATASET [--target-rows N]
 //
 // Errors go to stderr with a message naming what is wrong; the exit status is 1 for
 // failures and 2 for bad usage. A failed write leaves the dataset as it was.
@@ -28,6 +29,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
+#include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/index/ivf_builder.hpp>
 #include <lancet/dataset/write.hpp>
@@ -55,7 +57,8 @@ constexpr const char* usage_text =
     "               [--name NAME] [--replace] [--threads T]\n"
     "  lancet index list DATASET\n"
     "  lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R] [--columns a,b]\n"
-    "               [--index NAME]\n";
+    "               [--index NAME]\n"
+    "  lancet compact DATASET [--target-rows N]\n";
 
 // "--name value" options after the positional argument.
 struct args {
@@ -421,6 +424,34 @@ int cmd_search(const args& a) {
   return 0;
 }
 
+// Merges small fragments and drops deleted rows (Lance's compaction); vector indexes
+// are remapped in the same commit. Prints the metrics as one JSON line.
+int cmd_compact(const args& a) {
+  dataset::compaction_options o;
+  if (auto n = a.number("target-rows")) {
+    if (*n == 0) throw usage_error("--target-rows must be positive");
+    o.target_rows_per_fragment = *n;
+  }
+  const auto r = dataset::compact_files(a.path, o);
+  nlohmann::json j;
+  j["read_version"] = r.read_version;
+  j["version"] = r.version;
+  j["fragments_removed"] = r.metrics.fragments_removed;
+  j["fragments_added"] = r.metrics.fragments_added;
+  j["files_removed"] = r.metrics.files_removed;
+  j["files_added"] = r.metrics.files_added;
+  j["indices"] = nlohmann::json::array();
+  for (const auto& i : r.indices)
+    j["indices"].push_back({{"name", i.name}, {"old_uuid", i.old_uuid.to_string()}, {"new_uuid", i.new_uuid.to_string()},
+                            {"rows", i.stats.rows_after}, {"rows_dropped", i.stats.rows_dropped}});
+  std::cout << j.dump() << "\n";
+  if (r.version == r.read_version) std::cerr << "lancet: " << a.path << " needs no compaction (version " << r.version << ")\n";
+  else
+    std::cerr << "lancet: compacted " << a.path << ": " << r.metrics.fragments_removed << " fragments into "
+              << r.metrics.fragments_added << ", " << r.indices.size() << " index(es) remapped, version " << r.version << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -441,6 +472,7 @@ int main(int argc, char** argv) {
       if (sub == "list") return cmd_index_list(args::parse(argc - 1, argv + 1, {}));
       throw usage_error("unknown index subcommand '" + sub + "' (create or list)");
     }
+    if (cmd == "compact") return cmd_compact(args::parse(argc, argv, {"target-rows"}));
     if (cmd == "search")
       return cmd_search(args::parse(argc, argv, {"column", "query", "k", "nprobes", "refine", "columns", "index"}));
     if (cmd == "--help" || cmd == "help") {

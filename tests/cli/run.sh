@@ -90,5 +90,25 @@ check "refused creates leave the version" bash -c "'$lancet' inspect '$vds' | gr
 err=$("$lancet" search "$vds" --column vector --query '[1,2]' 2>&1); st=$?
 check "query of the wrong dimension refused" bash -c "test $st -eq 1 && grep -q 'array of 8 numbers' <<< \"\$0\"" "$err"
 err=$("$lancet" index create "$vds" --column vector 2>&1); check "index create without --type is a usage error" test $? -eq 2
+# ---- compact ------------------------------------------------------------------------
+cds="$tmp/cds"
+for part in 1 2 3 4; do
+  mode=append; [[ $part == 1 ]] && mode=create
+  sed -n "$(( (part - 1) * 150 + 1 )),$(( part * 150 ))p" "$tmp/vrows.jsonl" | "$lancet" write "$cds" --schema "$tmp/vschema.json" --mode $mode 2>/dev/null
+done
+check "compact: 4 fragments written" bash -c "'$lancet' inspect '$cds' | grep -q '600 rows, 4 fragments'"
+check "compact: index on the small fragments" bash -c "'$lancet' index create '$cds' --column vector --type ivf_flat --partitions 4 2>/dev/null"
+out=$("$lancet" compact "$cds" 2>/dev/null); st=$?
+check "compact succeeds" test $st -eq 0
+check "compact reports 4 fragments into 1 and the remapped index" bash -c "grep -q '\"fragments_added\":1,\"fragments_removed\":4' <<< '$out' && grep -q '\"name\":\"vector_idx\".*\"rows\":600' <<< '$out'"
+check "compacted dataset: 600 rows, 1 fragment" bash -c "'$lancet' inspect '$cds' | grep -q 'latest version 7: 600 rows, 1 fragments'"
+check "compacted rows in order" test "$("$lancet" cat "$cds" --columns id | md5sum)" == "$(for i in $(seq 0 599); do echo "{\"id\":$i}"; done | md5sum)"
+check "search through the remapped index finds row id 7" bash -c "'$lancet' search '$cds' --column vector --query '$q7' --k 1 --nprobes 4 --columns id | grep -q '\"_distance\":0,\"id\":7}'"
+check "LanceDB lists the remapped index over 600 rows" bash -c "node '$root/tests/interop/list_indices.mjs' '$cds' | grep -q '\"numIndexedRows\":600'"
+err=$("$lancet" compact "$cds" 2>&1 >/dev/null)
+check "compact again: nothing to do" grep -q "needs no compaction" <<< "$err"
+err=$("$lancet" compact "$cds" --target-rows 0 2>&1); check "compact --target-rows 0 is a usage error" test $? -eq 2
+err=$("$lancet" compact "$cds" --target-rows x 2>&1); check "compact --target-rows x is a usage error" test $? -eq 2
+err=$("$lancet" compact "$tmp/none" 2>&1); check "compact of no dataset fails" test $? -eq 1
 echo "cli: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
