@@ -399,7 +399,7 @@ comparison compare_with_lance(const fs::path& dataset, const fs::path& jsonl) {
         bytes = ob.size() == theirs.buffer_sizes[k];
         for (std::size_t j = 0; bytes && j < ob.size(); ++j) {
           const auto x = ob.data()[j], y = f.bytes.data()[theirs.buffer_offsets[k] + j];
-          bytes = x == y || ((x == 0xFE || x == 0x00) && (y == 0xFE || y == 0x00));  // padding
+          bytes = x == y;  // padding included (Lance pads with 0xFE)
         }
       }
       out.same_bytes += bytes;
@@ -442,7 +442,7 @@ comparison compare_with_lance(const fs::path& dataset, const fs::path& jsonl) {
 
 TEST_CASE("our pages equal Lance's, byte for byte, for the same data") {
   // Every column but FSST-compressed ones (whose symbol tables are trained differently)
-  // must be identical: layout, codecs, chunking, levels, padding aside.
+  // must be identical: layout, codecs, chunking, levels and padding bytes.
   const auto dir = fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "structural";
   auto check = [&](const std::string& name, const comparison& c, std::vector<std::string> allowed) {
     std::string diff;
@@ -1031,4 +1031,24 @@ TEST_CASE("reader: read_chunk_size splits large page buffers into reads like Lan
   file::reader_options zero;
   zero.read_chunk_size = 0;
   CHECK_THROWS_AS(file::file_reader<io::memory_source>(io::memory_source(bytes), zero), invalid_input_error);
+}
+
+TEST_CASE("mini-block chunk headers are padded with 0xFE, as Lance 12 pads them (2.1 and 2.2)") {
+  // Non-null int32 values: the header is num_levels (u16) and one buffer size (u16 in
+  // 2.1, u32 in 2.2's large-chunk grammar), padded to 8 bytes.
+  auto a = ints(3000, [](std::size_t i) { return std::int32_t(i * 7919 % 100000); });
+  const auto f = fld("x", arrow::int32(), false);
+  for (unsigned minor : {1u, 2u}) {
+    auto m = minor == 1 ? encode_field(f, {a}, v21::default_strategy<1>{}) : encode_field(f, {a}, v21::default_strategy<2>{});
+    const auto l = layout_of(m);
+    const auto* mb = std::get_if<pb::enc21::mini_block_layout>(&l.value);
+    REQUIRE(mb);
+    CHECK(mb->has_large_chunk == (minor == 2));
+    const auto& data = m.buffers[0][0][1];  // [chunk metadata, chunk data]
+    const std::size_t header = minor == 2 ? 6 : 4;
+    REQUIRE(data.size() > 8);
+    CHECK(le::load<std::uint16_t>(data.data()) == 0);  // no levels
+    for (std::size_t q = header; q < 8; ++q) CHECK_MESSAGE(data.data()[q] == 0xFE, "2." << minor << " byte " << q);
+    CHECK_FALSE(arrow::first_difference(a, m.read(f, 0, 3000)));
+  }
 }

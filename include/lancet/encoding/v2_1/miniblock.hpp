@@ -450,7 +450,6 @@ inline serialized_miniblock serialize_miniblock(const mini_compressed& mc, const
   const level_codec def_codec = has_def ? choose_level_codec(def, minor) : level_codec{};
   out.rep_encoding = rep_codec.encoding();
   out.def_encoding = def_codec.encoding();
-  const std::uint8_t pad = large ? 0x00 : 0xFE;
   std::vector<std::uint64_t> rep_index;
   std::vector<std::uint64_t> buffer_at(mc.buffers.size(), 0);
   std::size_t slot = 0;
@@ -509,7 +508,7 @@ inline serialized_miniblock serialize_miniblock(const mini_compressed& mc, const
     auto pad8 = [&](std::uint8_t byte) {
       while ((out.data.size() - start) % 8) out.data.push_back(byte);
     };
-    pad8(pad);
+    pad8(0xFE);  // Lance pads with 0xFE everywhere, the 2.2 (large-chunk) header included
     if (has_rep) { out.data.append(rep_bytes.view()); pad8(0xFE); }
     if (has_def) { out.data.append(def_bytes.view()); pad8(0xFE); }
     for (std::size_t b = 0; b < mc.buffers.size(); ++b) {
