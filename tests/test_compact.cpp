@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -25,6 +26,7 @@
 #include <lancet/index/ivf_builder.hpp>
 #include <lancet/index/remap.hpp>
 #include <lancet/index/vector_index.hpp>
+#include <lancet/io/failing_sink.hpp>
 
 using namespace lancet;
 namespace fs = std::filesystem;
@@ -461,4 +463,68 @@ TEST_CASE("compact_files: an index lancet cannot remap leaves the dataset unchan
   CHECK(listing(t.path) == before);
 
   CHECK_THROWS_AS(dataset::compact_files((t.path / "nothing").string(), {}), invalid_input_error);
+}
+
+namespace {
+
+// Sinks that fail for the `fail_at`-th file whose path contains `pattern` (1-based).
+struct failing_factory {
+  std::string pattern;
+  int fail_at = 1;
+  std::shared_ptr<int> seen = std::make_shared<int>(0);
+  io::failing_sink<io::file_sink> operator()(const std::string& path, const io::file_sink_options& o) const {
+    io::failure_plan plan;
+    if (path.find(pattern) != std::string::npos && ++*seen == fail_at) plan.fail_after_bytes = 10;
+    return io::failing_sink<io::file_sink>(io::file_sink(path, o), plan);
+  }
+};
+
+std::vector<std::string> files_under(const fs::path& p) {
+  std::vector<std::string> out;
+  if (!fs::exists(p)) return out;
+  for (const auto& e : fs::directory_iterator(p)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("compact_files: a failing write leaves no data or index files behind") {
+  tmp_dir t("fail");
+  const auto root = t.str();
+  make_dataset(root, 3, 40);
+  index::build_options bo;
+  bo.column = "vector";
+  bo.type = index::ivf_index_type::ivf_flat;
+  bo.num_partitions = 2;
+  const auto built = index::build_ivf_index(root, bo);
+  delete_where(root, [](std::int64_t id) { return id % 3 == 0; });
+  const auto v0 = dataset::dataset::open(root).version();
+  const auto ids0 = ids_of(dataset::dataset::open(root));
+  const auto data0 = files_under(t.path / "data");
+  const auto indices0 = files_under(t.path / "_indices");
+
+  // A data file fails: nothing committed.
+  CHECK_THROWS_AS(dataset::compact_files(root, {}, failing_factory{"/data/", 1}), io_error);
+  CHECK(dataset::dataset::open(root).version() == v0);
+  CHECK(files_under(t.path / "data") == data0);
+  CHECK(files_under(t.path / "_indices") == indices0);
+
+  // The Rewrite manifest fails (the ReserveFragments one went through, as in Lance a
+  // reservation stays): rows, index and files as before.
+  CHECK_THROWS_AS(dataset::compact_files(root, {}, failing_factory{"/_versions/", 2}), io_error);
+  const auto d = dataset::dataset::open(root);
+  CHECK(d.version() == v0 + 1);
+  CHECK(std::holds_alternative<pb::transaction::reserve_fragments>(d.transaction()->operation));
+  CHECK(ids_of(d) == ids0);
+  CHECK(files_under(t.path / "data") == data0);
+  CHECK(files_under(t.path / "_indices") == indices0);
+  REQUIRE(d.indices().size() == 1);
+  CHECK(d.indices()[0].uuid == built.index.uuid);
+
+  // And then it works.
+  const auto r = dataset::compact_files(root, {});
+  CHECK(r.version == v0 + 3);
+  CHECK(ids_of(dataset::dataset::open(root)) == ids0);
+  CHECK(files_under(t.path / "_indices").size() == indices0.size() + 1);
 }
