@@ -1,0 +1,155 @@
+// lancet vs LanceDB 0.39 (Lance 12), side by side in one run, on the foundation issue's
+// 1M-row table (int64, float32, ~14-byte strings, 128-d float32 vectors):
+//   - write: lancet writes the table as a dataset (inline, then on a pool of 2 threads);
+//     LanceDB writes the same Arrow data (read from lancet's dataset, handed to its
+//     native createTable as Arrow IPC bytes) — tests/interop/bench_lancedb.mjs;
+//   - size: bytes per column (page buffers) of both data files;
+//   - scan: a full scan of each dataset by lancet (dataset::scan) and by LanceDB
+//     (query().toArrow(), which includes handing the batches to JavaScript).
+//   bench_scan [rows] [format] [reps]      (defaults: 1000000 2.2 2)
+// Needs Node and tests/interop/node_modules (npm install there).
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include <lancet/lancet.hpp>
+
+#include "../tests/support/interop.hpp"
+
+using namespace lancet;
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+arrow::record_batch make_table(std::int64_t rows, std::uint64_t& raw_bytes) {
+  std::mt19937_64 rng(1);
+  const auto n = static_cast<std::size_t>(rows);
+  std::vector<std::int64_t> ids(n);
+  std::vector<float> xs(n), vec(n * 128);
+  std::vector<std::string> strs(n);
+  std::normal_distribution<float> nd;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    ids[std::size_t(i)] = i;
+    xs[std::size_t(i)] = nd(rng);
+    strs[std::size_t(i)] = "s-" + std::to_string(rng() % 100000000000ull);
+    strs[std::size_t(i)].resize(14, 'x');
+  }
+  for (auto& v : vec) v = nd(rng);
+  raw_bytes = std::uint64_t(rows) * (8 + 4 + 14 + 4 + 512);
+  return arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)},
+                            {"x", arrow::make_array<float>(xs)},
+                            {"s", arrow::string_array(strs)},
+                            {"vector", arrow::make_fixed_size_list(arrow::make_array<float>(vec), 128)}});
+}
+
+template <class F>
+double best_seconds(int reps, F&& f) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = clock_type::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(clock_type::now() - t0).count());
+  }
+  return best;
+}
+
+// Page-buffer bytes per leaf column of a dataset's data files, by column name.
+std::vector<std::pair<std::string, std::uint64_t>> column_bytes(const std::string& root) {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (const auto& path : testing::data_files(root)) {
+    file::file_reader<io::file_source> r{io::file_source(path.string())};
+    std::vector<std::string> names;
+    for (const auto& f : r.arrow_schema().fields)
+      for (std::uint32_t i = 0, n = encoding::v2_1::column_count(f); i < n; ++i)
+        names.push_back(n == 1 ? f.name : f.name + "#" + std::to_string(i));
+    if (out.empty())
+      for (const auto& n : names) out.emplace_back(n, 0);
+    for (std::size_t c = 0; c < r.num_columns() && c < out.size(); ++c)
+      for (const auto& p : r.column(c).metadata.pages)
+        for (auto s : p.buffer_sizes) out[c].second += s;
+  }
+  return out;
+}
+
+std::uint64_t scan_all(const std::string& root) {
+  auto ds = dataset::dataset::open(root);
+  std::uint64_t rows = 0;
+  auto sc = ds.scan();
+  while (auto b = sc.next()) rows += std::uint64_t(b->num_rows());
+  return rows;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const std::int64_t rows = argc > 1 ? std::atoll(argv[1]) : 1000000;
+  const std::string vname = argc > 2 ? argv[2] : "2.2";
+  const auto version = file::parse_format_version(vname);
+  const int reps = argc > 3 ? std::max(1, std::atoi(argv[3])) : 2;
+  std::uint64_t raw = 0;
+  const auto batch = make_table(rows, raw);
+  testing::temp_dir dir("bench-scan");
+  const auto ours = (dir.path() / "ours").string(), theirs = (dir.path() / "theirs").string();
+
+  std::printf("rows %lld, format %s, raw input %.1f MB, best of %d\n", (long long)rows, vname.c_str(), double(raw) / 1e6, reps);
+  double t_write[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    std::optional<boost::asio::thread_pool> pool;
+    dataset::write_options o;
+    o.storage_version = version;
+    if (k) {
+      pool.emplace(2);
+      o.file_options.pool = &*pool;
+    }
+    t_write[k] = best_seconds(reps, [&] {
+      fs::remove_all(ours);
+      dataset::write(ours, batch, o);
+    });
+  }
+  // LanceDB: write the same rows, scan both datasets.
+  const auto t0 = clock_type::now();
+  auto res = nlohmann::json::parse(testing::node("bench_lancedb.mjs", {ours, theirs, "--version", vname, "--reps", std::to_string(reps)}));
+  const double node_wall = std::chrono::duration<double>(clock_type::now() - t0).count();
+  const double l_write = res["write_s"], l_scan = res["scan_s"], l_scan_ours = res["scan_ours_s"];
+  if (res["rows"].get<std::int64_t>() != rows) throw std::runtime_error("LanceDB read a different number of rows");
+
+  std::uint64_t n_ours = 0, n_theirs = 0;
+  const double s_ours = best_seconds(reps, [&] { n_ours = scan_all(ours); });
+  const double s_theirs = best_seconds(reps, [&] { n_theirs = scan_all(theirs); });
+  if (n_ours != std::uint64_t(rows) || n_theirs != std::uint64_t(rows)) throw std::runtime_error("scan row count mismatch");
+
+  auto mbps = [&](double s) { return double(raw) / s / 1e6; };
+  std::printf("\nwrite (raw input MB/s)          seconds     MB/s   vs LanceDB\n");
+  std::printf("  LanceDB createTable         %8.3f %8.0f       1.00x\n", l_write, mbps(l_write));
+  std::printf("  lancet, 1 thread            %8.3f %8.0f   %8.2fx\n", t_write[0], mbps(t_write[0]), l_write / t_write[0]);
+  std::printf("  lancet, pool of 2           %8.3f %8.0f   %8.2fx\n", t_write[1], mbps(t_write[1]), l_write / t_write[1]);
+  std::printf("\nfull scan                        seconds     MB/s   vs LanceDB\n");
+  std::printf("  LanceDB, its dataset        %8.3f %8.0f       1.00x\n", l_scan, mbps(l_scan));
+  std::printf("  LanceDB, lancet's dataset   %8.3f %8.0f   %8.2fx\n", l_scan_ours, mbps(l_scan_ours), l_scan / l_scan_ours);
+  std::printf("  lancet, lancet's dataset    %8.3f %8.0f   %8.2fx\n", s_ours, mbps(s_ours), l_scan / s_ours);
+  std::printf("  lancet, LanceDB's dataset   %8.3f %8.0f   %8.2fx\n", s_theirs, mbps(s_theirs), l_scan / s_theirs);
+  std::printf("\nsize per column (page buffers)   lancet MB  LanceDB MB   ratio\n");
+  const auto a = column_bytes(ours), b = column_bytes(theirs);
+  std::uint64_t ta = 0, tb = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    std::printf("  %-28s %10.3f %11.3f %7.3f\n", a[i].first.c_str(), double(a[i].second) / 1e6, double(b[i].second) / 1e6,
+                b[i].second ? double(a[i].second) / double(b[i].second) : 0.0);
+    ta += a[i].second;
+    tb += b[i].second;
+  }
+  std::printf("  %-28s %10.3f %11.3f %7.3f\n", "total", double(ta) / 1e6, double(tb) / 1e6, tb ? double(ta) / double(tb) : 0.0);
+  std::printf("\n(node process %.1f s: LanceDB reading lancet's data into memory, %d writes, %d + %d scans)\n", node_wall,
+              reps, reps, reps);
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_scan: %s\n", e.what());
+  return 1;
+}
