@@ -8,6 +8,8 @@
 //                [--partitions N | --target-partition-size N] [--sub-vectors M] [--bits B]
 //                [--metric l2|cosine|dot|hamming] [--name NAME] [--replace] [--threads T]
 //   lancet index list DATASET
+//   lancet index optimize DATASET [--name NAME] [--merge N] [--retrain] [--target-partition-size N]
+//                [--threads T]
 //   lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R]
 //                [--columns a,b] [--index NAME]
 //   lancet compact DATASET [--target-rows N]
@@ -32,6 +34,7 @@
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/index/ivf_builder.hpp>
+#include <lancet/index/optimize.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/json/rows_reader.hpp>
 #include <lancet/json/rows_writer.hpp>
@@ -56,6 +59,8 @@ constexpr const char* usage_text =
     "               --target-partition-size N] [--sub-vectors M] [--bits B] [--metric l2|cosine|dot|hamming]\n"
     "               [--name NAME] [--replace] [--threads T]\n"
     "  lancet index list DATASET\n"
+    "  lancet index optimize DATASET [--name NAME] [--merge N] [--retrain] [--target-partition-size N]\n"
+    "               [--threads T]\n"
     "  lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R] [--columns a,b]\n"
     "               [--index NAME]\n"
     "  lancet compact DATASET [--target-rows N]\n";
@@ -424,6 +429,47 @@ int cmd_search(const args& a) {
   return 0;
 }
 
+// Indexes appended rows (a delta segment), merges segments and splits / joins
+// partitions (Lance's optimize_indices). One JSON line per index on stdout.
+int cmd_index_optimize(const args& a) {
+  index::optimize_options o;
+  o.name = a.get("name").value_or("");
+  if (auto n = a.number("merge")) o.num_indices_to_merge = std::size_t(*n);
+  o.retrain = a.get("retrain").has_value();
+  if (o.retrain && o.num_indices_to_merge) throw usage_error("give --merge or --retrain, not both");
+  if (auto n = a.number("target-partition-size")) {
+    if (*n == 0) throw usage_error("--target-partition-size must be positive");
+    o.target_partition_size = std::size_t(*n);
+  }
+  const auto threads = a.number("threads").value_or(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads == 0) throw usage_error("--threads must be positive");
+  std::optional<boost::asio::thread_pool> pool;
+  if (threads > 1) {
+    pool.emplace(std::size_t(threads));
+    o.pool = &*pool;
+  }
+  const auto r = index::optimize_indices(a.path, o);
+  for (const auto& i : r.indices) {
+    nlohmann::json j;
+    j["name"] = i.name;
+    j["changed"] = i.changed;
+    j["segments_before"] = i.segments_before;
+    j["segments_after"] = i.segments_after;
+    j["segments_merged"] = i.segments_merged;
+    j["rows_added"] = i.rows_added;
+    j["rows_dropped"] = i.rows_dropped;
+    if (i.uuid) j["uuid"] = i.uuid->to_string();
+    if (i.changed) j["partitions"] = i.num_partitions, j["rows"] = i.rows_in_segment;
+    j["splits"] = nlohmann::json::array();
+    for (const auto& s : i.splits) j["splits"].push_back({{"partition", s.partition}, {"ways", s.ways}});
+    j["joins"] = i.joins;
+    std::cout << j.dump() << "\n";
+  }
+  if (r.indices.empty()) std::cerr << "lancet: " << a.path << " has no vector index to optimise\n";
+  else std::cerr << "lancet: optimised " << r.indices.size() << " index(es) of " << a.path << ", version " << r.version << "\n";
+  return 0;
+}
+
 // Merges small fragments and drops deleted rows (Lance's compaction); vector indexes
 // are remapped in the same commit. Prints the metrics as one JSON line.
 int cmd_compact(const args& a) {
@@ -462,7 +508,7 @@ int main(int argc, char** argv) {
     if (cmd == "cat") return cmd_cat(args::parse(argc, argv, {"columns", "offset", "limit", "version"}));
     if (cmd == "inspect") return cmd_inspect(args::parse(argc, argv, {}));
     if (cmd == "index") {
-      if (argc < 3) throw usage_error("index needs a subcommand: create or list");
+      if (argc < 3) throw usage_error("index needs a subcommand: create, list or optimize");
       const std::string sub = argv[2];
       if (sub == "create")
         return cmd_index_create(args::parse(argc - 1, argv + 1,
@@ -470,7 +516,10 @@ int main(int argc, char** argv) {
                                              "bits", "metric", "name", "threads"},
                                             {"replace"}));
       if (sub == "list") return cmd_index_list(args::parse(argc - 1, argv + 1, {}));
-      throw usage_error("unknown index subcommand '" + sub + "' (create or list)");
+      if (sub == "optimize")
+        return cmd_index_optimize(
+            args::parse(argc - 1, argv + 1, {"name", "merge", "target-partition-size", "threads"}, {"retrain"}));
+      throw usage_error("unknown index subcommand '" + sub + "' (create, list or optimize)");
     }
     if (cmd == "compact") return cmd_compact(args::parse(argc, argv, {"target-rows"}));
     if (cmd == "search")

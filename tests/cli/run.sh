@@ -110,5 +110,26 @@ check "compact again: nothing to do" grep -q "needs no compaction" <<< "$err"
 err=$("$lancet" compact "$cds" --target-rows 0 2>&1); check "compact --target-rows 0 is a usage error" test $? -eq 2
 err=$("$lancet" compact "$cds" --target-rows x 2>&1); check "compact --target-rows x is a usage error" test $? -eq 2
 err=$("$lancet" compact "$tmp/none" 2>&1); check "compact of no dataset fails" test $? -eq 1
+# ---- index optimize -------------------------------------------------------------------
+ods="$tmp/ods"
+head -n 300 "$tmp/vrows.jsonl" | "$lancet" write "$ods" --schema "$tmp/vschema.json" 2>/dev/null
+check "optimize: index on 300 rows" bash -c "'$lancet' index create '$ods' --column vector --type ivf_flat --partitions 2 2>/dev/null"
+tail -n 300 "$tmp/vrows.jsonl" | "$lancet" write "$ods" --schema "$tmp/vschema.json" --mode append 2>/dev/null
+out=$("$lancet" index optimize "$ods" --target-partition-size 100 2>/dev/null); st=$?
+check "index optimize succeeds" test $st -eq 0
+check "index optimize writes a delta segment of 300 rows" bash -c "grep -q '\"rows_added\":300' <<< '$out' && grep -q '\"segments_after\":2' <<< '$out'"
+check "index list shows two segments" test "$("$lancet" index list "$ods" | grep -c '"name":"vector_idx"')" -eq 2
+q407=$(sed -n 408p "$tmp/vrows.jsonl" | sed 's/.*"vector":\(\[.*\]\)}/\1/')
+check "search over both segments finds an appended row" bash -c "'$lancet' search '$ods' --column vector --query '$q407' --k 1 --nprobes 2 --columns id | grep -q '\"_distance\":0,\"id\":407}'"
+check "search over both segments finds an old row" bash -c "'$lancet' search '$ods' --column vector --query '$q7' --k 1 --nprobes 2 --columns id | grep -q '\"_distance\":0,\"id\":7}'"
+check "LanceDB counts 600 indexed rows in 2 segments" bash -c "node '$root/tests/interop/list_indices.mjs' '$ods' | grep -q '\"numIndexedRows\":600.*\"numIndices\":2\|\"numIndices\":2.*\"numIndexedRows\":600'"
+out=$("$lancet" index optimize "$ods" --name vector_idx --merge 2 --target-partition-size 100 2>/dev/null)
+check "index optimize --merge 2: one segment of 600 rows" bash -c "grep -q '\"segments_after\":1' <<< '$out' && grep -q '\"rows\":600' <<< '$out'"
+check "index list shows one segment" test "$("$lancet" index list "$ods" | wc -l)" -eq 1
+err=$("$lancet" index optimize "$ods" --merge x 2>&1); check "index optimize --merge x is a usage error" test $? -eq 2
+err=$("$lancet" index optimize "$ods" --merge 1 --retrain 2>&1); check "--merge with --retrain is a usage error" test $? -eq 2
+err=$("$lancet" index optimize "$ods" --name nope 2>&1); st=$?
+check "index optimize of an unknown index fails naming it" bash -c "test $st -eq 1 && grep -q \"no index named 'nope'\" <<< \"\$0\"" "$err"
+check "index optimize --retrain rebuilds" bash -c "'$lancet' index optimize '$ods' --retrain 2>/dev/null | grep -q '\"segments_after\":1'"
 echo "cli: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
