@@ -1,0 +1,158 @@
+// Index optimisation after appends: lancet's optimize_indices against LanceDB's
+// optimize() (through Node, tests/interop/optimize.mjs) in the same run.
+//
+//   bench_optimize [--rows 200000] [--dim 128] [--partitions 16] [--sub-vectors 16]
+//                  [--growth 0.1,3] [--no-lancedb]
+//
+// An IVF_PQ index (built by lancet) over `rows` clustered vectors; then, for each
+// growth factor g, rows * g new rows are appended to a copy of the dataset and the
+// index is optimised by lancet and (on another copy) by LanceDB. The default 16
+// partitions of 12,500 rows are normal-sized at Lance's IVF_PQ target (8,192), so a
+// 10% append writes a delta segment, and a 3x growth (50,000 rows per partition, above
+// 4 x 8,192) forces every partition to split.
+// LanceDB's Node API only offers the whole optimize(): it also compacts the two
+// fragments into one (rewriting every row and remapping the index) and cleans up old
+// versions, so its time is an upper bound on its index optimisation; the time of a
+// Node process that only opens the table and lists its indexes is printed beside it.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/write.hpp>
+#include <lancet/index/ivf_builder.hpp>
+#include <lancet/index/optimize.hpp>
+
+#include "../tests/support/interop.hpp"
+
+using namespace lancet;
+namespace fs = std::filesystem;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+struct options {
+  std::size_t rows = 200000, dim = 128, partitions = 16, sub_vectors = 16;
+  std::vector<double> growth{0.1, 3.0};
+  bool lancedb = true;
+};
+
+std::vector<float> clustered(std::size_t n, std::size_t dim, unsigned seed) {
+  std::mt19937 rng(7);  // the same centres for every batch
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> centres(1000 * dim);
+  for (auto& c : centres) c = u(rng);
+  std::mt19937 r2(seed);
+  std::normal_distribution<float> g(0, 0.25f);
+  std::vector<float> out(n * dim);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t c = r2() % 1000;
+    for (std::size_t j = 0; j < dim; ++j) out[i * dim + j] = centres[c * dim + j] + g(r2);
+  }
+  return out;
+}
+
+arrow::record_batch batch(const std::vector<float>& values, std::size_t dim, std::int64_t first_id) {
+  const std::size_t n = values.size() / dim;
+  arrow::field vf("vector", arrow::fixed_size_list(arrow::float32(), std::int32_t(dim)), true);
+  std::vector<std::int64_t> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = first_id + std::int64_t(i);
+  arrow::record_batch b;
+  b.schema = std::make_shared<arrow::schema>(arrow::schema{{arrow::field("id", arrow::int64(), false), vf}, {}});
+  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
+               index::detail::fsl_array(vf, index::detail::copy_span(std::span<const float>(values)), n)};
+  return b;
+}
+
+double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--rows") o.rows = std::stoul(next());
+    else if (a == "--dim") o.dim = std::stoul(next());
+    else if (a == "--partitions") o.partitions = std::stoul(next());
+    else if (a == "--sub-vectors") o.sub_vectors = std::stoul(next());
+    else if (a == "--no-lancedb") o.lancedb = false;
+    else if (a == "--growth") {
+      o.growth.clear();
+      std::stringstream ss(next());
+      std::string g;
+      while (std::getline(ss, g, ',')) o.growth.push_back(std::stod(g));
+    } else {
+      std::cerr << "usage: bench_optimize [--rows N] [--dim D] [--partitions P] [--sub-vectors M] [--growth 0.1,3] "
+                   "[--no-lancedb]\n";
+      std::exit(a == "--help" ? 0 : 2);
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const auto o = parse(argc, argv);
+  testing::temp_dir tmp("bench-opt");
+  const std::string base = (tmp.path() / "base").string();
+  auto t0 = clk::now();
+  dataset::write(base, batch(clustered(o.rows, o.dim, 1), o.dim, 0));
+  std::printf("dataset: %zu x %zu written in %.2f s\n", o.rows, o.dim, seconds_since(t0));
+  index::build_options b;
+  b.column = "vector";
+  b.type = index::ivf_index_type::ivf_pq;
+  b.num_partitions = o.partitions;
+  b.num_sub_vectors = o.sub_vectors;
+  t0 = clk::now();
+  index::build_ivf_index(base, b);
+  std::printf("IVF_PQ index (%zu partitions, %zu sub-vectors) built by lancet in %.2f s\n", o.partitions,
+              o.sub_vectors, seconds_since(t0));
+  for (double g : o.growth) {
+    const std::size_t added = std::size_t(double(o.rows) * g);
+    const auto more = clustered(added, o.dim, 2);
+    const std::string ours = (tmp.path() / "ours").string(), theirs = (tmp.path() / "lancedb").string();
+    fs::remove_all(ours), fs::remove_all(theirs);
+    fs::copy(base, ours, fs::copy_options::recursive);
+    dataset::write_options wo;
+    wo.mode = dataset::write_mode::append;
+    dataset::write(ours, batch(more, o.dim, std::int64_t(o.rows)), wo);
+    fs::copy(ours, theirs, fs::copy_options::recursive);
+
+    t0 = clk::now();
+    const auto r = index::optimize_indices(ours);
+    const double ours_s = seconds_since(t0);
+    const auto& ir = r.indices.at(0);
+    std::printf("\n+%zu rows (%.0f%%): lancet optimize %.2f s: %zu -> %zu segments, %zu partitions, %llu rows in the "
+                "new segment, %zu splits, %zu joins\n",
+                added, g * 100, ours_s, ir.segments_before, ir.segments_after, ir.num_partitions,
+                (unsigned long long)ir.rows_in_segment, ir.splits.size(), ir.joins.size());
+    if (o.lancedb) {
+      t0 = clk::now();
+      testing::node("list_indices.mjs", {theirs});
+      const double node_s = seconds_since(t0);
+      t0 = clk::now();
+      const auto out = nlohmann::json::parse(testing::node("optimize.mjs", {theirs}));
+      const double lance_s = seconds_since(t0);
+      const auto& st = out["indices"].at(0)["stats"];
+      std::printf("+%zu rows (%.0f%%): LanceDB optimize() %.2f s (a Node process listing the indexes: %.2f s): "
+                  "%s indexed rows, %s segment(s), compaction %s\n",
+                  added, g * 100, lance_s, node_s, st["numIndexedRows"].dump().c_str(), st["numIndices"].dump().c_str(),
+                  out["stats"]["compaction"].dump().c_str());
+    }
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "bench_optimize: " << e.what() << "\n";
+  return 1;
+}
