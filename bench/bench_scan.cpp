@@ -7,6 +7,7 @@
 //   - scan: a full scan of each dataset by lancet (dataset::scan) and by LanceDB
 //     (query().toArrow(), which includes handing the batches to JavaScript).
 //   bench_scan [rows] [format] [reps]      (defaults: 1000000 2.2 2)
+//   BENCH_SCAN_DIR=dir bench_scan ...      keeps both datasets in dir
 // Needs Node and tests/interop/node_modules (npm install there).
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
@@ -96,8 +97,11 @@ int main(int argc, char** argv) try {
   const int reps = argc > 3 ? std::max(1, std::atoi(argv[3])) : 2;
   std::uint64_t raw = 0;
   const auto batch = make_table(rows, raw);
-  testing::temp_dir dir("bench-scan");
-  const auto ours = (dir.path() / "ours").string(), theirs = (dir.path() / "theirs").string();
+  // BENCH_SCAN_DIR: keep both datasets there (for lance-inspect); a temporary directory otherwise.
+  testing::temp_dir tmp("bench-scan");
+  const fs::path dir = std::getenv("BENCH_SCAN_DIR") ? fs::path(std::getenv("BENCH_SCAN_DIR")) : tmp.path();
+  fs::create_directories(dir);
+  const auto ours = (dir / "ours").string(), theirs = (dir / "theirs").string();
 
   std::printf("rows %lld, format %s, raw input %.1f MB, best of %d\n", (long long)rows, vname.c_str(), double(raw) / 1e6, reps);
   double t_write[2] = {0, 0};

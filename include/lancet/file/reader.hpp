@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -45,6 +46,11 @@ struct reader_options {
   // hold hundreds of MiB). Sources that hand out zero-copy views (memory, mapped
   // files) are read in one piece: splitting them would only add a copy.
   std::uint64_t read_chunk_size = std::uint64_t(8) << 20;
+  // Keep the buffers of the page last read of each column (2.1+ files), so that
+  // reading a large page range by range (a scan in read-ahead chunks) fetches it once
+  // instead of once per range. Costs up to one page per column of memory while the
+  // reader lives (nothing extra for zero-copy sources).
+  bool cache_last_page = true;
 };
 
 // One column's pages with their first rows (prefix sums of page lengths).
@@ -291,14 +297,28 @@ class file_reader {
       for (std::uint32_t c = col; c < col + n; ++c)
         cols.push_back({&columns_.at(c).metadata, columns_.at(c).page_starts});
       return encoding::v2_1::decode_field(arrow_schema_.fields[f], cols, col, begin, end,
-                                          [this](std::uint32_t c, std::size_t p) {
-                                            return page_buffers(columns_.at(c).metadata.pages.at(p));
-                                          },
+                                          [this](std::uint32_t c, std::size_t p) { return cached_page_buffers(c, p); },
                                           [this](std::uint64_t offset, std::uint64_t size) {
                                             return read_split(offset, size);
                                           });
     }
     return decode_field(schema_.fields[f], arrow_schema_.fields[f], col, begin, end);
+  }
+
+  std::vector<shared_bytes> cached_page_buffers(std::uint32_t c, std::size_t p) const {
+    const auto& page = columns_.at(c).metadata.pages.at(p);
+    if (!options_.cache_last_page) return page_buffers(page);
+    auto& cache = *cache_;
+    {
+      std::lock_guard lock(cache.mu);
+      if (cache.pages.size() != columns_.size()) cache.pages.resize(columns_.size());
+      const auto& e = cache.pages[c];
+      if (e.valid && e.page == p) return e.buffers;
+    }
+    auto bufs = page_buffers(page);
+    std::lock_guard lock(cache.mu);
+    cache.pages[c] = {true, p, bufs};
+    return bufs;
   }
 
   std::vector<shared_bytes> page_buffers(const pb::file2::column_metadata::page& p) const {
@@ -432,8 +452,21 @@ class file_reader {
     return l->num_items;
   }
 
+  struct cached_page {
+    bool valid = false;
+    std::size_t page = 0;
+    std::vector<shared_bytes> buffers;
+  };
+
+  struct page_cache {
+    std::mutex mu;
+    std::vector<cached_page> pages;  // by column
+  };
+
   Source source_;
   reader_options options_;
+  // Shared by copies of the reader (same file, same pages); keeps the reader movable.
+  std::shared_ptr<page_cache> cache_ = std::make_shared<page_cache>();
   footer footer_;
   format_version version_ = format_version::v2_0;
   std::vector<region> global_buffers_;
