@@ -4,16 +4,31 @@
 //   index::build_options o;  o.column = "vector";  o.type = index::ivf_index_type::ivf_pq;
 //   auto r = index::build_ivf_index("/data/ds", o);   // r.index: the IndexMetadata committed
 //
-// Stages (reported through build_options::on_progress):
-//   train_ivf        k-means on sample_rate x num_partitions rows (cosine: normalised,
-//                    trained as l2; hamming: k-modes over uint8 codes);
-//   train_quantizer  PQ (residuals for l2/cosine, as Lance), SQ bounds, RaBitQ rotation;
-//   shuffle          every row assigned to its nearest centroid and encoded;
-//   merge_partitions rows grouped by partition and written as auxiliary.idx + index.idx.
+// Stages (reported through build_options::on_progress), each a reusable function of
+// builder_detail (index optimisation calls them too):
+//   train_ivf        k-means (cosine: normalised, trained as l2; hamming: k-modes) on
+//                    the whole column when its decoded rows fit memory_budget_bytes
+//                    (as before: same centroids, same codes), else on a random sample
+//                    of max(sample_rate x num_partitions, the quantizer's sample) rows
+//                    read in one streaming pass; skipped with given ivf_centroids;
+//   train_quantizer  PQ (residuals for l2/cosine, as Lance), SQ bounds, RaBitQ
+//                    rotation, on the same rows; skipped with a given quantizer;
+//   shuffle          the column streamed in batches: each assigned (SIMD kernels, or
+//                    precomputed_partitions) and encoded by ivf_encoder, and handed to
+//                    the shuffler (shuffler.hpp), which spills rows grouped by
+//                    partition to temporary Lance files beyond a quarter of the budget;
+//                    precomputed_shuffle_buffers replace this stage;
+//   merge_partitions the spilled runs merged partition by partition, in partition
+//                    order (windows read in parallel on the pool), into auxiliary.idx;
+//                    then index.idx.
 // Null vectors, vectors with a non-finite value, and (cosine) zero vectors are not
-// indexed. The whole column is held in memory (no spilling to disk).
+// indexed. A multivector column (a list of fixed-size-list vectors per row) indexes
+// every vector under its row's id, with cosine distance only (Lance's rule).
+// Distributed builds: train_ivf_model once, build segments over disjoint
+// fragment_ids with commit = false (separate processes may do this), then
+// commit_index_segments commits them as one index (same name, one IndexMetadata each).
 // The dataset is only changed by the final commit: any error before it leaves it as it
-// was (a half-written index directory is removed).
+// was (a half-written index directory and the spilled runs are removed).
 #pragma once
 
 #include <algorithm>
@@ -33,6 +48,10 @@
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/commit.hpp"
@@ -120,7 +139,7 @@ struct build_options {
   std::function<void(const build_progress&)> on_progress;
 
   // Decoded rows held at once (training sample aside): scan read-ahead, buffered
-  // encoded rows (spilled to temporary Lance files beyond half of it), merge reads.
+  // encoded rows (spilled to temporary Lance files beyond a quarter of it), merge reads.
   // A column that fits is trained on whole, as today; a larger one on a sample.
   std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
   std::string spill_directory;  // where runs are spilled; default: the index directory
@@ -202,16 +221,25 @@ inline void gather(const arrow::record_batch& b, std::size_t dim, simd::distance
                    std::size_t* pick_at = nullptr) {
   const auto& col = *b.columns[0];
   const auto& ids = *b.columns[1];
-  const T* base = col.children[0]->template values<T>() + std::size_t(col.offset) * dim;
   const std::uint64_t* id = ids.values<std::uint64_t>();
-  const auto take = [&](std::int64_t r) {
-    const T* row = base + std::size_t(r) * dim;
-    if (col.is_null(r) || !usable(row, dim, metric)) {
+  // Multivector column (a list of vectors per row): every vector under the row's id.
+  const bool multi = col.type->id == arrow::type_id::list;
+  const auto& fsl = multi ? *col.children.at(0) : col;
+  const T* base = fsl.children[0]->template values<T>() + std::size_t(fsl.offset) * dim;
+  const std::int32_t* offs = multi ? col.values<std::int32_t>() : nullptr;
+  const auto one = [&](std::int64_t v, std::uint64_t row_id) {
+    const T* row = base + std::size_t(v) * dim;
+    if (fsl.is_null(v) || !usable(row, dim, metric)) {
       ++out.skipped;
       return;
     }
     out.values.insert(out.values.end(), row, row + dim);
-    out.ids.push_back(id[r]);
+    out.ids.push_back(row_id);
+  };
+  const auto take = [&](std::int64_t r) {
+    if (!multi) return one(r, id[r]);
+    if (col.is_null(r)) return void(++out.skipped);
+    for (std::int64_t v = offs[r]; v < offs[r + 1]; ++v) one(v, id[r]);
   };
   if (!pick) {
     for (std::int64_t r = 0; r < col.length; ++r) take(r);
@@ -223,6 +251,16 @@ inline void gather(const arrow::record_batch& b, std::size_t dim, simd::distance
 
 inline void report(const build_options& o, build_stage s, std::uint64_t done, std::uint64_t total) {
   if (o.on_progress) o.on_progress({s, done, total});
+}
+
+// Hands freed heap pages back to the system after each batch and stage: page reads
+// and encoded batches of many sizes are allocated and freed all along, and glibc
+// (whose mmap threshold grows with the largest block freed) would otherwise keep
+// them resident, several times the memory actually in use.
+inline void release_free_memory() noexcept {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 template <class T>
@@ -453,9 +491,16 @@ inline dataset::scan_options column_scan(const build_options& o, const std::vect
   so.with_row_id = true;
   so.fragment_ids = frags;
   const std::uint64_t row_bytes = dim * sizeof(T) + 8;
-  so.read_ahead_bytes = std::clamp<std::uint64_t>(o.memory_budget_bytes / 8, 1 << 20, std::uint64_t(64) << 20);
-  so.batch_size = std::clamp<std::uint64_t>(o.memory_budget_bytes / 32 / row_bytes, 256, 65536);
+  so.read_ahead_bytes = std::clamp<std::uint64_t>(o.memory_budget_bytes / 32, 1 << 20, std::uint64_t(64) << 20);
+  so.batch_size = std::clamp<std::uint64_t>(o.memory_budget_bytes / 64 / row_bytes, 256, 65536);
   return so;
+}
+
+// Whether the column holds a list of vectors per row.
+inline bool is_multivector(const dataset::dataset& ds, const std::string& column) {
+  for (const auto& f : ds.schema().fields)
+    if (f.name == column) return f.type->id == arrow::type_id::list;
+  return false;
 }
 
 // Stage 1 + 2: the training rows (the whole column when it fits the budget, as
@@ -479,7 +524,7 @@ inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_option
     const std::uint64_t row_bytes = dim * sizeof(T) + 8;
     auto so = column_scan<T>(o, frags, dim);
     auto sc = ds.scan(so);
-    if (live_rows * row_bytes <= o.memory_budget_bytes) {
+    if (!is_multivector(ds, o.column) && live_rows * row_bytes <= o.memory_budget_bytes) {
       vs.values.reserve(std::size_t(live_rows) * dim);
       while (auto b = sc.next()) gather(*b, dim, metric, vs);
     } else {
@@ -494,6 +539,7 @@ inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_option
       std::size_t at = 0;
       while (auto b = sc.next()) {
         gather(*b, dim, metric, vs, &pick, seen, &at);
+        release_free_memory();
         seen += std::uint64_t(b->num_rows());
         if (at == pick.size()) break;
       }
@@ -582,6 +628,7 @@ inline std::uint64_t shuffle_stage(const dataset::dataset& ds, const build_optio
     e.encode(vs.values.data(), vs.rows(), vs.ids.data(), sb, loss, o.pool);
     for (auto p : sb.partitions) dropped += p == simd::no_index;
     sh.add(sb);
+    release_free_memory();
     done += std::uint64_t(b->num_rows());
     report(o, build_stage::shuffle, done, live_rows);
   }
@@ -599,7 +646,7 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
   const auto model = ivf_model::with_centroids(matrix::of(e.km.centroids, e.km.k, e.km.dimension), loss);
   with_index_file_version(v, [&]<class V>() {
     file::writer_options wo;
-    wo.data_cache_bytes = std::clamp<std::uint64_t>(o.memory_budget_bytes / 8, 1 << 20, std::uint64_t(16) << 20);
+    wo.data_cache_bytes = std::clamp<std::uint64_t>(o.memory_budget_bytes / 16, 1 << 20, std::uint64_t(16) << 20);
     storage_writer<V, io::file_sink> aux(io::file_sink(aux_path), e.params, o.metric, wo);
     sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report(o, build_stage::merge_partitions, p, k); });
     aux_size = aux.finish().file_size;
@@ -638,6 +685,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
                               " rows of column '" + o.column + "'");
 
   auto enc = train_stage<T>(ds, o, qc, dim, frags, live_rows, k);
+  release_free_memory();
   if (o.type == ivf_index_type::ivf_flat && !o.quantizer) enc.params = flat::to_params<T>(dim), enc.width = code_bytes(enc.params);
   if (train_only) {
     train_only->centroids = matrix::of(enc.km.centroids, enc.km.k, enc.km.dimension);
@@ -668,6 +716,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
       } else {
         skipped = shuffle_stage(ds, o, enc, frags, live_rows, sh, loss);
       }
+      release_free_memory();
       rows = sh.rows();
       if (rows == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
       files = write_stage(dir, ds.storage_version(), o, enc, loss, sh);
@@ -742,7 +791,16 @@ inline build_result run_build(const std::string& root, const build_options& o, i
   // The column: a fixed-size list of f16 / f32 / f64 (or uint8 for hamming).
   column_field_id(base->manifest(), o.column);  // names the columns when missing
   const auto schema = ds.to_batch({.columns = {o.column}, .limit = 0}).schema;
-  const auto& t = *schema->fields.at(0).type;
+  const arrow::data_type* tp = schema->fields.at(0).type.get();
+  if (tp->id == arrow::type_id::list && !tp->children.empty()) {
+    // A multivector column: Lance indexes it with cosine distance only.
+    if (o.metric != simd::distance_type::cosine)
+      throw invalid_input_error("column '" + o.column + "' holds multivectors (" + arrow::to_string(*tp) +
+                                "): Lance indexes them with cosine distance only, not " +
+                                std::string(simd::distance_name(o.metric)));
+    tp = tp->children[0].type.get();
+  }
+  const auto& t = *tp;
   if (t.id != arrow::type_id::fixed_size_list || t.children.empty())
     throw invalid_input_error("column '" + o.column + "' is " + arrow::to_string(t) +
                               ", not a fixed-size list of vectors");

@@ -12,7 +12,7 @@
 // storage columns of the quantizer (codes row-major, RaBitQ factors), rows sorted by
 // partition. Within a partition, rows keep the order they were added in (runs are
 // merged in the order they were written), so the result does not depend on the
-// budget. Merging reads the partitions of a window (bounded by a quarter of the
+// budget. Merging reads the partitions of a window (bounded by an eighth of the
 // budget) in parallel on the pool and writes them in order. One partition larger
 // than the budget is still held whole while it is written.
 #pragma once
@@ -30,6 +30,10 @@
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "lancet/arrow/array.hpp"
 #include "lancet/arrow/type.hpp"
@@ -70,7 +74,9 @@ inline arrow::schema shuffle_schema(const quantizer_params& q) {
 class shuffler {
  public:
   // spill_dir is created when the first run is spilled; runs are removed by the
-  // destructor. memory_budget: bytes of buffered rows (half) plus merge reads.
+  // destructor. memory_budget: what the shuffle may hold in all: buffered rows take
+  // a quarter, the merge window an eighth; the rest is left for page reads, encoded
+  // batches, the writers' page caches and allocator slack.
   shuffler(std::size_t num_partitions, quantizer_params q, std::string spill_dir, std::uint64_t memory_budget,
            boost::asio::thread_pool* pool = nullptr)
       : k_(num_partitions),
@@ -84,7 +90,7 @@ class shuffler {
     if (k_ == 0) throw invalid_input_error("shuffler: no partitions");
     if (rq_ && std::get<rq_params>(q_).num_bits > 1)
       throw unsupported_error("shuffler: RaBitQ codes of more than 1 bit are not shuffled");
-    cap_rows_ = std::max<std::size_t>(1, std::size_t(budget_ / 2 / row_bytes()));
+    cap_rows_ = std::max<std::size_t>(1, std::size_t(budget_ / 4 / row_bytes()));
   }
   shuffler(const shuffler&) = delete;
   shuffler& operator=(const shuffler&) = delete;
@@ -98,7 +104,7 @@ class shuffler {
 
   // Bytes one buffered row takes.
   std::size_t row_bytes() const noexcept { return 8 + 4 + width_ + (rq_ ? 12 : 0); }
-  // Rows buffered before a spill (half the budget); set lower to spill earlier.
+  // Rows buffered before a spill (a quarter of the budget); set lower to spill earlier.
   std::size_t buffer_rows() const noexcept { return cap_rows_; }
   void set_buffer_rows(std::size_t rows) noexcept { cap_rows_ = std::max<std::size_t>(1, rows); }
 
@@ -234,6 +240,9 @@ class shuffler {
       std::vector<std::uint64_t>().swap(ids_);
       std::vector<std::uint8_t>().swap(codes_);
       std::vector<float>().swap(add_), std::vector<float>().swap(scale_), std::vector<float>().swap(error_);
+#if defined(__GLIBC__)
+      malloc_trim(0);  // the buffer's pages back to the system before the merge
+#endif
     }
     const auto order = sorted_order();
     const auto mem = counts_prefix();
@@ -242,7 +251,7 @@ class shuffler {
     std::vector<std::string> names;
     for (const auto& f : schema_.fields)
       if (f.name != partition_id_column) names.push_back(f.name);
-    const std::uint64_t window_bytes = std::max<std::uint64_t>(budget_ / 4, 1);
+    const std::uint64_t window_bytes = std::max<std::uint64_t>(budget_ / 8, 1);
     std::size_t p0 = 0;
     while (p0 < k_) {
       // Partitions [p0, p1): at least one, at most window_bytes of rows.
@@ -265,6 +274,9 @@ class shuffler {
         c = partition_contents{};
         if (progress) progress(p0 + i + 1, k_);
       }
+#if defined(__GLIBC__)
+      malloc_trim(0);  // freed reads back to the system (see ivf_builder.hpp)
+#endif
       p0 = p1;
     }
   }
