@@ -295,14 +295,14 @@ struct dictionary {
 struct packed_struct {
   static constexpr std::string_view message_name = "PackedStruct";
   static constexpr std::uint32_t f_inner = 1, f_buffer = 2;
-  std::vector<array_encoding> inner{};
+  std::vector<array_encoding> inner;  // no {}: clang would need array_encoding complete here
   std::optional<enc20::buffer> buffer{};
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_inner, &packed_struct::inner, "PackedStruct.inner"),
                       pb::field(f_buffer, &packed_struct::buffer, "PackedStruct.buffer")};
   }
   void encode(writer& w) const { pb::encode_message(w, *this); }
-  static packed_struct decode(reader r) { return pb::decode_message<packed_struct>(std::move(r)); }
+  static packed_struct decode(reader r);  // defined below array_encoding (clang needs it complete)
   bool operator==(const packed_struct&) const;
 };
 
@@ -416,6 +416,7 @@ struct array_encoding {
   bool operator==(const array_encoding&) const = default;
 };
 
+inline packed_struct packed_struct::decode(reader r) { return pb::decode_message<packed_struct>(std::move(r)); }
 inline bool packed_struct::operator==(const packed_struct& o) const {
   return inner == o.inner && buffer == o.buffer;
 }

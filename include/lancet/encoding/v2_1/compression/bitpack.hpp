@@ -88,11 +88,11 @@ inline void unpack_fixed(const T* in, T* out) noexcept {
 
 template <class T, unsigned... Ws>
 inline void pack_dispatch(unsigned w, const T* in, T* out, std::integer_sequence<unsigned, Ws...>) noexcept {
-  ((w == Ws ? (pack_fixed<T, Ws>(in, out), true) : false) || ...);
+  (void)((w == Ws ? (pack_fixed<T, Ws>(in, out), true) : false) || ...);
 }
 template <class T, unsigned... Ws>
 inline void unpack_dispatch(unsigned w, const T* in, T* out, std::integer_sequence<unsigned, Ws...>) noexcept {
-  ((w == Ws ? (unpack_fixed<T, Ws>(in, out), true) : false) || ...);
+  (void)((w == Ws ? (unpack_fixed<T, Ws>(in, out), true) : false) || ...);
 }
 
 }  // namespace detail
