@@ -126,13 +126,19 @@ inline void check(const compaction_options& o) {
     throw invalid_input_error("compaction: materialize_deletions_threshold is NaN");
 }
 
-// The fragment ids each index covers (every fragment up to max_fragment_id of its
-// version when it has no bitmap, as Lance assumes).
-inline std::vector<std::optional<roaring_bitmap>> index_fragmaps(const std::vector<pb::index_metadata>& indices) {
-  std::vector<std::optional<roaring_bitmap>> out;
-  for (const auto& im : indices) {
-    if (im.fragment_bitmap.empty()) out.push_back(std::nullopt);
-    else out.push_back(index_fragment_bitmap(im));
+// The fragments an index covers: those of its bitmap, or every fragment when it has
+// none (Lance assumes all fragments up to max_fragment_id of its version).
+struct index_coverage {
+  bool everything = false;
+  roaring_bitmap fragments;
+  bool covers(std::uint64_t id) const { return everything || (id <= UINT32_MAX && fragments.contains(std::uint32_t(id))); }
+};
+
+inline std::vector<index_coverage> index_fragmaps(const std::vector<pb::index_metadata>& indices) {
+  std::vector<index_coverage> out(indices.size());
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i].fragment_bitmap.empty()) out[i].everything = true;
+    else out[i].fragments = index_fragment_bitmap(indices[i]);
   }
   return out;
 }
@@ -219,7 +225,7 @@ inline compaction_plan plan_compaction(const dataset& d, const compaction_option
     else if (f.physical_rows < o.target_rows_per_fragment) c = candidacy::with_neighbours;
     std::vector<std::size_t> covering;
     for (std::size_t i = 0; i < fragmaps.size(); ++i)
-      if (!fragmaps[i] || (f.id <= UINT32_MAX && fragmaps[i]->contains(std::uint32_t(f.id)))) covering.push_back(i);
+      if (fragmaps[i].covers(f.id)) covering.push_back(i);
     if (!c) {
       if (current) bins.push_back(std::move(*current)), current.reset();
       continue;
