@@ -433,9 +433,24 @@ class ivf_searcher {
       case element_type::f64:
         flat::distances(distance_, q.used.data(), reinterpret_cast<const double*>(v), n, dim_, out);
         break;
-      case element_type::f16:
-        flat::distances(distance_, q.used.data(), reinterpret_cast<const simd::f16*>(v), n, dim_, out);
+      case element_type::f16: {
+        // Lance casts the query to the column's type before the index normalises it
+        // (cosine, in f32, the result in f16 again) and its f16 kernels take two f16
+        // vectors: the same roundings here, so near-ties order as there.
+        std::vector<double> q16(dim_);
+        float norm2 = 0.0f;
+        for (std::size_t i = 0; i < dim_; ++i) {
+          const float h = simd::f16(static_cast<float>(q.raw[i])).to_float();
+          q16[i] = h;
+          norm2 += h * h;
+        }
+        if (distance_ == distance_type::cosine && norm2 > 0.0f) {
+          const float norm = std::sqrt(norm2);
+          for (auto& x : q16) x = simd::f16(static_cast<float>(x) / norm).to_float();
+        }
+        flat::distances(distance_, q16.data(), reinterpret_cast<const simd::f16*>(v), n, dim_, out);
         break;
+      }
       case element_type::u8:
         if (distance_ == distance_type::hamming) flat::distances(distance_, q.bytes.data(), v, n, dim_, out);
         else flat::distances(distance_, q.used.data(), v, n, dim_, out);
