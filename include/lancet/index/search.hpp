@@ -10,7 +10,8 @@
 // - the nprobes partitions whose centroids are nearest to the query (l2 of the
 //   normalised query under cosine, 1 - q.c under dot, hamming for binary codes);
 // - in each partition, distances as Lance's storage computes them: IVF_FLAT exact
-//   (l2, 1 - cos, 1 - x.y, hamming); IVF_PQ the distance table of the residual query
+//   (l2, 1 - cos, 1 - x.y, hamming; over f16 storage the query is rounded to f16 first,
+//   as Lance casts it to the column's type); IVF_PQ the distance table of the residual query
 //   (l2 / cosine, the normalised query minus the centroid) or of the raw query (dot);
 //   IVF_SQ the integer estimate of the quantized query; IVF_RQ the RaBitQ estimator;
 // - the k nearest overall, the smallest distance first, the lowest row id winning
