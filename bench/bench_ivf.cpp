@@ -1,0 +1,398 @@
+// IVF_PQ build and search: lancet against LanceDB 0.39 (createIndex / vectorSearch,
+// driven through Node in the same run, tests/interop/ivf_acceptance.mjs) and FAISS
+// 1.7.3 (IndexIVFPQ train + add), on the same clustered vectors (issue 6's benchmark).
+//
+//   bench_ivf [--rows 200000] [--dim 128] [--partitions 256] [--sub-vectors 16]
+//             [--queries 200] [--nprobes 20] [--refine 10] [--threads 2]
+//             [--clusters 1000] [--spread 0.25] [--seed 1] [--no-lancedb] [--no-faiss]
+//
+// Build: ours = build_ivf_index on a dataset LanceDB wrote (read, k-means, PQ training,
+// encoding, writing the index files, commit), on a pool of --threads threads; LanceDB =
+// its createIndex on an identical copy (it uses every core); FAISS = train + add with
+// --threads OpenMP threads. Search: one query at a time, single-threaded (LanceDB: one
+// vectorSearch per query, its own threads), recall@10 against exact l2 neighbours,
+// without and with refine (exact re-ranking of k * refine candidates: ours and LanceDB's
+// read the vectors from the dataset, FAISS's IndexRefineFlat keeps them in memory).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json.hpp>
+
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/index/ivf_builder.hpp>
+#include <lancet/index/vector_index.hpp>
+#include <lancet/simd/distance.hpp>
+#include <lancet/simd/topk.hpp>
+
+#ifdef LANCET_BENCH_FAISS
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexIVFPQ.h>
+#include <faiss/IndexRefine.h>
+#include <omp.h>
+#endif
+
+#include "../tests/support/interop.hpp"
+
+using namespace lancet;
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+using njson = nlohmann::json;
+
+namespace {
+
+double cpu_now() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+struct options {
+  std::size_t rows = 200000, dim = 128, partitions = 256, sub_vectors = 16, queries = 200, nprobes = 20, refine = 10,
+              threads = 2, clusters = 1000;
+  float spread = 0.25f;
+  unsigned seed = 1;
+  bool lancedb = true, faiss = true;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "bench_ivf: %s\nusage: bench_ivf [--rows N] [--dim D] [--partitions P] [--sub-vectors M] [--queries Q]\n"
+               "                 [--nprobes N] [--refine R] [--threads T] [--clusters C] [--spread S] [--seed S]\n"
+               "                 [--no-lancedb] [--no-faiss]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") usage("IVF_PQ build and search, lancet vs LanceDB vs FAISS");
+    if (a == "--no-lancedb") {
+      o.lancedb = false;
+      continue;
+    }
+    if (a == "--no-faiss") {
+      o.faiss = false;
+      continue;
+    }
+    if (i + 1 >= argc) usage("option " + a + " needs a value");
+    const std::string v = argv[++i];
+    auto num = [&]() -> std::size_t {
+      std::size_t pos = 0;
+      unsigned long long x = 0;
+      try {
+        x = std::stoull(v, &pos);
+      } catch (const std::exception&) {
+        pos = 0;
+      }
+      if (pos != v.size() || v.empty() || v[0] == '-') usage(a + " needs a non-negative integer, got '" + v + "'");
+      return std::size_t(x);
+    };
+    if (a == "--rows") o.rows = num();
+    else if (a == "--dim") o.dim = num();
+    else if (a == "--partitions") o.partitions = num();
+    else if (a == "--sub-vectors") o.sub_vectors = num();
+    else if (a == "--queries") o.queries = num();
+    else if (a == "--nprobes") o.nprobes = num();
+    else if (a == "--refine") o.refine = num();
+    else if (a == "--threads") o.threads = num();
+    else if (a == "--clusters") o.clusters = num();
+    else if (a == "--seed") o.seed = unsigned(num());
+    else if (a == "--spread") {
+      try {
+        o.spread = std::stof(v);
+      } catch (const std::exception&) {
+        usage("--spread needs a number, got '" + v + "'");
+      }
+    } else usage("unknown option " + a);
+  }
+  if (o.rows == 0 || o.dim == 0 || o.partitions == 0 || o.sub_vectors == 0 || o.queries == 0 || o.nprobes == 0 ||
+      o.threads == 0 || o.clusters == 0)
+    usage("sizes must be positive");
+  if (o.dim % o.sub_vectors != 0) usage("--sub-vectors must divide --dim");
+  if (o.partitions > o.rows) usage("more partitions than rows");
+  return o;
+}
+
+// Rows and queries around `clusters` centres uniform in [-1, 1)^dim (Gaussian spread).
+void clustered(const options& o, std::vector<float>& rows, std::vector<float>& queries) {
+  std::mt19937 rng(o.seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::normal_distribution<float> g(0, o.spread);
+  std::vector<float> centres(o.clusters * o.dim);
+  for (auto& c : centres) c = u(rng);
+  auto draw = [&](std::vector<float>& out, std::size_t n) {
+    out.resize(n * o.dim);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t c = rng() % o.clusters;
+      for (std::size_t j = 0; j < o.dim; ++j) out[i * o.dim + j] = centres[c * o.dim + j] + g(rng);
+    }
+  };
+  draw(rows, o.rows);
+  draw(queries, o.queries);
+}
+
+void write_f32(const fs::path& p, const std::vector<float>& v) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4));
+  if (!out) throw io_error("cannot write " + p.string());
+}
+
+using ids_t = std::vector<std::vector<std::uint64_t>>;
+
+double recall(const ids_t& got, const ids_t& truth) {
+  double s = 0;
+  for (std::size_t q = 0; q < truth.size(); ++q) {
+    const std::set<std::uint64_t> tr(truth[q].begin(), truth[q].end());
+    std::size_t hit = 0;
+    if (q < got.size())
+      for (auto id : got[q]) hit += tr.count(id);
+    s += double(hit) / double(truth[q].size());
+  }
+  return s / double(truth.size());
+}
+
+// Exact l2 neighbours (row id = position: one fragment, nothing deleted).
+ids_t exact(const options& o, const std::vector<float>& rows, const std::vector<float>& queries,
+            boost::asio::thread_pool* pool) {
+  ids_t out(o.queries);
+  parallel_for(pool, o.queries, [&](std::size_t q) {
+    std::vector<float> d(o.rows);
+    simd::distances_to_many(simd::distance_type::l2, queries.data() + q * o.dim, rows.data(), o.rows, o.dim, d.data());
+    std::vector<std::uint32_t> idx(10);
+    std::vector<float> val(10);
+    const std::size_t got = simd::topk(d.data(), o.rows, 10, idx.data(), val.data());
+    out[q].assign(idx.begin(), idx.begin() + std::ptrdiff_t(got));
+  });
+  return out;
+}
+
+struct search_run {
+  double recall = 0, qps = 0;
+};
+
+struct method {
+  std::string name;
+  double build_s = -1, build_cpu_s = -1;
+  search_run plain, refined;
+};
+
+// Our search over the dataset's index, one query at a time on this thread. Refine
+// re-ranks with the original vectors held in memory (as FAISS's IndexRefineFlat; row
+// id = position: one fragment, nothing deleted); dataset::take per query is timed
+// separately (take_ms).
+search_run our_search(const options& o, const fs::path& root, const std::vector<float>& rows,
+                      const std::vector<float>& queries, const ids_t& truth, std::size_t refine) {
+  const auto s = *dataset::load_latest(root.string());
+  auto ix = index::open_vector_index(s, "vector");
+  index::search_params sp;
+  sp.k = 10;
+  sp.nprobes = o.nprobes;
+  sp.refine_factor = refine;
+  if (refine > 0)
+    sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) {
+      for (std::size_t r = 0; r < ids.size(); ++r)
+        for (std::size_t j = 0; j < o.dim; ++j) out[r * o.dim + j] = rows[std::size_t(ids[r]) * o.dim + j];
+    };
+  // Warm the partition cache (LanceDB's index cache is warm after its first query too).
+  ix.searcher->search(queries.data(), o.dim, sp);
+  ids_t got(o.queries);
+  const auto t0 = clock_type::now();
+  for (std::size_t q = 0; q < o.queries; ++q)
+    for (const auto& h : ix.searcher->search(queries.data() + q * o.dim, o.dim, sp)) got[q].push_back(h.row_id);
+  const double secs = since(t0);
+  return {recall(got, truth), double(o.queries) / secs};
+}
+
+// Milliseconds of one dataset::take of k * refine vectors (what refine from disk costs).
+double take_ms(const fs::path& root, std::size_t count, std::size_t rows) {
+  const auto ds = dataset::dataset::open(root.string());
+  std::vector<std::uint64_t> ids;
+  std::mt19937_64 rng(5);
+  for (std::size_t i = 0; i < count; ++i) ids.push_back(rng() % rows);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  const auto t0 = clock_type::now();
+  const auto b = ds.take(ids, {"vector"});
+  const double ms = 1e3 * since(t0);
+  if (b.columns.empty()) throw corrupt_error("take returned no column");
+  return ms;
+}
+
+search_run lance_search(const options& o, const fs::path& root, const fs::path& qf, const ids_t& truth,
+                        std::size_t refine) {
+  std::vector<std::string> args = {"search", root.string(), "--queries", qf.string(), "--dim", std::to_string(o.dim),
+                                   "--k", "10", "--nprobes", std::to_string(o.nprobes)};
+  if (refine > 0) {
+    args.push_back("--refine");
+    args.push_back(std::to_string(refine));
+  }
+  std::istringstream lines(testing::node("ivf_acceptance.mjs", args));
+  ids_t got;
+  search_run r;
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = njson::parse(line);
+    if (j.contains("rowids")) {
+      got.emplace_back();
+      for (const auto& id : j["rowids"]) got.back().push_back(std::stoull(id.get<std::string>()));
+    } else if (j.contains("qps")) {
+      r.qps = j["qps"].get<double>();
+    }
+  }
+  r.recall = recall(got, truth);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto o = parse(argc, argv);
+  // FAISS: OpenMP threads that sleep when idle and one BLAS thread (spinning threads on
+  // a shared 2-CPU machine multiply wall time). OpenMP reads its environment when the
+  // program loads, so the program runs itself again once with them set (the caller's
+  // settings win).
+  if (!std::getenv("OMP_WAIT_POLICY") || !std::getenv("OPENBLAS_NUM_THREADS")) {
+    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
+    ::execv("/proc/self/exe", argv);  // returns only on failure: go on as we are
+  }
+  std::printf("bench_ivf: %zu x %zu f32 vectors (%zu clusters, spread %.3g), IVF %zu partitions, PQ %zu x 8, "
+              "%zu queries, nprobes %zu, refine %zu, %zu threads\n",
+              o.rows, o.dim, o.clusters, double(o.spread), o.partitions, o.sub_vectors, o.queries, o.nprobes, o.refine,
+              o.threads);
+  std::vector<float> rows, queries;
+  clustered(o, rows, queries);
+  testing::temp_dir tmp("bench-ivf");
+  const auto vf = tmp.path() / "vectors.f32", qf = tmp.path() / "queries.f32";
+  write_f32(vf, rows);
+  write_f32(qf, queries);
+  boost::asio::thread_pool pool(o.threads);
+  const auto truth = exact(o, rows, queries, &pool);
+
+  // The dataset, written by LanceDB (so its createIndex and our builder read the same files).
+  const auto base = tmp.path() / "base";
+  testing::node("ivf_acceptance.mjs", {"create", base.string(), "--vectors", vf.string(), "--dim", std::to_string(o.dim)});
+  std::vector<method> results;
+
+  {
+    method m{"lancet", -1, -1, {}, {}};
+    const auto root = tmp.path() / "ours";
+    fs::copy(base, root, fs::copy_options::recursive);
+    index::build_options bo;
+    bo.column = "vector";
+    bo.type = index::ivf_index_type::ivf_pq;
+    bo.num_partitions = o.partitions;
+    bo.num_sub_vectors = o.sub_vectors;
+    bo.pool = &pool;
+    const double c0 = cpu_now();
+    const auto t0 = clock_type::now();
+    index::build_ivf_index(root.string(), bo);
+    m.build_s = since(t0);
+    m.build_cpu_s = cpu_now() - c0;
+    std::printf("  lancet build %.3f s (CPU %.3f s)\n", m.build_s, m.build_cpu_s);
+    std::fflush(stdout);
+    m.plain = our_search(o, root, rows, queries, truth, 0);
+    if (o.refine) {
+      m.refined = our_search(o, root, rows, queries, truth, o.refine);
+      std::printf("  lancet dataset::take of %zu random vectors: %.1f ms\n", 10 * o.refine, take_ms(root, 10 * o.refine, o.rows));
+    }
+    results.push_back(m);
+  }
+
+  if (o.lancedb) {
+    method m{"LanceDB 0.39", -1, -1, {}, {}};
+    const auto root = tmp.path() / "lancedb";
+    fs::copy(base, root, fs::copy_options::recursive);
+    const auto t0 = clock_type::now();
+    const auto out = njson::parse(testing::node(
+        "ivf_acceptance.mjs", {"index", root.string(), "--type", "ivf_pq", "--partitions", std::to_string(o.partitions),
+                               "--sub-vectors", std::to_string(o.sub_vectors)}));
+    const double wall = since(t0);
+    m.build_s = out["seconds"].get<double>();
+    std::printf("  LanceDB createIndex %.3f s (node process %.3f s)\n", m.build_s, wall);
+    std::fflush(stdout);
+    m.plain = lance_search(o, root, qf, truth, 0);
+    if (o.refine) m.refined = lance_search(o, root, qf, truth, o.refine);
+    results.push_back(m);
+  }
+
+#ifdef LANCET_BENCH_FAISS
+  if (o.faiss) {
+    method m{"FAISS 1.7.3", -1, -1, {}, {}};
+    omp_set_num_threads(int(o.threads));
+    const auto d = faiss::Index::idx_t(o.dim);
+    faiss::IndexFlatL2 coarse(d);
+    faiss::IndexIVFPQ ivfpq(&coarse, d, o.partitions, o.sub_vectors, 8);
+    const double c0 = cpu_now();
+    const auto t0 = clock_type::now();
+    ivfpq.train(faiss::Index::idx_t(o.rows), rows.data());
+    ivfpq.add(faiss::Index::idx_t(o.rows), rows.data());
+    m.build_s = since(t0);
+    m.build_cpu_s = cpu_now() - c0;
+    std::printf("  FAISS train+add %.3f s (CPU %.3f s)\n", m.build_s, m.build_cpu_s);
+    std::fflush(stdout);
+    // Searches single-threaded, one query per call, like the others.
+    omp_set_num_threads(1);
+    auto run = [&](faiss::Index& ix, const faiss::SearchParameters* params) {
+      ids_t got(o.queries);
+      std::vector<faiss::Index::idx_t> labels(10);
+      std::vector<float> dist(10);
+      const auto t1 = clock_type::now();
+      for (std::size_t q = 0; q < o.queries; ++q) {
+        ix.search(1, queries.data() + q * o.dim, 10, dist.data(), labels.data(), params);
+        for (auto l : labels)
+          if (l >= 0) got[q].push_back(std::uint64_t(l));
+      }
+      const double secs = since(t1);
+      return search_run{recall(got, truth), double(o.queries) / secs};
+    };
+    ivfpq.nprobe = o.nprobes;
+    m.plain = run(ivfpq, nullptr);
+    if (o.refine) {
+      faiss::IndexRefineFlat refined(&ivfpq, rows.data());
+      refined.k_factor = float(o.refine);
+      m.refined = run(refined, nullptr);
+    }
+    results.push_back(m);
+  }
+#else
+  if (o.faiss) std::printf("  (FAISS not found at build time: no FAISS row)\n");
+#endif
+
+  std::printf("\n| method | build s | build CPU s | recall@10 | QPS | recall@10 refine %zu | QPS refine |\n", o.refine);
+  std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const auto& m : results) {
+    std::printf("| %s | %.3f | %s | %.4f | %.0f | %s | %s |\n", m.name.c_str(), m.build_s,
+                m.build_cpu_s < 0 ? "-" : std::to_string(m.build_cpu_s).substr(0, 6).c_str(), m.plain.recall,
+                m.plain.qps, o.refine ? std::to_string(m.refined.recall).substr(0, 6).c_str() : "-",
+                o.refine ? std::to_string(long(m.refined.qps)).c_str() : "-");
+  }
+  const auto& ours = results.front();
+  for (std::size_t i = 1; i < results.size(); ++i) {
+    const auto& m = results[i];
+    std::printf("\n%s / lancet: build time %.2fx, QPS %.2fx, QPS with refine %.2fx; recall@10 difference %+.4f "
+                "(refine %+.4f)\n",
+                m.name.c_str(), m.build_s / ours.build_s, m.plain.qps / ours.plain.qps,
+                o.refine ? m.refined.qps / ours.refined.qps : 0.0, m.plain.recall - ours.plain.recall,
+                o.refine ? m.refined.recall - ours.refined.recall : 0.0);
+  }
+  return 0;
+}
