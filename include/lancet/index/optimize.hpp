@@ -594,28 +594,60 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
     std::uint64_t done = 0;
     if (wex)
       throw unsupported_error("index '" + name + "': lancet does not re-encode multi-bit IVF_RQ rows");
-    fetch_vectors_chunked(ds, column, dim, ids, o.fetch_chunk_bytes, [&](std::size_t at, std::size_t n, const float* v) {
-      for (std::size_t b = 0; b < n; b += route_batch_rows) {
-        const std::size_t m = std::min(route_batch_rows, n - b);
-        std::vector<float> rows(v + b * dim, v + (b + m) * dim);
-        std::vector<std::uint32_t> part(m);
-        std::vector<std::uint64_t> rid(ids.begin() + std::ptrdiff_t(at + b), ids.begin() + std::ptrdiff_t(at + b + m));
-        std::size_t kept = 0;
-        for (std::size_t i = 0; i < m; ++i) {
-          std::vector<float> nv(rows.begin() + std::ptrdiff_t(i * dim), rows.begin() + std::ptrdiff_t((i + 1) * dim));
-          if (!usable_row(nv.data(), dim, metric)) continue;  // became null: not indexed
-          std::vector<float> r = nv;
-          if (metric == simd::distance_type::cosine) normalise(r.data(), dim);
-          part[kept] = choose(src[at + b + i], r.data());
-          std::copy(nv.begin(), nv.end(), rows.begin() + std::ptrdiff_t(kept * dim));
-          rid[kept] = rid[i];
-          ++kept;
+    // The rows are read by scanning the fragments that hold them (decoded at most
+    // fetch_chunk_bytes at a time) and routed route_batch_rows at a time.
+    std::unordered_map<std::uint64_t, std::uint32_t> want;
+    want.reserve(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) want.emplace(ids[i], src[i]);
+    std::vector<std::uint64_t> frag_ids(merged_frags.begin(), merged_frags.end());
+    frag_ids.insert(frag_ids.end(), unindexed.begin(), unindexed.end());
+    std::sort(frag_ids.begin(), frag_ids.end());
+    dataset::scan_options so;
+    so.columns = {column};
+    so.with_row_id = true;
+    so.fragment_ids = frag_ids;
+    so.read_ahead_bytes = o.fetch_chunk_bytes;
+    so.batch_size = std::max<std::uint64_t>(1, o.fetch_chunk_bytes / std::max<std::uint64_t>(1, dim * sizeof(float)));
+    auto sc = ds.scan(so);
+    std::vector<float> rows, v(dim), r(dim);
+    std::vector<std::uint32_t> part;
+    std::vector<std::uint64_t> rid;
+    auto flush = [&] {
+      e2.encode(rows.data(), rid.size(), part.data(), rid.data(), dest, o.pool);
+      done += rid.size();
+      report(o, name, optimize_stage::reassign, done, ids.size());
+      rows.clear(), part.clear(), rid.clear();
+    };
+    while (auto b = sc.next()) {
+      const auto& col = *b->columns[0];
+      const auto& item = *col.children.at(0);
+      const auto* bid = b->columns[1]->values<std::uint64_t>();
+      for (std::int64_t i = 0; i < col.length; ++i) {
+        const auto it = want.find(bid[i]);
+        if (it == want.end()) continue;
+        const std::uint32_t from = it->second;
+        want.erase(it);
+        if (!col.is_valid(i)) continue;  // became null: no longer indexed
+        const std::size_t at = (std::size_t(col.offset) + std::size_t(i)) * dim;
+        for (std::size_t j = 0; j < dim; ++j) {
+          switch (item.type->id) {
+            case arrow::type_id::float16: v[j] = item.values<simd::f16>()[at + j].to_float(); break;
+            case arrow::type_id::float32: v[j] = item.values<float>()[at + j]; break;
+            case arrow::type_id::float64: v[j] = float(item.values<double>()[at + j]); break;
+            default: throw unsupported_error("index '" + name + "': column '" + column + "' holds " +
+                                             arrow::to_string(*item.type) + " vectors");
+          }
         }
-        e2.encode(rows.data(), kept, part.data(), rid.data(), dest, o.pool);
-        done += m;
-        report(o, name, optimize_stage::reassign, done, ids.size());
+        if (!usable_row(v.data(), dim, metric)) continue;
+        r = v;
+        if (metric == simd::distance_type::cosine) normalise(r.data(), dim);
+        part.push_back(choose(from, r.data()));
+        rows.insert(rows.end(), v.begin(), v.end());
+        rid.push_back(bid[i]);
+        if (rid.size() == route_batch_rows) flush();
       }
-    });
+    }
+    if (!rid.empty()) flush();
   };
 
   std::vector<float> final_cents = cents;
