@@ -67,7 +67,9 @@ void check_rewrite_matches(const lance_reader& theirs, const std::string& what) 
     if (a[c] == b[c]) continue;
     // FSST symbol tables are trained from the data: ours may pick other symbols than
     // Lance's. Then the layout must match in shape (same encoding size, same buffer
-    // count) and our compressed bytes stay within 10% of Lance's.
+    // count) and our compressed bytes stay within 5% of Lance's (the size target;
+    // the long_utf8 column measured 0.99 of Lance's after the table got one-byte codes
+    // for every sampled byte, 1.095 before).
     REQUIRE(a[c].size() == b[c].size());
     for (std::size_t p = 0; p < a[c].size(); ++p) {
       CHECK(a[c][p].first.size() == b[c][p].first.size());
@@ -75,7 +77,9 @@ void check_rewrite_matches(const lance_reader& theirs, const std::string& what) 
       std::uint64_t theirs_bytes = 0, ours_bytes = 0;
       for (auto x : a[c][p].second) theirs_bytes += x;
       for (auto x : b[c][p].second) ours_bytes += x;
-      CHECK(double(ours_bytes) <= 1.10 * double(theirs_bytes));
+      MESSAGE(what << " column " << c << " page " << p << ": ours " << ours_bytes << " bytes, Lance's " << theirs_bytes
+                   << " (" << double(ours_bytes) / double(theirs_bytes) << ")");
+      CHECK(double(ours_bytes) <= 1.05 * double(theirs_bytes));
     }
   }
   auto back = ours.read();

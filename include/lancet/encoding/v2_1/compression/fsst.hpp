@@ -155,6 +155,20 @@ class symbol_table {
         st.symbols_.push_back(merged[i].s);
       st.index();
     }
+    // Room left: a one-byte symbol for every byte of the sample without one, most
+    // frequent first. Long symbols fitted to the sample (digits of particular numbers)
+    // leave those bytes without a code, so outside the sample they would be escaped at
+    // two bytes each; a one-byte code is never worse than an escape.
+    std::array<std::uint64_t, 256> freq{};
+    for (const auto& [p, len] : sample)
+      for (std::size_t i = 0; i < len; ++i) ++freq[p[i]];
+    std::vector<std::uint8_t> missing;
+    for (std::size_t b = 0; b < 256; ++b)
+      if (freq[b] && st.single_[b] < 0) missing.push_back(std::uint8_t(b));
+    std::stable_sort(missing.begin(), missing.end(), [&](std::uint8_t a, std::uint8_t b) { return freq[a] > freq[b]; });
+    for (std::size_t i = 0; i < missing.size() && st.symbols_.size() < max_symbols; ++i)
+      st.symbols_.push_back(make_symbol(&missing[i], 1));
+    st.index();
     return st;
   }
 
