@@ -2,7 +2,7 @@
 // optimize() (through Node, tests/interop/optimize.mjs) in the same run.
 //
 //   bench_optimize [--rows 200000] [--dim 128] [--partitions 16] [--sub-vectors 16]
-//                  [--growth 0.1,3] [--no-lancedb]
+//                  [--growth 0.1,3] [--threads T] [--no-lancedb]
 //
 // An IVF_PQ index (built by lancet) over `rows` clustered vectors; then, for each
 // growth factor g, rows * g new rows are appended to a copy of the dataset and the
@@ -14,6 +14,7 @@
 // fragments into one (rewriting every row and remapping the index) and cleans up old
 // versions, so its time is an upper bound on its index optimisation; the time of a
 // Node process that only opens the table and lists its indexes is printed beside it.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -21,7 +22,10 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <boost/asio/thread_pool.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +45,7 @@ namespace {
 struct options {
   std::size_t rows = 200000, dim = 128, partitions = 16, sub_vectors = 16;
   std::vector<double> growth{0.1, 3.0};
+  std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
   bool lancedb = true;
 };
 
@@ -85,6 +90,7 @@ options parse(int argc, char** argv) {
     else if (a == "--dim") o.dim = std::stoul(next());
     else if (a == "--partitions") o.partitions = std::stoul(next());
     else if (a == "--sub-vectors") o.sub_vectors = std::stoul(next());
+    else if (a == "--threads") o.threads = std::max<std::size_t>(1, std::stoul(next()));
     else if (a == "--no-lancedb") o.lancedb = false;
     else if (a == "--growth") {
       o.growth.clear();
@@ -93,7 +99,7 @@ options parse(int argc, char** argv) {
       while (std::getline(ss, g, ',')) o.growth.push_back(std::stod(g));
     } else {
       std::cerr << "usage: bench_optimize [--rows N] [--dim D] [--partitions P] [--sub-vectors M] [--growth 0.1,3] "
-                   "[--no-lancedb]\n";
+                   "[--threads T] [--no-lancedb]\n";
       std::exit(a == "--help" ? 0 : 2);
     }
   }
@@ -109,7 +115,9 @@ int main(int argc, char** argv) try {
   auto t0 = clk::now();
   dataset::write(base, batch(clustered(o.rows, o.dim, 1), o.dim, 0));
   std::printf("dataset: %zu x %zu written in %.2f s\n", o.rows, o.dim, seconds_since(t0));
+  boost::asio::thread_pool pool(o.threads);
   index::build_options b;
+  b.pool = &pool;
   b.column = "vector";
   b.type = index::ivf_index_type::ivf_pq;
   b.num_partitions = o.partitions;
@@ -130,12 +138,14 @@ int main(int argc, char** argv) try {
     fs::copy(ours, theirs, fs::copy_options::recursive);
 
     t0 = clk::now();
-    const auto r = index::optimize_indices(ours);
+    index::optimize_options oo;
+    oo.pool = &pool;
+    const auto r = index::optimize_indices(ours, oo);
     const double ours_s = seconds_since(t0);
     const auto& ir = r.indices.at(0);
-    std::printf("\n+%zu rows (%.0f%%): lancet optimize %.2f s: %zu -> %zu segments, %zu partitions, %llu rows in the "
+    std::printf("\n+%zu rows (%.0f%%): lancet optimize (%zu threads) %.2f s: %zu -> %zu segments, %zu partitions, %llu rows in the "
                 "new segment, %zu splits, %zu joins\n",
-                added, g * 100, ours_s, ir.segments_before, ir.segments_after, ir.num_partitions,
+                added, g * 100, o.threads, ours_s, ir.segments_before, ir.segments_after, ir.num_partitions,
                 (unsigned long long)ir.rows_in_segment, ir.splits.size(), ir.joins.size());
     if (o.lancedb) {
       t0 = clk::now();

@@ -613,6 +613,10 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
     std::vector<std::uint32_t> part;
     std::vector<std::uint64_t> rid;
     auto flush = [&] {
+      if (!choose) {  // nearest of all the new centroids, a batch at a time (SIMD)
+        part.resize(rid.size());
+        route(metric, new_cents, dim, rows.data(), rid.size(), part.data(), o.pool);
+      }
       e2.encode(rows.data(), rid.size(), part.data(), rid.data(), dest, o.pool);
       done += rid.size();
       report(o, name, optimize_stage::reassign, done, ids.size());
@@ -639,9 +643,11 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
           }
         }
         if (!usable_row(v.data(), dim, metric)) continue;
-        r = v;
-        if (metric == simd::distance_type::cosine) normalise(r.data(), dim);
-        part.push_back(choose(from, r.data()));
+        if (choose) {
+          r = v;
+          if (metric == simd::distance_type::cosine) normalise(r.data(), dim);
+          part.push_back(choose(from, r.data()));
+        }
         rows.insert(rows.end(), v.begin(), v.end());
         rid.push_back(bid[i]);
         if (rid.size() == route_batch_rows) flush();
@@ -730,18 +736,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
       if (affected[p]) from.push_back(std::uint32_t(p));
       else final_parts[p] = std::move(parts[p]);
     }
-    const auto& fc = final_cents;
-    reencode(from, final_cents,
-             [&](std::uint32_t, const float* r) {
-               std::uint32_t best = 0;
-               float bd = std::numeric_limits<float>::infinity();
-               for (std::size_t c = 0; c < k1; ++c) {
-                 const float d = route_distance(route_metric, r, fc.data() + c * dim, dim);
-                 if (d < bd) bd = d, best = std::uint32_t(c);
-               }
-               return best;
-             },
-             final_parts);
+    reencode(from, final_cents, nullptr, final_parts);
   } else if (!plan.joins.empty()) {
     // Join: survivors renumbered in order; joined rows go to the nearest survivor with room.
     std::vector<bool> joined(k0, false), alive(k0, true);
