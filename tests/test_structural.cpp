@@ -1028,18 +1028,20 @@ TEST_CASE("reader: read_chunk_size splits large page buffers into reads like Lan
     file::file_reader<io::memory_source> r(io::memory_source(bytes), o);
     CHECK_FALSE(arrow::first_difference(payload, r.read().columns[0]));
   }
-  for (bool cache : {true, false}) {
-    // Range by range over one page: fetched once with the page cache, once per range without.
+  for (std::uint64_t budget : {std::uint64_t(1) << 30, std::uint64_t(0), std::uint64_t(1) << 20}) {
+    // Range by range over one page: fetched once with the page cache, once per range
+    // without (off, or the page is larger than the cache).
+    const bool cache = budget > big.size();
     logging_source src{io::memory_source(bytes)};
     file::reader_options o;
-    o.cache_last_page = cache;
+    o.page_cache_bytes = budget;
     file::file_reader<logging_source> r(src, o);
     src.log->clear();
     CHECK_FALSE(arrow::first_difference(arrow::slice(payload, 0, 1), r.read({{}, std::pair{0, 1}, std::nullopt}).columns[0]));
     CHECK_FALSE(arrow::first_difference(arrow::slice(payload, 1, 1), r.read({{}, std::pair{1, 2}, std::nullopt}).columns[0]));
     std::size_t big_reads = 0;
     for (auto n : *src.log) big_reads += n >= big.size();
-    CHECK_MESSAGE(big_reads == (cache ? 1u : 2u), "cache_last_page " << cache);
+    CHECK_MESSAGE(big_reads == (cache ? 1u : 2u), "page_cache_bytes " << budget);
   }
   file::reader_options zero;
   zero.read_chunk_size = 0;

@@ -48,9 +48,9 @@ struct reader_options {
   std::uint64_t read_chunk_size = std::uint64_t(8) << 20;
   // Keep the buffers of the page last read of each column (2.1+ files), so that
   // reading a large page range by range (a scan in read-ahead chunks) fetches it once
-  // instead of once per range. Costs up to one page per column of memory while the
-  // reader lives (nothing extra for zero-copy sources).
-  bool cache_last_page = true;
+  // instead of once per range. At most this many bytes stay cached per reader (other
+  // columns' pages are dropped to make room; a larger page is not cached); 0: off.
+  std::uint64_t page_cache_bytes = std::uint64_t(1) << 30;
 };
 
 // One column's pages with their first rows (prefix sums of page lengths).
@@ -307,7 +307,10 @@ class file_reader {
 
   std::vector<shared_bytes> cached_page_buffers(std::uint32_t c, std::size_t p) const {
     const auto& page = columns_.at(c).metadata.pages.at(p);
-    if (!options_.cache_last_page) return page_buffers(page);
+    std::uint64_t bytes = 0;
+    for (auto s : page.buffer_sizes) bytes += s;
+    const auto budget = options_.page_cache_bytes;
+    if (budget == 0 || bytes > budget) return page_buffers(page);
     auto& cache = *cache_;
     {
       std::lock_guard lock(cache.mu);
@@ -317,7 +320,15 @@ class file_reader {
     }
     auto bufs = page_buffers(page);
     std::lock_guard lock(cache.mu);
-    cache.pages[c] = {true, p, bufs};
+    auto drop = [&](cached_page& e) {
+      if (!e.valid) return;
+      cache.bytes -= e.bytes;
+      e = cached_page{};
+    };
+    drop(cache.pages[c]);
+    for (std::size_t i = 0; i < cache.pages.size() && cache.bytes + bytes > budget; ++i) drop(cache.pages[i]);
+    cache.pages[c] = {true, p, bytes, bufs};
+    cache.bytes += bytes;
     return bufs;
   }
 
@@ -455,12 +466,14 @@ class file_reader {
   struct cached_page {
     bool valid = false;
     std::size_t page = 0;
+    std::uint64_t bytes = 0;
     std::vector<shared_bytes> buffers;
   };
 
   struct page_cache {
     std::mutex mu;
     std::vector<cached_page> pages;  // by column
+    std::uint64_t bytes = 0;         // sum of the cached pages' sizes
   };
 
   Source source_;
