@@ -322,6 +322,8 @@ TEST_CASE("compact_files: an IVF index is remapped in the Rewrite commit") {
     CHECK(rw->rewritten_indices[0].new_id == r.indices[0].new_uuid);
     REQUIRE(after.indices().size() == 1);
     const auto& im = after.indices()[0];
+    CHECK(rw->rewritten_indices[0].new_index_files == im.files);  // field 5, as LanceDB 0.39 writes it
+    CHECK(!im.files.empty());
     CHECK(im.uuid == r.indices[0].new_uuid);
     CHECK(im.name == built.index.name);
     CHECK(im.dataset_version == built.index.dataset_version);

@@ -273,7 +273,7 @@ TEST_CASE("transactions: every operation round trips; unknown or missing operati
   ops.emplace_back(pb::transaction::create_index{{idx}, {idx}});
   pb::transaction::rewrite rw;
   rw.groups.push_back({{frag}, {frag}});
-  rw.rewritten_indices.push_back({idx.uuid, pb::uuid::generate_v4(), pb::any{"t", "v"}, 2});
+  rw.rewritten_indices.push_back({idx.uuid, pb::uuid::generate_v4(), pb::any{"t", "v"}, 2, {{"index.idx", 123}}});
   ops.emplace_back(rw);
   ops.emplace_back(pb::transaction::merge{{frag}, {"\x12\x01y"}, {{"a", "b"}}});
   ops.emplace_back(pb::transaction::restore{3});

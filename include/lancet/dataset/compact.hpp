@@ -512,6 +512,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
         // What Lance records: empty VectorIndexDetails, vector index version 1.
         ri.new_index_details = pb::any{std::string(pb::index::vector_index_details::type_url), {}};
         ri.new_index_version = 1;
+        ri.new_index_files = replacements.back().files;
         rewritten.push_back(std::move(ri));
       }
       result.indices.push_back(std::move(info));

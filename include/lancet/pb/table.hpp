@@ -1106,11 +1106,13 @@ struct transaction {
       pb::uuid old_id, new_id;
       std::optional<any> new_index_details;
       std::uint32_t new_index_version = 0;
+      std::vector<index_file> new_index_files;  // field 5 (newer than the 1.0-beta proto): LanceDB 0.39 writes it
       void encode(writer& w) const {
         w.message(1, old_id);
         w.message(2, new_id);
         if (new_index_details) w.message(3, *new_index_details);
         w.uint32_opt(4, new_index_version);
+        table_detail::message_list(w, 5, new_index_files);
       }
       static rewritten_index decode(reader r) {
         rewritten_index x;
@@ -1121,6 +1123,7 @@ struct transaction {
             case 2: x.new_id = table_detail::decode_sub<pb::uuid>(r, f, "RewrittenIndex.new_id"); break;
             case 3: x.new_index_details = table_detail::decode_sub<any>(r, f, "RewrittenIndex.new_index_details"); break;
             case 4: x.new_index_version = std::uint32_t(r.varint(f, "RewrittenIndex.new_index_version")); break;
+            case 5: x.new_index_files.push_back(table_detail::decode_sub<index_file>(r, f, "RewrittenIndex.new_index_files")); break;
             default: break;
           }
         }
@@ -1130,7 +1133,8 @@ struct transaction {
         bool details = a.new_index_details.has_value() == b.new_index_details.has_value() &&
                        (!a.new_index_details || (a.new_index_details->type_url == b.new_index_details->type_url &&
                                                  a.new_index_details->value == b.new_index_details->value));
-        return a.old_id == b.old_id && a.new_id == b.new_id && details && a.new_index_version == b.new_index_version;
+        return a.old_id == b.old_id && a.new_id == b.new_id && details && a.new_index_version == b.new_index_version &&
+               a.new_index_files == b.new_index_files;
       }
     };
     struct rewrite_group {
