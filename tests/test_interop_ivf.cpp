@@ -84,6 +84,24 @@ void write_f32(const fs::path& p, const std::vector<float>& v) {
 
 std::string script() { return "ivf_acceptance.mjs"; }
 
+// Runs a Node script and parses its JSON lines. Under load a line of Node's output
+// has come back cut short (a JSON parse error, exit status 0), once in several full
+// runs: the script is run again then, at most twice.
+std::vector<njson> node_json(const std::string& name, const std::vector<std::string>& args) {
+  for (int attempt = 1;; ++attempt) {
+    std::istringstream lines(t::node(name, args));
+    std::vector<njson> out;
+    try {
+      for (std::string line; std::getline(lines, line);)
+        if (!line.empty()) out.push_back(njson::parse(line));
+      return out;
+    } catch (const njson::parse_error& e) {
+      if (attempt == 3) throw;
+      MESSAGE(name << ": output cut short (" << e.what() << "), running it again");
+    }
+  }
+}
+
 struct lance_search_result {
   ids_t ids;
   std::vector<std::vector<double>> distances;
@@ -101,10 +119,8 @@ lance_search_result lance_search(const fs::path& ds, const fs::path& queries, st
     args.push_back("--bypass");
   }
   if (plan) args.push_back("--plan");
-  std::istringstream lines(t::node(script(), args));
   lance_search_result out;
-  for (std::string line; std::getline(lines, line);) {
-    const auto j = njson::parse(line);
+  for (const auto& j : node_json(script(), args)) {
     if (j.contains("explain")) {
       out.explain = j["explain"].get<std::string>();
       out.analyze = j["analyze"].get<std::string>();
@@ -178,11 +194,12 @@ our_result our_search(const fs::path& root, const std::vector<float>& queries, s
   return out;
 }
 
-// Queries whose neighbours (row ids, in order) are the same as LanceDB's. With
-// `tie` > 0 a query also counts when the ids differ only between rows whose distances
-// agree within `tie` at every rank. The first few that differ are shown with both
-// distance lists.
-std::size_t same_neighbours(const our_result& ours, const lance_search_result& lance, double tie = 0) {
+// Queries whose neighbours (row ids, in order) are the same as LanceDB's. A query also
+// counts when the ids differ only where the distances at every rank agree within
+// `tie` (relative): LanceDB sums in f32, we in double, so rows a float ulp apart can
+// tie in one and not in the other (seen: 1 query in 200, 12k x 32 cosine). The first
+// few that differ are shown with both distance lists.
+std::size_t same_neighbours(const our_result& ours, const lance_search_result& lance, double tie = 1e-6) {
   std::size_t same = 0, shown = 0, exact = 0;
   for (std::size_t q = 0; q < ours.ids.size(); ++q) {
     if (ours.ids[q] == lance.ids[q]) {
@@ -190,9 +207,11 @@ std::size_t same_neighbours(const our_result& ours, const lance_search_result& l
       ++exact;
       continue;
     }
-    bool close = tie > 0 && ours.ids[q].size() == lance.ids[q].size();
-    for (std::size_t i = 0; close && i < ours.ids[q].size(); ++i)
-      close = std::abs(ours.distances[q][i] - lance.distances[q][i]) <= tie;
+    bool close = ours.ids[q].size() == lance.ids[q].size();
+    for (std::size_t i = 0; close && i < ours.ids[q].size(); ++i) {
+      const double a = ours.distances[q][i], b = lance.distances[q][i];
+      close = std::abs(a - b) <= tie * std::max({std::abs(a), std::abs(b), 1e-3});
+    }
     if (close) {
       ++same;
       continue;
@@ -208,7 +227,7 @@ std::size_t same_neighbours(const our_result& ours, const lance_search_result& l
     }
     MESSAGE(m.str());
   }
-  if (tie > 0) MESSAGE(exact << " of " << ours.ids.size() << " queries with the very same neighbours");
+  if (exact < same) MESSAGE((same - exact) << " of " << ours.ids.size() << " queries differ only by ties within float rounding");
   return same;
 }
 
@@ -267,7 +286,7 @@ void run(const scenario& sc) {
     cargs.push_back("--delete");
     cargs.push_back(sc.delete_where);
   }
-  const auto created = njson::parse(t::node(script(), cargs));
+  const auto created = node_json(script(), cargs).at(0);
   const std::uint64_t live = created["countRows"].get<std::uint64_t>();
   if (sc.fragment_rows) CHECK(created["fragments"].get<std::size_t>() == (sc.n + sc.fragment_rows - 1) / sc.fragment_rows);
   if (sc.delete_where.empty()) CHECK(live == sc.n);
@@ -301,7 +320,7 @@ void run(const scenario& sc) {
       const std::string uuid = built.index.uuid.to_string();
       CHECK(built.rows_indexed == live);
 
-      const auto li = njson::parse(t::node("list_indices.mjs", {ours.string()}));
+      const auto li = node_json("list_indices.mjs", {ours.string()}).at(0);
       REQUIRE(li["indices"].size() == 1);
       const auto& ix = li["indices"][0];
       CHECK(ix["name"] == "vector_idx");
@@ -336,7 +355,7 @@ void run(const scenario& sc) {
         iargs.push_back("--sub-vectors");
         iargs.push_back(std::to_string(sc.sub_vectors));
       }
-      const auto lb = njson::parse(t::node(script(), iargs));
+      const auto lb = node_json(script(), iargs).at(0);
       REQUIRE(lb["indices"].size() == 1);
       const auto lance_on_theirs = lance_search(theirs, qf, sc.dim, metric, nprobes, false);
       const double rc_lance_theirs = recall(lance_on_theirs.ids, exact.ids);
