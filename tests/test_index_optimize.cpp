@@ -265,3 +265,36 @@ TEST_CASE("optimize: errors name the index; nothing committed") {
   CHECK_THROWS_AS(index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0}, 1), invalid_input_error);
   CHECK_THROWS_AS(index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0, 0}, 1), invalid_input_error);
 }
+
+TEST_CASE("optimize: the target partition size recorded in the details (field 2) is used and kept") {
+  t::temp_dir tmp("opttps");
+  const std::string root = (tmp.path() / "ds").string();
+  std::vector<float> v, c;
+  for (int i = 0; i < 20; ++i) v = concat(v, cluster(24, float(i * 10), 100 + unsigned(i)));
+  for (int i = 0; i < 20; ++i)
+    for (int j = 0; j < 4; ++j) c.push_back(float(i * 10) + 0.05f);
+  dataset::write(root, batch(v, 0));
+  index::create_ivf_flat_with_centroids(root, "vector", c, 20, simd::distance_type::l2, {}, 100);
+  {
+    const auto s = *dataset::load_latest(root);
+    REQUIRE(s.file.indices.size() == 1);
+    CHECK(index::persisted_target_partition_size(s.file.indices[0]) == std::optional<std::uint64_t>(100));
+    // The details still decode as before (metric, flat compression).
+    const auto info = index::describe_index(s.manifest(), s.file.indices[0]);
+    CHECK(info.index_type == "IVF_FLAT");
+  }
+  append(root, cluster(1, 70, 7), 480);
+  const auto r = index::optimize_indices(root);  // target 100 from the details: joins
+  CHECK(r.indices.at(0).joins.size() == 18);
+  auto iv = view(root);
+  REQUIRE(iv.sizes.size() == 1);
+  CHECK(iv.sizes[0].size() == 2);
+  const auto s = *dataset::load_latest(root);
+  CHECK(index::persisted_target_partition_size(s.file.indices.at(0)) == std::optional<std::uint64_t>(100));
+  pb::index_metadata m = s.file.indices.at(0);
+  index::persist_target_partition_size(m, 7);
+  CHECK(index::persisted_target_partition_size(m) == std::optional<std::uint64_t>(7));
+  CHECK_THROWS_AS(index::persist_target_partition_size(m, 0), invalid_input_error);
+  pb::index_metadata none;
+  CHECK_FALSE(index::persisted_target_partition_size(none).has_value());
+}

@@ -118,6 +118,41 @@ inline partition_plan plan_partitions(std::span<const std::uint64_t> sizes, std:
 }
 
 // ---------------------------------------------------------------------------------
+// The target partition size an index was built for
+// ---------------------------------------------------------------------------------
+
+// VectorIndexDetails field 2 (uint64) holds it; Lance 12's optimize plans with it
+// (verified: LanceDB 0.39's optimize() splits partitions of 240 rows of an index
+// whose details say 4, and joins them under the default when the field is absent).
+inline constexpr std::uint32_t details_target_partition_size_field = 2;
+
+// The persisted target partition size (nullopt when absent or 0).
+inline std::optional<std::uint64_t> persisted_target_partition_size(const pb::index_metadata& im) {
+  if (!im.index_details || im.index_details->type_url != pb::index::vector_index_details::type_url)
+    return std::nullopt;
+  const std::string_view bytes(im.index_details->value);
+  pb::reader r(bytes, 0, "VectorIndexDetails");
+  std::optional<std::uint64_t> out;
+  while (!r.done()) {
+    const auto f = r.next();
+    if (f.number == details_target_partition_size_field && f.type == pb::wire_type::varint)
+      out = f.scalar ? std::optional<std::uint64_t>(f.scalar) : std::nullopt;  // the last one wins
+  }
+  return out;
+}
+
+// Records `target` in a vector index's details (appended: protobuf's last value wins).
+inline void persist_target_partition_size(pb::index_metadata& im, std::uint64_t target) {
+  if (!im.index_details || im.index_details->type_url != pb::index::vector_index_details::type_url)
+    throw invalid_input_error("index '" + im.name + "' has no vector index details to record a target partition size in");
+  if (target == 0) throw invalid_input_error("target_partition_size must be positive");
+  if (persisted_target_partition_size(im) == target) return;
+  pb::writer w;
+  w.uint64(details_target_partition_size_field, target);
+  im.index_details->value += w.bytes();
+}
+
+// ---------------------------------------------------------------------------------
 // Options and results
 // ---------------------------------------------------------------------------------
 
@@ -148,7 +183,8 @@ struct optimize_options {
   // Merge the newest N segments with the delta (no partition adjustment); 0: delta only.
   std::optional<std::size_t> num_indices_to_merge;
   bool retrain = false;  // rebuild the index (new centroids and quantizer) over all rows
-  // The partition size the plan aims at; default: the type's (4096 flat, 8192 others).
+  // The partition size the plan aims at (and then records in the index); default: the
+  // one recorded in the index's details, else the type's (4096 flat, 8192 others).
   std::optional<std::size_t> target_partition_size;
   std::uint64_t fetch_chunk_bytes = default_fetch_chunk_bytes;
   boost::asio::thread_pool* pool = nullptr;
@@ -461,7 +497,9 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   std::vector<float> cents = matrix_floats(cm);
   const std::size_t k0 = cm.rows;
   const std::size_t width = code_bytes(q);
-  const std::size_t target = o.target_partition_size.value_or(default_target_partition_size(type_of(q)));
+  const auto persisted = persisted_target_partition_size(*metas.back());
+  const std::size_t target = o.target_partition_size.value_or(
+      persisted ? std::size_t(*persisted) : default_target_partition_size(type_of(q)));
   if (target == 0) throw invalid_input_error("target_partition_size must be positive");
 
   // Fragments: covered by some segment, or not yet indexed.
@@ -835,6 +873,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   meta.index_details = metas.back()->index_details;
   meta.index_version = metas.back()->index_version;
   meta.fields = metas.back()->fields;
+  if (o.target_partition_size) persist_target_partition_size(meta, *o.target_partition_size);
   for (std::size_t i = first_merged; i < segs.size(); ++i) out.removed.push_back(*metas[i]);
   out.added = std::move(meta);
   res.changed = true;
@@ -932,11 +971,15 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
 
 // An IVF_FLAT index over `column` with the centroids given (k x dim, row-major f32)
 // instead of trained ones: every row assigned to its nearest centroid. Committed as
-// the next version, like build_ivf_index.
+// the next version, like build_ivf_index; a target partition size given is recorded
+// in the index's details for later optimisation (Lance's and ours).
 inline build_result create_ivf_flat_with_centroids(const std::string& root, const std::string& column,
                                                    const std::vector<float>& centroids, std::size_t k,
                                                    simd::distance_type metric = simd::distance_type::l2,
-                                                   const std::string& name = {}) {
+                                                   const std::string& name = {},
+                                                   std::optional<std::size_t> target_partition_size = {}) {
+  if (target_partition_size && *target_partition_size == 0)
+    throw invalid_input_error("target_partition_size must be positive");
   const auto base = dataset::load_latest(root);
   if (!base) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
   if (k == 0 || centroids.empty() || centroids.size() % k)
@@ -991,7 +1034,9 @@ inline build_result create_ivf_flat_with_centroids(const std::string& root, cons
     spec.name = index_name;
     spec.quantizer = q;
     spec.distance = metric;
-    const auto after = commit_index(root, *base, make_index_metadata(base->manifest(), spec, uuid, files));
+    auto meta = make_index_metadata(base->manifest(), spec, uuid, files);
+    if (target_partition_size) persist_target_partition_size(meta, *target_partition_size);
+    const auto after = commit_index(root, *base, std::move(meta));
     build_result r;
     for (const auto& im : after.file.indices)
       if (im.uuid == uuid) r.index = im;
