@@ -22,6 +22,7 @@
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/deletion.hpp>
 #include <lancet/dataset/write.hpp>
+#include <lancet/file/reader.hpp>
 #include <lancet/io/failing_sink.hpp>
 #include <lancet/io/file_sink.hpp>
 
@@ -271,6 +272,36 @@ TEST_CASE("fragments split at max_rows_per_file across batches, and by bytes") {
   CHECK(live_ids(ds::dataset::open(root2)) == iota_ids(0, 200));
 
   CHECK_THROWS_AS(ds::write(t.sub("bad"), sample_batch(0, 1), opts(ds::write_mode::create, 0)), invalid_input_error);
+}
+
+TEST_CASE("a large batch reaches the file writer max_rows_per_group rows at a time: 2.2 pages close near 8 MiB") {
+  temp_dir t("groups");
+  const auto root = t.sub("ds");
+  constexpr std::int64_t n = 40000, dim = 128;  // 512 bytes a row, 20 MB in one batch
+  std::vector<std::int64_t> ids(n);
+  std::vector<float> vec(std::size_t(n * dim));
+  for (std::int64_t i = 0; i < n; ++i) ids[std::size_t(i)] = i;
+  for (std::size_t i = 0; i < vec.size(); ++i) vec[i] = float(i % 977) * 0.5f;
+  auto batch = make_batch({{"id", make_array<std::int64_t>(ids)}, {"vec", make_fixed_size_list(make_array<float>(vec), dim)}});
+  auto o = opts(ds::write_mode::create);
+  o.storage_version = file::format_version::v2_2;
+  ds::write(root, batch, o);
+  auto d = ds::dataset::open(root);
+  REQUIRE(d.fragments().size() == 1);
+  const auto snap = ds::load_latest(root);
+  file::file_reader<io::file_source> r{io::file_source(
+      ds::data_file_path(root, snap->manifest(), snap->manifest().fragments.at(0).files.at(0)))};
+  // Pages of the vector column hold groups of 1,024 rows until more than 8 MiB (16,384
+  // rows) have accumulated, instead of the whole 20 MB batch in one page.
+  const auto& pages = r.column(1).metadata.pages;
+  REQUIRE(pages.size() == 3);
+  CHECK(pages[0].length == 17408);
+  CHECK(pages[1].length == 17408);
+  CHECK(pages[2].length == std::uint64_t(n) - 2 * 17408);
+  CHECK(array_equals(*d.to_batch({}).columns[1], *batch.columns[1]));
+
+  o.max_rows_per_group = 0;
+  CHECK_THROWS_AS(ds::write(t.sub("bad"), batch, o), invalid_input_error);
 }
 
 TEST_CASE("overwrite: new schema and fragments from id 0, history kept, indices dropped") {

@@ -55,11 +55,17 @@ enum class write_mode {
 
 inline constexpr std::uint64_t default_max_rows_per_file = 1024 * 1024;
 inline constexpr std::uint64_t default_max_bytes_per_file = 90ull << 30;  // Lance's 90 GiB
+// The dataset writer hands its file writers batches of at most this many rows (Lance's
+// row-group size), so a column's page closes once about 8 MiB of them have accumulated
+// (e.g. 17,408 rows of 128-d float vectors) rather than at the size of whatever batch
+// the caller had: pages stay small enough for cheap random reads and bounded scans.
+inline constexpr std::uint64_t default_max_rows_per_group = 1024;
 
 struct write_options {
   write_mode mode = write_mode::create;
   std::uint64_t max_rows_per_file = default_max_rows_per_file;
   std::uint64_t max_bytes_per_file = default_max_bytes_per_file;
+  std::uint64_t max_rows_per_group = default_max_rows_per_group;
   // Data file format for a new (or overwritten) dataset; appends use the dataset's
   // own and refuse a different one. Default: see default_storage_version().
   std::optional<file::format_version> storage_version;
@@ -218,13 +224,6 @@ inline std::uint64_t slice_bytes(const arrow::array_data& a, std::int64_t off, s
   return n;
 }
 
-inline arrow::record_batch slice_batch(const arrow::record_batch& b, std::int64_t off, std::int64_t len) {
-  arrow::record_batch out;
-  out.schema = b.schema;
-  for (const auto& c : b.columns) out.columns.push_back(arrow::slice(c, off, len));
-  return out;
-}
-
 inline std::pair<std::uint32_t, std::uint32_t> data_file_version(file::format_version v) {
   switch (v) {
     case file::format_version::v2_0: return {2, 0};
@@ -233,6 +232,16 @@ inline std::pair<std::uint32_t, std::uint32_t> data_file_version(file::format_ve
     case file::format_version::v2_3: return {2, 3};
   }
   return {2, 0};
+}
+
+// A slice of b with buffers of its own: the file writer measures an array by its
+// buffers (as Lance does), so a zero-copy slice of a large batch would count as the
+// whole batch and close a page per slice.
+inline arrow::record_batch compact_slice(const arrow::record_batch& b, std::int64_t off, std::int64_t len) {
+  arrow::record_batch out;
+  out.schema = b.schema;
+  for (const auto& c : b.columns) out.columns.push_back(encoding::detail::deep_copy(*arrow::slice(c, off, len)));
+  return out;
 }
 
 // Writes batches (already conformed to the schema) into data files of at most
@@ -255,12 +264,14 @@ class fragment_writer {
     std::int64_t at = 0;
     while (at < n) {
       if (!current_) open_file();
-      std::uint64_t take = std::min<std::uint64_t>(std::uint64_t(n - at), o_.max_rows_per_file - rows_);
+      std::uint64_t take = std::min<std::uint64_t>({std::uint64_t(n - at), o_.max_rows_per_file - rows_,
+                                                    o_.max_rows_per_group});
       if (per_row > 0) {
         const std::uint64_t room = o_.max_bytes_per_file > bytes_ ? o_.max_bytes_per_file - bytes_ : 0;
         take = std::max<std::uint64_t>(1, std::min<std::uint64_t>(take, std::uint64_t(double(room) / per_row)));
       }
-      current_->write_batch(at == 0 && take == std::uint64_t(n) ? b : slice_batch(b, at, std::int64_t(take)));
+      if (at == 0 && take == std::uint64_t(n)) current_->write_batch(b);
+      else current_->write_batch(compact_slice(b, at, std::int64_t(take)));
       at += std::int64_t(take);
       rows_ += take;
       bytes_ += std::uint64_t(per_row * double(take));
@@ -351,6 +362,7 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
     throw invalid_input_error("max_rows_per_file must be between 1 and 2^32 (row addresses hold a 32-bit offset), not " +
                               std::to_string(o.max_rows_per_file));
   if (o.max_bytes_per_file == 0) throw invalid_input_error("max_bytes_per_file must be at least 1");
+  if (o.max_rows_per_group == 0) throw invalid_input_error("max_rows_per_group must be at least 1");
   const std::string context = std::string("cannot ") + write_detail::mode_name(o.mode) + " dataset '" + root + "'";
 
   auto previous = load_latest(root);
