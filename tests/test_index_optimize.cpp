@@ -298,3 +298,23 @@ TEST_CASE("optimize: the target partition size recorded in the details (field 2)
   pb::index_metadata none;
   CHECK_FALSE(index::persisted_target_partition_size(none).has_value());
 }
+
+TEST_CASE("build_ivf_index records a given target partition size in the details; none without one") {
+  t::temp_dir tmp("buildtps");
+  const std::string root = (tmp.path() / "ds").string();
+  std::vector<float> v;
+  for (int i = 0; i < 4; ++i) v = concat(v, cluster(100, float(i * 10), 200 + unsigned(i)));
+  dataset::write(root, batch(v, 0));
+  index::build_options o;
+  o.column = "vector";
+  o.type = index::ivf_index_type::ivf_flat;
+  o.target_partition_size = 100;
+  auto r = index::build_ivf_index(root, o);
+  CHECK(r.num_partitions == 4);
+  CHECK(index::persisted_target_partition_size(r.index) == std::optional<std::uint64_t>(100));
+  o.target_partition_size.reset();
+  o.num_partitions = 2;
+  o.replace = true;
+  r = index::build_ivf_index(root, o);
+  CHECK_FALSE(index::persisted_target_partition_size(r.index).has_value());
+}

@@ -735,6 +735,8 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
     if (o.type == ivf_index_type::ivf_sq) spec.hints.sq_sample_rate = o.sample_rate;
     if (o.fragment_ids) spec.fragment_ids = frags;
     auto meta = make_index_metadata(base.manifest(), spec, uuid, files);
+    // Lance's optimize plans splits and joins around the target the index was built for.
+    if (o.target_partition_size) persist_target_partition_size(meta, *o.target_partition_size);
 
     build_result r;
     r.num_partitions = enc.num_partitions();

@@ -191,6 +191,41 @@ inline pb::index_metadata make_index_metadata(const pb::manifest& m, const index
   return out;
 }
 
+// ---------------------------------------------------------------------------------
+// The target partition size an index was built for
+// ---------------------------------------------------------------------------------
+
+// VectorIndexDetails field 2 (uint64) holds it; Lance 12's optimize plans with it
+// (verified: LanceDB 0.39's optimize() splits partitions of 240 rows of an index
+// whose details say 4, and joins them under the default when the field is absent).
+inline constexpr std::uint32_t details_target_partition_size_field = 2;
+
+// The persisted target partition size (nullopt when absent or 0).
+inline std::optional<std::uint64_t> persisted_target_partition_size(const pb::index_metadata& im) {
+  if (!im.index_details || im.index_details->type_url != pb::index::vector_index_details::type_url)
+    return std::nullopt;
+  const std::string_view bytes(im.index_details->value);
+  pb::reader r(bytes, 0, "VectorIndexDetails");
+  std::optional<std::uint64_t> out;
+  while (!r.done()) {
+    const auto f = r.next();
+    if (f.number == details_target_partition_size_field && f.type == pb::wire_type::varint)
+      out = f.scalar ? std::optional<std::uint64_t>(f.scalar) : std::nullopt;  // the last one wins
+  }
+  return out;
+}
+
+// Records `target` in a vector index's details (appended: protobuf's last value wins).
+inline void persist_target_partition_size(pb::index_metadata& im, std::uint64_t target) {
+  if (!im.index_details || im.index_details->type_url != pb::index::vector_index_details::type_url)
+    throw invalid_input_error("index '" + im.name + "' has no vector index details to record a target partition size in");
+  if (target == 0) throw invalid_input_error("target_partition_size must be positive");
+  if (persisted_target_partition_size(im) == target) return;
+  pb::writer w;
+  w.uint64(details_target_partition_size_field, target);
+  im.index_details->value += w.bytes();
+}
+
 struct commit_index_options {
   // Replace an index of the same name (else a name clash is invalid_input_error).
   bool replace = false;
