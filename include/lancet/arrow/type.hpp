@@ -28,11 +28,11 @@ using metadata = std::vector<std::pair<std::string, std::string>>;
 struct data_type;
 using type_ptr = std::shared_ptr<const data_type>;
 
-struct field {
-  std::string name;
-  type_ptr type;
+struct field {  // members default-initialised: designated initialisers may omit them
+  std::string name{};
+  type_ptr type{};
   bool nullable = true;
-  arrow::metadata metadata;
+  arrow::metadata metadata{};
 };
 
 struct data_type {

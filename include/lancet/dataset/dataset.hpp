@@ -52,9 +52,9 @@ inline constexpr std::uint64_t row_address(std::uint64_t fragment_id, std::uint6
 }
 
 struct scan_options {
-  std::vector<std::string> columns;  // top-level columns, in output order; empty: all
+  std::vector<std::string> columns{};  // top-level columns, in output order; empty: all
   std::uint64_t offset = 0;          // live rows to skip
-  std::optional<std::uint64_t> limit;
+  std::optional<std::uint64_t> limit{};
   std::uint64_t batch_size = 8192;   // rows per batch (at most)
   // About how many bytes of a fragment a scan decodes at once; batches are then cut
   // from that without decoding pages again (pages of 2.1+ files can hold a million
@@ -62,7 +62,7 @@ struct scan_options {
   std::uint64_t read_ahead_bytes = std::uint64_t(64) << 20;
   bool with_row_id = false;          // add a `_rowid: uint64` column
   bool with_row_address = false;     // add a `_rowaddr: uint64` column
-  std::optional<std::vector<std::uint64_t>> fragment_ids;  // only these fragments, in this order
+  std::optional<std::vector<std::uint64_t>> fragment_ids{};  // only these fragments, in this order
 };
 
 struct version_info {
