@@ -393,27 +393,13 @@ inline dataset::snapshot commit_segments(const std::string& root, const dataset:
     throw conflict_error("dataset '" + root + "' changed while its indexes were optimised (version " +
                          std::to_string(base.version()) + " -> " +
                          (latest ? std::to_string(latest->version()) : std::string("none")) + "); nothing committed");
-  const auto& p = base.manifest();
   std::vector<pb::index_metadata> kept;
   for (const auto& im : base.file.indices) {
     const bool gone = std::any_of(removed.begin(), removed.end(), [&](const pb::index_metadata& r) { return r.uuid == im.uuid; });
     if (!gone) kept.push_back(im);
   }
-  dataset::pending_commit c;
-  c.transaction = dataset::make_transaction(p.version, pb::transaction::create_index{added, removed});
-  c.manifest = p;
-  c.manifest.version = p.version + 1;
-  c.indices = std::move(kept);
-  for (auto& n : added) c.indices.push_back(std::move(n));
-  const bool stable = dataset::uses_stable_row_ids(p);
-  dataset::commit_detail::finish_manifest(c.manifest, stable,
-                                          stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
-                                          c.transaction);
-  dataset::publish_options opts;
-  if (auto s = dataset::dataset_naming_scheme(root)) opts.scheme = *s;
   dataset::default_sink_factory sinks;
-  dataset::publish(root, c, opts, sinks);
-  return dataset::load_version(root, c.manifest.version);
+  return publish_index_change(root, base, std::move(kept), std::move(added), removed, {}, sinks);
 }
 
 inline ivf_index_type type_of(const quantizer_params& q) {

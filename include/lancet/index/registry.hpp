@@ -232,6 +232,30 @@ struct commit_index_options {
   dataset::publish_options publish;
 };
 
+// Publishes Lance's CreateIndex operation as version base + 1: its indexes are `kept`
+// followed by `added`; the transaction records `added` and `removed`.
+template <class SinkFactory>
+inline dataset::snapshot publish_index_change(const std::string& root, const dataset::snapshot& base,
+                                              std::vector<pb::index_metadata> kept,
+                                              std::vector<pb::index_metadata> added,
+                                              const std::vector<pb::index_metadata>& removed,
+                                              dataset::publish_options opts, SinkFactory& make_sink) {
+  const auto& p = base.manifest();
+  dataset::pending_commit c;
+  c.transaction = dataset::make_transaction(p.version, pb::transaction::create_index{added, removed});
+  c.manifest = p;
+  c.manifest.version = p.version + 1;
+  c.indices = std::move(kept);
+  for (auto& n : added) c.indices.push_back(std::move(n));
+  const bool stable = dataset::uses_stable_row_ids(p);
+  dataset::commit_detail::finish_manifest(c.manifest, stable,
+                                          stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
+                                          c.transaction);
+  if (auto s = dataset::dataset_naming_scheme(root)) opts.scheme = *s;
+  dataset::publish(root, c, opts, make_sink);
+  return dataset::load_version(root, c.manifest.version);
+}
+
 // Lance's CreateIndex commit on top of `base` (the version the index was built from):
 // version base + 1 gets the new index (and loses a replaced one). Another writer
 // having committed since is conflict_error, and nothing is changed: the index was
@@ -280,20 +304,7 @@ inline dataset::snapshot commit_index(const std::string& root, const dataset::sn
       }
     }
   }
-  dataset::pending_commit c;
-  c.transaction = dataset::make_transaction(p.version, pb::transaction::create_index{new_indices, removed});
-  c.manifest = p;
-  c.manifest.version = p.version + 1;
-  c.indices = std::move(kept);
-  for (auto& n : new_indices) c.indices.push_back(std::move(n));
-  const bool stable = dataset::uses_stable_row_ids(p);
-  dataset::commit_detail::finish_manifest(c.manifest, stable,
-                                          stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
-                                          c.transaction);
-  auto opts = o.publish;
-  if (auto s = dataset::dataset_naming_scheme(root)) opts.scheme = *s;
-  dataset::publish(root, c, opts, make_sink);
-  return dataset::load_version(root, c.manifest.version);
+  return publish_index_change(root, base, std::move(kept), std::move(new_indices), removed, o.publish, make_sink);
 }
 
 template <class SinkFactory = dataset::default_sink_factory>
