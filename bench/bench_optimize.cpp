@@ -35,6 +35,7 @@
 #include <lancet/index/optimize.hpp>
 
 #include "../tests/support/interop.hpp"
+#include "../tests/support/vector_batch.hpp"
 
 using namespace lancet;
 namespace fs = std::filesystem;
@@ -65,15 +66,7 @@ std::vector<float> clustered(std::size_t n, std::size_t dim, unsigned seed) {
 }
 
 arrow::record_batch batch(const std::vector<float>& values, std::size_t dim, std::int64_t first_id) {
-  const std::size_t n = values.size() / dim;
-  arrow::field vf("vector", arrow::fixed_size_list(arrow::float32(), std::int32_t(dim)), true);
-  std::vector<std::int64_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) ids[i] = first_id + std::int64_t(i);
-  arrow::record_batch b;
-  b.schema = std::make_shared<arrow::schema>(arrow::schema{{arrow::field("id", arrow::int64(), false), vf}, {}});
-  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
-               index::detail::fsl_array(vf, index::detail::copy_span(std::span<const float>(values)), n)};
-  return b;
+  return lancet::testing::id_vector_batch(values, dim, first_id);
 }
 
 double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }

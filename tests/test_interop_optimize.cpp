@@ -37,6 +37,7 @@
 #include <lancet/index/vector_index.hpp>
 
 #include "support/interop.hpp"
+#include "support/vector_batch.hpp"
 
 using namespace lancet;
 namespace t = lancet::testing;
@@ -58,15 +59,7 @@ std::vector<float> operator+(std::vector<float> a, const std::vector<float>& b) 
 }
 
 arrow::record_batch batch(const std::vector<float>& values, std::int64_t first_id) {
-  const std::size_t n = values.size() / 4;
-  arrow::field vf("vector", arrow::fixed_size_list(arrow::float32(), 4), true);
-  std::vector<std::int64_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) ids[i] = first_id + std::int64_t(i);
-  arrow::record_batch b;
-  b.schema = std::make_shared<arrow::schema>(arrow::schema{{arrow::field("id", arrow::int64(), false), vf}, {}});
-  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
-               index::detail::fsl_array(vf, index::detail::copy_span(std::span<const float>(values)), n)};
-  return b;
+  return t::id_vector_batch(values, 4, first_id);
 }
 
 void append(const std::string& root, const std::vector<float>& v, std::int64_t first_id) {
