@@ -11,40 +11,12 @@
 #include <random>
 #include <lancet/lancet.hpp>
 
+#include "bench_table.hpp"
+
 using namespace lancet;
-using clock_type = std::chrono::steady_clock;
 
-static arrow::record_batch make_table(std::int64_t rows, std::uint64_t& raw_bytes) {
-  std::mt19937_64 rng(1);
-  const auto n = static_cast<std::size_t>(rows);
-  std::vector<std::int64_t> ids(n);
-  std::vector<float> xs(n), vec(n * 128);
-  std::vector<std::string> strs(n);
-  std::normal_distribution<float> nd;
-  for (std::int64_t i = 0; i < rows; ++i) {
-    ids[std::size_t(i)] = i;
-    xs[std::size_t(i)] = nd(rng);
-    strs[std::size_t(i)] = "s-" + std::to_string(rng() % 100000000000ull);
-    strs[std::size_t(i)].resize(14, 'x');
-  }
-  for (auto& v : vec) v = nd(rng);
-  raw_bytes = std::uint64_t(rows) * (8 + 4 + 14 + 4 + 512);
-  return arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)},
-                            {"x", arrow::make_array<float>(xs)},
-                            {"s", arrow::string_array(strs)},
-                            {"vector", arrow::make_fixed_size_list(arrow::make_array<float>(vec), 128)}});
-}
-
-template <class F>
-static double best_seconds(int reps, F&& f) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = clock_type::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(clock_type::now() - t0).count());
-  }
-  return best;
-}
+using lancet::bench::best_seconds;
+using lancet::bench::make_table;
 
 int main(int argc, char** argv) {
   const std::int64_t rows = argc > 1 ? std::atoll(argv[1]) : 1000000;
