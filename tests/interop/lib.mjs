@@ -38,9 +38,15 @@ export function fail(message) {
 }
 
 // Runs an async main, turning any exception into a message and exit code 1.
+// process.exit drops stdout that a pipe has not taken yet (a reader slower than a
+// 64 KiB burst lost the tail of search output): exit once everything written is flushed.
+export function exitAfterFlush(code) {
+  process.stdout.write("", () => process.exit(code));
+}
+
 export function runMain(main) {
   main().then(
-    (code) => process.exit(code ?? 0),
+    (code) => exitAfterFlush(code ?? 0),
     (err) => {
       // The stack only helps when debugging the harness itself.
       const text = process.env.LANCET_INTEROP_DEBUG ? err?.stack : err?.message;
