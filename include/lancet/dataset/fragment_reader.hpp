@@ -25,6 +25,7 @@
 #include "lancet/arrow/compare.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/deletion.hpp"
+#include "lancet/encoding/v2_1/blob.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/io/file_source.hpp"
 #include "lancet/pb/table.hpp"
@@ -116,6 +117,7 @@ class fragment_reader {
   struct source_of_field {
     int file = -1;          // index into fragment_.files; -1: no file holds it (nulls)
     std::string file_name;  // the field's name inside that file
+    bool blob_v2 = false;   // the file holds blob v2 descriptions; the values are read through them
   };
 
   void plan() {
@@ -169,7 +171,9 @@ class fragment_reader {
                             std::to_string(f.id) + ") but its schema has no top-level field with that id");
       const auto file_type = schema::to_arrow(*in_file).type;
       const auto& want = arrow_schema_->fields[fields_[k]].type;
-      if (!arrow::equals(*file_type, *want)) {
+      s.blob_v2 = encoding::v2_1::is_blob_v2_field(arrow_schema_->fields[fields_[k]]) &&
+                  encoding::v2_1::is_blob_v2_descriptions(*file_type);
+      if (!s.blob_v2 && !arrow::equals(*file_type, *want)) {
         auto d = arrow::detail::type_difference(*file_type, *want, {}, f.name);
         throw unsupported_error("field '" + f.name + "' in data file '" + path + "' does not have the dataset's type (" +
                                 d.value_or("nested fields differ") + "); lancet cannot read schema changes of this kind");
@@ -203,6 +207,15 @@ class fragment_reader {
       }
       for (std::size_t j = 0; j < ks.size(); ++j) {
         auto col = b.columns.at(j);
+        if (sources_[ks[j]].blob_v2) {
+          auto it = blob_stores_.find(file);
+          if (it == blob_stores_.end())
+            it = blob_stores_.emplace(file, encoding::v2_1::local_blob_store(
+                                                data_file_path(root_, *manifest_, fragment_.files[std::size_t(file)]),
+                                                source_options_)).first;
+          col = encoding::v2_1::blob_v2_values(*col, it->second, schema_->fields[fields_[ks[j]]].name,
+                                               arrow_schema_->fields[fields_[ks[j]]].type);
+        }
         // The file may name nested members differently (a renamed list item); the
         // dataset's type is what callers see.
         if (col->type.get() != arrow_schema_->fields[fields_[ks[j]]].type.get()) {
@@ -226,6 +239,7 @@ class fragment_reader {
   mutable std::vector<source_of_field> sources_;
   mutable std::map<std::size_t, std::shared_ptr<reader_type>> readers_;
   mutable std::unordered_set<std::size_t> resolved_;
+  mutable std::map<int, encoding::v2_1::blob_store> blob_stores_;  // by file, for blob v2 fields
 };
 
 }  // namespace lancet::dataset

@@ -650,6 +650,8 @@ inline schema from_pb_fields(const std::vector<pb::file::field>& pfs, arrow::met
   nodes.reserve(pfs.size());
   std::vector<std::size_t> roots;
   std::unordered_map<std::int32_t, std::size_t> by_id;
+  constexpr std::size_t none = std::size_t(-1);
+  std::size_t blob_struct = none;  // a blob v2 description struct taking id -1 members
   for (const auto& p : pfs) {
     node n;
     n.f.id = p.id;
@@ -664,7 +666,18 @@ inline schema from_pb_fields(const std::vector<pb::file::field>& pfs, arrow::met
     // As Lance does: a stored extension name shows up as the field's extension metadata.
     if (!p.extension_name.empty() && !detail::metadata_of(n.f.metadata, extension_name_key))
       n.f.metadata.emplace_back(std::string(extension_name_key), p.extension_name);
-    if (p.id < 0) throw corrupt_error("schema field '" + p.name + "' has a negative id " + std::to_string(p.id));
+    if (p.id < 0) {
+      // Lance 12 writes the members of a blob v2 description struct (kind, position,
+      // size, blob_id, blob_uri) right after it with id -1 and parent -1 in data files.
+      if (p.id == -1 && p.parent_id == -1 && blob_struct != none) {
+        nodes[blob_struct].kids.push_back(nodes.size());
+        nodes.push_back(std::move(n));
+        continue;
+      }
+      throw corrupt_error("schema field '" + p.name + "' has a negative id " + std::to_string(p.id));
+    }
+    blob_struct = none;
+    if (p.logical_type == "struct" && detail::metadata_of(p.metadata, "lance-encoding:blob")) blob_struct = nodes.size();
     if (!by_id.emplace(p.id, nodes.size()).second)
       throw corrupt_error("schema field '" + p.name + "' reuses field id " + std::to_string(p.id));
     if (p.parent_id == -1) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -383,9 +384,38 @@ struct per_value_decoder {
   std::uint32_t bits_per_offset = 32;
   std::optional<fsst::symbol_table> table;
   std::optional<enc21::compression_scheme> general;
+  // set: each value is a row of struct members side by side (2.2 VariablePackedStruct,
+  // e.g. blob v2 descriptions); the rows are kept whole and split by the field decoder.
+  std::shared_ptr<const enc21::variable_packed_struct> packed;
 
   static per_value_decoder from(const compressive& e, const std::string& where) {
     per_value_decoder d;
+    if (const auto* vp = std::get_if<enc21::variable_packed_struct>(&e.value)) {
+      // Members are stored as their flat bytes (fixed) or a length prefix and the bytes
+      // (variable); per-member compression beyond that is refused here, not misread.
+      for (std::size_t i = 0; i < vp->fields.size(); ++i) {
+        const auto& f = vp->fields[i];
+        const std::string fw = where + ": packed struct member " + std::to_string(i);
+        const auto& enc = f.value.value(fw + " without an encoding");
+        if (f.bits_per_value) {
+          const auto bits = detail::flat_bits(enc, fw, "fixed member");
+          if (bits != *f.bits_per_value || bits == 0 || bits % 8)
+            throw unsupported_error(fw + " of " + std::to_string(*f.bits_per_value) + " bits (flat " + std::to_string(bits) + ")");
+        } else if (f.bits_per_length) {
+          const auto* v = std::get_if<enc21::variable>(&enc.value);
+          if (!v) throw unsupported_error(fw + " encoded as " + detail::encoding_name(enc));
+          const auto bl = *f.bits_per_length;
+          if (bl != 8 && bl != 16 && bl != 32 && bl != 64)
+            throw corrupt_error(fw + ": length prefix of " + std::to_string(bl) + " bits");
+        } else {
+          throw corrupt_error(fw + " has neither a value width nor a length width");
+        }
+      }
+      d.k = kind::variable;
+      d.bits_per_offset = 64;
+      d.packed = std::make_shared<const enc21::variable_packed_struct>(*vp);
+      return d;
+    }
     if (const auto* f = std::get_if<enc21::flat>(&e.value)) {
       if (f->data) throw unsupported_error(where + ": per-value Flat with buffer compression");
       d.bits_per_value = d.item_bits = f->bits_per_value;

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -44,6 +45,8 @@ struct page_slice {
   data_block values;                    // the visible values of these slots, in order
   std::optional<data_block> dictionary;  // set: values are dictionary indices
   std::optional<std::string> constant;   // set: every visible value is this scalar (values empty)
+  // set: each variable value is one packed struct row (2.2 VariablePackedStruct)
+  std::shared_ptr<const enc21::variable_packed_struct> packed;
 };
 
 namespace detail {
@@ -429,6 +432,7 @@ inline page_slice read_page(const enc21::page_layout& layout, const std::vector<
     const std::uint64_t cw = cw_bits == 0 ? 0 : cw_bits <= 8 ? 1 : cw_bits <= 16 ? 2 : 4;
     if (!z->value_compression) throw corrupt_error(where + ": full-zip layout without a value compression");
     const auto dec = per_value_decoder::from(*z->value_compression, where);
+    out.packed = dec.packed;
     const bool fixed = z->bits_per_value.has_value();
     if (fixed == z->bits_per_offset.has_value()) throw corrupt_error(where + ": full-zip layout needs exactly one of bits per value / offset");
     if (fixed && dec.k != per_value_decoder::kind::fixed) throw corrupt_error(where + ": fixed full-zip with variable values");
