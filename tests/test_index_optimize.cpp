@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -310,4 +312,137 @@ TEST_CASE("build_ivf_index records a given target partition size in the details;
   o.replace = true;
   r = index::build_ivf_index(root, o);
   CHECK_FALSE(index::persisted_target_partition_size(r.index).has_value());
+}
+
+namespace {
+
+// `id` + `vector: fixed_size_list<T, 4>` (T = f16 or double) from row-major values.
+template <class T>
+arrow::record_batch typed_batch(const std::vector<T>& values, std::int64_t first_id) {
+  const std::size_t n = values.size() / 4;
+  arrow::field vf("vector", arrow::fixed_size_list(std::is_same_v<T, double> ? arrow::float64() : arrow::float16(), 4), true);
+  std::vector<std::int64_t> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = first_id + std::int64_t(i);
+  arrow::record_batch b;
+  b.schema = std::make_shared<arrow::schema>(arrow::schema{{arrow::field("id", arrow::int64(), false), vf}, {}});
+  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
+               index::detail::fsl_array(vf, index::detail::copy_span(std::span<const T>(values)), n)};
+  return b;
+}
+
+// n rows at `at` + noise, in T; for double the noise has more digits than a float
+// keeps (a float round trip would change the stored vectors).
+template <class T>
+std::vector<T> typed_cluster(std::size_t n, float at, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0, 0.1);
+  std::vector<T> v(n * 4);
+  for (auto& x : v) {
+    if constexpr (std::is_same_v<T, double>) x = double(at) + u(rng) + 1e-11;
+    else x = simd::f16(float(at + u(rng)));
+  }
+  return v;
+}
+
+template <class T>
+double widen(T x) {
+  if constexpr (std::is_same_v<T, double>) return x;
+  else return double(x.to_float());
+}
+
+// Optimises an IVF_FLAT index over a float16 / float64 column: a delta segment, then a
+// split that re-encodes every row; the stored vectors are the column's, bit for bit.
+template <class T>
+void optimize_typed_flat(index::element_type el) {
+  t::temp_dir tmp("opttyped");
+  const std::string root = (tmp.path() / "ds").string();
+  auto v0 = typed_cluster<T>(300, 0, 1);
+  const auto v0b = typed_cluster<T>(300, 10, 2);
+  v0.insert(v0.end(), v0b.begin(), v0b.end());
+  const auto v1 = typed_cluster<T>(50, 0, 3);
+  dataset::write(root, typed_batch(v0, 0));
+  index::build_options b;
+  b.column = "vector";
+  b.type = index::ivf_index_type::ivf_flat;
+  b.num_partitions = 2;
+  index::build_ivf_index(root, b);
+  dataset::write_options wo;
+  wo.mode = dataset::write_mode::append;
+  dataset::write(root, typed_batch(v1, 600), wo);
+  // Row id -> the column's bytes.
+  std::map<std::uint64_t, std::vector<std::uint8_t>> want;
+  const auto put = [&](const std::vector<T>& v, std::uint64_t frag) {
+    for (std::size_t i = 0; i < v.size() / 4; ++i) {
+      const auto* p = reinterpret_cast<const std::uint8_t*>(v.data() + i * 4);
+      want[dataset::row_address(frag, i)] = std::vector<std::uint8_t>(p, p + 4 * sizeof(T));
+    }
+  };
+  put(v0, 0);
+  put(v1, 1);
+  const auto check_stored = [&](std::size_t segments_wanted, std::size_t parts_wanted) {
+    auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+    REQUIRE(ix.segments.size() == segments_wanted);
+    std::set<std::uint64_t> seen;
+    std::size_t parts = 0;
+    for (const auto& s : ix.segments) {
+      const auto* f = std::get_if<index::flat_params>(&s.storage->quantizer());
+      REQUIRE(f != nullptr);
+      CHECK(f->element == el);
+      parts = std::max(parts, s.storage->num_partitions());
+      for (std::size_t p = 0; p < s.storage->num_partitions(); ++p) {
+        const auto c = s.storage->read_partition(p);
+        REQUIRE(c.codes.size() == c.size() * 4 * sizeof(T));
+        for (std::size_t i = 0; i < c.size(); ++i) {
+          INFO("row " << c.row_ids[i]);
+          CHECK(seen.insert(c.row_ids[i]).second);
+          const auto it = want.find(c.row_ids[i]);
+          REQUIRE(it != want.end());
+          CHECK(std::memcmp(c.codes.data() + i * 4 * sizeof(T), it->second.data(), 4 * sizeof(T)) == 0);
+        }
+      }
+    }
+    CHECK(seen.size() == 650);
+    CHECK(parts == parts_wanted);
+    // Search: the 5 nearest to (10.05, ...) are rows of the cluster at 10, at their
+    // exact distances.
+    index::search_params sp;
+    sp.k = 5;
+    sp.nprobes = 64;
+    const float q[4] = {10.05f, 10.05f, 10.05f, 10.05f};
+    const auto hits = ix.searcher->search(q, 4, sp);
+    REQUIRE(hits.size() == 5);
+    for (const auto& h : hits) {
+      CHECK((h.row_id >> 32) == 0);
+      CHECK((h.row_id & 0xffffffffu) >= 300);
+      const auto& bytes = want.at(h.row_id);
+      double d = 0;
+      for (std::size_t j = 0; j < 4; ++j) {
+        T x;
+        std::memcpy(&x, bytes.data() + j * sizeof(T), sizeof(T));
+        d += (widen(x) - double(q[j])) * (widen(x) - double(q[j]));
+      }
+      CHECK(h.distance == doctest::Approx(d).epsilon(1e-3));
+    }
+  };
+  index::optimize_options o;
+  o.target_partition_size = 100;  // 350 and 300 are normal: a delta segment
+  auto r = index::optimize_indices(root, o);
+  CHECK(r.indices.at(0).rows_added == 50);
+  check_stored(2, 2);
+  o.target_partition_size = 60;  // above 240: both split, every row re-encoded
+  r = index::optimize_indices(root, o);
+  CHECK(r.indices.at(0).splits.size() == 2);
+  CHECK(r.indices.at(0).rows_in_segment == 650);
+  check_stored(1, r.indices.at(0).num_partitions);
+  CHECK(r.indices.at(0).num_partitions > 2);
+}
+
+}  // namespace
+
+TEST_CASE("optimize: IVF_FLAT over float16 vectors stores float16 rows (delta and re-encode)") {
+  optimize_typed_flat<simd::f16>(index::element_type::f16);
+}
+
+TEST_CASE("optimize: IVF_FLAT over float64 vectors stores float64 rows exactly (delta and re-encode)") {
+  optimize_typed_flat<double>(index::element_type::f64);
 }

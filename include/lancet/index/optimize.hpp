@@ -267,40 +267,119 @@ inline std::vector<std::uint32_t> nearest_centroids(simd::distance_type t, const
   return out;
 }
 
-// The float vectors (widened) of rows, fetched in chunks of at most chunk_bytes of
-// decoded data; fn(first, count, values) per chunk. A row that is null gets NaN.
-template <class Fn>
-inline void fetch_vectors_chunked(const dataset::dataset& ds, const std::string& column, std::size_t dim,
-                                  std::span<const std::uint64_t> ids, std::uint64_t chunk_bytes, Fn&& fn) {
-  const std::uint64_t row_bytes = std::max<std::uint64_t>(1, std::uint64_t(dim) * sizeof(float));
-  const std::size_t per = std::size_t(std::max<std::uint64_t>(1, chunk_bytes / row_bytes));
-  std::vector<float> buf;
-  for (std::size_t at = 0; at < ids.size(); at += per) {
-    const std::size_t n = std::min(per, ids.size() - at);
-    const auto b = ds.take(ids.subspan(at, n), {column});
-    const auto& col = *b.columns.at(0);
-    const auto& item = *col.children.at(0);
-    buf.assign(n * dim, std::numeric_limits<float>::quiet_NaN());
-    for (std::size_t r = 0; r < n; ++r) {
-      if (!col.is_valid(std::int64_t(r))) continue;
-      const std::size_t base = (std::size_t(col.offset) + r) * dim;
-      for (std::size_t j = 0; j < dim; ++j) {
-        float v = std::numeric_limits<float>::quiet_NaN();
-        switch (item.type->id) {
-          case arrow::type_id::float16: v = item.values<simd::f16>()[base + j].to_float(); break;
-          case arrow::type_id::float32: v = item.values<float>()[base + j]; break;
-          case arrow::type_id::float64: v = float(item.values<double>()[base + j]); break;
-          default: throw unsupported_error("optimize: column '" + column + "' holds " + arrow::to_string(*item.type) +
-                                           " vectors; lancet optimises float16/32/64 vector indexes");
-        }
-        buf[r * dim + j] = v;
-      }
-    }
-    fn(at, n, buf.data());
+inline bool usable_row(const float* v, std::size_t d, simd::distance_type metric) {
+  double s = 0;
+  for (std::size_t i = 0; i < d; ++i) {
+    if (!std::isfinite(v[i])) return false;
+    s += double(v[i]) * double(v[i]);
+  }
+  return metric != simd::distance_type::cosine || s > 0;
+}
+
+// Bytes of one element of a vector column holding `t` values (float16/32/64).
+inline std::size_t vector_element_bytes(const arrow::data_type& t, const std::string& column) {
+  switch (t.id) {
+    case arrow::type_id::float16: return 2;
+    case arrow::type_id::float32: return 4;
+    case arrow::type_id::float64: return 8;
+    default:
+      throw unsupported_error("optimize: column '" + column + "' holds " + arrow::to_string(t) +
+                              " vectors; lancet optimises float16/32/64 vector indexes");
   }
 }
 
-// Encodes n float rows assigned to `part` (under the model's centroids) into buffers.
+// The vectors of a batch's vector column: a fixed-size list (one vector per row) or,
+// for a multivector column, a list of them (every vector of a row, under the row).
+// fn(r, v, wide): r the row within the batch, v the vector widened to float, wide its
+// float64 values when the column holds float64 (else nullptr). Null rows, null vectors
+// and unusable vectors (non-finite, or zero under cosine) are skipped, as the builder
+// skips them.
+template <class Fn>
+inline void for_each_vector(const arrow::array_data& col, std::size_t dim, simd::distance_type metric,
+                            const std::string& column, Fn&& fn) {
+  const bool multi = col.type->id == arrow::type_id::list || col.type->id == arrow::type_id::large_list;
+  const auto& fsl = multi ? *col.children.at(0) : col;
+  if (fsl.type->id != arrow::type_id::fixed_size_list || std::size_t(fsl.type->list_size) != dim)
+    throw corrupt_error("optimize: column '" + column + "' is " + arrow::to_string(*col.type) +
+                        ", not the vectors of dimension " + std::to_string(dim) + " its index was built on");
+  const auto& item = *fsl.children.at(0);
+  const std::size_t es = vector_element_bytes(*item.type, column);
+  const std::uint8_t* base = item.buffers.at(1).data() + std::size_t(item.offset) * es;
+  std::vector<float> f(dim);
+  std::vector<double> w(item.type->id == arrow::type_id::float64 ? dim : 0);
+  const auto one = [&](std::int64_t r, std::int64_t v) {
+    if (!fsl.is_valid(v)) return;
+    const std::uint8_t* raw = base + (std::size_t(fsl.offset) + std::size_t(v)) * dim * es;
+    switch (item.type->id) {
+      case arrow::type_id::float16:
+        for (std::size_t j = 0; j < dim; ++j) {
+          simd::f16 h;
+          std::memcpy(&h, raw + j * 2, 2);
+          f[j] = h.to_float();
+        }
+        break;
+      case arrow::type_id::float32: std::memcpy(f.data(), raw, dim * 4); break;
+      default:
+        std::memcpy(w.data(), raw, dim * 8);
+        for (std::size_t j = 0; j < dim; ++j) {
+          if (!std::isfinite(w[j])) return;
+          f[j] = float(w[j]);
+        }
+    }
+    if (!usable_row(f.data(), dim, metric)) return;
+    fn(r, static_cast<const float*>(f.data()), w.empty() ? static_cast<const double*>(nullptr) : w.data());
+  };
+  for (std::int64_t r = 0; r < col.length; ++r) {
+    if (!col.is_valid(r)) continue;
+    if (!multi) {
+      one(r, r);
+      continue;
+    }
+    for (std::int64_t v = col.value_offset(r), e = col.value_offset(r + 1); v < e; ++v) one(r, v);
+  }
+}
+
+// Vectors collected for routing and encoding, each under its row id (float64 values
+// kept alongside when the column holds them: the flat quantizer stores them exactly).
+struct entry_batch {
+  std::size_t dim = 0;
+  std::vector<float> rows;
+  std::vector<double> wide;
+  std::vector<std::uint64_t> ids;
+  std::vector<std::uint32_t> part;
+
+  std::size_t size() const noexcept { return ids.size(); }
+  void add(std::uint64_t id, const float* v, const double* w) {
+    rows.insert(rows.end(), v, v + dim);
+    if (w) wide.insert(wide.end(), w, w + dim);
+    ids.push_back(id);
+  }
+  const double* wide_data() const noexcept { return wide.empty() ? nullptr : wide.data(); }
+  void clear() noexcept { rows.clear(), wide.clear(), ids.clear(), part.clear(); }
+};
+
+// The vectors of rows `ids` (any order), taken in chunks of at most chunk_bytes of
+// decoded data (a multivector row counts its vectors; one larger than a chunk is
+// taken alone): fn(row_id, v, wide) per usable vector.
+template <class Fn>
+inline void fetch_vectors_chunked(const dataset::dataset& ds, const std::string& column, std::size_t dim,
+                                  simd::distance_type metric, std::span<const std::uint64_t> ids,
+                                  std::uint64_t chunk_bytes, bool multivector, Fn&& fn) {
+  const std::uint64_t row_bytes = std::max<std::uint64_t>(1, std::uint64_t(dim) * sizeof(float));
+  // A multivector row holds several vectors: chunks of a few rows, so that the
+  // decoded data stays near the bound whatever the rows' lengths.
+  const std::size_t per = multivector ? std::size_t(std::max<std::uint64_t>(1, chunk_bytes / row_bytes / 64))
+                                      : std::size_t(std::max<std::uint64_t>(1, chunk_bytes / row_bytes));
+  for (std::size_t at = 0; at < ids.size(); at += per) {
+    const std::size_t n = std::min(per, ids.size() - at);
+    const auto sub = ids.subspan(at, n);
+    const auto b = ds.take(sub, {column});
+    for_each_vector(*b.columns.at(0), dim, metric, column,
+                    [&](std::int64_t r, const float* v, const double* w) { fn(sub[std::size_t(r)], v, w); });
+  }
+}
+
+// Encodes float rows assigned to `part` (under the model's centroids) into buffers.
 struct encoder {
   quantizer_params q;
   simd::distance_type metric;
@@ -314,9 +393,9 @@ struct encoder {
   encoder(quantizer_params qp, simd::distance_type m, std::vector<float> c, std::size_t d)
       : q(std::move(qp)), metric(m), cents(std::move(c)), dim(d), width(code_bytes(q)) {
     if (const auto* f = std::get_if<flat_params>(&q)) {
-      if (f->element != element_type::f32)
-        throw unsupported_error("optimize: lancet re-encodes IVF_FLAT indexes over float32 vectors only (this one "
-                                "stores " + std::string(element_name(f->element)) + ")");
+      if (f->element == element_type::u8)
+        throw unsupported_error("optimize: lancet re-encodes IVF_FLAT indexes over float vectors only (this one "
+                                "stores uint8)");
     } else if (const auto* p = std::get_if<pq_params>(&q)) {
       pqm = pq::from_params<float>(*p, metric);
     } else if (const auto* s = std::get_if<sq_params>(&q)) {
@@ -330,18 +409,47 @@ struct encoder {
     }
   }
 
-  // rows: n x dim floats (raw), part[i] < k.
-  void encode(const float* rows, std::size_t n, const std::uint32_t* part, const std::uint64_t* ids,
-              std::vector<part_buf>& out, boost::asio::thread_pool* pool) const {
+  // The flat quantizer's codes: the raw vectors in the stored element type
+  // (normalised under cosine, in that type's precision as the builder does).
+  void flat_codes(const float* rows, const double* wide, std::size_t n, std::uint8_t* codes) const {
+    const auto el = std::get<flat_params>(q).element;
+    const bool cos = metric == simd::distance_type::cosine;
+    if (el == element_type::f64) {
+      std::vector<double> v(n * dim);
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = wide ? wide[i] : double(rows[i]);
+      if (cos)
+        for (std::size_t r = 0; r < n; ++r) {
+          double s = 0;
+          for (std::size_t j = 0; j < dim; ++j) s += v[r * dim + j] * v[r * dim + j];
+          const double nn = std::sqrt(s);
+          for (std::size_t j = 0; j < dim; ++j) v[r * dim + j] /= nn;
+        }
+      std::memcpy(codes, v.data(), n * width);
+      return;
+    }
+    std::vector<float> v(rows, rows + n * dim);
+    if (cos)
+      for (std::size_t i = 0; i < n; ++i) normalise(v.data() + i * dim, dim);
+    if (el == element_type::f32) {
+      std::memcpy(codes, v.data(), n * width);
+      return;
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const simd::f16 h(v[i]);
+      std::memcpy(codes + i * 2, &h, 2);
+    }
+  }
+
+  // rows: n x dim floats (raw); wide: the same as float64 when the column holds them
+  // (else nullptr); part[i] < k.
+  void encode(const float* rows, const double* wide, std::size_t n, const std::uint32_t* part,
+              const std::uint64_t* ids, std::vector<part_buf>& out, boost::asio::thread_pool* pool) const {
     if (n == 0) return;
     const std::size_t k = cents.size() / dim;
     std::vector<std::uint8_t> codes(n * width);
     rabitq::encoded_rows er;
     if (std::holds_alternative<flat_params>(q)) {
-      std::vector<float> v(rows, rows + n * dim);
-      if (metric == simd::distance_type::cosine)
-        for (std::size_t i = 0; i < n; ++i) normalise(v.data() + i * dim, dim);
-      std::memcpy(codes.data(), v.data(), codes.size());
+      flat_codes(rows, wide, n, codes.data());
     } else if (pqm) {
       pq::encode_for_ivf(*pqm, rows, n, metric, cents.data(), k, part, codes.data(), pool);
     } else if (sqm) {
@@ -358,6 +466,9 @@ struct encoder {
       if (rqm) b.add.push_back(er.add_factors[i]), b.scale.push_back(er.scale_factors[i]), b.error.push_back(er.error_factors[i]);
     }
   }
+  void encode(const entry_batch& b, std::vector<part_buf>& out, boost::asio::thread_pool* pool) const {
+    encode(b.rows.data(), b.wide_data(), b.size(), b.part.data(), b.ids.data(), out, pool);
+  }
 };
 
 // Nearest centroid of each row (assign_partitions: cosine normalises rows).
@@ -372,15 +483,6 @@ inline void route(simd::distance_type metric, const std::vector<float>& cents, s
     const std::size_t m = std::min(route_batch_rows, n - at);
     assign_partitions(km, rows + at * dim, m, part + at, static_cast<float*>(nullptr), pool);
   }
-}
-
-inline bool usable_row(const float* v, std::size_t d, simd::distance_type metric) {
-  double s = 0;
-  for (std::size_t i = 0; i < d; ++i) {
-    if (!std::isfinite(v[i])) return false;
-    s += double(v[i]) * double(v[i]);
-  }
-  return metric != simd::distance_type::cosine || s > 0;
 }
 
 // Lance's CreateIndex commit that adds `added` and removes the segments `removed`
@@ -467,7 +569,9 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
     return out;  // done by the caller (a full build)
   }
 
-  // The delta: unindexed rows assigned with the existing centroids and encoded.
+  // The delta: unindexed rows assigned with the existing centroids and encoded (a
+  // multivector row: each of its vectors, under the row's id).
+  const bool multi = builder_detail::is_multivector(ds, column);
   encoder enc(q, metric, cents, dim);
   std::vector<part_buf> delta(k0);
   {
@@ -477,36 +581,27 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
       so.columns = {column};
       so.with_row_id = true;
       so.fragment_ids = unindexed;
+      so.read_ahead_bytes = o.fetch_chunk_bytes;
+      so.batch_size = std::max<std::uint64_t>(1, o.fetch_chunk_bytes / std::max<std::uint64_t>(1, dim * sizeof(float)) /
+                                                     (multi ? 64 : 1));
       auto sc = ds.scan(so);
-      std::vector<float> rows;
-      std::vector<std::uint64_t> ids;
+      entry_batch eb;
+      eb.dim = dim;
+      const auto flush = [&] {
+        eb.part.resize(eb.size());
+        route(metric, cents, dim, eb.rows.data(), eb.size(), eb.part.data(), o.pool);
+        enc.encode(eb, delta, o.pool);
+        res.rows_added += eb.size();
+        eb.clear();
+      };
       while (auto b = sc.next()) {
-        const auto& col = *b->columns[0];
-        const auto& item = *col.children.at(0);
         const auto* rid = b->columns[1]->values<std::uint64_t>();
-        rows.clear(), ids.clear();
-        std::vector<float> v(dim);
-        for (std::int64_t r = 0; r < col.length; ++r) {
-          if (!col.is_valid(r)) continue;
-          const std::size_t base_i = (std::size_t(col.offset) + std::size_t(r)) * dim;
-          for (std::size_t j = 0; j < dim; ++j) {
-            switch (item.type->id) {
-              case arrow::type_id::float16: v[j] = item.values<simd::f16>()[base_i + j].to_float(); break;
-              case arrow::type_id::float32: v[j] = item.values<float>()[base_i + j]; break;
-              case arrow::type_id::float64: v[j] = float(item.values<double>()[base_i + j]); break;
-              default: throw unsupported_error("index '" + name + "': column '" + column + "' holds " +
-                                               arrow::to_string(*item.type) + " vectors");
-            }
-          }
-          if (!usable_row(v.data(), dim, metric)) continue;
-          rows.insert(rows.end(), v.begin(), v.end());
-          ids.push_back(rid[r]);
-        }
-        std::vector<std::uint32_t> part(ids.size());
-        route(metric, cents, dim, rows.data(), ids.size(), part.data(), o.pool);
-        enc.encode(rows.data(), ids.size(), part.data(), ids.data(), delta, o.pool);
-        res.rows_added += ids.size();
+        for_each_vector(*b->columns[0], dim, metric, column, [&](std::int64_t r, const float* v, const double* w) {
+          eb.add(rid[r], v, w);
+          if (eb.size() == route_batch_rows) flush();
+        });
       }
+      if (eb.size()) flush();
     }
     report(o, name, optimize_stage::scan_unindexed, unindexed.size(), unindexed.size());
   }
@@ -544,22 +639,30 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
         if (!dv.contains(r)) live.insert(ids[r]);
     }
 
-  // Merge: newest segment first wins a duplicate row; then the delta.
+  // Merge, newest segment first: a row held by a newer segment is dropped from older
+  // ones, all its entries at once (a multivector row has several, in one segment);
+  // then the delta.
   std::vector<part_buf> parts(k0);
-  std::unordered_set<std::uint64_t> seen;
-  for (std::size_t p = 0; p < k0; ++p) {
+  {
+    std::unordered_set<std::uint64_t> claimed, mine;
     for (std::size_t i = segs.size(); i-- > first_merged;) {
-      const auto c = segs[i].storage->read_partition(p);
-      for (std::size_t r = 0; r < c.size(); ++r) {
-        const auto id = c.row_ids[r];
-        if (!live.count(id) || !seen.insert(id).second) {
-          ++res.rows_dropped;
-          continue;
+      mine.clear();
+      for (std::size_t p = 0; p < k0; ++p) {
+        const auto c = segs[i].storage->read_partition(p);
+        for (std::size_t r = 0; r < c.size(); ++r) {
+          const auto id = c.row_ids[r];
+          if (!live.count(id) || claimed.count(id)) {
+            ++res.rows_dropped;
+            continue;
+          }
+          mine.insert(id);
+          parts[p].append_contents(c, r, width);
         }
-        parts[p].append_contents(c, r, width);
       }
+      claimed.insert(mine.begin(), mine.end());
     }
-    for (std::size_t r = 0; r < delta[p].size(); ++r) parts[p].append_from(delta[p], r, width, 0);
+    for (std::size_t p = 0; p < k0; ++p)
+      for (std::size_t r = 0; r < delta[p].size(); ++r) parts[p].append_from(delta[p], r, width, 0);
   }
   delta.clear();
   std::size_t wex = 0;
@@ -570,24 +673,38 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   const std::uint64_t threshold = std::uint64_t(split_size_factor) * target;
   const auto route_metric = metric == simd::distance_type::dot ? metric : simd::distance_type::l2;
 
-  // Rows to re-read, re-route and re-encode, and where they may go.
-  auto reencode = [&](std::vector<std::uint32_t> from_parts, const std::vector<float>& new_cents,
+  // The rows to reindex: every row with an entry in these partitions, once (a
+  // multivector row's entries elsewhere are dropped from `dest` first: all its vectors
+  // are routed again). Returns row id -> a partition it had an entry in.
+  const auto reindexed_rows = [&](const std::vector<std::uint32_t>& from_parts, std::vector<part_buf>& dest) {
+    std::unordered_map<std::uint64_t, std::uint32_t> want;
+    for (auto p : from_parts)
+      for (auto id : parts[p].ids) want.emplace(id, p);
+    if (multi)
+      for (auto& d : dest) {
+        if (std::none_of(d.ids.begin(), d.ids.end(), [&](std::uint64_t id) { return want.count(id) > 0; })) continue;
+        part_buf kept;
+        for (std::size_t i = 0; i < d.size(); ++i)
+          if (!want.count(d.ids[i])) kept.append_from(d, i, width, wex);
+        d = std::move(kept);
+      }
+    return want;
+  };
+
+  // Re-reads, re-routes and re-encodes the rows of `want` into dest: each vector to
+  // choose(source partition, normalised vector), or (no choose) to its nearest new
+  // centroid.
+  auto reencode = [&](std::unordered_map<std::uint64_t, std::uint32_t> want, const std::vector<float>& new_cents,
                       const std::function<std::uint32_t(std::uint32_t, const float*)>& choose,
                       std::vector<part_buf>& dest) {
-    std::vector<std::uint64_t> ids;
-    std::vector<std::uint32_t> src;
-    for (auto p : from_parts)
-      for (auto id : parts[p].ids) ids.push_back(id), src.push_back(p);
-    report(o, name, optimize_stage::reassign, 0, ids.size());
+    report(o, name, optimize_stage::reassign, 0, want.size());
     encoder e2(q, metric, new_cents, dim);
     std::uint64_t done = 0;
     if (wex)
       throw unsupported_error("index '" + name + "': lancet does not re-encode multi-bit IVF_RQ rows");
+    const std::uint64_t rows_wanted = want.size();
     // The rows are read by scanning the fragments that hold them (decoded at most
-    // fetch_chunk_bytes at a time) and routed route_batch_rows at a time.
-    std::unordered_map<std::uint64_t, std::uint32_t> want;
-    want.reserve(ids.size());
-    for (std::size_t i = 0; i < ids.size(); ++i) want.emplace(ids[i], src[i]);
+    // fetch_chunk_bytes at a time) and routed route_batch_rows vectors at a time.
     std::vector<std::uint64_t> frag_ids(merged_frags.begin(), merged_frags.end());
     frag_ids.insert(frag_ids.end(), unindexed.begin(), unindexed.end());
     std::sort(frag_ids.begin(), frag_ids.end());
@@ -596,53 +713,46 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
     so.with_row_id = true;
     so.fragment_ids = frag_ids;
     so.read_ahead_bytes = o.fetch_chunk_bytes;
-    so.batch_size = std::max<std::uint64_t>(1, o.fetch_chunk_bytes / std::max<std::uint64_t>(1, dim * sizeof(float)));
+    so.batch_size = std::max<std::uint64_t>(1, o.fetch_chunk_bytes / std::max<std::uint64_t>(1, dim * sizeof(float)) /
+                                                   (multi ? 64 : 1));
     auto sc = ds.scan(so);
-    std::vector<float> rows, v(dim), r(dim);
-    std::vector<std::uint32_t> part;
-    std::vector<std::uint64_t> rid;
+    entry_batch eb;
+    eb.dim = dim;
+    std::vector<float> r(dim);
     auto flush = [&] {
       if (!choose) {  // nearest of all the new centroids, a batch at a time (SIMD)
-        part.resize(rid.size());
-        route(metric, new_cents, dim, rows.data(), rid.size(), part.data(), o.pool);
+        eb.part.resize(eb.size());
+        route(metric, new_cents, dim, eb.rows.data(), eb.size(), eb.part.data(), o.pool);
       }
-      e2.encode(rows.data(), rid.size(), part.data(), rid.data(), dest, o.pool);
-      done += rid.size();
-      report(o, name, optimize_stage::reassign, done, ids.size());
-      rows.clear(), part.clear(), rid.clear();
+      e2.encode(eb, dest, o.pool);
+      done += eb.size();
+      report(o, name, optimize_stage::reassign, std::min(done, rows_wanted), rows_wanted);
+      eb.clear();
     };
     while (auto b = sc.next()) {
-      const auto& col = *b->columns[0];
-      const auto& item = *col.children.at(0);
+      if (want.empty()) break;
       const auto* bid = b->columns[1]->values<std::uint64_t>();
-      for (std::int64_t i = 0; i < col.length; ++i) {
+      const auto& col = *b->columns[0];
+      // Rows of this batch wanted (and where from); taken out of `want` after the batch.
+      std::vector<std::int64_t> hit;
+      for (std::int64_t i = 0; i < col.length; ++i)
+        if (want.count(bid[i])) hit.push_back(i);
+      if (hit.empty()) continue;
+      const auto src = [&](std::int64_t i) { return want.at(bid[i]); };
+      for_each_vector(col, dim, metric, column, [&](std::int64_t i, const float* v, const double* w) {
         const auto it = want.find(bid[i]);
-        if (it == want.end()) continue;
-        const std::uint32_t from = it->second;
-        want.erase(it);
-        if (!col.is_valid(i)) continue;  // became null: no longer indexed
-        const std::size_t at = (std::size_t(col.offset) + std::size_t(i)) * dim;
-        for (std::size_t j = 0; j < dim; ++j) {
-          switch (item.type->id) {
-            case arrow::type_id::float16: v[j] = item.values<simd::f16>()[at + j].to_float(); break;
-            case arrow::type_id::float32: v[j] = item.values<float>()[at + j]; break;
-            case arrow::type_id::float64: v[j] = float(item.values<double>()[at + j]); break;
-            default: throw unsupported_error("index '" + name + "': column '" + column + "' holds " +
-                                             arrow::to_string(*item.type) + " vectors");
-          }
-        }
-        if (!usable_row(v.data(), dim, metric)) continue;
+        if (it == want.end()) return;
         if (choose) {
-          r = v;
+          std::copy(v, v + dim, r.begin());
           if (metric == simd::distance_type::cosine) normalise(r.data(), dim);
-          part.push_back(choose(from, r.data()));
+          eb.part.push_back(choose(src(i), r.data()));
         }
-        rows.insert(rows.end(), v.begin(), v.end());
-        rid.push_back(bid[i]);
-        if (rid.size() == route_batch_rows) flush();
-      }
+        eb.add(bid[i], v, w);
+        if (eb.size() == route_batch_rows) flush();
+      });
+      for (auto i : hit) want.erase(bid[i]);  // null / unusable now: no longer indexed
     }
-    if (!rid.empty()) flush();
+    if (eb.size()) flush();
   };
 
   std::vector<float> final_cents = cents;
@@ -662,10 +772,21 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
       std::vector<std::uint64_t> sample(m);
       for (std::size_t j = 0; j < m; ++j) sample[j] = ids[std::size_t(std::uint64_t(j) * ids.size() / m)];
       std::vector<float> rows;
-      fetch_vectors_chunked(ds, column, dim, sample, o.fetch_chunk_bytes, [&](std::size_t, std::size_t n, const float* v) {
-        for (std::size_t i = 0; i < n; ++i)
-          if (usable_row(v + i * dim, dim, metric)) rows.insert(rows.end(), v + i * dim, v + (i + 1) * dim);
-      });
+      fetch_vectors_chunked(ds, column, dim, metric, sample, o.fetch_chunk_bytes, multi,
+                            [&](std::uint64_t, const float* v, const double*) { rows.insert(rows.end(), v, v + dim); });
+      if (multi && !rows.empty()) {
+        // A multivector row's vectors in this partition: those nearest its centroid.
+        std::vector<std::uint32_t> at(rows.size() / dim);
+        route(metric, cents, dim, rows.data(), at.size(), at.data(), o.pool);
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < at.size(); ++i)
+          if (at[i] == sp.partition) {
+            if (kept != i) std::copy(rows.begin() + std::ptrdiff_t(i * dim), rows.begin() + std::ptrdiff_t((i + 1) * dim),
+                                     rows.begin() + std::ptrdiff_t(kept * dim));
+            ++kept;
+          }
+        rows.resize(kept * dim);
+      }
       const std::size_t ns = rows.size() / dim;
       if (metric == simd::distance_type::cosine)
         for (std::size_t i = 0; i < ns; ++i) normalise(rows.data() + i * dim, dim);
@@ -725,9 +846,11 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
       if (affected[p]) from.push_back(std::uint32_t(p));
       else final_parts[p] = std::move(parts[p]);
     }
-    reencode(from, final_cents, nullptr, final_parts);
+    auto want = reindexed_rows(from, final_parts);
+    reencode(std::move(want), final_cents, nullptr, final_parts);
   } else if (!plan.joins.empty()) {
-    // Join: survivors renumbered in order; joined rows go to the nearest survivor with room.
+    // Join: survivors renumbered in order; every row with an entry in a joined
+    // partition is reindexed, each vector to the nearest survivor with room.
     std::vector<bool> joined(k0, false), alive(k0, true);
     for (auto j : plan.joins) joined[j] = true, alive[j] = false;
     std::vector<std::uint32_t> renum(k0, 0);
@@ -740,15 +863,38 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
                            cents.begin() + std::ptrdiff_t((p + 1) * dim));
       }
     final_parts.assign(k1, {});
-    std::vector<std::uint64_t> fill(k1, 0);
     for (std::size_t p = 0; p < k0; ++p)
-      if (!joined[p]) fill[renum[p]] = parts[p].size(), final_parts[renum[p]] = std::move(parts[p]);
+      if (!joined[p]) final_parts[renum[p]] = std::move(parts[p]);
+    auto want = reindexed_rows(plan.joins, final_parts);
+    // Room: the survivors' sizes after the reindexed rows' entries left.
+    std::vector<std::uint64_t> fill(k1, 0);
+    for (std::size_t p = 0; p < k1; ++p) fill[p] = final_parts[p].size();
+    // The window of an old centroid: its 64 nearest survivors (itself first when it
+    // survives).
     std::map<std::uint32_t, std::vector<std::uint32_t>> windows;
-    for (auto j : plan.joins) windows[j] = nearest_centroids(metric, cents, dim, j, reassign_range, &alive);
+    const auto window_of = [&](std::uint32_t c) -> const std::vector<std::uint32_t>& {
+      auto it = windows.find(c);
+      if (it != windows.end()) return it->second;
+      std::vector<std::uint32_t> w;
+      if (alive[c]) w.push_back(c);
+      const auto near = nearest_centroids(metric, cents, dim, c, reassign_range - w.size(), &alive);
+      w.insert(w.end(), near.begin(), near.end());
+      return windows.emplace(c, std::move(w)).first->second;
+    };
     report(o, name, optimize_stage::join, 0, plan.joins.size());
-    reencode(plan.joins, final_cents,
+    reencode(std::move(want), final_cents,
              [&](std::uint32_t src, const float* r) {
-               const auto& w = windows[src];
+               // A multivector row's vectors each use the window of their own nearest
+               // old centroid; a row's single vector that of its joined partition.
+               std::uint32_t from = src;
+               if (multi) {
+                 float best = std::numeric_limits<float>::infinity();
+                 for (std::size_t c = 0; c < k0; ++c) {
+                   const float d = route_distance(route_metric, r, cents.data() + c * dim, dim);
+                   if (d < best) best = d, from = std::uint32_t(c);
+                 }
+               }
+               const auto& w = window_of(from);
                std::vector<std::pair<float, std::uint32_t>> ds_;
                for (auto c : w) ds_.push_back({route_distance(route_metric, r, cents.data() + c * dim, dim), renum[c]});
                std::sort(ds_.begin(), ds_.end());
@@ -970,7 +1116,7 @@ inline build_result create_ivf_flat_with_centroids(const std::string& root, cons
     }
     std::vector<std::uint32_t> part(ids.size());
     optimize_detail::route(metric, centroids, dim, rows.data(), ids.size(), part.data(), nullptr);
-    enc.encode(rows.data(), ids.size(), part.data(), ids.data(), parts, nullptr);
+    enc.encode(rows.data(), nullptr, ids.size(), part.data(), ids.data(), parts, nullptr);
     n += ids.size();
   }
   const auto uuid = pb::uuid::generate_v4();
