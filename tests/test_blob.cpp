@@ -1,0 +1,231 @@
+// Blob columns (encoding/v2_1/blob.hpp): blob v2 descriptions Lance 12 writes at 2.2,
+// read from a fixture LanceDB wrote (tests/fixtures/structural/blob_2.2, made by
+//   node tests/interop/blob_write.mjs DIR 2.2 --fragments 1 --sizes '[0,null,10,1000,65537,5]'
+// : row g holds sizes[g] bytes (k * 7 + g) & 255), resolved to bytes, and every way a
+// damaged description, row or blob file is refused.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <lancet/arrow/builder.hpp>
+#include <lancet/arrow/compare.hpp>
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/encoding/v2_1/blob.hpp>
+#include <lancet/file/reader.hpp>
+#include <lancet/io/file_source.hpp>
+#include <lancet/io/source.hpp>
+
+#include "support/interop.hpp"
+
+using namespace lancet;
+namespace fs = std::filesystem;
+namespace v21 = lancet::encoding::v2_1;
+
+namespace {
+
+const fs::path fixture = fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "structural" / "blob_2.2";
+const std::vector<std::optional<std::size_t>> fixture_sizes = {0, std::nullopt, 10, 1000, 65537, 5};
+
+fs::path fixture_data_file() {
+  for (const auto& e : fs::directory_iterator(fixture / "data"))
+    if (e.path().extension() == ".lance") return e.path();
+  FAIL("no data file in the fixture");
+  return {};
+}
+
+std::string value_of(std::size_t size, std::size_t g) {
+  std::string v(size, '\0');
+  for (std::size_t k = 0; k < size; ++k) v[k] = char((k * 7 + g) & 255);
+  return v;
+}
+
+arrow::array_ptr expected_values(std::size_t begin, std::size_t end) {
+  std::vector<std::optional<std::string>> vals;
+  for (std::size_t g = begin; g < end; ++g)
+    vals.push_back(fixture_sizes[g] ? std::optional(value_of(*fixture_sizes[g], g)) : std::nullopt);
+  return arrow::large_binary_array(vals);
+}
+
+shared_bytes file_bytes(const fs::path& p) { return io::file_source(p.string()).read_all(); }
+
+// A description array built by hand.
+arrow::array_ptr descriptions(const std::vector<std::optional<v21::blob_description>>& ds) {
+  std::vector<std::optional<std::uint8_t>> kind;
+  std::vector<std::optional<std::uint64_t>> pos, size;
+  std::vector<std::optional<std::uint32_t>> id;
+  std::vector<std::optional<std::string>> uri;
+  std::vector<bool> valid;
+  for (const auto& d : ds) {
+    const auto b = d.value_or(v21::blob_description{});
+    kind.push_back(std::uint8_t(b.kind));
+    pos.push_back(b.position);
+    size.push_back(b.size);
+    id.push_back(b.blob_id);
+    uri.push_back(b.uri);
+    valid.push_back(d.has_value());
+  }
+  return arrow::make_struct({{"kind", arrow::uint8(), false, {}},
+                             {"position", arrow::uint64(), false, {}},
+                             {"size", arrow::uint64(), false, {}},
+                             {"blob_id", arrow::uint32(), false, {}},
+                             {"blob_uri", arrow::utf8(), false, {}}},
+                            {arrow::make_array<std::uint8_t>(kind), arrow::make_array<std::uint64_t>(pos),
+                             arrow::make_array<std::uint64_t>(size), arrow::make_array<std::uint32_t>(id),
+                             arrow::string_array(uri)},
+                            valid);
+}
+
+// A store over memory: inline bytes are `data`, blob file i is blobs[i].
+v21::blob_store memory_store(std::string data, std::map<std::uint32_t, std::string> blobs) {
+  auto read = [](const std::string& s, std::uint64_t pos, std::uint64_t size, const std::string& what) {
+    if (pos > s.size() || size > s.size() - pos) throw corrupt_error(what + " range out of bounds");
+    return shared_bytes::copy_of(bytes_view(reinterpret_cast<const std::uint8_t*>(s.data()) + pos, std::size_t(size)));
+  };
+  v21::blob_store st;
+  st.read_data_file = [=](std::uint64_t p, std::uint64_t n) { return read(data, p, n, "data"); };
+  st.read_blob_file = [=](std::uint32_t i, std::uint64_t p, std::uint64_t n) {
+    auto it = blobs.find(i);
+    if (it == blobs.end()) throw corrupt_error("no blob file " + std::to_string(i));
+    return read(it->second, p, n, "blob");
+  };
+  return st;
+}
+
+}  // namespace
+
+TEST_CASE("blob file names: blob_id's 32 bits, least significant first") {
+  CHECK(v21::blob_file_name(1) == "10000000000000000000000000000000.blob");
+  CHECK(v21::blob_file_name(4) == "00100000000000000000000000000000.blob");
+  CHECK(v21::blob_file_name(0x80000003u) == "11000000000000000000000000000001.blob");
+  CHECK(v21::blob_file_path("/d/data/abc.lance", 2) == fs::path("/d/data/abc/01000000000000000000000000000000.blob"));
+}
+
+TEST_CASE("blob v2 data file (LanceDB, 2.2): descriptions as Lance's scan shows them, values through blob files") {
+  const auto path = fixture_data_file();
+  file::file_reader<io::file_source> r{io::file_source(path.string())};
+  REQUIRE(r.num_rows() == 6);
+  // The data file's schema: the description struct, its members stored with id -1.
+  const auto& bf = r.arrow_schema().fields.at(1);
+  CHECK(v21::is_blob_v2_descriptions(*bf.type));
+  auto d = r.read({{"blob"}, std::nullopt, std::nullopt}).columns.at(0);
+  // LanceDB 0.39's query returned exactly these (kind, position, size, blob_id, blob_uri).
+  const std::vector<std::optional<v21::blob_description>> want = {
+      v21::blob_description{v21::blob_kind::inline_data, 0, 0, 0, ""}, std::nullopt,
+      v21::blob_description{v21::blob_kind::inline_data, 0, 10, 0, ""},
+      v21::blob_description{v21::blob_kind::inline_data, 64, 1000, 0, ""},
+      v21::blob_description{v21::blob_kind::packed, 0, 65537, 1, ""},
+      v21::blob_description{v21::blob_kind::inline_data, 1088, 5, 0, ""}};
+  CHECK(v21::blob_descriptions(*d, "blob") == want);
+  CHECK_FALSE(arrow::first_difference(expected_values(0, 6), v21::read_blob_values(r, path, "blob", 0, 6)));
+  CHECK_FALSE(arrow::first_difference(expected_values(2, 5), v21::read_blob_values(r, path, "blob", 2, 5)));
+  // A slice of descriptions resolves the same rows.
+  CHECK_FALSE(arrow::first_difference(expected_values(3, 5),
+                                      v21::materialize_blobs(*arrow::slice(d, 3, 2), v21::local_blob_store(path), "blob")));
+  // Other columns are refused by name.
+  CHECK_THROWS_AS(v21::read_blob_values(r, path, "id", 0, 6), invalid_input_error);
+}
+
+TEST_CASE("blob v2 dataset (LanceDB, 2.2): a scan returns struct<data, uri> with the bytes") {
+  auto ds = dataset::dataset::open(fixture.string());
+  auto b = ds.to_batch();
+  const auto& col = b.columns.at(1);
+  REQUIRE(col->type->id == arrow::type_id::struct_);
+  CHECK(col->count_nulls() == 1);
+  CHECK_FALSE(col->is_valid(1));
+  CHECK_FALSE(arrow::first_difference(expected_values(0, 6), col->children.at(0)));
+  CHECK(col->children.at(1)->count_nulls() == 6);  // no external URIs
+  auto t = ds.take({4, 5}, {"blob"});
+  CHECK_FALSE(arrow::first_difference(expected_values(4, 6), t.columns.at(0)->children.at(0)));
+}
+
+TEST_CASE("blob v2: damaged descriptions, rows and blob files are refused") {
+  const auto path = fixture_data_file();
+  const auto bytes = file_bytes(path);
+  file::file_reader<io::file_source> r{io::file_source(path.string())};
+  const auto& page = r.column(1).metadata.pages.at(0);
+  const auto zipped_at = page.buffer_offsets.at(0);
+  // Full-zip rows: [control byte][u32 row length 25][kind][position][size][blob_id][u32 uri length].
+  auto patched = [&](std::uint64_t at, std::vector<std::uint8_t> b) {
+    aligned_buffer buf;
+    buf.append(bytes.view());
+    std::memcpy(buf.data() + at, b.data(), b.size());
+    return file::file_reader<io::memory_source>{io::memory_source(shared_bytes(std::move(buf)))};
+  };
+  {  // row 0's length runs past the page
+    auto bad = patched(zipped_at + 1, {0xff, 0xff, 0, 0});
+    CHECK_THROWS_AS(bad.read(), corrupt_error);
+  }
+  {  // row 0 is 24 bytes: the uri length prefix is cut
+    auto bad = patched(zipped_at + 1, {24, 0, 0, 0});
+    CHECK_THROWS_AS(bad.read(), corrupt_error);
+  }
+  {  // row 0's uri length says 1 byte past its row
+    auto bad = patched(zipped_at + 1 + 4 + 21, {1, 0, 0, 0});
+    CHECK_THROWS_AS(bad.read(), corrupt_error);
+  }
+  {  // unknown kind 9
+    auto bad = patched(zipped_at + 1 + 4, {9});
+    auto d = bad.read({{"blob"}, std::nullopt, std::nullopt}).columns.at(0);
+    CHECK_THROWS_AS(v21::blob_descriptions(*d, "blob"), corrupt_error);
+  }
+  {  // row 3 (1000 bytes at 64) now points past the end of the data file
+    const auto row3 = zipped_at + 30 + 30 + 1;  // rows 0 and 2 take 30 bytes, row 1 (null) 1
+    auto bad = patched(row3 + 1 + 4 + 1, {0, 0, 0, 0, 0, 0, 1, 0});
+    auto d = bad.read({{"blob"}, std::nullopt, std::nullopt}).columns.at(0);
+    auto ds = v21::blob_descriptions(*d, "blob");
+    REQUIRE(ds[3]);
+    CHECK(ds[3]->position == (std::uint64_t(1) << 48));
+    CHECK_THROWS_WITH_AS(v21::materialize_blobs(*d, v21::local_blob_store(path), "blob"), doctest::Contains("past the end"),
+                         corrupt_error);
+  }
+  {  // a data file copied without its blob files: the packed value's file is missing
+    testing::temp_dir tmp("blob");
+    const auto copy = tmp.path() / path.filename();
+    fs::copy_file(path, copy);
+    file::file_reader<io::file_source> c{io::file_source(copy.string())};
+    CHECK_FALSE(arrow::first_difference(expected_values(0, 4), v21::read_blob_values(c, copy, "blob", 0, 4)));
+    CHECK_THROWS_WITH_AS(v21::read_blob_values(c, copy, "blob", 0, 6), doctest::Contains("is missing"), corrupt_error);
+    // ... or truncated.
+    fs::create_directories(copy.parent_path() / copy.stem());
+    std::ofstream(v21::blob_file_path(copy, 1), std::ios::binary) << std::string(100, 'x');
+    CHECK_THROWS_AS(v21::read_blob_values(c, copy, "blob", 4, 5), corrupt_error);
+  }
+}
+
+TEST_CASE("blob v2 descriptions: kinds, empty and null values, external URIs") {
+  using K = v21::blob_kind;
+  const std::string data = "0123456789abcdef";
+  auto store = memory_store(data, {{1, "packed-one"}, {7, "dedicated"}});
+  auto d = descriptions({v21::blob_description{K::inline_data, 2, 3, 0, ""}, std::nullopt,
+                         v21::blob_description{K::inline_data, 0, 0, 0, ""},
+                         v21::blob_description{K::packed, 7, 3, 1, ""},
+                         v21::blob_description{K::dedicated, 0, 9, 7, ""}});
+  CHECK_FALSE(arrow::first_difference(arrow::large_binary_array({"234", std::nullopt, "", "one", "dedicated"}),
+                                      v21::materialize_blobs(*d, store, "b")));
+  // As the dataset's struct<data, uri>.
+  auto s = v21::blob_v2_values(*d, store, "b");
+  CHECK(s->null_count == 1);
+  CHECK_FALSE(arrow::first_difference(arrow::string_array({std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt}),
+                                      s->children.at(1)));
+  // External: the URI comes back; the bytes only with a reader for them.
+  auto e = descriptions({v21::blob_description{K::external, 0, 4, 0, "s3://bucket/x.bin"}});
+  CHECK_THROWS_WITH_AS(v21::materialize_blobs(*e, store, "b"), doctest::Contains("s3://bucket/x.bin"), unsupported_error);
+  auto se = v21::blob_v2_values(*e, store, "b");
+  CHECK_FALSE(arrow::first_difference(arrow::string_array({"s3://bucket/x.bin"}), se->children.at(1)));
+  CHECK(se->children.at(0)->null_count == 1);
+  store.read_external = [](const std::string& uri, std::uint64_t, std::uint64_t n) {
+    CHECK(uri == "s3://bucket/x.bin");
+    return shared_bytes::copy_of(bytes_view(reinterpret_cast<const std::uint8_t*>("ext!"), std::size_t(n)));
+  };
+  CHECK_FALSE(arrow::first_difference(arrow::large_binary_array({"ext!"}), v21::materialize_blobs(*e, store, "b")));
+  // Damaged descriptions.
+  CHECK_THROWS_AS(v21::materialize_blobs(*descriptions({v21::blob_description{K::packed, 0, 3, 0, ""}}), store, "b"),
+                  corrupt_error);  // blob id 0 is reserved
+  CHECK_THROWS_AS(v21::materialize_blobs(*descriptions({v21::blob_description{K::packed, 0, 3, 2, ""}}), store, "b"),
+                  corrupt_error);  // no such blob file
+  CHECK_THROWS_AS(v21::materialize_blobs(*descriptions({v21::blob_description{K::inline_data, 15, 2, 0, ""}}), store, "b"),
+                  corrupt_error);  // past the data
+  CHECK_THROWS_AS(v21::materialize_blobs(*descriptions({v21::blob_description{K::external, 0, 2, 0, ""}}), store, "b"),
+                  corrupt_error);  // external without a URI
+  CHECK_THROWS_AS(v21::materialize_blobs(*arrow::large_binary_array({"x"}), store, "b"), invalid_input_error);
+}
