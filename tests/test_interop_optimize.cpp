@@ -13,7 +13,10 @@
 //     20 partitions, none above 400;
 //  8. five vectors x 240 and one x 10 far away (centroids given), target 4, +10
 //     duplicates -> sizes [10, 240, 240, 240, 240, 250]; the 5 nearest to 3.0 are 3.0.
-// (7, multivector, is not covered: lancet's builder does not index multivector columns.)
+//  7. multivector (a list of 4-d vectors per row): 20 rows of one vector at C0 and 18
+//     at C1, 380 one-vector rows at C2 (centroids given, cosine, target 100); +1 row at
+//     C1 -> 2 partitions, 761 entries, none above 400 (the joined rows' entries at C1
+//     leave before their vectors are placed);
 // For each: LanceDB lists the index with the row count we indexed and the number of
 // segments, and its search (every partition probed) returns the rows ours returns.
 // Cross-check: LanceDB's own optimize() on datasets carrying our index (a delta
@@ -21,10 +24,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -287,6 +294,140 @@ TEST_CASE("scenario 6: twenty small clusters joined with room") {
   CHECK(s.sizes.size() < 20);
   CHECK(*std::max_element(s.sizes.begin(), s.sizes.end()) <= 400);
   check_lancedb(root, 481, 1, cluster(1, 55, 16) + cluster(1, 190, 17));
+}
+
+namespace {
+
+// `id` + `vector: list<fixed_size_list<float32, 4>>`: row r holds rows[r] (row-major
+// 4-d vectors).
+arrow::record_batch multivector_batch(const std::vector<std::vector<float>>& rows, std::int64_t first_id) {
+  std::vector<std::int32_t> offs = {0};
+  std::vector<float> vals;
+  for (const auto& r : rows) {
+    vals.insert(vals.end(), r.begin(), r.end());
+    offs.push_back(offs.back() + std::int32_t(r.size() / 4));
+  }
+  const std::size_t nv = std::size_t(offs.back()), n = rows.size();
+  arrow::field item("item", arrow::fixed_size_list(arrow::float32(), 4), true);
+  auto col = std::make_shared<arrow::array_data>();
+  col->type = arrow::list(item);
+  col->length = std::int64_t(n);
+  col->null_count = 0;
+  col->buffers = {shared_bytes(), shared_bytes(index::detail::copy_span(std::span<const std::int32_t>(offs)))};
+  col->children = {std::const_pointer_cast<arrow::array_data>(
+      index::detail::fsl_array(item, index::detail::copy_span(std::span<const float>(vals)), nv))};
+  std::vector<std::int64_t> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = first_id + std::int64_t(i);
+  arrow::record_batch b;
+  b.schema = std::make_shared<arrow::schema>(
+      arrow::schema{{arrow::field("id", arrow::int64(), false), arrow::field("vector", col->type, true)}, {}});
+  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
+               col};
+  return b;
+}
+
+// A unit direction plus a little noise.
+std::vector<float> jitter(const std::array<float, 4>& c, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-0.02f, 0.02f);
+  std::vector<float> v(4);
+  for (std::size_t j = 0; j < 4; ++j) v[j] = c[j] + u(rng);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("scenario 7: multivector rows joined, each vector with its own window") {
+  t::temp_dir tmp("opt7");
+  const std::string root = (tmp.path() / "ds").string();
+  const float s = 1.0f / std::sqrt(1.25f);
+  const std::array<float, 4> c0 = {s, 0.5f * s, 0, 0}, c1 = {0, 1, 0, 0}, c2 = {0, 0, 1, 0};  // C0 nearer C1
+  std::mt19937 rng(7);
+  std::vector<std::vector<float>> rows;
+  for (int r = 0; r < 20; ++r) {
+    auto v = jitter(c0, rng);
+    for (int j = 0; j < 18; ++j) v = v + jitter(c1, rng);
+    rows.push_back(v);
+  }
+  for (int r = 0; r < 380; ++r) rows.push_back(jitter(c2, rng));
+  dataset::write(root, multivector_batch(rows, 0));
+  std::vector<float> cents;
+  for (const auto* c : {&c0, &c1, &c2}) cents.insert(cents.end(), c->begin(), c->end());
+  index::build_options b;
+  b.column = "vector";
+  b.type = index::ivf_index_type::ivf_flat;
+  b.metric = simd::distance_type::cosine;
+  b.ivf_centroids = index::matrix::of(cents, 3, 4);
+  b.target_partition_size = 100;
+  const auto built = index::build_ivf_index(root, b);
+  CHECK(built.rows_indexed == 760);
+  {
+    dataset::write_options wo;
+    wo.mode = dataset::write_mode::append;
+    dataset::write(root, multivector_batch({jitter(c1, rng)}, 400), wo);
+  }
+  const auto r = index::optimize_indices(root);  // target 100, from the index's details
+  REQUIRE(r.indices.size() == 1);
+  CHECK(r.indices[0].rows_added == 1);
+  CHECK(r.indices[0].joins == std::vector<std::uint32_t>{0});
+  CHECK(r.indices[0].overflow_rows == 0);
+  CHECK(r.indices[0].num_partitions == 2);
+  CHECK(r.indices[0].rows_in_segment == 761);
+  // Every row keeps all its vectors: 19 entries for each of the first 20 rows.
+  auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+  REQUIRE(ix.segments.size() == 1);
+  std::map<std::uint64_t, std::size_t> entries;
+  std::vector<std::uint64_t> sizes;
+  for (std::size_t p = 0; p < ix.segments[0].storage->num_partitions(); ++p) {
+    const auto c = ix.segments[0].storage->read_partition(p);
+    sizes.push_back(c.size());
+    for (auto id : c.row_ids) ++entries[id];
+  }
+  REQUIRE(sizes.size() == 2);
+  CHECK(sizes[0] + sizes[1] == 761);
+  CHECK(*std::max_element(sizes.begin(), sizes.end()) <= 400);
+  CHECK(sizes == std::vector<std::uint64_t>{381, 380});  // C0's vectors went to C1, which had room
+  REQUIRE(entries.size() == 401);
+  for (std::uint64_t i = 0; i < 20; ++i) CHECK(entries.at(i) == 19);
+  CHECK(entries.at(dataset::row_address(1, 0)) == 1);
+
+  // LanceDB: the index over all 401 rows; its multivector search (one query vector)
+  // ranks rows by their best vector, as our search of the entries does.
+  const auto listing = njson::parse(t::node("list_indices.mjs", {root}));
+  INFO(listing.dump());
+  REQUIRE(listing["indices"].size() == 1);
+  CHECK(listing["indices"][0]["stats"]["numIndexedRows"].get<std::uint64_t>() == 401);
+  CHECK(listing["indices"][0]["stats"]["numUnindexedRows"].get<std::uint64_t>() == 0);
+  CHECK(listing["indices"][0]["stats"]["numIndices"].get<std::size_t>() == 1);
+  const auto qs = jitter(c0, rng) + jitter(c1, rng) + jitter(c2, rng);
+  const auto qfile = (tmp.path() / "q.f32").string();
+  {
+    std::ofstream f(qfile, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(qs.data()), std::streamsize(qs.size() * sizeof(float)));
+  }
+  const std::size_t k = 10;
+  std::istringstream out(t::node("search_multivector.mjs", {root, "--queries", qfile, "--dim", "4", "--per", "1",
+                                                            "--k", std::to_string(k), "--nprobes", "2"}));
+  std::string line;
+  std::size_t qi = 0;
+  while (std::getline(out, line)) {
+    const auto j = njson::parse(line);
+    INFO(line);
+    // Ours: the entries nearest the query, each row once (its nearest vector).
+    index::search_params sp;
+    sp.k = 400;
+    sp.nprobes = 2;
+    const auto hits = ix.searcher->search(qs.data() + qi * 4, 4, sp);
+    std::vector<std::uint64_t> ours;
+    std::set<std::uint64_t> seen;
+    for (const auto& h : hits)
+      if (seen.insert(h.row_id).second && ours.size() < k) ours.push_back(h.row_id);
+    REQUIRE(j["rowids"].size() == k);
+    std::vector<std::uint64_t> theirs;
+    for (const auto& id : j["rowids"]) theirs.push_back(std::stoull(id.get<std::string>()));
+    CHECK(theirs == ours);
+    ++qi;
+  }
+  CHECK(qi == 3);
 }
 
 TEST_CASE("scenario 8: duplicates are not split") {
