@@ -446,3 +446,137 @@ TEST_CASE("optimize: IVF_FLAT over float16 vectors stores float16 rows (delta an
 TEST_CASE("optimize: IVF_FLAT over float64 vectors stores float64 rows exactly (delta and re-encode)") {
   optimize_typed_flat<double>(index::element_type::f64);
 }
+
+namespace {
+
+// `id` + `vector: list<fixed_size_list<float32, 4>>`: row r holds rows[r] (row-major
+// 4-d vectors; empty: a null row).
+arrow::record_batch multivector_batch(const std::vector<std::vector<float>>& rows, std::int64_t first_id) {
+  std::vector<std::int32_t> offs = {0};
+  std::vector<float> vals;
+  aligned_buffer valid;
+  valid.resize((rows.size() + 7) / 8);
+  std::memset(valid.data(), 0, valid.size());
+  std::int64_t nulls = 0;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    vals.insert(vals.end(), rows[r].begin(), rows[r].end());
+    offs.push_back(offs.back() + std::int32_t(rows[r].size() / 4));
+    if (rows[r].empty()) ++nulls;
+    else valid.data()[r / 8] = std::uint8_t(valid.data()[r / 8] | (1u << (r % 8)));
+  }
+  const std::size_t nv = std::size_t(offs.back()), n = rows.size();
+  arrow::field item("item", arrow::fixed_size_list(arrow::float32(), 4), true);
+  auto col = std::make_shared<arrow::array_data>();
+  col->type = arrow::list(item);
+  col->length = std::int64_t(n);
+  col->null_count = nulls;
+  col->buffers = {shared_bytes(std::move(valid)), shared_bytes(index::detail::copy_span(std::span<const std::int32_t>(offs)))};
+  col->children = {std::const_pointer_cast<arrow::array_data>(
+      index::detail::fsl_array(item, index::detail::copy_span(std::span<const float>(vals)), nv))};
+  std::vector<std::int64_t> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = first_id + std::int64_t(i);
+  arrow::record_batch b;
+  b.schema = std::make_shared<arrow::schema>(
+      arrow::schema{{arrow::field("id", arrow::int64(), false), arrow::field("vector", col->type, true)}, {}});
+  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
+               col};
+  return b;
+}
+
+// Entries per row id over every segment.
+std::map<std::uint64_t, std::size_t> entries_per_row(const std::string& root) {
+  std::map<std::uint64_t, std::size_t> m;
+  auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+  for (const auto& s : ix.segments)
+    for (std::size_t p = 0; p < s.storage->num_partitions(); ++p)
+      for (auto id : s.storage->read_partition(p).row_ids) ++m[id];
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("optimize: multivector rows keep every vector through delta, merge, deletion and split") {
+  t::temp_dir tmp("optmv");
+  const std::string root = (tmp.path() / "ds").string();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+  const auto vec = [&](int axis) {
+    std::vector<float> v(4);
+    for (int j = 0; j < 4; ++j) v[std::size_t(j)] = (j == axis ? 1.0f : 0.0f) + u(rng);
+    return v;
+  };
+  // Row r: (r % 3) + 1 vectors along axis 0 (rows < 60) or 1; row 5 is null; row 6
+  // also has a zero vector (not indexable under cosine).
+  const auto make_rows = [&](std::size_t n, std::size_t first) {
+    std::vector<std::vector<float>> rows;
+    for (std::size_t r = first; r < first + n; ++r) {
+      std::vector<float> v;
+      if (r != 5)
+        for (std::size_t j = 0; j < r % 3 + 1; ++j) v = concat(v, vec(r < 60 ? 0 : 1));
+      if (r == 6) v = concat(v, {0, 0, 0, 0});
+      rows.push_back(v);
+    }
+    return rows;
+  };
+  const auto expected = [&](std::size_t r) -> std::size_t { return r == 5 ? 0 : r % 3 + 1; };
+  dataset::write(root, multivector_batch(make_rows(120, 0), 0));
+  index::build_options b;
+  b.column = "vector";
+  b.type = index::ivf_index_type::ivf_flat;
+  b.metric = simd::distance_type::cosine;
+  b.ivf_centroids = index::matrix::of(std::vector<float>{1, 0, 0, 0, 0, 1, 0, 0}, 2, 4);
+  index::build_ivf_index(root, b);
+  {
+    dataset::write_options wo;
+    wo.mode = dataset::write_mode::append;
+    dataset::write(root, multivector_batch(make_rows(30, 120), 120), wo);
+  }
+  index::optimize_options o;
+  o.target_partition_size = 400;  // steady (~120 and ~180 entries): a delta segment
+  auto r = index::optimize_indices(root, o);
+  std::size_t delta_entries = 0;
+  for (std::size_t i = 120; i < 150; ++i) delta_entries += expected(i);
+  CHECK(r.indices.at(0).rows_added == delta_entries);
+  CHECK(segments(root) == 2);
+  const auto check_rows = [&](std::size_t deleted) {
+    const auto m = entries_per_row(root);
+    for (std::size_t i = 0; i < 150; ++i) {
+      INFO("row " << i);
+      const auto id = i < 120 ? dataset::row_address(0, i) : dataset::row_address(1, i - 120);
+      const auto it = m.find(id);
+      const std::size_t want = i < deleted ? 0 : expected(i);
+      CHECK((it == m.end() ? 0 : it->second) == want);
+    }
+  };
+  check_rows(0);
+  // Merging both segments keeps every vector of every row (a row's second and third
+  // entries are not duplicates).
+  o.num_indices_to_merge = 2;
+  r = index::optimize_indices(root, o);
+  CHECK(r.indices.at(0).rows_dropped == 0);
+  CHECK(segments(root) == 1);
+  check_rows(0);
+  // Rows deleted since drop out with all their entries.
+  dataset::delete_rows(root, std::vector<std::uint64_t>{dataset::row_address(0, 0), dataset::row_address(0, 1),
+                                                        dataset::row_address(0, 2)});
+  {
+    dataset::write_options wo;
+    wo.mode = dataset::write_mode::append;
+    dataset::write(root, multivector_batch({vec(0)}, 150), wo);
+  }
+  r = index::optimize_indices(root, o);
+  CHECK(r.indices.at(0).rows_dropped == 1 + 2 + 3);
+  // Splits (threshold 4 x 20 = 80: the partitions hold ~120 and ~180) reassign every
+  // vector of the rows involved; each row keeps all of them.
+  o.num_indices_to_merge.reset();
+  o.target_partition_size = 20;
+  r = index::optimize_indices(root, o);
+  REQUIRE_FALSE(r.indices.at(0).splits.empty());
+  CHECK(segments(root) == 1);
+  check_rows(3);
+  const auto m = entries_per_row(root);
+  CHECK(m.at(dataset::row_address(2, 0)) == 1);
+  std::size_t total = 0;
+  for (const auto& [id, n] : m) total += n;
+  CHECK(total == r.indices.at(0).rows_in_segment);
+}
