@@ -12,7 +12,9 @@
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/encoding/v2_1/blob.hpp>
 #include <lancet/file/reader.hpp>
+#include <lancet/file/writer.hpp>
 #include <lancet/io/file_source.hpp>
+#include <lancet/io/memory_sink.hpp>
 #include <lancet/io/source.hpp>
 
 #include "support/interop.hpp"
@@ -228,4 +230,17 @@ TEST_CASE("blob v2 descriptions: kinds, empty and null values, external URIs") {
   CHECK_THROWS_AS(v21::materialize_blobs(*descriptions({v21::blob_description{K::external, 0, 2, 0, ""}}), store, "b"),
                   corrupt_error);  // external without a URI
   CHECK_THROWS_AS(v21::materialize_blobs(*arrow::large_binary_array({"x"}), store, "b"), invalid_input_error);
+}
+
+TEST_CASE("writing blob columns is refused with the field's name (LanceDB could not read them as plain columns)") {
+  arrow::schema legacy;
+  legacy.fields = {arrow::field{"id", arrow::int64(), false, {}},
+                   arrow::field{"video", arrow::large_binary(), true, {{"lance-encoding:blob", "true"}}}};
+  arrow::schema v2;
+  v2.fields = {arrow::field{"doc", v21::blob_v2_type(), true, {{"ARROW:extension:name", "lance.blob.v2"}}}};
+  auto make21 = [](const arrow::schema& s) { file::file_writer<file::v2_1, io::memory_sink> w(io::memory_sink{}, schema::from_arrow(s)); (void)w; };
+  auto make22 = [](const arrow::schema& s) { file::file_writer<file::v2_2, io::memory_sink> w(io::memory_sink{}, schema::from_arrow(s)); (void)w; };
+  CHECK_THROWS_WITH_AS(make21(legacy), doctest::Contains("'video' is a blob column"), unsupported_error);
+  CHECK_THROWS_WITH_AS(make22(legacy), doctest::Contains("'video' is a blob column"), unsupported_error);
+  CHECK_THROWS_WITH_AS(make22(v2), doctest::Contains("'doc' is a blob column"), unsupported_error);
 }

@@ -418,6 +418,12 @@ class default_strategy {
   // Refuses what the structural encodings cannot hold, naming the field.
   static void check_type(const arrow::field& f, const std::string& path) {
     const auto& t = *f.type;
+    // Blob columns keep their values outside the pages (encoding/v2_1/blob.hpp); written
+    // as plain columns LanceDB 0.39 cannot read them back, so they are refused.
+    for (const auto& [k, v] : f.metadata)
+      if (k == blob_key || (k == "ARROW:extension:name" && v == "lance.blob.v2"))
+        throw unsupported_error("field '" + path + "' is a blob column (" + k + " = " + v +
+                                "); lancet reads blob columns but cannot write them (drop the metadata to write plain binary)");
     if (is_packed_struct(f)) {
       for (const auto& c : t.children) {
         const auto w = arrow::bit_width(*c.type);
