@@ -53,8 +53,9 @@ class symbol_table {
   bool compressing() const noexcept { return enabled_; }
 
   // Longest symbol matching at p (code), or -1 when the byte must be escaped.
+  // Needs the lookup index (trained tables, or parse(bytes, true)).
   int find(const std::uint8_t* p, std::size_t left) const noexcept {
-    if (left >= 2) {
+    if (left >= 2 && !prefix_start_.empty()) {
       const std::size_t prefix = std::size_t(p[0]) | (std::size_t(p[1]) << 8);
       const auto b = prefix_start_[prefix], e = prefix_start_[prefix + 1];
       if (b != e) {
@@ -172,19 +173,25 @@ class symbol_table {
     return st;
   }
 
-  // Compresses one value, appending codes to out.
+  // Compresses one value, appending codes to out: 256 input bytes at a time into a
+  // stack block (at most 2 code bytes per input byte), appended once per block.
   void compress(const std::uint8_t* p, std::size_t len, aligned_buffer& out) const {
+    std::uint8_t block[2 * 256];
     std::size_t at = 0;
     while (at < len) {
-      const int c = find(p + at, len - at);
-      if (c < 0) {
-        out.push_back(escape);
-        out.push_back(p[at]);
-        ++at;
-      } else {
-        out.push_back(std::uint8_t(c));
-        at += symbols_[std::size_t(c)].len;
+      const std::size_t stop = std::min(len, at + 256);
+      std::size_t w = 0;
+      while (at < stop) {
+        const int c = find(p + at, len - at);
+        if (c < 0) {
+          block[w++] = escape;
+          block[w++] = p[at++];
+        } else {
+          block[w++] = std::uint8_t(c);
+          at += symbols_[std::size_t(c)].len;
+        }
       }
+      out.append(block, w);
     }
   }
 
@@ -204,7 +211,10 @@ class symbol_table {
     return out;
   }
 
-  static symbol_table parse(std::string_view bytes) {
+  // A table read back. Decoding needs no lookup index (building it costs a 256 KiB
+  // table, and decoders parse a page's table once per mini-block chunk), so it is built
+  // only when the table is to compress.
+  static symbol_table parse(std::string_view bytes, bool for_compression = false) {
     if (bytes.size() < 8) throw corrupt_error("FSST symbol table of " + std::to_string(bytes.size()) + " bytes");
     const auto info = le::load<std::uint64_t>(bytes.data());
     if ((info & magic) != magic) throw corrupt_error("FSST symbol table without its magic number");
@@ -221,27 +231,35 @@ class symbol_table {
       if (s.len > 8) throw corrupt_error("FSST symbol " + std::to_string(i) + " has length " + std::to_string(s.len));
       st.symbols_.push_back(s);
     }
-    st.index();
+    if (for_compression) st.index();
     return st;
   }
 
-  // Decompresses one value (codes in [p, p + len)), appending to out.
+  // Decompresses one value (codes in [p, p + len)), appending to out. Symbols are
+  // stored 8 bytes at a time into a stack block (then the length advances), and the
+  // block is appended once per 256 codes.
   void decompress(const std::uint8_t* p, std::size_t len, aligned_buffer& out) const {
+    std::uint8_t block[256 * 8 + 8];
+    const std::size_t n_symbols = symbols_.size();
     std::size_t at = 0;
     while (at < len) {
-      const std::uint8_t c = p[at++];
-      if (c == escape) {
-        if (at >= len) throw corrupt_error("FSST value ends in an escape code");
-        out.push_back(p[at++]);
-      } else {
-        if (c >= symbols_.size())
-          throw corrupt_error("FSST code " + std::to_string(c) + " past the " + std::to_string(symbols_.size()) +
-                              " symbols of the table");
-        const auto& s = symbols_[c];
-        std::uint8_t b[8];
-        le::store(b, s.value);
-        out.append(b, s.len);
+      const std::size_t stop = std::min(len, at + 256);
+      std::size_t w = 0;
+      while (at < stop) {
+        const std::uint8_t c = p[at++];
+        if (c == escape) {
+          if (at >= len) throw corrupt_error("FSST value ends in an escape code");
+          block[w++] = p[at++];
+        } else {
+          if (c >= n_symbols)
+            throw corrupt_error("FSST code " + std::to_string(c) + " past the " + std::to_string(n_symbols) +
+                                " symbols of the table");
+          const auto& s = symbols_[c];
+          le::store(block + w, s.value);
+          w += s.len;
+        }
       }
+      out.append(block, w);
     }
   }
 
@@ -279,7 +297,9 @@ class symbol_table {
 
   std::vector<symbol> symbols_;
   std::array<int, 256> single_ = [] { std::array<int, 256> a{}; a.fill(-1); return a; }();
-  std::vector<std::uint32_t> prefix_start_ = std::vector<std::uint32_t>(65537, 0);
+  // First position in prefix_codes_ of each two-byte prefix (at most 255 symbols, so a
+  // byte each: the 64 KiB table stays in cache while compressing).
+  std::vector<std::uint8_t> prefix_start_;  // empty until index()
   std::vector<std::uint8_t> prefix_codes_;
   bool enabled_ = false;
 };
