@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "lancet/encoding/v2_1/decoder.hpp"
 #include "lancet/file/footer.hpp"
 #include "lancet/file/version.hpp"
+#include "lancet/io/file_source.hpp"
 #include "lancet/io/source.hpp"
 #include "lancet/pb/file2.hpp"
 #include "lancet/schema/lance_schema.hpp"
@@ -44,7 +46,8 @@ struct reader_options {
   // Lance splits: into ceil(size / chunk) near-equal pieces) and put back together, so
   // no single I/O request is larger (a 2.1+ page is not split at write time and may
   // hold hundreds of MiB). Sources that hand out zero-copy views (memory, mapped
-  // files) are read in one piece: splitting them would only add a copy.
+  // files) and local files (io::file_source) are read in one piece: splitting them
+  // would only add a copy.
   std::uint64_t read_chunk_size = std::uint64_t(8) << 20;
   // Keep the buffers of the page last read of each column (2.1+ files), so that
   // reading a large page range by range (a scan in read-ahead chunks) fetches it once
@@ -141,6 +144,9 @@ class file_reader {
     const auto chunk = options_.read_chunk_size;
     bool zero_copy = false;
     if constexpr (requires { source_.is_zero_copy(); }) zero_copy = source_.is_zero_copy();
+    // A local file: one pread of any size is one request, and pieces would only be
+    // copied together again (every 8.9 MiB page of 128-d vectors, in a full scan).
+    if constexpr (std::is_same_v<Source, io::file_source>) zero_copy = true;
     if (size <= chunk || zero_copy) return source_.read(offset, size);
     io::check_range(offset, size, source_.size(), io::detail::source_name(source_));
     const std::uint64_t pieces = (size + chunk - 1) / chunk;

@@ -5,6 +5,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <new>
 #include <limits>
 #include <vector>
 
@@ -82,14 +86,12 @@ inline validity gather_validity(const std::vector<array_ptr>& arrays) {
 
 // Fixed-width values (byte-aligned widths) of the concatenated arrays.
 inline aligned_buffer gather_fixed(const std::vector<array_ptr>& arrays, std::int64_t byte_width) {
+  // Appended, not resized and overwritten: zero-filling first would touch every byte
+  // (and fault in every page of a large buffer) twice.
   aligned_buffer out;
-  out.resize(std::size_t(total_length(arrays) * byte_width));
-  std::size_t at = 0;
-  for (const auto& a : arrays) {
-    const std::size_t n = std::size_t(a->length * byte_width);
-    if (n) std::memcpy(out.data() + at, a->buffers[1].data() + a->offset * byte_width, n);
-    at += n;
-  }
+  out.reserve(std::size_t(total_length(arrays) * byte_width));
+  for (const auto& a : arrays)
+    out.append(a->buffers[1].data() + a->offset * byte_width, std::size_t(a->length * byte_width));
   return out;
 }
 
@@ -152,6 +154,76 @@ inline std::uint64_t buffer_memory_size(const arrow::array_data& a) noexcept {
 
 namespace lancet::encoding::detail {
 
+// Large concatenations (a scan's read-ahead chunk of vectors: tens of MiB each time)
+// reuse freed blocks: malloc maps and unmaps blocks this large on every use, and the
+// page faults of touching fresh memory cost more than the copy itself. At most
+// max_kept blocks wait here; blocks are reused for sizes from half their capacity up.
+class large_block_pool {
+ public:
+  static constexpr std::size_t min_bytes = std::size_t(16) << 20;
+  static constexpr std::size_t max_kept = 2;
+
+  static large_block_pool& instance() {
+    // Never destroyed: blocks may be released during static destruction.
+    static auto* pool = new large_block_pool;
+    return *pool;
+  }
+
+  // Bytes with room for n (n >= min_bytes), handed back here when the last owner drops them.
+  shared_bytes fill(std::size_t n, const std::function<void(std::uint8_t*)>& write) {
+    block b = acquire(n);
+    write(b.data);
+    std::uint8_t* data = b.data;
+    std::shared_ptr<std::uint8_t> owner(data, [this, cap = b.capacity](std::uint8_t* p) { release({p, cap}); });
+    return shared_bytes(std::shared_ptr<const void>(owner, owner.get()), data, n);
+  }
+
+ private:
+  struct block {
+    std::uint8_t* data = nullptr;
+    std::size_t capacity = 0;
+  };
+  block acquire(std::size_t n) {
+    {
+      std::lock_guard lock(mu_);
+      for (std::size_t i = 0; i < kept_.size(); ++i)
+        if (kept_[i].capacity >= n && kept_[i].capacity / 2 <= n) {
+          block b = kept_[i];
+          kept_.erase(kept_.begin() + std::ptrdiff_t(i));
+          return b;
+        }
+    }
+    const std::size_t cap = std::size_t(pad_to(n, std::uint64_t(2) << 20));
+    return {static_cast<std::uint8_t*>(::operator new(cap, std::align_val_t{buffer_alignment})), cap};
+  }
+  void release(block b) noexcept {
+    {
+      std::lock_guard lock(mu_);
+      if (kept_.size() < max_kept) {
+        kept_.push_back(b);
+        return;
+      }
+    }
+    ::operator delete(b.data, std::align_val_t{buffer_alignment});
+  }
+  std::mutex mu_;
+  std::vector<block> kept_;
+};
+
+// gather_fixed into shared bytes (large ones from the block pool).
+inline shared_bytes gather_fixed_shared(const std::vector<array_ptr>& arrays, std::int64_t byte_width) {
+  const auto total = std::size_t(total_length(arrays) * byte_width);
+  if (total < large_block_pool::min_bytes) return shared_bytes(gather_fixed(arrays, byte_width));
+  return large_block_pool::instance().fill(total, [&](std::uint8_t* out) {
+    std::size_t at = 0;
+    for (const auto& a : arrays) {
+      const auto n = std::size_t(a->length * byte_width);
+      if (n) std::memcpy(out + at, a->buffers[1].data() + a->offset * byte_width, n);
+      at += n;
+    }
+  });
+}
+
 // The concatenation of arrays of one type into one array that owns exactly its bytes
 // (offset 0). Also used to copy buffered arrays so that a small column does not pin a
 // caller's large batch in memory.
@@ -179,7 +251,7 @@ inline array_ptr concat(const std::vector<array_ptr>& arrays, const arrow::type_
   if (id == type_id::boolean) {
     out->buffers.push_back(shared_bytes(gather_bits(arrays)));
   } else if (arrow::is_fixed_width(*type)) {
-    out->buffers.push_back(shared_bytes(gather_fixed(arrays, arrow::bit_width(*type) / 8)));
+    out->buffers.push_back(gather_fixed_shared(arrays, arrow::bit_width(*type) / 8));
   } else if (arrow::is_binary_like(id) || arrow::is_list_like(id)) {
     const bool large = id == type_id::large_utf8 || id == type_id::large_binary || id == type_id::large_list;
     aligned_buffer offs;
@@ -219,6 +291,33 @@ inline array_ptr concat(const std::vector<array_ptr>& arrays, const arrow::type_
     }
   }
   return out;
+}
+
+// buffer_memory_size(*deep_copy(a)) without the copy: the bytes `a` takes once
+// compacted (what a page-sizing rule measures for a slice that does not own its buffers).
+inline std::uint64_t compact_size(const arrow::array_data& a) {
+  using arrow::type_id;
+  const auto id = a.type->id;
+  if (id == type_id::null) return 0;
+  const auto n = std::uint64_t(a.length);
+  std::uint64_t size = a.count_nulls() > 0 ? (n + 7) / 8 : 0;
+  if (id == type_id::boolean) return size + (n + 7) / 8;
+  if (arrow::is_fixed_width(*a.type)) return size + n * std::uint64_t(arrow::bit_width(*a.type) / 8);
+  if (arrow::is_binary_like(id) || arrow::is_list_like(id)) {
+    const bool large = id == type_id::large_utf8 || id == type_id::large_binary || id == type_id::large_list;
+    size += (n + 1) * (large ? 8 : 4);
+    if (arrow::is_binary_like(id)) {
+      auto [b, e] = offset_span(a);
+      return size + std::uint64_t(e - b);
+    }
+    return size + compact_size(*list_items(a));
+  }
+  if (id == type_id::fixed_size_list) return size + compact_size(*fsl_child(a));
+  if (id == type_id::struct_) {
+    for (const auto& c : a.children) size += compact_size(*arrow::slice(c, a.offset, a.length));
+    return size;
+  }
+  return size;
 }
 
 inline array_ptr deep_copy(const arrow::array_data& a) {
