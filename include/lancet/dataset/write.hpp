@@ -234,13 +234,21 @@ inline std::pair<std::uint32_t, std::uint32_t> data_file_version(file::format_ve
   return {2, 0};
 }
 
-// A slice of b with buffers of its own: the file writer measures an array by its
-// buffers (as Lance does), so a zero-copy slice of a large batch would count as the
-// whole batch and close a page per slice.
+// A slice of b with buffers of its own (2.0 files): the file writer measures an array by
+// its buffers (as Lance does), so a zero-copy slice of a large batch would count as the
+// whole batch and close a page per slice. 2.1+ writers measure groups themselves
+// (writer_options::rows_per_group) and get zero-copy slices.
 inline arrow::record_batch compact_slice(const arrow::record_batch& b, std::int64_t off, std::int64_t len) {
   arrow::record_batch out;
   out.schema = b.schema;
   for (const auto& c : b.columns) out.columns.push_back(encoding::detail::deep_copy(*arrow::slice(c, off, len)));
+  return out;
+}
+
+inline arrow::record_batch zero_copy_slice(const arrow::record_batch& b, std::int64_t off, std::int64_t len) {
+  arrow::record_batch out;
+  out.schema = b.schema;
+  for (const auto& c : b.columns) out.columns.push_back(arrow::slice(c, off, len));
   return out;
 }
 
@@ -264,13 +272,17 @@ class fragment_writer {
     std::int64_t at = 0;
     while (at < n) {
       if (!current_) open_file();
+      // 2.1+ encoders take the rows max_rows_per_group at a time themselves (without
+      // copying them); 2.0 files get compacted groups.
       std::uint64_t take = std::min<std::uint64_t>({std::uint64_t(n - at), o_.max_rows_per_file - rows_,
-                                                    o_.max_rows_per_group});
+                                                    Version::structural ? std::numeric_limits<std::uint64_t>::max()
+                                                                        : o_.max_rows_per_group});
       if (per_row > 0) {
         const std::uint64_t room = o_.max_bytes_per_file > bytes_ ? o_.max_bytes_per_file - bytes_ : 0;
         take = std::max<std::uint64_t>(1, std::min<std::uint64_t>(take, std::uint64_t(double(room) / per_row)));
       }
       if (at == 0 && take == std::uint64_t(n)) current_->write_batch(b);
+      else if (Version::structural) current_->write_batch(zero_copy_slice(b, at, std::int64_t(take)));
       else current_->write_batch(compact_slice(b, at, std::int64_t(take)));
       at += std::int64_t(take);
       rows_ += take;
@@ -306,7 +318,9 @@ class fragment_writer {
     paths_.push_back(path);
     io::file_sink_options so;
     so.exclusive = true;
-    current_ = std::make_unique<writer_type>(make_sink_(path, so), schema_, o_.file_options);
+    auto fo = o_.file_options;
+    if (Version::structural && fo.rows_per_group == 0) fo.rows_per_group = o_.max_rows_per_group;
+    current_ = std::make_unique<writer_type>(make_sink_(path, so), schema_, std::move(fo));
     rows_ = bytes_ = 0;
   }
 

@@ -44,6 +44,8 @@ struct encoding_options {
   std::uint64_t max_page_bytes = 32ull << 20;
   bool keep_original_array = false;
   std::uint64_t buffer_alignment = 64;
+  // 2.1+: take arrays this many rows at a time when sizing pages (0: whole arrays).
+  std::uint64_t group_rows = 0;
 };
 
 // Hands out column indices in schema order and remembers which field owns each.

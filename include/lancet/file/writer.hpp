@@ -60,6 +60,14 @@ struct writer_options {
   std::optional<std::string> page_metadata_spill_path;
   // Encode pages on this pool (pages are still written in order); inline when null.
   boost::asio::thread_pool* pool = nullptr;
+  // 2.1+: size pages as if each array came this many rows at a time (dataset::write
+  // uses Lance's row-group size, 1,024): a large batch then closes a page at every
+  // ~data_cache_bytes of a column instead of becoming one page, and without being
+  // copied. 0: an array counts whole, as Lance's file writer counts it.
+  std::uint64_t rows_per_group = 0;
+  // Pages encoded on the pool ahead of the one being written (bounds the memory of
+  // encoded pages waiting for their turn).
+  std::size_t max_pages_in_flight = 4;
 };
 
 struct finish_result {
@@ -388,6 +396,7 @@ class file_writer {
     eo.cache_bytes_per_column = per_column;
     eo.max_page_bytes = detail::resolve_max_page_bytes(options_);
     eo.keep_original_array = options_.keep_original_array;
+    eo.group_rows = options_.rows_per_group;
     const auto ids = schema::preorder_ids(s);
     encoding::field_id_cursor cursor(ids);
     encoding::column_index_sequence columns;
@@ -429,23 +438,28 @@ class file_writer {
     page_table_.add(p.column_index, page);
   }
   // Encodes the tasks (in parallel on the pool, if any) and writes their pages in task
-  // order. In-flight memory is bounded by what the tasks hold: at most the column caches.
+  // order: while one page is written the next max_pages_in_flight are being encoded.
+  // In-flight memory is bounded by what the tasks hold (at most the column caches, or
+  // the caller's batch) plus that many encoded pages.
   void write_pages(std::vector<encoding::encode_task>& tasks) {
     if (!options_.pool || tasks.size() < 2) {
       for (auto& t : tasks) write_page(t());
       return;
     }
-    std::vector<std::future<encoding::encoded_page>> pages;
-    pages.reserve(tasks.size());
-    for (auto& t : tasks) {
-      auto job = std::make_shared<std::packaged_task<encoding::encoded_page()>>(std::move(t));
-      pages.push_back(job->get_future());
+    const std::size_t window = std::max<std::size_t>(1, options_.max_pages_in_flight);
+    std::vector<std::future<encoding::encoded_page>> pages(tasks.size());
+    std::size_t posted = 0;
+    auto post_next = [&] {
+      auto job = std::make_shared<std::packaged_task<encoding::encoded_page()>>(std::move(tasks[posted]));
+      pages[posted++] = job->get_future();
       boost::asio::post(*options_.pool, [job] { (*job)(); });
-    }
+    };
     std::exception_ptr failure;
-    for (auto& f : pages) {
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      while (!failure && posted < tasks.size() && posted < i + window) post_next();
+      if (!pages[i].valid()) break;  // not posted: an earlier page failed
       try {
-        auto p = f.get();
+        auto p = pages[i].get();
         if (!failure) write_page(p);
       } catch (...) {
         if (!failure) failure = std::current_exception();

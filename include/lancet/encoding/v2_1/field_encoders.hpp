@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -172,9 +173,10 @@ class structural_field_encoder final : public field_encoder {
                            const encoding_options& o)
       : field_(std::move(f)), paths_(std::move(paths)), leaves_(std::move(leaves)), columns_(std::move(columns)),
         strategy_(std::move(strategy)), keep_original_(o.keep_original_array),
-        cache_bytes_(o.cache_bytes_per_column * std::max<std::size_t>(1, paths_.size())) {}
+        cache_bytes_(o.cache_bytes_per_column * std::max<std::size_t>(1, paths_.size())), group_rows_(o.group_rows) {}
 
   std::vector<encode_task> maybe_encode(const arrow::array_ptr& a, std::uint64_t row_number, std::uint64_t) override {
+    if (group_rows_ > 0) return maybe_encode_groups(a, row_number);
     if (arrays_.empty()) first_row_ = row_number;
     bytes_ += encoding::detail::buffer_memory_size(*a);
     if (bytes_ > cache_bytes_) {
@@ -184,6 +186,33 @@ class structural_field_encoder final : public field_encoder {
     arrays_.push_back(keep_original_ ? a : encoding::detail::deep_copy(*a));
     return {};
   }
+  // Group mode (encoding_options::group_rows): the array is taken group_rows rows at a
+  // time, each group measured by its compacted size, exactly as if the caller had
+  // written compacted slices of it one by one; but a page's rows are handed to the
+  // encode task as one zero-copy slice, and only rows still buffered when the call
+  // returns are copied (so that they do not pin the caller's batch).
+  std::vector<encode_task> maybe_encode_groups(const arrow::array_ptr& a, std::uint64_t row_number) {
+    std::vector<encode_task> tasks;
+    const auto group = std::int64_t(std::min<std::uint64_t>(group_rows_, std::uint64_t(std::numeric_limits<std::int64_t>::max())));
+    std::int64_t run = 0;  // first row of `a` not yet handed to arrays_
+    for (std::int64_t at = 0; at < a->length;) {
+      if (at == run && arrays_.empty()) first_row_ = row_number + std::uint64_t(at);
+      const auto n = std::min(group, a->length - at);
+      bytes_ += encoding::detail::compact_size(*arrow::slice(a, at, n));
+      at += n;
+      if (bytes_ > cache_bytes_) {
+        arrays_.push_back(run == 0 && at == a->length ? a : arrow::slice(a, run, at - run));
+        run = at;
+        for (auto& t : take()) tasks.push_back(std::move(t));
+      }
+    }
+    if (run < a->length) {
+      auto rest = run == 0 ? a : arrow::slice(a, run, a->length - run);
+      arrays_.push_back(keep_original_ ? rest : encoding::detail::deep_copy(*rest));
+    }
+    return tasks;
+  }
+
   std::vector<encode_task> flush() override {
     if (arrays_.empty()) return {};
     return take();
@@ -219,6 +248,7 @@ class structural_field_encoder final : public field_encoder {
   std::shared_ptr<const default_strategy<Minor>> strategy_;
   bool keep_original_;
   std::uint64_t cache_bytes_;
+  std::uint64_t group_rows_;
   std::uint64_t bytes_ = 0;
   std::uint64_t first_row_ = 0;
   std::vector<arrow::array_ptr> arrays_;
