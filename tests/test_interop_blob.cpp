@@ -155,3 +155,40 @@ TEST_CASE("blob v2 columns (2.2) LanceDB writes: descriptions as LanceDB shows t
   CHECK(ids_of(tk.columns.at(0)) == std::vector<std::int64_t>{7, 8});
   CHECK_FALSE(arrow::first_difference(expected(rows, ids_of(tk.columns.at(0))), tk.columns.at(1)->children.at(0)));
 }
+
+TEST_CASE("variable packed structs (2.2, the encoding of blob v2 descriptions): plain, FSST and zstd members") {
+  struct shape {
+    int rows, long_len;
+    const char* member_codec;  // what Lance chose for the string member (Any type name inside)
+  };
+  for (const auto& sh : {shape{200, 0, "plain"}, shape{5000, 0, "FSST"}, shape{300, 40000, "zstd"}}) {
+    CAPTURE(sh.member_codec);
+    t::temp_dir dir("interop-packed");
+    const auto path = dir.path() / "ds";
+    t::node("blob_packed_struct.mjs", {path.string(), std::to_string(sh.rows), std::to_string(sh.long_len)});
+    const auto files = t::data_files(path);
+    REQUIRE(files.size() == 1);
+    file::file_reader<io::file_source> r{io::file_source(files[0].string())};
+    const auto layout = r.column(1).metadata.pages.at(0).encoding->unwrap<pb::enc21::page_layout>();
+    const auto* z = std::get_if<pb::enc21::full_zip_layout>(&layout.value);
+    REQUIRE(z);
+    const auto& vp = std::get<pb::enc21::variable_packed_struct>(z->value_compression->value);
+    REQUIRE(vp.fields.size() == 2);
+    const auto& member = vp.fields[1].value->value;
+    if (sh.long_len) CHECK(std::holds_alternative<pb::enc21::general>(member));
+    else if (sh.rows > 1000) CHECK(std::holds_alternative<pb::enc21::fsst>(member));
+    else CHECK(std::holds_alternative<pb::enc21::variable>(member));
+    std::vector<std::int32_t> a;
+    std::vector<std::string> s;
+    for (int i = 0; i < sh.rows; ++i) {
+      a.push_back(i);
+      s.push_back(std::string(std::size_t(sh.long_len ? sh.long_len + i : i % 13), 'x') + std::to_string(i));
+    }
+    auto want = arrow::make_struct({{"a", arrow::int32(), false, {}}, {"s", arrow::utf8(), false, {}}},
+                                   {arrow::make_array<std::int32_t>(a), arrow::string_array(s)});
+    auto got = r.read({{"packed"}, std::nullopt, std::nullopt}).columns.at(0);
+    CHECK_FALSE(arrow::first_difference(want, got));
+    auto mid = r.read({{"packed"}, std::pair<std::uint64_t, std::uint64_t>{7, 19}, std::nullopt}).columns.at(0);
+    CHECK_FALSE(arrow::first_difference(arrow::slice(want, 7, 12), mid));
+  }
+}

@@ -210,41 +210,38 @@ inline arrow::array_ptr fsl_array(const arrow::type_ptr& t, const data_block& b,
 }
 
 // A 2.2 variable packed struct: each value is one row of the members side by side, a
-// fixed member as its bytes, a variable one as a length prefix and its bytes. `out`
-// carries the struct's length, validity and null count; the members come back valid
-// (an empty row, as full-zip stores a null struct, reads as zeros and empty values).
-inline arrow::array_ptr split_variable_packed(const arrow::type_ptr& t, const enc21::variable_packed_struct& vp,
+// fixed member as its bytes, a variable one as a length prefix and its stored bytes
+// (decoded by the member's own codec). `out` carries the struct's length, validity and
+// null count; the members come back valid (an empty row, as full-zip stores a null
+// struct, reads as zeros and empty values).
+inline arrow::array_ptr split_variable_packed(const arrow::type_ptr& t, const variable_packed_layout& vp,
                                               const data_block& b, std::shared_ptr<arrow::array_data> out,
                                               const std::string& where) {
   const auto n = std::uint64_t(out->length);
-  if (vp.fields.size() != t->children.size())
-    throw corrupt_error(where + ": packed struct of " + std::to_string(vp.fields.size()) + " members, the schema has " +
+  if (vp.members.size() != t->children.size())
+    throw corrupt_error(where + ": packed struct of " + std::to_string(vp.members.size()) + " members, the schema has " +
                         std::to_string(t->children.size()));
   if (b.k != data_block::kind::variable || b.num_values != n)
     throw corrupt_error(where + ": packed struct rows do not match the struct's " + std::to_string(n) + " slots");
   check_offsets(b, b.data.size(), (where + " (packed struct rows)").c_str());
   struct member {
-    std::uint64_t width = 0;  // fixed: bytes per value
-    std::uint64_t prefix = 0; // variable: bytes of the length prefix
-    bool large = false;       // variable: 64-bit Arrow offsets
+    bool large = false;  // variable: 64-bit Arrow offsets
     aligned_buffer values, offsets;
   };
-  std::vector<member> ms(vp.fields.size());
+  std::vector<member> ms(vp.members.size());
   for (std::size_t j = 0; j < ms.size(); ++j) {
     const auto& c = t->children[j];
-    const auto& f = vp.fields[j];
+    const auto& f = vp.members[j];
     auto& m = ms[j];
     const auto w = arrow::bit_width(*c.type);
-    if (f.bits_per_value) {
-      if (w <= 0 || std::uint64_t(w) != *f.bits_per_value || c.type->id == arrow::type_id::boolean)
-        throw corrupt_error(where + ": packed struct member '" + c.name + "' stored with " +
-                            std::to_string(*f.bits_per_value) + " bits is " + arrow::to_string(*c.type));
-      m.width = *f.bits_per_value / 8;
-      m.values.reserve(std::size_t(checked_mul(n, m.width, "packed struct member")));
+    if (f.width) {
+      if (w <= 0 || std::uint64_t(w) != f.width * 8 || c.type->id == arrow::type_id::boolean)
+        throw corrupt_error(where + ": packed struct member '" + c.name + "' stored in " + std::to_string(f.width) +
+                            " bytes is " + arrow::to_string(*c.type));
+      m.values.reserve(std::size_t(checked_mul(n, f.width, "packed struct member")));
     } else {
       if (!arrow::is_binary_like(c.type->id))
         throw corrupt_error(where + ": variable packed struct member '" + c.name + "' is " + arrow::to_string(*c.type));
-      m.prefix = f.bits_per_length.value_or(0) / 8;
       m.large = c.type->id == arrow::type_id::large_binary || c.type->id == arrow::type_id::large_utf8;
       m.offsets.resize(m.large ? 8 : 4);
     }
@@ -256,26 +253,27 @@ inline arrow::array_ptr split_variable_packed(const arrow::type_ptr& t, const en
     std::uint64_t pos = 0;
     for (std::size_t j = 0; j < ms.size(); ++j) {
       auto& m = ms[j];
+      const auto& f = vp.members[j];
       const std::string& name = t->children[j].name;
-      if (m.width) {
-        if (len == 0) { m.values.resize(m.values.size() + std::size_t(m.width)); continue; }
-        if (m.width > len - pos)
+      if (f.width) {
+        if (len == 0) { m.values.resize(m.values.size() + std::size_t(f.width)); continue; }
+        if (f.width > len - pos)
           throw corrupt_error(where + ": packed struct row " + std::to_string(i) + " ends inside member '" + name + "'");
-        m.values.append(row + pos, std::size_t(m.width));
-        pos += m.width;
+        m.values.append(row + pos, std::size_t(f.width));
+        pos += f.width;
       } else {
-        std::uint64_t vlen = 0;
         if (len != 0) {
-          if (m.prefix > len - pos)
+          if (f.prefix > len - pos)
             throw corrupt_error(where + ": packed struct row " + std::to_string(i) + " ends inside the length of member '" + name + "'");
           const auto* q = row + pos;
-          vlen = m.prefix == 1 ? *q : m.prefix == 2 ? le::load<std::uint16_t>(q) : m.prefix == 4 ? le::load<std::uint32_t>(q)
-                                                                                           : le::load<std::uint64_t>(q);
-          pos += m.prefix;
+          const std::uint64_t vlen = f.prefix == 1 ? *q : f.prefix == 2 ? le::load<std::uint16_t>(q)
+                                   : f.prefix == 4 ? le::load<std::uint32_t>(q) : le::load<std::uint64_t>(q);
+          pos += f.prefix;
           if (vlen > len - pos)
             throw corrupt_error(where + ": packed struct row " + std::to_string(i) + " member '" + name + "' of " +
                                 std::to_string(vlen) + " bytes runs past its row of " + std::to_string(len));
-          m.values.append(row + pos, std::size_t(vlen));
+          f.values.decode_value(bytes_view(row + pos, std::size_t(vlen)), m.values);
+          check_alloc(m.values.size(), where + " (packed struct member '" + name + "')");
           pos += vlen;
         }
         const auto at = m.offsets.size();
@@ -299,7 +297,7 @@ inline arrow::array_ptr split_variable_packed(const arrow::type_ptr& t, const en
     child->type = t->children[j].type;
     child->length = std::int64_t(n);
     child->null_count = 0;
-    if (ms[j].width) child->buffers = {shared_bytes(), shared_bytes(std::move(ms[j].values))};
+    if (vp.members[j].width) child->buffers = {shared_bytes(), shared_bytes(std::move(ms[j].values))};
     else child->buffers = {shared_bytes(), shared_bytes(std::move(ms[j].offsets)), shared_bytes(std::move(ms[j].values))};
     out->children.push_back(std::move(child));
   }

@@ -371,6 +371,8 @@ inline std::vector<std::uint16_t> decode_levels(const compressive& e, const shar
 
 // ---- per-value (full zip) ---------------------------------------------------------
 
+struct variable_packed_layout;
+
 // How a full-zip page's values decode: fixed width (bits per value known from the
 // layout) or variable (each value compressed on its own).
 struct per_value_decoder {
@@ -386,34 +388,17 @@ struct per_value_decoder {
   std::optional<enc21::compression_scheme> general;
   // set: each value is a row of struct members side by side (2.2 VariablePackedStruct,
   // e.g. blob v2 descriptions); the rows are kept whole and split by the field decoder.
-  std::shared_ptr<const enc21::variable_packed_struct> packed;
+  std::shared_ptr<const variable_packed_layout> packed;
+
+  static std::shared_ptr<const variable_packed_layout> parse_variable_packed(const enc21::variable_packed_struct& vp,
+                                                                             const std::string& where);
 
   static per_value_decoder from(const compressive& e, const std::string& where) {
     per_value_decoder d;
     if (const auto* vp = std::get_if<enc21::variable_packed_struct>(&e.value)) {
-      // Members are stored as their flat bytes (fixed) or a length prefix and the bytes
-      // (variable); per-member compression beyond that is refused here, not misread.
-      for (std::size_t i = 0; i < vp->fields.size(); ++i) {
-        const auto& f = vp->fields[i];
-        const std::string fw = where + ": packed struct member " + std::to_string(i);
-        const auto& enc = f.value.value(fw + " without an encoding");
-        if (f.bits_per_value) {
-          const auto bits = detail::flat_bits(enc, fw, "fixed member");
-          if (bits != *f.bits_per_value || bits == 0 || bits % 8)
-            throw unsupported_error(fw + " of " + std::to_string(*f.bits_per_value) + " bits (flat " + std::to_string(bits) + ")");
-        } else if (f.bits_per_length) {
-          const auto* v = std::get_if<enc21::variable>(&enc.value);
-          if (!v) throw unsupported_error(fw + " encoded as " + detail::encoding_name(enc));
-          const auto bl = *f.bits_per_length;
-          if (bl != 8 && bl != 16 && bl != 32 && bl != 64)
-            throw corrupt_error(fw + ": length prefix of " + std::to_string(bl) + " bits");
-        } else {
-          throw corrupt_error(fw + " has neither a value width nor a length width");
-        }
-      }
       d.k = kind::variable;
       d.bits_per_offset = 64;
-      d.packed = std::make_shared<const enc21::variable_packed_struct>(*vp);
+      d.packed = parse_variable_packed(*vp, where);
       return d;
     }
     if (const auto* f = std::get_if<enc21::flat>(&e.value)) {
@@ -464,5 +449,45 @@ struct per_value_decoder {
     else out.append(stored);
   }
 };
+
+// The members of a 2.2 VariablePackedStruct row: a fixed member is `width` bytes as
+// they are; a variable one is a `prefix`-byte length and that many stored bytes, which
+// its own per-value decoder (plain, FSST or general compression) turns into the value.
+struct variable_packed_layout {
+  struct member {
+    std::uint64_t width = 0;   // fixed: bytes per value
+    std::uint64_t prefix = 0;  // variable: bytes of the length prefix
+    per_value_decoder values;  // variable
+  };
+  std::vector<member> members;
+};
+
+inline std::shared_ptr<const variable_packed_layout> per_value_decoder::parse_variable_packed(
+    const enc21::variable_packed_struct& vp, const std::string& where) {
+  auto out = std::make_shared<variable_packed_layout>();
+  for (std::size_t i = 0; i < vp.fields.size(); ++i) {
+    const auto& f = vp.fields[i];
+    const std::string fw = where + ": packed struct member " + std::to_string(i);
+    const auto& enc = f.value.value(fw + " without an encoding");
+    variable_packed_layout::member m;
+    if (f.bits_per_value) {
+      const auto bits = detail::flat_bits(enc, fw, "fixed member");
+      if (bits != *f.bits_per_value || bits == 0 || bits % 8)
+        throw unsupported_error(fw + " of " + std::to_string(*f.bits_per_value) + " bits (flat " + std::to_string(bits) + ")");
+      m.width = bits / 8;
+    } else if (f.bits_per_length) {
+      const auto bl = *f.bits_per_length;
+      if (bl != 8 && bl != 16 && bl != 32 && bl != 64) throw corrupt_error(fw + ": length prefix of " + std::to_string(bl) + " bits");
+      m.prefix = bl / 8;
+      m.values = per_value_decoder::from(enc, fw);
+      if (m.values.k != kind::variable || m.values.packed)
+        throw unsupported_error(fw + " is variable width but encoded as " + detail::encoding_name(enc));
+    } else {
+      throw corrupt_error(fw + " has neither a value width nor a length width");
+    }
+    out->members.push_back(std::move(m));
+  }
+  return out;
+}
 
 }  // namespace lancet::encoding::v2_1

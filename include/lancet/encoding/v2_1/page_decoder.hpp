@@ -46,7 +46,7 @@ struct page_slice {
   std::optional<data_block> dictionary;  // set: values are dictionary indices
   std::optional<std::string> constant;   // set: every visible value is this scalar (values empty)
   // set: each variable value is one packed struct row (2.2 VariablePackedStruct)
-  std::shared_ptr<const enc21::variable_packed_struct> packed;
+  std::shared_ptr<const variable_packed_layout> packed;
 };
 
 namespace detail {
