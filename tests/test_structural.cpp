@@ -2,9 +2,11 @@
 // layouts, the default strategy's choices, and files written by LanceDB.
 #include <doctest/doctest.h>
 
+#include <boost/asio/thread_pool.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -1066,4 +1068,103 @@ TEST_CASE("mini-block chunk headers are padded with 0xFE, as Lance 12 pads them 
     for (std::size_t q = header; q < 8; ++q) CHECK_MESSAGE(data.data()[q] == 0xFE, "2." << minor << " byte " << q);
     CHECK_FALSE(arrow::first_difference(a, m.read(f, 0, 3000)));
   }
+}
+
+// ---- page sizing group by group (writer_options::rows_per_group) ----------------------------
+
+TEST_CASE("compact_size: the bytes a slice takes once compacted, without copying it") {
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    lancet::testing::random_data rd(seed);
+    auto t = rd.random_type();
+    CAPTURE(seed);
+    CAPTURE(arrow::to_string(*t));
+    auto a = rd.random_sliced_array(t, std::int64_t(rd.pick(300)));
+    CHECK(encoding::detail::compact_size(*a) ==
+          encoding::detail::buffer_memory_size(*encoding::detail::deep_copy(*a)));
+  }
+}
+
+namespace {
+
+// Per column: each page's row count and buffers' bytes.
+std::vector<std::vector<std::pair<std::uint64_t, std::vector<std::string>>>> pages_of(const shared_bytes& bytes) {
+  test_file f(bytes);
+  std::vector<std::vector<std::pair<std::uint64_t, std::vector<std::string>>>> out;
+  for (const auto& c : f.columns) {
+    out.emplace_back();
+    for (const auto& p : c.pages) {
+      std::vector<std::string> bufs;
+      for (std::size_t i = 0; i < p.buffer_offsets.size(); ++i)
+        bufs.emplace_back(reinterpret_cast<const char*>(bytes.data() + p.buffer_offsets[i]), p.buffer_sizes[i]);
+      out.back().emplace_back(p.length, std::move(bufs));
+    }
+  }
+  return out;
+}
+
+template <class Version>
+void check_rows_per_group() {
+  // Columns of different widths, so their pages close at different rows.
+  lancet::testing::random_data rd(11);
+  const std::int64_t n = 3000;
+  std::vector<std::int64_t> ids(n);
+  std::vector<float> vec(std::size_t(n) * 16);
+  std::vector<std::string> strs(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    ids[std::size_t(i)] = i * 3;
+    strs[std::size_t(i)] = "value-" + std::to_string(i * 7919 % 10007);
+  }
+  for (std::size_t i = 0; i < vec.size(); ++i) vec[i] = float(i % 97) * 0.5f;
+  auto nested_t = arrow::list(arrow::struct_({arrow::field{"a", arrow::int32(), true, {}},
+                                              arrow::field{"b", arrow::utf8(), true, {}}}));
+  auto batch = arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)},
+                                  {"s", arrow::string_array(strs)},
+                                  {"v", arrow::make_fixed_size_list(arrow::make_array<float>(vec), 16)},
+                                  {"n", rd.random_array(nested_t, n)}});
+  // Sliced, so the batch's buffers are larger than its rows.
+  auto sliced = dataset::write_detail::zero_copy_slice(batch, 7, n - 19);
+  file::writer_options base;
+  base.data_cache_bytes = 4 * (16u << 10);  // 16 KiB per column: many pages
+  // Reference: the batch handed over as compacted 100-row groups.
+  std::vector<arrow::record_batch> groups;
+  for (std::int64_t at = 0; at < sliced.num_rows(); at += 100)
+    groups.push_back(dataset::write_detail::compact_slice(sliced, at, std::min<std::int64_t>(100, sliced.num_rows() - at)));
+  const auto expected = pages_of(write_file<Version>(groups, base));
+  std::size_t pages = 0;
+  for (const auto& c : expected) pages += c.size();
+  CHECK(pages > 4 * 3);  // several pages per column
+  file::writer_options grouped = base;
+  grouped.rows_per_group = 100;
+  // The whole batch at once, and in two parts at a group boundary (rows buffered across
+  // calls: copied at the end of the first).
+  const auto a = std::int64_t(1200);
+  for (int threads : {0, 2}) {
+    for (std::size_t in_flight : {std::size_t(1), std::size_t(4)}) {
+      CAPTURE(threads);
+      CAPTURE(in_flight);
+      std::optional<boost::asio::thread_pool> pool;
+      auto o = grouped;
+      if (threads) {
+        pool.emplace(threads);
+        o.pool = &*pool;
+      }
+      o.max_pages_in_flight = in_flight;
+      CHECK(pages_of(write_file<Version>({sliced}, o)) == expected);
+      CHECK(pages_of(write_file<Version>({dataset::write_detail::zero_copy_slice(sliced, 0, a),
+                                          dataset::write_detail::zero_copy_slice(sliced, a, sliced.num_rows() - a)}, o)) == expected);
+    }
+  }
+  // Without it, a batch counts whole: one page per column.
+  for (const auto& c : pages_of(write_file<Version>({sliced}, base))) CHECK(c.size() == 1);
+  check_file_round_trip<Version>({sliced}, grouped);
+  check_file_round_trip<Version>({dataset::write_detail::zero_copy_slice(sliced, 0, 1234),
+                                  dataset::write_detail::zero_copy_slice(sliced, 1234, sliced.num_rows() - 1234)},
+                                 grouped);
+}
+
+}  // namespace
+
+TEST_CASE("rows_per_group: pages of a large batch as if written in compacted groups (2.1, 2.2, pool)") {
+  check_rows_per_group<file::v2_1>();
+  check_rows_per_group<file::v2_2>();
 }
