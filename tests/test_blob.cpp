@@ -244,3 +244,29 @@ TEST_CASE("writing blob columns is refused with the field's name (LanceDB could 
   CHECK_THROWS_WITH_AS(make22(legacy), doctest::Contains("'video' is a blob column"), unsupported_error);
   CHECK_THROWS_WITH_AS(make22(v2), doctest::Contains("'doc' is a blob column"), unsupported_error);
 }
+
+TEST_CASE("legacy blobs (2.1): a description pointing outside the file is corrupt, naming the row") {
+  // tests/fixtures/structural/blob_2.1 (write_legacy_blobs.mjs): row i holds 100 + 50 i bytes.
+  fs::path path;
+  for (const auto& e : fs::directory_iterator(fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "structural" / "blob_2.1" / "data"))
+    path = e.path();
+  const auto bytes = file_bytes(path);
+  file::file_reader<io::memory_source> ok{io::memory_source(bytes)};
+  REQUIRE(ok.num_rows() == 20);
+  const auto good = ok.read({{"blob"}, std::nullopt, std::nullopt}).columns.at(0);
+  CHECK(good->type->id == arrow::type_id::large_binary);
+  // Row 1's description (position, size = 150) sits in the page's chunk data.
+  const auto& page = ok.column(1).metadata.pages.at(0);
+  const auto chunk_at = page.buffer_offsets.at(1), chunk_size = page.buffer_sizes.at(1);
+  std::optional<std::uint64_t> desc;
+  for (std::uint64_t at = chunk_at + 8; at + 8 <= chunk_at + chunk_size; at += 8)
+    if (le::load<std::uint64_t>(bytes.data() + at) == 150) { desc = at - 8; break; }
+  REQUIRE(desc);
+  aligned_buffer buf;
+  buf.append(bytes.view());
+  le::store<std::uint64_t>(buf.data() + *desc, std::uint64_t(1) << 40);
+  file::file_reader<io::memory_source> bad{io::memory_source(shared_bytes(std::move(buf)))};
+  CHECK_THROWS_WITH_AS(bad.read({{"blob"}, std::nullopt, std::nullopt}), doctest::Contains("blob value of row 1"), corrupt_error);
+  // Rows before it still read.
+  CHECK_FALSE(arrow::first_difference(arrow::slice(good, 0, 1), bad.read({{"blob"}, std::pair<std::uint64_t, std::uint64_t>{0, 1}, std::nullopt}).columns.at(0)));
+}

@@ -709,7 +709,13 @@ inline page_slice read_page(const enc21::page_layout& layout, const std::vector<
         if (level == 0 || level > s.max_def) throw corrupt_error(where + ": blob null marker " + std::to_string(pos));
       } else if (size) {
         check_alloc(bytes.size() + size, where + " (blob value)");
-        auto v = read_range(pos, size);
+        shared_bytes v;
+        try {
+          v = read_range(pos, size);
+        } catch (const corrupt_error& e) {  // name the row and its description, not just the file range
+          throw corrupt_error(where + ": blob value of row " + std::to_string(begin + i) + " (" + std::to_string(size) +
+                              " bytes at file offset " + std::to_string(pos) + "): " + e.what());
+        }
         if (v.size() != size) throw corrupt_error(where + ": blob value at " + std::to_string(pos) + " is truncated");
         bytes.append(v.view());
       }
