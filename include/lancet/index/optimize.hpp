@@ -152,6 +152,10 @@ struct optimize_options {
   // one recorded in the index's details, else the type's (4096 flat, 8192 others).
   std::optional<std::size_t> target_partition_size;
   std::uint64_t fetch_chunk_bytes = default_fetch_chunk_bytes;
+  // What the shuffles of the delta and of the new segment's entries may hold in
+  // memory (as the builder's budget: beyond it, runs spill to temporary files).
+  std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
+  std::string spill_directory;  // where runs spill; default: the new segment's directory
   boost::asio::thread_pool* pool = nullptr;
   std::function<void(const optimize_progress&)> on_progress;
 };
@@ -183,40 +187,6 @@ inline void report(const optimize_options& o, const std::string& index, optimize
                    std::uint64_t total) {
   if (o.on_progress) o.on_progress({index, s, done, total});
 }
-
-// A partition's entries being assembled (codes row-major).
-struct part_buf {
-  std::vector<std::uint64_t> ids;
-  std::vector<std::uint8_t> codes, ex;
-  std::vector<float> add, scale, error, add_ex, scale_ex;
-
-  std::size_t size() const noexcept { return ids.size(); }
-  void append_from(const part_buf& c, std::size_t i, std::size_t w, std::size_t wex) {
-    ids.push_back(c.ids[i]);
-    codes.insert(codes.end(), c.codes.begin() + std::ptrdiff_t(i * w), c.codes.begin() + std::ptrdiff_t((i + 1) * w));
-    if (!c.add.empty()) add.push_back(c.add[i]), scale.push_back(c.scale[i]), error.push_back(c.error[i]);
-    if (wex) {
-      ex.insert(ex.end(), c.ex.begin() + std::ptrdiff_t(i * wex), c.ex.begin() + std::ptrdiff_t((i + 1) * wex));
-      add_ex.push_back(c.add_ex[i]), scale_ex.push_back(c.scale_ex[i]);
-    }
-  }
-  void append_contents(const partition_contents& c, std::size_t i, std::size_t w) {
-    ids.push_back(c.row_ids[i]);
-    codes.insert(codes.end(), c.codes.data() + i * w, c.codes.data() + (i + 1) * w);
-    if (!c.add_factors.empty())
-      add.push_back(c.add_factors[i]), scale.push_back(c.scale_factors[i]),
-          error.push_back(c.error_factors.empty() ? 0.0f : c.error_factors[i]);
-    if (c.ex_codes.size()) {
-      const std::size_t wex = c.ex_codes.size() / c.row_ids.size();
-      ex.insert(ex.end(), c.ex_codes.data() + i * wex, c.ex_codes.data() + (i + 1) * wex);
-      add_ex.push_back(c.add_factors_ex[i]), scale_ex.push_back(c.scale_factors_ex[i]);
-    }
-  }
-  partition_data view() const noexcept {
-    return {ids, bytes_view(codes.data(), codes.size()), add, scale, error, bytes_view(ex.data(), ex.size()), add_ex,
-            scale_ex};
-  }
-};
 
 inline std::vector<float> matrix_floats(const matrix& m) {
   std::vector<float> out(m.rows * m.cols);
@@ -358,6 +328,24 @@ struct entry_batch {
   void clear() noexcept { rows.clear(), wide.clear(), ids.clear(), part.clear(); }
 };
 
+// A set of row ids as a sorted vector (8 bytes a row, not a hash node's ~40: the
+// sets optimize keeps grow with the index).
+struct id_set {
+  std::vector<std::uint64_t> ids;
+  void seal() {
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  }
+  bool contains(std::uint64_t id) const noexcept { return std::binary_search(ids.begin(), ids.end(), id); }
+  // Adds sealed `more` (keeps this sealed).
+  void merge(const id_set& more) {
+    std::vector<std::uint64_t> m;
+    m.reserve(ids.size() + more.ids.size());
+    std::set_union(ids.begin(), ids.end(), more.ids.begin(), more.ids.end(), std::back_inserter(m));
+    ids = std::move(m);
+  }
+};
+
 // The vectors of rows `ids` (any order), taken in chunks of at most chunk_bytes of
 // decoded data (a multivector row counts its vectors; one larger than a chunk is
 // taken alone): fn(row_id, v, wide) per usable vector.
@@ -441,35 +429,59 @@ struct encoder {
   }
 
   // rows: n x dim floats (raw); wide: the same as float64 when the column holds them
-  // (else nullptr); part[i] < k.
+  // (else nullptr); part[i] < k. Appended to out (codes row-major).
   void encode(const float* rows, const double* wide, std::size_t n, const std::uint32_t* part,
-              const std::uint64_t* ids, std::vector<part_buf>& out, boost::asio::thread_pool* pool) const {
+              const std::uint64_t* ids, shuffle_batch& out, boost::asio::thread_pool* pool) const {
     if (n == 0) return;
     const std::size_t k = cents.size() / dim;
-    std::vector<std::uint8_t> codes(n * width);
-    rabitq::encoded_rows er;
+    const std::size_t at = out.size();
+    out.partitions.insert(out.partitions.end(), part, part + n);
+    out.row_ids.insert(out.row_ids.end(), ids, ids + n);
+    out.codes.resize((at + n) * width);
+    std::uint8_t* codes = out.codes.data() + at * width;
     if (std::holds_alternative<flat_params>(q)) {
-      flat_codes(rows, wide, n, codes.data());
+      flat_codes(rows, wide, n, codes);
     } else if (pqm) {
-      pq::encode_for_ivf(*pqm, rows, n, metric, cents.data(), k, part, codes.data(), pool);
+      pq::encode_for_ivf(*pqm, rows, n, metric, cents.data(), k, part, codes, pool);
     } else if (sqm) {
-      sq::encode_for_ivf(*sqm, rows, n, metric, codes.data(), pool);
+      sq::encode_for_ivf(*sqm, rows, n, metric, codes, pool);
     } else {
+      rabitq::encoded_rows er;
       rabitq::encode_for_ivf(*rqm, rows, n, metric, cents.data(), k, part, er, pool);
-      codes = std::move(er.codes);
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      auto& b = out.at(part[i]);
-      b.ids.push_back(ids[i]);
-      b.codes.insert(b.codes.end(), codes.begin() + std::ptrdiff_t(i * width),
-                     codes.begin() + std::ptrdiff_t((i + 1) * width));
-      if (rqm) b.add.push_back(er.add_factors[i]), b.scale.push_back(er.scale_factors[i]), b.error.push_back(er.error_factors[i]);
+      std::memcpy(codes, er.codes.data(), n * width);
+      out.add_factors.insert(out.add_factors.end(), er.add_factors.begin(), er.add_factors.end());
+      out.scale_factors.insert(out.scale_factors.end(), er.scale_factors.begin(), er.scale_factors.end());
+      out.error_factors.insert(out.error_factors.end(), er.error_factors.begin(), er.error_factors.end());
     }
   }
-  void encode(const entry_batch& b, std::vector<part_buf>& out, boost::asio::thread_pool* pool) const {
+  void encode(const entry_batch& b, shuffle_batch& out, boost::asio::thread_pool* pool) const {
     encode(b.rows.data(), b.wide_data(), b.size(), b.part.data(), b.ids.data(), out, pool);
   }
 };
+
+// Appends entry i of a partition read back (or handed over by a shuffler) to out,
+// in partition `p`.
+inline void append_entry(shuffle_batch& out, std::uint32_t p, const partition_data& c, std::size_t i, std::size_t width) {
+  out.partitions.push_back(p);
+  out.row_ids.push_back(c.row_ids[i]);
+  out.codes.insert(out.codes.end(), c.codes.data() + i * width, c.codes.data() + (i + 1) * width);
+  if (!c.add_factors.empty()) {
+    out.add_factors.push_back(c.add_factors[i]);
+    out.scale_factors.push_back(c.scale_factors[i]);
+    out.error_factors.push_back(c.error_factors.empty() ? 0.0f : c.error_factors[i]);
+  }
+}
+
+// A storage-writer stand-in for shuffler::write_partitions: hands each partition (in
+// order) to fn(p, data).
+template <class Fn>
+struct partition_visitor {
+  Fn fn;
+  std::uint32_t next = 0;
+  void write_partition(const partition_data& d) { fn(next++, d); }
+};
+template <class Fn>
+partition_visitor(Fn) -> partition_visitor<Fn>;
 
 // Nearest centroid of each row (assign_partitions: cosine normalises rows).
 inline void route(simd::distance_type metric, const std::vector<float>& cents, std::size_t dim, const float* rows,
@@ -569,11 +581,30 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
     return out;  // done by the caller (a full build)
   }
 
-  // The delta: unindexed rows assigned with the existing centroids and encoded (a
-  // multivector row: each of its vectors, under the row's id).
+  // The new segment's directory; the shuffles spill under it (or o.spill_directory)
+  // and are removed when done, the directory too unless the segment was written.
+  const auto uuid = pb::uuid::generate_v4();
+  const std::string dir = index_directory(root, uuid);
+  const std::string spill = o.spill_directory.empty() ? dir + "/_shuffle"
+                                                      : o.spill_directory + "/lancet-optimize-" + uuid.to_string();
+  struct spill_guard {
+    std::string spill, dir;
+    bool written = false;
+    ~spill_guard() {
+      std::error_code ec;
+      std::filesystem::remove_all(spill, ec);
+      if (!written) std::filesystem::remove_all(dir, ec);
+    }
+  } guard{spill, dir};
+
+  // The delta: unindexed rows assigned with the existing centroids, encoded and
+  // handed to a shuffler (a multivector row: each of its vectors, under the row's id).
   const bool multi = builder_detail::is_multivector(ds, column);
   encoder enc(q, metric, cents, dim);
-  std::vector<part_buf> delta(k0);
+  shuffler delta_sh(k0, q, spill + "/delta", o.memory_budget_bytes, o.pool);
+  std::vector<std::vector<std::uint64_t>> delta_ids(k0);  // ids only: the plan and the reindexing need them
+  const std::uint64_t scan_batch =
+      std::max<std::uint64_t>(1, o.fetch_chunk_bytes / std::max<std::uint64_t>(1, dim * sizeof(float)) / (multi ? 64 : 1));
   {
     report(o, name, optimize_stage::scan_unindexed, 0, unindexed.size());
     if (!unindexed.empty()) {
@@ -582,15 +613,18 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
       so.with_row_id = true;
       so.fragment_ids = unindexed;
       so.read_ahead_bytes = o.fetch_chunk_bytes;
-      so.batch_size = std::max<std::uint64_t>(1, o.fetch_chunk_bytes / std::max<std::uint64_t>(1, dim * sizeof(float)) /
-                                                     (multi ? 64 : 1));
+      so.batch_size = scan_batch;
       auto sc = ds.scan(so);
       entry_batch eb;
       eb.dim = dim;
+      shuffle_batch sb;
       const auto flush = [&] {
         eb.part.resize(eb.size());
         route(metric, cents, dim, eb.rows.data(), eb.size(), eb.part.data(), o.pool);
-        enc.encode(eb, delta, o.pool);
+        sb = shuffle_batch{};
+        enc.encode(eb, sb, o.pool);
+        delta_sh.add(sb);
+        for (std::size_t i = 0; i < eb.size(); ++i) delta_ids[eb.part[i]].push_back(eb.ids[i]);
         res.rows_added += eb.size();
         eb.clear();
       };
@@ -609,7 +643,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   // The plan over sizes summed over the delta and every segment.
   std::vector<std::uint64_t> sizes(k0, 0);
   for (std::size_t p = 0; p < k0; ++p) {
-    sizes[p] = delta[p].size();
+    sizes[p] = delta_ids[p].size();
     for (const auto& s : segs) sizes[p] += s.storage->ivf().lengths.at(p);
   }
   partition_plan plan;
@@ -628,149 +662,82 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   // Live rows of the merged segments' fragments (deleted / rewritten rows drop out).
   const std::size_t first_merged = segs.size() - merge_n;
   std::set<std::uint64_t> merged_frags;
-  std::unordered_set<std::uint64_t> live;
+  id_set live;
   for (std::size_t i = first_merged; i < segs.size(); ++i)
     for (auto f : segs[i].info.fragment_ids) {
-      if (!current.count(f)) continue;
-      merged_frags.insert(f);
+      if (!current.count(f) || !merged_frags.insert(f).second) continue;
       const auto ids = ds.fragment_row_ids(f);
       const auto dv = ds.deleted_rows(f);
       for (std::size_t r = 0; r < ids.size(); ++r)
-        if (!dv.contains(r)) live.insert(ids[r]);
+        if (!dv.contains(r)) live.ids.push_back(ids[r]);
     }
+  live.seal();
 
-  // Merge, newest segment first: a row held by a newer segment is dropped from older
-  // ones, all its entries at once (a multivector row has several, in one segment);
-  // then the delta.
-  std::vector<part_buf> parts(k0);
-  {
-    std::unordered_set<std::uint64_t> claimed, mine;
+  // The merged segments' entries, newest segment first, one partition read at a
+  // time: a row held by a newer segment is dropped from older ones, all its entries
+  // at once (a multivector row has several, in one segment). fn(p, contents, i) per
+  // entry kept; returns the entries dropped.
+  const auto for_each_kept = [&](auto&& fn) {
+    std::uint64_t dropped = 0;
+    id_set claimed, mine;
     for (std::size_t i = segs.size(); i-- > first_merged;) {
-      mine.clear();
+      mine.ids.clear();
       for (std::size_t p = 0; p < k0; ++p) {
         const auto c = segs[i].storage->read_partition(p);
+        const auto d = c.view();
         for (std::size_t r = 0; r < c.size(); ++r) {
           const auto id = c.row_ids[r];
-          if (!live.count(id) || claimed.count(id)) {
-            ++res.rows_dropped;
+          if (!live.contains(id) || claimed.contains(id)) {
+            ++dropped;
             continue;
           }
-          mine.insert(id);
-          parts[p].append_contents(c, r, width);
+          if (i > first_merged) mine.ids.push_back(id);  // the oldest claims for no one
+          fn(std::uint32_t(p), d, r);
         }
       }
-      claimed.insert(mine.begin(), mine.end());
+      mine.seal();
+      claimed.merge(mine);
     }
-    for (std::size_t p = 0; p < k0; ++p)
-      for (std::size_t r = 0; r < delta[p].size(); ++r) parts[p].append_from(delta[p], r, width, 0);
-  }
-  delta.clear();
-  std::size_t wex = 0;
-  for (const auto& pb_ : parts)
-    if (!pb_.ids.empty()) wex = pb_.ex.size() / pb_.ids.size();
+    return dropped;
+  };
 
   std::optional<double> loss = newest.index_file.ivf.loss;
   const std::uint64_t threshold = std::uint64_t(split_size_factor) * target;
   const auto route_metric = metric == simd::distance_type::dot ? metric : simd::distance_type::l2;
 
-  // The rows to reindex: every row with an entry in these partitions, once (a
-  // multivector row's entries elsewhere are dropped from `dest` first: all its vectors
-  // are routed again). Returns row id -> a partition it had an entry in.
-  const auto reindexed_rows = [&](const std::vector<std::uint32_t>& from_parts, std::vector<part_buf>& dest) {
-    std::unordered_map<std::uint64_t, std::uint32_t> want;
-    for (auto p : from_parts)
-      for (auto id : parts[p].ids) want.emplace(id, p);
-    if (multi)
-      for (auto& d : dest) {
-        if (std::none_of(d.ids.begin(), d.ids.end(), [&](std::uint64_t id) { return want.count(id) > 0; })) continue;
-        part_buf kept;
-        for (std::size_t i = 0; i < d.size(); ++i)
-          if (!want.count(d.ids[i])) kept.append_from(d, i, width, wex);
-        d = std::move(kept);
-      }
-    return want;
-  };
+  // Row ids (entries) of the partitions a split or join may move, merged segments'
+  // and the delta's: ids only.
+  std::map<std::uint32_t, std::vector<std::uint64_t>> cand;
+  for (const auto& sp : plan.splits) {
+    cand[sp.partition];
+    for (auto c : nearest_centroids(metric, cents, dim, sp.partition, reassign_range)) cand[c];
+  }
+  if (plan.splits.empty())
+    for (auto j : plan.joins) cand[j];
+  if (!cand.empty()) {
+    for_each_kept([&](std::uint32_t p, const partition_data& d, std::size_t r) {
+      const auto it = cand.find(p);
+      if (it != cand.end()) it->second.push_back(d.row_ids[r]);
+    });
+    for (auto& [p, ids] : cand) ids.insert(ids.end(), delta_ids[p].begin(), delta_ids[p].end());
+  }
 
-  // Re-reads, re-routes and re-encodes the rows of `want` into dest: each vector to
-  // choose(source partition, normalised vector), or (no choose) to its nearest new
-  // centroid.
-  auto reencode = [&](std::unordered_map<std::uint64_t, std::uint32_t> want, const std::vector<float>& new_cents,
-                      const std::function<std::uint32_t(std::uint32_t, const float*)>& choose,
-                      std::vector<part_buf>& dest) {
-    report(o, name, optimize_stage::reassign, 0, want.size());
-    encoder e2(q, metric, new_cents, dim);
-    std::uint64_t done = 0;
-    if (wex)
-      throw unsupported_error("index '" + name + "': lancet does not re-encode multi-bit IVF_RQ rows");
-    const std::uint64_t rows_wanted = want.size();
-    // The rows are read by scanning the fragments that hold them (decoded at most
-    // fetch_chunk_bytes at a time) and routed route_batch_rows vectors at a time.
-    std::vector<std::uint64_t> frag_ids(merged_frags.begin(), merged_frags.end());
-    frag_ids.insert(frag_ids.end(), unindexed.begin(), unindexed.end());
-    std::sort(frag_ids.begin(), frag_ids.end());
-    dataset::scan_options so;
-    so.columns = {column};
-    so.with_row_id = true;
-    so.fragment_ids = frag_ids;
-    so.read_ahead_bytes = o.fetch_chunk_bytes;
-    so.batch_size = std::max<std::uint64_t>(1, o.fetch_chunk_bytes / std::max<std::uint64_t>(1, dim * sizeof(float)) /
-                                                   (multi ? 64 : 1));
-    auto sc = ds.scan(so);
-    entry_batch eb;
-    eb.dim = dim;
-    std::vector<float> r(dim);
-    auto flush = [&] {
-      if (!choose) {  // nearest of all the new centroids, a batch at a time (SIMD)
-        eb.part.resize(eb.size());
-        route(metric, new_cents, dim, eb.rows.data(), eb.size(), eb.part.data(), o.pool);
-      }
-      e2.encode(eb, dest, o.pool);
-      done += eb.size();
-      report(o, name, optimize_stage::reassign, std::min(done, rows_wanted), rows_wanted);
-      eb.clear();
-    };
-    while (auto b = sc.next()) {
-      if (want.empty()) break;
-      const auto* bid = b->columns[1]->values<std::uint64_t>();
-      const auto& col = *b->columns[0];
-      // Rows of this batch wanted (and where from); taken out of `want` after the batch.
-      std::vector<std::int64_t> hit;
-      for (std::int64_t i = 0; i < col.length; ++i)
-        if (want.count(bid[i])) hit.push_back(i);
-      if (hit.empty()) continue;
-      const auto src = [&](std::int64_t i) { return want.at(bid[i]); };
-      for_each_vector(col, dim, metric, column, [&](std::int64_t i, const float* v, const double* w) {
-        const auto it = want.find(bid[i]);
-        if (it == want.end()) return;
-        if (choose) {
-          std::copy(v, v + dim, r.begin());
-          if (metric == simd::distance_type::cosine) normalise(r.data(), dim);
-          eb.part.push_back(choose(src(i), r.data()));
-        }
-        eb.add(bid[i], v, w);
-        if (eb.size() == route_batch_rows) flush();
-      });
-      for (auto i : hit) want.erase(bid[i]);  // null / unusable now: no longer indexed
-    }
-    if (eb.size()) flush();
-  };
-
+  // Split: new centroids per split partition, trained on an even sample.
   std::vector<float> final_cents = cents;
-  std::vector<part_buf> final_parts;
+  std::vector<std::uint32_t> from;  // partitions whose rows are reindexed
   if (!plan.splits.empty()) {
-    // Split: new centroids per split partition, trained on an even sample.
     std::vector<std::uint32_t> done_splits;
-    std::vector<bool> is_split(k0, false);
     std::size_t step = 0;
     for (const auto& sp : plan.splits) {
       report(o, name, optimize_stage::split, step++, plan.splits.size());
-      auto ids = parts[sp.partition].ids;
+      auto ids = cand.at(sp.partition);
       std::sort(ids.begin(), ids.end());
       ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
       const std::size_t want = std::size_t(sp.ways) * split_sample_per_piece;
       const std::size_t m = std::min(want, ids.size());
       std::vector<std::uint64_t> sample(m);
       for (std::size_t j = 0; j < m; ++j) sample[j] = ids[std::size_t(std::uint64_t(j) * ids.size() / m)];
+      std::vector<std::uint64_t>().swap(ids);
       std::vector<float> rows;
       fetch_vectors_chunked(ds, column, dim, metric, sample, o.fetch_chunk_bytes, multi,
                             [&](std::uint64_t, const float* v, const double*) { rows.insert(rows.end(), v, v + dim); });
@@ -830,7 +797,6 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
                            km.centroids.begin() + std::ptrdiff_t((surv[j] + 1) * dim));
       res.splits.push_back({sp.partition, std::uint32_t(surv.size())});
       done_splits.push_back(sp.partition);
-      is_split[sp.partition] = true;
     }
     report(o, name, optimize_stage::split, plan.splits.size(), plan.splits.size());
     // Rows of the split partitions and of their neighbours, routed with the new centroids.
@@ -839,21 +805,19 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
       affected[p] = true;
       for (auto c : nearest_centroids(metric, cents, dim, p, reassign_range)) affected[c] = true;
     }
-    const std::size_t k1 = final_cents.size() / dim;
-    final_parts.assign(k1, {});
-    std::vector<std::uint32_t> from;
-    for (std::size_t p = 0; p < k0; ++p) {
+    for (std::size_t p = 0; p < k0; ++p)
       if (affected[p]) from.push_back(std::uint32_t(p));
-      else final_parts[p] = std::move(parts[p]);
-    }
-    auto want = reindexed_rows(from, final_parts);
-    reencode(std::move(want), final_cents, nullptr, final_parts);
   } else if (!plan.joins.empty()) {
-    // Join: survivors renumbered in order; every row with an entry in a joined
-    // partition is reindexed, each vector to the nearest survivor with room.
-    std::vector<bool> joined(k0, false), alive(k0, true);
+    from = plan.joins;
+  }
+
+  // Where the kept entries of old partition p go: p itself, or (join) its survivor's
+  // new number.
+  std::vector<bool> joined(k0, false), alive(k0, true);
+  std::vector<std::uint32_t> renum(k0);
+  for (std::size_t p = 0; p < k0; ++p) renum[p] = std::uint32_t(p);
+  if (plan.splits.empty() && !plan.joins.empty()) {
     for (auto j : plan.joins) joined[j] = true, alive[j] = false;
-    std::vector<std::uint32_t> renum(k0, 0);
     std::size_t k1 = 0;
     final_cents.clear();
     for (std::size_t p = 0; p < k0; ++p)
@@ -862,16 +826,113 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
         final_cents.insert(final_cents.end(), cents.begin() + std::ptrdiff_t(p * dim),
                            cents.begin() + std::ptrdiff_t((p + 1) * dim));
       }
-    final_parts.assign(k1, {});
-    for (std::size_t p = 0; p < k0; ++p)
-      if (!joined[p]) final_parts[renum[p]] = std::move(parts[p]);
-    auto want = reindexed_rows(plan.joins, final_parts);
-    // Room: the survivors' sizes after the reindexed rows' entries left.
-    std::vector<std::uint64_t> fill(k1, 0);
-    for (std::size_t p = 0; p < k1; ++p) fill[p] = final_parts[p].size();
+  }
+  const std::size_t k1 = final_cents.size() / dim;
+
+  // The rows to reindex: every row with an entry in a `from` partition, once, with
+  // a partition it had an entry in. All their entries leave (a multivector row's
+  // entries elsewhere too): all their vectors are routed again.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> want;  // sorted by row id
+  for (auto p : from)
+    for (auto id : cand.at(p)) want.push_back({id, p});
+  cand.clear();
+  std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  want.erase(std::unique(want.begin(), want.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+             want.end());
+  const auto wanted = [&](std::uint64_t id) -> const std::pair<std::uint64_t, std::uint32_t>* {
+    const auto it = std::lower_bound(want.begin(), want.end(), id,
+                                     [](const auto& a, std::uint64_t v) { return a.first < v; });
+    return it != want.end() && it->first == id ? &*it : nullptr;
+  };
+
+  // The new segment's entries, streamed to a shuffler: the merged segments' and the
+  // delta's that stay (newest segment first, then the delta), then the reindexed rows.
+  shuffler out_sh(k1, q, spill + "/merge", o.memory_budget_bytes, o.pool);
+  std::vector<std::uint64_t> fill(k1, 0);  // entries per new partition so far
+  {
+    shuffle_batch sb;
+    const auto keep = [&](std::uint32_t p, const partition_data& d, std::size_t r) {
+      if (wanted(d.row_ids[r])) return;
+      const std::uint32_t to = renum[p];
+      append_entry(sb, to, d, r, width);
+      ++fill[to];
+      if (sb.size() >= route_batch_rows) out_sh.add(sb), sb = shuffle_batch{};
+    };
+    res.rows_dropped = for_each_kept(keep);
+    partition_visitor visit{[&](std::uint32_t p, const partition_data& d) {
+      for (std::size_t r = 0; r < d.size(); ++r) keep(p, d, r);
+    }};
+    delta_sh.write_partitions(visit);
+    if (sb.size()) out_sh.add(sb);
+  }
+  std::vector<std::vector<std::uint64_t>>().swap(delta_ids);
+
+  // Re-reads, re-routes and re-encodes the rows of `want`: each vector to
+  // choose(source partition, normalised vector), or (no choose) to its nearest new
+  // centroid.
+  const auto reencode = [&](const std::function<std::uint32_t(std::uint32_t, const float*)>& choose) {
+    const std::uint64_t rows_wanted = want.size();
+    report(o, name, optimize_stage::reassign, 0, rows_wanted);
+    encoder e2(q, metric, final_cents, dim);
+    std::uint64_t done = 0;
+    // The rows are read by scanning the fragments that hold them (decoded at most
+    // fetch_chunk_bytes at a time) and routed route_batch_rows vectors at a time.
+    std::vector<std::uint64_t> frag_ids(merged_frags.begin(), merged_frags.end());
+    frag_ids.insert(frag_ids.end(), unindexed.begin(), unindexed.end());
+    std::sort(frag_ids.begin(), frag_ids.end());
+    dataset::scan_options so;
+    so.columns = {column};
+    so.with_row_id = true;
+    so.fragment_ids = frag_ids;
+    so.read_ahead_bytes = o.fetch_chunk_bytes;
+    so.batch_size = scan_batch;
+    auto sc = ds.scan(so);
+    entry_batch eb;
+    eb.dim = dim;
+    shuffle_batch sb;
+    std::vector<float> r(dim);
+    const auto flush = [&] {
+      if (!choose) {  // nearest of all the new centroids, a batch at a time (SIMD)
+        eb.part.resize(eb.size());
+        route(metric, final_cents, dim, eb.rows.data(), eb.size(), eb.part.data(), o.pool);
+      }
+      sb = shuffle_batch{};
+      e2.encode(eb, sb, o.pool);
+      out_sh.add(sb);
+      done += eb.size();
+      report(o, name, optimize_stage::reassign, std::min(done, rows_wanted), rows_wanted);
+      eb.clear();
+    };
+    std::uint64_t found = 0;  // rows met so far (a row is met once)
+    while (found < rows_wanted) {
+      auto b = sc.next();
+      if (!b) break;
+      const auto* bid = b->columns[1]->values<std::uint64_t>();
+      const auto& col = *b->columns[0];
+      for (std::int64_t i = 0; i < col.length; ++i) found += wanted(bid[i]) != nullptr;
+      for_each_vector(col, dim, metric, column, [&](std::int64_t i, const float* v, const double* w) {
+        const auto* it = wanted(bid[i]);
+        if (!it) return;  // a row null / unusable now is no longer indexed
+        if (choose) {
+          std::copy(v, v + dim, r.begin());
+          if (metric == simd::distance_type::cosine) normalise(r.data(), dim);
+          eb.part.push_back(choose(it->second, r.data()));
+        }
+        eb.add(bid[i], v, w);
+        if (eb.size() == route_batch_rows) flush();
+      });
+    }
+    if (eb.size()) flush();
+  };
+
+  if (!res.splits.empty()) {
+    reencode(nullptr);
+  } else if (!plan.joins.empty() && plan.splits.empty()) {
+    // Join: each vector of a reindexed row to the nearest survivor with room (room:
+    // the survivors' sizes after the reindexed rows' entries left).
+    std::map<std::uint32_t, std::vector<std::uint32_t>> windows;
     // The window of an old centroid: its 64 nearest survivors (itself first when it
     // survives).
-    std::map<std::uint32_t, std::vector<std::uint32_t>> windows;
     const auto window_of = [&](std::uint32_t c) -> const std::vector<std::uint32_t>& {
       auto it = windows.find(c);
       if (it != windows.end()) return it->second;
@@ -882,46 +943,39 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
       return windows.emplace(c, std::move(w)).first->second;
     };
     report(o, name, optimize_stage::join, 0, plan.joins.size());
-    reencode(std::move(want), final_cents,
-             [&](std::uint32_t src, const float* r) {
-               // A multivector row's vectors each use the window of their own nearest
-               // old centroid; a row's single vector that of its joined partition.
-               std::uint32_t from = src;
-               if (multi) {
-                 float best = std::numeric_limits<float>::infinity();
-                 for (std::size_t c = 0; c < k0; ++c) {
-                   const float d = route_distance(route_metric, r, cents.data() + c * dim, dim);
-                   if (d < best) best = d, from = std::uint32_t(c);
-                 }
-               }
-               const auto& w = window_of(from);
-               std::vector<std::pair<float, std::uint32_t>> ds_;
-               for (auto c : w) ds_.push_back({route_distance(route_metric, r, cents.data() + c * dim, dim), renum[c]});
-               std::sort(ds_.begin(), ds_.end());
-               for (const auto& [d, c] : ds_)
-                 if (fill[c] + 1 <= threshold) return ++fill[c], c;
-               std::vector<std::pair<float, std::uint32_t>> all;
-               for (std::size_t c = 0; c < k0; ++c)
-                 if (alive[c]) all.push_back({route_distance(route_metric, r, cents.data() + c * dim, dim), renum[c]});
-               std::sort(all.begin(), all.end());
-               for (const auto& [d, c] : all)
-                 if (fill[c] + 1 <= threshold) return ++fill[c], c;
-               ++res.overflow_rows;
-               const auto c = ds_.empty() ? all.front().second : ds_.front().second;
-               ++fill[c];
-               return c;
-             },
-             final_parts);
+    reencode([&](std::uint32_t src, const float* r) {
+      // A multivector row's vectors each use the window of their own nearest old
+      // centroid; a row's single vector that of its joined partition.
+      std::uint32_t at = src;
+      if (multi) {
+        float best = std::numeric_limits<float>::infinity();
+        for (std::size_t c = 0; c < k0; ++c) {
+          const float d = route_distance(route_metric, r, cents.data() + c * dim, dim);
+          if (d < best) best = d, at = std::uint32_t(c);
+        }
+      }
+      const auto& w = window_of(at);
+      std::vector<std::pair<float, std::uint32_t>> ds_;
+      for (auto c : w) ds_.push_back({route_distance(route_metric, r, cents.data() + c * dim, dim), renum[c]});
+      std::sort(ds_.begin(), ds_.end());
+      for (const auto& [d, c] : ds_)
+        if (fill[c] + 1 <= threshold) return ++fill[c], c;
+      std::vector<std::pair<float, std::uint32_t>> all;
+      for (std::size_t c = 0; c < k0; ++c)
+        if (alive[c]) all.push_back({route_distance(route_metric, r, cents.data() + c * dim, dim), renum[c]});
+      std::sort(all.begin(), all.end());
+      for (const auto& [d, c] : all)
+        if (fill[c] + 1 <= threshold) return ++fill[c], c;
+      ++res.overflow_rows;
+      const auto c = ds_.empty() ? all.front().second : ds_.front().second;
+      ++fill[c];
+      return c;
+    });
     res.joins = plan.joins;
     report(o, name, optimize_stage::join, plan.joins.size(), plan.joins.size());
-  } else {
-    final_parts = std::move(parts);
   }
 
   // Write the new segment.
-  const std::size_t k1 = final_cents.size() / dim;
-  const auto uuid = pb::uuid::generate_v4();
-  const std::string dir = index_directory(root, uuid);
   out.directory = dir;
   matrix new_cm;
   switch (cm.type) {
@@ -940,21 +994,12 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
       new_cm = (k1 == k0) ? cm : matrix::of(final_cents, k1, dim);
   }
   if (k1 == k0 && res.splits.empty() && res.joins.empty()) new_cm = cm;  // exactly the old centroids
-  std::vector<pb::index_file> files;
-  try {
-    auto model = ivf_model::with_centroids(std::move(new_cm), loss);
-    files = write_index_directory(dir, newest.index_file.version, model, q, metric, [&](auto& aux) {
-      for (std::size_t p = 0; p < k1; ++p) {
-        aux.write_partition(final_parts[p].view());
-        res.rows_in_segment += final_parts[p].size();
-        report(o, name, optimize_stage::merge_partitions, p + 1, k1);
-      }
-    });
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-    throw;
-  }
+  auto model = ivf_model::with_centroids(std::move(new_cm), loss);
+  const auto files = write_index_directory(dir, newest.index_file.version, model, q, metric, [&](auto& aux) {
+    out_sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report(o, name, optimize_stage::merge_partitions, p, k); });
+  });
+  res.rows_in_segment = out_sh.rows();
+  guard.written = true;
   // Its metadata: the merged segments' (still present) fragments and the delta's.
   std::vector<std::uint64_t> frags(merged_frags.begin(), merged_frags.end());
   frags.insert(frags.end(), unindexed.begin(), unindexed.end());
@@ -989,6 +1034,8 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
 // doing nothing is committed. Errors leave the dataset as it was.
 inline optimize_result optimize_indices(const std::string& root, const optimize_options& o = {}) {
   if (o.fetch_chunk_bytes == 0) throw invalid_input_error("fetch_chunk_bytes must be positive");
+  if (o.memory_budget_bytes < (std::uint64_t(1) << 20))
+    throw invalid_input_error("memory_budget_bytes must be at least 1 MiB, got " + std::to_string(o.memory_budget_bytes));
   if (o.retrain && o.num_indices_to_merge)
     throw invalid_input_error("optimize: retrain rebuilds the whole index; num_indices_to_merge does not apply");
   const auto base = dataset::load_latest(root);
@@ -1096,36 +1143,40 @@ inline build_result create_ivf_flat_with_centroids(const std::string& root, cons
     if (im.name == index_name) throw invalid_input_error("the dataset already has an index named '" + index_name + "'");
   quantizer_params q = flat_params{std::uint32_t(dim), element_type::f32};
   optimize_detail::encoder enc(q, metric, centroids, dim);
-  std::vector<optimize_detail::part_buf> parts(k);
-  std::uint64_t skipped = 0, n = 0;
-  auto sc = ds.scan({.columns = {column}, .with_row_id = true});
-  while (auto b = sc.next()) {
-    const auto& col = *b->columns[0];
-    const float* vals = col.children[0]->values<float>() + std::size_t(col.offset) * dim;
-    const auto* rid = b->columns[1]->values<std::uint64_t>();
-    std::vector<float> rows;
-    std::vector<std::uint64_t> ids;
-    for (std::int64_t r = 0; r < col.length; ++r) {
-      const float* v = vals + std::size_t(r) * dim;
-      if (!col.is_valid(r) || !optimize_detail::usable_row(v, dim, metric)) {
-        ++skipped;
-        continue;
-      }
-      rows.insert(rows.end(), v, v + dim);
-      ids.push_back(rid[r]);
-    }
-    std::vector<std::uint32_t> part(ids.size());
-    optimize_detail::route(metric, centroids, dim, rows.data(), ids.size(), part.data(), nullptr);
-    enc.encode(rows.data(), nullptr, ids.size(), part.data(), ids.data(), parts, nullptr);
-    n += ids.size();
-  }
   const auto uuid = pb::uuid::generate_v4();
   const std::string dir = index_directory(root, uuid);
+  std::uint64_t skipped = 0, n = 0;
   try {
+    shuffler sh(k, q, dir + "/_shuffle", std::uint64_t(512) << 20);
+    auto sc = ds.scan({.columns = {column}, .with_row_id = true});
+    optimize_detail::entry_batch eb;
+    eb.dim = dim;
+    shuffle_batch sb;
+    while (auto b = sc.next()) {
+      const auto& col = *b->columns[0];
+      const float* vals = col.children[0]->values<float>() + std::size_t(col.offset) * dim;
+      const auto* rid = b->columns[1]->values<std::uint64_t>();
+      eb.clear();
+      for (std::int64_t r = 0; r < col.length; ++r) {
+        const float* v = vals + std::size_t(r) * dim;
+        if (!col.is_valid(r) || !optimize_detail::usable_row(v, dim, metric)) {
+          ++skipped;
+          continue;
+        }
+        eb.add(rid[r], v, nullptr);
+      }
+      eb.part.resize(eb.size());
+      optimize_detail::route(metric, centroids, dim, eb.rows.data(), eb.size(), eb.part.data(), nullptr);
+      sb = shuffle_batch{};
+      enc.encode(eb, sb, nullptr);
+      sh.add(sb);
+      n += eb.size();
+    }
     auto model = ivf_model::with_centroids(matrix::of(centroids, k, dim));
-    const auto files = write_index_directory(dir, ds.storage_version(), model, q, metric, [&](auto& aux) {
-      for (const auto& p : parts) aux.write_partition(p.view());
-    });
+    const auto files = write_index_directory(dir, ds.storage_version(), model, q, metric,
+                                             [&](auto& aux) { sh.write_partitions(aux); });
+    std::error_code ec;
+    std::filesystem::remove_all(dir + "/_shuffle", ec);
     index_spec spec;
     spec.column = column;
     spec.name = index_name;
