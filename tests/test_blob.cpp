@@ -232,17 +232,45 @@ TEST_CASE("blob v2 descriptions: kinds, empty and null values, external URIs") {
   CHECK_THROWS_AS(v21::materialize_blobs(*arrow::large_binary_array({"x"}), store, "b"), invalid_input_error);
 }
 
-TEST_CASE("writing blob columns is refused with the field's name (LanceDB could not read them as plain columns)") {
+TEST_CASE("legacy blob columns (2.1) are written out of line and read back; other blob columns are refused") {
   arrow::schema legacy;
   legacy.fields = {arrow::field{"id", arrow::int64(), false, {}},
                    arrow::field{"video", arrow::large_binary(), true, {{"lance-encoding:blob", "true"}}}};
+  auto vals = arrow::large_binary_array({"hello", std::nullopt, "", value_of(5000, 3), "z"});
+  arrow::record_batch batch = arrow::make_batch(std::make_shared<arrow::schema>(legacy),
+                                                {arrow::make_array<std::int64_t>({0, 1, 2, 3, 4}), vals});
+  file::file_writer<file::v2_1, io::memory_sink> w(io::memory_sink{}, schema::from_arrow(legacy));
+  w.write_batch(batch);
+  w.write_batch(arrow::make_batch(std::make_shared<arrow::schema>(legacy),
+                                  {arrow::make_array<std::int64_t>({5, 6}), arrow::slice(vals, 3, 2)}));
+  w.finish();
+  const auto bytes = w.sink().take_shared();
+  // The values lie at the start of the file, each 64-byte aligned, before any page.
+  CHECK(std::string(reinterpret_cast<const char*>(bytes.data()), 5) == "hello");
+  CHECK(bytes.data()[64] == std::uint8_t(3));
+  file::file_reader<io::memory_source> r{io::memory_source(bytes)};
+  const auto layout = r.column(1).metadata.pages.at(0).encoding->unwrap<pb::enc21::page_layout>();
+  const auto* bl = std::get_if<pb::enc21::blob_layout>(&layout.value);
+  REQUIRE(bl);
+  CHECK(bl->layers == std::vector<pb::enc21::rep_def_layer>{pb::enc21::rep_def_layer::nullable_item});
+  CHECK_FALSE(arrow::first_difference(arrow::large_binary_array({"hello", std::nullopt, "", value_of(5000, 3), "z", value_of(5000, 3), "z"}),
+                                      r.read().columns.at(1)));
+  // Binary values too; a non-nullable blob field refuses nulls.
+  arrow::schema nn;
+  nn.fields = {arrow::field{"b", arrow::binary(), false, {{"lance-encoding:blob", "true"}}}};
+  file::file_writer<file::v2_1, io::memory_sink> w2(io::memory_sink{}, schema::from_arrow(nn));
+  CHECK_THROWS_AS(w2.write_batch(arrow::make_batch(std::make_shared<arrow::schema>(nn), {arrow::binary_array({"a", std::nullopt})})),
+                  invalid_input_error);
+  // Refused: legacy blobs at 2.2 (as Lance 12 does), blob v2 columns, non-binary blobs.
   arrow::schema v2;
   v2.fields = {arrow::field{"doc", v21::blob_v2_type(), true, {{"ARROW:extension:name", "lance.blob.v2"}}}};
+  arrow::schema text;
+  text.fields = {arrow::field{"t", arrow::utf8(), true, {{"lance-encoding:blob", "true"}}}};
   auto make21 = [](const arrow::schema& s) { file::file_writer<file::v2_1, io::memory_sink> w(io::memory_sink{}, schema::from_arrow(s)); (void)w; };
   auto make22 = [](const arrow::schema& s) { file::file_writer<file::v2_2, io::memory_sink> w(io::memory_sink{}, schema::from_arrow(s)); (void)w; };
-  CHECK_THROWS_WITH_AS(make21(legacy), doctest::Contains("'video' is a blob column"), unsupported_error);
-  CHECK_THROWS_WITH_AS(make22(legacy), doctest::Contains("'video' is a blob column"), unsupported_error);
-  CHECK_THROWS_WITH_AS(make22(v2), doctest::Contains("'doc' is a blob column"), unsupported_error);
+  CHECK_THROWS_WITH_AS(make22(legacy), doctest::Contains("'video' is a legacy blob column"), unsupported_error);
+  CHECK_THROWS_WITH_AS(make22(v2), doctest::Contains("'doc' is a blob v2 column"), unsupported_error);
+  CHECK_THROWS_WITH_AS(make21(text), doctest::Contains("binary or large_binary"), unsupported_error);
 }
 
 TEST_CASE("legacy blobs (2.1): a description pointing outside the file is corrupt, naming the row") {

@@ -15,7 +15,9 @@
 #include <lancet/encoding/v2_1/blob.hpp>
 #include <lancet/file/reader.hpp>
 #include <lancet/io/file_source.hpp>
+#include <lancet/dataset/write.hpp>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "support/interop.hpp"
 
@@ -191,4 +193,45 @@ TEST_CASE("variable packed structs (2.2, the encoding of blob v2 descriptions): 
     auto mid = r.read({{"packed"}, std::pair<std::uint64_t, std::uint64_t>{7, 19}, std::nullopt}).columns.at(0);
     CHECK_FALSE(arrow::first_difference(arrow::slice(want, 7, 12), mid));
   }
+}
+
+TEST_CASE("legacy blob columns (2.1) lancet writes: byte-identical to LanceDB's file, and LanceDB reads them") {
+  // The rows blob_write.mjs makes (its default sizes), written by lancet in one file.
+  const auto theirs = lancedb_write("2.1", 1);
+  const auto& rows = theirs.out.at("rows");
+  std::vector<std::optional<std::string>> vals;
+  std::vector<std::int64_t> ids;
+  for (std::size_t g = 0; g < rows.size(); ++g) {
+    ids.push_back(std::int64_t(g));
+    vals.push_back(rows[g].is_null() ? std::nullopt : std::optional(value_of(rows[g].get<std::size_t>(), g)));
+  }
+  auto schema = std::make_shared<arrow::schema>();
+  schema->fields = {arrow::field{"id", arrow::int64(), false, {}},
+                    arrow::field{"blob", arrow::large_binary(), true, {{"lance-encoding:blob", "true"}}}};
+  t::temp_dir dir("interop-blob-write");
+  const auto ours = dir.path() / "ds";
+  dataset::write_options o;
+  o.storage_version = file::format_version::v2_1;
+  dataset::write(ours.string(), arrow::make_batch(schema, {arrow::make_array<std::int64_t>(ids), arrow::large_binary_array(vals)}), o);
+  const auto a = t::data_files(ours), b = t::data_files(theirs.path);
+  REQUIRE(a.size() == 1);
+  REQUIRE(b.size() == 1);
+  const auto ours_bytes = io::file_source(a[0].string()).read_all(), their_bytes = io::file_source(b[0].string()).read_all();
+  CHECK(ours_bytes.size() == their_bytes.size());
+  CHECK(ours_bytes.view().size() == their_bytes.view().size());
+  CHECK(std::equal(ours_bytes.view().begin(), ours_bytes.view().end(), their_bytes.view().begin(), their_bytes.view().end()));
+  // LanceDB reads our dataset: the descriptions it shows are the ones it wrote itself.
+  const auto text = t::node("read_table.mjs", {ours.string()});
+  std::istringstream in(text);
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(in, line)) {
+    const auto j = njson::parse(line);
+    if (!j.contains("id")) continue;
+    const auto g = std::stoull(j.at("id").get<std::string>());
+    CAPTURE(g);
+    CHECK(j.at("blob") == theirs.out.at("scan").at(g));
+    ++n;
+  }
+  CHECK(n == rows.size());
 }

@@ -46,6 +46,9 @@ struct encoding_options {
   std::uint64_t buffer_alignment = 64;
   // 2.1+: take arrays this many rows at a time when sizing pages (0: whole arrays).
   std::uint64_t group_rows = 0;
+  // Writes bytes into the file at once and returns their offset: blob values, which
+  // live outside the pages (set by the file writer; called on the writing thread).
+  std::function<std::uint64_t(bytes_view)> write_out_of_line;
 };
 
 // Hands out column indices in schema order and remembers which field owns each.

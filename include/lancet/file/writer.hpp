@@ -397,6 +397,11 @@ class file_writer {
     eo.max_page_bytes = detail::resolve_max_page_bytes(options_);
     eo.keep_original_array = options_.keep_original_array;
     eo.group_rows = options_.rows_per_group;
+    eo.write_out_of_line = [this](bytes_view b) {
+      const auto pos = tell();
+      write_padded(b);
+      return pos;
+    };
     const auto ids = schema::preorder_ids(s);
     encoding::field_id_cursor cursor(ids);
     encoding::column_index_sequence columns;

@@ -32,6 +32,7 @@
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/encoding/field_encoder.hpp"
 #include "lancet/encoding/v2_0/field_encoders.hpp"
+#include "lancet/encoding/v2_1/blob_encoder.hpp"
 #include "lancet/encoding/v2_1/compression/fsst.hpp"
 #include "lancet/encoding/v2_1/page_encoder.hpp"
 #include "lancet/encoding/v2_1/repdef.hpp"
@@ -281,6 +282,14 @@ class default_strategy {
   field_encoder_ptr make_field_encoder(const arrow::field& f, field_id_cursor& ids, column_index_sequence& columns,
                                        const encoding_options& o) const {
     check_type(f, f.name);
+    if (is_legacy_blob_field(f)) {
+      // One column of (position, size) descriptions under the blob field's own id.
+      const auto id = ids.next(f.name);
+      const std::int32_t desc_ids[] = {id, id, id};
+      field_id_cursor desc_cursor(desc_ids);
+      auto inner = make_field_encoder(legacy_blob_descriptor_field(f), desc_cursor, columns, o);
+      return std::make_unique<legacy_blob_encoder>(f, std::move(inner), o.write_out_of_line);
+    }
     auto paths = leaf_paths(f);
     std::vector<leaf_info> leaves;
     std::vector<std::uint32_t> cols;
@@ -448,12 +457,18 @@ class default_strategy {
   // Refuses what the structural encodings cannot hold, naming the field.
   static void check_type(const arrow::field& f, const std::string& path) {
     const auto& t = *f.type;
-    // Blob columns keep their values outside the pages (encoding/v2_1/blob.hpp); written
-    // as plain columns LanceDB 0.39 cannot read them back, so they are refused.
-    for (const auto& [k, v] : f.metadata)
-      if (k == blob_key || (k == "ARROW:extension:name" && v == "lance.blob.v2"))
-        throw unsupported_error("field '" + path + "' is a blob column (" + k + " = " + v +
-                                "); lancet reads blob columns but cannot write them (drop the metadata to write plain binary)");
+    // Blob columns keep their values outside the pages: legacy blobs (2.1) are written
+    // by legacy_blob_encoder (blob_encoder.hpp); Lance 12 refuses them from 2.2 on, and
+    // lancet cannot write blob v2 columns (reading them: blob.hpp).
+    for (const auto& [k, v] : f.metadata) {
+      if (k == blob_key && (Minor >= 2 || path != f.name))
+        throw unsupported_error("field '" + path + "' is a legacy blob column (" + k + "), which " +
+                                (Minor >= 2 ? "Lance 12 refuses from file version 2.2 on (blob v2 columns replace them)"
+                                            : "must be a top-level field"));
+      if (k == "ARROW:extension:name" && v == "lance.blob.v2")
+        throw unsupported_error("field '" + path + "' is a blob v2 column (" + v +
+                                "); lancet reads blob v2 columns but cannot write them");
+    }
     if (is_packed_struct(f)) {
       for (const auto& c : t.children) {
         const auto w = arrow::bit_width(*c.type);
