@@ -27,6 +27,7 @@
 #include "lancet/schema/lance_schema.hpp"
 #include "support/interop.hpp"
 #include "support/random_data.hpp"
+#include "lancet/dataset/dataset.hpp"
 #include "lancet/dataset/write.hpp"
 
 using namespace lancet;
@@ -1167,4 +1168,19 @@ void check_rows_per_group() {
 TEST_CASE("rows_per_group: pages of a large batch as if written in compacted groups (2.1, 2.2, pool)") {
   check_rows_per_group<file::v2_1>();
   check_rows_per_group<file::v2_2>();
+}
+
+TEST_CASE("dataset::write without fsync of data files (as Lance 12 writes) reads back the same") {
+  lancet::testing::temp_dir tmp("h2-nosync");
+  const auto root = (tmp.path() / "ds").string();
+  std::vector<std::int64_t> ids(5000);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int64_t(i * i % 7919);
+  auto batch = arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)}});
+  dataset::write_options o;
+  o.sync_data_files = false;
+  o.max_rows_per_group = 300;
+  const auto r = dataset::write(root, batch, o);
+  CHECK(r.rows_written == ids.size());
+  const auto back = dataset::dataset::open(root).to_batch();
+  CHECK_FALSE(arrow::first_difference(batch.columns[0], back.columns[0]));
 }
