@@ -5,6 +5,8 @@
 // damaged description, row or blob file is refused.
 #include <doctest/doctest.h>
 
+#include <boost/asio/thread_pool.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <lancet/arrow/builder.hpp>
@@ -255,6 +257,30 @@ TEST_CASE("legacy blob columns (2.1) are written out of line and read back; othe
   CHECK(bl->layers == std::vector<pb::enc21::rep_def_layer>{pb::enc21::rep_def_layer::nullable_item});
   CHECK_FALSE(arrow::first_difference(arrow::large_binary_array({"hello", std::nullopt, "", value_of(5000, 3), "z", value_of(5000, 3), "z"}),
                                       r.read().columns.at(1)));
+  // Encoding on a pool (pages written in order, values written as rows arrive), with a
+  // small page cache so that the blob column spans several pages among other columns'.
+  {
+    boost::asio::thread_pool pool(3);
+    file::writer_options wo;
+    wo.pool = &pool;
+    wo.data_cache_bytes = 4096;
+    file::file_writer<file::v2_1, io::memory_sink> wp(io::memory_sink{}, schema::from_arrow(legacy), wo);
+    std::vector<std::optional<std::string>> many;
+    std::vector<std::int64_t> ids;
+    for (std::size_t g = 0; g < 300; ++g) {
+      ids.push_back(std::int64_t(g));
+      many.push_back(g % 11 == 5 ? std::nullopt : std::optional(value_of(g * 37 % 3000, g)));
+    }
+    auto all = arrow::large_binary_array(many);
+    auto id_col = arrow::make_array<std::int64_t>(ids);
+    for (std::int64_t at = 0; at < 300; at += 50)
+      wp.write_batch(arrow::make_batch(std::make_shared<arrow::schema>(legacy), {arrow::slice(id_col, at, 50), arrow::slice(all, at, 50)}));
+    wp.finish();
+    file::file_reader<io::memory_source> rp{io::memory_source(wp.sink().take_shared())};
+    CHECK(rp.column(1).metadata.pages.size() > 1);
+    CHECK_FALSE(arrow::first_difference(all, rp.read().columns.at(1)));
+    CHECK_FALSE(arrow::first_difference(arrow::slice(all, 120, 70), rp.read({{"video"}, std::pair<std::uint64_t, std::uint64_t>{120, 190}, std::nullopt}).columns.at(0)));
+  }
   // Binary values too; a non-nullable blob field refuses nulls.
   arrow::schema nn;
   nn.fields = {arrow::field{"b", arrow::binary(), false, {{"lance-encoding:blob", "true"}}}};
