@@ -11,6 +11,7 @@
 #include "lancet/dataset/compact.hpp"
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/dataset/write.hpp"
+#include "lancet/encoding/v2_1/blob.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/file/version.hpp"
 #include "lancet/file/writer.hpp"
