@@ -63,6 +63,7 @@ struct scan_options {
   bool with_row_id = false;          // add a `_rowid: uint64` column
   bool with_row_address = false;     // add a `_rowaddr: uint64` column
   std::optional<std::vector<std::uint64_t>> fragment_ids{};  // only these fragments, in this order
+  file::reader_options reader_options{};  // for the data files the scan opens
 };
 
 struct version_info {
@@ -260,7 +261,8 @@ class scanner {
         phys_ = phys;
         dv_ = st_->deletions_of(f);
         if (o_.with_row_id && st_->stable_row_ids()) ids_ = st_->row_ids_of(f);
-        reader_.emplace(st_->root, st_->manifest, st_->schema, st_->arrow_schema, f, fields_, st_->source_options);
+        reader_.emplace(st_->root, st_->manifest, st_->schema, st_->arrow_schema, f, fields_, st_->source_options,
+                        o_.reader_options);
         chunk_.clear();
         chunk_begin_ = chunk_end_ = 0;
         std::uint64_t file_bytes = 0;
@@ -464,14 +466,17 @@ class dataset {
   }
 
   // Rows by row address (fragment << 32 | offset), in the order given (repeats allowed).
+  // `reader_options` apply to the data files the take opens.
   arrow::record_batch take_addresses(std::span<const std::uint64_t> addresses,
-                                     const std::vector<std::string>& columns = {}) const {
-    return take_impl(addresses, addresses, columns, "row address");
+                                     const std::vector<std::string>& columns = {},
+                                     const file::reader_options& reader_options = {}) const {
+    return take_impl(addresses, addresses, columns, "row address", reader_options);
   }
 
   // Rows by row id (the address, unless the dataset uses stable row ids).
-  arrow::record_batch take(std::span<const std::uint64_t> row_ids, const std::vector<std::string>& columns = {}) const {
-    if (!stable_row_ids()) return take_impl(row_ids, row_ids, columns, "row id");
+  arrow::record_batch take(std::span<const std::uint64_t> row_ids, const std::vector<std::string>& columns = {},
+                           const file::reader_options& reader_options = {}) const {
+    if (!stable_row_ids()) return take_impl(row_ids, row_ids, columns, "row id", reader_options);
     const auto m = st_->id_map();
     std::vector<std::uint64_t> addrs(row_ids.size());
     for (std::size_t i = 0; i < row_ids.size(); ++i) {
@@ -481,7 +486,7 @@ class dataset {
                                   " has no row with id " + std::to_string(row_ids[i]) + " (deleted or never written)");
       addrs[i] = it->second;
     }
-    return take_impl(addrs, row_ids, columns, "row id");
+    return take_impl(addrs, row_ids, columns, "row id", reader_options);
   }
   arrow::record_batch take(std::initializer_list<std::uint64_t> row_ids, const std::vector<std::string>& columns = {}) const {
     return take(std::span<const std::uint64_t>(row_ids.begin(), row_ids.size()), columns);
@@ -523,7 +528,8 @@ class dataset {
   }
 
   arrow::record_batch take_impl(std::span<const std::uint64_t> addrs, std::span<const std::uint64_t> shown,
-                                const std::vector<std::string>& columns, const char* what) const {
+                                const std::vector<std::string>& columns, const char* what,
+                                const file::reader_options& reader_options) const {
     const auto fields = st_->projection(columns);
     auto schema = st_->output_schema(fields, false, false);
     // Group by fragment: read each fragment's offsets once, ascending.
@@ -559,7 +565,8 @@ class dataset {
                                                                                     : " has deleted row " + std::to_string(w.offset)));
         if (offsets.empty() || offsets.back() != w.offset) offsets.push_back(w.offset);
       }
-      fragment_reader r(st_->root, st_->manifest, st_->schema, st_->arrow_schema, *frag, fields, st_->source_options);
+      fragment_reader r(st_->root, st_->manifest, st_->schema, st_->arrow_schema, *frag, fields, st_->source_options,
+                        reader_options);
       auto cols = r.read_offsets(offsets);
       std::size_t at = 0;
       for (std::size_t k = i; k < j; ++k) {

@@ -88,10 +88,10 @@ class fragment_reader {
   fragment_reader(std::string root, std::shared_ptr<const pb::manifest> manifest,
                   std::shared_ptr<const schema::schema> schema, std::shared_ptr<const arrow::schema> arrow_schema,
                   const pb::data_fragment& fragment, std::vector<std::size_t> fields,
-                  io::file_source_options source_options = {})
+                  io::file_source_options source_options = {}, file::reader_options reader_options = {})
       : root_(std::move(root)), manifest_(std::move(manifest)), schema_(std::move(schema)),
         arrow_schema_(std::move(arrow_schema)), fragment_(fragment), fields_(std::move(fields)),
-        source_options_(source_options) {
+        source_options_(source_options), reader_options_(reader_options) {
     plan();
   }
 
@@ -147,7 +147,7 @@ class fragment_reader {
     if (it != readers_.end()) return *it->second;
     const auto& df = fragment_.files.at(file);
     const std::string path = data_file_path(root_, *manifest_, df);
-    auto r = std::make_shared<reader_type>(io::file_source(path, source_options_));
+    auto r = std::make_shared<reader_type>(io::file_source(path, source_options_), reader_options_);
     if (fragment_.physical_rows && r->num_rows() != fragment_.physical_rows)
       throw corrupt_error("data file '" + path + "' has " + std::to_string(r->num_rows()) + " rows but fragment " +
                           std::to_string(fragment_.id) + " records " + std::to_string(fragment_.physical_rows));
@@ -236,6 +236,7 @@ class fragment_reader {
   pb::data_fragment fragment_;
   std::vector<std::size_t> fields_;
   io::file_source_options source_options_;
+  file::reader_options reader_options_;
   mutable std::vector<source_of_field> sources_;
   mutable std::map<std::size_t, std::shared_ptr<reader_type>> readers_;
   mutable std::unordered_set<std::size_t> resolved_;

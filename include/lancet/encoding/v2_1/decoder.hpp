@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ using fetch_page_buffers = std::function<std::vector<shared_bytes>(std::uint32_t
 inline std::uint32_t column_count(const arrow::field& f) { return std::uint32_t(leaf_paths(f).size()); }
 
 namespace detail {
+
+// A read of at most 1/partial_page_fraction of a full-zip page's rows fetches just
+// those rows' bytes instead of the page.
+inline constexpr std::uint64_t partial_page_fraction = 8;
 
 inline shared_bytes bytes_of(aligned_buffer&& b) { return shared_bytes(std::move(b)); }
 
@@ -456,9 +461,13 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
       throw corrupt_error(where + ": expected a " + std::string(enc21::page_layout::type_url) + " page, found '" +
                           any.type_url + "'");
     const auto layout = pb::unpack_any<enc21::page_layout>(any);
-    const auto buffers = fetch(column, p);
     const auto b = std::max(begin, ps) - ps, e = std::min(end, pe) - ps;
-    auto slice = read_page(layout, buffers, page.length, b, e, where, read_range);
+    // A small part of a full-zip page (random takes): fetch only its rows' bytes. Larger
+    // parts (scans) fetch the whole page, which the page cache keeps for the next read.
+    std::optional<page_slice> part;
+    if (read_range && checked_mul(e - b, detail::partial_page_fraction, "rows") <= page.length)
+      part = read_full_zip_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
+    auto slice = part ? std::move(*part) : read_page(layout, fetch(column, p), page.length, b, e, where, read_range);
     if (slice.layers.size() != path.size())
       throw corrupt_error(where + ": " + std::to_string(slice.layers.size()) + " layers for a field path of depth " +
                           std::to_string(path.size()));

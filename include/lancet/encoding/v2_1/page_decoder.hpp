@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -730,6 +731,71 @@ inline page_slice read_page(const enc21::page_layout& layout, const std::vector<
   if (std::holds_alternative<enc21::sparse_layout>(layout.value))
     throw unsupported_error(where + ": sparse layouts (Lance 2.3) are not supported by lancet's reader");
   throw corrupt_error(where + ": page layout is empty");
+}
+
+// Reads rows [begin, end) of a full-zip page by fetching only their bytes: a row's
+// position is a fixed stride (no repetition) or comes from the page's repetition
+// index (entry i = byte offset of row i in the values, page_rows + 1 entries).
+// `buffer_offsets` / `buffer_sizes` are the page buffers' absolute file positions.
+// Returns nullopt when the page is not full-zip or its rows cannot be located
+// without the whole buffer (read_page then reads it, and validates it, as a whole).
+inline std::optional<page_slice> read_full_zip_rows(const enc21::page_layout& layout,
+                                                    std::span<const std::uint64_t> buffer_offsets,
+                                                    std::span<const std::uint64_t> buffer_sizes, std::uint64_t page_rows,
+                                                    std::uint64_t begin, std::uint64_t end, const std::string& where,
+                                                    const read_file_range& read_range) {
+  const auto* z = std::get_if<enc21::full_zip_layout>(&layout.value);
+  if (!z || !read_range || begin >= end || end > page_rows || buffer_sizes.empty() ||
+      buffer_offsets.size() != buffer_sizes.size())
+    return std::nullopt;
+  auto fetch = [&](std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what) {
+    if (from > to || to > buffer_sizes[buf])
+      throw corrupt_error(where + ": " + what + " bytes [" + std::to_string(from) + ", " + std::to_string(to) +
+                          ") outside page buffer " + std::to_string(buf) + " of " + std::to_string(buffer_sizes[buf]) +
+                          " bytes");
+    const auto at = buffer_offsets[buf];
+    if (at > ~std::uint64_t(0) - to) throw corrupt_error(where + ": page buffer offset " + std::to_string(at) + " overflows");
+    auto bytes = read_range(at + from, to - from);
+    if (bytes.size() != to - from)
+      throw corrupt_error(where + ": read " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(at + from) +
+                          ", " + std::to_string(to - from) + " expected");
+    return bytes;
+  };
+  const level_scheme s(z->layers);
+  const std::uint64_t n = end - begin;
+  std::uint64_t pb = 0, pe = 0;
+  if (z->bits_per_value && s.max_rep == 0) {
+    if (z->bits_rep > 16 || z->bits_def > 16 || *z->bits_per_value % 8 != 0) return std::nullopt;
+    const unsigned cw_bits = z->bits_rep + z->bits_def;
+    const std::uint64_t cw = cw_bits == 0 ? 0 : cw_bits <= 8 ? 1 : cw_bits <= 16 ? 2 : 4;
+    const std::uint64_t row_bytes = cw + *z->bits_per_value / 8;
+    if (row_bytes == 0) return std::nullopt;
+    pb = checked_mul(begin, row_bytes, "full-zip rows");
+    pe = checked_mul(end, row_bytes, "full-zip rows");
+  } else if (buffer_sizes.size() >= 2) {
+    const std::uint64_t entries = page_rows + 1;
+    const std::uint64_t w = buffer_sizes[1] % entries == 0 ? buffer_sizes[1] / entries : 0;
+    if (w != 1 && w != 2 && w != 4 && w != 8)
+      throw corrupt_error(where + ": full-zip repetition index of " + std::to_string(buffer_sizes[1]) + " bytes for " +
+                          std::to_string(page_rows) + " rows");
+    // Entries begin..end in one read (the requested range is a small part of the page).
+    const auto ri = fetch(1, begin * w, (end + 1) * w, "repetition index");
+    auto get = [&](std::uint64_t i) -> std::uint64_t {
+      const auto* p = ri.data() + i * w;
+      switch (w) { case 1: return *p; case 2: return le::load<std::uint16_t>(p); case 4: return le::load<std::uint32_t>(p); default: return le::load<std::uint64_t>(p); }
+    };
+    pb = get(0);
+    pe = get(n);
+    if (pb > pe || pe > buffer_sizes[0])
+      throw corrupt_error(where + ": full-zip repetition index gives rows " + std::to_string(begin) + ".." + std::to_string(end) +
+                          " bytes [" + std::to_string(pb) + ", " + std::to_string(pe) + "), the values hold " +
+                          std::to_string(buffer_sizes[0]));
+  } else {
+    return std::nullopt;
+  }
+  // The fetched rows are a page of their own: read_page parses and validates them.
+  const std::vector<shared_bytes> part{fetch(0, pb, pe, "full-zip rows")};
+  return read_page(layout, part, n, 0, n, where, read_range);
 }
 
 }  // namespace lancet::encoding::v2_1

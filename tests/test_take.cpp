@@ -1,0 +1,292 @@
+// Random takes from 2.1 / 2.2 files: rows picked by index must equal the same rows cut
+// from a full read, and a take from a full-zip page must read only those rows' bytes.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lancet/arrow/builder.hpp"
+#include "lancet/arrow/compare.hpp"
+#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/dataset/dataset.hpp"
+#include "lancet/dataset/write.hpp"
+#include "lancet/file/footer.hpp"
+#include "lancet/file/reader.hpp"
+#include "lancet/file/writer.hpp"
+#include "lancet/io/memory_sink.hpp"
+#include "lancet/io/source.hpp"
+#include "lancet/pb/file2.hpp"
+#include "lancet/schema/lance_schema.hpp"
+#include "support/interop.hpp"
+#include "support/random_data.hpp"
+
+using namespace lancet;
+
+namespace {
+
+template <class Version>
+shared_bytes write_file(const std::vector<arrow::record_batch>& batches, file::writer_options o = {}) {
+  file::file_writer<Version, io::memory_sink> w(io::memory_sink{}, o);
+  for (const auto& b : batches) w.write_batch(b);
+  w.finish();
+  return w.sink().take_shared();
+}
+
+// Counts the bytes and reads asked of a memory source.
+struct counting_source {
+  io::memory_source inner;
+  std::shared_ptr<std::atomic<std::uint64_t>> bytes = std::make_shared<std::atomic<std::uint64_t>>(0);
+  std::shared_ptr<std::atomic<std::uint64_t>> reads = std::make_shared<std::atomic<std::uint64_t>>(0);
+  std::uint64_t size() const { return inner.size(); }
+  shared_bytes read(std::uint64_t offset, std::uint64_t length) const {
+    *bytes += length;
+    ++*reads;
+    return inner.read(offset, length);
+  }
+};
+static_assert(io::source<counting_source>);
+
+std::vector<std::uint64_t> random_indices(std::mt19937_64& rng, std::uint64_t rows, std::size_t n) {
+  std::vector<std::uint64_t> idx(n);
+  for (auto& i : idx) i = rng() % rows;
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+// Takes `idx` through the reader and checks every column against slices of a full read.
+template <class Source>
+void check_take(const file::file_reader<Source>& r, const arrow::record_batch& full, const std::vector<std::uint64_t>& idx) {
+  const auto got = r.read({{}, std::nullopt, idx});
+  REQUIRE(got.columns.size() == full.columns.size());
+  for (std::size_t c = 0; c < full.columns.size(); ++c) {
+    std::vector<arrow::array_ptr> parts;
+    for (auto i : idx) parts.push_back(arrow::slice(full.columns[c], std::int64_t(i), 1));
+    const auto want = encoding::detail::concat(parts, full.columns[c]->type);
+    CHECK(got.columns[c]->length == std::int64_t(idx.size()));
+    const auto diff = arrow::first_difference(*want, *got.columns[c]);
+    INFO("column " << full.schema->fields[c].name << " (" << arrow::to_string(*full.columns[c]->type) << ")");
+    CHECK_MESSAGE(!diff, diff.value_or(""));
+  }
+}
+
+template <class Version>
+void check_random_takes(const arrow::record_batch& batch, std::uint64_t seed, file::writer_options o = {}) {
+  const auto bytes = write_file<Version>({batch}, o);
+  file::file_reader<io::memory_source> r{io::memory_source(bytes)};
+  const auto full = r.read();
+  REQUIRE(full.num_rows() == batch.num_rows());
+  std::mt19937_64 rng(seed);
+  const auto rows = std::uint64_t(batch.num_rows());
+  check_take(r, full, random_indices(rng, rows, 1));
+  check_take(r, full, random_indices(rng, rows, 10));
+  check_take(r, full, random_indices(rng, rows, 200));                  // runs, repeats, several per page
+  check_take(r, full, {0, 1, 2, rows - 3, rows - 2, rows - 1});       // page edges
+  std::vector<std::uint64_t> stride;
+  for (std::uint64_t i = 0; i < rows; i += 97) stride.push_back(i);
+  check_take(r, full, stride);
+}
+
+arrow::type_ptr vector_type(int dim = 128) { return arrow::fixed_size_list(arrow::float32(), dim, true); }
+
+// The columns of a 2.1+ file as the tests need them (page positions and layouts).
+std::vector<pb::file2::column_metadata> columns_of(const shared_bytes& bytes) {
+  const auto foot = file::footer::decode(bytes.view().subspan(bytes.size() - 40), bytes.size());
+  const auto cmo = file::decode_offset_table(bytes.view().subspan(foot.column_meta_offsets), foot.num_columns, bytes.size(), "cm");
+  std::vector<pb::file2::column_metadata> out;
+  for (const auto& r : cmo) out.push_back(pb::from_bytes<pb::file2::column_metadata>(bytes.view().subspan(r.position, r.size)));
+  return out;
+}
+
+file::writer_options one_page() {
+  file::writer_options o;
+  o.data_cache_bytes = std::uint64_t(256) << 20;
+  o.max_page_bytes = std::uint64_t(256) << 20;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("take: f32 vectors with null rows and null items", V, file::v2_1, file::v2_2) {
+  testing::random_data rd(11);
+  auto vec = rd.random_array(vector_type(), 3000, true);
+  auto small = rd.random_array(vector_type(3), 3000, true);
+  auto batch = arrow::make_batch({{"vec", vec}, {"small", small}});
+  check_random_takes<V>(batch, 1);
+  check_random_takes<V>(batch, 2, one_page());
+  file::writer_options tiny;
+  tiny.max_page_bytes = 64 << 10;  // many pages
+  check_random_takes<V>(batch, 3, tiny);
+}
+
+TEST_CASE_TEMPLATE("take: fixed-width integers and booleans", V, file::v2_1, file::v2_2) {
+  testing::random_data rd(12);
+  auto batch = arrow::make_batch({{"i32", rd.random_array(arrow::int32(), 5000, true)},
+                                  {"i64", rd.random_array(arrow::int64(), 5000, false)},
+                                  {"b", rd.random_array(arrow::boolean(), 5000, true)},
+                                  {"dec", rd.random_array(arrow::decimal256(50, 6), 5000, true)}});
+  check_random_takes<V>(batch, 4);
+}
+
+TEST_CASE_TEMPLATE("take: strings and binary, small (mini-block) and large (full-zip)", V, file::v2_1, file::v2_2) {
+  std::mt19937_64 rng(13);
+  std::vector<std::optional<std::string>> small, large;
+  for (int i = 0; i < 2000; ++i) {
+    small.push_back(i % 7 == 3 ? std::nullopt : std::optional<std::string>(std::string(rng() % 20, char('a' + i % 26))));
+    std::string big(300 + rng() % 700, '\0');
+    for (auto& ch : big) ch = char(rng());
+    large.push_back(i % 11 == 5 ? std::nullopt : std::optional<std::string>(big));
+  }
+  auto batch = arrow::make_batch({{"small", arrow::string_array(small)}, {"large", arrow::large_binary_array(large)}});
+  check_random_takes<V>(batch, 5);
+  check_random_takes<V>(batch, 6, one_page());
+}
+
+TEST_CASE_TEMPLATE("take: nested struct and list columns (random types)", V, file::v2_1, file::v2_2) {
+  testing::random_data rd(14);
+  for (int k = 0; k < 12; ++k) {
+    auto t = rd.random_type(1);
+    auto batch = arrow::make_batch({{"x", rd.random_array(t, 1500, true)},
+                                    {"lv", rd.random_array(arrow::list(vector_type(16), true), 1500, true)},
+                                    {"s", rd.random_array(arrow::struct_({{"a", arrow::int32(), true, {}},
+                                                                          {"v", vector_type(32), true, {}}}),
+                                                          1500, true)}});
+    INFO("type " << arrow::to_string(*t));
+    check_random_takes<V>(batch, std::uint64_t(20 + k));
+  }
+}
+
+TEST_CASE_TEMPLATE("take: a few rows of a large full-zip page read only their bytes", V, file::v2_1, file::v2_2) {
+  testing::random_data rd(15);
+  const std::int64_t rows = 20000;
+  auto batch = arrow::make_batch({{"vec", rd.random_array(vector_type(), rows, false)},
+                                  {"blob", [&] {
+                                     std::mt19937_64 g(17);
+                                     std::vector<std::optional<std::string>> v;
+                                     for (std::int64_t i = 0; i < rows; ++i) {
+                                       if (i % 10 == 7) { v.emplace_back(); continue; }
+                                       std::string s(300 + g() % 100, '\0');
+                                       for (auto& ch : s) ch = char(g());
+                                       v.push_back(std::move(s));
+                                     }
+                                     return arrow::large_binary_array(v);
+                                   }()}});
+  const auto bytes = write_file<V>({batch}, one_page());
+  const auto cols = columns_of(bytes);
+  REQUIRE(cols.size() == 2);
+  REQUIRE(cols[0].pages.size() == 1);
+  const auto page_bytes = cols[0].pages[0].buffer_sizes.at(0);
+  REQUIRE(page_bytes >= std::uint64_t(rows) * 512);
+
+  counting_source src{io::memory_source(bytes)};
+  file::file_reader<counting_source> r(src);
+  const auto opened = src.bytes->load();
+  std::mt19937_64 rng(16);
+  const auto idx = random_indices(rng, std::uint64_t(rows), 10);
+  auto got = r.read({{"vec"}, std::nullopt, idx});
+  const auto took = src.bytes->load() - opened;
+  MESSAGE("10 of " << rows << " vectors: " << took << " bytes read, the page holds " << page_bytes);
+  CHECK(took <= 10 * 512 + 4096);
+  CHECK(got.num_rows() == 10);
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    const auto want = arrow::slice(batch.columns[0], std::int64_t(idx[k]), 1);
+    CHECK_FALSE(arrow::first_difference(*want, *arrow::slice(got.columns[0], std::int64_t(k), 1)));
+  }
+
+  // Variable-width rows through the repetition index: a few entries and the rows.
+  const auto before = src.bytes->load();
+  got = r.read({{"blob"}, std::nullopt, std::vector<std::uint64_t>{3, 1500, 1999, 2000, 19999}});
+  const auto blob_took = src.bytes->load() - before;
+  MESSAGE("5 of " << rows << " binary rows: " << blob_took << " bytes read, the page holds "
+                  << cols[1].pages[0].buffer_sizes.at(0));
+  REQUIRE(cols[1].pages.size() == 1);
+  CHECK(cols[1].pages[0].buffer_sizes.at(0) > std::uint64_t(rows) * 250);
+  CHECK(blob_took < 5 * (400 + 64));
+  std::vector<arrow::array_ptr> parts;
+  for (auto i : {3, 1500, 1999, 2000, 19999}) parts.push_back(arrow::slice(batch.columns[1], i, 1));
+  CHECK_FALSE(arrow::first_difference(*encoding::detail::concat(parts, batch.columns[1]->type), *got.columns[0]));
+
+  // A large range still fetches the page whole (one read), not row by row.
+  const auto reads_before = src.reads->load();
+  auto range = r.read({{"vec"}, std::pair<std::uint64_t, std::uint64_t>{100, 15000}, std::nullopt});
+  CHECK(range.num_rows() == 14900);
+  CHECK(src.reads->load() - reads_before <= 2);
+}
+
+TEST_CASE_TEMPLATE("take: a repetition index pointing outside the page is corrupt_error", V, file::v2_1, file::v2_2) {
+  std::vector<std::optional<std::string>> v;
+  for (int i = 0; i < 400; ++i) v.push_back(std::string(300 + i, char(i)));
+  auto batch = arrow::make_batch({{"blob", arrow::large_binary_array(v)}});
+  const auto bytes = write_file<V>({batch});
+  const auto cols = columns_of(bytes);
+  REQUIRE(cols.size() == 1);
+  const auto& page = cols[0].pages.at(0);
+  REQUIRE(page.buffer_sizes.size() >= 2);
+  const auto entries = page.length + 1;
+  REQUIRE(page.buffer_sizes[1] % entries == 0);
+  const auto w = page.buffer_sizes[1] / entries;
+  REQUIRE((w == 4 || w == 8));
+  aligned_buffer copy;
+  copy.append(bytes.view());
+  // Row 11's end (entry 12) far past the values.
+  auto* entry = copy.data() + page.buffer_offsets[1] + 12 * w;
+  if (w == 4) le::store<std::uint32_t>(entry, 0x7FFFFFF0u);
+  else le::store<std::uint64_t>(entry, std::uint64_t(1) << 40);
+  file::file_reader<io::memory_source> r{io::memory_source(shared_bytes(std::move(copy)))};
+  try {
+    (void)r.read({{}, std::nullopt, std::vector<std::uint64_t>{11}});
+    FAIL("no error");
+  } catch (const corrupt_error& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("column 0 page 0") != std::string::npos);
+    CHECK(msg.find("repetition index") != std::string::npos);
+  }
+  // Rows the bad entry does not touch still read.
+  auto ok = r.read({{}, std::nullopt, std::vector<std::uint64_t>{3}});
+  CHECK_FALSE(arrow::first_difference(*arrow::slice(batch.columns[0], 3, 1), *ok.columns[0]));
+}
+
+TEST_CASE("take: dataset takes and scans carry file reader options to their files") {
+  testing::temp_dir dir("take");
+  const auto root = (dir.path() / "ds").string();
+  testing::random_data rd(18);
+  const std::int64_t rows = 3000;
+  auto batch = arrow::make_batch({{"vec", rd.random_array(vector_type(), rows, true)},
+                                  {"id", rd.random_array(arrow::int64(), rows, false)}});
+  dataset::write_options wo;
+  wo.max_rows_per_file = 1000;
+  wo.storage_version = file::format_version::v2_1;
+  dataset::write(root, batch, wo);
+  const auto ds = dataset::dataset::open(root);
+  const auto full = ds.to_batch();
+  REQUIRE(full.num_rows() == rows);
+
+  // Row ids across the three fragments (address = fragment << 32 | offset), unsorted, repeated.
+  std::vector<std::uint64_t> ids{dataset::row_address(2, 999), dataset::row_address(0, 5), dataset::row_address(1, 0),
+                                 dataset::row_address(0, 5), dataset::row_address(1, 517)};
+  const std::vector<std::int64_t> at{2999, 5, 1000, 5, 1517};
+  file::reader_options ro;
+  ro.page_cache_bytes = 0;
+  ro.read_chunk_size = 4096;
+  const auto got = ds.take(ids, {}, ro);
+  REQUIRE(got.num_rows() == std::int64_t(ids.size()));
+  for (std::size_t c = 0; c < 2; ++c) {
+    std::vector<arrow::array_ptr> parts;
+    for (auto i : at) parts.push_back(arrow::slice(full.columns[c], i, 1));
+    CHECK_FALSE(arrow::first_difference(*encoding::detail::concat(parts, full.columns[c]->type), *got.columns[c]));
+  }
+  dataset::scan_options so;
+  so.reader_options = ro;
+  const auto scanned = ds.to_batch(so);
+  for (std::size_t c = 0; c < 2; ++c) CHECK_FALSE(arrow::first_difference(*full.columns[c], *scanned.columns[c]));
+
+  // Invalid options reach the file readers (a zero read chunk is refused there).
+  file::reader_options bad;
+  bad.read_chunk_size = 0;
+  CHECK_THROWS_AS(ds.take(ids, {}, bad), invalid_input_error);
+  so.reader_options = bad;
+  CHECK_THROWS_AS(ds.to_batch(so), invalid_input_error);
+}
