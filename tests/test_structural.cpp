@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "lancet/arrow/builder.hpp"
@@ -1183,4 +1184,24 @@ TEST_CASE("dataset::write without fsync of data files (as Lance 12 writes) reads
   CHECK(r.rows_written == ids.size());
   const auto back = dataset::dataset::open(root).to_batch();
   CHECK_FALSE(arrow::first_difference(batch.columns[0], back.columns[0]));
+}
+
+TEST_CASE("concat: outputs of 16 MiB and more come from reused blocks, with the right bytes") {
+  const std::size_t n = (std::size_t(20) << 20) / 4;  // 20 MiB of int32
+  std::vector<std::int32_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = std::int32_t(i * 2654435761u);
+  auto whole = arrow::make_array<std::int32_t>(v);
+  const std::vector<arrow::array_ptr> parts{arrow::slice(whole, 0, 1000), arrow::slice(whole, 1000, std::int64_t(n) - 1000)};
+  std::set<const std::uint8_t*> blocks;
+  for (int round = 0; round < 4; ++round) {
+    auto c = encoding::detail::concat(parts, arrow::int32());
+    REQUIRE(c->length == std::int64_t(n));
+    CHECK(std::memcmp(c->buffers[1].data(), v.data(), n * 4) == 0);
+    CHECK_FALSE(arrow::first_difference(whole, c));
+    blocks.insert(c->buffers[1].data());
+  }
+  CHECK(blocks.size() <= 2);  // freed blocks came back (the pool keeps at most 2)
+  // Smaller outputs are ordinary buffers.
+  auto small = encoding::detail::concat({arrow::slice(whole, 0, 10), arrow::slice(whole, 10, 10)}, arrow::int32());
+  CHECK_FALSE(arrow::first_difference(arrow::slice(whole, 0, 20), small));
 }
