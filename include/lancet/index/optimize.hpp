@@ -365,6 +365,7 @@ inline void fetch_vectors_chunked(const dataset::dataset& ds, const std::string&
     for_each_vector(*b.columns.at(0), dim, metric, column,
                     [&](std::int64_t r, const float* v, const double* w) { fn(sub[std::size_t(r)], v, w); });
   }
+  builder_detail::release_free_memory();
 }
 
 // Encodes float rows assigned to `part` (under the model's centroids) into buffers.
@@ -634,6 +635,8 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
           eb.add(rid[r], v, w);
           if (eb.size() == route_batch_rows) flush();
         });
+        b.reset();
+        builder_detail::release_free_memory();
       }
       if (eb.size()) flush();
     }
@@ -694,6 +697,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
           if (i > first_merged) mine.ids.push_back(id);  // the oldest claims for no one
           fn(std::uint32_t(p), d, r);
         }
+        builder_detail::release_free_memory();  // glibc would keep the freed reads resident
       }
       mine.seal();
       claimed.merge(mine);
@@ -715,6 +719,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   if (plan.splits.empty())
     for (auto j : plan.joins) cand[j];
   if (!cand.empty()) {
+    report(o, name, optimize_stage::split, 0, plan.splits.size());
     for_each_kept([&](std::uint32_t p, const partition_data& d, std::size_t r) {
       const auto it = cand.find(p);
       if (it != cand.end()) it->second.push_back(d.row_ids[r]);
@@ -797,6 +802,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
                            km.centroids.begin() + std::ptrdiff_t((surv[j] + 1) * dim));
       res.splits.push_back({sp.partition, std::uint32_t(surv.size())});
       done_splits.push_back(sp.partition);
+      builder_detail::release_free_memory();
     }
     report(o, name, optimize_stage::split, plan.splits.size(), plan.splits.size());
     // Rows of the split partitions and of their neighbours, routed with the new centroids.
@@ -921,6 +927,8 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
         eb.add(bid[i], v, w);
         if (eb.size() == route_batch_rows) flush();
       });
+      b.reset();
+      builder_detail::release_free_memory();
     }
     if (eb.size()) flush();
   };
