@@ -209,6 +209,24 @@ TEST_CASE_TEMPLATE("take: a few rows of a large full-zip page read only their by
   for (auto i : {3, 1500, 1999, 2000, 19999}) parts.push_back(arrow::slice(batch.columns[1], i, 1));
   CHECK_FALSE(arrow::first_difference(*encoding::detail::concat(parts, batch.columns[1]->type), *got.columns[0]));
 
+  // Mini-block rows: the chunk metadata and the one chunk that holds the row.
+  {
+    auto ints = arrow::make_batch({{"i", rd.random_array(arrow::int64(), rows, true)}});
+    const auto ib = write_file<V>({ints}, one_page());
+    const auto icols = columns_of(ib);
+    REQUIRE(icols.at(0).pages.size() == 1);
+    std::uint64_t page_total = 0;
+    for (auto b : icols[0].pages[0].buffer_sizes) page_total += b;
+    counting_source isrc{io::memory_source(ib)};
+    file::file_reader<counting_source> ir(isrc);
+    const auto full = ir.read();
+    const auto opened_i = isrc.bytes->load();
+    check_take(ir, full, {12345});
+    const auto took_i = isrc.bytes->load() - opened_i;
+    MESSAGE("1 of " << rows << " int64 rows: " << took_i << " bytes read, the page holds " << page_total);
+    CHECK(took_i * 4 < page_total);
+  }
+
   // A large range still fetches the page whole (one read), not row by row.
   const auto reads_before = src.reads->load();
   auto range = r.read({{"vec"}, std::pair<std::uint64_t, std::uint64_t>{100, 15000}, std::nullopt});

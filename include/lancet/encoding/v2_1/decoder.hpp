@@ -43,8 +43,8 @@ inline std::uint32_t column_count(const arrow::field& f) { return std::uint32_t(
 
 namespace detail {
 
-// A read of at most 1/partial_page_fraction of a full-zip page's rows fetches just
-// those rows' bytes instead of the page.
+// A read of at most 1/partial_page_fraction of a page's rows fetches just those rows'
+// bytes (full-zip) or chunks (mini-block) instead of the page.
 inline constexpr std::uint64_t partial_page_fraction = 8;
 
 inline shared_bytes bytes_of(aligned_buffer&& b) { return shared_bytes(std::move(b)); }
@@ -462,11 +462,15 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
                           any.type_url + "'");
     const auto layout = pb::unpack_any<enc21::page_layout>(any);
     const auto b = std::max(begin, ps) - ps, e = std::min(end, pe) - ps;
-    // A small part of a full-zip page (random takes): fetch only its rows' bytes. Larger
-    // parts (scans) fetch the whole page, which the page cache keeps for the next read.
+    // A small part of a full-zip page (random takes): fetch only its rows' bytes; of a
+    // mini-block page: only its chunks. Larger parts (scans) fetch the whole page, which
+    // the page cache keeps for the next read.
     std::optional<page_slice> part;
-    if (read_range && checked_mul(e - b, detail::partial_page_fraction, "rows") <= page.length)
+    if (read_range && checked_mul(e - b, detail::partial_page_fraction, "rows") <= page.length) {
       part = read_full_zip_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
+      if (!part)
+        part = read_mini_block_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
+    }
     auto slice = part ? std::move(*part) : read_page(layout, fetch(column, p), page.length, b, e, where, read_range);
     if (slice.layers.size() != path.size())
       throw corrupt_error(where + ": " + std::to_string(slice.layers.size()) + " layers for a field path of depth " +

@@ -197,7 +197,7 @@ struct chunk_meta {
   std::uint64_t values = 0;
 };
 
-inline std::vector<chunk_meta> parse_chunk_meta(const shared_bytes& meta, const shared_bytes& data, bool large,
+inline std::vector<chunk_meta> parse_chunk_meta(const shared_bytes& meta, std::uint64_t data_size, bool large,
                                                 std::uint64_t num_items, const std::string& where) {
   const std::size_t w = large ? 4 : 2;
   if (meta.size() % w != 0)
@@ -221,13 +221,18 @@ inline std::vector<chunk_meta> parse_chunk_meta(const shared_bytes& meta, const 
     out[i] = {at, bytes, n};
     at += bytes;
     values += n;
-    if (at > data.size())
+    if (at > data_size)
       throw corrupt_error(where + ": chunk " + std::to_string(i) + " ends at byte " + std::to_string(at) +
-                          " past the " + std::to_string(data.size()) + "-byte chunk buffer");
+                          " past the " + std::to_string(data_size) + "-byte chunk buffer");
   }
   if (values != num_items)
     throw corrupt_error(where + ": chunks hold " + std::to_string(values) + " values, the page has " + std::to_string(num_items));
   return out;
+}
+
+inline std::vector<chunk_meta> parse_chunk_meta(const shared_bytes& meta, const shared_bytes& data, bool large,
+                                                std::uint64_t num_items, const std::string& where) {
+  return parse_chunk_meta(meta, std::uint64_t(data.size()), large, num_items, where);
 }
 
 struct decoded_chunk {
@@ -733,6 +738,28 @@ inline page_slice read_page(const enc21::page_layout& layout, const std::vector<
   throw corrupt_error(where + ": page layout is empty");
 }
 
+namespace detail {
+
+// Bytes [from, to) of page buffer `buf`, read from the file; bounds-checked against
+// the buffer's recorded size.
+inline shared_bytes read_buffer_part(std::span<const std::uint64_t> buffer_offsets, std::span<const std::uint64_t> buffer_sizes,
+                                     std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what,
+                                     const std::string& where, const read_file_range& read_range) {
+  if (from > to || to > buffer_sizes[buf])
+    throw corrupt_error(where + ": " + what + " bytes [" + std::to_string(from) + ", " + std::to_string(to) +
+                        ") outside page buffer " + std::to_string(buf) + " of " + std::to_string(buffer_sizes[buf]) +
+                        " bytes");
+  const auto at = buffer_offsets[buf];
+  if (at > ~std::uint64_t(0) - to) throw corrupt_error(where + ": page buffer offset " + std::to_string(at) + " overflows");
+  auto bytes = read_range(at + from, to - from);
+  if (bytes.size() != to - from)
+    throw corrupt_error(where + ": read " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(at + from) +
+                        ", " + std::to_string(to - from) + " expected");
+  return bytes;
+}
+
+}  // namespace detail
+
 // Reads rows [begin, end) of a full-zip page by fetching only their bytes: a row's
 // position is a fixed stride (no repetition) or comes from the page's repetition
 // index (entry i = byte offset of row i in the values, page_rows + 1 entries).
@@ -749,17 +776,7 @@ inline std::optional<page_slice> read_full_zip_rows(const enc21::page_layout& la
       buffer_offsets.size() != buffer_sizes.size())
     return std::nullopt;
   auto fetch = [&](std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what) {
-    if (from > to || to > buffer_sizes[buf])
-      throw corrupt_error(where + ": " + what + " bytes [" + std::to_string(from) + ", " + std::to_string(to) +
-                          ") outside page buffer " + std::to_string(buf) + " of " + std::to_string(buffer_sizes[buf]) +
-                          " bytes");
-    const auto at = buffer_offsets[buf];
-    if (at > ~std::uint64_t(0) - to) throw corrupt_error(where + ": page buffer offset " + std::to_string(at) + " overflows");
-    auto bytes = read_range(at + from, to - from);
-    if (bytes.size() != to - from)
-      throw corrupt_error(where + ": read " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(at + from) +
-                          ", " + std::to_string(to - from) + " expected");
-    return bytes;
+    return detail::read_buffer_part(buffer_offsets, buffer_sizes, buf, from, to, what, where, read_range);
   };
   const level_scheme s(z->layers);
   const std::uint64_t n = end - begin;
@@ -796,6 +813,47 @@ inline std::optional<page_slice> read_full_zip_rows(const enc21::page_layout& la
   // The fetched rows are a page of their own: read_page parses and validates them.
   const std::vector<shared_bytes> part{fetch(0, pb, pe, "full-zip rows")};
   return read_page(layout, part, n, 0, n, where, read_range);
+}
+
+// Reads rows [begin, end) of a mini-block page without repetition by fetching its
+// chunk metadata and only the chunks that hold those rows (plus the dictionary, if
+// any). Returns nullopt for other pages (read_page then reads them whole).
+inline std::optional<page_slice> read_mini_block_rows(const enc21::page_layout& layout,
+                                                      std::span<const std::uint64_t> buffer_offsets,
+                                                      std::span<const std::uint64_t> buffer_sizes, std::uint64_t page_rows,
+                                                      std::uint64_t begin, std::uint64_t end, const std::string& where,
+                                                      const read_file_range& read_range) {
+  const auto* m = std::get_if<enc21::mini_block_layout>(&layout.value);
+  if (!m || !read_range || begin >= end || end > page_rows || m->rep_compression || m->repetition_index_depth > 0 ||
+      buffer_offsets.size() != buffer_sizes.size())
+    return std::nullopt;
+  const level_scheme s(m->layers);
+  const std::size_t needed = m->dictionary ? 3 : 2;
+  if (s.max_rep > 0 || buffer_sizes.size() < needed) return std::nullopt;
+  auto fetch = [&](std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what) {
+    return detail::read_buffer_part(buffer_offsets, buffer_sizes, buf, from, to, what, where, read_range);
+  };
+  const auto meta = fetch(0, 0, buffer_sizes[0], "chunk metadata");
+  const auto chunks = detail::parse_chunk_meta(meta, buffer_sizes[1], m->has_large_chunk, m->num_items, where);
+  // Values are rows: the chunks [c0, c1) that hold rows [begin, end).
+  std::uint64_t at = 0;
+  std::size_t i = 0;
+  while (i < chunks.size() && at + chunks[i].values <= begin) at += chunks[i++].values;
+  const std::size_t c0 = i;
+  const std::uint64_t first_row = at;
+  std::uint64_t e = at;
+  while (i < chunks.size() && e < end) e += chunks[i++].values;
+  const std::size_t c1 = i;
+  if (c0 >= c1 || e < end) throw corrupt_error(where + ": chunks hold fewer rows than the page's " + std::to_string(page_rows));
+  // The chosen chunks are a page of their own: their metadata words, their bytes, and
+  // (as the last chunk's value count is what the page has left) their value count.
+  const std::size_t w = m->has_large_chunk ? 4 : 2;
+  std::vector<shared_bytes> part{meta.slice(c0 * w, (c1 - c0) * w),
+                                 fetch(1, chunks[c0].offset, chunks[c1 - 1].offset + chunks[c1 - 1].bytes, "chunk")};
+  if (m->dictionary) part.push_back(fetch(2, 0, buffer_sizes[2], "dictionary"));
+  enc21::page_layout sub = layout;
+  std::get<enc21::mini_block_layout>(sub.value).num_items = e - first_row;
+  return read_page(sub, part, e - first_row, begin - first_row, end - first_row, where, read_range);
 }
 
 }  // namespace lancet::encoding::v2_1
