@@ -256,6 +256,9 @@ TEST_CASE("optimize: errors name the index; nothing committed") {
   o = {};
   o.fetch_chunk_bytes = 0;
   CHECK_THROWS_AS(index::optimize_indices(root, o), invalid_input_error);
+  o = {};
+  o.memory_budget_bytes = 1000;
+  CHECK_THROWS_WITH_AS(index::optimize_indices(root, o), doctest::Contains("memory_budget_bytes"), invalid_input_error);
   CHECK_THROWS_AS(index::optimize_indices((tmp.path() / "missing").string()), invalid_input_error);
   CHECK_THROWS_AS(index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0}, 1), invalid_input_error);
   CHECK_THROWS_AS(index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0, 0}, 1), invalid_input_error);

@@ -12,10 +12,17 @@
 // - Otherwise the plan (plan_partitions) over the partition sizes summed over the delta
 //   and every segment decides: a steady state writes the delta only; splits (or else
 //   joins) merge every segment with the delta into one rebalanced segment.
-// - Rows a merged segment holds that were deleted or rewritten since are dropped.
+// - Rows a merged segment holds that were deleted or rewritten since are dropped; a
+//   row held by several merged segments keeps the newest segment's entries (all of
+//   them: a multivector row has one entry per vector).
 // Vectors are re-read from the dataset (in chunks of at most fetch_chunk_bytes of
-// decoded data) only for the rows that move: the rows of split partitions and of
-// their neighbours, and of joined partitions.
+// decoded data) only for the rows that move: every row with an entry in a split
+// partition or its neighbours, or in a joined partition; all its entries leave and
+// all its vectors are placed again (a multivector row's vectors one by one).
+// Memory: the delta, the entries kept from merged segments (read a partition at a
+// time) and the re-encoded rows stream through shufflers (shuffler.hpp) bounded by
+// memory_budget_bytes, spilling beyond it; row ids are held as sorted vectors.
+// IVF_FLAT stores the column's own element type (float16 / float32 / float64).
 #pragma once
 
 #include <algorithm>
