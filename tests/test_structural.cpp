@@ -1201,6 +1201,10 @@ TEST_CASE("concat: outputs of 16 MiB and more come from reused blocks, with the 
     blocks.insert(c->buffers[1].data());
   }
   CHECK(blocks.size() <= 2);  // freed blocks came back (the pool keeps at most 2)
+  auto& pool = encoding::detail::large_block_pool::instance();
+  CHECK(pool.kept_blocks() >= 1);
+  pool.trim();
+  CHECK(pool.kept_blocks() == 0);
   // Smaller outputs are ordinary buffers.
   auto small = encoding::detail::concat({arrow::slice(whole, 0, 10), arrow::slice(whole, 10, 10)}, arrow::int32());
   CHECK_FALSE(arrow::first_difference(arrow::slice(whole, 0, 20), small));

@@ -169,6 +169,20 @@ class large_block_pool {
     return *pool;
   }
 
+  // Frees the blocks waiting for reuse (up to max_kept of them, each 16 MiB or more).
+  void trim() noexcept {
+    std::vector<block> kept;
+    {
+      std::lock_guard lock(mu_);
+      kept.swap(kept_);
+    }
+    for (const auto& b : kept) ::operator delete(b.data, std::align_val_t{buffer_alignment});
+  }
+  std::size_t kept_blocks() const {
+    std::lock_guard lock(mu_);
+    return kept_.size();
+  }
+
   // Bytes with room for n (n >= min_bytes), handed back here when the last owner drops them.
   shared_bytes fill(std::size_t n, const std::function<void(std::uint8_t*)>& write) {
     block b = acquire(n);
@@ -206,7 +220,7 @@ class large_block_pool {
     }
     ::operator delete(b.data, std::align_val_t{buffer_alignment});
   }
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<block> kept_;
 };
 
