@@ -278,15 +278,17 @@ TEST_CASE("fs: write_all survives EINTR and short writes from signal interruptio
 
 // ---------------------------------------------------------------- file_sink
 
-TEST_CASE("file_sink round trip with every write size against the buffer") {
-  for (std::size_t cap : {std::size_t(0), std::size_t(100), std::size_t(1) << 20}) {
+TEST_CASE("file_sink round trip with every write size against the buffer and writeback interval") {
+  for (std::size_t cap : {std::size_t(0), std::size_t(100), std::size_t(1) << 20})
+  for (std::size_t wb : {std::size_t(0), std::size_t(64), std::size_t(8) << 20})
     for (bool rename : {true, false}) {
       CAPTURE(cap);
+      CAPTURE(wb);
       CAPTURE(rename);
       temp_dir d;
       std::vector<std::uint8_t> want;
       {
-        file_sink s(d / "out.lance", {.buffer_bytes = cap, .publish_by_rename = rename});
+        file_sink s(d / "out.lance", {.buffer_bytes = cap, .publish_by_rename = rename, .writeback_bytes = wb});
         std::size_t sizes[] = {1, 0, 7, 99, 100, 101, 3, 250, 1 << 20, 5, (1 << 20) + 17, 64};
         std::uint32_t seed = 0;
         for (std::size_t n : sizes) {
@@ -302,7 +304,6 @@ TEST_CASE("file_sink round trip with every write size against the buffer") {
       CHECK(slurp(d / "out.lance") == want);
       CHECK(d.list() == std::vector<std::string>{"out.lance"});
     }
-  }
 }
 
 TEST_CASE("file_sink publish by rename: nothing at the final path until finish") {

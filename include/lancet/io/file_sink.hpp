@@ -40,6 +40,10 @@ struct file_sink_options {
   bool exclusive = false;
   // fsync the file (and its directory) at finish(). Off only for scratch files.
   bool sync = true;
+  // With sync: start the kernel's writeback of every this many bytes written
+  // (sync_file_range, asynchronous), so that the fsync at finish() finds little left to
+  // write instead of the whole file (it took 0.15 s of a 0.35 s 528 MB write). 0: off.
+  std::size_t writeback_bytes = std::size_t(8) << 20;
   // Create missing parent directories of the final path.
   bool create_directories = false;
   // Permission bits for the new file (the process umask applies).
@@ -85,6 +89,7 @@ class file_sink {
       : path_(std::move(o.path_)), temp_path_(std::move(o.temp_path_)), note_(std::move(o.note_)),
         opts_(o.opts_),
         fd_(std::move(o.fd_)), buf_(std::move(o.buf_)), pos_(std::exchange(o.pos_, 0)),
+        written_back_(std::exchange(o.written_back_, 0)),
         state_(std::exchange(o.state_, state::moved_from)), live_(std::exchange(o.live_, false)),
         regular_(o.regular_) {}
   file_sink& operator=(file_sink&& o) noexcept {
@@ -97,6 +102,7 @@ class file_sink {
       fd_ = std::move(o.fd_);
       buf_ = std::move(o.buf_);
       pos_ = std::exchange(o.pos_, 0);
+      written_back_ = std::exchange(o.written_back_, 0);
       state_ = std::exchange(o.state_, state::moved_from);
       live_ = std::exchange(o.live_, false);
       regular_ = o.regular_;
@@ -126,6 +132,7 @@ class file_sink {
       throw;
     }
     pos_ += bytes.size();
+    start_writeback();
   }
 
   std::uint64_t position() const noexcept { return pos_; }
@@ -207,6 +214,21 @@ class file_sink {
     buf_.clear();
   }
 
+  // Asks the kernel to start writing out what reached it since the last call, once
+  // writeback_bytes have gathered. Advisory: a file system without support is fine,
+  // and the fsync at finish() still reports every error.
+  void start_writeback() noexcept {
+#ifdef SYNC_FILE_RANGE_WRITE
+    if (!opts_.sync || !regular_ || opts_.writeback_bytes == 0) return;
+    const std::uint64_t handed = pos_ - buf_.size();  // bytes the kernel has
+    if (handed - written_back_ < opts_.writeback_bytes) return;
+    if (::sync_file_range(fd_.get(), off_t(written_back_), off_t(handed - written_back_), SYNC_FILE_RANGE_WRITE) == 0)
+      written_back_ = handed;
+    else
+      opts_.writeback_bytes = 0;  // unsupported here: stop asking
+#endif
+  }
+
   std::string path_;
   std::string temp_path_;
   std::string note_;  // error-message context: the temporary file, if any
@@ -214,6 +236,7 @@ class file_sink {
   unique_fd fd_;
   aligned_buffer buf_;
   std::uint64_t pos_ = 0;
+  std::uint64_t written_back_ = 0;  // bytes whose writeback start_writeback() requested
   state state_ = state::moved_from;
   bool live_ = false;  // a working file exists that must be removed unless published
   bool regular_ = true;  // the working file is a regular file (not a device or pipe)
