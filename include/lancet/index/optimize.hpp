@@ -1014,7 +1014,6 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
     out_sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report(o, name, optimize_stage::merge_partitions, p, k); });
   });
   res.rows_in_segment = out_sh.rows();
-  guard.written = true;
   // Its metadata: the merged segments' (still present) fragments and the delta's.
   std::vector<std::uint64_t> frags(merged_frags.begin(), merged_frags.end());
   frags.insert(frags.end(), unindexed.begin(), unindexed.end());
@@ -1038,6 +1037,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   res.segments_merged = merge_n;
   res.segments_after = segs.size() - merge_n + 1;
   res.num_partitions = k1;
+  guard.written = true;  // from here the caller removes the directory if the commit fails
   return out;
 }
 
