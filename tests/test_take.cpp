@@ -212,7 +212,11 @@ TEST_CASE_TEMPLATE("take: a few rows of a large full-zip page read only their by
   // Mini-block rows: the chunk metadata and the one chunk that holds the row.
   {
     // Over 1 MiB (smaller mini-block pages are read whole: see partial_mini_block_min_bytes).
-    auto ints = arrow::make_batch({{"i", rd.random_array(arrow::int64(), 160000, false)}});
+    std::vector<std::optional<std::string>> words;
+    for (int k = 0; k < 160000; ++k)
+      words.push_back(k % 9 == 4 ? std::nullopt : std::optional<std::string>(std::to_string(k * 7919)));
+    auto ints = arrow::make_batch({{"i", rd.random_array(arrow::int64(), 160000, true)},
+                                   {"w", arrow::string_array(words)}});
     const auto ib = write_file<V>({ints}, one_page());
     const auto icols = columns_of(ib);
     REQUIRE(icols.at(0).pages.size() == 1);
@@ -222,8 +226,12 @@ TEST_CASE_TEMPLATE("take: a few rows of a large full-zip page read only their by
     file::file_reader<counting_source> ir(isrc);
     const auto full = ir.read();
     const auto opened_i = isrc.bytes->load();
-    check_take(ir, full, {12345});
+    (void)ir.read({{"i"}, std::nullopt, std::vector<std::uint64_t>{12345}});
     const auto took_i = isrc.bytes->load() - opened_i;
+    std::mt19937_64 g(19);
+    check_take(ir, full, {12345});
+    check_take(ir, full, random_indices(g, 160000, 40));
+    check_take(ir, full, {0, 4096, 159999});
     CHECK(page_total > (std::uint64_t(1) << 20));
     MESSAGE("1 of 160000 int64 rows: " << took_i << " bytes read, the page holds " << page_total);
     CHECK(took_i * 4 < page_total);
