@@ -40,13 +40,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
@@ -57,6 +50,7 @@
 #include <lancet/index/vector_index.hpp>
 
 #include "support/interop.hpp"
+#include "support/peak_memory.hpp"
 #include "support/vector_batch.hpp"
 
 using namespace lancet;
@@ -513,58 +507,6 @@ TEST_CASE("cross-check: LanceDB optimizes a dataset carrying our IVF_PQ index; w
   CHECK(r2.indices.at(0).rows_added == 10);
 }
 
-namespace {
-
-long status_kib(const char* key) {
-  std::ifstream st("/proc/self/status");
-  const std::string k = std::string(key) + ":";
-  for (std::string l; std::getline(st, l);)
-    if (l.rfind(k, 0) == 0) return std::stol(l.substr(k.size()));
-  return -1;
-}
-
-// Runs f in a forked child and returns how far (KiB) its peak resident memory rose
-// above what it held when f started (the inherited heap trimmed and the peak reset
-// first); -1 when the child could not reset its peak or f threw.
-long peak_growth_kib_in_child(const std::function<void()>& f) {
-  int fds[2];
-  REQUIRE(pipe(fds) == 0);
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    long out = -1;
-    try {
-#if defined(__GLIBC__)
-      malloc_trim(0);
-#endif
-      std::ofstream("/proc/self/clear_refs") << "5";
-      const long base = status_kib("VmRSS");
-      if (status_kib("VmHWM") <= base + 1024) {
-        f();
-        out = status_kib("VmHWM") - base;
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child failed: %s\n", e.what());
-    }
-    std::fflush(nullptr);
-    const ssize_t w = write(fds[1], &out, sizeof out);
-    _exit(w == ssize_t(sizeof out) ? 0 : 4);
-  }
-  close(fds[1]);
-  REQUIRE(pid > 0);
-  long got = -1;
-  const ssize_t r = read(fds[0], &got, sizeof got);
-  close(fds[0]);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
-  REQUIRE(r == ssize_t(sizeof got));
-  return got;
-}
-
-}  // namespace
 
 TEST_CASE("memory: optimising an 88 MiB index under a 16 MiB budget stays well below the index's size") {
   const std::size_t dim = 128, per_file = 8192, clusters = 64;
@@ -596,7 +538,7 @@ TEST_CASE("memory: optimising an 88 MiB index under a 16 MiB budget stays well b
   const std::uint64_t rows = (files + 2) * per_file;
   const double index_mib = double(rows * dim * 4) / double(1 << 20);
   const std::uint64_t budget = std::uint64_t(16) << 20;
-  const long grown_kib = peak_growth_kib_in_child([&] {
+  const long grown_kib = t::peak_growth_kib_in_child([&] {
     boost::asio::thread_pool pool(2);
     index::optimize_options o;
     o.pool = &pool;
@@ -607,7 +549,7 @@ TEST_CASE("memory: optimising an 88 MiB index under a 16 MiB budget stays well b
     o.on_progress = [&](const index::optimize_progress& p) {  // the peak so far at each stage
       if (int(p.stage) == last && p.done != 1) return;
       last = int(p.stage);
-      std::printf("  %s %lu: VmHWM %ld KiB\n", std::string(index::optimize_stage_name(p.stage)).c_str(), (unsigned long)p.done, status_kib("VmHWM"));
+      std::printf("  %s %lu: VmHWM %ld KiB\n", std::string(index::optimize_stage_name(p.stage)).c_str(), (unsigned long)p.done, t::status_kib("VmHWM"));
     };
     const auto r = index::optimize_indices(root, o);
     pool.join();

@@ -23,10 +23,6 @@
 #include <string>
 #include <vector>
 
-#include <malloc.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -39,6 +35,7 @@
 #include <lancet/index/ivf_builder.hpp>
 
 #include "support/interop.hpp"
+#include "support/peak_memory.hpp"
 
 using namespace lancet;
 namespace fs = std::filesystem;
@@ -591,54 +588,6 @@ void check_same_storage(const std::string& a, const std::string& b) {
   CHECK(std::memcmp(ia.ivf.centroids->data.data(), ib.ivf.centroids->data.data(), ia.ivf.centroids->data.size()) == 0);
 }
 
-// How far (KiB) the resident memory of a child process running f rises above what it
-// holds when f starts: the child first returns the heap it inherited from this
-// process to the system (malloc_trim), resets its peak (clear_refs 5), notes VmRSS,
-// runs f, and reports VmHWM - that baseline through a pipe.
-long kib_of(const std::string& key) {
-  std::ifstream st("/proc/self/status");
-  for (std::string l; std::getline(st, l);)
-    if (l.rfind(key + ":", 0) == 0) return std::stol(l.substr(key.size() + 1));
-  return -1;
-}
-
-long child_peak_growth_kib(const std::function<void()>& f) {
-  int fds[2];
-  REQUIRE(pipe(fds) == 0);
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    long out = -1;
-    try {
-      malloc_trim(0);
-      std::ofstream("/proc/self/clear_refs") << "5";
-      const long base = kib_of("VmRSS");
-      if (kib_of("VmHWM") <= base + 1024) {  // the peak was reset
-        f();
-        malloc_trim(0);
-        out = kib_of("VmHWM") - base;
-        std::printf("  baseline %ld KiB, peak %ld KiB\n", base, kib_of("VmHWM"));
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child failed: %s\n", e.what());
-    }
-    std::fflush(nullptr);
-    const ssize_t w = write(fds[1], &out, sizeof out);
-    _exit(w == ssize_t(sizeof out) ? 0 : 4);
-  }
-  close(fds[1]);
-  REQUIRE(pid > 0);
-  long got = -1;
-  const ssize_t r = read(fds[0], &got, sizeof got);
-  close(fds[0]);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
-  REQUIRE(r == ssize_t(sizeof got));
-  return got;
-}
 
 }  // namespace
 
@@ -841,7 +790,7 @@ TEST_CASE("interop: peak memory of a build over vectors 3x the budget stays unde
   o.type = index::ivf_index_type::ivf_flat;
   o.num_partitions = 64;
   o.memory_budget_bytes = budget;
-  const long grown_kib = child_peak_growth_kib([&] {
+  const long grown_kib = t::peak_growth_kib_in_child([&] {
     boost::asio::thread_pool pool(2);
     o.pool = &pool;
     int last = -1;
