@@ -613,16 +613,20 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   std::vector<std::vector<std::uint64_t>> delta_ids(k0);  // ids only: the plan and the reindexing need them
   const std::uint64_t scan_batch =
       std::max<std::uint64_t>(1, o.fetch_chunk_bytes / std::max<std::uint64_t>(1, dim * sizeof(float)) / (multi ? 64 : 1));
+  // The vector column and row ids of some fragments, decoded at most fetch_chunk_bytes at a time.
+  const auto scan_vectors = [&](std::vector<std::uint64_t> fragment_ids) {
+    dataset::scan_options so;
+    so.columns = {column};
+    so.with_row_id = true;
+    so.fragment_ids = std::move(fragment_ids);
+    so.read_ahead_bytes = o.fetch_chunk_bytes;
+    so.batch_size = scan_batch;
+    return ds.scan(so);
+  };
   {
     report(o, name, optimize_stage::scan_unindexed, 0, unindexed.size());
     if (!unindexed.empty()) {
-      dataset::scan_options so;
-      so.columns = {column};
-      so.with_row_id = true;
-      so.fragment_ids = unindexed;
-      so.read_ahead_bytes = o.fetch_chunk_bytes;
-      so.batch_size = scan_batch;
-      auto sc = ds.scan(so);
+      auto sc = scan_vectors(unindexed);
       entry_batch eb;
       eb.dim = dim;
       shuffle_batch sb;
@@ -893,13 +897,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
     std::vector<std::uint64_t> frag_ids(merged_frags.begin(), merged_frags.end());
     frag_ids.insert(frag_ids.end(), unindexed.begin(), unindexed.end());
     std::sort(frag_ids.begin(), frag_ids.end());
-    dataset::scan_options so;
-    so.columns = {column};
-    so.with_row_id = true;
-    so.fragment_ids = frag_ids;
-    so.read_ahead_bytes = o.fetch_chunk_bytes;
-    so.batch_size = scan_batch;
-    auto sc = ds.scan(so);
+    auto sc = scan_vectors(std::move(frag_ids));
     entry_batch eb;
     eb.dim = dim;
     shuffle_batch sb;
