@@ -452,40 +452,6 @@ TEST_CASE("optimize: IVF_FLAT over float64 vectors stores float64 rows exactly (
 
 namespace {
 
-// `id` + `vector: list<fixed_size_list<float32, 4>>`: row r holds rows[r] (row-major
-// 4-d vectors; empty: a null row).
-arrow::record_batch multivector_batch(const std::vector<std::vector<float>>& rows, std::int64_t first_id) {
-  std::vector<std::int32_t> offs = {0};
-  std::vector<float> vals;
-  aligned_buffer valid;
-  valid.resize((rows.size() + 7) / 8);
-  std::memset(valid.data(), 0, valid.size());
-  std::int64_t nulls = 0;
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    vals.insert(vals.end(), rows[r].begin(), rows[r].end());
-    offs.push_back(offs.back() + std::int32_t(rows[r].size() / 4));
-    if (rows[r].empty()) ++nulls;
-    else valid.data()[r / 8] = std::uint8_t(valid.data()[r / 8] | (1u << (r % 8)));
-  }
-  const std::size_t nv = std::size_t(offs.back()), n = rows.size();
-  arrow::field item("item", arrow::fixed_size_list(arrow::float32(), 4), true);
-  auto col = std::make_shared<arrow::array_data>();
-  col->type = arrow::list(item);
-  col->length = std::int64_t(n);
-  col->null_count = nulls;
-  col->buffers = {shared_bytes(std::move(valid)), shared_bytes(index::detail::copy_span(std::span<const std::int32_t>(offs)))};
-  col->children = {std::const_pointer_cast<arrow::array_data>(
-      index::detail::fsl_array(item, index::detail::copy_span(std::span<const float>(vals)), nv))};
-  std::vector<std::int64_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) ids[i] = first_id + std::int64_t(i);
-  arrow::record_batch b;
-  b.schema = std::make_shared<arrow::schema>(
-      arrow::schema{{arrow::field("id", arrow::int64(), false), arrow::field("vector", col->type, true)}, {}});
-  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
-               col};
-  return b;
-}
-
 // Entries per row id over every segment.
 std::map<std::uint64_t, std::size_t> entries_per_row(const std::string& root) {
   std::map<std::uint64_t, std::size_t> m;
@@ -522,7 +488,7 @@ TEST_CASE("optimize: multivector rows keep every vector through delta, merge, de
     return rows;
   };
   const auto expected = [&](std::size_t r) -> std::size_t { return r == 5 ? 0 : r % 3 + 1; };
-  dataset::write(root, multivector_batch(make_rows(120, 0), 0));
+  dataset::write(root, t::id_multivector_batch(make_rows(120, 0), 4, 0));
   index::build_options b;
   b.column = "vector";
   b.type = index::ivf_index_type::ivf_flat;
@@ -532,7 +498,7 @@ TEST_CASE("optimize: multivector rows keep every vector through delta, merge, de
   {
     dataset::write_options wo;
     wo.mode = dataset::write_mode::append;
-    dataset::write(root, multivector_batch(make_rows(30, 120), 120), wo);
+    dataset::write(root, t::id_multivector_batch(make_rows(30, 120), 4, 120), wo);
   }
   index::optimize_options o;
   o.target_partition_size = 400;  // steady (~120 and ~180 entries): a delta segment
@@ -565,7 +531,7 @@ TEST_CASE("optimize: multivector rows keep every vector through delta, merge, de
   {
     dataset::write_options wo;
     wo.mode = dataset::write_mode::append;
-    dataset::write(root, multivector_batch({vec(0)}, 150), wo);
+    dataset::write(root, t::id_multivector_batch({vec(0)}, 4, 150), wo);
   }
   r = index::optimize_indices(root, o);
   CHECK(r.indices.at(0).rows_dropped == 1 + 2 + 3);

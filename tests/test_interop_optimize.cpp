@@ -305,34 +305,6 @@ TEST_CASE("scenario 6: twenty small clusters joined with room") {
 
 namespace {
 
-// `id` + `vector: list<fixed_size_list<float32, 4>>`: row r holds rows[r] (row-major
-// 4-d vectors).
-arrow::record_batch multivector_batch(const std::vector<std::vector<float>>& rows, std::int64_t first_id) {
-  std::vector<std::int32_t> offs = {0};
-  std::vector<float> vals;
-  for (const auto& r : rows) {
-    vals.insert(vals.end(), r.begin(), r.end());
-    offs.push_back(offs.back() + std::int32_t(r.size() / 4));
-  }
-  const std::size_t nv = std::size_t(offs.back()), n = rows.size();
-  arrow::field item("item", arrow::fixed_size_list(arrow::float32(), 4), true);
-  auto col = std::make_shared<arrow::array_data>();
-  col->type = arrow::list(item);
-  col->length = std::int64_t(n);
-  col->null_count = 0;
-  col->buffers = {shared_bytes(), shared_bytes(index::detail::copy_span(std::span<const std::int32_t>(offs)))};
-  col->children = {std::const_pointer_cast<arrow::array_data>(
-      index::detail::fsl_array(item, index::detail::copy_span(std::span<const float>(vals)), nv))};
-  std::vector<std::int64_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) ids[i] = first_id + std::int64_t(i);
-  arrow::record_batch b;
-  b.schema = std::make_shared<arrow::schema>(
-      arrow::schema{{arrow::field("id", arrow::int64(), false), arrow::field("vector", col->type, true)}, {}});
-  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
-               col};
-  return b;
-}
-
 // A unit direction plus a little noise.
 std::vector<float> jitter(const std::array<float, 4>& c, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-0.02f, 0.02f);
@@ -356,7 +328,7 @@ TEST_CASE("scenario 7: multivector rows joined, each vector with its own window"
     rows.push_back(v);
   }
   for (int r = 0; r < 380; ++r) rows.push_back(jitter(c2, rng));
-  dataset::write(root, multivector_batch(rows, 0));
+  dataset::write(root, t::id_multivector_batch(rows, 4, 0));
   std::vector<float> cents;
   for (const auto* c : {&c0, &c1, &c2}) cents.insert(cents.end(), c->begin(), c->end());
   index::build_options b;
@@ -370,7 +342,7 @@ TEST_CASE("scenario 7: multivector rows joined, each vector with its own window"
   {
     dataset::write_options wo;
     wo.mode = dataset::write_mode::append;
-    dataset::write(root, multivector_batch({jitter(c1, rng)}, 400), wo);
+    dataset::write(root, t::id_multivector_batch({jitter(c1, rng)}, 4, 400), wo);
   }
   const auto r = index::optimize_indices(root);  // target 100, from the index's details
   REQUIRE(r.indices.size() == 1);
