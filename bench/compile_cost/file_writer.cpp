@@ -1,0 +1,21 @@
+// Compile-cost TU: write one Lance 2.2 file through a file sink, as a user would.
+// The per-layer umbrella <lancet/file.hpp> is used when it exists (see run.sh).
+#if __has_include(<lancet/file.hpp>)
+#include <lancet/file.hpp>
+#else
+#include <lancet/arrow/builder.hpp>
+#include <lancet/file/writer.hpp>
+#include <lancet/io/file_sink.hpp>
+#endif
+
+#include <cstdint>
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  auto batch = lancet::arrow::make_batch({{"id", lancet::arrow::make_array<std::int64_t>({1, 2, 3})}});
+  // Braces: with parentheses this line would declare a function (most vexing parse).
+  lancet::file::file_writer<lancet::file::v2_2, lancet::io::file_sink> w{lancet::io::file_sink(argv[1])};
+  w.write_batch(batch);
+  w.finish();
+  return 0;
+}
