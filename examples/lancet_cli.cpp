@@ -13,14 +13,19 @@
 //   lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R]
 //                [--columns a,b] [--index NAME]
 //   lancet compact DATASET [--target-rows N]
+//   lancet help [COMMAND]      (also: lancet COMMAND --help / -h)
+//   lancet --version
 //
 // Errors go to stderr with a message naming what is wrong; the exit status is 1 for
-// failures and 2 for bad usage. A failed write leaves the dataset as it was.
+// failures and 2 for bad usage (unknown commands and flags included). A failed write
+// leaves the dataset as it was.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -41,6 +46,10 @@
 #include <lancet/json/schema_json.hpp>
 #include <lancet/lancet.hpp>
 
+#ifndef LANCET_VERSION_STRING
+#define LANCET_VERSION_STRING "0.1.0"  // Meson passes the project's version (examples/meson.build)
+#endif
+
 namespace fs = std::filesystem;
 using namespace lancet;
 
@@ -50,46 +59,200 @@ struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-constexpr const char* usage_text =
-    "usage:\n"
-    "  lancet write DATASET --schema SCHEMA.json [--format 2.0|2.1|2.2] [--mode create|append|overwrite] < rows.jsonl\n"
-    "  lancet cat DATASET|FILE.lance [--columns a,b] [--offset N] [--limit N] [--version V]\n"
-    "  lancet inspect DATASET|FILE.lance\n"
-    "  lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq [--partitions N |\n"
-    "               --target-partition-size N] [--sub-vectors M] [--bits B] [--metric l2|cosine|dot|hamming]\n"
-    "               [--name NAME] [--replace] [--threads T]\n"
-    "  lancet index list DATASET\n"
-    "  lancet index optimize DATASET [--name NAME] [--merge N] [--retrain] [--target-partition-size N]\n"
-    "               [--threads T]\n"
-    "  lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R] [--columns a,b]\n"
-    "               [--index NAME]\n"
-    "  lancet compact DATASET [--target-rows N]\n";
+// One command: its name ("cat", "index create"), usage and help text, and the options
+// it takes ("--name value") and its flags ("--name").
+struct command_spec {
+  std::string_view name;
+  std::string_view usage;  // the synopsis, as in README.md
+  std::string_view help;   // what it does and its options
+  std::vector<std::string_view> options;
+  std::vector<std::string_view> flags;
+};
 
-// "--name value" options after the positional argument.
+const std::vector<command_spec>& commands() {
+  static const std::vector<command_spec> all = {
+      {"write",
+       "lancet write DATASET --schema SCHEMA.json [--format 2.0|2.1|2.2] [--mode create|append|overwrite] < rows.jsonl",
+       "Reads JSON Lines (one object per row) from stdin and commits them as one new version of\n"
+       "DATASET. A bad line stops the write with a message naming the line and the field; the\n"
+       "dataset stays as it was.\n"
+       "  --schema FILE   the table's Arrow schema as JSON (README.md, \"Schema files\")\n"
+       "  --format V      data file format of a new dataset: 2.0, 2.1 or 2.2 (default 2.2)\n"
+       "  --mode M        create (default: a new dataset), append or overwrite\n",
+       {"schema", "format", "mode"},
+       {}},
+      {"cat",
+       "lancet cat DATASET|FILE.lance [--columns a,b] [--offset N] [--limit N] [--version V]",
+       "Prints rows of a dataset or of a single Lance file as JSON Lines.\n"
+       "  --columns a,b   only these columns, in this order\n"
+       "  --offset N      skip the first N rows\n"
+       "  --limit N       print at most N rows\n"
+       "  --version V     read version V of a dataset (default: the latest)\n",
+       {"columns", "offset", "limit", "version"},
+       {}},
+      {"inspect",
+       "lancet inspect DATASET|FILE.lance",
+       "Summarises versions, fragments, columns, page layouts and sizes.\n",
+       {},
+       {}},
+      {"index create",
+       "lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq [--partitions N |\n"
+       "               --target-partition-size N] [--sub-vectors M] [--bits B] [--metric l2|cosine|dot|hamming]\n"
+       "               [--name NAME] [--replace] [--threads T]",
+       "Builds an IVF vector index on a column and commits it as a new version.\n"
+       "  --column COL                 the vector column (a fixed-size list)\n"
+       "  --type T                     ivf_flat, ivf_pq, ivf_sq or ivf_rq\n"
+       "  --partitions N               number of IVF partitions (default: rows / target partition size)\n"
+       "  --target-partition-size N    rows per partition the count is derived from\n"
+       "  --sub-vectors M              PQ sub-vectors (must divide the dimension)\n"
+       "  --bits B                     bits per code (PQ 8 or 4, SQ 8, RQ 1)\n"
+       "  --metric M                   l2 (default), cosine, dot or hamming\n"
+       "  --name NAME                  index name (default COL_idx)\n"
+       "  --replace                    replace an existing index of that name\n"
+       "  --threads T                  worker threads (default: the number of cores)\n",
+       {"column", "type", "partitions", "target-partition-size", "sub-vectors", "bits", "metric", "name", "threads"},
+       {"replace"}},
+      {"index list",
+       "lancet index list DATASET",
+       "Prints the dataset's indexes as JSON Lines (one line per index segment).\n",
+       {},
+       {}},
+      {"index optimize",
+       "lancet index optimize DATASET [--name NAME] [--merge N] [--retrain] [--target-partition-size N]\n"
+       "               [--threads T]",
+       "Indexes appended rows (a delta segment), merges segments and splits or joins partitions,\n"
+       "as Lance's optimize_indices. Prints one JSON line per index.\n"
+       "  --name NAME                  only this index (default: every vector index)\n"
+       "  --merge N                    merge the newest N segments with the delta\n"
+       "  --retrain                    rebuild the index over all rows\n"
+       "  --target-partition-size N    the partition size to aim at\n"
+       "  --threads T                  worker threads (default: the number of cores)\n",
+       {"name", "merge", "target-partition-size", "threads"},
+       {"retrain"}},
+      {"search",
+       "lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R] [--columns a,b]\n"
+       "               [--index NAME]",
+       "Finds the nearest rows to a query vector through the column's index; prints\n"
+       "{\"_rowid\":...,\"_distance\":...} lines, nearest first.\n"
+       "  --column COL    the indexed vector column\n"
+       "  --query JSON    the query vector, a JSON array of numbers\n"
+       "  --k N           number of results (default 10)\n"
+       "  --nprobes N     partitions searched (default 20)\n"
+       "  --refine R      re-rank k * R candidates by exact distance\n"
+       "  --columns a,b   add these columns' values to each result\n"
+       "  --index NAME    the index to use when the column has several\n",
+       {"column", "query", "k", "nprobes", "refine", "columns", "index"},
+       {}},
+      {"compact",
+       "lancet compact DATASET [--target-rows N]",
+       "Merges small fragments and drops deleted rows, remapping vector indexes in the same commit.\n"
+       "Prints the metrics as one JSON line.\n"
+       "  --target-rows N   rows per new fragment (default 1048576)\n",
+       {"target-rows"},
+       {}},
+  };
+  return all;
+}
+
+const command_spec* find_command(std::string_view name) {
+  for (const auto& c : commands())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string usage_text() {
+  std::string s = "usage:\n";
+  for (const auto& c : commands()) s += "  " + std::string(c.usage) + "\n";
+  s += "  lancet help [COMMAND]\n  lancet --version\n";
+  return s;
+}
+
+void print_command_help(const command_spec& c) {
+  std::cout << "usage: " << c.usage << "\n\n" << c.help;
+}
+
+bool is_help(std::string_view a) { return a == "--help" || a == "-h"; }
+
+// Edit distance, for "did you mean" suggestions.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The command's arguments: one positional (the dataset or file) and options, in any
+// order ("--name value" or "--name=value"); after "--" everything is positional.
+// --help or -h where an option or the dataset may stand asks for the command's help.
 struct args {
   std::string command;
   std::string path;
   std::map<std::string, std::string> options;
+  bool help = false;
 
-  static args parse(int argc, char** argv, const std::vector<std::string>& allowed,
-                    const std::vector<std::string>& flags = {}) {
+  static args parse(const command_spec& spec, const std::vector<std::string>& argv) {
     args a;
-    if (argc < 3) throw usage_error("missing arguments");
-    a.command = argv[1];
-    a.path = argv[2];
-    for (int i = 3; i < argc; ++i) {
+    a.command = std::string(spec.name);
+    const std::string cmd(spec.name);
+    std::vector<std::string> positional;
+    bool options_done = false;
+    auto known = [](const std::vector<std::string_view>& v, const std::string& k) {
+      return std::find(v.begin(), v.end(), k) != v.end();
+    };
+    for (std::size_t i = 0; i < argv.size(); ++i) {
       std::string k = argv[i];
-      if (k.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + k + "'");
-      k = k.substr(2);
-      if (std::find(flags.begin(), flags.end(), k) != flags.end()) {
-        a.options[k] = "1";
+      if (options_done || k.size() < 2 || k[0] != '-') {
+        positional.push_back(k);
         continue;
       }
-      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
-        throw usage_error("unknown option --" + k + " for '" + a.command + "'");
-      if (i + 1 >= argc) throw usage_error("option --" + k + " needs a value");
-      a.options[k] = argv[++i];
+      if (k == "--") {
+        options_done = true;
+        continue;
+      }
+      if (is_help(k)) {
+        a.help = true;
+        return a;
+      }
+      if (k.rfind("--", 0) != 0) throw usage_error(cmd + ": unknown flag '" + k + "'");
+      std::optional<std::string> inline_value;
+      if (const auto eq = k.find('='); eq != std::string::npos) {
+        inline_value = k.substr(eq + 1);
+        k.resize(eq);
+      }
+      const std::string name = k.substr(2);
+      if (known(spec.flags, name)) {
+        if (inline_value) throw usage_error(cmd + ": flag '" + k + "' takes no value");
+        a.options[name] = "1";
+        continue;
+      }
+      if (!known(spec.options, name)) {
+        std::string msg = cmd + ": unknown flag '" + k + "'";
+        std::string best;
+        std::size_t best_d = 3;
+        for (const auto* list : {&spec.options, &spec.flags})
+          for (auto o : *list)
+            if (const auto d = edit_distance(name, o); d < best_d) best_d = d, best = std::string(o);
+        if (!best.empty()) msg += " (did you mean '--" + best + "'?)";
+        throw usage_error(msg);
+      }
+      if (inline_value) {
+        a.options[name] = *inline_value;
+      } else {
+        if (i + 1 >= argv.size()) throw usage_error(cmd + ": option '" + k + "' needs a value");
+        a.options[name] = argv[++i];
+      }
     }
+    if (positional.empty()) throw usage_error(cmd + ": missing arguments");
+    if (positional.size() > 1) throw usage_error(cmd + ": unexpected argument '" + positional[1] + "'");
+    a.path = positional[0];
     return a;
   }
   std::optional<std::string> get(const std::string& k) const {
@@ -498,39 +661,80 @@ int cmd_compact(const args& a) {
   return 0;
 }
 
+// Runs one command; a help request prints the command's help and succeeds.
+int run(const command_spec& spec, const std::vector<std::string>& rest) {
+  const auto a = args::parse(spec, rest);
+  if (a.help) {
+    print_command_help(spec);
+    return 0;
+  }
+  if (spec.name == "write") return cmd_write(a);
+  if (spec.name == "cat") return cmd_cat(a);
+  if (spec.name == "inspect") return cmd_inspect(a);
+  if (spec.name == "index create") return cmd_index_create(a);
+  if (spec.name == "index list") return cmd_index_list(a);
+  if (spec.name == "index optimize") return cmd_index_optimize(a);
+  if (spec.name == "search") return cmd_search(a);
+  if (spec.name == "compact") return cmd_compact(a);
+  throw std::logic_error("no handler for '" + std::string(spec.name) + "'");
+}
+
+// "index" alone (or "index --help") describes its three subcommands.
+void print_index_help() {
+  std::cout << "usage:\n";
+  for (const auto& c : commands())
+    if (c.name.rfind("index ", 0) == 0) std::cout << "  " << c.usage << "\n";
+  std::cout << "\nRun 'lancet help index create' (list, optimize) for one subcommand's options.\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::vector<std::string> all(argv + 1, argv + argc);
+  const command_spec* current = nullptr;  // for the usage printed after a usage error
   try {
-    if (argc < 2) throw usage_error("missing command");
-    const std::string cmd = argv[1];
-    if (cmd == "write") return cmd_write(args::parse(argc, argv, {"schema", "format", "mode"}));
-    if (cmd == "cat") return cmd_cat(args::parse(argc, argv, {"columns", "offset", "limit", "version"}));
-    if (cmd == "inspect") return cmd_inspect(args::parse(argc, argv, {}));
-    if (cmd == "index") {
-      if (argc < 3) throw usage_error("index needs a subcommand: create, list or optimize");
-      const std::string sub = argv[2];
-      if (sub == "create")
-        return cmd_index_create(args::parse(argc - 1, argv + 1,
-                                            {"column", "type", "partitions", "target-partition-size", "sub-vectors",
-                                             "bits", "metric", "name", "threads"},
-                                            {"replace"}));
-      if (sub == "list") return cmd_index_list(args::parse(argc - 1, argv + 1, {}));
-      if (sub == "optimize")
-        return cmd_index_optimize(
-            args::parse(argc - 1, argv + 1, {"name", "merge", "target-partition-size", "threads"}, {"retrain"}));
-      throw usage_error("unknown index subcommand '" + sub + "' (create, list or optimize)");
-    }
-    if (cmd == "compact") return cmd_compact(args::parse(argc, argv, {"target-rows"}));
-    if (cmd == "search")
-      return cmd_search(args::parse(argc, argv, {"column", "query", "k", "nprobes", "refine", "columns", "index"}));
-    if (cmd == "--help" || cmd == "help") {
-      std::cout << usage_text;
+    if (all.empty()) throw usage_error("missing command");
+    const std::string& cmd = all[0];
+    if (cmd == "--version" || cmd == "version") {
+      std::cout << "lancet " << LANCET_VERSION_STRING << "\n";
       return 0;
     }
-    throw usage_error("unknown command '" + cmd + "'");
+    if (cmd == "help" || is_help(cmd)) {
+      if (all.size() == 1) {
+        std::cout << usage_text() << "\nRun 'lancet help COMMAND' for a command's options.\n";
+        return 0;
+      }
+      std::string name = all[1];
+      if (name == "index" && all.size() == 2) {
+        print_index_help();
+        return 0;
+      }
+      std::size_t words = 2;
+      if (name == "index") name += " " + all[2], words = 3;
+      const auto* spec = find_command(name);
+      if (!spec) throw usage_error("help: unknown command '" + name + "'");
+      if (all.size() > words) throw usage_error("help: unexpected argument '" + all[words] + "'");
+      print_command_help(*spec);
+      return 0;
+    }
+    if (cmd == "index") {
+      if (all.size() < 2) throw usage_error("index needs a subcommand: create, list or optimize");
+      if (is_help(all[1])) {
+        print_index_help();
+        return 0;
+      }
+      current = find_command("index " + all[1]);
+      if (!current) throw usage_error("unknown index subcommand '" + all[1] + "' (create, list or optimize)");
+      return run(*current, {all.begin() + 2, all.end()});
+    }
+    current = find_command(cmd);
+    if (!current || cmd.find(' ') != std::string::npos)  // "index create" is two arguments
+      throw usage_error(cmd.rfind("-", 0) == 0 ? "unknown flag '" + cmd + "'" : "unknown command '" + cmd + "'");
+    return run(*current, {all.begin() + 1, all.end()});
   } catch (const usage_error& e) {
-    std::cerr << "lancet: " << e.what() << "\n" << usage_text;
+    std::cerr << "lancet: " << e.what() << "\n";
+    if (current) std::cerr << "usage: " << current->usage << "\n(run 'lancet help " << current->name << "' for its options)\n";
+    else std::cerr << usage_text();
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "lancet: " << e.what() << "\n";

@@ -131,5 +131,48 @@ err=$("$lancet" index optimize "$ods" --merge 1 --retrain 2>&1); check "--merge 
 err=$("$lancet" index optimize "$ods" --name nope 2>&1); st=$?
 check "index optimize of an unknown index fails naming it" bash -c "test $st -eq 1 && grep -q \"no index named 'nope'\" <<< \"\$0\"" "$err"
 check "index optimize --retrain rebuilds" bash -c "'$lancet' index optimize '$ods' --retrain 2>/dev/null | grep -q '\"segments_after\":1'"
+# ---- --version, help, unknown commands and flags --------------------------------------
+version=$(sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" "$root/meson.build" | head -n 1)
+out=$("$lancet" --version); st=$?
+check "--version prints 'lancet $version'" test "$st:$out" == "0:lancet $version"
+out=$("$lancet" help); st=$?
+check "help exits 0" test $st -eq 0
+check "help lists every command" bash -c 'for c in write cat inspect "index create" "index list" "index optimize" search compact; do
+  grep -q "^  lancet $c " <<< "$0" || exit 1; done' "$out"
+for c in write cat inspect "index create" "index list" "index optimize" search compact; do
+  for form in "help $c" "$c --help" "$c -h" "$c DATASET --help"; do
+    out=$("$lancet" $form 2>/dev/null); st=$?
+    check "'lancet $form' exits 0 with the usage of $c" bash -c 'test "$1" -eq 0 && head -n 1 <<< "$0" | grep -q "^usage: lancet $2 "' "$out" "$st" "$c"
+  done
+done
+# The usages agree with README.md's for the one-line ones.
+for c in write cat inspect "index list" compact; do
+  line=$(grep -m 1 "^lancet $c " "$root/README.md")
+  check "help $c shows README's usage line" bash -c 'test -n "$1" && grep -qxF "usage: $1" <<< "$0"' "$("$lancet" help $c)" "$line"
+done
+check "'lancet index --help' lists the subcommands" bash -c "'$lancet' index --help | grep -q 'lancet index optimize'"
+check "'lancet -h' exits 0" bash -c "'$lancet' -h | grep -q 'lancet help'"
+err=$("$lancet" cat "$tmp/ds-2.2" --colums id 2>&1 >/dev/null); st=$?
+check "unknown flag: exit 2" test $st -eq 2
+check "unknown flag named" grep -qF "lancet: cat: unknown flag '--colums'" <<< "$err"
+check "unknown flag: suggestion and usage" bash -c "grep -qF \"did you mean '--columns'\" <<< \"\$0\" && grep -q '^usage: lancet cat ' <<< \"\$0\"" "$err"
+err=$("$lancet" index create "$vds" --colum vector --type ivf_flat 2>&1 >/dev/null); st=$?
+check "unknown flag of index create named" bash -c "test $st -eq 2 && grep -qF \"lancet: index create: unknown flag '--colum'\" <<< \"\$0\"" "$err"
+err=$("$lancet" compact "$cds" --replace 2>&1 >/dev/null); st=$?
+check "another command's flag is unknown" bash -c "test $st -eq 2 && grep -qF \"lancet: compact: unknown flag '--replace'\" <<< \"\$0\"" "$err"
+err=$("$lancet" cat "$tmp/ds-2.2" -x 2>&1 >/dev/null); st=$?
+check "unknown short flag named" bash -c "test $st -eq 2 && grep -qF \"unknown flag '-x'\" <<< \"\$0\"" "$err"
+err=$("$lancet" frobnicate x 2>&1 >/dev/null); st=$?
+check "unknown command: exit 2, named" bash -c "test $st -eq 2 && grep -qF \"unknown command 'frobnicate'\" <<< \"\$0\"" "$err"
+err=$("$lancet" --frobnicate 2>&1 >/dev/null); st=$?
+check "unknown top-level flag: exit 2, named" bash -c "test $st -eq 2 && grep -qF \"unknown flag '--frobnicate'\" <<< \"\$0\"" "$err"
+err=$("$lancet" help frobnicate 2>&1 >/dev/null); st=$?
+check "help of an unknown command: exit 2" bash -c "test $st -eq 2 && grep -qF \"unknown command 'frobnicate'\" <<< \"\$0\"" "$err"
+err=$("$lancet" index frobnicate x 2>&1 >/dev/null); st=$?
+check "unknown index subcommand: exit 2" test $st -eq 2
+check "--name=value options" test "$("$lancet" cat "$tmp/ds-2.2" --columns=id --limit=1)" == '{"id":1}'
+check "options before the dataset" test "$("$lancet" cat --columns id --limit 1 "$tmp/ds-2.2")" == '{"id":1}'
+err=$("$lancet" cat "$tmp/ds-2.2" --limit 2>&1 >/dev/null); st=$?
+check "option without its value: exit 2, named" bash -c "test $st -eq 2 && grep -qF \"option '--limit' needs a value\" <<< \"\$0\"" "$err"
 echo "cli: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
