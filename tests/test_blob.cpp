@@ -15,6 +15,7 @@
 #include <lancet/encoding/v2_1/blob.hpp>
 #include <lancet/file/reader.hpp>
 #include <lancet/file/writer.hpp>
+#include "lancet/file/versions.hpp"
 #include <lancet/io/file_source.hpp>
 #include <lancet/io/memory_sink.hpp>
 #include <lancet/io/source.hpp>

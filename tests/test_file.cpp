@@ -2,6 +2,8 @@
 // exact bytes of encodings (from files Lance 12 wrote, docs/lance12-encodings.md),
 // writer options and every error path.
 #include <doctest/doctest.h>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +11,7 @@
 #include <lancet/arrow/compare.hpp>
 #include <lancet/file/reader.hpp>
 #include <lancet/file/writer.hpp>
+#include "lancet/file/versions.hpp"
 #include <lancet/io/failing_sink.hpp>
 #include <lancet/io/file_sink.hpp>
 #include <lancet/io/file_source.hpp>

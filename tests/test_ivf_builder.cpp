@@ -11,6 +11,8 @@
 //    LanceDB builds itself with the same parameters; for IVF_FLAT our own search over
 //    our index returns LanceDB's neighbours exactly.
 #include <doctest/doctest.h>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <algorithm>
 #include <cmath>

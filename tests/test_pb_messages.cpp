@@ -5,6 +5,7 @@
 #include <lancet/pb/encodings_v2_0.hpp>
 #include <lancet/pb/encodings_v2_1.hpp>
 #include <lancet/pb/file2.hpp>
+#include <lancet/encoding/field_encoder.hpp>
 
 #include <algorithm>
 #include <string>
@@ -750,4 +751,10 @@ TEST_CASE("a 2.0 ColumnMetadata exactly as LanceDB 0.39 (Lance 12) wrote it") {
                                                                      .length = 10,
                                                                      .encoding = file2::encoding::wrap(expected)}}};
   CHECK(hex(pb::to_bytes(ours)) == hex(bytes));
+}
+
+TEST_CASE("the hand-spelt plain column encoding is the descriptor-encoded ColumnEncoding { values }") {
+  pb::writer w;
+  pb::pack_any(pb::enc20::column_encoding::values()).encode(w);
+  CHECK(lancet::encoding::plain_column_encoding() == w.take());
 }

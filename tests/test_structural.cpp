@@ -22,6 +22,7 @@
 #include "lancet/file/footer.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/file/writer.hpp"
+#include "lancet/file/versions.hpp"
 #include "lancet/io/memory_sink.hpp"
 #include "lancet/json/base64.hpp"
 #include "lancet/json/rows_reader.hpp"
@@ -595,7 +596,7 @@ void lancedb_reads_ours(const std::string& table, const std::string& version, in
 }  // namespace
 
 TEST_CASE("LanceDB 0.39 reads our 2.1 and 2.2 files (every type, special columns)" *
-          doctest::skip(!lancedb_available() || !file::runtime_structural_versions)) {
+          doctest::skip(!lancedb_available())) {
   for (const char* v : {"2.1", "2.2"}) {
     lancedb_reads_ours("types", v, 3000);
     lancedb_reads_ours("special", v, 5000);
@@ -604,7 +605,7 @@ TEST_CASE("LanceDB 0.39 reads our 2.1 and 2.2 files (every type, special columns
 }
 
 TEST_CASE("LanceDB 0.39 reads our 2.2 file with a 40 MB binary value and a small one" *
-          doctest::skip(!lancedb_available() || !file::runtime_structural_versions)) {
+          doctest::skip(!lancedb_available())) {
   namespace t = lancet::testing;
   std::string big(40u << 20, '\0');
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = char((i * 2654435761u) >> 24);
@@ -754,11 +755,11 @@ TEST_CASE("compression parameters: invalid values fail naming the column and key
 
 namespace {
 
-// Forces full-zip pages for "wide" and RLE for "ids", whatever the data.
-struct forcing_strategy : v21::default_strategy<2> {
-  std::shared_ptr<const v21::default_strategy<2>> clone() const override { return std::make_shared<forcing_strategy>(*this); }
-  v21::page_plan plan_page(const v21::leaf_info& l, const v21::data_block& v, const v21::page_facts& f) const override {
-    auto p = v21::default_strategy<2>::plan_page(l, v, f);
+// Forces full-zip pages for "wide" and RLE for "ids", whatever the data: a policy that
+// redefines plan_page and inherits the rest from the default.
+struct forcing_policy : v21::default_policy {
+  v21::page_plan plan_page(const v21::leaf_info& l, const v21::data_block& v, const v21::page_facts& f) const {
+    auto p = v21::default_policy::plan_page(l, v, f);
     if (l.column == "wide" && p.layout == v21::page_plan::layout_kind::miniblock) {
       p.layout = v21::page_plan::layout_kind::fullzip;
       p.dictionary = false;
@@ -769,6 +770,8 @@ struct forcing_strategy : v21::default_strategy<2> {
 };
 
 }  // namespace
+
+using forcing_strategy = v21::structural_strategy<2, forcing_policy>;
 
 TEST_CASE("a user strategy forces a layout and a codec, and the pages decode") {
   forcing_strategy s;
@@ -786,6 +789,61 @@ TEST_CASE("a user strategy forces a layout and a codec, and the pages decode") {
   CHECK(std::holds_alternative<pb::enc21::rle>(
       std::get<pb::enc21::mini_block_layout>(f.columns[0].pages[0].encoding->unwrap<pb::enc21::page_layout>().value)
           .value_compression->value));
+  // The policy itself as the writer's third argument gives the same bytes.
+  auto by_policy = write_file<file::v2_2, forcing_policy>({arrow::make_batch({{"ids", ids}})});
+  CHECK(by_policy.size() == bytes.size());
+  CHECK(std::equal(by_policy.data(), by_policy.data() + by_policy.size(), bytes.data()));
+  // The default policy gives what the default strategy gives, byte for byte.
+  auto by_default_policy = write_file<file::v2_2, v21::default_policy>({arrow::make_batch({{"ids", ids}})});
+  auto by_default = write_file<file::v2_2>({arrow::make_batch({{"ids", ids}})});
+  CHECK(by_default_policy.size() == by_default.size());
+  CHECK(std::equal(by_default_policy.data(), by_default_policy.data() + by_default_policy.size(), by_default.data()));
+  CHECK_FALSE(std::equal(by_default.data(), by_default.data() + std::min(by_default.size(), bytes.size()), bytes.data()));
+}
+
+namespace {
+// Sizes pages at 64 KiB per column for "small" (a custom page-size rule).
+struct small_pages_policy : v21::default_policy {
+  v21::page_sizing size_pages(const arrow::field& f, const v21::page_sizing& configured) const {
+    auto s = configured;
+    if (f.name == "small") s.cache_bytes_per_column = 64 << 10;
+    return s;
+  }
+};
+struct throwing_policy : v21::default_policy {
+  v21::page_plan plan_page(const v21::leaf_info& l, const v21::data_block&, const v21::page_facts&) const {
+    throw std::runtime_error("no plan for " + l.column);
+  }
+};
+struct lying_policy : v21::default_policy {
+  v21::page_plan plan_page(const v21::leaf_info&, const v21::data_block&, const v21::page_facts&) const {
+    v21::page_plan p;
+    p.layout = v21::page_plan::layout_kind::constant;
+    return p;
+  }
+};
+}  // namespace
+
+TEST_CASE("a user policy sizes pages; a failing or impossible plan names the column") {
+  auto big = ints(100000, [](std::size_t i) { return std::int32_t(i * 2654435761u); });
+  auto batch = arrow::make_batch({{"small", big}, {"other", big}});
+  auto bytes = write_file<file::v2_2, small_pages_policy>({batch}, {.rows_per_group = 1024});
+  test_file f(bytes);
+  CHECK(f.columns[0].pages.size() >= 6);   // 400 KB of int32 in 64 KiB pages
+  CHECK(f.columns[1].pages.size() == 1);   // the default 8 MiB
+  CHECK_FALSE(arrow::first_difference(big, f.read(0, 0, 100000)));
+  CHECK_FALSE(arrow::first_difference(big, f.read(1, 0, 100000)));
+
+  auto fails = [&]<class P>(P, const std::string& what) {
+    try {
+      write_file<file::v2_2, P>({arrow::make_batch({{"col", big}})});
+      FAIL("no error");
+    } catch (const invalid_input_error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(what) != std::string::npos, e.what());
+    }
+  };
+  fails(throwing_policy{}, "column 'col': the encoding policy failed: no plan for col");
+  fails(lying_policy{}, "column 'col': the page was planned as constant but its values differ");
 }
 
 // ---- corrupt input ------------------------------------------------------------------------
@@ -957,7 +1015,7 @@ TEST_CASE("lists under null structs: struct nulls pushed down as Lance does, gar
 }
 
 TEST_CASE("LanceDB 0.39 reads lists under null structs (garbage items) from our 2.1 and 2.2 files" *
-          doctest::skip(!lancedb_available() || !file::runtime_structural_versions)) {
+          doctest::skip(!lancedb_available())) {
   namespace t = lancet::testing;
   auto s = struct_over_garbage_list();
   auto batch = arrow::make_batch({{"id", arrow::make_array<std::int32_t>({0, 1, 2, 3, 4, 5})}, {"s", s}});

@@ -14,6 +14,7 @@ enum class errc {
   unsupported,    // valid, but not something lancet (or this format version) supports
   conflict,       // a concurrent writer committed first
   cancelled,      // a progress callback asked to stop
+  internal,       // an invariant of lancet's own code does not hold (a bug: please report it)
 };
 
 inline const char* errc_name(errc c) noexcept {
@@ -24,6 +25,7 @@ inline const char* errc_name(errc c) noexcept {
     case errc::unsupported: return "unsupported";
     case errc::conflict: return "conflict";
     case errc::cancelled: return "cancelled";
+    case errc::internal: return "internal error";
   }
   return "error";
 }
@@ -56,6 +58,11 @@ struct conflict_error : error {
 };
 struct cancelled_error : error {
   explicit cancelled_error(const std::string& w) : error(errc::cancelled, w) {}
+};
+// A broken invariant inside lancet, never the caller's input: distinct from the other
+// kinds so that callers do not mistake a bug for bad data.
+struct internal_error : error {
+  explicit internal_error(const std::string& w) : error(errc::internal, w) {}
 };
 
 }  // namespace lancet

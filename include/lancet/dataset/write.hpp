@@ -38,7 +38,7 @@
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/encoding/detail/gather.hpp"
-#include "lancet/file/version.hpp"
+#include "lancet/file/versions.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/io/file_sink.hpp"
 #include "lancet/io/fs.hpp"
@@ -258,14 +258,15 @@ inline arrow::record_batch zero_copy_slice(const arrow::record_batch& b, std::in
 
 // Writes batches (already conformed to the schema) into data files of at most
 // max_rows / about max_bytes each; one fragment per file.
-template <class Version, class SinkFactory>
+template <class Version, class SinkFactory, class Strategy = typename Version::default_strategy>
 class fragment_writer {
  public:
   using sink_type = std::decay_t<std::invoke_result_t<SinkFactory&, const std::string&, const io::file_sink_options&>>;
-  using writer_type = file::file_writer<Version, sink_type>;
+  using writer_type = file::file_writer<Version, sink_type, Strategy>;
 
-  fragment_writer(std::string root, schema::schema s, const write_options& o, SinkFactory& make_sink)
-      : root_(std::move(root)), schema_(std::move(s)), o_(o), make_sink_(make_sink) {}
+  fragment_writer(std::string root, schema::schema s, const write_options& o, SinkFactory& make_sink,
+                  Strategy strategy = {})
+      : root_(std::move(root)), schema_(std::move(s)), o_(o), make_sink_(make_sink), strategy_(std::move(strategy)) {}
 
   void write(const arrow::record_batch& b) {
     const auto n = b.num_rows();
@@ -325,7 +326,7 @@ class fragment_writer {
     so.sync = o_.sync_data_files;
     auto fo = o_.file_options;
     if (Version::structural && fo.rows_per_group == 0) fo.rows_per_group = o_.max_rows_per_group;
-    current_ = std::make_unique<writer_type>(make_sink_(path, so), schema_, std::move(fo));
+    current_ = std::make_unique<writer_type>(make_sink_(path, so), schema_, std::move(fo), strategy_);
     rows_ = bytes_ = 0;
   }
 
@@ -351,12 +352,25 @@ class fragment_writer {
   schema::schema schema_;
   const write_options& o_;
   SinkFactory& make_sink_;
+  Strategy strategy_;
   std::unique_ptr<writer_type> current_;
   std::string name_;
   std::uint64_t rows_ = 0, bytes_ = 0, total_rows_ = 0;
   std::vector<std::string> paths_;
   std::vector<pb::data_fragment> fragments_;
 };
+
+// The strategy files of version V are written with under a policy; void for a 2.0
+// dataset given a policy other than the default.
+template <class V, class Policy>
+auto strategy_of() {
+  if constexpr (V::structural) return std::type_identity<typename V::template policy_strategy<Policy>>{};
+  else if constexpr (std::is_same_v<Policy, encoding::v2_1::default_policy>)
+    return std::type_identity<typename V::default_strategy>{};
+  else return std::type_identity<void>{};
+}
+template <class V, class Policy>
+using strategy_for = typename decltype(strategy_of<V, Policy>())::type;
 
 inline const char* mode_name(write_mode m) {
   switch (m) {
@@ -373,9 +387,12 @@ template <class F>
 concept batch_generator = std::invocable<F&> &&
                           std::convertible_to<std::invoke_result_t<F&>, std::optional<arrow::record_batch>>;
 
-// Writes the batches `next()` yields (until nullopt) with sinks from `make_sink`.
-template <batch_generator Next, class SinkFactory>
-write_result write(const std::string& root, Next&& next, const write_options& o, SinkFactory&& make_sink) {
+// Writes the batches `next()` yields (until nullopt) with sinks from `make_sink`, and
+// pages encoded as `policy` decides (an encoding policy, encoding/v2_1/policy.hpp:
+// structural storage versions only; a 2.0 dataset takes the default policy alone).
+template <batch_generator Next, class SinkFactory, encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
+write_result write(const std::string& root, Next&& next, const write_options& o, SinkFactory&& make_sink,
+                   const Policy& policy = {}) {
   if (root.empty()) throw invalid_input_error("dataset path is empty");
   if (o.max_rows_per_file == 0 || o.max_rows_per_file > (std::uint64_t(1) << 32))
     throw invalid_input_error("max_rows_per_file must be between 1 and 2^32 (row addresses hold a 32-bit offset), not " +
@@ -427,7 +444,17 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
   write_result result;
   result.storage_version = storage;
   file::with_version(storage, [&]<class V>() {
-    write_detail::fragment_writer<V, std::remove_reference_t<SinkFactory>> fw(root, target, o, make_sink);
+    using strategy = write_detail::strategy_for<V, Policy>;
+    if constexpr (std::is_same_v<strategy, void>) {
+      throw unsupported_error(context + ": it stores Lance 2.0 files, whose legacy encodings take no encoding "
+                              "policy (policies customise storage versions 2.1 and later)");
+    } else {
+    auto make_strategy = [&] {
+      if constexpr (V::structural) return strategy(policy);
+      else return strategy{};
+    };
+    write_detail::fragment_writer<V, std::remove_reference_t<SinkFactory>, strategy> fw(root, target, o, make_sink,
+                                                                                         make_strategy());
     try {
       std::optional<arrow::record_batch> b = std::move(first);
       while (b) {
@@ -466,6 +493,7 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
       fw.remove_files();
       throw;
     }
+    }
   });
   return result;
 }
@@ -485,21 +513,21 @@ inline auto span_source(std::span<const arrow::record_batch> batches) {
 }
 }  // namespace write_detail
 
-// Batches held in memory, with sinks from `make_sink`.
-template <class SinkFactory>
+// Batches held in memory, with sinks from `make_sink` (and an encoding policy).
+template <class SinkFactory, encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
 write_result write(const std::string& root, std::span<const arrow::record_batch> batches, const write_options& o,
-                   SinkFactory&& make_sink) {
-  return write(root, write_detail::span_source(batches), o, std::forward<SinkFactory>(make_sink));
+                   SinkFactory&& make_sink, const Policy& policy = {}) {
+  return write(root, write_detail::span_source(batches), o, std::forward<SinkFactory>(make_sink), policy);
 }
-template <class SinkFactory>
+template <class SinkFactory, encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
 write_result write(const std::string& root, const std::vector<arrow::record_batch>& batches, const write_options& o,
-                   SinkFactory&& make_sink) {
-  return write(root, std::span<const arrow::record_batch>(batches), o, std::forward<SinkFactory>(make_sink));
+                   SinkFactory&& make_sink, const Policy& policy = {}) {
+  return write(root, std::span<const arrow::record_batch>(batches), o, std::forward<SinkFactory>(make_sink), policy);
 }
-template <class SinkFactory>
+template <class SinkFactory, encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
 write_result write(const std::string& root, const arrow::record_batch& batch, const write_options& o,
-                   SinkFactory&& make_sink) {
-  return write(root, std::span<const arrow::record_batch>(&batch, 1), o, std::forward<SinkFactory>(make_sink));
+                   SinkFactory&& make_sink, const Policy& policy = {}) {
+  return write(root, std::span<const arrow::record_batch>(&batch, 1), o, std::forward<SinkFactory>(make_sink), policy);
 }
 
 inline write_result write(const std::string& root, std::span<const arrow::record_batch> batches,

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -94,6 +95,23 @@ class field_encoder {
 };
 
 using field_encoder_ptr = std::unique_ptr<field_encoder>;
+
+// The serialized Any of `ColumnEncoding { values: {} }`, which every column Lance 12
+// writes carries (2.0 through 2.3) unless it is a blob or zone-indexed column. Spelt
+// out here so that the structural encoders and the writer need no 2.0 messages;
+// test_pb_messages checks it against the descriptor-encoded message.
+inline std::string plain_column_encoding() {
+  static constexpr std::string_view url = "/lance.encodings.ColumnEncoding";
+  std::string out;
+  out += char(0x0A);  // Any.type_url (field 1, length-delimited)
+  out += char(url.size());
+  out += url;
+  out += char(0x12);  // Any.value (field 2, length-delimited)
+  out += char(2);
+  out += char(0x0A);  // ColumnEncoding.values (field 1), an empty message
+  out += char(0);
+  return out;
+}
 
 // Runs tasks in order on the calling thread.
 inline std::vector<encoded_page> run_inline(std::vector<encode_task>& tasks) {

@@ -10,15 +10,13 @@
 #pragma once
 
 #include <algorithm>
-#include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
-#include <exception>
-#include <future>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
-#include <iostream>
+#include <exception>
+#include <future>
 #include <limits>
 #include <optional>
 #include <span>
@@ -29,7 +27,11 @@
 #include "lancet/arrow/array.hpp"
 #include "lancet/arrow/compare.hpp"
 #include "lancet/core/buffer.hpp"
+#include "lancet/core/config.hpp"
 #include "lancet/core/error.hpp"
+#include "lancet/core/executor.hpp"
+#include "lancet/core/warning.hpp"
+#include "lancet/encoding/detail/gather.hpp"
 #include "lancet/encoding/field_encoder.hpp"
 #include "lancet/file/footer.hpp"
 #include "lancet/file/page_table.hpp"
@@ -59,7 +61,8 @@ struct writer_options {
   // Spill page metadata to this sidecar file instead of keeping it in memory.
   std::optional<std::string> page_metadata_spill_path;
   // Encode pages on this pool (pages are still written in order); inline when null.
-  boost::asio::thread_pool* pool = nullptr;
+  // Takes e.g. a boost::asio::thread_pool* (see core/executor.hpp).
+  executor_ref pool;
   // 2.1+: size pages as if each array came this many rows at a time (dataset::write
   // uses Lance's row-group size, 1,024): a large batch then closes a page at every
   // ~data_cache_bytes of a column instead of becoming one page, and without being
@@ -84,8 +87,8 @@ inline std::uint64_t resolve_max_page_bytes(const writer_options& o) {
     errno = 0;
     const unsigned long long v = std::strtoull(env, &end, 10);
     if (errno == 0 && end && *end == '\0' && end != env && env[0] != '-') return v;
-    std::cerr << "lancet: warning: cannot parse " << max_page_bytes_env << "='" << env << "', using the default of "
-              << default_max_page_bytes << " bytes\n";
+    warn(std::string("cannot parse ") + max_page_bytes_env + "='" + env + "', using the default of " +
+         std::to_string(default_max_page_bytes) + " bytes");
   }
   return default_max_page_bytes;
 }
@@ -105,14 +108,34 @@ inline void check_nullability(const schema::field& f, const arrow::array_data& a
   }
 }
 
+// The strategy a writer uses for its third template argument: a strategy as is (it
+// makes field encoders), otherwise an encoding policy wrapped in the version's strategy.
+template <class Version, class Encoding>
+struct strategy_of {
+  using type = typename Version::template policy_strategy<Encoding>;
+};
+template <class Version, class Encoding>
+  requires requires(const Encoding& e, const arrow::field& f, encoding::field_id_cursor& ids,
+                    encoding::column_index_sequence& cols, const encoding::encoding_options& o) {
+    e.make_field_encoder(f, ids, cols, o);
+  }
+struct strategy_of<Version, Encoding> {
+  using type = Encoding;
+};
+
 }  // namespace detail
 
-template <version_policy Version, class Sink, class Strategy = typename Version::default_strategy>
+// Writes one Lance file of version `Version` (file::v2_0 .. v2_3, from
+// lancet/file/legacy.hpp or structural.hpp) to `Sink` (the io::sink concept).
+// `Encoding` is an encoding policy (encoding/v2_1/policy.hpp) or a whole strategy;
+// by default the version's, which makes Lance 12's choices.
+template <version_policy Version, class Sink, class Encoding = typename Version::default_strategy>
   requires io::sink<std::remove_reference_t<Sink>>
 class file_writer {
  public:
   using version = Version;
-  using strategy_type = Strategy;
+  using strategy_type = typename detail::strategy_of<Version, Encoding>::type;
+  using Strategy = strategy_type;
 
   // A writer whose schema comes from the first batch.
   explicit file_writer(Sink sink, writer_options options = {}, Strategy strategy = {})
@@ -311,11 +334,10 @@ class file_writer {
   const std::remove_reference_t<Sink>& sink_ref() const noexcept { return sink_; }
 
   static void warn_unstable() {
-    static bool warned = false;
-    if (!warned) {
-      warned = true;
-      std::cerr << "lancet: warning: you have requested an unstable format version; files written with it may "
-                   "not be readable in the future\n";
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      warn("you have requested an unstable format version; files written with it may not be readable in the "
+           "future");
     }
   }
 
@@ -457,7 +479,7 @@ class file_writer {
     auto post_next = [&] {
       auto job = std::make_shared<std::packaged_task<encoding::encoded_page()>>(std::move(tasks[posted]));
       pages[posted++] = job->get_future();
-      boost::asio::post(*options_.pool, [job] { (*job)(); });
+      options_.pool.post([job] { (*job)(); });
     };
     std::exception_ptr failure;
     for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -477,8 +499,7 @@ class file_writer {
     std::uint32_t c = 0;
     for (auto& e : encoders_) {
       for (auto& col : e->finish()) {
-        if (external_[c]) col = external_columns_[c].value_or(encoding::encoded_column{
-                                {}, {}, encoding::v2_0::serialize_any(pb::pack_any(pb::enc20::column_encoding::values()))});
+        if (external_[c]) col = external_columns_[c].value_or(encoding::encoded_column{{}, {}, encoding::plain_column_encoding()});
         for (const auto& p : col.final_pages) write_page(p);
         for (const auto& b : col.column_buffers) {
           column_buffers_[c].push_back({tell(), b.size()});
@@ -532,3 +553,7 @@ class file_writer {
 };
 
 }  // namespace lancet::file
+
+#if !LANCET_HEADER_ONLY
+#include "lancet/file/instances.hpp"
+#endif

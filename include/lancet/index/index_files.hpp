@@ -43,7 +43,7 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/file/reader.hpp"
-#include "lancet/file/version.hpp"
+#include "lancet/file/versions.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/quantizer_storage.hpp"
@@ -94,16 +94,10 @@ inline std::string index_type_name(const quantizer_params& q) {
 }
 
 // Calls f.template operator()<Policy>() for the file version index files of a
-// dataset with that storage version use.
+// dataset with that storage version use: the storage version itself.
 template <class F>
 decltype(auto) with_index_file_version(file::format_version v, F&& f) {
-  switch (v) {
-    case file::format_version::v2_0: return f.template operator()<file::v2_0>();
-    case file::format_version::v2_1: return f.template operator()<file::v2_1>();
-    case file::format_version::v2_2: return f.template operator()<file::v2_2>();
-    case file::format_version::v2_3: return f.template operator()<file::v2_3>();
-  }
-  throw invalid_input_error("unknown file format version");
+  return file::with_version(v, std::forward<F>(f));
 }
 
 // ---------------------------------------------------------------------------------

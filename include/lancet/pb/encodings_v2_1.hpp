@@ -21,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include "lancet/pb/compression_scheme.hpp"
 #include "lancet/pb/file2.hpp"
 #include "lancet/pb/wire.hpp"
 
@@ -37,11 +38,6 @@ enum class rep_def_layer : std::int32_t {
   null_and_empty_list = 6,  // REPDEF_NULL_AND_EMPTY_LIST
 };
 
-enum class compression_scheme : std::int32_t {
-  unspecified = 0,  // COMPRESSION_ALGORITHM_UNSPECIFIED
-  lz4 = 1,          // COMPRESSION_ALGORITHM_LZ4
-  zstd = 2,         // COMPRESSION_ALGORITHM_ZSTD
-};
 
 struct compressive_encoding;
 struct page_layout;

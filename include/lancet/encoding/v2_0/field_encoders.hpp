@@ -16,6 +16,8 @@
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/encoding/field_encoder.hpp"
 #include "lancet/encoding/v2_0/array_encoders.hpp"
+#include "lancet/encoding/v2_0/strategy.hpp"
+#include "lancet/core/config.hpp"
 
 namespace lancet::encoding::v2_0 {
 
@@ -271,42 +273,43 @@ class struct_encoder final : public field_encoder {
 
 inline void check_encodable(const arrow::field& f, const arrow::array_data& a);
 
-// Lance 12's 2.0 field strategy.
-struct default_strategy {
-  void validate(const arrow::field& f, const arrow::array_data& a) const { check_encodable(f, a); }
-  field_encoder_ptr make_field_encoder(const arrow::field& f, field_id_cursor& ids, column_index_sequence& columns,
-                                       const encoding_options& o) const {
-    const auto id = ids.next(f.name);
-    const auto& t = *f.type;
-    // Compression parameters belong to the 2.1+ structural encodings.
-    for (const auto& [k, v] : f.metadata)
-      if (k.rfind("lance-encoding:", 0) == 0 && k != "lance-encoding:packed")
-        throw invalid_input_error("field '" + f.name + "': the compression parameter '" + k +
-                                  "' needs Lance file version 2.1 or later (2.0 has no such parameters)");
-    if (arrow::is_list_like(t.id)) {
-      const auto col = columns.next(id);
-      auto items = make_field_encoder(t.children.at(0), ids, columns, o);
-      return std::make_unique<list_encoder>(col, std::move(items), o);
-    }
-    if (t.id == arrow::type_id::struct_) {
-      for (const auto& [k, v] : f.metadata)
-        if ((k == "packed" && v == "true") || k == "lance-encoding:packed")
-          throw unsupported_error("field '" + f.name + "': packed structs are not supported by lancet's 2.0 writer");
-      const auto col = columns.next(id);
-      std::vector<field_encoder_ptr> children;
-      for (const auto& c : t.children) children.push_back(make_field_encoder(c, ids, columns, o));
-      return std::make_unique<struct_encoder>(f.name, col, std::move(children));
-    }
-    // Every other type is one column (a fixed-size list's item has no field of its own
-    // in a Lance schema: its type lives in the list's logical type).
-    for (const auto* c = &t; c->id == arrow::type_id::fixed_size_list; c = c->children.at(0).type.get())
-      if (c->children.at(0).type->id == arrow::type_id::struct_ || arrow::is_list_like(c->children.at(0).type->id))
-        throw unsupported_error("field '" + f.name + "': a fixed-size list of structs or lists cannot be written "
-                                "in Lance file version 2.0");
+LANCET_INLINE void default_strategy::validate(const arrow::field& f, const arrow::array_data& a) const {
+  check_encodable(f, a);
+}
+
+LANCET_INLINE field_encoder_ptr default_strategy::make_field_encoder(const arrow::field& f, field_id_cursor& ids,
+                                                                   column_index_sequence& columns,
+                                                                   const encoding_options& o) const {
+  const auto id = ids.next(f.name);
+  const auto& t = *f.type;
+  // Compression parameters belong to the 2.1+ structural encodings.
+  for (const auto& [k, v] : f.metadata)
+    if (k.rfind("lance-encoding:", 0) == 0 && k != "lance-encoding:packed")
+      throw invalid_input_error("field '" + f.name + "': the compression parameter '" + k +
+                                "' needs Lance file version 2.1 or later (2.0 has no such parameters)");
+  if (arrow::is_list_like(t.id)) {
     const auto col = columns.next(id);
-    return std::make_unique<primitive_encoder>(f.type, col, o);
+    auto items = make_field_encoder(t.children.at(0), ids, columns, o);
+    return std::make_unique<list_encoder>(col, std::move(items), o);
   }
-};
+  if (t.id == arrow::type_id::struct_) {
+    for (const auto& [k, v] : f.metadata)
+      if ((k == "packed" && v == "true") || k == "lance-encoding:packed")
+        throw unsupported_error("field '" + f.name + "': packed structs are not supported by lancet's 2.0 writer");
+    const auto col = columns.next(id);
+    std::vector<field_encoder_ptr> children;
+    for (const auto& c : t.children) children.push_back(make_field_encoder(c, ids, columns, o));
+    return std::make_unique<struct_encoder>(f.name, col, std::move(children));
+  }
+  // Every other type is one column (a fixed-size list's item has no field of its own
+  // in a Lance schema: its type lives in the list's logical type).
+  for (const auto* c = &t; c->id == arrow::type_id::fixed_size_list; c = c->children.at(0).type.get())
+    if (c->children.at(0).type->id == arrow::type_id::struct_ || arrow::is_list_like(c->children.at(0).type->id))
+      throw unsupported_error("field '" + f.name + "': a fixed-size list of structs or lists cannot be written "
+                              "in Lance file version 2.0");
+  const auto col = columns.next(id);
+  return std::make_unique<primitive_encoder>(f.type, col, o);
+}
 
 }  // namespace lancet::encoding::v2_0
 

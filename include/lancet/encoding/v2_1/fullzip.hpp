@@ -20,16 +20,10 @@
 #include "lancet/encoding/v2_1/compression/general.hpp"
 #include "lancet/encoding/v2_1/data_block.hpp"
 #include "lancet/encoding/v2_1/miniblock.hpp"
+#include "lancet/encoding/v2_1/page_plan.hpp"
 #include "lancet/encoding/v2_1/repdef.hpp"
 
 namespace lancet::encoding::v2_1 {
-
-// How variable-width full-zip values are compressed, value by value.
-struct per_value_codec {
-  enum class kind : std::uint8_t { plain, fsst, general } k = kind::plain;
-  enc21::compression_scheme scheme = enc21::compression_scheme::zstd;
-  std::optional<std::int32_t> level;
-};
 
 struct fullzip_page {
   std::vector<shared_bytes> buffers;

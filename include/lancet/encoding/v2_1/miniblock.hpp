@@ -25,12 +25,12 @@
 #include "lancet/encoding/v2_1/compression/rle.hpp"
 #include "lancet/encoding/v2_1/data_block.hpp"
 #include "lancet/encoding/v2_1/decompress.hpp"
+#include "lancet/encoding/v2_1/page_plan.hpp"
 #include "lancet/encoding/v2_1/repdef.hpp"
 
 namespace lancet::encoding::v2_1 {
 
 inline constexpr std::uint64_t max_chunk_values = 4096;
-inline constexpr std::uint64_t default_minichunk_bytes = 4096;
 
 struct mini_chunk {
   std::uint64_t values = 0;
@@ -520,7 +520,7 @@ inline serialized_miniblock serialize_miniblock(const mini_compressed& mc, const
     if (chunk_bytes > max_chunk_bytes) throw chunk_too_large{c.values};
     const unsigned log = last ? 0 : unsigned(std::countr_zero(c.values));
     if (!last && (c.values < 2 || !std::has_single_bit(c.values) || log > 15))
-      throw invalid_input_error("internal: mini-block chunk of " + std::to_string(c.values) + " values");
+      throw internal_error("mini-block chunk of " + std::to_string(c.values) + " values");
     const std::uint64_t word = ((chunk_bytes / 8 - 1) << 4) | log;
     if (large) {
       std::uint8_t b[4];

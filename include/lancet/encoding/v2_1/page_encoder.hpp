@@ -22,45 +22,11 @@
 #include "lancet/encoding/v2_1/data_block.hpp"
 #include "lancet/encoding/v2_1/fullzip.hpp"
 #include "lancet/encoding/v2_1/miniblock.hpp"
+#include "lancet/encoding/v2_1/page_plan.hpp"
 #include "lancet/encoding/v2_1/repdef.hpp"
 #include "lancet/pb/file2.hpp"
 
 namespace lancet::encoding::v2_1 {
-
-// What the strategy knows about a leaf column.
-struct leaf_info {
-  std::string column;                 // dotted path, e.g. "s.b" (parameters, errors)
-  arrow::type_ptr type;               // the leaf's Arrow type
-  arrow::metadata metadata;           // the leaf field's metadata
-  field_compression params;           // resolved compression parameters
-  unsigned minor = 2;                 // file format minor version (1, 2, 3)
-};
-
-enum class value_codec : std::uint8_t { flat, bitpack, rle, bss, variable, fsst };
-
-// The encoding of one page.
-struct page_plan {
-  enum class layout_kind : std::uint8_t { miniblock, fullzip, constant, all_null };
-  layout_kind layout = layout_kind::miniblock;
-  bool dictionary = false;
-  value_codec codec = value_codec::flat;            // mini-block values (dictionary indices)
-  std::optional<enc21::compression_scheme> general;  // mini-block: wrap the first buffer
-  std::optional<std::int32_t> general_level;
-  per_value_codec per_value;                         // full-zip variable values
-  std::uint64_t minichunk_bytes = default_minichunk_bytes;
-  bool packed_struct = false;  // values are packed struct rows (set by the strategy)
-  std::vector<std::uint64_t> packed_widths;  // member widths in bits (filled when encoding)
-};
-
-// Facts about a page that plans are made from.
-struct page_facts {
-  std::uint64_t num_rows = 0;
-  std::uint64_t num_values = 0;   // visible values
-  std::uint64_t leaf_nulls = 0;   // visible values that are null
-  bool has_rep = false;
-  bool has_def = false;
-  std::size_t num_layers = 0;
-};
 
 namespace detail {
 
@@ -255,7 +221,7 @@ inline encoded_page encode_leaf_page(const level_scheme& s, const std::vector<st
       enc21::constant_layout c;
       c.layers = s.layers;
       const auto v = detail::constant_value(values);
-      if (!v) throw invalid_input_error("internal: a constant layout for values that differ");
+      if (!v) throw internal_error("a constant layout for values that differ");
       if (values.k == data_block::kind::variable) {
         // u32 count, then per part u32 length + bytes: [u64 length][the bytes].
         aligned_buffer b;

@@ -1,0 +1,32 @@
+// How lancet is compiled into a program.
+//
+// Header-only (the default): every header carries its definitions; a program includes
+// what it uses and nothing else is needed.
+//
+// Compiled mode (define LANCET_COMPILED for the whole program, and link the `lancet`
+// library built from src/lancet.cpp, e.g. meson's `lancet_compiled_dep`): the headers
+// leave out the definitions of the heavy non-template code (the encoders, the default
+// encoding policy) and declare `extern template`s for the common configurations
+// (file_writer of every version to io::file_sink and io::memory_sink with the default
+// strategies), which the library instantiates once. A translation unit then parses
+// little and compiles less; other configurations still compile from the headers.
+#pragma once
+
+#if defined(LANCET_BUILDING_LIBRARY) && !defined(LANCET_COMPILED)
+#define LANCET_COMPILED 1
+#endif
+
+#if defined(LANCET_COMPILED) && !defined(LANCET_BUILDING_LIBRARY)
+// A program in compiled mode: definitions come from the library.
+#define LANCET_HEADER_ONLY 0
+#else
+#define LANCET_HEADER_ONLY 1
+#endif
+
+// Marks the out-of-class definitions of non-template functions: inline in header-only
+// mode, ordinary (one definition, in the library) when the library is built.
+#if defined(LANCET_BUILDING_LIBRARY)
+#define LANCET_INLINE
+#else
+#define LANCET_INLINE inline
+#endif

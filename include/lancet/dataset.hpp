@@ -1,0 +1,12 @@
+// lancet's dataset layer: writing (create, append, overwrite), opening, scanning and
+// taking rows, deleting and compacting Lance datasets, and blob columns.
+#pragma once
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/arrow/builder.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/compact.hpp"
+#include "lancet/dataset/dataset.hpp"
+#include "lancet/dataset/write.hpp"
+#include "lancet/encoding/v2_1/blob.hpp"
+#include "lancet/encoding/v2_1/policy.hpp"

@@ -1,0 +1,35 @@
+// The configurations compiled mode (core/config.hpp) compiles once, into the library:
+// a file_writer of every version to io::file_sink and to io::memory_sink with the
+// version's default strategy, and those strategies. Programs in compiled mode see
+// `extern template` declarations of them; src/lancet.cpp instantiates them.
+#pragma once
+
+#include "lancet/core/config.hpp"
+#include "lancet/encoding/v2_1/strategy.hpp"
+#include "lancet/file/legacy.hpp"
+#include "lancet/file/structural.hpp"
+#include "lancet/file/writer.hpp"
+#include "lancet/io/file_sink.hpp"
+#include "lancet/io/memory_sink.hpp"
+
+// X(version, sink) for each precompiled file_writer.
+#define LANCET_FILE_WRITER_INSTANCES(X) \
+  X(v2_0, io::file_sink)                \
+  X(v2_1, io::file_sink)                \
+  X(v2_2, io::file_sink)                \
+  X(v2_3, io::file_sink)                \
+  X(v2_0, io::memory_sink)              \
+  X(v2_1, io::memory_sink)              \
+  X(v2_2, io::memory_sink)              \
+  X(v2_3, io::memory_sink)
+
+#if !LANCET_HEADER_ONLY
+namespace lancet {
+#define LANCET_EXTERN_FILE_WRITER(V, S) extern template class file::file_writer<file::V, S>;
+LANCET_FILE_WRITER_INSTANCES(LANCET_EXTERN_FILE_WRITER)
+#undef LANCET_EXTERN_FILE_WRITER
+extern template class encoding::v2_1::structural_strategy<1, encoding::v2_1::default_policy>;
+extern template class encoding::v2_1::structural_strategy<2, encoding::v2_1::default_policy>;
+extern template class encoding::v2_1::structural_strategy<3, encoding::v2_1::default_policy>;
+}  // namespace lancet
+#endif

@@ -1,0 +1,21 @@
+// lancet's compiled mode (core/config.hpp): the one translation unit that holds the
+// definitions a program in compiled mode links to instead of compiling them in every
+// translation unit: the default encoding policies and strategies, and file writers of
+// the common configurations (file/instances.hpp).
+#define LANCET_BUILDING_LIBRARY 1
+
+#include "lancet/core/config.hpp"
+#include "lancet/encoding/v2_0/field_encoders.hpp"
+#include "lancet/encoding/v2_1/field_encoders.hpp"
+#include "lancet/encoding/v2_1/policy_impl.hpp"
+#include "lancet/file/instances.hpp"
+#include "lancet/file/writer.hpp"
+
+namespace lancet {
+#define LANCET_INSTANTIATE_FILE_WRITER(V, S) template class file::file_writer<file::V, S>;
+LANCET_FILE_WRITER_INSTANCES(LANCET_INSTANTIATE_FILE_WRITER)
+#undef LANCET_INSTANTIATE_FILE_WRITER
+template class encoding::v2_1::structural_strategy<1, encoding::v2_1::default_policy>;
+template class encoding::v2_1::structural_strategy<2, encoding::v2_1::default_policy>;
+template class encoding::v2_1::structural_strategy<3, encoding::v2_1::default_policy>;
+}  // namespace lancet

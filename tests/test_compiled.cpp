@@ -1,0 +1,103 @@
+// Compiled mode (core/config.hpp): this translation unit is built with LANCET_COMPILED
+// and linked to the library of src/lancet.cpp. The precompiled writers must write the
+// same bytes as writers compiled here from the headers (a user policy that changes
+// nothing instantiates the structural encoders in this TU), and read back.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <lancet/arrow/builder.hpp>
+#include <lancet/arrow/compare.hpp>
+#include <lancet/core/config.hpp>
+#include <lancet/encoding/v2_1/field_encoders.hpp>  // for the policy of this TU's own writers
+#include <lancet/file/reader.hpp>
+#include <lancet/file/structural.hpp>
+#include <lancet/file/legacy.hpp>
+#include <lancet/file/writer.hpp>
+#include <lancet/io/file_sink.hpp>
+#include <lancet/io/file_source.hpp>
+#include <lancet/io/memory_sink.hpp>
+#include <lancet/io/source.hpp>
+
+using namespace lancet;
+namespace v21 = lancet::encoding::v2_1;
+
+static_assert(!LANCET_HEADER_ONLY, "this suite must be compiled with LANCET_COMPILED");
+
+namespace {
+
+// Lance 12's choices, as a distinct policy type: its writers are compiled here.
+struct same_as_default : v21::default_policy {};
+
+arrow::record_batch sample_batch() {
+  std::vector<std::optional<std::int64_t>> ids;
+  std::vector<std::optional<std::string>> names;
+  for (std::int64_t i = 0; i < 5000; ++i) {
+    ids.emplace_back(i * 7);
+    if (i % 7 == 3) names.emplace_back(std::nullopt);
+    else names.emplace_back("name-" + std::to_string(i % 300));
+  }
+  return arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)}, {"name", arrow::string_array(names)}});
+}
+
+template <class Version, class Encoding = typename Version::default_strategy>
+shared_bytes write_memory(const arrow::record_batch& b) {
+  file::file_writer<Version, io::memory_sink, Encoding> w{io::memory_sink{}};
+  w.write_batch(b);
+  w.finish();
+  return w.sink().take_shared();
+}
+
+void check_reads_back(const shared_bytes& bytes, const arrow::record_batch& b) {
+  file::file_reader<io::memory_source> r{io::memory_source(bytes)};
+  auto back = r.read({});
+  REQUIRE(back.columns.size() == b.columns.size());
+  for (std::size_t c = 0; c < b.columns.size(); ++c) CHECK_FALSE(arrow::first_difference(b.columns[c], back.columns[c]));
+}
+
+bool same_bytes(const shared_bytes& a, const shared_bytes& b) {
+  return a.size() == b.size() && std::equal(a.data(), a.data() + a.size(), b.data());
+}
+
+}  // namespace
+
+TEST_CASE("compiled mode: precompiled writers give the bytes of header-compiled ones, every version") {
+  const auto b = sample_batch();
+  auto v20 = write_memory<file::v2_0>(b);
+  auto v21 = write_memory<file::v2_1>(b);
+  auto v22 = write_memory<file::v2_2>(b);
+  check_reads_back(v20, b);
+  check_reads_back(v21, b);
+  check_reads_back(v22, b);
+  CHECK(same_bytes(v21, write_memory<file::v2_1, same_as_default>(b)));
+  CHECK(same_bytes(v22, write_memory<file::v2_2, same_as_default>(b)));
+  CHECK_FALSE(same_bytes(v21, v22));
+}
+
+TEST_CASE("compiled mode: a precompiled file_sink writer publishes a file that reads back") {
+  const auto b = sample_batch();
+  const auto path = (std::filesystem::temp_directory_path() / "lancet_test_compiled.lance").string();
+  {
+    file::file_writer<file::v2_2, io::file_sink> w{io::file_sink(path)};
+    w.write_batch(b);
+    w.finish();
+  }
+  file::file_reader<io::file_source> r{io::file_source(path)};
+  auto back = r.read({});
+  CHECK_FALSE(arrow::first_difference(b.columns[0], back.columns[0]));
+  CHECK_FALSE(arrow::first_difference(b.columns[1], back.columns[1]));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("compiled mode: errors from the library keep their types and messages") {
+  file::file_writer<file::v2_2, io::memory_sink> w{io::memory_sink{}};
+  w.write_batch(sample_batch());
+  auto wrong = arrow::make_batch({{"id", arrow::string_array({"x"})}, {"name", arrow::string_array({"y"})}});
+  CHECK_THROWS_WITH_AS(w.write_batch(wrong), doctest::Contains("column 'id' does not match the schema"),
+                       invalid_input_error);
+}
