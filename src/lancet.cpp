@@ -1,10 +1,12 @@
 // lancet's compiled mode (core/config.hpp): the one translation unit that holds the
 // definitions a program in compiled mode links to instead of compiling them in every
-// translation unit: the default encoding policies and strategies, and file writers of
-// the common configurations (file/instances.hpp).
+// translation unit: the default encoding policies and strategies, file writers of the
+// common configurations (file/instances.hpp), and dataset::write's entry points (the
+// storage version chosen at run time becomes a writer type here, once per program).
 #define LANCET_BUILDING_LIBRARY 1
 
 #include "lancet/core/config.hpp"
+#include "lancet/dataset/write.hpp"
 #include "lancet/encoding/v2_0/field_encoders.hpp"
 #include "lancet/encoding/v2_1/field_encoders.hpp"
 #include "lancet/encoding/v2_1/policy_impl.hpp"

@@ -23,9 +23,10 @@
 #define LANCET_HEADER_ONLY 1
 #endif
 
-// Marks the out-of-class definitions of non-template functions: inline in header-only
-// mode, ordinary (one definition, in the library) when the library is built.
-#if defined(LANCET_BUILDING_LIBRARY)
+// Marks the declarations and definitions of the non-template functions compiled mode
+// moves into the library: inline in header-only programs; ordinary functions in
+// compiled mode (declared for the program, defined once in the library).
+#if defined(LANCET_COMPILED)
 #define LANCET_INLINE
 #else
 #define LANCET_INLINE inline

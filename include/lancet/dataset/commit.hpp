@@ -30,6 +30,7 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/sink_factory.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/file/version.hpp"
 #include "lancet/io/file_sink.hpp"
@@ -40,13 +41,6 @@
 
 namespace lancet::dataset {
 
-// Makes the sinks a commit writes through: data files, transaction files and
-// manifests. Tests substitute sinks that fail on purpose.
-struct default_sink_factory {
-  io::file_sink operator()(const std::string& path, const io::file_sink_options& options) const {
-    return io::file_sink(path, options);
-  }
-};
 
 // One version of a dataset as read from disk.
 struct snapshot {
