@@ -48,6 +48,7 @@
 #include "lancet/dataset/roaring.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/dataset/write.hpp"
+#include "lancet/dataset/write_impl.hpp"
 #include "lancet/index/remap.hpp"
 #include "lancet/io/fs.hpp"
 #include "lancet/pb/table.hpp"

@@ -471,6 +471,7 @@ write_result write(const std::string& root, const arrow::record_batch& batch, co
   return write(root, std::span<const arrow::record_batch>(&batch, 1), o, std::forward<SinkFactory>(make_sink), policy);
 }
 
+#if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
 LANCET_INLINE write_result write(const std::string& root, std::span<const arrow::record_batch> batches,
                                  const write_options& o) {
   return write(root, batches, o, default_sink_factory{});
@@ -482,5 +483,6 @@ LANCET_INLINE write_result write(const std::string& root, const std::vector<arro
 LANCET_INLINE write_result write(const std::string& root, const arrow::record_batch& batch, const write_options& o) {
   return write(root, std::span<const arrow::record_batch>(&batch, 1), o, default_sink_factory{});
 }
+#endif
 
 }  // namespace lancet::dataset

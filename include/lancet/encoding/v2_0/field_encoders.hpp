@@ -273,6 +273,7 @@ class struct_encoder final : public field_encoder {
 
 inline void check_encodable(const arrow::field& f, const arrow::array_data& a);
 
+#if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
 LANCET_INLINE void default_strategy::validate(const arrow::field& f, const arrow::array_data& a) const {
   check_encodable(f, a);
 }
@@ -310,6 +311,7 @@ LANCET_INLINE field_encoder_ptr default_strategy::make_field_encoder(const arrow
   const auto col = columns.next(id);
   return std::make_unique<primitive_encoder>(f.type, col, o);
 }
+#endif
 
 }  // namespace lancet::encoding::v2_0
 

@@ -139,6 +139,7 @@ inline std::optional<std::string_view> meta(const arrow::metadata& md, std::stri
 
 }  // namespace detail
 
+#if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
 LANCET_INLINE page_plan default_policy::plan_page(const leaf_info& leaf, const data_block& values,
                                              const page_facts& f) const {
   const unsigned minor = leaf.minor;
@@ -263,5 +264,7 @@ LANCET_INLINE value_codec default_policy::choose_fixed(const data_block& b, cons
   }
   return pick;
 }
+
+#endif
 
 }  // namespace lancet::encoding::v2_1
