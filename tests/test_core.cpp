@@ -1,8 +1,16 @@
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
 #include <lancet/core/buffer.hpp>
 #include <lancet/core/endian.hpp>
 #include <lancet/core/error.hpp>
+#include <lancet/core/executor.hpp>
+#include <lancet/core/warning.hpp>
 
 using namespace lancet;
 
@@ -51,4 +59,56 @@ TEST_CASE("errors carry their category and message") {
     CHECK(e.code() == errc::corrupt);
     CHECK(std::string(e.what()) == "corrupt: column 'x' page 3: offset 99 past the end");
   }
+}
+
+TEST_CASE("warnings go to the handler the program sets; null restores the default") {
+  std::vector<std::string> got;
+  auto previous = lancet::set_warning_handler(
+      [](std::string_view m, void* ctx) { static_cast<std::vector<std::string>*>(ctx)->emplace_back(m); }, &got);
+  lancet::warn("first");
+  lancet::warn(std::string("second ") + std::to_string(2));
+  auto mine = lancet::set_warning_handler(previous.first, previous.second);
+  CHECK(mine.second == &got);
+  lancet::warn("to stderr, not to the vector");
+  REQUIRE(got.size() == 2);
+  CHECK(got[0] == "first");
+  CHECK(got[1] == "second 2");
+}
+
+TEST_CASE("internal errors are their own kind") {
+  try {
+    throw lancet::internal_error("leaf count");
+  } catch (const lancet::error& e) {
+    CHECK(e.code() == lancet::errc::internal);
+    CHECK(std::string(e.what()) == "internal error: leaf count");
+  }
+  CHECK_FALSE(std::is_base_of_v<lancet::invalid_input_error, lancet::internal_error>);
+}
+
+namespace {
+// A pool of the caller's own making: executor_ref finds `post` by argument-dependent lookup.
+namespace user_pool {
+struct inline_pool {
+  int posted = 0;
+};
+inline void post(inline_pool& p, std::function<void()> f) {
+  ++p.posted;
+  f();
+}
+}  // namespace user_pool
+}  // namespace
+
+TEST_CASE("executor_ref posts to a pool found by argument-dependent lookup, and is null by default") {
+  lancet::executor_ref none;
+  CHECK_FALSE(none);
+  CHECK(none == nullptr);
+  user_pool::inline_pool p;
+  lancet::executor_ref ex = &p;
+  REQUIRE(ex);
+  int ran = 0;
+  ex.post([&] { ++ran; });
+  ex.post([&] { ++ran; });
+  CHECK(ran == 2);
+  CHECK(p.posted == 2);
+  CHECK(ex.target() == &p);
 }

@@ -211,10 +211,18 @@ TEST_CASE("2.0: max_page_bytes splits pages; data_cache_bytes and keep_original_
     }
     setenv(file::max_page_bytes_env, "lots", 1);
     {
+      // The warning goes to the program's handler, not to stderr.
+      std::vector<std::string> warnings;
+      auto previous = set_warning_handler(
+          [](std::string_view m, void* ctx) { static_cast<std::vector<std::string>*>(ctx)->emplace_back(m); },
+          &warnings);
       writer20 w(io::memory_sink{}, file::writer_options{.data_cache_bytes = 1000});
       w.write_batch(make_batch({{"x", col}}));
       auto r = open_bytes(finish_to_bytes(w));
+      set_warning_handler(previous.first, previous.second);
       CHECK(r.column(0).metadata.pages.size() == 1);
+      REQUIRE(warnings.size() == 1);
+      CHECK(warnings[0] == "cannot parse LANCE_FILE_WRITER_MAX_PAGE_BYTES='lots', using the default of 33554432 bytes");
     }
     unsetenv(file::max_page_bytes_env);
   }

@@ -1,11 +1,11 @@
-// Compile-cost TU: write one Lance 2.2 file through a file sink, as a user would.
-// The per-layer umbrella <lancet/file.hpp> is used when it exists (see run.sh).
-#if __has_include(<lancet/file.hpp>)
-#include <lancet/file.hpp>
-#else
+// Compile-cost TU: write one Lance 2.2 file through a file sink, including what such a
+// program needs: the writer, the 2.1-2.3 version policies (file/structural.hpp, when
+// the tree has it), a sink and the array builders. (umbrella.cpp measures lancet.hpp.)
 #include <lancet/arrow/builder.hpp>
 #include <lancet/file/writer.hpp>
 #include <lancet/io/file_sink.hpp>
+#if __has_include(<lancet/file/structural.hpp>)
+#include <lancet/file/structural.hpp>
 #endif
 
 #include <cstdint>
