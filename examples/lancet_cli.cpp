@@ -44,6 +44,7 @@
 #include <lancet/json/rows_reader.hpp>
 #include <lancet/json/rows_writer.hpp>
 #include <lancet/json/schema_json.hpp>
+#include <lancet/json/write_dataset.hpp>
 #include <lancet/lancet.hpp>
 
 #ifndef LANCET_VERSION_STRING
@@ -295,9 +296,7 @@ int cmd_write(const args& a) {
   else if (mode == "overwrite") o.mode = dataset::write_mode::overwrite;
   else throw usage_error("--mode must be create, append or overwrite, not '" + mode + "'");
   if (auto f = a.get("format")) o.storage_version = file::parse_format_version(*f);
-  o.schema = schema;
-  json::rows_reader rows(schema, std::cin);
-  const auto result = dataset::write(a.path, [&] { return rows.next(); }, o);
+  const auto result = json::write_rows(a.path, schema, std::cin, o);
   std::cerr << "lancet: wrote " << result.rows_written << " rows to " << a.path << " (version " << result.version
             << ", format " << file::to_string(result.storage_version) << ")\n";
   return 0;

@@ -22,6 +22,12 @@
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/deletion.hpp>
 #include <lancet/dataset/write.hpp>
+#include <lancet/encoding/v2_1/policy.hpp>
+#include <lancet/json/write_dataset.hpp>
+#include <lancet/pb/file2.hpp>
+#include <lancet/pb/encodings_v2_1.hpp>
+#include <lancet/io/file_source.hpp>
+#include <sstream>
 #include <lancet/file/reader.hpp>
 #include <lancet/io/failing_sink.hpp>
 #include <lancet/io/file_sink.hpp>
@@ -1125,4 +1131,70 @@ TEST_CASE("data file names: 24 binary digits then 26 hex digits, unique") {
     seen.insert(n);
   }
   CHECK(seen.size() == 500);
+}
+
+namespace {
+// Stores "name" uncompressed (no FSST, no dictionary), whatever Lance 12 would choose.
+struct plain_names : lancet::encoding::v2_1::default_policy {
+  lancet::encoding::v2_1::page_plan plan_page(const lancet::encoding::v2_1::leaf_info& l,
+                                              const lancet::encoding::v2_1::data_block& v,
+                                              const lancet::encoding::v2_1::page_facts& f) const {
+    auto p = default_policy::plan_page(l, v, f);
+    if (l.column == "name" && p.layout == lancet::encoding::v2_1::page_plan::layout_kind::miniblock) {
+      p.dictionary = false;
+      p.codec = lancet::encoding::v2_1::value_codec::variable;
+      p.general.reset();
+    }
+    return p;
+  }
+};
+
+// The value compression of the first page of column `c` of a dataset's first data file.
+std::string first_page_compression(const std::string& root, std::uint32_t c) {
+  auto d = ds::dataset::open(root);
+  const auto& file = d.manifest().fragments.at(0).files.at(0);
+  lancet::file::file_reader<lancet::io::file_source> r{lancet::io::file_source(root + "/data/" + file.path)};
+  const auto layout = r.column(c).metadata.pages.at(0).encoding->unwrap<lancet::pb::enc21::page_layout>();
+  const auto& mb = std::get<lancet::pb::enc21::mini_block_layout>(layout.value);
+  if (mb.dictionary) return "dictionary";
+  return std::string(mb.value_compression->value.index() == 0 ? "none" : "") + std::to_string(mb.value_compression->value.index());
+}
+}  // namespace
+
+TEST_CASE("dataset::write and json::write_rows take an encoding policy; 2.0 datasets refuse one") {
+  temp_dir t("policy");
+  // Low-cardinality names: Lance 12 (the default policy) dictionary-encodes them.
+  std::string rows;
+  for (int i = 0; i < 2000; ++i) rows += "{\"id\": " + std::to_string(i) + ", \"name\": \"a-rather-long-category-" + std::to_string(i % 5) + "\"}\n";
+  const arrow::schema schema{{arrow::field{"id", arrow::int64(), false, {}}, arrow::field{"name", arrow::utf8(), true, {}}}, {}};
+  {
+    std::istringstream in(rows);
+    auto r = lancet::json::write_rows(t.sub("default"), schema, in);
+    CHECK(r.rows_written == 2000);
+    CHECK(first_page_compression(t.sub("default"), 1) == "dictionary");
+  }
+  {
+    std::istringstream in(rows);
+    auto r = lancet::json::write_rows(t.sub("plain"), schema, in, {}, plain_names{});
+    CHECK(r.rows_written == 2000);
+    CHECK(first_page_compression(t.sub("plain"), 1) != "dictionary");
+    auto back = ds::dataset::open(t.sub("plain")).to_batch({});
+    auto expect = ds::dataset::open(t.sub("default")).to_batch({});
+    CHECK_FALSE(arrow::first_difference(expect.columns[1], back.columns[1]));
+  }
+  {
+    // The same through dataset::write with a sink factory.
+    auto batch = ds::dataset::open(t.sub("default")).to_batch({});
+    ds::write(t.sub("plain2"), batch, {}, ds::default_sink_factory{}, plain_names{});
+    CHECK(first_page_compression(t.sub("plain2"), 1) != "dictionary");
+    // A 2.0 dataset: the legacy encodings take no policy (and nothing is written).
+    ds::write_options o;
+    o.storage_version = lancet::file::format_version::v2_0;
+    CHECK_THROWS_WITH_AS(ds::write(t.sub("legacy"), batch, o, ds::default_sink_factory{}, plain_names{}),
+                         doctest::Contains("whose legacy encodings take no encoding policy"), unsupported_error);
+    CHECK_FALSE(ds::load_latest(t.sub("legacy")));
+    // The default policy is fine at 2.0.
+    ds::write(t.sub("legacy"), batch, o, ds::default_sink_factory{}, lancet::encoding::v2_1::default_policy{});
+    CHECK(ds::dataset::open(t.sub("legacy")).count_rows() == 2000);
+  }
 }
