@@ -13,6 +13,17 @@
 //
 // A dataset object is an immutable snapshot of one version, cheap to copy and safe
 // to use from several threads. A scanner is not: use one per thread.
+//
+// Where the bytes come from: every file a dataset reads (manifests, data files,
+// deletion files, row-id sequences, blob files) is opened through a source_factory
+// (manifest.hpp), local files by default. Pass your own to read through a cache, an
+// object store or anything satisfying io::source:
+//
+//   auto ds = lancet::dataset::dataset::open(root, std::nullopt,
+//                                            [](const std::string& p) { return my_source(p); });
+//
+// Scans, takes, checkout() and latest() of that dataset use the same factory. The
+// versions themselves are found by listing {root}/_versions/ on the local file system.
 #pragma once
 
 #include <algorithm>
@@ -38,7 +49,7 @@
 #include "lancet/dataset/versions.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/encoding/detail/gather.hpp"
-#include "lancet/io/file_source.hpp"
+#include "lancet/io/any_source.hpp"
 #include "lancet/pb/table.hpp"
 #include "lancet/schema/lance_schema.hpp"
 
@@ -94,7 +105,7 @@ struct state {
   std::optional<pb::transaction> transaction;
   std::shared_ptr<const schema::schema> schema;
   std::shared_ptr<const arrow::schema> arrow_schema;
-  io::file_source_options source_options;
+  source_factory sources;  // opens every file this dataset reads
   // Loaded on first use.
   mutable std::unordered_map<std::uint64_t, std::shared_ptr<const deletion_vector>> deletions;
   mutable std::unordered_map<std::uint64_t, std::shared_ptr<const std::vector<std::uint64_t>>> row_ids;
@@ -115,14 +126,14 @@ struct state {
       auto it = deletions.find(f.id);
       if (it != deletions.end()) return it->second;
     }
-    auto dv = std::make_shared<const deletion_vector>(read_deletion_vector(root, *manifest, f));
+    auto dv = std::make_shared<const deletion_vector>(read_deletion_vector(root, *manifest, f, sources));
     std::lock_guard lock(cache_mutex);
     return deletions.emplace(f.id, dv).first->second;
   }
 
   std::uint64_t physical_rows(const pb::data_fragment& f) const {
     if (f.physical_rows || f.files.empty()) return f.physical_rows;
-    return fragment_reader(root, manifest, schema, arrow_schema, f, {}, source_options).physical_rows();
+    return fragment_reader(root, manifest, schema, arrow_schema, f, {}, sources).physical_rows();
   }
 
   std::uint64_t deleted_rows(const pb::data_fragment& f) const {
@@ -143,8 +154,8 @@ struct state {
       bytes = *s;
     } else if (auto* e = std::get_if<pb::external_file>(&f.row_id_sequence)) {
       const std::string path = (std::filesystem::path(root) / e->path).string();
-      io::file_source src(path);
-      bytes = std::string(reinterpret_cast<const char*>(src.read(e->offset, e->size).data()), std::size_t(e->size));
+      const auto b = manifest_detail::naming_path(path, [&] { return sources(path).read(e->offset, e->size); });
+      bytes.assign(reinterpret_cast<const char*>(b.data()), b.size());
     } else {
       throw corrupt_error("dataset '" + root + "' uses stable row ids but fragment " + std::to_string(f.id) +
                           " has no row-id sequence");
@@ -261,7 +272,7 @@ class scanner {
         phys_ = phys;
         dv_ = st_->deletions_of(f);
         if (o_.with_row_id && st_->stable_row_ids()) ids_ = st_->row_ids_of(f);
-        reader_.emplace(st_->root, st_->manifest, st_->schema, st_->arrow_schema, f, fields_, st_->source_options,
+        reader_.emplace(st_->root, st_->manifest, st_->schema, st_->arrow_schema, f, fields_, st_->sources,
                         o_.reader_options);
         chunk_.clear();
         chunk_begin_ = chunk_end_ = 0;
@@ -372,22 +383,73 @@ class scanner {
   std::uint64_t chunk_begin_ = 0, chunk_end_ = 0, chunk_rows_ = 0;
 };
 
+namespace dataset_detail {
+inline snapshot load(const std::string& root, const version_entry& e, const source_factory& sources) {
+  snapshot s{root, e, read_manifest_file_at(e.path, sources)};
+  if (s.file.manifest.version != e.version)
+    throw corrupt_error("'" + e.path + "' is named for version " + std::to_string(e.version) + " but holds version " +
+                        std::to_string(s.file.manifest.version));
+  return s;
+}
+}  // namespace dataset_detail
+
+// load_latest and load_version (commit.hpp) with the manifest read through `sources`;
+// the version is found by listing _versions/ on the local file system.
+inline std::optional<snapshot> load_latest(const std::string& root, const source_factory& sources) {
+  auto e = latest_version(root);
+  if (!e) return std::nullopt;
+  return dataset_detail::load(root, *e, sources);
+}
+inline snapshot load_version(const std::string& root, std::uint64_t version, const source_factory& sources) {
+  auto all = list_versions(root);
+  for (const auto& e : all)
+    if (e.version == version) return dataset_detail::load(root, e, sources);
+  std::string have;
+  for (const auto& e : all) have += (have.empty() ? "" : ", ") + std::to_string(e.version);
+  if (all.empty()) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
+  throw invalid_input_error("dataset '" + root + "' has no version " + std::to_string(version) + " (it has " + have + ")");
+}
+
 class dataset {
  public:
-  // Opens the latest version (or `version`) of the dataset at `root`.
+  // Opens the latest version (or `version`) of the dataset at `root`; every file it
+  // reads is opened through `sources` (local files by default; io::file_source_options
+  // convert to a local factory with those options).
   static dataset open(const std::string& root, std::optional<std::uint64_t> version = std::nullopt,
-                      io::file_source_options source_options = {}) {
+                      source_factory sources = {}) {
     std::optional<snapshot> s;
-    if (version) s = load_version(root, *version);
-    else s = load_latest(root);
+    if (version) s = load_version(root, *version, sources);
+    else s = load_latest(root, sources);
     if (!s) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
-    return dataset(std::move(*s), source_options);
+    return dataset(std::move(*s), std::move(sources));
   }
 
-  // Another version of the same dataset.
-  dataset checkout(std::uint64_t version) const { return open(st_->root, version, st_->source_options); }
+  // A version already loaded (load_latest / load_version); its files are read
+  // through `sources`.
+  explicit dataset(snapshot s, source_factory sources = {}) {
+    auto st = std::make_shared<dataset_detail::state>();
+    const auto& m = s.file.manifest;
+    if (!can_read_dataset(m.reader_feature_flags))
+      throw unsupported_error("dataset '" + s.root + "' version " + std::to_string(m.version) +
+                              " needs Lance features lancet does not know (reader feature flags " +
+                              std::to_string(m.reader_feature_flags) + ")");
+    st->root = s.root;
+    st->entry = s.entry;
+    st->manifest = std::make_shared<const pb::manifest>(m);
+    st->indices = s.file.indices;
+    st->transaction = s.file.transaction;
+    st->schema = std::make_shared<const schema::schema>(manifest_schema(m));
+    st->arrow_schema = std::make_shared<const arrow::schema>(schema::to_arrow(*st->schema));
+    st->sources = std::move(sources);
+    st_ = std::move(st);
+  }
+
+  // Another version of the same dataset (same sources).
+  dataset checkout(std::uint64_t version) const { return open(st_->root, version, st_->sources); }
   // The dataset's newest version now (this object keeps its own).
-  dataset latest() const { return open(st_->root, std::nullopt, st_->source_options); }
+  dataset latest() const { return open(st_->root, std::nullopt, st_->sources); }
+  // What this dataset's files are opened with.
+  const source_factory& sources() const noexcept { return st_->sources; }
 
   const std::string& path() const noexcept { return st_->root; }
   std::uint64_t version() const noexcept { return st_->manifest->version; }
@@ -405,14 +467,14 @@ class dataset {
   }
 
   // Every version of the dataset, oldest first.
-  std::vector<version_info> versions() const { return list_dataset_versions(st_->root); }
-  static std::vector<version_info> list_dataset_versions(const std::string& root) {
+  std::vector<version_info> versions() const { return list_dataset_versions(st_->root, st_->sources); }
+  static std::vector<version_info> list_dataset_versions(const std::string& root, const source_factory& sources = {}) {
     std::vector<version_info> out;
     for (const auto& e : list_versions(root)) {
       version_info v;
       v.version = e.version;
       v.manifest_path = e.path;
-      auto m = read_manifest_file_at(e.path).manifest;
+      auto m = read_manifest_file_at(e.path, sources).manifest;
       if (m.timestamp) v.timestamp_nanos = m.timestamp->unix_nanos();
       if (m.writer_version) v.writer = m.writer_version->library + " " + m.writer_version->version;
       out.push_back(std::move(v));
@@ -493,24 +555,6 @@ class dataset {
   }
 
  private:
-  explicit dataset(snapshot s, io::file_source_options source_options) {
-    auto st = std::make_shared<dataset_detail::state>();
-    const auto& m = s.file.manifest;
-    if (!can_read_dataset(m.reader_feature_flags))
-      throw unsupported_error("dataset '" + s.root + "' version " + std::to_string(m.version) +
-                              " needs Lance features lancet does not know (reader feature flags " +
-                              std::to_string(m.reader_feature_flags) + ")");
-    st->root = s.root;
-    st->entry = s.entry;
-    st->manifest = std::make_shared<const pb::manifest>(m);
-    st->indices = s.file.indices;
-    st->transaction = s.file.transaction;
-    st->schema = std::make_shared<const schema::schema>(manifest_schema(m));
-    st->arrow_schema = std::make_shared<const arrow::schema>(schema::to_arrow(*st->schema));
-    st->source_options = source_options;
-    st_ = std::move(st);
-  }
-
   static arrow::record_batch concat_batches(const std::shared_ptr<const arrow::schema>& s,
                                             const std::vector<arrow::record_batch>& batches) {
     arrow::record_batch out;
@@ -565,7 +609,7 @@ class dataset {
                                                                                     : " has deleted row " + std::to_string(w.offset)));
         if (offsets.empty() || offsets.back() != w.offset) offsets.push_back(w.offset);
       }
-      fragment_reader r(st_->root, st_->manifest, st_->schema, st_->arrow_schema, *frag, fields, st_->source_options,
+      fragment_reader r(st_->root, st_->manifest, st_->schema, st_->arrow_schema, *frag, fields, st_->sources,
                         reader_options);
       auto cols = r.read_offsets(offsets);
       std::size_t at = 0;

@@ -122,13 +122,13 @@ inline std::string deletion_file_path(const std::string& root, const pb::manifes
 
 // Reads the deletion vector of a fragment (empty without a deletion file). Offsets at
 // or past the fragment's physical rows, or a count that disagrees with the manifest,
-// are corrupt.
+// are corrupt. The file is read through `sources` (local files by default).
 inline deletion_vector read_deletion_vector(const std::string& root, const pb::manifest& m,
-                                            const pb::data_fragment& frag) {
+                                            const pb::data_fragment& frag, const source_factory& sources = {}) {
   if (!frag.deletion_file) return {};
   const auto& d = *frag.deletion_file;
   const std::string path = deletion_file_path(root, m, frag.id, d);
-  const std::string bytes = read_small_file(path);
+  const std::string bytes = read_small_file(sources, path);
   auto dv = decode_deletion_file(d.file_type,
                                  bytes_view(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()), path);
   if (frag.physical_rows && !dv.empty() && dv.offsets().back() >= frag.physical_rows)

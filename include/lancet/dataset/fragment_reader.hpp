@@ -9,13 +9,19 @@
 // of its descendants wins. Inside the file the field is found by id, so renamed
 // columns read correctly. A field no file holds (added after this fragment was
 // written) reads as nulls.
+//
+// Every file is opened through the dataset's source_factory (manifest.hpp): local
+// files by default, or whatever sources the caller supplies. All of them are read
+// through one file::file_reader<io::any_source>.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -27,7 +33,8 @@
 #include "lancet/dataset/deletion.hpp"
 #include "lancet/encoding/v2_1/blob.hpp"
 #include "lancet/file/reader.hpp"
-#include "lancet/io/file_source.hpp"
+#include "lancet/dataset/manifest.hpp"
+#include "lancet/io/any_source.hpp"
 #include "lancet/pb/table.hpp"
 #include "lancet/schema/lance_schema.hpp"
 
@@ -80,18 +87,61 @@ inline std::string data_file_path(const std::string& root, const pb::manifest& m
   return (std::filesystem::path(resolve_base(root, m, f.base_id, data_dir_name)) / f.path).string();
 }
 
+// A blob_store (encoding/v2_1/blob.hpp) for the blob v2 values of one data file, read
+// through a source factory: inline blobs from the data file's own source, packed and
+// dedicated blobs from its blob files (opened on first use, then kept). A range past
+// the end of its file is corrupt_error naming the file, offset and size.
+inline encoding::v2_1::blob_store source_blob_store(const std::string& data_path, io::any_source data,
+                                                    source_factory sources) {
+  struct files {
+    std::string data_path;
+    io::any_source data;
+    source_factory sources;
+    std::mutex mu;
+    std::map<std::uint32_t, std::pair<std::string, io::any_source>> blobs;
+    files(std::string p, io::any_source d, source_factory s)
+        : data_path(std::move(p)), data(std::move(d)), sources(std::move(s)) {}
+  };
+  auto st = std::make_shared<files>(data_path, std::move(data), std::move(sources));
+  auto checked = [](const io::any_source& f, const std::string& path, std::uint64_t pos, std::uint64_t size,
+                    const std::string& what) {
+    if (pos > f.size() || size > f.size() - pos)
+      throw corrupt_error(what + ": blob bytes [" + std::to_string(pos) + ", +" + std::to_string(size) +
+                          ") lie past the end of '" + path + "' (" + std::to_string(f.size()) + " bytes)");
+    return manifest_detail::naming_path(path, [&] { return f.read(pos, size); });
+  };
+  encoding::v2_1::blob_store s;
+  s.read_data_file = [st, checked](std::uint64_t pos, std::uint64_t size) {
+    return checked(st->data, st->data_path, pos, size, "inline blob");
+  };
+  s.read_blob_file = [st, checked](std::uint32_t id, std::uint64_t pos, std::uint64_t size) {
+    std::unique_lock lock(st->mu);
+    auto it = st->blobs.find(id);
+    if (it == st->blobs.end()) {
+      const auto p = encoding::v2_1::blob_file_path(st->data_path, id).string();
+      auto src = manifest_detail::naming_path(p, [&] { return st->sources(p); });
+      it = st->blobs.emplace(id, std::pair{p, std::move(src)}).first;
+    }
+    const auto& [path, f] = it->second;
+    lock.unlock();
+    return checked(f, path, pos, size, "blob file " + std::to_string(id));
+  };
+  return s;
+}
+
 class fragment_reader {
  public:
-  using reader_type = file::file_reader<io::file_source>;
+  using reader_type = file::file_reader<io::any_source>;
 
   // `fields`: indices of the dataset's top-level fields to read, in output order.
+  // `sources` opens the data and blob files (local files by default).
   fragment_reader(std::string root, std::shared_ptr<const pb::manifest> manifest,
                   std::shared_ptr<const schema::schema> schema, std::shared_ptr<const arrow::schema> arrow_schema,
                   const pb::data_fragment& fragment, std::vector<std::size_t> fields,
-                  io::file_source_options source_options = {}, file::reader_options reader_options = {})
+                  source_factory sources = {}, file::reader_options reader_options = {})
       : root_(std::move(root)), manifest_(std::move(manifest)), schema_(std::move(schema)),
         arrow_schema_(std::move(arrow_schema)), fragment_(fragment), fields_(std::move(fields)),
-        source_options_(source_options), reader_options_(reader_options) {
+        sources_(std::move(sources)), reader_options_(reader_options) {
     plan();
   }
 
@@ -138,7 +188,7 @@ class fragment_reader {
       if (s.file < 0 && !f.nullable)
         throw corrupt_error("fragment " + std::to_string(fragment_.id) + " has no data file holding the non-nullable field '" +
                             f.name + "'");
-      sources_.push_back(std::move(s));
+      field_sources_.push_back(std::move(s));
     }
   }
 
@@ -147,7 +197,17 @@ class fragment_reader {
     if (it != readers_.end()) return *it->second;
     const auto& df = fragment_.files.at(file);
     const std::string path = data_file_path(root_, *manifest_, df);
-    auto r = std::make_shared<reader_type>(io::file_source(path, source_options_), reader_options_);
+    auto r = manifest_detail::naming_path(path, [&] {
+      io::any_source src = sources_(path);
+      auto ro = reader_options_;
+      // file_reader reads an io::file_source in one piece whatever the size (one pread
+      // is one request; pieces would only be copied together again). Through an
+      // any_source it cannot see the type, so the source's capability says it. (A
+      // zero chunk is left for file_reader to refuse.)
+      if (src.prefers_whole_reads() && ro.read_chunk_size != 0)
+        ro.read_chunk_size = std::numeric_limits<std::uint64_t>::max();
+      return std::make_shared<reader_type>(std::move(src), ro);
+    });
     if (fragment_.physical_rows && r->num_rows() != fragment_.physical_rows)
       throw corrupt_error("data file '" + path + "' has " + std::to_string(r->num_rows()) + " rows but fragment " +
                           std::to_string(fragment_.id) + " records " + std::to_string(fragment_.physical_rows));
@@ -160,7 +220,7 @@ class fragment_reader {
     if (resolved_.count(file)) return;
     const auto path = data_file_path(root_, *manifest_, fragment_.files[file]);
     for (std::size_t k = 0; k < fields_.size(); ++k) {
-      auto& s = sources_[k];
+      auto& s = field_sources_[k];
       if (s.file != int(file)) continue;
       const auto& f = schema_->fields[fields_[k]];
       const schema::field* in_file = nullptr;
@@ -186,7 +246,7 @@ class fragment_reader {
   std::vector<arrow::array_ptr> read_impl(file::read_request req, std::uint64_t rows) const {
     std::vector<arrow::array_ptr> out(fields_.size());
     std::map<int, std::vector<std::size_t>> by_file;
-    for (std::size_t k = 0; k < fields_.size(); ++k) by_file[sources_[k].file].push_back(k);
+    for (std::size_t k = 0; k < fields_.size(); ++k) by_file[field_sources_[k].file].push_back(k);
     for (auto& [file, ks] : by_file) {
       if (file < 0) {
         for (auto k : ks) out[k] = fragment_detail::null_array_of(arrow_schema_->fields[fields_[k]].type, std::int64_t(rows));
@@ -194,25 +254,24 @@ class fragment_reader {
       }
       const auto& r = open(std::size_t(file));
       resolve_names(std::size_t(file), r);
+      const std::string path = data_file_path(root_, *manifest_, fragment_.files[std::size_t(file)]);
       file::read_request fr = req;
-      for (auto k : ks) fr.columns.push_back(sources_[k].file_name);
-      arrow::record_batch b;
-      try {
-        b = r.read(fr);
-      } catch (const invalid_input_error& e) {
-        // Ranges and offsets come from the manifest; a file that cannot serve them is corrupt.
-        throw corrupt_error("fragment " + std::to_string(fragment_.id) + ", data file '" +
-                            data_file_path(root_, *manifest_, fragment_.files[std::size_t(file)]) +
-                            "': " + manifest_detail::message_of(e));
-      }
+      for (auto k : ks) fr.columns.push_back(field_sources_[k].file_name);
+      auto b = manifest_detail::naming_path(path, [&] {
+        try {
+          return r.read(fr);
+        } catch (const invalid_input_error& e) {
+          // Ranges and offsets come from the manifest; a file that cannot serve them is corrupt.
+          throw corrupt_error("fragment " + std::to_string(fragment_.id) + ", data file '" + path +
+                              "': " + manifest_detail::message_of(e));
+        }
+      });
       for (std::size_t j = 0; j < ks.size(); ++j) {
         auto col = b.columns.at(j);
-        if (sources_[ks[j]].blob_v2) {
+        if (field_sources_[ks[j]].blob_v2) {
           auto it = blob_stores_.find(file);
           if (it == blob_stores_.end())
-            it = blob_stores_.emplace(file, encoding::v2_1::local_blob_store(
-                                                data_file_path(root_, *manifest_, fragment_.files[std::size_t(file)]),
-                                                source_options_)).first;
+            it = blob_stores_.emplace(file, source_blob_store(path, r.source(), sources_)).first;
           col = encoding::v2_1::blob_v2_values(*col, it->second, schema_->fields[fields_[ks[j]]].name,
                                                arrow_schema_->fields[fields_[ks[j]]].type);
         }
@@ -235,9 +294,9 @@ class fragment_reader {
   std::shared_ptr<const arrow::schema> arrow_schema_;
   pb::data_fragment fragment_;
   std::vector<std::size_t> fields_;
-  io::file_source_options source_options_;
+  source_factory sources_;
   file::reader_options reader_options_;
-  mutable std::vector<source_of_field> sources_;
+  mutable std::vector<source_of_field> field_sources_;
   mutable std::map<std::size_t, std::shared_ptr<reader_type>> readers_;
   mutable std::unordered_set<std::size_t> resolved_;
   mutable std::map<int, encoding::v2_1::blob_store> blob_stores_;  // by file, for blob v2 fields

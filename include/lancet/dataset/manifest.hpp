@@ -16,17 +16,23 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <concepts>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/roaring.hpp"
+#include "lancet/io/any_source.hpp"
+#include "lancet/io/file_source.hpp"
 #include "lancet/io/fs.hpp"
 #include "lancet/io/sink.hpp"
 #include "lancet/pb/table.hpp"
@@ -335,6 +341,106 @@ inline std::string read_small_file(const std::string& path, std::uint64_t max_by
 // Reads and parses a manifest file; errors name the path.
 inline manifest_file read_manifest_file_at(const std::string& path) {
   std::string bytes = read_small_file(path);
+  try {
+    return read_manifest_file(std::string_view(bytes));
+  } catch (const corrupt_error& e) {
+    throw corrupt_error("'" + path + "': " + manifest_detail::message_of(e));
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// Sources: where dataset reads get their bytes
+// ---------------------------------------------------------------------------------
+
+// Opens, as sources, the files a dataset read needs: manifests, data files, deletion
+// files, external row-id sequences and blob files (the read-side counterpart of the
+// sink factory a write takes). By default local files through io::file_source, with
+// the given io::file_source_options; any callable taking the path and returning a
+// source (a type satisfying io::source, or an io::any_source) can take its place:
+//
+//   dataset::source_factory mine = [&cache](const std::string& path) { return cache.open(path); };
+//   auto ds = dataset::dataset::open(root, std::nullopt, mine);
+//
+// Paths are the ones a local read would open (the root joined with the relative paths
+// the manifest records). The sources are held type-erased (io::any_source), so every
+// factory shares one file_reader instantiation. Dataset reads call the factory from
+// every thread that reads: it must be safe to call concurrently. Finding versions
+// (listing _versions/) stays on the local file system; only file contents come from
+// the factory.
+class source_factory {
+ public:
+  source_factory(io::file_source_options local = {}) : local_(local) {}  // NOLINT: options convert
+  template <class F>
+    requires(!std::same_as<std::remove_cvref_t<F>, source_factory> &&
+             !std::same_as<std::remove_cvref_t<F>, io::file_source_options> &&
+             std::invocable<const std::remove_cvref_t<F>&, const std::string&> &&
+             io::source<std::remove_cvref_t<std::invoke_result_t<const std::remove_cvref_t<F>&, const std::string&>>>)
+  source_factory(F&& open)  // NOLINT: callables convert
+      : open_([f = std::forward<F>(open)](const std::string& path) { return io::any_source(f(path)); }) {}
+
+  io::any_source operator()(const std::string& path) const {
+    if (open_) return open_(path);
+    return io::any_source(io::file_source(path, local_));
+  }
+  // Whether this is the default: local files through io::file_source.
+  bool is_local() const noexcept { return !open_; }
+
+ private:
+  std::function<io::any_source(const std::string&)> open_;
+  io::file_source_options local_;
+};
+
+namespace manifest_detail {
+
+// Throws an error of e's kind with message `msg`.
+[[noreturn]] inline void rethrow_as(const error& e, const std::string& msg) {
+  switch (e.code()) {
+    case errc::invalid_input: throw invalid_input_error(msg);
+    case errc::io: throw io_error(msg);
+    case errc::corrupt: throw corrupt_error(msg);
+    case errc::unsupported: throw unsupported_error(msg);
+    case errc::conflict: throw conflict_error(msg);
+    case errc::cancelled: throw cancelled_error(msg);
+    default: throw error(e.code(), msg);
+  }
+}
+
+// Runs f(). A lancet error that does not name `path` (a user's source may not know
+// it) is rethrown as the same kind with "'path': " in front; others pass unchanged.
+template <class F>
+decltype(auto) naming_path(const std::string& path, F&& f) {
+  try {
+    return std::forward<F>(f)();
+  } catch (const error& e) {
+    if (std::string_view(e.what()).find(path) != std::string_view::npos) throw;
+    rethrow_as(e, "'" + path + "': " + message_of(e));
+  }
+}
+
+}  // namespace manifest_detail
+
+// Whole small file into memory through a source factory; errors name the path.
+inline std::string read_small_file(const source_factory& sources, const std::string& path,
+                                   std::uint64_t max_bytes = std::uint64_t(1) << 31) {
+  return manifest_detail::naming_path(path, [&] {
+    const io::any_source src = sources(path);
+    const std::uint64_t size = src.size();
+    if (size > max_bytes)
+      throw unsupported_error("'" + path + "' is " + std::to_string(size) + " bytes, more than " +
+                              std::to_string(max_bytes));
+    std::string out;
+    if (size == 0) return out;
+    const shared_bytes b = src.read(0, size);
+    if (b.size() != size)
+      throw io_error("'" + path + "': read " + std::to_string(b.size()) + " of " + std::to_string(size) + " bytes");
+    out.assign(reinterpret_cast<const char*>(b.data()), b.size());
+    return out;
+  });
+}
+
+// Reads and parses a manifest file through a source factory; errors name the path.
+inline manifest_file read_manifest_file_at(const std::string& path, const source_factory& sources) {
+  std::string bytes = read_small_file(sources, path);
   try {
     return read_manifest_file(std::string_view(bytes));
   } catch (const corrupt_error& e) {

@@ -1,0 +1,424 @@
+// Sources: io::any_source (a type-erased source that keeps the optional capabilities
+// of the source it holds) and dataset reads through a source_factory (manifests, data
+// files, deletion files, row-id sequences and blob files all opened by the factory;
+// a user's source's errors name the file).
+#include <doctest/doctest.h>
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <lancet/arrow/builder.hpp>
+#include <lancet/arrow/compare.hpp>
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/write.hpp>
+#include <lancet/file/reader.hpp>
+#include <lancet/io/any_source.hpp>
+#include <lancet/io/file_source.hpp>
+
+using namespace lancet;
+namespace fs = std::filesystem;
+namespace ds = lancet::dataset;
+
+namespace {
+
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string t = (fs::temp_directory_path() / "lancet-sources-XXXXXX").string();
+    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = t;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  std::string sub(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+fs::path fixture(const std::string& dir, const std::string& name) {
+  return fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / dir / name;
+}
+
+shared_bytes bytes_of(const std::string& s) {
+  aligned_buffer b;
+  b.append(reinterpret_cast<const std::uint8_t*>(s.data()), s.size());
+  return shared_bytes(std::move(b));
+}
+
+doctest::Contains has(const std::string& s) { return doctest::Contains(s.c_str()); }
+
+std::string text_of(const shared_bytes& b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
+
+// Only the two members the concept requires.
+struct bare_source {
+  shared_bytes bytes;
+  std::uint64_t size() const { return bytes.size(); }
+  shared_bytes read(std::uint64_t offset, std::uint64_t length) const {
+    io::check_range(offset, length, size(), "bare");
+    return bytes.slice(std::size_t(offset), std::size_t(length));
+  }
+};
+
+// What the counting sources saw, shared by all of them.
+struct counters {
+  std::mutex mu;
+  std::set<std::string> opened;  // paths
+  std::atomic<std::uint64_t> reads{0}, bytes{0}, largest{0};
+  bool opened_any(const std::string& part) {
+    std::lock_guard lock(mu);
+    return std::any_of(opened.begin(), opened.end(), [&](const std::string& p) { return p.find(part) != std::string::npos; });
+  }
+  bool opened_path(const std::string& p) {
+    std::lock_guard lock(mu);
+    return opened.count(fs::path(p).lexically_normal().string()) > 0;
+  }
+};
+
+// Wraps another source, counting reads; says it prefers whole reads when `whole`.
+class counting_source {
+ public:
+  counting_source(io::any_source inner, counters& c, bool whole) : inner_(std::move(inner)), c_(&c), whole_(whole) {}
+  std::uint64_t size() const { return inner_.size(); }
+  shared_bytes read(std::uint64_t offset, std::uint64_t length) const {
+    c_->reads += 1;
+    c_->bytes += length;
+    auto prev = c_->largest.load();
+    while (length > prev && !c_->largest.compare_exchange_weak(prev, length)) {
+    }
+    return inner_.read(offset, length);
+  }
+  bool is_zero_copy() const noexcept { return inner_.is_zero_copy(); }
+  bool prefers_whole_reads() const noexcept { return whole_; }
+  const std::string& name() const noexcept { return inner_.name(); }
+
+ private:
+  io::any_source inner_;
+  counters* c_;
+  bool whole_;
+};
+
+// A factory of counting sources over local files.
+ds::source_factory counting_factory(counters& c, bool whole = true) {
+  return [&c, whole](const std::string& path) {
+    {
+      std::lock_guard lock(c.mu);
+      c.opened.insert(fs::path(path).lexically_normal().string());
+    }
+    return counting_source(io::file_source(path), c, whole);
+  };
+}
+
+// The example table: id = i, name = "name-i", null when i % 7 == 3.
+arrow::record_batch table(std::int64_t from, std::int64_t to) {
+  std::vector<std::int64_t> ids;
+  std::vector<std::optional<std::string>> names;
+  for (auto i = from; i < to; ++i) {
+    ids.push_back(i);
+    names.push_back(i % 7 == 3 ? std::nullopt : std::optional<std::string>("name-" + std::to_string(i)));
+  }
+  return arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)}, {"name", arrow::string_array(names)}});
+}
+
+void check_same(const arrow::record_batch& want, const arrow::record_batch& got) {
+  REQUIRE(want.columns.size() == got.columns.size());
+  for (std::size_t c = 0; c < want.columns.size(); ++c) {
+    auto d = arrow::first_difference(want.columns[c], got.columns[c]);
+    INFO("column " << c << ": " << d.value_or(""));
+    CHECK_FALSE(d.has_value());
+  }
+}
+
+// A dataset of two fragments (ids 0..299, 300..499) with rows 5 and 310 deleted.
+std::string sample_dataset(const temp_dir& t) {
+  const auto root = t.sub("ds");
+  ds::write(root, table(0, 300), {.mode = ds::write_mode::create});
+  ds::write(root, table(300, 500), {.mode = ds::write_mode::append});
+  const std::vector<std::uint64_t> del{5, ds::row_address(1, 10)};
+  ds::delete_rows(root, del);
+  return root;
+}
+
+}  // namespace
+
+TEST_CASE("any_source forwards size, reads, name and the optional capabilities") {
+  temp_dir t;
+  const auto path = t.sub("f.bin");
+  std::ofstream(path, std::ios::binary) << "0123456789abcdef";
+
+  {  // a memory source: zero-copy, named
+    io::any_source s = io::memory_source(bytes_of("hello world"), "mem");
+    CHECK(s.size() == 11);
+    CHECK(text_of(s.read(6, 5)) == "world");
+    CHECK(s.is_zero_copy());
+    CHECK_FALSE(s.prefers_whole_reads());
+    CHECK(s.name() == "mem");
+    REQUIRE(s.target<io::memory_source>() != nullptr);
+    CHECK(s.target<io::file_source>() == nullptr);
+    // The same view, not a copy.
+    CHECK(s.read(0, 5).data() == s.target<io::memory_source>()->bytes().data());
+    CHECK_THROWS_WITH_AS(s.read(8, 4), doctest::Contains("'mem'"), corrupt_error);
+  }
+  {  // a local file read with pread: whole reads, not zero-copy, named by its path
+    io::any_source s = io::file_source(path);
+    CHECK(s.size() == 16);
+    CHECK(text_of(s.read(10, 6)) == "abcdef");
+    CHECK_FALSE(s.is_zero_copy());
+    CHECK(s.prefers_whole_reads());
+    CHECK(s.name() == path);
+    CHECK_THROWS_WITH_AS(s.read(10, 7), has(path), corrupt_error);
+  }
+  {  // a mapped file: zero-copy
+    io::any_source s = io::file_source(path, {.use_mmap = true});
+    CHECK(s.is_zero_copy());
+    CHECK(s.prefers_whole_reads());
+  }
+  {  // a source with only size() and read(): the defaults
+    io::any_source s = bare_source{bytes_of("xyz")};
+    CHECK(text_of(s.read(1, 2)) == "yz");
+    CHECK_FALSE(s.is_zero_copy());
+    CHECK_FALSE(s.prefers_whole_reads());
+    CHECK(s.name() == "source");
+    // Copies share the held source; an any_source is not wrapped again.
+    io::any_source copy = s;
+    io::any_source again(copy);
+    CHECK(again.target<bare_source>() == s.target<bare_source>());
+  }
+  {  // a source's own prefers_whole_reads() answer is what counts
+    counters c;
+    io::any_source yes = counting_source(bare_source{bytes_of("ab")}, c, true);
+    io::any_source no = counting_source(io::file_source(path), c, false);
+    CHECK(yes.prefers_whole_reads());
+    CHECK_FALSE(no.prefers_whole_reads());
+  }
+}
+
+TEST_CASE("read_ranges through an any_source merges ranges exactly as through the source") {
+  temp_dir t;
+  const auto path = t.sub("f.bin");
+  std::ofstream(path, std::ios::binary) << std::string(10000, 'x');
+  const std::vector<io::byte_range> ranges{{0, 10}, {100, 10}, {9000, 10}};
+  {
+    counters c;  // pread: nearby ranges are one read, the far one another
+    io::any_source s = counting_source(io::file_source(path), c, true);
+    auto out = io::read_ranges(s, ranges);
+    CHECK(out.size() == 3);
+    CHECK(c.reads == 2);
+  }
+  {
+    counters c;  // mapped, zero-copy: one read per range
+    io::any_source s = counting_source(io::file_source(path, {.use_mmap = true}), c, true);
+    auto out = io::read_ranges(s, ranges);
+    CHECK(out.size() == 3);
+    CHECK(c.reads == 3);
+  }
+}
+
+TEST_CASE("file_reader<any_source> reads a data file as file_reader<file_source> does") {
+  temp_dir t;
+  const auto root = sample_dataset(t);
+  for (const auto& frag : ds::dataset::open(root).fragments())
+    for (const auto& path : frag.data_files) {
+      file::file_reader<io::file_source> local{io::file_source(path)};
+      file::file_reader<io::any_source> erased{io::any_source(io::file_source(path))};
+      CHECK(erased.num_rows() == local.num_rows());
+      CHECK(erased.source().name() == path);
+      check_same(local.read(), erased.read());
+      check_same(local.read({.indices = std::vector<std::uint64_t>{1, 2, 50}}),
+                 erased.read({.indices = std::vector<std::uint64_t>{1, 2, 50}}));
+    }
+}
+
+TEST_CASE("a dataset opened with a source factory reads every file through it") {
+  temp_dir t;
+  const auto root = sample_dataset(t);
+  const auto local = ds::dataset::open(root);
+  CHECK(local.sources().is_local());
+
+  counters c;
+  const auto d = ds::dataset::open(root, std::nullopt, counting_factory(c));
+  CHECK_FALSE(d.sources().is_local());
+  CHECK(d.version() == local.version());
+  CHECK(c.opened_any("/_versions/"));  // the manifest
+  CHECK(d.count_rows() == 498);
+  check_same(local.to_batch(), d.to_batch());
+  for (const auto& f : d.fragments()) {
+    for (const auto& p : f.data_files) CHECK(c.opened_path(p));
+    REQUIRE(f.deletion_file.has_value());
+    CHECK(c.opened_path(*f.deletion_file));
+  }
+  const std::vector<std::uint64_t> rows{ds::row_address(1, 199), 0, 6, ds::row_address(1, 0)};
+  check_same(local.take(rows), d.take(rows));
+  CHECK(c.reads > 0);
+  CHECK(c.bytes > 0);
+
+  // checkout(), latest() and versions() keep the factory.
+  const auto before = c.reads.load();
+  const auto v1 = d.checkout(1);
+  CHECK_FALSE(v1.sources().is_local());
+  CHECK(v1.count_rows() == 300);
+  CHECK(v1.to_batch().num_rows() == 300);
+  CHECK(c.reads > before);
+  CHECK_FALSE(d.latest().sources().is_local());
+  CHECK(d.versions().size() == 3);
+
+  // load_latest / load_version with a factory, and a dataset made from a snapshot.
+  counters c2;
+  auto snap = ds::load_version(root, 2, counting_factory(c2));
+  CHECK(c2.opened_any("/_versions/"));
+  ds::dataset from_snap(std::move(snap), counting_factory(c2));
+  CHECK(from_snap.count_rows() == 500);
+  CHECK(ds::load_latest(root, counting_factory(c2))->version() == local.version());
+  CHECK_FALSE(ds::load_latest(t.sub("nothing"), counting_factory(c2)).has_value());
+  CHECK_THROWS_AS(ds::load_version(root, 9, counting_factory(c2)), invalid_input_error);
+}
+
+TEST_CASE("datasets LanceDB wrote read through a factory: deletion files, stable row ids, blob files") {
+  {  // Arrow and bitmap deletion files
+    const auto root = fixture("datasets", "deletions_2.0").string();
+    counters c;
+    const auto d = ds::dataset::open(root, std::nullopt, counting_factory(c));
+    const auto local = ds::dataset::open(root);
+    CHECK(d.count_rows() == local.count_rows());
+    check_same(local.to_batch(), d.to_batch());
+    CHECK(c.opened_any(".arrow"));
+    CHECK(c.opened_any(".bin"));
+  }
+  {  // stable row ids
+    const auto root = fixture("datasets", "stable_ids_2.0").string();
+    counters c;
+    const auto d = ds::dataset::open(root, std::nullopt, counting_factory(c));
+    const auto local = ds::dataset::open(root);
+    check_same(local.to_batch({.with_row_id = true}), d.to_batch({.with_row_id = true}));
+    const std::vector<std::uint64_t> ids{0, 9, 12};
+    check_same(local.take(ids), d.take(ids));
+  }
+  {  // blob v2 values in a blob file
+    const auto root = fixture("structural", "blob_2.2").string();
+    counters c;
+    const auto d = ds::dataset::open(root, std::nullopt, counting_factory(c));
+    const auto local = ds::dataset::open(root);
+    check_same(local.to_batch(), d.to_batch());
+    CHECK(c.opened_any(".blob"));
+    const std::vector<std::uint64_t> rows{4, 5};
+    check_same(local.take(rows, {"blob"}), d.take(rows, {"blob"}));
+  }
+}
+
+TEST_CASE("sources that prefer whole reads get large page buffers in one read, others in read_chunk_size pieces") {
+  temp_dir t;
+  const auto root = t.sub("big");
+  // Incompressible-ish values: one page buffer well over 64 KiB.
+  std::vector<std::int64_t> v(60000);
+  std::uint64_t x = 88172645463325252ull;
+  for (auto& e : v) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    e = std::int64_t(x);
+  }
+  ds::write(root, arrow::make_batch({{"v", arrow::make_array<std::int64_t>(v)}}));
+  const std::uint64_t chunk = 16 << 10;
+  ds::scan_options o;
+  o.reader_options.read_chunk_size = chunk;
+  const auto want = ds::dataset::open(root).to_batch();
+  {
+    counters c;  // like a local file: no splitting
+    const auto got = ds::dataset::open(root, std::nullopt, counting_factory(c, true)).to_batch(o);
+    check_same(want, got);
+    CHECK(c.largest > chunk);
+  }
+  {
+    counters c;  // a remote-like source: reads of at most read_chunk_size (as Lance)
+    const auto got = ds::dataset::open(root, std::nullopt, counting_factory(c, false)).to_batch(o);
+    check_same(want, got);
+    CHECK(c.largest <= chunk);
+    CHECK(c.reads > 4);
+  }
+  // Bad reader options are still refused by the file readers.
+  counters c;
+  ds::scan_options bad;
+  bad.reader_options.read_chunk_size = 0;
+  CHECK_THROWS_AS(ds::dataset::open(root, std::nullopt, counting_factory(c, true)).to_batch(bad), invalid_input_error);
+}
+
+TEST_CASE("a dataset served from memory reads nothing from the files on disk") {
+  temp_dir t;
+  const auto root = sample_dataset(t);
+  const auto want = ds::dataset::open(root).to_batch();
+  // Load every file, then damage the data files on disk (same sizes).
+  auto cache = std::make_shared<std::map<std::string, shared_bytes>>();
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    if (e.is_regular_file()) (*cache)[e.path().lexically_normal().string()] = io::file_source(e.path().string()).read_all();
+  for (const auto& e : fs::directory_iterator(fs::path(root) / "data")) {
+    const auto n = fs::file_size(e.path());
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << std::string(std::size_t(n), '\0');
+  }
+  CHECK_THROWS(ds::dataset::open(root).to_batch());
+  ds::source_factory from_memory = [cache](const std::string& path) {
+    auto it = cache->find(fs::path(path).lexically_normal().string());
+    if (it == cache->end()) throw io_error("not cached");
+    return io::memory_source(it->second, path);
+  };
+  const auto d = ds::dataset::open(root, std::nullopt, from_memory);
+  check_same(want, d.to_batch());
+}
+
+TEST_CASE("errors of a user's source keep their kind and name the file") {
+  temp_dir t;
+  const auto root = sample_dataset(t);
+  const auto fr = ds::dataset::open(root).fragments();
+  const auto data0 = fr.at(0).data_files.at(0);
+  const auto deletion0 = *fr.at(0).deletion_file;
+  // Fails for paths containing `part`, in one of three ways.
+  enum class how { open, read, truncated };
+  auto failing = [](std::string part, how h) -> ds::source_factory {
+    return [part, h](const std::string& path) -> io::any_source {
+      io::any_source real = io::file_source(path);
+      if (path.find(part) == std::string::npos) return real;
+      if (h == how::open) throw io_error("no such object");
+      struct bad {
+        io::any_source real;
+        how h;
+        std::uint64_t size() const { return h == how::truncated ? real.size() / 2 : real.size(); }
+        shared_bytes read(std::uint64_t o, std::uint64_t n) const {
+          if (h == how::read) throw io_error("connection reset");
+          io::check_range(o, n, size(), "object");
+          return real.read(o, n);
+        }
+      };
+      return bad{real, h};
+    };
+  };
+  auto scan_all = [&](const ds::source_factory& f) { return ds::dataset::open(root, std::nullopt, f).to_batch(); };
+
+  CHECK_THROWS_WITH_AS(scan_all(failing("/data/", how::open)),
+                       has("'" + data0 + "': no such object"), io_error);
+  CHECK_THROWS_WITH_AS(scan_all(failing("/data/", how::read)), doctest::Contains("connection reset"), io_error);
+  CHECK_THROWS_WITH_AS(scan_all(failing("/data/", how::read)), has(data0), io_error);
+  CHECK_THROWS_WITH_AS(scan_all(failing("/data/", how::truncated)), has(data0), corrupt_error);
+  CHECK_THROWS_WITH_AS(scan_all(failing("/_deletions/", how::read)), has(deletion0), io_error);
+  CHECK_THROWS_WITH_AS(ds::dataset::open(root, std::nullopt, failing("/_deletions/", how::open)).to_batch(),
+                       has(deletion0), io_error);
+  CHECK_THROWS_WITH_AS(ds::dataset::open(root, std::nullopt, failing("/_versions/", how::open)),
+                       doctest::Contains("/_versions/"), io_error);
+  CHECK_THROWS_WITH_AS(ds::dataset::open(root, std::nullopt, failing("/_versions/", how::truncated)),
+                       doctest::Contains("/_versions/"), corrupt_error);
+  const std::vector<std::uint64_t> rows{1};
+  CHECK_THROWS_WITH_AS(ds::dataset::open(root, std::nullopt, failing("/data/", how::read)).take(rows),
+                       has(data0), io_error);
+}
