@@ -10,3 +10,4 @@
 #include "lancet/dataset/write.hpp"
 #include "lancet/encoding/v2_1/blob.hpp"
 #include "lancet/encoding/v2_1/policy.hpp"
+#include "lancet/io/any_source.hpp"

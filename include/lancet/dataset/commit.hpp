@@ -54,8 +54,8 @@ struct snapshot {
 
 namespace commit_detail {
 
-inline snapshot load(const std::string& root, const version_entry& e) {
-  snapshot s{root, e, read_manifest_file_at(e.path)};
+inline snapshot load(const std::string& root, const version_entry& e, const source_factory& sources) {
+  snapshot s{root, e, read_manifest_file_at(e.path, sources)};
   if (s.file.manifest.version != e.version)
     throw corrupt_error("'" + e.path + "' is named for version " + std::to_string(e.version) + " but holds version " +
                         std::to_string(s.file.manifest.version));
@@ -64,18 +64,20 @@ inline snapshot load(const std::string& root, const version_entry& e) {
 
 }  // namespace commit_detail
 
-// The newest version of the dataset at `root`, or nullopt when it has none.
-inline std::optional<snapshot> load_latest(const std::string& root) {
+// The newest version of the dataset at `root`, or nullopt when it has none. The manifest
+// is read through `sources`; versions are found by listing _versions/ on the local
+// file system.
+inline std::optional<snapshot> load_latest(const std::string& root, const source_factory& sources = {}) {
   auto e = latest_version(root);
   if (!e) return std::nullopt;
-  return commit_detail::load(root, *e);
+  return commit_detail::load(root, *e, sources);
 }
 
 // A given version; invalid_input_error naming the versions that exist when it does not.
-inline snapshot load_version(const std::string& root, std::uint64_t version) {
+inline snapshot load_version(const std::string& root, std::uint64_t version, const source_factory& sources = {}) {
   auto all = list_versions(root);
   for (const auto& e : all)
-    if (e.version == version) return commit_detail::load(root, e);
+    if (e.version == version) return commit_detail::load(root, e, sources);
   std::string have;
   for (const auto& e : all) have += (have.empty() ? "" : ", ") + std::to_string(e.version);
   if (all.empty()) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");

@@ -383,33 +383,6 @@ class scanner {
   std::uint64_t chunk_begin_ = 0, chunk_end_ = 0, chunk_rows_ = 0;
 };
 
-namespace dataset_detail {
-inline snapshot load(const std::string& root, const version_entry& e, const source_factory& sources) {
-  snapshot s{root, e, read_manifest_file_at(e.path, sources)};
-  if (s.file.manifest.version != e.version)
-    throw corrupt_error("'" + e.path + "' is named for version " + std::to_string(e.version) + " but holds version " +
-                        std::to_string(s.file.manifest.version));
-  return s;
-}
-}  // namespace dataset_detail
-
-// load_latest and load_version (commit.hpp) with the manifest read through `sources`;
-// the version is found by listing _versions/ on the local file system.
-inline std::optional<snapshot> load_latest(const std::string& root, const source_factory& sources) {
-  auto e = latest_version(root);
-  if (!e) return std::nullopt;
-  return dataset_detail::load(root, *e, sources);
-}
-inline snapshot load_version(const std::string& root, std::uint64_t version, const source_factory& sources) {
-  auto all = list_versions(root);
-  for (const auto& e : all)
-    if (e.version == version) return dataset_detail::load(root, e, sources);
-  std::string have;
-  for (const auto& e : all) have += (have.empty() ? "" : ", ") + std::to_string(e.version);
-  if (all.empty()) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
-  throw invalid_input_error("dataset '" + root + "' has no version " + std::to_string(version) + " (it has " + have + ")");
-}
-
 class dataset {
  public:
   // Opens the latest version (or `version`) of the dataset at `root`; every file it

@@ -198,15 +198,8 @@ class fragment_reader {
     const auto& df = fragment_.files.at(file);
     const std::string path = data_file_path(root_, *manifest_, df);
     auto r = manifest_detail::naming_path(path, [&] {
-      io::any_source src = sources_(path);
-      auto ro = reader_options_;
-      // file_reader reads an io::file_source in one piece whatever the size (one pread
-      // is one request; pieces would only be copied together again). Through an
-      // any_source it cannot see the type, so the source's capability says it. (A
-      // zero chunk is left for file_reader to refuse.)
-      if (src.prefers_whole_reads() && ro.read_chunk_size != 0)
-        ro.read_chunk_size = std::numeric_limits<std::uint64_t>::max();
-      return std::make_shared<reader_type>(std::move(src), ro);
+      // file_reader asks the source whether to split large reads (prefers_whole_reads).
+      return std::make_shared<reader_type>(sources_(path), reader_options_);
     });
     if (fragment_.physical_rows && r->num_rows() != fragment_.physical_rows)
       throw corrupt_error("data file '" + path + "' has " + std::to_string(r->num_rows()) + " rows but fragment " +

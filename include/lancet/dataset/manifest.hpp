@@ -338,14 +338,20 @@ inline std::string read_small_file(const std::string& path, std::uint64_t max_by
   return out;
 }
 
-// Reads and parses a manifest file; errors name the path.
-inline manifest_file read_manifest_file_at(const std::string& path) {
-  std::string bytes = read_small_file(path);
+namespace manifest_detail {
+// Parses the bytes of the manifest file at `path`; errors name the path.
+inline manifest_file parse_at(const std::string& path, const std::string& bytes) {
   try {
     return read_manifest_file(std::string_view(bytes));
   } catch (const corrupt_error& e) {
     throw corrupt_error("'" + path + "': " + manifest_detail::message_of(e));
   }
+}
+}  // namespace manifest_detail
+
+// Reads and parses a manifest file; errors name the path.
+inline manifest_file read_manifest_file_at(const std::string& path) {
+  return manifest_detail::parse_at(path, read_small_file(path));
 }
 
 // ---------------------------------------------------------------------------------
@@ -440,12 +446,8 @@ inline std::string read_small_file(const source_factory& sources, const std::str
 
 // Reads and parses a manifest file through a source factory; errors name the path.
 inline manifest_file read_manifest_file_at(const std::string& path, const source_factory& sources) {
-  std::string bytes = read_small_file(sources, path);
-  try {
-    return read_manifest_file(std::string_view(bytes));
-  } catch (const corrupt_error& e) {
-    throw corrupt_error("'" + path + "': " + manifest_detail::message_of(e));
-  }
+  if (sources.is_local()) return read_manifest_file_at(path);
+  return manifest_detail::parse_at(path, read_small_file(sources, path));
 }
 
 // ---------------------------------------------------------------------------------

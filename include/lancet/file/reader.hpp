@@ -146,7 +146,8 @@ class file_reader {
     if constexpr (requires { source_.is_zero_copy(); }) zero_copy = source_.is_zero_copy();
     // A local file: one pread of any size is one request, and pieces would only be
     // copied together again (every 8.9 MiB page of 128-d vectors, in a full scan).
-    if constexpr (std::is_same_v<Source, io::file_source>) zero_copy = true;
+    if constexpr (requires { source_.prefers_whole_reads(); })
+      if (source_.prefers_whole_reads()) zero_copy = true;
     if (size <= chunk || zero_copy) return source_.read(offset, size);
     io::check_range(offset, size, source_.size(), io::detail::source_name(source_));
     const std::uint64_t pieces = (size + chunk - 1) / chunk;

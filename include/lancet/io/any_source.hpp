@@ -12,9 +12,8 @@
 //   is_zero_copy()        the source hands out views (memory, mapped files): readers
 //                         neither merge nearby ranges nor split large ones
 //   prefers_whole_reads() one read of any size is one request and splitting it gains
-//                         nothing (local files read with pread); true for
-//                         io::file_source, or what the held source's own
-//                         prefers_whole_reads() says; false otherwise
+//                         nothing (local files read with pread, io::file_source):
+//                         what the held source's prefers_whole_reads() says, else false
 //   name()                what errors call the source (a file_source's path); the
 //                         held source's name(), else "source"
 //
@@ -30,7 +29,6 @@
 #include <utility>
 
 #include "lancet/core/buffer.hpp"
-#include "lancet/io/file_source.hpp"
 #include "lancet/io/source.hpp"
 
 namespace lancet::io {
@@ -78,7 +76,7 @@ class any_source {
     }
     bool prefers_whole_reads() const noexcept override {
       if constexpr (requires { s.prefers_whole_reads(); }) return s.prefers_whole_reads();
-      else return std::is_same_v<S, file_source>;
+      else return false;
     }
   };
 

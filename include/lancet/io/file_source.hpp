@@ -72,6 +72,8 @@ class file_source {
   shared_bytes read_all() const { return read(0, size()); }
 
   bool is_zero_copy() const noexcept { return state_->mapped; }
+  // One pread of any size is one request: readers need not split large reads.
+  bool prefers_whole_reads() const noexcept { return true; }
   const std::string& path() const noexcept { return state_->path; }
   const std::string& name() const noexcept { return state_->path; }
 
