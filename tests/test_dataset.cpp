@@ -32,6 +32,7 @@
 #include <lancet/io/failing_sink.hpp>
 #include <lancet/io/file_sink.hpp>
 
+#include "support/temp_dir.hpp"
 #include "support/random_data.hpp"
 
 using namespace lancet;
@@ -41,25 +42,7 @@ namespace ds = lancet::dataset;
 
 namespace {
 
-class temp_dir {
- public:
-  explicit temp_dir(const std::string& tag) {
-    std::string t = (fs::temp_directory_path() / ("lancet-ds-" + tag + "-XXXXXX")).string();
-    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = t;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  std::string path() const { return path_.string(); }
-  std::string sub(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using temp_dir = lancet::testing::scratch_dir;
 
 // id: int64 (start..start+n), name: utf8 with nulls, vec: fixed_size_list<float32, 4>.
 record_batch sample_batch(std::int64_t start, std::int64_t n) {

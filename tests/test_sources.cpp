@@ -31,26 +31,11 @@ using namespace lancet;
 namespace fs = std::filesystem;
 namespace ds = lancet::dataset;
 
+#include "support/temp_dir.hpp"
+
 namespace {
 
-class temp_dir {
- public:
-  temp_dir() {
-    std::string t = (fs::temp_directory_path() / "lancet-sources-XXXXXX").string();
-    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = t;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  std::string sub(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using temp_dir = lancet::testing::scratch_dir;
 
 fs::path fixture(const std::string& dir, const std::string& name) {
   return fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / dir / name;

@@ -29,46 +29,32 @@ struct structural_policy_strategy<Minor, Policy, false> {
   static_assert(encoding::v2_1::check_structural_policy<Policy>());
   using type = encoding::v2_1::default_strategy<Minor>;
 };
+
+// What the structural versions share: 2.<Minor> in files and in memory, structural
+// page layouts, pages not split when written (large pages are split on read).
+template <unsigned Minor, bool Unstable>
+struct structural_version {
+  static constexpr format_version value = format_version(Minor);
+  static constexpr std::uint16_t footer_major = 2, footer_minor = Minor;
+  static constexpr std::uint16_t memory_major = 2, memory_minor = Minor;
+  static constexpr bool structural = true;
+  static constexpr bool unstable = Unstable;
+  static constexpr bool split_pages_on_write = false;
+  using default_strategy = encoding::v2_1::default_strategy<Minor>;
+  template <class Policy>
+  using policy_strategy = typename structural_policy_strategy<Minor, Policy>::type;
+};
 }  // namespace detail
 
 // Lance 2.1: structural encodings (rep/def levels, mini-block and full-zip pages).
-struct v2_1 {
-  static constexpr format_version value = format_version::v2_1;
-  static constexpr std::uint16_t footer_major = 2, footer_minor = 1;
-  static constexpr std::uint16_t memory_major = 2, memory_minor = 1;
-  static constexpr bool structural = true;
-  static constexpr bool unstable = false;
-  static constexpr bool split_pages_on_write = false;  // large pages are split on read
-  using default_strategy = encoding::v2_1::default_strategy<1>;
-  template <class Policy>
-  using policy_strategy = typename detail::structural_policy_strategy<1, Policy>::type;
-};
-
+struct v2_1 : detail::structural_version<1, false> {};
 // Lance 2.2 ("stable" in Lance 12): 32-bit mini-block chunk sizes (has_large_chunk),
 // constant pages, LZ4-compressed dictionaries, RLE for levels.
-struct v2_2 {
-  static constexpr format_version value = format_version::v2_2;
-  static constexpr std::uint16_t footer_major = 2, footer_minor = 2;
-  static constexpr std::uint16_t memory_major = 2, memory_minor = 2;
-  static constexpr bool structural = true;
-  static constexpr bool unstable = false;
-  static constexpr bool split_pages_on_write = false;
-  using default_strategy = encoding::v2_1::default_strategy<2>;
-  template <class Policy>
-  using policy_strategy = typename detail::structural_policy_strategy<2, Policy>::type;
-};
-
+struct v2_2 : detail::structural_version<2, false> {};
 // Lance 2.3 ("next"): unstable; lancet writes it as 2.2 does and warns, as Lance does.
-struct v2_3 {
-  static constexpr format_version value = format_version::v2_3;
-  static constexpr std::uint16_t footer_major = 2, footer_minor = 3;
-  static constexpr std::uint16_t memory_major = 2, memory_minor = 3;
-  static constexpr bool structural = true;
-  static constexpr bool unstable = true;
-  static constexpr bool split_pages_on_write = false;
-  using default_strategy = encoding::v2_1::default_strategy<3>;
-  template <class Policy>
-  using policy_strategy = typename detail::structural_policy_strategy<3, Policy>::type;
-};
+struct v2_3 : detail::structural_version<3, true> {};
+
+static_assert(v2_1::value == format_version::v2_1 && v2_2::value == format_version::v2_2 &&
+              v2_3::value == format_version::v2_3);
 
 }  // namespace lancet::file
