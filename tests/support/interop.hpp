@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.hpp"
+
 #ifndef LANCET_SOURCE_ROOT
 #error "LANCET_SOURCE_ROOT must name the source tree (tests/meson.build defines it)"
 #endif
@@ -57,24 +59,12 @@ inline std::string node(const std::string& script, const std::vector<std::string
   return r.out;
 }
 
-// A fresh directory removed at the end of the scope.
-class temp_dir {
+// A fresh directory removed at the end of the scope (scratch_dir, with its path as a
+// std::filesystem::path for the interop scripts' arguments).
+class temp_dir : public scratch_dir {
  public:
-  explicit temp_dir(const std::string& tag) {
-    std::string t = (std::filesystem::temp_directory_path() / ("lancet-" + tag + "-XXXXXX")).string();
-    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = t;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  const std::filesystem::path& path() const noexcept { return path_; }
-
- private:
-  std::filesystem::path path_;
+  explicit temp_dir(const std::string& tag) : scratch_dir(tag) {}
+  std::filesystem::path path() const { return scratch_dir::path(); }
 };
 
 // The data files of a dataset directory, sorted by name.
