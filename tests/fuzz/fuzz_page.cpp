@@ -34,7 +34,7 @@ template <class Strategy>
 pages encode(const arrow::field& f, const arrow::array_ptr& a) {
   std::vector<std::int32_t> ids(256);
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int32_t(i);
-  encoding::v2_0::field_id_cursor cursor(ids);
+  encoding::field_id_cursor cursor(ids);
   encoding::column_index_sequence seq;
   Strategy s;
   auto enc = s.make_field_encoder(f, cursor, seq, encoding::encoding_options{});
