@@ -9,6 +9,9 @@
 //   list / large_list         : [validity, offsets]      children[0] = items
 //   fixed_size_list           : [validity]               children[0] = items (length*size)
 //   struct                    : [validity]               children    = members
+//   map                       : [validity, offsets(i32)] children[0] = entries (struct<key, value>)
+//   dictionary                : [validity, indices]      children[0] = the dictionary (values;
+//                                                         `offset` does not apply to it)
 // An empty validity buffer means "all valid". `offset` applies to every buffer in
 // units of values (bits for booleans and validity) and, for structs and fixed-size
 // lists, to the children as Arrow specifies.
@@ -80,6 +83,20 @@ struct array_data {
                        type->id == type_id::large_list;
     return large ? buffers[1].as<std::int64_t>()[offset + i]
                  : std::int64_t{buffers[1].as<std::int32_t>()[offset + i]};
+  }
+  // The dictionary index of slot i (dictionary arrays; the slot must be valid).
+  std::int64_t dictionary_index(std::int64_t i) const noexcept {
+    const auto* p = buffers[1].data();
+    const auto j = offset + i;
+    switch (type->index_type->id) {
+      case type_id::int8: return reinterpret_cast<const std::int8_t*>(p)[j];
+      case type_id::uint8: return p[j];
+      case type_id::int16: return reinterpret_cast<const std::int16_t*>(p)[j];
+      case type_id::uint16: return reinterpret_cast<const std::uint16_t*>(p)[j];
+      case type_id::int32: return reinterpret_cast<const std::int32_t*>(p)[j];
+      case type_id::uint32: return reinterpret_cast<const std::uint32_t*>(p)[j];
+      default: return reinterpret_cast<const std::int64_t*>(p)[j];
+    }
   }
   std::string_view string_value(std::int64_t i) const noexcept {
     auto b = value_offset(i), e = value_offset(i + 1);

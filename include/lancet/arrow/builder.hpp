@@ -660,6 +660,33 @@ inline array_ptr make_large_list(array_ptr child, const std::vector<std::int64_t
   return make_large_list(std::move(item), std::move(child), offsets, validity);
 }
 
+// map<key, value>: `offsets` (length + 1 entries) into `keys` and `values` (entry
+// arrays of equal length; keys must not be null).
+inline array_ptr make_map(array_ptr keys, array_ptr values, const std::vector<std::int32_t>& offsets,
+                          const validity_list& validity = {}, bool value_nullable = true) {
+  if (!keys || !values) throw invalid_input_error("make_map: the key or value array is null");
+  if (keys->length != values->length)
+    throw invalid_input_error("make_map: " + std::to_string(keys->length) + " keys but " +
+                              std::to_string(values->length) + " values");
+  if (keys->count_nulls() > 0) throw invalid_input_error("make_map: map keys cannot be null");
+  auto t = map(keys->type, values->type, value_nullable);
+  const auto& entries_field = t->children[0];
+  auto entries = detail::new_array(entries_field.type, keys->length, 0, {shared_bytes()}, {keys, values});
+  auto list = detail::make_list_impl(type_id::list, entries_field, std::move(entries), offsets, validity);
+  auto out = std::make_shared<array_data>(*list);
+  out->type = std::move(t);
+  return out;
+}
+
+// dictionary<index, value>: integer `indices` (nulls are null slots) into `dictionary`.
+inline array_ptr make_dictionary(array_ptr indices, array_ptr dictionary_values) {
+  if (!indices || !dictionary_values) throw invalid_input_error("make_dictionary: an array is null");
+  auto out = std::make_shared<array_data>(*indices);
+  out->type = dictionary(indices->type, dictionary_values->type);
+  out->children = {std::move(dictionary_values)};
+  return out;
+}
+
 // fixed_size_list<item>[size]: the child holds length * size values.
 inline array_ptr make_fixed_size_list(field item, array_ptr child, std::int32_t size,
                                       const validity_list& validity = {}) {

@@ -140,6 +140,9 @@ inline std::string format_string(const data_type& t) {
     case type_id::list: return "+l";
     case type_id::large_list: return "+L";
     case type_id::struct_: return "+s";
+    case type_id::map: return "+m";
+    case type_id::dictionary:
+      throw unsupported_error("format_string: dictionary types are not supported by lancet's C Data Interface");
   }
   throw invalid_input_error("format_string: unknown type id");
 }
@@ -283,6 +286,11 @@ inline std::shared_ptr<data_type> parse_format(std::string_view f, int& n_childr
     n_children = -1;
     return t;
   }
+  if (f == "+m") {
+    t->id = type_id::map;
+    n_children = 1;
+    return t;
+  }
   throw unsupported_error("ArrowSchema '" + std::string(path) + "': Arrow format '" + std::string(f) +
                           "' is not supported by lancet");
 }
@@ -350,6 +358,7 @@ inline field import_field_impl(const ArrowSchema* s, const std::string& parent_p
                          std::to_string(s->n_children));
   for (std::int64_t i = 0; i < s->n_children; ++i)
     t->children.push_back(import_field_impl(s->children[i], path, depth + 1));
+  if (t->id == type_id::map) t->keys_sorted = (s->flags & ARROW_FLAG_MAP_KEYS_SORTED) != 0;
   field f;
   f.name = name;
   f.nullable = (s->flags & ARROW_FLAG_NULLABLE) != 0;
@@ -434,7 +443,7 @@ inline array_ptr import_node(const ArrowArray* a, const type_ptr& type, const st
     case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary:
       want_buffers = 3;
       break;
-    case type_id::list: case type_id::large_list: want_children = 1; break;
+    case type_id::list: case type_id::large_list: case type_id::map: want_children = 1; break;
     case type_id::fixed_size_list: want_buffers = 1; want_children = 1; break;
     case type_id::struct_: want_buffers = 1; want_children = std::int64_t(t.children.size()); break;
     default: break;
@@ -483,14 +492,14 @@ inline array_ptr import_node(const ArrowArray* a, const type_ptr& type, const st
     case type_id::null: case type_id::struct_: case type_id::fixed_size_list: break;
     case type_id::boolean: out->buffers.push_back(required(1, (end + 7) / 8, 1, "values")); break;
     case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary:
-    case type_id::list: case type_id::large_list: {
+    case type_id::list: case type_id::large_list: case type_id::map: {
       const bool large = t.id == type_id::large_utf8 || t.id == type_id::large_binary || t.id == type_id::large_list;
       const std::int64_t w = large ? 8 : 4;
       auto offsets = required(1, checked_bytes(end + 1, w), w, "offsets");
       const auto* last = offsets.data() + end * w;
       const std::int64_t data_end = large ? le::load<std::int64_t>(last) : std::int64_t(le::load<std::int32_t>(last));
       out->buffers.push_back(std::move(offsets));
-      if (t.id != type_id::list && t.id != type_id::large_list) {
+      if (!is_list_like(t.id)) {
         if (data_end < 0) bad_array(path, "last offset " + std::to_string(data_end) + " is negative");
         out->buffers.push_back(required(2, data_end, 1, "data"));
       }
@@ -614,7 +623,7 @@ inline void export_field_into(const std::string& name, const data_type& t, bool 
   out->format = p->format.c_str();
   out->name = p->name.c_str();
   out->metadata = p->metadata.empty() ? nullptr : p->metadata.data();
-  out->flags = nullable ? ARROW_FLAG_NULLABLE : 0;
+  out->flags = (nullable ? ARROW_FLAG_NULLABLE : 0) | (t.id == type_id::map && t.keys_sorted ? ARROW_FLAG_MAP_KEYS_SORTED : 0);
   out->n_children = std::int64_t(p->child_ptrs.size());
   out->children = p->child_ptrs.empty() ? nullptr : p->child_ptrs.data();
   out->dictionary = nullptr;

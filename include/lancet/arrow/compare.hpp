@@ -56,9 +56,14 @@ inline std::optional<std::string> type_difference(const data_type& a, const data
   };
   if (a.id != b.id || a.unit != b.unit || a.timezone != b.timezone || a.byte_width != b.byte_width ||
       a.list_size != b.list_size || a.precision != b.precision || a.scale != b.scale ||
-      a.children.size() != b.children.size())
+      a.children.size() != b.children.size() || a.keys_sorted != b.keys_sorted ||
+      bool(a.index_type) != bool(b.index_type) || (a.index_type && a.index_type->id != b.index_type->id))
     return here(to_string(a) + " vs " + to_string(b));
   for (std::size_t i = 0; i < a.children.size(); ++i) {
+    if (a.id == type_id::dictionary) {  // the values field's name and nullability mean nothing
+      if (auto d = type_difference(*a.children[i].type, *b.children[i].type, o, where + "<values>")) return d;
+      continue;
+    }
     const auto& x = a.children[i];
     const auto& y = b.children[i];
     const std::string sub = where + (a.id == type_id::struct_ ? "." + x.name : std::string("<item>"));
@@ -151,6 +156,8 @@ inline std::string format_value(const array_data& a, std::int64_t i) {
     case type_id::utf8: case type_id::large_utf8: return quote_bytes(a.string_value(i), true);
     case type_id::binary: case type_id::large_binary: return quote_bytes(a.string_value(i), false);
     case type_id::fixed_size_binary: return quote_bytes(a.fixed_binary_value(i), false);
+    case type_id::dictionary: return format_value(*a.children[0], a.dictionary_index(i));
+    case type_id::map: return "map of " + std::to_string(a.value_offset(i + 1) - a.value_offset(i));
     case type_id::list: case type_id::large_list:
       return "list of " + std::to_string(a.value_offset(i + 1) - a.value_offset(i));
     case type_id::fixed_size_list: return "fixed_size_list of " + std::to_string(t.list_size);
@@ -185,7 +192,9 @@ inline std::optional<std::string> diff_slot(const array_data& a, std::int64_t i,
     case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary:
       if (a.string_value(i) != b.string_value(j)) return report(a, i, b, j, at);
       return std::nullopt;
-    case type_id::list: case type_id::large_list: {
+    case type_id::dictionary:
+      return diff_slot(*a.children[0], a.dictionary_index(i), *b.children[0], b.dictionary_index(j), at, o);
+    case type_id::list: case type_id::large_list: case type_id::map: {
       const auto sa = a.value_offset(i), sb = b.value_offset(j);
       const auto na = a.value_offset(i + 1) - sa, nb = b.value_offset(j + 1) - sb;
       if (na != nb)

@@ -18,6 +18,8 @@ enum class type_id : std::uint8_t {
   decimal128, decimal256,
   utf8, large_utf8, binary, large_binary, fixed_size_binary,
   fixed_size_list, list, large_list, struct_,
+  map,         // list<struct<key, value>> physically (see array.hpp); Lance: 2.2+
+  dictionary,  // indices of `index_type` into a dictionary of children[0]'s type
 };
 
 enum class time_unit : std::uint8_t { second, milli, micro, nano };
@@ -43,7 +45,11 @@ struct data_type {
   std::int32_t list_size = 0;          // fixed_size_list
   std::int32_t precision = 0;          // decimal
   std::int32_t scale = 0;              // decimal
-  std::vector<field> children;         // list kinds: one item field; struct: members
+  std::vector<field> children;         // list kinds: one item field; struct: members;
+                                       // map: one non-null "entries" struct<key, value>;
+                                       // dictionary: one "values" field (the value type)
+  bool keys_sorted = false;            // map
+  type_ptr index_type{};               // dictionary: an integer type
 };
 
 struct schema {
@@ -78,8 +84,9 @@ inline bool is_binary_like(type_id id) noexcept {
 inline bool is_large_binary_like(type_id id) noexcept {
   return id == type_id::large_utf8 || id == type_id::large_binary;
 }
+// Lists, and maps (a map is a list of key/value structs wherever layout matters).
 inline bool is_list_like(type_id id) noexcept {
-  return id == type_id::list || id == type_id::large_list;
+  return id == type_id::list || id == type_id::large_list || id == type_id::map;
 }
 inline bool is_nested(type_id id) noexcept {
   return is_list_like(id) || id == type_id::fixed_size_list || id == type_id::struct_;
@@ -172,6 +179,30 @@ inline type_ptr large_list(field item) {
 inline type_ptr large_list(type_ptr item, bool item_nullable = true) {
   return large_list(field{"item", std::move(item), item_nullable, {}});
 }
+// map<key, value>: entries struct<key not null, value>, named as Arrow names them.
+inline type_ptr map(field key, field value, bool keys_sorted = false) {
+  auto t = std::make_shared<data_type>();
+  t->id = type_id::map;
+  t->keys_sorted = keys_sorted;
+  key.nullable = false;
+  auto entries = std::make_shared<data_type>();
+  entries->id = type_id::struct_;
+  entries->children = {std::move(key), std::move(value)};
+  t->children.push_back(field{"entries", std::move(entries), false, {}});
+  return t;
+}
+inline type_ptr map(type_ptr key, type_ptr value, bool value_nullable = true, bool keys_sorted = false) {
+  return map(field{"key", std::move(key), false, {}}, field{"value", std::move(value), value_nullable, {}},
+             keys_sorted);
+}
+// dictionary<index, value>: the index type is an integer type.
+inline type_ptr dictionary(type_ptr index, type_ptr value) {
+  auto t = std::make_shared<data_type>();
+  t->id = type_id::dictionary;
+  t->index_type = std::move(index);
+  t->children.push_back(field{"values", std::move(value), true, {}});
+  return t;
+}
 inline type_ptr struct_(std::vector<field> members) {
   auto t = std::make_shared<data_type>();
   t->id = type_id::struct_;
@@ -187,13 +218,19 @@ inline bool equals(const field& a, const field& b) noexcept {
 inline bool equals(const data_type& a, const data_type& b) noexcept {
   if (a.id != b.id || a.unit != b.unit || a.timezone != b.timezone ||
       a.byte_width != b.byte_width || a.list_size != b.list_size ||
-      a.precision != b.precision || a.scale != b.scale || a.children.size() != b.children.size())
+      a.precision != b.precision || a.scale != b.scale || a.children.size() != b.children.size() ||
+      a.keys_sorted != b.keys_sorted || bool(a.index_type) != bool(b.index_type) ||
+      (a.index_type && !equals(*a.index_type, *b.index_type)))
     return false;
   for (std::size_t i = 0; i < a.children.size(); ++i) {
     const auto& x = a.children[i];
     const auto& y = b.children[i];
+    if (a.id == type_id::dictionary) {
+      if (!equals(*x.type, *y.type)) return false;
+      continue;
+    }
     if (x.nullable != y.nullable || !equals(*x.type, *y.type)) return false;
-    if (a.id == type_id::struct_ && x.name != y.name) return false;
+    if ((a.id == type_id::struct_) && x.name != y.name) return false;
   }
   return true;
 }
@@ -252,6 +289,16 @@ inline std::string to_string(const data_type& t) {
     case type_id::list: return "list<" + (t.children.empty() ? std::string("?") : child(t.children[0])) + ">";
     case type_id::large_list:
       return "large_list<" + (t.children.empty() ? std::string("?") : child(t.children[0])) + ">";
+    case type_id::map: {
+      if (t.children.empty() || !t.children[0].type || t.children[0].type->children.size() != 2) return "map<?>";
+      const auto& kv = t.children[0].type->children;
+      return "map<" + (kv[0].type ? to_string(*kv[0].type) : std::string("?")) + ", " +
+             (kv[1].type ? to_string(*kv[1].type) : std::string("?")) + (kv[1].nullable ? "" : " not null") +
+             (t.keys_sorted ? ", keys_sorted" : "") + ">";
+    }
+    case type_id::dictionary:
+      return "dictionary<" + (t.index_type ? to_string(*t.index_type) : std::string("?")) + ", " +
+             (t.children.empty() || !t.children[0].type ? std::string("?") : to_string(*t.children[0].type)) + ">";
     case type_id::struct_: {
       std::string s = "struct<";
       for (std::size_t i = 0; i < t.children.size(); ++i) s += (i ? ", " : "") + child(t.children[i]);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <bit>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -123,9 +124,27 @@ inline void validate_type_impl(const data_type& t, const std::string& path, int 
       break;
     default: break;
   }
-  const bool one_child = t.id == type_id::list || t.id == type_id::large_list || t.id == type_id::fixed_size_list;
+  const bool one_child = t.id == type_id::list || t.id == type_id::large_list || t.id == type_id::fixed_size_list ||
+                         t.id == type_id::map || t.id == type_id::dictionary;
   if (one_child && t.children.size() != 1)
     bad(to_string(t) + " needs exactly one item field, has " + std::to_string(t.children.size()));
+  if (t.id == type_id::map) {
+    const auto& e = t.children[0];
+    if (!e.type || e.type->id != type_id::struct_ || e.type->children.size() != 2)
+      bad(to_string(t) + ": the entries field must be a struct of a key and a value");
+    if (e.nullable) bad(to_string(t) + ": the entries field must not be nullable");
+    if (e.type->children[0].nullable) bad(to_string(t) + ": the key field must not be nullable");
+  }
+  if (t.id == type_id::dictionary) {
+    const auto* ix = t.index_type.get();
+    if (!ix || !(ix->id == type_id::int8 || ix->id == type_id::int16 || ix->id == type_id::int32 ||
+                 ix->id == type_id::int64 || ix->id == type_id::uint8 || ix->id == type_id::uint16 ||
+                 ix->id == type_id::uint32 || ix->id == type_id::uint64))
+      bad(to_string(t) + ": the index type must be an integer type");
+    const auto* v = t.children[0].type.get();
+    if (v && (is_nested(v->id) || v->id == type_id::dictionary))
+      bad(to_string(t) + ": dictionary values must not be nested");
+  }
   if (!one_child && t.id != type_id::struct_ && !t.children.empty())
     bad(to_string(t) + " cannot have child fields");
   for (const auto& c : t.children) {
@@ -195,7 +214,8 @@ inline void validate_impl(const array_data& a, const std::string& path, const va
     case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary:
       want_buffers = 3;
       break;
-    case type_id::list: case type_id::large_list: want_buffers = 2; want_children = 1; break;
+    case type_id::list: case type_id::large_list: case type_id::map: want_buffers = 2; want_children = 1; break;
+    case type_id::dictionary: want_buffers = 2; want_children = 1; break;
     case type_id::fixed_size_list: want_buffers = 1; want_children = 1; break;
     case type_id::struct_: want_buffers = 1; want_children = t.children.size(); break;
     default: want_buffers = 2; break;
@@ -244,7 +264,7 @@ inline void validate_impl(const array_data& a, const std::string& path, const va
       else check_offsets<std::int32_t>(a, std::int64_t(d.size()), "data buffer", path, utf8);
       break;
     }
-    case type_id::list: case type_id::large_list: {
+    case type_id::list: case type_id::large_list: case type_id::map: {
       const bool large = t.id == type_id::large_list;
       const std::int64_t w = large ? 8 : 4;
       const auto& child = a.children[0];
@@ -262,6 +282,34 @@ inline void validate_impl(const array_data& a, const std::string& path, const va
         invalid(path, "the item array has " + std::to_string(child->length) + " values, needs " +
                           std::to_string(need) + " (" + std::to_string(end) + " lists of " +
                           std::to_string(t.list_size) + ")");
+      break;
+    }
+    case type_id::dictionary: {
+      // Indices (offset applies) into the whole dictionary (children[0], never sliced).
+      const auto& dict = a.children[0];
+      if (!dict) invalid(path, "the dictionary array is null");
+      const std::int64_t bytes = bit_width(*t.index_type) / 8;
+      need_buffer(a, 1, checked_mul(end, bytes, path), bytes, "indices", path);
+      const auto* p = a.buffers[1].data();
+      for (std::int64_t i = 0; i < a.length; ++i) {
+        if (!a.is_valid(i)) continue;
+        const auto* q = p + (a.offset + i) * bytes;
+        std::int64_t k = 0;
+        bool neg = false;
+        switch (t.index_type->id) {
+          case type_id::int8: k = *reinterpret_cast<const std::int8_t*>(q); break;
+          case type_id::uint8: k = *q; break;
+          case type_id::int16: { std::int16_t v; std::memcpy(&v, q, 2); k = v; break; }
+          case type_id::uint16: { std::uint16_t v; std::memcpy(&v, q, 2); k = v; break; }
+          case type_id::int32: { std::int32_t v; std::memcpy(&v, q, 4); k = v; break; }
+          case type_id::uint32: { std::uint32_t v; std::memcpy(&v, q, 4); k = v; break; }
+          case type_id::int64: { std::int64_t v; std::memcpy(&v, q, 8); k = v; break; }
+          default: { std::uint64_t v; std::memcpy(&v, q, 8); neg = v > std::uint64_t(INT64_MAX); k = std::int64_t(v); }
+        }
+        if (neg || k < 0 || k >= dict->length)
+          invalid(path, "index " + std::to_string(k) + " at slot " + std::to_string(i) +
+                            " is outside the dictionary of " + std::to_string(dict->length) + " values");
+      }
       break;
     }
     case type_id::struct_:

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "lancet/arrow/array.hpp"
+#include "lancet/arrow/dictionary.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/encoding/v2_0/decoder.hpp"
@@ -105,11 +106,11 @@ class file_reader {
     batch.schema = out_schema;
     if (req.indices) {
       check_indices(*req.indices, fields);
-      for (auto f : fields) batch.columns.push_back(take_field(f, *req.indices));
+      for (auto f : fields) batch.columns.push_back(with_dictionaries(f, take_field(f, *req.indices)));
       return batch;
     }
     const auto [begin, end] = resolve_range(req.range, fields);
-    for (auto f : fields) batch.columns.push_back(read_field(f, begin, end));
+    for (auto f : fields) batch.columns.push_back(with_dictionaries(f, read_field(f, begin, end)));
     return batch;
   }
 
@@ -187,6 +188,9 @@ class file_reader {
       num_rows_ = fd.second;
     }
     arrow_schema_ = schema::to_arrow(schema_);
+    // Pages hold a dictionary field's values: decode as the value types, then encode.
+    physical_fields_ = arrow_schema_.fields;
+    for (auto& f : physical_fields_) f.type = arrow::without_dictionaries(f.type);
     columns_.reserve(metas.size());
     for (std::size_t i = 0; i < metas.size(); ++i) {
       auto bytes = source_.read(metas[i].position, metas[i].size);
@@ -213,7 +217,7 @@ class file_reader {
     std::uint32_t next = 0;
     for (std::size_t f = 0; f < schema_.fields.size(); ++f) {
       field_columns_.push_back(next);
-      next += structural() ? encoding::v2_1::column_count(arrow_schema_.fields[f]) : count_columns(schema_.fields[f]);
+      next += structural() ? encoding::v2_1::column_count(physical_fields_[f]) : count_columns(schema_.fields[f]);
     }
     if (next != columns_.size())
       throw corrupt_error("the schema needs " + std::to_string(next) + " columns but the file has " +
@@ -293,23 +297,29 @@ class file_reader {
       for (std::size_t k = i; k < j; ++k) parts.push_back(arrow::slice(run, std::int64_t(idx[k] - idx[i]), 1));
       i = j;
     }
-    return encoding::detail::concat(parts, arrow_schema_.fields[f].type);
+    return encoding::detail::concat(parts, physical_fields_[f].type);
+  }
+
+  // The decoded values of field f in the field's own type (dictionaries re-encoded).
+  arrow::array_ptr with_dictionaries(std::size_t f, arrow::array_ptr a) const {
+    if (physical_fields_[f].type == arrow_schema_.fields[f].type) return a;
+    return arrow::encode_dictionaries(a, arrow_schema_.fields[f].type);
   }
 
   arrow::array_ptr read_field(std::size_t f, std::uint64_t begin, std::uint64_t end) const {
     std::uint32_t col = field_columns_[f];
     if (structural()) {
-      const auto n = encoding::v2_1::column_count(arrow_schema_.fields[f]);
+      const auto n = encoding::v2_1::column_count(physical_fields_[f]);
       std::vector<encoding::v2_1::column_pages> cols;
       for (std::uint32_t c = col; c < col + n; ++c)
         cols.push_back({&columns_.at(c).metadata, columns_.at(c).page_starts});
-      return encoding::v2_1::decode_field(arrow_schema_.fields[f], cols, col, begin, end,
+      return encoding::v2_1::decode_field(physical_fields_[f], cols, col, begin, end,
                                           [this](std::uint32_t c, std::size_t p) { return cached_page_buffers(c, p); },
                                           [this](std::uint64_t offset, std::uint64_t size) {
                                             return read_split(offset, size);
                                           });
     }
-    return decode_field(schema_.fields[f], arrow_schema_.fields[f], col, begin, end);
+    return decode_field(schema_.fields[f], physical_fields_[f], col, begin, end);
   }
 
   std::vector<shared_bytes> cached_page_buffers(std::uint32_t c, std::size_t p) const {
@@ -379,7 +389,7 @@ class file_reader {
       return out;
     }
     if (arrow::is_list_like(id)) return decode_list(lf, af, col, my_col, begin, end);
-    return decode_primitive(c, my_col, af.type, begin, end);
+    return decode_primitive(c, my_col, af.type, begin, end, lf.logical_type.starts_with("dict:"));
   }
 
   // Pages overlapping [begin, end): (page index, first row in page, row count).
@@ -400,12 +410,13 @@ class file_reader {
   }
 
   arrow::array_ptr decode_primitive(const column_info& c, std::uint32_t col, const arrow::type_ptr& type,
-                                    std::uint64_t begin, std::uint64_t end) const {
+                                    std::uint64_t begin, std::uint64_t end, bool dictionary_field = false) const {
     std::vector<arrow::array_ptr> parts;
     for (auto [p, off, n] : overlapping(c, begin, end)) {
       const auto& page = c.metadata.pages[p];
       auto bufs = page_buffers(page);
       encoding::v2_0::page_decoder d(bufs, where(col, p));
+      d.dictionary_field = dictionary_field;
       auto whole = d.decode(page_encoding<pb::enc20::array_encoding>(c, p, col), page.length, type);
       parts.push_back(arrow::slice(whole, std::int64_t(off), std::int64_t(n)));
     }
@@ -494,6 +505,7 @@ class file_reader {
   std::vector<std::uint32_t> field_columns_;
   schema::schema schema_;
   arrow::schema arrow_schema_;
+  std::vector<arrow::field> physical_fields_;  // arrow_schema_'s fields without dictionary types
   std::uint64_t num_rows_ = 0;
 };
 

@@ -26,6 +26,7 @@
 
 #include "lancet/arrow/array.hpp"
 #include "lancet/arrow/compare.hpp"
+#include "lancet/arrow/dictionary.hpp"
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/config.hpp"
 #include "lancet/core/error.hpp"
@@ -171,6 +172,7 @@ class file_writer {
       const auto n = std::uint64_t(batch.num_rows());
       for (std::size_t i = 0; i < columns.size(); ++i) check_column(i, *columns[i], n);
       if (n == 0) return;
+      for (auto& c : columns) c = arrow::decode_dictionaries(c);  // pages hold the values
       if (n > std::numeric_limits<std::uint32_t>::max())
         throw invalid_input_error("cannot write a batch of " + std::to_string(n) +
                                   " rows: Lance files take at most 2^32 rows per batch");
@@ -205,7 +207,7 @@ class file_writer {
       const auto row = column_rows_[index];
       checked_add(column_rows_[index], n);
       mutating_ = true;
-      auto tasks = encoders_[index]->maybe_encode(array, row, n);
+      auto tasks = encoders_[index]->maybe_encode(arrow::decode_dictionaries(array), row, n);
       rows_written_ = std::max(rows_written_, column_rows_[index]);
       write_pages(tasks);
     });
@@ -411,6 +413,22 @@ class file_writer {
   void initialize(schema::schema s) {
     const auto arrow_schema = schema::to_arrow(s);
     arrow_fields_ = arrow_schema.fields;
+    if constexpr (Version::value < format_version::v2_2) {
+      // As Lance 12: "Map data type is not enabled by the selected file format".
+      struct finder {
+        bool operator()(const arrow::data_type& t) const {
+          if (t.id == arrow::type_id::map) return true;
+          for (const auto& c : t.children)
+            if (c.type && (*this)(*c.type)) return true;
+          return false;
+        }
+      };
+      for (const auto& f : arrow_fields_)
+        if (finder{}(*f.type))
+          throw unsupported_error("field '" + f.name + "': map columns need file version 2.2 or later (Lance 12: " +
+                                  "\"Map data type is not enabled by the selected file format\" at " +
+                                  std::string(Version::value == format_version::v2_0 ? "2.0" : "2.1") + ")");
+    }
     const std::uint64_t per_column =
         options_.data_cache_bytes ? *options_.data_cache_bytes / std::max<std::size_t>(1, s.fields.size())
                                   : default_cache_bytes_per_column;
@@ -427,7 +445,10 @@ class file_writer {
     const auto ids = schema::preorder_ids(s);
     encoding::field_id_cursor cursor(ids);
     encoding::column_index_sequence columns;
-    for (const auto& f : arrow_fields_) encoders_.push_back(strategy_.make_field_encoder(f, cursor, columns, eo));
+    for (const auto& f : arrow_fields_) {
+      auto physical = arrow::physical_field(f);  // a dictionary field's pages hold its values
+      encoders_.push_back(strategy_.make_field_encoder(physical, cursor, columns, eo));
+    }
     num_columns_ = columns.size();
     field_columns_ = columns.mapping();
     column_rows_.assign(s.fields.size(), 0);

@@ -19,6 +19,8 @@
 //                      rounding) and checked against the precision
 //   list, large_list   arrays;    fixed_size_list: arrays of exactly `size` items
 //   struct             objects (absent member = null)
+//   map                arrays of {"key": ..., "value": ...} objects (keys must not be null)
+//   dictionary         the values, as for the value type
 //   null               null only
 // Every error is an invalid_input_error naming the line (1-based) and field path:
 //   line 3, field 's.a': expected an integer, got "x"
@@ -46,6 +48,7 @@
 #include "lancet/arrow/array.hpp"
 #include "lancet/arrow/builder.hpp"
 #include "lancet/arrow/decimal.hpp"
+#include "lancet/arrow/dictionary.hpp"
 #include "lancet/arrow/type.hpp"
 #include "lancet/arrow/validate.hpp"
 #include "lancet/core/error.hpp"
@@ -428,6 +431,11 @@ class list_column final : public column {
     arrow::array_ptr out = std::is_same_v<Offset, std::int32_t>
                                ? arrow::make_list(item, std::move(child), as_vector<std::int32_t>(), valid_)
                                : arrow::make_large_list(item, std::move(child), as_vector<std::int64_t>(), valid_);
+    if (field_.type->id == arrow::type_id::map) {  // same layout as the list of its entries
+      auto m = std::make_shared<arrow::array_data>(*out);
+      m->type = field_.type;
+      out = std::move(m);
+    }
     offsets_.assign(1, 0);
     valid_.clear();
     pending_ = 0;
@@ -548,6 +556,22 @@ class struct_column final : public column {
   arrow::validity_list valid_;
 };
 
+// A dictionary column reads its values as the value type and encodes them at finish.
+class dictionary_column final : public column {
+ public:
+  dictionary_column(const arrow::field& f, const read_options& o)
+      : column(f),
+        values_(make_column(arrow::field{f.name, f.type->children[0].type, f.nullable, {}}, o)) {}
+  void put_value(const value& v, const value_path& at, bool commit) override { values_->put(&v, at, commit); }
+  void append_null() override { values_->append_null(); }
+  void append_default() override { values_->append_default(); }
+  arrow::array_ptr finish() override { return arrow::dictionary_encode(values_->finish(), field_.type); }
+  void reset_pending() override { values_->reset_pending(); }
+
+ private:
+  column_ptr values_;
+};
+
 inline column_ptr make_column(const arrow::field& f, const read_options& o) {
   using arrow::type_id;
   switch (f.type->id) {
@@ -571,7 +595,8 @@ inline column_ptr make_column(const arrow::field& f, const read_options& o) {
     case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary:
       return std::make_unique<binary_column>(f, o);
     case type_id::fixed_size_binary: return std::make_unique<fixed_binary_column>(f);
-    case type_id::list: return std::make_unique<list_column<std::int32_t>>(f, o);
+    case type_id::list: case type_id::map: return std::make_unique<list_column<std::int32_t>>(f, o);
+    case type_id::dictionary: return std::make_unique<dictionary_column>(f, o);
     case type_id::large_list: return std::make_unique<list_column<std::int64_t>>(f, o);
     case type_id::fixed_size_list: return std::make_unique<fixed_list_column>(f, o);
     case type_id::struct_: return std::make_unique<struct_column>(f, o);

@@ -141,8 +141,11 @@ inline void append_value(std::string& out, const arrow::array_data& a, std::int6
       append_base64(out, a.fixed_binary_value(i));
       out.push_back('"');
       return;
+    case type_id::dictionary:  // JSON has no dictionaries: the value
+      return append_value(out, *a.children[0], a.dictionary_index(i), row, at, o);
     case type_id::list:
-    case type_id::large_list: {
+    case type_id::large_list:
+    case type_id::map: {  // a map: an array of {"key": ..., "value": ...} entries
       const auto b = a.value_offset(i), e = a.value_offset(i + 1);
       out.push_back('[');
       for (auto k = b; k < e; ++k) {

@@ -7,7 +7,9 @@
 //     {"name": "price", "type": {"decimal128": 20, "scale": 4}},
 //     {"name": "v", "type": {"fixed_size_list": "float32", "size": 128}},
 //     {"name": "tags", "type": {"list": "utf8"}},
-//     {"name": "s", "type": {"struct": [{"name": "a", "type": "int32"}]}}],
+//     {"name": "s", "type": {"struct": [{"name": "a", "type": "int32"}]}},
+//     {"name": "m", "type": {"map": ["utf8", "int32"], "keys_sorted": false}},
+//     {"name": "d", "type": {"dictionary": "utf8", "index": "int32"}}],
 //    "metadata": {"k": "v"}}
 //
 // A type is a string (types without parameters) or an object with exactly one type
@@ -79,6 +81,8 @@ inline constexpr param_type_info param_types[] = {
     {"large_list", "", R"({"large_list": "int32"})"},
     {"fixed_size_list", R"("size")", R"({"fixed_size_list": "float32", "size": 128})"},
     {"struct", "", R"({"struct": [{"name": "a", "type": "int32"}]})"},
+    {"map", R"("keys_sorted")", R"({"map": ["utf8", "int32"], "keys_sorted": false})"},
+    {"dictionary", R"("index")", R"({"dictionary": "utf8", "index": "int32"})"},
 };
 
 inline const param_type_info* find_param_type(std::string_view name) noexcept {
@@ -269,6 +273,31 @@ class schema_parser {
       const auto n = int_of(*size, "\"size\"", 0, int32_max);
       return arrow::fixed_size_list(parse_item(*main, path), n);
     }
+    if (k == "map") {
+      // [key, value]: each a type (fields "key" not null and "value" nullable) or a field object.
+      if (main->k != value::kind::array || main->items.size() != 2)
+        fail(where, "map needs [KEY_TYPE, VALUE_TYPE], e.g. " + std::string(kind->example));
+      auto entry = [&](const value& e, const char* dflt, bool nullable) {
+        if (e.k == value::kind::object && e.find("type") != nullptr)
+          return parse_field(e, join(path, "entries"), at_field(path) + ", " + dflt);
+        return arrow::field{dflt, parse_type(e, join(join(path, "entries"), dflt)), nullable, {}};
+      };
+      auto key = entry(main->items[0], "key", false);
+      if (key.nullable && main->items[0].k == value::kind::object && main->items[0].find("nullable"))
+        fail(where, "a map key cannot be nullable");
+      bool sorted = false;
+      if (const value* ks = v.find("keys_sorted")) {
+        if (ks->k != value::kind::boolean) fail(where, "\"keys_sorted\" must be true or false, got " + describe(*ks));
+        sorted = ks->b;
+      }
+      return arrow::map(std::move(key), entry(main->items[1], "value", true), sorted);
+    }
+    if (k == "dictionary") {
+      auto value_type = parse_type(*main, path);
+      arrow::type_ptr index = arrow::int32();
+      if (const value* ix = v.find("index")) index = parse_type(*ix, path);
+      return arrow::dictionary(std::move(index), std::move(value_type));
+    }
     // struct
     return arrow::struct_(parse_fields(*main, path, "\"struct\""));
   }
@@ -378,6 +407,26 @@ inline void append_type(std::string& out, const arrow::data_type& t, const std::
       out += "{\"fixed_size_list\": ";
       append_item(out, t.children[0], path);
       out += ", \"size\": " + std::to_string(t.list_size);
+      break;
+    case type_id::map: {
+      const auto& e = t.children[0];
+      const auto& kv = e.type->children;
+      const std::string sub = path + "." + e.name;
+      out += "{\"map\": [";
+      if (e.name == "entries" && kv[0].name == "key" && kv[0].metadata.empty()) append_type(out, *kv[0].type, sub + ".key");
+      else append_field(out, kv[0], sub + "." + kv[0].name);
+      out += ", ";
+      if (e.name == "entries" && kv[1].name == "value" && kv[1].nullable && kv[1].metadata.empty())
+        append_type(out, *kv[1].type, sub + ".value");
+      else append_field(out, kv[1], sub + "." + kv[1].name);
+      out += std::string("], \"keys_sorted\": ") + (t.keys_sorted ? "true" : "false");
+      break;
+    }
+    case type_id::dictionary:
+      out += "{\"dictionary\": ";
+      append_type(out, *t.children[0].type, path);
+      out += ", \"index\": ";
+      append_type(out, *t.index_type, path);
       break;
     case type_id::struct_:
       out += "{\"struct\": [";

@@ -268,6 +268,17 @@ inline std::string logical_type_of(const arrow::data_type& t, const std::string&
     case type_id::large_binary: return "large_binary";
     case type_id::fixed_size_binary: return "fixed_size_binary:" + std::to_string(t.byte_width);
     case type_id::struct_: return "struct";
+    case type_id::map:
+      // Lance 12 refuses sorted keys (lance-core datatypes/field.rs).
+      if (t.keys_sorted) cannot_store(path, "Lance 12 does not support map fields with keys_sorted = true");
+      return "map";
+    case type_id::dictionary: {
+      const auto& v = *t.children.at(0).type;
+      if (!(arrow::is_binary_like(v.id) || (arrow::is_fixed_width(v) && v.id != type_id::boolean &&
+                                            v.id != type_id::fixed_size_binary)))
+        cannot_store(path, "Lance cannot store a dictionary of " + arrow::to_string(v));
+      return "dict:" + logical_type_of(v, path) + ":" + logical_type_of(*t.index_type, path) + ":false";
+    }
     case type_id::list:
       return t.children.at(0).type->id == type_id::struct_ ? "list.struct" : "list";
     case type_id::large_list:
@@ -278,7 +289,7 @@ inline std::string logical_type_of(const arrow::data_type& t, const std::string&
       if (is_bfloat16_item(item)) return "fixed_size_list:lance.bfloat16:" + n;
       const auto iid = item.type->id;
       if (iid == type_id::struct_) return "fixed_size_list:struct:" + n;
-      if (iid == type_id::list || iid == type_id::large_list)
+      if (iid == type_id::list || iid == type_id::large_list || iid == type_id::map || iid == type_id::dictionary)
         cannot_store(path, "Lance cannot store a fixed_size_list of " + arrow::to_string(*item.type));
       if (iid == type_id::fixed_size_list) {
         // The inner list has to be described by its type string alone.
@@ -295,6 +306,7 @@ inline std::string logical_type_of(const arrow::data_type& t, const std::string&
 inline pb::file::field_encoding encoding_of(const arrow::data_type& t) {
   using arrow::type_id;
   if (t.id == type_id::null || t.id == type_id::struct_) return pb::file::field_encoding::none;
+  if (t.id == type_id::dictionary) return pb::file::field_encoding::dictionary;
   if (arrow::is_binary_like(t.id)) return pb::file::field_encoding::var_binary;
   return pb::file::field_encoding::plain;  // fixed width, fixed-size binary/list, lists
 }
@@ -324,12 +336,15 @@ inline field from_arrow_field(const arrow::field& af, const std::string& parent_
     f.logical_type = logical_type_of(t, path);
   }
   f.encoding = encoding_of(t);
+  // Lance 12 writes an (empty) Dictionary message for every dictionary field.
+  if (t.id == arrow::type_id::dictionary) f.dictionary = pb::file::dictionary{};
   switch (t.id) {
     case arrow::type_id::struct_:
       for (const auto& c : t.children) f.children.push_back(from_arrow_field(c, path));
       break;
     case arrow::type_id::list:
     case arrow::type_id::large_list:
+    case arrow::type_id::map:
       f.children.push_back(from_arrow_field(t.children.at(0), path));
       break;
     case arrow::type_id::fixed_size_list:
@@ -454,9 +469,20 @@ inline arrow::type_ptr parse_leaf_type(std::string_view lt, const std::string& p
       bad_logical_type(path, lt);  // needs a child field (handled by the caller)
     return fixed_size_list(parse_leaf_type(inner, path + ".item", depth + 1), n);
   }
-  if (head == "dict")
-    throw unsupported_error("field '" + path + "': dictionary fields ('" + std::string(lt) +
-                            "') are not supported by lancet");
+  if (head == "dict") {
+    // dict:<value type>:<index type>:<ordered>; the value type may hold ':' itself.
+    const auto c_ord = rest.rfind(':');
+    const auto c_idx = c_ord == std::string_view::npos || c_ord == 0 ? std::string_view::npos : rest.rfind(':', c_ord - 1);
+    if (c_idx == std::string_view::npos) bad_logical_type(path, lt);
+    auto value = parse_leaf_type(rest.substr(0, c_idx), path, depth + 1);
+    auto index = parse_leaf_type(rest.substr(c_idx + 1, c_ord - c_idx - 1), path, depth + 1);
+    if (!(index->id == type_id::int8 || index->id == type_id::int16 || index->id == type_id::int32 ||
+          index->id == type_id::int64 || index->id == type_id::uint8 || index->id == type_id::uint16 ||
+          index->id == type_id::uint32 || index->id == type_id::uint64) ||
+        is_nested(value->id) || value->id == type_id::null)
+      bad_logical_type(path, lt);
+    return dictionary(std::move(index), std::move(value));
+  }
   throw unsupported_error("field '" + path + "': Lance logical type '" + std::string(lt) +
                           "' is not supported by lancet");
 }
@@ -486,6 +512,16 @@ inline arrow::field to_arrow_field(const field& f, const std::string& parent_pat
       throw invalid_input_error("field '" + path + "' of logical type '" + lt + "' has an item of type " +
                                 arrow::to_string(*item.type));
     out.type = lt.starts_with("large_list") ? arrow::large_list(std::move(item)) : arrow::list(std::move(item));
+  } else if (lt == "map") {
+    need_children(1);
+    auto entries = to_arrow_field(f.children[0], path, depth + 1);
+    if (entries.type->id != arrow::type_id::struct_ || entries.type->children.size() != 2)
+      throw invalid_input_error("field '" + path + "' of logical type 'map' has entries of type " +
+                                arrow::to_string(*entries.type) + ", expected a struct of a key and a value");
+    auto t = std::make_shared<arrow::data_type>();
+    t->id = arrow::type_id::map;
+    t->children.push_back(std::move(entries));
+    out.type = std::move(t);
   } else if (lt.starts_with("fixed_size_list:struct:")) {
     need_children(1);
     const auto n = parse_i32(std::string_view(lt).substr(23), path, lt);
@@ -566,7 +602,8 @@ inline void validate(const schema& s) {
           throw invalid_input_error("primary key field '" + path + "' and all its ancestors must not be nullable");
         if (in_list) throw invalid_input_error("primary key field '" + path + "' must not be inside a list");
       }
-      const bool is_list = f.logical_type.starts_with("list") || f.logical_type.starts_with("large_list");
+      const bool is_list = f.logical_type.starts_with("list") || f.logical_type.starts_with("large_list") ||
+                           f.logical_type == "map";
       for (const auto& c : f.children) (*this)(c, &f, path, in_list || is_list, nullable_chain, depth + 1);
     }
   };

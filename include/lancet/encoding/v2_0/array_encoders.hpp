@@ -8,11 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "lancet/arrow/array.hpp"
+#include "lancet/arrow/dictionary.hpp"
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
@@ -152,6 +155,55 @@ inline enc20::array_encoding encode_dictionary(const std::vector<array_ptr>& arr
   d.indices = enc20::array_encoding{enc20::nullable{enc20::nullable::no_null{flat(8, idx_buf)}}};
   d.items = encode_binary({dict}, page);
   d.num_dictionary_items = std::uint32_t(dict->length);
+  return enc20::array_encoding{std::move(d)};
+}
+
+// A dictionary field's page (Lance 12's AlreadyDictionaryEncoder): Flat indices of the
+// field's index width (0-based, first-appearance order) and the distinct values encoded
+// as the value type; rows that are null point at one null item after the values (a
+// single null item when every row is null).
+inline enc20::array_encoding encode_field_dictionary(const std::vector<array_ptr>& arrays,
+                                                     const arrow::type_ptr& value_type,
+                                                     const arrow::data_type& index_type, page_buffers& page,
+                                                     const std::string& column) {
+  const auto w = std::size_t(arrow::bit_width(index_type) / 8);
+  const std::int64_t n = encoding::detail::total_length(arrays);
+  std::unordered_map<std::string_view, std::int64_t> seen;
+  std::vector<array_ptr> distinct;  // one-row slices, in order of first appearance
+  std::vector<std::int64_t> keys(std::size_t(n), -1);
+  bool nulls = false;
+  std::size_t row = 0;
+  for (const auto& a : arrays)
+    for (std::int64_t i = 0; i < a->length; ++i, ++row) {
+      if (!a->is_valid(i)) { nulls = true; continue; }
+      auto [it, fresh] = seen.emplace(arrow::detail::slot_bytes(*a, i), std::int64_t(distinct.size()));
+      if (fresh) distinct.push_back(arrow::slice(a, i, 1));
+      keys[row] = it->second;
+    }
+  const std::int64_t null_item = std::int64_t(distinct.size());
+  const bool add_null = nulls || distinct.empty();
+  const std::int64_t num_items = null_item + (add_null ? 1 : 0);
+  const bool is_signed = index_type.id == type_id::int8 || index_type.id == type_id::int16 ||
+                         index_type.id == type_id::int32 || index_type.id == type_id::int64;
+  const auto value_bits = std::uint32_t(w * 8 - (is_signed ? 1 : 0));
+  if (value_bits < 63 && std::uint64_t(num_items) > (std::uint64_t(1) << value_bits))
+    throw invalid_input_error("column '" + column + "': a page holds " + std::to_string(num_items) +
+                              " dictionary items, more than its index type " + arrow::to_string(index_type) +
+                              " can index");
+  aligned_buffer indices;
+  indices.resize(std::size_t(n) * w);
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    const std::uint64_t k = std::uint64_t(keys[r] < 0 ? null_item : keys[r]);
+    std::memcpy(indices.data() + r * w, &k, w);  // little-endian: the low bytes
+  }
+  // The items: the distinct values, then the null item.
+  if (add_null) distinct.push_back(arrow::detail::take_flat(*arrays.at(0), {-1}));
+  auto items = encoding::detail::concat(distinct, value_type);
+  const auto idx_buf = page.add(std::move(indices));
+  enc20::dictionary d;
+  d.indices = flat(w * 8, idx_buf);
+  d.items = encode_array({items}, *value_type, page, false);
+  d.num_dictionary_items = std::uint32_t(num_items);
   return enc20::array_encoding{std::move(d)};
 }
 

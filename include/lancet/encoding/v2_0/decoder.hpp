@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "lancet/arrow/array.hpp"
+#include "lancet/arrow/dictionary.hpp"
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
@@ -30,6 +32,10 @@ class page_decoder {
  public:
   page_decoder(const std::vector<shared_bytes>& buffers, std::string where)
       : buffers_(buffers), where_(std::move(where)) {}
+
+  // Set for the pages of a dictionary field (logical type "dict:..."): Lance writes
+  // those with 0-based indices of the field's index width, nulls as null items.
+  bool dictionary_field = false;
 
   arrow::array_ptr decode(const enc20::array_encoding& e, std::uint64_t n, const arrow::type_ptr& type) {
     return std::visit([&](const auto& m) { return decode_one(m, n, type); }, e.value);
@@ -196,7 +202,31 @@ class page_decoder {
     return out;
   }
 
+  arrow::array_ptr decode_field_dictionary(const enc20::dictionary& m, std::uint64_t n, const arrow::type_ptr& type) {
+    if (!m.indices || !m.items) fail("Dictionary without indices or items");
+    const enc20::array_encoding* ie = &*m.indices;
+    if (const auto* nl = std::get_if<enc20::nullable>(&ie->value))
+      if (const auto* nn = std::get_if<enc20::nullable::no_null>(&nl->nullability); nn && nn->values) ie = &*nn->values;
+    const auto* f = std::get_if<enc20::flat>(&ie->value);
+    if (!f || !(f->bits_per_value == 8 || f->bits_per_value == 16 || f->bits_per_value == 32 || f->bits_per_value == 64))
+      fail("dictionary indices are not 8/16/32/64-bit flat values");
+    const auto bits = f->bits_per_value;
+    auto idx = flat_buffer(*m.indices, n, bits, "dictionary indices");
+    auto items = decode(*m.items, m.num_dictionary_items, type);
+    std::vector<std::int64_t> take(static_cast<std::size_t>(n));
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const auto* p = idx.data() + i * (bits / 8);
+      std::uint64_t k = 0;
+      std::memcpy(&k, p, std::size_t(bits / 8));
+      if (k >= std::uint64_t(items->length))
+        fail("dictionary index " + std::to_string(k) + " past " + std::to_string(items->length) + " items");
+      take[std::size_t(i)] = std::int64_t(k);
+    }
+    return arrow::detail::take_flat(*items, take);
+  }
+
   arrow::array_ptr decode_one(const enc20::dictionary& m, std::uint64_t n, const arrow::type_ptr& type) {
+    if (dictionary_field) return decode_field_dictionary(m, n, type);
     if (!arrow::is_binary_like(type->id)) fail("a dictionary page for a non-string type");
     if (!m.indices || !m.items) fail("Dictionary without indices or items");
     auto idx = flat_buffer(*m.indices, n, 8, "dictionary indices");

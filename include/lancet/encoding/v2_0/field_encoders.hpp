@@ -70,10 +70,13 @@ class accumulation_queue {
   std::vector<array_ptr> arrays_;
 };
 
-inline encode_task page_task(std::vector<array_ptr> arrays, arrow::type_ptr type, std::uint32_t column) {
-  return [arrays = std::move(arrays), type = std::move(type), column]() {
+inline encode_task page_task(std::vector<array_ptr> arrays, arrow::type_ptr type, std::uint32_t column,
+                             arrow::type_ptr dictionary_index = nullptr, std::string name = {}) {
+  return [arrays = std::move(arrays), type = std::move(type), column, dictionary_index = std::move(dictionary_index),
+          name = std::move(name)]() {
     page_buffers page;
-    auto enc = encode_array(arrays, *type, page);
+    auto enc = dictionary_index ? encode_field_dictionary(arrays, type, *dictionary_index, page, name)
+                                : encode_array(arrays, *type, page);
     encoded_page p;
     p.buffers = std::move(page.buffers);
     p.encoding = serialize_any(pb::pack_any(enc));
@@ -87,9 +90,11 @@ inline encode_task page_task(std::vector<array_ptr> arrays, arrow::type_ptr type
 
 class primitive_encoder final : public field_encoder {
  public:
-  primitive_encoder(arrow::type_ptr type, std::uint32_t column, const encoding_options& o)
+  primitive_encoder(arrow::type_ptr type, std::uint32_t column, const encoding_options& o,
+                    arrow::type_ptr dictionary_index = nullptr, std::string name = {})
       : type_(std::move(type)), column_(column), max_page_bytes_(o.max_page_bytes),
-        queue_(o.cache_bytes_per_column, o.keep_original_array) {}
+        queue_(o.cache_bytes_per_column, o.keep_original_array), dictionary_index_(std::move(dictionary_index)),
+        name_(std::move(name)) {}
 
   std::vector<encode_task> maybe_encode(const array_ptr& a, std::uint64_t, std::uint64_t) override {
     if (auto arrays = queue_.insert(a)) return pages_of(std::move(*arrays));
@@ -114,11 +119,12 @@ class primitive_encoder final : public field_encoder {
       if (parts > 1) {
         const std::int64_t part = std::int64_t((std::uint64_t(a->length) + parts - 1) / parts);
         for (std::int64_t at = 0; at < a->length; at += part)
-          tasks.push_back(detail::page_task({arrow::slice(a, at, std::min(part, a->length - at))}, type_, column_));
+          tasks.push_back(detail::page_task({arrow::slice(a, at, std::min(part, a->length - at))}, type_, column_,
+                                            dictionary_index_, name_));
         return tasks;
       }
     }
-    tasks.push_back(detail::page_task(std::move(arrays), type_, column_));
+    tasks.push_back(detail::page_task(std::move(arrays), type_, column_, dictionary_index_, name_));
     return tasks;
   }
 
@@ -126,6 +132,8 @@ class primitive_encoder final : public field_encoder {
   std::uint32_t column_;
   std::uint64_t max_page_bytes_;
   detail::accumulation_queue queue_;
+  arrow::type_ptr dictionary_index_;  // a dictionary field: pages keep a dictionary
+  std::string name_;
 };
 
 // List offsets: the offsets of each list array rebased so pages stitch together, each
@@ -309,6 +317,9 @@ LANCET_INLINE field_encoder_ptr default_strategy::make_field_encoder(const arrow
       throw unsupported_error("field '" + f.name + "': a fixed-size list of structs or lists cannot be written "
                               "in Lance file version 2.0");
   const auto col = columns.next(id);
+  for (const auto& [k, v] : f.metadata)  // a dictionary field (arrow::physical_field marks it)
+    if (k == arrow::dictionary_index_key)
+      return std::make_unique<primitive_encoder>(f.type, col, o, arrow::index_type_named(v), f.name);
   return std::make_unique<primitive_encoder>(f.type, col, o);
 }
 #endif

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "lancet/arrow/array.hpp"
+#include "lancet/arrow/dictionary.hpp"
 #include "lancet/encoding/compression_params.hpp"
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/encoding/field_encoder.hpp"
@@ -267,10 +268,18 @@ void structural_strategy<Minor, Policy>::assign(const arrow::field& f, const std
   l.column = path;
   l.type = f.type;
   l.metadata = f.metadata;
+  // A dictionary field (arrow::physical_field marks it): pages keep a dictionary.
+  for (auto it = l.metadata.begin(); it != l.metadata.end(); ++it) {
+    if (it->first == arrow::dictionary_index_key) {
+      l.dictionary_index = arrow::index_type_named(it->second);
+      l.metadata.erase(it);
+      break;
+    }
+  }
   if constexpr (requires { policy_->resolve(path, *f.type, f.metadata); })
-    l.params = policy_->resolve(path, *f.type, f.metadata);
+    l.params = policy_->resolve(path, *f.type, l.metadata);
   else
-    l.params = compression_params().resolve(path, *f.type, f.metadata);
+    l.params = compression_params().resolve(path, *f.type, l.metadata);
   l.minor = Minor;
   leaves.push_back(std::move(l));
 }

@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -76,9 +77,15 @@ inline std::optional<std::string> constant_value(const data_block& b) {
 
 // Dictionary-encodes variable or 128-bit values: i32 indices (first-seen order) and
 // the distinct values.
-inline std::pair<data_block, data_block> dictionary_encode(const data_block& b) {
+// `index_bits` (8, 16, 32, 64) is the width of the indices (a dictionary field's index type).
+inline std::pair<data_block, data_block> dictionary_encode(const data_block& b, std::uint32_t index_bits = 32) {
   aligned_buffer idx;
-  idx.resize(std::size_t(b.num_values * 4));
+  const std::size_t iw = index_bits / 8;
+  idx.resize(std::size_t(b.num_values * iw));
+  auto put = [&](std::uint64_t i, std::int32_t k) {
+    const std::uint64_t v = std::uint64_t(std::uint32_t(k));
+    std::memcpy(idx.data() + i * iw, &v, iw);  // little-endian: the low bytes
+  };
   if (b.k == data_block::kind::variable) {
     std::unordered_map<std::string_view, std::int32_t> seen;
     aligned_buffer offs, bytes;
@@ -95,10 +102,10 @@ inline std::pair<data_block, data_block> dictionary_encode(const data_block& b) 
         if (w == 8) le::store<std::uint64_t>(offs.data() + at, bytes.size());
         else le::store<std::uint32_t>(offs.data() + at, std::uint32_t(bytes.size()));
       }
-      le::store<std::int32_t>(idx.data() + 4 * i, it->second);
+      put(i, it->second);
     }
     auto dict = data_block::variable(seen.size(), b.bits_per_offset, to_shared(std::move(offs)), to_shared(std::move(bytes)));
-    return {data_block::fixed(b.num_values, 32, to_shared(std::move(idx))), std::move(dict)};
+    return {data_block::fixed(b.num_values, index_bits, to_shared(std::move(idx))), std::move(dict)};
   }
   std::unordered_map<std::string_view, std::int32_t> seen;
   aligned_buffer values;
@@ -107,10 +114,10 @@ inline std::pair<data_block, data_block> dictionary_encode(const data_block& b) 
     std::string_view key(reinterpret_cast<const char*>(b.data.data() + i * w), w);
     auto [it, fresh] = seen.emplace(key, std::int32_t(seen.size()));
     if (fresh) values.append(key);
-    le::store<std::int32_t>(idx.data() + 4 * i, it->second);
+    put(i, it->second);
   }
   auto dict = data_block::fixed(seen.size(), b.bits_per_value, to_shared(std::move(values)));
-  return {data_block::fixed(b.num_values, 32, to_shared(std::move(idx))), std::move(dict)};
+  return {data_block::fixed(b.num_values, index_bits, to_shared(std::move(idx))), std::move(dict)};
 }
 
 // The block form of a dictionary: 2.1 plain, 2.2+ LZ4-compressed (as Lance 12 writes).
@@ -253,7 +260,7 @@ inline encoded_page encode_leaf_page(const level_scheme& s, const std::vector<st
       std::optional<data_block> dict;
       const data_block* vals = &values;
       if (plan.dictionary) {
-        auto [i, d] = detail::dictionary_encode(values);
+        auto [i, d] = detail::dictionary_encode(values, plan.dictionary_index_bits);
         indices = std::move(i);
         dict = std::move(d);
         vals = &indices;

@@ -35,6 +35,8 @@ struct leaf_info {
   arrow::metadata metadata;           // the leaf field's metadata
   field_compression params;           // resolved compression parameters
   unsigned minor = 2;                 // file format minor version (1, 2, 3)
+  arrow::type_ptr dictionary_index{};  // a dictionary field: its index type (Lance keeps
+                                       // such a field's pages dictionary-encoded)
 };
 
 enum class value_codec : std::uint8_t { flat, bitpack, rle, bss, variable, fsst };
@@ -44,6 +46,7 @@ struct page_plan {
   enum class layout_kind : std::uint8_t { miniblock, fullzip, constant, all_null };
   layout_kind layout = layout_kind::miniblock;
   bool dictionary = false;
+  std::uint32_t dictionary_index_bits = 32;          // width of the dictionary indices
   value_codec codec = value_codec::flat;            // mini-block values (dictionary indices)
   std::optional<enc21::compression_scheme> general;  // mini-block: wrap the first buffer
   std::optional<std::int32_t> general_level;

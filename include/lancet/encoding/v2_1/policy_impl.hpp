@@ -157,6 +157,26 @@ LANCET_INLINE page_plan default_policy::plan_page(const leaf_info& leaf, const d
     p.packed_struct = true;
     return p;
   }
+  // A dictionary field: Lance 12 keeps its dictionary (mini-block, indices of the
+  // field's index type compressed as any fixed-width values).
+  if (leaf.dictionary_index) {
+    p.dictionary = true;
+    p.layout = page_plan::layout_kind::miniblock;
+    p.dictionary_index_bits = std::uint32_t(arrow::bit_width(*leaf.dictionary_index));
+    auto [indices, dict] = detail::dictionary_encode(values, p.dictionary_index_bits);
+    const auto id = leaf.dictionary_index->id;
+    const bool is_signed = id == arrow::type_id::int8 || id == arrow::type_id::int16 || id == arrow::type_id::int32 ||
+                           id == arrow::type_id::int64;
+    const std::uint32_t value_bits = p.dictionary_index_bits - (is_signed ? 1 : 0);
+    if (value_bits < 63 && dict.num_values > (std::uint64_t(1) << value_bits))
+      throw invalid_input_error("column '" + leaf.column + "': a page holds " + std::to_string(dict.num_values) +
+                                " distinct values, more than its dictionary index type " +
+                                arrow::to_string(*leaf.dictionary_index) + " can index");
+    p.codec = choose_fixed(indices, params);
+    p.general = detail::general_of(params);
+    p.general_level = params.level;
+    return p;
+  }
   // 2.2+: one value repeated (no nulls, no lists) is a constant page.
   if (minor >= 2 && !f.has_rep && !f.has_def && values.k != data_block::kind::fixed_size_list &&
       !(params.compression && *params.compression == "none") && detail::constant_value(values)) {
