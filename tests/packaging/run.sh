@@ -97,11 +97,12 @@ else
 fi
 if flags=$(pkg-config --cflags --libs lancet 2>"$tmp/pc.err"); then
   [[ $flags == *"-I$stage$includedir"* ]] || fail "pkg-config --cflags lacks -I$stage$includedir: $flags"
-  for want in -lzstd -llz4 -pthread; do
+  for want in -std=c++20 -lzstd -llz4 -pthread; do
     [[ " $flags " == *" $want "* ]] || fail "pkg-config --libs lancet lacks $want: $flags"
   done
   # shellcheck disable=SC2086  # the flags are words
-  if "$cxx" -std=c++20 $opt -o "$tmp/consumer-pc" "$here/consumer.cpp" $flags >"$tmp/pc-build.log" 2>&1; then
+  # No -std here: the package's Cflags must bring C++20 (g++ 12 defaults to gnu++17).
+  if "$cxx" $opt -o "$tmp/consumer-pc" "$here/consumer.cpp" $flags >"$tmp/pc-build.log" 2>&1; then
     pass "built the consumer with $cxx \$(pkg-config --cflags --libs lancet)"
     check_consumer pkg-config "$tmp/consumer-pc"
   else
