@@ -800,15 +800,25 @@ TEST_CASE("registry: IndexMetadata as Lance records it, CreateIndex commits, lis
     REQUIRE(ci4);
     CHECK(ci4->removed_indices == std::vector<pb::index_metadata>{lance});
 
-    // Built from version 3, but version 4 exists now.
+    // Built from version 3, but version 4 exists now: CreateIndex vs CreateIndex is
+    // compatible in Lance, so it is rebased on version 4 and keeps version 4's indexes.
     auto late = second;
     late.name = "late";
     late.uuid = pb::uuid::generate_v4();
-    CHECK_THROWS_AS(index::commit_index(root.string(), v3, late), conflict_error);
-    CHECK(dataset::load_latest(root.string())->version() == 4);
+    const auto v5 = index::commit_index(root.string(), v3, late);
+    CHECK(v5.version() == 5);
+    REQUIRE(v5.file.indices.size() == 3);
+    CHECK(v5.file.indices[0] == second);
+    CHECK(v5.file.indices[1] == replacement);
+    CHECK(v5.file.indices[2] == late);
+    // A second index of a name committed meanwhile is a conflict, and commits nothing.
+    auto clash = late;
+    clash.uuid = pb::uuid::generate_v4();
+    CHECK_THROWS_AS(index::commit_index(root.string(), v4, clash), conflict_error);
+    CHECK(dataset::load_latest(root.string())->version() == 5);
     std::size_t txns = 0;
     for ([[maybe_unused]] const auto& e : fs::directory_iterator(root / "_transactions")) ++txns;
-    CHECK(txns == 4);  // versions 1-4; the refused commit left none
+    CHECK(txns == 5);  // versions 1-5; the refused commit left none
   }
 
   SUBCASE("bad input") {

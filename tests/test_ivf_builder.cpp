@@ -332,8 +332,8 @@ TEST_CASE("build_ivf_index: bad input leaves the dataset unchanged") {
   REQUIRE(li.size() == 1);
   CHECK(li[0].index_type == "IVF_FLAT");
 
-  // The dataset changes while the index is built: conflict, nothing committed, no
-  // index directory left behind.
+  // Rows appended while the index is built: as Lance, the index commits on top of
+  // the append, covering the fragments it read (the new ones stay unindexed).
   const auto before_conflict = dir_listing(root);
   o.name = "other";
   o.replace = false;
@@ -346,13 +346,17 @@ TEST_CASE("build_ivf_index: bad input leaves the dataset unchanged") {
       dataset::write(root, vector_batch(vecs, dim, arrow::float32()), wo);
     }
   };
-  CHECK_THROWS_AS(index::build_ivf_index(root, o), conflict_error);
+  const auto other = index::build_ivf_index(root, o);
   const auto s = *dataset::load_latest(root);
-  CHECK(s.version() == 4);  // the append only
-  CHECK(index::list_indices(s).size() == 1);
+  CHECK(s.version() == 5);  // the append, then the index
+  CHECK(other.version == 5);
+  REQUIRE(index::list_indices(s).size() == 2);
+  const auto appended_fragment = s.manifest().fragments.back().id;
+  const auto covered = index::list_indices(s)[1].fragment_ids;
+  CHECK(std::find(covered.begin(), covered.end(), appended_fragment) == covered.end());
   std::size_t dirs = 0;
   for (const auto& e : fs::directory_iterator(fs::path(root) / "_indices")) dirs += e.is_directory();
-  CHECK(dirs == 2);  // the replaced index's directory and the replacement's
+  CHECK(dirs == 3);  // the replaced index's directory, the replacement's and the other's
 }
 
 TEST_CASE("build_ivf_index: default partitions follow Lance's target partition sizes") {

@@ -9,7 +9,9 @@
 //   4. _versions/latest_version_hint.json            best effort, only a hint
 // A crash before 3 leaves only unreferenced files; the previous version stays the
 // latest. Two writers racing for the same version: exactly one rename succeeds, the
-// other gets conflict_error and removes what it wrote.
+// other's publish() gets conflict_error and removes what it wrote; commit_transaction
+// (conflict.hpp) then checks the winner's transaction, rebases and tries the next
+// version, as Lance does.
 //
 // What the manifest carries over (as Lance's Manifest::new_from_previous): config,
 // table metadata, base paths, branch, max_fragment_id, next_row_id, the storage
@@ -26,6 +28,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "lancet/core/error.hpp"
@@ -172,17 +175,13 @@ inline void finish_manifest(pb::manifest& m, bool stable_row_ids, std::optional<
 }  // namespace commit_detail
 
 // Create (a new dataset) or overwrite (replace the data and schema of `previous`):
-// Lance's Overwrite operation.
-inline pending_commit build_overwrite(const std::optional<snapshot>& previous, const schema::schema& s,
-                                      std::vector<pb::data_fragment> new_fragments, file::format_version storage,
-                                      bool enable_stable_row_ids) {
+// Lance's Overwrite operation. `txn` holds the Overwrite (fragments with unassigned
+// ids, the schema); applied on `previous` (or on nothing: a new dataset).
+inline pending_commit build_overwrite(const std::optional<snapshot>& previous, const pb::transaction& txn,
+                                      file::format_version storage, bool enable_stable_row_ids) {
+  const auto& op = std::get<pb::transaction::overwrite>(txn.operation);
   pending_commit c;
-  pb::transaction::overwrite op;
-  op.fragments = new_fragments;  // ids unassigned (0), as Lance records them
-  op.schema_raw = encoded_schema_fields(s);
-  for (const auto& [k, v] : s.metadata) op.schema_metadata[k] = v;
-  c.transaction = make_transaction(previous ? previous->version() : 0, std::move(op));
-
+  c.transaction = txn;
   std::optional<std::uint64_t> next_row_id;
   bool stable = enable_stable_row_ids;
   if (previous) {
@@ -197,41 +196,68 @@ inline pending_commit build_overwrite(const std::optional<snapshot>& previous, c
     c.manifest.version = 1;
     if (stable) next_row_id = 0;
   }
-  set_manifest_schema(c.manifest, s);
+  c.manifest.fields_raw = op.schema_raw;
+  c.manifest.schema_metadata = op.schema_metadata;
   c.manifest.data_format = storage_format(storage);
+  std::vector<pb::data_fragment> new_fragments = op.fragments;
   assign_new_fragments(new_fragments, 0, next_row_id, c.manifest.version);
   c.manifest.fragments = std::move(new_fragments);
   commit_detail::finish_manifest(c.manifest, stable, next_row_id, c.transaction);
   return c;
 }
 
-// Append new fragments to `previous`: Lance's Append operation.
-inline pending_commit build_append(const snapshot& previous, std::vector<pb::data_fragment> new_fragments) {
+// The Overwrite transaction of `s` and `new_fragments` on `previous`.
+inline pb::transaction overwrite_transaction(const std::optional<snapshot>& previous, const schema::schema& s,
+                                             std::vector<pb::data_fragment> new_fragments) {
+  pb::transaction::overwrite op;
+  op.fragments = std::move(new_fragments);  // ids unassigned (0), as Lance records them
+  op.schema_raw = encoded_schema_fields(s);
+  for (const auto& [k, v] : s.metadata) op.schema_metadata[k] = v;
+  return make_transaction(previous ? previous->version() : 0, std::move(op));
+}
+
+inline pending_commit build_overwrite(const std::optional<snapshot>& previous, const schema::schema& s,
+                                      std::vector<pb::data_fragment> new_fragments, file::format_version storage,
+                                      bool enable_stable_row_ids) {
+  return build_overwrite(previous, overwrite_transaction(previous, s, std::move(new_fragments)), storage,
+                         enable_stable_row_ids);
+}
+
+// Append new fragments to `previous`: Lance's Append operation. `txn` holds the
+// Append (fragments with unassigned ids); they get ids after previous's max_fragment_id.
+inline pending_commit build_append(const snapshot& previous, const pb::transaction& txn) {
   pending_commit c;
   const auto& p = previous.manifest();
-  c.transaction = make_transaction(p.version, pb::transaction::append{new_fragments});
+  c.transaction = txn;
   c.manifest = p;
   c.manifest.version = p.version + 1;
   c.indices = previous.file.indices;
   const bool stable = uses_stable_row_ids(p);
   std::optional<std::uint64_t> next_row_id;
   if (stable) next_row_id = p.next_row_id;
+  std::vector<pb::data_fragment> new_fragments = std::get<pb::transaction::append>(txn.operation).fragments;
   assign_new_fragments(new_fragments, next_fragment_id(p), next_row_id, c.manifest.version);
   for (auto& f : new_fragments) c.manifest.fragments.push_back(std::move(f));
   commit_detail::finish_manifest(c.manifest, stable, next_row_id, c.transaction);
   return c;
 }
+inline pending_commit build_append(const snapshot& previous, std::vector<pb::data_fragment> new_fragments) {
+  return build_append(previous, make_transaction(previous.version(), pb::transaction::append{std::move(new_fragments)}));
+}
 
 // Mark rows deleted: `updated` replaces fragments (same ids) with new deletion files;
-// fragments in `removed` (every row deleted) leave the dataset. Lance's Delete.
-inline pending_commit build_delete(const snapshot& previous, std::vector<pb::data_fragment> updated,
-                                   std::vector<std::uint64_t> removed, std::string predicate) {
+// fragments in `removed` (every row deleted) leave the dataset. Lance's Delete, applied
+// on `previous` (the version it commits after, its read version or a newer one).
+inline pending_commit build_delete(const snapshot& previous, const pb::transaction& txn) {
+  const auto& op = std::get<pb::transaction::delete_rows>(txn.operation);
   pending_commit c;
   const auto& p = previous.manifest();
-  c.transaction = make_transaction(p.version, pb::transaction::delete_rows{updated, removed, std::move(predicate)});
+  c.transaction = txn;
   c.manifest = p;
   c.manifest.version = p.version + 1;
   c.indices = previous.file.indices;
+  const auto& removed = op.deleted_fragment_ids;
+  const auto& updated = op.updated_fragments;
   std::vector<pb::data_fragment> frags;
   for (const auto& f : p.fragments) {
     if (std::find(removed.begin(), removed.end(), f.id) != removed.end()) continue;
@@ -243,6 +269,12 @@ inline pending_commit build_delete(const snapshot& previous, std::vector<pb::dat
   commit_detail::finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
                                  c.transaction);
   return c;
+}
+inline pending_commit build_delete(const snapshot& previous, std::vector<pb::data_fragment> updated,
+                                   std::vector<std::uint64_t> removed, std::string predicate) {
+  return build_delete(previous, make_transaction(previous.version(), pb::transaction::delete_rows{
+                                                                         std::move(updated), std::move(removed),
+                                                                         std::move(predicate)}));
 }
 
 // The commit happened (the manifest is in place and names this write's transaction)
@@ -342,3 +374,6 @@ void publish(const std::string& root, pending_commit& c, const publish_options& 
 }
 
 }  // namespace lancet::dataset
+
+// Conflict resolution and the retrying commit (commit_transaction).
+#include "lancet/dataset/conflict.hpp"

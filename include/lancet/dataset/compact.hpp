@@ -68,9 +68,10 @@ struct compaction_options {
   // neighbours to merge with (Lance: on, 10%). A threshold >= 1 turns it off.
   bool materialize_deletions = true;
   double materialize_deletions_threshold = 0.1;
-  // Rebuild the final commit on a newer version when another writer committed
-  // something compatible meanwhile (an append, a commit touching other fragments).
-  unsigned commit_retries = 3;
+  // Rebase the final commit on what other writers committed meanwhile when Lance
+  // finds it compatible (an append, a commit touching other fragments) and commit the
+  // next version, up to this many times (Lance's default, 20).
+  unsigned max_retries = default_max_retries;
   bool write_version_hint = true;
   // Called after each task's files are written: (tasks done, tasks in all).
   std::function<void(std::size_t, std::size_t)> progress;
@@ -112,6 +113,7 @@ struct compaction_result {
   index::row_address_map mapping;
   std::vector<rewritten_index_info> indices;
   std::vector<std::vector<std::uint64_t>> new_fragment_ids;  // per task
+  unsigned retries = 0;  // commits lost to other writers before this one
 };
 
 namespace compact_detail {
@@ -281,28 +283,29 @@ struct written_task {
 template <class SinkFactory>
 std::uint64_t reserve_fragment_ids(const std::string& root, std::uint32_t n, const publish_options& po,
                                    SinkFactory& make_sink) {
-  for (unsigned attempt = 0;; ++attempt) {
-    const auto latest = load_latest(root);
-    if (!latest) throw invalid_input_error("'" + root + "' is not a Lance dataset");
-    const auto& p = latest->manifest();
+  const auto latest = load_latest(root);
+  if (!latest) throw invalid_input_error("'" + root + "' is not a Lance dataset");
+  std::uint64_t first = 0;
+  auto build = [&](const snapshot& base, const pb::transaction& t) {
+    const auto& p = base.manifest();
     pending_commit c;
-    c.transaction = make_transaction(p.version, pb::transaction::reserve_fragments{n});
+    c.transaction = t;
     c.manifest = p;
     c.manifest.version = p.version + 1;
-    c.indices = latest->file.indices;
-    const std::uint64_t first = next_fragment_id(p);
+    c.indices = base.file.indices;
+    first = next_fragment_id(p);
     if (first + n - 1 > UINT32_MAX) throw invalid_input_error("dataset '" + root + "' has run out of 32-bit fragment ids");
     const bool stable = uses_stable_row_ids(p);
     commit_detail::finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
                                    c.transaction);
     c.manifest.max_fragment_id = std::uint32_t(first + n - 1);
-    try {
-      publish(root, c, po, make_sink);
-      return first;
-    } catch (const conflict_error&) {
-      if (attempt >= 16) throw;
-    }
-  }
+    return c;
+  };
+  commit_options co;
+  co.publish = po;
+  commit_transaction(root, *latest, make_transaction(latest->version(), pb::transaction::reserve_fragments{n}), build, co,
+                     make_sink);
+  return first;
 }
 
 inline bool same_fragment(const pb::data_fragment& a, const pb::data_fragment& b) {
@@ -523,8 +526,10 @@ compaction_result compact_files(const std::string& root, const compaction_option
     pb::transaction::rewrite op;
     for (const auto& w : done) op.groups.push_back({w.old_fragments, w.new_fragments});
     op.rewritten_indices = rewritten;
-    for (unsigned attempt = 0;; ++attempt) {
-      const auto latest = load_latest(root);
+    // Lance's commit: the Rewrite is checked against every commit since the read
+    // version (the reservations included) and applied on the newest.
+    auto build = [&](const snapshot& base, const pb::transaction& t) {
+      const snapshot* latest = &base;
       const auto& p = latest->manifest();
       // Our old fragments must be untouched since the read version.
       for (const auto& w : done)
@@ -536,7 +541,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
                                  " was planned; nothing was compacted (run it again)");
         }
       pending_commit c;
-      c.transaction = make_transaction(plan.read_version, op);
+      c.transaction = t;
       c.manifest = p;
       c.manifest.version = p.version + 1;
       c.indices = latest->file.indices;
@@ -580,14 +585,15 @@ compaction_result compact_files(const std::string& root, const compaction_option
                                  std::to_string(plan.read_version) + "; nothing was compacted (run it again)");
       commit_detail::finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
                                      c.transaction);
-      try {
-        publish(root, c, po, make_sink);
-        result.version = c.manifest.version;
-        break;
-      } catch (const conflict_error&) {
-        if (attempt >= o.commit_retries) throw;
-      }
-    }
+      return c;
+    };
+    commit_options co;
+    co.publish = po;
+    co.max_retries = o.max_retries;
+    auto out = commit_transaction(root, load_version(root, plan.read_version), make_transaction(plan.read_version, op),
+                                  build, co, make_sink);
+    result.version = out.commit.manifest.version;
+    result.retries = out.retries;
   } catch (const committed_io_error&) {
     throw;
   } catch (...) {

@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -605,8 +606,9 @@ class dataset {
 };
 
 struct delete_options {
-  // As write_options::commit_retries: rebuild on a newer version after a conflict.
-  unsigned commit_retries = 0;
+  // As write_options::max_retries: rebase on what other writers committed (merging
+  // deletions of the same fragment, as Lance does) and commit the next version.
+  unsigned max_retries = default_max_retries;
   bool write_version_hint = true;
   // Recorded as the Delete operation's predicate (Lance keeps the SQL filter there).
   std::string predicate;
@@ -615,6 +617,7 @@ struct delete_options {
 struct delete_result {
   std::uint64_t version = 0;       // the version committed (the old one when nothing was deleted)
   std::uint64_t deleted_rows = 0;  // rows newly deleted
+  unsigned retries = 0;            // commits lost to other writers before this one
 };
 
 // Deletes rows by row id (addresses unless the dataset uses stable row ids) and
@@ -625,6 +628,7 @@ struct delete_result {
 template <class SinkFactory>
 delete_result delete_rows(const std::string& root, std::span<const std::uint64_t> row_ids, const delete_options& o,
                           SinkFactory&& make_sink) {
+  unsigned retries = 0;
   for (unsigned attempt = 0;; ++attempt) {
     auto d = dataset::open(root);
     const auto snap = load_version(root, d.version());
@@ -652,6 +656,7 @@ delete_result delete_rows(const std::string& root, std::span<const std::uint64_t
     std::vector<std::uint64_t> removed;
     std::vector<std::string> written;
     std::uint64_t newly = 0;
+    affected_rows affected;  // offsets newly deleted, by fragment (Lance's affected rows)
     const auto& m = d.manifest();
     try {
       for (auto& [fid, offsets] : by_fragment) {
@@ -671,6 +676,9 @@ delete_result delete_rows(const std::string& root, std::span<const std::uint64_t
         const auto all = old.merged(offsets);
         if (all.size() == old.size()) continue;
         newly += all.size() - old.size();
+        const deletion_vector asked(offsets);
+        for (auto off : asked.offsets())
+          if (!old.contains(off)) affected[fid].push_back(off);
         if (all.size() == phys) {
           removed.push_back(fid);
           continue;
@@ -689,22 +697,47 @@ delete_result delete_rows(const std::string& root, std::span<const std::uint64_t
         updated.push_back(std::move(f));
       }
       if (updated.empty() && removed.empty()) return {m.version, 0};
-      auto c = build_delete(snap, updated, removed, o.predicate);
-      publish_options po;
-      po.scheme = snap.entry.scheme;
-      po.write_version_hint = o.write_version_hint;
-      publish(root, c, po, make_sink);
-      return {c.manifest.version, newly};
+      commit_options co;
+      co.publish.scheme = snap.entry.scheme;
+      co.publish.write_version_hint = o.write_version_hint;
+      co.max_retries = o.max_retries;
+      auto txn = make_transaction(snap.version(), pb::transaction::delete_rows{updated, removed, o.predicate});
+      auto out = commit_transaction(
+          root, snap, std::move(txn), [](const snapshot& base, const pb::transaction& t) { return build_delete(base, t); },
+          co, make_sink, std::move(affected));
+      // A rebase merged our deletions into new files: the first ones are not needed.
+      std::set<std::string> kept;
+      for (const auto& f : out.commit.manifest.fragments)
+        if (f.deletion_file) kept.insert(deletion_file_path(root, out.commit.manifest, f.id, *f.deletion_file));
+      for (const auto& p : written)
+        if (!kept.count(p)) {
+          try {
+            io::remove_file(p);
+          } catch (...) {
+          }
+        }
+      return {out.commit.manifest.version, newly, retries + out.retries};
     } catch (const committed_io_error&) {
       throw;
-    } catch (const conflict_error&) {
+    } catch (const commit_conflict_error& e) {
       for (const auto& p : written) {
         try {
           io::remove_file(p);
         } catch (...) {
         }
       }
-      if (attempt >= o.commit_retries) throw;
+      // Both deleted a row of one fragment (or it changed otherwise): Lance runs the
+      // delete again on the new version. Row addresses keep their meaning across
+      // Delete / Update, not across a Rewrite (compaction moved the rows).
+      bool again = e.retryable && (e.operation == "Delete" || e.operation == "Update");
+      if (again) {  // not when a fragment holding our rows left the dataset meanwhile
+        const auto latest = load_latest(root);
+        for (const auto& [fid, offs] : by_fragment)
+          again = again && latest && std::any_of(latest->manifest().fragments.begin(), latest->manifest().fragments.end(),
+                                                 [&](const pb::data_fragment& f) { return f.id == fid; });
+      }
+      if (!again || attempt >= o.max_retries) throw;
+      ++retries;
     } catch (...) {
       for (const auto& p : written) {
         try {

@@ -63,10 +63,10 @@ struct write_options {
   std::optional<arrow::schema> schema;
   // Options for each data file (page size, buffering).
   file::writer_options file_options;
-  // On a commit conflict, rebuild the commit on the newer version and try again this
-  // many times (appends and overwrites only; Lance retries compatible commits too).
-  // 0: the losing writer gets conflict_error.
-  unsigned commit_retries = 0;
+  // Another writer committed first: check its transaction, rebase on it and commit the
+  // next version, as Lance 12 does, up to this many times (Lance's default, 20). 0:
+  // losing the race is commit_conflict_error. A create never rebases.
+  unsigned max_retries = 20;
   // Write _versions/latest_version_hint.json after committing (as Lance 12 does).
   bool write_version_hint = true;
   // fsync each data file before the commit that references it. Lance 12 does not (its
@@ -80,6 +80,7 @@ struct write_result {
   std::uint64_t rows_written = 0;
   file::format_version storage_version = file::format_version::v2_0;
   std::vector<pb::data_fragment> fragments;  // the new fragments, with their ids
+  unsigned retries = 0;               // commits lost to other writers before this one
 };
 
 // Writes batches held in memory, with data files on the local file system and Lance

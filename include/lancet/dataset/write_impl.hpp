@@ -407,27 +407,34 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
       publish_options po;
       po.scheme = scheme;
       po.write_version_hint = o.write_version_hint;
-      for (unsigned attempt = 0;; ++attempt) {
-        pending_commit c = mode == write_mode::append ? build_append(*previous, fragments)
-                                                      : build_overwrite(previous, target, fragments, storage,
-                                                                        o.enable_stable_row_ids);
-        try {
-          publish(root, c, po, make_sink);
-          result.version = c.manifest.version;
-          const auto n = fragments.size();
-          result.fragments.assign(c.manifest.fragments.end() - std::ptrdiff_t(n), c.manifest.fragments.end());
-          if (mode != write_mode::append) result.fragments = c.manifest.fragments;
-          break;
-        } catch (const conflict_error&) {
-          if (attempt >= o.commit_retries || mode == write_mode::create) throw;
-          // Rebase on the version that won: appends need the same schema and format.
-          previous = load_latest(root);
-          if (!previous) throw;
-          if (mode == write_mode::append &&
-              (manifest_schema(previous->manifest()) != target || manifest_storage_version(previous->manifest()) != storage))
-            throw conflict_error(context + ": a concurrent writer changed the dataset's schema or storage version");
+      // Lance's commit: on losing the race, check what was committed meanwhile, rebase
+      // and take the next version (a create never rebases: the dataset exists then).
+      commit_options co;
+      co.publish = po;
+      co.max_retries = mode == write_mode::create ? 0 : o.max_retries;
+      const bool append = mode == write_mode::append;
+      const pb::transaction txn = append ? make_transaction(previous->version(), pb::transaction::append{fragments})
+                                         : overwrite_transaction(previous, target, fragments);
+      const bool stable_ids = o.enable_stable_row_ids;
+      auto build = [&](const snapshot& base, const pb::transaction& t) -> pending_commit {
+        if (append) {
+          if (manifest_storage_version(base.manifest()) != storage)
+            throw commit_conflict_error(context + ": version " + std::to_string(base.version()) +
+                                            " stores another Lance file version than this append wrote",
+                                        base.version(), "", false);
+          return build_append(base, t);
         }
-      }
+        return build_overwrite(base.entry.path.empty() ? std::optional<snapshot>() : std::optional<snapshot>(base), t,
+                               storage, stable_ids);
+      };
+      snapshot read = previous ? *previous : snapshot{root, {}, {}};
+      auto out = commit_transaction(root, read, txn, build, co, make_sink);
+      const auto& c = out.commit;
+      result.version = c.manifest.version;
+      result.retries = out.retries;
+      const auto n = fragments.size();
+      result.fragments.assign(c.manifest.fragments.end() - std::ptrdiff_t(n), c.manifest.fragments.end());
+      if (!append) result.fragments = c.manifest.fragments;
     } catch (const committed_io_error&) {
       throw;  // committed: the data files belong to the dataset now
     } catch (...) {

@@ -749,12 +749,9 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
       r.index = std::move(meta);
       return r;
     }
-    // Register: only if nobody committed since the build began.
-    const auto latest = dataset::load_latest(root);
-    if (!latest || latest->version() != base.version())
-      throw conflict_error("dataset '" + root + "' changed while the index was built (version " +
-                           std::to_string(base.version()) + " -> " +
-                           (latest ? std::to_string(latest->version()) : std::string("none")) + "); nothing committed");
+    // Register on the version built from, rebased as Lance does on what other writers
+    // committed meanwhile (rows appended since stay unindexed; a rewrite of indexed
+    // fragments or an overwrite is commit_conflict_error).
     commit_index_options co;
     co.replace = o.replace;
     const auto after = commit_index(root, base, meta, co);
@@ -859,11 +856,6 @@ inline dataset::snapshot commit_index_segments(const std::string& root, const st
     metas.push_back(im);
   }
   const auto base = dataset::load_version(root, first.dataset_version);
-  const auto latest = dataset::load_latest(root);
-  if (!latest || latest->version() != base.version())
-    throw conflict_error("dataset '" + root + "' changed since the segments were built (version " +
-                         std::to_string(base.version()) + " -> " +
-                         (latest ? std::to_string(latest->version()) : std::string("none")) + "); nothing committed");
   commit_index_options co;
   co.replace = replace;
   return commit_index(root, base, std::move(metas), co);

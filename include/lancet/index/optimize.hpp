@@ -506,15 +506,11 @@ inline void route(simd::distance_type metric, const std::vector<float>& cents, s
 }
 
 // Lance's CreateIndex commit that adds `added` and removes the segments `removed`
-// (by uuid) on top of base; conflict_error when someone committed since.
+// (by uuid) on top of base, rebased as Lance does on what was committed since
+// (commit_conflict_error when that cannot be).
 inline dataset::snapshot commit_segments(const std::string& root, const dataset::snapshot& base,
                                          std::vector<pb::index_metadata> added,
                                          const std::vector<pb::index_metadata>& removed) {
-  const auto latest = dataset::load_latest(root);
-  if (!latest || latest->version() != base.version())
-    throw conflict_error("dataset '" + root + "' changed while its indexes were optimised (version " +
-                         std::to_string(base.version()) + " -> " +
-                         (latest ? std::to_string(latest->version()) : std::string("none")) + "); nothing committed");
   std::vector<pb::index_metadata> kept;
   for (const auto& im : base.file.indices) {
     const bool gone = std::any_of(removed.begin(), removed.end(), [&](const pb::index_metadata& r) { return r.uuid == im.uuid; });

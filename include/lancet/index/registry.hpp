@@ -230,30 +230,62 @@ struct commit_index_options {
   // Replace an index of the same name (else a name clash is invalid_input_error).
   bool replace = false;
   dataset::publish_options publish;
+  // Rebase on compatible commits of other writers (appends, deletes, other indexes) as
+  // Lance does, up to this many times; the index keeps the fragments it was built on.
+  unsigned max_retries = dataset::default_max_retries;
 };
 
-// Publishes Lance's CreateIndex operation as version base + 1: its indexes are `kept`
-// followed by `added`; the transaction records `added` and `removed`.
+// Publishes Lance's CreateIndex operation built on `base`: its indexes are `kept`
+// followed by `added`; the transaction records `added` and `removed`. When other
+// writers committed since, their transactions are checked as Lance does (a Rewrite of
+// fragments the new index covers, an Overwrite: commit_conflict_error) and the change
+// is rebased on the newest version: its indexes minus `removed`, plus `added`.
 template <class SinkFactory>
 inline dataset::snapshot publish_index_change(const std::string& root, const dataset::snapshot& base,
                                               std::vector<pb::index_metadata> kept,
                                               std::vector<pb::index_metadata> added,
                                               const std::vector<pb::index_metadata>& removed,
-                                              dataset::publish_options opts, SinkFactory& make_sink) {
-  const auto& p = base.manifest();
-  dataset::pending_commit c;
-  c.transaction = dataset::make_transaction(p.version, pb::transaction::create_index{added, removed});
-  c.manifest = p;
-  c.manifest.version = p.version + 1;
-  c.indices = std::move(kept);
-  for (auto& n : added) c.indices.push_back(std::move(n));
-  const bool stable = dataset::uses_stable_row_ids(p);
-  dataset::commit_detail::finish_manifest(c.manifest, stable,
-                                          stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
-                                          c.transaction);
+                                              dataset::publish_options opts, SinkFactory& make_sink,
+                                              unsigned max_retries = dataset::default_max_retries,
+                                              unsigned* retries = nullptr) {
   if (auto s = dataset::dataset_naming_scheme(root)) opts.scheme = *s;
-  dataset::publish(root, c, opts, make_sink);
-  return dataset::load_version(root, c.manifest.version);
+  auto build = [&](const dataset::snapshot& b, const pb::transaction& t) {
+    const auto& p = b.manifest();
+    dataset::pending_commit c;
+    c.transaction = t;
+    c.manifest = p;
+    c.manifest.version = p.version + 1;
+    if (b.version() == base.version()) {
+      c.indices = kept;
+    } else {
+      for (const auto& im : b.file.indices) {
+        const auto is = [&](const pb::index_metadata& x) { return x.uuid == im.uuid; };
+        if (std::any_of(removed.begin(), removed.end(), is)) continue;
+        // An index of the same name committed meanwhile: the names would clash.
+        if (std::none_of(base.file.indices.begin(), base.file.indices.end(), is) &&
+            std::any_of(added.begin(), added.end(), [&](const pb::index_metadata& a) { return a.name == im.name; }))
+          throw dataset::commit_conflict_error("cannot commit index '" + im.name + "' on dataset '" + root +
+                                                   "': another writer committed an index of that name (version " +
+                                                   std::to_string(b.version()) + " or earlier); nothing was committed",
+                                               b.version(), "CreateIndex", false);
+        c.indices.push_back(im);
+      }
+    }
+    for (const auto& n : added) c.indices.push_back(n);
+    const bool stable = dataset::uses_stable_row_ids(p);
+    dataset::commit_detail::finish_manifest(c.manifest, stable,
+                                            stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
+                                            c.transaction);
+    return c;
+  };
+  dataset::commit_options co;
+  co.publish = opts;
+  co.max_retries = max_retries;
+  auto out = dataset::commit_transaction(
+      root, base, dataset::make_transaction(base.version(), pb::transaction::create_index{added, removed}), build, co,
+      make_sink);
+  if (retries) *retries = out.retries;
+  return dataset::load_version(root, out.commit.manifest.version);
 }
 
 // Lance's CreateIndex commit on top of `base` (the version the index was built from):
@@ -304,7 +336,8 @@ inline dataset::snapshot commit_index(const std::string& root, const dataset::sn
       }
     }
   }
-  return publish_index_change(root, base, std::move(kept), std::move(new_indices), removed, o.publish, make_sink);
+  return publish_index_change(root, base, std::move(kept), std::move(new_indices), removed, o.publish, make_sink,
+                              o.max_retries);
 }
 
 template <class SinkFactory = dataset::default_sink_factory>

@@ -1,0 +1,509 @@
+// Concurrent commits as Lance 12 resolves them (io/commit/conflict_resolver.rs and
+// io/commit.rs): when the version a commit wants already exists, the writer reads the
+// transactions committed since the version its own transaction was built on, checks
+// each for compatibility, operation by operation, rebases its transaction on the newest
+// version when all are compatible and tries the next version; otherwise it fails with
+// commit_conflict_error naming the operation and version it conflicts with.
+//
+// The compatibility matrix (our operation / theirs), as Lance's TransactionRebase:
+//   Append           conflicts with Overwrite, Restore, UpdateMemWalState; else compatible.
+//   Delete           compatible with Append, CreateIndex, ReserveFragments, Project,
+//                    UpdateConfig, Clone, UpdateBases; with a Delete / Update of other
+//                    fragments; with a Delete / Update of the same fragment when only its
+//                    deletion file changed and no row was deleted by both (the deletion
+//                    vectors are merged into a new deletion file); a retryable conflict
+//                    when both deleted a row, when that fragment was removed or its data
+//                    files changed, or with a Rewrite / DataReplacement of its fragments
+//                    or any Merge; an incompatible one with Overwrite, Restore,
+//                    UpdateMemWalState.
+//   CreateIndex      compatible with everything except: Rewrite of fragments the new
+//                    indices cover (or new indices without a fragment bitmap), a
+//                    DataReplacement of an indexed field, a concurrent frag-reuse index
+//                    (retryable); Overwrite, Restore, UpdateMemWalState (incompatible).
+//                    The rebased index keeps the fragments it read: rows appended
+//                    meanwhile stay unindexed.
+//   Rewrite          compatible with Append, ReserveFragments, Project, Clone,
+//                    UpdateConfig, UpdateMemWalState, UpdateBases, and Delete / Update /
+//                    Rewrite / DataReplacement / CreateIndex that do not touch its old
+//                    fragments; a retryable conflict when they do, and with any Merge;
+//                    incompatible with Overwrite and Restore.
+//   Overwrite        compatible with everything but an Overwrite / UpdateConfig that
+//                    upserts the same config key, and UpdateMemWalState: it wins its own
+//                    version.
+//   ReserveFragments conflicts with Overwrite and Restore only.
+// Lance retries up to CommitConfig::num_retries (20) times, sleeping a random slot of
+// a slot backoff (4, 8, 16, ... slots, each as long as the first attempt took + 10%).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/commit.hpp"
+#include "lancet/dataset/deletion.hpp"
+#include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/versions.hpp"
+#include "lancet/io/fs.hpp"
+#include "lancet/pb/table.hpp"
+
+namespace lancet::dataset {
+
+// Lance's default number of commit retries (CommitConfig::num_retries).
+inline constexpr unsigned default_max_retries = 20;
+
+// A commit that cannot be rebased on what another writer committed. `version` and
+// `operation` name the other commit; `retryable` says whether running the whole
+// operation again (on the new version) may succeed, as Lance's RetryableCommitConflict
+// does; it is false when the other commit replaced the dataset (Overwrite, Restore).
+// The dataset is unchanged by the failed commit.
+struct commit_conflict_error : conflict_error {
+  std::uint64_t version = 0;
+  std::string operation;
+  bool retryable = false;
+  commit_conflict_error(const std::string& what, std::uint64_t v, std::string op, bool retry)
+      : conflict_error(what), version(v), operation(std::move(op)), retryable(retry) {}
+};
+
+// Lance's name of an operation ("Append", "Delete", "CreateIndex", ...).
+inline std::string operation_name(const pb::transaction::operation_t& op) {
+  static constexpr std::string_view names[] = {"None",        "Append",        "Delete",           "Overwrite",
+                                               "CreateIndex", "Rewrite",       "Merge",            "Restore",
+                                               "ReserveFragments", "Update",   "Project",          "UpdateConfig",
+                                               "DataReplacement", "UpdateMemWalState", "Clone",    "UpdateBases"};
+  static_assert(std::size(names) == std::variant_size_v<pb::transaction::operation_t>);
+  return std::string(names[op.index()]);
+}
+
+// The transaction that made a version: the manifest's inline transaction section, or
+// the file it names under _transactions/. Errors name the version and file.
+inline pb::transaction read_version_transaction(const std::string& root, const version_entry& e,
+                                                const source_factory& sources = {}) {
+  auto mf = read_manifest_file_at(e.path, sources);
+  if (mf.transaction) return std::move(*mf.transaction);
+  if (mf.manifest.transaction_file.empty())
+    throw corrupt_error("version " + std::to_string(e.version) + " of dataset '" + root + "' ('" + e.path +
+                        "') names no transaction, so concurrent commits cannot be checked against it");
+  const std::string path = transaction_path(root, mf.manifest.transaction_file);
+  const std::string bytes = read_small_file(sources, path);
+  return manifest_detail::naming_path(path, [&] { return decode_transaction_file(bytes); });
+}
+
+// Every (version, transaction) committed after `after`, up to and including `upto`,
+// oldest first.
+inline std::vector<std::pair<std::uint64_t, pb::transaction>> transactions_between(
+    const std::string& root, const std::vector<version_entry>& versions, std::uint64_t after, std::uint64_t upto,
+    const source_factory& sources = {}) {
+  std::vector<std::pair<std::uint64_t, pb::transaction>> out;
+  for (const auto& e : versions)
+    if (e.version > after && e.version <= upto) out.emplace_back(e.version, read_version_transaction(root, e, sources));
+  return out;
+}
+
+// Rows a Delete removes, by fragment id (offsets within the fragment): Lance's
+// affected_rows, which lets two deletes of one fragment be merged.
+using affected_rows = std::map<std::uint64_t, std::vector<std::uint32_t>>;
+
+// Our transaction while it is checked against and rebased on newer commits.
+class transaction_rebase {
+ public:
+  transaction_rebase(const snapshot& read, pb::transaction txn, std::optional<affected_rows> affected = std::nullopt)
+      : txn_(std::move(txn)), affected_(std::move(affected)) {
+    std::set<std::uint64_t> ids;
+    if (auto* d = std::get_if<pb::transaction::delete_rows>(&txn_.operation)) {
+      for (const auto& f : d->updated_fragments) ids.insert(f.id);
+      for (auto id : d->deleted_fragment_ids) ids.insert(id);
+      // Only whole fragments removed: nothing to merge row by row (Lance's short cut).
+      if (d->updated_fragments.empty()) affected_.reset();
+    } else if (auto* r = std::get_if<pb::transaction::rewrite>(&txn_.operation)) {
+      for (const auto& g : r->groups)
+        for (const auto& f : g.old_fragments) ids.insert(f.id);
+      for (const auto& f : r->old_fragments) ids.insert(f.id);
+    }
+    modified_ = ids;
+    for (const auto& f : read.manifest().fragments)
+      if (ids.count(f.id)) initial_[f.id] = {f, false};
+  }
+
+  const pb::transaction& transaction() const noexcept { return txn_; }
+  // Deletion files written while rebasing (removed by the caller if the commit fails).
+  const std::vector<std::string>& written_files() const noexcept { return written_; }
+
+  // Throws commit_conflict_error when `other` (committed as `version`) is incompatible.
+  void check(const pb::transaction& other, std::uint64_t version, const std::string& root) {
+    using T = pb::transaction;
+    const auto& theirs = other.operation;
+    const bool their_replace = std::holds_alternative<T::overwrite>(theirs) || std::holds_alternative<T::restore>(theirs);
+    const bool their_memwal = std::holds_alternative<T::update_mem_wal_state>(theirs);
+    std::visit(
+        [&](const auto& ours) {
+          using O = std::decay_t<decltype(ours)>;
+          if constexpr (std::is_same_v<O, T::append>) {
+            if (their_replace || their_memwal) incompatible(other, version, root);
+          } else if constexpr (std::is_same_v<O, T::reserve_fragments>) {
+            if (their_replace) incompatible(other, version, root);
+          } else if constexpr (std::is_same_v<O, T::overwrite>) {
+            if (their_memwal) incompatible(other, version, root);
+            const std::map<std::string, std::string>* keys = nullptr;
+            if (auto* o = std::get_if<T::overwrite>(&theirs)) keys = &o->config_upsert_values;
+            if (auto* u = std::get_if<T::update_config>(&theirs)) {
+              for (const auto& [k, v] : ours.config_upsert_values) {
+                if (u->upsert_values.count(k)) incompatible(other, version, root);
+                if (u->config_updates)
+                  for (const auto& e : u->config_updates->entries)
+                    if (e.first == k) incompatible(other, version, root);
+              }
+            }
+            if (keys)
+              for (const auto& [k, v] : ours.config_upsert_values)
+                if (keys->count(k)) incompatible(other, version, root);
+          } else if constexpr (std::is_same_v<O, T::delete_rows>) {
+            check_delete(other, version, root);
+          } else if constexpr (std::is_same_v<O, T::create_index>) {
+            check_create_index(ours, other, version, root);
+          } else if constexpr (std::is_same_v<O, T::rewrite>) {
+            check_rewrite(other, version, root);
+          } else {
+            throw unsupported_error("lancet does not rebase " + operation_name(txn_.operation) +
+                                    " transactions on concurrent commits (dataset '" + root + "', version " +
+                                    std::to_string(version) + " was committed by " + operation_name(theirs) + ")");
+          }
+        },
+        txn_.operation);
+  }
+
+  // After every commit up to `latest` was checked: rewrites what must be (a Delete's
+  // deletion files merged with the deletions committed meanwhile) so that the
+  // transaction applies on `latest`. Deletion files are written through `make_sink`.
+  template <class SinkFactory>
+  void finish(const snapshot& latest, SinkFactory& make_sink) {
+    auto* d = std::get_if<pb::transaction::delete_rows>(&txn_.operation);
+    if (!d) return;
+    const auto& m = latest.manifest();
+    for (auto& [fid, entry] : initial_) {
+      if (!entry.second) continue;
+      if (!affected_)
+        throw internal_error("a Delete needs its deleted rows to be rebased (fragment " + std::to_string(fid) + ")");
+      auto frag = std::find_if(m.fragments.begin(), m.fragments.end(),
+                               [&](const pb::data_fragment& f) { return f.id == fid; });
+      if (frag == m.fragments.end())
+        throw commit_conflict_error("cannot commit this Delete on dataset '" + latest.root + "': fragment " +
+                                        std::to_string(fid) + " was removed by version " + std::to_string(m.version),
+                                    m.version, "Delete", true);
+      const auto existing = read_deletion_vector(latest.root, m, *frag);
+      const auto mine_it = affected_->find(fid);
+      const std::vector<std::uint32_t> mine = mine_it == affected_->end() ? std::vector<std::uint32_t>{} : mine_it->second;
+      for (auto off : mine)
+        if (existing.contains(off))
+          throw commit_conflict_error("this Delete was preempted by a concurrent Delete or Update committed by version " +
+                                          std::to_string(m.version) + " of dataset '" + latest.root +
+                                          "': both deleted row " + std::to_string(off) + " of fragment " +
+                                          std::to_string(fid) + " (run the delete again)",
+                                      m.version, "Delete", true);
+      const auto merged = existing.merged(mine);
+      entry.first = *frag;
+      entry.second = false;
+      const auto phys = frag->physical_rows;
+      auto upd = std::find_if(d->updated_fragments.begin(), d->updated_fragments.end(),
+                              [&](const pb::data_fragment& f) { return f.id == fid; });
+      if (phys && merged.size() >= phys) {
+        if (upd != d->updated_fragments.end()) d->updated_fragments.erase(upd);
+        if (std::find(d->deleted_fragment_ids.begin(), d->deleted_fragment_ids.end(), fid) == d->deleted_fragment_ids.end())
+          d->deleted_fragment_ids.push_back(fid);
+        continue;
+      }
+      pb::data_fragment nf = *frag;
+      nf.deletion_file = new_bitmap_deletion_file(m.version, merged.size());
+      const std::string path = deletion_file_path(latest.root, m, fid, *nf.deletion_file);
+      io::make_directories(io::parent_directory(path));
+      written_.push_back(path);
+      const std::string bytes = merged.to_bitmap().serialize();
+      io::file_sink_options so;
+      so.exclusive = true;
+      auto sink = make_sink(path, so);
+      sink.write(bytes_view(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+      sink.finish();
+      if (upd != d->updated_fragments.end()) *upd = std::move(nf);
+      else d->updated_fragments.push_back(std::move(nf));
+    }
+    txn_.read_version = m.version;  // as Lance's finish for Delete / Update
+  }
+
+ private:
+  [[noreturn]] void fail(const pb::transaction& other, std::uint64_t version, const std::string& root, bool retryable,
+                         const std::string& why = {}) const {
+    const std::string ours = operation_name(txn_.operation), theirs = operation_name(other.operation);
+    std::string msg = retryable ? "this " + ours + " was preempted by the concurrent " + theirs +
+                                      " committed as version " + std::to_string(version) + " of dataset '" + root + "'"
+                                : "this " + ours + " is incompatible with the concurrent " + theirs +
+                                      " committed as version " + std::to_string(version) + " of dataset '" + root + "'";
+    if (!why.empty()) msg += " (" + why + ")";
+    msg += retryable ? "; nothing of it was committed (run it again on the new version)" : "; nothing of it was committed";
+    throw commit_conflict_error(msg, version, theirs, retryable);
+  }
+  [[noreturn]] void incompatible(const pb::transaction& other, std::uint64_t version, const std::string& root) const {
+    fail(other, version, root, false);
+  }
+  [[noreturn]] void retryable(const pb::transaction& other, std::uint64_t version, const std::string& root,
+                              const std::string& why = {}) const {
+    fail(other, version, root, true, why);
+  }
+
+  // The old fragment ids of a Rewrite.
+  static std::set<std::uint64_t> rewritten_ids(const pb::transaction::rewrite& r) {
+    std::set<std::uint64_t> out;
+    for (const auto& g : r.groups)
+      for (const auto& f : g.old_fragments) out.insert(f.id);
+    for (const auto& f : r.old_fragments) out.insert(f.id);
+    return out;
+  }
+  std::optional<std::uint64_t> touches(const std::set<std::uint64_t>& ids) const {
+    for (auto id : ids)
+      if (modified_.count(id)) return id;
+    return std::nullopt;
+  }
+
+  void check_delete(const pb::transaction& other, std::uint64_t version, const std::string& root) {
+    using T = pb::transaction;
+    std::visit(
+        [&](const auto& theirs) {
+          using O = std::decay_t<decltype(theirs)>;
+          if constexpr (std::is_same_v<O, T::rewrite>) {
+            if (auto id = touches(rewritten_ids(theirs)))
+              retryable(other, version, root, "it rewrote fragment " + std::to_string(*id));
+          } else if constexpr (std::is_same_v<O, T::data_replacement>) {
+            for (const auto& g : theirs.replacements)
+              if (modified_.count(g.fragment_id))
+                retryable(other, version, root, "it replaced data of fragment " + std::to_string(g.fragment_id));
+          } else if constexpr (std::is_same_v<O, T::delete_rows> || std::is_same_v<O, T::update>) {
+            const auto& updated = theirs.updated_fragments;
+            const auto& removed = [&]() -> const std::vector<std::uint64_t>& {
+              if constexpr (std::is_same_v<O, T::delete_rows>) return theirs.deleted_fragment_ids;
+              else return theirs.removed_fragment_ids;
+            }();
+            bool any = false;
+            for (const auto& f : updated) any = any || modified_.count(f.id);
+            for (auto id : removed) any = any || modified_.count(id);
+            if (!any) return;
+            if (!affected_) retryable(other, version, root, "it changed a fragment this Delete removes");
+            for (const auto& u : updated) {
+              auto it = initial_.find(u.id);
+              if (it == initial_.end()) continue;
+              if (it->second.first.files != u.files)
+                retryable(other, version, root, "it changed the data files of fragment " + std::to_string(u.id));
+              if (u.deletion_file != it->second.first.deletion_file) it->second.second = true;
+            }
+            for (auto id : removed)
+              if (initial_.count(id)) retryable(other, version, root, "it removed fragment " + std::to_string(id));
+          } else if constexpr (std::is_same_v<O, T::merge>) {
+            retryable(other, version, root);
+          } else if constexpr (std::is_same_v<O, T::overwrite> || std::is_same_v<O, T::restore> ||
+                               std::is_same_v<O, T::update_mem_wal_state>) {
+            incompatible(other, version, root);
+          }
+          // Append, CreateIndex, ReserveFragments, Clone, Project, UpdateConfig, UpdateBases: compatible.
+        },
+        other.operation);
+  }
+
+  void check_create_index(const pb::transaction::create_index& ours, const pb::transaction& other, std::uint64_t version,
+                          const std::string& root) {
+    using T = pb::transaction;
+    static constexpr std::string_view frag_reuse = "__lance_frag_reuse";
+    std::visit(
+        [&](const auto& theirs) {
+          using O = std::decay_t<decltype(theirs)>;
+          if constexpr (std::is_same_v<O, T::create_index>) {
+            const auto reuse = [](const std::vector<pb::index_metadata>& v) {
+              return std::any_of(v.begin(), v.end(), [](const pb::index_metadata& i) { return i.name == frag_reuse; });
+            };
+            if (reuse(ours.new_indices) && reuse(theirs.new_indices)) retryable(other, version, root);
+          } else if constexpr (std::is_same_v<O, T::rewrite>) {
+            std::set<std::uint64_t> covered;
+            for (const auto& im : ours.new_indices) {
+              if (im.fragment_bitmap.empty())
+                retryable(other, version, root, "index '" + im.name + "' records no fragments");
+              for (auto id : index_fragment_bitmap(im).to_vector()) covered.insert(id);
+            }
+            for (auto id : rewritten_ids(theirs))
+              if (covered.count(id))
+                retryable(other, version, root,
+                          "it rewrote fragment " + std::to_string(id) + ", which the new index covers");
+          } else if constexpr (std::is_same_v<O, T::data_replacement>) {
+            std::set<std::int32_t> fields;
+            for (const auto& im : ours.new_indices) fields.insert(im.fields.begin(), im.fields.end());
+            for (const auto& g : theirs.replacements)
+              if (g.new_file)
+                for (auto f : g.new_file->fields)
+                  if (fields.count(f)) retryable(other, version, root, "it replaced an indexed column");
+          } else if constexpr (std::is_same_v<O, T::overwrite> || std::is_same_v<O, T::restore> ||
+                               std::is_same_v<O, T::update_mem_wal_state>) {
+            incompatible(other, version, root);
+          }
+          // Append, Delete, Update, Merge, ReserveFragments, Project, UpdateConfig, Clone,
+          // UpdateBases: compatible (row addresses of the indexed rows stay valid).
+        },
+        other.operation);
+  }
+
+  void check_rewrite(const pb::transaction& other, std::uint64_t version, const std::string& root) {
+    using T = pb::transaction;
+    std::visit(
+        [&](const auto& theirs) {
+          using O = std::decay_t<decltype(theirs)>;
+          if constexpr (std::is_same_v<O, T::delete_rows> || std::is_same_v<O, T::update>) {
+            for (const auto& f : theirs.updated_fragments)
+              if (modified_.count(f.id))
+                retryable(other, version, root, "it changed fragment " + std::to_string(f.id) + ", which this compaction rewrites");
+            const auto& removed = [&]() -> const std::vector<std::uint64_t>& {
+              if constexpr (std::is_same_v<O, T::delete_rows>) return theirs.deleted_fragment_ids;
+              else return theirs.removed_fragment_ids;
+            }();
+            for (auto id : removed)
+              if (modified_.count(id))
+                retryable(other, version, root, "it removed fragment " + std::to_string(id) + ", which this compaction rewrites");
+          } else if constexpr (std::is_same_v<O, T::rewrite>) {
+            if (auto id = touches(rewritten_ids(theirs)))
+              retryable(other, version, root, "it rewrote fragment " + std::to_string(*id) + " too");
+          } else if constexpr (std::is_same_v<O, T::data_replacement>) {
+            for (const auto& g : theirs.replacements)
+              if (modified_.count(g.fragment_id))
+                retryable(other, version, root, "it replaced data of fragment " + std::to_string(g.fragment_id));
+          } else if constexpr (std::is_same_v<O, T::merge>) {
+            retryable(other, version, root);
+          } else if constexpr (std::is_same_v<O, T::create_index>) {
+            std::set<std::uint64_t> covered;
+            for (const auto& im : theirs.new_indices) {
+              if (im.fragment_bitmap.empty()) retryable(other, version, root, "index '" + im.name + "' records no fragments");
+              for (auto id : index_fragment_bitmap(im).to_vector()) covered.insert(id);
+            }
+            for (auto id : modified_)
+              if (covered.count(id))
+                retryable(other, version, root,
+                          "its index covers fragment " + std::to_string(id) + ", which this compaction rewrites");
+          } else if constexpr (std::is_same_v<O, T::overwrite> || std::is_same_v<O, T::restore>) {
+            incompatible(other, version, root);
+          }
+        },
+        other.operation);
+  }
+
+  pb::transaction txn_;
+  std::optional<affected_rows> affected_;
+  std::set<std::uint64_t> modified_;
+  std::map<std::uint64_t, std::pair<pb::data_fragment, bool>> initial_;  // at the read version; needs a rewrite
+  std::vector<std::string> written_;
+};
+
+// Lance's SlotBackoff: the n-th retry sleeps a random one of 4 * 2^n slots, each as long
+// as the first attempt took plus 10%. (Capped at 5 s, Lance's longest plain backoff.)
+class slot_backoff {
+ public:
+  explicit slot_backoff(std::chrono::milliseconds unit) : unit_(std::max<std::int64_t>(1, unit.count())) {}
+  std::chrono::milliseconds next() {
+    const std::uint64_t slots = std::uint64_t(1) << std::min<unsigned>(attempt_ + 2, 30);
+    ++attempt_;
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    const std::uint64_t slot = std::uniform_int_distribution<std::uint64_t>(0, slots - 1)(rng);
+    return std::chrono::milliseconds(std::min<std::uint64_t>(slot * std::uint64_t(unit_), 5000));
+  }
+
+ private:
+  std::int64_t unit_;
+  unsigned attempt_ = 0;
+};
+
+struct commit_options {
+  // Rebase and try again this many times after losing a race (Lance's num_retries).
+  // 0: no rebase at all; losing the race is commit_conflict_error.
+  unsigned max_retries = default_max_retries;
+  publish_options publish;
+};
+
+struct commit_outcome {
+  pending_commit commit;   // what was published
+  snapshot base;           // the version it was built on (committed as base + 1)
+  unsigned retries = 0;    // commits lost to other writers before this one won
+};
+
+// Builds the manifest of `txn` on `base` (the version it commits after).
+using build_commit_fn = std::function<pending_commit(const snapshot& base, const pb::transaction& txn)>;
+
+// Commits `txn`, built against `read` (its read version), as Lance's commit_transaction
+// does: before each attempt the transactions committed after the version it is built on
+// are checked and the transaction rebased on the newest version; then `build` makes the
+// manifest and it is published as the next version. Losing the race sleeps a slot of
+// the backoff and tries again, up to o.max_retries times. With `affected`, a Delete
+// merges its deletions with those of concurrent deletes of the same fragments.
+// Files written while rebasing are removed when the commit fails.
+template <class SinkFactory>
+commit_outcome commit_transaction(const std::string& root, const snapshot& read, pb::transaction txn,
+                                  const build_commit_fn& build, const commit_options& o, SinkFactory& make_sink,
+                                  std::optional<affected_rows> affected = std::nullopt) {
+  transaction_rebase rb(read, std::move(txn), std::move(affected));
+  const bool strict_overwrite =
+      std::holds_alternative<pb::transaction::overwrite>(rb.transaction().operation) && o.max_retries == 0;
+  snapshot base = read;
+  unsigned retries = 0;
+  std::optional<slot_backoff> backoff;
+  const auto start = std::chrono::steady_clock::now();
+  auto drop_written = [&] {
+    for (const auto& p : rb.written_files()) {
+      try {
+        io::remove_file(p);
+      } catch (...) {
+      }
+    }
+  };
+  try {
+    for (;;) {
+      if (!strict_overwrite) {
+        const auto versions = list_versions(root);
+        if (!versions.empty() && versions.back().version > base.version()) {
+          for (auto& [v, other] : transactions_between(root, versions, base.version(), versions.back().version))
+            rb.check(other, v, root);
+          base = commit_detail::load(root, versions.back(), {});
+          rb.finish(base, make_sink);
+        }
+      }
+      pending_commit c = build(base, rb.transaction());
+      try {
+        publish(root, c, o.publish, make_sink);
+        return {std::move(c), std::move(base), retries};
+      } catch (const commit_conflict_error&) {
+        throw;
+      } catch (const committed_io_error&) {
+        throw;
+      } catch (const conflict_error& e) {
+        if (retries >= o.max_retries || strict_overwrite) {
+          throw commit_conflict_error(std::string(e.what()) +
+                                          (o.max_retries ? " (gave up after " + std::to_string(retries) + " retries)" : ""),
+                                      c.manifest.version, "", o.max_retries > 0);
+        }
+        if (!backoff)
+          backoff.emplace(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              (std::chrono::steady_clock::now() - start) * 11 / 10));
+        ++retries;
+        std::this_thread::sleep_for(backoff->next());
+      }
+    }
+  } catch (const committed_io_error&) {
+    throw;
+  } catch (...) {
+    drop_written();
+    throw;
+  }
+}
+
+}  // namespace lancet::dataset
