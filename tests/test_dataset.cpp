@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -555,6 +556,33 @@ TEST_CASE("Arrow IPC deletion files LanceDB wrote: uncompressed and ZSTD bodies"
     }
   }
   CHECK(arrow_files == 2);
+}
+
+// Found by tests/fuzz/fuzz_deletion: a compressed buffer's length prefix claiming 4 GiB
+// made the reader allocate (and zero) 4 GiB before finding the data was 5,800 bytes.
+TEST_CASE("Arrow IPC: a compressed buffer's claimed length is checked against its data, not allocated") {
+  const auto path = fixture("deletions_2.0") / "_deletions" / "2-5-16639781602694490982.arrow";
+  const auto bytes = ds::read_small_file(path.string());
+  const std::string prefix("\xa8\x16\0\0\0\0\0\0", 8);  // 5,800 bytes: 1,450 uint32 offsets, ZSTD
+  const auto at = bytes.find(prefix);
+  REQUIRE(at != std::string::npos);
+  const auto with_claim = [&](std::int64_t n) {
+    std::string bad = bytes;
+    le::store(bad.data() + at, n);
+    return bad;
+  };
+  const auto read = [](const std::string& b) {
+    return ds::ipc::read_ipc(bytes_view(reinterpret_cast<const std::uint8_t*>(b.data()), b.size()), "del.arrow");
+  };
+  CHECK(read(with_claim(5800)).batches.at(0).columns.at(0)->length == 1450);
+  struct rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  CHECK_THROWS_WITH_AS(read(with_claim(std::int64_t(1) << 32)),
+                       doctest::Contains("zstd buffer does not decompress to its 4294967296 bytes"), corrupt_error);
+  getrusage(RUSAGE_SELF, &after);
+  CHECK(after.ru_maxrss - before.ru_maxrss < 256 * 1024);  // KiB: far less than the 4 GiB claimed
+  CHECK_THROWS_WITH_AS(read(with_claim(5799)), doctest::Contains("does not decompress to its 5799 bytes"), corrupt_error);
+  CHECK_THROWS_WITH_AS(read(with_claim(5801)), doctest::Contains("does not decompress to its 5801 bytes"), corrupt_error);
 }
 
 TEST_CASE("deletions LanceDB wrote (Arrow and bitmap kinds) are skipped by scans, counts and takes") {

@@ -1,37 +1,73 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang++ -fsanitize=fuzzer,address,undefined) and runs
-# each for a bounded time over a corpus seeded from the small Lance files in
-# tests/fixtures (2.0, 2.1 and 2.2, ours and LanceDB's). A crash, sanitizer report,
-# uncaught non-lancet exception, allocation over -malloc_limit_mb, or an input slower
-# than -timeout fails the run; the input is left in BUILD_DIR (crash-*, oom-*, ...).
-# Targets: fuzz_file (file bytes: footer, metadata, schema, every decoder) and
-# fuzz_page (2.1/2.2 pages of random fields, encoded by lancet, then edited; unedited
-# pages must round-trip).
-#   tests/fuzz/run.sh [BUILD_DIR] [SECONDS_PER_TARGET]      (defaults: build-fuzz 30)
+# each for a bounded time over a corpus seeded from real files LanceDB wrote (the
+# fixtures in tests/fixtures: Lance files 2.0-2.2, manifests, transaction files,
+# deletion files, index files) and from tests/fuzz/corpus/<target>. A crash,
+# sanitizer report, uncaught non-lancet exception, allocation over -malloc_limit_mb,
+# or an input slower than -timeout fails the run; the input is left in BUILD_DIR
+# (crash-*, oom-*, ...). Targets:
+#   fuzz_file      file bytes: footer, metadata, schema, every decoder
+#   fuzz_page      2.1/2.2 pages of random fields, encoded by lancet, then edited
+#                  (unedited pages must round-trip)
+#   fuzz_manifest  manifests (footer, sections, index metadata) and transaction files
+#   fuzz_index     index.idx and auxiliary.idx through the index readers
+#   fuzz_deletion  deletion files: Arrow IPC and roaring bitmap forms, roaring treemaps
+#   fuzz_json      the JSON schema reader and the JSON Lines rows reader
+# Seed files for the binary targets get a first byte choosing the form (see each
+# target's header). Time: SECONDS_PER_TARGET for fuzz_file and fuzz_page, half of it
+# for each of the four others (30: 2 minutes of fuzzing in all, plus the builds).
+#   tests/fuzz/run.sh [BUILD_DIR] [SECONDS_PER_TARGET] [TARGET...]   (defaults: build-fuzz 30, all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-build-fuzz}
 secs=${2:-30}
 cxx=${LANCET_FUZZ_CXX:-$(command -v clang++ || command -v clang++-14 || true)}
 if [[ -z $cxx ]]; then echo "fuzz: clang++ not found (scripts/install-deps installs clang-14)" >&2; exit 1; fi
-mkdir -p "$out/seed"
+shift $(( $# > 2 ? 2 : $# ))
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_file fuzz_page fuzz_manifest fuzz_index fuzz_deletion fuzz_json)
+rm -rf "$out/seed" "$out"/seed-*
+mkdir -p "$out/seed" "$out/seed-fuzz_manifest" "$out/seed-fuzz_index" "$out/seed-fuzz_deletion" "$out/seed-fuzz_json"
 while IFS= read -r f; do
   cp "$f" "$out/seed/$(printf '%s' "$f" | md5sum | cut -c1-16)"
 done < <(find tests/fixtures -name '*.lance' -size -64k | sort)
-for target in fuzz_file fuzz_page; do
-  if [[ $target == fuzz_page ]]; then max_len=256; else max_len=65536; fi
+# seed TARGET FORM_BYTE FIND_ARGS...: each file found, behind the byte choosing its form.
+seed() {
+  local target=$1 form=$2
+  shift 2
+  while IFS= read -r f; do
+    { printf "\\x$form"; cat "$f"; } > "$out/seed-$target/$form-$(printf '%s' "$f" | md5sum | cut -c1-16)"
+  done < <(find tests/fixtures "$@" -size -64k | sort)
+}
+seed fuzz_manifest 00 -name '*.manifest'
+seed fuzz_manifest 01 -name '*.txn'
+seed fuzz_index 00 -name index.idx
+seed fuzz_index 01 -name auxiliary.idx
+seed fuzz_deletion 00 -path '*_deletions/*' -name '*.arrow'
+seed fuzz_deletion 01 -name '*.bin'
+cp tests/fuzz/corpus/fuzz_json/* "$out/seed-fuzz_json/"
+for target in "${targets[@]}"; do
+  case $target in
+    fuzz_page) max_len=256 t=$secs ;;
+    fuzz_file) max_len=65536 t=$secs ;;
+    fuzz_json) max_len=8192 t=$(( (secs + 1) / 2 )) ;;
+    *) max_len=65536 t=$(( (secs + 1) / 2 )) ;;
+  esac
+  seeds=()
+  [[ $target == fuzz_file ]] && seeds=("$out/seed")
+  [[ -d $out/seed-$target ]] && seeds=("$out/seed-$target")
   echo "fuzz: building $target"
   "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -Iinclude "tests/fuzz/$target.cpp" -o "$out/$target" -lzstd -llz4
   mkdir -p "$out/corpus-$target"
-  echo "fuzz: running $target for ${secs}s"
-  if ! "$out/$target" -max_total_time="$secs" -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 \
-      -max_len=$max_len -seed=1 -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus-$target" $([[ $target == fuzz_file ]] && echo "$out/seed") \
+  echo "fuzz: running $target for ${t}s"
+  if ! "$out/$target" -max_total_time="$t" -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 \
+      -max_len=$max_len -seed=1 -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus-$target" "${seeds[@]}" \
       > "$out/$target.log" 2>&1; then
     tail -n 60 "$out/$target.log" >&2
     echo "fuzz: $target FAILED (log: $out/$target.log)" >&2
     exit 1
   fi
-  grep -E "^stat::number_of_executed_units|^Done" "$out/$target.log" || true
+  echo "fuzz: $target $(grep -E "^stat::number_of_executed_units" "$out/$target.log" | awk '{print $2}') executions"
 done
 echo "fuzz: no crash"

@@ -19,9 +19,11 @@
 #include <lz4frame.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -142,17 +144,46 @@ inline shared_bytes decompress(std::int8_t codec, bytes_view in, const std::stri
   if (n == -1) return shared_bytes::copy_of(body);
   if (n < 0 || n > max_buffer_bytes)
     throw corrupt_error(what + ": compressed buffer claims " + std::to_string(n) + " bytes");
-  aligned_buffer out(static_cast<std::size_t>(n));
+  // The output grows as bytes come out, never past the claimed size plus one byte (a
+  // longer buffer is corrupt): a length prefix alone cannot make the reader allocate.
+  const std::size_t limit = static_cast<std::size_t>(n) + 1;
+  aligned_buffer out;
+  std::size_t at = 0;
+  const auto grow = [&] {
+    out.resize(std::min(limit, std::max({out.size() * 2, body.size() * 4, std::size_t(4096)})));
+  };
+  bool ok = true;
+  grow();
   if (codec == codec_zstd) {
-    const std::size_t got = ZSTD_decompress(out.data(), out.size(), body.data(), body.size());
-    if (ZSTD_isError(got) || got != out.size())
+    ZSTD_DStream* ds = ZSTD_createDStream();
+    if (!ds) throw io_error("cannot create a zstd context");
+    ZSTD_inBuffer ib{body.data(), body.size(), 0};
+    for (;;) {
+      if (at == out.size()) {
+        if (out.size() == limit) break;
+        grow();
+      }
+      ZSTD_outBuffer ob{out.data(), out.size(), at};
+      const std::size_t before = ib.pos;
+      const std::size_t r = ZSTD_decompressStream(ds, &ob, &ib);
+      const bool progress = ob.pos != at || ib.pos != before;
+      at = ob.pos;
+      if (ZSTD_isError(r)) { ok = false; break; }
+      if (r == 0 && ib.pos == ib.size) break;  // every frame complete
+      if (at < out.size() && (ib.pos == ib.size || !progress)) { ok = false; break; }  // truncated
+    }
+    ZSTD_freeDStream(ds);
+    if (!ok || at != static_cast<std::size_t>(n))
       throw corrupt_error(what + ": zstd buffer does not decompress to its " + std::to_string(n) + " bytes");
   } else if (codec == codec_lz4_frame) {
     LZ4F_dctx* ctx = nullptr;
     if (LZ4F_isError(LZ4F_createDecompressionContext(&ctx, LZ4F_VERSION))) throw io_error("cannot create an LZ4 context");
-    std::size_t at = 0, src = 0;
-    bool ok = true;
+    std::size_t src = 0;
     while (ok && src < body.size()) {
+      if (at == out.size()) {
+        if (out.size() == limit) break;
+        grow();
+      }
       std::size_t dst_n = out.size() - at, src_n = body.size() - src;
       const std::size_t r = LZ4F_decompress(ctx, out.data() + at, &dst_n, body.data() + src, &src_n, nullptr);
       if (LZ4F_isError(r)) ok = false;
@@ -162,11 +193,12 @@ inline shared_bytes decompress(std::int8_t codec, bytes_view in, const std::stri
       if (dst_n == 0 && src_n == 0) ok = false;
     }
     LZ4F_freeDecompressionContext(ctx);
-    if (!ok || at != out.size())
+    if (!ok || at != static_cast<std::size_t>(n))
       throw corrupt_error(what + ": LZ4 frame does not decompress to its " + std::to_string(n) + " bytes");
   } else {
     throw unsupported_error(what + ": unknown Arrow IPC compression codec " + std::to_string(codec));
   }
+  out.resize(at);
   return shared_bytes(std::move(out));
 }
 

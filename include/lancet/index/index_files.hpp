@@ -194,12 +194,22 @@ struct value {
   std::vector<value> items;
   std::vector<std::pair<std::string, value>> members;
 
+  // Declared here, the destructor defined after the class: clang (14) with libstdc++
+  // needs value complete before destroying a vector of pair<string, value>.
+  value() = default;
+  value(const value&) = default;
+  value(value&&) noexcept = default;
+  value& operator=(const value&) = default;
+  value& operator=(value&&) noexcept = default;
+  ~value();
+
   const value* get(std::string_view key) const noexcept {
     for (const auto& [name, v] : members)
       if (name == key) return &v;
     return nullptr;
   }
 };
+inline value::~value() = default;
 
 class parser {
  public:

@@ -38,6 +38,15 @@ struct value {
   std::vector<value> items;
   std::vector<std::pair<std::string, value>> members;
 
+  // Declared here, the destructor defined after the class: clang (14) with libstdc++
+  // needs value complete before destroying a vector of pair<string, value>.
+  value() = default;
+  value(const value&) = default;
+  value(value&&) noexcept = default;
+  value& operator=(const value&) = default;
+  value& operator=(value&&) noexcept = default;
+  ~value();
+
   bool is_null() const noexcept { return k == kind::null; }
   bool is_integer() const noexcept { return k == kind::integer || k == kind::unsigned_; }
   bool is_number() const noexcept { return is_integer() || k == kind::number; }
@@ -48,6 +57,7 @@ struct value {
     return nullptr;
   }
 };
+inline value::~value() = default;
 
 // Where and why a text could not be parsed. Line and column are 1-based (0 when
 // unknown). `malformed` is false for well-formed text that nlohmann cannot hold (a

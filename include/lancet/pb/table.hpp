@@ -1287,10 +1287,10 @@ struct transaction {
     std::vector<std::pair<std::string, std::optional<std::string>>> entries;
     bool replace = false;
     void encode(writer& w) const {
-      for (const auto& [k, v] : entries)
+      for (const auto& kv : entries)  // no structured bindings: lambdas capture them only from clang 16
         w.message_fn(1, [&](writer& e) {
-          e.string_opt(1, k);
-          if (v) e.string(2, *v);
+          e.string_opt(1, kv.first);
+          if (kv.second) e.string(2, *kv.second);
         });
       w.boolean_opt(2, replace);
     }
@@ -1327,18 +1327,18 @@ struct transaction {
       w.string_map(1, upsert_values);
       table_detail::write_strings(w, 2, delete_keys);
       w.string_map(3, schema_metadata);
-      for (const auto& [id, md] : field_metadata)
+      for (const auto& fm : field_metadata)
         w.message_fn(4, [&](writer& e) {
-          e.uint32_opt(1, id);
-          e.message_fn(2, [&](writer& v) { v.string_map(5, md); });
+          e.uint32_opt(1, fm.first);
+          e.message_fn(2, [&](writer& v) { v.string_map(5, fm.second); });
         });
       if (config_updates) w.message(6, *config_updates);
       if (table_metadata_updates) w.message(7, *table_metadata_updates);
       if (schema_metadata_updates) w.message(8, *schema_metadata_updates);
-      for (const auto& [id, m] : field_metadata_updates)
+      for (const auto& fm : field_metadata_updates)
         w.message_fn(9, [&](writer& e) {
-          e.int32_opt(1, id);
-          e.message(2, m);
+          e.int32_opt(1, fm.first);
+          e.message(2, fm.second);
         });
     }
     static update_config decode(reader r) {
