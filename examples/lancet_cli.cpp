@@ -13,6 +13,7 @@
 //   lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R]
 //                [--columns a,b] [--index NAME]
 //   lancet compact DATASET [--target-rows N]
+//   lancet cleanup DATASET [--older-than SECONDS] [--keep N] [--delete-unverified] [--dry-run]
 //   lancet help [COMMAND]      (also: lancet COMMAND --help / -h)
 //   lancet --version
 //
@@ -36,6 +37,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
+#include <lancet/dataset/cleanup.hpp>
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/index/ivf_builder.hpp>
@@ -151,6 +153,22 @@ const std::vector<command_spec>& commands() {
        "  --target-rows N   rows per new fragment (default 1048576)\n",
        {"target-rows"},
        {}},
+      {"cleanup",
+       "lancet cleanup DATASET [--older-than SECONDS] [--keep N] [--delete-unverified] [--dry-run]",
+       "Removes old versions and the files no kept version references (Lance's cleanup_old_versions):\n"
+       "data, deletion, transaction and index files, and the leftovers of killed writes. The latest\n"
+       "version and tagged versions are always kept. Files no manifest references are removed only\n"
+       "when older than 7 days (or with --delete-unverified); nothing modified after the oldest kept\n"
+       "version was committed is removed. Prints what it removed as one JSON line.\n"
+       "  --older-than SECONDS   remove versions committed more than SECONDS ago (default 604800,\n"
+       "                         7 days, unless --keep is given)\n"
+       "  --keep N               keep the newest N versions (N >= 1); with --older-than, a version\n"
+       "                         goes only when it meets both\n"
+       "  --delete-unverified    also remove unreferenced files younger than 7 days: only when no\n"
+       "                         write to the dataset is in progress\n"
+       "  --dry-run              report what would be removed, remove nothing\n",
+       {"older-than", "keep"},
+       {"delete-unverified", "dry-run"}},
   };
   return all;
 }
@@ -660,6 +678,34 @@ int cmd_compact(const args& a) {
   return 0;
 }
 
+// Removes old versions and unreferenced files (Lance's cleanup_old_versions); prints
+// the removal stats as one JSON line.
+int cmd_cleanup(const args& a) {
+  dataset::cleanup_options o;
+  if (auto n = a.number("keep")) {
+    if (*n == 0) throw usage_error("--keep must be at least 1 (the latest version is always kept)");
+    o.keep_versions = *n;
+  }
+  if (auto s = a.number("older-than")) o.older_than = std::chrono::seconds(*s);
+  else if (!o.keep_versions) o.older_than = std::chrono::hours(24 * 7);
+  o.delete_unverified = a.get("delete-unverified").has_value();
+  o.dry_run = a.get("dry-run").has_value();
+  const auto st = dataset::cleanup_old_versions(a.path, o);
+  nlohmann::json j;
+  j["dry_run"] = o.dry_run;
+  j["latest_version"] = st.latest_version;
+  j["old_versions"] = st.old_versions;
+  j["files_removed"] = st.files_removed;
+  j["bytes_removed"] = st.bytes_removed;
+  j["removed_versions"] = st.removed_versions;
+  j["tagged_versions_kept"] = st.tagged_versions_kept;
+  j["removed_files"] = st.removed_files;
+  std::cout << j.dump() << "\n";
+  std::cerr << "lancet: " << (o.dry_run ? "would remove " : "removed ") << st.old_versions << " old version(s) and "
+            << st.files_removed << " file(s), " << st.bytes_removed << " bytes, from " << a.path << "\n";
+  return 0;
+}
+
 // Runs one command; a help request prints the command's help and succeeds.
 int run(const command_spec& spec, const std::vector<std::string>& rest) {
   const auto a = args::parse(spec, rest);
@@ -675,6 +721,7 @@ int run(const command_spec& spec, const std::vector<std::string>& rest) {
   if (spec.name == "index optimize") return cmd_index_optimize(a);
   if (spec.name == "search") return cmd_search(a);
   if (spec.name == "compact") return cmd_compact(a);
+  if (spec.name == "cleanup") return cmd_cleanup(a);
   throw std::logic_error("no handler for '" + std::string(spec.name) + "'");
 }
 

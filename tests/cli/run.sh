@@ -110,6 +110,35 @@ check "compact again: nothing to do" grep -q "needs no compaction" <<< "$err"
 err=$("$lancet" compact "$cds" --target-rows 0 2>&1); check "compact --target-rows 0 is a usage error" test $? -eq 2
 err=$("$lancet" compact "$cds" --target-rows x 2>&1); check "compact --target-rows x is a usage error" test $? -eq 2
 err=$("$lancet" compact "$tmp/none" 2>&1); check "compact of no dataset fails" test $? -eq 1
+# ---- cleanup --------------------------------------------------------------------------
+out=$("$lancet" cleanup "$cds" --keep 1 --dry-run 2>/dev/null); st=$?
+check "cleanup --dry-run reports 6 old versions" bash -c "test $st -eq 0 && grep -q '\"old_versions\":6' <<< '$out' && grep -q '\"dry_run\":true' <<< '$out'"
+check "cleanup --dry-run removes nothing" bash -c "'$lancet' inspect '$cds' | grep -q ': 7 versions'"
+out=$("$lancet" cleanup "$cds" --keep 1 2>/dev/null); st=$?
+check "cleanup --keep 1 removes 6 versions and their files" bash -c "test $st -eq 0 && grep -q '\"old_versions\":6' <<< '$out' && grep -q '\"removed_files\":\[.*data/.*\.lance' <<< '$out'"
+check "cleanup: 1 version left, rows unchanged" bash -c "'$lancet' inspect '$cds' | grep -q ': 1 versions'"
+check "cleanup: rows in order after cleanup" test "$("$lancet" cat "$cds" --columns id | md5sum)" == "$(for i in $(seq 0 599); do echo "{\"id\":$i}"; done | md5sum)"
+check "cleanup: LanceDB reads the rows and the index after cleanup" bash -c "node '$root/tests/interop/read_table.mjs' '$cds' --columns id | grep -q '\"countRows\":600' && node '$root/tests/interop/list_indices.mjs' '$cds' | grep -q '\"numIndexedRows\":600'"
+err=$("$lancet" cleanup "$cds" --keep 0 2>&1); st=$?
+check "cleanup --keep 0: exit 2, named" bash -c "test $st -eq 2 && grep -qF -- '--keep must be at least 1' <<< \"\$0\"" "$err"
+err=$("$lancet" cleanup "$cds" --older-than 1d 2>&1); st=$?
+check "cleanup --older-than 1d: exit 2, named" bash -c "test $st -eq 2 && grep -qF -- \"--older-than needs a non-negative integer, got '1d'\" <<< \"\$0\"" "$err"
+err=$("$lancet" cleanup "$cds" --kep 2 2>&1); st=$?
+check "cleanup --kep: exit 2, suggests --keep" bash -c "test $st -eq 2 && grep -qF \"did you mean '--keep'\" <<< \"\$0\"" "$err"
+err=$("$lancet" cleanup "$tmp/none" 2>&1); st=$?
+check "cleanup of no dataset: exit 1, named" bash -c "test $st -eq 1 && grep -qF 'is not a Lance dataset' <<< \"\$0\"" "$err"
+kds="$tmp/kds"
+for part in 1 2 3; do
+  mode=append; [[ $part == 1 ]] && mode=create
+  sed -n "${part}p" "$tmp/vrows.jsonl" | "$lancet" write "$kds" --schema "$tmp/vschema.json" --mode $mode 2>/dev/null
+done
+oldest=$(ls "$kds/_versions/"*.manifest | sort | tail -n 1)  # v2 names: the largest is version 1
+printf 'XXXX' | dd of="$oldest" bs=1 seek=$(( $(stat -c %s "$oldest") - 4 )) conv=notrunc 2>/dev/null
+before=$(find "$kds" -type f | sort | md5sum)
+err=$("$lancet" cleanup "$kds" --keep 1 2>&1); st=$?
+check "cleanup with a corrupt manifest: exit 1, names the manifest" bash -c "test $st -eq 1 && grep -qF '$oldest' <<< \"\$0\" && grep -qF 'LANC magic' <<< \"\$0\"" "$err"
+check "cleanup with a corrupt manifest removes nothing" test "$(find "$kds" -type f | sort | md5sum)" == "$before"
+check "cleanup --help" bash -c "'$lancet' cleanup --help | grep -q -- '--older-than SECONDS'"
 # ---- index optimize -------------------------------------------------------------------
 ods="$tmp/ods"
 head -n 300 "$tmp/vrows.jsonl" | "$lancet" write "$ods" --schema "$tmp/vschema.json" 2>/dev/null
