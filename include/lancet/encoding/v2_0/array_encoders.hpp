@@ -158,7 +158,7 @@ inline enc20::array_encoding encode_dictionary(const std::vector<array_ptr>& arr
   return enc20::array_encoding{std::move(d)};
 }
 
-// A dictionary field's page (Lance 12's AlreadyDictionaryEncoder): Flat indices of the
+// A dictionary field's page (Lance 12's AlreadyDictionaryEncoder): Nullable{NoNull{Flat}} indices of the
 // field's index width (0-based, first-appearance order) and the distinct values encoded
 // as the value type; rows that are null point at one null item after the values (a
 // single null item when every row is null).
@@ -201,7 +201,7 @@ inline enc20::array_encoding encode_field_dictionary(const std::vector<array_ptr
   auto items = encoding::detail::concat(distinct, value_type);
   const auto idx_buf = page.add(std::move(indices));
   enc20::dictionary d;
-  d.indices = flat(w * 8, idx_buf);
+  d.indices = enc20::array_encoding{enc20::nullable{enc20::nullable::no_null{flat(w * 8, idx_buf)}}};
   d.items = encode_array({items}, *value_type, page, false);
   d.num_dictionary_items = std::uint32_t(num_items);
   return enc20::array_encoding{std::move(d)};

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -37,12 +38,55 @@ namespace lancet::encoding::v2_1 {
 // Plans and encodes one page of one leaf with a policy. A policy's own lancet::error
 // passes through; any other exception it throws becomes invalid_input_error naming the
 // column, and so does a plan the page cannot be encoded with.
+namespace detail {
+
+// `values` with each null slot (of the leaf's visible values) holding the first valid value.
+inline data_block fill_null_slots(const data_block& values, const shredded_leaf& sh) {
+  std::vector<bool> valid;
+  valid.reserve(std::size_t(sh.num_values));
+  for (const auto& r : sh.values)
+    for (std::int64_t k = 0; k < r.count; ++k) valid.push_back(r.array->is_valid(r.begin + k));
+  std::uint64_t first = 0;
+  while (first < valid.size() && !valid[std::size_t(first)]) ++first;
+  if (first == valid.size() || valid.size() != values.num_values) return values;
+  if (values.k == data_block::kind::fixed && values.bits_per_value % 8 == 0) {
+    const std::size_t w = std::size_t(values.bits_per_value / 8);
+    aligned_buffer out;
+    out.append(values.data.data(), std::size_t(values.num_values) * w);
+    for (std::size_t i = 0; i < valid.size(); ++i)
+      if (!valid[i]) std::memcpy(out.data() + i * w, values.data.data() + first * w, w);
+    return data_block::fixed(values.num_values, values.bits_per_value, shared_bytes(std::move(out)));
+  }
+  if (values.k == data_block::kind::variable) {
+    const std::uint64_t w = values.bits_per_offset / 8;
+    const auto fb = values.offset(first), fe = values.offset(first + 1);
+    aligned_buffer offs, bytes;
+    offs.resize(std::size_t((values.num_values + 1) * w));
+    for (std::uint64_t i = 0; i < values.num_values; ++i) {
+      const auto b = valid[std::size_t(i)] ? values.offset(i) : fb;
+      const auto e = valid[std::size_t(i)] ? values.offset(i + 1) : fe;
+      bytes.append(values.data.data() + b, std::size_t(e - b));
+      if (w == 8) le::store<std::uint64_t>(offs.data() + 8 * (i + 1), bytes.size());
+      else le::store<std::uint32_t>(offs.data() + 4 * (i + 1), std::uint32_t(bytes.size()));
+    }
+    return data_block::variable(values.num_values, values.bits_per_offset, shared_bytes(std::move(offs)),
+                                shared_bytes(std::move(bytes)));
+  }
+  return values;
+}
+
+}  // namespace detail
+
 template <structural_policy Policy>
 encoded_page encode_page_with(const Policy& policy, const std::vector<path_node>& path, const leaf_info& leaf,
                               const std::vector<arrow::array_ptr>& arrays, unsigned minor) {
   auto shredded = shred(path, arrays);
   const level_scheme s(shredded.layers);
   auto values = gather_values(*leaf.type, shredded);
+  // A dictionary field: null slots take index 0, as Lance 12 writes them (their value
+  // is the page's first valid value, so the dictionary gains no entry for them).
+  if (leaf.dictionary_index && shredded.leaf_nulls > 0 && shredded.leaf_nulls < shredded.num_values)
+    values = detail::fill_null_slots(values, shredded);
   page_facts facts;
   facts.num_rows = shredded.num_rows;
   facts.num_values = shredded.num_values;

@@ -121,7 +121,10 @@ inline std::pair<data_block, data_block> dictionary_encode(const data_block& b, 
 }
 
 // The block form of a dictionary: 2.1 plain, 2.2+ LZ4-compressed (as Lance 12 writes).
-inline std::pair<aligned_buffer, compressive> dictionary_block(const data_block& d, unsigned minor) {
+// `field_dictionary`: a dictionary field's own dictionary, whose fixed-width values
+// Lance 12 LZ4-compresses (2.2+) when bit-packing does not make them smaller.
+inline std::pair<aligned_buffer, compressive> dictionary_block(const data_block& d, unsigned minor,
+                                                               bool field_dictionary = false) {
   aligned_buffer raw;
   compressive e;
   if (d.k == data_block::kind::variable) {
@@ -161,7 +164,7 @@ inline std::pair<aligned_buffer, compressive> dictionary_block(const data_block&
       });
       if (packed.size() < raw.size()) return {std::move(packed), std::move(pe)};
     }
-    return {std::move(raw), std::move(e)};
+    if (!field_dictionary || minor < 2) return {std::move(raw), std::move(e)};
   }
   if (minor < 2) return {std::move(raw), std::move(e)};
   aligned_buffer packed;
@@ -289,7 +292,7 @@ inline encoded_page encode_leaf_page(const level_scheme& s, const std::vector<st
           page.buffers.push_back(detail::to_shared(std::move(ser.metadata)));
           page.buffers.push_back(detail::to_shared(std::move(ser.data)));
           if (dict) {
-            auto [bytes, enc] = detail::dictionary_block(*dict, minor);
+            auto [bytes, enc] = detail::dictionary_block(*dict, minor, plan.field_dictionary);
             m.dictionary = std::move(enc);
             m.num_dictionary_items = dict->num_values;
             page.buffers.push_back(detail::to_shared(std::move(bytes)));

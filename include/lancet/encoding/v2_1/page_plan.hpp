@@ -47,6 +47,7 @@ struct page_plan {
   layout_kind layout = layout_kind::miniblock;
   bool dictionary = false;
   std::uint32_t dictionary_index_bits = 32;          // width of the dictionary indices
+  bool field_dictionary = false;                     // the dictionary of a dictionary field
   value_codec codec = value_codec::flat;            // mini-block values (dictionary indices)
   std::optional<enc21::compression_scheme> general;  // mini-block: wrap the first buffer
   std::optional<std::int32_t> general_level;

@@ -161,6 +161,7 @@ LANCET_INLINE page_plan default_policy::plan_page(const leaf_info& leaf, const d
   // field's index type compressed as any fixed-width values).
   if (leaf.dictionary_index) {
     p.dictionary = true;
+    p.field_dictionary = true;
     p.layout = page_plan::layout_kind::miniblock;
     p.dictionary_index_bits = std::uint32_t(arrow::bit_width(*leaf.dictionary_index));
     auto [indices, dict] = detail::dictionary_encode(values, p.dictionary_index_bits);
