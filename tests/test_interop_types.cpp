@@ -176,3 +176,75 @@ void check_dictionary_interop(const std::string& version) {
 TEST_CASE("interop dictionary 2.0") { check_dictionary_interop("2.0"); }
 TEST_CASE("interop dictionary 2.1") { check_dictionary_interop("2.1"); }
 TEST_CASE("interop dictionary 2.2") { check_dictionary_interop("2.2"); }
+
+// ---- blob v2 writes -------------------------------------------------------------------
+
+namespace {
+
+std::uint32_t fnv1a(std::string_view s) {
+  std::uint32_t h = 0x811c9dc5u;
+  for (unsigned char c : s) h = (h ^ c) * 0x01000193u;
+  return h;
+}
+
+std::string blob_bytes(std::size_t size, std::uint64_t g) {
+  std::string v(size, '\0');
+  for (std::size_t k = 0; k < size; ++k) v[k] = char((k * 7 + g) & 255);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("interop blob v2 2.2: LanceDB reads the bytes of blobs we wrote (10 B, 100 KiB, 20 MiB)") {
+  t::temp_dir dir("interop-blobv2");
+  const std::vector<std::optional<std::size_t>> sizes{10, 100 * 1024, std::nullopt, 0, 20u << 20, 5};
+  std::vector<std::optional<std::string>> data;
+  std::vector<std::optional<std::string>> uris;
+  std::vector<std::optional<std::int64_t>> ids;
+  std::vector<bool> valid;
+  for (std::size_t g = 0; g < sizes.size(); ++g) {
+    ids.push_back(std::int64_t(g));
+    data.push_back(sizes[g] ? std::optional<std::string>(blob_bytes(*sizes[g], g)) : std::nullopt);
+    uris.push_back(std::nullopt);
+    valid.push_back(sizes[g].has_value());
+  }
+  auto blob_type = arrow::struct_({arrow::field{"data", arrow::large_binary(), true, {}},
+                                   arrow::field{"uri", arrow::utf8(), true, {}}});
+  auto blob = arrow::make_struct({arrow::field{"data", arrow::large_binary(), true, {}}, arrow::field{"uri", arrow::utf8(), true, {}}},
+                                 {arrow::large_binary_array(data), arrow::string_array(uris)}, valid);
+  auto schema = std::make_shared<arrow::schema>();
+  schema->fields.push_back({"id", arrow::int64(), false, {}});
+  schema->fields.push_back({"blob", blob_type, true, {{"ARROW:extension:name", "lance.blob.v2"}}});
+  arrow::record_batch batch{schema, {arrow::make_array_from<std::int64_t>(ids), blob}};
+  const auto path = dir.path() / "ours";
+  dataset::write_options o;
+  o.storage_version = file::format_version::v2_2;
+  dataset::write(path.string(), batch, o);
+
+  // LanceDB's fetchBlobs returns every value's bytes.
+  std::istringstream lines(t::node("blob_fetch.mjs", {path.string(), "blob"}));
+  std::vector<std::string> got;
+  for (std::string l; std::getline(lines, l);) got.push_back(l);
+  REQUIRE(got.size() == sizes.size());
+  for (std::size_t g = 0; g < sizes.size(); ++g) {
+    CAPTURE(g);
+    const std::string want = sizes[g] ? R"({"id":")" + std::to_string(g) + R"(","size":)" + std::to_string(*sizes[g]) +
+                                            R"(,"fnv":)" + std::to_string(fnv1a(*data[g])) + "}"
+                                      : R"({"id":")" + std::to_string(g) + R"(","blob":null})";
+    CHECK(got[g] == want);
+  }
+  // The data file holds descriptions as Lance 12 stores them (schema and layout).
+  const auto files = t::data_files(path);
+  REQUIRE(files.size() == 1);
+  lance_reader r{io::file_source(files[0].string())};
+  const auto& f = r.schema().fields.at(1);
+  CHECK(f.logical_type == "struct");
+  CHECK(f.metadata_value("lance-encoding:blob") == std::optional<std::string_view>("true"));
+  REQUIRE(f.children.size() == 5);
+  CHECK(f.children[0].id == -1);
+  CHECK(f.children[4].name == "blob_uri");
+  auto descs = r.read({.columns = {"blob"}});
+  const auto& d = *descs.columns[0];
+  CHECK(d.is_null(2));
+  CHECK(d.children.at(2)->value<std::uint64_t>(4) == (20u << 20));
+}

@@ -109,6 +109,53 @@ inline void check_nullability(const schema::field& f, const arrow::array_data& a
   }
 }
 
+inline bool is_blob_v2(const schema::field& f) {
+  auto ext = f.extension_name();
+  return ext && *ext == "lance.blob.v2" && f.logical_type == "struct";
+}
+
+// Global buffer 0. A blob v2 field is stored, as Lance 12 stores it in data files, as
+// the struct of its descriptions (lance-encoding:blob and :packed metadata) followed by
+// the five description members with id -1 and parent -1 (the manifest keeps the field
+// as declared, struct<data, uri>).
+inline std::string file_descriptor_bytes(const schema::schema& s, std::uint64_t rows) {
+  bool blob = false;
+  for (const auto& f : s.fields) blob |= is_blob_v2(f);
+  if (!blob) return schema::encode_file_descriptor(s, rows);
+  schema::validate(s);
+  pb::file::file_descriptor d;
+  d.schema.emplace();
+  d.schema->metadata = s.metadata;
+  for (const auto& f : s.fields) {
+    schema::schema one;
+    one.fields.push_back(f);
+    auto pfs = schema::to_pb_fields(one);
+    if (!is_blob_v2(f)) {
+      for (auto& p : pfs) d.schema->fields.push_back(std::move(p));
+      continue;
+    }
+    auto p = std::move(pfs.at(0));
+    p.extension_name.clear();
+    p.encoding = pb::file::field_encoding::none;
+    p.metadata = {{"lance-encoding:blob", "true"}, {"lance-encoding:packed", "true"}};
+    d.schema->fields.push_back(std::move(p));
+    static constexpr std::pair<const char*, const char*> members[] = {
+        {"kind", "uint8"}, {"position", "uint64"}, {"size", "uint64"}, {"blob_id", "uint32"}, {"blob_uri", "string"}};
+    for (const auto& [name, lt] : members) {
+      pb::file::field m;
+      m.name = name;
+      m.id = -1;
+      m.parent_id = -1;
+      m.logical_type = lt;
+      m.nullable = false;
+      m.encoding = std::string_view(lt) == "string" ? pb::file::field_encoding::var_binary : pb::file::field_encoding::plain;
+      d.schema->fields.push_back(std::move(m));
+    }
+  }
+  d.length = rows;
+  return pb::file::encode(d);
+}
+
 // The strategy a writer uses for its third template argument: a strategy as is (it
 // makes field encoders), otherwise an encoding policy wrapped in the version's strategy.
 template <class Version, class Encoding>
@@ -293,7 +340,7 @@ class file_writer {
           if (k == kv.first) { v = kv.second; replaced = true; }
         if (!replaced) full.metadata.push_back(kv);
       }
-      const std::string descriptor = schema::encode_file_descriptor(full, rows_written_);
+      const std::string descriptor = detail::file_descriptor_bytes(full, rows_written_);
       std::vector<region> globals;
       globals.push_back({tell(), descriptor.size()});
       write_raw(as_bytes(descriptor));

@@ -6,11 +6,22 @@
 // is (0, 0); a null one (def << 16 | rep, 0), def being 1 for a nullable field.
 // The file writer provides the out-of-line write (encoding_options::write_out_of_line).
 // Reading: page_decoder.hpp; blob v2 (2.2) and its reading: blob.hpp.
+//
+// Blob v2 columns (format 2.2+; struct<data, uri> with the Arrow extension name
+// lance.blob.v2): blob_v2_encoder writes each non-empty value into the data file on its
+// own (an inline description, kind 0, at its absolute position), a row whose data is
+// null but whose uri is set as an external description (kind 3), and the column holds
+// one description row per value, struct<kind: uint8, position: uint64, size: uint64,
+// blob_id: uint32, blob_uri: utf8>, as Lance 12 stores it: a full-zip page of
+// variable-width packed struct rows (kind, position, size, blob_id, u32 length + uri).
+// A null value is a null row. (Lance 12 moves values over 64 KiB into blob files next to
+// the data file; lancet keeps every value inline, which Lance reads alike.)
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -135,6 +146,141 @@ class legacy_blob_encoder final : public field_encoder {
   field_encoder_ptr inner_;
   out_of_line_writer write_;
   std::vector<pb::enc21::rep_def_layer> layers_;
+};
+
+// True for a blob v2 field (Arrow extension name lance.blob.v2).
+inline bool is_blob_v2_field_to_write(const arrow::field& f) {
+  for (const auto& [k, v] : f.metadata)
+    if (k == "ARROW:extension:name" && v == "lance.blob.v2") return true;
+  return false;
+}
+
+// The binary field whose rows blob_v2_encoder hands to the structural encoder: full-zip,
+// uncompressed (the page encoding is then rewritten to the packed struct it holds).
+inline arrow::field blob_v2_rows_field(const arrow::field& f) {
+  return arrow::field{f.name, arrow::binary(), f.nullable,
+                      {{"lance-encoding:structural-encoding", "fullzip"}, {"lance-encoding:compression", "none"}}};
+}
+
+class blob_v2_encoder final : public field_encoder {
+ public:
+  using out_of_line_writer = std::function<std::uint64_t(bytes_view)>;
+
+  // `inner` encodes blob_v2_rows_field(f) into the field's one column.
+  blob_v2_encoder(const arrow::field& f, field_encoder_ptr inner, out_of_line_writer write)
+      : name_(f.name), nullable_(f.nullable), inner_(std::move(inner)), write_(std::move(write)) {
+    const auto& t = *f.type;
+    const bool ok = t.id == arrow::type_id::struct_ && t.children.size() == 2 && t.children[0].name == "data" &&
+                    (t.children[0].type->id == arrow::type_id::large_binary ||
+                     t.children[0].type->id == arrow::type_id::binary) &&
+                    t.children[1].name == "uri" && t.children[1].type->id == arrow::type_id::utf8;
+    if (!ok)
+      throw unsupported_error("field '" + f.name + "' is a blob v2 column of type " + arrow::to_string(t) +
+                              "; blob v2 columns are struct<data: large_binary, uri: utf8>");
+    if (!write_)
+      throw unsupported_error("field '" + f.name + "' is a blob v2 column: its values need a file writer to hold them");
+  }
+
+  std::vector<encode_task> maybe_encode(const arrow::array_ptr& a, std::uint64_t row_number,
+                                        std::uint64_t num_rows) override {
+    const auto& d = *a;
+    const auto n = std::size_t(d.length);
+    const auto& data = *d.children.at(0);
+    const auto& uri = *d.children.at(1);
+    aligned_buffer offs, rows, valid;
+    offs.resize((n + 1) * 4);
+    valid.resize((n + 7) / 8);
+    std::int64_t nulls = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto r = std::int64_t(i);
+      const auto j = d.offset + r;  // struct members are indexed through the struct's offset
+      const bool has_data = d.is_valid(r) && data.is_valid(j);
+      const bool has_uri = d.is_valid(r) && uri.is_valid(j);
+      if (!has_data && !has_uri) {
+        if (!nullable_)
+          throw invalid_input_error("blob field '" + name_ + "' is not nullable but row " + std::to_string(row_number + i) +
+                                    " is null");
+        ++nulls;
+      } else {
+        arrow::set_bit(valid.data(), r, true);
+        std::uint8_t kind = 0;
+        std::uint64_t pos = 0, size = 0;
+        std::string_view u;
+        if (has_data) {
+          const auto v = data.string_value(j);
+          if (!v.empty()) {
+            pos = write_(bytes_view(reinterpret_cast<const std::uint8_t*>(v.data()), v.size()));
+            size = v.size();
+          }
+        } else {
+          kind = 3;  // external: the uri names it
+          u = uri.string_value(j);
+        }
+        std::uint8_t head[25];
+        head[0] = kind;
+        le::store<std::uint64_t>(head + 1, pos);
+        le::store<std::uint64_t>(head + 9, size);
+        le::store<std::uint32_t>(head + 17, 0);
+        le::store<std::uint32_t>(head + 21, std::uint32_t(u.size()));
+        rows.append(head, sizeof head);
+        rows.append(reinterpret_cast<const std::uint8_t*>(u.data()), u.size());
+      }
+      if (rows.size() > 0x7FFFFFFFu) throw invalid_input_error("blob field '" + name_ + "': too many uris in one batch");
+      le::store<std::int32_t>(offs.data() + 4 * (i + 1), std::int32_t(rows.size()));
+    }
+    auto out = std::make_shared<arrow::array_data>();
+    out->type = arrow::binary();
+    out->length = std::int64_t(n);
+    out->null_count = nulls;
+    out->buffers = {nulls ? shared_bytes(std::move(valid)) : shared_bytes(), shared_bytes(std::move(offs)),
+                    shared_bytes(std::move(rows))};
+    return wrap(inner_->maybe_encode(out, row_number, num_rows));
+  }
+  std::vector<encode_task> flush() override { return wrap(inner_->flush()); }
+  std::vector<encoded_column> finish() override { return inner_->finish(); }
+  std::uint32_t num_columns() const override { return inner_->num_columns(); }
+
+ private:
+  // Full-zip pages of rows become pages of packed struct rows (buffers unchanged).
+  static std::vector<encode_task> wrap(std::vector<encode_task> tasks) {
+    for (auto& t : tasks) {
+      t = [inner = std::move(t)] {
+        auto p = inner();
+        const auto any = pb::any::decode(pb::reader(p.encoding));
+        auto layout = pb::unpack_any<pb::enc21::page_layout>(any);
+        if (auto* z = std::get_if<pb::enc21::full_zip_layout>(&layout.value)) {
+          using fe = pb::enc21::variable_packed_struct::field_encoding;
+          auto flat = [](std::uint64_t bits) {
+            return pb::enc21::compressive_encoding{pb::enc21::flat{bits, std::nullopt}};
+          };
+          pb::enc21::variable_packed_struct vp;
+          for (std::uint64_t bits : {8u, 64u, 64u, 32u}) {
+            fe f;
+            f.value = flat(bits);
+            f.bits_per_value = bits;
+            vp.fields.push_back(std::move(f));
+          }
+          fe u;
+          pb::enc21::variable v;
+          v.offsets = flat(32);
+          u.value = pb::enc21::compressive_encoding{std::move(v)};
+          u.bits_per_length = 32;
+          vp.fields.push_back(std::move(u));
+          z->value_compression = pb::enc21::compressive_encoding{std::move(vp)};
+          pb::writer w;
+          pb::pack_any(layout).encode(w);
+          p.encoding = w.take();
+        }
+        return p;
+      };
+    }
+    return tasks;
+  }
+
+  std::string name_;
+  bool nullable_;
+  field_encoder_ptr inner_;
+  out_of_line_writer write_;
 };
 
 }  // namespace lancet::encoding::v2_1

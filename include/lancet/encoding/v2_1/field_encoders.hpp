@@ -226,6 +226,15 @@ template <unsigned Minor, structural_policy Policy>
 field_encoder_ptr structural_strategy<Minor, Policy>::make_field_encoder(const arrow::field& f, field_id_cursor& ids, column_index_sequence& columns,
                                      const encoding_options& o) const {
   check_type(f, f.name);
+  if (is_blob_v2_field_to_write(f)) {
+    // One column of descriptions under the blob field's own id (data and uri take theirs).
+    const auto id = ids.next(f.name);
+    for (const auto& c : f.type->children) ids.next(c.name);
+    const std::int32_t desc_ids[] = {id};
+    field_id_cursor desc_cursor(desc_ids);
+    auto inner = make_field_encoder(blob_v2_rows_field(f), desc_cursor, columns, o);
+    return std::make_unique<blob_v2_encoder>(f, std::move(inner), o.write_out_of_line);
+  }
   if (is_legacy_blob_field(f)) {
     // One column of (position, size) descriptions under the blob field's own id.
     const auto id = ids.next(f.name);
@@ -268,9 +277,13 @@ void structural_strategy<Minor, Policy>::check_type(const arrow::field& f, const
       throw unsupported_error("field '" + path + "' is a legacy blob column (" + k + "), which " +
                               (Minor >= 2 ? "Lance 12 refuses from file version 2.2 on (blob v2 columns replace them)"
                                           : "must be a top-level field"));
-    if (k == "ARROW:extension:name" && v == "lance.blob.v2")
-      throw unsupported_error("field '" + path + "' is a blob v2 column (" + v +
-                              "); lancet reads blob v2 columns but cannot write them");
+    if (k == "ARROW:extension:name" && v == "lance.blob.v2") {
+      if (Minor < 2)
+        throw unsupported_error("field '" + path + "' is a blob v2 column (" + v +
+                                "), which needs file version 2.2 or later (2.1 has legacy blob columns)");
+      if (path != f.name) throw unsupported_error("field '" + path + "': blob v2 columns must be top-level fields");
+      return;
+    }
   }
   if (is_packed_struct(f)) {
     for (const auto& c : t.children) {
