@@ -62,6 +62,8 @@ namespace lancet::dataset {
 
 // Lance's default number of commit retries (CommitConfig::num_retries).
 inline constexpr unsigned default_max_retries = 20;
+// The name of Lance's fragment-reuse index (FRAG_REUSE_INDEX_NAME).
+inline constexpr std::string_view frag_reuse_index_name = "__lance_frag_reuse";
 
 // A commit that cannot be rebased on what another writer committed. `version` and
 // `operation` name the other commit; `retryable` says whether running the whole
@@ -320,13 +322,13 @@ class transaction_rebase {
   void check_create_index(const pb::transaction::create_index& ours, const pb::transaction& other, std::uint64_t version,
                           const std::string& root) {
     using T = pb::transaction;
-    static constexpr std::string_view frag_reuse = "__lance_frag_reuse";
     std::visit(
         [&](const auto& theirs) {
           using O = std::decay_t<decltype(theirs)>;
           if constexpr (std::is_same_v<O, T::create_index>) {
             const auto reuse = [](const std::vector<pb::index_metadata>& v) {
-              return std::any_of(v.begin(), v.end(), [](const pb::index_metadata& i) { return i.name == frag_reuse; });
+              return std::any_of(v.begin(), v.end(),
+                                 [](const pb::index_metadata& i) { return i.name == frag_reuse_index_name; });
             };
             if (reuse(ours.new_indices) && reuse(theirs.new_indices)) retryable(other, version, root);
           } else if constexpr (std::is_same_v<O, T::rewrite>) {
