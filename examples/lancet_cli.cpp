@@ -75,14 +75,19 @@ struct command_spec {
 const std::vector<command_spec>& commands() {
   static const std::vector<command_spec> all = {
       {"write",
-       "lancet write DATASET --schema SCHEMA.json [--format 2.0|2.1|2.2] [--mode create|append|overwrite] < rows.jsonl",
+       "lancet write DATASET --schema SCHEMA.json [--format 2.0|2.1|2.2] [--mode create|append|overwrite]\n"
+       "               [--max-retries N] < rows.jsonl",
        "Reads JSON Lines (one object per row) from stdin and commits them as one new version of\n"
        "DATASET. A bad line stops the write with a message naming the line and the field; the\n"
-       "dataset stays as it was.\n"
+       "dataset stays as it was. When another writer commits first, the write is rebased on its\n"
+       "commit as Lance does (appends never conflict with appends, deletes, indexes, compaction)\n"
+       "and takes the next version; the retries are reported on stderr.\n"
        "  --schema FILE   the table's Arrow schema as JSON (README.md, \"Schema files\")\n"
        "  --format V      data file format of a new dataset: 2.0, 2.1 or 2.2 (default 2.2)\n"
-       "  --mode M        create (default: a new dataset), append or overwrite\n",
-       {"schema", "format", "mode"},
+       "  --mode M        create (default: a new dataset), append or overwrite\n"
+       "  --max-retries N rebase on other writers' commits at most N times (default 20, Lance's;\n"
+       "                  0: fail with a conflict when another writer commits first)\n",
+       {"schema", "format", "mode", "max-retries"},
        {}},
       {"cat",
        "lancet cat DATASET|FILE.lance [--columns a,b] [--offset N] [--limit N] [--version V]",
@@ -147,11 +152,13 @@ const std::vector<command_spec>& commands() {
        {"column", "query", "k", "nprobes", "refine", "columns", "index"},
        {}},
       {"compact",
-       "lancet compact DATASET [--target-rows N]",
+       "lancet compact DATASET [--target-rows N] [--max-retries N]",
        "Merges small fragments and drops deleted rows, remapping vector indexes in the same commit.\n"
-       "Prints the metrics as one JSON line.\n"
-       "  --target-rows N   rows per new fragment (default 1048576)\n",
-       {"target-rows"},
+       "Prints the metrics as one JSON line. Commits of other writers meanwhile are checked as\n"
+       "Lance does: appends are rebased on, a delete of a fragment being rewritten is a conflict.\n"
+       "  --target-rows N   rows per new fragment (default 1048576)\n"
+       "  --max-retries N   rebase on other writers' commits at most N times (default 20)\n",
+       {"target-rows", "max-retries"},
        {}},
       {"cleanup",
        "lancet cleanup DATASET [--older-than SECONDS] [--keep N] [--delete-unverified] [--dry-run]",
@@ -303,6 +310,13 @@ std::vector<std::string> split_columns(const std::string& s) {
 
 bool is_file(const std::string& path) { return fs::is_regular_file(path); }
 
+// Other writers committed first this many times; the commit was rebased each time.
+void report_retries(unsigned retries) {
+  if (retries)
+    std::cerr << "lancet: committed after " << retries << (retries == 1 ? " retry" : " retries")
+              << " (other writers committed first; rebased on their commits)\n";
+}
+
 int cmd_write(const args& a) {
   const auto schema_path = a.get("schema");
   if (!schema_path) throw usage_error("write needs --schema SCHEMA.json");
@@ -314,9 +328,11 @@ int cmd_write(const args& a) {
   else if (mode == "overwrite") o.mode = dataset::write_mode::overwrite;
   else throw usage_error("--mode must be create, append or overwrite, not '" + mode + "'");
   if (auto f = a.get("format")) o.storage_version = file::parse_format_version(*f);
+  if (auto n = a.number("max-retries")) o.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
   const auto result = json::write_rows(a.path, schema, std::cin, o);
   std::cerr << "lancet: wrote " << result.rows_written << " rows to " << a.path << " (version " << result.version
             << ", format " << file::to_string(result.storage_version) << ")\n";
+  report_retries(result.retries);
   return 0;
 }
 
@@ -658,7 +674,9 @@ int cmd_compact(const args& a) {
     if (*n == 0) throw usage_error("--target-rows must be positive");
     o.target_rows_per_fragment = *n;
   }
+  if (auto n = a.number("max-retries")) o.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
   const auto r = dataset::compact_files(a.path, o);
+  report_retries(r.retries);
   nlohmann::json j;
   j["read_version"] = r.read_version;
   j["version"] = r.version;
