@@ -19,6 +19,7 @@
 #include <string>
 
 #include "lancet/index/quantizer/pq.hpp"
+#include "lancet/index/search.hpp"
 #include "lancet/index/quantizer/rabitq.hpp"
 #include "lancet/index/quantizer/sq.hpp"
 
@@ -261,6 +262,73 @@ TEST_CASE("residual tables from precomputed query and partition terms equal dire
       CHECK(fast.table()[i] == doctest::Approx(direct.table()[i]).epsilon(1e-5).scale(1e-6));
   }
   CHECK_THROWS_AS(pq::distance_table(3, 4, std::vector<float>(48), 0.0f), invalid_input_error);  // odd m, 4 bits
+}
+
+TEST_CASE("residual_lut and query_term_plan give residual_table's tables exactly (8 and 4 bits)") {
+  const std::size_t d = 32;
+  const auto rows = gaussian(1000, d, 44);
+  for (std::uint32_t bits : {8u, 4u}) {
+    pq::params p;
+    p.num_sub_vectors = 8;
+    p.num_bits = bits;
+    p.max_iters = 5;
+    const auto m = pq::train(rows.data(), 1000, d, p);
+    const auto q = gaussian(1, d, 45), c = gaussian(1, d, 46);
+    const auto qt = pq::query_term(m, q.data()), pt = pq::partition_term(m, c.data());
+    const auto t = pq::residual_table(m, qt, pt, q.data(), c.data());
+    std::vector<float> lut(m.code_bytes() * 256, -1.0f);
+    pq::residual_lut(m, qt.data(), pt.data(), q.data(), c.data(), lut.data());
+    CHECK(lut == t.lut());
+    // The prepared query term (searcher's per-query step) equals query_term exactly.
+    std::vector<double> planned(qt.size());
+    pq::query_term_plan(m).compute(q.data(), planned.data());
+    CHECK(planned == qt);
+  }
+}
+
+// The filtered scan (u8-quantized tables as a lower bound, exact f32 distances for the
+// rows that pass) must give a top-k equal to the full scan's, with the same distances,
+// whatever the tables' scale, sign, the code count or k. Where AVX-512 VBMI is missing
+// it emits every row, which passes trivially.
+TEST_CASE("lut_scan_filtered: the same top-k and exact distances as the full scan") {
+  std::mt19937 rng(7);
+  std::size_t emitted_total = 0, rows_total = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t nb = 1 + std::size_t(trial) % 24, n = std::size_t(rng() % 3000);
+    const float scale = trial % 3 == 0 ? 1000.0f : trial % 3 == 1 ? 1.0f : 1e-3f;
+    const float shift = trial % 4 == 0 ? -0.5f : 0.0f;  // dot tables go negative
+    std::uniform_real_distribution<float> u(0, 1);
+    std::vector<float> lut(nb * 256);
+    for (auto& x : lut) x = (u(rng) + shift) * scale;
+    if (trial % 7 == 0)  // many equal entries: ties broken by row id
+      for (auto& x : lut) x = std::round(x * 4 / scale) * scale / 4;
+    std::vector<std::uint8_t> codes(nb * n);
+    for (auto& c : codes) c = std::uint8_t(rng());
+    std::vector<float> full(n);
+    pq::detail::lut_scan(lut.data(), nb, codes.data(), n, full.data());
+    const std::size_t k = 1 + std::size_t(trial) % 40;
+    index::topk want(k), got(k);
+    std::vector<std::uint64_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = 1000 + i;
+    want.push_all(full.data(), ids.data(), n, nullptr);
+    std::vector<std::uint8_t> qs(nb * 256);
+    std::size_t emitted = 0, inexact = 0;
+    pq::detail::lut_scan_filtered(
+        lut.data(), nb, codes.data(), n, qs.data(),
+        [&] { return got.full() ? got.worst().distance : std::numeric_limits<float>::infinity(); },
+        [&](std::size_t r, float dist) {
+          ++emitted;
+          inexact += dist != full[r];
+          got.push(dist, ids[r]);
+        });
+    INFO("trial " << trial << " n " << n << " bytes " << nb << " k " << k);
+    CHECK(inexact == 0);
+    CHECK(got.sorted() == want.sorted());
+    emitted_total += emitted;
+    rows_total += n;
+  }
+  MESSAGE("filtered scan: " << emitted_total << " of " << rows_total << " rows given exact distances");
+  if (pq::detail::has_filtered_lut_scan) CHECK(emitted_total * 4 < rows_total);  // it does filter
 }
 
 TEST_CASE("cosine trains l2 tables (Lance searches cosine PQ as l2 over normalised vectors)") {

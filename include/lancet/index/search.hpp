@@ -21,7 +21,11 @@
 //   distances reported;
 // - a prefilter (row_filter) limits the rows a search may return.
 // Partitions are searched in parallel on the pool when one is given; results do not
-// depend on the thread count. Prepared partitions (PQ / RQ codes transposed for the
+// depend on the thread count. Without a pool every partition feeds one top-k, whose
+// bound then prunes from the first partition on. IVF_PQ scans (8 and 4 bits) where
+// AVX-512 VBMI exists use u8-quantized tables only as a filter (pq::detail::
+// lut_scan_filtered): the rows that may enter the top-k get their exact f32 distance,
+// so results and distances are those of a full f32 scan. Prepared partitions (PQ / RQ codes transposed for the
 // table-lookup scans) are cached by the searcher.
 #pragma once
 
@@ -102,6 +106,11 @@ class row_filter {
   std::function<bool(std::uint64_t)> pred_;
 };
 
+// `closer` as a function object, so that the heap operations inline it.
+struct closer_fn {
+  bool operator()(const neighbor& a, const neighbor& b) const noexcept { return closer(a, b); }
+};
+
 // The k nearest (distance, row id) pairs seen so far; NaN distances are ignored.
 class topk {
  public:
@@ -118,11 +127,11 @@ class topk {
     const neighbor n{row_id, distance};
     if (heap_.size() < k_) {
       heap_.push_back(n);
-      std::push_heap(heap_.begin(), heap_.end(), closer);
+      std::push_heap(heap_.begin(), heap_.end(), closer_fn{});
     } else if (closer(n, heap_.front())) {
-      std::pop_heap(heap_.begin(), heap_.end(), closer);
+      std::pop_heap(heap_.begin(), heap_.end(), closer_fn{});
       heap_.back() = n;
-      std::push_heap(heap_.begin(), heap_.end(), closer);
+      std::push_heap(heap_.begin(), heap_.end(), closer_fn{});
     }
   }
 
@@ -143,7 +152,7 @@ class topk {
   // The neighbours, nearest first.
   std::vector<neighbor> sorted() const {
     std::vector<neighbor> out(heap_);
-    std::sort(out.begin(), out.end(), closer);
+    std::sort(out.begin(), out.end(), closer_fn{});
     return out;
   }
 
@@ -247,12 +256,19 @@ class ivf_searcher {
     const std::size_t kk = refine ? sp.k * sp.refine_factor : sp.k;
     const auto probes = probe_prepared(q, sp.nprobes);
     const auto state = query_state(q);
-    std::vector<topk> local(probes.size(), topk(kk));
-    parallel_for(sp.pool, probes.size(), [&](std::size_t i) {
-      scan(q, state, probes[i].first, probes[i].second, sp.filter, local[i]);
-    });
     topk all(kk);
-    for (const auto& t : local) all.merge(t);
+    if (sp.pool == nullptr || probes.size() < 2) {
+      // One thread: every partition into one heap (its threshold prunes from the
+      // first partition on). The k nearest under `closer` are the same set whatever
+      // the order rows arrive in, so the result equals the parallel one.
+      for (const auto& pr : probes) scan(q, state, pr.first, pr.second, sp.filter, all);
+    } else {
+      std::vector<topk> local(probes.size(), topk(kk));
+      parallel_for(sp.pool, probes.size(), [&](std::size_t i) {
+        scan(q, state, probes[i].first, probes[i].second, sp.filter, local[i]);
+      });
+      for (const auto& t : local) all.merge(t);
+    }
     auto found = all.sorted();
     if (!refine) return found;
     return refine_exact(q, found, sp);
@@ -306,6 +322,7 @@ class ivf_searcher {
   void setup(const pq_params& p) {
     pq_ = pq::from_params<float>(p, distance_);
     if (pq_.dimension != dim_) dimension_mismatch("PQ", pq_.dimension);
+    pq_qplan_ = pq::query_term_plan(pq_);
   }
   void setup(const sq_params& p) {
     sq_ = sq::from_params(p);
@@ -369,7 +386,10 @@ class ivf_searcher {
   query_state_t query_state(const prepared_query& q) const {
     query_state_t s;
     if (std::holds_alternative<pq_params>(quantizer_)) {
-      if (pq::uses_residual(distance_)) s.pq_qterm = pq::query_term(pq_, q.used.data());
+      if (pq::uses_residual(distance_)) {
+        s.pq_qterm.resize(pq_.num_sub_vectors * pq_.num_centroids());
+        pq_qplan_.compute(q.used.data(), s.pq_qterm.data());
+      }
       else s.pq_table = std::make_shared<pq::distance_table>(pq_, q.used.data());
     }
     if (std::holds_alternative<sq_params>(quantizer_))
@@ -417,9 +437,51 @@ class ivf_searcher {
     const auto& pc = *part->data;
     const std::size_t n = pc.size();
     if (n == 0) return;
-    std::vector<float> d(n);
+    if constexpr (pq::detail::has_filtered_lut_scan) {
+      if (std::holds_alternative<pq_params>(quantizer_)) {
+        scan_pq_filtered(q, s, p, *part, filter, out);
+        return;
+      }
+    }
+    // Per-thread scratch: no allocation per partition once warm.
+    thread_local std::vector<float> d;
+    if (d.size() < n) d.resize(n);
     std::visit([&](const auto& qp) { distances(qp, q, s, p, dist_q_c, *part, d.data()); }, quantizer_);
     out.push_all(d.data(), pc.row_ids.data(), n, filter);
+  }
+
+  // PQ with the u8-quantized filter (pq::detail::lut_scan_filtered): only rows that
+  // may enter `out` get their exact f32 distance, which is the one distances()
+  // computes; the rows pushed and the result are the same as a full scan's.
+  void scan_pq_filtered(const prepared_query& q, const query_state_t& s, std::uint32_t p,
+                        const prepared_partition& part, const row_filter* filter, topk& out) const {
+    const auto& pc = *part.data;
+    const std::size_t n = pc.size(), nb = pq_.code_bytes();
+    thread_local std::vector<float> rl;
+    thread_local std::vector<std::uint8_t> qs;
+    const float* lut = nullptr;
+    float offset = 0.0f;
+    if (s.pq_table) {
+      lut = s.pq_table->lut().data();
+      offset = s.pq_table->offset();
+    } else {
+      if (rl.size() < nb * 256) rl.resize(nb * 256);
+      pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_,
+                       rl.data());
+      lut = rl.data();
+    }
+    if (qs.size() < nb * 256) qs.resize(nb * 256);
+    const std::uint64_t* ids = pc.row_ids.data();
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    pq::detail::lut_scan_filtered(
+        lut, nb, part.transposed.data(), n, qs.data(),
+        [&] { return out.full() ? out.worst().distance - offset : inf; },
+        [&](std::size_t r, float d) {
+          if (offset != 0.0f) d += offset;
+          if (!(d <= (out.full() ? out.worst().distance : inf))) return;
+          if (filter && !filter->contains(ids[r])) return;
+          out.push(d, ids[r]);
+        });
   }
 
   void distances(const flat_params& f, const prepared_query& q, const query_state_t&, std::uint32_t,
@@ -466,9 +528,13 @@ class ivf_searcher {
       s.pq_table->scan(part.transposed.data(), n, out);
       return;
     }
-    // The residual query's table from the query and partition terms.
-    const auto t = pq::residual_table(pq_, s.pq_qterm, part.pq_term, q.used.data(), cents_.data() + p * dim_);
-    t.scan(part.transposed.data(), n, out);
+    // The residual query's table from the query and partition terms, written in
+    // lookup form into per-thread scratch (the values of pq::residual_table).
+    thread_local std::vector<float> lut;
+    const std::size_t nb = pq_.code_bytes();
+    if (lut.size() < nb * 256) lut.resize(nb * 256);
+    pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_, lut.data());
+    pq::detail::lut_scan(lut.data(), nb, part.transposed.data(), n, out);
   }
 
   void distances(const sq_params&, const prepared_query&, const query_state_t& s, std::uint32_t, float,
@@ -515,6 +581,7 @@ class ivf_searcher {
   std::vector<float> cents_;
   std::vector<std::uint8_t> cents_u8_;
   pq::model<float> pq_;
+  pq::query_term_plan pq_qplan_;
   sq::model sq_;
   rabitq::model rq_;
   std::vector<float> rq_cents_;

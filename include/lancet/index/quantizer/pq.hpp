@@ -36,6 +36,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -641,6 +642,125 @@ inline void lut_scan(const float* lut, std::size_t nbytes, const std::uint8_t* c
   lut_scan_scalar(lut, nbytes, codes, n, done, n, out);
 }
 
+// ---- filtered scan: u8-quantized tables as a conservative filter --------------
+// For a top-k search most rows cannot enter the result: their distance exceeds the
+// current k-th. lut_scan_filtered sums, for 64 rows at a time, a u8 quantization of
+// each code byte's table with byte shuffles (AVX-512 VBMI: vpermi2b over the 256
+// entries, u16 sums), and computes the exact f32 distance (the same sum, in the same
+// byte order, as lut_scan) only for the rows whose quantized lower bound does not
+// exceed the threshold. Quantization rounds down, so bias + delta * sum is a lower
+// bound of the exact distance; the comparison carries a relative margin for f32
+// rounding: every row whose exact distance could be <= the threshold is emitted with
+// that exact distance, so a top-k over the emitted rows equals one over all rows.
+// Where VBMI is missing (or a table holds a non-finite value) every row is emitted.
+inline constexpr bool has_filtered_lut_scan =
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+    true;
+#else
+    false;
+#endif
+
+// Exact distance of row r of transposed codes (the lut_scan sum).
+inline float lut_row(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n, std::size_t r) {
+  float s = 0.0f;
+  for (std::size_t b = 0; b < nbytes; ++b) s += lut[b * 256 + codes[b * n + r]];
+  return s;
+}
+
+// threshold(): the current bound (a row is needed when its distance <= it; +inf while
+// the result is not full); it may only decrease between calls. emit(r, d) receives
+// row r's exact distance d (offset not added). qscratch: nbytes * 256 bytes.
+template <class Threshold, class Emit>
+inline void lut_scan_filtered(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n,
+                              std::uint8_t* qscratch, Threshold&& threshold, Emit&& emit) {
+  std::size_t j = 0;
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+  // Quantize: per byte q = floor((t - min_b) / delta), delta = largest range / 255.
+  double bias = 0, mag = 0;
+  float range = 0.0f;
+  bool finite = nbytes > 0 && nbytes <= 256;  // u16 sums of at most 256 x 255
+  float mins[256];
+  for (std::size_t b = 0; b < nbytes && finite; ++b) {
+    const float* t = lut + b * 256;
+    __m512 vmn = _mm512_loadu_ps(t), vmx = vmn;
+    for (std::size_t v = 16; v < 256; v += 16) {
+      const __m512 x = _mm512_loadu_ps(t + v);
+      vmn = _mm512_maskz_min_ps(static_cast<__mmask16>(0xffff), vmn, x);
+      vmx = _mm512_maskz_max_ps(static_cast<__mmask16>(0xffff), vmx, x);
+    }
+    alignas(64) float lo16[16], hi16[16];
+    _mm512_store_ps(lo16, vmn);
+    _mm512_store_ps(hi16, vmx);
+    const float mn = *std::min_element(lo16, lo16 + 16), mx = *std::max_element(hi16, hi16 + 16);
+    // NaN compares false everywhere (min/max may drop it): check the table for it.
+    __mmask16 nan = 0;
+    for (std::size_t v = 0; v < 256; v += 16) {
+      const __m512 x = _mm512_loadu_ps(t + v);
+      nan = static_cast<__mmask16>(nan | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q));
+    }
+    if (nan || !std::isfinite(mn) || !std::isfinite(mx)) finite = false;
+    mins[b] = mn;
+    bias += mn;
+    mag += std::max(std::fabs(double(mn)), std::fabs(double(mx)));
+    range = std::max(range, mx - mn);
+  }
+  if (finite && n >= 64) {
+    const double delta = range > 0.0f ? double(range) / 255.0 : 1.0;
+    // (t - min) * inv in f32 is within 2^-22 of the exact quotient; the factor
+    // 1 - 2^-18 keeps the product below it, so the floor never rounds up.
+    const __m512 inv = _mm512_set1_ps(static_cast<float>((1.0 / delta) * (1.0 - 1.0 / 262144.0)));
+    for (std::size_t b = 0; b < nbytes; ++b) {
+      const float* t = lut + b * 256;
+      const __m512 mn = _mm512_set1_ps(mins[b]);
+      for (std::size_t v = 0; v < 256; v += 16) {
+        const __m512 x = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(t + v), mn), inv);
+        const __m512i qi = _mm512_maskz_min_epi32(static_cast<__mmask16>(0xffff), _mm512_maskz_cvttps_epi32(static_cast<__mmask16>(0xffff), x), _mm512_set1_epi32(255));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qscratch + b * 256 + v), _mm512_maskz_cvtepi32_epi8(static_cast<__mmask16>(0xffff), qi));
+      }
+    }
+    // The u16 sum bound for a threshold: rows with sum > it cannot be <= threshold.
+    const double slack = 1e-5 * (mag + std::fabs(bias)) + 1e-30;
+    auto limit = [&]() -> int {
+      const double thr = double(threshold());
+      if (!(thr < std::numeric_limits<double>::infinity())) return 65535;
+      const double q = std::floor((thr + slack - bias) / delta) + 1.0;
+      if (q < 0) return -1;
+      return q >= 65535.0 ? 65535 : static_cast<int>(q);
+    };
+    for (; j + 64 <= n; j += 64) {
+      const int lim = limit();
+      if (lim < 0) continue;  // nothing here can qualify
+      __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
+      for (std::size_t b = 0; b < nbytes; ++b) {
+        const std::uint8_t* qt = qscratch + b * 256;
+        const __m512i t0 = _mm512_loadu_si512(qt), t1 = _mm512_loadu_si512(qt + 64);
+        const __m512i t2 = _mm512_loadu_si512(qt + 128), t3 = _mm512_loadu_si512(qt + 192);
+        const __m512i idx = _mm512_loadu_si512(codes + b * n + j);
+        const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1);
+        const __m512i hi = _mm512_permutex2var_epi8(t2, idx, t3);
+        const __m512i v = _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
+        acc0 = _mm512_add_epi16(acc0, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 0)));
+        acc1 = _mm512_add_epi16(acc1, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 1)));
+      }
+      std::uint64_t mask = ~std::uint64_t(0);
+      if (lim < 65535) {
+        const __m512i l = _mm512_set1_epi16(static_cast<short>(static_cast<std::uint16_t>(lim)));
+        mask = std::uint64_t(_mm512_cmple_epu16_mask(acc0, l)) | (std::uint64_t(_mm512_cmple_epu16_mask(acc1, l)) << 32);
+      }
+      while (mask) {
+        const std::size_t r = j + static_cast<std::size_t>(std::countr_zero(mask));
+        mask &= mask - 1;
+        emit(r, lut_row(lut, nbytes, codes, n, r));
+      }
+    }
+  }
+#else
+  (void)qscratch;
+  (void)threshold;
+#endif
+  for (; j < n; ++j) emit(j, lut_row(lut, nbytes, codes, n, j));
+}
+
 }  // namespace detail
 
 // Distances from one query to PQ codes. Construct once per (query, partition
@@ -714,6 +834,8 @@ class distance_table {
   const std::vector<float>& table() const noexcept { return table_; }
   // Added to every summed distance: -(m - 1) for dot, 0 for l2.
   float offset() const noexcept { return offset_; }
+  // One 256-entry f32 table per code byte (what scan sums; 4-bit: pairs combined).
+  const std::vector<float>& lut() const noexcept { return lut_; }
 
   // Distance of one row-major code row.
   float distance(const std::uint8_t* code_row) const noexcept {
@@ -788,6 +910,50 @@ inline std::vector<double> query_term(const model<C>& pq, const Q* query) {
   return out;
 }
 
+// query_term for many queries: |p|^2 per centroid and the codebook transposed per
+// sub-vector ([s][t][j], double) are prepared once; compute() then gives query_term's
+// values exactly (the same products and sums, in the same order), vectorised over
+// the centroids.
+class query_term_plan {
+ public:
+  query_term_plan() = default;
+  template <class C>
+  explicit query_term_plan(const model<C>& pq)
+      : m_(pq.num_sub_vectors), k_(pq.num_centroids()), sd_(pq.sub_dimension()), pp_(m_ * k_), cbt_(m_ * sd_ * k_) {
+    for (std::size_t s = 0; s < m_; ++s)
+      for (std::size_t j = 0; j < k_; ++j) {
+        const C* p = pq.centroids(s) + j * sd_;
+        double pp = 0;
+        for (std::size_t t = 0; t < sd_; ++t) {
+          const double pv = quantizer::to_work<double>(p[t]);
+          pp += pv * pv;
+          cbt_[(s * sd_ + t) * k_ + j] = pv;
+        }
+        pp_[s * k_ + j] = pp;
+      }
+  }
+
+  // out[m * 2^bits] = |p|^2 - 2 q_s.p.
+  template <class Q>
+  void compute(const Q* query, double* out) const {
+    std::vector<double> qp(k_);
+    for (std::size_t s = 0; s < m_; ++s) {
+      std::fill(qp.begin(), qp.end(), 0.0);
+      for (std::size_t t = 0; t < sd_; ++t) {
+        const double qv = quantizer::to_work<double>(query[s * sd_ + t]);
+        const double* c = cbt_.data() + (s * sd_ + t) * k_;
+        for (std::size_t j = 0; j < k_; ++j) qp[j] += qv * c[j];
+      }
+      const double* pp = pp_.data() + s * k_;
+      for (std::size_t j = 0; j < k_; ++j) out[s * k_ + j] = pp[j] - 2.0 * qp[j];
+    }
+  }
+
+ private:
+  std::size_t m_ = 0, k_ = 0, sd_ = 0;
+  std::vector<double> pp_, cbt_;
+};
+
 // The l2 table of query - centroid from the two terms (negative rounding clamped to 0).
 template <class C, class Q, class CC>
 inline distance_table residual_table(const model<C>& pq, const std::vector<double>& qterm,
@@ -803,6 +969,42 @@ inline distance_table residual_table(const model<C>& pq, const std::vector<doubl
     for (std::size_t j = 0; j < k; ++j) t[s * k + j] = static_cast<float>(std::max(0.0, r2 + qterm[s * k + j] + pterm[s * k + j]));
   }
   return distance_table(m, pq.num_bits, std::move(t), 0.0f);
+}
+
+// The same table written straight into lookup form (one 256-entry f32 table per code
+// byte, what distance_table::scan uses) in lut[code_bytes * 256]: the per-partition
+// step of a search without allocating. Values are those of residual_table.
+template <class C, class Q, class CC>
+inline void residual_lut(const model<C>& pq, const double* qterm, const double* pterm, const Q* query,
+                         const CC* centroid, float* lut) {
+  const std::size_t m = pq.num_sub_vectors, k = pq.num_centroids(), sd = pq.sub_dimension();
+  float t16[2][16];
+  for (std::size_t s = 0; s < m; ++s) {
+    double r2 = 0;
+    for (std::size_t i = 0; i < sd; ++i) {
+      const double e = quantizer::to_work<double>(query[s * sd + i]) - quantizer::to_work<double>(centroid[s * sd + i]);
+      r2 += e * e;
+    }
+    const double* qt = qterm + s * k;
+    const double* pt = pterm + s * k;
+    float* out = pq.num_bits == 8 ? lut + s * 256 : t16[s % 2];
+    std::size_t j = 0;
+#if defined(__AVX512F__)
+    // The same operations 8 at a time: (r2 + qt) + pt, max with 0 (NaN gives 0, as
+    // std::max(0.0, x)), rounded to f32.
+    const __m512d vr2 = _mm512_set1_pd(r2), zero = _mm512_setzero_pd();
+    for (; j + 8 <= k; j += 8) {
+      const __m512d x = _mm512_add_pd(_mm512_add_pd(vr2, _mm512_loadu_pd(qt + j)), _mm512_loadu_pd(pt + j));
+      const __m512d c = _mm512_maskz_max_pd(static_cast<__mmask8>(0xff), x, zero);
+      _mm256_storeu_ps(out + j, _mm512_maskz_cvtpd_ps(static_cast<__mmask8>(0xff), c));
+    }
+#endif
+    for (; j < k; ++j) out[j] = static_cast<float>(std::max(0.0, r2 + qt[j] + pt[j]));
+    if (pq.num_bits == 4 && s % 2 == 1) {
+      float* l = lut + (s / 2) * 256;
+      for (std::size_t v = 0; v < 256; ++v) l[v] = t16[0][v & 15] + t16[1][v >> 4];
+    }
+  }
 }
 
 // ---- the shared storage description (quantizer_storage.hpp) ----------------------
