@@ -1,4 +1,4 @@
-// file_writer<Version, Sink, Strategy>: writes one Lance v2 file.
+// file_writer<Version, Sink, Encoding>: writes one Lance v2 file.
 //
 //   [page buffers, 64-byte aligned][global buffers][file descriptor (global buffer 0)]
 //   [column metadata...][column metadata offsets][global buffer offsets][footer]
@@ -183,15 +183,14 @@ class file_writer {
  public:
   using version = Version;
   using strategy_type = typename detail::strategy_of<Version, Encoding>::type;
-  using Strategy = strategy_type;
 
   // A writer whose schema comes from the first batch.
-  explicit file_writer(Sink sink, writer_options options = {}, Strategy strategy = {})
+  explicit file_writer(Sink sink, writer_options options = {}, strategy_type strategy = {})
       : sink_(std::forward<Sink>(sink)), options_(std::move(options)), strategy_(std::move(strategy)) {
     if constexpr (Version::unstable) warn_unstable();
   }
   // A writer with an explicit schema.
-  file_writer(Sink sink, schema::schema s, writer_options options = {}, Strategy strategy = {})
+  file_writer(Sink sink, schema::schema s, writer_options options = {}, strategy_type strategy = {})
       : file_writer(std::forward<Sink>(sink), std::move(options), std::move(strategy)) {
     guarded([&] { initialize(std::move(s)); });
   }
@@ -202,106 +201,22 @@ class file_writer {
   }
 
   // Writes a batch; its columns are matched to the schema by name.
-  void write_batch(const arrow::record_batch& batch) {
-    guarded([&] {
-      require_open("write_batch");
-      if (!schema_) initialize(schema::from_arrow(*batch.schema));
-      const auto& fields = schema_->fields;
-      std::vector<arrow::array_ptr> columns;
-      columns.reserve(fields.size());
-      for (const auto& f : fields) {
-        const arrow::array_ptr* found = nullptr;
-        for (std::size_t i = 0; i < batch.schema->fields.size() && i < batch.columns.size(); ++i)
-          if (batch.schema->fields[i].name == f.name) { found = &batch.columns[i]; break; }
-        if (!found) throw invalid_input_error("cannot write batch: it is missing the column '" + f.name + "'");
-        columns.push_back(*found);
-      }
-      const auto n = std::uint64_t(batch.num_rows());
-      for (std::size_t i = 0; i < columns.size(); ++i) check_column(i, *columns[i], n);
-      if (n == 0) return;
-      for (auto& c : columns) c = arrow::decode_dictionaries(c);  // pages hold the values
-      if (n > std::numeric_limits<std::uint32_t>::max())
-        throw invalid_input_error("cannot write a batch of " + std::to_string(n) +
-                                  " rows: Lance files take at most 2^32 rows per batch");
-      for (std::size_t i = 0; i < columns.size(); ++i)
-        if (column_rows_[i] > std::numeric_limits<std::uint64_t>::max() - n)
-          throw invalid_input_error("cannot write " + std::to_string(n) + " more rows after " +
-                                    std::to_string(column_rows_[i]) + ": a Lance file holds at most 2^64 rows");
-      mutating_ = true;
-      for (std::size_t i = 0; i < columns.size(); ++i) checked_add(column_rows_[i], n);
-      std::vector<encoding::encode_task> tasks;
-      for (std::size_t i = 0; i < columns.size(); ++i)
-        for (auto& t : encoders_[i]->maybe_encode(columns[i], rows_written_, n)) tasks.push_back(std::move(t));
-      rows_written_ = *std::max_element(column_rows_.begin(), column_rows_.end());
-      write_pages(tasks);
-    });
-  }
+  void write_batch(const arrow::record_batch& batch);
 
   // Writes rows of one top-level field; fields may so reach different lengths.
-  void write_column(std::size_t index, const arrow::array_ptr& array) {
-    guarded([&] {
-      require_open("write_column");
-      if (!schema_) throw invalid_input_error("write_column needs a writer created with a schema");
-      if (index >= schema_->fields.size())
-        throw invalid_input_error("column index " + std::to_string(index) + " is out of range: the schema has " +
-                                  std::to_string(schema_->fields.size()) + " fields");
-      const auto n = std::uint64_t(array->length);
-      check_column(index, *array, n);
-      if (n == 0) return;
-      if (n > std::numeric_limits<std::uint32_t>::max())
-        throw invalid_input_error("cannot write " + std::to_string(n) + " rows to field '" +
-                                  schema_->fields[index].name + "' at once: at most 2^32 rows per call");
-      const auto row = column_rows_[index];
-      checked_add(column_rows_[index], n);
-      mutating_ = true;
-      auto tasks = encoders_[index]->maybe_encode(arrow::decode_dictionaries(array), row, n);
-      rows_written_ = std::max(rows_written_, column_rows_[index]);
-      write_pages(tasks);
-    });
-  }
+  void write_column(std::size_t index, const arrow::array_ptr& array);
 
   // Appends pages encoded elsewhere (e.g. read from another Lance file of the same
   // version) to a column: their buffers are copied as bytes, their encodings kept.
   // Columns fed this way are finished with `set_column_encoding`'s metadata (default:
   // the plain column encoding) instead of an encoder's; their field's rows count
   // from the pages of its first column.
-  void write_encoded_pages(std::uint32_t column, std::span<const encoding::encoded_page> pages) {
-    guarded([&] {
-      require_open("write_encoded_pages");
-      require_column(column);
-      mutating_ = true;
-      external_[column] = true;
-      for (const auto& p : pages) {
-        auto copy = p;
-        copy.column_index = column;
-        write_page(copy);
-        external_rows_[column] += p.num_rows;
-      }
-      refresh_external_rows();
-    });
-  }
+  void write_encoded_pages(std::uint32_t column, std::span<const encoding::encoded_page> pages);
   // The column-level buffers and ColumnEncoding (serialized Any) of a pre-encoded column.
-  void set_column_encoding(std::uint32_t column, std::vector<shared_bytes> column_buffers, std::string encoding) {
-    guarded([&] {
-      require_open("set_column_encoding");
-      require_column(column);
-      external_[column] = true;
-      external_columns_[column] = encoding::encoded_column{{}, std::move(column_buffers), std::move(encoding)};
-    });
-  }
+  void set_column_encoding(std::uint32_t column, std::vector<shared_bytes> column_buffers, std::string encoding);
 
   // Writes a global buffer now; returns its index (1, 2, ...; 0 is the descriptor).
-  std::uint32_t add_global_buffer(bytes_view bytes) {
-    std::uint32_t index = 0;
-    guarded([&] {
-      require_open("add_global_buffer");
-      const auto pos = tell();
-      write_padded(bytes);
-      global_buffers_.push_back({pos, bytes.size()});
-      index = std::uint32_t(global_buffers_.size());
-    });
-    return index;
-  }
+  std::uint32_t add_global_buffer(bytes_view bytes);
 
   // Sets (or replaces) a schema metadata entry; allowed until finish.
   void add_schema_metadata(std::string key, std::string value) {
@@ -319,59 +234,7 @@ class file_writer {
   const schema::schema* schema() const noexcept { return schema_ ? &*schema_ : nullptr; }
   std::remove_reference_t<Sink>& sink() noexcept { return sink_; }
 
-  finish_result finish() {
-    finish_result r;
-    guarded([&] {
-      require_open("finish");
-      if (!schema_)
-        throw invalid_input_error("cannot finish: no schema was given and no data was written, so the file's "
-                                  "schema is unknown");
-      mutating_ = true;
-      std::vector<encoding::encode_task> tasks;
-      for (auto& e : encoders_)
-        for (auto& t : e->flush()) tasks.push_back(std::move(t));
-      write_pages(tasks);
-      finish_columns();
-      // Global buffer 0: the file descriptor (schema with its metadata, and the row count).
-      auto full = *schema_;
-      for (const auto& kv : extra_metadata_) {
-        bool replaced = false;
-        for (auto& [k, v] : full.metadata)
-          if (k == kv.first) { v = kv.second; replaced = true; }
-        if (!replaced) full.metadata.push_back(kv);
-      }
-      const std::string descriptor = detail::file_descriptor_bytes(full, rows_written_);
-      std::vector<region> globals;
-      globals.push_back({tell(), descriptor.size()});
-      write_raw(as_bytes(descriptor));
-      globals.insert(globals.end(), global_buffers_.begin(), global_buffers_.end());
-      // Column metadata, then the two offset tables and the footer.
-      footer ft;
-      ft.column_meta_start = tell();
-      std::vector<region> metas;
-      for (std::uint32_t c = 0; c < num_columns_; ++c) {
-        const std::string meta = column_metadata_bytes(c);
-        metas.push_back({tell(), meta.size()});
-        write_raw(as_bytes(meta));
-      }
-      ft.column_meta_offsets = tell();
-      write_raw(as_bytes(encode_offset_table(metas)));
-      ft.global_buff_offsets = tell();
-      write_raw(as_bytes(encode_offset_table(globals)));
-      ft.num_global_buffers = std::uint32_t(globals.size());
-      ft.num_columns = num_columns_;
-      ft.major = Version::footer_major;
-      ft.minor = Version::footer_minor;
-      std::uint8_t tail[footer_size];
-      ft.encode(tail);
-      write_raw({tail, footer_size});
-      r.rows = rows_written_;
-      r.file_size = tell();
-      sink_ref().finish();
-      state_ = state::finished;
-    });
-    return r;
-  }
+  finish_result finish();
 
  private:
   enum class state { open, failed, finished };
@@ -424,16 +287,7 @@ class file_writer {
   }
 
   // A field whose first column is pre-encoded is as long as that column's pages.
-  void refresh_external_rows() {
-    std::uint32_t first = 0;
-    for (std::size_t f = 0; f < encoders_.size(); ++f) {
-      if (external_[first]) {
-        column_rows_[f] = std::max(column_rows_[f], external_rows_[first]);
-        rows_written_ = std::max(rows_written_, column_rows_[f]);
-      }
-      first += encoders_[f]->num_columns();
-    }
-  }
+  void refresh_external_rows();
 
   static void checked_add(std::uint64_t& counter, std::uint64_t n) {
     if (counter > std::numeric_limits<std::uint64_t>::max() - n)
@@ -442,71 +296,9 @@ class file_writer {
     counter += n;
   }
 
-  void check_column(std::size_t i, const arrow::array_data& a, std::uint64_t n) const {
-    const auto& f = schema_->fields[i];
-    if (std::uint64_t(a.length) != n)
-      throw invalid_input_error("column '" + f.name + "' has " + std::to_string(a.length) + " rows, expected " +
-                                std::to_string(n));
-    // Nested nullability is not compared: a schema read back from a Lance file has lost
-    // a fixed-size list item's nullability (nulls are checked against the schema below).
-    arrow::compare_options types_only;
-    types_only.check_nested_nullability = false;
-    if (auto d = arrow::detail::type_difference(*a.type, *arrow_fields_[i].type, types_only, ""))
-      throw invalid_input_error("column '" + f.name + "' does not match the schema: " + *d);
-    detail::check_nullability(f, a, "");
-    if constexpr (requires { strategy_.validate(arrow_fields_[i], a); }) strategy_.validate(arrow_fields_[i], a);
-  }
+  void check_column(std::size_t i, const arrow::array_data& a, std::uint64_t n) const;
 
-  void initialize(schema::schema s) {
-    const auto arrow_schema = schema::to_arrow(s);
-    arrow_fields_ = arrow_schema.fields;
-    if constexpr (Version::value < format_version::v2_2) {
-      // As Lance 12: "Map data type is not enabled by the selected file format".
-      struct finder {
-        bool operator()(const arrow::data_type& t) const {
-          if (t.id == arrow::type_id::map) return true;
-          for (const auto& c : t.children)
-            if (c.type && (*this)(*c.type)) return true;
-          return false;
-        }
-      };
-      for (const auto& f : arrow_fields_)
-        if (finder{}(*f.type))
-          throw unsupported_error("field '" + f.name + "': map columns need file version 2.2 or later (Lance 12: " +
-                                  "\"Map data type is not enabled by the selected file format\" at " +
-                                  std::string(Version::value == format_version::v2_0 ? "2.0" : "2.1") + ")");
-    }
-    const std::uint64_t per_column =
-        options_.data_cache_bytes ? *options_.data_cache_bytes / std::max<std::size_t>(1, s.fields.size())
-                                  : default_cache_bytes_per_column;
-    encoding::encoding_options eo;
-    eo.cache_bytes_per_column = per_column;
-    eo.max_page_bytes = detail::resolve_max_page_bytes(options_);
-    eo.keep_original_array = options_.keep_original_array;
-    eo.group_rows = options_.rows_per_group;
-    eo.write_out_of_line = [this](bytes_view b) {
-      const auto pos = tell();
-      write_padded(b);
-      return pos;
-    };
-    const auto ids = schema::preorder_ids(s);
-    encoding::field_id_cursor cursor(ids);
-    encoding::column_index_sequence columns;
-    for (const auto& f : arrow_fields_) {
-      auto physical = arrow::physical_field(f);  // a dictionary field's pages hold its values
-      encoders_.push_back(strategy_.make_field_encoder(physical, cursor, columns, eo));
-    }
-    num_columns_ = columns.size();
-    field_columns_ = columns.mapping();
-    column_rows_.assign(s.fields.size(), 0);
-    page_table_.reset(num_columns_, options_.page_metadata_spill_path);
-    column_encodings_.assign(num_columns_, std::string());
-    column_buffers_.assign(num_columns_, {});
-    external_.assign(num_columns_, false);
-    external_rows_.assign(num_columns_, 0);
-    external_columns_.assign(num_columns_, std::nullopt);
-    schema_ = std::move(s);
-  }
+  void initialize(schema::schema s);
 
   void write_raw(bytes_view b) { sink_ref().write(b); }
   void write_padded(bytes_view b) {
@@ -520,87 +312,21 @@ class file_writer {
     if (rem) write_raw({pad.data(), 64 - rem});
   }
 
-  void write_page(const encoding::encoded_page& p) {
-    pb::file2::column_metadata::page page;
-    for (const auto& b : p.buffers) {
-      page.buffer_offsets.push_back(tell());
-      page.buffer_sizes.push_back(b.size());
-      write_padded(b.view());
-    }
-    page.length = p.num_rows;
-    page.encoding = pb::file2::encoding{pb::file2::direct_encoding{p.encoding}};
-    page.priority = p.priority;
-    page_table_.add(p.column_index, page);
-  }
+  void write_page(const encoding::encoded_page& p);
   // Encodes the tasks (in parallel on the pool, if any) and writes their pages in task
   // order: while one page is written the next max_pages_in_flight are being encoded.
   // In-flight memory is bounded by what the tasks hold (at most the column caches, or
   // the caller's batch) plus that many encoded pages.
-  void write_pages(std::vector<encoding::encode_task>& tasks) {
-    if (!options_.pool || tasks.size() < 2) {
-      for (auto& t : tasks) write_page(t());
-      return;
-    }
-    const std::size_t window = std::max<std::size_t>(1, options_.max_pages_in_flight);
-    std::vector<std::future<encoding::encoded_page>> pages(tasks.size());
-    std::size_t posted = 0;
-    auto post_next = [&] {
-      auto job = std::make_shared<std::packaged_task<encoding::encoded_page()>>(std::move(tasks[posted]));
-      pages[posted++] = job->get_future();
-      options_.pool.post([job] { (*job)(); });
-    };
-    std::exception_ptr failure;
-    for (std::size_t i = 0; i < tasks.size(); ++i) {
-      while (!failure && posted < tasks.size() && posted < i + window) post_next();
-      if (!pages[i].valid()) break;  // not posted: an earlier page failed
-      try {
-        auto p = pages[i].get();
-        if (!failure) write_page(p);
-      } catch (...) {
-        if (!failure) failure = std::current_exception();
-      }
-    }
-    if (failure) std::rethrow_exception(failure);
-  }
+  void write_pages(std::vector<encoding::encode_task>& tasks);
 
-  void finish_columns() {
-    std::uint32_t c = 0;
-    for (auto& e : encoders_) {
-      for (auto& col : e->finish()) {
-        if (external_[c]) col = external_columns_[c].value_or(encoding::encoded_column{{}, {}, encoding::plain_column_encoding()});
-        for (const auto& p : col.final_pages) write_page(p);
-        for (const auto& b : col.column_buffers) {
-          column_buffers_[c].push_back({tell(), b.size()});
-          write_padded(b.view());
-        }
-        column_encodings_[c] = std::move(col.encoding);
-        ++c;
-      }
-    }
-    if (c != num_columns_)
-      throw corrupt_error("encoders produced " + std::to_string(c) + " columns, expected " +
-                          std::to_string(num_columns_));
-  }
+  void finish_columns();
 
   // ColumnMetadata bytes: encoding (1), pages (2), buffer offsets (3) and sizes (4).
-  std::string column_metadata_bytes(std::uint32_t c) {
-    pb::writer w;
-    w.message(pb::file2::column_metadata::f_encoding,
-              pb::file2::encoding{pb::file2::direct_encoding{column_encodings_[c]}});
-    w.bytes() += page_table_.take_pages(c);
-    std::vector<std::uint64_t> offs, sizes;
-    for (const auto& r : column_buffers_[c]) {
-      offs.push_back(r.position);
-      sizes.push_back(r.size);
-    }
-    w.packed_varint(pb::file2::column_metadata::f_buffer_offsets, offs);
-    w.packed_varint(pb::file2::column_metadata::f_buffer_sizes, sizes);
-    return w.take();
-  }
+  std::string column_metadata_bytes(std::uint32_t c);
 
   Sink sink_;
   writer_options options_;
-  Strategy strategy_;
+  strategy_type strategy_;
   state state_ = state::open;
   bool mutating_ = false;
   std::optional<schema::schema> schema_;
@@ -619,6 +345,334 @@ class file_writer {
   std::vector<std::uint64_t> external_rows_;
   std::vector<std::optional<encoding::encoded_column>> external_columns_;
 };
+
+// Out of the class so that an explicit instantiation declaration (compiled mode,
+// file/instances.hpp) keeps them out of the user's translation units.
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+void file_writer<Version, Sink, Encoding>::write_batch(const arrow::record_batch& batch) {
+  guarded([&] {
+    require_open("write_batch");
+    if (!schema_) initialize(schema::from_arrow(*batch.schema));
+    const auto& fields = schema_->fields;
+    std::vector<arrow::array_ptr> columns;
+    columns.reserve(fields.size());
+    for (const auto& f : fields) {
+      const arrow::array_ptr* found = nullptr;
+      for (std::size_t i = 0; i < batch.schema->fields.size() && i < batch.columns.size(); ++i)
+        if (batch.schema->fields[i].name == f.name) { found = &batch.columns[i]; break; }
+      if (!found) throw invalid_input_error("cannot write batch: it is missing the column '" + f.name + "'");
+      columns.push_back(*found);
+    }
+    const auto n = std::uint64_t(batch.num_rows());
+    for (std::size_t i = 0; i < columns.size(); ++i) check_column(i, *columns[i], n);
+    if (n == 0) return;
+    for (auto& c : columns) c = arrow::decode_dictionaries(c);  // pages hold the values
+    if (n > std::numeric_limits<std::uint32_t>::max())
+      throw invalid_input_error("cannot write a batch of " + std::to_string(n) +
+                                " rows: Lance files take at most 2^32 rows per batch");
+    for (std::size_t i = 0; i < columns.size(); ++i)
+      if (column_rows_[i] > std::numeric_limits<std::uint64_t>::max() - n)
+        throw invalid_input_error("cannot write " + std::to_string(n) + " more rows after " +
+                                  std::to_string(column_rows_[i]) + ": a Lance file holds at most 2^64 rows");
+    mutating_ = true;
+    for (std::size_t i = 0; i < columns.size(); ++i) checked_add(column_rows_[i], n);
+    std::vector<encoding::encode_task> tasks;
+    for (std::size_t i = 0; i < columns.size(); ++i)
+      for (auto& t : encoders_[i]->maybe_encode(columns[i], rows_written_, n)) tasks.push_back(std::move(t));
+    rows_written_ = *std::max_element(column_rows_.begin(), column_rows_.end());
+    write_pages(tasks);
+  });
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+void file_writer<Version, Sink, Encoding>::write_column(std::size_t index, const arrow::array_ptr& array) {
+  guarded([&] {
+    require_open("write_column");
+    if (!schema_) throw invalid_input_error("write_column needs a writer created with a schema");
+    if (index >= schema_->fields.size())
+      throw invalid_input_error("column index " + std::to_string(index) + " is out of range: the schema has " +
+                                std::to_string(schema_->fields.size()) + " fields");
+    const auto n = std::uint64_t(array->length);
+    check_column(index, *array, n);
+    if (n == 0) return;
+    if (n > std::numeric_limits<std::uint32_t>::max())
+      throw invalid_input_error("cannot write " + std::to_string(n) + " rows to field '" +
+                                schema_->fields[index].name + "' at once: at most 2^32 rows per call");
+    const auto row = column_rows_[index];
+    checked_add(column_rows_[index], n);
+    mutating_ = true;
+    auto tasks = encoders_[index]->maybe_encode(arrow::decode_dictionaries(array), row, n);
+    rows_written_ = std::max(rows_written_, column_rows_[index]);
+    write_pages(tasks);
+  });
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+void file_writer<Version, Sink, Encoding>::write_encoded_pages(std::uint32_t column, std::span<const encoding::encoded_page> pages) {
+  guarded([&] {
+    require_open("write_encoded_pages");
+    require_column(column);
+    mutating_ = true;
+    external_[column] = true;
+    for (const auto& p : pages) {
+      auto copy = p;
+      copy.column_index = column;
+      write_page(copy);
+      external_rows_[column] += p.num_rows;
+    }
+    refresh_external_rows();
+  });
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+void file_writer<Version, Sink, Encoding>::set_column_encoding(std::uint32_t column, std::vector<shared_bytes> column_buffers, std::string encoding) {
+  guarded([&] {
+    require_open("set_column_encoding");
+    require_column(column);
+    external_[column] = true;
+    external_columns_[column] = encoding::encoded_column{{}, std::move(column_buffers), std::move(encoding)};
+  });
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+std::uint32_t file_writer<Version, Sink, Encoding>::add_global_buffer(bytes_view bytes) {
+  std::uint32_t index = 0;
+  guarded([&] {
+    require_open("add_global_buffer");
+    const auto pos = tell();
+    write_padded(bytes);
+    global_buffers_.push_back({pos, bytes.size()});
+    index = std::uint32_t(global_buffers_.size());
+  });
+  return index;
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+finish_result file_writer<Version, Sink, Encoding>::finish() {
+  finish_result r;
+  guarded([&] {
+    require_open("finish");
+    if (!schema_)
+      throw invalid_input_error("cannot finish: no schema was given and no data was written, so the file's "
+                                "schema is unknown");
+    mutating_ = true;
+    std::vector<encoding::encode_task> tasks;
+    for (auto& e : encoders_)
+      for (auto& t : e->flush()) tasks.push_back(std::move(t));
+    write_pages(tasks);
+    finish_columns();
+    // Global buffer 0: the file descriptor (schema with its metadata, and the row count).
+    auto full = *schema_;
+    for (const auto& kv : extra_metadata_) {
+      bool replaced = false;
+      for (auto& [k, v] : full.metadata)
+        if (k == kv.first) { v = kv.second; replaced = true; }
+      if (!replaced) full.metadata.push_back(kv);
+    }
+    const std::string descriptor = detail::file_descriptor_bytes(full, rows_written_);
+    std::vector<region> globals;
+    globals.push_back({tell(), descriptor.size()});
+    write_raw(as_bytes(descriptor));
+    globals.insert(globals.end(), global_buffers_.begin(), global_buffers_.end());
+    // Column metadata, then the two offset tables and the footer.
+    footer ft;
+    ft.column_meta_start = tell();
+    std::vector<region> metas;
+    for (std::uint32_t c = 0; c < num_columns_; ++c) {
+      const std::string meta = column_metadata_bytes(c);
+      metas.push_back({tell(), meta.size()});
+      write_raw(as_bytes(meta));
+    }
+    ft.column_meta_offsets = tell();
+    write_raw(as_bytes(encode_offset_table(metas)));
+    ft.global_buff_offsets = tell();
+    write_raw(as_bytes(encode_offset_table(globals)));
+    ft.num_global_buffers = std::uint32_t(globals.size());
+    ft.num_columns = num_columns_;
+    ft.major = Version::footer_major;
+    ft.minor = Version::footer_minor;
+    std::uint8_t tail[footer_size];
+    ft.encode(tail);
+    write_raw({tail, footer_size});
+    r.rows = rows_written_;
+    r.file_size = tell();
+    sink_ref().finish();
+    state_ = state::finished;
+  });
+  return r;
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+void file_writer<Version, Sink, Encoding>::refresh_external_rows() {
+  std::uint32_t first = 0;
+  for (std::size_t f = 0; f < encoders_.size(); ++f) {
+    if (external_[first]) {
+      column_rows_[f] = std::max(column_rows_[f], external_rows_[first]);
+      rows_written_ = std::max(rows_written_, column_rows_[f]);
+    }
+    first += encoders_[f]->num_columns();
+  }
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+void file_writer<Version, Sink, Encoding>::check_column(std::size_t i, const arrow::array_data& a, std::uint64_t n) const {
+  const auto& f = schema_->fields[i];
+  if (std::uint64_t(a.length) != n)
+    throw invalid_input_error("column '" + f.name + "' has " + std::to_string(a.length) + " rows, expected " +
+                              std::to_string(n));
+  // Nested nullability is not compared: a schema read back from a Lance file has lost
+  // a fixed-size list item's nullability (nulls are checked against the schema below).
+  arrow::compare_options types_only;
+  types_only.check_nested_nullability = false;
+  if (auto d = arrow::detail::type_difference(*a.type, *arrow_fields_[i].type, types_only, ""))
+    throw invalid_input_error("column '" + f.name + "' does not match the schema: " + *d);
+  detail::check_nullability(f, a, "");
+  if constexpr (requires { strategy_.validate(arrow_fields_[i], a); }) strategy_.validate(arrow_fields_[i], a);
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+void file_writer<Version, Sink, Encoding>::initialize(schema::schema s) {
+  const auto arrow_schema = schema::to_arrow(s);
+  arrow_fields_ = arrow_schema.fields;
+  if constexpr (Version::value < format_version::v2_2) {
+    // As Lance 12: "Map data type is not enabled by the selected file format".
+    struct finder {
+      bool operator()(const arrow::data_type& t) const {
+        if (t.id == arrow::type_id::map) return true;
+        for (const auto& c : t.children)
+          if (c.type && (*this)(*c.type)) return true;
+        return false;
+      }
+    };
+    for (const auto& f : arrow_fields_)
+      if (finder{}(*f.type))
+        throw unsupported_error("field '" + f.name + "': map columns need file version 2.2 or later (Lance 12: " +
+                                "\"Map data type is not enabled by the selected file format\" at " +
+                                std::string(Version::value == format_version::v2_0 ? "2.0" : "2.1") + ")");
+  }
+  const std::uint64_t per_column =
+      options_.data_cache_bytes ? *options_.data_cache_bytes / std::max<std::size_t>(1, s.fields.size())
+                                : default_cache_bytes_per_column;
+  encoding::encoding_options eo;
+  eo.cache_bytes_per_column = per_column;
+  eo.max_page_bytes = detail::resolve_max_page_bytes(options_);
+  eo.keep_original_array = options_.keep_original_array;
+  eo.group_rows = options_.rows_per_group;
+  eo.write_out_of_line = [this](bytes_view b) {
+    const auto pos = tell();
+    write_padded(b);
+    return pos;
+  };
+  const auto ids = schema::preorder_ids(s);
+  encoding::field_id_cursor cursor(ids);
+  encoding::column_index_sequence columns;
+  for (const auto& f : arrow_fields_) {
+    auto physical = arrow::physical_field(f);  // a dictionary field's pages hold its values
+    encoders_.push_back(strategy_.make_field_encoder(physical, cursor, columns, eo));
+  }
+  num_columns_ = columns.size();
+  field_columns_ = columns.mapping();
+  column_rows_.assign(s.fields.size(), 0);
+  page_table_.reset(num_columns_, options_.page_metadata_spill_path);
+  column_encodings_.assign(num_columns_, std::string());
+  column_buffers_.assign(num_columns_, {});
+  external_.assign(num_columns_, false);
+  external_rows_.assign(num_columns_, 0);
+  external_columns_.assign(num_columns_, std::nullopt);
+  schema_ = std::move(s);
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+void file_writer<Version, Sink, Encoding>::write_page(const encoding::encoded_page& p) {
+  pb::file2::column_metadata::page page;
+  for (const auto& b : p.buffers) {
+    page.buffer_offsets.push_back(tell());
+    page.buffer_sizes.push_back(b.size());
+    write_padded(b.view());
+  }
+  page.length = p.num_rows;
+  page.encoding = pb::file2::encoding{pb::file2::direct_encoding{p.encoding}};
+  page.priority = p.priority;
+  page_table_.add(p.column_index, page);
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+void file_writer<Version, Sink, Encoding>::write_pages(std::vector<encoding::encode_task>& tasks) {
+  if (!options_.pool || tasks.size() < 2) {
+    for (auto& t : tasks) write_page(t());
+    return;
+  }
+  const std::size_t window = std::max<std::size_t>(1, options_.max_pages_in_flight);
+  std::vector<std::future<encoding::encoded_page>> pages(tasks.size());
+  std::size_t posted = 0;
+  auto post_next = [&] {
+    auto job = std::make_shared<std::packaged_task<encoding::encoded_page()>>(std::move(tasks[posted]));
+    pages[posted++] = job->get_future();
+    options_.pool.post([job] { (*job)(); });
+  };
+  std::exception_ptr failure;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    while (!failure && posted < tasks.size() && posted < i + window) post_next();
+    if (!pages[i].valid()) break;  // not posted: an earlier page failed
+    try {
+      auto p = pages[i].get();
+      if (!failure) write_page(p);
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+void file_writer<Version, Sink, Encoding>::finish_columns() {
+  std::uint32_t c = 0;
+  for (auto& e : encoders_) {
+    for (auto& col : e->finish()) {
+      if (external_[c]) col = external_columns_[c].value_or(encoding::encoded_column{{}, {}, encoding::plain_column_encoding()});
+      for (const auto& p : col.final_pages) write_page(p);
+      for (const auto& b : col.column_buffers) {
+        column_buffers_[c].push_back({tell(), b.size()});
+        write_padded(b.view());
+      }
+      column_encodings_[c] = std::move(col.encoding);
+      ++c;
+    }
+  }
+  if (c != num_columns_)
+    throw corrupt_error("encoders produced " + std::to_string(c) + " columns, expected " +
+                        std::to_string(num_columns_));
+}
+
+template <version_policy Version, class Sink, class Encoding>
+  requires io::sink<std::remove_reference_t<Sink>>
+std::string file_writer<Version, Sink, Encoding>::column_metadata_bytes(std::uint32_t c) {
+  pb::writer w;
+  w.message(pb::file2::column_metadata::f_encoding,
+            pb::file2::encoding{pb::file2::direct_encoding{column_encodings_[c]}});
+  w.bytes() += page_table_.take_pages(c);
+  std::vector<std::uint64_t> offs, sizes;
+  for (const auto& r : column_buffers_[c]) {
+    offs.push_back(r.position);
+    sizes.push_back(r.size);
+  }
+  w.packed_varint(pb::file2::column_metadata::f_buffer_offsets, offs);
+  w.packed_varint(pb::file2::column_metadata::f_buffer_sizes, sizes);
+  return w.take();
+}
 
 }  // namespace lancet::file
 
