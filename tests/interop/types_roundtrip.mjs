@@ -1,4 +1,5 @@
 // Usage: node types_roundtrip.mjs write OUT_DIR --table map|dict --version 2.0|2.1|2.2
+//        node types_roundtrip.mjs random OUT_DIR --cases N --version V [--seed S]
 //        node types_roundtrip.mjs read DATASET
 // `write` has LanceDB (Lance 12) write a small fixed table of map or dictionary columns
 // (nulls, empty maps, null values; dictionaries at the top level, in a struct and in a
@@ -6,7 +7,11 @@
 // dictionary column shows up as {"type": "dictionary", ...}), then one JSON object per
 // row in the form of `lancet cat`: maps as arrays of {"key": ..., "value": ...} objects,
 // dictionaries as their values, other values in lib.mjs's canonical form.
-import { arrow, createDataset, fail, openDataset, parseArgs, runMain, schemaJson, valueJson } from "./lib.mjs";
+// `random` has LanceDB write N datasets OUT_DIR/case-<i> of random tables (an int64
+// `id`, then 1-3 columns nesting structs, lists and, at 2.2, maps up to 3 levels deep,
+// with dictionary fields at every level) and prints {"cases": N, "retries": k}.
+import * as path from "node:path";
+import { arrow, createDataset, fail, intArg, makeRng, openDataset, parseArgs, runMain, schemaJson, valueJson } from "./lib.mjs";
 
 const A = arrow;
 const Type = A.Type;
@@ -89,10 +94,104 @@ function dictTable() {
   return new A.Table(schema, { d, e, bin, st, l });
 }
 
+// ---- random tables
+
+// (Arrow JS cannot build int64-indexed dictionaries.)
+const DICT_INDEX = () => [new A.Int32(), new A.Uint8(), new A.Int16(), new A.Uint32(), new A.Int8()];
+const WORDS_R = ["", "a", "lance", "héllo", "日本語", "x".repeat(30), "zz", "q"];
+
+// A random type; `maps` allows map nodes (2.2 only).
+function randomType(r, depth, maxDepth, maps) {
+  const kind = depth >= maxDepth ? r.int(0, 4) : r.int(0, maps ? 8 : 7);
+  switch (kind) {
+    case 0: return new A.Int32();
+    case 1: return new A.Utf8();
+    case 2: return new A.Float64();
+    case 3:
+    case 4: {  // a dictionary of strings, binaries or integers
+      const v = r.pick([() => new A.Utf8(), () => new A.Binary(), () => new A.Int64()])();
+      return new A.Dictionary(v, r.pick(DICT_INDEX()));
+    }
+    case 5: return new A.List(f("item", randomType(r, depth + 1, maxDepth, maps), r.next() < 0.8));
+    case 6:
+    case 7: {
+      const n = r.int(1, 3);
+      return new A.Struct(Array.from({ length: n }, (_, i) => f(`f${i}`, randomType(r, depth + 1, maxDepth, maps))));
+    }
+    default: {
+      const key = r.next() < 0.5 ? new A.Utf8() : new A.Int32();
+      const value = randomType(r, depth + 1, maxDepth, maps);
+      return new A.Map_(f("entries", new A.Struct([f("key", key, false), f("value", value, r.next() < 0.8)]), false), false);
+    }
+  }
+}
+
+// A random value of type t (null allowed when `nullable`); `structNulls`: 2.1+.
+function randomValue(r, t, nullable, structNulls) {
+  if (nullable && r.next() < 0.15 && (t.typeId !== Type.Struct || structNulls)) return null;
+  switch (t.typeId) {
+    case Type.Int: return t.bitWidth === 64 ? BigInt(r.int(-1000, 1000)) : r.int(-1000, 1000);
+    case Type.Float: return r.int(-1e6, 1e6) / 8;
+    case Type.Utf8: return r.pick(WORDS_R);
+    case Type.Binary: return new TextEncoder().encode(r.pick(WORDS_R));
+    case Type.Dictionary: return randomValue(r, t.dictionary, false, structNulls);
+    case Type.List: {
+      const n = r.int(0, 3);
+      return Array.from({ length: n }, () => randomValue(r, t.children[0].type, t.children[0].nullable, structNulls));
+    }
+    case Type.Struct: {
+      const o = {};
+      for (const c of t.children) o[c.name] = randomValue(r, c.type, c.nullable, structNulls);
+      return o;
+    }
+    case Type.Map: {
+      const [kf, vf] = t.children[0].type.children;
+      const m = new Map();
+      const n = r.int(0, 3);
+      for (let k = 0; k < n; k++) m.set(randomValue(r, kf.type, false, structNulls), randomValue(r, vf.type, vf.nullable, structNulls));
+      return m;
+    }
+    default: throw new Error(`no random values for ${t}`);
+  }
+}
+
+async function randomCases(out, args) {
+  const version = args.version ?? "2.2";
+  const cases = intArg(args, "cases", 10);
+  const r = makeRng(intArg(args, "seed", 1));
+  let retries = 0;
+  for (let c = 0; c < cases; c++) {
+    for (let attempt = 0; ; attempt++) {
+      const n = r.int(1, 3);
+      const rows = r.int(1, 30);
+      const fields = [f("id", new A.Int64(), false)];
+      for (let k = 0; k < n; k++) fields.push(f(`c${k}`, randomType(r, 0, 3, version === "2.2"), r.next() < 0.85));
+      const columns = {};
+      columns.id = vector(new A.Int64(), Array.from({ length: rows }, (_, i) => BigInt(i)));
+      for (const fl of fields.slice(1))
+        columns[fl.name] = vector(fl.type, Array.from({ length: rows }, () => randomValue(r, fl.type, fl.nullable, version !== "2.0")));
+      const table = new A.Table(new A.Schema(fields), columns);
+      const dir = path.join(out, `case-${c}`);
+      try {
+        await createDataset(dir, table, version);
+        break;
+      } catch (err) {
+        if (attempt >= 20) throw new Error(`case ${c}: LanceDB refused 20 random tables; last: ${err?.message ?? err}`);
+        retries++;
+      }
+    }
+  }
+  process.stdout.write(`${JSON.stringify({ cases, retries })}\n`);
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const [cmd, dir] = args._;
-  if (!dir || (cmd !== "write" && cmd !== "read")) fail("usage: types_roundtrip.mjs write|read DIR ...");
+  if (cmd === "random" && dir) {
+    await randomCases(dir, args);
+    return 0;
+  }
+  if (!dir || (cmd !== "write" && cmd !== "read")) fail("usage: types_roundtrip.mjs write|random|read DIR ...");
   if (cmd === "write") {
     const table = args.table === "map" ? mapTable() : args.table === "dict" ? dictTable() : fail("--table map|dict");
     await createDataset(dir, table, args.version ?? "2.2");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lancet/arrow/array.hpp"
+#include "lancet/arrow/dictionary.hpp"
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 
@@ -243,6 +244,12 @@ inline shared_bytes gather_fixed_shared(const std::vector<array_ptr>& arrays, st
 // caller's large batch in memory.
 inline array_ptr concat(const std::vector<array_ptr>& arrays, const arrow::type_ptr& type) {
   using arrow::type_id;
+  if (arrow::has_dictionary(*type)) {
+    // Dictionaries differ from array to array: concatenate the values, then encode.
+    std::vector<array_ptr> plain;
+    for (const auto& a : arrays) plain.push_back(arrow::decode_dictionaries(a));
+    return arrow::encode_dictionaries(concat(plain, arrow::without_dictionaries(type)), type);
+  }
   auto out = std::make_shared<arrow::array_data>();
   out->type = type;
   out->length = total_length(arrays);
