@@ -1025,3 +1025,56 @@ TEST_CASE("interop: LanceDB searches a multivector column through our index") {
   MESSAGE("multivector recall@10 (every partition probed): LanceDB on ours " << rc << ", on its own " << rc_theirs);
   CHECK(rc >= rc_theirs - 0.1);
 }
+
+// Issue 14: IVF_PQ recall must not trail LanceDB's own index. The data the issue
+// reported the gap on: 20,000 x 32 clustered vectors (200 Gaussian clusters, sigma
+// 0.15), 64 partitions, 8 sub-vectors of 4 dimensions, nprobes 20, recall@10 measured
+// by LanceDB's search over our index and over the index LanceDB builds itself with
+// the same parameters, on three datasets. 500 queries per dataset keep the noise of
+// the query sample near +-0.005; LanceDB's build is randomised (OS entropy), ours
+// seeded. Measured here (1,000 queries, 3 datasets x 4 seeds of ours): ours 0.424-0.442,
+// LanceDB's 0.427-0.437, mean difference under 0.002. A gap like the one reported
+// (0.41-0.43 against 0.43-0.45) fails the mean check; one dataset may trail by at
+// most 0.02.
+TEST_CASE("interop: IVF_PQ recall over our index is not below LanceDB's own index (3 datasets)") {
+  const std::size_t n = 20000, dim = 32, nq = 500, parts = 64, m = 8, nprobes = 20;
+  double sum_ours = 0, sum_theirs = 0;
+  for (unsigned seed : {101u, 202u, 303u}) {
+    INFO("dataset seed " << seed);
+    // Rows and queries from the same clusters: one draw, the last nq rows are queries.
+    const auto all = clustered(n + nq, dim, 200, 0.15f, seed);
+    const std::vector<float> vecs(all.begin(), all.begin() + std::ptrdiff_t(n * dim));
+    const std::vector<float> queries(all.begin() + std::ptrdiff_t(n * dim), all.end());
+    t::temp_dir tmp("ivfb-pq-recall");
+    write_f32(tmp.path() / "vectors.f32", vecs);
+    write_f32(tmp.path() / "queries.f32", queries);
+    const auto qf = tmp.path() / "queries.f32";
+    const auto ours = tmp.path() / "ours", theirs = tmp.path() / "theirs";
+    t::node("create_index.mjs", {ours.string(), "--create", "--vectors", (tmp.path() / "vectors.f32").string(),
+                                 "--dim", std::to_string(dim), "--type", "none"});
+    t::node("create_index.mjs", {theirs.string(), "--create", "--vectors", (tmp.path() / "vectors.f32").string(),
+                                 "--dim", std::to_string(dim), "--type", "ivf_pq", "--partitions",
+                                 std::to_string(parts), "--sub-vectors", std::to_string(m)});
+    index::build_options o;
+    o.column = "vector";
+    o.type = index::ivf_index_type::ivf_pq;
+    o.num_partitions = parts;
+    o.num_sub_vectors = m;
+    index::build_ivf_index(ours.string(), o);
+    // Ground truth: exact l2 over the rows (row id = position: one fragment).
+    std::vector<std::vector<std::uint64_t>> truth(nq);
+    for (std::size_t q = 0; q < nq; ++q)
+      for (const auto& h : index::brute_force(simd::distance_type::l2, queries.data() + q * dim, vecs.data(), n, dim, 10))
+        truth[q].push_back(h.row_id);
+    const std::vector<std::string> sp = {"--nprobes", std::to_string(nprobes)};
+    const double rc_ours = recall(lancedb_search(ours, qf, dim, 10, sp).ids, truth);
+    const double rc_theirs = recall(lancedb_search(theirs, qf, dim, 10, sp).ids, truth);
+    MESSAGE("IVF_PQ 64 partitions, 8x8, nprobes 20, dataset " << seed << ": LanceDB on ours " << rc_ours
+                                                               << ", LanceDB on its own " << rc_theirs);
+    CHECK(rc_ours >= rc_theirs - 0.02);
+    sum_ours += rc_ours;
+    sum_theirs += rc_theirs;
+  }
+  MESSAGE("mean recall@10: LanceDB on ours " << sum_ours / 3 << ", LanceDB on its own " << sum_theirs / 3);
+  CHECK(sum_ours / 3 >= sum_theirs / 3 - 0.01);
+}
