@@ -187,7 +187,16 @@ ids_t exact(const options& o, const std::vector<float>& rows, const std::vector<
 
 struct search_run {
   double recall = 0, qps = 0;
+  double p50_us = -1, p99_us = -1;  // per-query latency (one query at a time)
 };
+
+// p50 and p99 of per-query times (seconds) into r, in microseconds.
+void latencies(std::vector<double> t, search_run& r) {
+  if (t.empty()) return;
+  std::sort(t.begin(), t.end());
+  r.p50_us = 1e6 * t[t.size() / 2];
+  r.p99_us = 1e6 * t[std::min(t.size() - 1, t.size() * 99 / 100)];
+}
 
 struct method {
   std::string name;
@@ -215,10 +224,37 @@ search_run our_search(const options& o, const fs::path& root, const std::vector<
   // Warm the partition cache (LanceDB's index cache is warm after its first query too).
   ix.searcher->search(queries.data(), o.dim, sp);
   ids_t got(o.queries);
+  std::vector<double> each(o.queries);
   const auto t0 = clock_type::now();
-  for (std::size_t q = 0; q < o.queries; ++q)
+  for (std::size_t q = 0; q < o.queries; ++q) {
+    const auto tq = clock_type::now();
     for (const auto& h : ix.searcher->search(queries.data() + q * o.dim, o.dim, sp)) got[q].push_back(h.row_id);
+    each[q] = since(tq);
+  }
   const double secs = since(t0);
+  search_run r{recall(got, truth), double(o.queries) / secs};
+  latencies(each, r);
+  return r;
+}
+
+// Batched: all queries in one search_many call on a pool of `threads` (QPS only).
+search_run our_batched(const options& o, const fs::path& root, const std::vector<float>& queries, const ids_t& truth,
+                       std::size_t threads) {
+  const auto s = *dataset::load_latest(root.string());
+  auto ix = index::open_vector_index(s, "vector");
+  boost::asio::thread_pool pool(threads);
+  index::search_params sp;
+  sp.k = 10;
+  sp.nprobes = o.nprobes;
+  sp.pool = &pool;
+  ix.searcher->search_many(queries.data(), std::min<std::size_t>(o.queries, 16), o.dim, sp);  // warm
+  const auto t0 = clock_type::now();
+  const auto hits = ix.searcher->search_many(queries.data(), o.queries, o.dim, sp);
+  const double secs = since(t0);
+  ids_t got(o.queries);
+  for (std::size_t q = 0; q < o.queries; ++q)
+    for (const auto& h : hits[q]) got[q].push_back(h.row_id);
+  pool.join();
   return {recall(got, truth), double(o.queries) / secs};
 }
 
@@ -314,6 +350,9 @@ int main(int argc, char** argv) {
       m.refined = our_search(o, root, rows, queries, truth, o.refine);
       std::printf("  lancet dataset::take of %zu random vectors: %.1f ms\n", 10 * o.refine, take_ms(root, 10 * o.refine, o.rows));
     }
+    const auto b1 = our_batched(o, root, queries, truth, 1), b2 = our_batched(o, root, queries, truth, o.threads);
+    std::printf("  lancet batched search_many: %.0f QPS on a pool of 1, %.0f QPS on a pool of %zu (%.2fx)\n", b1.qps,
+                b2.qps, o.threads, b2.qps / b1.qps);
     results.push_back(m);
   }
 
@@ -355,14 +394,19 @@ int main(int argc, char** argv) {
       ids_t got(o.queries);
       std::vector<faiss::Index::idx_t> labels(10);
       std::vector<float> dist(10);
+      std::vector<double> each(o.queries);
       const auto t1 = clock_type::now();
       for (std::size_t q = 0; q < o.queries; ++q) {
+        const auto tq = clock_type::now();
         ix.search(1, queries.data() + q * o.dim, 10, dist.data(), labels.data(), params);
+        each[q] = since(tq);
         for (auto l : labels)
           if (l >= 0) got[q].push_back(std::uint64_t(l));
       }
       const double secs = since(t1);
-      return search_run{recall(got, truth), double(o.queries) / secs};
+      search_run r{recall(got, truth), double(o.queries) / secs};
+      latencies(each, r);
+      return r;
     };
     ivfpq.nprobe = o.nprobes;
     m.plain = run(ivfpq, nullptr);
@@ -385,6 +429,14 @@ int main(int argc, char** argv) {
                 m.plain.qps, o.refine ? std::to_string(m.refined.recall).substr(0, 6).c_str() : "-",
                 o.refine ? std::to_string(long(m.refined.qps)).c_str() : "-");
   }
+  std::printf("\nlatency per query (one at a time, us): p50 / p99\n");
+  for (const auto& m : results)
+    if (m.plain.p50_us >= 0)
+      std::printf("  %s: %.0f / %.0f%s\n", m.name.c_str(), m.plain.p50_us, m.plain.p99_us,
+                  m.refined.p50_us >= 0 ? (", refine: " + std::to_string(long(m.refined.p50_us)) + " / " +
+                                           std::to_string(long(m.refined.p99_us)))
+                                              .c_str()
+                                        : "");
   const auto& ours = results.front();
   for (std::size_t i = 1; i < results.size(); ++i) {
     const auto& m = results[i];
