@@ -725,6 +725,23 @@ int cmd_cleanup(const args& a) {
 }
 
 // Runs one command; a help request prints the command's help and succeeds.
+// cat and inspect of a single file: the library's errors about its bytes (a missing
+// footer, a bad page) do not know the file's name; say which file it was.
+struct file_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+template <class F>
+int naming_file(const std::string& path, F&& f) {
+  if (!is_file(path)) return f();
+  try {
+    return f();
+  } catch (const lancet::error& e) {
+    const std::string what = e.what();
+    if (what.find(path) != std::string::npos) throw;
+    throw file_error("'" + path + "': " + what);
+  }
+}
+
 int run(const command_spec& spec, const std::vector<std::string>& rest) {
   const auto a = args::parse(spec, rest);
   if (a.help) {
@@ -732,8 +749,8 @@ int run(const command_spec& spec, const std::vector<std::string>& rest) {
     return 0;
   }
   if (spec.name == "write") return cmd_write(a);
-  if (spec.name == "cat") return cmd_cat(a);
-  if (spec.name == "inspect") return cmd_inspect(a);
+  if (spec.name == "cat") return naming_file(a.path, [&] { return cmd_cat(a); });
+  if (spec.name == "inspect") return naming_file(a.path, [&] { return cmd_inspect(a); });
   if (spec.name == "index create") return cmd_index_create(a);
   if (spec.name == "index list") return cmd_index_list(a);
   if (spec.name == "index optimize") return cmd_index_optimize(a);

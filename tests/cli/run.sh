@@ -49,6 +49,29 @@ printf '{"fields":[{"name":"a","type":"int33"}]}' > "$tmp/bad.json"
 err=$(printf '{}\n' | "$lancet" write "$tmp/y" --schema "$tmp/bad.json" 2>&1); check "unknown type fails naming it" grep -q 'int33' <<< "$err"
 check "malformed JSON fails" bash -c "! printf '{\"id\":1\n' | '$lancet' write '$tmp/z' --schema '$tmp/schema.json' 2>/dev/null"
 check "no dataset left by a failed create" test ! -d "$tmp/z/_versions"
+# ---- cat / inspect / index list: bad input names the column, version, flag or file -----
+ds="$tmp/ds-2.2"
+err=$("$lancet" cat "$ds" --columns nope 2>&1); st=$?
+check "cat of an unknown column fails naming it" bash -c "test $st -eq 1 && grep -q \"no column 'nope'\" <<< \"\$0\"" "$err"
+err=$("$lancet" cat "$ds" --version 99 2>&1); st=$?
+check "cat of a missing version fails naming it" bash -c "test $st -eq 1 && grep -q 'no version 99' <<< \"\$0\"" "$err"
+err=$("$lancet" cat "$ds" --limit x 2>&1); st=$?
+check "cat --limit x is a usage error naming the flag" bash -c "test $st -eq 2 && grep -q -- \"--limit needs a non-negative integer, got 'x'\" <<< \"\$0\"" "$err"
+err=$("$lancet" cat "$tmp/missing" 2>&1); st=$?
+check "cat of no dataset fails naming the path" bash -c "test $st -eq 1 && grep -q \"'$tmp/missing' is not a Lance dataset\" <<< \"\$0\"" "$err"
+head -c 3000 /dev/zero | tr '\0' 'x' > "$tmp/garbage.lance"
+for c in cat inspect; do
+  err=$("$lancet" $c "$tmp/garbage.lance" 2>&1); st=$?
+  check "$c of a file that is not Lance fails naming the file" bash -c "test $st -eq 1 && grep -q \"'$tmp/garbage.lance': corrupt: no LANC magic\" <<< \"\$0\"" "$err"
+done
+cp -r "$ds" "$tmp/ds-corrupt"
+for m in "$tmp"/ds-corrupt/_versions/*.manifest; do head -c 100 /dev/zero > "$m"; done
+for c in cat inspect "index list"; do
+  # shellcheck disable=SC2086  # "index list" is two words
+  err=$("$lancet" $c "$tmp/ds-corrupt" 2>&1); st=$?
+  check "$c of a corrupt manifest fails naming it" bash -c "test $st -eq 1 && grep -q \"corrupt: '$tmp/ds-corrupt/_versions/[0-9]*.manifest'\" <<< \"\$0\"" "$err"
+done
+check "the corrupt manifests are left as they were" bash -c "test \"\$(cat '$tmp'/ds-corrupt/_versions/*.manifest | tr -d '\\0' | wc -c)\" -eq 0"
 # ---- index create / list, search --------------------------------------------------
 cat > "$tmp/vschema.json" <<'JSON'
 {"fields": [{"name": "id", "type": "int64", "nullable": false},
