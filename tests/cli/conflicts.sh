@@ -89,8 +89,9 @@ out=$(node "$root/tests/interop/dataset_ids.mjs" "$ds")
 check "mixed: LanceDB reads $total2 rows, lancet's included ($out)" \
   bash -c 'grep -q "\"distinct\":$1," <<< "$0" && grep -q "\"rows\":$1," <<< "$0" && grep -q "\"sum\":\"$2\"" <<< "$0"' "$out" $total2 $sum
 # 3. Writers against maintenance: appends while `index create`, `compact` and `index
-#    optimize` run. Each maintenance command commits, or fails with a conflict naming
-#    the other operation; no row is lost or duplicated; every version opens.
+#    optimize` run and LanceDB deletes rows. Each maintenance command commits, or fails
+#    with a conflict naming the other operation; no row is lost or duplicated; every
+#    version opens; LanceDB's search over the final index returns live rows only.
 echo '{"fields": [{"name": "id", "type": "int64"}, {"name": "v", "type": {"fixed_size_list": "float32", "size": 2}}]}' \
   > "$tmp/vschema.json"
 vds="$tmp/vds"
@@ -115,8 +116,17 @@ maint() {  # name, command...: exit 0, or 1 with a conflict message
   elif grep -q "conflict\|preempted\|incompatible" "$tmp/maint.$name"; then echo "$name: conflict"
   else echo "$name: FAILED $(head -c 300 "$tmp/maint.$name")"; fi
 }
+deleter() {  # LanceDB deletes rows of the first 64, one commit each; prints the ids it deleted
+  local id
+  for id in 3 13 23 33 43 53 63; do
+    if node "$root/tests/interop/delete_rows.mjs" "$vds" --where "id = $id" >/dev/null 2>>"$tmp/vdelete.err"; then
+      echo "$id"
+    fi
+  done
+}
 vappender 15 1000 > "$tmp/vfail.a" &
 vappender 15 2000 > "$tmp/vfail.b" &
+deleter > "$tmp/vdeleted" &
 { maint index_create "$lancet" index create "$vds" --column v --type ivf_flat --partitions 2 --threads 1
   maint compact "$lancet" compact "$vds"
   maint index_optimize "$lancet" index optimize "$vds" --threads 1; } > "$tmp/maint.out"
@@ -125,9 +135,12 @@ cat "$tmp/maint.out"
 failed=$(cat "$tmp"/vfail.* | awk '{s += $1} END {print s}')
 check "maintenance: appends all committed ($failed failed)" test "$failed" -eq 0
 check "maintenance: each command committed or met a typed conflict" bash -c '! grep -q FAILED "$0"' "$tmp/maint.out"
-vtotal=$((64 + 2 * 15 * 4))
+deleted=$(sort -n "$tmp/vdeleted")
+ndeleted=$(grep -c . <<< "$deleted")
+check "maintenance: LanceDB's deletes committed ($ndeleted of 7; $(head -c 300 "$tmp/vdelete.err" 2>/dev/null))" test "$ndeleted" -eq 7
+vtotal=$((64 + 2 * 15 * 4 - ndeleted))
 ids=$("$lancet" cat "$vds" --columns id | sed 's/{"id":\([0-9]*\)}/\1/' | sort -n)
-want=$( (seq 0 63; seq 1000 1059; seq 2000 2059) | sort -n)
+want=$( (seq 0 63; seq 1000 1059; seq 2000 2059) | grep -vxF -f <(echo "$deleted") | sort -n)
 check "maintenance: every row once ($(wc -l <<< "$ids") rows)" test "$ids" == "$want"
 out=$(node "$root/tests/interop/dataset_ids.mjs" "$vds")
 check "maintenance: LanceDB reads every row once" bash -c 'grep -q "\"distinct\":$1," <<< "$0" && grep -q "\"rows\":$1," <<< "$0"' "$out" $vtotal
@@ -135,5 +148,21 @@ bad=0
 vlast=$(ls "$vds/_versions" | grep -c '\.manifest$')
 for ((v = 1; v <= vlast; v++)); do "$lancet" cat "$vds" --version $v --columns id > /dev/null 2>&1 || bad=$((bad + 1)); done
 check "maintenance: all $vlast versions open" test $bad -eq 0
+# The final index (committed by index create or optimize above) searched by LanceDB: the
+# query is each deleted row's own vector, which other live rows share; the deleted row
+# never comes back.
+if "$lancet" index list "$vds" 2>/dev/null | grep -q v_idx; then
+  for id in $deleted; do
+    out=$(node "$root/tests/interop/search_ids.mjs" "$vds" --column v --query "[$((id % 7)).5,$((id % 3))]" --k 40 --nprobes 2 2>/dev/null)
+    check "maintenance: LanceDB's search for deleted row $id returns live rows only" \
+      bash -c 'python3 -c "
+import json, sys
+got = json.loads(sys.argv[1])[\"ids\"]
+live = set(map(int, sys.argv[2].split()))
+sys.exit(0 if got and all(i in live for i in got) and int(sys.argv[3]) not in got else 1)" "$0" "$1" "$2"' "$out" "$ids" "$id"
+  done
+else
+  check "maintenance: an index was committed" false
+fi
 echo "conflicts: $pass passed, $fail failed"
 test $fail -eq 0
