@@ -107,7 +107,9 @@ const std::vector<command_spec>& commands() {
        "lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq [--partitions N |\n"
        "               --target-partition-size N] [--sub-vectors M] [--bits B] [--metric l2|cosine|dot|hamming]\n"
        "               [--name NAME] [--replace] [--threads T]",
-       "Builds an IVF vector index on a column and commits it as a new version.\n"
+       "Builds an IVF vector index on a column and commits it as a new version. Commits of other\n"
+       "writers meanwhile are rebased on as Lance does (rows appended stay unindexed); the retries\n"
+       "are reported on stderr.\n"
        "  --column COL                 the vector column (a fixed-size list)\n"
        "  --type T                     ivf_flat, ivf_pq, ivf_sq or ivf_rq\n"
        "  --partitions N               number of IVF partitions (default: rows / target partition size)\n"
@@ -129,7 +131,8 @@ const std::vector<command_spec>& commands() {
        "lancet index optimize DATASET [--name NAME] [--merge N] [--retrain] [--target-partition-size N]\n"
        "               [--threads T]",
        "Indexes appended rows (a delta segment), merges segments and splits or joins partitions,\n"
-       "as Lance's optimize_indices. Prints one JSON line per index.\n"
+       "as Lance's optimize_indices. Prints one JSON line per index. Commits of other writers\n"
+       "meanwhile are rebased on as Lance does; the retries are reported on stderr.\n"
        "  --name NAME                  only this index (default: every vector index)\n"
        "  --merge N                    merge the newest N segments with the delta\n"
        "  --retrain                    rebuild the index over all rows\n"
@@ -509,6 +512,7 @@ int cmd_index_create(const args& a) {
     throw;
   }
   bar.finish();
+  report_retries(r.retries);
   std::cerr << "lancet: built " << index::ivf_index_type_name(o.type) << " index '" << r.index.name << "' ("
             << r.num_partitions << " partitions, " << r.rows_indexed << " rows indexed, " << r.rows_skipped
             << " skipped) on " << a.path << ", version " << r.version << "\n";
@@ -645,6 +649,7 @@ int cmd_index_optimize(const args& a) {
     o.pool = &*pool;
   }
   const auto r = index::optimize_indices(a.path, o);
+  report_retries(r.retries);
   for (const auto& i : r.indices) {
     nlohmann::json j;
     j["name"] = i.name;

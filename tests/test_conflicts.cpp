@@ -389,6 +389,11 @@ TEST_CASE("CreateIndex vs Append: the index commits covering the rows it read") 
   auto r = index::build_ivf_index(root, o);
   CHECK(once);
   CHECK(r.version == 3);
+  CHECK(r.retries == 1);  // rebased once, over the append
+  // Nobody committed meanwhile: no retry.
+  const auto quiet = t.sub("quiet");
+  ds::write(quiet, batch(0, 64));
+  CHECK(index::build_ivf_index(quiet, flat_index()).retries == 0);
   auto s = *ds::load_latest(root);
   CHECK(s.version() == 3);
   CHECK(indexed_fragments(s) == std::vector<std::uint32_t>{0});
@@ -421,6 +426,7 @@ TEST_CASE("index optimize vs Append: committed over the fragments it read") {
   };
   auto r = index::optimize_indices(root, oo);
   CHECK(once);
+  CHECK(r.retries == 1);
   auto s = *ds::load_latest(root);
   CHECK(r.version == s.version());
   CHECK(s.version() == 5);

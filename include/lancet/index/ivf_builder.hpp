@@ -174,6 +174,7 @@ struct build_result {
   std::uint64_t rows_skipped = 0;  // null / non-finite / zero (cosine) vectors
   std::string directory;           // _indices/<uuid>
   std::size_t shuffle_runs = 0;    // temporary files spilled under the memory budget
+  unsigned retries = 0;            // times the commit was rebased on other writers' commits
   // With build_options::commit = false: index is the segment's IndexMetadata, not
   // committed, and version the dataset version it was built from.
 };
@@ -754,7 +755,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
     // fragments or an overwrite is commit_conflict_error).
     commit_index_options co;
     co.replace = o.replace;
-    const auto after = commit_index(root, base, meta, co);
+    const auto after = commit_index(root, base, meta, co, dataset::default_sink_factory{}, &r.retries);
     r.index = after.file.indices.back();
     for (const auto& im : after.file.indices)
       if (im.uuid == uuid) r.index = im;

@@ -185,6 +185,7 @@ struct index_optimize_result {
 
 struct optimize_result {
   std::uint64_t version = 0;  // the dataset version after the optimize
+  unsigned retries = 0;       // times its commits were rebased on other writers' commits
   std::vector<index_optimize_result> indices;
 };
 
@@ -510,14 +511,16 @@ inline void route(simd::distance_type metric, const std::vector<float>& cents, s
 // (commit_conflict_error when that cannot be).
 inline dataset::snapshot commit_segments(const std::string& root, const dataset::snapshot& base,
                                          std::vector<pb::index_metadata> added,
-                                         const std::vector<pb::index_metadata>& removed) {
+                                         const std::vector<pb::index_metadata>& removed,
+                                         unsigned* retries = nullptr) {
   std::vector<pb::index_metadata> kept;
   for (const auto& im : base.file.indices) {
     const bool gone = std::any_of(removed.begin(), removed.end(), [&](const pb::index_metadata& r) { return r.uuid == im.uuid; });
     if (!gone) kept.push_back(im);
   }
   dataset::default_sink_factory sinks;
-  return publish_index_change(root, base, std::move(kept), std::move(added), removed, {}, sinks);
+  return publish_index_change(root, base, std::move(kept), std::move(added), removed, {}, sinks,
+                              dataset::default_max_retries, retries);
 }
 
 inline ivf_index_type type_of(const quantizer_params& q) {
@@ -1099,6 +1102,7 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
       c.result.rows_in_segment = built.rows_indexed;
       c.result.uuid = built.index.uuid;
       r.version = built.version;
+      r.retries += built.retries;
       r.indices.push_back(c.result);
     }
     return r;
@@ -1112,7 +1116,7 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
   if (added.empty()) return r;
   try {
     if (o.on_progress) o.on_progress({"", optimize_stage::commit, 0, 1});
-    const auto after = optimize_detail::commit_segments(root, *base, std::move(added), removed);
+    const auto after = optimize_detail::commit_segments(root, *base, std::move(added), removed, &r.retries);
     r.version = after.version();
     if (o.on_progress) o.on_progress({"", optimize_stage::commit, 1, 1});
   } catch (...) {

@@ -294,10 +294,12 @@ inline dataset::snapshot publish_index_change(const std::string& root, const dat
 // built from rows that may no longer be the dataset's. The index files (written
 // beforehand into index_directory(root, uuid)) are left in place on failure, for the
 // caller to retry with or remove; Lance's cleanup also removes unreferenced ones.
+// `retries`, when given, receives how many times the commit was rebased on other
+// writers' commits.
 template <class SinkFactory = dataset::default_sink_factory>
 inline dataset::snapshot commit_index(const std::string& root, const dataset::snapshot& base,
                                       std::vector<pb::index_metadata> new_indices, const commit_index_options& o = {},
-                                      SinkFactory make_sink = {}) {
+                                      SinkFactory make_sink = {}, unsigned* retries = nullptr) {
   const auto& p = base.manifest();
   if (new_indices.empty()) throw invalid_input_error("commit_index: no index to add");
   std::vector<pb::index_metadata> removed;
@@ -337,15 +339,16 @@ inline dataset::snapshot commit_index(const std::string& root, const dataset::sn
     }
   }
   return publish_index_change(root, base, std::move(kept), std::move(new_indices), removed, o.publish, make_sink,
-                              o.max_retries);
+                              o.max_retries, retries);
 }
 
 template <class SinkFactory = dataset::default_sink_factory>
 inline dataset::snapshot commit_index(const std::string& root, const dataset::snapshot& base, pb::index_metadata index,
-                                      const commit_index_options& o = {}, SinkFactory make_sink = {}) {
+                                      const commit_index_options& o = {}, SinkFactory make_sink = {},
+                                      unsigned* retries = nullptr) {
   std::vector<pb::index_metadata> v;
   v.push_back(std::move(index));
-  return commit_index(root, base, std::move(v), o, std::move(make_sink));
+  return commit_index(root, base, std::move(v), o, std::move(make_sink), retries);
 }
 
 // ---------------------------------------------------------------------------------
