@@ -174,7 +174,7 @@ struct build_result {
   std::uint64_t rows_skipped = 0;  // null / non-finite / zero (cosine) vectors
   std::string directory;           // _indices/<uuid>
   std::size_t shuffle_runs = 0;    // temporary files spilled under the memory budget
-  unsigned retries = 0;            // times the commit was rebased on other writers' commits
+  unsigned retries = 0;            // commits lost to other writers before this one won
   // With build_options::commit = false: index is the segment's IndexMetadata, not
   // committed, and version the dataset version it was built from.
 };

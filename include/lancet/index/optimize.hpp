@@ -185,7 +185,7 @@ struct index_optimize_result {
 
 struct optimize_result {
   std::uint64_t version = 0;  // the dataset version after the optimize
-  unsigned retries = 0;       // times its commits were rebased on other writers' commits
+  unsigned retries = 0;       // commits lost to other writers before its own won
   std::vector<index_optimize_result> indices;
 };
 

@@ -294,8 +294,9 @@ inline dataset::snapshot publish_index_change(const std::string& root, const dat
 // built from rows that may no longer be the dataset's. The index files (written
 // beforehand into index_directory(root, uuid)) are left in place on failure, for the
 // caller to retry with or remove; Lance's cleanup also removes unreferenced ones.
-// `retries`, when given, receives how many times the commit was rebased on other
-// writers' commits.
+// `retries`, when given, receives how many commits were lost to other writers (the
+// version taken by the time of the exclusive rename, then rebased) before this one won.
+// Commits made before the first attempt are rebased on without a retry.
 template <class SinkFactory = dataset::default_sink_factory>
 inline dataset::snapshot commit_index(const std::string& root, const dataset::snapshot& base,
                                       std::vector<pb::index_metadata> new_indices, const commit_index_options& o = {},
