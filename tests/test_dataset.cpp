@@ -34,6 +34,7 @@
 #include <lancet/io/file_sink.hpp>
 
 #include "support/temp_dir.hpp"
+#include "support/kill_child.hpp"
 #include "support/random_data.hpp"
 
 using namespace lancet;
@@ -960,20 +961,7 @@ TEST_CASE("crash safety: a writer killed (SIGKILL) at 20 random moments of a lar
   for (int round = 0; round < 20; ++round) {
     const auto latest = committed.rbegin()->first;
     const auto delay = std::chrono::duration<double>(append_seconds * 1.3 * double(rng() % 1000) / 1000.0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      try {
-        ds::write(root, batches, o);
-      } catch (...) {
-        ::_exit(3);
-      }
-      ::_exit(0);
-    }
-    std::this_thread::sleep_for(delay);
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
+    const int status = lancet::testing::run_killed_after(delay, [&] { ds::write(root, batches, o); });
     const bool finished = WIFEXITED(status);
     if (finished) CHECK(WEXITSTATUS(status) == 0);
     else ++killed_mid_write;

@@ -44,6 +44,7 @@
 #include <lancet/index/vector_index.hpp>
 
 #include "support/interop.hpp"
+#include "support/kill_child.hpp"
 #include "support/vector_batch.hpp"
 
 using namespace lancet;
@@ -204,20 +205,7 @@ crash_stats kill_rounds(const std::string& what, const std::string& root, std::m
     const auto latest = committed.rbegin()->first;
     const auto before = disk_files(root);
     const auto delay = std::chrono::duration<double>(st.op_seconds * 1.3 * double(rng() % 1000) / 1000.0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      try {
-        op(root);
-      } catch (...) {
-        ::_exit(3);
-      }
-      ::_exit(0);
-    }
-    std::this_thread::sleep_for(delay);
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
+    const int status = lancet::testing::run_killed_after(delay, [&] { op(root); });
     const bool finished = WIFEXITED(status);
     INFO(what << " round " << round << ", killed after " << delay.count() << " s of ~" << st.op_seconds << " s");
     if (finished) {
