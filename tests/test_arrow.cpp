@@ -224,8 +224,8 @@ TEST_CASE("decimals: little-endian two's complement, sign-extended to 256 bits")
   CHECK(p[1] == 0x30);
   for (int i = 2; i < 16; ++i) CHECK(p[i] == 0);
   for (int i = 16; i < 32; ++i) CHECK(p[i] == 0xFF);
-  CHECK(detail::format_value(*d, 0) == "123.45");
-  CHECK(detail::format_value(*d, 1) == "-0.01");
+  CHECK(arrow::detail::format_value(*d, 0) == "123.45");
+  CHECK(arrow::detail::format_value(*d, 1) == "-0.01");
 
   int128_t big = int128_t(1) << 100;
   auto d256 = decimal256_array(76, 0, {big, -big});
@@ -234,7 +234,7 @@ TEST_CASE("decimals: little-endian two's complement, sign-extended to 256 bits")
   CHECK(q[12] == 0x10);  // bit 100 = byte 12, bit 4
   for (int i = 16; i < 32; ++i) CHECK(q[i] == 0);
   for (int i = 48; i < 64; ++i) CHECK(q[32 + 16 + (i - 48)] == 0xFF);
-  CHECK(detail::format_value(*d256, 0) == "1267650600228229401496703205376");
+  CHECK(arrow::detail::format_value(*d256, 0) == "1267650600228229401496703205376");
 
   decimal_builder raw(decimal256(40, 5));
   std::vector<std::uint8_t> bytes(32, 0xAB);
@@ -319,7 +319,7 @@ TEST_CASE("record batches from named columns or a schema") {
                    make_batch({{"a", make_array<std::int32_t>({1, 2})}, {"b", string_array({"x"})}});
                  }),
                  "'b' has 1 rows"));
-  auto s = std::make_shared<schema>(schema{{field{"a", int64(), false, {}}}, {}});
+  auto s = std::make_shared<arrow::schema>(arrow::schema{{field{"a", int64(), false, {}}}, {}});
   CHECK(contains(error_of<invalid_input_error>([&] { make_batch(s, {make_array<std::int32_t>({1})}); }), "int64"));
   auto ok = make_batch(s, {make_array<std::int64_t>({1})});
   CHECK(ok.num_rows() == 1);
@@ -862,7 +862,7 @@ TEST_CASE("C data: exported children can be moved out and released on their own"
 }
 
 TEST_CASE("C data: schemas with names, nullability, metadata and nesting") {
-  schema s;
+  arrow::schema s;
   s.fields.push_back(field{"id", int64(), false, {{"primary", "yes"}}});
   s.fields.push_back(field{"vec", fixed_size_list(field{"item", float32(), false, {}}, 4), true, {}});
   s.fields.push_back(
@@ -984,7 +984,7 @@ TEST_CASE("C data: record batches as struct arrays") {
   auto st = slice(struct_array({{"a", make_array<std::int32_t>({1, 2, 3})}}), 1, 2);
   ArrowArray sa;
   export_array(st, &sa);
-  auto sch = std::make_shared<const schema>(schema{{field{"a", int32(), true, {}}}, {}});
+  auto sch = std::make_shared<const arrow::schema>(arrow::schema{{field{"a", int32(), true, {}}}, {}});
   auto sliced = import_record_batch(&sa, sch);
   CHECK(sliced.num_rows() == 2);
   CHECK(sliced.columns[0]->value<std::int32_t>(0) == 2);

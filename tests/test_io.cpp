@@ -656,7 +656,7 @@ struct async_only_stream {
 }  // namespace
 
 TEST_CASE("asio_sink over an async-only stream runs through the stream's executor") {
-  static_assert(!detail::asio_sync_write_stream<async_only_stream>);
+  static_assert(!io::detail::asio_sync_write_stream<async_only_stream>);
   asio::io_context ctx;
   local_socket a(ctx), b(ctx);
   asio::local::connect_pair(a, b);

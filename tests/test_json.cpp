@@ -38,8 +38,8 @@ std::string error_of(F&& f) {
   return {};
 }
 
-std::shared_ptr<const schema> schema_of(std::string_view text) {
-  return std::make_shared<const schema>(json::parse_schema(text));
+std::shared_ptr<const arrow::schema> schema_of(std::string_view text) {
+  return std::make_shared<const arrow::schema>(json::parse_schema(text));
 }
 
 std::string schema_error(std::string_view text) {
@@ -47,18 +47,18 @@ std::string schema_error(std::string_view text) {
 }
 
 // One-field schema around a type given in JSON ("int32", {"list": ...}, ...).
-std::shared_ptr<const schema> one(std::string_view type_json, bool nullable = true) {
+std::shared_ptr<const arrow::schema> one(std::string_view type_json, bool nullable = true) {
   return schema_of(std::string(R"({"fields": [{"name": "x", "type": )") + std::string(type_json) +
                    (nullable ? "" : R"(, "nullable": false)") + "}]}");
 }
 
 // Text of the rows read from `lines` and written back.
-std::string through(const std::shared_ptr<const schema>& s, std::string_view lines,
+std::string through(const std::shared_ptr<const arrow::schema>& s, std::string_view lines,
                     const json::write_options& o = {}) {
   return json::rows_to_json(json::read_rows(s, lines), o);
 }
 
-std::string row_error(const std::shared_ptr<const schema>& s, std::string_view lines) {
+std::string row_error(const std::shared_ptr<const arrow::schema>& s, std::string_view lines) {
   return error_of([&] { json::read_rows(s, lines); });
 }
 
@@ -176,7 +176,7 @@ TEST_CASE("schema: nullability and metadata at every level") {
 }
 
 TEST_CASE("schema: schema_to_json writes the short forms, exactly") {
-  schema s;
+  arrow::schema s;
   s.fields = {
       field{"id", int64(), false, {}},
       field{"ts", timestamp(time_unit::micro, "UTC"), true, {}},
@@ -207,8 +207,8 @@ TEST_CASE("schema: schema_to_json writes the short forms, exactly") {
 }
 )";
   CHECK(json::schema_to_json(s) == pretty);
-  CHECK(json::schema_to_json(schema{}) == "{\n  \"fields\": []\n}\n");
-  CHECK(json::schema_to_json(schema{{field{"a", int32(), true, {}}}, {}}, false) ==
+  CHECK(json::schema_to_json(arrow::schema{}) == "{\n  \"fields\": []\n}\n");
+  CHECK(json::schema_to_json(arrow::schema{{field{"a", int32(), true, {}}}, {}}, false) ==
         R"({"fields": [{"name": "a", "type": "int32"}]})");
   auto back = json::parse_schema(pretty);
   CHECK(json::schema_to_json(back) == pretty);
@@ -226,7 +226,7 @@ TEST_CASE("schema: random schemas round trip through JSON") {
   testing::random_data rd(42);
   const char* names[] = {"a", "b c", "ключ", "x.y", "", "\"q\"", "tab\t"};
   for (int round = 0; round < 300; ++round) {
-    schema s;
+    arrow::schema s;
     const auto n = 1 + rd.pick(6);
     for (std::size_t i = 0; i < n; ++i) {
       field f{numbered(names[rd.pick(7)], i), rd.random_type(), rd.coin(0.7), {}};
@@ -380,11 +380,11 @@ TEST_CASE("schema: nesting is bounded") {
 }
 
 TEST_CASE("schema: schema_to_json refuses what it cannot write") {
-  CHECK(error_of([] { json::schema_to_json(schema{{field{"a", nullptr, true, {}}}, {}}); }) ==
+  CHECK(error_of([] { json::schema_to_json(arrow::schema{{field{"a", nullptr, true, {}}}, {}}); }) ==
         "invalid input: schema_to_json: field 'a' has no type");
-  CHECK(error_of([] { json::schema_to_json(schema{{field{"a", time32(time_unit::nano), true, {}}}, {}}); }) ==
+  CHECK(error_of([] { json::schema_to_json(arrow::schema{{field{"a", time32(time_unit::nano), true, {}}}, {}}); }) ==
         "invalid input: type 'a': time32 takes seconds or milliseconds, not ns");
-  CHECK(error_of([] { json::schema_to_json(schema{{field{"\xff", int32(), true, {}}}, {}}); }) ==
+  CHECK(error_of([] { json::schema_to_json(arrow::schema{{field{"\xff", int32(), true, {}}}, {}}); }) ==
         "invalid input: schema_to_json: the name of field '\xff' is not valid UTF-8");
 }
 
@@ -712,7 +712,7 @@ TEST_CASE("rows: random batches of every type round trip (JSON -> Arrow -> JSON)
   };
   for (std::uint64_t seed = 1; seed <= 60; ++seed) {
     testing::random_data rd(seed);
-    auto s = std::make_shared<schema>();
+    auto s = std::make_shared<arrow::schema>();
     std::vector<array_ptr> cols;
     const auto rows = std::int64_t(rd.pick(40));
     const auto n = 1 + rd.pick(5);
@@ -726,7 +726,7 @@ TEST_CASE("rows: random batches of every type round trip (JSON -> Arrow -> JSON)
     validate(rb);
     CAPTURE(json::schema_to_json(*s));
     const auto text = json::rows_to_json(rb);
-    auto parsed_schema = std::make_shared<const schema>(json::parse_schema(json::schema_to_json(*s)));
+    auto parsed_schema = std::make_shared<const arrow::schema>(json::parse_schema(json::schema_to_json(*s)));
     auto back = json::read_rows(parsed_schema, text);
     validate(back);
     CHECK(back.num_rows() == rows);
@@ -966,13 +966,13 @@ TEST_CASE("rows: bad options and schemas are refused") {
   o.batch_size = 1;
   o.max_batch_bytes = -1;
   CHECK(error_of([&] { json::row_builder(s, o); }) == "invalid input: JSON rows: max_batch_bytes must not be negative, got -1");
-  CHECK(error_of([&] { json::row_builder(std::make_shared<const schema>(schema{{field{"a", nullptr, true, {}}}, {}})); }) ==
+  CHECK(error_of([&] { json::row_builder(std::make_shared<const arrow::schema>(arrow::schema{{field{"a", nullptr, true, {}}}, {}})); }) ==
         "invalid input: JSON rows: field 'a' has no type");
-  CHECK(error_of([&] { json::row_builder(std::make_shared<const schema>(schema{{field{"a", int8(), true, {}}, field{"a", utf8(), true, {}}}, {}})); }) ==
+  CHECK(error_of([&] { json::row_builder(std::make_shared<const arrow::schema>(arrow::schema{{field{"a", int8(), true, {}}, field{"a", utf8(), true, {}}}, {}})); }) ==
         "invalid input: JSON rows: two fields named 'a'");
   CHECK(error_of([&] {
-          json::row_builder(std::make_shared<const schema>(
-              schema{{field{"s", struct_({field{"b", int8(), true, {}}, field{"b", int8(), true, {}}}), true, {}}}, {}}));
+          json::row_builder(std::make_shared<const arrow::schema>(
+              arrow::schema{{field{"s", struct_({field{"b", int8(), true, {}}, field{"b", int8(), true, {}}}), true, {}}}, {}}));
         }) == "invalid input: JSON rows: two fields named 'b' in struct 's'");
 }
 
