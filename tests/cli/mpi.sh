@@ -29,8 +29,9 @@ sizes=(3000 500 2500 1000 2000 1500)
 for i in "${!sizes[@]}"; do input "$tmp/in/rows-$i.jsonl" $((i * 10000)) "${sizes[$i]}"; done
 out=$(run 4 "$lancet_mpi" write "$ds" --schema "$tmp/schema.json" --input "$tmp/in/rows-*.jsonl" 2> "$tmp/err"); st=$?
 check "mpirun -np 4 write exits 0 ($(tail -n 3 "$tmp/err" | tr '\n' ' '))" test $st -eq 0
-check "rank 0 reports version 1, 10500 rows from 6 files on 4 ranks ($out)" \
-  bash -c 'grep -q "\"version\":1,\"read_version\":0,\"fragments\":6,\"rows\":10500,\"files\":6,\"ranks\":4" <<< "$0"' "$out"
+# One fragment per rank: a rank's files stream into the same data files.
+check "rank 0 reports version 1, 4 fragments of 10500 rows from 6 files on 4 ranks ($out)" \
+  bash -c 'grep -q "\"version\":1,\"read_version\":0,\"fragments\":4,\"rows\":10500,\"files\":6,\"ranks\":4" <<< "$0"' "$out"
 want=$(for i in "${!sizes[@]}"; do canonical $((i * 10000)) "${sizes[$i]}"; done | sort)
 check "LanceDB reads all 10500 rows with their values" test "$(lancedb_rows "$ds")" == "$want"
 
@@ -63,5 +64,23 @@ check "an input glob matching nothing fails, named" bash -c 'test $1 -ne 0 && gr
 err=$(run 2 "$lancet_mpi" write "$ds" --input "$tmp/in/more-1.jsonl" 2>&1); st=$?
 check "write without --schema: usage error" bash -c 'test $1 -ne 0 && grep -q "write needs --schema" <<< "$0"' "$err" $st
 check "still version 3" bash -c 'grep -q "\"version\":3," <<< "$0"' "$(info "$ds")"
+# A rank killed mid-write (SIGKILL, once a data file has appeared): mpirun ends the job
+# and nothing is committed (the killed rank's files stay unreferenced for cleanup).
+for i in 0 1 2 3; do input "$tmp/in/big-$i.jsonl" $((1000000 * (i + 1))) 200000; done
+files_now=$(ls "$ds/data" | wc -l)
+"$mpirun" --allow-run-as-root --oversubscribe -np 4 "$lancet_mpi" write "$ds" --schema "$tmp/schema.json" \
+  --input "$tmp/in/big-*.jsonl" > "$tmp/out" 2> "$tmp/err" &
+mp=$!  # mpirun itself: the ranks are its children
+for ((k = 0; k < 400; k++)); do
+  (($(ls "$ds/data" | wc -l) > files_now)) && break
+  sleep 0.05
+done
+victim=$(pgrep -P $mp -x lancet-mpi | head -n 1)
+check "found a rank to kill" test -n "$victim"
+[[ -n $victim ]] && kill -9 "$victim"
+wait $mp; st=$?
+check "a killed rank: mpirun exits non-zero" test $st -ne 0
+check "a killed rank: nothing reported committed" test ! -s "$tmp/out"
+check "a killed rank: LanceDB still sees version 3 of 300 rows" bash -c 'grep -q "\"version\":3,\"countRows\":300," <<< "$0"' "$(info "$ds")"
 echo "mpi: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
