@@ -367,7 +367,9 @@ int cmd_write_uncommitted(const args& a, const arrow::schema& schema) {
   std::cout << dataset::fragments_to_json_lines(w.fragments) << std::flush;
   std::cerr << "lancet: wrote " << w.rows_written << " rows to " << a.path << " as " << w.fragments.size()
             << " uncommitted fragment(s) (format " << file::to_string(w.storage_version) << "); commit them with "
-            << "'lancet commit " << a.path << " --operation " << (mode == "append" ? "append" : "overwrite")
+            << "'lancet commit " << a.path
+            << (mode == "append" && w.read_version ? " --operation append"
+                                                   : " --operation overwrite --schema " + *a.get("schema"))
             << " FRAGMENT.json...'\n";
   return 0;
 }
