@@ -64,18 +64,25 @@ check "an input glob matching nothing fails, named" bash -c 'test $1 -ne 0 && gr
 err=$(run 2 "$lancet_mpi" write "$ds" --input "$tmp/in/more-1.jsonl" 2>&1); st=$?
 check "write without --schema: usage error" bash -c 'test $1 -ne 0 && grep -q "write needs --schema" <<< "$0"' "$err" $st
 check "still version 3" bash -c 'grep -q "\"version\":3," <<< "$0"' "$(info "$ds")"
-# A rank killed mid-write (SIGKILL, once a data file has appeared): mpirun ends the job
-# and nothing is committed (the killed rank's files stay unreferenced for cleanup).
-for i in 0 1 2 3; do input "$tmp/in/big-$i.jsonl" $((1000000 * (i + 1))) 200000; done
+# A rank killed mid-write (SIGKILL): mpirun ends the job and nothing is committed (the
+# killed rank's files stay unreferenced for cleanup). The victim is the rank reading the
+# one large input, once data files have appeared, so it has not sent its fragments yet.
+input "$tmp/in/big-0.jsonl" 1000000 1500000
+for i in 1 2 3; do input "$tmp/in/big-$i.jsonl" $((1000000 * (i + 1))) 1000; done
 files_now=$(ls "$ds/data" | wc -l)
 "$mpirun" --allow-run-as-root --oversubscribe -np 4 "$lancet_mpi" write "$ds" --schema "$tmp/schema.json" \
   --input "$tmp/in/big-*.jsonl" > "$tmp/out" 2> "$tmp/err" &
 mp=$!  # mpirun itself: the ranks are its children
-for ((k = 0; k < 400; k++)); do
-  (($(ls "$ds/data" | wc -l) > files_now)) && break
+victim=
+for ((k = 0; k < 600; k++)); do
+  if (($(ls "$ds/data" | wc -l) > files_now)); then
+    for pid in $(pgrep -P $mp -x lancet-mpi); do
+      ls -l "/proc/$pid/fd" 2>/dev/null | grep -q "big-0.jsonl" && victim=$pid
+    done
+  fi
+  [[ -n $victim ]] && break
   sleep 0.05
 done
-victim=$(pgrep -P $mp -x lancet-mpi | head -n 1)
 check "found a rank to kill" test -n "$victim"
 [[ -n $victim ]] && kill -9 "$victim"
 wait $mp; st=$?
