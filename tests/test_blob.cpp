@@ -13,6 +13,10 @@
 #include <lancet/arrow/compare.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/encoding/v2_1/blob.hpp>
+#include <lancet/encoding/v2_1/blob_files.hpp>
+#include <map>
+#include <set>
+#include <tuple>
 #include <lancet/file/reader.hpp>
 #include <lancet/file/writer.hpp>
 #include "lancet/file/versions.hpp"
@@ -326,4 +330,52 @@ TEST_CASE("legacy blobs (2.1): a description pointing outside the file is corrup
   CHECK_THROWS_WITH_AS(bad.read({{"blob"}, std::nullopt, std::nullopt}), doctest::Contains("blob value of row 1"), corrupt_error);
   // Rows before it still read.
   CHECK_FALSE(arrow::first_difference(arrow::slice(good, 0, 1), bad.read({{"blob"}, std::pair<std::uint64_t, std::uint64_t>{0, 1}, std::nullopt}).columns.at(0)));
+}
+
+TEST_CASE("blob v2 placement (2.2): inline, packed and dedicated by size as Lance 12 places them") {
+  // What LanceDB 0.39 wrote for these sizes (blob_write.mjs --sizes '[65536, 65537,
+  // 4194304, 4194305, 10, 0, 65537]'): kind, position, blob_id per value.
+  std::map<std::uint32_t, std::uint64_t> files;  // blob id -> bytes written
+  std::set<std::uint32_t> finished;
+  std::uint64_t data_file = 0;
+  v21::blob_placer p(
+      [&](std::uint32_t id) {
+        CHECK_FALSE(files.count(id));
+        files[id] = 0;
+        return v21::blob_file_sink{[&files, id](bytes_view b) { files[id] += b.size(); },
+                                   [&finished, id] { CHECK(finished.insert(id).second); }};
+      },
+      [&](bytes_view b) {
+        const auto at = data_file;
+        data_file += (b.size() + 63) / 64 * 64;
+        return at;
+      });
+  std::string buf(4194305, 'x');
+  auto place = [&](std::size_t n) {
+    const auto l = p.place(bytes_view(reinterpret_cast<const std::uint8_t*>(buf.data()), n));
+    return std::tuple(int(l.kind), l.position, l.blob_id);
+  };
+  CHECK(place(65536) == std::tuple(0, 0u, 0u));
+  CHECK(place(65537) == std::tuple(1, 0u, 1u));
+  CHECK(place(4194304) == std::tuple(1, 65537u, 1u));
+  CHECK(place(4194305) == std::tuple(2, 0u, 2u));
+  CHECK(finished == std::set<std::uint32_t>{2});  // a dedicated file is done at once
+  CHECK(place(10) == std::tuple(0, 65536u, 0u));
+  CHECK(place(0) == std::tuple(0, 65600u, 0u));
+  CHECK(place(65537) == std::tuple(1, 4259841u, 1u));
+  p.finish();
+  CHECK(finished == std::set<std::uint32_t>{1, 2});
+  CHECK(files == std::map<std::uint32_t, std::uint64_t>{{1, 4325378}, {2, 4194305}});
+  // A pack file takes values until the next would pass 1 GiB; then a new one opens.
+  v21::blob_placer q([&](std::uint32_t id) { files[100 + id] = 0; return v21::blob_file_sink{[&files, id](bytes_view b) { files[100 + id] += b.size(); }, [] {}}; },
+                     [](bytes_view) { return std::uint64_t(0); });
+  std::uint32_t last = 0;
+  for (int i = 0; i < 256; ++i) last = q.place(bytes_view(reinterpret_cast<const std::uint8_t*>(buf.data()), 4194304)).blob_id;
+  CHECK(last == 1);  // 256 x 4 MiB is exactly 1 GiB
+  const auto next = q.place(bytes_view(reinterpret_cast<const std::uint8_t*>(buf.data()), 65537));
+  CHECK(next.blob_id == 2);
+  CHECK(next.position == 0);
+  // Without blob files every value stays inline.
+  v21::blob_placer r({}, [](bytes_view b) { return std::uint64_t(b.size()); });
+  CHECK(r.place(bytes_view(reinterpret_cast<const std::uint8_t*>(buf.data()), 4194305)).kind == 0);
 }
