@@ -587,6 +587,11 @@ std::vector<std::pair<std::string, array_ptr>> all_types() {
                                         field{"n", int32(), false, {}}},
                                        {lst, make_array<std::int32_t>({7, 8, 9})}, {true, false, true}));
   v.emplace_back("fsl_of_struct", make_fixed_size_list(inner, 2, {false, true}));
+  auto dict = make_dictionary(make_array<std::int32_t>({2, std::nullopt, 0, 2, 1}), string_array({"a", std::nullopt, "ccc"}));
+  v.emplace_back("dict", dict);
+  v.emplace_back("dict_u8_i64", make_dictionary(make_array<std::uint8_t>({1, 1, std::nullopt, 0}), make_array<std::int64_t>({-5, 7})));
+  v.emplace_back("struct_of_dict", make_struct({field{"d", dict->type, true, {}}}, {dict}, {true, true, false, true, true}));
+  v.emplace_back("list_of_dict", make_list(dict, {0, 2, 2, 5}, {true, false, true}));
   return v;
 }
 
@@ -692,6 +697,32 @@ TEST_CASE("C data: format strings of every type") {
   CHECK(format_string(*list(int32())) == "+l");
   CHECK(format_string(*large_list(int32())) == "+L");
   CHECK(format_string(*struct_({})) == "+s");
+  CHECK(format_string(*dictionary(uint16(), utf8())) == "S");  // the indices; the values go in `dictionary`
+}
+
+TEST_CASE("C data: dictionary arrays export their values as `dictionary`, and need one to import") {
+  auto a = make_dictionary(make_array<std::int16_t>({1, 0, std::nullopt}), large_string_array({"x", "yy"}));
+  ArrowArray ca;
+  ArrowSchema cs;
+  export_array(a, &ca, &cs);
+  CHECK(std::string(cs.format) == "s");
+  CHECK(cs.n_children == 0);
+  REQUIRE((cs.dictionary != nullptr));
+  CHECK(std::string(cs.dictionary->format) == "U");
+  CHECK(ca.n_children == 0);
+  CHECK(ca.n_buffers == 2);
+  REQUIRE((ca.dictionary != nullptr));
+  CHECK(ca.dictionary->length == 2);
+  const auto t = import_type(&cs);
+  // Without its dictionary the array is refused (and still released).
+  ArrowArray moved_out = *ca.dictionary;
+  ca.dictionary->release = nullptr;
+  ca.dictionary = nullptr;
+  CHECK(contains(error_of<invalid_input_error>([&] { import_array(&ca, t); }), "needs its dictionary array"));
+  release(&moved_out);
+  // A plain type given an array with a dictionary is refused too.
+  export_array(a, &ca);
+  CHECK(contains(error_of<invalid_input_error>([&] { import_array(&ca, int16()); }), "has a dictionary"));
 }
 
 TEST_CASE("C data: every type round-trips through export and import, whole and sliced") {
@@ -956,7 +987,11 @@ TEST_CASE("C data: parsing format strings from a foreign schema") {
   auto dict_values = leaf_schema("u");
   auto dict = leaf_schema("i");
   dict.dictionary = &dict_values;
-  CHECK(contains(error_of<unsupported_error>([&] { import_field(&dict); }), "dictionary"));
+  CHECK(equals(*import_field(&dict).type, *dictionary(int32(), utf8())));
+  auto float_values = leaf_schema("u");
+  auto float_dict = leaf_schema("f");  // indices must be integers
+  float_dict.dictionary = &float_values;
+  CHECK(contains(error_of<invalid_input_error>([&] { import_field(&float_dict); }), "must be an integer type"));
   auto map_no_child = leaf_schema("+m");  // maps are imported (an entries struct child)
   CHECK(contains(error_of<invalid_input_error>([&] { import_field(&map_no_child); }), "needs 1 children"));
   auto list_no_child = leaf_schema("+l");

@@ -11,8 +11,13 @@
 #include <fstream>
 #include <lancet/arrow/builder.hpp>
 #include <lancet/arrow/compare.hpp>
+#include <lancet/dataset/cleanup.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/encoding/v2_1/blob.hpp>
+#include <lancet/encoding/v2_1/blob_files.hpp>
+#include <map>
+#include <set>
+#include <tuple>
 #include <lancet/file/reader.hpp>
 #include <lancet/file/writer.hpp>
 #include "lancet/file/versions.hpp"
@@ -326,4 +331,114 @@ TEST_CASE("legacy blobs (2.1): a description pointing outside the file is corrup
   CHECK_THROWS_WITH_AS(bad.read({{"blob"}, std::nullopt, std::nullopt}), doctest::Contains("blob value of row 1"), corrupt_error);
   // Rows before it still read.
   CHECK_FALSE(arrow::first_difference(arrow::slice(good, 0, 1), bad.read({{"blob"}, std::pair<std::uint64_t, std::uint64_t>{0, 1}, std::nullopt}).columns.at(0)));
+}
+
+TEST_CASE("blob v2 placement (2.2): inline, packed and dedicated by size as Lance 12 places them") {
+  // What LanceDB 0.39 wrote for these sizes (blob_write.mjs --sizes '[65536, 65537,
+  // 4194304, 4194305, 10, 0, 65537]'): kind, position, blob_id per value.
+  std::map<std::uint32_t, std::uint64_t> files;  // blob id -> bytes written
+  std::set<std::uint32_t> finished;
+  std::uint64_t data_file = 0;
+  v21::blob_placer p(
+      [&](std::uint32_t id) {
+        CHECK_FALSE(files.count(id));
+        files[id] = 0;
+        return v21::blob_file_sink{[&files, id](bytes_view b) { files[id] += b.size(); },
+                                   [&finished, id] { CHECK(finished.insert(id).second); }};
+      },
+      [&](bytes_view b) {
+        const auto at = data_file;
+        data_file += (b.size() + 63) / 64 * 64;
+        return at;
+      });
+  std::string buf(4194305, 'x');
+  auto place = [&](std::size_t n) {
+    const auto l = p.place(bytes_view(reinterpret_cast<const std::uint8_t*>(buf.data()), n));
+    return std::tuple(int(l.kind), l.position, l.blob_id);
+  };
+  CHECK(place(65536) == std::tuple(0, 0u, 0u));
+  CHECK(place(65537) == std::tuple(1, 0u, 1u));
+  CHECK(place(4194304) == std::tuple(1, 65537u, 1u));
+  CHECK(place(4194305) == std::tuple(2, 0u, 2u));
+  CHECK(finished == std::set<std::uint32_t>{2});  // a dedicated file is done at once
+  CHECK(place(10) == std::tuple(0, 65536u, 0u));
+  CHECK(place(0) == std::tuple(0, 65600u, 0u));
+  CHECK(place(65537) == std::tuple(1, 4259841u, 1u));
+  p.finish();
+  CHECK(finished == std::set<std::uint32_t>{1, 2});
+  CHECK(files == std::map<std::uint32_t, std::uint64_t>{{1, 4325378}, {2, 4194305}});
+  // A pack file takes values until the next would pass 1 GiB; then a new one opens.
+  v21::blob_placer q([&](std::uint32_t id) { files[100 + id] = 0; return v21::blob_file_sink{[&files, id](bytes_view b) { files[100 + id] += b.size(); }, [] {}}; },
+                     [](bytes_view) { return std::uint64_t(0); });
+  std::uint32_t last = 0;
+  for (int i = 0; i < 256; ++i) last = q.place(bytes_view(reinterpret_cast<const std::uint8_t*>(buf.data()), 4194304)).blob_id;
+  CHECK(last == 1);  // 256 x 4 MiB is exactly 1 GiB
+  const auto next = q.place(bytes_view(reinterpret_cast<const std::uint8_t*>(buf.data()), 65537));
+  CHECK(next.blob_id == 2);
+  CHECK(next.position == 0);
+  // Without blob files every value stays inline.
+  v21::blob_placer r({}, [](bytes_view b) { return std::uint64_t(b.size()); });
+  CHECK(r.place(bytes_view(reinterpret_cast<const std::uint8_t*>(buf.data()), 4194305)).kind == 0);
+}
+
+namespace {
+
+// A 2.2 batch of (id, blob v2) rows, value i being sizes[i] bytes of 'a' + i.
+arrow::record_batch blob_v2_rows(const std::vector<std::optional<std::size_t>>& sizes, bool nullable = true) {
+  std::vector<std::optional<std::string>> data, uris;
+  std::vector<std::int64_t> ids;
+  std::vector<bool> valid;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    ids.push_back(std::int64_t(i));
+    data.push_back(sizes[i] ? std::optional(std::string(*sizes[i], char('a' + i))) : std::nullopt);
+    uris.push_back(std::nullopt);
+    valid.push_back(sizes[i].has_value());
+  }
+  const std::vector<arrow::field> members{arrow::field{"data", arrow::large_binary(), true, {}}, arrow::field{"uri", arrow::utf8(), true, {}}};
+  auto schema = std::make_shared<arrow::schema>();
+  schema->fields = {arrow::field{"id", arrow::int64(), false, {}},
+                    arrow::field{"blob", arrow::struct_(members), nullable, {{"ARROW:extension:name", "lance.blob.v2"}}}};
+  return arrow::make_batch(schema, {arrow::make_array<std::int64_t>(ids),
+                                    arrow::make_struct(members, {arrow::large_binary_array(data), arrow::string_array(uris)}, valid)});
+}
+
+std::vector<std::string> files_under(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) out.push_back(e.path().lexically_relative(dir).generic_string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("blob v2 files of a dataset (2.2): written next to their data file, gone with it on cleanup and on a failed write") {
+  testing::temp_dir dir("blob-v2-files");
+  const auto root = (dir.path() / "ds").string();
+  dataset::write_options o;
+  o.storage_version = file::format_version::v2_2;
+  dataset::write(root, blob_v2_rows({100 * 1024, 5u << 20, 10, std::nullopt}), o);
+  auto first = files_under(fs::path(root) / "data");
+  REQUIRE(first.size() == 4);  // the data file, its directory, a pack file and a dedicated file
+  CHECK(first[2].ends_with("/01000000000000000000000000000000.blob"));  // blob 2: the 5 MiB value alone
+  CHECK(first[3].ends_with("/10000000000000000000000000000000.blob"));  // blob 1: the pack
+  {
+    auto b = dataset::dataset::open(root).to_batch();
+    CHECK(b.columns.at(1)->children.at(0)->string_value(1).size() == (5u << 20));
+  }
+  // Overwritten, then cleaned up: the old data file's blob files and directory go too.
+  o.mode = dataset::write_mode::overwrite;
+  dataset::write(root, blob_v2_rows({7, 200 * 1024}), o);
+  dataset::cleanup_options co;
+  co.keep_versions = 1;
+  const auto st = dataset::cleanup_old_versions(root, co);
+  CHECK(std::count_if(st.removed_files.begin(), st.removed_files.end(), [](const std::string& f) { return f.ends_with(".blob"); }) == 2);
+  const auto after = files_under(fs::path(root) / "data");
+  REQUIRE(after.size() == 3);
+  for (const auto& f : first) CHECK(std::find(after.begin(), after.end(), f) == after.end());
+  // A write that fails after blob files were written leaves none behind.
+  const auto failed = (dir.path() / "failed").string();
+  o.mode = dataset::write_mode::create;
+  const std::vector<arrow::record_batch> batches{blob_v2_rows({5u << 20, 100 * 1024}, false), blob_v2_rows({5u << 20, std::nullopt}, false)};
+  CHECK_THROWS_WITH_AS(dataset::write(failed, batches, o), doctest::Contains("'blob'"), invalid_input_error);
+  CHECK((!fs::exists(fs::path(failed) / "data") || files_under(fs::path(failed) / "data").empty()));
 }

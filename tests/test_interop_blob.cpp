@@ -17,6 +17,7 @@
 #include <lancet/io/file_source.hpp>
 #include <lancet/dataset/write.hpp>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <sstream>
 
 #include "support/interop.hpp"
@@ -58,11 +59,13 @@ struct written {
   njson out;
 };
 
-written lancedb_write(const std::string& version, int fragments) {
+written lancedb_write(const std::string& version, int fragments, const std::string& sizes = "") {
   written w;
   w.dir = std::make_unique<t::temp_dir>("interop-blob");
   w.path = w.dir->path() / "ds";
-  const auto text = t::node("blob_write.mjs", {w.path.string(), version, "--fragments", std::to_string(fragments)});
+  std::vector<std::string> args{w.path.string(), version, "--fragments", std::to_string(fragments)};
+  if (!sizes.empty()) args.insert(args.end(), {"--sizes", sizes});
+  const auto text = t::node("blob_write.mjs", args);
   w.out = njson::parse(text);
   return w;
 }
@@ -234,4 +237,87 @@ TEST_CASE("legacy blob columns (2.1) lancet writes: byte-identical to LanceDB's 
     ++n;
   }
   CHECK(n == rows.size());
+}
+
+namespace {
+
+std::uint32_t fnv1a(std::string_view s) {
+  std::uint32_t h = 0x811c9dc5u;
+  for (unsigned char c : s) h = (h ^ c) * 0x01000193u;
+  return h;
+}
+
+// Blob files of a data file: name -> bytes.
+std::map<std::string, std::string> blob_files_of(const fs::path& data_file) {
+  std::map<std::string, std::string> out;
+  auto dir = data_file;
+  dir.replace_extension();
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const auto b = io::file_source(e.path().string()).read_all();
+    out[e.path().filename().string()] = std::string(reinterpret_cast<const char*>(b.data()), b.size());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("blob v2 columns (2.2) lancet writes: inline, packed and dedicated as LanceDB places them; LanceDB reads the bytes") {
+  // 10 B, 100 KiB and 20 MiB, and each side of Lance 12's thresholds (64 KiB inline,
+  // 4 MiB packed), null and empty values.
+  const std::string sizes = "[10, 102400, 20971520, 65536, 65537, 4194304, 4194305, null, 0, 5, 70000, 102400]";
+  const auto theirs = lancedb_write("2.2", 1, sizes);
+  const auto& rows = theirs.out.at("rows");
+  std::vector<std::optional<std::string>> data, uris;
+  std::vector<std::int64_t> ids;
+  std::vector<bool> valid;
+  for (std::size_t g = 0; g < rows.size(); ++g) {
+    ids.push_back(std::int64_t(g));
+    data.push_back(rows[g].is_null() ? std::nullopt : std::optional(value_of(rows[g].get<std::size_t>(), g)));
+    uris.push_back(std::nullopt);
+    valid.push_back(!rows[g].is_null());
+  }
+  const std::vector<arrow::field> members{arrow::field{"data", arrow::large_binary(), true, {}}, arrow::field{"uri", arrow::utf8(), true, {}}};
+  auto schema = std::make_shared<arrow::schema>();
+  schema->fields = {arrow::field{"id", arrow::int64(), false, {}},
+                    arrow::field{"blob", arrow::struct_(members), true, {{"ARROW:extension:name", "lance.blob.v2"}}}};
+  t::temp_dir dir("interop-blob-v2-write");
+  const auto ours = dir.path() / "ds";
+  dataset::write_options o;
+  o.storage_version = file::format_version::v2_2;
+  dataset::write(ours.string(),
+                 arrow::make_batch(schema, {arrow::make_array<std::int64_t>(ids),
+                                            arrow::make_struct(members, {arrow::large_binary_array(data), arrow::string_array(uris)}, valid)}),
+                 o);
+  const auto a = t::data_files(ours), b = t::data_files(theirs.path);
+  REQUIRE(a.size() == 1);
+  REQUIRE(b.size() == 1);
+  // The same descriptions, the same blob files (names and bytes), the same data file.
+  file::file_reader<io::file_source> ra{io::file_source(a[0].string())}, rb{io::file_source(b[0].string())};
+  const auto da = v21::blob_descriptions(*ra.read({{"blob"}, std::nullopt, std::nullopt}).columns.at(0), "blob");
+  const auto db = v21::blob_descriptions(*rb.read({{"blob"}, std::nullopt, std::nullopt}).columns.at(0), "blob");
+  REQUIRE(da.size() == db.size());
+  for (std::size_t g = 0; g < da.size(); ++g) {
+    CAPTURE(g);
+    CHECK(da[g] == db[g]);
+  }
+  const auto fa = blob_files_of(a[0]), fb = blob_files_of(b[0]);
+  CHECK(fa.size() == 3);  // one pack file, two dedicated
+  CHECK(fa == fb);
+  const auto ours_bytes = io::file_source(a[0].string()).read_all(), their_bytes = io::file_source(b[0].string()).read_all();
+  CHECK(std::equal(ours_bytes.view().begin(), ours_bytes.view().end(), their_bytes.view().begin(), their_bytes.view().end()));
+  // LanceDB's fetchBlobs returns every value's bytes.
+  std::istringstream lines(t::node("blob_fetch.mjs", {ours.string(), "blob"}));
+  std::vector<std::string> got;
+  for (std::string l; std::getline(lines, l);) got.push_back(l);
+  REQUIRE(got.size() == rows.size());
+  for (std::size_t g = 0; g < rows.size(); ++g) {
+    CAPTURE(g);
+    const auto id = R"({"id":")" + std::to_string(g) + "\",";
+    CHECK(got[g] == (data[g] ? id + R"("size":)" + std::to_string(data[g]->size()) + R"(,"fnv":)" + std::to_string(fnv1a(*data[g])) + "}"
+                             : id + R"("blob":null})"));
+  }
+  // And a lancet scan of our dataset returns them.
+  auto back = dataset::dataset::open(ours.string()).to_batch();
+  CHECK_FALSE(arrow::first_difference(expected(rows, ids_of(back.columns.at(0))), back.columns.at(1)->children.at(0)));
 }

@@ -10,6 +10,7 @@
 #include "lancet/arrow/compare.hpp"
 #include "lancet/arrow/dictionary.hpp"
 #include "lancet/arrow/validate.hpp"
+#include "lancet/dataset/fragment_reader.hpp"
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/file/legacy.hpp"
 #include "lancet/file/reader.hpp"
@@ -323,4 +324,18 @@ TEST_CASE("dictionary: arrays with different dictionaries concatenate by value; 
   check(file::v2_0{});
   check(file::v2_1{});
   check(file::v2_2{});
+}
+
+TEST_CASE("dictionary: a column a fragment lacks reads as nulls of its dictionary type (top level and nested)") {
+  for (const auto& t : {arrow::dictionary(arrow::int8(), arrow::utf8()), arrow::dictionary(arrow::uint32(), arrow::int64()),
+                        arrow::struct_({arrow::field{"d", arrow::dictionary(arrow::int16(), arrow::large_utf8()), true, {}}}),
+                        arrow::list(arrow::dictionary(arrow::int32(), arrow::binary()))}) {
+    CAPTURE(arrow::to_string(*t));
+    for (std::int64_t n : {0, 1, 9}) {
+      const auto a = dataset::fragment_detail::null_array_of(t, n);
+      CHECK_NOTHROW(arrow::validate(a, "missing"));
+      CHECK(a->count_nulls() == n);
+      CHECK(arrow::equals(*a->type, *t));
+    }
+  }
 }

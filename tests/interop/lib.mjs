@@ -246,6 +246,33 @@ export function buildData(type, values) {
         buildData(f.type, values.map((v) => (v === null || v === undefined ? null : v[f.name] ?? null))));
       return arrow.makeData({ ...base, children });
     }
+    case Type.Map: {  // values: JS Maps
+      const entries = [];
+      const valueOffsets = new Int32Array(length + 1);
+      values.forEach((v, i) => {
+        if (v) for (const [key, value] of v) entries.push({ key, value });
+        valueOffsets[i + 1] = entries.length;
+      });
+      const et = type.children[0].type;
+      const [kf, vf] = et.children;
+      const child = arrow.makeData({ type: et, length: entries.length, nullCount: 0, children: [
+        buildData(kf.type, entries.map((e) => e.key)), buildData(vf.type, entries.map((e) => e.value))] });
+      return arrow.makeData({ ...base, valueOffsets, child });
+    }
+    case Type.Dictionary: {  // values: the plain values; the dictionary holds each once
+      const keyOf = (v) => (v instanceof Uint8Array ? `b:${Array.from(v).join(",")}` : `${typeof v}:${v}`);
+      const seen = new Map();
+      const dict = [];
+      const data = new type.indices.ArrayType(length);
+      values.forEach((v, i) => {
+        if (v === null || v === undefined) return;
+        const k = keyOf(v);
+        if (!seen.has(k)) { seen.set(k, dict.length); dict.push(v); }
+        data[i] = type.indices.bitWidth === 64 ? BigInt(seen.get(k)) : seen.get(k);
+      });
+      const dictionary = arrow.makeVector(buildData(type.dictionary, dict));
+      return arrow.makeData({ ...base, data, dictionary });
+    }
     default:
       throw new Error(`buildData: unsupported arrow type ${type}`);
   }

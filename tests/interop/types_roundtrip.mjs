@@ -9,9 +9,12 @@
 // dictionaries as their values, other values in lib.mjs's canonical form.
 // `random` has LanceDB write N datasets OUT_DIR/case-<i> of random tables (an int64
 // `id`, then 1-3 columns nesting structs, lists and, at 2.2, maps up to 3 levels deep,
-// with dictionary fields at every level) and prints {"cases": N, "retries": k}.
+// with dictionary fields at every level, over leaves of every primitive type (float16,
+// dates, times, timestamps with and without time zones, durations, decimal128/256,
+// fixed-size binary, large utf8/binary), fixed-size lists of them and null) and prints
+// {"cases": N, "retries": k}. Tables go to LanceDB as Arrow IPC (lib.mjs createDataset).
 import * as path from "node:path";
-import { arrow, createDataset, fail, intArg, makeRng, openDataset, parseArgs, runMain, schemaJson, valueJson } from "./lib.mjs";
+import { arrow, buildTable, createDataset, fail, intArg, makeRng, openDataset, parseArgs, runMain, schemaJson, valueJson } from "./lib.mjs";
 
 const A = arrow;
 const Type = A.Type;
@@ -100,13 +103,40 @@ function dictTable() {
 const DICT_INDEX = () => [new A.Int32(), new A.Uint8(), new A.Int16(), new A.Uint32(), new A.Int8()];
 const WORDS_R = ["", "a", "lance", "héllo", "日本語", "x".repeat(30), "zz", "q"];
 
+// Leaf types: every primitive Lance 12 stores, fixed-size lists of them, and null.
+const TZS = [undefined, "UTC", "America/New_York", "Asia/Kolkata"];  // (Lance 12 refuses offsets such as "+05:30")
+const PRIMS = [
+  () => new A.Bool(), () => new A.Int8(), () => new A.Int16(), () => new A.Int32(), () => new A.Int64(),
+  () => new A.Uint8(), () => new A.Uint16(), () => new A.Uint32(), () => new A.Uint64(),
+  () => new A.Float16(), () => new A.Float32(), () => new A.Float64(),
+  () => new A.DateDay(), () => new A.DateMillisecond(),
+  () => new A.TimeSecond(), () => new A.TimeMillisecond(), () => new A.TimeMicrosecond(), () => new A.TimeNanosecond(),
+  (r) => new A.Timestamp(r.pick([A.TimeUnit.SECOND, A.TimeUnit.MILLISECOND, A.TimeUnit.MICROSECOND, A.TimeUnit.NANOSECOND]), r.pick(TZS)),
+  (r) => new A.Duration(r.pick([A.TimeUnit.SECOND, A.TimeUnit.MILLISECOND, A.TimeUnit.MICROSECOND, A.TimeUnit.NANOSECOND])),
+  (r) => new A.Decimal(r.int(0, 6), r.int(7, 38), 128), (r) => new A.Decimal(r.int(0, 10), r.int(39, 76), 256),
+  (r) => new A.FixedSizeBinary(r.int(1, 9)),
+  () => new A.Utf8(), () => new A.LargeUtf8(), () => new A.Binary(), () => new A.LargeBinary(),
+];
+
+// Null only at the top level (Lance 12 refuses null arrays under a struct or list);
+// fixed-size list items nullable (a null list's items are nulls).
+function randomLeaf(r, depth) {
+  const k = r.int(0, 9);
+  if (k === 0 && depth === 0) return new A.Null();
+  if (k === 1) {  // a fixed-size list of a primitive
+    const item = r.pick(PRIMS.slice(0, 24))(r);
+    return new A.FixedSizeList(r.int(1, 4), f("item", item, true));
+  }
+  return r.pick(PRIMS)(r);
+}
+
 // A random type; `maps` allows map nodes (2.2 only).
 function randomType(r, depth, maxDepth, maps) {
   const kind = depth >= maxDepth ? r.int(0, 4) : r.int(0, maps ? 8 : 7);
   switch (kind) {
-    case 0: return new A.Int32();
-    case 1: return new A.Utf8();
-    case 2: return new A.Float64();
+    case 0:
+    case 1:
+    case 2: return randomLeaf(r, depth);
     case 3:
     case 4: {  // a dictionary of strings, binaries or integers
       const v = r.pick([() => new A.Utf8(), () => new A.Binary(), () => new A.Int64()])();
@@ -126,15 +156,42 @@ function randomType(r, depth, maxDepth, maps) {
   }
 }
 
+const UNIT_RANGE = [2e9, 2e12, 2e15, 2e18];  // timestamps and durations per unit
+
 // A random value of type t (null allowed when `nullable`); `structNulls`: 2.1+.
 function randomValue(r, t, nullable, structNulls) {
+  if (t.typeId === Type.Null) return null;
   if (nullable && r.next() < 0.15 && (t.typeId !== Type.Struct || structNulls)) return null;
   switch (t.typeId) {
-    case Type.Int: return t.bitWidth === 64 ? BigInt(r.int(-1000, 1000)) : r.int(-1000, 1000);
-    case Type.Float: return r.int(-1e6, 1e6) / 8;
-    case Type.Utf8: return r.pick(WORDS_R);
-    case Type.Binary: return new TextEncoder().encode(r.pick(WORDS_R));
+    case Type.Bool: return r.next() < 0.5;
+    case Type.Int: {
+      if (t.bitWidth === 64) return t.isSigned ? r.i64() : r.u64();
+      const lo = t.isSigned ? -(2 ** (t.bitWidth - 1)) : 0;
+      return r.int(lo, lo + 2 ** t.bitWidth - 1);
+    }
+    case Type.Float:
+      if (t.precision === A.Precision.HALF) return r.int(-2048, 2048) / 4;
+      return t.precision === A.Precision.SINGLE ? Math.fround(r.int(-1e6, 1e6) / 8) : (r.next() - 0.5) * 1e6;
+    case Type.Date: return t.unit === A.DateUnit.DAY ? r.int(-20000, 40000) : BigInt(r.int(-20000, 40000)) * 86400000n;
+    case Type.Time: {
+      const perSec = [1, 1e3, 1e6, 1e9][t.unit];
+      const v = r.int(0, 86399) * perSec + (perSec > 1 ? r.int(0, perSec - 1) : 0);
+      return t.bitWidth === 64 ? BigInt(v) : v;
+    }
+    case Type.Timestamp: return BigInt(r.int(0, UNIT_RANGE[t.unit]));
+    case Type.Duration: return BigInt(r.int(-UNIT_RANGE[t.unit], UNIT_RANGE[t.unit]));
+    case Type.Decimal: {
+      const lim = 10n ** BigInt(t.precision);
+      return r.bigBelow(2n * lim - 1n) - lim + 1n;
+    }
+    case Type.FixedSizeBinary: return r.bytes(t.byteWidth);
+    case Type.Utf8:
+    case Type.LargeUtf8: return r.pick(WORDS_R);
+    case Type.Binary:
+    case Type.LargeBinary: return new TextEncoder().encode(r.pick(WORDS_R));
     case Type.Dictionary: return randomValue(r, t.dictionary, false, structNulls);
+    case Type.FixedSizeList:
+      return Array.from({ length: t.listSize }, () => randomValue(r, t.children[0].type, t.children[0].nullable, structNulls));
     case Type.List: {
       const n = r.int(0, 3);
       return Array.from({ length: n }, () => randomValue(r, t.children[0].type, t.children[0].nullable, structNulls));
@@ -165,12 +222,15 @@ async function randomCases(out, args) {
       const n = r.int(1, 3);
       const rows = r.int(1, 30);
       const fields = [f("id", new A.Int64(), false)];
-      for (let k = 0; k < n; k++) fields.push(f(`c${k}`, randomType(r, 0, 3, version === "2.2"), r.next() < 0.85));
-      const columns = {};
-      columns.id = vector(new A.Int64(), Array.from({ length: rows }, (_, i) => BigInt(i)));
+      for (let k = 0; k < n; k++) {
+        const t = randomType(r, 0, 3, version === "2.2");
+        fields.push(f(`c${k}`, t, t.typeId === Type.Null || r.next() < 0.85));
+      }
+      const columns = [{ name: "id", type: new A.Int64(), nullable: false, values: Array.from({ length: rows }, (_, i) => BigInt(i)) }];
       for (const fl of fields.slice(1))
-        columns[fl.name] = vector(fl.type, Array.from({ length: rows }, () => randomValue(r, fl.type, fl.nullable, version !== "2.0")));
-      const table = new A.Table(new A.Schema(fields), columns);
+        columns.push({ name: fl.name, type: fl.type, nullable: fl.nullable,
+                       values: Array.from({ length: rows }, () => randomValue(r, fl.type, fl.nullable, version !== "2.0")) });
+      const table = buildTable(columns);
       const dir = path.join(out, `case-${c}`);
       try {
         await createDataset(dir, table, version);
@@ -178,6 +238,7 @@ async function randomCases(out, args) {
       } catch (err) {
         if (attempt >= 20) throw new Error(`case ${c}: LanceDB refused 20 random tables; last: ${err?.message ?? err}`);
         retries++;
+        if (process.env.LANCET_DEBUG) process.stderr.write(`case ${c} refused: ${String(err?.message ?? err).slice(0, 300)}\n`);
       }
     }
   }

@@ -16,8 +16,10 @@
 // out, as the specification allows). Exported schemas own copies of their strings.
 //
 // Supported formats: n b c C s S i I l L e f g z Z u U w:N d:P,S d:P,S,128 d:P,S,256
-// tdD tdm tts ttm ttu ttn ts{s,m,u,n}:TZ tD{s,m,u,n} +l +L +w:N +s. Others
-// (dictionaries, views, maps, unions, intervals, run-end) give unsupported_error.
+// tdD tdm tts ttm ttu ttn ts{s,m,u,n}:TZ tD{s,m,u,n} +l +L +w:N +s +m, and dictionary
+// encoding (an integer format with a `dictionary` schema and array: the values, which
+// must not be nested; the ordered flag is not kept). Others (views, unions,
+// intervals, run-end) give unsupported_error.
 #pragma once
 
 #include <cstdint>
@@ -141,8 +143,9 @@ inline std::string format_string(const data_type& t) {
     case type_id::large_list: return "+L";
     case type_id::struct_: return "+s";
     case type_id::map: return "+m";
-    case type_id::dictionary:
-      throw unsupported_error("format_string: dictionary types are not supported by lancet's C Data Interface");
+    case type_id::dictionary:  // the indices' format; the values go in `dictionary`
+      if (!t.index_type) throw invalid_input_error("format_string: dictionary type without an index type");
+      return format_string(*t.index_type);
   }
   throw invalid_input_error("format_string: unknown type id");
 }
@@ -347,10 +350,17 @@ inline field import_field_impl(const ArrowSchema* s, const std::string& parent_p
   if (depth > 64) bad_schema(path, "nested more than 64 levels deep");
   if (!s->release) bad_schema(path, "the schema was already released");
   if (!s->format) bad_schema(path, "format string is null");
-  if (s->dictionary)
-    throw unsupported_error("ArrowSchema '" + path + "': dictionary-encoded fields are not supported by lancet");
   int want = 0;
   auto t = parse_format(s->format, want, path);
+  if (s->dictionary) {
+    // Dictionary encoded: the format is the indices' (an integer), `dictionary` the values'.
+    const auto id = t->id;
+    if (!(id == type_id::int8 || id == type_id::int16 || id == type_id::int32 || id == type_id::int64 ||
+          id == type_id::uint8 || id == type_id::uint16 || id == type_id::uint32 || id == type_id::uint64))
+      bad_schema(path, "a dictionary-encoded field's format must be an integer type, not '" + std::string(s->format) + "'");
+    auto values = import_field_impl(s->dictionary, path + ".<dictionary>", depth + 1);
+    t = std::make_shared<data_type>(*dictionary(std::move(t), values.type));
+  }
   if (s->n_children < 0 || (s->n_children > 0 && !s->children))
     bad_schema(path, "bad children (n_children " + std::to_string(s->n_children) + ")");
   if (want >= 0 && s->n_children != want)
@@ -435,7 +445,9 @@ inline array_ptr import_node(const ArrowArray* a, const type_ptr& type, const st
     bad_array(path, "negative length or offset (" + std::to_string(a->length) + ", " + std::to_string(a->offset) + ")");
   std::int64_t end;
   if (__builtin_add_overflow(a->length, a->offset, &end)) bad_array(path, "offset + length overflows");
-  if (a->dictionary) throw unsupported_error("ArrowArray '" + path + "': dictionary arrays are not supported");
+  if (bool(a->dictionary) != (t.id == type_id::dictionary))
+    bad_array(path, t.id == type_id::dictionary ? to_string(t) + " needs its dictionary array, the array has none"
+                                                : to_string(t) + " is not dictionary encoded but the array has a dictionary");
 
   std::int64_t want_buffers = 2, want_children = 0;
   switch (t.id) {
@@ -506,7 +518,7 @@ inline array_ptr import_node(const ArrowArray* a, const type_ptr& type, const st
       break;
     }
     default: {
-      const std::int64_t bits = bit_width(t);
+      const std::int64_t bits = bit_width(t.id == type_id::dictionary ? *t.index_type : t);
       const std::int64_t bytes = bits / 8;
       const std::int64_t align = (t.id == type_id::fixed_size_binary || bytes > 8) ? 1 : bytes;
       out->buffers.push_back(required(1, checked_bytes(end, bytes), align, "values"));
@@ -514,6 +526,10 @@ inline array_ptr import_node(const ArrowArray* a, const type_ptr& type, const st
     }
   }
 
+  if (t.id == type_id::dictionary) {
+    out->children.push_back(import_node(a->dictionary, t.children.at(0).type, owner, path + ".<dictionary>", depth + 1));
+    return out;
+  }
   for (std::int64_t i = 0; i < a->n_children; ++i) {
     const auto& f = t.children[std::size_t(i)];
     out->children.push_back(import_node(a->children[i], f.type, owner, path + "." + f.name, depth + 1));
@@ -591,12 +607,14 @@ struct exported_schema {
   std::string format, name, metadata;
   std::vector<ArrowSchema> children;
   std::vector<ArrowSchema*> child_ptrs;
+  std::unique_ptr<ArrowSchema> dictionary;  // a dictionary type's values
 };
 
 inline void release_exported_schema(ArrowSchema* s) {
   if (!s || !s->release) return;
   auto* p = static_cast<exported_schema*>(s->private_data);
   for (auto* c : p->child_ptrs) release(c);
+  if (p->dictionary) release(p->dictionary.get());
   delete p;
   s->release = nullptr;
   s->private_data = nullptr;
@@ -608,14 +626,23 @@ inline void export_field_into(const std::string& name, const data_type& t, bool 
   p->format = format_string(t);
   p->name = name;
   p->metadata = encode_metadata(md);
-  p->children.resize(t.children.size());
-  for (std::size_t i = 0; i < t.children.size(); ++i) {
+  if (t.id == type_id::dictionary) {
+    // No children: the values are described by `dictionary`.
+    const auto& v = t.children.at(0);
+    if (!v.type) throw invalid_input_error("export: dictionary field '" + name + "' has no value type");
+    p->dictionary = std::make_unique<ArrowSchema>();
+    export_field_into(v.name, *v.type, v.nullable, v.metadata, p->dictionary.get());
+  }
+  const std::size_t n_children = t.id == type_id::dictionary ? 0 : t.children.size();
+  p->children.resize(n_children);
+  for (std::size_t i = 0; i < n_children; ++i) {
     const auto& c = t.children[i];
     if (!c.type) throw invalid_input_error("export: field '" + c.name + "' has no type");
     try {
       export_field_into(c.name, *c.type, c.nullable, c.metadata, &p->children[i]);
     } catch (...) {
       for (std::size_t k = 0; k < i; ++k) release(&p->children[k]);
+      if (p->dictionary) release(p->dictionary.get());
       throw;
     }
     p->child_ptrs.push_back(&p->children[i]);
@@ -626,7 +653,7 @@ inline void export_field_into(const std::string& name, const data_type& t, bool 
   out->flags = (nullable ? ARROW_FLAG_NULLABLE : 0) | (t.id == type_id::map && t.keys_sorted ? ARROW_FLAG_MAP_KEYS_SORTED : 0);
   out->n_children = std::int64_t(p->child_ptrs.size());
   out->children = p->child_ptrs.empty() ? nullptr : p->child_ptrs.data();
-  out->dictionary = nullptr;
+  out->dictionary = p->dictionary.get();
   out->release = &release_exported_schema;
   out->private_data = p.release();
 }
@@ -636,12 +663,14 @@ struct exported_array {
   std::vector<const void*> buffers;
   std::vector<ArrowArray> children;
   std::vector<ArrowArray*> child_ptrs;
+  std::unique_ptr<ArrowArray> dictionary;  // a dictionary array's values
 };
 
 inline void release_exported_array(ArrowArray* a) {
   if (!a || !a->release) return;
   auto* p = static_cast<exported_array*>(a->private_data);
   for (auto* c : p->child_ptrs) release(c);
+  if (p->dictionary) release(p->dictionary.get());
   delete p;
   a->release = nullptr;
   a->private_data = nullptr;
@@ -665,8 +694,14 @@ inline void export_array_into(const array_ptr& a, ArrowArray* out) {
   }
   const std::size_t n_buffers = p->buffers.size();
   p->buffers.reserve(1);  // a valid pointer even with no buffers
-  p->children.resize(a->children.size());
-  for (std::size_t i = 0; i < a->children.size(); ++i) {
+  const bool dict = t.id == type_id::dictionary;
+  if (dict) {
+    p->dictionary = std::make_unique<ArrowArray>();
+    export_array_into(a->children.at(0), p->dictionary.get());
+  }
+  const std::size_t n_children = dict ? 0 : a->children.size();
+  p->children.resize(n_children);
+  for (std::size_t i = 0; i < n_children; ++i) {
     try {
       export_array_into(a->children[i], &p->children[i]);
     } catch (...) {
@@ -682,7 +717,7 @@ inline void export_array_into(const array_ptr& a, ArrowArray* out) {
   out->n_children = std::int64_t(p->child_ptrs.size());
   out->buffers = p->buffers.data();
   out->children = p->child_ptrs.empty() ? nullptr : p->child_ptrs.data();
-  out->dictionary = nullptr;
+  out->dictionary = p->dictionary.get();
   out->release = &release_exported_array;
   out->private_data = p.release();
 }

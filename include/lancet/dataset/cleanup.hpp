@@ -226,6 +226,11 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
       remove = !working.index_uuids.count(uuid) && (!maybe_in_progress || verified.index_uuids.count(uuid));
     } else if (first == "data" && ext == ".lance") {
       remove = !working.data.count(rel) && (!maybe_in_progress || verified.data.count(rel));
+    } else if (first == "data" && ext == ".blob") {
+      // A blob v2 file (data/<stem>/<id>.blob) goes with its data file, data/<stem>.lance.
+      const auto dir = p.parent_path();
+      const std::string owner = (dir.parent_path().lexically_relative(base) / (dir.filename().string() + ".lance")).generic_string();
+      remove = !working.data.count(owner) && (!maybe_in_progress || verified.data.count(owner));
     } else if (first == "_deletions" && (ext == ".arrow" || ext == ".bin")) {
       remove = !working.deletions.count(rel) && (!maybe_in_progress || verified.deletions.count(rel));
     } else if (first == transactions_dir_name && ext == ".txn") {
@@ -256,13 +261,13 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
     ++st.files_removed;
     st.bytes_removed += f.size;
     st.removed_files.push_back(f.rel);
-    if (f.rel.rfind("_indices/", 0) == 0) index_dirs.insert(f.path.parent_path());
+    if (f.rel.rfind("_indices/", 0) == 0 || f.path.extension() == ".blob") index_dirs.insert(f.path.parent_path());
   }
-  // Index directories left empty go too (directories, not files: not counted).
+  // Index and blob file directories left empty go too (directories, not files: not counted).
   if (!o.dry_run)
     for (auto it = index_dirs.rbegin(); it != index_dirs.rend(); ++it) {
       std::error_code dec;
-      for (fs::path d = *it; d != base / "_indices" && d.has_parent_path() && fs::is_empty(d, dec) && !dec;
+      for (fs::path d = *it; d != base / "_indices" && d != base / "data" && d != base && d.has_parent_path() && fs::is_empty(d, dec) && !dec;
            d = d.parent_path())
         if (!fs::remove(d, dec)) break;
     }

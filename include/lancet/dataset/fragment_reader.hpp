@@ -71,6 +71,12 @@ inline arrow::array_ptr null_array_of(const arrow::type_ptr& type, std::int64_t 
     a->children.push_back(null_array_of(type->children.at(0).type, length * type->list_size));
   } else if (id == type_id::struct_) {
     for (const auto& c : type->children) a->children.push_back(null_array_of(c.type, length));
+  } else if (id == type_id::dictionary) {
+    // Zero indices (every slot null) into an empty dictionary of the value type.
+    aligned_buffer indices;
+    indices.resize(std::size_t(length * arrow::bit_width(*type->index_type) / 8));
+    a->buffers.push_back(shared_bytes(std::move(indices)));
+    a->children.push_back(null_array_of(type->children.at(0).type, 0));
   }
   return a;
 }

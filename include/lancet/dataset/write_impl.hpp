@@ -29,6 +29,7 @@
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/encoding/detail/gather.hpp"
+#include "lancet/encoding/v2_1/blob.hpp"
 #include "lancet/file/versions.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/io/file_sink.hpp"
@@ -252,6 +253,8 @@ class fragment_writer {
         io::remove_file(p);
       } catch (...) {
       }
+      std::error_code ec;  // and its blob files, if any
+      std::filesystem::remove_all(std::filesystem::path(p).replace_extension(), ec);
     }
   }
 
@@ -267,6 +270,16 @@ class fragment_writer {
     so.sync = o_.sync_data_files;
     auto fo = o_.file_options;
     if (Version::structural && fo.rows_per_group == 0) fo.rows_per_group = o_.max_rows_per_group;
+    if (Version::value >= file::format_version::v2_2 && !fo.blob_files) {
+      // Large blob v2 values go to blob files in a directory named after the data file.
+      fo.blob_files = [this, path, so](std::uint32_t id) {
+        auto bo = so;
+        bo.create_directories = true;
+        const auto blob_path = encoding::v2_1::blob_file_path(path, id).string();
+        auto sink = std::make_shared<sink_type>(make_sink_(blob_path, bo));
+        return encoding::v2_1::blob_file_sink{[sink](bytes_view b) { sink->write(b); }, [sink] { sink->finish(); }};
+      };
+    }
     current_ = std::make_unique<writer_type>(make_sink_(path, so), schema_, std::move(fo), strategy_);
     rows_ = bytes_ = 0;
   }

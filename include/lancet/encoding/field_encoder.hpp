@@ -40,6 +40,14 @@ struct encoded_column {
   std::string encoding;
 };
 
+// Where a blob v2 value was written: kind (0 inline in the data file, 1 packed, 2
+// dedicated blob file), its offset there, and the blob file's id (0 when inline).
+struct blob_location {
+  std::uint8_t kind = 0;
+  std::uint64_t position = 0;
+  std::uint32_t blob_id = 0;
+};
+
 struct encoding_options {
   std::uint64_t cache_bytes_per_column = 8ull << 20;
   std::uint64_t max_page_bytes = 32ull << 20;
@@ -50,6 +58,9 @@ struct encoding_options {
   // Writes bytes into the file at once and returns their offset: blob values, which
   // live outside the pages (set by the file writer; called on the writing thread).
   std::function<std::uint64_t(bytes_view)> write_out_of_line;
+  // Places a blob v2 value inline or in a blob file (v2_1/blob_files.hpp; set by the
+  // file writer when it has blob files; unset: inline through write_out_of_line).
+  std::function<blob_location(bytes_view)> place_blob_v2;
 };
 
 // Hands out column indices in schema order and remembers which field owns each.

@@ -34,6 +34,7 @@
 #include "lancet/core/warning.hpp"
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/encoding/field_encoder.hpp"
+#include "lancet/encoding/v2_1/blob_files.hpp"
 #include "lancet/file/footer.hpp"
 #include "lancet/file/page_table.hpp"
 #include "lancet/file/version.hpp"
@@ -72,6 +73,9 @@ struct writer_options {
   // Pages encoded on the pool ahead of the one being written (bounds the memory of
   // encoded pages waiting for their turn).
   std::size_t max_pages_in_flight = 4;
+  // 2.2+: opens the blob files blob v2 values over 64 KiB go to (packed or dedicated, as
+  // Lance 12 places them; encoding/v2_1/blob_files.hpp). Unset: every value inline.
+  encoding::v2_1::blob_file_opener blob_files;
 };
 
 struct finish_result {
@@ -332,6 +336,7 @@ class file_writer {
   std::optional<schema::schema> schema_;
   std::vector<arrow::field> arrow_fields_;
   std::vector<encoding::field_encoder_ptr> encoders_;
+  std::optional<encoding::v2_1::blob_placer> blob_placer_;
   std::uint32_t num_columns_ = 0;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> field_columns_;
   std::vector<std::uint64_t> column_rows_;
@@ -468,6 +473,7 @@ finish_result file_writer<Version, Sink, Encoding>::finish() {
       for (auto& t : e->flush()) tasks.push_back(std::move(t));
     write_pages(tasks);
     finish_columns();
+    if (blob_placer_) blob_placer_->finish();  // blob files are published before the data file
     // Global buffer 0: the file descriptor (schema with its metadata, and the row count).
     auto full = *schema_;
     for (const auto& kv : extra_metadata_) {
@@ -573,6 +579,12 @@ void file_writer<Version, Sink, Encoding>::initialize(schema::schema s) {
     write_padded(b);
     return pos;
   };
+  if constexpr (Version::value >= format_version::v2_2) {
+    if (options_.blob_files) {
+      blob_placer_.emplace(options_.blob_files, eo.write_out_of_line);
+      eo.place_blob_v2 = [this](bytes_view b) { return blob_placer_->place(b); };
+    }
+  }
   const auto ids = schema::preorder_ids(s);
   encoding::field_id_cursor cursor(ids);
   encoding::column_index_sequence columns;

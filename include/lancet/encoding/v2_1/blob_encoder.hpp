@@ -8,14 +8,14 @@
 // Reading: page_decoder.hpp; blob v2 (2.2) and its reading: blob.hpp.
 //
 // Blob v2 columns (format 2.2+; struct<data, uri> with the Arrow extension name
-// lance.blob.v2): blob_v2_encoder writes each non-empty value into the data file on its
-// own (an inline description, kind 0, at its absolute position), a row whose data is
-// null but whose uri is set as an external description (kind 3), and the column holds
+// lance.blob.v2): blob_v2_encoder hands each value to the file writer's placement
+// (blob_files.hpp: inline in the data file, kind 0, or packed / dedicated in a blob
+// file, kinds 1 and 2), a row whose data is null but whose uri is set becomes an
+// external description (kind 3), and the column holds
 // one description row per value, struct<kind: uint8, position: uint64, size: uint64,
 // blob_id: uint32, blob_uri: utf8>, as Lance 12 stores it: a full-zip page of
 // variable-width packed struct rows (kind, position, size, blob_id, u32 length + uri).
-// A null value is a null row. (Lance 12 moves values over 64 KiB into blob files next to
-// the data file; lancet keeps every value inline, which Lance reads alike.)
+// A null value is a null row.
 #pragma once
 
 #include <cstdint>
@@ -165,10 +165,12 @@ inline arrow::field blob_v2_rows_field(const arrow::field& f) {
 class blob_v2_encoder final : public field_encoder {
  public:
   using out_of_line_writer = std::function<std::uint64_t(bytes_view)>;
+  using placement = std::function<blob_location(bytes_view)>;
 
-  // `inner` encodes blob_v2_rows_field(f) into the field's one column.
-  blob_v2_encoder(const arrow::field& f, field_encoder_ptr inner, out_of_line_writer write)
-      : name_(f.name), nullable_(f.nullable), inner_(std::move(inner)), write_(std::move(write)) {
+  // `inner` encodes blob_v2_rows_field(f) into the field's one column; `place` puts a
+  // value inline or into a blob file (empty: inline through `write`).
+  blob_v2_encoder(const arrow::field& f, field_encoder_ptr inner, out_of_line_writer write, placement place = {})
+      : name_(f.name), nullable_(f.nullable), inner_(std::move(inner)), write_(std::move(write)), place_(std::move(place)) {
     const auto& t = *f.type;
     const bool ok = t.id == arrow::type_id::struct_ && t.children.size() == 2 && t.children[0].name == "data" &&
                     (t.children[0].type->id == arrow::type_id::large_binary ||
@@ -205,13 +207,21 @@ class blob_v2_encoder final : public field_encoder {
         arrow::set_bit(valid.data(), r, true);
         std::uint8_t kind = 0;
         std::uint64_t pos = 0, size = 0;
+        std::uint32_t blob_id = 0;
         std::string_view u;
         if (has_data) {
+          // Empty values too: Lance 12 gives them the data file's current offset.
           const auto v = data.string_value(j);
-          if (!v.empty()) {
-            pos = write_(bytes_view(reinterpret_cast<const std::uint8_t*>(v.data()), v.size()));
-            size = v.size();
+          const bytes_view b(reinterpret_cast<const std::uint8_t*>(v.data()), v.size());
+          if (place_) {
+            const auto at = place_(b);
+            kind = at.kind;
+            pos = at.position;
+            blob_id = at.blob_id;
+          } else {
+            pos = write_(b);
           }
+          size = v.size();
         } else {
           kind = 3;  // external: the uri names it
           u = uri.string_value(j);
@@ -220,7 +230,7 @@ class blob_v2_encoder final : public field_encoder {
         head[0] = kind;
         le::store<std::uint64_t>(head + 1, pos);
         le::store<std::uint64_t>(head + 9, size);
-        le::store<std::uint32_t>(head + 17, 0);
+        le::store<std::uint32_t>(head + 17, blob_id);
         le::store<std::uint32_t>(head + 21, std::uint32_t(u.size()));
         rows.append(head, sizeof head);
         rows.append(reinterpret_cast<const std::uint8_t*>(u.data()), u.size());
@@ -281,6 +291,7 @@ class blob_v2_encoder final : public field_encoder {
   bool nullable_;
   field_encoder_ptr inner_;
   out_of_line_writer write_;
+  placement place_;
 };
 
 }  // namespace lancet::encoding::v2_1

@@ -233,7 +233,7 @@ field_encoder_ptr structural_strategy<Minor, Policy>::make_field_encoder(const a
     const std::int32_t desc_ids[] = {id};
     field_id_cursor desc_cursor(desc_ids);
     auto inner = make_field_encoder(blob_v2_rows_field(f), desc_cursor, columns, o);
-    return std::make_unique<blob_v2_encoder>(f, std::move(inner), o.write_out_of_line);
+    return std::make_unique<blob_v2_encoder>(f, std::move(inner), o.write_out_of_line, o.place_blob_v2);
   }
   if (is_legacy_blob_field(f)) {
     // One column of (position, size) descriptions under the blob field's own id.
