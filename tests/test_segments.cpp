@@ -265,3 +265,31 @@ TEST_CASE("bad segments are refused and nothing is committed") {
   CHECK(r.replaced.empty());
   CHECK(r.snapshot.file.indices.size() == 2);
 }
+
+TEST_CASE("a model trained on samples gathered from workers' fragments builds segments") {
+  t::temp_dir tmp("seg-sample");
+  const std::string root = (tmp.path() / "ds").string();
+  write_dataset(root, 3, 800, 16, 5);
+  auto o = options(index::ivf_index_type::ivf_pq);
+  const std::uint64_t total = 2400;
+  const std::size_t want = index::training_sample_rows(o, 16, total);
+  CHECK(want == 256 * 256);  // PQ's sample: more than the dataset, so every row
+  const auto v = latest_version(root);
+  std::vector<float> rows;
+  for (std::vector<std::uint64_t> share : {std::vector<std::uint64_t>{0, 2}, std::vector<std::uint64_t>{1}}) {
+    const auto s = index::sample_vectors(root, v, o, share, want * share.size() / 3, 1);
+    rows.insert(rows.end(), s.begin(), s.end());
+  }
+  CHECK(rows.size() == total * 16);
+  const auto m = index::train_model_from_rows(o, 16, rows, total);
+  CHECK(m.ivf.centroids.rows == 6);
+  const auto a = index::build_segment(root, o, m, {0, 2});
+  const auto b = index::build_segment(root, o, m, {1});
+  CHECK(a.model == b.model);
+  const auto r = index::commit_segments(root, "vector_idx", "vector", {a, b});
+  CHECK(r.snapshot.version() == v + 1);
+  // A sample smaller than the fragments: about the count asked for.
+  CHECK(index::sample_vectors(root, v, o, {0}, 100, 2).size() == 100 * 16);
+  CHECK_THROWS_WITH_AS(index::train_model_from_rows(o, 16, std::span<const float>(rows.data(), 16 * 3), total),
+                       doctest::Contains("cannot build 6 partitions"), invalid_input_error);
+}

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -285,6 +286,87 @@ inline trained_model train_model(const std::string& root, const build_options& o
   m.type = o.type;
   m.metric = o.metric;
   m.ivf = train_ivf_model(root, o);
+  return m;
+}
+
+// ---------------------------------------------------------------------------------
+// Training on a sample gathered from workers (each samples its own fragments)
+// ---------------------------------------------------------------------------------
+
+// The partitions a build over `total_rows` live rows gets (o.num_partitions, else
+// rows / target partition size).
+inline std::size_t partitions_for(const build_options& o, std::uint64_t total_rows) {
+  return o.num_partitions.value_or(recommended_num_partitions(
+      total_rows, o.target_partition_size.value_or(default_target_partition_size(o.type))));
+}
+
+// How many rows a sampled training reads for a build over `total_rows` rows of
+// dimension `dim` (the builder's rule: max(sample_rate x partitions, the quantizer's)).
+inline std::size_t training_sample_rows(const build_options& o, std::size_t dim, std::uint64_t total_rows) {
+  const auto qc = builder_detail::check_parameters(o, dim);
+  return builder_detail::training_sample_size(o, qc, partitions_for(o, total_rows));
+}
+
+// The dimension of o.column, a fixed-size list of float32 (what distributed training
+// gathers; other element types are refused here).
+inline std::size_t float_vector_dimension(const dataset::dataset& ds, const std::string& column) {
+  const auto schema = ds.to_batch({.columns = {column}, .limit = 0}).schema;
+  const auto& t = *schema->fields.at(0).type;
+  if (t.id != arrow::type_id::fixed_size_list || t.children.empty() || t.children[0].type->id != arrow::type_id::float32)
+    throw invalid_input_error("column '" + column + "' is " + arrow::to_string(t) +
+                              ": distributed training gathers fixed-size lists of float32");
+  return std::size_t(t.list_size);
+}
+
+// A random sample of about `count` usable vectors (row-major float32) of o.column
+// over `fragment_ids` of version `version`: a worker's share of the training rows.
+inline std::vector<float> sample_vectors(const std::string& root, std::uint64_t version, const build_options& o,
+                                         std::vector<std::uint64_t> fragment_ids, std::size_t count, std::uint64_t seed) {
+  const auto ds = dataset::dataset::open(root, version);
+  const std::size_t dim = float_vector_dimension(ds, o.column);
+  if (fragment_ids.empty() || count == 0) return {};
+  build_options so = o;
+  so.fragment_ids = std::move(fragment_ids);
+  std::uint64_t live = 0;
+  const auto frags = builder_detail::build_fragments(ds, so, live);
+  detail::rng64 rng(seed ^ 0x5a3c9e1b7d24f681ull);
+  const auto picked = detail::sample_indices(std::size_t(live), std::min<std::size_t>(count, std::size_t(live)), rng);
+  const std::vector<std::uint64_t> pick(picked.begin(), picked.end());
+  builder_detail::vectors<float> vs;
+  vs.dim = dim;
+  vs.values.reserve(pick.size() * dim);
+  auto sc = ds.scan(builder_detail::column_scan<float>(so, frags, dim));
+  std::uint64_t seen = 0;
+  std::size_t at = 0;
+  while (at < pick.size()) {
+    auto b = sc.next();
+    if (!b) break;
+    builder_detail::gather(*b, dim, o.metric, vs, &pick, seen, &at);
+    seen += std::uint64_t(b->num_rows());
+  }
+  return std::move(vs.values);
+}
+
+// Trains a model (o.column, o.type, o.metric, the training options) on sampled
+// float32 rows of dimension `dim`, for a build over `total_rows` rows.
+inline trained_model train_model_from_rows(const build_options& o, std::size_t dim, std::span<const float> rows,
+                                           std::uint64_t total_rows) {
+  if (o.metric == simd::distance_type::hamming) throw invalid_input_error("hamming indexes are trained on uint8 vectors");
+  if (dim == 0 || rows.size() % dim) throw invalid_input_error("training rows do not split into vectors of dimension " + std::to_string(dim));
+  const auto qc = builder_detail::check_parameters(o, dim);
+  const std::size_t n = rows.size() / dim;
+  const std::size_t k = partitions_for(o, total_rows);
+  if (n == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
+  if (k > n)
+    throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " + std::to_string(n) +
+                              " sampled vectors of column '" + o.column + "'");
+  auto e = builder_detail::train_on_rows<float>(o, qc, dim, rows.data(), n, k);
+  trained_model m;
+  m.column = o.column;
+  m.type = o.type;
+  m.metric = o.metric;
+  m.ivf.centroids = matrix::of(e.km.centroids, e.km.k, e.km.dimension);
+  m.ivf.quantizer = e.params;
   return m;
 }
 
