@@ -2,6 +2,8 @@
 //
 //   lancet write DATASET --schema SCHEMA.json [--format 2.0|2.1|2.2] [--mode create|append|overwrite]
 //                < rows.jsonl
+//   lancet write DATASET --schema SCHEMA.json --uncommitted [--mode append|overwrite] < rows.jsonl
+//   lancet commit DATASET --operation append|overwrite [--schema S] [--read-version V] FRAGMENT.json...
 //   lancet cat DATASET|FILE.lance [--columns a,b] [--offset N] [--limit N] [--version V]
 //   lancet inspect DATASET|FILE.lance
 //   lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq
@@ -27,8 +29,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,6 +48,8 @@
 #include <lancet/dataset/cleanup.hpp>
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/distributed.hpp>
+#include <lancet/dataset/fragment_json.hpp>
 #include <lancet/index/ivf_builder.hpp>
 #include <lancet/index/optimize.hpp>
 #include <lancet/index/segments.hpp>
@@ -77,14 +81,14 @@ struct command_spec {
   std::string_view help;   // what it does and its options
   std::vector<std::string_view> options;
   std::vector<std::string_view> flags;
-  bool takes_files = false;  // further positionals after the dataset (SEGMENT.json...)
+  bool more_files = false;  // takes files after DATASET
 };
 
 const std::vector<command_spec>& commands() {
   static const std::vector<command_spec> all = {
       {"write",
        "lancet write DATASET --schema SCHEMA.json [--format 2.0|2.1|2.2] [--mode create|append|overwrite]\n"
-       "               [--max-retries N] < rows.jsonl",
+       "               [--max-retries N] [--uncommitted] < rows.jsonl",
        "Reads JSON Lines (one object per row) from stdin and commits them as one new version of\n"
        "DATASET. A bad line stops the write with a message naming the line and the field; the\n"
        "dataset stays as it was. When another writer commits first, the write is rebased on its\n"
@@ -94,9 +98,30 @@ const std::vector<command_spec>& commands() {
        "  --format V      data file format of a new dataset: 2.0, 2.1 or 2.2 (default 2.2)\n"
        "  --mode M        create (default: a new dataset), append or overwrite\n"
        "  --max-retries N rebase on other writers' commits at most N times (default 20, Lance's;\n"
-       "                  0: fail with a conflict when another writer commits first)\n",
+       "                  0: fail with a conflict when another writer commits first)\n"
+       "  --uncommitted   write the data files only and print their fragment metadata, one JSON\n"
+       "                  line per fragment (Lance's FragmentMetadata.to_json), for 'lancet commit';\n"
+       "                  --mode is then append (the default: the dataset's schema, or --schema\n"
+       "                  when there is no dataset yet) or overwrite (--schema)\n",
        {"schema", "format", "mode", "max-retries"},
-       {}},
+       {"uncommitted"}},
+      {"commit",
+       "lancet commit DATASET --operation append|overwrite [--schema SCHEMA.json] [--read-version V]\n"
+       "               [--max-retries N] FRAGMENT.json...",
+       "Commits fragments written by 'lancet write --uncommitted' (by any number of processes) as\n"
+       "one new version of DATASET: Lance's Append or Overwrite of fragment metadata. Each file\n"
+       "holds fragment JSON (one object, an array, or one object per line; '-' reads stdin).\n"
+       "Fragment ids are assigned here. Fragments whose data files are not in DATASET, whose\n"
+       "fields do not match its schema, or given twice are refused and nothing is committed.\n"
+       "Prints {\"version\", \"read_version\", \"fragments\", \"rows\"} as one JSON line.\n"
+       "  --operation OP   append (to an existing dataset) or overwrite (creates it when missing)\n"
+       "  --schema FILE    the new schema of an overwrite (default: the dataset's)\n"
+       "  --read-version V the version the fragments were written against (default: the latest);\n"
+       "                   commits after it are checked and rebased on as Lance does\n"
+       "  --max-retries N  rebase on other writers' commits at most N times (default 20)\n",
+       {"operation", "schema", "read-version", "max-retries"},
+       {},
+       true},
       {"cat",
        "lancet cat DATASET|FILE.lance [--columns a,b] [--offset N] [--limit N] [--version V]",
        "Prints rows of a dataset or of a single Lance file as JSON Lines.\n"
@@ -274,8 +299,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 struct args {
   std::string command;
   std::string path;
+  std::vector<std::string> files;  // after the path (commands with more_files)
   std::map<std::string, std::string> options;
-  std::vector<std::string> files;  // positionals after the dataset (commands that take files)
   bool help = false;
 
   static args parse(const command_spec& spec, const std::vector<std::string>& argv) {
@@ -331,7 +356,7 @@ struct args {
       }
     }
     if (positional.empty()) throw usage_error(cmd + ": missing arguments");
-    if (positional.size() > 1 && !spec.takes_files)
+    if (positional.size() > 1 && !spec.more_files)
       throw usage_error(cmd + ": unexpected argument '" + positional[1] + "'");
     a.path = positional[0];
     a.files.assign(positional.begin() + 1, positional.end());
@@ -373,10 +398,34 @@ void report_retries(unsigned retries) {
               << " (other writers committed first; rebased on their commits)\n";
 }
 
+// write --uncommitted: data files only; their fragment metadata, one JSON line each.
+int cmd_write_uncommitted(const args& a, const arrow::schema& schema) {
+  if (a.get("max-retries")) throw usage_error("--max-retries applies to commits; give it to 'lancet commit'");
+  dataset::write_options o;
+  o.schema = schema;
+  const auto mode = a.get("mode").value_or("append");
+  if (mode == "append") o.mode = dataset::write_mode::append;
+  else if (mode == "overwrite") o.mode = dataset::write_mode::overwrite;
+  else if (mode == "create") o.mode = dataset::write_mode::create;
+  else throw usage_error("--mode must be create, append or overwrite, not '" + mode + "'");
+  if (auto f = a.get("format")) o.storage_version = file::parse_format_version(*f);
+  json::rows_reader rows(schema, std::cin);
+  const auto w = dataset::write_fragments(a.path, [&] { return rows.next(); }, o);
+  std::cout << dataset::fragments_to_json_lines(w.fragments) << std::flush;
+  std::cerr << "lancet: wrote " << w.rows_written << " rows to " << a.path << " as " << w.fragments.size()
+            << " uncommitted fragment(s) (format " << file::to_string(w.storage_version) << "); commit them with "
+            << "'lancet commit " << a.path
+            << (mode == "append" && w.read_version ? " --operation append"
+                                                   : " --operation overwrite --schema " + *a.get("schema"))
+            << " FRAGMENT.json...'\n";
+  return 0;
+}
+
 int cmd_write(const args& a) {
   const auto schema_path = a.get("schema");
   if (!schema_path) throw usage_error("write needs --schema SCHEMA.json");
   const auto schema = json::read_schema_file(*schema_path);
+  if (a.get("uncommitted")) return cmd_write_uncommitted(a, schema);
   dataset::write_options o;
   const auto mode = a.get("mode").value_or("create");
   if (mode == "create") o.mode = dataset::write_mode::create;
@@ -389,6 +438,56 @@ int cmd_write(const args& a) {
   std::cerr << "lancet: wrote " << result.rows_written << " rows to " << a.path << " (version " << result.version
             << ", format " << file::to_string(result.storage_version) << ")\n";
   report_retries(result.retries);
+  return 0;
+}
+
+// Commits fragment metadata written by `write --uncommitted` (Lance's Append /
+// Overwrite of fragments); prints the new version as one JSON line.
+int cmd_commit(const args& a) {
+  const auto op_name = a.get("operation");
+  if (!op_name) throw usage_error("commit needs --operation append|overwrite");
+  if (a.files.empty()) throw usage_error("commit needs FRAGMENT.json files (or '-' for stdin)");
+  dataset::commit_operation op = dataset::operation::append{};
+  if (*op_name == "overwrite") {
+    dataset::operation::overwrite ow;
+    if (auto s = a.get("schema")) ow.schema = json::read_schema_file(*s);
+    op = std::move(ow);
+  } else if (*op_name != "append") {
+    throw usage_error("--operation must be append or overwrite, not '" + *op_name + "'");
+  } else if (a.get("schema")) {
+    throw usage_error("--schema applies to an overwrite; an append keeps the dataset's schema");
+  }
+  dataset::fragment_commit_options o;
+  if (a.get("read-version")) o.read_version = a.number("read-version");
+  if (auto n = a.number("max-retries")) o.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
+  std::vector<pb::data_fragment> fragments;
+  bool stdin_read = false;
+  for (const auto& f : a.files) {
+    std::string text;
+    if (f == "-") {
+      if (stdin_read) throw usage_error("'-' (stdin) given twice");
+      stdin_read = true;
+      text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    } else {
+      std::ifstream in(f, std::ios::binary);
+      if (!in) throw io_error("cannot open '" + f + "'");
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    auto got = dataset::fragments_from_json(text, f == "-" ? std::string("stdin") : "'" + f + "'");
+    fragments.insert(fragments.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
+  }
+  const auto r = dataset::commit(a.path, op, std::move(fragments), o);
+  report_retries(r.retries);
+  nlohmann::json j;
+  j["version"] = r.version;
+  j["read_version"] = r.read_version;
+  std::vector<std::uint64_t> ids;
+  for (const auto& f : r.fragments) ids.push_back(f.id);
+  j["fragments"] = ids;
+  j["rows"] = r.rows;
+  std::cout << j.dump() << "\n";
+  std::cerr << "lancet: committed " << r.fragments.size() << " fragment(s), " << r.rows << " rows, to " << a.path
+            << " as version " << r.version << " (" << *op_name << ")\n";
   return 0;
 }
 
@@ -666,7 +765,7 @@ int cmd_index_train(const args& a) {
   return 0;
 }
 
-// The segments named on the command line (JSON files, or '-' for stdin lines).
+// The segments named on the command line (one JSON file each).
 std::vector<index::segment_metadata> read_segments(const args& a) {
   if (a.files.empty()) throw usage_error(a.command + " needs at least one SEGMENT.json");
   std::vector<index::segment_metadata> out;
@@ -945,6 +1044,7 @@ int run(const command_spec& spec, const std::vector<std::string>& rest) {
     return 0;
   }
   if (spec.name == "write") return cmd_write(a);
+  if (spec.name == "commit") return cmd_commit(a);
   if (spec.name == "cat") return naming_file(a.path, [&] { return cmd_cat(a); });
   if (spec.name == "inspect") return naming_file(a.path, [&] { return cmd_inspect(a); });
   if (spec.name == "index create") return cmd_index_create(a);

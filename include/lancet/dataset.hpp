@@ -1,6 +1,7 @@
 // lancet's dataset layer: writing (create, append, overwrite), opening, scanning and
 // taking rows, deleting and compacting Lance datasets, removing old versions
-// (cleanup_old_versions), and blob columns.
+// (cleanup_old_versions), blob columns, and distributed writes (write_fragments on
+// workers, commit of their fragment metadata on a coordinator).
 #pragma once
 
 #include "lancet/arrow/array.hpp"
@@ -9,6 +10,8 @@
 #include "lancet/dataset/cleanup.hpp"
 #include "lancet/dataset/compact.hpp"
 #include "lancet/dataset/dataset.hpp"
+#include "lancet/dataset/distributed.hpp"
+#include "lancet/dataset/fragment_json.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/encoding/v2_1/blob.hpp"
 #include "lancet/encoding/v2_1/policy.hpp"

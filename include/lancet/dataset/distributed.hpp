@@ -145,6 +145,10 @@ inline fragments_written write_fragments(const std::string& root, const std::vec
                                          const write_options& o = {}) {
   return write_fragments(root, std::span<const arrow::record_batch>(batches), o);
 }
+inline fragments_written write_fragments(const std::string& root, const arrow::record_batch& batch,
+                                         const write_options& o = {}) {
+  return write_fragments(root, std::span<const arrow::record_batch>(&batch, 1), o);
+}
 
 // Removes the data files of fragments that were written but will not be committed
 // (a failed distributed write). Missing files are skipped; returns how many went.
@@ -277,8 +281,15 @@ inline file::format_version check_fragments(const std::string& root, const schem
         covered.insert(id);
       }
     }
+    // A struct owns no column of its own: its members' columns hold its data.
+    const auto has_data = [&](const auto& self, const schema::field& fld) -> bool {
+      if (covered.count(fld.id)) return true;
+      for (const auto& c : fld.children)
+        if (self(self, c)) return true;
+      return false;
+    };
     for (const auto& top : s.fields)
-      if (!covered.count(top.id))
+      if (!has_data(has_data, top))
         throw invalid_input_error(context + ": " + name + " has no data for field '" + top.name + "' (id " +
                                   std::to_string(top.id) + ")");
   }

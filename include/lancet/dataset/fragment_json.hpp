@@ -302,7 +302,8 @@ inline std::vector<pb::data_fragment> fragments_from_json(std::string_view text,
     if (out.empty()) throw invalid_input_error(context + ": the array holds no fragment");
     return out;
   }
-  // One object (possibly spread over lines) or one object per line.
+  // One object (possibly spread over lines) or one object per line: JSON Lines when
+  // the whole text is not one value but its first line is.
   {
     json::value v;
     json::syntax_error err;
@@ -310,6 +311,11 @@ inline std::vector<pb::data_fragment> fragments_from_json(std::string_view text,
       out.push_back(reader(context).fragment(v, ""));
       return out;
     }
+    auto first_end = text.find('\n', start);
+    if (first_end == std::string_view::npos) first_end = text.size();
+    json::value first;
+    json::syntax_error ignored;
+    if (!json::try_parse(text.substr(start, first_end - start), first, ignored)) parse(text, context);  // throws
   }
   std::size_t line_no = 0;
   for (std::size_t pos = 0; pos <= text.size();) {
