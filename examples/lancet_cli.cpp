@@ -9,6 +9,10 @@
 //   lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq
 //                [--partitions N | --target-partition-size N] [--sub-vectors M] [--bits B]
 //                [--metric l2|cosine|dot|hamming] [--name NAME] [--replace] [--threads T]
+//                [--model MODEL] [--fragments 0,1,5 --uncommitted] [--memory-budget BYTES]
+//   lancet index train DATASET --column COL --type T [index create's build flags] --out MODEL
+//   lancet index merge-segments DATASET SEGMENT.json...
+//   lancet index commit DATASET --name NAME --column COL SEGMENT.json...
 //   lancet index list DATASET
 //   lancet index optimize DATASET [--name NAME] [--merge N] [--retrain] [--target-partition-size N]
 //                [--threads T]
@@ -48,6 +52,7 @@
 #include <lancet/dataset/fragment_json.hpp>
 #include <lancet/index/ivf_builder.hpp>
 #include <lancet/index/optimize.hpp>
+#include <lancet/index/segments.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/json/rows_reader.hpp>
 #include <lancet/json/rows_writer.hpp>
@@ -134,10 +139,13 @@ const std::vector<command_spec>& commands() {
       {"index create",
        "lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq [--partitions N |\n"
        "               --target-partition-size N] [--sub-vectors M] [--bits B] [--metric l2|cosine|dot|hamming]\n"
-       "               [--name NAME] [--replace] [--threads T]",
+       "               [--name NAME] [--replace] [--threads T] [--model MODEL] [--fragments 0,1,5 --uncommitted]\n"
+       "               [--memory-budget BYTES]",
        "Builds an IVF vector index on a column and commits it as a new version. Commits of other\n"
        "writers meanwhile are rebased on as Lance does (rows appended stay unindexed); the retries\n"
-       "are reported on stderr.\n"
+       "are reported on stderr. With --uncommitted it builds one segment of a distributed index\n"
+       "over --fragments, commits nothing and prints the segment's metadata as one JSON line (for\n"
+       "'lancet index merge-segments' / 'lancet index commit').\n"
        "  --column COL                 the vector column (a fixed-size list)\n"
        "  --type T                     ivf_flat, ivf_pq, ivf_sq or ivf_rq\n"
        "  --partitions N               number of IVF partitions (default: rows / target partition size)\n"
@@ -147,9 +155,48 @@ const std::vector<command_spec>& commands() {
        "  --metric M                   l2 (default), cosine, dot or hamming\n"
        "  --name NAME                  index name (default COL_idx)\n"
        "  --replace                    replace an existing index of that name\n"
-       "  --threads T                  worker threads (default: the number of cores)\n",
-       {"column", "type", "partitions", "target-partition-size", "sub-vectors", "bits", "metric", "name", "threads"},
-       {"replace"}},
+       "  --threads T                  worker threads (default: the number of cores)\n"
+       "  --model MODEL                use this trained model ('lancet index train'): no training;\n"
+       "                               --column / --type / --metric default to the model's\n"
+       "  --fragments 0,1,5            index only these fragments (with --uncommitted)\n"
+       "  --uncommitted                write the segment, commit nothing, print its JSON\n"
+       "  --memory-budget BYTES        decoded rows held at once (default 512 MiB)\n",
+       {"column", "type", "partitions", "target-partition-size", "sub-vectors", "bits", "metric", "name", "threads",
+        "model", "fragments", "memory-budget"},
+       {"replace", "uncommitted"}},
+      {"index train",
+       "lancet index train DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq [--partitions N |\n"
+       "               --target-partition-size N] [--sub-vectors M] [--bits B] [--metric l2|cosine|dot|hamming]\n"
+       "               [--fragments 0,1,5] [--threads T] [--memory-budget BYTES] --out MODEL",
+       "Trains the IVF centroids and the quantizer (PQ codebook, SQ bounds, RaBitQ rotation) of a\n"
+       "distributed index once, as 'index create' would, and writes them to MODEL (a versioned,\n"
+       "checksummed file) for 'lancet index create --model MODEL'. Commits nothing. Prints the\n"
+       "model's fingerprint as one JSON line.\n"
+       "  --out MODEL                  the model file to write\n"
+       "  --fragments 0,1,5            train on these fragments only (default: all)\n"
+       "  (the other options: as 'lancet index create')\n",
+       {"column", "type", "partitions", "target-partition-size", "sub-vectors", "bits", "metric", "threads",
+        "fragments", "memory-budget", "out"},
+       {}},
+      {"index merge-segments",
+       "lancet index merge-segments DATASET SEGMENT.json...",
+       "Merges uncommitted segments of one index, built with one model over disjoint fragments,\n"
+       "into one new uncommitted segment covering all their fragments (Lance's\n"
+       "merge_existing_index_segments). Prints its metadata as one JSON line; commits nothing.\n",
+       {},
+       {},
+       true},
+      {"index commit",
+       "lancet index commit DATASET --name NAME --column COL SEGMENT.json...",
+       "Commits uncommitted segments as index NAME on COL in one new version (Lance's\n"
+       "commit_existing_index_segments). They must cover disjoint fragments that the dataset\n"
+       "still has and share one trained model; existing segments of NAME whose fragments they\n"
+       "cover entirely are replaced. Anything else is refused and nothing is committed.\n"
+       "  --name NAME     the index's name (the segments were built under it)\n"
+       "  --column COL    the indexed column\n",
+       {"name", "column"},
+       {},
+       true},
       {"index list",
        "lancet index list DATASET",
        "Prints the dataset's indexes as JSON Lines (one line per index segment).\n",
@@ -584,13 +631,29 @@ struct progress_bar {
   }
 };
 
-int cmd_index_create(const args& a) {
+// "0,1,5" -> {0, 1, 5}.
+std::vector<std::uint64_t> parse_fragment_list(const std::string& text) {
+  std::vector<std::uint64_t> out;
+  for (const auto& item : split_columns(text)) {
+    std::uint64_t n = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size())
+      throw usage_error("--fragments needs fragment ids like 0,1,5, got '" + text + "'");
+    out.push_back(n);
+  }
+  if (out.empty()) throw usage_error("--fragments needs at least one fragment id");
+  return out;
+}
+
+// The build flags index create and index train share; `model` (when given) supplies
+// what the flags leave out.
+index::build_options build_flags(const args& a, const index::trained_model* model) {
   index::build_options o;
-  o.column = a.get("column").value_or("");
-  if (o.column.empty()) throw usage_error("index create needs --column COL");
+  o.column = a.get("column").value_or(model ? model->column : "");
+  if (o.column.empty()) throw usage_error(a.command + " needs --column COL");
   const auto type = a.get("type");
-  if (!type) throw usage_error("index create needs --type ivf_flat|ivf_pq|ivf_sq|ivf_rq");
-  o.type = index::parse_ivf_index_type(*type);
+  if (!type && !model) throw usage_error(a.command + " needs --type ivf_flat|ivf_pq|ivf_sq|ivf_rq");
+  o.type = type ? index::parse_ivf_index_type(*type) : model->type;
   if (a.get("partitions") && a.get("target-partition-size"))
     throw usage_error("give --partitions or --target-partition-size, not both");
   if (auto v = a.number("partitions")) o.num_partitions = std::size_t(*v);
@@ -598,29 +661,151 @@ int cmd_index_create(const args& a) {
   if (auto v = a.number("sub-vectors")) o.num_sub_vectors = std::size_t(*v);
   if (auto v = a.number("bits")) o.num_bits = std::uint32_t(*v);
   if (auto m = a.get("metric")) o.metric = index::parse_distance(*m);
-  o.name = a.get("name").value_or("");
-  o.replace = a.get("replace").has_value();
+  else if (model) o.metric = model->metric;
+  if (auto v = a.number("memory-budget")) o.memory_budget_bytes = *v;
+  if (auto f = a.get("fragments")) o.fragment_ids = parse_fragment_list(*f);
+  return o;
+}
+
+// A thread pool of --threads workers (default: the cores); none for 1.
+std::optional<boost::asio::thread_pool>& worker_pool(const args& a, std::optional<boost::asio::thread_pool>& pool) {
   const auto threads = a.number("threads").value_or(std::max(1u, std::thread::hardware_concurrency()));
   if (threads == 0) throw usage_error("--threads must be positive");
+  if (threads > 1) pool.emplace(std::size_t(threads));
+  return pool;
+}
+
+int cmd_index_create(const args& a) {
+  std::optional<index::trained_model> model;
+  if (auto m = a.get("model")) model = index::read_model_file(*m);
+  index::build_options o = build_flags(a, model ? &*model : nullptr);
+  o.name = a.get("name").value_or("");
+  o.replace = a.get("replace").has_value();
+  const bool uncommitted = a.get("uncommitted").has_value();
+  if (o.fragment_ids && !uncommitted)
+    throw usage_error("--fragments builds a segment: add --uncommitted (and commit the segments with 'lancet index commit')");
+  if (uncommitted && o.replace)
+    throw usage_error("--replace applies when committing: give it to 'lancet index commit' (which replaces covered segments)");
+  if (model && (o.num_partitions || o.target_partition_size || o.num_sub_vectors || o.num_bits))
+    throw usage_error("the model fixes the partitions and the quantizer: drop --partitions / --target-partition-size / "
+                      "--sub-vectors / --bits");
   std::optional<boost::asio::thread_pool> pool;
-  if (threads > 1) {
-    pool.emplace(std::size_t(threads));
-    o.pool = &*pool;
-  }
+  if (worker_pool(a, pool)) o.pool = &*pool;
   progress_bar bar;
   o.on_progress = [&](const index::build_progress& p) { bar(p); };
-  index::build_result r;
   try {
-    r = index::build_ivf_index(a.path, o);
+    if (uncommitted) {
+      // One segment of a distributed build: with the given model, or one trained on
+      // these fragments (which 'index commit' will only combine with its own).
+      if (!o.fragment_ids) {
+        std::vector<std::uint64_t> all;
+        for (const auto& f : dataset::dataset::open(a.path).fragments()) all.push_back(f.id);
+        o.fragment_ids = all;
+      }
+      if (!model) model = index::train_model(a.path, o);
+      const auto frags = *o.fragment_ids;
+      const auto seg = index::build_segment(a.path, o, *model, frags);
+      bar.finish();
+      std::cout << index::segment_to_json(seg) << "\n";
+      std::cerr << "lancet: built segment " << seg.index.uuid.to_string() << " of index '" << seg.index.name << "' ("
+                << seg.num_partitions << " partitions, " << seg.rows_indexed << " rows, " << frags.size()
+                << " fragments) on " << a.path << "; not committed\n";
+      return 0;
+    }
+    if (model) {
+      if (o.column != model->column || o.type != model->type || o.metric != model->metric)
+        throw invalid_input_error("the model is an " + std::string(index::ivf_index_type_name(model->type)) + " " +
+                                  std::string(simd::distance_name(model->metric)) + " model of column '" +
+                                  model->column + "'; the flags ask for another");
+      o.ivf_centroids = model->ivf.centroids;
+      o.quantizer = model->ivf.quantizer;
+    }
+    const auto r = index::build_ivf_index(a.path, o);
+    bar.finish();
+    report_retries(r.retries);
+    std::cerr << "lancet: built " << index::ivf_index_type_name(o.type) << " index '" << r.index.name << "' ("
+              << r.num_partitions << " partitions, " << r.rows_indexed << " rows indexed, " << r.rows_skipped
+              << " skipped) on " << a.path << ", version " << r.version << "\n";
+  } catch (...) {
+    bar.finish();
+    throw;
+  }
+  return 0;
+}
+
+// Trains a distributed build's model once and writes it to --out.
+int cmd_index_train(const args& a) {
+  const auto out = a.get("out");
+  if (!out) throw usage_error("index train needs --out MODEL");
+  index::build_options o = build_flags(a, nullptr);
+  std::optional<boost::asio::thread_pool> pool;
+  if (worker_pool(a, pool)) o.pool = &*pool;
+  progress_bar bar;
+  o.on_progress = [&](const index::build_progress& p) { bar(p); };
+  index::trained_model m;
+  try {
+    m = index::train_model(a.path, o);
   } catch (...) {
     bar.finish();
     throw;
   }
   bar.finish();
+  index::write_model_file(*out, m);
+  nlohmann::json j;
+  j["model"] = *out;
+  j["fingerprint"] = index::model_fingerprint(m);
+  j["column"] = m.column;
+  j["type"] = std::string(index::ivf_index_type_name(m.type));
+  j["distance_type"] = std::string(simd::distance_name(m.metric));
+  j["partitions"] = m.ivf.centroids.rows;
+  j["dimension"] = m.ivf.centroids.cols;
+  std::cout << j.dump() << "\n";
+  std::cerr << "lancet: trained " << index::ivf_index_type_name(m.type) << " model (" << m.ivf.centroids.rows
+            << " partitions) of '" << m.column << "' on " << a.path << " into " << *out << "\n";
+  return 0;
+}
+
+// The segments named on the command line (one JSON file each).
+std::vector<index::segment_metadata> read_segments(const args& a) {
+  if (a.files.empty()) throw usage_error(a.command + " needs at least one SEGMENT.json");
+  std::vector<index::segment_metadata> out;
+  for (const auto& f : a.files) {
+    std::ifstream in(f);
+    if (!in) throw invalid_input_error("cannot open the segment file '" + f + "'");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    out.push_back(index::segment_from_json(text, "segment file '" + f + "'"));
+  }
+  return out;
+}
+
+int cmd_index_merge_segments(const args& a) {
+  const auto segs = read_segments(a);
+  const auto m = index::merge_segments(a.path, segs);
+  std::cout << index::segment_to_json(m) << "\n";
+  std::cerr << "lancet: merged " << segs.size() << " segments of index '" << m.index.name << "' into segment "
+            << m.index.uuid.to_string() << " (" << m.rows_indexed << " rows, " << m.fragment_ids().size()
+            << " fragments); not committed\n";
+  return 0;
+}
+
+int cmd_index_commit(const args& a) {
+  const auto name = a.get("name");
+  if (!name) throw usage_error("index commit needs --name NAME");
+  const auto column = a.get("column");
+  if (!column) throw usage_error("index commit needs --column COL");
+  const auto segs = read_segments(a);
+  const auto r = index::commit_segments(a.path, *name, *column, segs);
   report_retries(r.retries);
-  std::cerr << "lancet: built " << index::ivf_index_type_name(o.type) << " index '" << r.index.name << "' ("
-            << r.num_partitions << " partitions, " << r.rows_indexed << " rows indexed, " << r.rows_skipped
-            << " skipped) on " << a.path << ", version " << r.version << "\n";
+  nlohmann::json j;
+  j["version"] = r.snapshot.version();
+  j["name"] = *name;
+  j["segments"] = nlohmann::json::array();
+  for (const auto& s : segs) j["segments"].push_back(s.index.uuid.to_string());
+  j["replaced"] = nlohmann::json::array();
+  for (const auto& im : r.replaced) j["replaced"].push_back(im.uuid.to_string());
+  std::cout << j.dump() << "\n";
+  std::cerr << "lancet: committed " << segs.size() << " segment(s) as index '" << *name << "' on " << a.path
+            << ", version " << r.snapshot.version() << "\n";
   return 0;
 }
 
@@ -863,6 +1048,9 @@ int run(const command_spec& spec, const std::vector<std::string>& rest) {
   if (spec.name == "cat") return naming_file(a.path, [&] { return cmd_cat(a); });
   if (spec.name == "inspect") return naming_file(a.path, [&] { return cmd_inspect(a); });
   if (spec.name == "index create") return cmd_index_create(a);
+  if (spec.name == "index train") return cmd_index_train(a);
+  if (spec.name == "index merge-segments") return cmd_index_merge_segments(a);
+  if (spec.name == "index commit") return cmd_index_commit(a);
   if (spec.name == "index list") return cmd_index_list(a);
   if (spec.name == "index optimize") return cmd_index_optimize(a);
   if (spec.name == "search") return cmd_search(a);
@@ -871,12 +1059,13 @@ int run(const command_spec& spec, const std::vector<std::string>& rest) {
   throw std::logic_error("no handler for '" + std::string(spec.name) + "'");
 }
 
-// "index" alone (or "index --help") describes its three subcommands.
+// "index" alone (or "index --help") describes its subcommands.
 void print_index_help() {
   std::cout << "usage:\n";
   for (const auto& c : commands())
     if (c.name.rfind("index ", 0) == 0) std::cout << "  " << c.usage << "\n";
-  std::cout << "\nRun 'lancet help index create' (list, optimize) for one subcommand's options.\n";
+  std::cout << "\nRun 'lancet help index create' (train, merge-segments, commit, list, optimize) for one subcommand's\n"
+               "options.\n";
 }
 
 }  // namespace
@@ -910,13 +1099,13 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd == "index") {
-      if (all.size() < 2) throw usage_error("index needs a subcommand: create, list or optimize");
+      if (all.size() < 2) throw usage_error("index needs a subcommand: create, train, merge-segments, commit, list or optimize");
       if (is_help(all[1])) {
         print_index_help();
         return 0;
       }
       current = find_command("index " + all[1]);
-      if (!current) throw usage_error("unknown index subcommand '" + all[1] + "' (create, list or optimize)");
+      if (!current) throw usage_error("unknown index subcommand '" + all[1] + "' (create, train, merge-segments, commit, list or optimize)");
       return run(*current, {all.begin() + 2, all.end()});
     }
     current = find_command(cmd);

@@ -1,6 +1,7 @@
 // lancet-mpi: lancet's distributed operations driven by MPI (Boost.MPI over Open MPI).
 //
 //   mpirun -np N lancet-mpi write DATASET --schema S --input 'rows-*.jsonl' [--operation append|overwrite]
+//   mpirun -np N lancet-mpi index create DATASET --column COL --type ivf_pq|ivf_flat|ivf_sq|ivf_rq [--merge] ...
 //   lancet-mpi help [COMMAND]
 //
 // Every rank runs the same command line. A subcommand is one entry of the table below,
@@ -16,6 +17,7 @@
 #include <boost/mpi/environment.hpp>
 
 #include "mpi/common.hpp"
+#include "mpi/index_create.hpp"
 #include "mpi/write.hpp"
 
 namespace {
@@ -25,6 +27,7 @@ using namespace lancet_mpi;
 const std::vector<subcommand>& subcommands() {
   static const std::vector<subcommand> all = {
       {"write", write_usage, write_help, &run_write},
+      {"index create", index_create_usage, index_create_help, &run_index_create},
   };
   return all;
 }

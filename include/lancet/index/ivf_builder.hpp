@@ -504,53 +504,24 @@ inline bool is_multivector(const dataset::dataset& ds, const std::string& column
   return false;
 }
 
-// Stage 1 + 2: the training rows (the whole column when it fits the budget, as
-// Lance trains on all rows of a small dataset; else a random sample of
-// max(sample_rate * k, the quantizer's sample) live rows), then k-means and the
-// quantizer, unless given.
+// Rows a sampled training reads: max(sample_rate x k, the quantizer's sample).
+inline std::size_t training_sample_size(const build_options& o, const quantizer_choice& qc, std::size_t k) {
+  std::size_t want = o.sample_rate * k;
+  if (o.type == ivf_index_type::ivf_pq || o.type == ivf_index_type::ivf_sq) want = std::max(want, o.sample_rate << qc.bits);
+  return want;
+}
+
+// Stage 1 + 2 on training rows in memory (n usable rows, row-major): k-means and
+// the quantizer, unless given.
 template <class T>
-inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_options& o, const quantizer_choice& qc,
-                                  std::size_t dim, const std::vector<std::uint64_t>& frags, std::uint64_t live_rows,
-                                  std::size_t k) {
+inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choice& qc, std::size_t dim, const T* rows,
+                                    std::size_t n, std::size_t k) {
   constexpr bool is_u8 = std::is_same_v<T, std::uint8_t>;
   const auto metric = o.metric;
   ivf_encoder<T> e;
   e.type = o.type;
   e.metric = metric;
   const bool need_ivf = !o.ivf_centroids;
-  const bool need_q = !o.quantizer && o.type != ivf_index_type::ivf_flat && o.type != ivf_index_type::ivf_rq;
-  vectors<T> vs;
-  vs.dim = dim;
-  if (need_ivf || need_q) {
-    const std::uint64_t row_bytes = dim * sizeof(T) + 8;
-    auto so = column_scan<T>(o, frags, dim);
-    auto sc = ds.scan(so);
-    if (!is_multivector(ds, o.column) && live_rows * row_bytes <= o.memory_budget_bytes) {
-      vs.values.reserve(std::size_t(live_rows) * dim);
-      while (auto b = sc.next()) gather(*b, dim, metric, vs);
-    } else {
-      std::size_t want = o.sample_rate * k;
-      if (o.type == ivf_index_type::ivf_pq) want = std::max(want, o.sample_rate << qc.bits);
-      if (o.type == ivf_index_type::ivf_sq) want = std::max(want, o.sample_rate << qc.bits);
-      detail::rng64 rng(o.seed ^ 0x5a3c9e1b7d24f681ull);
-      const auto picked = detail::sample_indices(std::size_t(live_rows), want, rng);
-      const std::vector<std::uint64_t> pick(picked.begin(), picked.end());
-      vs.values.reserve(pick.size() * dim);
-      std::uint64_t seen = 0;
-      std::size_t at = 0;
-      while (auto b = sc.next()) {
-        gather(*b, dim, metric, vs, &pick, seen, &at);
-        release_free_memory();
-        seen += std::uint64_t(b->num_rows());
-        if (at == pick.size()) break;
-      }
-    }
-    if (vs.rows() == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
-    if (need_ivf && k > vs.rows())
-      throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " +
-                                std::to_string(vs.rows()) + " indexable vectors of column '" + o.column + "'");
-  }
-  const std::size_t n = vs.rows();
 
   // Stage 1: IVF.
   if (need_ivf) {
@@ -563,8 +534,8 @@ inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_option
       report(o, build_stage::train_ivf, p.iteration, p.max_iters);
       return true;
     };
-    if constexpr (is_u8) e.km = train_kmodes(vs.values.data(), n, dim, k, kp, o.pool);
-    else e.km = train_kmeans(vs.values.data(), n, dim, k, kp, o.pool);
+    if constexpr (is_u8) e.km = train_kmodes(rows, n, dim, k, kp, o.pool);
+    else e.km = train_kmeans(rows, n, dim, k, kp, o.pool);
   } else {
     e.km = given_centroids<typename ivf_encoder<T>::centroid_type>(*o.ivf_centroids, dim, metric, o.column);
     if (o.num_partitions && *o.num_partitions != e.km.k)
@@ -586,14 +557,14 @@ inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_option
         pp.max_iters = o.max_iters;
         pp.sample_rate = o.sample_rate;
         pp.seed = o.seed;
-        e.pqm = pq::train_for_ivf(vs.values.data(), n, dim, cents, e.km.k, metric, pp, o.pool);
+        e.pqm = pq::train_for_ivf(rows, n, dim, cents, e.km.k, metric, pp, o.pool);
         e.params = pq::to_params(*e.pqm);
       } else if (o.type == ivf_index_type::ivf_sq) {
         sq::params sp;
         sp.num_bits = qc.bits;
         sp.sample_rate = o.sample_rate;
         sp.seed = o.seed;
-        e.sqm = sq::train(vs.values.data(), n, dim, sp, metric, o.pool);
+        e.sqm = sq::train(rows, n, dim, sp, metric, o.pool);
         e.params = sq::to_params(*e.sqm);
       } else if (o.type == ivf_index_type::ivf_rq) {
         rabitq::params rp;
@@ -607,6 +578,49 @@ inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_option
   }
   report(o, build_stage::train_quantizer, 1, 1);
   return e;
+}
+
+// Stage 1 + 2: the training rows (the whole column when it fits the budget, as
+// Lance trains on all rows of a small dataset; else a random sample of
+// max(sample_rate * k, the quantizer's sample) live rows), then k-means and the
+// quantizer, unless given.
+template <class T>
+inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_options& o, const quantizer_choice& qc,
+                                  std::size_t dim, const std::vector<std::uint64_t>& frags, std::uint64_t live_rows,
+                                  std::size_t k) {
+  const auto metric = o.metric;
+  const bool need_ivf = !o.ivf_centroids;
+  const bool need_q = !o.quantizer && o.type != ivf_index_type::ivf_flat && o.type != ivf_index_type::ivf_rq;
+  vectors<T> vs;
+  vs.dim = dim;
+  if (need_ivf || need_q) {
+    const std::uint64_t row_bytes = dim * sizeof(T) + 8;
+    auto so = column_scan<T>(o, frags, dim);
+    auto sc = ds.scan(so);
+    if (!is_multivector(ds, o.column) && live_rows * row_bytes <= o.memory_budget_bytes) {
+      vs.values.reserve(std::size_t(live_rows) * dim);
+      while (auto b = sc.next()) gather(*b, dim, metric, vs);
+    } else {
+      const std::size_t want = training_sample_size(o, qc, k);
+      detail::rng64 rng(o.seed ^ 0x5a3c9e1b7d24f681ull);
+      const auto picked = detail::sample_indices(std::size_t(live_rows), want, rng);
+      const std::vector<std::uint64_t> pick(picked.begin(), picked.end());
+      vs.values.reserve(pick.size() * dim);
+      std::uint64_t seen = 0;
+      std::size_t at = 0;
+      while (auto b = sc.next()) {
+        gather(*b, dim, metric, vs, &pick, seen, &at);
+        release_free_memory();
+        seen += std::uint64_t(b->num_rows());
+        if (at == pick.size()) break;
+      }
+    }
+    if (vs.rows() == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
+    if (need_ivf && k > vs.rows())
+      throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " +
+                                std::to_string(vs.rows()) + " indexable vectors of column '" + o.column + "'");
+  }
+  return train_on_rows<T>(o, qc, dim, vs.values.data(), vs.rows(), k);
 }
 
 // Stage 3: streams the column in batches (bounded by the budget), assigns and

@@ -1,0 +1,239 @@
+// lancet-mpi index create: a distributed IVF index build, Lance 12's segment contract
+// over MPI.
+//   1. Rank 0 reads the latest version and deals its fragments out by live rows
+//      (largest first, each to the rank with the fewest rows so far).
+//   2. Each rank samples its share of the training rows from its own fragments
+//      (index::sample_vectors); rank 0 gathers them, trains the IVF centroids and the
+//      quantizer once (index::train_model_from_rows) and broadcasts the model's bytes
+//      (index::serialize_model: versioned and checksummed, checked on every rank).
+//   3. Each rank builds an uncommitted segment over its fragments with that model
+//      (index::build_segment) and sends its metadata JSON to rank 0.
+//   4. Rank 0 merges the segments into one (--merge, index::merge_segments) and commits
+//      them as one index in one CreateIndex (index::commit_segments).
+// A rank that fails makes every rank exit non-zero with nothing committed; each rank
+// removes the segment it wrote (rank 0 also the merged one). A rank killed outright
+// takes the job down through mpirun before the commit: the files it leaves are
+// unreferenced (lancet cleanup removes them).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+#include <boost/serialization/vector.hpp>
+
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/index/model_file.hpp>
+#include <lancet/index/segments.hpp>
+
+#include "common.hpp"
+
+namespace lancet_mpi {
+
+inline constexpr std::string_view index_create_usage =
+    "lancet-mpi index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq [--partitions N |\n"
+    "               --target-partition-size N] [--sub-vectors M] [--bits B] [--metric l2|cosine|dot]\n"
+    "               [--name NAME] [--merge] [--replace] [--memory-budget BYTES] [--threads T] [--model-out MODEL]";
+inline constexpr std::string_view index_create_help =
+    "Builds an IVF vector index on a float32 vector column with every rank. Rank 0 trains the\n"
+    "model once on a sample gathered from all ranks (each samples its own fragments) and\n"
+    "broadcasts it; each rank builds a segment over its share of the fragments (balanced by\n"
+    "rows); rank 0 commits the segments as one index (merged into one with --merge) and prints\n"
+    "{\"version\", \"name\", \"segments\", \"rows\", \"ranks\", \"partitions\", \"model\"} on stdout. If any\n"
+    "rank fails, every rank exits non-zero, nothing is committed and the segments are removed.\n"
+    "  --column COL                 the vector column (a fixed-size list of float32)\n"
+    "  --type T                     ivf_flat, ivf_pq, ivf_sq or ivf_rq\n"
+    "  --partitions N               IVF partitions (default: rows / target partition size)\n"
+    "  --target-partition-size N    rows per partition the count is derived from\n"
+    "  --sub-vectors M              PQ sub-vectors (must divide the dimension)\n"
+    "  --bits B                     bits per code (PQ 8 or 4, SQ 8, RQ 1)\n"
+    "  --metric M                   l2 (default), cosine or dot\n"
+    "  --name NAME                  index name (default COL_idx)\n"
+    "  --merge                      commit one segment (merged on rank 0) instead of one per rank\n"
+    "  --replace                    replace an existing index of that name\n"
+    "  --memory-budget BYTES        decoded rows each rank holds at once while building (default\n"
+    "                               512 MiB; beyond it the shuffle spills to temporary files)\n"
+    "  --threads T                  worker threads per rank (default 1)\n"
+    "  --model-out MODEL            rank 0 also writes the trained model there (for 'lancet index\n"
+    "                               create --model MODEL', e.g. a single-process build to compare)\n";
+
+namespace index_create_detail {
+
+// What rank 0 decides and broadcasts.
+struct plan {
+  std::uint64_t version = 0;
+  std::size_t dim = 0;
+  std::uint64_t total_rows = 0;
+  std::size_t sample_rows = 0;                     // training rows over all ranks
+  std::vector<std::vector<std::uint64_t>> frags;   // per rank
+  std::vector<std::uint64_t> rows;                 // per rank (live)
+
+  template <class Archive>
+  void serialize(Archive& ar, unsigned) {
+    ar & version & dim & total_rows & sample_rows & frags & rows;
+  }
+};
+
+// Fragments by live rows, largest first, each to the rank with the fewest rows so far.
+inline void deal(const std::vector<lancet::dataset::fragment_info>& fragments, int ranks, plan& p) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> by_rows;  // (rows, id)
+  for (const auto& f : fragments)
+    if (f.live_rows() > 0) by_rows.push_back({f.live_rows(), f.id});
+  std::sort(by_rows.begin(), by_rows.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  p.frags.assign(std::size_t(ranks), {});
+  p.rows.assign(std::size_t(ranks), 0);
+  for (const auto& [n, id] : by_rows) {
+    const auto r = std::size_t(std::min_element(p.rows.begin(), p.rows.end()) - p.rows.begin());
+    p.rows[r] += n;
+    p.frags[r].push_back(id);
+  }
+  for (auto& v : p.frags) std::sort(v.begin(), v.end());
+}
+
+inline void remove_segment(const std::string& root, const std::optional<lancet::index::segment_metadata>& s) {
+  if (!s) return;
+  std::error_code ec;
+  std::filesystem::remove_all(lancet::index::index_directory(root, s->index.uuid), ec);
+}
+
+}  // namespace index_create_detail
+
+inline int run_index_create(const mpi::communicator& world, const std::vector<std::string>& argv_in) {
+  namespace ix = lancet::index;
+  using namespace index_create_detail;
+  // The flags (no value) first; options::parse takes "--name value" pairs.
+  bool merge = false, replace = false;
+  std::vector<std::string> argv;
+  for (const auto& a : argv_in) {
+    if (a == "--merge") merge = true;
+    else if (a == "--replace") replace = true;
+    else argv.push_back(a);
+  }
+  const auto o = options::parse("index create", argv,
+                                {"column", "type", "partitions", "target-partition-size", "sub-vectors", "bits", "metric",
+                                 "name", "memory-budget", "threads", "model-out"});
+  ix::build_options bo;
+  bo.column = o.get("column").value_or("");
+  if (bo.column.empty()) throw usage_error("index create needs --column COL");
+  const auto type = o.get("type");
+  if (!type) throw usage_error("index create needs --type ivf_flat|ivf_pq|ivf_sq|ivf_rq");
+  if (o.get("partitions") && o.get("target-partition-size"))
+    throw usage_error("give --partitions or --target-partition-size, not both");
+  if (auto v = o.number("partitions")) bo.num_partitions = std::size_t(*v);
+  if (auto v = o.number("target-partition-size")) bo.target_partition_size = std::size_t(*v);
+  if (auto v = o.number("sub-vectors")) bo.num_sub_vectors = std::size_t(*v);
+  if (auto v = o.number("bits")) bo.num_bits = std::uint32_t(*v);
+  if (auto v = o.number("memory-budget")) bo.memory_budget_bytes = *v;
+  const auto threads = o.number("threads").value_or(1);
+  if (threads == 0) throw usage_error("--threads must be positive");
+  const std::string name = o.get("name").value_or(bo.column + "_idx");
+  bo.name = name;
+  const auto& root = o.path;
+
+  std::optional<boost::asio::thread_pool> pool;
+  plan p;
+  step(world, "planning", [&] {
+    bo.type = ix::parse_ivf_index_type(*type);
+    if (auto m = o.get("metric")) bo.metric = ix::parse_distance(*m);
+    if (threads > 1) pool.emplace(std::size_t(threads)), bo.pool = &*pool;
+    if (world.rank() != 0) return;
+    const auto latest = lancet::dataset::load_latest(root);
+    if (!latest) throw lancet::invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
+    if (!replace)
+      for (const auto& im : latest->file.indices)
+        if (im.name == name)
+          throw lancet::invalid_input_error("the dataset already has an index named '" + name +
+                                            "' (--replace it, or choose another --name)");
+    const auto ds = lancet::dataset::dataset::open(root, latest->version());
+    p.version = latest->version();
+    p.dim = ix::float_vector_dimension(ds, bo.column);
+    deal(ds.fragments(), world.size(), p);
+    for (auto n : p.rows) p.total_rows += n;
+    if (p.total_rows == 0) throw lancet::invalid_input_error("'" + root + "' has no rows to index");
+    p.sample_rows = ix::training_sample_rows(bo, p.dim, p.total_rows);
+  });
+  mpi::broadcast(world, p, 0);
+  const auto r = std::size_t(world.rank());
+
+  // Training: each rank samples its share, rank 0 trains and broadcasts the model.
+  std::vector<float> sample;
+  step(world, "sampling training rows", [&] {
+    const auto share = std::size_t((std::uint64_t(p.sample_rows) * p.rows[r] + p.total_rows - 1) / p.total_rows);
+    sample = ix::sample_vectors(root, p.version, bo, p.frags[r], share, bo.seed + r);
+  });
+  std::vector<std::vector<float>> samples;
+  mpi::gather(world, sample, samples, 0);
+  std::vector<float>().swap(sample);
+  std::string model_bytes;
+  step(world, "training", [&] {
+    if (world.rank() != 0) return;
+    std::vector<float> all;
+    for (auto& s : samples) all.insert(all.end(), s.begin(), s.end());
+    samples.clear();
+    const auto m = ix::train_model_from_rows(bo, p.dim, all, p.total_rows);
+    model_bytes = ix::serialize_model(m);
+    if (auto out = o.get("model-out")) ix::write_model_file(*out, m);
+  });
+  mpi::broadcast(world, model_bytes, 0);
+  ix::trained_model model;
+  step(world, "reading the model", [&] { model = ix::parse_model(model_bytes, "the model broadcast by rank 0"); });
+
+  // Each rank's segment.
+  std::optional<ix::segment_metadata> mine;
+  std::string json;
+  try {
+    step(world, "building segments", [&] {
+      if (p.frags[r].empty()) return;  // more ranks than fragments
+      mine = ix::build_segment(root, bo, model, p.frags[r]);
+      json = ix::segment_to_json(*mine);
+    });
+  } catch (const step_failed&) {
+    remove_segment(root, mine);
+    throw;
+  }
+  std::vector<std::string> gathered;
+  mpi::gather(world, json, gathered, 0);
+
+  // Rank 0 merges (optionally) and commits.
+  const bool merging = merge && std::count_if(p.frags.begin(), p.frags.end(), [](const auto& f) { return !f.empty(); }) > 1;
+  std::optional<ix::segment_metadata> merged;
+  std::vector<ix::segment_metadata> segs;
+  ix::commit_segments_result result;
+  try {
+    step(world, "committing", [&] {
+      if (world.rank() != 0) return;
+      for (std::size_t k = 0; k < gathered.size(); ++k)
+        if (!gathered[k].empty()) segs.push_back(ix::segment_from_json(gathered[k], "the segment of rank " + std::to_string(k)));
+      if (merging) merged = ix::merge_segments(root, segs);
+      result = ix::commit_segments(root, name, bo.column, merged ? std::vector<ix::segment_metadata>{*merged} : segs);
+    });
+  } catch (const step_failed&) {
+    remove_segment(root, mine);
+    remove_segment(root, merged);
+    throw;
+  }
+  // Merged away: the ranks' own segments are referenced by no version.
+  if (merging) remove_segment(root, mine);
+  if (world.rank() == 0) {
+    std::uint64_t rows = 0;
+    for (const auto& s : segs) rows += s.rows_indexed;
+    std::cout << "{\"version\":" << result.snapshot.version() << ",\"name\":\"" << name << "\",\"segments\":"
+              << (merged ? 1 : segs.size()) << ",\"rows\":" << rows << ",\"ranks\":" << world.size()
+              << ",\"partitions\":" << model.ivf.centroids.rows << ",\"sample_rows\":" << p.sample_rows
+              << ",\"model\":\"" << ix::model_fingerprint(model) << "\",\"retries\":" << result.retries << "}"
+              << std::endl;
+    std::cerr << "lancet-mpi: built " << ix::ivf_index_type_name(bo.type) << " index '" << name << "' over " << rows
+              << " rows on " << world.size() << " ranks (" << (merged ? 1 : segs.size()) << " segment(s)), version "
+              << result.snapshot.version() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace lancet_mpi
