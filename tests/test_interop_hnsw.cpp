@@ -229,7 +229,7 @@ void run(const scenario& sc) {
     o.type = type;
     o.metric = sc.metric;
     o.num_partitions = 64;
-    o.num_sub_vectors = 16;
+    if (type == index::ivf_index_type::ivf_hnsw_pq) o.num_sub_vectors = 16;
     o.m = 20;
     o.ef_construction = 150;
     o.pool = &pool;
