@@ -5,7 +5,9 @@
 //  - LanceDB lists our index with its type and row count;
 //  - its recall@10 over our index is within 0.01 of its recall over the index it
 //    builds itself with the same parameters (m 20, ef_construction 150; SQ and PQ:
-//    LanceDB's Node API builds no IVF_HNSW_FLAT);
+//    LanceDB's Node API builds no IVF_HNSW_FLAT); PQ within 0.03, as LanceDB's own PQ
+//    training moves its recall by about 0.012 from run to run; and the graphs' loss
+//    (recall at ef 1000 minus at ef 100) within 0.01 of LanceDB's for both;
 //  - our search over LanceDB's index has LanceDB's recall within 0.01;
 //  - over our IVF_HNSW_FLAT index our neighbours equal LanceDB's for >= 95% of queries.
 // Plus cosine / dot and f16 listings and a dataset of 3 fragments with deletions.
@@ -76,11 +78,13 @@ struct result {
   std::vector<std::vector<double>> distances;
 };
 
-result lance_search(const fs::path& ds, const fs::path& queries, std::size_t dim, simd::distance_type metric) {
+result lance_search(const fs::path& ds, const fs::path& queries, std::size_t dim, simd::distance_type metric,
+                    std::size_t ef = 100) {
   result out;
   for (const auto& j : node_json("ivf_acceptance.mjs", {"search", ds.string(), "--queries", queries.string(), "--dim",
                                                         std::to_string(dim), "--k", "10", "--nprobes", "20", "--ef",
-                                                        "100", "--metric", std::string(simd::distance_name(metric))})) {
+                                                        std::to_string(ef), "--metric",
+                                                        std::string(simd::distance_name(metric))})) {
     if (!j.contains("rowids")) continue;
     std::vector<std::uint64_t> ids;
     for (const auto& id : j["rowids"]) ids.push_back(std::stoull(id.get<std::string>()));
@@ -263,8 +267,18 @@ void run(const scenario& sc) {
     const double r_lance_theirs = recall(lance_theirs.ids, want), r_us_theirs = recall(us_theirs.ids, want);
     MESSAGE(sc.label << " " << name << ": LanceDB over its own " << r_lance_theirs << ", ours over LanceDB's "
                      << r_us_theirs);
-    CHECK(std::abs(r_lance_ours - r_lance_theirs) <= 0.01 + 1e-9);
     CHECK(std::abs(r_us_theirs - r_lance_theirs) <= 0.01 + 1e-9);
+    // The graphs' own loss: recall of the probed partitions' storage (ef 1000 walks
+    // every node of a partition of ~300 rows) minus recall at ef 100, ours vs LanceDB's.
+    const double full_ours = recall(lance_search(ours, qf, dim, sc.metric, 1000).ids, want);
+    const double full_theirs = recall(lance_search(theirs, qf, dim, sc.metric, 1000).ids, want);
+    MESSAGE(sc.label << " " << name << ": storage recall (ef 1000) ours " << full_ours << ", LanceDB's " << full_theirs);
+    CHECK(std::abs((full_ours - r_lance_ours) - (full_theirs - r_lance_theirs)) <= 0.01 + 1e-9);
+    // SQ storage is trained deterministically (bounds), so the recalls agree to 0.01.
+    // LanceDB's PQ training is random: its own index gave 0.858 and 0.870 on two runs
+    // of this data, so the PQ comparison allows that spread on top of 0.01.
+    const double tol = type == index::ivf_index_type::ivf_hnsw_pq ? 0.03 : 0.01;
+    CHECK(std::abs(r_lance_ours - r_lance_theirs) <= tol + 1e-9);
   }
 }
 
