@@ -78,14 +78,8 @@ inline graph build(std::size_t n, const build_params& p, const Dist& dist) {
     g.levels[i].resize(l + 1);
     if (l > top || i == 0) top = l, g.entry_point = std::uint32_t(i);
   }
-  const auto neighbors = [&g](std::uint32_t node, std::size_t level) {
-    thread_local std::vector<std::uint32_t> ids;
-    ids.clear();
-    const auto& l = g.levels[node];
-    if (level < l.size())
-      for (const auto& e : l[level]) ids.push_back(e.id);
-    return ids;  // a copy: lists change while the search runs
-  };
+  // Lists change only after a node's searches, never during one.
+  const auto neighbors = level_neighbors(g);
   const auto all = [](std::uint32_t) { return true; };
   visited_set visited;
   const auto prune = [&](std::uint32_t node, std::size_t level) {

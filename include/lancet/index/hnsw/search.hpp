@@ -44,7 +44,32 @@ class visited_set {
   std::uint32_t epoch_ = 0;
 };
 
-// Neighbour ids of a node on a level, for any adjacency representation.
+// The neighbour ids of one list, iterated in place (no copy).
+struct edge_ids {
+  const edge* b;
+  const edge* e;
+  struct it {
+    const edge* p;
+    std::uint32_t operator*() const noexcept { return p->id; }
+    it& operator++() noexcept { return ++p, *this; }
+    bool operator!=(const it& o) const noexcept { return p != o.p; }
+  };
+  it begin() const noexcept { return {b}; }
+  it end() const noexcept { return {e}; }
+};
+
+// neighbors(node, level) over g's lists (empty above a node's top level). The lists
+// must not change while a search uses it.
+inline auto level_neighbors(const graph& g) {
+  return [&g](std::uint32_t n, std::size_t level) {
+    const auto& l = g.levels[n];
+    if (level >= l.size()) return edge_ids{nullptr, nullptr};
+    const auto& v = l[level];
+    return edge_ids{v.data(), v.data() + v.size()};
+  };
+}
+
+// neighbors(node, level) yields neighbour ids, for any adjacency representation.
 template <class Neighbors, class Dist>
 inline scored greedy_search(const Neighbors& neighbors, std::size_t level, scored ep, const Dist& dist) {
   for (bool moved = true; moved;) {
@@ -96,22 +121,7 @@ template <class Dist, class Keep>
 inline std::vector<scored> search(const graph& g, std::size_t ef, const Dist& dist, const Keep& keep,
                                   visited_set& visited) {
   if (g.size() == 0 || ef == 0) return {};
-  const auto neighbors = [&g](std::uint32_t n, std::size_t level) {
-    struct ids {
-      const std::vector<edge>* e;
-      struct it {
-        const edge* p;
-        std::uint32_t operator*() const noexcept { return p->id; }
-        it& operator++() noexcept { return ++p, *this; }
-        bool operator!=(const it& o) const noexcept { return p != o.p; }
-      };
-      it begin() const noexcept { return {e->data()}; }
-      it end() const noexcept { return {e->data() + e->size()}; }
-    };
-    static const std::vector<edge> none;
-    const auto& l = g.levels[n];
-    return ids{level < l.size() ? &l[level] : &none};
-  };
+  const auto neighbors = level_neighbors(g);
   scored ep{dist(g.entry_point), g.entry_point};
   for (std::size_t level = g.node_levels(g.entry_point); level-- > 1;) ep = greedy_search(neighbors, level, ep, dist);
   return beam_search(neighbors, 0, ep, ef, dist, visited, g.size(), keep);
