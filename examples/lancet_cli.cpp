@@ -137,22 +137,25 @@ const std::vector<command_spec>& commands() {
        {},
        {}},
       {"index create",
-       "lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq [--partitions N |\n"
-       "               --target-partition-size N] [--sub-vectors M] [--bits B] [--metric l2|cosine|dot|hamming]\n"
-       "               [--name NAME] [--replace] [--threads T] [--model MODEL] [--fragments 0,1,5 --uncommitted]\n"
-       "               [--memory-budget BYTES]",
+       "lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq|ivf_hnsw_flat|ivf_hnsw_sq|\n"
+       "               ivf_hnsw_pq [--partitions N | --target-partition-size N] [--sub-vectors M] [--bits B]\n"
+       "               [--metric l2|cosine|dot|hamming] [--m M] [--ef-construction E] [--name NAME] [--replace]\n"
+       "               [--threads T] [--model MODEL] [--fragments 0,1,5 --uncommitted] [--memory-budget BYTES]",
        "Builds an IVF vector index on a column and commits it as a new version. Commits of other\n"
        "writers meanwhile are rebased on as Lance does (rows appended stay unindexed); the retries\n"
        "are reported on stderr. With --uncommitted it builds one segment of a distributed index\n"
        "over --fragments, commits nothing and prints the segment's metadata as one JSON line (for\n"
        "'lancet index merge-segments' / 'lancet index commit').\n"
        "  --column COL                 the vector column (a fixed-size list)\n"
-       "  --type T                     ivf_flat, ivf_pq, ivf_sq or ivf_rq\n"
+       "  --type T                     ivf_flat, ivf_pq, ivf_sq, ivf_rq, or ivf_hnsw_flat, ivf_hnsw_sq,\n"
+       "                               ivf_hnsw_pq (an HNSW graph in each partition)\n"
        "  --partitions N               number of IVF partitions (default: rows / target partition size)\n"
        "  --target-partition-size N    rows per partition the count is derived from\n"
        "  --sub-vectors M              PQ sub-vectors (must divide the dimension)\n"
        "  --bits B                     bits per code (PQ 8 or 4, SQ 8, RQ 1)\n"
        "  --metric M                   l2 (default), cosine, dot or hamming\n"
+       "  --m M                        HNSW: neighbours per node (2M on level 0; default 20)\n"
+       "  --ef-construction E          HNSW: beam width while building (default 150)\n"
        "  --name NAME                  index name (default COL_idx)\n"
        "  --replace                    replace an existing index of that name\n"
        "  --threads T                  worker threads (default: the number of cores)\n"
@@ -161,8 +164,8 @@ const std::vector<command_spec>& commands() {
        "  --fragments 0,1,5            index only these fragments (with --uncommitted)\n"
        "  --uncommitted                write the segment, commit nothing, print its JSON\n"
        "  --memory-budget BYTES        decoded rows held at once (default 512 MiB)\n",
-       {"column", "type", "partitions", "target-partition-size", "sub-vectors", "bits", "metric", "name", "threads",
-        "model", "fragments", "memory-budget"},
+       {"column", "type", "partitions", "target-partition-size", "sub-vectors", "bits", "metric", "m",
+        "ef-construction", "name", "threads", "model", "fragments", "memory-budget"},
        {"replace", "uncommitted"}},
       {"index train",
        "lancet index train DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq [--partitions N |\n"
@@ -217,7 +220,7 @@ const std::vector<command_spec>& commands() {
        {"retrain"}},
       {"search",
        "lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R] [--columns a,b]\n"
-       "               [--index NAME]",
+       "               [--index NAME] [--ef E]",
        "Finds the nearest rows to a query vector through the column's index; prints\n"
        "{\"_rowid\":...,\"_distance\":...} lines, nearest first.\n"
        "  --column COL    the indexed vector column\n"
@@ -226,8 +229,9 @@ const std::vector<command_spec>& commands() {
        "  --nprobes N     partitions searched (default 20)\n"
        "  --refine R      re-rank k * R candidates by exact distance\n"
        "  --columns a,b   add these columns' values to each result\n"
-       "  --index NAME    the index to use when the column has several\n",
-       {"column", "query", "k", "nprobes", "refine", "columns", "index"},
+       "  --index NAME    the index to use when the column has several\n"
+       "  --ef E          IVF_HNSW_* indexes: the graph search's beam width (default 1.5 x k)\n",
+       {"column", "query", "k", "nprobes", "refine", "columns", "index", "ef"},
        {}},
       {"compact",
        "lancet compact DATASET [--target-rows N] [--max-retries N]",
@@ -652,8 +656,13 @@ index::build_options build_flags(const args& a, const index::trained_model* mode
   o.column = a.get("column").value_or(model ? model->column : "");
   if (o.column.empty()) throw usage_error(a.command + " needs --column COL");
   const auto type = a.get("type");
-  if (!type && !model) throw usage_error(a.command + " needs --type ivf_flat|ivf_pq|ivf_sq|ivf_rq");
+  if (!type && !model)
+    throw usage_error(a.command + " needs --type ivf_flat|ivf_pq|ivf_sq|ivf_rq|ivf_hnsw_flat|ivf_hnsw_sq|ivf_hnsw_pq");
   o.type = type ? index::parse_ivf_index_type(*type) : model->type;
+  if ((a.get("m") || a.get("ef-construction")) && !index::is_hnsw(o.type))
+    throw usage_error("--m and --ef-construction apply to ivf_hnsw_* indexes only");
+  if (auto v = a.number("m")) o.m = std::uint32_t(*v);
+  if (auto v = a.number("ef-construction")) o.ef_construction = std::uint32_t(*v);
   if (a.get("partitions") && a.get("target-partition-size"))
     throw usage_error("give --partitions or --target-partition-size, not both");
   if (auto v = a.number("partitions")) o.num_partitions = std::size_t(*v);
@@ -877,6 +886,7 @@ int cmd_search(const args& a) {
   sp.k = a.number("k").value_or(10);
   sp.nprobes = a.number("nprobes").value_or(20);
   sp.refine_factor = a.number("refine").value_or(0);
+  if (auto v = a.number("ef")) sp.ef = std::size_t(*v);
   if (sp.k == 0) throw usage_error("--k must be positive");
   if (sp.nprobes == 0) throw usage_error("--nprobes must be positive");
   const auto ds = dataset::dataset::open(a.path, s->version());

@@ -235,6 +235,7 @@ std::string lancedb_type(index::ivf_index_type t) {
     case index::ivf_index_type::ivf_pq: return "ivf_pq";
     case index::ivf_index_type::ivf_rq: return "ivf_rq";
     case index::ivf_index_type::ivf_sq: return "";
+    default: return "";  // IVF_HNSW_*: test_interop_hnsw.cpp
   }
   return "";
 }
@@ -245,6 +246,7 @@ std::string list_type(index::ivf_index_type t) {
     case index::ivf_index_type::ivf_pq: return "IvfPq";
     case index::ivf_index_type::ivf_rq: return "IvfRq";
     case index::ivf_index_type::ivf_sq: return "IvfSq";
+    default: return "";  // IVF_HNSW_*: test_interop_hnsw.cpp
   }
   return "";
 }

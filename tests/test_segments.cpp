@@ -236,6 +236,11 @@ TEST_CASE("bad segments are refused and nothing is committed") {
   renamed.index.name = "x";
   CHECK_THROWS_WITH_AS(index::merge_segments(root, {a, renamed}), doctest::Contains("belongs to index 'x'"),
                        invalid_input_error);
+  // IVF_HNSW_* indexes are built in one process: no model, no segment.
+  auto hnsw = options(index::ivf_index_type::ivf_hnsw_pq);
+  CHECK_THROWS_WITH_AS(index::train_model(root, hnsw), doctest::Contains("IVF_HNSW_PQ: distributed builds"),
+                       unsupported_error);
+  CHECK_THROWS_WITH_AS(index::build_segment(root, hnsw, m, {2}), doctest::Contains("IVF_HNSW_PQ"), unsupported_error);
   // Not JSON of a segment.
   CHECK_THROWS_AS(index::segment_from_json("{\"uuid\":1}", "s.json"), invalid_input_error);
   CHECK_THROWS_AS(index::segment_from_json("[1,", "s.json"), corrupt_error);

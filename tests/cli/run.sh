@@ -113,6 +113,12 @@ check "refused creates leave the version" bash -c "'$lancet' inspect '$vds' | gr
 err=$("$lancet" search "$vds" --column vector --query '[1,2]' 2>&1); st=$?
 check "query of the wrong dimension refused" bash -c "test $st -eq 1 && grep -q 'array of 8 numbers' <<< \"\$0\"" "$err"
 err=$("$lancet" index create "$vds" --column vector 2>&1); check "index create without --type is a usage error" test $? -eq 2
+check "index create ivf_hnsw_sq --m --ef-construction" bash -c "'$lancet' index create '$vds' --column vector --type ivf_hnsw_sq --partitions 2 --m 8 --ef-construction 40 --name hnsw 2>/dev/null"
+check "search --index hnsw --ef finds row 7" bash -c "'$lancet' search '$vds' --column vector --index hnsw --query '$q7' --k 10 --nprobes 2 --ef 30 | grep -q '\"_rowid\":7,\"_distance\"'"
+check "LanceDB lists the CLI's IVF_HNSW_SQ" bash -c "node '$root/tests/interop/list_indices.mjs' '$vds' | grep -q '\"indexType\":\"IVF_HNSW_SQ\"'"
+err=$("$lancet" index create "$vds" --column vector --type ivf_flat --m 8 --name x 2>&1); check "--m without an ivf_hnsw type is a usage error" test $? -eq 2
+err=$("$lancet" index optimize "$vds" --name hnsw 2>&1); st=$?
+check "index optimize refuses an HNSW index, naming it" bash -c "test $st -ne 0 && grep -q \"index 'hnsw' is IVF_HNSW_SQ\" <<< \"\$0\"" "$err"
 # ---- compact ------------------------------------------------------------------------
 cds="$tmp/cds"
 for part in 1 2 3 4; do

@@ -9,13 +9,13 @@
 //     appended), then deletes the rows matching PREDICATE. Prints {"version",
 //     "countRows", "fragments"}.
 //
-//   node ivf_acceptance.mjs index DATASET --type ivf_flat|ivf_pq|ivf_rq --partitions P
-//        [--metric l2|cosine|dot] [--sub-vectors M] [--bits B] [--sample-rate R]
-//        [--max-iterations I]
+//   node ivf_acceptance.mjs index DATASET --type ivf_flat|ivf_pq|ivf_rq|hnsw_sq|hnsw_pq
+//        --partitions P [--metric l2|cosine|dot] [--sub-vectors M] [--bits B]
+//        [--sample-rate R] [--max-iterations I] [--m M] [--ef-construction E]
 //     LanceDB's createIndex on `vector`, timed. Prints {"seconds", "indices": [...]}.
 //
 //   node ivf_acceptance.mjs search DATASET --queries FILE --dim D [--k 10] [--nprobes N]
-//        [--refine R] [--metric M] [--bypass] [--plan]
+//        [--refine R] [--ef E] [--metric M] [--bypass] [--plan]
 //     One vectorSearch per query (FILE as above). With --plan first prints
 //     {"explain": explainPlan(true), "analyze": analyzePlan()} of the first query.
 //     Then one line per query {"q", "rowids": ["..."], "distances": [...]} and last
@@ -85,7 +85,10 @@ async function index(args) {
     case "ivf_flat": config = lancedb.Index.ivfFlat(common); break;
     case "ivf_pq": config = lancedb.Index.ivfPq({ ...common, ...opt("numSubVectors", args["sub-vectors"]), ...opt("numBits", args.bits) }); break;
     case "ivf_rq": config = lancedb.Index.ivfRq({ ...common, ...opt("numBits", args.bits) }); break;
-    default: fail(`--type must be ivf_flat, ivf_pq or ivf_rq (LanceDB 0.39's Node API builds no IVF_SQ), got '${args.type}'`);
+    case "hnsw_sq": config = lancedb.Index.hnswSq({ ...common, ...opt("m", args.m), ...opt("efConstruction", args["ef-construction"]) }); break;
+    case "hnsw_pq": config = lancedb.Index.hnswPq({ ...common, ...opt("numSubVectors", args["sub-vectors"]),
+      ...opt("m", args.m), ...opt("efConstruction", args["ef-construction"]) }); break;
+    default: fail(`--type must be ivf_flat, ivf_pq, ivf_rq, hnsw_sq or hnsw_pq (LanceDB 0.39's Node API builds no IVF_SQ), got '${args.type}'`);
   }
   const { table, cleanup } = await openDataset(args._[1]);
   try {
@@ -112,6 +115,7 @@ async function search(args) {
       let query = table.vectorSearch(Array.from(q)).column("vector").limit(k).withRowId();
       if (args.nprobes !== undefined) query = query.nprobes(intArg(args, "nprobes", 1));
       if (args.refine !== undefined) query = query.refineFactor(intArg(args, "refine", 1));
+      if (args.ef !== undefined) query = query.ef(intArg(args, "ef", 1));
       if (args.metric) query = query.distanceType(args.metric);
       if (args.bypass) query = query.bypassVectorIndex();
       return query;

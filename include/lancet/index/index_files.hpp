@@ -93,6 +93,11 @@ inline std::string index_type_name(const quantizer_params& q) {
   return "IVF_RQ";
 }
 
+// The same with an HNSW sub-index ("IVF_HNSW_SQ", ...).
+inline std::string hnsw_index_type_name(const quantizer_params& q) {
+  return "IVF_HNSW_" + index_type_name(q).substr(4);
+}
+
 // Calls f.template operator()<Policy>() for the file version index files of a
 // dataset with that storage version use: the storage version itself.
 template <class F>

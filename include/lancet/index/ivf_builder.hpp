@@ -56,6 +56,8 @@
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/dataset.hpp"
+#include "lancet/index/hnsw/index_file.hpp"
+#include "lancet/index/hnsw/partition_graphs.hpp"
 #include "lancet/index/index_files.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/kmeans.hpp"
@@ -71,7 +73,19 @@
 
 namespace lancet::index {
 
-enum class ivf_index_type : std::uint8_t { ivf_flat, ivf_pq, ivf_sq, ivf_rq };
+// The IVF_HNSW_* types are an HNSW graph per partition over flat / SQ / PQ storage;
+// the builder trains and stores them as their base type (hnsw_base_type).
+enum class ivf_index_type : std::uint8_t { ivf_flat, ivf_pq, ivf_sq, ivf_rq, ivf_hnsw_flat, ivf_hnsw_sq, ivf_hnsw_pq };
+
+inline bool is_hnsw(ivf_index_type t) noexcept { return t >= ivf_index_type::ivf_hnsw_flat; }
+inline ivf_index_type hnsw_base_type(ivf_index_type t) noexcept {
+  switch (t) {
+    case ivf_index_type::ivf_hnsw_flat: return ivf_index_type::ivf_flat;
+    case ivf_index_type::ivf_hnsw_sq: return ivf_index_type::ivf_sq;
+    case ivf_index_type::ivf_hnsw_pq: return ivf_index_type::ivf_pq;
+    default: return t;
+  }
+}
 
 inline std::string_view ivf_index_type_name(ivf_index_type t) noexcept {
   switch (t) {
@@ -79,6 +93,9 @@ inline std::string_view ivf_index_type_name(ivf_index_type t) noexcept {
     case ivf_index_type::ivf_pq: return "IVF_PQ";
     case ivf_index_type::ivf_sq: return "IVF_SQ";
     case ivf_index_type::ivf_rq: return "IVF_RQ";
+    case ivf_index_type::ivf_hnsw_flat: return "IVF_HNSW_FLAT";
+    case ivf_index_type::ivf_hnsw_sq: return "IVF_HNSW_SQ";
+    case ivf_index_type::ivf_hnsw_pq: return "IVF_HNSW_PQ";
   }
   return "?";
 }
@@ -90,11 +107,16 @@ inline ivf_index_type parse_ivf_index_type(std::string_view s) {
   if (l == "ivf_pq") return ivf_index_type::ivf_pq;
   if (l == "ivf_sq") return ivf_index_type::ivf_sq;
   if (l == "ivf_rq") return ivf_index_type::ivf_rq;
-  throw invalid_input_error("unknown index type '" + std::string(s) + "' (expected ivf_flat, ivf_pq, ivf_sq or ivf_rq)");
+  if (l == "ivf_hnsw_flat") return ivf_index_type::ivf_hnsw_flat;
+  if (l == "ivf_hnsw_sq") return ivf_index_type::ivf_hnsw_sq;
+  if (l == "ivf_hnsw_pq") return ivf_index_type::ivf_hnsw_pq;
+  throw invalid_input_error("unknown index type '" + std::string(s) +
+                            "' (expected ivf_flat, ivf_pq, ivf_sq, ivf_rq, ivf_hnsw_flat, ivf_hnsw_sq or ivf_hnsw_pq)");
 }
 
 // Lance's target partition size per index type (IndexType::target_partition_size).
 inline std::size_t default_target_partition_size(ivf_index_type t) noexcept {
+  t = hnsw_base_type(t);
   return t == ivf_index_type::ivf_flat ? 4096 : 8192;
 }
 
@@ -135,6 +157,10 @@ struct build_options {
   std::size_t sample_rate = 256;
   std::uint32_t max_iters = 50;
   std::uint64_t seed = 42;
+  // IVF_HNSW_* graphs (Lance's HnswBuildParams; its defaults).
+  std::uint32_t m = 20;
+  std::uint32_t ef_construction = 150;
+  std::uint16_t max_level = 7;
   boost::asio::thread_pool* pool = nullptr;
   std::function<void(const build_progress&)> on_progress;
 
@@ -653,7 +679,8 @@ inline std::uint64_t shuffle_stage(const dataset::dataset& ds, const build_optio
 // Stage 4: auxiliary.idx from the shuffler, then index.idx, into dir.
 template <class T>
 inline std::vector<pb::index_file> write_stage(const std::string& dir, file::format_version v, const build_options& o,
-                                               const ivf_encoder<T>& e, double loss, shuffler& sh) {
+                                               const ivf_encoder<T>& e, double loss, shuffler& sh,
+                                               const std::optional<hnsw::build_params>& graph) {
   io::make_directories(dir);
   const std::string aux_path = dir + "/" + std::string(auxiliary_file_name);
   const std::string idx_path = dir + "/" + std::string(index_file_name);
@@ -665,7 +692,16 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
     storage_writer<V, io::file_sink> aux(io::file_sink(aux_path), e.params, o.metric, wo);
     sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report(o, build_stage::merge_partitions, p, k); });
     aux_size = aux.finish().file_size;
-    idx_size = write_index_file<V>(io::file_sink(idx_path), model, index_type_name(e.params), o.metric).file_size;
+    if (graph) {
+      // The graphs link the stored rows, so they are built from auxiliary.idx as written.
+      const auto storage = open_storage(aux_path);
+      const auto graphs = hnsw::build_partition_graphs(storage, o.metric, e.km.dimension, *graph, o.pool);
+      idx_size = hnsw::write_index_file<V>(io::file_sink(idx_path), model, hnsw_index_type_name(e.params), o.metric,
+                                           graphs)
+                     .file_size;
+    } else {
+      idx_size = write_index_file<V>(io::file_sink(idx_path), model, index_type_name(e.params), o.metric).file_size;
+    }
   });
   return {{std::string(auxiliary_file_name), aux_size}, {std::string(index_file_name), idx_size}};
 }
@@ -673,7 +709,7 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
 template <class T>
 inline build_result build_typed(const std::string& root, const dataset::snapshot& base, const dataset::dataset& ds,
                                  const build_options& o, const std::string& index_name, std::size_t dim,
-                                 ivf_training* train_only = nullptr) {
+                                 const std::optional<hnsw::build_params>& graph, ivf_training* train_only = nullptr) {
   constexpr bool is_u8 = std::is_same_v<T, std::uint8_t>;
   const auto metric = o.metric;
   if (is_u8 != (metric == simd::distance_type::hamming))
@@ -734,7 +770,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
       release_free_memory();
       rows = sh.rows();
       if (rows == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
-      files = write_stage(dir, ds.storage_version(), o, enc, loss, sh);
+      files = write_stage(dir, ds.storage_version(), o, enc, loss, sh, graph);
       runs = sh.runs_spilled();
     }
     remove_all(spill);
@@ -746,6 +782,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
     spec.distance = metric;
     spec.hints.ivf_sample_rate = o.sample_rate;
     spec.hints.ivf_max_iters = o.max_iters;
+    if (graph) spec.hnsw = pb::index::vector_index_details::hnsw_params{graph->m, graph->ef_construction, graph->max_level};
     if (o.type == ivf_index_type::ivf_pq) spec.hints.pq_sample_rate = o.sample_rate, spec.hints.pq_max_iters = o.max_iters;
     if (o.type == ivf_index_type::ivf_sq) spec.hints.sq_sample_rate = o.sample_rate;
     if (o.fragment_ids) spec.fragment_ids = frags;
@@ -790,7 +827,22 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
 // of the dataset; in every case the dataset is left unchanged.
 namespace builder_detail {
 
-inline build_result run_build(const std::string& root, const build_options& o, ivf_training* train_only) {
+inline build_result run_build(const std::string& root, const build_options& given, ivf_training* train_only) {
+  // IVF_HNSW_*: trained and stored as the base type, plus the graphs.
+  build_options o = given;
+  std::optional<hnsw::build_params> graph;
+  if (is_hnsw(given.type)) {
+    o.type = hnsw_base_type(given.type);
+    if (given.metric == simd::distance_type::hamming)
+      throw invalid_input_error(std::string(ivf_index_type_name(given.type)) + " does not support hamming distance");
+    hnsw::build_params hp;
+    hp.m = given.m;
+    hp.ef_construction = given.ef_construction;
+    hp.max_level = given.max_level;
+    hp.seed = given.seed;
+    hp.validate("index on column '" + given.column + "'");
+    graph = hp;
+  }
   if (o.column.empty()) throw invalid_input_error("build_ivf_index: no column given");
   if (o.sample_rate == 0) throw invalid_input_error("sample_rate must be positive");
   const auto base = dataset::load_latest(root);
@@ -821,10 +873,10 @@ inline build_result run_build(const std::string& root, const build_options& o, i
   const std::size_t dim = std::size_t(t.list_size);
   if (dim == 0) throw invalid_input_error("column '" + o.column + "' has vectors of dimension 0");
   switch (t.children[0].type->id) {
-    case arrow::type_id::float16: return build_typed<simd::f16>(root, *base, ds, o, name, dim, train_only);
-    case arrow::type_id::float32: return build_typed<float>(root, *base, ds, o, name, dim, train_only);
-    case arrow::type_id::float64: return build_typed<double>(root, *base, ds, o, name, dim, train_only);
-    case arrow::type_id::uint8: return build_typed<std::uint8_t>(root, *base, ds, o, name, dim, train_only);
+    case arrow::type_id::float16: return build_typed<simd::f16>(root, *base, ds, o, name, dim, graph, train_only);
+    case arrow::type_id::float32: return build_typed<float>(root, *base, ds, o, name, dim, graph, train_only);
+    case arrow::type_id::float64: return build_typed<double>(root, *base, ds, o, name, dim, graph, train_only);
+    case arrow::type_id::uint8: return build_typed<std::uint8_t>(root, *base, ds, o, name, dim, graph, train_only);
     default:
       throw invalid_input_error("column '" + o.column + "' is " + arrow::to_string(t) +
                                 ": vectors must be float16, float32, float64 (or uint8 for hamming)");

@@ -278,9 +278,19 @@ inline trained_model read_model_file(const std::string& path) {
   return parse_model(bytes, "model file '" + path + "'");
 }
 
+// Distributed builds cover IVF_FLAT / PQ / SQ / RQ: segments of IVF_HNSW_* indexes
+// would need their graphs merged too, which lancet does not do.
+inline void refuse_distributed_hnsw(ivf_index_type t) {
+  if (is_hnsw(t))
+    throw unsupported_error(std::string(ivf_index_type_name(t)) +
+                            ": distributed builds (trained models, segments) support ivf_flat, ivf_pq, ivf_sq and "
+                            "ivf_rq; build IVF_HNSW_* indexes in one process");
+}
+
 // Trains the model of a distributed build (o.column, o.type, o.metric and the
 // training options; over o.fragment_ids when given) without writing anything.
 inline trained_model train_model(const std::string& root, const build_options& o) {
+  refuse_distributed_hnsw(o.type);
   trained_model m;
   m.column = o.column;
   m.type = o.type;
@@ -351,6 +361,7 @@ inline std::vector<float> sample_vectors(const std::string& root, std::uint64_t 
 // float32 rows of dimension `dim`, for a build over `total_rows` rows.
 inline trained_model train_model_from_rows(const build_options& o, std::size_t dim, std::span<const float> rows,
                                            std::uint64_t total_rows) {
+  refuse_distributed_hnsw(o.type);
   if (o.metric == simd::distance_type::hamming) throw invalid_input_error("hamming indexes are trained on uint8 vectors");
   if (dim == 0 || rows.size() % dim) throw invalid_input_error("training rows do not split into vectors of dimension " + std::to_string(dim));
   const auto qc = builder_detail::check_parameters(o, dim);

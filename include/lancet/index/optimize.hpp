@@ -1058,6 +1058,12 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
     if (!o.name.empty() && i.name != o.name) continue;
     if (o.name.empty() && (i.index_type.rfind("IVF_", 0) != 0 || i.index_type.find("HNSW") != std::string::npos))
       continue;
+    // Delta segments of an HNSW index would need their own graphs: refused rather
+    // than written as a flat sub-index under the HNSW index's name.
+    if (i.index_type.find("HNSW") != std::string::npos)
+      throw unsupported_error("index '" + i.name + "' is " + i.index_type +
+                              ": lancet cannot optimize IVF_HNSW_* indexes yet (rebuild it with lancet index create "
+                              "--replace, or optimize it with LanceDB)");
     if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
   }
   if (!o.name.empty() && names.empty()) {

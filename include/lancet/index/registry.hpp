@@ -81,11 +81,13 @@ inline simd::distance_type distance_of(pb::index::metric_type m) {
 }
 
 // The VectorIndexDetails Lance 12 records for an IVF index with the flat sub-index.
-inline pb::index::vector_index_details make_vector_index_details(const quantizer_params& q, simd::distance_type d,
-                                                                 const build_hints& h = {}) {
+inline pb::index::vector_index_details make_vector_index_details(
+    const quantizer_params& q, simd::distance_type d, const build_hints& h = {},
+    const std::optional<pb::index::vector_index_details::hnsw_params>& hnsw = std::nullopt) {
   using D = pb::index::vector_index_details;
   D out;
   out.metric = metric_of(d);
+  out.hnsw = hnsw;
   if (std::holds_alternative<flat_params>(q)) out.compression = D::flat_compression{};
   else if (const auto* p = std::get_if<pq_params>(&q)) out.compression = D::pq_compression{p->num_bits, p->num_sub_vectors};
   else if (const auto* s = std::get_if<sq_params>(&q)) out.compression = D::sq_compression{s->num_bits};
@@ -95,6 +97,7 @@ inline pb::index::vector_index_details make_vector_index_details(const quantizer
   hint("lance.ivf.sample_rate", h.ivf_sample_rate);
   hint("lance.ivf.shuffle_partition_batches", h.shuffle_partition_batches);
   hint("lance.ivf.shuffle_partition_concurrency", h.shuffle_partition_concurrency);
+  if (hnsw) hint("lance.hnsw.prefetch_distance", 2);
   if (std::holds_alternative<pq_params>(q)) {
     hint("lance.pq.kmeans_redos", h.pq_kmeans_redos);
     hint("lance.pq.max_iters", h.pq_max_iters);
@@ -155,6 +158,8 @@ struct index_spec {
   build_hints hints;
   // Fragments whose rows the index holds; default: every fragment of the manifest.
   std::optional<std::vector<std::uint64_t>> fragment_ids;
+  // An IVF_HNSW_* index: its graph parameters (VectorIndexDetails field 3).
+  std::optional<pb::index::vector_index_details::hnsw_params> hnsw;
 };
 
 // The IndexMetadata of a new index over `m` (the manifest it was built from).
@@ -182,7 +187,7 @@ inline pb::index_metadata make_index_metadata(const pb::manifest& m, const index
   for (auto id : frags)
     if (id > UINT32_MAX) throw invalid_input_error("fragment id " + std::to_string(id) + " exceeds 32 bits");
   dataset::set_index_fragment_bitmap(out, dataset::roaring_bitmap::from_values(frags));
-  out.index_details = pb::pack_any(make_vector_index_details(spec.quantizer, spec.distance, spec.hints));
+  out.index_details = pb::pack_any(make_vector_index_details(spec.quantizer, spec.distance, spec.hints, spec.hnsw));
   out.index_version = index_version_of(spec.quantizer);
   out.created_at = std::uint64_t(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())

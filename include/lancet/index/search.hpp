@@ -20,6 +20,10 @@
 //   the original vectors (fetched through search_params::fetch), which are then the
 //   distances reported;
 // - a prefilter (row_filter) limits the rows a search may return.
+// - IVF_HNSW_* (with_graphs): in each partition the graph is searched with a beam of
+//   ef (default 1.5 x the candidates wanted, as Lance; ef below them is an error),
+//   distances as above; when the prefilter keeps under 10% of a partition's rows
+//   those rows are scanned instead (Lance's rule).
 // Partitions are searched in parallel on the pool when one is given; results do not
 // depend on the thread count. Without a pool every partition feeds one top-k, whose
 // bound then prunes from the first partition on. IVF_PQ scans (8 and 4 bits) where
@@ -39,6 +43,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -50,6 +55,8 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
+#include "lancet/index/hnsw/graph.hpp"
+#include "lancet/index/hnsw/search.hpp"
 #include "lancet/index/quantizer/common.hpp"
 #include "lancet/index/quantizer/flat.hpp"
 #include "lancet/index/quantizer/pq.hpp"
@@ -169,6 +176,7 @@ struct search_params {
   std::size_t k = 10;
   std::size_t nprobes = 20;        // clamped to the number of partitions
   std::size_t refine_factor = 0;   // > 0: re-rank k * refine_factor candidates exactly
+  std::optional<std::size_t> ef;   // IVF_HNSW_*: the beam width (Lance's ef)
   const row_filter* filter = nullptr;
   vector_fetch fetch;              // original vectors, for refine
   boost::asio::thread_pool* pool = nullptr;
@@ -230,6 +238,17 @@ class ivf_searcher {
                std::vector<partition_contents> partitions)
       : ivf_searcher(distance, centroids, std::move(quantizer), owned_loader(std::move(partitions), centroids.rows)) {}
 
+  // IVF_HNSW_*: graphs(p) returns partition p's graph (node i = row i of load(p));
+  // it may be called from several threads at once.
+  using graph_loader = std::function<std::shared_ptr<const hnsw::graph>(std::size_t partition)>;
+  void with_graphs(graph_loader graphs) {
+    if (std::holds_alternative<rq_params>(quantizer_) || distance_ == distance_type::hamming)
+      throw invalid_input_error("ivf_searcher: HNSW graphs over RaBitQ or hamming storage are not supported");
+    graphs_ = std::move(graphs);
+    graph_cache_.assign(num_partitions_, nullptr);
+  }
+  bool has_graphs() const noexcept { return static_cast<bool>(graphs_); }
+
   distance_type distance() const noexcept { return distance_; }
   std::size_t dimension() const noexcept { return dim_; }
   std::size_t num_partitions() const noexcept { return num_partitions_; }
@@ -254,6 +273,10 @@ class ivf_searcher {
     if (refine && !sp.fetch)
       throw invalid_input_error("search: refine_factor needs the original vectors (search_params::fetch)");
     const std::size_t kk = refine ? sp.k * sp.refine_factor : sp.k;
+    const std::size_t ef = sp.ef.value_or(kk + kk / 2);
+    if (graphs_ && ef < kk)
+      throw invalid_input_error("search: ef " + std::to_string(ef) + " is below the " + std::to_string(kk) +
+                                " candidates wanted (k x refine factor); Lance requires ef >= k");
     const auto probes = probe_prepared(q, sp.nprobes);
     const auto state = query_state(q);
     topk all(kk);
@@ -261,11 +284,11 @@ class ivf_searcher {
       // One thread: every partition into one heap (its threshold prunes from the
       // first partition on). The k nearest under `closer` are the same set whatever
       // the order rows arrive in, so the result equals the parallel one.
-      for (const auto& pr : probes) scan(q, state, pr.first, pr.second, sp.filter, all);
+      for (const auto& pr : probes) scan(q, state, pr.first, pr.second, sp.filter, all, ef);
     } else {
       std::vector<topk> local(probes.size(), topk(kk));
       parallel_for(sp.pool, probes.size(), [&](std::size_t i) {
-        scan(q, state, probes[i].first, probes[i].second, sp.filter, local[i]);
+        scan(q, state, probes[i].first, probes[i].second, sp.filter, local[i], ef);
       });
       for (const auto& t : local) all.merge(t);
     }
@@ -431,12 +454,131 @@ class ivf_searcher {
     return out;
   }
 
+  std::shared_ptr<const hnsw::graph> graph_of(std::size_t p) const {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (graph_cache_[p]) return graph_cache_[p];
+    }
+    auto g = graphs_(p);
+    if (!g) throw invalid_input_error("ivf_searcher: the graph loader returned no graph for partition " + std::to_string(p));
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!graph_cache_[p]) graph_cache_[p] = std::move(g);
+    return graph_cache_[p];
+  }
+
+  // Distance of the query to row i of a partition, as the full scan computes it.
+  template <class F>
+  void with_row_distance(const prepared_query& q, const query_state_t& s, std::uint32_t p,
+                         const prepared_partition& part, F&& f) const {
+    const auto& pc = *part.data;
+    if (const auto* fp = std::get_if<flat_params>(&quantizer_)) {
+      const std::uint8_t* v = pc.codes.data();
+      switch (fp->element) {
+        case element_type::f32:
+          return f([&, v](std::uint32_t i) {
+            float d = 0;
+            flat::distances(distance_, q.used.data(), reinterpret_cast<const float*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
+            return d;
+          });
+        case element_type::f64:
+          return f([&, v](std::uint32_t i) {
+            float d = 0;
+            flat::distances(distance_, q.used.data(), reinterpret_cast<const double*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
+            return d;
+          });
+        case element_type::f16: {
+          // The query rounded as distances() rounds it for f16 storage.
+          std::vector<double> q16(dim_);
+          float norm2 = 0.0f;
+          for (std::size_t i = 0; i < dim_; ++i) {
+            const float h = simd::f16(static_cast<float>(q.raw[i])).to_float();
+            q16[i] = h;
+            norm2 += h * h;
+          }
+          if (distance_ == distance_type::cosine && norm2 > 0.0f) {
+            const float norm = std::sqrt(norm2);
+            for (auto& x : q16) x = simd::f16(static_cast<float>(x) / norm).to_float();
+          }
+          return f([&, v](std::uint32_t i) {
+            float d = 0;
+            flat::distances(distance_, q16.data(), reinterpret_cast<const simd::f16*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
+            return d;
+          });
+        }
+        case element_type::u8:
+          return f([&, v](std::uint32_t i) {
+            float d = 0;
+            flat::distances(distance_, q.used.data(), v + std::size_t(i) * dim_, 1, dim_, &d);
+            return d;
+          });
+      }
+      return;
+    }
+    if (std::holds_alternative<sq_params>(quantizer_)) {
+      const std::uint8_t* c = pc.codes.data();
+      const auto* est = s.sq_est.get();
+      return f([c, est, this](std::uint32_t i) { return est->distance(c + std::size_t(i) * dim_); });
+    }
+    // PQ: the query's lookup table (one 256-entry table per code byte).
+    const std::size_t nb = pq_.code_bytes();
+    std::vector<float> own;
+    const float* lut = nullptr;
+    float offset = 0.0f;
+    if (s.pq_table) {
+      lut = s.pq_table->lut().data();
+      offset = s.pq_table->offset();
+    } else {
+      own.resize(nb * 256);
+      pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_, own.data());
+      lut = own.data();
+    }
+    const std::uint8_t* c = pc.codes.data();
+    return f([c, lut, offset, nb](std::uint32_t i) {
+      const std::uint8_t* row = c + std::size_t(i) * nb;
+      float d = 0.0f;
+      for (std::size_t b = 0; b < nb; ++b) d += lut[b * 256 + row[b]];
+      return d + offset;
+    });
+  }
+
+  // IVF_HNSW_*: the partition's graph searched with a beam of ef (Lance's HNSW::search).
+  void scan_graph(const prepared_query& q, const query_state_t& s, std::uint32_t p, const prepared_partition& part,
+                  const row_filter* filter, topk& out, std::size_t ef) const {
+    const auto& pc = *part.data;
+    const std::size_t n = pc.size();
+    const auto g = graph_of(p);
+    if (g->size() != n)
+      throw corrupt_error("partition " + std::to_string(p) + ": the HNSW graph has " + std::to_string(g->size()) +
+                          " nodes but the storage " + std::to_string(n) + " rows");
+    const std::uint64_t* ids = pc.row_ids.data();
+    std::size_t kept = n;
+    if (filter) {
+      kept = 0;
+      for (std::size_t i = 0; i < n; ++i) kept += filter->contains(ids[i]);
+    }
+    with_row_distance(q, s, p, part, [&](const auto& dist) {
+      if (filter && kept < n * 10 / 100) {
+        // Few rows pass the prefilter: Lance scans them instead of walking the graph.
+        for (std::uint32_t i = 0; i < n; ++i)
+          if (filter->contains(ids[i])) out.push(dist(i), ids[i]);
+        return;
+      }
+      thread_local hnsw::visited_set visited;
+      const auto keep = [&](std::uint32_t i) { return !filter || filter->contains(ids[i]); };
+      for (const auto& r : hnsw::search(*g, ef, dist, keep, visited)) out.push(r.distance, ids[r.id]);
+    });
+  }
+
   void scan(const prepared_query& q, const query_state_t& s, std::uint32_t p, float dist_q_c,
-            const row_filter* filter, topk& out) const {
+            const row_filter* filter, topk& out, std::size_t ef) const {
     const auto part = partition(p);
     const auto& pc = *part->data;
     const std::size_t n = pc.size();
     if (n == 0) return;
+    if (graphs_) {
+      scan_graph(q, s, p, *part, filter, out, ef);
+      return;
+    }
     if constexpr (pq::detail::has_filtered_lut_scan) {
       if (std::holds_alternative<pq_params>(quantizer_)) {
         scan_pq_filtered(q, s, p, *part, filter, out);
@@ -587,6 +729,8 @@ class ivf_searcher {
   std::vector<float> rq_cents_;
   mutable std::mutex mu_;
   mutable std::vector<std::shared_ptr<const prepared_partition>> cache_;
+  graph_loader graphs_;
+  mutable std::vector<std::shared_ptr<const hnsw::graph>> graph_cache_;
 };
 
 // The exact k nearest of n row-major vectors (dim values of T) to a query, with

@@ -153,6 +153,8 @@ inline segment_metadata segment_from_json(std::string_view text, const std::stri
 // the model's or be left at the model's). Nothing is committed.
 inline segment_metadata build_segment(const std::string& root, build_options o, const trained_model& m,
                                       std::vector<std::uint64_t> fragment_ids) {
+  refuse_distributed_hnsw(o.type);
+  refuse_distributed_hnsw(m.type);
   if (o.column.empty()) o.column = m.column;
   if (o.column != m.column)
     throw invalid_input_error("the model was trained on column '" + m.column + "', not '" + o.column + "'");

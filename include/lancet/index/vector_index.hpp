@@ -20,6 +20,7 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/manifest.hpp"
+#include "lancet/index/hnsw/index_file.hpp"
 #include "lancet/index/index_files.hpp"
 #include "lancet/index/registry.hpp"
 #include "lancet/index/search.hpp"
@@ -125,9 +126,9 @@ struct opened_index {
 namespace detail {
 
 inline void check_searchable(const vector_index_info& i) {
-  if (i.index_type.rfind("IVF_", 0) != 0 || i.index_type.find("HNSW") != std::string::npos)
+  if (i.index_type.rfind("IVF_", 0) != 0 || i.index_type == "IVF_HNSW_RQ")
     throw unsupported_error("index '" + i.name + "' is " + (i.index_type.empty() ? "not a vector index" : i.index_type) +
-                            "; lancet searches IVF_FLAT, IVF_PQ, IVF_SQ and IVF_RQ");
+                            "; lancet searches IVF_FLAT, IVF_PQ, IVF_SQ, IVF_RQ and IVF_HNSW_FLAT / SQ / PQ");
 }
 
 }  // namespace detail
@@ -150,6 +151,17 @@ inline index_segment open_index_segment(const std::string& root, const vector_in
                                                   return std::make_shared<const partition_contents>(
                                                       st->read_partition(p));
                                                 });
+  if (seg.index_file.sub_index_key == hnsw::metadata_key) {
+    // IVF_HNSW_*: each partition's graph read from index.idx when first probed.
+    const std::string path = dir + "/" + std::string(index_file_name);
+    auto reader = std::make_shared<file::file_reader<io::file_source>>(io::file_source(path));
+    auto info = std::make_shared<index_file_info>(seg.index_file);
+    const std::string what = "index '" + i.name + "' " + path;
+    seg.searcher->with_graphs([reader, info, mu, what](std::size_t p) {
+      std::lock_guard<std::mutex> lock(*mu);
+      return std::make_shared<const hnsw::graph>(hnsw::read_graph(*reader, *info, p, what));
+    });
+  }
   return seg;
 }
 

@@ -1,0 +1,96 @@
+// HNSW graphs for every partition of an IVF index's storage (auxiliary.idx): each
+// partition's rows are decoded to f32 (flat: as stored; SQ: dequantized; PQ: the
+// codebook entries, i.e. the residual for l2 / cosine) and linked by the distance
+// Lance's storage measures between two rows (l2 for quantized cosine, whose vectors
+// were normalised before quantizing; 1 - x.y for dot; 1 - cos for flat cosine).
+// Partitions are built in parallel on the pool; at most `parallel` decoded partitions
+// are held at once, so memory stays bounded by the largest partitions.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "lancet/core/parallel.hpp"
+#include "lancet/index/hnsw/builder.hpp"
+#include "lancet/index/index_files.hpp"
+#include "lancet/index/quantizer/pq.hpp"
+#include "lancet/index/quantizer/sq.hpp"
+#include "lancet/simd/distance.hpp"
+#include "lancet/simd/f16.hpp"
+
+namespace lancet::index::hnsw {
+
+// A partition's rows as f32, row-major.
+inline std::vector<float> decode_rows(const quantizer_params& q, const partition_contents& pc, std::size_t dim) {
+  const std::size_t n = pc.size();
+  std::vector<float> out(n * dim);
+  if (const auto* f = std::get_if<flat_params>(&q)) {
+    const auto* b = pc.codes.data();
+    for (std::size_t i = 0; i < n * dim; ++i) switch (f->element) {
+        case element_type::f32: out[i] = reinterpret_cast<const float*>(b)[i]; break;
+        case element_type::f64: out[i] = float(reinterpret_cast<const double*>(b)[i]); break;
+        case element_type::f16: out[i] = reinterpret_cast<const simd::f16*>(b)[i].to_float(); break;
+        case element_type::u8: out[i] = float(b[i]); break;
+      }
+  } else if (const auto* s = std::get_if<sq_params>(&q)) {
+    sq::decode(sq::from_params(*s), pc.codes.data(), n, out.data());
+  } else if (const auto* p = std::get_if<pq_params>(&q)) {
+    const auto m = pq::from_params<float>(*p, simd::distance_type::l2);
+    const std::size_t w = m.code_bytes();
+    for (std::size_t i = 0; i < n; ++i) pq::decode(m, pc.codes.data() + i * w, out.data() + i * dim);
+  } else {
+    throw unsupported_error("HNSW over RaBitQ storage is not supported (Lance 12 has no IVF_HNSW_RQ)");
+  }
+  return out;
+}
+
+// The distance Lance's storage measures between two stored rows.
+inline simd::distance_type graph_distance(const quantizer_params& q, simd::distance_type d) {
+  if (d == simd::distance_type::cosine && !std::holds_alternative<flat_params>(q)) return simd::distance_type::l2;
+  return d;
+}
+
+inline float row_distance(simd::distance_type d, const float* a, const float* b, std::size_t dim) {
+  switch (d) {
+    case simd::distance_type::l2: return simd::l2(a, b, dim);
+    case simd::distance_type::dot: return simd::dot_distance(a, b, dim);
+    case simd::distance_type::cosine: return simd::cosine(a, b, dim);
+    case simd::distance_type::hamming: break;
+  }
+  throw unsupported_error("HNSW does not support hamming distance");
+}
+
+// One partition's graph.
+inline graph build_partition(const quantizer_params& q, simd::distance_type distance, const partition_contents& pc,
+                             std::size_t dim, const build_params& p) {
+  const auto rows = decode_rows(q, pc, dim);
+  const auto d = graph_distance(q, distance);
+  return build(pc.size(), p, [&](std::uint32_t a, std::uint32_t b) {
+    return row_distance(d, rows.data() + std::size_t(a) * dim, rows.data() + std::size_t(b) * dim, dim);
+  });
+}
+
+// Graphs of every partition of `storage` (a storage_reader), built on the pool.
+template <class Storage>
+std::vector<graph> build_partition_graphs(const Storage& storage, simd::distance_type distance, std::size_t dim,
+                                          const build_params& p, boost::asio::thread_pool* pool) {
+  const std::size_t k = storage.num_partitions();
+  std::vector<graph> out(k);
+  std::mutex mu;  // the reader is not shared between threads
+  parallel_for(pool, k, [&](std::size_t part) {
+    partition_contents pc;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      pc = storage.read_partition(part);
+    }
+    build_params pp = p;
+    pp.seed = p.seed + part;
+    out[part] = build_partition(storage.quantizer(), distance, pc, dim, pp);
+  });
+  return out;
+}
+
+}  // namespace lancet::index::hnsw

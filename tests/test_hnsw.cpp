@@ -1,0 +1,307 @@
+// HNSW sub-indexes (index/hnsw/*): graph invariants (degree bounds, levels, no self
+// or dangling edges), recall of the graph search against brute force for every metric,
+// index.idx round trip, and IVF_HNSW_FLAT / SQ / PQ built from a dataset, read back
+// and searched (f16 / f32 / f64 columns; prefilter; ef below k refused; optimize
+// refused with a clear error).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/write.hpp>
+#include <lancet/index/hnsw/builder.hpp>
+#include <lancet/index/hnsw/index_file.hpp>
+#include <lancet/index/hnsw/partition_graphs.hpp>
+#include <lancet/index/hnsw/search.hpp>
+#include <lancet/index/ivf_builder.hpp>
+#include <lancet/index/optimize.hpp>
+#include <lancet/index/vector_index.hpp>
+
+#include "support/temp_dir.hpp"
+#include "support/vector_batch.hpp"
+
+using namespace lancet;
+using index::hnsw::graph;
+
+namespace {
+
+std::vector<float> clustered(std::size_t n, std::size_t dim, std::size_t clusters, float spread, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::normal_distribution<float> g(0, spread);
+  std::vector<float> centres(clusters * dim);
+  for (auto& c : centres) c = u(rng);
+  std::vector<float> out(n * dim);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t c = rng() % clusters;
+    for (std::size_t j = 0; j < dim; ++j) out[i * dim + j] = centres[c * dim + j] + g(rng);
+  }
+  return out;
+}
+
+index::partition_contents flat_partition(const std::vector<float>& v) {
+  index::partition_contents pc;
+  pc.row_ids.resize(v.size() / 16);
+  for (std::size_t i = 0; i < pc.row_ids.size(); ++i) pc.row_ids[i] = i;
+  pc.codes.append(v.data(), v.size() * sizeof(float));
+  return pc;
+}
+
+void check_invariants(const graph& g) {
+  REQUIRE(g.size() > 0);
+  const auto& p = g.params;
+  std::size_t top = 0;
+  for (std::size_t n = 0; n < g.size(); ++n) {
+    const auto& lv = g.levels[n];
+    REQUIRE(!lv.empty());
+    REQUIRE(lv.size() <= p.max_level);
+    top = std::max(top, lv.size());
+    for (std::size_t l = 0; l < lv.size(); ++l) {
+      CHECK(lv[l].size() <= p.max_neighbors(l));
+      for (std::size_t i = 0; i < lv[l].size(); ++i) {
+        const auto& e = lv[l][i];
+        REQUIRE(e.id < g.size());
+        CHECK(e.id != n);
+        CHECK(g.levels[e.id].size() > l);  // a neighbour lives on that level
+      }
+    }
+    if (g.size() > 1) CHECK(!lv[0].empty());
+  }
+  CHECK(g.levels[g.entry_point].size() == top);
+  const auto off = g.level_offsets();
+  CHECK(off.size() == std::size_t(p.max_level) + 1);
+  CHECK(off[1] == g.size());
+  for (std::size_t l = 1; l + 1 < off.size(); ++l) CHECK(off[l + 1] - off[l] <= off[l] - off[l - 1]);
+}
+
+double graph_recall(simd::distance_type metric, std::size_t ef) {
+  const std::size_t n = 3000, dim = 16, k = 10;
+  const auto v = clustered(n, dim, 8, 0.3f, 7);
+  const auto pc = flat_partition(v);
+  index::hnsw::build_params p;
+  p.ef_construction = 100;
+  const auto g = index::hnsw::build_partition(index::flat::to_params<float>(dim), metric, pc, dim, p);
+  check_invariants(g);
+  const auto queries = clustered(50, dim, 8, 0.3f, 99);
+  index::hnsw::visited_set visited;
+  std::size_t hit = 0;
+  for (std::size_t qi = 0; qi < 50; ++qi) {
+    const float* q = queries.data() + qi * dim;
+    const auto dist = [&](std::uint32_t i) { return index::hnsw::row_distance(metric, q, v.data() + i * dim, dim); };
+    const auto found = index::hnsw::search(g, ef, dist, [](std::uint32_t) { return true; }, visited);
+    const auto truth = index::brute_force(metric, q, v.data(), n, dim, k);
+    std::set<std::uint64_t> want;
+    for (const auto& t : truth) want.insert(t.row_id);
+    for (std::size_t i = 0; i < std::min(k, found.size()); ++i) hit += want.count(found[i].id);
+  }
+  return double(hit) / double(50 * k);
+}
+
+template <class T>
+std::vector<T> cast(const std::vector<float>& v) {
+  std::vector<T> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = T(v[i]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("hnsw: graph invariants and recall of the graph search, every metric") {
+  for (auto m : {simd::distance_type::l2, simd::distance_type::cosine, simd::distance_type::dot}) {
+    const std::string metric(simd::distance_name(m));
+    CAPTURE(metric);
+    const double r = graph_recall(m, 100);
+    CHECK(r >= (m == simd::distance_type::dot ? 0.80 : 0.95));
+  }
+}
+
+TEST_CASE("hnsw: the level draw follows Lance's (about 1/m of the nodes above level 0)") {
+  std::mt19937_64 rng(1);
+  index::hnsw::build_params p;
+  std::size_t above = 0, capped = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const auto l = index::hnsw::draw_level(rng, p);
+    above += l > 0;
+    capped += l > std::size_t(p.max_level - 1);
+  }
+  CHECK(above > 4500);
+  CHECK(above < 5500);
+  CHECK(capped == 0);
+}
+
+TEST_CASE("hnsw: index.idx round trip (rows level by level, partitions back to back)") {
+  testing::scratch_dir dir("hnsw");
+  const std::size_t dim = 16;
+  std::vector<graph> graphs;
+  index::hnsw::build_params p;
+  p.m = 6;
+  p.ef_construction = 40;
+  for (std::size_t part = 0; part < 3; ++part) {
+    const std::size_t n = part == 1 ? 0 : 500 + part * 100;
+    const auto v = clustered(n, dim, 4, 0.2f, unsigned(part + 1));
+    graphs.push_back(index::hnsw::build_partition(index::flat::to_params<float>(dim), simd::distance_type::l2,
+                                                  flat_partition(v), dim, p));
+  }
+  const auto cent = index::matrix::of(std::vector<float>(3 * dim, 0.5f), 3, dim);
+  const auto model = index::ivf_model::with_centroids(cent, 12.5);
+  const std::string path = dir.sub("index.idx");
+  index::hnsw::write_index_file<file::v2_0>(io::file_sink(path), model, "IVF_HNSW_FLAT", simd::distance_type::l2,
+                                            graphs);
+  const auto info = index::read_index_file(path);
+  CHECK(info.index_type == "IVF_HNSW_FLAT");
+  CHECK(info.sub_index_key == "lance:hnsw");
+  REQUIRE(info.sub_index_metadata.size() == 3);
+  CHECK(info.sub_index_metadata[1].empty());
+  CHECK(info.sub_index_metadata[0].find("\"level_offsets\":[0,500,") != std::string::npos);
+  CHECK(info.ivf.offsets[0] == 0);
+  CHECK(info.ivf.lengths[0] == graphs[0].num_rows());
+  CHECK(info.ivf.lengths[1] == 0);
+  CHECK(info.ivf.offsets[2] == graphs[0].num_rows());
+  file::file_reader<io::file_source> r{io::file_source(path)};
+  for (std::size_t part = 0; part < 3; ++part) {
+    const auto g = index::hnsw::read_graph(r, info, part);
+    REQUIRE(g.size() == graphs[part].size());
+    if (g.size() == 0) continue;
+    CHECK(g.entry_point == graphs[part].entry_point);
+    CHECK(g.params.m == 6);
+    CHECK(g.params.ef_construction == 40);
+    for (std::size_t n = 0; n < g.size(); ++n) {
+      REQUIRE(g.levels[n].size() == graphs[part].levels[n].size());
+      for (std::size_t l = 0; l < g.levels[n].size(); ++l) {
+        REQUIRE(g.levels[n][l].size() == graphs[part].levels[n][l].size());
+        for (std::size_t i = 0; i < g.levels[n][l].size(); ++i) {
+          CHECK(g.levels[n][l][i].id == graphs[part].levels[n][l][i].id);
+          CHECK(g.levels[n][l][i].distance == graphs[part].levels[n][l][i].distance);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("hnsw: IVF_HNSW_FLAT / SQ / PQ built from a dataset, listed, searched with recall") {
+  const std::size_t n = 6000, dim = 32, k = 10;
+  const auto v = clustered(n, dim, 16, 0.25f, 3);
+  const auto queries = clustered(40, dim, 16, 0.25f, 77);
+  struct one {
+    index::ivf_index_type type;
+    const char* name;
+    simd::distance_type metric;
+    double min_recall;
+  };
+  for (const auto& c : {one{index::ivf_index_type::ivf_hnsw_flat, "IVF_HNSW_FLAT", simd::distance_type::l2, 0.95},
+                        one{index::ivf_index_type::ivf_hnsw_flat, "IVF_HNSW_FLAT", simd::distance_type::cosine, 0.95},
+                        one{index::ivf_index_type::ivf_hnsw_sq, "IVF_HNSW_SQ", simd::distance_type::l2, 0.85},
+                        one{index::ivf_index_type::ivf_hnsw_sq, "IVF_HNSW_SQ", simd::distance_type::dot, 0.5},  // IVF probing limits dot
+                        one{index::ivf_index_type::ivf_hnsw_pq, "IVF_HNSW_PQ", simd::distance_type::l2, 0.5},
+                        one{index::ivf_index_type::ivf_hnsw_pq, "IVF_HNSW_PQ", simd::distance_type::cosine, 0.5}}) {
+    const std::string label = std::string(c.name) + " " + std::string(simd::distance_name(c.metric));
+    CAPTURE(label);
+    testing::scratch_dir dir("hnsw-ds");
+    const std::string root = dir.sub("ds");
+    dataset::write(root, testing::id_vector_batch(v, dim, 0));
+    boost::asio::thread_pool pool(2);
+    index::build_options o;
+    o.column = "vector";
+    o.type = c.type;
+    o.metric = c.metric;
+    o.num_partitions = 8;
+    if (c.type == index::ivf_index_type::ivf_hnsw_pq) o.num_sub_vectors = 8;
+    o.m = 12;
+    o.ef_construction = 80;
+    o.pool = &pool;
+    const auto r = index::build_ivf_index(root, o);
+    CHECK(r.rows_indexed == n);
+    const auto s = dataset::load_latest(root);
+    const auto ix = index::open_vector_index(*s, "vector");
+    CHECK(ix.info.index_type == c.name);
+    CHECK(ix.index_file.index_type == c.name);
+    CHECK(ix.index_file.sub_index_key == "lance:hnsw");
+    const auto details = pb::unpack_any<pb::index::vector_index_details>(*r.index.index_details);
+    REQUIRE(details.hnsw);
+    CHECK(details.hnsw->max_connections == 12);
+    CHECK(details.hnsw->construction_ef == 80);
+    CHECK(details.hnsw->max_level == 7);
+    index::search_params sp;
+    sp.k = k;
+    sp.nprobes = 4;
+    sp.ef = 100;
+    std::size_t hit = 0;
+    for (std::size_t qi = 0; qi < 40; ++qi) {
+      const float* q = queries.data() + qi * dim;
+      const auto got = ix.searcher->search(q, dim, sp);
+      CHECK(got.size() == k);
+      const auto truth = index::brute_force(c.metric, q, v.data(), n, dim, k);
+      std::set<std::uint64_t> want;
+      for (const auto& t : truth) want.insert(t.row_id);
+      for (const auto& g : got) hit += want.count(g.row_id);
+    }
+    const double recall = double(hit) / double(40 * k);
+    CAPTURE(recall);
+    CHECK(recall >= c.min_recall);
+    // A prefilter: only even rows (the graph walk), then 5% of rows (a scan).
+    const auto even = index::row_filter::where([](std::uint64_t id) { return id % 2 == 0; });
+    sp.filter = &even;
+    for (const auto& g : ix.searcher->search(queries.data(), dim, sp)) CHECK(g.row_id % 2 == 0);
+    const auto few = index::row_filter::where([](std::uint64_t id) { return id % 20 == 0; });
+    sp.filter = &few;
+    const auto got = ix.searcher->search(queries.data(), dim, sp);
+    CHECK(!got.empty());
+    for (const auto& g : got) CHECK(g.row_id % 20 == 0);
+    sp.filter = nullptr;
+    sp.ef = 5;
+    CHECK_THROWS_AS(ix.searcher->search(queries.data(), dim, sp), invalid_input_error);
+    if (c.type == index::ivf_index_type::ivf_hnsw_sq) {
+      index::optimize_options oo;
+      oo.name = "vector_idx";
+      CHECK_THROWS_WITH_AS(index::optimize_indices(root, oo), doctest::Contains("IVF_HNSW_SQ"), unsupported_error);
+    }
+  }
+}
+
+TEST_CASE("hnsw: f16 and f64 columns") {
+  const std::size_t n = 3000, dim = 16;
+  const auto v = clustered(n, dim, 8, 0.25f, 5);
+  for (int which = 0; which < 2; ++which) {
+    testing::scratch_dir dir("hnsw-ty");
+    const std::string root = dir.sub("ds");
+    arrow::field vf("vector", arrow::fixed_size_list(which == 0 ? arrow::float16() : arrow::float64(), std::int32_t(dim)), true);
+    std::vector<std::int64_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = std::int64_t(i);
+    arrow::record_batch b;
+    b.schema = std::make_shared<arrow::schema>(arrow::schema{{arrow::field("id", arrow::int64(), false), vf}, {}});
+    b.columns.push_back(index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n));
+    if (which == 0) {
+      const auto h = cast<simd::f16>(v);
+      b.columns.push_back(index::detail::fsl_array(vf, index::detail::copy_span(std::span<const simd::f16>(h)), n));
+    } else {
+      const auto d = cast<double>(v);
+      b.columns.push_back(index::detail::fsl_array(vf, index::detail::copy_span(std::span<const double>(d)), n));
+    }
+    dataset::write(root, b);
+    for (auto t : {index::ivf_index_type::ivf_hnsw_flat, index::ivf_index_type::ivf_hnsw_sq}) {
+      index::build_options o;
+      o.column = "vector";
+      o.type = t;
+      o.num_partitions = 4;
+      o.replace = true;
+      index::build_ivf_index(root, o);
+      const auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+      index::search_params sp;
+      sp.k = 5;
+      sp.nprobes = 4;
+      sp.ef = 50;
+      std::size_t hit = 0;
+      for (std::size_t qi = 0; qi < 20; ++qi) {
+        const auto got = ix.searcher->search(v.data() + qi * 100 * dim, dim, sp);
+        REQUIRE(!got.empty());
+        hit += got[0].row_id == qi * 100;
+      }
+      CHECK(hit >= 18);
+    }
+  }
+}
