@@ -1,5 +1,6 @@
-// Interop for map columns (2.2) and dictionary fields (2.0 - 2.2), LanceDB 0.39 (Lance
-// 12) as the oracle (tests/interop/types_roundtrip.mjs): we read what LanceDB wrote,
+// Interop for map columns (2.2), dictionary fields, blob v2 writes, random tables of
+// every type and large_list (2.0 - 2.2), LanceDB 0.39 (Lance 12) as the oracle
+// (tests/interop/types_roundtrip.mjs, large_list.mjs): we read what LanceDB wrote,
 // LanceDB reads what we wrote, values and types.
 #include <doctest/doctest.h>
 
@@ -283,6 +284,121 @@ TEST_CASE("interop random tables with maps and dictionaries, both directions") {
       const auto back = lancedb_read(ours);
       CHECK(back.schema == view.schema);
       check_rows(back.rows, view.rows);
+    }
+  }
+}
+
+// ---- large_list -----------------------------------------------------------------------
+
+// Arrow JS can neither build nor decode large_list, so LanceDB's Rust side does the work
+// (tests/interop/large_list.mjs): LanceDB writes datasets from Arrow IPC files holding
+// large_list columns (a fixed table of nulls, empty lists, large_list<struct<...,
+// large_list<utf8>>>, large_list<large_list>, large_list<fixed_size_list>, a struct of a
+// large_list, a list of large_lists; then random tables); we read each and compare types
+// and values with what was sent. We write the same batch; LanceDB reads both datasets with
+// arrow_typeof (which must say LargeList, the same for both) and arrow_cast to List, and
+// its values must be the ones sent. Random tables per version: LANCET_LARGE_LIST_CASES
+// (default 4).
+namespace {
+
+struct sent_dataset {
+  std::string dir;
+  std::vector<std::pair<std::string, std::string>> types;  // column, arrow::to_string
+  std::vector<std::string> rows;
+};
+
+std::vector<sent_dataset> parse_sent(const std::string& text) {
+  std::istringstream lines(text);
+  std::vector<sent_dataset> out;
+  for (std::string l; std::getline(lines, l);) {
+    if (l.starts_with("dataset ")) {
+      out.push_back({l.substr(8), {}, {}});
+    } else if (l.starts_with("type ") && !out.empty()) {
+      const auto sp = l.find(' ', 5);
+      REQUIRE(sp != std::string::npos);
+      out.back().types.emplace_back(l.substr(5, sp - 5), l.substr(sp + 1));
+    } else if (l.starts_with("row ") && !out.empty()) {
+      out.back().rows.push_back(l.substr(4));
+    } else {
+      FAIL("unexpected line from large_list.mjs: " << l);
+    }
+  }
+  return out;
+}
+
+lancedb_view lancedb_read_large(const std::filesystem::path& dataset, const std::string& columns) {
+  std::istringstream lines(t::node("large_list.mjs", {"read", dataset.string(), "--columns", columns}));
+  lancedb_view v;
+  std::getline(lines, v.schema);
+  for (std::string l; std::getline(lines, l);) v.rows.push_back(l);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("interop large_list: LanceDB writes it from Arrow IPC and reads ours, values and types") {
+  int cases = 4;
+  if (const char* e = std::getenv("LANCET_LARGE_LIST_CASES")) cases = std::max(0, std::atoi(e));
+  for (const std::string version : {"2.0", "2.1", "2.2"}) {
+    CAPTURE(version);
+    t::temp_dir dir("interop-large-list");
+    const auto sent = parse_sent(t::node("large_list.mjs", {"write", (dir.path() / "theirs").string(), "--version", version,
+                                                            "--cases", std::to_string(cases), "--seed",
+                                                            std::to_string(11 + version.back())}));
+    REQUIRE(sent.size() == std::size_t(cases) + 1);
+    int n = 0;
+    for (const auto& s : sent) {
+      CAPTURE(s.dir);
+      const auto files = t::data_files(s.dir);
+      REQUIRE(files.size() == 1);
+      lance_reader r{io::file_source(files[0].string())};
+      CHECK(r.version() == version_of(version));
+      const auto batch = r.read();
+      // Our reader gives the types and values sent.
+      REQUIRE(batch.schema->fields.size() == s.types.size());
+      std::string columns;
+      for (std::size_t c = 0; c < s.types.size(); ++c) {
+        CAPTURE(c);
+        CHECK(batch.schema->fields[c].name == s.types[c].first);
+        CHECK(arrow::to_string(*batch.columns[c]->type) == s.types[c].second);
+        CHECK_NOTHROW(arrow::validate(batch.columns[c]));
+        columns += (c ? "," : "") + s.types[c].first;
+      }
+      check_rows(our_rows(batch), s.rows);
+      // LanceDB's reading of its own dataset: LargeList types, the values sent.
+      const auto view = lancedb_read_large(s.dir, columns);
+      CHECK(view.schema.find("LargeList(") != std::string::npos);
+      check_rows(view.rows, s.rows);
+      // Our dataset of the batch: LanceDB reads the same types and values.
+      const auto ours = dir.path() / ("ours-" + std::to_string(n++));
+      dataset::write_options o;
+      o.storage_version = version_of(version);
+      dataset::write(ours.string(), batch, o);
+      const auto back = lancedb_read_large(ours, columns);
+      CHECK(back.schema == view.schema);
+      check_rows(back.rows, s.rows);
+      // The Lance schema (large_list logical types, in the manifest and the data file)
+      // and page layouts are Lance's.
+      const auto their_manifest = dataset::dataset::open(s.dir).lance_schema();
+      CHECK(dataset::dataset::open(ours.string()).lance_schema() == their_manifest);
+      REQUIRE(their_manifest.fields.size() == s.types.size());
+      for (std::size_t c = 0; c < s.types.size(); ++c)
+        if (s.types[c].second.starts_with("large_list<")) CHECK(their_manifest.fields[c].logical_type.starts_with("large_list"));
+      const auto our_files = t::data_files(ours);
+      REQUIRE(our_files.size() == 1);
+      lance_reader mine{io::file_source(our_files[0].string())};
+      CHECK(mine.schema() == r.schema());
+      REQUIRE(mine.num_columns() == r.num_columns());
+      for (std::size_t c = 0; c < r.num_columns(); ++c) {
+        CAPTURE(c);
+        const auto& a = r.column(c).metadata.pages;
+        const auto& b = mine.column(c).metadata.pages;
+        REQUIRE(a.size() == b.size());
+        for (std::size_t p = 0; p < a.size(); ++p) {
+          CHECK(a[p].encoding->direct_any().value == b[p].encoding->direct_any().value);
+          CHECK(a[p].buffer_sizes == b[p].buffer_sizes);
+        }
+      }
     }
   }
 }

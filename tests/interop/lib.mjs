@@ -312,9 +312,10 @@ export async function openDataset(dir) {
 }
 
 // Creates the dataset at `outDir` (which must not exist, or is replaced) from an arrow
-// Table, with the given data storage version ("2.0", "2.1", "2.2", "stable", ...).
-// The table is written into a temporary database and moved into place, so `outDir`
-// needs no `.lance` suffix. Lance stores relative paths, so the move is safe.
+// Table (or the bytes of an Arrow IPC file), with the given data storage version ("2.0",
+// "2.1", "2.2", "stable", ...). The table is written into a temporary database and moved
+// into place, so `outDir` needs no `.lance` suffix. Lance stores relative paths, so the
+// move is safe.
 export async function createDataset(outDir, table, version, extraStorageOptions = {}) {
   const abs = path.resolve(outDir);
   fs.mkdirSync(path.dirname(abs), { recursive: true });
@@ -325,7 +326,7 @@ export async function createDataset(outDir, table, version, extraStorageOptions 
     // LanceDB's JS `sanitize` step refuses types it does not know (large_utf8,
     // large_binary), although Lance itself takes them; the connection's native
     // createTable takes the same Arrow IPC file bytes without that step.
-    const ipc = Buffer.from(arrow.tableToIPC(table, "file"));
+    const ipc = Buffer.isBuffer(table) ? table : Buffer.from(arrow.tableToIPC(table, "file"));
     const native = await db.inner.createTable("t", ipc, "create", [], storageOptions);
     const t = await db.openTable("t");
     const rows = await t.countRows();
