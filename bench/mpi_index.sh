@@ -7,7 +7,8 @@
 #
 #   bench/mpi_index.sh LANCET_MPI LANCET [SOURCE_ROOT]
 # Environment (defaults = the issue's size):
-#   ROWS=1000000 DIM=128 FILES=16 NQ=200 NPS="1 2 4" PARTITIONS=256 SUB_VECTORS=16 BITS=8
+#   ROWS=1000000 DIM=128 FILES=16 NQ=200 NPS="1 2 4" (NPS="": the single build only)
+#   PARTITIONS=256 SUB_VECTORS=16 BITS=8
 #   WRITE_NP=2 (ranks of `lancet-mpi write`)  FRAGMENT_ROWS=ROWS/16 (--max-rows-per-file: 16
 #   fragments, so that 4 ranks get 4 each)  KEEP=DIR (keep the work directory there)
 # The data: clustered float32 (256 Gaussian clusters, sigma 0.3, in [-1,1]^DIM), the
@@ -15,7 +16,7 @@
 # JSON Lines files written by `lancet-mpi write`. Every rank and the single build run with --threads 1.
 set -uo pipefail
 mpi_bin=$(realpath "$1"); lancet=$(realpath "$2"); root=$(realpath "${3:-$(dirname "$0")/..}")
-rows=${ROWS:-1000000}; dim=${DIM:-128}; files=${FILES:-16}; nq=${NQ:-200}; nps=${NPS:-"1 2 4"}
+rows=${ROWS:-1000000}; dim=${DIM:-128}; files=${FILES:-16}; nq=${NQ:-200}; nps=${NPS-"1 2 4"}
 parts=${PARTITIONS:-256}; subv=${SUB_VECTORS:-16}; bits=${BITS:-8}; write_np=${WRITE_NP:-2}
 frag_rows=${FRAGMENT_ROWS:-$(((rows + 15) / 16))}
 if [[ -n "${KEEP:-}" ]]; then tmp=$KEEP; mkdir -p "$tmp"; else tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; fi
