@@ -466,6 +466,24 @@ class ivf_searcher {
     return graph_cache_[p];
   }
 
+  // The query for f16 storage. Lance casts the query to the column's type before the
+  // index normalises it (cosine, in f32, the result in f16 again) and its f16 kernels
+  // take two f16 vectors: the same roundings here, so near-ties order as there.
+  std::vector<double> f16_query(const prepared_query& q) const {
+    std::vector<double> q16(dim_);
+    float norm2 = 0.0f;
+    for (std::size_t i = 0; i < dim_; ++i) {
+      const float h = simd::f16(static_cast<float>(q.raw[i])).to_float();
+      q16[i] = h;
+      norm2 += h * h;
+    }
+    if (distance_ == distance_type::cosine && norm2 > 0.0f) {
+      const float norm = std::sqrt(norm2);
+      for (auto& x : q16) x = simd::f16(static_cast<float>(x) / norm).to_float();
+    }
+    return q16;
+  }
+
   // Distance of the query to row i of a partition, as the full scan computes it.
   template <class F>
   void with_row_distance(const prepared_query& q, const query_state_t& s, std::uint32_t p,
@@ -487,18 +505,7 @@ class ivf_searcher {
             return d;
           });
         case element_type::f16: {
-          // The query rounded as distances() rounds it for f16 storage.
-          std::vector<double> q16(dim_);
-          float norm2 = 0.0f;
-          for (std::size_t i = 0; i < dim_; ++i) {
-            const float h = simd::f16(static_cast<float>(q.raw[i])).to_float();
-            q16[i] = h;
-            norm2 += h * h;
-          }
-          if (distance_ == distance_type::cosine && norm2 > 0.0f) {
-            const float norm = std::sqrt(norm2);
-            for (auto& x : q16) x = simd::f16(static_cast<float>(x) / norm).to_float();
-          }
+          const auto q16 = f16_query(q);  // as distances() rounds it for f16 storage
           return f([&, v](std::uint32_t i) {
             float d = 0;
             flat::distances(distance_, q16.data(), reinterpret_cast<const simd::f16*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
@@ -639,20 +646,7 @@ class ivf_searcher {
         flat::distances(distance_, q.used.data(), reinterpret_cast<const double*>(v), n, dim_, out);
         break;
       case element_type::f16: {
-        // Lance casts the query to the column's type before the index normalises it
-        // (cosine, in f32, the result in f16 again) and its f16 kernels take two f16
-        // vectors: the same roundings here, so near-ties order as there.
-        std::vector<double> q16(dim_);
-        float norm2 = 0.0f;
-        for (std::size_t i = 0; i < dim_; ++i) {
-          const float h = simd::f16(static_cast<float>(q.raw[i])).to_float();
-          q16[i] = h;
-          norm2 += h * h;
-        }
-        if (distance_ == distance_type::cosine && norm2 > 0.0f) {
-          const float norm = std::sqrt(norm2);
-          for (auto& x : q16) x = simd::f16(static_cast<float>(x) / norm).to_float();
-        }
+        const auto q16 = f16_query(q);
         flat::distances(distance_, q16.data(), reinterpret_cast<const simd::f16*>(v), n, dim_, out);
         break;
       }
