@@ -12,6 +12,7 @@
 #include <lancet/arrow/builder.hpp>
 #include <lancet/arrow/compare.hpp>
 #include <lancet/dataset/cleanup.hpp>
+#include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/encoding/v2_1/blob.hpp>
 #include <lancet/encoding/v2_1/blob_files.hpp>
@@ -441,4 +442,36 @@ TEST_CASE("blob v2 files of a dataset (2.2): written next to their data file, go
   const std::vector<arrow::record_batch> batches{blob_v2_rows({5u << 20, 100 * 1024}, false), blob_v2_rows({5u << 20, std::nullopt}, false)};
   CHECK_THROWS_WITH_AS(dataset::write(failed, batches, o), doctest::Contains("'blob'"), invalid_input_error);
   CHECK((!fs::exists(fs::path(failed) / "data") || files_under(fs::path(failed) / "data").empty()));
+}
+
+TEST_CASE("blob v2 (2.2): compaction rewrites the values into the new data file's own blob files") {
+  testing::temp_dir dir("blob-v2-compact");
+  const auto root = (dir.path() / "ds").string();
+  dataset::write_options o;
+  o.storage_version = file::format_version::v2_2;
+  const std::vector<std::optional<std::size_t>> sizes{10, 100 * 1024, 5u << 20, std::nullopt, 0};
+  for (int f = 0; f < 3; ++f) {
+    o.mode = f ? dataset::write_mode::append : dataset::write_mode::create;
+    dataset::write(root, blob_v2_rows(sizes), o);
+  }
+  const auto before = files_under(fs::path(root) / "data");
+  const auto r = dataset::compact_files(root);
+  CHECK(r.metrics.fragments_removed == 3);
+  CHECK(r.metrics.fragments_added == 1);
+  dataset::cleanup_options co;
+  co.keep_versions = 1;
+  dataset::cleanup_old_versions(root, co);
+  // Only the new data file, its directory, its pack file and its 3 dedicated files.
+  const auto after = files_under(fs::path(root) / "data");
+  REQUIRE(after.size() == 6);
+  for (const auto& f : before) CHECK(std::find(after.begin(), after.end(), f) == after.end());
+  const auto b = dataset::dataset::open(root).to_batch();
+  REQUIRE(b.num_rows() == 15);
+  const auto& data = *b.columns.at(1)->children.at(0);
+  for (std::int64_t row = 0; row < 15; ++row) {
+    CAPTURE(row);
+    const auto& s = sizes[std::size_t(row % 5)];
+    CHECK(b.columns.at(1)->is_valid(row) == s.has_value());
+    if (s) CHECK(data.string_value(row) == std::string(*s, char('a' + row % 5)));
+  }
 }
