@@ -30,19 +30,7 @@ using index::hnsw::graph;
 
 namespace {
 
-std::vector<float> clustered(std::size_t n, std::size_t dim, std::size_t clusters, float spread, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::normal_distribution<float> g(0, spread);
-  std::vector<float> centres(clusters * dim);
-  for (auto& c : centres) c = u(rng);
-  std::vector<float> out(n * dim);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t c = rng() % clusters;
-    for (std::size_t j = 0; j < dim; ++j) out[i * dim + j] = centres[c * dim + j] + g(rng);
-  }
-  return out;
-}
+using lancet::testing::clustered;
 
 index::partition_contents flat_partition(const std::vector<float>& v) {
   index::partition_contents pc;

@@ -40,6 +40,7 @@
 #include <lancet/index/registry.hpp>
 
 #include "support/interop.hpp"
+#include "support/vector_batch.hpp"
 
 using namespace lancet;
 namespace fs = std::filesystem;
@@ -48,19 +49,7 @@ using njson = nlohmann::json;
 
 namespace {
 
-std::vector<float> clustered(std::size_t n, std::size_t dim, std::size_t clusters, float spread, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::normal_distribution<float> g(0, spread);
-  std::vector<float> centres(clusters * dim);
-  for (auto& c : centres) c = u(rng);
-  std::vector<float> out(n * dim);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t c = rng() % clusters;
-    for (std::size_t j = 0; j < dim; ++j) out[i * dim + j] = centres[c * dim + j] + g(rng);
-  }
-  return out;
-}
+using lancet::testing::clustered;
 
 void write_f32(const fs::path& p, const std::vector<float>& v) {
   std::ofstream out(p, std::ios::binary);

@@ -37,6 +37,7 @@
 #include <lancet/index/ivf_builder.hpp>
 
 #include "support/interop.hpp"
+#include "support/vector_batch.hpp"
 #include "support/peak_memory.hpp"
 
 using namespace lancet;
@@ -46,19 +47,7 @@ using njson = nlohmann::json;
 
 namespace {
 
-std::vector<float> clustered(std::size_t n, std::size_t dim, std::size_t clusters, float spread, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::normal_distribution<float> g(0, spread);
-  std::vector<float> centres(clusters * dim);
-  for (auto& c : centres) c = u(rng);
-  std::vector<float> out(n * dim);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t c = rng() % clusters;
-    for (std::size_t j = 0; j < dim; ++j) out[i * dim + j] = centres[c * dim + j] + g(rng);
-  }
-  return out;
-}
+using lancet::testing::clustered;
 
 template <class T>
 arrow::record_batch vector_batch(const std::vector<T>& values, std::size_t dim, arrow::type_ptr item,

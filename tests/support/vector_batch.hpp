@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <span>
 #include <vector>
 
@@ -15,6 +16,23 @@
 #include <lancet/index/index_files.hpp>
 
 namespace lancet::testing {
+
+// n row-major vectors of `dim` floats around `clusters` centres drawn in [-1, 1)^dim,
+// with Gaussian spread: the clustered data the index tests build on.
+inline std::vector<float> clustered(std::size_t n, std::size_t dim, std::size_t clusters, float spread, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::normal_distribution<float> g(0, spread);
+  std::vector<float> centres(clusters * dim);
+  for (auto& c : centres) c = u(rng);
+  std::vector<float> out(n * dim);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t c = rng() % clusters;
+    for (std::size_t j = 0; j < dim; ++j) out[i * dim + j] = centres[c * dim + j] + g(rng);
+  }
+  return out;
+}
+
 
 inline arrow::record_batch id_vector_batch(const std::vector<float>& values, std::size_t dim, std::int64_t first_id) {
   const std::size_t n = values.size() / dim;
