@@ -331,6 +331,112 @@ TEST_CASE("lut_scan_filtered: the same top-k and exact distances as the full sca
   if (pq::detail::has_filtered_lut_scan) CHECK(emitted_total * 4 < rows_total);  // it does filter
 }
 
+// The SQ estimator's integer sums (SIMD where AVX-512 BW exists) against the scalar
+// formula: dimensions around the 32-value step, the extreme codes, l2 and Lance's dot.
+TEST_CASE("SQ: integer l2 / dot distances equal the scalar formula for any dimension") {
+  std::mt19937 rng(11);
+  for (std::size_t d : {1u, 7u, 31u, 32u, 33u, 64u, 100u, 128u, 300u, 1030u}) {
+    sq::model m;
+    m.dimension = d;
+    m.lower = -1.5;
+    m.upper = 2.0;
+    std::vector<float> q(d);
+    std::uniform_real_distribution<float> u(-2.0f, 2.5f);  // some outside the bounds
+    for (auto& x : q) x = u(rng);
+    const std::size_t n = 50;
+    std::vector<std::uint8_t> codes(n * d);
+    for (auto& c : codes) c = std::uint8_t(rng());
+    for (std::size_t t = 0; t < d; ++t) {  // rows of extremes
+      codes[t] = 0;
+      codes[d + t] = 255;
+    }
+    for (auto t : {distance_type::l2, distance_type::cosine, distance_type::dot}) {
+      CAPTURE(d);
+      CAPTURE(simd::distance_name(t));
+      const auto de = t == distance_type::dot ? sq::dot_estimate::lance : sq::dot_estimate::dequantized;
+      const sq::distance_estimator est(m, q.data(), t, de);
+      const auto& qc = est.query_code();
+      const float range = static_cast<float>(m.upper - m.lower), range_sq = range * range;
+      std::vector<float> scanned(n);
+      est.scan(codes.data(), n, scanned.data());
+      for (std::size_t r = 0; r < n; ++r) {
+        std::uint32_t v = 0;
+        for (std::size_t i = 0; i < d; ++i) {
+          const std::int32_t c = codes[r * d + i], qq = qc[i];
+          v += t == distance_type::dot ? std::uint32_t(c) * std::uint32_t(qq) : std::uint32_t((c - qq) * (c - qq));
+        }
+        const float want = (t == distance_type::dot ? 1.0f - static_cast<float>(v) : static_cast<float>(v)) * range_sq / 65025.0f;
+        CHECK(est.distance(codes.data() + r * d) == want);
+        CHECK(scanned[r] == want);
+      }
+    }
+  }
+}
+
+// scan_filtered emits every row whose distance may enter the top-k, with the distance
+// scan() computes: a top-k over the emitted rows equals one over scan()'s output,
+// whatever the factors' signs, ties, k or the row count. Non-finite factors are
+// emitted (their exact distance decides). Without AVX-512 VBMI every row is emitted.
+TEST_CASE("RaBitQ scan_filtered: the same top-k and distances as scan (l2, dot, cosine; ties; signs)") {
+  std::mt19937 rng(5);
+  std::size_t emitted_total = 0, rows_total = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const std::size_t d = 8 * (1 + std::size_t(trial) % 32), n = std::size_t(rng() % 2500);
+    const distance_type t = trial % 3 == 0 ? distance_type::l2 : trial % 3 == 1 ? distance_type::dot : distance_type::cosine;
+    const auto m = rabitq::make(d);
+    const auto q = gaussian(1, d, 100 + std::uint64_t(trial), trial % 5 == 0 ? 100.0f : 1.0f);
+    const rabitq::query_estimator est(m, q.data(), t);
+    const std::size_t cb = m.code_bytes();
+    std::vector<std::uint8_t> codes(n * cb);
+    for (auto& c : codes) c = std::uint8_t(rng());
+    std::vector<float> add(n), scale(n);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    for (std::size_t i = 0; i < n; ++i) {
+      add[i] = 2.0f + g(rng);
+      scale[i] = trial % 4 == 0 ? -std::fabs(g(rng)) : g(rng);  // both signs, or negative only
+      if (trial % 6 == 0 && i % 3 == 0) scale[i] = 0.0f;
+    }
+    if (trial % 7 == 0)  // ties: repeated code rows and factors
+      for (std::size_t i = 1; i < n; i += 2) {
+        for (std::size_t b = 0; b < cb; ++b) codes[i * cb + b] = codes[(i - 1) * cb + b];
+        add[i] = add[i - 1];
+        scale[i] = scale[i - 1];
+      }
+    if (trial % 11 == 0 && n > 10) {
+      scale[3] = std::numeric_limits<float>::infinity();
+      add[7] = std::numeric_limits<float>::quiet_NaN();
+      add[9] = -std::numeric_limits<float>::infinity();
+    }
+    std::vector<std::uint8_t> tr(n * cb);
+    pq::transpose_codes(codes.data(), n, cb, tr.data());
+    const float qf = 0.25f * g(rng);
+    std::vector<float> full(n);
+    est.scan(tr.data(), n, add.data(), scale.data(), qf, full.data());
+    const std::size_t k = 1 + std::size_t(trial) % 40;
+    index::topk want(k), got(k);
+    std::vector<std::uint64_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = 7 + i;
+    for (std::size_t i = 0; i < n; ++i) want.push(full[i], ids[i]);
+    std::vector<std::uint8_t> qs(cb * 256);
+    std::size_t emitted = 0, inexact = 0;
+    est.scan_filtered(
+        tr.data(), n, add.data(), scale.data(), qf, qs.data(),
+        [&] { return got.full() ? got.worst().distance : std::numeric_limits<float>::infinity(); },
+        [&](std::size_t r, float dist) {
+          ++emitted;
+          inexact += !(dist == full[r] || (std::isnan(dist) && std::isnan(full[r])));
+          got.push(dist, ids[r]);
+        });
+    INFO("trial " << trial << " n " << n << " d " << d << " k " << k);
+    CHECK(inexact == 0);
+    CHECK(got.sorted() == want.sorted());
+    emitted_total += emitted;
+    rows_total += n;
+  }
+  MESSAGE("RaBitQ filtered scan: " << emitted_total << " of " << rows_total << " rows given exact distances");
+  if (pq::detail::has_filtered_lut_scan) CHECK(emitted_total * 2 < rows_total);  // it does filter
+}
+
 TEST_CASE("cosine trains l2 tables (Lance searches cosine PQ as l2 over normalised vectors)") {
   const auto rows = gaussian(600, 16, 5);
   pq::params p;

@@ -74,7 +74,7 @@ struct built {
 };
 
 built build(kind kd, distance_type dist, const std::vector<float>& rows, std::size_t d, std::size_t k,
-            std::size_t m = 8) {
+            std::size_t m = 8, std::uint32_t pq_bits = 8) {
   const std::size_t n = rows.size() / d;
   kmeans_params kp;
   kp.distance = dist;
@@ -101,6 +101,7 @@ built build(kind kd, distance_type dist, const std::vector<float>& rows, std::si
     case kind::pq: {
       pq::params p;
       p.num_sub_vectors = m;
+      p.num_bits = pq_bits;
       p.max_iters = 15;
       const auto model = pq::train_for_ivf(rows.data(), n, d, km.centroids.data(), k, dist, p);
       cb = model.code_bytes();
@@ -338,6 +339,139 @@ TEST_CASE("results are identical for any thread count; search_many equals one by
     const auto many = s.search_many(rows.data(), 20, d, sp);
     sp.pool = nullptr;
     for (std::size_t i = 0; i < 20; ++i) CHECK(many[i] == s.search(rows.data() + i * d, d, sp));
+  }
+}
+
+namespace {
+
+// The k nearest rows of every partition by the quantizers' reference scans (full
+// f32 table sums, scalar SQ formula, RaBitQ's unfiltered scan): what the searcher's
+// kernels (u8-filtered PQ / RaBitQ scans, SIMD SQ sums, threads) must reproduce
+// exactly, distances included.
+std::vector<neighbor> reference_search(kind kd, distance_type dist, const built& b, const ivf_searcher& s,
+                                       const float* query, std::size_t d, std::size_t kk) {
+  std::vector<double> raw(query, query + d), used(raw);
+  if (dist == distance_type::cosine) quantizer::normalize_row(used.data(), d);
+  const std::size_t np = b.parts.size();
+  const auto probes = s.probe(query, d, np);
+  std::vector<float> cents(np * d);
+  for (std::size_t i = 0; i < cents.size(); ++i) cents[i] = static_cast<float>(b.centroids.at(i / d, i % d));
+  topk best(kk);
+  for (const auto& [p, dist_q_c] : probes) {
+    const auto& pc = b.parts[p];
+    const std::size_t n = pc.size();
+    if (n == 0) continue;
+    std::vector<float> out(n);
+    const float* cent = cents.data() + std::size_t(p) * d;
+    switch (kd) {
+      case kind::flat:
+        flat::distances(dist, used.data(), reinterpret_cast<const float*>(pc.codes.data()), n, d, out.data());
+        break;
+      case kind::pq: {
+        const auto model = pq::from_params<float>(std::get<pq_params>(b.q), dist);
+        if (pq::uses_residual(dist)) {
+          const auto table = pq::residual_table(model, pq::query_term(model, used.data()), pq::partition_term(model, cent),
+                                                used.data(), cent);
+          table.scan_rows(pc.codes.data(), n, out.data());
+        } else {
+          pq::distance_table(model, used.data()).scan_rows(pc.codes.data(), n, out.data());
+        }
+        break;
+      }
+      case kind::sq: {
+        const auto model = sq::from_params(std::get<sq_params>(b.q));
+        const sq::distance_estimator est(model, used.data(), dist);
+        const float range = static_cast<float>(model.upper - model.lower), range_sq = range * range;
+        for (std::size_t r = 0; r < n; ++r) {
+          if (dist == distance_type::dot) {  // the dequantized estimate: unchanged scalar path
+            out[r] = est.distance(pc.codes.data() + r * d);
+            continue;
+          }
+          std::uint32_t v = 0;
+          for (std::size_t i = 0; i < d; ++i) {
+            const std::int32_t t = std::int32_t(pc.codes[r * d + i]) - std::int32_t(est.query_code()[i]);
+            v += std::uint32_t(t * t);
+          }
+          out[r] = static_cast<float>(v) * range_sq / 65025.0f;
+        }
+        break;
+      }
+      case kind::rq: {
+        const auto model = rabitq::from_params(std::get<rq_params>(b.q));
+        const rabitq::query_estimator est(model, raw.data(), dist);
+        std::vector<float> rc(d);
+        model.rotate(cent, rc.data());
+        std::vector<std::uint8_t> tr(pc.codes.size());
+        pq::transpose_codes(pc.codes.data(), n, model.code_bytes(), tr.data());
+        est.scan(tr.data(), n, pc.add_factors.data(), pc.scale_factors.data(), est.query_factor(dist_q_c, rc.data()),
+                 out.data());
+        break;
+      }
+    }
+    for (std::size_t r = 0; r < n; ++r) best.push(out[r], pc.row_ids[r]);
+  }
+  return best.sorted();
+}
+
+}  // namespace
+
+TEST_CASE("scan kernels equal the reference scans (PQ 8 / 4 bits, SQ, RQ, flat; l2, cosine, dot), 1 and 2 threads") {
+  const std::size_t d = 32, k = 5;
+  auto rows = clustered(2400, d, 8, 0.4f, 21);
+  // Ties: 300 rows repeated three times (same codes, same distances: row id decides).
+  for (std::size_t r = 0; r < 300; ++r)
+    for (int rep = 0; rep < 2; ++rep) rows.insert(rows.end(), rows.begin() + std::ptrdiff_t(r * d), rows.begin() + std::ptrdiff_t((r + 1) * d));
+  const std::size_t n = rows.size() / d;
+  const auto queries = clustered(6, d, 3, 0.5f, 22);
+  boost::asio::thread_pool pool(2);
+  struct variant {
+    kind kd;
+    std::uint32_t bits;
+    const char* name;
+  };
+  for (const variant v : {variant{kind::pq, 8, "pq8"}, variant{kind::pq, 4, "pq4"}, variant{kind::sq, 8, "sq"},
+                          variant{kind::rq, 1, "rq"}, variant{kind::flat, 0, "flat"}}) {
+    for (auto dist : {distance_type::l2, distance_type::cosine, distance_type::dot}) {
+      auto b = build(v.kd, dist, rows, d, k, 8, v.kd == kind::pq ? v.bits : 8);
+      // Two empty partitions, centroids far away (probed last).
+      std::vector<float> cents(b.centroids.rows * d + 2 * d);
+      for (std::size_t i = 0; i < b.centroids.rows * d; ++i) cents[i] = static_cast<float>(b.centroids.at(i / d, i % d));
+      for (std::size_t i = b.centroids.rows * d; i < cents.size(); ++i) cents[i] = 40.0f + float(i % 3);
+      b.centroids = matrix::of(cents, k + 2, d);
+      b.parts.resize(k + 2);
+      const auto s = searcher_of(b, dist);
+      for (std::size_t kk : {std::size_t(1), std::size_t(10), std::size_t(100), n + 7}) {
+        for (std::size_t qi = 0; qi < 6; ++qi) {
+          // Queries near the data, and rows themselves (exact duplicates tie).
+          const float* q = qi < 3 ? queries.data() + qi * d : rows.data() + (qi * 50) * d;
+          CAPTURE(v.name);
+          CAPTURE(simd::distance_name(dist));
+          CAPTURE(kk);
+          CAPTURE(qi);
+          const auto want = reference_search(v.kd, dist, b, s, q, d, kk);
+          CHECK(want.size() == std::min(kk, n));
+          search_params sp;
+          sp.k = kk;
+          sp.nprobes = k + 2;
+          const auto one = s.search(q, d, sp);
+          CHECK(one == want);
+          sp.pool = &pool;
+          CHECK(s.search(q, d, sp) == want);
+          sp.nprobes = 3;  // some partitions: 1 and 2 threads agree
+          const auto two = s.search(q, d, sp);
+          sp.pool = nullptr;
+          CHECK(two == s.search(q, d, sp));
+        }
+      }
+      // Batched on 2 threads equals one by one.
+      search_params sp;
+      sp.k = 10;
+      sp.nprobes = 4;
+      sp.pool = &pool;
+      const auto many = s.search_many(rows.data(), 12, d, sp);
+      sp.pool = nullptr;
+      for (std::size_t i = 0; i < 12; ++i) CHECK(many[i] == s.search(rows.data() + i * d, d, sp));
+    }
   }
 }
 

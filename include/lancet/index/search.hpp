@@ -34,6 +34,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -284,13 +285,35 @@ class ivf_searcher {
       // One thread: every partition into one heap (its threshold prunes from the
       // first partition on). The k nearest under `closer` are the same set whatever
       // the order rows arrive in, so the result equals the parallel one.
-      for (const auto& pr : probes) scan(q, state, pr.first, pr.second, sp.filter, all, ef);
+      for (const auto& pr : probes) scan(q, state, pr.first, pr.second, sp.filter, all, ef, nullptr);
     } else {
-      std::vector<topk> local(probes.size(), topk(kk));
+      // Partitions claimed one at a time by the pool's threads; each running task
+      // borrows a top-k from a free list (one per thread at most, so each keeps a
+      // tight bound across its partitions), and the best k-th distance any of them
+      // reached prunes every scan. A row farther than some k rows cannot be among
+      // the k nearest, so the merged result is the single-threaded one.
+      shared_bound bound;
+      std::mutex slots_mu;
+      std::vector<std::unique_ptr<topk>> slots;
+      std::vector<topk*> free_slots;
       parallel_for(sp.pool, probes.size(), [&](std::size_t i) {
-        scan(q, state, probes[i].first, probes[i].second, sp.filter, local[i], ef);
+        topk* t = nullptr;
+        {
+          std::lock_guard<std::mutex> lk(slots_mu);
+          if (free_slots.empty()) {
+            slots.push_back(std::make_unique<topk>(kk));
+            t = slots.back().get();
+          } else {
+            t = free_slots.back();
+            free_slots.pop_back();
+          }
+        }
+        scan(q, state, probes[i].first, probes[i].second, sp.filter, *t, ef, &bound);
+        if (t->full()) bound.offer(t->worst().distance);
+        std::lock_guard<std::mutex> lk(slots_mu);
+        free_slots.push_back(t);
       });
-      for (const auto& t : local) all.merge(t);
+      for (const auto& t : slots) all.merge(*t);
     }
     auto found = all.sorted();
     if (!refine) return found;
@@ -329,6 +352,25 @@ class ivf_searcher {
     std::shared_ptr<sq::distance_estimator> sq_est;
     std::shared_ptr<rabitq::query_estimator> rq_est;   // raw_query estimator
   };
+
+  // The smallest k-th distance any thread's top-k has reached for one query: rows
+  // farther than it need not be pushed anywhere.
+  struct shared_bound {
+    std::atomic<float> value{std::numeric_limits<float>::infinity()};
+    float get() const noexcept { return value.load(std::memory_order_relaxed); }
+    void offer(float d) noexcept {
+      float cur = value.load(std::memory_order_relaxed);
+      while (d < cur && !value.compare_exchange_weak(cur, d, std::memory_order_relaxed)) {
+      }
+    }
+  };
+
+  // The distance a row must not exceed to be pushed into out (+inf while nothing bounds it).
+  static float push_bound(const topk& out, const shared_bound* bound) noexcept {
+    float b = out.full() ? out.worst().distance : std::numeric_limits<float>::infinity();
+    if (bound) b = std::min(b, bound->get());
+    return b;
+  }
 
   static partition_loader owned_loader(std::vector<partition_contents> parts, std::size_t expected) {
     if (parts.size() != expected)
@@ -577,7 +619,7 @@ class ivf_searcher {
   }
 
   void scan(const prepared_query& q, const query_state_t& s, std::uint32_t p, float dist_q_c,
-            const row_filter* filter, topk& out, std::size_t ef) const {
+            const row_filter* filter, topk& out, std::size_t ef, const shared_bound* bound) const {
     const auto part = partition(p);
     const auto& pc = *part->data;
     const std::size_t n = pc.size();
@@ -588,7 +630,11 @@ class ivf_searcher {
     }
     if constexpr (pq::detail::has_filtered_lut_scan) {
       if (std::holds_alternative<pq_params>(quantizer_)) {
-        scan_pq_filtered(q, s, p, *part, filter, out);
+        scan_pq_filtered(q, s, p, *part, filter, out, bound);
+        return;
+      }
+      if (s.rq_est) {
+        scan_rq_filtered(s, p, dist_q_c, *part, filter, out, bound);
         return;
       }
     }
@@ -596,14 +642,40 @@ class ivf_searcher {
     thread_local std::vector<float> d;
     if (d.size() < n) d.resize(n);
     std::visit([&](const auto& qp) { distances(qp, q, s, p, dist_q_c, *part, d.data()); }, quantizer_);
-    out.push_all(d.data(), pc.row_ids.data(), n, filter);
+    const std::uint64_t* ids = pc.row_ids.data();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!(d[i] <= push_bound(out, bound))) continue;
+      if (filter && !filter->contains(ids[i])) continue;
+      out.push(d[i], ids[i]);
+    }
+  }
+
+  // RaBitQ (raw_query) with the u8-quantized filter (rabitq::query_estimator::
+  // scan_filtered): only rows that may enter `out` get their distance, the one
+  // distances() computes; the result is the same as a full scan's.
+  void scan_rq_filtered(const query_state_t& s, std::uint32_t p, float dist_q_c, const prepared_partition& part,
+                        const row_filter* filter, topk& out, const shared_bound* bound) const {
+    const auto& pc = *part.data;
+    thread_local std::vector<std::uint8_t> qs;
+    if (qs.size() < rq_.code_bytes() * 256) qs.resize(rq_.code_bytes() * 256);
+    const float qf = s.rq_est->query_factor(dist_q_c, rq_cents_.data() + std::size_t(p) * dim_);
+    const std::uint64_t* ids = pc.row_ids.data();
+    s.rq_est->scan_filtered(
+        part.transposed.data(), pc.size(), pc.add_factors.data(), pc.scale_factors.data(), qf, qs.data(),
+        [&] { return push_bound(out, bound); },
+        [&](std::size_t r, float d) {
+          if (!(d <= push_bound(out, bound))) return;
+          if (filter && !filter->contains(ids[r])) return;
+          out.push(d, ids[r]);
+        });
   }
 
   // PQ with the u8-quantized filter (pq::detail::lut_scan_filtered): only rows that
   // may enter `out` get their exact f32 distance, which is the one distances()
   // computes; the rows pushed and the result are the same as a full scan's.
   void scan_pq_filtered(const prepared_query& q, const query_state_t& s, std::uint32_t p,
-                        const prepared_partition& part, const row_filter* filter, topk& out) const {
+                        const prepared_partition& part, const row_filter* filter, topk& out,
+                        const shared_bound* bound) const {
     const auto& pc = *part.data;
     const std::size_t n = pc.size(), nb = pq_.code_bytes();
     thread_local std::vector<float> rl;
@@ -624,10 +696,13 @@ class ivf_searcher {
     constexpr float inf = std::numeric_limits<float>::infinity();
     pq::detail::lut_scan_filtered(
         lut, nb, part.transposed.data(), n, qs.data(),
-        [&] { return out.full() ? out.worst().distance - offset : inf; },
+        [&] {
+          const float b = push_bound(out, bound);
+          return b < inf ? b - offset : inf;
+        },
         [&](std::size_t r, float d) {
           if (offset != 0.0f) d += offset;
-          if (!(d <= (out.full() ? out.worst().distance : inf))) return;
+          if (!(d <= push_bound(out, bound))) return;
           if (filter && !filter->contains(ids[r])) return;
           out.push(d, ids[r]);
         });

@@ -667,15 +667,22 @@ inline float lut_row(const float* lut, std::size_t nbytes, const std::uint8_t* c
   return s;
 }
 
-// threshold(): the current bound (a row is needed when its distance <= it; +inf while
-// the result is not full); it may only decrease between calls. emit(r, d) receives
-// row r's exact distance d (offset not added). qscratch: nbytes * 256 bytes.
-template <class Threshold, class Emit>
-inline void lut_scan_filtered(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n,
-                              std::uint8_t* qscratch, Threshold&& threshold, Emit&& emit) {
-  std::size_t j = 0;
+// The u8 quantization of a query's lookup tables (one per code byte): per byte
+// q = floor((t - min_b) / delta), delta = the largest range / 255, so that for any
+// code row with quantized sum S the exact f32 sum lies in
+//   [bias + delta * S - slack, bias + delta * (S + 1.01 * nbytes) + slack]
+// (the 1.01 covers the factor that keeps the floor from rounding up, slack the f32
+// rounding of the exact sum). ok is false when the tables cannot be quantized (a
+// non-finite entry, more than 256 bytes, too few rows to pay off).
+struct quantized_luts {
+  bool ok = false;
+  double bias = 0, delta = 1, slack = 0;
+};
+
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__)
-  // Quantize: per byte q = floor((t - min_b) / delta), delta = largest range / 255.
+// Fills qscratch (nbytes * 256 bytes) with the quantized tables.
+inline quantized_luts quantize_luts(const float* lut, std::size_t nbytes, std::uint8_t* qscratch) {
+  quantized_luts out;
   double bias = 0, mag = 0;
   float range = 0.0f;
   bool finite = nbytes > 0 && nbytes <= 256;  // u16 sums of at most 256 x 255
@@ -704,44 +711,70 @@ inline void lut_scan_filtered(const float* lut, std::size_t nbytes, const std::u
     mag += std::max(std::fabs(double(mn)), std::fabs(double(mx)));
     range = std::max(range, mx - mn);
   }
-  if (finite && n >= 64) {
-    const double delta = range > 0.0f ? double(range) / 255.0 : 1.0;
-    // (t - min) * inv in f32 is within 2^-22 of the exact quotient; the factor
-    // 1 - 2^-18 keeps the product below it, so the floor never rounds up.
-    const __m512 inv = _mm512_set1_ps(static_cast<float>((1.0 / delta) * (1.0 - 1.0 / 262144.0)));
-    for (std::size_t b = 0; b < nbytes; ++b) {
-      const float* t = lut + b * 256;
-      const __m512 mn = _mm512_set1_ps(mins[b]);
-      for (std::size_t v = 0; v < 256; v += 16) {
-        const __m512 x = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(t + v), mn), inv);
-        const __m512i qi = _mm512_maskz_min_epi32(static_cast<__mmask16>(0xffff), _mm512_maskz_cvttps_epi32(static_cast<__mmask16>(0xffff), x), _mm512_set1_epi32(255));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(qscratch + b * 256 + v), _mm512_maskz_cvtepi32_epi8(static_cast<__mmask16>(0xffff), qi));
-      }
+  if (!finite) return out;
+  const double delta = range > 0.0f ? double(range) / 255.0 : 1.0;
+  // (t - min) * inv in f32 is within 2^-22 of the exact quotient; the factor
+  // 1 - 2^-18 keeps the product below it, so the floor never rounds up.
+  const __m512 inv = _mm512_set1_ps(static_cast<float>((1.0 / delta) * (1.0 - 1.0 / 262144.0)));
+  for (std::size_t b = 0; b < nbytes; ++b) {
+    const float* t = lut + b * 256;
+    const __m512 mn = _mm512_set1_ps(mins[b]);
+    for (std::size_t v = 0; v < 256; v += 16) {
+      const __m512 x = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(t + v), mn), inv);
+      const __m512i qi = _mm512_maskz_min_epi32(static_cast<__mmask16>(0xffff), _mm512_maskz_cvttps_epi32(static_cast<__mmask16>(0xffff), x), _mm512_set1_epi32(255));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qscratch + b * 256 + v), _mm512_maskz_cvtepi32_epi8(static_cast<__mmask16>(0xffff), qi));
     }
+  }
+  out.ok = true;
+  out.bias = bias;
+  out.delta = delta;
+  out.slack = 1e-5 * (mag + std::fabs(bias)) + 1e-30;
+  return out;
+}
+
+// The quantized sums of rows [j, j + 64) of transposed codes ([nbytes][n]): rows
+// j..j+31 in acc0, j+32..j+63 in acc1 (u16 lanes). 256-entry lookups with vpermi2b.
+inline void quantized_sums64(const std::uint8_t* qscratch, std::size_t nbytes, const std::uint8_t* codes,
+                             std::size_t n, std::size_t j, __m512i& acc0, __m512i& acc1) {
+  acc0 = _mm512_setzero_si512();
+  acc1 = _mm512_setzero_si512();
+  for (std::size_t b = 0; b < nbytes; ++b) {
+    const std::uint8_t* qt = qscratch + b * 256;
+    const __m512i t0 = _mm512_loadu_si512(qt), t1 = _mm512_loadu_si512(qt + 64);
+    const __m512i t2 = _mm512_loadu_si512(qt + 128), t3 = _mm512_loadu_si512(qt + 192);
+    const __m512i idx = _mm512_loadu_si512(codes + b * n + j);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1);
+    const __m512i hi = _mm512_permutex2var_epi8(t2, idx, t3);
+    const __m512i v = _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
+    acc0 = _mm512_add_epi16(acc0, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 0)));
+    acc1 = _mm512_add_epi16(acc1, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 1)));
+  }
+}
+#endif
+
+// threshold(): the current bound (a row is needed when its distance <= it; +inf while
+// the result is not full); it may only decrease between calls. emit(r, d) receives
+// row r's exact distance d (offset not added). qscratch: nbytes * 256 bytes.
+template <class Threshold, class Emit>
+inline void lut_scan_filtered(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n,
+                              std::uint8_t* qscratch, Threshold&& threshold, Emit&& emit) {
+  std::size_t j = 0;
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+  const quantized_luts ql = n >= 64 ? quantize_luts(lut, nbytes, qscratch) : quantized_luts{};
+  if (ql.ok) {
     // The u16 sum bound for a threshold: rows with sum > it cannot be <= threshold.
-    const double slack = 1e-5 * (mag + std::fabs(bias)) + 1e-30;
     auto limit = [&]() -> int {
       const double thr = double(threshold());
       if (!(thr < std::numeric_limits<double>::infinity())) return 65535;
-      const double q = std::floor((thr + slack - bias) / delta) + 1.0;
+      const double q = std::floor((thr + ql.slack - ql.bias) / ql.delta) + 1.0;
       if (q < 0) return -1;
       return q >= 65535.0 ? 65535 : static_cast<int>(q);
     };
     for (; j + 64 <= n; j += 64) {
       const int lim = limit();
       if (lim < 0) continue;  // nothing here can qualify
-      __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
-      for (std::size_t b = 0; b < nbytes; ++b) {
-        const std::uint8_t* qt = qscratch + b * 256;
-        const __m512i t0 = _mm512_loadu_si512(qt), t1 = _mm512_loadu_si512(qt + 64);
-        const __m512i t2 = _mm512_loadu_si512(qt + 128), t3 = _mm512_loadu_si512(qt + 192);
-        const __m512i idx = _mm512_loadu_si512(codes + b * n + j);
-        const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1);
-        const __m512i hi = _mm512_permutex2var_epi8(t2, idx, t3);
-        const __m512i v = _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
-        acc0 = _mm512_add_epi16(acc0, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 0)));
-        acc1 = _mm512_add_epi16(acc1, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 1)));
-      }
+      __m512i acc0, acc1;
+      quantized_sums64(qscratch, nbytes, codes, n, j, acc0, acc1);
       std::uint64_t mask = ~std::uint64_t(0);
       if (lim < 65535) {
         const __m512i l = _mm512_set1_epi16(static_cast<short>(static_cast<std::uint16_t>(lim)));

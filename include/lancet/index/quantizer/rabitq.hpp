@@ -546,6 +546,83 @@ class query_estimator {
     for (std::size_t j = 0; j < n; ++j) out[j] = distance(out[j], add[j], scale[j], qf);
   }
 
+  // The rows of scan() whose distance may be <= threshold() (+inf while a result is
+  // not full; it may only decrease between calls), each emitted once as emit(r, d)
+  // with the distance scan() computes for it; the rest are skipped. Where AVX-512 VBMI
+  // exists the binary inner products are bounded 64 rows at a time from u8-quantized
+  // tables (pq::detail::quantize_luts), the distance bounded over that interval with
+  // the row's factors and a relative margin for f32 rounding; rows with non-finite
+  // factors are always emitted. qscratch: code_bytes * 256 bytes.
+  template <class Threshold, class Emit>
+  void scan_filtered(const std::uint8_t* transposed, std::size_t n, const float* add, const float* scale, float qf,
+                     std::uint8_t* qscratch, Threshold&& threshold, Emit&& emit) const {
+    const std::size_t nb = d_ / 8;
+    auto exact = [&](std::size_t r) {
+      return distance(pq::detail::lut_row(lut_.data(), nb, transposed, n, r), add[r], scale[r], qf);
+    };
+    std::size_t j = 0;
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+    const pq::detail::quantized_luts ql =
+        n >= 64 && std::isfinite(qf) ? pq::detail::quantize_luts(lut_.data(), nb, qscratch) : pq::detail::quantized_luts{};
+    if (ql.ok) {
+      // The exact sum lies in [bias + delta S - slack, bias + delta (S + 1.01 nb) + slack];
+      // w bounds its magnitude, and f32 evaluation of the interval adds 1e-6 w.
+      const double w = std::fabs(ql.bias) + ql.delta * 255.0 * double(nb) + ql.slack;
+      const float widen = static_cast<float>(ql.slack + 1e-6 * w);
+      const __m512 bias = _mm512_set1_ps(static_cast<float>(ql.bias)), delta = _mm512_set1_ps(static_cast<float>(ql.delta));
+      const __m512 span = _mm512_set1_ps(static_cast<float>(1.01 * double(nb))), wv = _mm512_set1_ps(widen);
+      const __m512 mul = _mm512_set1_ps(mul_), off = _mm512_set1_ps(off_), qfv = _mm512_set1_ps(qf);
+      // Margin for the f32 rounding of the distance: 1e-5 of the magnitudes involved.
+      const __m512 tmag = _mm512_set1_ps(static_cast<float>(double(mul_) * w + std::fabs(double(off_))));
+      const __m512 rel = _mm512_set1_ps(1e-5f), tiny = _mm512_set1_ps(1e-30f), zero = _mm512_setzero_ps();
+      const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+      const float fqf = std::fabs(qf);
+      for (; j + 64 <= n; j += 64) {
+        const float thr = threshold();
+        if (!(thr < std::numeric_limits<float>::infinity())) {
+          for (std::size_t r = j; r < j + 64; ++r) emit(r, exact(r));
+          continue;
+        }
+        __m512i acc[2];
+        pq::detail::quantized_sums64(qscratch, nb, transposed, n, j, acc[0], acc[1]);
+        const __m512 thrv = _mm512_set1_ps(thr);
+        std::uint64_t mask = 0;
+        for (int h = 0; h < 4; ++h) {
+          const __m256i s16 = _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), acc[h / 2], h % 2);
+          const __m512 sum = _mm512_cvtepi32_ps(_mm512_maskz_cvtepu16_epi32(static_cast<__mmask16>(0xffff), s16));
+          const std::size_t r0 = j + std::size_t(h) * 16;
+          const __m512 a = _mm512_loadu_ps(add + r0), sc = _mm512_loadu_ps(scale + r0);
+          const __m512 ip_lo = _mm512_sub_ps(_mm512_add_ps(bias, _mm512_mul_ps(delta, sum)), wv);
+          const __m512 ip_hi = _mm512_add_ps(_mm512_add_ps(bias, _mm512_mul_ps(delta, _mm512_add_ps(sum, span))), wv);
+          // The distance falls with the inner product when the scale is negative.
+          const __mmask16 neg = _mm512_cmp_ps_mask(sc, zero, _CMP_LT_OQ);
+          const __m512 ip = _mm512_mask_blend_ps(neg, ip_lo, ip_hi);
+          const __m512 t = _mm512_add_ps(_mm512_mul_ps(ip, mul), off);
+          const __m512 lb = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(t, sc), a), qfv);
+          const __m512 abs_sc = _mm512_and_ps(sc, absmask), abs_a = _mm512_and_ps(a, absmask);
+          const __m512 margin = _mm512_add_ps(
+              _mm512_mul_ps(rel, _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(abs_sc, tmag), abs_a), _mm512_set1_ps(fqf))),
+              tiny);
+          __mmask16 keep = _mm512_cmp_ps_mask(_mm512_sub_ps(lb, margin), thrv, _CMP_LE_OQ);
+          // Non-finite factors: no bound, the row is emitted (its exact distance decides).
+          keep = static_cast<__mmask16>(keep | _mm512_cmp_ps_mask(_mm512_sub_ps(a, a), zero, _CMP_NEQ_UQ) |
+                                        _mm512_cmp_ps_mask(_mm512_sub_ps(sc, sc), zero, _CMP_NEQ_UQ));
+          mask |= std::uint64_t(keep) << (16 * h);
+        }
+        while (mask) {
+          const std::size_t r = j + static_cast<std::size_t>(std::countr_zero(mask));
+          mask &= mask - 1;
+          emit(r, exact(r));
+        }
+      }
+    }
+#else
+    (void)qscratch;
+    (void)threshold;
+#endif
+    for (; j < n; ++j) emit(j, exact(j));
+  }
+
  private:
   std::size_t d_ = 0;
   distance_type distance_ = distance_type::l2;
