@@ -1,10 +1,18 @@
-// IVF_PQ build and search: lancet against LanceDB 0.39 (createIndex / vectorSearch,
+// IVF build and search: lancet against LanceDB 0.39 (createIndex / vectorSearch,
 // driven through Node in the same run, tests/interop/ivf_acceptance.mjs) and FAISS
-// 1.7.3 (IndexIVFPQ train + add), on the same clustered vectors (issue 6's benchmark).
+// 1.7.3, on the same clustered vectors (issue 6's benchmark). --type picks the index:
+// pq (FAISS IndexIVFPQ; with --bits 4 IndexIVFPQFastScan), sq (IndexIVFScalarQuantizer
+// QT_8bit, not by residual, as Lance's SQ; LanceDB's Node API builds no IVF_SQ), rq
+// (RaBitQ: no FAISS 1.7.3 counterpart) or flat (IndexIVFFlat).
 //
-//   bench_ivf [--rows 200000] [--dim 128] [--partitions 256] [--sub-vectors 16]
-//             [--queries 200] [--nprobes 20] [--refine 10] [--threads 2]
-//             [--clusters 1000] [--spread 0.25] [--seed 1] [--no-lancedb] [--no-faiss]
+//   bench_ivf [--type pq|sq|rq|flat] [--bits 8|4] [--rows 200000] [--dim 128]
+//             [--partitions 256] [--sub-vectors 16] [--queries 200] [--nprobes 20]
+//             [--refine 10] [--threads 2] [--clusters 1000] [--spread 0.25] [--seed 1]
+//             [--no-lancedb] [--no-faiss]
+//
+// Besides one query at a time on one thread, lancet is timed with one query's
+// partitions spread over a pool of --threads (wall and CPU time per query) and batched
+// (search_many over the pool, CPU time too: the machine may be shared).
 //
 // Build: ours = build_ivf_index on a dataset LanceDB wrote (read, k-means, PQ training,
 // encoding, writing the index files, commit), on a pool of --threads threads; LanceDB =
@@ -41,7 +49,10 @@
 
 #ifdef LANCET_BENCH_FAISS
 #include <faiss/IndexFlat.h>
+#include <faiss/IndexIVFFlat.h>
 #include <faiss/IndexIVFPQ.h>
+#include <faiss/IndexIVFPQFastScan.h>
+#include <faiss/IndexScalarQuantizer.h>
 #include <faiss/IndexRefine.h>
 #include <omp.h>
 #endif
@@ -69,11 +80,14 @@ struct options {
   float spread = 0.25f;
   unsigned seed = 1;
   bool lancedb = true, faiss = true;
+  std::string type = "pq";  // pq, sq, rq, flat
+  std::uint32_t bits = 8;   // PQ: 8 or 4
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
-               "bench_ivf: %s\nusage: bench_ivf [--rows N] [--dim D] [--partitions P] [--sub-vectors M] [--queries Q]\n"
+               "bench_ivf: %s\nusage: bench_ivf [--type pq|sq|rq|flat] [--bits 8|4] [--rows N] [--dim D] [--partitions P]\n"
+               "                 [--sub-vectors M] [--queries Q]\n"
                "                 [--nprobes N] [--refine R] [--threads T] [--clusters C] [--spread S] [--seed S]\n"
                "                 [--no-lancedb] [--no-faiss]\n",
                why.c_str());
@@ -106,7 +120,9 @@ options parse(int argc, char** argv) {
       if (pos != v.size() || v.empty() || v[0] == '-') usage(a + " needs a non-negative integer, got '" + v + "'");
       return std::size_t(x);
     };
-    if (a == "--rows") o.rows = num();
+    if (a == "--type") o.type = v;
+    else if (a == "--bits") o.bits = std::uint32_t(num());
+    else if (a == "--rows") o.rows = num();
     else if (a == "--dim") o.dim = num();
     else if (a == "--partitions") o.partitions = num();
     else if (a == "--sub-vectors") o.sub_vectors = num();
@@ -129,6 +145,10 @@ options parse(int argc, char** argv) {
     usage("sizes must be positive");
   if (o.dim % o.sub_vectors != 0) usage("--sub-vectors must divide --dim");
   if (o.partitions > o.rows) usage("more partitions than rows");
+  if (o.type != "pq" && o.type != "sq" && o.type != "rq" && o.type != "flat")
+    usage("--type must be pq, sq, rq or flat, got '" + o.type + "'");
+  if (o.type == "pq" && o.bits != 8 && o.bits != 4) usage("--bits must be 8 or 4 for pq");
+  if (o.type == "pq" && o.bits == 4 && o.sub_vectors % 2) usage("4-bit PQ needs an even --sub-vectors");
   return o;
 }
 
@@ -188,6 +208,7 @@ ids_t exact(const options& o, const std::vector<float>& rows, const std::vector<
 struct search_run {
   double recall = 0, qps = 0;
   double p50_us = -1, p99_us = -1;  // per-query latency (one query at a time)
+  double cpu_us = -1;               // process CPU time per query
 };
 
 // p50 and p99 of per-query times (seconds) into r, in microseconds.
@@ -201,21 +222,29 @@ void latencies(std::vector<double> t, search_run& r) {
 struct method {
   std::string name;
   double build_s = -1, build_cpu_s = -1;
-  search_run plain, refined;
+  search_run plain, refined, pooled;  // pooled: one query at a time over the pool
 };
+
+std::string faiss_name(const options& o) {
+  if (o.type == "pq") return o.bits == 4 ? "FAISS 1.7.3 IVFPQFastScan" : "FAISS 1.7.3 IVFPQ";
+  if (o.type == "sq") return "FAISS 1.7.3 IVFSQ8";
+  return "FAISS 1.7.3 IVFFlat";
+}
 
 // Our search over the dataset's index, one query at a time on this thread. Refine
 // re-ranks with the original vectors held in memory (as FAISS's IndexRefineFlat; row
 // id = position: one fragment, nothing deleted); dataset::take per query is timed
 // separately (take_ms).
 search_run our_search(const options& o, const fs::path& root, const std::vector<float>& rows,
-                      const std::vector<float>& queries, const ids_t& truth, std::size_t refine) {
+                      const std::vector<float>& queries, const ids_t& truth, std::size_t refine,
+                      boost::asio::thread_pool* pool = nullptr) {
   const auto s = *dataset::load_latest(root.string());
   auto ix = index::open_vector_index(s, "vector");
   index::search_params sp;
   sp.k = 10;
   sp.nprobes = o.nprobes;
   sp.refine_factor = refine;
+  sp.pool = pool;
   if (refine > 0)
     sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) {
       for (std::size_t r = 0; r < ids.size(); ++r)
@@ -225,6 +254,7 @@ search_run our_search(const options& o, const fs::path& root, const std::vector<
   ix.searcher->search(queries.data(), o.dim, sp);
   ids_t got(o.queries);
   std::vector<double> each(o.queries);
+  const double c0 = cpu_now();
   const auto t0 = clock_type::now();
   for (std::size_t q = 0; q < o.queries; ++q) {
     const auto tq = clock_type::now();
@@ -233,6 +263,7 @@ search_run our_search(const options& o, const fs::path& root, const std::vector<
   }
   const double secs = since(t0);
   search_run r{recall(got, truth), double(o.queries) / secs};
+  r.cpu_us = 1e6 * (cpu_now() - c0) / double(o.queries);
   latencies(each, r);
   return r;
 }
@@ -248,14 +279,18 @@ search_run our_batched(const options& o, const fs::path& root, const std::vector
   sp.nprobes = o.nprobes;
   sp.pool = &pool;
   ix.searcher->search_many(queries.data(), std::min<std::size_t>(o.queries, 16), o.dim, sp);  // warm
+  const double c0 = cpu_now();
   const auto t0 = clock_type::now();
   const auto hits = ix.searcher->search_many(queries.data(), o.queries, o.dim, sp);
   const double secs = since(t0);
+  const double cpu = cpu_now() - c0;
   ids_t got(o.queries);
   for (std::size_t q = 0; q < o.queries; ++q)
     for (const auto& h : hits[q]) got[q].push_back(h.row_id);
   pool.join();
-  return {recall(got, truth), double(o.queries) / secs};
+  search_run r{recall(got, truth), double(o.queries) / secs};
+  r.cpu_us = 1e6 * cpu / double(o.queries);
+  return r;
 }
 
 // Milliseconds of one dataset::take of k * refine vectors (what refine from disk costs).
@@ -310,9 +345,13 @@ int main(int argc, char** argv) {
     ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
     ::execv("/proc/self/exe", argv);  // returns only on failure: go on as we are
   }
-  std::printf("bench_ivf: %zu x %zu f32 vectors (%zu clusters, spread %.3g), IVF %zu partitions, PQ %zu x 8, "
+  const std::string quant = o.type == "pq" ? "PQ " + std::to_string(o.sub_vectors) + " x " + std::to_string(o.bits)
+                            : o.type == "sq" ? std::string("SQ 8-bit")
+                            : o.type == "rq" ? std::string("RaBitQ 1-bit")
+                                             : std::string("flat");
+  std::printf("bench_ivf: %zu x %zu f32 vectors (%zu clusters, spread %.3g), IVF %zu partitions, %s, "
               "%zu queries, nprobes %zu, refine %zu, %zu threads\n",
-              o.rows, o.dim, o.clusters, double(o.spread), o.partitions, o.sub_vectors, o.queries, o.nprobes, o.refine,
+              o.rows, o.dim, o.clusters, double(o.spread), o.partitions, quant.c_str(), o.queries, o.nprobes, o.refine,
               o.threads);
   std::vector<float> rows, queries;
   clustered(o, rows, queries);
@@ -329,14 +368,20 @@ int main(int argc, char** argv) {
   std::vector<method> results;
 
   {
-    method m{"lancet", -1, -1, {}, {}};
+    method m{"lancet", -1, -1, {}, {}, {}};
     const auto root = tmp.path() / "ours";
     fs::copy(base, root, fs::copy_options::recursive);
     index::build_options bo;
     bo.column = "vector";
-    bo.type = index::ivf_index_type::ivf_pq;
+    bo.type = o.type == "pq"   ? index::ivf_index_type::ivf_pq
+              : o.type == "sq" ? index::ivf_index_type::ivf_sq
+              : o.type == "rq" ? index::ivf_index_type::ivf_rq
+                               : index::ivf_index_type::ivf_flat;
     bo.num_partitions = o.partitions;
-    bo.num_sub_vectors = o.sub_vectors;
+    if (o.type == "pq") {
+      bo.num_sub_vectors = o.sub_vectors;
+      bo.num_bits = o.bits;
+    }
     bo.pool = &pool;
     const double c0 = cpu_now();
     const auto t0 = clock_type::now();
@@ -346,24 +391,37 @@ int main(int argc, char** argv) {
     std::printf("  lancet build %.3f s (CPU %.3f s)\n", m.build_s, m.build_cpu_s);
     std::fflush(stdout);
     m.plain = our_search(o, root, rows, queries, truth, 0);
+    if (o.threads > 1) {
+      m.pooled = our_search(o, root, rows, queries, truth, 0, &pool);
+      std::printf("  lancet one query over a pool of %zu: %.0f QPS (1 thread %.0f, %.2fx), CPU %.0f us / query "
+                  "(1 thread %.0f), p50 %.0f us (1 thread %.0f), recall %.4f\n",
+                  o.threads, m.pooled.qps, m.plain.qps, m.pooled.qps / m.plain.qps, m.pooled.cpu_us, m.plain.cpu_us,
+                  m.pooled.p50_us, m.plain.p50_us, m.pooled.recall);
+    }
     if (o.refine) {
       m.refined = our_search(o, root, rows, queries, truth, o.refine);
       std::printf("  lancet dataset::take of %zu random vectors: %.1f ms\n", 10 * o.refine, take_ms(root, 10 * o.refine, o.rows));
     }
     const auto b1 = our_batched(o, root, queries, truth, 1), b2 = our_batched(o, root, queries, truth, o.threads);
-    std::printf("  lancet batched search_many: %.0f QPS on a pool of 1, %.0f QPS on a pool of %zu (%.2fx)\n", b1.qps,
-                b2.qps, o.threads, b2.qps / b1.qps);
+    std::printf("  lancet batched search_many: %.0f QPS on a pool of 1, %.0f QPS on a pool of %zu (%.2fx); CPU %.0f / "
+                "%.0f us per query\n",
+                b1.qps, b2.qps, o.threads, b2.qps / b1.qps, b1.cpu_us, b2.cpu_us);
     results.push_back(m);
   }
 
-  if (o.lancedb) {
-    method m{"LanceDB 0.39", -1, -1, {}, {}};
+  if (o.lancedb && o.type == "sq") std::printf("  (LanceDB 0.39's Node API builds no IVF_SQ: no LanceDB row)\n");
+  if (o.lancedb && o.type != "sq") {
+    method m{"LanceDB 0.39", -1, -1, {}, {}, {}};
     const auto root = tmp.path() / "lancedb";
     fs::copy(base, root, fs::copy_options::recursive);
     const auto t0 = clock_type::now();
     const auto out = njson::parse(testing::node(
-        "ivf_acceptance.mjs", {"index", root.string(), "--type", "ivf_pq", "--partitions", std::to_string(o.partitions),
-                               "--sub-vectors", std::to_string(o.sub_vectors)}));
+        "ivf_acceptance.mjs", o.type == "pq"
+                                  ? std::vector<std::string>{"index", root.string(), "--type", "ivf_pq", "--partitions",
+                                                             std::to_string(o.partitions), "--sub-vectors",
+                                                             std::to_string(o.sub_vectors), "--bits", std::to_string(o.bits)}
+                                  : std::vector<std::string>{"index", root.string(), "--type", "ivf_" + o.type,
+                                                             "--partitions", std::to_string(o.partitions)}));
     const double wall = since(t0);
     m.build_s = out["seconds"].get<double>();
     std::printf("  LanceDB createIndex %.3f s (node process %.3f s)\n", m.build_s, wall);
@@ -374,12 +432,23 @@ int main(int argc, char** argv) {
   }
 
 #ifdef LANCET_BENCH_FAISS
-  if (o.faiss) {
-    method m{"FAISS 1.7.3", -1, -1, {}, {}};
+  if (o.faiss && o.type == "rq") std::printf("  (FAISS 1.7.3 has no RaBitQ index: no FAISS row)\n");
+  if (o.faiss && o.type != "rq") {
+    method m{faiss_name(o), -1, -1, {}, {}, {}};
     omp_set_num_threads(int(o.threads));
     const auto d = faiss::Index::idx_t(o.dim);
     faiss::IndexFlatL2 coarse(d);
-    faiss::IndexIVFPQ ivfpq(&coarse, d, o.partitions, o.sub_vectors, 8);
+    std::unique_ptr<faiss::IndexIVF> made;
+    if (o.type == "pq" && o.bits == 4)
+      made = std::make_unique<faiss::IndexIVFPQFastScan>(&coarse, d, o.partitions, o.sub_vectors, 4);
+    else if (o.type == "pq")
+      made = std::make_unique<faiss::IndexIVFPQ>(&coarse, d, o.partitions, o.sub_vectors, 8);
+    else if (o.type == "sq")
+      made = std::make_unique<faiss::IndexIVFScalarQuantizer>(&coarse, d, o.partitions,
+                                                              faiss::ScalarQuantizer::QT_8bit, faiss::METRIC_L2, false);
+    else
+      made = std::make_unique<faiss::IndexIVFFlat>(&coarse, d, o.partitions);
+    faiss::IndexIVF& ivfpq = *made;
     const double c0 = cpu_now();
     const auto t0 = clock_type::now();
     ivfpq.train(faiss::Index::idx_t(o.rows), rows.data());
@@ -395,6 +464,7 @@ int main(int argc, char** argv) {
       std::vector<faiss::Index::idx_t> labels(10);
       std::vector<float> dist(10);
       std::vector<double> each(o.queries);
+      const double c1 = cpu_now();
       const auto t1 = clock_type::now();
       for (std::size_t q = 0; q < o.queries; ++q) {
         const auto tq = clock_type::now();
@@ -405,6 +475,7 @@ int main(int argc, char** argv) {
       }
       const double secs = since(t1);
       search_run r{recall(got, truth), double(o.queries) / secs};
+      r.cpu_us = 1e6 * (cpu_now() - c1) / double(o.queries);
       latencies(each, r);
       return r;
     };
@@ -432,7 +503,8 @@ int main(int argc, char** argv) {
   std::printf("\nlatency per query (one at a time, us): p50 / p99\n");
   for (const auto& m : results)
     if (m.plain.p50_us >= 0)
-      std::printf("  %s: %.0f / %.0f%s\n", m.name.c_str(), m.plain.p50_us, m.plain.p99_us,
+      std::printf("  %s: %.0f / %.0f (CPU %.0f us / query)%s\n", m.name.c_str(), m.plain.p50_us, m.plain.p99_us,
+                  m.plain.cpu_us,
                   m.refined.p50_us >= 0 ? (", refine: " + std::to_string(long(m.refined.p50_us)) + " / " +
                                            std::to_string(long(m.refined.p99_us)))
                                               .c_str()
@@ -440,9 +512,9 @@ int main(int argc, char** argv) {
   const auto& ours = results.front();
   for (std::size_t i = 1; i < results.size(); ++i) {
     const auto& m = results[i];
-    std::printf("\n%s / lancet: build time %.2fx, QPS %.2fx, QPS with refine %.2fx; recall@10 difference %+.4f "
-                "(refine %+.4f)\n",
-                m.name.c_str(), m.build_s / ours.build_s, m.plain.qps / ours.plain.qps,
+    std::printf("\n%s / lancet: build time %.2fx, QPS %.2fx (lancet / it %.2fx), QPS with refine %.2fx; recall@10 "
+                "difference %+.4f (refine %+.4f)\n",
+                m.name.c_str(), m.build_s / ours.build_s, m.plain.qps / ours.plain.qps, ours.plain.qps / m.plain.qps,
                 o.refine ? m.refined.qps / ours.refined.qps : 0.0, m.plain.recall - ours.plain.recall,
                 o.refine ? m.refined.recall - ours.refined.recall : 0.0);
   }

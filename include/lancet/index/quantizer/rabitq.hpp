@@ -575,7 +575,6 @@ class query_estimator {
       // Margin for the f32 rounding of the distance: 1e-5 of the magnitudes involved.
       const __m512 tmag = _mm512_set1_ps(static_cast<float>(double(mul_) * w + std::fabs(double(off_))));
       const __m512 rel = _mm512_set1_ps(1e-5f), tiny = _mm512_set1_ps(1e-30f), zero = _mm512_setzero_ps();
-      const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
       const float fqf = std::fabs(qf);
       for (; j + 64 <= n; j += 64) {
         const float thr = threshold();
@@ -586,11 +585,10 @@ class query_estimator {
         __m512i acc[2];
         pq::detail::quantized_sums64(qscratch, nb, transposed, n, j, acc[0], acc[1]);
         const __m512 thrv = _mm512_set1_ps(thr);
-        std::uint64_t mask = 0;
-        for (int h = 0; h < 4; ++h) {
-          const __m256i s16 = _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), acc[h / 2], h % 2);
-          const __m512 sum = _mm512_cvtepi32_ps(_mm512_maskz_cvtepu16_epi32(static_cast<__mmask16>(0xffff), s16));
-          const std::size_t r0 = j + std::size_t(h) * 16;
+        // Rows r0..r0+15 with quantized sums s16 (u16): those that may be <= thr.
+        auto keep16 = [&](__m256i s16, std::size_t r0) -> std::uint64_t {
+          const __m512 sum = _mm512_maskz_cvtepi32_ps(static_cast<__mmask16>(0xffff),
+                                                      _mm512_maskz_cvtepu16_epi32(static_cast<__mmask16>(0xffff), s16));
           const __m512 a = _mm512_loadu_ps(add + r0), sc = _mm512_loadu_ps(scale + r0);
           const __m512 ip_lo = _mm512_sub_ps(_mm512_add_ps(bias, _mm512_mul_ps(delta, sum)), wv);
           const __m512 ip_hi = _mm512_add_ps(_mm512_add_ps(bias, _mm512_mul_ps(delta, _mm512_add_ps(sum, span))), wv);
@@ -599,16 +597,22 @@ class query_estimator {
           const __m512 ip = _mm512_mask_blend_ps(neg, ip_lo, ip_hi);
           const __m512 t = _mm512_add_ps(_mm512_mul_ps(ip, mul), off);
           const __m512 lb = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(t, sc), a), qfv);
-          const __m512 abs_sc = _mm512_and_ps(sc, absmask), abs_a = _mm512_and_ps(a, absmask);
+          const __m512 abs_sc = _mm512_abs_ps(sc), abs_a = _mm512_abs_ps(a);
           const __m512 margin = _mm512_add_ps(
               _mm512_mul_ps(rel, _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(abs_sc, tmag), abs_a), _mm512_set1_ps(fqf))),
               tiny);
-          __mmask16 keep = _mm512_cmp_ps_mask(_mm512_sub_ps(lb, margin), thrv, _CMP_LE_OQ);
+          const __mmask16 keep = _mm512_cmp_ps_mask(_mm512_sub_ps(lb, margin), thrv, _CMP_LE_OQ);
           // Non-finite factors: no bound, the row is emitted (its exact distance decides).
-          keep = static_cast<__mmask16>(keep | _mm512_cmp_ps_mask(_mm512_sub_ps(a, a), zero, _CMP_NEQ_UQ) |
-                                        _mm512_cmp_ps_mask(_mm512_sub_ps(sc, sc), zero, _CMP_NEQ_UQ));
-          mask |= std::uint64_t(keep) << (16 * h);
-        }
+          const __mmask16 odd = static_cast<__mmask16>(_mm512_cmp_ps_mask(_mm512_sub_ps(a, a), zero, _CMP_NEQ_UQ) |
+                                                       _mm512_cmp_ps_mask(_mm512_sub_ps(sc, sc), zero, _CMP_NEQ_UQ));
+          return std::uint64_t(static_cast<__mmask16>(keep | odd));
+        };
+        const __mmask8 all8 = static_cast<__mmask8>(0xf);
+        const std::uint64_t mask0 = keep16(_mm512_maskz_extracti64x4_epi64(all8, acc[0], 0), j) |
+                                    (keep16(_mm512_maskz_extracti64x4_epi64(all8, acc[0], 1), j + 16) << 16) |
+                                    (keep16(_mm512_maskz_extracti64x4_epi64(all8, acc[1], 0), j + 32) << 32) |
+                                    (keep16(_mm512_maskz_extracti64x4_epi64(all8, acc[1], 1), j + 48) << 48);
+        std::uint64_t mask = mask0;
         while (mask) {
           const std::size_t r = j + static_cast<std::size_t>(std::countr_zero(mask));
           mask &= mask - 1;
