@@ -24,13 +24,17 @@
 //   ef (default 1.5 x the candidates wanted, as Lance; ef below them is an error),
 //   distances as above; when the prefilter keeps under 10% of a partition's rows
 //   those rows are scanned instead (Lance's rule).
-// Partitions are searched in parallel on the pool when one is given; results do not
-// depend on the thread count. Without a pool every partition feeds one top-k, whose
-// bound then prunes from the first partition on. IVF_PQ scans (8 and 4 bits) where
-// AVX-512 VBMI exists use u8-quantized tables only as a filter (pq::detail::
-// lut_scan_filtered): the rows that may enter the top-k get their exact f32 distance,
-// so results and distances are those of a full f32 scan. Prepared partitions (PQ / RQ codes transposed for the
-// table-lookup scans) are cached by the searcher.
+// Partitions are searched in parallel on the pool when one is given: each of its
+// threads keeps one top-k across the partitions it claims, and the smallest k-th
+// distance any of them has reached prunes every scan; the top-ks are merged at the
+// end. Results do not depend on the thread count. Without a pool every partition
+// feeds one top-k, whose bound then prunes from the first partition on. IVF_PQ (8 and
+// 4 bits) and IVF_RQ (raw-query) scans where AVX-512 VBMI exists use u8-quantized
+// tables only as a filter (pq::detail::lut_scan_filtered, rabitq::query_estimator::
+// scan_filtered): the rows that may enter the top-k get their exact f32 distance, so
+// results and distances are those of a full f32 scan. IVF_SQ sums its integer
+// distances with AVX-512 BW (exact: integer sums). Prepared partitions (PQ / RQ codes
+// transposed for the table-lookup scans) are cached by the searcher.
 #pragma once
 
 #include <algorithm>
@@ -287,33 +291,22 @@ class ivf_searcher {
       // the order rows arrive in, so the result equals the parallel one.
       for (const auto& pr : probes) scan(q, state, pr.first, pr.second, sp.filter, all, ef, nullptr);
     } else {
-      // Partitions claimed one at a time by the pool's threads; each running task
-      // borrows a top-k from a free list (one per thread at most, so each keeps a
-      // tight bound across its partitions), and the best k-th distance any of them
-      // reached prunes every scan. A row farther than some k rows cannot be among
-      // the k nearest, so the merged result is the single-threaded one.
+      // A few tasks, each with its own top-k, claim partitions one at a time until
+      // none are left (a task that starts late finds none: one per running thread
+      // does the work, and few jobs are posted); the smallest k-th distance any of
+      // them has reached prunes every scan. A row farther than some k rows cannot be
+      // among the k nearest, so the merged result is the single-threaded one.
+      const std::size_t tasks = std::min<std::size_t>(probes.size(), max_query_tasks);
       shared_bound bound;
-      std::mutex slots_mu;
-      std::vector<std::unique_ptr<topk>> slots;
-      std::vector<topk*> free_slots;
-      parallel_for(sp.pool, probes.size(), [&](std::size_t i) {
-        topk* t = nullptr;
-        {
-          std::lock_guard<std::mutex> lk(slots_mu);
-          if (free_slots.empty()) {
-            slots.push_back(std::make_unique<topk>(kk));
-            t = slots.back().get();
-          } else {
-            t = free_slots.back();
-            free_slots.pop_back();
-          }
+      std::atomic<std::size_t> next{0};
+      std::vector<topk> local(tasks, topk(kk));
+      parallel_for(sp.pool, tasks, [&](std::size_t t) {
+        for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < probes.size();) {
+          scan(q, state, probes[i].first, probes[i].second, sp.filter, local[t], ef, &bound);
+          if (local[t].full()) bound.offer(local[t].worst().distance);
         }
-        scan(q, state, probes[i].first, probes[i].second, sp.filter, *t, ef, &bound);
-        if (t->full()) bound.offer(t->worst().distance);
-        std::lock_guard<std::mutex> lk(slots_mu);
-        free_slots.push_back(t);
       });
-      for (const auto& t : slots) all.merge(*t);
+      for (const auto& t : local) all.merge(t);
     }
     auto found = all.sorted();
     if (!refine) return found;
@@ -352,6 +345,10 @@ class ivf_searcher {
     std::shared_ptr<sq::distance_estimator> sq_est;
     std::shared_ptr<rabitq::query_estimator> rq_est;   // raw_query estimator
   };
+
+  // Jobs posted for one query's partitions on a pool (at most this many threads work
+  // on one query).
+  static constexpr std::size_t max_query_tasks = 8;
 
   // The smallest k-th distance any thread's top-k has reached for one query: rows
   // farther than it need not be pushed anywhere.
