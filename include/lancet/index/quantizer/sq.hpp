@@ -219,7 +219,7 @@ inline std::uint32_t u8_sums_avx512(const std::uint8_t* a, const std::uint8_t* b
   }
   done = i;
   // Horizontal sum by halves (lane order does not matter for integer sums).
-  const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(acc),
+  const __m256i s8 = _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), acc, 0),
                                       _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), acc, 1));
   __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
   s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
