@@ -20,6 +20,5 @@ lancet=$(cd "$build" && pwd)/examples/lancet
 [ -x "$lancet" ] || { echo "no $lancet: ninja -C $build examples/lancet" >&2; exit 2; }
 work=$(mktemp -d /tmp/lancet-pq-sweep-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-export RUST_LOG=${RUST_LOG:-error}  # LanceDB warns on every search that selects columns
 cd "$root/tests/interop"
 node pq_recall_sweep.mjs --lancet "$lancet" --work "$work" --out "$out" "$@"

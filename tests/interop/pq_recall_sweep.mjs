@@ -100,7 +100,7 @@ async function recallOf(dir, queries, dim, k, nprobes, metric, truth) {
     for (let i = 0; i < nq; i++) {
       const q = Array.from(queries.subarray(i * dim, (i + 1) * dim));
       const rows = await table.vectorSearch(q).column("vector").distanceType(metric).nprobes(nprobes).limit(k)
-        .select(["id"]).toArray();
+        .select(["id", "_distance"]).toArray();
       for (const r of rows) hit += truth[i].has(Number(r.id));
       total += truth[i].size;
     }
