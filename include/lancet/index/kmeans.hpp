@@ -35,8 +35,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -193,12 +191,13 @@ inline double kernel_error(std::size_t d, double xnorm, double cmax) {
   return 2.0 * static_cast<double>(d + 2) * eps * (xnorm + cmax) * (xnorm + cmax);
 }
 
-// ---- exact pruning for l2 iterations (Hamerly's bounds) -----------------------------
+// ---- exact pruning for l2 iterations (Hamerly / Yinyang bounds) ---------------------
 //
-// After the first iterations most rows keep their centroid. Per row we keep a lower
-// bound on the distance to every centroid other than its own; when the centroids move
-// by shift[j], that bound drops by at most the largest shift of another centroid
-// (triangle inequality), while the distance to its own centroid is recomputed exactly.
+// After the first iterations most rows keep their centroid. Per row and per group of
+// centroids we keep a lower bound on the distance to the group's centroids other than
+// the row's own; when the centroids move by shift[j], a group's bound drops by at most
+// the largest shift in the group (triangle inequality), while the distance to the
+// row's own centroid is recomputed exactly (the loss needs it anyway).
 // A row is skipped when the gap between the two exceeds what the tiled kernel's
 // rounding could bridge, so the kernel would pick the same centroid: results are the
 // same as without pruning, bit for bit. The other rows are gathered and go through
