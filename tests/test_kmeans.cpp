@@ -461,3 +461,87 @@ TEST_CASE("assign_partitions follows the model's distance like Lance's IVF") {
   kmeans_result<float> empty;
   CHECK_THROWS_AS(assign_partitions(empty, b.rows.data(), n, part.data()), invalid_input_error);
 }
+
+namespace {
+
+// Trains twice, with and without the bounds that skip rows, and requires the same
+// centroids (bytes), loss and iteration count; returns the pruned run.
+template <class T>
+kmeans_result<centroid_t<T>> check_pruned_equals_plain(const std::vector<T>& rows, std::size_t d, std::size_t k,
+                                                       kmeans_params p, boost::asio::thread_pool* pool) {
+  const std::size_t n = rows.size() / d;
+  p.prune = false;
+  const auto plain = train_kmeans(rows.data(), n, d, k, p, pool);
+  p.prune = true;
+  auto pruned = train_kmeans(rows.data(), n, d, k, p, pool);
+  CHECK(plain.rows_pruned == 0);
+  CHECK(pruned.rows_assigned == plain.rows_assigned);
+  CHECK(pruned.iterations == plain.iterations);
+  CHECK(pruned.loss == plain.loss);
+  REQUIRE(pruned.centroids.size() == plain.centroids.size());
+  CHECK(std::memcmp(pruned.centroids.data(), plain.centroids.data(),
+                    plain.centroids.size() * sizeof(centroid_t<T>)) == 0);
+  return pruned;
+}
+
+}  // namespace
+
+TEST_CASE("pruned iterations give exactly plain Lloyd's result") {
+  kmeans_params p;
+  p.max_iters = 30;
+  p.tolerance = 0;
+  p.sample_rate = 0;
+  boost::asio::thread_pool pool(2);
+  SUBCASE("overlapping blobs, several shapes, 1 and 2 threads") {
+    for (std::size_t d : {1, 3, 24, 128}) {
+      auto b = make_blobs(40, 150, d, 3, 11 + d);
+      for (std::size_t k : {1, 2, 17, 64, 200}) {
+        CAPTURE(d);
+        CAPTURE(k);
+        const auto one = check_pruned_equals_plain(b.rows, d, k, p, nullptr);
+        const auto two = check_pruned_equals_plain(b.rows, d, k, p, &pool);
+        CHECK(two.centroids == one.centroids);
+        if (k > 1) CHECK(one.rows_pruned > 0);  // the bounds do skip rows
+        CHECK(one.rows_pruned < one.rows_assigned);
+      }
+    }
+  }
+  SUBCASE("uniform noise (no structure: centroids keep moving), doubles, duplicates") {
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<double> rows(3000 * 16);
+    for (auto& v : rows) v = u(rng);
+    // A block of identical rows and rows equidistant from symmetric centroids: ties.
+    for (std::size_t r = 0; r < 300; ++r)
+      for (std::size_t t = 0; t < 16; ++t) rows[r * 16 + t] = t % 2 ? 0.25 : -0.25;
+    check_pruned_equals_plain(rows, 16, 50, p, nullptr);
+    check_pruned_equals_plain(rows, 16, 50, p, &pool);
+    std::vector<float> f(rows.begin(), rows.end());
+    check_pruned_equals_plain(f, 16, 33, p, &pool);
+  }
+  SUBCASE("large offsets (rounding of |c|^2 - 2 x.c matters), cosine, kmeans++, redos, hierarchical") {
+    auto b = make_blobs(30, 100, 32, 2, 3);
+    for (auto& v : b.rows) v += 1000.0f;
+    check_pruned_equals_plain(b.rows, 32, 40, p, &pool);
+    kmeans_params q = p;
+    q.distance = distance_type::cosine;
+    check_pruned_equals_plain(b.rows, 32, 40, q, &pool);
+    q = p;
+    q.init = kmeans_init::kmeans_plus_plus;
+    q.redos = 2;
+    check_pruned_equals_plain(b.rows, 32, 25, q, nullptr);
+    q = p;
+    q.max_iters = 8;
+    const auto h = check_pruned_equals_plain(b.rows, 32, 300, q, &pool);
+    CHECK(h.hierarchical);
+  }
+  SUBCASE("with a balance term or dot, nothing is skipped") {
+    auto b = make_blobs(10, 100, 8, 4, 9);
+    kmeans_params q = p;
+    q.balance_factor = 1.0f;
+    CHECK(check_pruned_equals_plain(b.rows, 8, 12, q, nullptr).rows_pruned == 0);
+    q = p;
+    q.distance = distance_type::dot;
+    CHECK(check_pruned_equals_plain(b.rows, 8, 12, q, nullptr).rows_pruned == 0);
+  }
+}

@@ -26,6 +26,10 @@
 // (Lance picks a cluster at random, weighted by size), and assignment is exact (Lance
 // switches to an HNSW over the centroids when k * dim >= 1e6).
 //
+// Iterations under l2 without a balance term skip the rows whose nearest centroid
+// provably cannot change (Hamerly / Yinyang-style bounds, see assign_pruned; off with
+// kmeans_params::prune = false): the result is the same as plain Lloyd's, bit for bit.
+//
 // Results are identical for any thread count: rows are assigned independently and
 // every sum is taken in row order.
 #pragma once
@@ -89,6 +93,9 @@ struct kmeans_params {
   std::size_t hierarchical_k = 16; // hierarchical when k > 256 and this > 1
   std::uint64_t seed = 42;
   std::size_t sample_rate = 256;   // train on at most sample_rate * k rows; 0: all rows
+  // l2 without a balance term: skip the rows whose nearest centroid cannot have changed
+  // (bounds from how far the centroids moved). Exact: the same result either way.
+  bool prune = true;
   std::vector<float> initial_centroids;  // k * dim, for kmeans_init::given
   kmeans_progress_fn on_progress;
 };
@@ -103,6 +110,10 @@ struct kmeans_result {
   // of the leaf cluster it ended in.
   double loss = 0;
   std::uint32_t iterations = 0;  // all iterations run, every redo and sub-run included
+  // Row assignments made by the iterations (rows x iterations), and how many of them
+  // kmeans_params::prune skipped (their centroid provably could not change).
+  std::size_t rows_assigned = 0;
+  std::size_t rows_pruned = 0;
   bool hierarchical = false;
   std::size_t rows_trained = 0;  // rows in the training sample after filtering
   std::size_t rows_dropped = 0;  // sampled rows dropped (non-finite; zero under cosine)
@@ -171,6 +182,140 @@ inline std::vector<std::size_t> sample_indices(std::size_t n, std::size_t m, rng
                         std::to_string(pr.iteration) + " of run " + std::to_string(pr.redo));
 }
 
+// A bound on the tiled kernel's rounding error in |c|^2 - 2 x.c (dot products and
+// norms of d terms, then one fused multiply-add), doubled for safety: |x| and the
+// largest centroid norm in double.
+template <class W>
+inline double kernel_error(std::size_t d, double xnorm, double cmax) {
+  const double eps = static_cast<double>(std::numeric_limits<W>::epsilon());
+  return 2.0 * static_cast<double>(d + 2) * eps * (xnorm + cmax) * (xnorm + cmax);
+}
+
+// ---- exact pruning for l2 iterations (Hamerly / Yinyang bounds) ---------------------
+//
+// After the first iterations most rows keep their centroid. Per row and per group of
+// centroids we keep a lower bound on the distance to the group's centroids other than
+// the row's own; when the centroids move by shift[j], a group's bound drops by at most
+// the largest shift in the group (triangle inequality), while the distance to the
+// row's own centroid is recomputed exactly (the loss needs it anyway).
+// A row is skipped when the gap between the two exceeds what the tiled kernel's
+// rounding could bridge, so the kernel would pick the same centroid: results are the
+// same as without pruning, bit for bit. The other rows are gathered and go through
+// the tiled kernel, which also reports the runner-up, the new lower bound.
+
+// assign_nearest's arg-min epilogue plus, per lane, the second smallest value.
+template <class W, std::size_t MR, std::size_t NRV>
+inline void run_panels_two(const simd::packed_centroids<W>& pc, const W* xw, std::size_t rows, const W* alpha,
+                           W* best_v, W* best_i, W* second_v) {
+  using simd::detail::vec;
+  constexpr std::size_t NW = vec<W>::size;
+  constexpr std::size_t NR = NRV * NW;
+  const std::size_t d = pc.dimension();
+  alignas(64) W iota[NW];
+  for (std::size_t l = 0; l < NW; ++l) iota[l] = static_cast<W>(l);
+  const vec<W> lane = simd::detail::vload(iota);
+  auto finish = [&]<std::size_t R>(const vec<W>(&acc)[R][NRV], std::size_t r0, std::size_t p) {
+    const W* ct = pc.cterm() + p * NR;
+    for (std::size_t i = 0; i < R; ++i) {
+      const vec<W> a(alpha[r0 + i]);
+      vec<W> bv = simd::detail::vload(best_v + (r0 + i) * NW);
+      vec<W> bi = simd::detail::vload(best_i + (r0 + i) * NW);
+      vec<W> sv = simd::detail::vload(second_v + (r0 + i) * NW);
+      for (std::size_t v = 0; v < NRV; ++v) {
+        const vec<W> val = simd::detail::vfma<W>(a, acc[i][v], simd::detail::vload(ct + v * NW));
+        const auto m = val < bv;
+        const vec<W> hi = simd::detail::vselect<W>(m, bv, val);  // the larger of val and the best so far
+        sv = simd::detail::vselect<W>(hi < sv, hi, sv);
+        bv = simd::detail::vselect<W>(m, val, bv);
+        bi = simd::detail::vselect<W>(m, lane + vec<W>(static_cast<W>(p * NR + v * NW)), bi);
+      }
+      simd::detail::vstore(best_v + (r0 + i) * NW, bv);
+      simd::detail::vstore(best_i + (r0 + i) * NW, bi);
+      simd::detail::vstore(second_v + (r0 + i) * NW, sv);
+    }
+  };
+  for (std::size_t p = 0; p < pc.panels(); ++p) {
+    const W* panel = pc.panel(p);
+    std::size_t r = 0;
+    for (; r + MR <= rows; r += MR) {
+      vec<W> acc[MR][NRV];
+      simd::detail::dot_tile<W, MR, NRV>(xw + r * d, d, panel, d, acc);
+      finish(acc, r, p);
+    }
+    for (; r < rows; ++r) {
+      vec<W> acc[1][NRV];
+      simd::detail::dot_tile<W, 1, NRV>(xw + r * d, d, panel, d, acc);
+      finish(acc, r, p);
+    }
+  }
+}
+
+// Centroid j belongs to group j % groups (a register lane of the tiled kernel).
+template <class W>
+inline constexpr std::size_t bound_groups = simd::detail::tile_plan<W>::NW;
+
+// For rows rows of xw (contiguous, working precision): the centroid
+// simd::assign_nearest picks, its exact l2 distance, and per group of centroids a
+// lower bound on the (not squared) l2 distance to the group's centroids other than
+// the chosen one (+inf for a group with none); lower has rows * bound_groups<W> values.
+template <class W>
+inline void nearest_two(const simd::packed_centroids<W>& pc, const W* xw, std::size_t rows, const double* xnorm,
+                        double cmax, std::uint32_t* index, W* dist, double* lower) {
+  using plan = simd::detail::tile_plan<W>;
+  constexpr std::size_t NW = plan::NW;
+  static_assert(NW == bound_groups<W>);
+  constexpr W inf = std::numeric_limits<W>::infinity();
+  const std::size_t d = pc.dimension();
+  simd::detail::aligned_array<W> alpha(rows), best_v(rows * NW), best_i(rows * NW), second_v(rows * NW);
+  for (std::size_t r = 0; r < rows; ++r) alpha[r] = simd::detail::row_alpha(pc.type(), xw + r * d, d);
+  std::fill(best_v.data(), best_v.data() + rows * NW, inf);
+  std::fill(second_v.data(), second_v.data() + rows * NW, inf);
+  std::fill(best_i.data(), best_i.data() + rows * NW, W(0));
+  simd::detail::dispatch_nrv<W, simd::detail::epilogue::argmin>(pc.nrv(), [&]<std::size_t MR, std::size_t NRV>() {
+    run_panels_two<W, MR, NRV>(pc, xw, rows, alpha.data(), best_v.data(), best_i.data(), second_v.data());
+  });
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::uint32_t bi = simd::no_index;
+    W bv = inf;
+    std::size_t bl = 0;
+    for (std::size_t l = 0; l < NW; ++l) {  // assign_nearest's reduction over lanes
+      const W v = best_v[r * NW + l];
+      if (!(v < inf)) continue;
+      const auto j = static_cast<std::uint32_t>(best_i[r * NW + l]);
+      if (bi == simd::no_index || v < bv || (v == bv && j < bi)) {
+        bv = v;
+        bi = j;
+        bl = l;
+      }
+    }
+    double* lo = lower + r * NW;
+    if (bi == simd::no_index || std::isnan(alpha[r])) {  // not finite: never pruned
+      std::uint32_t one = 0;
+      W dd = 0;
+      simd::assign_nearest(pc, xw + r * d, 1, &one, &dd);
+      index[r] = one;
+      dist[r] = dd;
+      std::fill(lo, lo + NW, 0.0);
+      continue;
+    }
+    index[r] = bi;
+    dist[r] = simd::l2(xw + r * d, pc.centroid(bi), d);
+    // |x - c_j|^2 = |x|^2 + (|c_j|^2 - 2 x.c_j) >= |x|^2 + v - (the kernel's error).
+    const double base = xnorm[r] * xnorm[r] - kernel_error<W>(d, xnorm[r], cmax);
+    for (std::size_t l = 0; l < NW; ++l) {
+      const W v = l == bl ? second_v[r * NW + l] : best_v[r * NW + l];
+      lo[l] = v == inf ? std::numeric_limits<double>::infinity()
+                       : std::sqrt(std::max(0.0, base + static_cast<double>(v)));
+    }
+  }
+}
+
+// Per training run: the rows' norms and lower bounds for float_algo::assign_pruned.
+struct l2_bounds {
+  std::vector<double> xnorm, lower;
+  bool ready = false;  // lower holds bounds for the current memberships
+};
+
 // ---- algorithms: float rows (l2 / dot) and binary codes (hamming, k-modes) ---------
 
 template <class W>
@@ -184,6 +329,104 @@ struct float_algo {
               std::uint32_t* member, W* dist, boost::asio::thread_pool* pool) const {
     simd::packed_centroids<W> pc(dt, centroids, k, d, bias);
     simd::assign_nearest(pc, data, n, member, dist, pool);
+  }
+
+  // assign() for l2 without a balance term, skipping the rows whose centroid cannot
+  // change (see nearest_two). shift[j]: how far centroid j moved since the previous
+  // call (null: compute every row). Same members and distances as assign().
+  // Returns how many rows were skipped.
+  std::size_t assign_pruned(const W* centroids, std::size_t k, const W* data, std::size_t n, const double* shift,
+                            l2_bounds& bd, std::uint32_t* member, W* dist, boost::asio::thread_pool* pool) const {
+    using plan = simd::detail::tile_plan<W>;
+    const simd::packed_centroids<W> pc(simd::distance_type::l2, centroids, k, d);
+    const std::size_t rb = simd::detail::rows_per_block<W>(d, plan::mr_for(pc.nrv()));
+    const std::size_t blocks = (n + rb - 1) / rb;
+    if (bd.xnorm.size() != n) {
+      bd.xnorm.resize(n);
+      bd.lower.assign(n * bound_groups<W>, 0.0);
+      bd.ready = false;
+      parallel_for(pool, blocks, [&](std::size_t b) {
+        for (std::size_t r = b * rb; r < std::min(n, (b + 1) * rb); ++r) {
+          double s = 0;
+          for (std::size_t t = 0; t < d; ++t) s += static_cast<double>(data[r * d + t]) * data[r * d + t];
+          bd.xnorm[r] = std::sqrt(s);
+        }
+      });
+    }
+    double cmax = 0;
+    for (std::size_t j = 0; j < k; ++j) {
+      double s = 0;
+      for (std::size_t t = 0; t < d; ++t) s += static_cast<double>(centroids[j * d + t]) * centroids[j * d + t];
+      cmax = std::max(cmax, std::sqrt(s));
+    }
+    // Per group, the largest and second largest shift: a row's other centroids in a
+    // group moved at most the largest, or the second largest when its own centroid is
+    // the one that moved most.
+    constexpr std::size_t G = bound_groups<W>;
+    const bool prune = shift != nullptr && bd.ready;
+    std::vector<double> s1(G, 0.0), s2(G, 0.0);
+    std::vector<std::size_t> top(G, k);
+    if (prune)
+      for (std::size_t j = 0; j < k; ++j) {
+        const std::size_t g = j % G;
+        if (shift[j] > s1[g]) {
+          s2[g] = s1[g];
+          s1[g] = shift[j];
+          top[g] = j;
+        } else if (shift[j] > s2[g]) {
+          s2[g] = shift[j];
+        }
+      }
+    const double dist_slack = 1.0 + 2.0 * static_cast<double>(d + 2) * static_cast<double>(std::numeric_limits<W>::epsilon());
+    std::vector<std::size_t> skipped(blocks, 0);
+    parallel_for(pool, blocks, [&](std::size_t b) {
+      const std::size_t r0 = b * rb, r1 = std::min(n, r0 + rb);
+      simd::detail::aligned_array<W> rows((r1 - r0) * d);
+      std::vector<std::size_t> which;
+      std::vector<double> norms;
+      which.reserve(r1 - r0);
+      norms.reserve(r1 - r0);
+      double moved[G];
+      for (std::size_t r = r0; r < r1; ++r) {
+        const W* x = data + r * d;
+        const std::uint32_t a = member[r];
+        if (prune && a < k) {
+          double* lo = bd.lower.data() + r * G;
+          double lb = std::numeric_limits<double>::infinity();
+          for (std::size_t g = 0; g < G; ++g) {
+            moved[g] = lo[g] - (top[g] == a ? s2[g] : s1[g]);
+            lb = std::min(lb, moved[g]);
+          }
+          if (lb > 0) {
+            const W da = simd::l2(x, centroids + a * d, d);
+            const double ub2 = static_cast<double>(da) * dist_slack;
+            if (lb * lb - ub2 > 2.0 * kernel_error<W>(d, bd.xnorm[r], cmax)) {
+              dist[r] = da;
+              std::copy(moved, moved + G, lo);
+              ++skipped[b];
+              continue;
+            }
+          }
+        }
+        std::copy(x, x + d, rows.data() + which.size() * d);
+        which.push_back(r);
+        norms.push_back(bd.xnorm[r]);
+      }
+      if (which.empty()) return;
+      std::vector<std::uint32_t> m(which.size());
+      std::vector<W> dd(which.size());
+      std::vector<double> lo(which.size() * G);
+      nearest_two(pc, rows.data(), which.size(), norms.data(), cmax, m.data(), dd.data(), lo.data());
+      for (std::size_t i = 0; i < which.size(); ++i) {
+        member[which[i]] = m[i];
+        dist[which[i]] = dd[i];
+        std::copy(lo.data() + i * G, lo.data() + (i + 1) * G, bd.lower.data() + which[i] * G);
+      }
+    });
+    bd.ready = true;
+    std::size_t total = 0;
+    for (auto c : skipped) total += c;
+    return total;
   }
 
   // Means of the members, summed in double in row order (so the result does not
@@ -203,7 +446,10 @@ struct float_algo {
         if (m == simd::no_index || m < j0 || m >= j1) continue;
         double* a = acc.data() + (m - j0) * d;
         const W* row = data + r * d;
-        for (std::size_t t = 0; t < d; ++t) a[t] += static_cast<double>(row[t]);
+        std::size_t t = 0;
+        for (; t + 8 <= d; t += 8)  // fixed-width chunks: GCC vectorises these at -O2
+          for (std::size_t u = 0; u < 8; ++u) a[t + u] += static_cast<double>(row[t + u]);
+        for (; t < d; ++t) a[t] += static_cast<double>(row[t]);
         ++cnt[m - j0];
       }
       for (std::size_t j = j0; j < j1; ++j) {
@@ -321,6 +567,8 @@ class trainer {
       : algo_(algo), p_(p), pool_(pool), rng_(rng), bf_(balance_factor), target_k_(target_k) {}
 
   std::uint32_t total_iterations = 0;
+  std::size_t rows_assigned = 0;  // row assignments, every iteration
+  std::size_t rows_pruned = 0;    // of those, skipped by the bounds
   kmeans_stage stage = kmeans_stage::flat;
   std::size_t clusters_so_far = 0;
 
@@ -419,12 +667,24 @@ class trainer {
     double adjusted_bf = std::numeric_limits<float>::max();
     double loss = std::numeric_limits<double>::max();
     double last_loss = loss;
+    constexpr bool prunable = std::is_same_v<Algo, float_algo<V>>;
+    bool use_bounds = false;
+    if constexpr (prunable) use_bounds = p_.prune && bf_ == 0.0 && algo_.dt == simd::distance_type::l2;
+    l2_bounds bounds;
+    std::vector<double> shift(use_bounds ? k : 0);
     for (std::uint32_t it = 1; it <= p_.max_iters; ++it) {
       const double bf = std::min(adjusted_bf, bf_);
       const bool biased = bf != 0.0;
       if (biased)
         for (std::size_t j = 0; j < k; ++j) bias[j] = static_cast<D>(bf * static_cast<double>(sizes[j]));
-      algo_.assign(cents.data(), k, data, n, biased ? bias.data() : nullptr, member.data(), dist.data(), pool_);
+      rows_assigned += n;
+      if (use_bounds) {
+        if constexpr (prunable)
+          rows_pruned += algo_.assign_pruned(cents.data(), k, data, n, it == 1 ? nullptr : shift.data(), bounds,
+                                             member.data(), dist.data(), pool_);
+      } else {
+        algo_.assign(cents.data(), k, data, n, biased ? bias.data() : nullptr, member.data(), dist.data(), pool_);
+      }
 
       // Cluster sizes, radius and loss per cluster, in row order (Lance's
       // compute_cluster_sizes: the largest cluster is the first to reach the maximum).
@@ -453,6 +713,15 @@ class trainer {
 
       algo_.means(data, n, member.data(), sizes, k, next.data(), pool_);
       split_empty(next, sizes, data, n, member);
+      if (use_bounds)  // how far each centroid moved, rounded up
+        for (std::size_t j = 0; j < k; ++j) {
+          double s = 0;
+          for (std::size_t t = 0; t < algo_.d; ++t) {
+            const double e = static_cast<double>(next[j * algo_.d + t]) - static_cast<double>(cents[j * algo_.d + t]);
+            s += e * e;
+          }
+          shift[j] = std::sqrt(s) * (1.0 + 1e-9);
+        }
       cents.swap(next);
       ++total_iterations;
 
@@ -637,6 +906,8 @@ inline void run_training(const Algo& algo, const typename Algo::value_type* rows
   }
   res.loss = loss;
   res.iterations = tr.total_iterations;
+  res.rows_assigned = tr.rows_assigned;
+  res.rows_pruned = tr.rows_pruned;
   res.k = k;
   res.centroids.resize(cents->size());
   for (std::size_t i = 0; i < cents->size(); ++i) {

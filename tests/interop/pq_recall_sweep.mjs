@@ -1,0 +1,239 @@
+// IVF_PQ recall sweep, lancet vs LanceDB 0.39 (issue 14): driven by bench/pq_recall_sweep.sh.
+//
+//   node pq_recall_sweep.mjs --lancet PATH/examples/lancet --work DIR --out RESULTS.jsonl
+//        [--dims 16,32,128,768] [--widths 2,4,8,16] [--bits 4,8] [--metrics l2,cosine,dot]
+//        [--builds 3] [--rows 10000] [--queries 500] [--partitions 16] [--nprobes 16]
+//        [--clusters 64] [--k 10] [--threads 1]
+//   node pq_recall_sweep.mjs --table RESULTS.jsonl     (prints the markdown table only)
+//
+// For every dimension and build b (1..builds) one dataset of clustered rows of its own
+// (seed b, written by LanceDB) and --queries query vectors from the same mixture; for
+// every cell (sub-vector width, bits, metric) two copies of the dataset get an IVF_PQ
+// index with the same parameters: one by `lancet index create`, one by LanceDB's
+// createIndex. LanceDB searches both (same nprobes, k, no refine) and recall@k is
+// against the exact neighbours (computed here in float64). One JSON line per (cell,
+// build) goes to --out as it completes; lines already there are skipped, so an
+// interrupted sweep resumes. Cells where the width exceeds the dimension do not exist;
+// cells one library refuses are recorded with its error message.
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { arrow, createDataset, fail, intArg, makeRng, openDataset, parseArgs, runMain, lancedb } from "./lib.mjs";
+
+const list = (s, dflt) => (s === undefined ? dflt : String(s).split(",").filter((x) => x.length));
+
+// n rows of dim values around `clusters` centres (N(0,1) coordinates, spread 0.3 per
+// coordinate, a random positive scale per centre so dot and l2 rank differently), then
+// q queries drawn the same way.
+function clustered(dim, n, q, clusters, seed) {
+  const rng = makeRng(0x9e3779b9 ^ (seed * 7919 + dim));
+  const gauss = () => {
+    const u = Math.max(rng.next(), 1e-12), v = rng.next();
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+  };
+  const centres = new Float64Array(clusters * dim);
+  const scale = new Float64Array(clusters);
+  for (let c = 0; c < clusters; c++) {
+    scale[c] = 0.5 + rng.next();
+    for (let t = 0; t < dim; t++) centres[c * dim + t] = gauss();
+  }
+  const draw = (count) => {
+    const out = new Float32Array(count * dim);
+    for (let r = 0; r < count; r++) {
+      const c = Math.floor(rng.next() * clusters);
+      for (let t = 0; t < dim; t++) out[r * dim + t] = scale[c] * (centres[c * dim + t] + 0.3 * gauss());
+    }
+    return out;
+  };
+  return { rows: draw(n), queries: draw(q) };
+}
+
+function vectorTable(values, dim) {
+  const n = values.length / dim;
+  const itemType = new arrow.Float32();
+  const type = new arrow.FixedSizeList(dim, new arrow.Field("item", itemType, true));
+  const child = arrow.makeData({ type: itemType, length: values.length, nullCount: 0, data: values });
+  const vec = arrow.makeData({ type, length: n, nullCount: 0, child });
+  const ids = arrow.makeData({ type: new arrow.Int64(), length: n, nullCount: 0,
+    data: BigInt64Array.from({ length: n }, (_, i) => BigInt(i)) });
+  const fields = [new arrow.Field("id", new arrow.Int64(), false), new arrow.Field("vector", type, true)];
+  const schema = new arrow.Schema(fields);
+  const batch = arrow.makeData({ type: new arrow.Struct(fields), length: n, nullCount: 0, children: [ids, vec] });
+  return new arrow.Table(schema, [new arrow.RecordBatch(schema, batch)]);
+}
+
+// Exact top-k ids per query under the metric (l2: squared distance; cosine: 1 - cos;
+// dot: -x.y), in float64.
+function exactTopK(rows, queries, dim, k, metric) {
+  const n = rows.length / dim, nq = queries.length / dim;
+  const rnorm = new Float64Array(n);
+  for (let r = 0; r < n; r++) {
+    let s = 0;
+    for (let t = 0; t < dim; t++) s += rows[r * dim + t] * rows[r * dim + t];
+    rnorm[r] = Math.sqrt(s);
+  }
+  const out = [];
+  const dist = new Float64Array(n);
+  for (let i = 0; i < nq; i++) {
+    const qo = i * dim;
+    let qn = 0;
+    for (let t = 0; t < dim; t++) qn += queries[qo + t] * queries[qo + t];
+    for (let r = 0; r < n; r++) {
+      let dot = 0;
+      const ro = r * dim;
+      for (let t = 0; t < dim; t++) dot += queries[qo + t] * rows[ro + t];
+      dist[r] = metric === "l2" ? qn + rnorm[r] * rnorm[r] - 2 * dot
+        : metric === "cosine" ? 1 - dot / (Math.sqrt(qn) * rnorm[r]) : -dot;
+    }
+    const idx = Array.from({ length: n }, (_, r) => r);
+    idx.sort((a, b) => dist[a] - dist[b] || a - b);
+    out.push(new Set(idx.slice(0, k)));
+  }
+  return out;
+}
+
+async function recallOf(dir, queries, dim, k, nprobes, metric, truth) {
+  const { table, cleanup } = await openDataset(dir);
+  try {
+    let hit = 0, total = 0;
+    const nq = queries.length / dim;
+    for (let i = 0; i < nq; i++) {
+      const q = Array.from(queries.subarray(i * dim, (i + 1) * dim));
+      const rows = await table.vectorSearch(q).column("vector").distanceType(metric).nprobes(nprobes).limit(k)
+        .select(["id", "_distance"]).toArray();
+      for (const r of rows) hit += truth[i].has(Number(r.id));
+      total += truth[i].size;
+    }
+    return hit / total;
+  } finally {
+    table.close();
+    cleanup();
+  }
+}
+
+function errorText(err) {
+  const s = String(err?.stderr?.toString?.() || err?.message || err).trim().split("\n").filter((l) => l.trim());
+  return (s.find((l) => /error/i.test(l)) ?? s[0] ?? "failed").replace(/, \/usr\/local\/cargo.*$/, "").slice(0, 160);
+}
+
+async function sweep(args) {
+  const lancet = path.resolve(args.lancet ?? fail("--lancet PATH is required"));
+  const work = path.resolve(args.work ?? fail("--work DIR is required"));
+  const outFile = path.resolve(args.out ?? fail("--out FILE is required"));
+  const dims = list(args.dims, ["16", "32", "128", "768"]).map(Number);
+  const widths = list(args.widths, ["2", "4", "8", "16"]).map(Number);
+  const bitsList = list(args.bits, ["4", "8"]).map(Number);
+  const metrics = list(args.metrics, ["l2", "cosine", "dot"]);
+  const builds = intArg(args, "builds", 3), rows = intArg(args, "rows", 10000);
+  const nq = intArg(args, "queries", 500), parts = intArg(args, "partitions", 16);
+  const nprobes = intArg(args, "nprobes", parts), clusters = intArg(args, "clusters", 64);
+  const k = intArg(args, "k", 10), threads = intArg(args, "threads", 1);
+  fs.mkdirSync(work, { recursive: true });
+  const done = new Set();
+  if (fs.existsSync(outFile))
+    for (const line of fs.readFileSync(outFile, "utf8").split("\n").filter((l) => l.trim())) {
+      const o = JSON.parse(line);
+      done.add(`${o.dim}/${o.width}/${o.bits}/${o.metric}/${o.build}`);
+    }
+  const emit = (o) => {
+    fs.appendFileSync(outFile, `${JSON.stringify(o)}\n`);
+    process.stderr.write(`${JSON.stringify(o)}\n`);
+  };
+  for (const dim of dims) {
+    for (let b = 1; b <= builds; b++) {
+      const cells = [];
+      for (const width of widths)
+        for (const bits of bitsList)
+          for (const metric of metrics)
+            if (width <= dim && dim % width === 0 && !done.has(`${dim}/${width}/${bits}/${metric}/${b}`))
+              cells.push({ width, bits, metric });
+      if (!cells.length) continue;
+      const { rows: data, queries } = clustered(dim, rows, nq, clusters, b);
+      const base = path.join(work, `base-${dim}-${b}`);
+      await createDataset(base, vectorTable(data, dim), "2.0");
+      const truths = {};
+      for (const cell of cells) {
+        const { width, bits, metric } = cell;
+        truths[metric] ??= exactTopK(data, queries, dim, k, metric);
+        const m = dim / width;
+        const rec = { dim, width, sub_vectors: m, bits, metric, build: b, rows, queries: nq, partitions: parts, nprobes, k };
+        const ours = path.join(work, "ours"), theirs = path.join(work, "theirs");
+        for (const d of [ours, theirs]) {
+          fs.rmSync(d, { recursive: true, force: true });
+          fs.cpSync(base, d, { recursive: true });
+        }
+        try {
+          const t0 = process.hrtime.bigint();
+          execFileSync(lancet, ["index", "create", ours, "--column", "vector", "--type", "ivf_pq", "--partitions",
+            String(parts), "--sub-vectors", String(m), "--bits", String(bits), "--metric", metric,
+            "--threads", String(threads)], { stdio: ["ignore", "ignore", "pipe"] });
+          rec.lancet_seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+          rec.lancet = await recallOf(ours, queries, dim, k, nprobes, metric, truths[metric]);
+        } catch (err) {
+          rec.lancet_error = errorText(err);
+        }
+        try {
+          const { table, cleanup } = await openDataset(theirs);
+          try {
+            const t0 = process.hrtime.bigint();
+            await table.createIndex("vector", { config: lancedb.Index.ivfPq({ numPartitions: parts, distanceType: metric,
+              numSubVectors: m, numBits: bits }) });
+            rec.lancedb_seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+          } finally {
+            table.close();
+            cleanup();
+          }
+          rec.lancedb = await recallOf(theirs, queries, dim, k, nprobes, metric, truths[metric]);
+        } catch (err) {
+          rec.lancedb_error = errorText(err);
+        }
+        emit(rec);
+      }
+      fs.rmSync(base, { recursive: true, force: true });
+    }
+  }
+  for (const d of ["ours", "theirs"]) fs.rmSync(path.join(work, d), { recursive: true, force: true });
+  printTable(outFile);
+}
+
+// One row per cell: mean recall of each side over its builds and the difference.
+function printTable(file) {
+  const cells = new Map();
+  for (const line of fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim())) {
+    const o = JSON.parse(line);
+    const key = `${o.dim}/${o.width}/${o.bits}/${o.metric}`;
+    if (!cells.has(key)) cells.set(key, { ...o, ours: [], theirs: [], errors: new Set() });
+    const c = cells.get(key);
+    if (o.lancet !== undefined) c.ours.push(o.lancet);
+    if (o.lancedb !== undefined) c.theirs.push(o.lancedb);
+    if (o.lancet_error) c.errors.add(`lancet: ${o.lancet_error}`);
+    if (o.lancedb_error) c.errors.add(`LanceDB: ${o.lancedb_error}`);
+  }
+  const mean = (a) => a.reduce((s, x) => s + x, 0) / a.length;
+  const order = [...cells.values()].sort((a, b) => a.dim - b.dim || a.width - b.width || a.bits - b.bits ||
+    ["l2", "cosine", "dot"].indexOf(a.metric) - ["l2", "cosine", "dot"].indexOf(b.metric));
+  console.log("| dim | width | sub-vectors | bits | metric | builds | lancet | LanceDB | lancet - LanceDB | |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  let worst = Infinity, trailing = 0;
+  for (const c of order) {
+    if (c.errors.size || !c.ours.length || !c.theirs.length) {
+      console.log(`| ${c.dim} | ${c.width} | ${c.sub_vectors} | ${c.bits} | ${c.metric} | ${Math.max(c.ours.length, c.theirs.length)} | - | - | - | ${[...c.errors].join("; ")} |`);
+      continue;
+    }
+    const o = mean(c.ours), t = mean(c.theirs), diff = o - t;
+    worst = Math.min(worst, diff);
+    const bad = diff < -0.005;
+    trailing += bad;
+    console.log(`| ${c.dim} | ${c.width} | ${c.sub_vectors} | ${c.bits} | ${c.metric} | ${c.ours.length} | ${o.toFixed(4)} | ${t.toFixed(4)} | ${diff >= 0 ? "+" : ""}${diff.toFixed(4)} | ${bad ? "**trails > 0.005**" : ""} |`);
+  }
+  console.log(`\ncells: ${order.length}; lancet trails by more than 0.005 in ${trailing}; worst difference ${worst.toFixed(4)}`);
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.table) printTable(args.table);
+  else await sweep(args);
+  return 0;
+}
+
+runMain(main);
