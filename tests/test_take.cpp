@@ -415,8 +415,10 @@ TEST_CASE("take: a few rows of a large 2.0 page read only their bytes") {
     for (auto b : cols[c].pages[0].buffer_sizes) page_total += b;
     MESSAGE(idx.size() << " of " << rows << " rows of '" << name << "': " << took << " bytes in "
                        << src.reads->load() - reads << " reads, the page holds " << page_total);
-    // Rows 0 and 1 share a read; each other row its own (validity and offsets add a few bytes).
-    CHECK(took <= idx.size() * (c == 2 ? 2 * 400 + 64 : 2 * 512 + 64));
+    // Rows 0, 1 and 7 share a read, 9999 and 10000 too; validity bitmaps of 2.5 KB are
+    // near enough to be read whole; binary rows read their offsets, then their bytes.
+    CHECK(took <= 16 * 1024);
+    CHECK(page_total >= 6u << 20);
     std::vector<arrow::array_ptr> parts;
     for (auto i : idx) parts.push_back(arrow::slice(full.columns[c], std::int64_t(i), 1));
     const auto diff = arrow::first_difference(*encoding::detail::concat(parts, full.columns[c]->type), *got.columns[0]);
@@ -437,7 +439,7 @@ TEST_CASE("take: a 2.0 page whose buffer is shorter than its rows is corrupt_err
   const auto foot = file::footer::decode(bytes.view().subspan(bytes.size() - 40), bytes.size());
   const auto cmo = file::decode_offset_table(bytes.view().subspan(foot.column_meta_offsets), 1, bytes.size(), "cm");
   const auto original = pb::to_bytes(cols[0]);
-  page.buffer_sizes[1] /= 2;
+  page.buffer_sizes[1] -= 64;  // one row short
   const auto shrunk = pb::to_bytes(cols[0]);
   REQUIRE(shrunk.size() == original.size());  // a varint of the same width: the file's layout holds
   aligned_buffer copy;

@@ -251,7 +251,8 @@ class page_rows {
       const std::uint64_t raw = end_of(rows[i]);
       const bool is_null = adj != 0 && raw >= adj;
       const std::uint64_t e = plain(raw), b = rows[i] == 0 ? 0 : plain(end_of(rows[i] - 1));
-      if (e < b) fail("binary offset " + std::to_string(e) + " at row " + std::to_string(rows[i]) + " goes backwards");
+      if (e < b || (i > 0 && b < spans[i - 1].first))
+        fail("binary offset " + std::to_string(e) + " at row " + std::to_string(rows[i]) + " goes backwards");
       spans[i] = {b, e};
       max_end = std::max(max_end, e);
       if (is_null) ++nulls;
