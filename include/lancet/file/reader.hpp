@@ -22,6 +22,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/encoding/v2_0/decoder.hpp"
+#include "lancet/encoding/v2_0/take.hpp"
 #include "lancet/encoding/v2_1/decoder.hpp"
 #include "lancet/file/footer.hpp"
 #include "lancet/file/version.hpp"
@@ -287,6 +288,10 @@ class file_reader {
   }
 
   arrow::array_ptr take_field(std::size_t f, const std::vector<std::uint64_t>& idx) const {
+    if (!structural()) {
+      std::uint32_t col = field_columns_[f];
+      return take_field_v2_0(schema_.fields[f], physical_fields_[f], col, idx);
+    }
     std::vector<arrow::array_ptr> parts;
     std::size_t i = 0;
     while (i < idx.size()) {
@@ -409,15 +414,104 @@ class file_reader {
     return out;
   }
 
+  // Rows idx (ascending) of a 2.0 field whose first column is `col`; advances `col`
+  // past the field's columns. Pages whose rows sit at known positions are read row by
+  // row (encoding/v2_0/take.hpp); other pages are decoded whole, once per take.
+  arrow::array_ptr take_field_v2_0(const schema::field& lf, const arrow::field& af, std::uint32_t& col,
+                                   const std::vector<std::uint64_t>& idx) const {
+    const auto& c = columns_.at(col);
+    const std::uint32_t my_col = col++;
+    const auto id = af.type->id;
+    if (!idx.empty() && c.length() <= idx.back())
+      throw corrupt_error("column " + std::to_string(my_col) + " (field '" + lf.name + "') has " +
+                          std::to_string(c.length()) + " rows, row " + std::to_string(idx.back()) + " needed");
+    if (id == arrow::type_id::struct_) {
+      auto out = std::make_shared<arrow::array_data>();
+      out->type = af.type;
+      out->length = std::int64_t(idx.size());
+      out->null_count = 0;
+      out->buffers = {shared_bytes()};
+      for (std::size_t i = 0; i < lf.children.size(); ++i)
+        out->children.push_back(take_field_v2_0(lf.children[i], af.type->children[i], col, idx));
+      return out;
+    }
+    if (arrow::is_list_like(id)) {
+      // Lists: runs of consecutive rows through the range decoder (pages cached).
+      std::vector<arrow::array_ptr> parts;
+      std::size_t i = 0;
+      while (i < idx.size()) {
+        std::size_t j = i + 1;
+        while (j < idx.size() && idx[j] <= idx[j - 1] + 1) ++j;
+        std::uint32_t at = my_col;
+        auto run = decode_field(lf, af, at, idx[i], idx[j - 1] + 1);
+        for (std::size_t k = i; k < j; ++k) parts.push_back(arrow::slice(run, std::int64_t(idx[k] - idx[i]), 1));
+        i = j;
+      }
+      col = my_col + count_columns(lf);
+      return encoding::detail::concat(parts, af.type);
+    }
+    return take_primitive(c, my_col, af.type, idx, lf.logical_type.starts_with("dict:"));
+  }
+
+  arrow::array_ptr take_primitive(const column_info& c, std::uint32_t col, const arrow::type_ptr& type,
+                                  const std::vector<std::uint64_t>& idx, bool dictionary_field) const {
+    std::vector<arrow::array_ptr> parts;
+    const encoding::v2_0::byte_reader read = [this](std::uint64_t offset, std::uint64_t size) {
+      return read_split(offset, size);
+    };
+    std::size_t i = 0;
+    while (i < idx.size()) {
+      const auto it = std::upper_bound(c.page_starts.begin(), c.page_starts.end(), idx[i]);
+      const auto p = std::size_t(it - c.page_starts.begin()) - 1;
+      const auto ps = c.page_starts[p], pe = c.page_starts[p + 1];
+      std::vector<std::uint64_t> rows;
+      std::size_t j = i;
+      for (; j < idx.size() && idx[j] < pe; ++j) rows.push_back(idx[j] - ps);
+      const auto& page = c.metadata.pages[p];
+      const auto enc = page_encoding<pb::enc20::array_encoding>(c, p, col);
+      if (!dictionary_field && encoding::v2_0::rows_addressable(enc, type)) {
+        parts.push_back(encoding::v2_0::take_page_rows(enc, type, page.buffer_offsets, page.buffer_sizes, page.length,
+                                                       rows, read, where(col, p)));
+      } else {
+        const auto bufs = cached_page_buffers(col, p);
+        encoding::v2_0::page_decoder d(bufs, where(col, p));
+        d.dictionary_field = dictionary_field;
+        const auto whole = d.decode(enc, page.length, type);
+        std::size_t k = 0;
+        while (k < rows.size()) {
+          std::size_t m = k + 1;
+          while (m < rows.size() && rows[m] == rows[m - 1] + 1) ++m;
+          parts.push_back(arrow::slice(whole, std::int64_t(rows[k]), std::int64_t(m - k)));
+          k = m;
+        }
+      }
+      i = j;
+    }
+    if (parts.size() == 1) return parts[0];
+    return encoding::detail::concat(parts, type);
+  }
+
   arrow::array_ptr decode_primitive(const column_info& c, std::uint32_t col, const arrow::type_ptr& type,
                                     std::uint64_t begin, std::uint64_t end, bool dictionary_field = false) const {
     std::vector<arrow::array_ptr> parts;
     for (auto [p, off, n] : overlapping(c, begin, end)) {
       const auto& page = c.metadata.pages[p];
-      auto bufs = page_buffers(page);
+      const auto enc = page_encoding<pb::enc20::array_encoding>(c, p, col);
+      // A small part of a page (a list's items in a take): only its bytes, when the
+      // encoding allows.
+      if (n < page.length / 8 && !dictionary_field && encoding::v2_0::rows_addressable(enc, type)) {
+        std::vector<std::uint64_t> rows(static_cast<std::size_t>(n));
+        for (std::uint64_t i = 0; i < n; ++i) rows[std::size_t(i)] = off + i;
+        parts.push_back(encoding::v2_0::take_page_rows(
+            enc, type, page.buffer_offsets, page.buffer_sizes, page.length, rows,
+            [this](std::uint64_t offset, std::uint64_t size) { return read_split(offset, size); }, where(col, p)));
+        continue;
+      }
+      // Cached: a scan reads a large page range by range.
+      auto bufs = cached_page_buffers(col, p);
       encoding::v2_0::page_decoder d(bufs, where(col, p));
       d.dictionary_field = dictionary_field;
-      auto whole = d.decode(page_encoding<pb::enc20::array_encoding>(c, p, col), page.length, type);
+      auto whole = d.decode(enc, page.length, type);
       parts.push_back(arrow::slice(whole, std::int64_t(off), std::int64_t(n)));
     }
     if (parts.size() == 1) return parts[0];
@@ -439,7 +533,7 @@ class file_reader {
     bool first = true;
     for (auto [p, off, cnt] : overlapping(c, begin, end)) {
       for (; next_page < p; ++next_page) item_base += list_items_of(c, my_col, next_page);
-      auto bufs = page_buffers(c.metadata.pages[p]);
+      auto bufs = cached_page_buffers(my_col, p);
       encoding::v2_0::page_decoder d(bufs, where(my_col, p));
       auto lp = d.decode_list(page_encoding<pb::enc20::array_encoding>(c, p, my_col), c.metadata.pages[p].length);
       const std::uint64_t start_in_page = off == 0 ? 0 : lp.end(std::size_t(off - 1));
