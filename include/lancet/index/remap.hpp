@@ -153,13 +153,13 @@ inline std::optional<std::string> remap_unsupported_reason(const std::string& ro
   const std::string dir = index_directory(root, im.uuid);
   try {
     const auto info = read_index_file(dir + "/" + std::string(index_file_name));
-    const bool hnsw = info.sub_index_key == hnsw::metadata_key;
-    if (info.sub_index_key != "lance:flat" && !hnsw)
+    const bool graphs = info.sub_index_key == hnsw::metadata_key;
+    if (info.sub_index_key != "lance:flat" && !graphs)
       return who + " has the sub-index '" + info.sub_index_key + "'; lancet remaps the flat and HNSW sub-indexes only";
-    if (hnsw != details.hnsw.has_value())
+    if (graphs != details.hnsw.has_value())
       return who + " is " + index_type_of(details) + " but index.idx holds the sub-index '" + info.sub_index_key + "'";
     if (!info.ivf.centroids) return who + ": index.idx has no centroids";
-    if (hnsw) recorded_hnsw_params(info, who);
+    if (graphs) recorded_hnsw_params(info, who);
   } catch (const error& e) {
     return who + ": " + e.what();
   }
@@ -191,7 +191,7 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
   // index.idx keeps the centroids and the loss; write_index_directory derives the
   // rest (sub-index offsets) from the partition count.
   const ivf_model model = ivf_model::with_centroids(*info.ivf.centroids, info.ivf.loss);
-  const bool hnsw = info.sub_index_key == hnsw::metadata_key;
+  const bool graphs = info.sub_index_key == hnsw::metadata_key;
   std::vector<bool> lost_rows(storage.num_partitions(), false);  // HNSW: the graphs to rebuild
   try {
     out.files = write_index_directory(new_dir, storage.version(), model, storage.quantizer(), storage.distance(),
@@ -238,7 +238,7 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
         aux.write_partition(kept.view());
       }
     });
-    if (hnsw) {
+    if (graphs) {
       // Graphs of partitions that lost no row still link the same positions.
       const std::string idx_path = old_dir + "/" + std::string(index_file_name);
       const file::file_reader<io::file_source> reader{io::file_source(idx_path)};
