@@ -660,7 +660,6 @@ TEST_CASE("optimize: IVF_HNSW_FLAT / SQ / PQ: a delta segment after +10%, split 
     b.column = "vector";
     b.type = c.type;
     b.num_partitions = 4;
-    b.target_partition_size = 400;  // splits above 1,600 rows
     if (c.type == index::ivf_index_type::ivf_hnsw_pq) b.num_sub_vectors = 4;
     b.m = 10;
     b.ef_construction = 40;
@@ -671,6 +670,7 @@ TEST_CASE("optimize: IVF_HNSW_FLAT / SQ / PQ: a delta segment after +10%, split 
     append_vectors(root, rows(3000, 3300), 3000);
     index::optimize_options o;
     o.pool = &pool;
+    o.target_partition_size = 400;  // splits above 1,600 rows
     auto r = index::optimize_indices(root, o);
     REQUIRE(r.indices.size() == 1);
     CHECK(r.indices[0].changed);

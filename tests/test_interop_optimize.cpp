@@ -23,7 +23,8 @@
 // segment, and an IVF_PQ index with appended rows) succeeds, and we search the result.
 // Memory: optimising an 88 MiB IVF_FLAT index (every row reassigned by splits) under
 // a 16 MiB budget stays far below the index's size (peak RSS of a forked child).
-// IVF_HNSW_FLAT / SQ / PQ (20,000 x 32, 16 clusters, 8 partitions at target 1,000):
+// IVF_HNSW_FLAT / SQ / PQ (20,000 x 32, 16 clusters, 8 partitions; optimised at target
+// 1,000, which the index then records):
 // after +10% (a delta segment) and after growing to 3x (partitions split, one segment,
 // every graph rebuilt) LanceDB lists our optimised index with its type and row count,
 // and its recall@10 on it (16 probes, ef 100) is within 0.01 of its recall after its
@@ -608,12 +609,14 @@ TEST_CASE("IVF_HNSW_FLAT / SQ / PQ: optimised after +10% and after 3x growth; La
     b.column = "vector";
     b.type = c.type;
     b.num_partitions = 8;
-    b.target_partition_size = 1000;  // splits above 4,000 rows
     if (c.type == index::ivf_index_type::ivf_hnsw_pq) b.num_sub_vectors = 8;
     b.pool = &pool;
     index::build_ivf_index(root, b);
+    // Our optimize aims at 1,000 rows a partition (splits above 4,000) and records it in
+    // the index, where LanceDB's optimize of the 3x copy finds it.
     index::optimize_options o;
     o.pool = &pool;
+    o.target_partition_size = 1000;
     int step = 0;
     for (const std::size_t grown : {base + base / 10, 3 * base}) {
       CAPTURE(grown);
