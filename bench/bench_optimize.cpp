@@ -2,9 +2,11 @@
 // optimize() (through Node, tests/interop/optimize.mjs) in the same run.
 //
 //   bench_optimize [--rows 200000] [--dim 128] [--partitions 16] [--sub-vectors 16]
-//                  [--growth 0.1,3] [--threads T] [--no-lancedb]
+//                  [--growth 0.1,3] [--threads T] [--no-lancedb] [--type ivf_pq]
 //
-// An IVF_PQ index (built by lancet) over `rows` clustered vectors; then, for each
+// An IVF_PQ index (or --type: ivf_hnsw_sq, ...; graphs with Lance's default m 20 /
+// ef_construction 150, which the optimised segments keep) built by lancet over `rows`
+// clustered vectors; then, for each
 // growth factor g, rows * g new rows are appended to a copy of the dataset and the
 // index is optimised by lancet and (on another copy) by LanceDB. The default 16
 // partitions of 12,500 rows are normal-sized at Lance's IVF_PQ target (8,192), so a
@@ -48,6 +50,7 @@ struct options {
   std::vector<double> growth{0.1, 3.0};
   std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
   bool lancedb = true;
+  index::ivf_index_type type = index::ivf_index_type::ivf_pq;
 };
 
 std::vector<float> clustered(std::size_t n, std::size_t dim, unsigned seed) {
@@ -85,6 +88,7 @@ options parse(int argc, char** argv) {
     else if (a == "--sub-vectors") o.sub_vectors = std::stoul(next());
     else if (a == "--threads") o.threads = std::max<std::size_t>(1, std::stoul(next()));
     else if (a == "--no-lancedb") o.lancedb = false;
+    else if (a == "--type") o.type = index::parse_ivf_index_type(next());
     else if (a == "--growth") {
       o.growth.clear();
       std::stringstream ss(next());
@@ -92,7 +96,7 @@ options parse(int argc, char** argv) {
       while (std::getline(ss, g, ',')) o.growth.push_back(std::stod(g));
     } else {
       std::cerr << "usage: bench_optimize [--rows N] [--dim D] [--partitions P] [--sub-vectors M] [--growth 0.1,3] "
-                   "[--threads T] [--no-lancedb]\n";
+                   "[--threads T] [--no-lancedb] [--type T]\n";
       std::exit(a == "--help" ? 0 : 2);
     }
   }
@@ -112,13 +116,15 @@ int main(int argc, char** argv) try {
   index::build_options b;
   b.pool = &pool;
   b.column = "vector";
-  b.type = index::ivf_index_type::ivf_pq;
+  b.type = o.type;
   b.num_partitions = o.partitions;
-  b.num_sub_vectors = o.sub_vectors;
+  const bool pq = o.type == index::ivf_index_type::ivf_pq || o.type == index::ivf_index_type::ivf_hnsw_pq;
+  if (pq) b.num_sub_vectors = o.sub_vectors;
   t0 = clk::now();
   index::build_ivf_index(base, b);
-  std::printf("IVF_PQ index (%zu partitions, %zu sub-vectors) built by lancet in %.2f s\n", o.partitions,
-              o.sub_vectors, seconds_since(t0));
+  std::printf("%s index (%zu partitions, %zu sub-vectors) built by lancet in %.2f s\n",
+              std::string(index::ivf_index_type_name(o.type)).c_str(), o.partitions, pq ? o.sub_vectors : 0,
+              seconds_since(t0));
   for (double g : o.growth) {
     const std::size_t added = std::size_t(double(o.rows) * g);
     const auto more = clustered(added, o.dim, 2);

@@ -1,5 +1,6 @@
 // index/optimize.hpp (unit): the split/join planner (Lance's scenario 9 and more),
-// delta segments, merging, searching several segments, rows deleted since, errors.
+// delta segments, merging, searching several segments, rows deleted since, errors;
+// IVF_HNSW_* indexes through optimize (delta, splits) and remap (compaction).
 // The LanceDB checks and the larger scenarios are in test_interop_optimize.cpp.
 #include <doctest/doctest.h>
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/index/optimize.hpp>
@@ -548,4 +550,287 @@ TEST_CASE("optimize: multivector rows keep every vector through delta, merge, de
   std::size_t total = 0;
   for (const auto& [id, n] : m) total += n;
   CHECK(total == r.indices.at(0).rows_in_segment);
+}
+
+// ---------------------------------------------------------------------------------
+// IVF_HNSW_*: optimize and remap
+// ---------------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::size_t hnsw_dim = 16;
+
+struct hnsw_segments_seen {
+  std::size_t segments = 0;
+  std::uint64_t rows = 0;
+  std::size_t partitions = 0;  // of the newest segment
+  bool graphs_ok = true;       // every graph: one node per stored row, bounded lists, m / ef kept
+};
+
+// Every segment of the index on "vector" as an IVF_HNSW_* index of `type` whose
+// graphs (read back from index.idx) match the stored partitions.
+hnsw_segments_seen hnsw_segments(const std::string& root, const std::string& type, std::uint32_t m, std::uint32_t ef) {
+  hnsw_segments_seen out;
+  const auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+  out.segments = ix.segments.size();
+  for (const auto& seg : ix.segments) {
+    CHECK(seg.info.index_type == type);
+    CHECK(seg.index_file.index_type == type);
+    REQUIRE(seg.index_file.sub_index_key == "lance:hnsw");
+    REQUIRE(seg.info.details);
+    REQUIRE(seg.info.details->hnsw);
+    CHECK(seg.info.details->hnsw->max_connections == m);
+    const std::string path = index::index_directory(root, seg.info.uuid) + "/index.idx";
+    const file::file_reader<io::file_source> r{io::file_source(path)};
+    out.partitions = seg.storage->num_partitions();
+    for (std::size_t p = 0; p < seg.storage->num_partitions(); ++p) {
+      const auto g = index::hnsw::read_graph(r, seg.index_file, p);
+      const auto n = seg.storage->ivf().lengths.at(p);
+      out.rows += n;
+      if (g.size() != n) out.graphs_ok = false;
+      if (n == 0) continue;
+      if (g.params.m != m || g.params.ef_construction != ef) out.graphs_ok = false;
+      for (const auto& node : g.levels)
+        for (std::size_t l = 0; l < node.size(); ++l)
+          if (node[l].size() > g.params.max_neighbors(l) || (n > 1 && l == 0 && node[l].empty())) out.graphs_ok = false;
+    }
+  }
+  return out;
+}
+
+// The share of rows (every `step`-th id below `rows`, vectors in `all`) that a search for their own vector
+// returns among its 10 nearest, by the dataset's `id` column.
+double hnsw_self_recall(const std::string& root, const std::vector<float>& all, std::size_t rows, std::size_t step,
+                        const std::set<std::int64_t>& gone = {}) {
+  const auto s = *dataset::load_latest(root);
+  const auto ds = dataset::dataset::open(root);
+  const auto ix = index::open_vector_index(s, "vector");
+  index::search_params sp;
+  sp.k = 10;
+  sp.nprobes = 4;
+  sp.ef = 40;
+  std::size_t asked = 0, found = 0;
+  for (std::size_t i = 0; i < rows; i += step) {
+    if (gone.count(std::int64_t(i))) continue;
+    ++asked;
+    const auto hits = ix.searcher->search(all.data() + i * hnsw_dim, hnsw_dim, sp);
+    std::vector<std::uint64_t> ids;
+    for (const auto& h : hits) ids.push_back(h.row_id);
+    const auto b = ds.take(ids, {"id"});
+    const auto* v = b.columns[0]->values<std::int64_t>();
+    for (std::int64_t j = 0; j < b.columns[0]->length; ++j) {
+      CHECK_FALSE(gone.count(v[j]));
+      if (v[j] == std::int64_t(i)) ++found;
+    }
+  }
+  return asked ? double(found) / double(asked) : 0.0;
+}
+
+void append_vectors(const std::string& root, const std::vector<float>& v, std::int64_t first_id) {
+  dataset::write_options wo;
+  wo.mode = dataset::write_mode::append;
+  dataset::write(root, t::id_vector_batch(v, hnsw_dim, first_id), wo);
+}
+
+std::vector<float> hnsw_rows(std::size_t n, unsigned seed) { return t::clustered(n, hnsw_dim, 8, 0.15f, seed); }
+
+}  // namespace
+
+TEST_CASE("optimize: IVF_HNSW_FLAT / SQ / PQ: a delta segment after +10%, split partitions and rebuilt graphs after 3x") {
+  struct one {
+    index::ivf_index_type type;
+    const char* name;
+    double min_recall;
+  };
+  for (const auto& c : {one{index::ivf_index_type::ivf_hnsw_flat, "IVF_HNSW_FLAT", 0.95},
+                        one{index::ivf_index_type::ivf_hnsw_sq, "IVF_HNSW_SQ", 0.9},
+                        one{index::ivf_index_type::ivf_hnsw_pq, "IVF_HNSW_PQ", 0.5}}) {
+    const std::string type_name = c.name;
+    CAPTURE(type_name);
+    t::temp_dir tmp("opthnsw");
+    const std::string root = (tmp.path() / "ds").string();
+    // One generator for every row: the appended rows come from the same clusters.
+    const auto all = hnsw_rows(9300, 11);
+    const auto rows = [&](std::size_t from, std::size_t to) {
+      return std::vector<float>(all.begin() + std::ptrdiff_t(from * hnsw_dim), all.begin() + std::ptrdiff_t(to * hnsw_dim));
+    };
+    dataset::write(root, t::id_vector_batch(rows(0, 3000), hnsw_dim, 0));
+    boost::asio::thread_pool pool(2);
+    index::build_options b;
+    b.column = "vector";
+    b.type = c.type;
+    b.num_partitions = 4;
+    if (c.type == index::ivf_index_type::ivf_hnsw_pq) b.num_sub_vectors = 4;
+    b.m = 10;
+    b.ef_construction = 40;
+    b.pool = &pool;
+    index::build_ivf_index(root, b);
+
+    // +10%: a delta segment with its own graphs.
+    append_vectors(root, rows(3000, 3300), 3000);
+    index::optimize_options o;
+    o.pool = &pool;
+    o.target_partition_size = 500;  // splits above 2,000 rows (3x: every partition of 2 clusters or more)
+    auto r = index::optimize_indices(root, o);
+    REQUIRE(r.indices.size() == 1);
+    CHECK(r.indices[0].changed);
+    CHECK(r.indices[0].rows_added == 300);
+    // A delta segment, or (k-means may leave a partition above 2,000) one split segment.
+    std::size_t splits = r.indices[0].splits.size();
+    auto seen = hnsw_segments(root, c.name, 10, 40);
+    CHECK(seen.segments == (splits ? 1u : 2u));
+    CHECK(seen.rows == 3300);
+    CHECK(seen.graphs_ok);
+    double recall = hnsw_self_recall(root, all, 3300, 7);
+    CAPTURE(recall);
+    CHECK(recall >= c.min_recall);
+    // Steady state: nothing to do, nothing committed.
+    const auto version = dataset::load_latest(root)->version();
+    CHECK_FALSE(index::optimize_indices(root, o).indices.at(0).changed);
+    CHECK(dataset::load_latest(root)->version() == version);
+
+    // 3x: partitions above 2,000 rows split (one segment, every graph rebuilt), unless
+    // the +10% pass split them already; over both passes something was split.
+    append_vectors(root, rows(3300, 9300), 3300);
+    r = index::optimize_indices(root, o);
+    CHECK(r.indices.at(0).rows_added == 6000);
+    splits += r.indices.at(0).splits.size();
+    CHECK(splits > 0);
+    seen = hnsw_segments(root, c.name, 10, 40);
+    CHECK(seen.segments == r.indices.at(0).segments_after);
+    CHECK(r.indices.at(0).segments_after ==
+          (r.indices.at(0).splits.empty() && r.indices.at(0).joins.empty() ? r.indices.at(0).segments_before + 1 : 1u));
+    CHECK(seen.rows == 9300);
+    CHECK(seen.partitions > 4);
+    CHECK(seen.graphs_ok);
+    recall = hnsw_self_recall(root, all, 9300, 31);
+    CHECK(recall >= c.min_recall);
+
+    // num_indices_to_merge and retrain keep the type and the graph parameters.
+    append_vectors(root, rows(0, 100), 9300);
+    o.num_indices_to_merge = 1;
+    r = index::optimize_indices(root, o);
+    CHECK(r.indices.at(0).segments_after == r.indices.at(0).segments_before);
+    seen = hnsw_segments(root, c.name, 10, 40);
+    CHECK(seen.rows == 9400);
+    CHECK(seen.graphs_ok);
+    o.num_indices_to_merge.reset();
+    o.retrain = true;
+    r = index::optimize_indices(root, o);
+    seen = hnsw_segments(root, c.name, 10, 40);
+    CHECK(seen.segments == 1);
+    CHECK(seen.rows == 9400);
+    CHECK(seen.graphs_ok);
+  }
+}
+
+TEST_CASE("remap: IVF_HNSW_SQ keeps the graphs of partitions that lost no row, rebuilds the others") {
+  t::temp_dir tmp("remaphnsw");
+  const std::string root = (tmp.path() / "ds").string();
+  const auto all = hnsw_rows(2000, 5);
+  dataset::write(root, t::id_vector_batch(all, hnsw_dim, 0));
+  index::build_options b;
+  b.column = "vector";
+  b.type = index::ivf_index_type::ivf_hnsw_sq;
+  b.num_partitions = 3;
+  b.m = 8;
+  b.ef_construction = 30;
+  const auto built = index::build_ivf_index(root, b);
+  const std::string old_dir = index::index_directory(root, built.index.uuid);
+  const auto old_info = index::read_index_file(old_dir + "/index.idx");
+  const auto old_storage = index::open_storage(old_dir + "/auxiliary.idx");
+  const file::file_reader<io::file_source> old_r{io::file_source(old_dir + "/index.idx")};
+  // Every row moves by 5,000; the first 20 rows of partition 0 are dropped.
+  index::row_address_map m;
+  const auto p0 = old_storage.read_partition(0);
+  REQUIRE(p0.size() > 40);
+  std::set<std::uint64_t> dropped(p0.row_ids.begin(), p0.row_ids.begin() + 20);
+  for (std::uint64_t id = 0; id < 2000; ++id)
+    m[id] = dropped.count(id) ? std::optional<std::uint64_t>() : std::optional<std::uint64_t>(id + 5000);
+  const auto r = index::remap_index_files(root, built.index, m);
+  CHECK(r.stats.rows_dropped == 20);
+  CHECK(r.stats.rows_after == 1980);
+  const std::string new_dir = index::index_directory(root, r.new_uuid);
+  const auto info = index::read_index_file(new_dir + "/index.idx");
+  CHECK(info.index_type == "IVF_HNSW_SQ");
+  REQUIRE(info.sub_index_key == "lance:hnsw");
+  for (const auto& f : r.files) CHECK(std::filesystem::file_size(new_dir + "/" + f.path) == f.size_bytes);
+  const auto storage = index::open_storage(new_dir + "/auxiliary.idx");
+  const file::file_reader<io::file_source> new_r{io::file_source(new_dir + "/index.idx")};
+  for (std::size_t p = 0; p < 3; ++p) {
+    CAPTURE(p);
+    const auto before = index::hnsw::read_graph(old_r, old_info, p);
+    const auto after = index::hnsw::read_graph(new_r, info, p);
+    const auto rows = storage.read_partition(p);
+    REQUIRE(after.size() == rows.size());
+    CHECK(after.params.m == 8);
+    CHECK(after.params.ef_construction == 30);
+    for (auto id : rows.row_ids) CHECK(id >= 5000);
+    if (p == 0) {
+      CHECK(after.size() == before.size() - 20);
+      continue;
+    }
+    // Untouched partition: the same graph, node for node.
+    REQUIRE(after.size() == before.size());
+    CHECK(after.entry_point == before.entry_point);
+    bool same = true;
+    for (std::size_t n = 0; n < after.size(); ++n) {
+      if (after.levels[n].size() != before.levels[n].size()) same = false;
+      for (std::size_t l = 0; same && l < after.levels[n].size(); ++l) {
+        if (after.levels[n][l].size() != before.levels[n][l].size()) {
+          same = false;
+          break;
+        }
+        for (std::size_t i = 0; i < after.levels[n][l].size(); ++i)
+          same &= after.levels[n][l][i].id == before.levels[n][l][i].id &&
+                  after.levels[n][l][i].distance == before.levels[n][l][i].distance;
+      }
+    }
+    CHECK(same);
+  }
+  CHECK_FALSE(index::remap_unsupported_reason(root, built.index).has_value());
+}
+
+TEST_CASE("compaction remaps an IVF_HNSW_SQ index: deleted rows gone, moved rows found under their new addresses") {
+  t::temp_dir tmp("compacthnsw");
+  const std::string root = (tmp.path() / "ds").string();
+  const auto all = hnsw_rows(3000, 9);
+  // Three fragments of 1,000 rows: compaction merges them into one.
+  for (std::size_t f = 0; f < 3; ++f) {
+    const std::vector<float> part(all.begin() + std::ptrdiff_t(f * 1000 * hnsw_dim),
+                                  all.begin() + std::ptrdiff_t((f + 1) * 1000 * hnsw_dim));
+    if (f == 0)
+      dataset::write(root, t::id_vector_batch(part, hnsw_dim, 0));
+    else
+      append_vectors(root, part, std::int64_t(f * 1000));
+  }
+  index::build_options b;
+  b.column = "vector";
+  b.type = index::ivf_index_type::ivf_hnsw_sq;
+  b.num_partitions = 4;
+  b.m = 10;
+  b.ef_construction = 40;
+  index::build_ivf_index(root, b);
+  // Delete every 10th row of fragment 1 (ids 1000, 1010, ...).
+  std::vector<std::uint64_t> del;
+  std::set<std::int64_t> gone;
+  for (std::uint64_t i = 0; i < 1000; i += 10) del.push_back(dataset::row_address(1, i)), gone.insert(std::int64_t(1000 + i));
+  dataset::delete_rows(root, del);
+  const auto c = dataset::compact_files(root);
+  CHECK(c.metrics.fragments_removed == 3);
+  CHECK(c.metrics.fragments_added == 1);
+  const auto seen = hnsw_segments(root, "IVF_HNSW_SQ", 10, 40);
+  CHECK(seen.segments == 1);
+  CHECK(seen.rows == 2900);
+  CHECK(seen.graphs_ok);
+  // Every stored row id is a row of the new fragment.
+  const auto s = *dataset::load_latest(root);
+  REQUIRE(s.manifest().fragments.size() == 1);
+  const auto frag = s.manifest().fragments[0].id;
+  const auto ix = index::open_vector_index(s, "vector");
+  for (std::size_t p = 0; p < ix.storage->num_partitions(); ++p)
+    for (auto id : ix.storage->read_partition(p).row_ids) REQUIRE((id >> 32) == frag);
+  const double recall = hnsw_self_recall(root, all, 3000, 7, gone);
+  CAPTURE(recall);
+  CHECK(recall >= 0.9);
 }

@@ -117,8 +117,6 @@ check "index create ivf_hnsw_sq --m --ef-construction" bash -c "'$lancet' index 
 check "search --index hnsw --ef finds row 7" bash -c "'$lancet' search '$vds' --column vector --index hnsw --query '$q7' --k 10 --nprobes 2 --ef 30 | grep -q '\"_rowid\":7,\"_distance\"'"
 check "LanceDB lists the CLI's IVF_HNSW_SQ" bash -c "node '$root/tests/interop/list_indices.mjs' '$vds' | grep -q '\"indexType\":\"IVF_HNSW_SQ\"'"
 err=$("$lancet" index create "$vds" --column vector --type ivf_flat --m 8 --name x 2>&1); check "--m without an ivf_hnsw type is a usage error" test $? -eq 2
-err=$("$lancet" index optimize "$vds" --name hnsw 2>&1); st=$?
-check "index optimize refuses an HNSW index, naming it" bash -c "test $st -ne 0 && grep -q \"index 'hnsw' is IVF_HNSW_SQ\" <<< \"\$0\"" "$err"
 # ---- compact ------------------------------------------------------------------------
 cds="$tmp/cds"
 for part in 1 2 3 4; do
@@ -184,6 +182,15 @@ check "LanceDB counts 600 indexed rows in 2 segments" bash -c "node '$root/tests
 out=$("$lancet" index optimize "$ods" --name vector_idx --merge 2 --target-partition-size 100 2>/dev/null)
 check "index optimize --merge 2: one segment of 600 rows" bash -c "grep -q '\"segments_after\":1' <<< '$out' && grep -q '\"rows\":600' <<< '$out'"
 check "index list shows one segment" test "$("$lancet" index list "$ods" | wc -l)" -eq 1
+# An IVF_HNSW_SQ index: the appended rows get a delta segment with its own graphs.
+hds="$tmp/hds"
+head -n 300 "$tmp/vrows.jsonl" | "$lancet" write "$hds" --schema "$tmp/vschema.json" 2>/dev/null
+check "optimize: IVF_HNSW_SQ index on 300 rows" bash -c "'$lancet' index create '$hds' --column vector --type ivf_hnsw_sq --partitions 2 --m 8 --ef-construction 40 2>/dev/null"
+tail -n 300 "$tmp/vrows.jsonl" | "$lancet" write "$hds" --schema "$tmp/vschema.json" --mode append 2>/dev/null
+out=$("$lancet" index optimize "$hds" 2>/dev/null); st=$?
+check "index optimize of an IVF_HNSW_SQ index: a delta segment of 300 rows" bash -c "test $st -eq 0 && grep -q '\"rows_added\":300' <<< '$out' && grep -q '\"segments_after\":2' <<< '$out'"
+check "search --ef over both HNSW segments finds an appended row" bash -c "'$lancet' search '$hds' --column vector --query '$q407' --k 1 --nprobes 2 --ef 30 --columns id | grep -q '\"id\":407}'"
+check "LanceDB lists the optimised IVF_HNSW_SQ: 600 rows in 2 segments" bash -c "node '$root/tests/interop/list_indices.mjs' '$hds' | grep -q '\"indexType\":\"IVF_HNSW_SQ\"' && node '$root/tests/interop/list_indices.mjs' '$hds' | grep -q '\"numIndexedRows\":600.*\"numIndices\":2\|\"numIndices\":2.*\"numIndexedRows\":600'"
 err=$("$lancet" index optimize "$ods" --merge x 2>&1); check "index optimize --merge x is a usage error" test $? -eq 2
 err=$("$lancet" index optimize "$ods" --merge 1 --retrain 2>&1); check "--merge with --retrain is a usage error" test $? -eq 2
 err=$("$lancet" index optimize "$ods" --name nope 2>&1); st=$?

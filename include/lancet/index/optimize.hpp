@@ -23,6 +23,10 @@
 // time) and the re-encoded rows stream through shufflers (shuffler.hpp) bounded by
 // memory_budget_bytes, spilling beyond it; row ids are held as sorted vectors.
 // IVF_FLAT stores the column's own element type (float16 / float32 / float64).
+// IVF_HNSW_* indexes go through the same plan over their flat / SQ / PQ storage; the
+// new segment (delta or merged) then gets a graph per partition built over its stored
+// rows, with the m / ef_construction / max_level the index's lance:hnsw records (Lance
+// 12 likewise builds each partition's graph afresh when it writes a segment).
 #pragma once
 
 #include <algorithm>
@@ -54,6 +58,7 @@
 #include "lancet/index/quantizer/rabitq.hpp"
 #include "lancet/index/quantizer/sq.hpp"
 #include "lancet/index/registry.hpp"
+#include "lancet/index/remap.hpp"
 #include "lancet/index/vector_index.hpp"
 
 namespace lancet::index {
@@ -566,6 +571,14 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
     if (!(*s.index_file.ivf.centroids == cm) || !(s.storage->quantizer() == q))
       throw unsupported_error("index '" + name + "': its segments have different IVF models or quantizers; "
                               "optimise with retrain to rebuild it");
+  // IVF_HNSW_*: the graph parameters every new segment is built with.
+  std::optional<hnsw::build_params> graph;
+  if (newest.index_file.sub_index_key == hnsw::metadata_key) graph = recorded_hnsw_params(newest.index_file, "index '" + name + "'");
+  for (const auto& s : segs)
+    if (s.index_file.sub_index_key != newest.index_file.sub_index_key)
+      throw unsupported_error("index '" + name + "': its segments have different sub-indexes (" +
+                              s.index_file.sub_index_key + ", " + newest.index_file.sub_index_key +
+                              "); optimise with retrain to rebuild it");
   std::vector<float> cents = matrix_floats(cm);
   const std::size_t k0 = cm.rows;
   const std::size_t width = code_bytes(q);
@@ -1007,9 +1020,15 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   }
   if (k1 == k0 && res.splits.empty() && res.joins.empty()) new_cm = cm;  // exactly the old centroids
   auto model = ivf_model::with_centroids(std::move(new_cm), loss);
-  const auto files = write_index_directory(dir, newest.index_file.version, model, q, metric, [&](auto& aux) {
+  auto files = write_index_directory(dir, newest.index_file.version, model, q, metric, [&](auto& aux) {
     out_sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report(o, name, optimize_stage::merge_partitions, p, k); });
   });
+  if (graph) {
+    // The graphs link the stored rows, so they are built from auxiliary.idx as written.
+    const auto size = write_hnsw_index_file(dir, newest.index_file.version, model, metric, *graph, {}, o.pool);
+    for (auto& f : files)
+      if (f.path == index_file_name) f.size_bytes = size;
+  }
   res.rows_in_segment = out_sh.rows();
   // Its metadata: the merged segments' (still present) fragments and the delta's.
   std::vector<std::uint64_t> frags(merged_frags.begin(), merged_frags.end());
@@ -1056,14 +1075,7 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
   std::vector<std::string> names;
   for (const auto& i : list_indices(*base)) {
     if (!o.name.empty() && i.name != o.name) continue;
-    if (o.name.empty() && (i.index_type.rfind("IVF_", 0) != 0 || i.index_type.find("HNSW") != std::string::npos))
-      continue;
-    // Delta segments of an HNSW index would need their own graphs: refused rather
-    // than written as a flat sub-index under the HNSW index's name.
-    if (i.index_type.find("HNSW") != std::string::npos)
-      throw unsupported_error("index '" + i.name + "' is " + i.index_type +
-                              ": lancet cannot optimize IVF_HNSW_* indexes yet (rebuild it with lancet index create "
-                              "--replace, or optimize it with LanceDB)");
+    if (o.name.empty() && i.index_type.rfind("IVF_", 0) != 0) continue;
     if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
   }
   if (!o.name.empty() && names.empty()) {
@@ -1099,6 +1111,15 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
       b.pool = o.pool;
       const auto& q = seg.storage->quantizer();
       b.type = optimize_detail::type_of(q);
+      if (seg.index_file.sub_index_key == hnsw::metadata_key) {
+        const auto gp = recorded_hnsw_params(seg.index_file, "index '" + c.result.name + "'");
+        b.type = b.type == ivf_index_type::ivf_pq   ? ivf_index_type::ivf_hnsw_pq
+                 : b.type == ivf_index_type::ivf_sq ? ivf_index_type::ivf_hnsw_sq
+                                                    : ivf_index_type::ivf_hnsw_flat;
+        b.m = gp.m;
+        b.ef_construction = gp.ef_construction;
+        b.max_level = gp.max_level;
+      }
       b.num_partitions = seg.searcher->num_partitions();
       if (const auto* p = std::get_if<pq_params>(&q)) b.num_sub_vectors = p->num_sub_vectors, b.num_bits = p->num_bits;
       const auto built = build_ivf_index(root, b);

@@ -17,13 +17,19 @@
 //    index_version and created_at of the old one; uuid, files and the fragment bitmap
 //    change (registered by the Rewrite commit of the compaction, see
 //    dataset/compact.hpp).
-// Only IVF indexes with the flat sub-index (IVF_FLAT / PQ / SQ / RQ) are remapped;
-// others (HNSW, scalar indexes) are unsupported_error, naming the index.
+// IVF_HNSW_* indexes are remapped too. A graph's nodes are row positions within the
+// partition, so a partition that lost no row keeps its graph as it was (its edges and
+// distances still hold: the codes did not change); a partition that lost rows has its
+// graph rebuilt over the rows kept, with the index's recorded m / ef_construction
+// (Lance 12 rebuilds every graph on remap; keeping the intact ones is equivalent).
+// Scalar indexes are unsupported_error, naming the index.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -31,9 +37,14 @@
 #include <variant>
 #include <vector>
 
+#include <boost/asio/thread_pool.hpp>
+
 #include "lancet/core/error.hpp"
+#include "lancet/core/parallel.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/roaring.hpp"
+#include "lancet/index/hnsw/index_file.hpp"
+#include "lancet/index/hnsw/partition_graphs.hpp"
 #include "lancet/index/index_files.hpp"
 #include "lancet/index/registry.hpp"
 #include "lancet/io/fs.hpp"
@@ -68,6 +79,68 @@ inline bool is_vector_details(const pb::index_metadata& im) {
 
 }  // namespace remap_detail
 
+// The graph parameters an IVF_HNSW_* index.idx records in lance:hnsw (its first
+// non-empty partition entry); Lance's defaults when every partition is empty.
+inline hnsw::build_params recorded_hnsw_params(const index_file_info& info, const std::string& who) {
+  hnsw::build_params p;
+  if (info.sub_index_key != hnsw::metadata_key) throw corrupt_error(who + ": index.idx has no lance:hnsw entries");
+  using namespace json_detail;
+  for (const auto& text : info.sub_index_metadata) {
+    if (text.empty()) continue;
+    const auto v = parse(text, who + " lance:hnsw");
+    const auto& pv = member(v, "params", who);
+    p.m = as_u32(member(pv, "m", who), "m", who);
+    p.ef_construction = as_u32(member(pv, "ef_construction", who), "ef_construction", who);
+    p.max_level = std::uint16_t(as_u32(member(pv, "max_level", who), "max_level", who));
+    if (const auto* pd = pv.get("prefetch_distance"); pd && pd->k != value::kind::null)
+      p.prefetch_distance = as_u32(*pd, "prefetch_distance", who);
+    p.validate(who);
+    break;
+  }
+  return p;
+}
+
+// Writes dir/index.idx of an IVF_HNSW_* index over dir/auxiliary.idx (written
+// already, in file version v): partition p's graph is kept[p] when given, else built
+// from its stored rows with `params` (seed + p, as the builder does), partitions in
+// parallel on the pool. Returns the file's size.
+inline std::uint64_t write_hnsw_index_file(const std::string& dir, file::format_version v, const ivf_model& model,
+                                           simd::distance_type metric, const hnsw::build_params& params,
+                                           std::vector<std::optional<hnsw::graph>> kept,
+                                           boost::asio::thread_pool* pool = nullptr) {
+  if (!model.centroids) throw invalid_input_error("an IVF_HNSW index needs its centroids");
+  const auto storage = open_storage(dir + "/" + std::string(auxiliary_file_name));
+  const std::size_t k = storage.num_partitions();
+  if (k != model.num_partitions())
+    throw invalid_input_error("auxiliary.idx has " + std::to_string(k) + " partitions, the IVF model " +
+                              std::to_string(model.num_partitions()));
+  kept.resize(k);
+  std::vector<hnsw::graph> graphs(k);
+  std::mutex mu;  // the reader is not shared between threads
+  const std::size_t dim = model.centroids->cols;
+  parallel_for(pool, k, [&](std::size_t part) {
+    if (kept[part]) {
+      graphs[part] = std::move(*kept[part]);
+      return;
+    }
+    partition_contents pc;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      pc = storage.read_partition(part);
+    }
+    hnsw::build_params pp = params;
+    pp.seed = params.seed + part;
+    graphs[part] = hnsw::build_partition(storage.quantizer(), metric, pc, dim, pp);
+  });
+  std::uint64_t size = 0;
+  with_index_file_version(v, [&]<class V>() {
+    size = hnsw::write_index_file<V>(io::file_sink(dir + "/" + std::string(index_file_name)), model,
+                                     hnsw_index_type_name(storage.quantizer()), metric, graphs)
+               .file_size;
+  });
+  return size;
+}
+
 // Why lancet cannot remap index `im` of the dataset at `root` (nullopt when it can):
 // it must be a single-column IVF index with the flat sub-index whose files lancet reads.
 inline std::optional<std::string> remap_unsupported_reason(const std::string& root, const pb::index_metadata& im) {
@@ -77,13 +150,16 @@ inline std::optional<std::string> remap_unsupported_reason(const std::string& ro
     return who + " is not a vector index (" + (im.index_details ? im.index_details->type_url : std::string("no details")) +
            "); lancet remaps IVF vector indexes only";
   const auto details = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
-  if (details.hnsw) return who + " is " + index_type_of(details) + "; lancet remaps IVF indexes with the flat sub-index only";
   const std::string dir = index_directory(root, im.uuid);
   try {
     const auto info = read_index_file(dir + "/" + std::string(index_file_name));
-    if (info.sub_index_key != "lance:flat")
-      return who + " has the sub-index '" + info.sub_index_key + "'; lancet remaps the flat sub-index only";
+    const bool graphs = info.sub_index_key == hnsw::metadata_key;
+    if (info.sub_index_key != "lance:flat" && !graphs)
+      return who + " has the sub-index '" + info.sub_index_key + "'; lancet remaps the flat and HNSW sub-indexes only";
+    if (graphs != details.hnsw.has_value())
+      return who + " is " + index_type_of(details) + " but index.idx holds the sub-index '" + info.sub_index_key + "'";
     if (!info.ivf.centroids) return who + ": index.idx has no centroids";
+    if (graphs) recorded_hnsw_params(info, who);
   } catch (const error& e) {
     return who + ": " + e.what();
   }
@@ -115,6 +191,8 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
   // index.idx keeps the centroids and the loss; write_index_directory derives the
   // rest (sub-index offsets) from the partition count.
   const ivf_model model = ivf_model::with_centroids(*info.ivf.centroids, info.ivf.loss);
+  const bool graphs = info.sub_index_key == hnsw::metadata_key;
+  std::vector<bool> lost_rows(storage.num_partitions(), false);  // HNSW: the graphs to rebuild
   try {
     out.files = write_index_directory(new_dir, storage.version(), model, storage.quantizer(), storage.distance(),
                                       [&](auto& aux) {
@@ -134,6 +212,7 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
           if (auto it = m.find(id); it != m.end()) {
             if (!it->second) {
               ++out.stats.rows_dropped;
+              lost_rows[p] = true;
               continue;
             }
             if (*it->second != id) ++out.stats.rows_moved;
@@ -159,6 +238,18 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
         aux.write_partition(kept.view());
       }
     });
+    if (graphs) {
+      // Graphs of partitions that lost no row still link the same positions.
+      const std::string idx_path = old_dir + "/" + std::string(index_file_name);
+      const file::file_reader<io::file_source> reader{io::file_source(idx_path)};
+      std::vector<std::optional<hnsw::graph>> kept(storage.num_partitions());
+      for (std::size_t p = 0; p < kept.size(); ++p)
+        if (!lost_rows[p]) kept[p] = hnsw::read_graph(reader, info, p, "index '" + im.name + "' " + idx_path);
+      const auto params = recorded_hnsw_params(info, "index '" + im.name + "'");
+      const auto size = write_hnsw_index_file(new_dir, storage.version(), model, storage.distance(), params, std::move(kept));
+      for (auto& f : out.files)
+        if (f.path == index_file_name) f.size_bytes = size;
+    }
   } catch (...) {
     std::error_code ec;
     std::filesystem::remove_all(new_dir, ec);
