@@ -24,15 +24,11 @@
 #include "lancet/encoding/v2_1/compression/general.hpp"
 #include "lancet/encoding/v2_1/compression/rle.hpp"
 #include "lancet/encoding/v2_1/data_block.hpp"
+#include "lancet/encoding/v2_1/decompress.hpp"
 #include "lancet/encoding/v2_1/page_plan.hpp"
 #include "lancet/encoding/v2_1/repdef.hpp"
-#include "lancet/pb/encodings_v2_1.hpp"
 
 namespace lancet::encoding::v2_1 {
-
-// (decompress.hpp, the reading side, declares the same alias; the writer does not need
-// that header.)
-using compressive = pb::enc21::compressive_encoding;
 
 inline constexpr std::uint64_t max_chunk_values = 4096;
 
