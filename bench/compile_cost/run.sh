@@ -25,7 +25,9 @@
 # first and again last (the second row shows how much the load drifted); ratios use the
 # better of the two. Targets are judged on the wall-time ratio. Exit status: 0 unless
 # a TU fails to compile (its errors are printed); missed targets do not fail the run.
-# Environment: CXX (default g++), OPT (default -O2).
+# Environment: CXX (default g++), OPT (default -O2), TUS (a space-separated subset of the
+# lancet TUs, e.g. TUS="file_writer.cpp dataset_write.cpp"; default all), COMPILED=0 (skip
+# the compiled-mode rows).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -78,6 +80,7 @@ echo "lancet headers: $tree_desc"
 echo "compiler: $("$cxx" --version | head -n 1)"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'), $(nproc) cores"
 echo "reps: $reps (best wall time kept; peak memory: the largest of the reps)"
+echo "TUs: ${TUS:-all}; compiled mode: $([[ "${COMPILED:-1}" == 0 ]] && echo no || echo "if src/lancet.cpp exists")"
 echo "uptime at start: $(uptime)"
 echo "compile command: $cxx ${flags[*]} [-DLANCET_COMPILED] -c -o $tmp/tu.o <TU>"
 echo
@@ -138,6 +141,17 @@ fi
 base_s="$best_s"; base_cpu="$best_cpu"
 add_row "baseline.cpp (deps only)" base
 
+# TUS: only those TUs (the baseline is always compiled).
+if [[ -n "${TUS:-}" ]]; then
+  selected=()
+  for spec in "${tus[@]}"; do
+    IFS='|' read -r file _ _ <<<"$spec"
+    [[ " $TUS " == *" $file "* ]] && selected+=("$spec")
+  done
+  ((${#selected[@]})) || { echo "$0: TUS names none of the TUs" >&2; exit 2; }
+  tus=("${selected[@]}")
+fi
+
 run_set() {  # run_set <label suffix> [extra flags...]
   local suffix="$1"; shift
   local spec file label kind
@@ -155,7 +169,9 @@ run_set() {  # run_set <label suffix> [extra flags...]
 
 run_set ""
 
-if [[ -f "$src/src/lancet.cpp" ]]; then
+if [[ "${COMPILED:-1}" == 0 ]]; then
+  echo "(COMPILED=0: compiled mode not measured)"
+elif [[ -f "$src/src/lancet.cpp" ]]; then
   echo "src/lancet.cpp exists: compiled mode (-DLANCET_COMPILED)"
   run_set "(compiled mode)" -DLANCET_COMPILED
   echo "compiling src/lancet.cpp (compiled mode, once per program)"

@@ -252,24 +252,31 @@ void decode_value(const reader& r, const field_view& f, T& out, std::string_view
   }
 }
 
+// Writes one alternative of a oneof as a nested message of field number `field`.
+template <class A>
+void oneof_encode_alternative(writer& w, std::uint32_t field, const A& alt) {
+  if constexpr (is_box<A>::value) {
+    if (alt) w.message(field, *alt);
+    else w.bytes(field, std::string_view());  // an empty message of that type
+  } else {
+    w.message(field, alt);
+  }
+}
+
+template <class Variant, std::size_t... I>
+void oneof_encode_set(writer& w, const Variant& v, std::index_sequence<I...>) {
+  (void)((v.index() == I + 1 ? (oneof_encode_alternative(w, std::uint32_t(I + 1), *std::get_if<I + 1>(&v)), true)
+                             : false) ||
+         ...);
+}
+
 // Writes the set alternative of a oneof variant as a nested message whose field number
-// is the variant index. monostate (oneof not set) writes nothing.
+// is the variant index. monostate (oneof not set) writes nothing. A test of the index per
+// alternative, not std::visit: its dispatch tables cost more to compile than they save.
 template <class Variant>
 void oneof_encode(writer& w, const Variant& v) {
   if (v.valueless_by_exception() || v.index() == 0) return;
-  const auto field = std::uint32_t(v.index());
-  std::visit(
-      [&](const auto& alt) {
-        using A = std::decay_t<decltype(alt)>;
-        if constexpr (std::is_same_v<A, std::monostate>) {
-        } else if constexpr (is_box<A>::value) {
-          if (alt) w.message(field, *alt);
-          else w.bytes(field, std::string_view());  // an empty message of that type
-        } else {
-          w.message(field, alt);
-        }
-      },
-      v);
+  oneof_encode_set(w, v, std::make_index_sequence<std::variant_size_v<Variant> - 1>{});
 }
 
 template <class Variant, std::size_t I = 1>

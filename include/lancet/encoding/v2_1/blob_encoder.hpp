@@ -33,8 +33,8 @@
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/compression_params.hpp"
 #include "lancet/encoding/field_encoder.hpp"
+#include "lancet/encoding/v2_1/page_plan.hpp"
 #include "lancet/pb/encodings_v2_1.hpp"
-#include "lancet/pb/message.hpp"
 
 namespace lancet::encoding::v2_1 {
 
@@ -54,20 +54,32 @@ inline arrow::field legacy_blob_descriptor_field(const arrow::field& f) {
                       {{std::string(packed_key), "true"}}};
 }
 
+// The layout rewrite of a legacy blob column's pages (strategy -> layout_rewrite): the
+// descriptor pages become BlobLayout pages with the field's layers (buffers unchanged).
+inline layout_rewrite legacy_blob_layout_rewrite(const arrow::field& f) {
+  const auto layer = f.nullable ? pb::enc21::rep_def_layer::nullable_item : pb::enc21::rep_def_layer::all_valid_item;
+  return [layer](pb::enc21::page_layout& layout) {
+    pb::enc21::blob_layout b;
+    b.inner_layout = std::move(layout);
+    b.layers = {layer};
+    layout = pb::enc21::page_layout{std::move(b)};
+  };
+}
+
 class legacy_blob_encoder final : public field_encoder {
  public:
   using out_of_line_writer = std::function<std::uint64_t(bytes_view)>;
 
-  // `inner` encodes legacy_blob_descriptor_field(f) into the field's one column.
+  // `inner` encodes legacy_blob_descriptor_field(f) into the field's one column, its
+  // pages' layouts rewritten by legacy_blob_layout_rewrite(f).
   legacy_blob_encoder(const arrow::field& f, field_encoder_ptr inner, out_of_line_writer write)
-      : name_(f.name), inner_(std::move(inner)), write_(std::move(write)) {
+      : name_(f.name), nullable_(f.nullable), inner_(std::move(inner)), write_(std::move(write)) {
     const auto id = f.type->id;
     if (id != arrow::type_id::binary && id != arrow::type_id::large_binary)
       throw unsupported_error("field '" + f.name + "' is a blob column (" + std::string(blob_key) + ") of type " +
                               arrow::to_string(*f.type) + "; blob columns are binary or large_binary");
     if (!write_)
       throw unsupported_error("field '" + f.name + "' is a blob column: its values need a file writer to hold them");
-    layers_ = {f.nullable ? pb::enc21::rep_def_layer::nullable_item : pb::enc21::rep_def_layer::all_valid_item};
   }
 
   std::vector<encode_task> maybe_encode(const arrow::array_ptr& a, std::uint64_t row_number,
@@ -85,7 +97,7 @@ class legacy_blob_encoder final : public field_encoder {
     for (std::size_t i = 0; i < n; ++i) {
       std::uint64_t p = 0, s = 0;
       if (!d.is_valid(std::int64_t(i))) {
-        if (layers_[0] == pb::enc21::rep_def_layer::all_valid_item)
+        if (!nullable_)
           throw invalid_input_error("blob field '" + name_ + "' is not nullable but row " + std::to_string(row_number + i) +
                                     " is null");
         p = std::uint64_t(1) << 16;  // def 1 (null item), rep 0
@@ -117,35 +129,17 @@ class legacy_blob_encoder final : public field_encoder {
     desc->null_count = 0;
     desc->buffers = {shared_bytes()};
     desc->children = {child(std::move(pos)), child(std::move(size))};
-    return wrap(inner_->maybe_encode(desc, row_number, num_rows));
+    return inner_->maybe_encode(desc, row_number, num_rows);
   }
-  std::vector<encode_task> flush() override { return wrap(inner_->flush()); }
+  std::vector<encode_task> flush() override { return inner_->flush(); }
   std::vector<encoded_column> finish() override { return inner_->finish(); }
   std::uint32_t num_columns() const override { return inner_->num_columns(); }
 
  private:
-  // The descriptor pages become BlobLayout pages (their buffers unchanged).
-  std::vector<encode_task> wrap(std::vector<encode_task> tasks) const {
-    for (auto& t : tasks) {
-      t = [inner = std::move(t), layers = layers_, name = name_] {
-        auto p = inner();
-        const auto any = pb::any::decode(pb::reader(p.encoding));
-        pb::enc21::blob_layout b;
-        b.inner_layout = pb::unpack_any<pb::enc21::page_layout>(any);
-        b.layers = layers;
-        pb::writer w;
-        pb::pack_any(pb::enc21::page_layout{std::move(b)}).encode(w);
-        p.encoding = w.take();
-        return p;
-      };
-    }
-    return tasks;
-  }
-
   std::string name_;
+  bool nullable_;
   field_encoder_ptr inner_;
   out_of_line_writer write_;
-  std::vector<pb::enc21::rep_def_layer> layers_;
 };
 
 // True for a blob v2 field (Arrow extension name lance.blob.v2).
@@ -162,12 +156,39 @@ inline arrow::field blob_v2_rows_field(const arrow::field& f) {
                       {{"lance-encoding:structural-encoding", "fullzip"}, {"lance-encoding:compression", "none"}}};
 }
 
+// The layout rewrite of a blob v2 column's pages: its full-zip pages of binary rows
+// become pages of variable-width packed struct rows (kind u8, position u64, size u64,
+// blob_id u32, u32 length + uri; buffers unchanged).
+inline layout_rewrite blob_v2_layout_rewrite() {
+  return [](pb::enc21::page_layout& layout) {
+    auto* z = std::get_if<pb::enc21::full_zip_layout>(&layout.value);
+    if (!z) return;
+    using fe = pb::enc21::variable_packed_struct::field_encoding;
+    auto flat = [](std::uint64_t bits) { return pb::enc21::compressive_encoding{pb::enc21::flat{bits, std::nullopt}}; };
+    pb::enc21::variable_packed_struct vp;
+    for (std::uint64_t bits : {8u, 64u, 64u, 32u}) {
+      fe f;
+      f.value = flat(bits);
+      f.bits_per_value = bits;
+      vp.fields.push_back(std::move(f));
+    }
+    fe u;
+    pb::enc21::variable v;
+    v.offsets = flat(32);
+    u.value = pb::enc21::compressive_encoding{std::move(v)};
+    u.bits_per_length = 32;
+    vp.fields.push_back(std::move(u));
+    z->value_compression = pb::enc21::compressive_encoding{std::move(vp)};
+  };
+}
+
 class blob_v2_encoder final : public field_encoder {
  public:
   using out_of_line_writer = std::function<std::uint64_t(bytes_view)>;
   using placement = std::function<blob_location(bytes_view)>;
 
-  // `inner` encodes blob_v2_rows_field(f) into the field's one column; `place` puts a
+  // `inner` encodes blob_v2_rows_field(f) into the field's one column (layouts rewritten
+  // by blob_v2_layout_rewrite()); `place` puts a
   // value inline or into a blob file (empty: inline through `write`).
   blob_v2_encoder(const arrow::field& f, field_encoder_ptr inner, out_of_line_writer write, placement place = {})
       : name_(f.name), nullable_(f.nullable), inner_(std::move(inner)), write_(std::move(write)), place_(std::move(place)) {
@@ -244,49 +265,13 @@ class blob_v2_encoder final : public field_encoder {
     out->null_count = nulls;
     out->buffers = {nulls ? shared_bytes(std::move(valid)) : shared_bytes(), shared_bytes(std::move(offs)),
                     shared_bytes(std::move(rows))};
-    return wrap(inner_->maybe_encode(out, row_number, num_rows));
+    return inner_->maybe_encode(out, row_number, num_rows);
   }
-  std::vector<encode_task> flush() override { return wrap(inner_->flush()); }
+  std::vector<encode_task> flush() override { return inner_->flush(); }
   std::vector<encoded_column> finish() override { return inner_->finish(); }
   std::uint32_t num_columns() const override { return inner_->num_columns(); }
 
  private:
-  // Full-zip pages of rows become pages of packed struct rows (buffers unchanged).
-  static std::vector<encode_task> wrap(std::vector<encode_task> tasks) {
-    for (auto& t : tasks) {
-      t = [inner = std::move(t)] {
-        auto p = inner();
-        const auto any = pb::any::decode(pb::reader(p.encoding));
-        auto layout = pb::unpack_any<pb::enc21::page_layout>(any);
-        if (auto* z = std::get_if<pb::enc21::full_zip_layout>(&layout.value)) {
-          using fe = pb::enc21::variable_packed_struct::field_encoding;
-          auto flat = [](std::uint64_t bits) {
-            return pb::enc21::compressive_encoding{pb::enc21::flat{bits, std::nullopt}};
-          };
-          pb::enc21::variable_packed_struct vp;
-          for (std::uint64_t bits : {8u, 64u, 64u, 32u}) {
-            fe f;
-            f.value = flat(bits);
-            f.bits_per_value = bits;
-            vp.fields.push_back(std::move(f));
-          }
-          fe u;
-          pb::enc21::variable v;
-          v.offsets = flat(32);
-          u.value = pb::enc21::compressive_encoding{std::move(v)};
-          u.bits_per_length = 32;
-          vp.fields.push_back(std::move(u));
-          z->value_compression = pb::enc21::compressive_encoding{std::move(vp)};
-          pb::writer w;
-          pb::pack_any(layout).encode(w);
-          p.encoding = w.take();
-        }
-        return p;
-      };
-    }
-    return tasks;
-  }
-
   std::string name_;
   bool nullable_;
   field_encoder_ptr inner_;

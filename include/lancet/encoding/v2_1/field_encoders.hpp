@@ -79,7 +79,8 @@ inline data_block fill_null_slots(const data_block& values, const shredded_leaf&
 
 template <structural_policy Policy>
 encoded_page encode_page_with(const Policy& policy, const std::vector<path_node>& path, const leaf_info& leaf,
-                              const std::vector<arrow::array_ptr>& arrays, unsigned minor) {
+                              const std::vector<arrow::array_ptr>& arrays, unsigned minor,
+                              const layout_rewrite& rewrite = {}) {
   auto shredded = shred(path, arrays);
   const level_scheme s(shredded.layers);
   auto values = gather_values(*leaf.type, shredded);
@@ -118,7 +119,7 @@ encoded_page encode_page_with(const Policy& policy, const std::vector<path_node>
       values.k != data_block::kind::empty)
     throw invalid_input_error("column '" + leaf.column + "': the page was planned as all-null but holds " +
                               std::to_string(facts.num_values - facts.leaf_nulls) + " non-null value(s)");
-  return encode_leaf_page(s, shredded.rep, shredded.def, values, plan, shredded.num_rows, minor);
+  return encode_leaf_page(s, shredded.rep, shredded.def, values, plan, shredded.num_rows, minor, rewrite);
 }
 
 
@@ -128,9 +129,9 @@ class structural_field_encoder final : public field_encoder {
  public:
   structural_field_encoder(arrow::field f, std::vector<std::vector<path_node>> paths, std::vector<leaf_info> leaves,
                            std::vector<std::uint32_t> columns, std::shared_ptr<const Policy> policy,
-                           const page_sizing& sizing, const encoding_options& o)
+                           const page_sizing& sizing, const encoding_options& o, layout_rewrite rewrite = {})
       : field_(std::move(f)), paths_(std::move(paths)), leaves_(std::move(leaves)), columns_(std::move(columns)),
-        policy_(std::move(policy)), keep_original_(o.keep_original_array),
+        policy_(std::move(policy)), rewrite_(std::move(rewrite)), keep_original_(o.keep_original_array),
         cache_bytes_(sizing.cache_bytes_per_column * std::max<std::size_t>(1, paths_.size())),
         group_rows_(sizing.group_rows) {}
 
@@ -190,8 +191,8 @@ class structural_field_encoder final : public field_encoder {
     std::vector<encode_task> tasks;
     for (std::size_t i = 0; i < paths_.size(); ++i) {
       tasks.push_back([arrays, path = paths_[i], leaf = leaves_[i], column = columns_[i], policy = policy_,
-                       row = first_row_]() {
-        auto page = encode_page_with(*policy, path, leaf, *arrays, Minor);
+                       rewrite = rewrite_, row = first_row_]() {
+        auto page = encode_page_with(*policy, path, leaf, *arrays, Minor, rewrite);
         page.column_index = column;
         page.priority = row;
         return page;
@@ -205,6 +206,7 @@ class structural_field_encoder final : public field_encoder {
   std::vector<leaf_info> leaves_;
   std::vector<std::uint32_t> columns_;
   std::shared_ptr<const Policy> policy_;
+  layout_rewrite rewrite_;
   bool keep_original_;
   std::uint64_t cache_bytes_;
   std::uint64_t group_rows_;
@@ -225,6 +227,14 @@ void structural_strategy<Minor, Policy>::validate(const arrow::field& f, const a
 template <unsigned Minor, structural_policy Policy>
 field_encoder_ptr structural_strategy<Minor, Policy>::make_field_encoder(const arrow::field& f, field_id_cursor& ids, column_index_sequence& columns,
                                      const encoding_options& o) const {
+  return make_encoder(f, ids, columns, o, {});
+}
+
+template <unsigned Minor, structural_policy Policy>
+field_encoder_ptr structural_strategy<Minor, Policy>::make_encoder(const arrow::field& f, field_id_cursor& ids,
+                                                                   column_index_sequence& columns,
+                                                                   const encoding_options& o,
+                                                                   layout_rewrite rewrite) const {
   check_type(f, f.name);
   if (is_blob_v2_field_to_write(f)) {
     // One column of descriptions under the blob field's own id (data and uri take theirs).
@@ -232,7 +242,7 @@ field_encoder_ptr structural_strategy<Minor, Policy>::make_field_encoder(const a
     for (const auto& c : f.type->children) ids.next(c.name);
     const std::int32_t desc_ids[] = {id};
     field_id_cursor desc_cursor(desc_ids);
-    auto inner = make_field_encoder(blob_v2_rows_field(f), desc_cursor, columns, o);
+    auto inner = make_encoder(blob_v2_rows_field(f), desc_cursor, columns, o, blob_v2_layout_rewrite());
     return std::make_unique<blob_v2_encoder>(f, std::move(inner), o.write_out_of_line, o.place_blob_v2);
   }
   if (is_legacy_blob_field(f)) {
@@ -240,7 +250,7 @@ field_encoder_ptr structural_strategy<Minor, Policy>::make_field_encoder(const a
     const auto id = ids.next(f.name);
     const std::int32_t desc_ids[] = {id, id, id};
     field_id_cursor desc_cursor(desc_ids);
-    auto inner = make_field_encoder(legacy_blob_descriptor_field(f), desc_cursor, columns, o);
+    auto inner = make_encoder(legacy_blob_descriptor_field(f), desc_cursor, columns, o, legacy_blob_layout_rewrite(f));
     return std::make_unique<legacy_blob_encoder>(f, std::move(inner), o.write_out_of_line);
   }
   auto paths = leaf_paths(f);
@@ -263,7 +273,8 @@ field_encoder_ptr structural_strategy<Minor, Policy>::make_field_encoder(const a
   if (sizing.cache_bytes_per_column == 0)
     throw invalid_input_error("field '" + f.name + "': the encoding policy sized pages at 0 bytes per column");
   return std::make_unique<structural_field_encoder<Minor, Policy>>(f, std::move(paths), std::move(leaves),
-                                                                   std::move(cols), policy_, sizing, o);
+                                                                   std::move(cols), policy_, sizing, o,
+                                                                   std::move(rewrite));
 }
 
 template <unsigned Minor, structural_policy Policy>

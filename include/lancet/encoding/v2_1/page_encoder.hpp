@@ -199,7 +199,8 @@ inline mini_compressed compress_values(const data_block& v, const page_plan& pla
 // Encodes one page of a leaf column.
 inline encoded_page encode_leaf_page(const level_scheme& s, const std::vector<std::uint16_t>& rep,
                                      const std::vector<std::uint16_t>& def, const data_block& values,
-                                     const page_plan& plan, std::uint64_t num_rows, unsigned minor) {
+                                     const page_plan& plan, std::uint64_t num_rows, unsigned minor,
+                                     const layout_rewrite& rewrite = {}) {
   encoded_page page;
   page.num_rows = num_rows;
   enc21::page_layout layout;
@@ -314,6 +315,7 @@ inline encoded_page encode_leaf_page(const level_scheme& s, const std::vector<st
       break;
     }
   }
+  if (rewrite) rewrite(layout);
   page.encoding = detail::page_encoding(layout);
   return page;
 }

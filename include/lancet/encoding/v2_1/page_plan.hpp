@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,9 +15,18 @@
 #include "lancet/encoding/v2_1/data_block.hpp"
 #include "lancet/pb/compression_scheme.hpp"
 
+namespace lancet::pb::enc21 {
+struct page_layout;
+}
+
 namespace lancet::encoding::v2_1 {
 
 namespace enc21 = pb::enc21;
+
+// Changes a page's layout before it is serialized: the blob encoders wrap (legacy) or
+// rewrite (v2) the layout of their description column's pages this way, on the
+// structure, rather than decoding the serialized layout again.
+using layout_rewrite = std::function<void(enc21::page_layout&)>;
 
 // Bytes of values per mini-block chunk Lance aims for (lance-encoding:minichunk-size).
 inline constexpr std::uint64_t default_minichunk_bytes = 4096;

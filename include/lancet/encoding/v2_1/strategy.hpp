@@ -45,6 +45,9 @@ class structural_strategy {
   void assign(const arrow::field& f, const std::string& path, field_id_cursor& ids, column_index_sequence& columns,
               std::vector<std::uint32_t>& cols, std::vector<leaf_info>& leaves) const;
   static void skip_ids(const arrow::field& f, field_id_cursor& ids);
+  // make_field_encoder, with a rewrite of the pages' layouts (the blob columns').
+  field_encoder_ptr make_encoder(const arrow::field& f, field_id_cursor& ids, column_index_sequence& columns,
+                                 const encoding_options& o, layout_rewrite rewrite) const;
 
   std::shared_ptr<const Policy> policy_ = std::make_shared<const Policy>();
 };

@@ -42,31 +42,6 @@ constexpr std::size_t packed_words(unsigned width) noexcept {
 namespace detail {
 
 template <class T, unsigned W>
-inline void pack_fixed(const T* in, T* out) noexcept {
-  constexpr unsigned B = word_bits<T>;
-  constexpr unsigned lanes = 1024 / B;
-  if constexpr (W == 0) {
-    return;
-  } else {
-    constexpr T mask = W == B ? T(~T(0)) : T((T(1) << (W % B)) - 1);
-    for (unsigned lane = 0; lane < lanes; ++lane) {
-      T acc = 0;
-      for (unsigned row = 0; row < B; ++row) {
-        const unsigned idx = fl_order[row / 8] * 16 + (row % 8) * 128 + lane;
-        const T v = T(in[idx] & mask);
-        const unsigned bit = row * W;
-        const unsigned shift = bit % B;
-        acc = T(acc | T(v << shift));
-        if (shift + W >= B) {
-          out[lanes * (bit / B) + lane] = acc;
-          acc = shift + W > B ? T(v >> (B - shift)) : T(0);
-        }
-      }
-    }
-  }
-}
-
-template <class T, unsigned W>
 inline void unpack_fixed(const T* in, T* out) noexcept {
   constexpr unsigned B = word_bits<T>;
   constexpr unsigned lanes = 1024 / B;
@@ -87,10 +62,6 @@ inline void unpack_fixed(const T* in, T* out) noexcept {
 }
 
 template <class T, unsigned... Ws>
-inline void pack_dispatch(unsigned w, const T* in, T* out, std::integer_sequence<unsigned, Ws...>) noexcept {
-  (void)((w == Ws ? (pack_fixed<T, Ws>(in, out), true) : false) || ...);
-}
-template <class T, unsigned... Ws>
 inline void unpack_dispatch(unsigned w, const T* in, T* out, std::integer_sequence<unsigned, Ws...>) noexcept {
   (void)((w == Ws ? (unpack_fixed<T, Ws>(in, out), true) : false) || ...);
 }
@@ -98,10 +69,39 @@ inline void unpack_dispatch(unsigned w, const T* in, T* out, std::integer_sequen
 }  // namespace detail
 
 // Packs exactly 1024 values to `width` bits (width <= bits of T) into packed_words<T>(width) words.
+// One loop for every width (not a copy per width: that was ~100 functions of compile
+// time and code for each program): rows outside, lanes inside, so that the inner loops
+// run over contiguous values and words and vectorize with the width in a register.
 template <class T>
 inline void pack(unsigned width, const T* in, T* out) noexcept {
   static_assert(std::is_unsigned_v<T>);
-  detail::pack_dispatch<T>(width, in, out, std::make_integer_sequence<unsigned, word_bits<T> + 1>{});
+  constexpr unsigned B = word_bits<T>;
+  constexpr unsigned lanes = 1024 / B;
+  if (width == 0 || width > B) return;  // wider than T: nothing to pack (callers check)
+  const T mask = width == B ? T(~T(0)) : T((T(1) << width) - 1);
+  alignas(64) T acc[lanes] = {};
+  for (unsigned row = 0; row < B; ++row) {
+    const T* src = in + fl_order[row / 8] * 16 + (row % 8) * 128;
+    const unsigned bit = row * width;
+    const unsigned shift = bit % B;
+    for (unsigned lane = 0; lane < lanes; ++lane) acc[lane] = T(acc[lane] | T(T(src[lane] & mask) << shift));
+    if (shift + width >= B) {
+      // The lanes' words are full: store them and keep the bits that spilled over.
+      T* dst = out + lanes * (bit / B);
+      if (shift + width > B) {
+        const unsigned back = B - shift;
+        for (unsigned lane = 0; lane < lanes; ++lane) {
+          dst[lane] = acc[lane];
+          acc[lane] = T(T(src[lane] & mask) >> back);
+        }
+      } else {
+        for (unsigned lane = 0; lane < lanes; ++lane) {
+          dst[lane] = acc[lane];
+          acc[lane] = 0;
+        }
+      }
+    }
+  }
 }
 // Unpacks packed_words<T>(width) words into exactly 1024 values.
 template <class T>

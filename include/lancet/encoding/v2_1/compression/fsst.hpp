@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lancet/core/buffer.hpp"
@@ -75,8 +76,6 @@ class symbol_table {
   // Trains a table on a sample of the values (offsets n + 1 into bytes).
   template <class Offset>
   static symbol_table train(const Offset* offsets, std::size_t n, const std::uint8_t* bytes) {
-    symbol_table st;
-    st.enabled_ = true;
     // Sample about 32 KiB of whole values spread over the input.
     std::vector<std::pair<const std::uint8_t*, std::size_t>> sample;
     const std::uint64_t total = std::uint64_t(offsets[n] - offsets[0]);
@@ -89,6 +88,14 @@ class symbol_table {
       sample.emplace_back(bytes + std::size_t(offsets[i]), use);
       taken += use;
     }
+    return train_on(sample);
+  }
+
+  // Trains a table on sampled values (pointer, length). Not a template: the offset
+  // width only matters for taking the sample.
+  static symbol_table train_on(const std::vector<std::pair<const std::uint8_t*, std::size_t>>& sample) {
+    symbol_table st;
+    st.enabled_ = true;
     constexpr std::size_t codes = 256 + 256;  // 0..254 symbols, 256 + b: escaped byte b
     std::vector<std::uint32_t> count1(codes), count2(codes * codes);
     for (int generation = 0; generation < 5; ++generation) {
