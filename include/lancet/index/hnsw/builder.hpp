@@ -1,6 +1,9 @@
 // Builds one partition's HNSW graph the way Lance 12 does (hnsw/builder.rs):
-// - a node lives on levels 0..L with L = min(floor(-ln(U) / ln(m)), max_level - 1);
-//   the entry point is the first node with the highest L;
+// - a node lives on levels 0..L with L = min(floor(-ln(U) / ln(m)), max_level - 1),
+//   except node 0, which lives on every level and is the entry point: LanceDB's
+//   search starts its descent at node 0 whatever the file's entry_point says, so a
+//   graph entered anywhere else is walked from a level-0 node without the upper
+//   levels' guidance (a recall loss at 128 dimensions);
 // - each node is linked on its levels to the ef_construction nearest found by a beam
 //   search, kept to 2m neighbours on level 0 and m above by Lance's heuristic
 //   (select_neighbors_heuristic: a candidate is kept only when it is nearer to the
@@ -72,12 +75,10 @@ inline graph build(std::size_t n, const build_params& p, const Dist& dist) {
   g.levels.resize(n);
   if (n == 0) return g;
   std::mt19937_64 rng(p.seed);
-  std::size_t top = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t l = draw_level(rng, p);
-    g.levels[i].resize(l + 1);
-    if (l > top || i == 0) top = l, g.entry_point = std::uint32_t(i);
-  }
+  const std::size_t top = std::size_t(p.max_level) - 1;
+  g.entry_point = 0;
+  g.levels[0].resize(top + 1);
+  for (std::size_t i = 1; i < n; ++i) g.levels[i].resize(draw_level(rng, p) + 1);
   // Lists change only after a node's searches, never during one.
   const auto neighbors = level_neighbors(g);
   const auto all = [](std::uint32_t) { return true; };
