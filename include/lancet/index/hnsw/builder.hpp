@@ -5,7 +5,8 @@
 // - each node is linked on its levels to the ef_construction nearest found by a beam
 //   search, kept to 2m neighbours on level 0 and m above by Lance's heuristic
 //   (select_neighbors_heuristic: a candidate is kept only when it is nearer to the
-//   node than to every neighbour already kept);
+//   node than to every neighbour already kept), refilled to m with the nearest
+//   rejected candidates (what LanceDB 0.39's graphs show, see select_heuristic);
 // - the new node is appended to a neighbour's list when it is nearer than that
 //   list's cutoff (its last entry's distance once the list is full), and the list is
 //   pruned the same way when it overflows. As in Lance, a list is sorted nearest first
