@@ -376,14 +376,15 @@ int main(int argc, char** argv) {
       omp_set_num_threads(1);
       std::vector<run> rs;
       for (auto ef : efs) {
-        faiss::SearchParametersHNSW sp;
-        sp.efSearch = int(ef);
+        // With SearchParametersHNSW the first run gave the same recall at every ef (the
+        // parameter apparently not applied by FAISS 1.7.3): set the index's own efSearch.
+        ix.hnsw.efSearch = int(ef);
         ids_t got(o.queries);
         std::vector<faiss::Index::idx_t> labels(10);
         std::vector<float> dist(10);
         const auto t1 = clock_type::now();
         for (std::size_t q = 0; q < o.queries; ++q) {
-          ix.search(1, queries.data() + q * o.dim, 10, dist.data(), labels.data(), &sp);
+          ix.search(1, queries.data() + q * o.dim, 10, dist.data(), labels.data());
           for (auto l : labels)
             if (l >= 0) got[q].push_back(std::uint64_t(l));
         }
