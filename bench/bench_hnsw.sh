@@ -6,8 +6,11 @@
 #
 # Data: create_index.mjs's clustered vectors (64 blobs, spread 0.1, seed 1), written by
 # LanceDB; both indexes with m 20, ef_construction 150; lancet with 2 threads. Recall
-# is against LanceDB's exact search (bypassVectorIndex) of the same queries (the first
-# 200 rows' vectors plus noise, from queries.mjs below).
+# is against LanceDB's exact search (bypassVectorIndex) of the same queries (200
+# vectors uniform in [-0.8, 0.8]^dim, from the generator below).
+# bench_hnsw (bench/bench_hnsw.cpp, built with -Dbench=true) does all of this in one
+# program and adds lancet's own searcher, FAISS IndexHNSWFlat / IndexHNSWSQ, lancet's
+# IVF_PQ and the build's peak RSS.
 set -euo pipefail
 build=${1:?usage: bench_hnsw.sh BUILD_DIR [ROWS] [DIM] [PARTITIONS]}
 rows=${2:-100000}; dim=${3:-128}; parts=${4:-64}

@@ -61,6 +61,13 @@ void check_invariants(const graph& g) {
     if (g.size() > 1) CHECK(!lv[0].empty());
   }
   CHECK(g.levels[g.entry_point].size() == top);
+  // The entry point is the first node on the top level (as LanceDB 0.39's files).
+  for (std::uint32_t n = 0; n < g.entry_point; ++n) CHECK(g.levels[n].size() < top);
+  // Pruned level-0 lists are refilled to m (LanceDB's graphs have no node below m).
+  std::size_t under_m = 0;
+  for (const auto& lv : g.levels) under_m += lv[0].size() < p.m;
+  const bool few_under_m = g.size() < 100 * p.m || under_m * 100 <= g.size();
+  CHECK(few_under_m);
   const auto off = g.level_offsets();
   CHECK(off.size() == std::size_t(p.max_level) + 1);
   CHECK(off[1] == g.size());
@@ -252,6 +259,46 @@ TEST_CASE("hnsw: IVF_HNSW_FLAT / SQ / PQ built from a dataset, listed, searched 
       CHECK(index::open_vector_index(*dataset::load_latest(root), "vector").info.index_type == "IVF_HNSW_SQ");
     }
   }
+}
+
+TEST_CASE("hnsw: IVF_HNSW_SQ under a 1 MiB memory budget builds and searches as with the default budget") {
+  const std::size_t n = 8000, dim = 64, k = 10;
+  const auto v = clustered(n, dim, 16, 0.25f, 11);
+  const auto queries = clustered(30, dim, 16, 0.25f, 12);
+  std::vector<double> recalls;
+  for (const std::uint64_t budget : {std::uint64_t(1) << 20, std::uint64_t(512) << 20}) {
+    CAPTURE(budget);
+    testing::scratch_dir dir("hnsw-budget");
+    const std::string root = dir.sub("ds");
+    dataset::write(root, testing::id_vector_batch(v, dim, 0));
+    boost::asio::thread_pool pool(2);
+    index::build_options o;
+    o.column = "vector";
+    o.type = index::ivf_index_type::ivf_hnsw_sq;
+    o.num_partitions = 8;
+    o.memory_budget_bytes = budget;
+    o.pool = &pool;
+    const auto r = index::build_ivf_index(root, o);
+    CHECK(r.rows_indexed == n);
+    const auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+    index::search_params sp;
+    sp.k = k;
+    sp.nprobes = 4;
+    sp.ef = 100;
+    std::size_t hit = 0;
+    for (std::size_t qi = 0; qi < 30; ++qi) {
+      const float* q = queries.data() + qi * dim;
+      const auto truth = index::brute_force(simd::distance_type::l2, q, v.data(), n, dim, k);
+      std::set<std::uint64_t> want;
+      for (const auto& t : truth) want.insert(t.row_id);
+      for (const auto& g : ix.searcher->search(q, dim, sp)) hit += want.count(g.row_id);
+    }
+    recalls.push_back(double(hit) / double(30 * k));
+  }
+  CAPTURE(recalls[0]);
+  CAPTURE(recalls[1]);
+  CHECK(recalls[0] >= 0.85);
+  CHECK(recalls[1] >= 0.85);
 }
 
 TEST_CASE("hnsw: f16 and f64 columns") {

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <queue>
 #include <vector>
 
 #include "lancet/index/hnsw/graph.hpp"
@@ -82,37 +81,61 @@ inline scored greedy_search(const Neighbors& neighbors, std::size_t level, score
   return ep;
 }
 
+// Prefetch hook of beam_search: none.
+struct no_prefetch {
+  void operator()(std::uint32_t) const noexcept {}
+};
+
 // The ef nearest nodes reachable from ep on `level`, nearest first. Nodes `keep`
-// rejects are walked through but not returned (Lance's prefilter bitset).
-template <class Neighbors, class Dist, class Keep>
+// rejects are walked through but not returned (Lance's prefilter bitset). A
+// candidate's unvisited neighbours are gathered first, prefetch(node) is called on
+// each, then their distances are measured back to back (the rows' loads overlap
+// instead of each distance waiting on its own cache misses).
+template <class Neighbors, class Dist, class Keep, class Prefetch = no_prefetch>
 inline std::vector<scored> beam_search(const Neighbors& neighbors, std::size_t level, const scored& ep, std::size_t ef,
                                        const Dist& dist, visited_set& visited, std::size_t num_nodes,
-                                       const Keep& keep) {
+                                       const Keep& keep, const Prefetch& prefetch = {}) {
   visited.reset(num_nodes);
-  std::priority_queue<scored, std::vector<scored>, std::greater<scored>> candidates;
-  std::priority_queue<scored> results;  // the farthest on top
+  // Heap storage reused across calls on this thread (no allocation per search).
+  thread_local std::vector<scored> candidates, results;  // min-heap; max-heap (farthest on top)
+  thread_local std::vector<std::uint32_t> fresh;
+  candidates.clear();
+  results.clear();
+  const auto nearer_first = std::greater<scored>{};
+  const auto push_candidate = [&](const scored& x) {
+    candidates.push_back(x);
+    std::push_heap(candidates.begin(), candidates.end(), nearer_first);
+  };
+  const auto push_result = [&](const scored& x) {
+    results.push_back(x);
+    std::push_heap(results.begin(), results.end());
+    if (results.size() > ef) {
+      std::pop_heap(results.begin(), results.end());
+      results.pop_back();
+    }
+  };
   visited.insert(ep.id);
-  candidates.push(ep);
-  if (keep(ep.id)) results.push(ep);
+  push_candidate(ep);
+  if (keep(ep.id)) push_result(ep);
   while (!candidates.empty()) {
-    const scored c = candidates.top();
-    candidates.pop();
-    if (results.size() >= ef && results.top() < c) break;
-    for (const std::uint32_t n : neighbors(c.id, level)) {
-      if (!visited.insert(n)) continue;
+    const scored c = candidates.front();
+    std::pop_heap(candidates.begin(), candidates.end(), nearer_first);
+    candidates.pop_back();
+    if (results.size() >= ef && results.front() < c) break;
+    fresh.clear();
+    for (const std::uint32_t n : neighbors(c.id, level))
+      if (visited.insert(n)) fresh.push_back(n);
+    for (const std::uint32_t n : fresh) prefetch(n);
+    for (const std::uint32_t n : fresh) {
       const scored s{dist(n), n};
-      if (results.size() < ef || s < results.top()) {
-        candidates.push(s);
-        if (keep(n)) {
-          results.push(s);
-          if (results.size() > ef) results.pop();
-        }
+      if (results.size() < ef || s < results.front()) {
+        push_candidate(s);
+        if (keep(n)) push_result(s);
       }
     }
   }
-  std::vector<scored> out(results.size());
-  for (std::size_t i = out.size(); i-- > 0; results.pop()) out[i] = results.top();
-  return out;
+  std::sort(results.begin(), results.end());
+  return std::vector<scored>(results.begin(), results.end());
 }
 
 // The ef nearest nodes of g to the query dist() measures (at most ef), nearest

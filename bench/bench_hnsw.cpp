@@ -1,0 +1,428 @@
+// IVF_HNSW_SQ build and search (issue 15's benchmark), one run, same data for all:
+//  - build time: lancet's build_ivf_index (IVF_HNSW_SQ) against LanceDB 0.39's createIndex
+//    (Index.hnswSq, driven through Node, tests/interop/ivf_acceptance.mjs), and the
+//    ratio; the peak RSS of our build (run in a forked child: its ru_maxrss, next to
+//    what the bench process held when it forked);
+//  - recall@10 and QPS at ef 50, 100, 200 (nprobes --nprobes) of: lancet's own searcher
+//    over our index (in process, one query at a time), LanceDB's vectorSearch over our
+//    index and over its own, FAISS IndexHNSWFlat and IndexHNSWSQ (8 bit) over all rows
+//    (efSearch = ef, M = --m, efConstruction = --ef-construction);
+//  - lancet's IVF_PQ at the same size (nprobes --nprobes, no refine) as a reference.
+//
+//   bench_hnsw [--rows 100000] [--dim 128] [--partitions 64] [--m 20] [--ef-construction 150]
+//              [--queries 200] [--nprobes 20] [--threads 2] [--clusters 64] [--spread 0.1]
+//              [--seed 1] [--sub-vectors 16] [--budget-mib 512] [--near-queries]
+//              [--no-lancedb] [--no-faiss]
+//
+// Data: --clusters Gaussian blobs (centres uniform in [-1, 1)^dim, sigma --spread), as
+// tests/interop/create_index.mjs; queries uniform in [-0.8, 0.8]^dim (away from the blobs:
+// the hard case bench_hnsw.sh measured), or drawn like the rows with --near-queries.
+// Recall is against exact l2 neighbours (row id = position: LanceDB writes one fragment).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json.hpp>
+
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/index/ivf_builder.hpp>
+#include <lancet/index/vector_index.hpp>
+#include <lancet/simd/distance.hpp>
+#include <lancet/simd/topk.hpp>
+
+#ifdef LANCET_BENCH_FAISS
+#include <faiss/IndexHNSW.h>
+#include <omp.h>
+#endif
+
+#include "../tests/support/interop.hpp"
+
+using namespace lancet;
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+using njson = nlohmann::json;
+
+namespace {
+
+double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+struct options {
+  std::size_t rows = 100000, dim = 128, partitions = 64, m = 20, ef_construction = 150, queries = 200, nprobes = 20,
+              threads = 2, clusters = 64, sub_vectors = 16, budget_mib = 512;
+  float spread = 0.1f;
+  unsigned seed = 1;
+  bool near_queries = false, lancedb = true, faiss = true;
+};
+
+const std::size_t efs[] = {50, 100, 200};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "bench_hnsw: %s\nusage: bench_hnsw [--rows N] [--dim D] [--partitions P] [--m M] [--ef-construction E]\n"
+               "                  [--queries Q] [--nprobes N] [--threads T] [--clusters C] [--spread S] [--seed S]\n"
+               "                  [--sub-vectors M] [--budget-mib B] [--near-queries] [--no-lancedb] [--no-faiss]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") usage("IVF_HNSW_SQ build and search, lancet vs LanceDB vs FAISS");
+    if (a == "--no-lancedb") {
+      o.lancedb = false;
+      continue;
+    }
+    if (a == "--no-faiss") {
+      o.faiss = false;
+      continue;
+    }
+    if (a == "--near-queries") {
+      o.near_queries = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage("option " + a + " needs a value");
+    const std::string v = argv[++i];
+    auto num = [&]() -> std::size_t {
+      std::size_t pos = 0;
+      unsigned long long x = 0;
+      try {
+        x = std::stoull(v, &pos);
+      } catch (const std::exception&) {
+        pos = 0;
+      }
+      if (pos != v.size() || v.empty() || v[0] == '-') usage(a + " needs a non-negative integer, got '" + v + "'");
+      return std::size_t(x);
+    };
+    if (a == "--rows") o.rows = num();
+    else if (a == "--dim") o.dim = num();
+    else if (a == "--partitions") o.partitions = num();
+    else if (a == "--m") o.m = num();
+    else if (a == "--ef-construction") o.ef_construction = num();
+    else if (a == "--queries") o.queries = num();
+    else if (a == "--nprobes") o.nprobes = num();
+    else if (a == "--threads") o.threads = num();
+    else if (a == "--clusters") o.clusters = num();
+    else if (a == "--sub-vectors") o.sub_vectors = num();
+    else if (a == "--budget-mib") o.budget_mib = num();
+    else if (a == "--seed") o.seed = unsigned(num());
+    else if (a == "--spread") {
+      try {
+        o.spread = std::stof(v);
+      } catch (const std::exception&) {
+        usage("--spread needs a number, got '" + v + "'");
+      }
+    } else usage("unknown option " + a);
+  }
+  if (o.rows == 0 || o.dim == 0 || o.partitions == 0 || o.m < 2 || o.ef_construction == 0 || o.queries == 0 ||
+      o.nprobes == 0 || o.threads == 0 || o.clusters == 0 || o.sub_vectors == 0 || o.budget_mib == 0)
+    usage("sizes must be positive (m at least 2)");
+  if (o.dim % o.sub_vectors != 0) usage("--sub-vectors must divide --dim");
+  if (o.partitions > o.rows) usage("more partitions than rows");
+  return o;
+}
+
+void generate(const options& o, std::vector<float>& rows, std::vector<float>& queries) {
+  std::mt19937 rng(o.seed);
+  std::uniform_real_distribution<float> u(-1, 1), uq(-0.8f, 0.8f);
+  std::normal_distribution<float> g(0, o.spread);
+  std::vector<float> centres(o.clusters * o.dim);
+  for (auto& c : centres) c = u(rng);
+  auto draw = [&](std::vector<float>& out, std::size_t n) {
+    out.resize(n * o.dim);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t c = rng() % o.clusters;
+      for (std::size_t j = 0; j < o.dim; ++j) out[i * o.dim + j] = centres[c * o.dim + j] + g(rng);
+    }
+  };
+  draw(rows, o.rows);
+  if (o.near_queries) {
+    draw(queries, o.queries);
+  } else {
+    queries.resize(o.queries * o.dim);
+    for (auto& x : queries) x = uq(rng);
+  }
+}
+
+void write_f32(const fs::path& p, const std::vector<float>& v) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4));
+  if (!out) throw io_error("cannot write " + p.string());
+}
+
+using ids_t = std::vector<std::vector<std::uint64_t>>;
+
+double recall(const ids_t& got, const ids_t& truth) {
+  double s = 0;
+  for (std::size_t q = 0; q < truth.size(); ++q) {
+    const std::set<std::uint64_t> tr(truth[q].begin(), truth[q].end());
+    std::size_t hit = 0;
+    if (q < got.size())
+      for (auto id : got[q]) hit += tr.count(id);
+    s += double(hit) / double(truth[q].size());
+  }
+  return s / double(truth.size());
+}
+
+ids_t exact(const options& o, const std::vector<float>& rows, const std::vector<float>& queries,
+            boost::asio::thread_pool* pool) {
+  ids_t out(o.queries);
+  parallel_for(pool, o.queries, [&](std::size_t q) {
+    std::vector<float> d(o.rows);
+    simd::distances_to_many(simd::distance_type::l2, queries.data() + q * o.dim, rows.data(), o.rows, o.dim, d.data());
+    std::vector<std::uint32_t> idx(10);
+    std::vector<float> val(10);
+    const std::size_t got = simd::topk(d.data(), o.rows, 10, idx.data(), val.data());
+    out[q].assign(idx.begin(), idx.begin() + std::ptrdiff_t(got));
+  });
+  return out;
+}
+
+struct run {
+  double recall = -1, qps = -1;
+};
+
+std::uint64_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  std::uint64_t size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * std::uint64_t(::sysconf(_SC_PAGESIZE));
+}
+
+struct build_run {
+  double seconds = -1;
+  double peak_mib = -1, held_mib = -1;  // the child's peak RSS; what the bench held at fork
+};
+
+// build_ivf_index in a forked child (so its peak RSS is the build's, plus what the
+// bench process held when it forked); the child reports its build time via a pipe.
+build_run forked_build(const fs::path& root, const index::build_options& bo, std::size_t threads) {
+  build_run r;
+  r.held_mib = double(rss_bytes()) / 1048576.0;
+  int fds[2];
+  if (::pipe(fds) != 0) throw io_error("pipe failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw io_error("fork failed");
+  if (pid == 0) {
+    ::close(fds[0]);
+    double secs = -1;
+    try {
+      boost::asio::thread_pool pool(threads);  // the parent's pool threads do not survive fork
+      auto o = bo;
+      o.pool = &pool;
+      const auto t0 = clock_type::now();
+      index::build_ivf_index(root.string(), o);
+      secs = since(t0);
+      pool.join();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_hnsw: build failed: %s\n", e.what());
+    }
+    if (::write(fds[1], &secs, sizeof secs) != ssize_t(sizeof secs)) ::_exit(3);
+    ::_exit(secs < 0 ? 1 : 0);
+  }
+  ::close(fds[1]);
+  double secs = -1;
+  if (::read(fds[0], &secs, sizeof secs) != ssize_t(sizeof secs)) secs = -1;
+  ::close(fds[0]);
+  int status = 0;
+  rusage ru{};
+  ::wait4(pid, &status, 0, &ru);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || secs < 0) throw io_error("the forked build failed");
+  r.seconds = secs;
+  r.peak_mib = double(ru.ru_maxrss) / 1024.0;
+  return r;
+}
+
+// lancet's searcher over the dataset's index, one query at a time on this thread.
+run our_search(const options& o, const fs::path& root, const std::vector<float>& queries, const ids_t& truth,
+               std::optional<std::size_t> ef) {
+  const auto s = *dataset::load_latest(root.string());
+  auto ix = index::open_vector_index(s, "vector");
+  index::search_params sp;
+  sp.k = 10;
+  sp.nprobes = o.nprobes;
+  sp.ef = ef;
+  ix.searcher->search(queries.data(), o.dim, sp);  // warm the partition cache
+  ids_t got(o.queries);
+  const auto t0 = clock_type::now();
+  for (std::size_t q = 0; q < o.queries; ++q)
+    for (const auto& h : ix.searcher->search(queries.data() + q * o.dim, o.dim, sp)) got[q].push_back(h.row_id);
+  return {recall(got, truth), double(o.queries) / since(t0)};
+}
+
+run lance_search(const options& o, const fs::path& root, const fs::path& qf, const ids_t& truth, std::size_t ef) {
+  std::istringstream lines(testing::node(
+      "ivf_acceptance.mjs", {"search", root.string(), "--queries", qf.string(), "--dim", std::to_string(o.dim), "--k",
+                             "10", "--nprobes", std::to_string(o.nprobes), "--ef", std::to_string(ef)}));
+  ids_t got;
+  run r;
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = njson::parse(line);
+    if (j.contains("rowids")) {
+      got.emplace_back();
+      for (const auto& id : j["rowids"]) got.back().push_back(std::stoull(id.get<std::string>()));
+    } else if (j.contains("qps")) {
+      r.qps = j["qps"].get<double>();
+    }
+  }
+  r.recall = recall(got, truth);
+  return r;
+}
+
+void row(const std::string& name, const std::vector<run>& rs) {
+  std::printf("| %s |", name.c_str());
+  for (const auto& r : rs)
+    if (r.recall < 0) std::printf(" - | - |");
+    else std::printf(" %.4f | %.0f |", r.recall, r.qps);
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto o = parse(argc, argv);
+  // FAISS: OpenMP threads that sleep when idle, one BLAS thread (bench_ivf's reasons).
+  if (!std::getenv("OMP_WAIT_POLICY") || !std::getenv("OPENBLAS_NUM_THREADS")) {
+    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
+    ::execv("/proc/self/exe", argv);
+  }
+  std::printf("bench_hnsw: %zu x %zu f32 (%zu clusters, spread %.3g), %zu partitions, m %zu, ef_construction %zu, "
+              "%zu %s queries, nprobes %zu, %zu threads, budget %zu MiB\n",
+              o.rows, o.dim, o.clusters, double(o.spread), o.partitions, o.m, o.ef_construction, o.queries,
+              o.near_queries ? "near" : "uniform [-0.8, 0.8]", o.nprobes, o.threads, o.budget_mib);
+  std::fflush(stdout);
+  std::vector<float> rows, queries;
+  generate(o, rows, queries);
+  testing::temp_dir tmp("bench-hnsw");
+  const auto vf = tmp.path() / "vectors.f32", qf = tmp.path() / "queries.f32";
+  write_f32(vf, rows);
+  write_f32(qf, queries);
+  ids_t truth;
+  {
+    boost::asio::thread_pool pool(o.threads);
+    truth = exact(o, rows, queries, &pool);
+    pool.join();
+  }
+  const auto base = tmp.path() / "base";
+  testing::node("ivf_acceptance.mjs", {"create", base.string(), "--vectors", vf.string(), "--dim", std::to_string(o.dim)});
+
+  index::build_options bo;
+  bo.column = "vector";
+  bo.type = index::ivf_index_type::ivf_hnsw_sq;
+  bo.num_partitions = o.partitions;
+  bo.m = std::uint32_t(o.m);
+  bo.ef_construction = std::uint32_t(o.ef_construction);
+  bo.memory_budget_bytes = std::uint64_t(o.budget_mib) << 20;
+  const auto ours = tmp.path() / "ours";
+  fs::copy(base, ours, fs::copy_options::recursive);
+  const auto b = forked_build(ours, bo, o.threads);
+  std::printf("lancet IVF_HNSW_SQ build: %.3f s, peak RSS %.0f MiB (the bench held %.0f MiB at fork)\n", b.seconds,
+              b.peak_mib, b.held_mib);
+  std::fflush(stdout);
+
+  const auto theirs = tmp.path() / "theirs";
+  double lance_build = -1;
+  if (o.lancedb) {
+    fs::copy(base, theirs, fs::copy_options::recursive);
+    const auto out = njson::parse(testing::node(
+        "ivf_acceptance.mjs", {"index", theirs.string(), "--type", "hnsw_sq", "--partitions", std::to_string(o.partitions),
+                               "--m", std::to_string(o.m), "--ef-construction", std::to_string(o.ef_construction)}));
+    lance_build = out["seconds"].get<double>();
+    std::printf("LanceDB createIndex IVF_HNSW_SQ: %.3f s; lancet / LanceDB = %.2f\n", lance_build,
+                b.seconds / lance_build);
+    std::fflush(stdout);
+  }
+
+  std::vector<std::pair<std::string, std::vector<run>>> table;
+  {
+    std::vector<run> rs;
+    for (auto ef : efs) rs.push_back(our_search(o, ours, queries, truth, ef));
+    table.emplace_back("lancet searcher, lancet's IVF_HNSW_SQ", rs);
+  }
+  if (o.lancedb) {
+    std::vector<run> a, t;
+    for (auto ef : efs) {
+      a.push_back(lance_search(o, ours, qf, truth, ef));
+      t.push_back(lance_search(o, theirs, qf, truth, ef));
+    }
+    table.emplace_back("LanceDB vectorSearch, lancet's IVF_HNSW_SQ", a);
+    table.emplace_back("LanceDB vectorSearch, LanceDB's IVF_HNSW_SQ", t);
+  }
+#ifdef LANCET_BENCH_FAISS
+  if (o.faiss) {
+    auto faiss_runs = [&](faiss::IndexHNSW& ix, const char* name) {
+      omp_set_num_threads(int(o.threads));
+      ix.hnsw.efConstruction = int(o.ef_construction);
+      const auto t0 = clock_type::now();
+      ix.train(faiss::Index::idx_t(o.rows), rows.data());
+      ix.add(faiss::Index::idx_t(o.rows), rows.data());
+      std::printf("FAISS %s build (train + add, %zu threads): %.3f s\n", name, o.threads, since(t0));
+      std::fflush(stdout);
+      omp_set_num_threads(1);
+      std::vector<run> rs;
+      for (auto ef : efs) {
+        // With SearchParametersHNSW the first run gave the same recall at every ef (the
+        // parameter apparently not applied by FAISS 1.7.3): set the index's own efSearch.
+        ix.hnsw.efSearch = int(ef);
+        ids_t got(o.queries);
+        std::vector<faiss::Index::idx_t> labels(10);
+        std::vector<float> dist(10);
+        const auto t1 = clock_type::now();
+        for (std::size_t q = 0; q < o.queries; ++q) {
+          ix.search(1, queries.data() + q * o.dim, 10, dist.data(), labels.data());
+          for (auto l : labels)
+            if (l >= 0) got[q].push_back(std::uint64_t(l));
+        }
+        rs.push_back({recall(got, truth), double(o.queries) / since(t1)});
+      }
+      table.emplace_back(std::string("FAISS ") + name + " (all rows, one graph)", rs);
+    };
+    faiss::IndexHNSWFlat flat(int(o.dim), int(o.m));
+    faiss_runs(flat, "IndexHNSWFlat");
+    faiss::IndexHNSWSQ sq(int(o.dim), faiss::ScalarQuantizer::QT_8bit, int(o.m));
+    faiss_runs(sq, "IndexHNSWSQ");
+  }
+#else
+  if (o.faiss) std::printf("(FAISS not found at build time: no FAISS rows)\n");
+#endif
+  {
+    const auto pq = tmp.path() / "pq";
+    fs::copy(base, pq, fs::copy_options::recursive);
+    auto po = bo;
+    po.type = index::ivf_index_type::ivf_pq;
+    po.num_sub_vectors = o.sub_vectors;
+    const auto pb = forked_build(pq, po, o.threads);
+    std::printf("lancet IVF_PQ (%zu x 8 bit) build: %.3f s, peak RSS %.0f MiB\n", o.sub_vectors, pb.seconds, pb.peak_mib);
+    const auto r = our_search(o, pq, queries, truth, std::nullopt);
+    table.emplace_back("lancet searcher, lancet's IVF_PQ (no ef; same row at every ef)", std::vector<run>(3, r));
+  }
+
+  std::printf("\nrecall@10 and QPS (one query at a time; LanceDB: one vectorSearch per query, its own threads)\n");
+  std::printf("| searcher, index | ef 50 recall | QPS | ef 100 recall | QPS | ef 200 recall | QPS |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const auto& [name, rs] : table) row(name, rs);
+  if (o.lancedb) {
+    const auto& a = table[1].second;
+    const auto& t = table[2].second;
+    std::printf("\nbuild: lancet %.3f s / LanceDB %.3f s = %.2f (target <= 0.33); recall over ours - over LanceDB's: "
+                "%+.4f / %+.4f / %+.4f at ef 50 / 100 / 200\n",
+                b.seconds, lance_build, b.seconds / lance_build, a[0].recall - t[0].recall, a[1].recall - t[1].recall,
+                a[2].recall - t[2].recall);
+  }
+  return 0;
+}
