@@ -25,7 +25,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -49,15 +48,19 @@
 #endif
 
 #include "../tests/support/interop.hpp"
+#include "vector_bench.hpp"
 
 using namespace lancet;
 namespace fs = std::filesystem;
-using clock_type = std::chrono::steady_clock;
 using njson = nlohmann::json;
 
 namespace {
 
-double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+using bench::clock_type;
+using bench::ids_t;
+using bench::recall;
+using bench::since;
+using bench::write_f32;
 
 struct options {
   std::size_t rows = 100000, dim = 128, partitions = 64, m = 20, ef_construction = 150, queries = 200, nprobes = 20,
@@ -97,17 +100,7 @@ options parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) usage("option " + a + " needs a value");
     const std::string v = argv[++i];
-    auto num = [&]() -> std::size_t {
-      std::size_t pos = 0;
-      unsigned long long x = 0;
-      try {
-        x = std::stoull(v, &pos);
-      } catch (const std::exception&) {
-        pos = 0;
-      }
-      if (pos != v.size() || v.empty() || v[0] == '-') usage(a + " needs a non-negative integer, got '" + v + "'");
-      return std::size_t(x);
-    };
+    auto num = [&] { return bench::count_arg(a, v, usage); };
     if (a == "--rows") o.rows = num();
     else if (a == "--dim") o.dim = num();
     else if (a == "--partitions") o.partitions = num();
@@ -120,13 +113,8 @@ options parse(int argc, char** argv) {
     else if (a == "--sub-vectors") o.sub_vectors = num();
     else if (a == "--budget-mib") o.budget_mib = num();
     else if (a == "--seed") o.seed = unsigned(num());
-    else if (a == "--spread") {
-      try {
-        o.spread = std::stof(v);
-      } catch (const std::exception&) {
-        usage("--spread needs a number, got '" + v + "'");
-      }
-    } else usage("unknown option " + a);
+    else if (a == "--spread") o.spread = bench::number_arg(a, v, usage);
+    else usage("unknown option " + a);
   }
   if (o.rows == 0 || o.dim == 0 || o.partitions == 0 || o.m < 2 || o.ef_construction == 0 || o.queries == 0 ||
       o.nprobes == 0 || o.threads == 0 || o.clusters == 0 || o.sub_vectors == 0 || o.budget_mib == 0)
@@ -134,62 +122,6 @@ options parse(int argc, char** argv) {
   if (o.dim % o.sub_vectors != 0) usage("--sub-vectors must divide --dim");
   if (o.partitions > o.rows) usage("more partitions than rows");
   return o;
-}
-
-void generate(const options& o, std::vector<float>& rows, std::vector<float>& queries) {
-  std::mt19937 rng(o.seed);
-  std::uniform_real_distribution<float> u(-1, 1), uq(-0.8f, 0.8f);
-  std::normal_distribution<float> g(0, o.spread);
-  std::vector<float> centres(o.clusters * o.dim);
-  for (auto& c : centres) c = u(rng);
-  auto draw = [&](std::vector<float>& out, std::size_t n) {
-    out.resize(n * o.dim);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t c = rng() % o.clusters;
-      for (std::size_t j = 0; j < o.dim; ++j) out[i * o.dim + j] = centres[c * o.dim + j] + g(rng);
-    }
-  };
-  draw(rows, o.rows);
-  if (o.near_queries) {
-    draw(queries, o.queries);
-  } else {
-    queries.resize(o.queries * o.dim);
-    for (auto& x : queries) x = uq(rng);
-  }
-}
-
-void write_f32(const fs::path& p, const std::vector<float>& v) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4));
-  if (!out) throw io_error("cannot write " + p.string());
-}
-
-using ids_t = std::vector<std::vector<std::uint64_t>>;
-
-double recall(const ids_t& got, const ids_t& truth) {
-  double s = 0;
-  for (std::size_t q = 0; q < truth.size(); ++q) {
-    const std::set<std::uint64_t> tr(truth[q].begin(), truth[q].end());
-    std::size_t hit = 0;
-    if (q < got.size())
-      for (auto id : got[q]) hit += tr.count(id);
-    s += double(hit) / double(truth[q].size());
-  }
-  return s / double(truth.size());
-}
-
-ids_t exact(const options& o, const std::vector<float>& rows, const std::vector<float>& queries,
-            boost::asio::thread_pool* pool) {
-  ids_t out(o.queries);
-  parallel_for(pool, o.queries, [&](std::size_t q) {
-    std::vector<float> d(o.rows);
-    simd::distances_to_many(simd::distance_type::l2, queries.data() + q * o.dim, rows.data(), o.rows, o.dim, d.data());
-    std::vector<std::uint32_t> idx(10);
-    std::vector<float> val(10);
-    const std::size_t got = simd::topk(d.data(), o.rows, 10, idx.data(), val.data());
-    out[q].assign(idx.begin(), idx.begin() + std::ptrdiff_t(got));
-  });
-  return out;
 }
 
 struct run {
@@ -307,7 +239,9 @@ int main(int argc, char** argv) {
               o.near_queries ? "near" : "uniform [-0.8, 0.8]", o.nprobes, o.threads, o.budget_mib);
   std::fflush(stdout);
   std::vector<float> rows, queries;
-  generate(o, rows, queries);
+  const bench::clustered_data data{.rows = o.rows, .dim = o.dim, .queries = o.queries, .clusters = o.clusters,
+                                   .spread = o.spread, .seed = o.seed, .uniform_queries = !o.near_queries};
+  bench::generate(data, rows, queries);
   testing::temp_dir tmp("bench-hnsw");
   const auto vf = tmp.path() / "vectors.f32", qf = tmp.path() / "queries.f32";
   write_f32(vf, rows);
@@ -315,7 +249,7 @@ int main(int argc, char** argv) {
   ids_t truth;
   {
     boost::asio::thread_pool pool(o.threads);
-    truth = exact(o, rows, queries, &pool);
+    truth = bench::exact_l2(data, rows, queries, &pool);
     pool.join();
   }
   const auto base = tmp.path() / "base";

@@ -30,12 +30,10 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <boost/asio/thread_pool.hpp>
@@ -58,21 +56,20 @@
 #endif
 
 #include "../tests/support/interop.hpp"
+#include "vector_bench.hpp"
 
 using namespace lancet;
 namespace fs = std::filesystem;
-using clock_type = std::chrono::steady_clock;
 using njson = nlohmann::json;
 
 namespace {
 
-double cpu_now() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
-double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+using bench::clock_type;
+using bench::cpu_now;
+using bench::ids_t;
+using bench::recall;
+using bench::since;
+using bench::write_f32;
 
 struct options {
   std::size_t rows = 200000, dim = 128, partitions = 256, sub_vectors = 16, queries = 200, nprobes = 20, refine = 10,
@@ -109,17 +106,7 @@ options parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) usage("option " + a + " needs a value");
     const std::string v = argv[++i];
-    auto num = [&]() -> std::size_t {
-      std::size_t pos = 0;
-      unsigned long long x = 0;
-      try {
-        x = std::stoull(v, &pos);
-      } catch (const std::exception&) {
-        pos = 0;
-      }
-      if (pos != v.size() || v.empty() || v[0] == '-') usage(a + " needs a non-negative integer, got '" + v + "'");
-      return std::size_t(x);
-    };
+    auto num = [&] { return bench::count_arg(a, v, usage); };
     if (a == "--type") o.type = v;
     else if (a == "--bits") o.bits = std::uint32_t(num());
     else if (a == "--rows") o.rows = num();
@@ -132,13 +119,8 @@ options parse(int argc, char** argv) {
     else if (a == "--threads") o.threads = num();
     else if (a == "--clusters") o.clusters = num();
     else if (a == "--seed") o.seed = unsigned(num());
-    else if (a == "--spread") {
-      try {
-        o.spread = std::stof(v);
-      } catch (const std::exception&) {
-        usage("--spread needs a number, got '" + v + "'");
-      }
-    } else usage("unknown option " + a);
+    else if (a == "--spread") o.spread = bench::number_arg(a, v, usage);
+    else usage("unknown option " + a);
   }
   if (o.rows == 0 || o.dim == 0 || o.partitions == 0 || o.sub_vectors == 0 || o.queries == 0 || o.nprobes == 0 ||
       o.threads == 0 || o.clusters == 0)
@@ -150,59 +132,6 @@ options parse(int argc, char** argv) {
   if (o.type == "pq" && o.bits != 8 && o.bits != 4) usage("--bits must be 8 or 4 for pq");
   if (o.type == "pq" && o.bits == 4 && o.sub_vectors % 2) usage("4-bit PQ needs an even --sub-vectors");
   return o;
-}
-
-// Rows and queries around `clusters` centres uniform in [-1, 1)^dim (Gaussian spread).
-void clustered(const options& o, std::vector<float>& rows, std::vector<float>& queries) {
-  std::mt19937 rng(o.seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::normal_distribution<float> g(0, o.spread);
-  std::vector<float> centres(o.clusters * o.dim);
-  for (auto& c : centres) c = u(rng);
-  auto draw = [&](std::vector<float>& out, std::size_t n) {
-    out.resize(n * o.dim);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t c = rng() % o.clusters;
-      for (std::size_t j = 0; j < o.dim; ++j) out[i * o.dim + j] = centres[c * o.dim + j] + g(rng);
-    }
-  };
-  draw(rows, o.rows);
-  draw(queries, o.queries);
-}
-
-void write_f32(const fs::path& p, const std::vector<float>& v) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4));
-  if (!out) throw io_error("cannot write " + p.string());
-}
-
-using ids_t = std::vector<std::vector<std::uint64_t>>;
-
-double recall(const ids_t& got, const ids_t& truth) {
-  double s = 0;
-  for (std::size_t q = 0; q < truth.size(); ++q) {
-    const std::set<std::uint64_t> tr(truth[q].begin(), truth[q].end());
-    std::size_t hit = 0;
-    if (q < got.size())
-      for (auto id : got[q]) hit += tr.count(id);
-    s += double(hit) / double(truth[q].size());
-  }
-  return s / double(truth.size());
-}
-
-// Exact l2 neighbours (row id = position: one fragment, nothing deleted).
-ids_t exact(const options& o, const std::vector<float>& rows, const std::vector<float>& queries,
-            boost::asio::thread_pool* pool) {
-  ids_t out(o.queries);
-  parallel_for(pool, o.queries, [&](std::size_t q) {
-    std::vector<float> d(o.rows);
-    simd::distances_to_many(simd::distance_type::l2, queries.data() + q * o.dim, rows.data(), o.rows, o.dim, d.data());
-    std::vector<std::uint32_t> idx(10);
-    std::vector<float> val(10);
-    const std::size_t got = simd::topk(d.data(), o.rows, 10, idx.data(), val.data());
-    out[q].assign(idx.begin(), idx.begin() + std::ptrdiff_t(got));
-  });
-  return out;
 }
 
 struct search_run {
@@ -223,6 +152,7 @@ struct method {
   std::string name;
   double build_s = -1, build_cpu_s = -1;
   search_run plain, refined, pooled;  // pooled: one query at a time over the pool
+  search_run refined_files;           // refine with the vectors read by dataset::take (lancet only)
 };
 
 std::string faiss_name(const options& o) {
@@ -232,12 +162,12 @@ std::string faiss_name(const options& o) {
 }
 
 // Our search over the dataset's index, one query at a time on this thread. Refine
-// re-ranks with the original vectors held in memory (as FAISS's IndexRefineFlat; row
-// id = position: one fragment, nothing deleted); dataset::take per query is timed
-// separately (take_ms).
+// re-ranks with the original vectors: held in memory (as FAISS's IndexRefineFlat; row
+// id = position: one fragment, nothing deleted), or, with `from_files`, read from the
+// dataset's files by dataset::take for every query (what `lancet search --refine` does).
 search_run our_search(const options& o, const fs::path& root, const std::vector<float>& rows,
                       const std::vector<float>& queries, const ids_t& truth, std::size_t refine,
-                      boost::asio::thread_pool* pool = nullptr) {
+                      boost::asio::thread_pool* pool = nullptr, bool from_files = false) {
   const auto s = *dataset::load_latest(root.string());
   auto ix = index::open_vector_index(s, "vector");
   index::search_params sp;
@@ -245,10 +175,19 @@ search_run our_search(const options& o, const fs::path& root, const std::vector<
   sp.nprobes = o.nprobes;
   sp.refine_factor = refine;
   sp.pool = pool;
-  if (refine > 0)
+  const auto files = dataset::dataset::open(root.string());
+  if (refine > 0 && !from_files)
     sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) {
       for (std::size_t r = 0; r < ids.size(); ++r)
         for (std::size_t j = 0; j < o.dim; ++j) out[r * o.dim + j] = rows[std::size_t(ids[r]) * o.dim + j];
+    };
+  if (refine > 0 && from_files)
+    sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) {
+      const auto b = files.take(ids, {"vector"});
+      const auto& col = *b.columns.at(0);
+      const float* v = col.children.at(0)->values<float>() + std::size_t(col.offset) * o.dim;
+      if (std::size_t(col.length) != ids.size()) throw corrupt_error("take returned the wrong number of rows");
+      for (std::size_t i = 0; i < ids.size() * o.dim; ++i) out[i] = v[i];
     };
   // Warm the partition cache (LanceDB's index cache is warm after its first query too).
   ix.searcher->search(queries.data(), o.dim, sp);
@@ -354,13 +293,15 @@ int main(int argc, char** argv) {
               o.rows, o.dim, o.clusters, double(o.spread), o.partitions, quant.c_str(), o.queries, o.nprobes, o.refine,
               o.threads);
   std::vector<float> rows, queries;
-  clustered(o, rows, queries);
+  const bench::clustered_data data{
+      .rows = o.rows, .dim = o.dim, .queries = o.queries, .clusters = o.clusters, .spread = o.spread, .seed = o.seed};
+  bench::generate(data, rows, queries);
   testing::temp_dir tmp("bench-ivf");
   const auto vf = tmp.path() / "vectors.f32", qf = tmp.path() / "queries.f32";
   write_f32(vf, rows);
   write_f32(qf, queries);
   boost::asio::thread_pool pool(o.threads);
-  const auto truth = exact(o, rows, queries, &pool);
+  const auto truth = bench::exact_l2(data, rows, queries, &pool);
 
   // The dataset, written by LanceDB (so its createIndex and our builder read the same files).
   const auto base = tmp.path() / "base";
@@ -400,6 +341,11 @@ int main(int argc, char** argv) {
     }
     if (o.refine) {
       m.refined = our_search(o, root, rows, queries, truth, o.refine);
+      m.refined_files = our_search(o, root, rows, queries, truth, o.refine, nullptr, true);
+      std::printf("  lancet refine %zu from the dataset files (dataset::take per query): %.0f QPS, recall %.4f, "
+                  "p50 / p99 %.0f / %.0f us (vectors in memory: %.0f QPS, recall %.4f)\n",
+                  o.refine, m.refined_files.qps, m.refined_files.recall, m.refined_files.p50_us,
+                  m.refined_files.p99_us, m.refined.qps, m.refined.recall);
       std::printf("  lancet dataset::take of %zu random vectors: %.1f ms\n", 10 * o.refine, take_ms(root, 10 * o.refine, o.rows));
     }
     const auto b1 = our_batched(o, root, queries, truth, 1), b2 = our_batched(o, root, queries, truth, o.threads);
@@ -517,6 +463,10 @@ int main(int argc, char** argv) {
                 m.name.c_str(), m.build_s / ours.build_s, m.plain.qps / ours.plain.qps, ours.plain.qps / m.plain.qps,
                 o.refine ? m.refined.qps / ours.refined.qps : 0.0, m.plain.recall - ours.plain.recall,
                 o.refine ? m.refined.recall - ours.refined.recall : 0.0);
+    if (o.refine && ours.refined_files.qps > 0)
+      std::printf("  lancet refine from the dataset files / %s refine (in memory): QPS %.2fx, recall@10 %+.4f\n",
+                  m.name.c_str(), ours.refined_files.qps / m.refined.qps,
+                  ours.refined_files.recall - m.refined.recall);
   }
   return 0;
 }

@@ -28,6 +28,20 @@ struct list_page {
   std::uint64_t end(std::size_t i) const noexcept { return is_null(i) ? ends[i] - null_adjustment : ends[i]; }
 };
 
+// The values of a 2.0 Nullable page with its validity bitmap put in front (a null
+// type keeps no bitmap). Shared by the page decoder and the row-wise take.
+inline arrow::array_ptr with_validity(const arrow::array_data& values, shared_bytes validity,
+                                      const arrow::type_ptr& type) {
+  auto out = std::make_shared<arrow::array_data>(values);
+  if (type->id != arrow::type_id::null) {
+    if (out->buffers.empty()) out->buffers.resize(1);
+    out->buffers[0] = std::move(validity);
+    out->offset = 0;
+    out->null_count = -1;
+  }
+  return out;
+}
+
 class page_decoder {
  public:
   page_decoder(const std::vector<shared_bytes>& buffers, std::string where)
@@ -123,15 +137,7 @@ class page_decoder {
     if (const auto* sn = std::get_if<enc20::nullable::some_null>(&m.nullability)) {
       if (!sn->validity || !sn->values) fail("SomeNull without validity or values");
       auto validity = flat_buffer(*sn->validity, n, 1, "validity");
-      auto values = decode(*sn->values, n, type);
-      auto out = std::make_shared<arrow::array_data>(*values);
-      if (type->id != arrow::type_id::null) {
-        if (out->buffers.empty()) out->buffers.resize(1);
-        out->buffers[0] = validity;
-        out->offset = 0;
-        out->null_count = -1;
-      }
-      return out;
+      return with_validity(*decode(*sn->values, n, type), std::move(validity), type);
     }
     fail("Nullable without a nullability");
   }

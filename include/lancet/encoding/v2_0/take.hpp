@@ -188,15 +188,7 @@ class page_rows {
       const auto [pos, size] = buffer_at(vf->buffer, bytes_for(values, 1), "validity");
       (void)size;
       auto validity = shared_bytes(gather_bits(pos, rows, per_row));
-      auto vals = take_values(*sn.values, type, rows, per_row);
-      auto out = std::make_shared<arrow::array_data>(*vals);
-      if (type->id != arrow::type_id::null) {
-        if (out->buffers.empty()) out->buffers.resize(1);
-        out->buffers[0] = validity;
-        out->offset = 0;
-        out->null_count = -1;
-      }
-      return out;
+      return with_validity(*take_values(*sn.values, type, rows, per_row), std::move(validity), type);
     }
     if (const auto* l = std::get_if<enc20::fixed_size_list>(&e.value)) {
       auto out = std::make_shared<arrow::array_data>();
