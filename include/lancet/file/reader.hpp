@@ -51,7 +51,7 @@ struct reader_options {
   // files) and local files (io::file_source) are read in one piece: splitting them
   // would only add a copy.
   std::uint64_t read_chunk_size = std::uint64_t(8) << 20;
-  // Keep the buffers of the page last read of each column (2.1+ files), so that
+  // Keep the buffers of the page last read of each column (every file version), so that
   // reading a large page range by range (a scan in read-ahead chunks) fetches it once
   // instead of once per range. At most this many bytes stay cached per reader (other
   // columns' pages are dropped to make room; a larger page is not cached); 0: off.

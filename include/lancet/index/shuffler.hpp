@@ -247,7 +247,12 @@ class shuffler {
     const auto order = sorted_order();
     const auto mem = counts_prefix();
     std::vector<std::unique_ptr<file::file_reader<io::file_source>>> readers;
-    for (const auto& r : runs_) readers.push_back(std::make_unique<file::file_reader<io::file_source>>(io::file_source(r.path)));
+    // No page cache: one is kept per reader, and with a reader open per run the cached
+    // pages would add up outside the budget (each partition range is read once anyway).
+    file::reader_options ro;
+    ro.page_cache_bytes = 0;
+    for (const auto& r : runs_)
+      readers.push_back(std::make_unique<file::file_reader<io::file_source>>(io::file_source(r.path), ro));
     std::vector<std::string> names;
     for (const auto& f : schema_.fields)
       if (f.name != partition_id_column) names.push_back(f.name);
