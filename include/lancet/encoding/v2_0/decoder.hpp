@@ -42,6 +42,19 @@ inline arrow::array_ptr with_validity(const arrow::array_data& values, shared_by
   return out;
 }
 
+// A binary/string array of n rows from its built buffers (no validity buffer when
+// nothing is null). Shared by the page decoder and the row-wise take.
+inline arrow::array_ptr binary_array(const arrow::type_ptr& type, std::uint64_t n, std::int64_t nulls,
+                                     aligned_buffer validity, aligned_buffer offsets, shared_bytes bytes) {
+  auto out = std::make_shared<arrow::array_data>();
+  out->type = type;
+  out->length = std::int64_t(n);
+  out->null_count = nulls;
+  out->buffers = {nulls ? shared_bytes(std::move(validity)) : shared_bytes(), shared_bytes(std::move(offsets)),
+                  std::move(bytes)};
+  return out;
+}
+
 class page_decoder {
  public:
   page_decoder(const std::vector<shared_bytes>& buffers, std::string where)
@@ -199,13 +212,7 @@ class page_decoder {
       else le::store<std::int32_t>(offs.data() + 4 * (i + 1), std::int32_t(e));
     }
     const auto& bytes = buffer(fb->buffer, prev, "binary bytes");
-    auto out = std::make_shared<arrow::array_data>();
-    out->type = type;
-    out->length = std::int64_t(n);
-    out->null_count = nulls;
-    out->buffers = {nulls ? shared_bytes(std::move(validity)) : shared_bytes(), shared_bytes(std::move(offs)),
-                    bytes.slice(0, std::size_t(prev))};
-    return out;
+    return binary_array(type, n, nulls, std::move(validity), std::move(offs), bytes.slice(0, std::size_t(prev)));
   }
 
   arrow::array_ptr decode_field_dictionary(const enc20::dictionary& m, std::uint64_t n, const arrow::type_ptr& type) {
@@ -260,13 +267,7 @@ class page_decoder {
       if (large) le::store<std::int64_t>(offs.data() + 8 * (i + 1), std::int64_t(at));
       else le::store<std::int32_t>(offs.data() + 4 * (i + 1), std::int32_t(at));
     }
-    auto out = std::make_shared<arrow::array_data>();
-    out->type = type;
-    out->length = std::int64_t(n);
-    out->null_count = nulls;
-    out->buffers = {nulls ? shared_bytes(std::move(validity)) : shared_bytes(), shared_bytes(std::move(offs)),
-                    shared_bytes(std::move(bytes))};
-    return out;
+    return binary_array(type, n, nulls, std::move(validity), std::move(offs), shared_bytes(std::move(bytes)));
   }
 
   template <class Other>

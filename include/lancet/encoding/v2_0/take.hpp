@@ -277,13 +277,7 @@ class page_rows {
       }
       k = j;
     }
-    auto out = std::make_shared<arrow::array_data>();
-    out->type = type;
-    out->length = std::int64_t(n);
-    out->null_count = nulls;
-    out->buffers = {nulls ? shared_bytes(std::move(validity)) : shared_bytes(), shared_bytes(std::move(offs)),
-                    shared_bytes(std::move(bytes))};
-    return out;
+    return binary_array(type, n, nulls, std::move(validity), std::move(offs), shared_bytes(std::move(bytes)));
   }
 
   const std::vector<std::uint64_t>& offsets_;
