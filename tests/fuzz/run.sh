@@ -5,7 +5,7 @@
 # deletion files, index files) and from tests/fuzz/corpus/<target>. A crash,
 # sanitizer report, uncaught non-lancet exception, allocation over -malloc_limit_mb,
 # or an input slower than -timeout fails the run; the input is left in BUILD_DIR
-# (crash-*, oom-*, ...). Targets:
+# (TARGET-crash-*, TARGET-oom-*, ...). Targets:
 #   fuzz_file      file bytes: footer, metadata, schema, every decoder
 #   fuzz_page      2.1/2.2 pages of random fields, encoded by lancet, then edited
 #                  (unedited pages must round-trip)
@@ -46,28 +46,45 @@ seed fuzz_index 01 -name auxiliary.idx
 seed fuzz_deletion 00 -path '*_deletions/*' -name '*.arrow'
 seed fuzz_deletion 01 -name '*.bin'
 cp tests/fuzz/corpus/fuzz_json/* "$out/seed-fuzz_json/"
-for target in "${targets[@]}"; do
+# Builds and runs go LANCET_JOBS at a time (default 2): each compile and each fuzzer is
+# single-threaded, so one at a time would leave the other core idle.
+jobs=${LANCET_JOBS:-2}
+build() {  # target
+  echo "fuzz: building $1"
+  "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -Iinclude "tests/fuzz/$1.cpp" -o "$out/$1" -lzstd -llz4 2> "$out/$1.build.log" ||
+    { cat "$out/$1.build.log" >&2; echo "fuzz: building $1 FAILED" >&2; return 1; }
+}
+fuzz() {  # target
+  local target=$1 max_len t seeds=()
   case $target in
     fuzz_page) max_len=256 t=$secs ;;
     fuzz_file) max_len=65536 t=$secs ;;
     fuzz_json) max_len=8192 t=$(( (secs + 1) / 2 )) ;;
     *) max_len=65536 t=$(( (secs + 1) / 2 )) ;;
   esac
-  seeds=()
   [[ $target == fuzz_file ]] && seeds=("$out/seed")
   [[ -d $out/seed-$target ]] && seeds=("$out/seed-$target")
-  echo "fuzz: building $target"
-  "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -Iinclude "tests/fuzz/$target.cpp" -o "$out/$target" -lzstd -llz4
   mkdir -p "$out/corpus-$target"
   echo "fuzz: running $target for ${t}s"
   if ! "$out/$target" -max_total_time="$t" -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 \
-      -max_len=$max_len -seed=1 -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus-$target" "${seeds[@]}" \
+      -max_len=$max_len -seed=1 -print_final_stats=1 -artifact_prefix="$out/$target-" "$out/corpus-$target" "${seeds[@]}" \
       > "$out/$target.log" 2>&1; then
     tail -n 60 "$out/$target.log" >&2
     echo "fuzz: $target FAILED (log: $out/$target.log)" >&2
-    exit 1
+    return 1
   fi
   echo "fuzz: $target $(grep -E "^stat::number_of_executed_units" "$out/$target.log" | awk '{print $2}') executions"
-done
+}
+each() {  # function: runs it for every target, $jobs at a time; fails if any failed
+  local fn=$1 failed=0 running=0 target
+  for target in "${targets[@]}"; do
+    if (( running >= jobs )); then wait -n || failed=1; running=$((running - 1)); fi
+    "$fn" "$target" & running=$((running + 1))
+  done
+  while (( running > 0 )); do wait -n || failed=1; running=$((running - 1)); done
+  return $failed
+}
+each build || exit 1
+each fuzz || exit 1
 echo "fuzz: no crash"
