@@ -56,7 +56,7 @@ void check_truncations(const std::string& bytes) {
     const bool boundary = std::find(bounds.begin(), bounds.end(), n) != bounds.end();
     bool corrupt = false;
     try {
-      (void)pb::from_bytes<Msg>(std::string_view(bytes).substr(0, n));
+      (void)pb::decode<Msg>(std::string_view(bytes).substr(0, n));
     } catch (const corrupt_error&) {
       corrupt = true;
     } catch (const std::exception& e) {
@@ -69,10 +69,10 @@ void check_truncations(const std::string& bytes) {
 // Encode, decode, compare; re-encoding gives the same bytes; copies are deep and equal.
 template <class Msg>
 std::string round_trip(const Msg& m) {
-  const std::string bytes = pb::to_bytes(m);
-  const Msg back = pb::from_bytes<Msg>(bytes);
+  const std::string bytes = pb::encode(m);
+  const Msg back = pb::decode<Msg>(bytes);
   CHECK(back == m);
-  CHECK(pb::to_bytes(back) == bytes);
+  CHECK(pb::encode(back) == bytes);
   Msg copy = m;
   CHECK(copy == m);
   Msg assigned;
@@ -137,11 +137,11 @@ TEST_SUITE("file2") {
     CHECK(round_trip(file2::encoding{}).empty());
 
     // Field 4 is well-formed protobuf but no Encoding variant we know.
-    CHECK_THROWS_AS(pb::from_bytes<file2::encoding>(bytes_of({0x22, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::decode<file2::encoding>(bytes_of({0x22, 0x00})), unsupported_error);
     // Known variant with the wrong wire type is corrupt.
-    CHECK_THROWS_AS(pb::from_bytes<file2::encoding>(bytes_of({0x10, 0x01})), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<file2::encoding>(bytes_of({0x10, 0x01})), corrupt_error);
     // Last variant wins, as in protobuf.
-    auto last = pb::from_bytes<file2::encoding>(bytes_of({0x12, 0x03, 0x0a, 0x01, 'z', 0x1a, 0x00}));
+    auto last = pb::decode<file2::encoding>(bytes_of({0x12, 0x03, 0x0a, 0x01, 'z', 0x1a, 0x00}));
     CHECK(last.is_none());
   }
 
@@ -151,7 +151,7 @@ TEST_SUITE("file2") {
     const std::string flat_bytes = bytes_of({0x0a, 0x04, 0x08, 0x20, 0x12, 0x00});
     std::string any_bytes = bytes_of({0x0a, int(url.size())}) + url + bytes_of({0x12, 0x06}) + flat_bytes;
     std::string expected = bytes_of({0x12, 42, 0x0a, 40}) + any_bytes;
-    CHECK(hex(pb::to_bytes(e)) == hex(expected));
+    CHECK(hex(pb::encode(e)) == hex(expected));
     CHECK(e.direct_any().type_url == url);
     CHECK(e.unwrap<enc20::array_encoding>() == flat32());
     // Asking for the wrong message type is refused.
@@ -190,27 +190,27 @@ TEST_SUITE("file2") {
     cm.buffer_sizes = {64};
     const std::string cm_bytes = round_trip(cm);
     // Page is field 2, repeated.
-    auto back = pb::from_bytes<file2::column_metadata>(cm_bytes);
+    auto back = pb::decode<file2::column_metadata>(cm_bytes);
     REQUIRE(back.pages.size() == 2);
     CHECK(back.pages[1].priority == 10);
     CHECK(back.encoding->unwrap<enc20::column_encoding>() == enc20::column_encoding::values());
 
     // Unknown fields anywhere are skipped.
-    auto with_unknown = pb::from_bytes<file2::column_metadata::page>(unknown_fields() + page_bytes + unknown_fields());
+    auto with_unknown = pb::decode<file2::column_metadata::page>(unknown_fields() + page_bytes + unknown_fields());
     CHECK(with_unknown == p);
     // Unpacked repeated scalars are accepted too (protobuf parsers must).
-    auto unpacked = pb::from_bytes<file2::column_metadata::page>(bytes_of({0x08, 0x07, 0x08, 0x08, 0x10, 0x01, 0x10, 0x02}));
+    auto unpacked = pb::decode<file2::column_metadata::page>(bytes_of({0x08, 0x07, 0x08, 0x08, 0x10, 0x01, 0x10, 0x02}));
     CHECK(unpacked.buffer_offsets == std::vector<std::uint64_t>{7, 8});
     CHECK(unpacked.buffer_sizes == std::vector<std::uint64_t>{1, 2});
     // Offsets and sizes must pair up.
-    CHECK_THROWS_AS(pb::from_bytes<file2::column_metadata::page>(bytes_of({0x08, 0x07})), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<file2::column_metadata::page>(bytes_of({0x08, 0x07})), corrupt_error);
     file2::column_metadata::page bad;
     bad.buffer_offsets = {1};
     pb::writer w;
     CHECK_THROWS_AS(bad.encode(w), invalid_input_error);
     // Wire-type mismatches are corrupt.
-    CHECK_THROWS_AS(pb::from_bytes<file2::column_metadata::page>(bytes_of({0x1a, 0x00})), corrupt_error);
-    CHECK_THROWS_AS(pb::from_bytes<file2::column_metadata>(bytes_of({0x10, 0x01})), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<file2::column_metadata::page>(bytes_of({0x1a, 0x00})), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<file2::column_metadata>(bytes_of({0x10, 0x01})), corrupt_error);
   }
 }
 
@@ -280,9 +280,9 @@ TEST_SUITE("encodings_v2_0") {
       pb::writer w;
       w.bytes(f.number, unknown_fields() + inner + unknown_fields());
       if (e.value.index() == array_encoding::f_nullable)
-        CHECK_THROWS_AS(pb::from_bytes<array_encoding>(w.bytes()), unsupported_error);
+        CHECK_THROWS_AS(pb::decode<array_encoding>(w.bytes()), unsupported_error);
       else
-        CHECK(pb::from_bytes<array_encoding>(w.bytes()) == e);
+        CHECK(pb::decode<array_encoding>(w.bytes()) == e);
     }
     for (std::size_t i = 1; i <= 21; ++i) CHECK_MESSAGE(seen[i], "variant " << i << " not covered");
     // All distinct.
@@ -294,29 +294,29 @@ TEST_SUITE("encodings_v2_0") {
   TEST_CASE("hand-checked bytes of nested encodings") {
     using namespace enc20;
     // Nullable.NoNull(Flat{32, page 0}) = 12 (nullable) 0a (no_nulls) 0a (values) ...
-    CHECK(hex(pb::to_bytes(array_encoding{nullable{nullable::no_null{flat32()}}})) ==
+    CHECK(hex(pb::encode(array_encoding{nullable{nullable::no_null{flat32()}}})) ==
           "12 0a 0a 08 0a 06 0a 04 08 20 12 00");
-    CHECK(hex(pb::to_bytes(array_encoding{nullable{nullable::all_null{}}})) == "12 02 1a 00");
+    CHECK(hex(pb::encode(array_encoding{nullable{nullable::all_null{}}})) == "12 02 1a 00");
     // FixedSizeList: prost writes fields in field-number order, so items (2) precedes
     // has_validity (3) even though the proto declares has_validity first.
-    CHECK(hex(pb::to_bytes(array_encoding{fixed_size_list{.dimension = 4, .items = flat32(), .has_validity = true}})) ==
+    CHECK(hex(pb::encode(array_encoding{fixed_size_list{.dimension = 4, .items = flat32(), .has_validity = true}})) ==
           "1a 0c 08 04 12 06 0a 04 08 20 12 00 18 01");
   }
 
   TEST_CASE("unknown ArrayEncoding variants are unsupported, bad wire types corrupt") {
     // Field 22: well-formed, but not a variant we know (a newer Lance's encoding).
-    CHECK_THROWS_AS(pb::from_bytes<enc20::array_encoding>(bytes_of({0xb2, 0x01, 0x00})), unsupported_error);
-    CHECK_THROWS_AS(pb::from_bytes<enc20::array_encoding>(bytes_of({0x08, 0x01})), corrupt_error);  // flat as varint
-    CHECK_THROWS_AS(pb::from_bytes<enc20::nullable>(bytes_of({0x22, 0x00})), unsupported_error);
-    CHECK_THROWS_AS(pb::from_bytes<enc20::column_encoding>(bytes_of({0x22, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::decode<enc20::array_encoding>(bytes_of({0xb2, 0x01, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::decode<enc20::array_encoding>(bytes_of({0x08, 0x01})), corrupt_error);  // flat as varint
+    CHECK_THROWS_AS(pb::decode<enc20::nullable>(bytes_of({0x22, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::decode<enc20::column_encoding>(bytes_of({0x22, 0x00})), unsupported_error);
     // Unknown variant deep inside a tree.
-    CHECK_THROWS_AS(pb::from_bytes<enc20::array_encoding>(
+    CHECK_THROWS_AS(pb::decode<enc20::array_encoding>(
                         bytes_of({0x12, 0x07, 0x0a, 0x05, 0x0a, 0x03, 0xb2, 0x01, 0x00})),
                     unsupported_error);  // nullable.no_nulls.values is variant 22
     // Scalar with a len wire type.
-    CHECK_THROWS_AS(pb::from_bytes<enc20::flat>(bytes_of({0x0a, 0x00})), corrupt_error);
-    CHECK_THROWS_AS(pb::from_bytes<enc20::buffer>(bytes_of({0x15, 0, 0, 0, 0})), corrupt_error);
-    CHECK_THROWS_AS(pb::from_bytes<enc20::flat>(bytes_of({0x12, 0x01})), corrupt_error);  // buffer runs past the end
+    CHECK_THROWS_AS(pb::decode<enc20::flat>(bytes_of({0x0a, 0x00})), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<enc20::buffer>(bytes_of({0x15, 0, 0, 0, 0})), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<enc20::flat>(bytes_of({0x12, 0x01})), corrupt_error);  // buffer runs past the end
   }
 
   TEST_CASE("deep nesting: copies are deep, decoding is bounded") {
@@ -341,8 +341,8 @@ TEST_SUITE("encodings_v2_0") {
     CHECK(std::get<flat>(orig_leaf->value).bits_per_value == 32);
 
     // Too deep to decode: refused as corrupt, not a stack overflow.
-    const std::string too_deep = pb::to_bytes(nest(40));
-    CHECK_THROWS_AS(pb::from_bytes<array_encoding>(too_deep), corrupt_error);
+    const std::string too_deep = pb::encode(nest(40));
+    CHECK_THROWS_AS(pb::decode<array_encoding>(too_deep), corrupt_error);
     // Hostile input: thousands of nested headers.
     std::string nested = bytes_of({0x12, 0x02, 0x1a, 0x00});  // ArrayEncoding{nullable{all_nulls}}
     for (int i = 0; i < 200; ++i) {
@@ -352,7 +352,7 @@ TEST_SUITE("encodings_v2_0") {
       w2.bytes(2, w1.bytes());   // ArrayEncoding.nullable
       nested = w2.take();
     }
-    CHECK_THROWS_AS(pb::from_bytes<array_encoding>(nested), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<array_encoding>(nested), corrupt_error);
   }
 
   TEST_CASE("ColumnEncoding: values, zone index, blob") {
@@ -369,10 +369,10 @@ TEST_SUITE("encodings_v2_0") {
   }
 
   TEST_CASE("Buffer keeps unknown enum values (proto3 open enums)") {
-    auto b = pb::from_bytes<enc20::buffer>(bytes_of({0x08, 0x03, 0x10, 0x07}));
+    auto b = pb::decode<enc20::buffer>(bytes_of({0x08, 0x03, 0x10, 0x07}));
     CHECK(b.buffer_index == 3);
     CHECK(int(b.type) == 7);
-    CHECK(hex(pb::to_bytes(b)) == "08 03 10 07");
+    CHECK(hex(pb::encode(b)) == "08 03 10 07");
   }
 }
 
@@ -393,8 +393,8 @@ std::string hex_to_bytes(std::string_view h) {
 // Checks that `m` encodes to exactly `h` and that `h` decodes to `m`.
 template <class Msg>
 void same_bytes(const Msg& m, std::string_view h) {
-  CHECK(hex(pb::to_bytes(m)) == h);
-  CHECK(pb::from_bytes<Msg>(hex_to_bytes(h)) == m);
+  CHECK(hex(pb::encode(m)) == h);
+  CHECK(pb::decode<Msg>(hex_to_bytes(h)) == m);
 }
 
 }  // namespace
@@ -507,16 +507,16 @@ TEST_SUITE("encodings_v2_1") {
       std::string inner(reinterpret_cast<const char*>(f.data.data()), f.data.size());
       pb::writer w;
       w.bytes(f.number, unknown_fields() + inner + unknown_fields());
-      CHECK(pb::from_bytes<compressive_encoding>(w.bytes()) == e);
+      CHECK(pb::decode<compressive_encoding>(w.bytes()) == e);
     }
     for (std::size_t i = 1; i <= 15; ++i) CHECK_MESSAGE(seen[i], "variant " << i << " not covered");
     for (std::size_t i = 0; i < all.size(); ++i)
       for (std::size_t j = i + 1; j < all.size(); ++j) CHECK(!(all[i] == all[j]));
     // Hand-checked: optional fields present with default values are written.
-    CHECK(hex(pb::to_bytes(compressive_encoding{constant{.value = std::string()}})) == "1a 02 0a 00");
-    CHECK(hex(pb::to_bytes(compressive_encoding{constant{}})) == "1a 00");
-    CHECK(hex(pb::to_bytes(buffer_compression{compression_scheme::zstd, 0})) == "08 02 10 00");
-    CHECK(hex(pb::to_bytes(buffer_compression{})) == "");
+    CHECK(hex(pb::encode(compressive_encoding{constant{.value = std::string()}})) == "1a 02 0a 00");
+    CHECK(hex(pb::encode(compressive_encoding{constant{}})) == "1a 00");
+    CHECK(hex(pb::encode(buffer_compression{compression_scheme::zstd, 0})) == "08 02 10 00");
+    CHECK(hex(pb::encode(buffer_compression{})) == "");
   }
 
   TEST_CASE("every PageLayout variant round trips, including blob and sparse") {
@@ -546,7 +546,7 @@ TEST_SUITE("encodings_v2_1") {
                                    .value_compression = compressive_encoding{variable{.offsets = ce_flat(32)}},
                                    .layers = {L::nullable_item, L::null_and_empty_list}}};
     page_layout fz_fixed{full_zip_layout{.bits_per_value = 0, .num_items = 3}};  // 0 is present: written
-    CHECK(hex(pb::to_bytes(fz_fixed)) == "1a 04 18 00 28 03");
+    CHECK(hex(pb::encode(fz_fixed)) == "1a 04 18 00 28 03");
     page_layout blob{blob_layout{.inner_layout = mini, .layers = {L::nullable_item}}};
     page_layout blob2{blob_layout{.inner_layout = blob, .layers = {}}};
 
@@ -595,10 +595,10 @@ TEST_SUITE("encodings_v2_1") {
                                           .inner_layout->value)
               .num_items == (1u << 20));
     // Unknown fields are skipped inside messages that are not just a oneof.
-    auto with_unknown = unknown_fields() + pb::to_bytes(std::get<mini_block_layout>(mini.value)) + unknown_fields();
-    CHECK(pb::from_bytes<mini_block_layout>(with_unknown) == std::get<mini_block_layout>(mini.value));
-    auto pos_unknown = pb::to_bytes(explicit_set) + unknown_fields();
-    CHECK(pb::from_bytes<sparse_position_set>(pos_unknown) == explicit_set);
+    auto with_unknown = unknown_fields() + pb::encode(std::get<mini_block_layout>(mini.value)) + unknown_fields();
+    CHECK(pb::decode<mini_block_layout>(with_unknown) == std::get<mini_block_layout>(mini.value));
+    auto pos_unknown = pb::encode(explicit_set) + unknown_fields();
+    CHECK(pb::decode<sparse_position_set>(pos_unknown) == explicit_set);
   }
 
   TEST_CASE("scalar oneofs: at most one alternative, last one wins") {
@@ -609,13 +609,13 @@ TEST_SUITE("encodings_v2_1") {
     variable_packed_struct::field_encoding fe{.bits_per_value = 1, .bits_per_length = 2};
     CHECK_THROWS_AS(fe.encode(w), invalid_input_error);
     // bits_per_value (3) = 8, then bits_per_offset (4) = 32: the offset wins.
-    auto z = pb::from_bytes<full_zip_layout>(bytes_of({0x18, 0x08, 0x20, 0x20}));
+    auto z = pb::decode<full_zip_layout>(bytes_of({0x18, 0x08, 0x20, 0x20}));
     CHECK(!z.bits_per_value);
     CHECK(z.bits_per_offset == 32u);
-    auto z2 = pb::from_bytes<full_zip_layout>(bytes_of({0x20, 0x20, 0x18, 0x08}));
+    auto z2 = pb::decode<full_zip_layout>(bytes_of({0x20, 0x20, 0x18, 0x08}));
     CHECK(z2.bits_per_value == 8u);
     CHECK(!z2.bits_per_offset);
-    auto f2 = pb::from_bytes<variable_packed_struct::field_encoding>(bytes_of({0x10, 0x05, 0x18, 0x06}));
+    auto f2 = pb::decode<variable_packed_struct::field_encoding>(bytes_of({0x10, 0x05, 0x18, 0x06}));
     CHECK(!f2.bits_per_value);
     CHECK(f2.bits_per_length == 6u);
   }
@@ -624,22 +624,22 @@ TEST_SUITE("encodings_v2_1") {
     using namespace enc21;
     // CompressiveEncoding field 16, PageLayout field 6, SparseCountSet field 4 and
     // SparseStructuralLayer field 4: well-formed, from a newer Lance.
-    CHECK_THROWS_AS(pb::from_bytes<compressive_encoding>(bytes_of({0x82, 0x01, 0x00})), unsupported_error);
-    CHECK_THROWS_AS(pb::from_bytes<page_layout>(bytes_of({0x32, 0x00})), unsupported_error);
-    CHECK_THROWS_AS(pb::from_bytes<sparse_count_set>(bytes_of({0x22, 0x00})), unsupported_error);
-    CHECK_THROWS_AS(pb::from_bytes<sparse_structural_layer>(bytes_of({0x22, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::decode<compressive_encoding>(bytes_of({0x82, 0x01, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::decode<page_layout>(bytes_of({0x32, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::decode<sparse_count_set>(bytes_of({0x22, 0x00})), unsupported_error);
+    CHECK_THROWS_AS(pb::decode<sparse_structural_layer>(bytes_of({0x22, 0x00})), unsupported_error);
     // Inside a tree: MiniBlockLayout.value_compression holds variant 16.
-    CHECK_THROWS_AS(pb::from_bytes<page_layout>(bytes_of({0x0a, 0x05, 0x1a, 0x03, 0x82, 0x01, 0x00})),
+    CHECK_THROWS_AS(pb::decode<page_layout>(bytes_of({0x0a, 0x05, 0x1a, 0x03, 0x82, 0x01, 0x00})),
                     unsupported_error);
     // Known field, wrong wire type.
-    CHECK_THROWS_AS(pb::from_bytes<page_layout>(bytes_of({0x08, 0x01})), corrupt_error);
-    CHECK_THROWS_AS(pb::from_bytes<compressive_encoding>(bytes_of({0x0d, 0, 0, 0, 0})), corrupt_error);
-    CHECK_THROWS_AS(pb::from_bytes<mini_block_layout>(bytes_of({0x50, 0x01, 0x3a, 0x00})), corrupt_error);
-    CHECK_THROWS_AS(pb::from_bytes<mini_block_layout>(bytes_of({0x0a, 0x01, 0x00})), corrupt_error);
-    CHECK_THROWS_AS(pb::from_bytes<constant_layout>(bytes_of({0x30, 0x01})), corrupt_error);  // inline_value as varint
-    CHECK_THROWS_AS(pb::from_bytes<full_zip_layout>(bytes_of({0x1a, 0x00})), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<page_layout>(bytes_of({0x08, 0x01})), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<compressive_encoding>(bytes_of({0x0d, 0, 0, 0, 0})), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<mini_block_layout>(bytes_of({0x50, 0x01, 0x3a, 0x00})), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<mini_block_layout>(bytes_of({0x0a, 0x01, 0x00})), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<constant_layout>(bytes_of({0x30, 0x01})), corrupt_error);  // inline_value as varint
+    CHECK_THROWS_AS(pb::decode<full_zip_layout>(bytes_of({0x1a, 0x00})), corrupt_error);
     // Repeated enums: packed (Lance) or one by one; both accepted.
-    auto m = pb::from_bytes<mini_block_layout>(bytes_of({0x30, 0x03, 0x30, 0x06}));
+    auto m = pb::decode<mini_block_layout>(bytes_of({0x30, 0x03, 0x30, 0x06}));
     CHECK(m.layers == std::vector<rep_def_layer>{rep_def_layer::nullable_item, rep_def_layer::null_and_empty_list});
   }
 
@@ -649,9 +649,9 @@ TEST_SUITE("encodings_v2_1") {
     const std::string b = round_trip(m);
     // 9 is one byte; -1 is sign-extended to ten bytes, as protobuf writes int32 enums.
     CHECK(hex(b) == "32 0b 09 ff ff ff ff ff ff ff ff ff 01");
-    CHECK(pb::from_bytes<mini_block_layout>(b).layers[1] == rep_def_layer(-1));
+    CHECK(pb::decode<mini_block_layout>(b).layers[1] == rep_def_layer(-1));
     buffer_compression bc{compression_scheme(7), {}};
-    CHECK(pb::from_bytes<buffer_compression>(pb::to_bytes(bc)).scheme == compression_scheme(7));
+    CHECK(pb::decode<buffer_compression>(pb::encode(bc)).scheme == compression_scheme(7));
   }
 
   TEST_CASE("deep CompressiveEncoding trees: bounded decoding") {
@@ -664,12 +664,12 @@ TEST_SUITE("encodings_v2_1") {
       return e;
     };
     round_trip(nest(30));  // 2 messages per level
-    const auto too_deep = pb::to_bytes(nest(100));
-    CHECK_THROWS_AS(pb::from_bytes<compressive_encoding>(too_deep), corrupt_error);
+    const auto too_deep = pb::encode(nest(100));
+    CHECK_THROWS_AS(pb::decode<compressive_encoding>(too_deep), corrupt_error);
     // A BlobLayout chain is recursive too.
     page_layout p{mini_block_layout{}};
     for (int i = 0; i < 40; ++i) p = page_layout{blob_layout{.inner_layout = std::move(p)}};
-    CHECK_THROWS_AS(pb::from_bytes<page_layout>(pb::to_bytes(p)), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<page_layout>(pb::encode(p)), corrupt_error);
   }
 }
 
@@ -686,9 +686,9 @@ TEST_CASE("mutated and random bytes give typed errors, never a crash") {
     auto one = [&](auto tag) {
       using Msg = typename decltype(tag)::type;
       try {
-        auto m = pb::from_bytes<Msg>(b);
+        auto m = pb::decode<Msg>(b);
         // Whatever decoded must re-encode and decode to the same value.
-        CHECK(pb::from_bytes<Msg>(pb::to_bytes(m)) == m);
+        CHECK(pb::decode<Msg>(pb::encode(m)) == m);
       } catch (const corrupt_error&) {
       } catch (const unsupported_error&) {
       }
@@ -701,13 +701,13 @@ TEST_CASE("mutated and random bytes give typed errors, never a crash") {
   };
   // Seeds: real-looking messages, then random byte flips of them.
   std::vector<std::string> seeds = {
-      pb::to_bytes(enc20::array_encoding{enc20::nullable{enc20::nullable::some_null{flat32(), flat32(1)}}}),
-      pb::to_bytes(enc21::page_layout{enc21::mini_block_layout{
+      pb::encode(enc20::array_encoding{enc20::nullable{enc20::nullable::some_null{flat32(), flat32(1)}}}),
+      pb::encode(enc21::page_layout{enc21::mini_block_layout{
           .rep_compression = enc21::compressive_encoding{enc21::rle{ce_flat(16), ce_flat(8)}},
           .value_compression = enc21::compressive_encoding{enc21::fsst{"sym", ce_flat(32)}},
           .layers = {enc21::rep_def_layer::nullable_item},
           .has_large_chunk = true}}),
-      pb::to_bytes(file2::encoding::wrap(flat32())),
+      pb::encode(file2::encoding::wrap(flat32())),
   };
   for (const auto& seed : seeds) {
     for (int round = 0; round < 300; ++round) {
@@ -731,7 +731,7 @@ TEST_CASE("a 2.0 ColumnMetadata exactly as LanceDB 0.39 (Lance 12) wrote it") {
       "69 6e 67 12 02 0a 00 12 4a 0a 04 80 03 c0 03 12 02 02 28 18 0a 22 3c 12 3a 0a 38 0a 1e 2f 6c 61 6e 63 65 2e "
       "65 6e 63 6f 64 69 6e 67 73 2e 41 72 72 61 79 45 6e 63 6f 64 69 6e 67 12 16 12 14 12 12 0a 06 0a 04 08 01 12 "
       "00 12 08 0a 06 08 20 12 02 08 01");
-  auto cm = pb::from_bytes<file2::column_metadata>(bytes);
+  auto cm = pb::decode<file2::column_metadata>(bytes);
   CHECK(cm.encoding->unwrap<enc20::column_encoding>() == enc20::column_encoding::values());
   REQUIRE(cm.pages.size() == 1);
   const auto& p = cm.pages[0];
@@ -750,7 +750,7 @@ TEST_CASE("a 2.0 ColumnMetadata exactly as LanceDB 0.39 (Lance 12) wrote it") {
                                                                      .buffer_sizes = {2, 40},
                                                                      .length = 10,
                                                                      .encoding = file2::encoding::wrap(expected)}}};
-  CHECK(hex(pb::to_bytes(ours)) == hex(bytes));
+  CHECK(hex(pb::encode(ours)) == hex(bytes));
 }
 
 TEST_CASE("the hand-spelt plain column encoding is the descriptor-encoded ColumnEncoding { values }") {
