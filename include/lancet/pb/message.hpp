@@ -125,7 +125,7 @@ struct field_desc {
   std::uint32_t number;
   T M::*member;
   std::string_view name;  // "Message.field", used in errors
-  bool required = false;  // decoding refuses a message without this field (corrupt_error)
+  bool required = false;  // decoding refuses a message without it (corrupt_error); always written
 };
 template <class M, class T>
 constexpr field_desc<M, T> field(std::uint32_t number, T M::*member, std::string_view name) {
