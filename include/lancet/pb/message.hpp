@@ -443,21 +443,26 @@ bool decode_desc(M& m, const reader& r, const field_view& f, const scalar_oneof_
   return false;
 }
 
-// A field no descriptor claimed: skipped, unless a oneof refuses its number.
+// Whether a descriptor refuses unknown numbers / must be present: decided at compile
+// time, so that descriptors that do neither generate no code for it.
 template <class D>
-void check_unknown(const D& d, const field_view& f) {
-  if constexpr (requires { d.on_unknown; }) {
-    if (d.on_unknown == unknown_field::skip || f.number < d.refuse_from || f.number > d.refuse_to) return;
-    const std::string msg = std::string(d.name) + ": unknown variant (field " + std::to_string(f.number) + ")";
-    if (d.on_unknown == unknown_field::corrupt) throw corrupt_error(msg);
-    throw unsupported_error(msg + ", written by a newer Lance?");
-  }
+constexpr bool refuses_unknown(const D& d) {
+  if constexpr (requires { d.on_unknown; }) return d.on_unknown != unknown_field::skip;
+  else return false;
 }
 template <class D>
-void check_present(const D& d, bool seen) {
-  if constexpr (requires { d.required; })
-    if (d.required && !seen) throw corrupt_error(std::string(d.name) + " is missing");
+constexpr bool is_required(const D& d) {
+  if constexpr (requires { d.required; }) return d.required;
+  else return false;
 }
+
+// A field no descriptor claimed, in the refused range of a oneof.
+[[noreturn]] inline void refuse_unknown(std::string_view oneof, std::uint32_t number, unknown_field how) {
+  const std::string msg = std::string(oneof) + ": unknown variant (field " + std::to_string(number) + ")";
+  if (how == unknown_field::corrupt) throw corrupt_error(msg);
+  throw unsupported_error(msg + ", written by a newer Lance?");
+}
+[[noreturn]] inline void missing_field(std::string_view name) { throw corrupt_error(std::string(name) + " is missing"); }
 
 }  // namespace detail
 
@@ -480,9 +485,23 @@ M decode_message(reader r) {
       const auto f = r.next();
       (void)f;  // a message without fields reads none of them
       const bool known = ((detail::decode_desc(m, r, f, std::get<I>(fields)) ? (seen[I] = true) : false) || ...);
-      if (!known) (detail::check_unknown(std::get<I>(fields), f), ...);
+      if (!known)
+        (
+            [&] {
+              constexpr const auto& d = std::get<I>(fields);
+              if constexpr (detail::refuses_unknown(d))
+                if (f.number >= d.refuse_from && f.number <= d.refuse_to)
+                  detail::refuse_unknown(d.name, f.number, d.on_unknown);
+            }(),
+            ...);
     }
-    (detail::check_present(std::get<I>(fields), seen[I]), ...);
+    (
+        [&] {
+          constexpr const auto& d = std::get<I>(fields);
+          if constexpr (detail::is_required(d))
+            if (!seen[I]) detail::missing_field(d.name);
+        }(),
+        ...);
   }(std::make_index_sequence<n>{});
   return m;
 }
