@@ -278,7 +278,7 @@ TEST_CASE("compact_files: stable row ids survive with their versions") {
   CHECK(after.manifest().next_row_id == before.manifest().next_row_id);
   // Rows created at versions 1..4 keep those versions.
   const auto& f = after.manifest().fragments[0];
-  const auto seq = pb::row_dataset_version_sequence::from_bytes(std::get<std::string>(f.created_at_version_sequence));
+  const auto seq = pb::decode<pb::row_dataset_version_sequence>(std::get<std::string>(f.created_at_version_sequence));
   std::set<std::uint64_t> versions;
   for (const auto& run : seq.runs) versions.insert(run.version);
   CHECK(versions == std::set<std::uint64_t>{1, 2, 3, 4});

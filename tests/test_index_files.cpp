@@ -114,23 +114,23 @@ TEST_CASE("pb::index::tensor and ivf round trip; packed zeros are written") {
   m.lengths = {0, 0, 0, 0};
   m.centroids_tensor = pb::index::tensor{pb::index::tensor::data_type::float32, {4, 16}, std::string(256, '\x01')};
   m.loss = 2345.5;
-  const auto bytes = pb::to_bytes(m);
+  const auto bytes = pb::encode(m);
   // offsets (2) and lengths (3): four packed zero varints each, as Lance's index.idx.
   CHECK(bytes.substr(0, 12) == std::string("\x12\x04\0\0\0\0\x1a\x04\0\0\0\0", 12));
   // tensor: data_type 2, shape [4, 16] packed, then the data.
   CHECK(bytes.substr(12, 9) == std::string("\x22\x89\x02\x08\x02\x12\x02\x04\x10", 9));
-  CHECK(pb::from_bytes<pb::index::ivf>(bytes) == m);
+  CHECK(pb::decode<pb::index::ivf>(bytes) == m);
 
   pb::index::ivf storage;  // auxiliary.idx: offsets and lengths only, no loss
   storage.offsets = {0, 117, 371, 520};
   storage.lengths = {117, 254, 149, 480};
-  CHECK(pb::to_bytes(storage) == std::string("\x12\x06\x00\x75\xf3\x02\x88\x04\x1a\x07\x75\xfe\x01\x95\x01\xe0\x03", 17));
+  CHECK(pb::encode(storage) == std::string("\x12\x06\x00\x75\xf3\x02\x88\x04\x1a\x07\x75\xfe\x01\x95\x01\xe0\x03", 17));
 
   SUBCASE("legacy float centroids") {
     pb::index::ivf old;
     old.centroids = {1, 2, 3, 4, 5, 6};
     old.lengths = {2, 3};
-    const auto model = index::ivf_model::from_pb(pb::from_bytes<pb::index::ivf>(pb::to_bytes(old)));
+    const auto model = index::ivf_model::from_pb(pb::decode<pb::index::ivf>(pb::encode(old)));
     REQUIRE(model.centroids);
     CHECK(model.centroids->rows == 2);
     CHECK(model.centroids->cols == 3);
@@ -197,13 +197,13 @@ TEST_CASE("VectorIndexDetails: bytes as Lance 12 records them") {
   d.metric = pb::index::metric_type::dot;
   d.compression = pb::index::vector_index_details::pq_compression{8, 4};
   d.runtime_hints = {{"lance.pq.max_iters", "50"}};
-  const auto bytes = pb::to_bytes(d);
+  const auto bytes = pb::encode(d);
   CHECK(bytes == std::string("\x08\x02\x22\x04\x08\x08\x10\x04\x4a\x18\x0a\x12lance.pq.max_iters\x12\x02" "50", 34));
-  CHECK(pb::from_bytes<pb::index::vector_index_details>(bytes) == d);
+  CHECK(pb::decode<pb::index::vector_index_details>(bytes) == d);
 
   pb::index::vector_index_details flat;
   flat.compression = pb::index::vector_index_details::flat_compression{};
-  CHECK(pb::to_bytes(flat) == std::string("\x42\x00", 2));  // l2 (0) omitted; field 8 empty
+  CHECK(pb::encode(flat) == std::string("\x42\x00", 2));  // l2 (0) omitted; field 8 empty
 
   SUBCASE("the details in LanceDB's manifests") {
     struct expect {
@@ -266,7 +266,7 @@ TEST_CASE("VectorIndexDetails: bytes as Lance 12 records them") {
       CHECK(det.hint("lance.skip_transpose") == "false");
       // Everything Lance wrote is modelled: re-encoding gives Lance's bytes (hints in
       // the order read).
-      CHECK(pb::to_bytes(det) == im.index_details->value);
+      CHECK(pb::encode(det) == im.index_details->value);
       // files: auxiliary.idx then index.idx, with their sizes
       REQUIRE(im.files.size() == 2);
       CHECK(im.files[0].path == "auxiliary.idx");
@@ -583,7 +583,7 @@ TEST_CASE("storage files we write read back; empty partitions; errors") {
     const auto* raw = batch.columns[0]->children[0]->values<std::uint8_t>();
     CHECK(raw[1] == codes[4]);    // sub-vector 0 of row 1
     CHECK(raw[100] == codes[1]);  // sub-vector 1 of row 0
-    const auto tensor = pb::from_bytes<pb::index::tensor>(r.file().global_buffer(2).view());
+    const auto tensor = pb::decode<pb::index::tensor>(r.file().global_buffer(2).view());
     CHECK(tensor.shape == std::vector<std::uint32_t>{256, 8});
     CHECK(tensor.type == pb::index::tensor::data_type::float32);
   }

@@ -164,16 +164,16 @@ TEST_CASE("data fragment: every field and oneof round trips") {
   f.files.push_back({"x.lance", {0, 1, 2}, {0, 1, 2}, 2, 1, 1234, std::uint32_t(0)});
   f.deletion_file = pb::deletion_file{pb::deletion_file::type::arrow_array, 5, 99, 3, std::nullopt};
   f.physical_rows = 100;
-  f.row_id_sequence = pb::row_id_sequence::make_range(1000, 100).to_bytes();
+  f.row_id_sequence = pb::encode(pb::row_id_sequence::make_range(1000, 100));
   f.last_updated_at_version_sequence = pb::external_file{"rows.bin", 16, 32};
-  f.created_at_version_sequence = pb::row_dataset_version_sequence::uniform(100, 2).to_bytes();
+  f.created_at_version_sequence = pb::encode(pb::row_dataset_version_sequence::uniform(100, 2));
   pb::writer w;
   f.encode(w);
   auto back = pb::data_fragment::decode(pb::reader(w.bytes()));
   CHECK(back == f);
   CHECK(back.num_rows() == 97);
   CHECK(back.files[0].base_id == 0u);  // explicit presence survives
-  auto ids = pb::row_id_sequence::from_bytes(std::get<std::string>(back.row_id_sequence));
+  auto ids = pb::decode<pb::row_id_sequence>(std::get<std::string>(back.row_id_sequence));
   CHECK(ids.size() == 100);
   CHECK(ids.values().front() == 1000);
   CHECK(ids.values().back() == 1099);
@@ -189,7 +189,7 @@ TEST_CASE("row-id segments: all shapes") {
   s.segments.push_back({pb::u64_range_with_bitmap{20, 30, std::string("\x05\x02", 2)}});  // 20, 22, 29
   s.segments.push_back({pb::u64_sorted_array{pb::encoded_u64_array::from_values({100, 200, 70000})}});
   s.segments.push_back({pb::u64_array{pb::encoded_u64_array::from_values({5, 1ull << 40, 3})}});
-  auto back = pb::row_id_sequence::from_bytes(s.to_bytes());
+  auto back = pb::decode<pb::row_id_sequence>(pb::encode(s));
   CHECK(back == s);
   std::vector<std::uint64_t> expected = {0, 1, 2, 10, 12, 14, 20, 22, 29, 100, 200, 70000, 5, 1ull << 40, 3};
   CHECK(back.values() == expected);
@@ -200,27 +200,27 @@ TEST_CASE("row-id segments: all shapes") {
   CHECK(std::get<pb::u64_array>(s.segments[4].segment).values.type == pb::encoded_u64_array::kind::u64);
 
   // Hand-checked: RowIdSequence{ [Range{10, 20}] } = 0a 06 0a 04 08 0a 10 14
-  CHECK(pb::row_id_sequence::make_range(10, 10).to_bytes() == std::string("\x0a\x06\x0a\x04\x08\x0a\x10\x14", 8));
+  CHECK(pb::encode(pb::row_id_sequence::make_range(10, 10)) == std::string("\x0a\x06\x0a\x04\x08\x0a\x10\x14", 8));
 
   // Corrupt shapes are refused.
   pb::writer bad;
   bad.message_fn(1, [](pb::writer& seg) { seg.message_fn(9, [](pb::writer&) {}); });
-  CHECK_THROWS_AS(pb::row_id_sequence::from_bytes(bad.bytes()), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<pb::row_id_sequence>(bad.bytes()), corrupt_error);
   pb::writer reversed;
   reversed.message_fn(1, [](pb::writer& seg) { seg.message_fn(1, [](pb::writer& r) { r.uint64(1, 9); r.uint64(2, 3); }); });
-  CHECK_THROWS_AS(pb::row_id_sequence::from_bytes(reversed.bytes()), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<pb::row_id_sequence>(reversed.bytes()), corrupt_error);
   pb::writer short_bitmap;
   short_bitmap.message_fn(1, [](pb::writer& seg) {
     seg.message_fn(3, [](pb::writer& r) { r.uint64(1, 0); r.uint64(2, 64); r.bytes(3, std::string_view("\x01")); });
   });
-  CHECK_THROWS_AS(pb::row_id_sequence::from_bytes(short_bitmap.bytes()), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<pb::row_id_sequence>(short_bitmap.bytes()), corrupt_error);
   pb::writer odd;
   odd.message_fn(1, [](pb::writer& seg) { seg.message_fn(4, [](pb::writer& a) { a.message_fn(1, [](pb::writer& x) { x.bytes(2, std::string_view("\x01\x02\x03")); }); }); });
-  CHECK_THROWS_AS(pb::row_id_sequence::from_bytes(odd.bytes()), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<pb::row_id_sequence>(odd.bytes()), corrupt_error);
   CHECK_THROWS_AS(pb::u64_segment::make_range(5, 4), invalid_input_error);
   pb::writer huge;
   huge.message_fn(1, [](pb::writer& seg) { seg.message_fn(1, [](pb::writer& r) { r.uint64(2, 1ull << 40); }); });
-  CHECK_THROWS_AS(pb::row_id_sequence::from_bytes(huge.bytes()), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<pb::row_id_sequence>(huge.bytes()), corrupt_error);
   pb::writer many_holes;
   many_holes.message_fn(1, [](pb::writer& seg) {
     seg.message_fn(2, [](pb::writer& r) {
@@ -229,7 +229,7 @@ TEST_CASE("row-id segments: all shapes") {
       r.message(3, pb::encoded_u64_array::from_values({0, 1, 2}));
     });
   });
-  CHECK_THROWS_AS(pb::row_id_sequence::from_bytes(many_holes.bytes()), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<pb::row_id_sequence>(many_holes.bytes()), corrupt_error);
 }
 
 TEST_CASE("index metadata and section round trip, optional presence kept") {
@@ -244,14 +244,14 @@ TEST_CASE("index metadata and section round trip, optional presence kept") {
   m.created_at = 1795998870380ull;
   m.files = {{"index.idx", 394}, {"auxiliary.idx", 14582}};
   pb::index_section sec{{m}};
-  std::string bytes = sec.to_bytes();
-  auto back = pb::index_section::from_bytes(bytes);
+  std::string bytes = pb::encode(sec);
+  auto back = pb::decode<pb::index_section>(bytes);
   REQUIRE(back.indices.size() == 1);
   CHECK(back.indices[0] == m);
   CHECK(back.indices[0].index_version == 0);
   CHECK(dataset::index_fragment_bitmap(back.indices[0]).to_vector() == std::vector<std::uint32_t>{0, 1, 5});
   m.index_version.reset();
-  CHECK(pb::index_section{{m}}.to_bytes().size() == bytes.size() - 2);
+  CHECK(pb::encode(pb::index_section{{m}}).size() == bytes.size() - 2);
   // An index without a UUID is refused, as Lance does.
   pb::writer w;
   w.string(3, "x");
@@ -293,7 +293,7 @@ TEST_CASE("transactions: every operation round trips; unknown or missing operati
   uc.field_metadata_updates[-1] = pb::transaction::update_map{{{"k", std::string("v")}}, false};
   uc.upsert_values = {{"x", "y"}};
   uc.delete_keys = {"gone"};
-  uc.field_metadata[3] = {{"m", "n"}};
+  uc.field_metadata[3].metadata = {{"m", "n"}};
   ops.emplace_back(uc);
   ops.emplace_back(pb::transaction::data_replacement{{{2, frag.files[0]}}});
   ops.emplace_back(pb::transaction::update_mem_wal_state{{"\x0a\x00"}, {}, {"\x0a\x00"}});
@@ -305,8 +305,8 @@ TEST_CASE("transactions: every operation round trips; unknown or missing operati
     auto t = dataset::make_transaction(7, ops[i]);
     t.tag = "t";
     t.transaction_properties = {{"__lance_commit_message", "hi"}};
-    std::string bytes = t.to_bytes();
-    auto back = pb::transaction::from_bytes(bytes);
+    std::string bytes = pb::encode(t);
+    auto back = pb::decode<pb::transaction>(bytes);
     CHECK(back == t);
     CHECK(back.operation.index() == i + 1);
     // The operation sits at field 100 + i: after the header fields, its tag is two
@@ -319,13 +319,13 @@ TEST_CASE("transactions: every operation round trips; unknown or missing operati
   pb::writer unknown;
   unknown.uint64(1, 1);
   unknown.message_fn(150, [](pb::writer&) {});
-  CHECK_THROWS_AS(pb::transaction::from_bytes(unknown.bytes()), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<pb::transaction>(unknown.bytes()), corrupt_error);
   pb::writer none;
   none.uint64(1, 1);
   none.string(2, "u");
-  CHECK_THROWS_AS(pb::transaction::from_bytes(none.bytes()), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<pb::transaction>(none.bytes()), corrupt_error);
   pb::transaction empty;
-  CHECK_THROWS_AS(empty.to_bytes(), invalid_input_error);
+  CHECK_THROWS_AS(pb::encode(empty), invalid_input_error);
 }
 
 // ---------------------------------------------------------------------------------
@@ -636,16 +636,16 @@ TEST_CASE("manifest file: create, stable row ids, v1-named and bitmap-deletion f
     CHECK(m.fragments[0].files[0].file_major_version == 2);
     CHECK(m.fragments[0].files[0].file_minor_version == 0);
     REQUIRE(m.fragments.size() == 3);
-    auto ids0 = pb::row_id_sequence::from_bytes(std::get<std::string>(m.fragments[0].row_id_sequence));
+    auto ids0 = pb::decode<pb::row_id_sequence>(std::get<std::string>(m.fragments[0].row_id_sequence));
     CHECK(ids0.values() == std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
-    auto ids1 = pb::row_id_sequence::from_bytes(std::get<std::string>(m.fragments[1].row_id_sequence));
+    auto ids1 = pb::decode<pb::row_id_sequence>(std::get<std::string>(m.fragments[1].row_id_sequence));
     CHECK(ids1 == pb::row_id_sequence::make_range(10, 10));
     // The updated row keeps its id (12) in the new fragment.
-    auto ids2 = pb::row_id_sequence::from_bytes(std::get<std::string>(m.fragments[2].row_id_sequence));
+    auto ids2 = pb::decode<pb::row_id_sequence>(std::get<std::string>(m.fragments[2].row_id_sequence));
     CHECK(ids2.values() == std::vector<std::uint64_t>{12});
-    auto created = pb::row_dataset_version_sequence::from_bytes(std::get<std::string>(m.fragments[1].created_at_version_sequence));
+    auto created = pb::decode<pb::row_dataset_version_sequence>(std::get<std::string>(m.fragments[1].created_at_version_sequence));
     CHECK(created == pb::row_dataset_version_sequence::uniform(10, 2));
-    auto updated = pb::row_dataset_version_sequence::from_bytes(std::get<std::string>(m.fragments[2].last_updated_at_version_sequence));
+    auto updated = pb::decode<pb::row_dataset_version_sequence>(std::get<std::string>(m.fragments[2].last_updated_at_version_sequence));
     CHECK(updated == pb::row_dataset_version_sequence::uniform(1, 4));
     REQUIRE(f.transaction.has_value());
     auto* up = std::get_if<pb::transaction::update>(&f.transaction->operation);
@@ -740,7 +740,7 @@ TEST_CASE("manifest file: writing sets section positions and reads back") {
   std::string bytes = dataset::encode_manifest_file(m, indices, &txn);
   CHECK(m.index_section == 0u);
   REQUIRE(m.transaction_section.has_value());
-  CHECK(*m.transaction_section == 4 + pb::index_section{indices}.to_bytes().size());
+  CHECK(*m.transaction_section == 4 + pb::encode(pb::index_section{indices}).size());
   auto back = dataset::read_manifest_file(bytes);
   CHECK(back.manifest == m);
   CHECK(back.indices == indices);

@@ -68,7 +68,7 @@ struct test_file {
     schema = schema::to_arrow(fd.first);
     rows = fd.second;
     for (const auto& r : cmo) {
-      columns.push_back(pb::from_bytes<pb::file2::column_metadata>(bytes.view().subspan(r.position, r.size)));
+      columns.push_back(pb::decode<pb::file2::column_metadata>(bytes.view().subspan(r.position, r.size)));
       std::vector<std::uint64_t> st{0};
       for (const auto& p : columns.back().pages) st.push_back(st.back() + p.length);
       starts.push_back(std::move(st));

@@ -99,7 +99,7 @@ std::vector<pb::file2::column_metadata> columns_of(const shared_bytes& bytes) {
   const auto foot = file::footer::decode(bytes.view().subspan(bytes.size() - 40), bytes.size());
   const auto cmo = file::decode_offset_table(bytes.view().subspan(foot.column_meta_offsets), foot.num_columns, bytes.size(), "cm");
   std::vector<pb::file2::column_metadata> out;
-  for (const auto& r : cmo) out.push_back(pb::from_bytes<pb::file2::column_metadata>(bytes.view().subspan(r.position, r.size)));
+  for (const auto& r : cmo) out.push_back(pb::decode<pb::file2::column_metadata>(bytes.view().subspan(r.position, r.size)));
   return out;
 }
 
@@ -438,9 +438,9 @@ TEST_CASE("take: a 2.0 page whose buffer is shorter than its rows is corrupt_err
   REQUIRE(page.buffer_sizes.size() == 2);  // the items' validity and values
   const auto foot = file::footer::decode(bytes.view().subspan(bytes.size() - 40), bytes.size());
   const auto cmo = file::decode_offset_table(bytes.view().subspan(foot.column_meta_offsets), 1, bytes.size(), "cm");
-  const auto original = pb::to_bytes(cols[0]);
+  const auto original = pb::encode(cols[0]);
   page.buffer_sizes[1] -= 64;  // one row short
-  const auto shrunk = pb::to_bytes(cols[0]);
+  const auto shrunk = pb::encode(cols[0]);
   REQUIRE(shrunk.size() == original.size());  // a varint of the same width: the file's layout holds
   aligned_buffer copy;
   copy.append(bytes.view());

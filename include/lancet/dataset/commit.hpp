@@ -123,9 +123,9 @@ inline void assign_new_fragments(std::vector<pb::data_fragment>& frags, std::uin
   for (auto& f : frags) {
     if (f.id == 0) f.id = id++;
     if (next_row_id) {
-      f.row_id_sequence = pb::row_id_sequence::make_range(*next_row_id, f.physical_rows).to_bytes();
+      f.row_id_sequence = pb::encode(pb::row_id_sequence::make_range(*next_row_id, f.physical_rows));
       *next_row_id += f.physical_rows;
-      const auto versions = pb::row_dataset_version_sequence::uniform(f.physical_rows, new_version).to_bytes();
+      const auto versions = pb::encode(pb::row_dataset_version_sequence::uniform(f.physical_rows, new_version));
       f.last_updated_at_version_sequence = versions;
       f.created_at_version_sequence = versions;
     }

@@ -177,7 +177,7 @@ inline std::vector<std::uint64_t> row_versions(const std::string& root, const pb
   } else {
     return out;
   }
-  const auto vs = pb::row_dataset_version_sequence::from_bytes(bytes);
+  const auto vs = pb::decode<pb::row_dataset_version_sequence>(bytes);
   for (const auto& run : vs.runs)
     for (auto off : run.span.values()) {
       if (off >= rows)
@@ -478,11 +478,11 @@ compaction_result compact_files(const std::string& root, const compaction_option
           std::vector<std::uint64_t> part(ids.begin() + std::ptrdiff_t(at), ids.begin() + std::ptrdiff_t(at + n));
           pb::row_id_sequence seq;
           seq.segments.push_back(compact_detail::segment_of(part));
-          f.row_id_sequence = seq.to_bytes();
+          f.row_id_sequence = pb::encode(seq);
           f.created_at_version_sequence =
-              compact_detail::version_sequence(std::span<const std::uint64_t>(created).subspan(at, n)).to_bytes();
+              pb::encode(compact_detail::version_sequence(std::span<const std::uint64_t>(created).subspan(at, n)));
           f.last_updated_at_version_sequence =
-              compact_detail::version_sequence(std::span<const std::uint64_t>(updated).subspan(at, n)).to_bytes();
+              pb::encode(compact_detail::version_sequence(std::span<const std::uint64_t>(updated).subspan(at, n)));
           at += n;
         }
       }

@@ -161,7 +161,7 @@ struct state {
       throw corrupt_error("dataset '" + root + "' uses stable row ids but fragment " + std::to_string(f.id) +
                           " has no row-id sequence");
     }
-    auto ids = std::make_shared<const std::vector<std::uint64_t>>(pb::row_id_sequence::from_bytes(bytes).values());
+    auto ids = std::make_shared<const std::vector<std::uint64_t>>(pb::decode<pb::row_id_sequence>(bytes).values());
     if (ids->size() != physical_rows(f))
       throw corrupt_error("fragment " + std::to_string(f.id) + " has " + std::to_string(physical_rows(f)) +
                           " rows but a row-id sequence of " + std::to_string(ids->size()));

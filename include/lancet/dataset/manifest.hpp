@@ -172,7 +172,7 @@ inline void append_u32(std::string& out, std::uint32_t v) {
 
 template <class Msg>
 std::string length_prefixed(const Msg& m, std::string_view what) {
-  std::string body = m.to_bytes();
+  std::string body = pb::encode(m);
   if (body.size() > 0xFFFFFFFFull) throw invalid_input_error(std::string(what) + " is larger than 4 GiB");
   std::string out;
   out.reserve(4 + body.size());
@@ -454,8 +454,8 @@ inline manifest_file read_manifest_file_at(const std::string& path, const source
 // Transaction files: _transactions/{read_version}-{uuid}.txn, the bare message
 // ---------------------------------------------------------------------------------
 
-inline std::string encode_transaction_file(const pb::transaction& t) { return t.to_bytes(); }
-inline pb::transaction decode_transaction_file(std::string_view bytes) { return pb::transaction::from_bytes(bytes); }
+inline std::string encode_transaction_file(const pb::transaction& t) { return pb::encode(t); }
+inline pb::transaction decode_transaction_file(std::string_view bytes) { return pb::decode<pb::transaction>(bytes); }
 
 // A new transaction with a fresh v4 UUID.
 inline pb::transaction make_transaction(std::uint64_t read_version, pb::transaction::operation_t op) {

@@ -43,7 +43,7 @@ struct encoded_batch {
     f.column_meta_start = out.size();
     std::vector<region> metas;
     for (const auto& c : columns) {
-      const auto bytes = pb::to_bytes(c);
+      const auto bytes = pb::encode(c);
       metas.push_back({out.size(), bytes.size()});
       out += bytes;
     }

@@ -196,7 +196,7 @@ class file_reader {
     for (std::size_t i = 0; i < metas.size(); ++i) {
       auto bytes = source_.read(metas[i].position, metas[i].size);
       column_info c;
-      c.metadata = pb::from_bytes<pb::file2::column_metadata>(bytes.view());
+      c.metadata = pb::decode<pb::file2::column_metadata>(bytes.view());
       c.page_starts.reserve(c.metadata.pages.size() + 1);
       std::uint64_t at = 0;
       c.page_starts.push_back(0);

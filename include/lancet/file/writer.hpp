@@ -157,7 +157,7 @@ inline std::string file_descriptor_bytes(const schema::schema& s, std::uint64_t 
     }
   }
   d.length = rows;
-  return pb::file::encode(d);
+  return pb::encode(d);
 }
 
 // The strategy a writer uses for its third template argument: a strategy as is (it

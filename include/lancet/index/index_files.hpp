@@ -709,7 +709,7 @@ file::finish_result write_index_file(Sink&& sink, const ivf_model& ivf, std::str
   // The sub-index rows (none for the flat sub-index) start at 0 in every partition.
   ivf_model sub = ivf_model::with_centroids(*ivf.centroids, ivf.loss);
   for (std::size_t p = 0; p < k; ++p) sub.add_partition(0);
-  const std::string pb = pb::to_bytes(sub.to_pb());
+  const std::string pb = pb::encode(sub.to_pb());
   const auto buffer = w.add_global_buffer({reinterpret_cast<const std::uint8_t*>(pb.data()), pb.size()});
   w.add_schema_metadata(std::string(flat_metadata_key), json_detail::string_list(std::vector<std::string>(k)));
   w.add_schema_metadata(std::string(index_metadata_key), index_metadata_json(index_type, distance));
@@ -793,16 +793,16 @@ class storage_writer {
 
   // Adds the IVF protobuf, the quantizer's buffer and the metadata; closes the file.
   file::finish_result finish() {
-    const std::string ivf_pb = pb::to_bytes(ivf_.to_pb());
+    const std::string ivf_pb = pb::encode(ivf_.to_pb());
     const auto ivf_buffer = w_.add_global_buffer(as_view(ivf_pb));
     std::uint32_t q_buffer = 0;
     if (const auto* p = std::get_if<pq_params>(&q_)) {
       // Lance's tensor of the codebook has shape [2^bits, dimension].
       pb::index::tensor t = to_tensor(p->codebook);
       t.shape = {std::uint32_t(1) << p->num_bits, p->dimension};
-      q_buffer = w_.add_global_buffer(as_view(pb::to_bytes(t)));
+      q_buffer = w_.add_global_buffer(as_view(pb::encode(t)));
     } else if (const auto* r = std::get_if<rq_params>(&q_); r && r->rotation_type == rq_params::rotation::matrix) {
-      q_buffer = w_.add_global_buffer(as_view(pb::to_bytes(to_tensor(*r->rotate_mat))));
+      q_buffer = w_.add_global_buffer(as_view(pb::encode(to_tensor(*r->rotate_mat))));
     }
     w_.add_schema_metadata(std::string(distance_type_key), std::string(distance_type_name(distance_)));
     w_.add_schema_metadata(std::string(ivf_metadata_key), std::to_string(ivf_buffer));
@@ -885,7 +885,7 @@ ivf_model read_ivf(const file::file_reader<Source>& r, const std::string& what) 
     throw corrupt_error(what + ": lance:ivf names global buffer " + text + " but the file has " +
                         std::to_string(r.num_global_buffers()));
   const auto bytes = r.global_buffer(std::size_t(index));
-  return ivf_model::from_pb(pb::from_bytes<pb::index::ivf>(bytes.view()));
+  return ivf_model::from_pb(pb::decode<pb::index::ivf>(bytes.view()));
 }
 
 }  // namespace detail
@@ -1044,13 +1044,13 @@ class storage_reader {
       const auto inline_bytes = v.get("codebook_tensor") ? as_bytes(*v.get("codebook_tensor"), "codebook_tensor", what)
                                                          : std::vector<std::uint8_t>{};
       if (!inline_bytes.empty()) {
-        tensor = pb::from_bytes<pb::index::tensor>(bytes_view(inline_bytes.data(), inline_bytes.size()));
+        tensor = pb::decode<pb::index::tensor>(bytes_view(inline_bytes.data(), inline_bytes.size()));
       } else {
         const auto pos = as_u64(member(v, "codebook_position", what), "codebook_position", what);
         if (pos == 0 || pos >= r_.num_global_buffers())
           throw corrupt_error(what + ": codebook_position " + std::to_string(pos) + " is not a global buffer (the file has " +
                               std::to_string(r_.num_global_buffers()) + ")");
-        tensor = pb::from_bytes<pb::index::tensor>(r_.global_buffer(std::size_t(pos)).view());
+        tensor = pb::decode<pb::index::tensor>(r_.global_buffer(std::size_t(pos)).view());
       }
       if (p.num_sub_vectors == 0 || p.dimension % p.num_sub_vectors || (p.num_bits != 4 && p.num_bits != 8))
         throw corrupt_error(what + ": nbits " + std::to_string(p.num_bits) + ", num_sub_vectors " +
@@ -1092,7 +1092,7 @@ class storage_reader {
         const auto pos = as_u64(member(v, "rotate_mat_position", what), "rotate_mat_position", what);
         if (pos == 0 || pos >= r_.num_global_buffers())
           throw corrupt_error(what + ": rotate_mat_position " + std::to_string(pos) + " is not a global buffer");
-        r.rotate_mat = from_tensor(pb::from_bytes<pb::index::tensor>(r_.global_buffer(std::size_t(pos)).view()),
+        r.rotate_mat = from_tensor(pb::decode<pb::index::tensor>(r_.global_buffer(std::size_t(pos)).view()),
                                    what_ + " rotation matrix");
       }
       if (r.num_bits > 1) {

@@ -6,7 +6,7 @@
 //
 //   auto ivf = index::ivf_model::from_kmeans(km);   // centroids and loss
 //   ivf.add_partition(120);                          // offsets follow from lengths
-//   std::string bytes = pb::to_bytes(ivf.to_pb());
+//   std::string bytes = pb::encode(ivf.to_pb());
 #pragma once
 
 #include <cstdint>

@@ -66,11 +66,7 @@ struct encoding {
   location_type location{};
 
   // A direct encoding holding `a` serialized (what Lance writes for every page/column).
-  static encoding direct_of(const any& a) {
-    writer w;
-    a.encode(w);
-    return encoding{direct_encoding{w.take()}};
-  }
+  static encoding direct_of(const any& a) { return encoding{direct_encoding{pb::encode(a)}}; }
   // Shorthand: direct_of(pack_any(m)).
   template <class Msg>
   static encoding wrap(const Msg& m) {
@@ -85,8 +81,7 @@ struct encoding {
   any direct_any() const {
     if (is_deferred()) throw unsupported_error("Encoding: deferred encodings must be read from their buffer");
     if (!is_direct()) throw corrupt_error("Encoding: no encoding information (expected a direct encoding)");
-    return any::decode(reader(std::string_view(std::get<direct_encoding>(location).encoding), 0,
-                              "Encoding.direct (Any)"));
+    return pb::decode<any>(std::string_view(std::get<direct_encoding>(location).encoding));
   }
   template <class Msg>
   Msg unwrap() const {

@@ -8,35 +8,25 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "lancet/core/error.hpp"
-#include "lancet/pb/file2.hpp"  // pack_any / unpack_any, from_bytes / to_bytes
-#include "lancet/pb/wire.hpp"
+#include "lancet/pb/message.hpp"
 
 namespace lancet::pb::index {
 
-namespace detail {
-
-template <class T>
-T decode_sub(const reader& r, const field_view& f, std::string_view what) {
-  return T::decode(r.sub(f, what));
-}
-
-}  // namespace detail
-
 // A dense array: element type, shape (row-major) and the little-endian values.
 struct tensor {
-  enum class data_type : std::uint8_t { bfloat16 = 0, float16 = 1, float32 = 2, float64 = 3,
-                                        uint8 = 4, uint16 = 5, uint32 = 6, uint64 = 7 };
   static constexpr std::string_view message_name = "Tensor";
   static constexpr std::uint32_t f_data_type = 1, f_shape = 2, f_data = 3;
+  enum class data_type : std::uint8_t { bfloat16 = 0, float16 = 1, float32 = 2, float64 = 3,
+                                        uint8 = 4, uint16 = 5, uint32 = 6, uint64 = 7 };
 
   data_type type = data_type::bfloat16;
   std::vector<std::uint32_t> shape;
@@ -62,27 +52,15 @@ struct tensor {
     return n;
   }
 
-  void encode(writer& w) const {
-    w.uint32_opt(f_data_type, std::uint32_t(type));
-    w.packed_varint(f_shape, shape);
-    w.string_opt(f_data, data);
+  static constexpr auto proto_fields() {
+    return std::tuple{pb::field(f_data_type, &tensor::type, "Tensor.data_type"),
+                      pb::field(f_shape, &tensor::shape, "Tensor.shape"),
+                      pb::field(f_data, &tensor::data, "Tensor.data")};
   }
+  void encode(writer& w) const { pb::encode_message(w, *this); }
   static tensor decode(reader r) {
-    tensor t;
-    while (!r.done()) {
-      auto f = r.next();
-      switch (f.number) {
-        case f_data_type: {
-          const auto v = r.varint(f, "Tensor.data_type");
-          if (v > 7) throw corrupt_error("Tensor: unknown data type " + std::to_string(v));
-          t.type = data_type(v);
-          break;
-        }
-        case f_shape: r.repeated_varint(f, t.shape); break;
-        case f_data: t.data = r.string(f, "Tensor.data"); break;
-        default: break;
-      }
-    }
+    auto t = pb::decode_message<tensor>(std::move(r));
+    if (t.type > data_type::uint64) throw corrupt_error("Tensor: unknown data type " + std::to_string(int(t.type)));
     return t;
   }
   friend bool operator==(const tensor&, const tensor&) = default;
@@ -102,43 +80,15 @@ struct ivf {
   std::optional<tensor> centroids_tensor;
   std::optional<double> loss;
 
-  void encode(writer& w) const {
-    w.packed_float32(f_centroids, centroids);
-    w.packed_varint(f_offsets, offsets);
-    w.packed_varint(f_lengths, lengths);
-    if (centroids_tensor) w.message(f_centroids_tensor, *centroids_tensor);
-    if (loss) w.float64(f_loss, *loss);
+  static constexpr auto proto_fields() {
+    return std::tuple{pb::field(f_centroids, &ivf::centroids, "IVF.centroids"),
+                      pb::field(f_offsets, &ivf::offsets, "IVF.offsets"),
+                      pb::field(f_lengths, &ivf::lengths, "IVF.lengths"),
+                      pb::field(f_centroids_tensor, &ivf::centroids_tensor, "IVF.centroids_tensor"),
+                      pb::field(f_loss, &ivf::loss, "IVF.loss")};
   }
-  static ivf decode(reader r) {
-    ivf m;
-    while (!r.done()) {
-      auto f = r.next();
-      switch (f.number) {
-        case f_centroids:
-          if (f.type == wire_type::fixed32) {
-            m.centroids.push_back(f.as_float());
-          } else {
-            r.expect(f, wire_type::len, "IVF.centroids");
-            if (f.data.size() % 4) throw corrupt_error("IVF.centroids: packed floats of " + std::to_string(f.data.size()) + " bytes");
-            for (std::size_t i = 0; i < f.data.size(); i += 4) {
-              float x;
-              std::memcpy(&x, f.data.data() + i, 4);
-              m.centroids.push_back(x);
-            }
-          }
-          break;
-        case f_offsets: r.repeated_varint(f, m.offsets); break;
-        case f_lengths: r.repeated_varint(f, m.lengths); break;
-        case f_centroids_tensor: m.centroids_tensor = detail::decode_sub<tensor>(r, f, "IVF.centroids_tensor"); break;
-        case f_loss:
-          r.expect(f, wire_type::fixed64, "IVF.loss");
-          m.loss = f.as_double();
-          break;
-        default: break;
-      }
-    }
-    return m;
-  }
+  void encode(writer& w) const { pb::encode_message(w, *this); }
+  static ivf decode(reader r) { return pb::decode_message<ivf>(std::move(r)); }
   friend bool operator==(const ivf&, const ivf&) = default;
 };
 
@@ -153,37 +103,15 @@ struct pq {
   std::vector<float> codebook;
   std::optional<tensor> codebook_tensor;
 
-  void encode(writer& w) const {
-    w.uint32_opt(f_num_bits, num_bits);
-    w.uint32_opt(f_num_sub_vectors, num_sub_vectors);
-    w.uint32_opt(f_dimension, dimension);
-    w.packed_float32(f_codebook, codebook);
-    if (codebook_tensor) w.message(f_codebook_tensor, *codebook_tensor);
+  static constexpr auto proto_fields() {
+    return std::tuple{pb::field(f_num_bits, &pq::num_bits, "PQ.num_bits"),
+                      pb::field(f_num_sub_vectors, &pq::num_sub_vectors, "PQ.num_sub_vectors"),
+                      pb::field(f_dimension, &pq::dimension, "PQ.dimension"),
+                      pb::field(f_codebook, &pq::codebook, "PQ.codebook"),
+                      pb::field(f_codebook_tensor, &pq::codebook_tensor, "PQ.codebook_tensor")};
   }
-  static pq decode(reader r) {
-    pq m;
-    while (!r.done()) {
-      auto f = r.next();
-      switch (f.number) {
-        case f_num_bits: m.num_bits = std::uint32_t(r.varint(f, "PQ.num_bits")); break;
-        case f_num_sub_vectors: m.num_sub_vectors = std::uint32_t(r.varint(f, "PQ.num_sub_vectors")); break;
-        case f_dimension: m.dimension = std::uint32_t(r.varint(f, "PQ.dimension")); break;
-        case f_codebook: {
-          r.expect(f, wire_type::len, "PQ.codebook");
-          if (f.data.size() % 4) throw corrupt_error("PQ.codebook: packed floats of " + std::to_string(f.data.size()) + " bytes");
-          for (std::size_t i = 0; i < f.data.size(); i += 4) {
-            float x;
-            std::memcpy(&x, f.data.data() + i, 4);
-            m.codebook.push_back(x);
-          }
-          break;
-        }
-        case f_codebook_tensor: m.codebook_tensor = detail::decode_sub<tensor>(r, f, "PQ.codebook_tensor"); break;
-        default: break;
-      }
-    }
-    return m;
-  }
+  void encode(writer& w) const { pb::encode_message(w, *this); }
+  static pq decode(reader r) { return pb::decode_message<pq>(std::move(r)); }
   friend bool operator==(const pq&, const pq&) = default;
 };
 
@@ -202,27 +130,63 @@ struct vector_index_details {
                                  f_runtime_hints = 9;
 
   struct hnsw_params {
+    static constexpr std::string_view message_name = "HnswParams";
+    static constexpr std::uint32_t f_max_connections = 1, f_construction_ef = 2, f_max_level = 3;
     std::uint32_t max_connections = 0;  // m
     std::uint32_t construction_ef = 0;
     std::uint32_t max_level = 0;
+    static constexpr auto proto_fields() {
+      return std::tuple{pb::field(f_max_connections, &hnsw_params::max_connections, "HnswParams.max_connections"),
+                        pb::field(f_construction_ef, &hnsw_params::construction_ef, "HnswParams.construction_ef"),
+                        pb::field(f_max_level, &hnsw_params::max_level, "HnswParams.max_level")};
+    }
+    void encode(writer& w) const { pb::encode_message(w, *this); }
+    static hnsw_params decode(reader r) { return pb::decode_message<hnsw_params>(std::move(r)); }
     friend bool operator==(const hnsw_params&, const hnsw_params&) = default;
   };
   struct pq_compression {
+    static constexpr std::string_view message_name = "PqCompression";
+    static constexpr std::uint32_t f_num_bits = 1, f_num_sub_vectors = 2;
     std::uint32_t num_bits = 0;
     std::uint32_t num_sub_vectors = 0;
+    static constexpr auto proto_fields() {
+      return std::tuple{pb::field(f_num_bits, &pq_compression::num_bits, "PqCompression.num_bits"),
+                        pb::field(f_num_sub_vectors, &pq_compression::num_sub_vectors, "PqCompression.num_sub_vectors")};
+    }
+    void encode(writer& w) const { pb::encode_message(w, *this); }
+    static pq_compression decode(reader r) { return pb::decode_message<pq_compression>(std::move(r)); }
     friend bool operator==(const pq_compression&, const pq_compression&) = default;
   };
   struct sq_compression {
+    static constexpr std::string_view message_name = "SqCompression";
+    static constexpr std::uint32_t f_num_bits = 1;
     std::uint32_t num_bits = 0;
+    static constexpr auto proto_fields() {
+      return std::tuple{pb::field(f_num_bits, &sq_compression::num_bits, "SqCompression.num_bits")};
+    }
+    void encode(writer& w) const { pb::encode_message(w, *this); }
+    static sq_compression decode(reader r) { return pb::decode_message<sq_compression>(std::move(r)); }
     friend bool operator==(const sq_compression&, const sq_compression&) = default;
   };
   struct rq_compression {
+    static constexpr std::string_view message_name = "RqCompression";
+    static constexpr std::uint32_t f_num_bits = 1;
     std::uint32_t num_bits = 0;
+    static constexpr auto proto_fields() {
+      return std::tuple{pb::field(f_num_bits, &rq_compression::num_bits, "RqCompression.num_bits")};
+    }
+    void encode(writer& w) const { pb::encode_message(w, *this); }
+    static rq_compression decode(reader r) { return pb::decode_message<rq_compression>(std::move(r)); }
     friend bool operator==(const rq_compression&, const rq_compression&) = default;
   };
   struct flat_compression {
+    static constexpr std::string_view message_name = "FlatCompression";
+    static constexpr auto proto_fields() { return std::tuple{}; }  // no fields: its presence is the information
+    void encode(writer& w) const { pb::encode_message(w, *this); }
+    static flat_compression decode(reader r) { return pb::decode_message<flat_compression>(std::move(r)); }
     friend bool operator==(const flat_compression&, const flat_compression&) = default;
   };
+  // Cases in this order; their field numbers are f_flat, f_pq, f_sq, f_rq.
   using compression_t = std::variant<std::monostate, flat_compression, pq_compression, sq_compression, rq_compression>;
 
   metric_type metric = metric_type::l2;
@@ -236,82 +200,18 @@ struct vector_index_details {
     return std::nullopt;
   }
 
-  void encode(writer& w) const {
-    w.uint32_opt(f_metric_type, std::uint32_t(metric));
-    if (hnsw)
-      w.message_fn(f_hnsw, [&](writer& s) {
-        s.uint32_opt(1, hnsw->max_connections);
-        s.uint32_opt(2, hnsw->construction_ef);
-        s.uint32_opt(3, hnsw->max_level);
-      });
-    if (const auto* p = std::get_if<pq_compression>(&compression))
-      w.message_fn(f_pq, [&](writer& s) {
-        s.uint32_opt(1, p->num_bits);
-        s.uint32_opt(2, p->num_sub_vectors);
-      });
-    else if (const auto* q = std::get_if<sq_compression>(&compression))
-      w.message_fn(f_sq, [&](writer& s) { s.uint32_opt(1, q->num_bits); });
-    else if (const auto* b = std::get_if<rq_compression>(&compression))
-      w.message_fn(f_rq, [&](writer& s) { s.uint32_opt(1, b->num_bits); });
-    else if (std::holds_alternative<flat_compression>(compression))
-      w.message_fn(f_flat, [](writer&) {});
-    w.string_map(f_runtime_hints, runtime_hints);
+  static constexpr auto proto_fields() {
+    return std::tuple{
+        pb::field(f_metric_type, &vector_index_details::metric, "VectorIndexDetails.metric_type"),
+        pb::field(f_hnsw, &vector_index_details::hnsw, "VectorIndexDetails.hnsw"),
+        pb::oneof(&vector_index_details::compression, "VectorIndexDetails.compression", {f_flat, f_pq, f_sq, f_rq}),
+        pb::field(f_runtime_hints, &vector_index_details::runtime_hints, "VectorIndexDetails.runtime_hints")};
   }
-
+  void encode(writer& w) const { pb::encode_message(w, *this); }
   static vector_index_details decode(reader r) {
-    vector_index_details d;
-    while (!r.done()) {
-      auto f = r.next();
-      switch (f.number) {
-        case f_metric_type: {
-          const auto v = r.varint(f, "VectorIndexDetails.metric_type");
-          if (v > 3) throw corrupt_error("VectorIndexDetails: unknown metric type " + std::to_string(v));
-          d.metric = metric_type(v);
-          break;
-        }
-        case f_hnsw: {
-          auto s = r.sub(f, "VectorIndexDetails.hnsw");
-          hnsw_params h;
-          while (!s.done()) {
-            auto g = s.next();
-            if (g.number == 1) h.max_connections = std::uint32_t(s.varint(g, "HnswParams.max_connections"));
-            else if (g.number == 2) h.construction_ef = std::uint32_t(s.varint(g, "HnswParams.construction_ef"));
-            else if (g.number == 3) h.max_level = std::uint32_t(s.varint(g, "HnswParams.max_level"));
-          }
-          d.hnsw = h;
-          break;
-        }
-        case f_pq: {
-          auto s = r.sub(f, "VectorIndexDetails.pq");
-          pq_compression p;
-          while (!s.done()) {
-            auto g = s.next();
-            if (g.number == 1) p.num_bits = std::uint32_t(s.varint(g, "PqCompression.num_bits"));
-            else if (g.number == 2) p.num_sub_vectors = std::uint32_t(s.varint(g, "PqCompression.num_sub_vectors"));
-          }
-          d.compression = p;
-          break;
-        }
-        case f_sq:
-        case f_rq: {
-          auto s = r.sub(f, "VectorIndexDetails.compression");
-          std::uint32_t bits = 0;
-          while (!s.done()) {
-            auto g = s.next();
-            if (g.number == 1) bits = std::uint32_t(s.varint(g, "Compression.num_bits"));
-          }
-          if (f.number == f_sq) d.compression = sq_compression{bits};
-          else d.compression = rq_compression{bits};
-          break;
-        }
-        case f_flat:
-          r.expect(f, wire_type::len, "VectorIndexDetails.flat");
-          d.compression = flat_compression{};
-          break;
-        case f_runtime_hints: d.runtime_hints.push_back(r.map_entry(f, "VectorIndexDetails.runtime_hints")); break;
-        default: break;
-      }
-    }
+    auto d = pb::decode_message<vector_index_details>(std::move(r));
+    if (d.metric > metric_type::hamming)
+      throw corrupt_error("VectorIndexDetails: unknown metric type " + std::to_string(int(d.metric)));
     return d;
   }
   friend bool operator==(const vector_index_details&, const vector_index_details&) = default;

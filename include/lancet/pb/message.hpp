@@ -17,23 +17,35 @@
 // The member's C++ type decides the wire form, following proto3 as prost writes it:
 //   integers, bools, enums      varint (signed values sign-extended to 64 bits), skipped when 0
 //   float / double              fixed32 / fixed64, skipped when 0
-//   std::string                 length-delimited, skipped when empty
+//   std::string                 length-delimited (string or bytes), skipped when empty
+//   std::array<uint8_t, N>      bytes of exactly N (a UUID), always written
 //   std::optional<scalar>       explicit presence: written whenever set (proto3 `optional`)
 //   std::optional<M>, box<M>    a sub-message, written when present
+//   M                           a sub-message, always written
 //   std::vector<int|enum>       packed varints;  std::vector<float>: packed fixed32
 //   std::vector<M|std::string>  one field per element
-// A oneof is a std::variant<std::monostate, A1, A2, ...> whose alternative i is field i
-// (pb::oneof); a oneof of scalars is two std::optional members of which at most one
-// may be set (pb::scalar_oneof). Decoding skips unknown fields, except in messages that
-// are nothing but a oneof (pb::only_oneof): there an unknown field number is a variant
-// written by a newer Lance and refused as unsupported_error.
+//   std::map<K, V>, std::vector<std::pair<K, V>>
+//                               a map: one {key = 1, value = 2} entry per pair, in the
+//                               container's order; V may be optional (explicit presence)
+// pb::required(...) is a field whose absence makes decoding fail (corrupt_error).
+// A oneof is a std::variant whose cases (after a leading std::monostate, "not set", if
+// any) have the field numbers pb::oneof lists: 1, 2, ... by default, from a first number,
+// or given one by one. Unknown fields are skipped, except where a oneof refuses them
+// (.refusing(...)): messages that are nothing but a oneof (pb::only_oneof) refuse any
+// unknown number as a variant written by a newer Lance (unsupported_error). A oneof of
+// scalars is two std::optional members of which at most one may be set (pb::scalar_oneof).
 //
 // Also here: pb::box<T> (deep-copying nullable owner for recursive messages),
-// pb::empty (google.protobuf.Empty), to_bytes / from_bytes, and pack_any / unpack_any
-// (google.protobuf.Any with Lance's "/package.Message" type URLs).
+// pb::empty (google.protobuf.Empty), pb::encode / pb::decode (message <-> bytes: the one
+// spelling), and pack_any / unpack_any (google.protobuf.Any with Lance's
+// "/package.Message" type URLs).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,27 +125,74 @@ struct field_desc {
   std::uint32_t number;
   T M::*member;
   std::string_view name;  // "Message.field", used in errors
+  bool required = false;  // decoding refuses a message without it (corrupt_error); always written
 };
 template <class M, class T>
 constexpr field_desc<M, T> field(std::uint32_t number, T M::*member, std::string_view name) {
-  return {number, member, name};
+  return {number, member, name, false};
+}
+// A field Lance refuses to read a message without (a UUID's bytes, a run's span...).
+template <class M, class T>
+constexpr field_desc<M, T> required(std::uint32_t number, T M::*member, std::string_view name) {
+  return {number, member, name, true};
 }
 
+// What decoding does with a field number that no field and no alternative of a oneof
+// claims, within the oneof's refused range.
+enum class unknown_field : std::uint8_t {
+  skip,         // protobuf's default
+  unsupported,  // a variant written by a newer Lance (unsupported_error)
+  corrupt,      // corrupt_error
+};
+
+// A oneof: a std::variant whose alternatives (after a leading std::monostate, "not set",
+// if there is one) are the oneof's cases, with field numbers `numbers`.
 template <class M, class V>
 struct oneof_desc {
+  static constexpr std::size_t first = std::is_same_v<std::variant_alternative_t<0, V>, std::monostate> ? 1 : 0;
+  static constexpr std::size_t count = std::variant_size_v<V> - first;
   V M::*member;
   std::string_view name;
-  bool refuse_unknown;
+  std::array<std::uint32_t, count> numbers;  // numbers[i]: field of alternative first + i
+  unknown_field on_unknown = unknown_field::skip;
+  std::uint32_t refuse_from = 1, refuse_to = 0x1FFFFFFF;  // the range on_unknown applies to
+  bool required = false;
+
+  // Unknown field numbers in [from, to] are refused as `how`.
+  constexpr oneof_desc refusing(unknown_field how, std::uint32_t from = 1, std::uint32_t to = 0x1FFFFFFF) const {
+    oneof_desc d = *this;
+    d.on_unknown = how;
+    d.refuse_from = from;
+    d.refuse_to = to;
+    return d;
+  }
+  // Decoding refuses a message in which no case is present.
+  constexpr oneof_desc require() const {
+    oneof_desc d = *this;
+    d.required = true;
+    return d;
+  }
 };
-// A oneof among other fields: unknown field numbers are skipped.
+// Cases numbered from `first_number` (1 unless given), in alternative order.
 template <class M, class V>
-constexpr oneof_desc<M, V> oneof(V M::*member, std::string_view name) {
-  return {member, name, false};
+constexpr oneof_desc<M, V> oneof(V M::*member, std::string_view name, std::uint32_t first_number = 1) {
+  oneof_desc<M, V> d{member, name, {}};
+  for (std::size_t i = 0; i < d.count; ++i) d.numbers[i] = first_number + std::uint32_t(i);
+  return d;
 }
-// The message is nothing but this oneof: an unknown field number is refused.
+// Cases with the given field numbers, in alternative order.
+template <class M, class V, std::size_t N>
+constexpr oneof_desc<M, V> oneof(V M::*member, std::string_view name, const std::uint32_t (&numbers)[N]) {
+  static_assert(N == oneof_desc<M, V>::count, "one field number per case of the oneof");
+  oneof_desc<M, V> d{member, name, {}};
+  for (std::size_t i = 0; i < N; ++i) d.numbers[i] = numbers[i];
+  return d;
+}
+// The message is nothing but this oneof: an unknown field number is a variant written by
+// a newer Lance, refused as unsupported_error.
 template <class M, class V>
 constexpr oneof_desc<M, V> only_oneof(V M::*member, std::string_view name) {
-  return {member, name, true};
+  return oneof(member, name).refusing(unknown_field::unsupported);
 }
 
 template <class M, class T>
@@ -155,6 +214,12 @@ template <class T> struct is_optional : std::false_type {};
 template <class T> struct is_optional<std::optional<T>> : std::true_type {};
 template <class T> struct is_vector : std::false_type {};
 template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T> struct is_fixed_bytes : std::false_type {};
+template <std::size_t N> struct is_fixed_bytes<std::array<std::uint8_t, N>> : std::true_type {};
+// A protobuf map: std::map (key order) or a vector of pairs (the order entries came in).
+template <class T> struct is_map : std::false_type {};
+template <class K, class V, class C, class A> struct is_map<std::map<K, V, C, A>> : std::true_type {};
+template <class K, class V, class A> struct is_map<std::vector<std::pair<K, V>, A>> : std::true_type {};
 
 template <class T>
 concept varint_scalar = std::is_integral_v<T> || std::is_enum_v<T>;
@@ -167,11 +232,34 @@ std::uint64_t to_varint(T v) noexcept {
   else return std::uint64_t(v);
 }
 template <class T>
-T from_varint(std::uint64_t raw) noexcept {
-  if constexpr (std::is_enum_v<T>) return T(std::underlying_type_t<T>(std::int64_t(raw)));
-  else if constexpr (std::is_same_v<T, bool>) return raw != 0;
-  else if constexpr (std::is_signed_v<T>) return T(std::int64_t(raw));
-  else return T(raw);
+T from_varint(std::uint64_t raw, std::string_view what) {
+  if constexpr (std::is_enum_v<T>) {
+    // An enum value its C++ type cannot hold is not one Lance wrote.
+    using U = std::underlying_type_t<T>;
+    const auto s = std::int64_t(raw);
+    if (s < std::int64_t(std::numeric_limits<U>::min()) ||
+        (s > 0 && std::uint64_t(s) > std::uint64_t(std::numeric_limits<U>::max())))
+      throw corrupt_error(std::string(what) + ": enum value " + std::to_string(s) + " out of range");
+    return T(U(s));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return raw != 0;
+  } else if constexpr (std::is_signed_v<T>) {
+    return T(std::int64_t(raw));
+  } else {
+    return T(raw);
+  }
+}
+
+template <class T>
+void encode_value(writer& w, std::uint32_t n, const T& v, bool implicit);
+
+// A sub-message, always written (even when empty: presence matters for oneofs and
+// optional sub-messages).
+template <class T>
+void encode_sub(writer& w, std::uint32_t n, const T& v) {
+  writer inner;
+  v.encode(inner);
+  w.bytes(n, inner.bytes());
 }
 
 // One value of field `n`. `implicit`: proto3 implicit presence (defaults not written).
@@ -185,8 +273,19 @@ void encode_value(writer& w, std::uint32_t n, const T& v, bool implicit) {
     if (!implicit || v != 0.0) w.float64(n, v);
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (!implicit || !v.empty()) w.bytes(n, std::string_view(v));
+  } else if constexpr (is_fixed_bytes<T>::value) {
+    w.bytes(n, bytes_view(v.data(), v.size()));  // fixed width: no default to skip
   } else if constexpr (is_optional<T>::value || is_box<T>::value) {
     if (v) encode_value(w, n, *v, false);
+  } else if constexpr (is_map<T>::value) {
+    // One entry message per pair: key = 1, value = 2, each with implicit presence (as
+    // prost writes them: an empty value leaves only the key).
+    for (const auto& kv : v) {
+      writer e;
+      encode_value(e, 1, kv.first, true);
+      encode_value(e, 2, kv.second, true);
+      w.bytes(n, e.bytes());
+    }
   } else if constexpr (is_vector<T>::value) {
     using E = typename T::value_type;
     if constexpr (varint_scalar<E>) {
@@ -200,14 +299,14 @@ void encode_value(writer& w, std::uint32_t n, const T& v, bool implicit) {
       for (const auto& e : v) encode_value(w, n, e, false);
     }
   } else {
-    w.message(n, v);  // a sub-message
+    encode_sub(w, n, v);
   }
 }
 
 template <class T>
 void decode_value(const reader& r, const field_view& f, T& out, std::string_view what) {
   if constexpr (varint_scalar<T>) {
-    out = from_varint<T>(r.varint(f, what));
+    out = from_varint<T>(r.varint(f, what), what);
   } else if constexpr (std::is_same_v<T, float>) {
     r.expect(f, wire_type::fixed32, what);
     out = f.as_float();
@@ -216,6 +315,12 @@ void decode_value(const reader& r, const field_view& f, T& out, std::string_view
     out = f.as_double();
   } else if constexpr (std::is_same_v<T, std::string>) {
     out = r.string(f, what);
+  } else if constexpr (is_fixed_bytes<T>::value) {
+    r.expect(f, wire_type::len, what);
+    if (f.data.size() != out.size())
+      throw corrupt_error(std::string(what) + ": " + std::to_string(f.data.size()) + " bytes, expected " +
+                          std::to_string(out.size()));
+    std::memcpy(out.data(), f.data.data(), out.size());
   } else if constexpr (is_optional<T>::value) {
     typename T::value_type v{};
     decode_value(r, f, v, what);
@@ -223,12 +328,27 @@ void decode_value(const reader& r, const field_view& f, T& out, std::string_view
   } else if constexpr (is_box<T>::value) {
     using U = std::decay_t<decltype(*out)>;
     out = U::decode(r.sub(f, what));
+  } else if constexpr (is_map<T>::value) {
+    reader e = r.sub(f, what);
+    std::remove_const_t<typename T::value_type::first_type> key{};
+    typename T::value_type::second_type value{};
+    while (!e.done()) {
+      const auto g = e.next();
+      if (g.number == 1) decode_value(e, g, key, what);
+      else if (g.number == 2) decode_value(e, g, value, what);
+    }
+    if constexpr (is_vector<T>::value) out.emplace_back(std::move(key), std::move(value));
+    else out.insert_or_assign(std::move(key), std::move(value));
   } else if constexpr (is_vector<T>::value) {
     using E = typename T::value_type;
     if constexpr (varint_scalar<E>) {
-      std::vector<std::uint64_t> raw;
-      r.repeated_varint(f, raw);
-      for (auto v : raw) out.push_back(from_varint<E>(v));
+      if (f.type == wire_type::varint) {
+        out.push_back(from_varint<E>(f.scalar, what));
+        return;
+      }
+      r.expect(f, wire_type::len, what);
+      reader packed(f.data, r.depth() + 1, what);
+      while (!packed.done()) out.push_back(from_varint<E>(packed.raw_varint(), what));
     } else if constexpr (std::is_same_v<E, float>) {
       if (f.type == wire_type::fixed32) {
         out.push_back(f.as_float());
@@ -252,71 +372,45 @@ void decode_value(const reader& r, const field_view& f, T& out, std::string_view
   }
 }
 
-// Writes one alternative of a oneof as a nested message of field number `field`.
+// Writes one case of a oneof: always, even when empty (its presence is the information).
 template <class A>
 void oneof_encode_alternative(writer& w, std::uint32_t field, const A& alt) {
   if constexpr (is_box<A>::value) {
-    if (alt) w.message(field, *alt);
+    if (alt) encode_sub(w, field, *alt);
     else w.bytes(field, std::string_view());  // an empty message of that type
   } else {
-    w.message(field, alt);
+    encode_value(w, field, alt, false);
   }
 }
 
-template <class Variant, std::size_t... I>
-void oneof_encode_set(writer& w, const Variant& v, std::index_sequence<I...>) {
-  (void)((v.index() == I + 1 ? (oneof_encode_alternative(w, std::uint32_t(I + 1), *std::get_if<I + 1>(&v)), true)
-                             : false) ||
+// A test of the index per alternative, not std::visit: its dispatch tables cost more to
+// compile than they save.
+template <class M, class V, std::size_t... I>
+void oneof_encode_set(writer& w, const V& v, const oneof_desc<M, V>& d, std::index_sequence<I...>) {
+  constexpr std::size_t first = oneof_desc<M, V>::first;
+  (void)((v.index() == first + I ? (oneof_encode_alternative(w, d.numbers[I], *std::get_if<first + I>(&v)), true)
+                                 : false) ||
          ...);
 }
 
-// Writes the set alternative of a oneof variant as a nested message whose field number
-// is the variant index. monostate (oneof not set) writes nothing. A test of the index per
-// alternative, not std::visit: its dispatch tables cost more to compile than they save.
-template <class Variant>
-void oneof_encode(writer& w, const Variant& v) {
-  if (v.valueless_by_exception() || v.index() == 0) return;
-  oneof_encode_set(w, v, std::make_index_sequence<std::variant_size_v<Variant> - 1>{});
-}
-
-template <class Variant, std::size_t I = 1>
-bool oneof_decode_at(Variant& out, const reader& r, const field_view& f, std::string_view what) {
-  if constexpr (I < std::variant_size_v<Variant>) {
-    if (f.number == I) {
-      using A = std::variant_alternative_t<I, Variant>;
-      if constexpr (is_box<A>::value) {
-        using U = std::decay_t<decltype(*std::declval<A&>())>;
-        out.template emplace<I>(A(U::decode(r.sub(f, what))));
-      } else {
-        out.template emplace<I>(A::decode(r.sub(f, what)));
-      }
-      return true;
-    }
-    return oneof_decode_at<Variant, I + 1>(out, r, f, what);
-  } else {
-    return false;
-  }
-}
-
-// Decodes field f into the oneof if its number names an alternative; returns false
-// otherwise. As in protobuf, when several alternatives appear the last one wins.
-template <class Variant>
-bool oneof_decode(Variant& out, const reader& r, const field_view& f, std::string_view what) {
-  return oneof_decode_at<Variant>(out, r, f, what);
-}
-
-[[noreturn]] inline void unknown_variant(std::string_view message, const field_view& f) {
-  throw unsupported_error(std::string(message) + ": unknown variant (field " + std::to_string(f.number) +
-                          "), written by a newer Lance?");
+template <class M, class V, std::size_t... I>
+bool oneof_decode_set(V& out, const reader& r, const field_view& f, const oneof_desc<M, V>& d,
+                      std::index_sequence<I...>) {
+  constexpr std::size_t first = oneof_desc<M, V>::first;
+  // As in protobuf, when several cases appear the last one wins.
+  return ((f.number == d.numbers[I] ? (decode_value(r, f, out.template emplace<first + I>(), d.name), true) : false) ||
+          ...);
 }
 
 template <class M, class T>
 void encode_desc(writer& w, const M& m, const field_desc<M, T>& d) {
-  encode_value(w, d.number, m.*d.member, true);
+  encode_value(w, d.number, m.*d.member, !d.required);
 }
 template <class M, class V>
 void encode_desc(writer& w, const M& m, const oneof_desc<M, V>& d) {
-  oneof_encode(w, m.*d.member);
+  const V& v = m.*d.member;
+  if (v.valueless_by_exception() || v.index() < oneof_desc<M, V>::first) return;  // not set: nothing written
+  oneof_encode_set(w, v, d, std::make_index_sequence<oneof_desc<M, V>::count>{});
 }
 template <class M, class T>
 void encode_desc(writer& w, const M& m, const scalar_oneof_desc<M, T>& d) {
@@ -334,9 +428,7 @@ bool decode_desc(M& m, const reader& r, const field_view& f, const field_desc<M,
 }
 template <class M, class V>
 bool decode_desc(M& m, const reader& r, const field_view& f, const oneof_desc<M, V>& d) {
-  if (oneof_decode(m.*d.member, r, f, d.name)) return true;
-  if (d.refuse_unknown) unknown_variant(d.name, f);
-  return false;
+  return oneof_decode_set(m.*d.member, r, f, d, std::make_index_sequence<oneof_desc<M, V>::count>{});
 }
 template <class M, class T>
 bool decode_desc(M& m, const reader& r, const field_view& f, const scalar_oneof_desc<M, T>& d) {
@@ -351,28 +443,106 @@ bool decode_desc(M& m, const reader& r, const field_view& f, const scalar_oneof_
   return false;
 }
 
-inline std::string encode_to_string(const auto& msg) {
-  writer w;
-  msg.encode(w);
-  return w.take();
+// Whether a descriptor refuses unknown numbers / must be present: decided at compile
+// time, so that descriptors that do neither generate no code for it.
+template <class D>
+constexpr bool refuses_unknown(const D& d) {
+  if constexpr (requires { d.on_unknown; }) return d.on_unknown != unknown_field::skip;
+  else return false;
 }
+template <class D>
+constexpr bool is_required(const D& d) {
+  if constexpr (requires { d.required; }) return d.required;
+  else return false;
+}
+
+// A field no descriptor claimed, in the refused range of a oneof.
+[[noreturn]] inline void refuse_unknown(std::string_view oneof, std::uint32_t number, unknown_field how) {
+  const std::string msg = std::string(oneof) + ": unknown variant (field " + std::to_string(number) + ")";
+  if (how == unknown_field::corrupt) throw corrupt_error(msg);
+  throw unsupported_error(msg + ", written by a newer Lance?");
+}
+[[noreturn]] inline void missing_field(std::string_view name) { throw corrupt_error(std::string(name) + " is missing"); }
 
 }  // namespace detail
 
-// Encodes any message of this family to bytes.
-template <class Msg>
-std::string to_bytes(const Msg& m) {
-  return detail::encode_to_string(m);
+// Encodes m's fields as its proto_fields() lists them.
+template <class M>
+void encode_message(writer& w, const M& m) {
+  std::apply([&](const auto&... d) { (detail::encode_desc(w, m, d), ...); }, M::proto_fields());
 }
-// Decodes a message from bytes (depth starts at 0).
+
+// Decodes a message whose fields proto_fields() lists; unknown fields are skipped (or
+// refused, as a oneof says); a required field or oneof that is absent is corrupt_error.
+template <class M>
+M decode_message(reader r) {
+  M m{};
+  static constexpr auto fields = M::proto_fields();
+  constexpr std::size_t n = std::tuple_size_v<std::remove_cv_t<decltype(fields)>>;
+  std::array<bool, n> seen{};
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    while (!r.done()) {
+      const auto f = r.next();
+      (void)f;  // a message without fields reads none of them
+      const bool known = ((detail::decode_desc(m, r, f, std::get<I>(fields)) ? (seen[I] = true) : false) || ...);
+      if (!known)
+        (
+            [&] {
+              constexpr const auto& d = std::get<I>(fields);
+              if constexpr (detail::refuses_unknown(d))
+                if (f.number >= d.refuse_from && f.number <= d.refuse_to)
+                  detail::refuse_unknown(d.name, f.number, d.on_unknown);
+            }(),
+            ...);
+    }
+    (
+        [&] {
+          constexpr const auto& d = std::get<I>(fields);
+          if constexpr (detail::is_required(d))
+            if (!seen[I]) detail::missing_field(d.name);
+        }(),
+        ...);
+  }(std::make_index_sequence<n>{});
+  return m;
+}
+
+// Serialises a message: the one spelling for "message to bytes".
 template <class Msg>
-Msg from_bytes(bytes_view data) {
+std::string encode(const Msg& m) {
+  writer w;
+  m.encode(w);
+  return w.take();
+}
+// Parses a message (nesting depth starts at 0).
+template <class Msg>
+Msg decode(bytes_view data) {
   return Msg::decode(reader(data, 0, Msg::message_name));
 }
 template <class Msg>
-Msg from_bytes(std::string_view data) {
+Msg decode(std::string_view data) {
   return Msg::decode(reader(data, 0, Msg::message_name));
 }
+
+// google.protobuf.Any
+struct any {
+  static constexpr std::string_view message_name = "Any";
+  static constexpr std::uint32_t f_type_url = 1, f_value = 2;
+  std::string type_url;
+  std::string value;
+
+  // The message name after the last '/' of the type URL.
+  std::string_view type_name() const noexcept {
+    auto p = type_url.rfind('/');
+    return p == std::string::npos ? std::string_view(type_url) : std::string_view(type_url).substr(p + 1);
+  }
+  static constexpr auto proto_fields() {
+    return std::tuple{pb::field(f_type_url, &any::type_url, "Any.type_url"),
+                      pb::field(f_value, &any::value, "Any.value")};
+  }
+  void encode(writer& w) const { pb::encode_message(w, *this); }
+  static any decode(reader r) { return pb::decode_message<any>(std::move(r)); }
+  friend bool operator==(const any&, const any&) = default;
+};
 
 // Wraps a message in google.protobuf.Any the way Lance (prost's Any::from_msg) does:
 // type_url = "/" + full proto name, e.g. "/lance.encodings21.PageLayout".
@@ -380,7 +550,7 @@ template <class Msg>
 any pack_any(const Msg& m) {
   any a;
   a.type_url = std::string(Msg::type_url);
-  a.value = detail::encode_to_string(m);
+  a.value = pb::encode(m);
   return a;
 }
 
@@ -391,25 +561,7 @@ Msg unpack_any(const any& a) {
   if (a.type_url != Msg::type_url)
     throw corrupt_error("expected a protobuf Any of type " + std::string(Msg::type_url) + ", found '" +
                         a.type_url + "'");
-  return Msg::decode(reader(std::string_view(a.value), 0, Msg::message_name));
-}
-
-// Encodes m's fields as its proto_fields() lists them.
-template <class M>
-void encode_message(writer& w, const M& m) {
-  std::apply([&](const auto&... d) { (detail::encode_desc(w, m, d), ...); }, M::proto_fields());
-}
-
-// Decodes a message whose fields proto_fields() lists; unknown fields are skipped.
-template <class M>
-M decode_message(reader r) {
-  M m{};
-  static constexpr auto fields = M::proto_fields();
-  while (!r.done()) {
-    const auto f = r.next();
-    std::apply([&](const auto&... d) { (void)(detail::decode_desc(m, r, f, d) || ...); }, fields);
-  }
-  return m;
+  return pb::decode<Msg>(std::string_view(a.value));
 }
 
 }  // namespace lancet::pb

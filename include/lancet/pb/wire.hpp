@@ -1,6 +1,6 @@
 // The protobuf wire format, by hand: a writer that appends fields to a byte string,
-// and a defensive reader that never reads out of bounds. Messages (other headers in
-// pb/) are plain structs with `encode(writer&)` and `static T decode(bytes_view)`.
+// and a defensive reader that never reads out of bounds. Messages are declared with
+// pb/message.hpp's field descriptors.
 #pragma once
 
 #include <cstdint>
@@ -279,31 +279,6 @@ class reader {
   std::size_t pos_ = 0;
   int depth_ = 0;
   std::string_view what_;
-};
-
-// google.protobuf.Any
-struct any {
-  std::string type_url;
-  std::string value;
-  static constexpr std::uint32_t f_type_url = 1, f_value = 2;
-  void encode(writer& w) const {
-    w.string_opt(f_type_url, type_url);
-    w.string_opt(f_value, value);
-  }
-  static any decode(reader r) {
-    any a;
-    while (!r.done()) {
-      auto f = r.next();
-      if (f.number == f_type_url) a.type_url = r.string(f, "Any.type_url");
-      else if (f.number == f_value) a.value = r.string(f, "Any.value");
-    }
-    return a;
-  }
-  // The message name after the last '/' of the type URL.
-  std::string_view type_name() const noexcept {
-    auto p = type_url.rfind('/');
-    return p == std::string::npos ? std::string_view(type_url) : std::string_view(type_url).substr(p + 1);
-  }
 };
 
 }  // namespace lancet::pb

@@ -759,11 +759,11 @@ inline std::string encode_file_descriptor(const schema& s, std::uint64_t num_row
   pb::file::file_descriptor d;
   d.schema = to_pb(s);
   d.length = num_rows;
-  return pb::file::encode(d);
+  return pb::encode(d);
 }
 
 inline std::pair<schema, std::uint64_t> decode_file_descriptor(bytes_view bytes) {
-  auto d = pb::file::decode<pb::file::file_descriptor>(bytes);
+  auto d = pb::decode<pb::file::file_descriptor>(bytes);
   if (!d.schema) throw corrupt_error("the file descriptor has no schema");
   return {from_pb(*d.schema), d.length};
 }

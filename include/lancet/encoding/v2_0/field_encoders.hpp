@@ -23,16 +23,10 @@ namespace lancet::encoding::v2_0 {
 
 using encoding::field_id_cursor;
 
-inline std::string serialize_any(const pb::any& a) {
-  pb::writer w;
-  a.encode(w);
-  return w.take();
-}
-
 // The column encoding every 2.x column carries.
 inline encoded_column plain_column() {
   encoded_column c;
-  c.encoding = serialize_any(pb::pack_any(enc20::column_encoding::values()));
+  c.encoding = pb::encode(pb::pack_any(enc20::column_encoding::values()));
   return c;
 }
 
@@ -79,7 +73,7 @@ inline encode_task page_task(std::vector<array_ptr> arrays, arrow::type_ptr type
                                 : encode_array(arrays, *type, page);
     encoded_page p;
     p.buffers = std::move(page.buffers);
-    p.encoding = serialize_any(pb::pack_any(enc));
+    p.encoding = pb::encode(pb::pack_any(enc));
     p.num_rows = std::uint64_t(encoding::detail::total_length(arrays));
     p.column_index = column;
     return p;
@@ -185,7 +179,7 @@ class list_offsets_encoder {
       lst.num_items = span;
       encoded_page p;
       p.buffers = std::move(page.buffers);
-      p.encoding = serialize_any(pb::pack_any(enc20::array_encoding{std::move(lst)}));
+      p.encoding = pb::encode(pb::pack_any(enc20::array_encoding{std::move(lst)}));
       p.num_rows = std::uint64_t(rows);
       p.column_index = column;
       return p;
@@ -256,7 +250,7 @@ class struct_encoder final : public field_encoder {
   std::vector<encoded_column> finish() override {
     encoded_column header = plain_column();
     encoded_page p;
-    p.encoding = serialize_any(pb::pack_any(enc20::array_encoding{enc20::simple_struct{}}));
+    p.encoding = pb::encode(pb::pack_any(enc20::array_encoding{enc20::simple_struct{}}));
     p.num_rows = rows_;
     p.column_index = column_;
     header.final_pages.push_back(std::move(p));

@@ -31,13 +31,7 @@ namespace lancet::encoding::v2_1 {
 
 namespace detail {
 
-inline std::string serialize_any(const pb::any& a) {
-  pb::writer w;
-  a.encode(w);
-  return w.take();
-}
-
-inline std::string page_encoding(const enc21::page_layout& l) { return serialize_any(pb::pack_any(l)); }
+inline std::string page_encoding(const enc21::page_layout& l) { return pb::encode(pb::pack_any(l)); }
 
 inline shared_bytes to_shared(aligned_buffer&& b) { return shared_bytes(std::move(b)); }
 

@@ -100,7 +100,7 @@ file::finish_result write_index_file(Sink&& sink, const ivf_model& ivf, std::str
     b.columns.push_back(file_detail::list_array(schema.fields[2].type, off, dists));
     w.write_batch(b);
   }
-  const std::string pb = pb::to_bytes(sub.to_pb());
+  const std::string pb = pb::encode(sub.to_pb());
   const auto buffer = w.add_global_buffer({reinterpret_cast<const std::uint8_t*>(pb.data()), pb.size()});
   w.add_schema_metadata(std::string(index_metadata_key), index_metadata_json(index_type, distance));
   w.add_schema_metadata(std::string(metadata_key), json_detail::string_list(meta));
