@@ -17,6 +17,10 @@ namespace lancet {
 #define LANCET_INSTANTIATE_FILE_WRITER(V, S) template class file::file_writer<file::V, S>;
 LANCET_FILE_WRITER_INSTANCES(LANCET_INSTANTIATE_FILE_WRITER)
 #undef LANCET_INSTANTIATE_FILE_WRITER
+#define LANCET_INSTANTIATE_FILE_WRITER_IMPL(St, S) template class file::detail::file_writer_impl<S, St>;
+LANCET_FILE_WRITER_IMPL_INSTANCES(LANCET_INSTANTIATE_FILE_WRITER_IMPL)
+#undef LANCET_INSTANTIATE_FILE_WRITER_IMPL
+template class encoding::v2_1::structural_encodings<encoding::v2_1::default_policy>;
 template class encoding::v2_1::structural_strategy<1, encoding::v2_1::default_policy>;
 template class encoding::v2_1::structural_strategy<2, encoding::v2_1::default_policy>;
 template class encoding::v2_1::structural_strategy<3, encoding::v2_1::default_policy>;

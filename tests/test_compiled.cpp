@@ -9,12 +9,16 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <lancet/arrow/builder.hpp>
 #include <lancet/arrow/compare.hpp>
 #include <lancet/core/config.hpp>
+#include <lancet/core/endian.hpp>
 #include <lancet/encoding/v2_1/field_encoders.hpp>  // for the policy of this TU's own writers
+#include <lancet/file/footer.hpp>
 #include <lancet/file/reader.hpp>
 #include <lancet/file/structural.hpp>
 #include <lancet/file/legacy.hpp>
@@ -100,4 +104,31 @@ TEST_CASE("compiled mode: errors from the library keep their types and messages"
   auto wrong = arrow::make_batch({{"id", arrow::string_array({"x"})}, {"name", arrow::string_array({"y"})}});
   CHECK_THROWS_WITH_AS(w.write_batch(wrong), doctest::Contains("column 'id' does not match the schema"),
                        invalid_input_error);
+}
+
+// The structural versions share one writer class (file_writer_impl over
+// structural_encodings, the version a run-time value): each file must still carry its own
+// version in the footer, and 2.3 its own bytes only there.
+TEST_CASE("compiled mode: 2.1, 2.2 and 2.3 writers share one precompiled writer and write their own version") {
+  using shared = file::detail::file_writer_impl<io::memory_sink, v21::structural_encodings<>>;
+  static_assert(std::is_base_of_v<shared, file::file_writer<file::v2_1, io::memory_sink>>);
+  static_assert(std::is_base_of_v<shared, file::file_writer<file::v2_2, io::memory_sink>>);
+  static_assert(std::is_base_of_v<shared, file::file_writer<file::v2_3, io::memory_sink>>);
+  const auto b = sample_batch();
+  auto footer_version = [](const shared_bytes& f) {
+    REQUIRE(f.size() >= file::footer_size);
+    const auto* p = f.data() + f.size() - file::footer_size;
+    return std::pair<int, int>(le::load<std::uint16_t>(p + 32), le::load<std::uint16_t>(p + 34));
+  };
+  const auto v21 = write_memory<file::v2_1>(b), v22 = write_memory<file::v2_2>(b), v23 = write_memory<file::v2_3>(b);
+  CHECK(footer_version(v21) == std::pair<int, int>(2, 1));
+  CHECK(footer_version(v22) == std::pair<int, int>(2, 2));
+  CHECK(footer_version(v23) == std::pair<int, int>(2, 3));
+  check_reads_back(v23, b);
+  // 2.3 encodes as 2.2 does: the files differ in the footer's minor version alone.
+  REQUIRE(v22.size() == v23.size());
+  std::size_t differing = 0;
+  for (std::size_t i = 0; i < v22.size(); ++i) differing += v22.data()[i] != v23.data()[i];
+  CHECK(differing == 1);
+  CHECK(same_bytes(v23, write_memory<file::v2_3, same_as_default>(b)));
 }

@@ -198,6 +198,18 @@ inline arrow::record_batch zero_copy_slice(const arrow::record_batch& b, std::in
   return out;
 }
 
+// Removes data files written by a failed write, and their blob files, if any.
+inline void remove_data_files(const std::vector<std::string>& paths) noexcept {
+  for (const auto& p : paths) {
+    try {
+      io::remove_file(p);
+    } catch (...) {
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(std::filesystem::path(p).replace_extension(), ec);
+  }
+}
+
 // Writes batches (already conformed to the schema) into data files of at most
 // max_rows / about max_bytes each; one fragment per file.
 template <class Version, class SinkFactory, class Strategy = typename Version::default_strategy>
@@ -248,15 +260,11 @@ class fragment_writer {
   // Removes every data file this writer created (after a failure).
   void remove_files() noexcept {
     current_.reset();  // aborts an unfinished file
-    for (const auto& p : paths_) {
-      try {
-        io::remove_file(p);
-      } catch (...) {
-      }
-      std::error_code ec;  // and its blob files, if any
-      std::filesystem::remove_all(std::filesystem::path(p).replace_extension(), ec);
-    }
+    remove_data_files(paths_);
   }
+
+  // The data files written (full paths).
+  const std::vector<std::string>& paths() const noexcept { return paths_; }
 
   std::uint64_t rows_written() const noexcept { return total_rows_; }
 
@@ -397,6 +405,10 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
   io::make_directories((std::filesystem::path(root) / data_dir_name).string());
   write_result result;
   result.storage_version = storage;
+  // The data files: the one part that depends on the storage version (the writer type).
+  // The commit below is the same for every version, so it is compiled once.
+  std::vector<pb::data_fragment> fragments;
+  std::vector<std::string> data_files;
   file::with_version(storage, [&]<class V>() {
     using strategy = write_detail::strategy_for<V, Policy>;
     if constexpr (std::is_same_v<strategy, void>) {
@@ -415,47 +427,53 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
         fw.write(write_detail::conform(*b, arrow_target, context));
         b = next();
       }
-      auto fragments = fw.finish();
+      fragments = fw.finish();
+      data_files = fw.paths();
       result.rows_written = fw.rows_written();
-      publish_options po;
-      po.scheme = scheme;
-      po.write_version_hint = o.write_version_hint;
-      // Lance's commit: on losing the race, check what was committed meanwhile, rebase
-      // and take the next version (a create never rebases: the dataset exists then).
-      commit_options co;
-      co.publish = po;
-      co.max_retries = mode == write_mode::create ? 0 : o.max_retries;
-      const bool append = mode == write_mode::append;
-      const pb::transaction txn = append ? make_transaction(previous->version(), pb::transaction::append{fragments})
-                                         : overwrite_transaction(previous, target, fragments);
-      const bool stable_ids = o.enable_stable_row_ids;
-      auto build = [&](const snapshot& base, const pb::transaction& t) -> pending_commit {
-        if (append) {
-          if (manifest_storage_version(base.manifest()) != storage)
-            throw commit_conflict_error(context + ": version " + std::to_string(base.version()) +
-                                            " stores another Lance file version than this append wrote",
-                                        base.version(), "", false);
-          return build_append(base, t);
-        }
-        return build_overwrite(base.entry.path.empty() ? std::optional<snapshot>() : std::optional<snapshot>(base), t,
-                               storage, stable_ids);
-      };
-      snapshot read = previous ? *previous : snapshot{root, {}, {}};
-      auto out = commit_transaction(root, read, txn, build, co, make_sink);
-      const auto& c = out.commit;
-      result.version = c.manifest.version;
-      result.retries = out.retries;
-      const auto n = fragments.size();
-      result.fragments.assign(c.manifest.fragments.end() - std::ptrdiff_t(n), c.manifest.fragments.end());
-      if (!append) result.fragments = c.manifest.fragments;
-    } catch (const committed_io_error&) {
-      throw;  // committed: the data files belong to the dataset now
     } catch (...) {
       fw.remove_files();
       throw;
     }
     }
   });
+  try {
+    publish_options po;
+    po.scheme = scheme;
+    po.write_version_hint = o.write_version_hint;
+    // Lance's commit: on losing the race, check what was committed meanwhile, rebase
+    // and take the next version (a create never rebases: the dataset exists then).
+    commit_options co;
+    co.publish = po;
+    co.max_retries = mode == write_mode::create ? 0 : o.max_retries;
+    const bool append = mode == write_mode::append;
+    const pb::transaction txn = append ? make_transaction(previous->version(), pb::transaction::append{fragments})
+                                       : overwrite_transaction(previous, target, fragments);
+    const bool stable_ids = o.enable_stable_row_ids;
+    auto build = [&](const snapshot& base, const pb::transaction& t) -> pending_commit {
+      if (append) {
+        if (manifest_storage_version(base.manifest()) != storage)
+          throw commit_conflict_error(context + ": version " + std::to_string(base.version()) +
+                                          " stores another Lance file version than this append wrote",
+                                      base.version(), "", false);
+        return build_append(base, t);
+      }
+      return build_overwrite(base.entry.path.empty() ? std::optional<snapshot>() : std::optional<snapshot>(base), t,
+                             storage, stable_ids);
+    };
+    snapshot read = previous ? *previous : snapshot{root, {}, {}};
+    auto out = commit_transaction(root, read, txn, build, co, make_sink);
+    const auto& c = out.commit;
+    result.version = c.manifest.version;
+    result.retries = out.retries;
+    const auto n = fragments.size();
+    result.fragments.assign(c.manifest.fragments.end() - std::ptrdiff_t(n), c.manifest.fragments.end());
+    if (!append) result.fragments = c.manifest.fragments;
+  } catch (const committed_io_error&) {
+    throw;  // committed: the data files belong to the dataset now
+  } catch (...) {
+    write_detail::remove_data_files(data_files);
+    throw;
+  }
   return result;
 }
 

@@ -23,11 +23,23 @@
   X(v2_2, io::memory_sink)              \
   X(v2_3, io::memory_sink)
 
+// X(strategy, sink) for each precompiled detail::file_writer_impl (what those writers
+// share: one per strategy class, 2.1-2.3 having one).
+#define LANCET_FILE_WRITER_IMPL_INSTANCES(X)                                         \
+  X(encoding::v2_0::default_strategy, io::file_sink)                                 \
+  X(encoding::v2_1::structural_encodings<encoding::v2_1::default_policy>, io::file_sink) \
+  X(encoding::v2_0::default_strategy, io::memory_sink)                               \
+  X(encoding::v2_1::structural_encodings<encoding::v2_1::default_policy>, io::memory_sink)
+
 #if !LANCET_HEADER_ONLY
 namespace lancet {
 #define LANCET_EXTERN_FILE_WRITER(V, S) extern template class file::file_writer<file::V, S>;
 LANCET_FILE_WRITER_INSTANCES(LANCET_EXTERN_FILE_WRITER)
 #undef LANCET_EXTERN_FILE_WRITER
+#define LANCET_EXTERN_FILE_WRITER_IMPL(St, S) extern template class file::detail::file_writer_impl<S, St>;
+LANCET_FILE_WRITER_IMPL_INSTANCES(LANCET_EXTERN_FILE_WRITER_IMPL)
+#undef LANCET_EXTERN_FILE_WRITER_IMPL
+extern template class encoding::v2_1::structural_encodings<encoding::v2_1::default_policy>;
 extern template class encoding::v2_1::structural_strategy<1, encoding::v2_1::default_policy>;
 extern template class encoding::v2_1::structural_strategy<2, encoding::v2_1::default_policy>;
 extern template class encoding::v2_1::structural_strategy<3, encoding::v2_1::default_policy>;

@@ -175,32 +175,52 @@ struct strategy_of<Version, Encoding> {
   using type = Encoding;
 };
 
-}  // namespace detail
+// The type a writer keeps its strategy as: the strategy's `shared_type` when it has one
+// (the structural strategies of 2.1-2.3 are one class with the version fixed, so their
+// writers share one file_writer_impl), else the strategy itself.
+template <class Strategy>
+struct shared_strategy {
+  using type = Strategy;
+};
+template <class Strategy>
+  requires requires { typename Strategy::shared_type; }
+struct shared_strategy<Strategy> {
+  using type = typename Strategy::shared_type;
+};
 
-// Writes one Lance file of version `Version` (file::v2_0 .. v2_3, from
-// lancet/file/legacy.hpp or structural.hpp) to `Sink` (the io::sink concept).
-// `Encoding` is an encoding policy (encoding/v2_1/policy.hpp) or a whole strategy;
-// by default the version's, which makes Lance 12's choices.
-template <version_policy Version, class Sink, class Encoding = typename Version::default_strategy>
+// What a writer needs of its version policy, at run time.
+struct version_numbers {
+  format_version value;
+  std::uint16_t footer_major, footer_minor;
+  bool unstable;
+};
+template <class Version>
+constexpr version_numbers numbers_of() {
+  return {Version::value, Version::footer_major, Version::footer_minor, Version::unstable};
+}
+
+// The writer of file_writer, over a sink and a strategy, with the version a run-time
+// value: every version with the same strategy class (2.1, 2.2, 2.3) shares its code.
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-class file_writer {
+class file_writer_impl {
  public:
-  using version = Version;
-  using strategy_type = typename detail::strategy_of<Version, Encoding>::type;
+  using strategy_type = Strategy;
 
   // A writer whose schema comes from the first batch.
-  explicit file_writer(Sink sink, writer_options options = {}, strategy_type strategy = {})
-      : sink_(std::forward<Sink>(sink)), options_(std::move(options)), strategy_(std::move(strategy)) {
-    if constexpr (Version::unstable) warn_unstable();
+  file_writer_impl(version_numbers version, Sink sink, writer_options options, Strategy strategy)
+      : version_(version), sink_(std::forward<Sink>(sink)), options_(std::move(options)),
+        strategy_(std::move(strategy)) {
+    if (version_.unstable) warn_unstable();
   }
   // A writer with an explicit schema.
-  file_writer(Sink sink, schema::schema s, writer_options options = {}, strategy_type strategy = {})
-      : file_writer(std::forward<Sink>(sink), std::move(options), std::move(strategy)) {
+  file_writer_impl(version_numbers version, Sink sink, schema::schema s, writer_options options, Strategy strategy)
+      : file_writer_impl(version, std::forward<Sink>(sink), std::move(options), std::move(strategy)) {
     guarded([&] { initialize(std::move(s)); });
   }
-  file_writer(const file_writer&) = delete;
-  file_writer& operator=(const file_writer&) = delete;
-  ~file_writer() {
+  file_writer_impl(const file_writer_impl&) = delete;
+  file_writer_impl& operator=(const file_writer_impl&) = delete;
+  ~file_writer_impl() {
     if (state_ != state::finished) io::abort_sink(sink_ref());
   }
 
@@ -328,9 +348,10 @@ class file_writer {
   // ColumnMetadata bytes: encoding (1), pages (2), buffer offsets (3) and sizes (4).
   std::string column_metadata_bytes(std::uint32_t c);
 
+  version_numbers version_;
   Sink sink_;
   writer_options options_;
-  strategy_type strategy_;
+  Strategy strategy_;
   state state_ = state::open;
   bool mutating_ = false;
   std::optional<schema::schema> schema_;
@@ -351,12 +372,42 @@ class file_writer {
   std::vector<std::optional<encoding::encoded_column>> external_columns_;
 };
 
+}  // namespace detail
+
+// Writes one Lance file of version `Version` (file::v2_0 .. v2_3, from
+// lancet/file/legacy.hpp or structural.hpp) to `Sink` (the io::sink concept).
+// `Encoding` is an encoding policy (encoding/v2_1/policy.hpp) or a whole strategy;
+// by default the version's, which makes Lance 12's choices. (The members are
+// detail::file_writer_impl's, shared by the versions whose strategies share a class.)
+template <version_policy Version, class Sink, class Encoding = typename Version::default_strategy>
+  requires io::sink<std::remove_reference_t<Sink>>
+class file_writer
+    : public detail::file_writer_impl<
+          Sink, typename detail::shared_strategy<typename detail::strategy_of<Version, Encoding>::type>::type> {
+  using impl = detail::file_writer_impl<
+      Sink, typename detail::shared_strategy<typename detail::strategy_of<Version, Encoding>::type>::type>;
+
+ public:
+  using version = Version;
+  using strategy_type = typename detail::strategy_of<Version, Encoding>::type;
+
+  // A writer whose schema comes from the first batch.
+  explicit file_writer(Sink sink, writer_options options = {}, strategy_type strategy = {})
+      : impl(detail::numbers_of<Version>(), std::forward<Sink>(sink), std::move(options), std::move(strategy)) {}
+  // A writer with an explicit schema.
+  file_writer(Sink sink, schema::schema s, writer_options options = {}, strategy_type strategy = {})
+      : impl(detail::numbers_of<Version>(), std::forward<Sink>(sink), std::move(s), std::move(options),
+             std::move(strategy)) {}
+};
+
+namespace detail {
+
 // Out of the class so that an explicit instantiation declaration (compiled mode,
 // file/instances.hpp) keeps them out of the user's translation units.
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-void file_writer<Version, Sink, Encoding>::write_batch(const arrow::record_batch& batch) {
+void file_writer_impl<Sink, Strategy>::write_batch(const arrow::record_batch& batch) {
   guarded([&] {
     require_open("write_batch");
     if (!schema_) initialize(schema::from_arrow(*batch.schema));
@@ -391,9 +442,9 @@ void file_writer<Version, Sink, Encoding>::write_batch(const arrow::record_batch
   });
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-void file_writer<Version, Sink, Encoding>::write_column(std::size_t index, const arrow::array_ptr& array) {
+void file_writer_impl<Sink, Strategy>::write_column(std::size_t index, const arrow::array_ptr& array) {
   guarded([&] {
     require_open("write_column");
     if (!schema_) throw invalid_input_error("write_column needs a writer created with a schema");
@@ -415,9 +466,9 @@ void file_writer<Version, Sink, Encoding>::write_column(std::size_t index, const
   });
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-void file_writer<Version, Sink, Encoding>::write_encoded_pages(std::uint32_t column, std::span<const encoding::encoded_page> pages) {
+void file_writer_impl<Sink, Strategy>::write_encoded_pages(std::uint32_t column, std::span<const encoding::encoded_page> pages) {
   guarded([&] {
     require_open("write_encoded_pages");
     require_column(column);
@@ -433,9 +484,9 @@ void file_writer<Version, Sink, Encoding>::write_encoded_pages(std::uint32_t col
   });
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-void file_writer<Version, Sink, Encoding>::set_column_encoding(std::uint32_t column, std::vector<shared_bytes> column_buffers, std::string encoding) {
+void file_writer_impl<Sink, Strategy>::set_column_encoding(std::uint32_t column, std::vector<shared_bytes> column_buffers, std::string encoding) {
   guarded([&] {
     require_open("set_column_encoding");
     require_column(column);
@@ -444,9 +495,9 @@ void file_writer<Version, Sink, Encoding>::set_column_encoding(std::uint32_t col
   });
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-std::uint32_t file_writer<Version, Sink, Encoding>::add_global_buffer(bytes_view bytes) {
+std::uint32_t file_writer_impl<Sink, Strategy>::add_global_buffer(bytes_view bytes) {
   std::uint32_t index = 0;
   guarded([&] {
     require_open("add_global_buffer");
@@ -458,9 +509,9 @@ std::uint32_t file_writer<Version, Sink, Encoding>::add_global_buffer(bytes_view
   return index;
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-finish_result file_writer<Version, Sink, Encoding>::finish() {
+finish_result file_writer_impl<Sink, Strategy>::finish() {
   finish_result r;
   guarded([&] {
     require_open("finish");
@@ -502,8 +553,8 @@ finish_result file_writer<Version, Sink, Encoding>::finish() {
     write_raw(as_bytes(encode_offset_table(globals)));
     ft.num_global_buffers = std::uint32_t(globals.size());
     ft.num_columns = num_columns_;
-    ft.major = Version::footer_major;
-    ft.minor = Version::footer_minor;
+    ft.major = version_.footer_major;
+    ft.minor = version_.footer_minor;
     std::uint8_t tail[footer_size];
     ft.encode(tail);
     write_raw({tail, footer_size});
@@ -515,9 +566,9 @@ finish_result file_writer<Version, Sink, Encoding>::finish() {
   return r;
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-void file_writer<Version, Sink, Encoding>::refresh_external_rows() {
+void file_writer_impl<Sink, Strategy>::refresh_external_rows() {
   std::uint32_t first = 0;
   for (std::size_t f = 0; f < encoders_.size(); ++f) {
     if (external_[first]) {
@@ -528,9 +579,9 @@ void file_writer<Version, Sink, Encoding>::refresh_external_rows() {
   }
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-void file_writer<Version, Sink, Encoding>::check_column(std::size_t i, const arrow::array_data& a, std::uint64_t n) const {
+void file_writer_impl<Sink, Strategy>::check_column(std::size_t i, const arrow::array_data& a, std::uint64_t n) const {
   const auto& f = schema_->fields[i];
   if (std::uint64_t(a.length) != n)
     throw invalid_input_error("column '" + f.name + "' has " + std::to_string(a.length) + " rows, expected " +
@@ -545,12 +596,12 @@ void file_writer<Version, Sink, Encoding>::check_column(std::size_t i, const arr
   if constexpr (requires { strategy_.validate(arrow_fields_[i], a); }) strategy_.validate(arrow_fields_[i], a);
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-void file_writer<Version, Sink, Encoding>::initialize(schema::schema s) {
+void file_writer_impl<Sink, Strategy>::initialize(schema::schema s) {
   const auto arrow_schema = schema::to_arrow(s);
   arrow_fields_ = arrow_schema.fields;
-  if constexpr (Version::value < format_version::v2_2) {
+  if (version_.value < format_version::v2_2) {
     // As Lance 12: "Map data type is not enabled by the selected file format".
     struct finder {
       bool operator()(const arrow::data_type& t) const {
@@ -564,7 +615,7 @@ void file_writer<Version, Sink, Encoding>::initialize(schema::schema s) {
       if (finder{}(*f.type))
         throw unsupported_error("field '" + f.name + "': map columns need file version 2.2 or later (Lance 12: " +
                                 "\"Map data type is not enabled by the selected file format\" at " +
-                                std::string(Version::value == format_version::v2_0 ? "2.0" : "2.1") + ")");
+                                std::string(to_string(version_.value)) + ")");
   }
   const std::uint64_t per_column =
       options_.data_cache_bytes ? *options_.data_cache_bytes / std::max<std::size_t>(1, s.fields.size())
@@ -579,7 +630,7 @@ void file_writer<Version, Sink, Encoding>::initialize(schema::schema s) {
     write_padded(b);
     return pos;
   };
-  if constexpr (Version::value >= format_version::v2_2) {
+  if (version_.value >= format_version::v2_2) {
     if (options_.blob_files) {
       blob_placer_.emplace(options_.blob_files, eo.write_out_of_line);
       eo.place_blob_v2 = [this](bytes_view b) { return blob_placer_->place(b); };
@@ -604,9 +655,9 @@ void file_writer<Version, Sink, Encoding>::initialize(schema::schema s) {
   schema_ = std::move(s);
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-void file_writer<Version, Sink, Encoding>::write_page(const encoding::encoded_page& p) {
+void file_writer_impl<Sink, Strategy>::write_page(const encoding::encoded_page& p) {
   pb::file2::column_metadata::page page;
   for (const auto& b : p.buffers) {
     page.buffer_offsets.push_back(tell());
@@ -619,9 +670,9 @@ void file_writer<Version, Sink, Encoding>::write_page(const encoding::encoded_pa
   page_table_.add(p.column_index, page);
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-void file_writer<Version, Sink, Encoding>::write_pages(std::vector<encoding::encode_task>& tasks) {
+void file_writer_impl<Sink, Strategy>::write_pages(std::vector<encoding::encode_task>& tasks) {
   if (!options_.pool || tasks.size() < 2) {
     for (auto& t : tasks) write_page(t());
     return;
@@ -648,9 +699,9 @@ void file_writer<Version, Sink, Encoding>::write_pages(std::vector<encoding::enc
   if (failure) std::rethrow_exception(failure);
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-void file_writer<Version, Sink, Encoding>::finish_columns() {
+void file_writer_impl<Sink, Strategy>::finish_columns() {
   std::uint32_t c = 0;
   for (auto& e : encoders_) {
     for (auto& col : e->finish()) {
@@ -669,9 +720,9 @@ void file_writer<Version, Sink, Encoding>::finish_columns() {
                         std::to_string(num_columns_));
 }
 
-template <version_policy Version, class Sink, class Encoding>
+template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
-std::string file_writer<Version, Sink, Encoding>::column_metadata_bytes(std::uint32_t c) {
+std::string file_writer_impl<Sink, Strategy>::column_metadata_bytes(std::uint32_t c) {
   pb::writer w;
   w.message(pb::file2::column_metadata::f_encoding,
             pb::file2::encoding{pb::file2::direct_encoding{column_encodings_[c]}});
@@ -685,6 +736,8 @@ std::string file_writer<Version, Sink, Encoding>::column_metadata_bytes(std::uin
   w.packed_varint(pb::file2::column_metadata::f_buffer_sizes, sizes);
   return w.take();
 }
+
+}  // namespace detail
 
 }  // namespace lancet::file
 

@@ -15,6 +15,7 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
+#include "lancet/encoding/v2_1/by_width.hpp"
 #include "lancet/encoding/v2_1/compression/bitpack.hpp"
 #include "lancet/encoding/v2_1/compression/bss.hpp"
 #include "lancet/encoding/v2_1/compression/fsst.hpp"
@@ -63,16 +64,6 @@ inline std::uint64_t flat_bits(const compressive& e, const std::string& where, c
 inline void check_word_bits(std::uint64_t bits, const std::string& where, const char* what) {
   if (bits != 8 && bits != 16 && bits != 32 && bits != 64)
     throw corrupt_error(where + ": " + what + " of " + std::to_string(bits) + " bits per value (8/16/32/64 expected)");
-}
-
-template <class F>
-inline decltype(auto) by_width(std::uint64_t bits, F&& f) {
-  switch (bits) {
-    case 8: return f(std::uint8_t{});
-    case 16: return f(std::uint16_t{});
-    case 32: return f(std::uint32_t{});
-    default: return f(std::uint64_t{});
-  }
 }
 
 // Rebases n + 1 offsets read from `src` (width bits, relative to base) to start at 0,

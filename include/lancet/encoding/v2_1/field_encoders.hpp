@@ -124,13 +124,14 @@ encoded_page encode_page_with(const Policy& policy, const std::vector<path_node>
 
 
 // The encoder of one top-level field: one column per leaf.
-template <unsigned Minor, structural_policy Policy>
+template <structural_policy Policy>
 class structural_field_encoder final : public field_encoder {
  public:
-  structural_field_encoder(arrow::field f, std::vector<std::vector<path_node>> paths, std::vector<leaf_info> leaves,
-                           std::vector<std::uint32_t> columns, std::shared_ptr<const Policy> policy,
-                           const page_sizing& sizing, const encoding_options& o, layout_rewrite rewrite = {})
-      : field_(std::move(f)), paths_(std::move(paths)), leaves_(std::move(leaves)), columns_(std::move(columns)),
+  structural_field_encoder(unsigned minor, arrow::field f, std::vector<std::vector<path_node>> paths,
+                           std::vector<leaf_info> leaves, std::vector<std::uint32_t> columns,
+                           std::shared_ptr<const Policy> policy, const page_sizing& sizing, const encoding_options& o,
+                           layout_rewrite rewrite = {})
+      : minor_(minor), field_(std::move(f)), paths_(std::move(paths)), leaves_(std::move(leaves)), columns_(std::move(columns)),
         policy_(std::move(policy)), rewrite_(std::move(rewrite)), keep_original_(o.keep_original_array),
         cache_bytes_(sizing.cache_bytes_per_column * std::max<std::size_t>(1, paths_.size())),
         group_rows_(sizing.group_rows) {}
@@ -191,8 +192,8 @@ class structural_field_encoder final : public field_encoder {
     std::vector<encode_task> tasks;
     for (std::size_t i = 0; i < paths_.size(); ++i) {
       tasks.push_back([arrays, path = paths_[i], leaf = leaves_[i], column = columns_[i], policy = policy_,
-                       rewrite = rewrite_, row = first_row_]() {
-        auto page = encode_page_with(*policy, path, leaf, *arrays, Minor, rewrite);
+                       rewrite = rewrite_, row = first_row_, minor = minor_]() {
+        auto page = encode_page_with(*policy, path, leaf, *arrays, minor, rewrite);
         page.column_index = column;
         page.priority = row;
         return page;
@@ -201,6 +202,7 @@ class structural_field_encoder final : public field_encoder {
     return tasks;
   }
 
+  unsigned minor_;
   arrow::field field_;
   std::vector<std::vector<path_node>> paths_;
   std::vector<leaf_info> leaves_;
@@ -218,20 +220,20 @@ class structural_field_encoder final : public field_encoder {
 // structural_strategy (strategy.hpp): what each version can hold, field ids and
 // columns, and the field encoders.
 
-template <unsigned Minor, structural_policy Policy>
-void structural_strategy<Minor, Policy>::validate(const arrow::field& f, const arrow::array_data& a) const {
+template <structural_policy Policy>
+void structural_encodings<Policy>::validate(const arrow::field& f, const arrow::array_data& a) const {
   check_type(f, f.name);
   (void)a;
 }
 
-template <unsigned Minor, structural_policy Policy>
-field_encoder_ptr structural_strategy<Minor, Policy>::make_field_encoder(const arrow::field& f, field_id_cursor& ids, column_index_sequence& columns,
+template <structural_policy Policy>
+field_encoder_ptr structural_encodings<Policy>::make_field_encoder(const arrow::field& f, field_id_cursor& ids, column_index_sequence& columns,
                                      const encoding_options& o) const {
   return make_encoder(f, ids, columns, o, {});
 }
 
-template <unsigned Minor, structural_policy Policy>
-field_encoder_ptr structural_strategy<Minor, Policy>::make_encoder(const arrow::field& f, field_id_cursor& ids,
+template <structural_policy Policy>
+field_encoder_ptr structural_encodings<Policy>::make_encoder(const arrow::field& f, field_id_cursor& ids,
                                                                    column_index_sequence& columns,
                                                                    const encoding_options& o,
                                                                    layout_rewrite rewrite) const {
@@ -272,24 +274,23 @@ field_encoder_ptr structural_strategy<Minor, Policy>::make_encoder(const arrow::
   }
   if (sizing.cache_bytes_per_column == 0)
     throw invalid_input_error("field '" + f.name + "': the encoding policy sized pages at 0 bytes per column");
-  return std::make_unique<structural_field_encoder<Minor, Policy>>(f, std::move(paths), std::move(leaves),
-                                                                   std::move(cols), policy_, sizing, o,
-                                                                   std::move(rewrite));
+  return std::make_unique<structural_field_encoder<Policy>>(minor_, f, std::move(paths), std::move(leaves),
+                                                            std::move(cols), policy_, sizing, o, std::move(rewrite));
 }
 
-template <unsigned Minor, structural_policy Policy>
-void structural_strategy<Minor, Policy>::check_type(const arrow::field& f, const std::string& path) {
+template <structural_policy Policy>
+void structural_encodings<Policy>::check_type(const arrow::field& f, const std::string& path) const {
   const auto& t = *f.type;
   // Blob columns keep their values outside the pages: legacy blobs (2.1) are written
   // by legacy_blob_encoder (blob_encoder.hpp); Lance 12 refuses them from 2.2 on, and
   // lancet cannot write blob v2 columns (reading them: blob.hpp).
   for (const auto& [k, v] : f.metadata) {
-    if (k == blob_key && (Minor >= 2 || path != f.name))
+    if (k == blob_key && (minor_ >= 2 || path != f.name))
       throw unsupported_error("field '" + path + "' is a legacy blob column (" + k + "), which " +
-                              (Minor >= 2 ? "Lance 12 refuses from file version 2.2 on (blob v2 columns replace them)"
+                              (minor_ >= 2 ? "Lance 12 refuses from file version 2.2 on (blob v2 columns replace them)"
                                           : "must be a top-level field"));
     if (k == "ARROW:extension:name" && v == "lance.blob.v2") {
-      if (Minor < 2)
+      if (minor_ < 2)
         throw unsupported_error("field '" + path + "' is a blob v2 column (" + v +
                                 "), which needs file version 2.2 or later (2.1 has legacy blob columns)");
       if (path != f.name) throw unsupported_error("field '" + path + "': blob v2 columns must be top-level fields");
@@ -318,8 +319,8 @@ void structural_strategy<Minor, Policy>::check_type(const arrow::field& f, const
   }
 }
 
-template <unsigned Minor, structural_policy Policy>
-void structural_strategy<Minor, Policy>::assign(const arrow::field& f, const std::string& path, field_id_cursor& ids, column_index_sequence& columns,
+template <structural_policy Policy>
+void structural_encodings<Policy>::assign(const arrow::field& f, const std::string& path, field_id_cursor& ids, column_index_sequence& columns,
             std::vector<std::uint32_t>& cols, std::vector<leaf_info>& leaves) const {
   const auto id = ids.next(f.name);
   const auto tid = f.type->id;
@@ -348,12 +349,12 @@ void structural_strategy<Minor, Policy>::assign(const arrow::field& f, const std
     l.params = policy_->resolve(path, *f.type, l.metadata);
   else
     l.params = compression_params().resolve(path, *f.type, l.metadata);
-  l.minor = Minor;
+  l.minor = minor_;
   leaves.push_back(std::move(l));
 }
 
-template <unsigned Minor, structural_policy Policy>
-void structural_strategy<Minor, Policy>::skip_ids(const arrow::field& f, field_id_cursor& ids) {
+template <structural_policy Policy>
+void structural_encodings<Policy>::skip_ids(const arrow::field& f, field_id_cursor& ids) {
   ids.next(f.name);
   if (f.type->id == arrow::type_id::struct_ || arrow::is_list_like(f.type->id))
     for (const auto& c : f.type->children) skip_ids(c, ids);

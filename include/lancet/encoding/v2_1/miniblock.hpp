@@ -18,17 +18,21 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
+#include "lancet/encoding/v2_1/by_width.hpp"
 #include "lancet/encoding/v2_1/compression/bitpack.hpp"
 #include "lancet/encoding/v2_1/compression/bss.hpp"
 #include "lancet/encoding/v2_1/compression/fsst.hpp"
 #include "lancet/encoding/v2_1/compression/general.hpp"
 #include "lancet/encoding/v2_1/compression/rle.hpp"
 #include "lancet/encoding/v2_1/data_block.hpp"
-#include "lancet/encoding/v2_1/decompress.hpp"
 #include "lancet/encoding/v2_1/page_plan.hpp"
 #include "lancet/encoding/v2_1/repdef.hpp"
+#include "lancet/pb/encodings_v2_1.hpp"
 
 namespace lancet::encoding::v2_1 {
+
+namespace enc21 = pb::enc21;
+using compressive = enc21::compressive_encoding;
 
 inline constexpr std::uint64_t max_chunk_values = 4096;
 
