@@ -399,7 +399,8 @@ struct float_algo {
 
     double cmax = 0;
     std::vector<float> s1(G, 0.0f), s2(G, 0.0f);
-    std::vector<std::size_t> top(G, k);
+    std::vector<std::size_t> top(G, k), outliers;
+    std::vector<float> drop(G, 0.0f);
     bool prune = false;
     if (bd) {
       if (bd->xnorm.size() != n) {
@@ -435,6 +436,19 @@ struct float_algo {
             s2[g] = sj;
           }
         }
+      // Groups whose largest shift stands out (above twice the runner-up, e.g. a
+      // centroid re-seeded from an empty cluster): rather than letting that one
+      // centroid lower every row's bound for the group, its distance is computed
+      // exactly for the rows that would otherwise be skipped, and the group's bound
+      // drops by the runner-up's shift. At most 4 such groups, the largest shifts.
+      drop = s1;
+      if (prune) {
+        for (std::size_t g = 0; g < G; ++g)
+          if (s1[g] > 2.0f * s2[g]) outliers.push_back(g);
+        std::sort(outliers.begin(), outliers.end(), [&](std::size_t a, std::size_t b) { return s1[a] > s1[b]; });
+        if (outliers.size() > 4) outliers.resize(4);
+        for (std::size_t g : outliers) drop[g] = s2[g];
+      }
     }
     // (lo - s) rounded to float can exceed the exact difference by half an ulp:
     // shrinking a positive result by 2^-20 makes it a true lower bound again (and a
@@ -468,17 +482,33 @@ struct float_algo {
             if (prune && a < k) {
               float* low = bd->lower.data() + r * G;
               float moved[G];
-              for (std::size_t g = 0; g < G; ++g) moved[g] = (low[g] - s1[g]) * shrink;
+              for (std::size_t g = 0; g < G; ++g) moved[g] = (low[g] - drop[g]) * shrink;
               const std::size_t ga = a % G;
               if (top[ga] == a) moved[ga] = (low[ga] - s2[ga]) * shrink;
               float lb = moved[0];
               for (std::size_t g = 1; g < G; ++g) lb = std::min(lb, moved[g]);
-              std::copy(moved, moved + G, low);
               if (lb > 0.0f) {
                 const W da = simd::l2(x, centroids + a * d, d);
                 const double ub2 = static_cast<double>(da) * dist_slack;
                 const double lbd = static_cast<double>(lb);
-                if (lbd * lbd - ub2 > 2.0 * kernel_error<W>(d, bd->xnorm[r], cmax)) {
+                const double margin = 2.0 * kernel_error<W>(d, bd->xnorm[r], cmax);
+                bool keep = lbd * lbd - ub2 > margin;
+                for (std::size_t i = 0; keep && i < outliers.size(); ++i) {
+                  const std::size_t g = outliers[i], j = top[g];
+                  if (j == a) continue;
+                  const float full = (low[g] - s1[g]) * shrink;  // the bound counting the top mover's shift
+                  if (full > 0.0f && static_cast<double>(full) * full - ub2 > margin) {
+                    moved[g] = full;
+                    continue;
+                  }
+                  // simd::l2 is within the same relative slack of the true distance.
+                  const float lj = float_at_most(
+                      std::sqrt(static_cast<double>(simd::l2(x, centroids + j * d, d)) / dist_slack) * (1.0 - 0x1.0p-40));
+                  keep = static_cast<double>(lj) * lj - ub2 > margin;
+                  moved[g] = std::min(moved[g], lj);
+                }
+                if (keep) {
+                  std::copy(moved, moved + G, low);
                   dist[r] = da;
                   ++skipped[c];
                   continue;
