@@ -27,11 +27,14 @@
 // switches to an HNSW over the centroids when k * dim >= 1e6).
 //
 // Iterations under l2 without a balance term skip the rows whose nearest centroid
-// provably cannot change (Hamerly / Yinyang-style bounds, see assign_pruned; off with
-// kmeans_params::prune = false): the result is the same as plain Lloyd's, bit for bit.
+// provably cannot change (Hamerly / Yinyang-style bounds, see
+// float_algo::assign_and_average; off with kmeans_params::prune = false): the result
+// is the same as plain Lloyd's, bit for bit. Each iteration is one pass over the rows:
+// a block is assigned and added to its chunk's centroid sums while it is in cache.
 //
-// Results are identical for any thread count: rows are assigned independently and
-// every sum is taken in row order.
+// Results are identical for any thread count: rows are assigned independently, each
+// chunk of rows (fixed by n, k and d) sums in row order and the chunks' sums are
+// added in chunk order.
 #pragma once
 
 #include <algorithm>
@@ -211,7 +214,10 @@ inline float float_at_least(double v) {
 // centroids we keep a lower bound on the distance to the group's centroids other than
 // the row's own; when the centroids move by shift[j], a group's bound drops by at most
 // the largest shift in the group (triangle inequality), while the distance to the
-// row's own centroid is recomputed exactly (the loss needs it anyway).
+// row's own centroid is recomputed exactly (the loss needs it anyway; the row is read
+// for the centroid sums in the same pass). When one centroid of a group moved far
+// more than the others (a re-seeded empty cluster), the group's bound drops by the
+// runner-up's shift and that centroid's distance is checked exactly instead.
 // A row is skipped when the gap between the two exceeds what the tiled kernel's
 // rounding could bridge, so the kernel would pick the same centroid: results are the
 // same as without pruning, bit for bit. The other rows are gathered and go through
