@@ -327,18 +327,12 @@ inline void nearest_two(const simd::packed_centroids<W>& pc, const W* xw, std::s
     // half ulp it can add), so each lane stays a true lower bound; +inf stays +inf.
     const double base = xnorm[r] * xnorm[r] - kernel_error<W>(d, xnorm[r], cmax);
     const W base_w = std::is_same_v<W, float> ? static_cast<W>(float_at_most(base)) : static_cast<W>(base);
-    alignas(64) W val[NW];
-    for (std::size_t l = 0; l < NW; ++l) val[l] = best_v[r * NW + l];
-    val[bl] = second_v[r * NW + bl];
-    if constexpr (simd::detail::has_simd) {
-      using vw = simd::detail::vec<W>;
-      static_assert(vw::size == NW);
-      const vw t = xsimd::max((vw(base_w) + simd::detail::vload(val)) * vw(down), vw(W(0)));
-      simd::detail::vstore(val, xsimd::sqrt(t));
-    } else {
-      for (std::size_t l = 0; l < NW; ++l) val[l] = std::sqrt(std::max((base_w + val[l]) * down, W(0)));
+    for (std::size_t l = 0; l < NW; ++l) {  // branch-free but the square root (t >= 0 here)
+      const W v = l == bl ? second_v[r * NW + l] : best_v[r * NW + l];
+      W t = (base_w + v) * down;
+      t = t > W(0) ? t : W(0);
+      lo[l] = static_cast<float>(std::sqrt(t)) * down_f;
     }
-    for (std::size_t l = 0; l < NW; ++l) lo[l] = static_cast<float>(val[l]) * down_f;
   }
 }
 
