@@ -487,31 +487,36 @@ kmeans_result<centroid_t<T>> check_pruned_equals_plain(const std::vector<T>& row
 }  // namespace
 
 TEST_CASE("pruned iterations give exactly plain Lloyd's result") {
+  // Small shapes on purpose (this case runs under ASan at -O0 in CI); each still
+  // fails with a bound that is too loose (see bench/RESULTS.md, issue 14).
   kmeans_params p;
-  p.max_iters = 30;
+  p.max_iters = 20;
   p.tolerance = 0;
   p.sample_rate = 0;
   boost::asio::thread_pool pool(2);
   SUBCASE("overlapping blobs, several shapes, 1 and 2 threads") {
-    for (std::size_t d : {1, 3, 24, 128}) {
-      auto b = make_blobs(40, 150, d, 3, 11 + d);
-      for (std::size_t k : {1, 2, 17, 64, 200}) {
-        CAPTURE(d);
-        CAPTURE(k);
-        const auto one = check_pruned_equals_plain(b.rows, d, k, p, nullptr);
+    const std::size_t shapes[][2] = {{1, 17}, {3, 2}, {24, 64}, {128, 40}};  // d, k
+    for (const auto& s : shapes) {
+      const std::size_t d = s[0], k = s[1];
+      auto b = make_blobs(40, 50, d, 3, 11 + d);
+      CAPTURE(d);
+      CAPTURE(k);
+      const auto one = check_pruned_equals_plain(b.rows, d, k, p, nullptr);
+      if (d <= 24) {
         const auto two = check_pruned_equals_plain(b.rows, d, k, p, &pool);
         CHECK(two.centroids == one.centroids);
-        if (k > 1) CHECK(one.rows_pruned > 0);  // the bounds do skip rows
-        CHECK(one.rows_pruned < one.rows_assigned);
       }
+      CHECK(one.rows_pruned > 0);  // the bounds do skip rows
+      CHECK(one.rows_pruned < one.rows_assigned);
     }
   }
-  SUBCASE("uniform noise (no structure: centroids keep moving), doubles, duplicates") {
+  SUBCASE("uniform noise (no structure: centroids keep moving), doubles, duplicates, re-seeded clusters") {
+    // A block of identical rows leaves clusters empty: they are re-seeded far away,
+    // the moves the per-group bounds leave to an exact check of that centroid.
     std::mt19937_64 rng(5);
     std::uniform_real_distribution<double> u(-1, 1);
-    std::vector<double> rows(3000 * 16);
+    std::vector<double> rows(1500 * 16);
     for (auto& v : rows) v = u(rng);
-    // A block of identical rows and rows equidistant from symmetric centroids: ties.
     for (std::size_t r = 0; r < 300; ++r)
       for (std::size_t t = 0; t < 16; ++t) rows[r * 16 + t] = t % 2 ? 0.25 : -0.25;
     check_pruned_equals_plain(rows, 16, 50, p, nullptr);
@@ -520,7 +525,7 @@ TEST_CASE("pruned iterations give exactly plain Lloyd's result") {
     check_pruned_equals_plain(f, 16, 33, p, &pool);
   }
   SUBCASE("large offsets (rounding of |c|^2 - 2 x.c matters), cosine, kmeans++, redos, hierarchical") {
-    auto b = make_blobs(30, 100, 32, 2, 3);
+    auto b = make_blobs(30, 60, 32, 2, 3);
     for (auto& v : b.rows) v += 1000.0f;
     check_pruned_equals_plain(b.rows, 32, 40, p, &pool);
     kmeans_params q = p;
@@ -534,6 +539,14 @@ TEST_CASE("pruned iterations give exactly plain Lloyd's result") {
     q.max_iters = 8;
     const auto h = check_pruned_equals_plain(b.rows, 32, 300, q, &pool);
     CHECK(h.hierarchical);
+  }
+  SUBCASE("several chunks of rows (their centroid sums added in chunk order), 1 and 2 threads") {
+    auto b = make_blobs(12, 1000, 4, 2, 21);  // 12,000 rows: 3 chunks
+    const auto one = check_pruned_equals_plain(b.rows, 4, 10, p, nullptr);
+    const auto two = check_pruned_equals_plain(b.rows, 4, 10, p, &pool);
+    CHECK(two.centroids == one.centroids);
+    CHECK(two.loss == one.loss);
+    CHECK(one.rows_pruned > 0);
   }
   SUBCASE("with a balance term or dot, nothing is skipped") {
     auto b = make_blobs(10, 100, 8, 4, 9);

@@ -27,11 +27,14 @@
 // switches to an HNSW over the centroids when k * dim >= 1e6).
 //
 // Iterations under l2 without a balance term skip the rows whose nearest centroid
-// provably cannot change (Hamerly / Yinyang-style bounds, see assign_pruned; off with
-// kmeans_params::prune = false): the result is the same as plain Lloyd's, bit for bit.
+// provably cannot change (Hamerly / Yinyang-style bounds, see
+// float_algo::assign_and_average; off with kmeans_params::prune = false): the result
+// is the same as plain Lloyd's, bit for bit. Each iteration is one pass over the rows:
+// a block is assigned and added to its chunk's centroid sums while it is in cache.
 //
-// Results are identical for any thread count: rows are assigned independently and
-// every sum is taken in row order.
+// Results are identical for any thread count: rows are assigned independently, each
+// chunk of rows (fixed by n, k and d) sums in row order and the chunks' sums are
+// added in chunk order.
 #pragma once
 
 #include <algorithm>
@@ -191,13 +194,30 @@ inline double kernel_error(std::size_t d, double xnorm, double cmax) {
   return 2.0 * static_cast<double>(d + 2) * eps * (xnorm + cmax) * (xnorm + cmax);
 }
 
+// The largest float not above v (+-inf and NaN stay as they are).
+inline float float_at_most(double v) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  return f;
+}
+
+// The smallest float not below v.
+inline float float_at_least(double v) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  return f;
+}
+
 // ---- exact pruning for l2 iterations (Hamerly / Yinyang bounds) ---------------------
 //
 // After the first iterations most rows keep their centroid. Per row and per group of
 // centroids we keep a lower bound on the distance to the group's centroids other than
 // the row's own; when the centroids move by shift[j], a group's bound drops by at most
 // the largest shift in the group (triangle inequality), while the distance to the
-// row's own centroid is recomputed exactly (the loss needs it anyway).
+// row's own centroid is recomputed exactly (the loss needs it anyway; the row is read
+// for the centroid sums in the same pass). When one centroid of a group moved far
+// more than the others (a re-seeded empty cluster), the group's bound drops by the
+// runner-up's shift and that centroid's distance is checked exactly instead.
 // A row is skipped when the gap between the two exceeds what the tiled kernel's
 // rounding could bridge, so the kernel would pick the same centroid: results are the
 // same as without pruning, bit for bit. The other rows are gathered and go through
@@ -260,11 +280,13 @@ inline constexpr std::size_t bound_groups = simd::detail::tile_plan<W>::NW;
 // the chosen one (+inf for a group with none); lower has rows * bound_groups<W> values.
 template <class W>
 inline void nearest_two(const simd::packed_centroids<W>& pc, const W* xw, std::size_t rows, const double* xnorm,
-                        double cmax, std::uint32_t* index, W* dist, double* lower) {
+                        double cmax, std::uint32_t* index, W* dist, float* lower) {
   using plan = simd::detail::tile_plan<W>;
   constexpr std::size_t NW = plan::NW;
   static_assert(NW == bound_groups<W>);
   constexpr W inf = std::numeric_limits<W>::infinity();
+  constexpr W down = W(1) - W(0x1.0p-22);
+  constexpr float down_f = 1.0f - 0x1.0p-22f;
   const std::size_t d = pc.dimension();
   simd::detail::aligned_array<W> alpha(rows), best_v(rows * NW), best_i(rows * NW), second_v(rows * NW);
   for (std::size_t r = 0; r < rows; ++r) alpha[r] = simd::detail::row_alpha(pc.type(), xw + r * d, d);
@@ -288,33 +310,55 @@ inline void nearest_two(const simd::packed_centroids<W>& pc, const W* xw, std::s
         bl = l;
       }
     }
-    double* lo = lower + r * NW;
+    float* lo = lower + r * NW;
     if (bi == simd::no_index || std::isnan(alpha[r])) {  // not finite: never pruned
       std::uint32_t one = 0;
       W dd = 0;
       simd::assign_nearest(pc, xw + r * d, 1, &one, &dd);
       index[r] = one;
       dist[r] = dd;
-      std::fill(lo, lo + NW, 0.0);
+      std::fill(lo, lo + NW, 0.0f);
       continue;
     }
     index[r] = bi;
     dist[r] = simd::l2(xw + r * d, pc.centroid(bi), d);
     // |x - c_j|^2 = |x|^2 + (|c_j|^2 - 2 x.c_j) >= |x|^2 + v - (the kernel's error).
+    // In W, every rounding step pushed down by a factor (1 - 2^-22) (more than the
+    // half ulp it can add), so each lane stays a true lower bound; +inf stays +inf.
     const double base = xnorm[r] * xnorm[r] - kernel_error<W>(d, xnorm[r], cmax);
-    for (std::size_t l = 0; l < NW; ++l) {
+    const W base_w = std::is_same_v<W, float> ? static_cast<W>(float_at_most(base)) : static_cast<W>(base);
+    for (std::size_t l = 0; l < NW; ++l) {  // branch-free but the square root (t >= 0 here)
       const W v = l == bl ? second_v[r * NW + l] : best_v[r * NW + l];
-      lo[l] = v == inf ? std::numeric_limits<double>::infinity()
-                       : std::sqrt(std::max(0.0, base + static_cast<double>(v)));
+      W t = (base_w + v) * down;
+      t = t > W(0) ? t : W(0);
+      lo[l] = static_cast<float>(std::sqrt(t)) * down_f;
     }
   }
 }
 
-// Per training run: the rows' norms and lower bounds for float_algo::assign_pruned.
+// Per training run: the rows' norms and lower bounds for float_algo's pruned
+// assignment. Bounds are stored as float, rounded down (half the memory traffic of
+// doubles; a smaller lower bound only prunes less).
 struct l2_bounds {
-  std::vector<double> xnorm, lower;
-  bool ready = false;  // lower holds bounds for the current memberships
+  std::vector<double> xnorm;
+  std::vector<float> lower;  // rows * groups
+  bool ready = false;        // lower holds bounds for the current memberships
 };
+
+// Per-chunk centroid sums and counts (see float_algo::assign_and_average), kept
+// across iterations so the buffers are allocated once per run.
+struct chunk_sums {
+  std::vector<double> sum;         // chunks * k * d
+  std::vector<std::size_t> count;  // chunks * k
+};
+
+// Rows per chunk of centroid sums: a whole number of assignment blocks, and at least
+// 16 rows per centroid so that the chunks' sums (k * d doubles each) stay small next
+// to the rows. Depends on n, k and d only, never on the thread count.
+inline std::size_t sum_chunk_rows(std::size_t block_rows, std::size_t k) {
+  const std::size_t want = std::max<std::size_t>(4096, 16 * k);
+  return (want + block_rows - 1) / block_rows * block_rows;
+}
 
 // ---- algorithms: float rows (l2 / dot) and binary codes (hamming, k-modes) ---------
 
@@ -331,133 +375,196 @@ struct float_algo {
     simd::assign_nearest(pc, data, n, member, dist, pool);
   }
 
-  // assign() for l2 without a balance term, skipping the rows whose centroid cannot
-  // change (see nearest_two). shift[j]: how far centroid j moved since the previous
-  // call (null: compute every row). Same members and distances as assign().
-  // Returns how many rows were skipped.
-  std::size_t assign_pruned(const W* centroids, std::size_t k, const W* data, std::size_t n, const double* shift,
-                            l2_bounds& bd, std::uint32_t* member, W* dist, boost::asio::thread_pool* pool) const {
+  // One Lloyd's iteration in a single pass over the rows: each task takes a chunk of
+  // rows; per block of the chunk it assigns the rows (assign()'s members and
+  // distances) and, while the block is still in cache, adds them to the chunk's
+  // centroid sums. The chunks' sums are then added in chunk order and divided by the
+  // counts (empty clusters get zeros), so the means do not depend on the thread count.
+  //
+  // bd null: plain assignment (bias allowed). bd set (l2, no bias): rows whose
+  // centroid cannot change are skipped (see nearest_two); shift[j] is how far
+  // centroid j moved since the previous call (null: compute every row). Either way
+  // members, distances and means are the same. Returns how many rows were skipped.
+  std::size_t assign_and_average(const W* centroids, std::size_t k, const W* data, std::size_t n, const W* bias,
+                                 l2_bounds* bd, const double* shift, std::uint32_t* member, W* dist, W* next,
+                                 chunk_sums& sums, boost::asio::thread_pool* pool) const {
     using plan = simd::detail::tile_plan<W>;
-    const simd::packed_centroids<W> pc(simd::distance_type::l2, centroids, k, d);
-    const std::size_t rb = simd::detail::rows_per_block<W>(d, plan::mr_for(pc.nrv()));
-    const std::size_t blocks = (n + rb - 1) / rb;
-    if (bd.xnorm.size() != n) {
-      bd.xnorm.resize(n);
-      bd.lower.assign(n * bound_groups<W>, 0.0);
-      bd.ready = false;
-      parallel_for(pool, blocks, [&](std::size_t b) {
-        for (std::size_t r = b * rb; r < std::min(n, (b + 1) * rb); ++r) {
-          double s = 0;
-          for (std::size_t t = 0; t < d; ++t) s += static_cast<double>(data[r * d + t]) * data[r * d + t];
-          bd.xnorm[r] = std::sqrt(s);
-        }
-      });
-    }
-    double cmax = 0;
-    for (std::size_t j = 0; j < k; ++j) {
-      double s = 0;
-      for (std::size_t t = 0; t < d; ++t) s += static_cast<double>(centroids[j * d + t]) * centroids[j * d + t];
-      cmax = std::max(cmax, std::sqrt(s));
-    }
-    // Per group, the largest and second largest shift: a row's other centroids in a
-    // group moved at most the largest, or the second largest when its own centroid is
-    // the one that moved most.
     constexpr std::size_t G = bound_groups<W>;
-    const bool prune = shift != nullptr && bd.ready;
-    std::vector<double> s1(G, 0.0), s2(G, 0.0);
-    std::vector<std::size_t> top(G, k);
-    if (prune)
-      for (std::size_t j = 0; j < k; ++j) {
-        const std::size_t g = j % G;
-        if (shift[j] > s1[g]) {
-          s2[g] = s1[g];
-          s1[g] = shift[j];
-          top[g] = j;
-        } else if (shift[j] > s2[g]) {
-          s2[g] = shift[j];
-        }
+    const simd::packed_centroids<W> pc(dt, centroids, k, d, bd ? nullptr : bias);
+    const std::size_t rb = simd::detail::rows_per_block<W>(d, plan::mr_for(pc.nrv()));
+    const std::size_t cr = sum_chunk_rows(rb, k);
+    const std::size_t chunks = (n + cr - 1) / cr;
+    sums.sum.resize(chunks * k * d);
+    sums.count.resize(chunks * k);
+
+    double cmax = 0;
+    std::vector<float> s1(G, 0.0f), s2(G, 0.0f);
+    std::vector<std::size_t> top(G, k), outliers;
+    std::vector<float> drop(G, 0.0f);
+    bool prune = false;
+    if (bd) {
+      if (bd->xnorm.size() != n) {
+        bd->xnorm.resize(n);
+        bd->lower.assign(n * G, 0.0f);
+        bd->ready = false;
+        parallel_for(pool, chunks, [&](std::size_t c) {
+          for (std::size_t r = c * cr; r < std::min(n, (c + 1) * cr); ++r) {
+            double s = 0;
+            for (std::size_t t = 0; t < d; ++t) s += static_cast<double>(data[r * d + t]) * data[r * d + t];
+            bd->xnorm[r] = std::sqrt(s);
+          }
+        });
       }
+      for (std::size_t j = 0; j < k; ++j) {
+        double s = 0;
+        for (std::size_t t = 0; t < d; ++t) s += static_cast<double>(centroids[j * d + t]) * centroids[j * d + t];
+        cmax = std::max(cmax, std::sqrt(s));
+      }
+      // Per group, the largest and second largest shift (rounded up to float): a
+      // row's other centroids in a group moved at most the largest, or the second
+      // largest when its own centroid is the one that moved most.
+      prune = shift != nullptr && bd->ready;
+      if (prune)
+        for (std::size_t j = 0; j < k; ++j) {
+          const std::size_t g = j % G;
+          const float sj = float_at_least(shift[j]);
+          if (sj > s1[g]) {
+            s2[g] = s1[g];
+            s1[g] = sj;
+            top[g] = j;
+          } else if (sj > s2[g]) {
+            s2[g] = sj;
+          }
+        }
+      // Groups whose largest shift stands out (above twice the runner-up, e.g. a
+      // centroid re-seeded from an empty cluster): rather than letting that one
+      // centroid lower every row's bound for the group, its distance is computed
+      // exactly for the rows that would otherwise be skipped, and the group's bound
+      // drops by the runner-up's shift. At most 4 such groups, the largest shifts.
+      drop = s1;
+      if (prune) {
+        for (std::size_t g = 0; g < G; ++g)
+          if (s1[g] > 2.0f * s2[g]) outliers.push_back(g);
+        std::sort(outliers.begin(), outliers.end(), [&](std::size_t a, std::size_t b) { return s1[a] > s1[b]; });
+        if (outliers.size() > 4) outliers.resize(4);
+        for (std::size_t g : outliers) drop[g] = s2[g];
+      }
+    }
+    // (lo - s) rounded to float can exceed the exact difference by half an ulp:
+    // shrinking a positive result by 2^-20 makes it a true lower bound again (and a
+    // bound <= 0 never prunes).
+    constexpr float shrink = 1.0f - 0x1.0p-20f;
     const double dist_slack = 1.0 + 2.0 * static_cast<double>(d + 2) * static_cast<double>(std::numeric_limits<W>::epsilon());
-    std::vector<std::size_t> skipped(blocks, 0);
-    parallel_for(pool, blocks, [&](std::size_t b) {
-      const std::size_t r0 = b * rb, r1 = std::min(n, r0 + rb);
-      simd::detail::aligned_array<W> rows((r1 - r0) * d);
+
+    std::vector<std::size_t> skipped(chunks, 0);
+    parallel_for(pool, chunks, [&](std::size_t c) {
+      const std::size_t c0 = c * cr, c1 = std::min(n, c0 + cr);
+      double* acc = sums.sum.data() + c * k * d;
+      std::size_t* cnt = sums.count.data() + c * k;
+      std::fill(acc, acc + k * d, 0.0);
+      std::fill(cnt, cnt + k, std::size_t(0));
+      simd::detail::aligned_array<W> rows(bd ? rb * d : 0);
       std::vector<std::size_t> which;
       std::vector<double> norms;
-      which.reserve(r1 - r0);
-      norms.reserve(r1 - r0);
-      double moved[G];
-      for (std::size_t r = r0; r < r1; ++r) {
-        const W* x = data + r * d;
-        const std::uint32_t a = member[r];
-        if (prune && a < k) {
-          double* lo = bd.lower.data() + r * G;
-          double lb = std::numeric_limits<double>::infinity();
-          for (std::size_t g = 0; g < G; ++g) {
-            moved[g] = lo[g] - (top[g] == a ? s2[g] : s1[g]);
-            lb = std::min(lb, moved[g]);
+      std::vector<std::uint32_t> m;
+      std::vector<W> dd;
+      std::vector<float> lo;
+      for (std::size_t b0 = c0; b0 < c1; b0 += rb) {
+        const std::size_t b1 = std::min(c1, b0 + rb);
+        if (!bd) {
+          simd::assign_nearest(pc, data + b0 * d, b1 - b0, member + b0, dist + b0);
+        } else {
+          which.clear();
+          norms.clear();
+          for (std::size_t r = b0; r < b1; ++r) {
+            const W* x = data + r * d;
+            const std::uint32_t a = member[r];
+            if (prune && a < k) {
+              float* low = bd->lower.data() + r * G;
+              float moved[G];
+              for (std::size_t g = 0; g < G; ++g) moved[g] = (low[g] - drop[g]) * shrink;
+              const std::size_t ga = a % G;
+              if (top[ga] == a) moved[ga] = (low[ga] - s2[ga]) * shrink;
+              float lb = moved[0];
+              for (std::size_t g = 1; g < G; ++g) lb = std::min(lb, moved[g]);
+              if (lb > 0.0f) {
+                const W da = simd::l2(x, centroids + a * d, d);
+                const double ub2 = static_cast<double>(da) * dist_slack;
+                const double lbd = static_cast<double>(lb);
+                const double margin = 2.0 * kernel_error<W>(d, bd->xnorm[r], cmax);
+                bool keep = lbd * lbd - ub2 > margin;
+                for (std::size_t i = 0; keep && i < outliers.size(); ++i) {
+                  const std::size_t g = outliers[i], j = top[g];
+                  if (j == a) continue;
+                  const float full = (low[g] - s1[g]) * shrink;  // the bound counting the top mover's shift
+                  if (full > 0.0f && static_cast<double>(full) * full - ub2 > margin) {
+                    moved[g] = full;
+                    continue;
+                  }
+                  // simd::l2 is within the same relative slack of the true distance.
+                  const float lj = float_at_most(
+                      std::sqrt(static_cast<double>(simd::l2(x, centroids + j * d, d)) / dist_slack) * (1.0 - 0x1.0p-40));
+                  keep = static_cast<double>(lj) * lj - ub2 > margin;
+                  moved[g] = std::min(moved[g], lj);
+                }
+                if (keep) {
+                  std::copy(moved, moved + G, low);
+                  dist[r] = da;
+                  ++skipped[c];
+                  continue;
+                }
+              }
+            }
+            std::copy(x, x + d, rows.data() + which.size() * d);
+            which.push_back(r);
+            norms.push_back(bd->xnorm[r]);
           }
-          if (lb > 0) {
-            const W da = simd::l2(x, centroids + a * d, d);
-            const double ub2 = static_cast<double>(da) * dist_slack;
-            if (lb * lb - ub2 > 2.0 * kernel_error<W>(d, bd.xnorm[r], cmax)) {
-              dist[r] = da;
-              std::copy(moved, moved + G, lo);
-              ++skipped[b];
-              continue;
+          if (!which.empty()) {
+            m.resize(which.size());
+            dd.resize(which.size());
+            lo.resize(which.size() * G);
+            nearest_two(pc, rows.data(), which.size(), norms.data(), cmax, m.data(), dd.data(), lo.data());
+            for (std::size_t i = 0; i < which.size(); ++i) {
+              member[which[i]] = m[i];
+              dist[which[i]] = dd[i];
+              std::copy(lo.data() + i * G, lo.data() + (i + 1) * G, bd->lower.data() + which[i] * G);
             }
           }
         }
-        std::copy(x, x + d, rows.data() + which.size() * d);
-        which.push_back(r);
-        norms.push_back(bd.xnorm[r]);
-      }
-      if (which.empty()) return;
-      std::vector<std::uint32_t> m(which.size());
-      std::vector<W> dd(which.size());
-      std::vector<double> lo(which.size() * G);
-      nearest_two(pc, rows.data(), which.size(), norms.data(), cmax, m.data(), dd.data(), lo.data());
-      for (std::size_t i = 0; i < which.size(); ++i) {
-        member[which[i]] = m[i];
-        dist[which[i]] = dd[i];
-        std::copy(lo.data() + i * G, lo.data() + (i + 1) * G, bd.lower.data() + which[i] * G);
+        for (std::size_t r = b0; r < b1; ++r) {  // the block's rows into the chunk's sums
+          const std::uint32_t mr = member[r];
+          if (mr == simd::no_index) continue;
+          double* a = acc + mr * d;
+          const W* row = data + r * d;
+          std::size_t t = 0;
+          for (; t + 8 <= d; t += 8)  // fixed-width chunks: GCC vectorises these at -O2
+            for (std::size_t u = 0; u < 8; ++u) a[t + u] += static_cast<double>(row[t + u]);
+          for (; t < d; ++t) a[t] += static_cast<double>(row[t]);
+          ++cnt[mr];
+        }
       }
     });
-    bd.ready = true;
-    std::size_t total = 0;
-    for (auto c : skipped) total += c;
-    return total;
-  }
+    if (bd) bd->ready = true;
 
-  // Means of the members, summed in double in row order (so the result does not
-  // depend on how centroids are split across tasks); empty clusters get zeros. Each
-  // task owns a range of centroids and streams the rows once.
-  void means(const W* data, std::size_t n, const std::uint32_t* member, const std::vector<std::size_t>&,
-             std::size_t k, W* out, boost::asio::thread_pool* pool) const {
-    const std::size_t cap = std::max<std::size_t>(1, (std::size_t(64) << 20) / (d * sizeof(double)));
-    std::size_t per = pool ? (k + 7) / 8 : k;  // 8 tasks to share; one dense pass alone
-    per = std::max<std::size_t>(1, std::min(per, cap));
+    // Means: chunk sums added in chunk order, per range of centroids.
+    const std::size_t per = pool ? std::max<std::size_t>(1, (k + 7) / 8) : k;
     parallel_for(pool, (k + per - 1) / per, [&](std::size_t b) {
-      const std::size_t j0 = b * per, j1 = std::min(k, j0 + per);
-      std::vector<double> acc((j1 - j0) * d, 0.0);
-      std::vector<std::size_t> cnt(j1 - j0, 0);
-      for (std::size_t r = 0; r < n; ++r) {
-        const std::uint32_t m = member[r];
-        if (m == simd::no_index || m < j0 || m >= j1) continue;
-        double* a = acc.data() + (m - j0) * d;
-        const W* row = data + r * d;
-        std::size_t t = 0;
-        for (; t + 8 <= d; t += 8)  // fixed-width chunks: GCC vectorises these at -O2
-          for (std::size_t u = 0; u < 8; ++u) a[t + u] += static_cast<double>(row[t + u]);
-        for (; t < d; ++t) a[t] += static_cast<double>(row[t]);
-        ++cnt[m - j0];
-      }
-      for (std::size_t j = j0; j < j1; ++j) {
-        const double inv = cnt[j - j0] ? 1.0 / static_cast<double>(cnt[j - j0]) : 0.0;
-        const double* a = acc.data() + (j - j0) * d;
-        for (std::size_t t = 0; t < d; ++t) out[j * d + t] = static_cast<W>(a[t] * inv);
+      std::vector<double> s(d);
+      for (std::size_t j = b * per; j < std::min(k, (b + 1) * per); ++j) {
+        std::fill(s.begin(), s.end(), 0.0);
+        std::size_t total = 0;
+        for (std::size_t c = 0; c < chunks; ++c) {
+          const double* a = sums.sum.data() + (c * k + j) * d;
+          for (std::size_t t = 0; t < d; ++t) s[t] += a[t];
+          total += sums.count[c * k + j];
+        }
+        const double inv = total ? 1.0 / static_cast<double>(total) : 0.0;
+        for (std::size_t t = 0; t < d; ++t) next[j * d + t] = static_cast<W>(s[t] * inv);
       }
     });
+    std::size_t total = 0;
+    for (auto s : skipped) total += s;
+    return total;
   }
 
   // Re-seeds empty cluster i from cluster j (Lance's split: scale the coordinates by
@@ -671,6 +778,7 @@ class trainer {
     bool use_bounds = false;
     if constexpr (prunable) use_bounds = p_.prune && bf_ == 0.0 && algo_.dt == simd::distance_type::l2;
     l2_bounds bounds;
+    chunk_sums sums;
     std::vector<double> shift(use_bounds ? k : 0);
     for (std::uint32_t it = 1; it <= p_.max_iters; ++it) {
       const double bf = std::min(adjusted_bf, bf_);
@@ -678,13 +786,12 @@ class trainer {
       if (biased)
         for (std::size_t j = 0; j < k; ++j) bias[j] = static_cast<D>(bf * static_cast<double>(sizes[j]));
       rows_assigned += n;
-      if (use_bounds) {
-        if constexpr (prunable)
-          rows_pruned += algo_.assign_pruned(cents.data(), k, data, n, it == 1 ? nullptr : shift.data(), bounds,
-                                             member.data(), dist.data(), pool_);
-      } else {
+      if constexpr (prunable)  // assignment and the new means in one pass
+        rows_pruned += algo_.assign_and_average(cents.data(), k, data, n, biased ? bias.data() : nullptr,
+                                                use_bounds ? &bounds : nullptr, it == 1 ? nullptr : shift.data(),
+                                                member.data(), dist.data(), next.data(), sums, pool_);
+      else
         algo_.assign(cents.data(), k, data, n, biased ? bias.data() : nullptr, member.data(), dist.data(), pool_);
-      }
 
       // Cluster sizes, radius and loss per cluster, in row order (Lance's
       // compute_cluster_sizes: the largest cluster is the first to reach the maximum).
@@ -711,7 +818,7 @@ class trainer {
       last_loss = balance_loss;
       for (double l : losses) last_loss += l;
 
-      algo_.means(data, n, member.data(), sizes, k, next.data(), pool_);
+      if constexpr (!prunable) algo_.means(data, n, member.data(), sizes, k, next.data(), pool_);
       split_empty(next, sizes, data, n, member);
       if (use_bounds)  // how far each centroid moved, rounded up
         for (std::size_t j = 0; j < k; ++j) {
