@@ -567,8 +567,8 @@ TEST_CASE("train_for_ivf trains on residuals for l2 / cosine, raw vectors for do
   CHECK(diff <= a.size() / 1000);  // rounding of the normalisation may flip a near tie
 }
 
-// Issue 14: 8-bit dot-product codebooks of sub-vectors up to 4 values start from
-// k-means++ seeding (their top dot products sit in the tails of the data, which random
+// Issue 14: 8-bit dot-product codebooks of short sub-vectors (2 values; 4 when there
+// are at most 8) start from k-means++ seeding (their top dot products sit in the tails of the data, which random
 // rows leave to few centroids); everything else from random rows, as Lance. Data like the recall sweep's: 32 blobs
 // with N(0, 1) centres, spread 0.3, a scale 0.5-1.5 per blob; sub-vectors of width 2.
 TEST_CASE("PQ init: k-means++ for 8-bit dot codebooks of short sub-vectors, random rows otherwise") {
@@ -597,7 +597,7 @@ TEST_CASE("PQ init: k-means++ for 8-bit dot codebooks of short sub-vectors, rand
   const double e_pp = mse_of(dot_pp, rows, n), e_random = mse_of(dot_random, rows, n);
   MESSAGE("dot 8-bit reconstruction error: k-means++ " << e_pp << ", random rows " << e_random);
   CHECK(e_pp < 0.95 * e_random);
-  // l2, 4-bit dot and dot sub-vectors longer than 4 values keep Lance's random rows.
+  // l2, 4-bit dot and dot sub-vectors of 8 values keep Lance's random rows.
   CHECK(pq::train(rows.data(), n, d, p, distance_type::l2).codebook ==
         pq::train(rows.data(), n, d, pr, distance_type::l2).codebook);
   pq::params p4 = p, p4r = pr;
@@ -608,6 +608,16 @@ TEST_CASE("PQ init: k-means++ for 8-bit dot codebooks of short sub-vectors, rand
   p1.num_sub_vectors = p1r.num_sub_vectors = 1;
   CHECK(pq::train(rows.data(), n, d, p1, distance_type::dot).codebook ==
         pq::train(rows.data(), n, d, p1r, distance_type::dot).codebook);
+  // Width 4: k-means++ with at most 8 sub-vectors, random rows with more.
+  pq::params p2 = p, p2p = pp;
+  p2.num_sub_vectors = p2p.num_sub_vectors = 2;
+  CHECK(pq::train(rows.data(), n, d, p2, distance_type::dot).codebook ==
+        pq::train(rows.data(), n, d, p2p, distance_type::dot).codebook);
+  const auto wide = gaussian(n, 36, 15);
+  pq::params p9 = p, p9r = pr;
+  p9.num_sub_vectors = p9r.num_sub_vectors = 9;
+  CHECK(pq::train(wide.data(), n, 36, p9, distance_type::dot).codebook ==
+        pq::train(wide.data(), n, 36, p9r, distance_type::dot).codebook);
   pq::params bad = p;
   bad.init = kmeans_init::given;
   CHECK_THROWS_AS(pq::train(rows.data(), n, d, bad, distance_type::dot), invalid_input_error);

@@ -11,8 +11,8 @@
 // - codebook [m][2^bits][dim/m], one k-means (k = 2^bits, l2, max_iters 50, one
 //   redo, no balance term) per sub-vector over that sub-vector's values; the
 //   training sample is sample_rate * 2^bits rows (65536 for 8 bits); each k-means
-//   starts from random rows (Lance's), except 8-bit dot-product codebooks of
-//   sub-vectors up to 4 values, which lancet seeds with k-means++ (params::init);
+//   starts from random rows (Lance's), except 8-bit dot-product codebooks of short
+//   sub-vectors (params::init), which lancet seeds with k-means++;
 // - inside an IVF index Lance trains on residuals to the nearest centroid (l2) for
 //   l2 and cosine (cosine normalises first) and on the raw vectors for dot, always
 //   with l2 k-means, and encodes the same way: train_for_ivf / encode_for_ivf;
@@ -81,10 +81,11 @@ struct params {
   std::size_t sample_rate = 256;     // training rows: sample_rate * 2^num_bits
   // Initial centroids of each sub-vector's k-means: k distinct random rows (random,
   // Lance's) or k-means++ seeding. Unset: k-means++ for dot-product codebooks with
-  // 8-bit codes and sub-vectors of at most 4 values (raw vectors, whose top dot
-  // products sit in the tails that D^2 seeding covers: recall +0.03-0.09 at 16 and
-  // 32 dimensions, unchanged at 128; bench/RESULTS.md issue 14 "PQ recall"), random
-  // rows otherwise (on l2 residuals, 4-bit codes or 16-value sub-vectors k-means++
+  // 8-bit codes and sub-vectors of 2 values, or of 4 values when there are at most 8
+  // sub-vectors (raw vectors, whose top dot products sit in the tails that D^2
+  // seeding covers: recall +0.04-0.09 at width 2 for 16-768 dimensions, +0.03-0.04
+  // at width 4 for 16-32; bench/RESULTS.md issue 14 "PQ recall"); random rows
+  // otherwise (on l2 residuals, 4-bit codes, wider or more sub-vectors k-means++
   // lowers the distortion, not the recall).
   std::optional<kmeans_init> init;
   std::uint64_t seed = 42;
@@ -406,7 +407,8 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
   // One k-means per sub-vector, each with its own seed: the codebook depends only
   // on the seed, never on which thread trains which sub-vector.
   const bool plus_plus = p.init ? *p.init == kmeans_init::kmeans_plus_plus
-                                : table_dist == distance_type::dot && p.num_bits == 8 && sd <= 4;
+                                : table_dist == distance_type::dot && p.num_bits == 8 &&
+                                      (sd <= 2 || (sd <= 4 && m <= 8));
   std::mutex progress_mu;
   std::size_t done = 0;
   parallel_for(pool, m, [&](std::size_t s) {
