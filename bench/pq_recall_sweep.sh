@@ -5,7 +5,8 @@
 #   bench/pq_recall_sweep.sh BUILD_DIR [OUT.jsonl] [extra pq_recall_sweep.mjs options]
 #
 # Defaults: dims 16,32,128,768; widths 2,4,8,16; bits 4,8; l2, cosine, dot; 3 builds
-# (3 datasets of 10,000 clustered rows each); 500 queries; 16 partitions, nprobes 16
+# (3 datasets of 10,000 clustered rows each); 2,000 queries, searched over both indexes
+# (the table reports the paired difference with its standard errors); 16 partitions, nprobes 16
 # (every partition: the IVF stage is not the bottleneck, recall@10 measures PQ); lancet
 # with 1 thread. OUT (default pq_recall_sweep.jsonl in the current directory) gets one
 # line per (cell, build) as it completes; re-running with the same OUT resumes. The

@@ -567,6 +567,62 @@ TEST_CASE("train_for_ivf trains on residuals for l2 / cosine, raw vectors for do
   CHECK(diff <= a.size() / 1000);  // rounding of the normalisation may flip a near tie
 }
 
+// Issue 14: 8-bit dot-product codebooks of short sub-vectors (2 values; 4 when there
+// are at most 8) start from k-means++ seeding (their top dot products sit in the tails of the data, which random
+// rows leave to few centroids); everything else from random rows, as Lance. Data like the recall sweep's: 32 blobs
+// with N(0, 1) centres, spread 0.3, a scale 0.5-1.5 per blob; sub-vectors of width 2.
+TEST_CASE("PQ init: k-means++ for 8-bit dot codebooks of short sub-vectors, random rows otherwise") {
+  const std::size_t n = 3000, d = 8, blobs = 32;
+  std::mt19937_64 rng(14);
+  std::normal_distribution<float> g(0, 1);
+  std::uniform_real_distribution<float> u(0.5f, 1.5f);
+  std::vector<float> centres(blobs * d), scale(blobs), rows(n * d);
+  for (auto& c : centres) c = g(rng);
+  for (auto& s : scale) s = u(rng);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t b = rng() % blobs;
+    for (std::size_t t = 0; t < d; ++t) rows[i * d + t] = scale[b] * (centres[b * d + t] + 0.3f * g(rng));
+  }
+  pq::params p;
+  p.num_sub_vectors = 4;
+  p.max_iters = 20;
+  pq::params pp = p, pr = p;
+  pp.init = kmeans_init::kmeans_plus_plus;
+  pr.init = kmeans_init::random;
+  const auto dot_auto = pq::train(rows.data(), n, d, p, distance_type::dot);
+  const auto dot_pp = pq::train(rows.data(), n, d, pp, distance_type::dot);
+  const auto dot_random = pq::train(rows.data(), n, d, pr, distance_type::dot);
+  CHECK(dot_auto.codebook == dot_pp.codebook);
+  CHECK(dot_pp.codebook != dot_random.codebook);
+  const double e_pp = mse_of(dot_pp, rows, n), e_random = mse_of(dot_random, rows, n);
+  MESSAGE("dot 8-bit reconstruction error: k-means++ " << e_pp << ", random rows " << e_random);
+  CHECK(e_pp < 0.95 * e_random);
+  // l2, 4-bit dot and dot sub-vectors of 8 values keep Lance's random rows.
+  CHECK(pq::train(rows.data(), n, d, p, distance_type::l2).codebook ==
+        pq::train(rows.data(), n, d, pr, distance_type::l2).codebook);
+  pq::params p4 = p, p4r = pr;
+  p4.num_bits = p4r.num_bits = 4;
+  CHECK(pq::train(rows.data(), n, d, p4, distance_type::dot).codebook ==
+        pq::train(rows.data(), n, d, p4r, distance_type::dot).codebook);
+  pq::params p1 = p, p1r = pr;
+  p1.num_sub_vectors = p1r.num_sub_vectors = 1;
+  CHECK(pq::train(rows.data(), n, d, p1, distance_type::dot).codebook ==
+        pq::train(rows.data(), n, d, p1r, distance_type::dot).codebook);
+  // Width 4: k-means++ with at most 8 sub-vectors, random rows with more.
+  pq::params p2 = p, p2p = pp;
+  p2.num_sub_vectors = p2p.num_sub_vectors = 2;
+  CHECK(pq::train(rows.data(), n, d, p2, distance_type::dot).codebook ==
+        pq::train(rows.data(), n, d, p2p, distance_type::dot).codebook);
+  const auto wide = gaussian(n, 36, 15);
+  pq::params p9 = p, p9r = pr;
+  p9.num_sub_vectors = p9r.num_sub_vectors = 9;
+  CHECK(pq::train(wide.data(), n, 36, p9, distance_type::dot).codebook ==
+        pq::train(wide.data(), n, 36, p9r, distance_type::dot).codebook);
+  pq::params bad = p;
+  bad.init = kmeans_init::given;
+  CHECK_THROWS_AS(pq::train(rows.data(), n, d, bad, distance_type::dot), invalid_input_error);
+}
+
 TEST_CASE("non-finite rows are dropped from training and code to 0") {
   const std::size_t n = 600, d = 8;
   auto rows = gaussian(n, d, 2);

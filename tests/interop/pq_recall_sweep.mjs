@@ -2,7 +2,7 @@
 //
 //   node pq_recall_sweep.mjs --lancet PATH/examples/lancet --work DIR --out RESULTS.jsonl
 //        [--dims 16,32,128,768] [--widths 2,4,8,16] [--bits 4,8] [--metrics l2,cosine,dot]
-//        [--builds 3] [--rows 10000] [--queries 500] [--partitions 16] [--nprobes 16]
+//        [--builds 3] [--rows 10000] [--queries 2000] [--partitions 16] [--nprobes 16]
 //        [--clusters 64] [--k 10] [--threads 1]
 //   node pq_recall_sweep.mjs --table RESULTS.jsonl     (prints the markdown table only)
 //
@@ -11,9 +11,11 @@
 // every cell (sub-vector width, bits, metric) two copies of the dataset get an IVF_PQ
 // index with the same parameters: one by `lancet index create`, one by LanceDB's
 // createIndex. LanceDB searches both (same nprobes, k, no refine) and recall@k is
-// against the exact neighbours (computed here in float64). One JSON line per (cell,
-// build) goes to --out as it completes; lines already there are skipped, so an
-// interrupted sweep resumes. Cells where the width exceeds the dimension do not exist;
+// against the exact neighbours (computed here in float64). Both indexes answer the same
+// queries, so each line also has the paired difference lancet - LanceDB and its
+// standard error over the queries (diff_se: the query-sampling noise of that build).
+// One JSON line per (cell, build) goes to --out as it completes; lines already there
+// are skipped, so an interrupted sweep resumes. Cells where the width exceeds the dimension do not exist;
 // cells one library refuses are recorded with its error message.
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -92,24 +94,39 @@ function exactTopK(rows, queries, dim, k, metric) {
   return out;
 }
 
-async function recallOf(dir, queries, dim, k, nprobes, metric, truth) {
+// recall@k of each query (hits / k) over LanceDB's search of the index in dir.
+async function recallsOf(dir, queries, dim, k, nprobes, metric, truth) {
   const { table, cleanup } = await openDataset(dir);
   try {
-    let hit = 0, total = 0;
     const nq = queries.length / dim;
-    for (let i = 0; i < nq; i++) {
+    const out = new Float64Array(nq);
+    const one = async (i) => {
       const q = Array.from(queries.subarray(i * dim, (i + 1) * dim));
       const rows = await table.vectorSearch(q).column("vector").distanceType(metric).nprobes(nprobes).limit(k)
         .select(["id", "_distance"]).toArray();
+      let hit = 0;
       for (const r of rows) hit += truth[i].has(Number(r.id));
-      total += truth[i].size;
+      out[i] = hit / truth[i].size;
+    };
+    // A few searches in flight at once: each is a round trip through LanceDB's runtime.
+    for (let i = 0; i < nq; i += 8) {
+      const batch = [];
+      for (let j = i; j < Math.min(i + 8, nq); j++) batch.push(one(j));
+      await Promise.all(batch);
     }
-    return hit / total;
+    return out;
   } finally {
     table.close();
     cleanup();
   }
 }
+
+const mean = (a) => a.reduce((s, x) => s + x, 0) / a.length;
+// Sample standard deviation (n - 1).
+const stdev = (a) => {
+  const m = mean(a);
+  return Math.sqrt(a.reduce((s, x) => s + (x - m) * (x - m), 0) / (a.length - 1));
+};
 
 function errorText(err) {
   const s = String(err?.stderr?.toString?.() || err?.message || err).trim().split("\n").filter((l) => l.trim());
@@ -125,7 +142,7 @@ async function sweep(args) {
   const bitsList = list(args.bits, ["4", "8"]).map(Number);
   const metrics = list(args.metrics, ["l2", "cosine", "dot"]);
   const builds = intArg(args, "builds", 3), rows = intArg(args, "rows", 10000);
-  const nq = intArg(args, "queries", 500), parts = intArg(args, "partitions", 16);
+  const nq = intArg(args, "queries", 2000), parts = intArg(args, "partitions", 16);
   const nprobes = intArg(args, "nprobes", parts), clusters = intArg(args, "clusters", 64);
   const k = intArg(args, "k", 10), threads = intArg(args, "threads", 1);
   fs.mkdirSync(work, { recursive: true });
@@ -162,13 +179,15 @@ async function sweep(args) {
           fs.rmSync(d, { recursive: true, force: true });
           fs.cpSync(base, d, { recursive: true });
         }
+        let ourRecalls, theirRecalls;
         try {
           const t0 = process.hrtime.bigint();
           execFileSync(lancet, ["index", "create", ours, "--column", "vector", "--type", "ivf_pq", "--partitions",
             String(parts), "--sub-vectors", String(m), "--bits", String(bits), "--metric", metric,
             "--threads", String(threads)], { stdio: ["ignore", "ignore", "pipe"] });
           rec.lancet_seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-          rec.lancet = await recallOf(ours, queries, dim, k, nprobes, metric, truths[metric]);
+          ourRecalls = await recallsOf(ours, queries, dim, k, nprobes, metric, truths[metric]);
+          rec.lancet = mean(ourRecalls);
         } catch (err) {
           rec.lancet_error = errorText(err);
         }
@@ -183,9 +202,15 @@ async function sweep(args) {
             table.close();
             cleanup();
           }
-          rec.lancedb = await recallOf(theirs, queries, dim, k, nprobes, metric, truths[metric]);
+          theirRecalls = await recallsOf(theirs, queries, dim, k, nprobes, metric, truths[metric]);
+          rec.lancedb = mean(theirRecalls);
         } catch (err) {
           rec.lancedb_error = errorText(err);
+        }
+        if (ourRecalls && theirRecalls) {
+          const d = Array.from(ourRecalls, (x, i) => x - theirRecalls[i]);
+          rec.diff = mean(d);
+          rec.diff_se = stdev(d) / Math.sqrt(d.length);
         }
         emit(rec);
       }
@@ -196,37 +221,61 @@ async function sweep(args) {
   printTable(outFile);
 }
 
-// One row per cell: mean recall of each side over its builds and the difference.
+// One row per cell: mean recall of each side over its builds, the mean paired
+// difference and two standard errors of it: across builds (the spread of the per-build
+// differences: training randomness and query sampling together; needs 2 builds) and
+// from the queries alone (each build's diff_se, combined). A cell trailing by more than
+// 0.005 is flagged, "beyond 2 SE" when its difference is also below -2 x the larger SE
+// (with at least 2 builds).
 function printTable(file) {
   const cells = new Map();
   for (const line of fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim())) {
     const o = JSON.parse(line);
     const key = `${o.dim}/${o.width}/${o.bits}/${o.metric}`;
-    if (!cells.has(key)) cells.set(key, { ...o, ours: [], theirs: [], errors: new Set() });
+    if (!cells.has(key)) cells.set(key, { ...o, ours: [], theirs: [], diffs: [], qse: [], errors: new Set() });
     const c = cells.get(key);
-    if (o.lancet !== undefined) c.ours.push(o.lancet);
-    if (o.lancedb !== undefined) c.theirs.push(o.lancedb);
+    if (o.lancet !== undefined && o.lancedb !== undefined) {
+      c.ours.push(o.lancet);
+      c.theirs.push(o.lancedb);
+      c.diffs.push(o.lancet - o.lancedb);
+      if (o.diff_se !== undefined) c.qse.push(o.diff_se);
+    }
     if (o.lancet_error) c.errors.add(`lancet: ${o.lancet_error}`);
     if (o.lancedb_error) c.errors.add(`LanceDB: ${o.lancedb_error}`);
   }
-  const mean = (a) => a.reduce((s, x) => s + x, 0) / a.length;
   const order = [...cells.values()].sort((a, b) => a.dim - b.dim || a.width - b.width || a.bits - b.bits ||
     ["l2", "cosine", "dot"].indexOf(a.metric) - ["l2", "cosine", "dot"].indexOf(b.metric));
-  console.log("| dim | width | sub-vectors | bits | metric | builds | lancet | LanceDB | lancet - LanceDB | |");
-  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-  let worst = Infinity, trailing = 0;
+  const fmt = (x) => `${x >= 0 ? "+" : ""}${x.toFixed(4)}`;
+  console.log("| dim | width | sub-vectors | bits | metric | builds | queries | lancet | LanceDB | lancet - LanceDB | SE (builds) | SE (queries) | |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  let worst = Infinity, trailing = 0, beyond = 0;
+  const byBits = new Map();
   for (const c of order) {
-    if (c.errors.size || !c.ours.length || !c.theirs.length) {
-      console.log(`| ${c.dim} | ${c.width} | ${c.sub_vectors} | ${c.bits} | ${c.metric} | ${Math.max(c.ours.length, c.theirs.length)} | - | - | - | ${[...c.errors].join("; ")} |`);
+    if (c.errors.size || !c.diffs.length) {
+      console.log(`| ${c.dim} | ${c.width} | ${c.sub_vectors} | ${c.bits} | ${c.metric} | 0 | ${c.queries} | - | - | - | - | - | ${[...c.errors].join("; ")} |`);
       continue;
     }
-    const o = mean(c.ours), t = mean(c.theirs), diff = o - t;
+    const b = c.diffs.length, diff = mean(c.diffs);
+    const seBuilds = b >= 2 ? stdev(c.diffs) / Math.sqrt(b) : NaN;
+    const seQueries = c.qse.length === b ? Math.sqrt(c.qse.reduce((s, x) => s + x * x, 0)) / b : NaN;
+    const se = Math.max(Number.isNaN(seBuilds) ? 0 : seBuilds, Number.isNaN(seQueries) ? 0 : seQueries);
     worst = Math.min(worst, diff);
-    const bad = diff < -0.005;
-    trailing += bad;
-    console.log(`| ${c.dim} | ${c.width} | ${c.sub_vectors} | ${c.bits} | ${c.metric} | ${c.ours.length} | ${o.toFixed(4)} | ${t.toFixed(4)} | ${diff >= 0 ? "+" : ""}${diff.toFixed(4)} | ${bad ? "**trails > 0.005**" : ""} |`);
+    let flag = "";
+    if (diff < -0.005) {
+      trailing++;
+      // One build says nothing about the training noise: no verdict.
+      const out = b >= 2 && diff < -2 * se;
+      beyond += out;
+      flag = `**trails > 0.005**, ${b >= 2 ? (out ? "**beyond 2 SE**" : "within 2 SE") : "one build"}`;
+    }
+    if (!byBits.has(c.bits)) byBits.set(c.bits, []);
+    byBits.get(c.bits).push(...c.diffs);
+    const show = (x) => (Number.isNaN(x) ? "-" : x.toFixed(4));
+    console.log(`| ${c.dim} | ${c.width} | ${c.sub_vectors} | ${c.bits} | ${c.metric} | ${b} | ${c.queries} | ${mean(c.ours).toFixed(4)} | ${mean(c.theirs).toFixed(4)} | ${fmt(diff)} | ${show(seBuilds)} | ${show(seQueries)} | ${flag} |`);
   }
-  console.log(`\ncells: ${order.length}; lancet trails by more than 0.005 in ${trailing}; worst difference ${worst.toFixed(4)}`);
+  console.log(`\ncells: ${order.length}; lancet trails by more than 0.005 in ${trailing} (${beyond} of them beyond 2 standard errors); worst difference ${worst.toFixed(4)}`);
+  for (const [bits, d] of [...byBits].sort((x, y) => x[0] - y[0]))
+    console.log(`${bits} bits: ${d.length} builds, mean difference ${fmt(mean(d))}, standard error ${d.length >= 2 ? (stdev(d) / Math.sqrt(d.length)).toFixed(4) : "-"}`);
 }
 
 async function main() {

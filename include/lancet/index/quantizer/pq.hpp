@@ -10,7 +10,9 @@
 // What follows Lance:
 // - codebook [m][2^bits][dim/m], one k-means (k = 2^bits, l2, max_iters 50, one
 //   redo, no balance term) per sub-vector over that sub-vector's values; the
-//   training sample is sample_rate * 2^bits rows (65536 for 8 bits);
+//   training sample is sample_rate * 2^bits rows (65536 for 8 bits); each k-means
+//   starts from random rows (Lance's), except 8-bit dot-product codebooks of short
+//   sub-vectors (params::init), which lancet seeds with k-means++;
 // - inside an IVF index Lance trains on residuals to the nearest centroid (l2) for
 //   l2 and cosine (cosine normalises first) and on the raw vectors for dot, always
 //   with l2 k-means, and encodes the same way: train_for_ivf / encode_for_ivf;
@@ -27,10 +29,11 @@
 // Verified against LanceDB 0.39 (tests/fixtures/quantizer): for LanceDB's codebook and
 // centroids our codes equal LanceDB's byte for byte (8 and 4 bits; l2, dot, cosine;
 // f32 and f16), and our scans return LanceDB's neighbours with its distances.
-// Where lancet differs: training is seeded (Lance uses OS entropy); sub-vectors train
-// with a dedicated short-vector k-means (same algorithm, several times faster than
-// the generic one); 4-bit scans sum exact f32 distances (Lance quantizes the table to
-// u8 past the first 200 rows of a partition).
+// Where lancet differs: training is seeded (Lance uses OS entropy); 8-bit dot
+// codebooks of short sub-vectors start from k-means++ seeding (bench/RESULTS.md
+// issue 14); sub-vectors train with a dedicated short-vector k-means (same
+// algorithm, several times faster than the generic one); 4-bit scans sum exact f32
+// distances (Lance quantizes the table to u8 past the first 200 rows of a partition).
 //
 // Results are identical for any thread count.
 #pragma once
@@ -45,6 +48,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -75,6 +79,15 @@ struct params {
   std::uint32_t max_iters = 50;      // k-means iterations per sub-vector
   std::size_t kmeans_redos = 1;
   std::size_t sample_rate = 256;     // training rows: sample_rate * 2^num_bits
+  // Initial centroids of each sub-vector's k-means: k distinct random rows (random,
+  // Lance's) or k-means++ seeding. Unset: k-means++ for dot-product codebooks with
+  // 8-bit codes and sub-vectors of 2 values, or of 4 values when there are at most 8
+  // sub-vectors (raw vectors, whose top dot products sit in the tails that D^2
+  // seeding covers: recall +0.04-0.09 at width 2 for 16-768 dimensions, +0.03-0.04
+  // at width 4 for 16-32; bench/RESULTS.md issue 14 "PQ recall"); random rows
+  // otherwise (on l2 residuals, 4-bit codes, wider or more sub-vectors k-means++
+  // lowers the distortion, not the recall).
+  std::optional<kmeans_init> init;
   std::uint64_t seed = 42;
   // Called after each sub-vector's codebook is trained (one call at a time, from the
   // thread that trained it) with the sub-vectors done so far and in all; return
@@ -142,14 +155,17 @@ inline void check_params(const params& p, std::size_t d) {
                               std::to_string(p.num_sub_vectors));
   if (p.max_iters == 0) throw invalid_input_error("PQ: max_iters must be positive");
   if (p.sample_rate == 0) throw invalid_input_error("PQ: sample_rate must be positive");
+  if (p.init && *p.init != kmeans_init::random && *p.init != kmeans_init::kmeans_plus_plus)
+    throw invalid_input_error("PQ: init must be random or kmeans_plus_plus (a codebook is given as a trained model)");
 }
 
 // ---- k-means over one sub-vector ----------------------------------------------
 // Lance trains each sub-vector's codebook with its generic k-means (random initial
 // rows, l2, no balance term, stop once the loss changes by less than tolerance *
-// loss). Sub-vectors are short (d / m values, often 8), where a GEMM-shaped kernel
-// spends most of its time outside the multiply; this trainer keeps the sub-vectors
-// column-major and scans the centroids for a block of rows held in registers. Same
+// loss); params::init may seed it with k-means++ instead. Sub-vectors are short
+// (d / m values, often 8), where a GEMM-shaped kernel spends most of its time
+// outside the multiply; this trainer keeps the sub-vectors column-major and scans
+// the centroids for a block of rows held in registers. Same
 // algorithm as index::train_kmeans for this case (lancet's empty-cluster rule: take
 // half of the largest cluster), sums in row order, so the result depends only on the
 // seed.
@@ -271,6 +287,50 @@ struct subvector_kmeans {
     }
   }
 
+  // k-means++ seeding (D^2 sampling, the rule of index::train_kmeans's
+  // kmeans_plus_plus): the first centroid a uniform row, each next one a row drawn
+  // with probability proportional to its squared distance to the nearest centroid so
+  // far (a uniform row again when every row sits on a centroid). Returns the rows.
+  std::vector<std::size_t> plus_plus_rows(index::detail::rng64& rng) const {
+    std::vector<std::size_t> pick;
+    pick.reserve(k);
+    std::vector<W> mind(n, std::numeric_limits<W>::infinity()), dist(n);
+    std::size_t c = static_cast<std::size_t>(rng.below(n));
+    for (std::size_t j = 0; j < k; ++j) {
+      pick.push_back(c);
+      if (j + 1 == k) break;
+      std::fill(dist.begin(), dist.end(), W(0));
+      for (std::size_t t = 0; t < d; ++t) {
+        const W* col = cols.data() + t * n;
+        const W v = col[c];
+        for (std::size_t r = 0; r < n; ++r) {
+          const W e = col[r] - v;
+          dist[r] += e * e;
+        }
+      }
+      double total = 0;
+      for (std::size_t r = 0; r < n; ++r) {
+        mind[r] = std::min(mind[r], dist[r]);
+        total += static_cast<double>(mind[r]);
+      }
+      if (!(total > 0)) {
+        c = static_cast<std::size_t>(rng.below(n));
+        continue;
+      }
+      const double target = rng.uniform01() * total;
+      double acc = 0;
+      c = n - 1;
+      for (std::size_t r = 0; r < n; ++r) {
+        acc += static_cast<double>(mind[r]);
+        if (acc > target && mind[r] > 0) {
+          c = r;
+          break;
+        }
+      }
+    }
+    return pick;
+  }
+
   // One run of Lance's k-means from the given initial centroids; returns the loss.
   double run(std::vector<W>& cents, std::uint32_t max_iters, double tolerance) const {
     std::vector<std::uint32_t> member(n);
@@ -346,6 +406,9 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
   out.codebook.resize(k * d);
   // One k-means per sub-vector, each with its own seed: the codebook depends only
   // on the seed, never on which thread trains which sub-vector.
+  const bool plus_plus = p.init ? *p.init == kmeans_init::kmeans_plus_plus
+                                : table_dist == distance_type::dot && p.num_bits == 8 &&
+                                      (sd <= 2 || (sd <= 4 && m <= 8));
   std::mutex progress_mu;
   std::size_t done = 0;
   parallel_for(pool, m, [&](std::size_t s) {
@@ -360,8 +423,8 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
     std::vector<W> best;
     double best_loss = std::numeric_limits<double>::max();
     for (std::size_t redo = 0; redo < std::max<std::size_t>(p.kmeans_redos, 1); ++redo) {
-      // Random initialisation: k distinct rows, in row order (Lance's default).
-      const auto pick = index::detail::sample_indices(use, k, rng);
+      // k-means++ rows, or k distinct random rows in row order (Lance's default).
+      const auto pick = plus_plus ? km.plus_plus_rows(rng) : index::detail::sample_indices(use, k, rng);
       std::vector<W> cents(k * sd);
       for (std::size_t j = 0; j < k; ++j)
         for (std::size_t t = 0; t < sd; ++t) cents[j * sd + t] = km.cols[t * use + pick[j]];
