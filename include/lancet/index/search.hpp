@@ -24,10 +24,13 @@
 //   ef (default 1.5 x the candidates wanted, as Lance; ef below them is an error),
 //   distances as above; when the prefilter keeps under 10% of a partition's rows
 //   those rows are scanned instead (Lance's rule).
-// Partitions are searched in parallel on the pool when one is given: each of its
-// threads keeps one top-k across the partitions it claims, and the smallest k-th
+// With a pool, search() splits one query's partitions across the calling thread and
+// the pool's threads when the probed partitions hold enough code bytes to pay for it
+// (search_params::split_min_bytes): after the caller scans the nearest partition, each
+// thread keeps one top-k across the partitions it claims, and the smallest k-th
 // distance any of them has reached prunes every scan; the top-ks are merged at the
-// end. Results do not depend on the thread count. Without a pool every partition
+// end. search_many() runs whole queries on the pool's threads (chunks of queries per
+// thread, none split). Results do not depend on the thread count. Without a pool every partition
 // feeds one top-k, whose bound then prunes from the first partition on. IVF_PQ (8 and
 // 4 bits) and IVF_RQ (raw-query) scans where AVX-512 VBMI exists use u8-quantized
 // tables only as a filter (pq::detail::lut_scan_filtered, rabitq::query_estimator::
@@ -40,12 +43,12 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <condition_variable>
-#include <exception>
 #include <cmath>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -403,8 +406,8 @@ class ivf_searcher {
   // its own partitions' rows, so more rows pass the filter and get exact distances).
   // It pays in wall time only where that is small beside the scan, i.e. when the scan
   // reads many bytes: split when the probed partitions hold >= sp.split_min_bytes
-  // code bytes (rows x bytes per row; the default was measured with bench_ivf, see
-  // bench/RESULTS.md, issue 14). Partitions not yet loaded count as large (loading
+  // code bytes (rows x bytes per row; the default is where the split's fixed CPU
+  // cost fell to ~10% of the scan on PQ 16 x 8: bench/RESULTS.md, issue 14). Partitions not yet loaded count as large (loading
   // them in parallel pays), as do IVF_HNSW partitions (a graph walk per partition,
   // not a scan of its rows). Results are the same either way.
   bool split_pays(const std::vector<std::pair<std::uint32_t, float>>& probes, const search_params& sp) const {
@@ -468,7 +471,6 @@ class ivf_searcher {
     lk.unlock();
     if (err) std::rethrow_exception(err);
   }
-
 
   // The smallest k-th distance any thread's top-k has reached for one query: rows
   // farther than it need not be pushed anywhere.
