@@ -8,11 +8,12 @@
 //   bench_ivf [--type pq|sq|rq|flat] [--bits 8|4] [--rows 200000] [--dim 128]
 //             [--partitions 256] [--sub-vectors 16] [--queries 200] [--nprobes 20]
 //             [--refine 10] [--threads 2] [--clusters 1000] [--spread 0.25] [--seed 1]
-//             [--no-lancedb] [--no-faiss]
+//             [--repeat 1] [--no-lancedb] [--no-faiss]
 //
-// Besides one query at a time on one thread, lancet is timed with one query's
-// partitions spread over a pool of --threads (wall and CPU time per query) and batched
-// (search_many over the pool, CPU time too: the machine may be shared).
+// Besides one query at a time on one thread, lancet is timed batched (search_many on a
+// pool of 1 and of --threads) and with one query's partitions spread over the pool
+// (the automatic split rule, and always split), with CPU time per query beside wall
+// (the machine may be shared), best of --repeat rounds.
 //
 // Build: ours = build_ivf_index on a dataset LanceDB wrote (read, k-means, PQ training,
 // encoding, writing the index files, commit), on a pool of --threads threads; LanceDB =
@@ -73,7 +74,7 @@ using bench::write_f32;
 
 struct options {
   std::size_t rows = 200000, dim = 128, partitions = 256, sub_vectors = 16, queries = 200, nprobes = 20, refine = 10,
-              threads = 2, clusters = 1000;
+              threads = 2, clusters = 1000, repeat = 1;
   float spread = 0.25f;
   unsigned seed = 1;
   bool lancedb = true, faiss = true;
@@ -86,6 +87,7 @@ struct options {
                "bench_ivf: %s\nusage: bench_ivf [--type pq|sq|rq|flat] [--bits 8|4] [--rows N] [--dim D] [--partitions P]\n"
                "                 [--sub-vectors M] [--queries Q]\n"
                "                 [--nprobes N] [--refine R] [--threads T] [--clusters C] [--spread S] [--seed S]\n"
+               "                 [--repeat R]\n"
                "                 [--no-lancedb] [--no-faiss]\n",
                why.c_str());
   std::exit(2);
@@ -119,11 +121,12 @@ options parse(int argc, char** argv) {
     else if (a == "--threads") o.threads = num();
     else if (a == "--clusters") o.clusters = num();
     else if (a == "--seed") o.seed = unsigned(num());
+    else if (a == "--repeat") o.repeat = num();
     else if (a == "--spread") o.spread = bench::number_arg(a, v, usage);
     else usage("unknown option " + a);
   }
   if (o.rows == 0 || o.dim == 0 || o.partitions == 0 || o.sub_vectors == 0 || o.queries == 0 || o.nprobes == 0 ||
-      o.threads == 0 || o.clusters == 0)
+      o.threads == 0 || o.clusters == 0 || o.repeat == 0)
     usage("sizes must be positive");
   if (o.dim % o.sub_vectors != 0) usage("--sub-vectors must divide --dim");
   if (o.partitions > o.rows) usage("more partitions than rows");
@@ -151,7 +154,7 @@ void latencies(std::vector<double> t, search_run& r) {
 struct method {
   std::string name;
   double build_s = -1, build_cpu_s = -1;
-  search_run plain, refined, pooled;  // pooled: one query at a time over the pool
+  search_run plain, refined;
   search_run refined_files;           // refine with the vectors read by dataset::take (lancet only)
 };
 
@@ -207,29 +210,103 @@ search_run our_search(const options& o, const fs::path& root, const std::vector<
   return r;
 }
 
-// Batched: all queries in one search_many call on a pool of `threads` (QPS only).
-search_run our_batched(const options& o, const fs::path& root, const std::vector<float>& queries, const ids_t& truth,
-                       std::size_t threads) {
+// Threading on one opened index (partition cache warmed first, so every run reads the
+// same memory): the plain loop (one query at a time on this thread), search_many on a
+// pool of 1 and of `threads` (queries in batches of `batch`; p50 / p99 are of a batch's
+// wall time per query), and one query at a time with its partitions split over the
+// pool (automatic rule, and forced). Best of `repeat` rounds by CPU time; the batched
+// results are checked against the plain loop's (ids and distances).
+void threading_runs(const options& o, const fs::path& root, const std::vector<float>& queries, const ids_t& truth) {
   const auto s = *dataset::load_latest(root.string());
   auto ix = index::open_vector_index(s, "vector");
-  boost::asio::thread_pool pool(threads);
   index::search_params sp;
   sp.k = 10;
   sp.nprobes = o.nprobes;
-  sp.pool = &pool;
-  ix.searcher->search_many(queries.data(), std::min<std::size_t>(o.queries, 16), o.dim, sp);  // warm
-  const double c0 = cpu_now();
-  const auto t0 = clock_type::now();
-  const auto hits = ix.searcher->search_many(queries.data(), o.queries, o.dim, sp);
-  const double secs = since(t0);
-  const double cpu = cpu_now() - c0;
-  ids_t got(o.queries);
-  for (std::size_t q = 0; q < o.queries; ++q)
-    for (const auto& h : hits[q]) got[q].push_back(h.row_id);
-  pool.join();
-  search_run r{recall(got, truth), double(o.queries) / secs};
-  r.cpu_us = 1e6 * cpu / double(o.queries);
-  return r;
+  const std::size_t nq = o.queries, d = o.dim;
+  ix.searcher->search_many(queries.data(), nq, d, sp);  // warm: every probed partition loaded
+  const auto reference = ix.searcher->search_many(queries.data(), nq, d, sp);
+  struct run {
+    search_run r;
+    std::size_t mismatches = 0;
+  };
+  auto finish = [&](const std::vector<std::vector<index::neighbor>>& hits, double secs, double cpu,
+                    std::vector<double> each, run& best) {
+    ids_t got(nq);
+    std::size_t bad = 0;
+    for (std::size_t q = 0; q < nq; ++q) {
+      for (const auto& h : hits[q]) got[q].push_back(h.row_id);
+      bad += hits[q] != reference[q];
+    }
+    search_run r{recall(got, truth), double(nq) / secs};
+    r.cpu_us = 1e6 * cpu / double(nq);
+    latencies(std::move(each), r);
+    if (best.r.cpu_us < 0 || r.cpu_us < best.r.cpu_us) best = {r, bad};
+    else best.mismatches = std::max(best.mismatches, bad);
+  };
+  // One query at a time on this thread (pool: one query's partitions over it).
+  auto loop = [&](boost::asio::thread_pool* pool, std::size_t split_min_bytes, run& best) {
+    index::search_params p = sp;
+    p.pool = pool;
+    p.split_min_bytes = split_min_bytes;
+    std::vector<std::vector<index::neighbor>> hits(nq);
+    std::vector<double> each(nq);
+    const double c0 = cpu_now();
+    const auto t0 = clock_type::now();
+    for (std::size_t q = 0; q < nq; ++q) {
+      const auto tq = clock_type::now();
+      hits[q] = ix.searcher->search(queries.data() + q * d, d, p);
+      each[q] = since(tq);
+    }
+    const double secs = since(t0), cpu = cpu_now() - c0;
+    finish(hits, secs, cpu, std::move(each), best);
+  };
+  const std::size_t batch = 1000;
+  auto batched = [&](boost::asio::thread_pool& pool, run& best) {
+    index::search_params p = sp;
+    p.pool = &pool;
+    std::vector<std::vector<index::neighbor>> hits;
+    hits.reserve(nq);
+    std::vector<double> each;
+    const double c0 = cpu_now();
+    const auto t0 = clock_type::now();
+    for (std::size_t b = 0; b < nq; b += batch) {
+      const std::size_t n = std::min(batch, nq - b);
+      const auto tb = clock_type::now();
+      auto part = ix.searcher->search_many(queries.data() + b * d, n, d, p);
+      each.push_back(since(tb) / double(n));
+      for (auto& h : part) hits.push_back(std::move(h));
+    }
+    const double secs = since(t0), cpu = cpu_now() - c0;
+    finish(hits, secs, cpu, std::move(each), best);
+  };
+  boost::asio::thread_pool pool1(1), pool2(o.threads);
+  run plain, many1, many2, split_auto, split_forced;
+  for (std::size_t rep = 0; rep < o.repeat; ++rep) {
+    loop(nullptr, 0, plain);
+    batched(pool1, many1);
+    batched(pool2, many2);
+    loop(&pool2, index::search_params::default_split_min_bytes, split_auto);
+    loop(&pool2, 0, split_forced);
+  }
+  pool1.join();
+  pool2.join();
+  auto line = [&](const char* what, const run& x) {
+    std::printf("  %-44s %8.0f QPS  CPU %6.1f us / query  p50 / p99 %5.0f / %5.0f us  recall %.4f%s\n", what,
+                x.r.qps, x.r.cpu_us, x.r.p50_us, x.r.p99_us, x.r.recall,
+                x.mismatches ? ("  MISMATCHES " + std::to_string(x.mismatches)).c_str() : "");
+  };
+  std::printf("  lancet threading (%zu queries, best of %zu rounds by CPU; batched p50 / p99: per query of a "
+              "%zu-query batch):\n",
+              nq, o.repeat, batch);
+  line("plain loop, 1 thread", plain);
+  line("search_many, pool of 1", many1);
+  line(("search_many, pool of " + std::to_string(o.threads)).c_str(), many2);
+  line(("one query over a pool of " + std::to_string(o.threads) + ", auto split").c_str(), split_auto);
+  line(("one query over a pool of " + std::to_string(o.threads) + ", always split").c_str(), split_forced);
+  std::printf("  search_many CPU / plain loop CPU: pool of 1 %.3fx, pool of %zu %.3fx; QPS pool of %zu / pool of 1: "
+              "%.2fx (target >= 1.8x on free cores); forced split CPU / plain %.3fx\n",
+              many1.r.cpu_us / plain.r.cpu_us, o.threads, many2.r.cpu_us / plain.r.cpu_us, o.threads,
+              many2.r.qps / many1.r.qps, split_forced.r.cpu_us / plain.r.cpu_us);
 }
 
 // Milliseconds of one dataset::take of k * refine vectors (what refine from disk costs).
@@ -332,13 +409,6 @@ int main(int argc, char** argv) {
     std::printf("  lancet build %.3f s (CPU %.3f s)\n", m.build_s, m.build_cpu_s);
     std::fflush(stdout);
     m.plain = our_search(o, root, rows, queries, truth, 0);
-    if (o.threads > 1) {
-      m.pooled = our_search(o, root, rows, queries, truth, 0, &pool);
-      std::printf("  lancet one query over a pool of %zu: %.0f QPS (1 thread %.0f, %.2fx), CPU %.0f us / query "
-                  "(1 thread %.0f), p50 %.0f us (1 thread %.0f), recall %.4f\n",
-                  o.threads, m.pooled.qps, m.plain.qps, m.pooled.qps / m.plain.qps, m.pooled.cpu_us, m.plain.cpu_us,
-                  m.pooled.p50_us, m.plain.p50_us, m.pooled.recall);
-    }
     if (o.refine) {
       m.refined = our_search(o, root, rows, queries, truth, o.refine);
       m.refined_files = our_search(o, root, rows, queries, truth, o.refine, nullptr, true);
@@ -348,10 +418,7 @@ int main(int argc, char** argv) {
                   m.refined_files.p99_us, m.refined.qps, m.refined.recall);
       std::printf("  lancet dataset::take of %zu random vectors: %.1f ms\n", 10 * o.refine, take_ms(root, 10 * o.refine, o.rows));
     }
-    const auto b1 = our_batched(o, root, queries, truth, 1), b2 = our_batched(o, root, queries, truth, o.threads);
-    std::printf("  lancet batched search_many: %.0f QPS on a pool of 1, %.0f QPS on a pool of %zu (%.2fx); CPU %.0f / "
-                "%.0f us per query\n",
-                b1.qps, b2.qps, o.threads, b2.qps / b1.qps, b1.cpu_us, b2.cpu_us);
+    threading_runs(o, root, queries, truth);
     results.push_back(m);
   }
 

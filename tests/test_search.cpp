@@ -19,6 +19,7 @@
 
 #include "lancet/index/kmeans.hpp"
 #include "lancet/index/search.hpp"
+#include "lancet/index/vector_index.hpp"
 
 using namespace lancet;
 using namespace lancet::index;
@@ -334,11 +335,28 @@ TEST_CASE("results are identical for any thread count; search_many equals one by
     sp.nprobes = 6;
     const auto a = s.search(rows.data() + 11 * d, d, sp);
     sp.pool = &pool;
-    const auto c = s.search(rows.data() + 11 * d, d, sp);
-    CHECK(a == c);
+    // The automatic split (default cutoff: these partitions are small, no split),
+    // always, and at a cutoff inside the probed bytes: the same as one thread.
+    for (std::size_t cutoff : {search_params::default_split_min_bytes, std::size_t(0), std::size_t(300) * code_bytes(b.q),
+                               std::numeric_limits<std::size_t>::max()}) {
+      sp.split_min_bytes = cutoff;
+      CHECK(s.search(rows.data() + 11 * d, d, sp) == a);
+    }
     const auto many = s.search_many(rows.data(), 20, d, sp);
     sp.pool = nullptr;
     for (std::size_t i = 0; i < 20; ++i) CHECK(many[i] == s.search(rows.data() + i * d, d, sp));
+    // A searcher of several segments (vector_index.hpp) batches the same way.
+    const auto s2 = std::make_shared<ivf_searcher>(distance_type::l2, b.centroids, b.q, b.parts);
+    using frag_lists = std::vector<std::vector<std::uint64_t>>;
+    const segmented_searcher one_seg(std::vector<std::shared_ptr<ivf_searcher>>{s2}, frag_lists(1, {0}), false);
+    const segmented_searcher two_segs(std::vector<std::shared_ptr<ivf_searcher>>{s2, s2}, frag_lists(2, {0}), false);
+    for (const auto* seg : {&one_seg, &two_segs}) {
+      sp.pool = &pool;
+      const auto seg_many = seg->search_many(rows.data(), 37, d, sp);
+      sp.pool = nullptr;
+      REQUIRE(seg_many.size() == 37);
+      for (std::size_t i = 0; i < 37; ++i) CHECK(seg_many[i] == seg->search(rows.data() + i * d, d, sp));
+    }
   }
 }
 
@@ -415,7 +433,7 @@ std::vector<neighbor> reference_search(kind kd, distance_type dist, const built&
 
 }  // namespace
 
-TEST_CASE("scan kernels equal the reference scans (PQ 8 / 4 bits, SQ, RQ, flat; l2, cosine, dot), 1 and 2 threads") {
+TEST_CASE("scan kernels equal the reference scans (PQ 8 / 4 bits, SQ, RQ, flat; l2, cosine, dot), 1 and 2 threads, batched") {
   const std::size_t d = 32, k = 5;
   auto rows = clustered(2400, d, 8, 0.4f, 21);
   // Ties: 300 rows repeated three times (same codes, same distances: row id decides).
@@ -423,7 +441,7 @@ TEST_CASE("scan kernels equal the reference scans (PQ 8 / 4 bits, SQ, RQ, flat; 
     for (int rep = 0; rep < 2; ++rep) rows.insert(rows.end(), rows.begin() + std::ptrdiff_t(r * d), rows.begin() + std::ptrdiff_t((r + 1) * d));
   const std::size_t n = rows.size() / d;
   const auto queries = clustered(6, d, 3, 0.5f, 22);
-  boost::asio::thread_pool pool(2);
+  boost::asio::thread_pool pool(2), pool1(1);
   struct variant {
     kind kd;
     std::uint32_t bits;
@@ -456,6 +474,7 @@ TEST_CASE("scan kernels equal the reference scans (PQ 8 / 4 bits, SQ, RQ, flat; 
           const auto one = s.search(q, d, sp);
           CHECK(one == want);
           sp.pool = &pool;
+          sp.split_min_bytes = 0;  // always split (these partitions are far below the default)
           CHECK(s.search(q, d, sp) == want);
           sp.nprobes = 3;  // some partitions: 1 and 2 threads agree
           const auto two = s.search(q, d, sp);
@@ -463,14 +482,28 @@ TEST_CASE("scan kernels equal the reference scans (PQ 8 / 4 bits, SQ, RQ, flat; 
           CHECK(two == s.search(q, d, sp));
         }
       }
-      // Batched on 2 threads equals one by one.
+      // Batched on 1 and 2 threads equals one by one: no query, one (k > rows), and
+      // 131 (two queries a chunk, the last chunk short).
       search_params sp;
       sp.k = 10;
       sp.nprobes = 4;
-      sp.pool = &pool;
-      const auto many = s.search_many(rows.data(), 12, d, sp);
-      sp.pool = nullptr;
-      for (std::size_t i = 0; i < 12; ++i) CHECK(many[i] == s.search(rows.data() + i * d, d, sp));
+      std::vector<std::vector<neighbor>> one_by_one;
+      for (std::size_t i = 0; i < 131; ++i) one_by_one.push_back(s.search(rows.data() + i * 7 * d, d, sp));
+      std::vector<float> many_q;
+      for (std::size_t i = 0; i < 131; ++i)
+        many_q.insert(many_q.end(), rows.begin() + std::ptrdiff_t(i * 7 * d), rows.begin() + std::ptrdiff_t((i * 7 + 1) * d));
+      for (auto* pl : {&pool1, &pool}) {
+        search_params bp = sp;
+        bp.pool = pl;
+        CHECK(s.search_many(many_q.data(), 0, d, bp).empty());
+        CHECK(s.search_many(many_q.data(), 131, d, bp) == one_by_one);
+        bp.k = n + 7;
+        sp.k = n + 7;
+        const auto big = s.search_many(many_q.data(), 1, d, bp);
+        REQUIRE(big.size() == 1);
+        CHECK(big[0] == s.search(many_q.data(), d, sp));
+        sp.k = 10;
+      }
     }
   }
 }

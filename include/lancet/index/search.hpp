@@ -24,10 +24,13 @@
 //   ef (default 1.5 x the candidates wanted, as Lance; ef below them is an error),
 //   distances as above; when the prefilter keeps under 10% of a partition's rows
 //   those rows are scanned instead (Lance's rule).
-// Partitions are searched in parallel on the pool when one is given: each of its
-// threads keeps one top-k across the partitions it claims, and the smallest k-th
+// With a pool, search() splits one query's partitions across the calling thread and
+// the pool's threads when the probed partitions hold enough code bytes to pay for it
+// (search_params::split_min_bytes): after the caller scans the nearest partition, each
+// thread keeps one top-k across the partitions it claims, and the smallest k-th
 // distance any of them has reached prunes every scan; the top-ks are merged at the
-// end. Results do not depend on the thread count. Without a pool every partition
+// end. search_many() runs whole queries on the pool's threads (chunks of queries per
+// thread, none split). Results do not depend on the thread count. Without a pool every partition
 // feeds one top-k, whose bound then prunes from the first partition on. IVF_PQ (8 and
 // 4 bits) and IVF_RQ (raw-query) scans where AVX-512 VBMI exists use u8-quantized
 // tables only as a filter (pq::detail::lut_scan_filtered, rabitq::query_estimator::
@@ -41,9 +44,11 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -56,6 +61,7 @@
 #include <variant>
 #include <vector>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "lancet/core/error.hpp"
@@ -184,7 +190,15 @@ struct search_params {
   std::optional<std::size_t> ef;   // IVF_HNSW_*: the beam width (Lance's ef)
   const row_filter* filter = nullptr;
   vector_fetch fetch;              // original vectors, for refine
+  // search(): one query's partitions are spread over the pool; search_many(): the
+  // queries are (each one on one thread).
   boost::asio::thread_pool* pool = nullptr;
+  // search() with a pool splits one query's partitions across its threads only when
+  // the probed partitions hold at least this many code bytes (rows x bytes per row);
+  // smaller queries run on the calling thread. See ivf_searcher::split_pays.
+  std::size_t split_min_bytes = default_split_min_bytes;
+
+  static constexpr std::size_t default_split_min_bytes = std::size_t(1) << 20;
 };
 
 // Exact distance between a query and a vector (both widened to double), as the
@@ -205,6 +219,33 @@ inline double exact_distance(distance_type t, const double* q, const double* v, 
   }
   return std::numeric_limits<double>::quiet_NaN();
 }
+
+namespace detail {
+
+// Jobs posted for a batch of queries (more than any pool this library is given has threads;
+// a job that starts after the work is claimed returns at once).
+inline constexpr std::size_t max_batch_jobs = 64;
+
+// Runs fn(i) for every query i in [0, n) on the pool (on this thread without one):
+// a few jobs claim contiguous chunks of queries from a counter until none are left,
+// so a batch posts a few jobs, not one per query, and each thread's per-thread
+// scratch (scan buffers) stays warm across its chunk.
+template <class F>
+inline void for_each_query(boost::asio::thread_pool* pool, std::size_t n, F&& fn) {
+  if (pool == nullptr || n < 2) {
+    for (std::size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  const std::size_t chunk = std::clamp<std::size_t>(n / 64, 1, 16);
+  const std::size_t chunks = (n + chunk - 1) / chunk;
+  std::atomic<std::size_t> next{0};
+  parallel_for(pool, std::min<std::size_t>(chunks, max_batch_jobs), [&](std::size_t) {
+    for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
+      for (std::size_t i = c * chunk, e = std::min(n, i + chunk); i < e; ++i) fn(i);
+  });
+}
+
+}  // namespace detail
 
 class ivf_searcher {
  public:
@@ -285,27 +326,34 @@ class ivf_searcher {
     const auto probes = probe_prepared(q, sp.nprobes);
     const auto state = query_state(q);
     topk all(kk);
-    if (sp.pool == nullptr || probes.size() < 2) {
+    if (!split_pays(probes, sp)) {
       // One thread: every partition into one heap (its threshold prunes from the
       // first partition on). The k nearest under `closer` are the same set whatever
       // the order rows arrive in, so the result equals the parallel one.
       for (const auto& pr : probes) scan(q, state, pr.first, pr.second, sp.filter, all, ef, nullptr);
     } else {
-      // A few tasks, each with its own top-k, claim partitions one at a time until
-      // none are left (a task that starts late finds none: one per running thread
-      // does the work, and few jobs are posted); the smallest k-th distance any of
-      // them has reached prunes every scan. A row farther than some k rows cannot be
-      // among the k nearest, so the merged result is the single-threaded one.
-      const std::size_t tasks = std::min<std::size_t>(probes.size(), max_query_tasks);
+      // The calling thread and a few pool jobs, each with its own top-k, claim
+      // partitions one at a time until none are left; the smallest k-th distance any
+      // of them has reached prunes every scan. A row farther than some k rows cannot be
+      // among the k nearest, so the merged result is the single-threaded one. The
+      // calling thread scans the nearest partition first, alone: its k-th distance
+      // bounds every task from the start (tasks starting with empty top-ks would
+      // push rows the single-threaded scan prunes). It then works as task 0 and waits
+      // only for jobs that started before it ran out of partitions (a busy pool
+      // delays nothing: the caller does the work).
+      scan(q, state, probes[0].first, probes[0].second, sp.filter, all, ef, nullptr);
       shared_bound bound;
-      std::atomic<std::size_t> next{0};
+      if (all.full()) bound.offer(all.worst().distance);
+      const std::size_t tasks = std::min<std::size_t>(probes.size() - 1, max_query_tasks);
+      std::atomic<std::size_t> next{1};
       std::vector<topk> local(tasks, topk(kk));
-      parallel_for(sp.pool, tasks, [&](std::size_t t) {
+      const auto work = [&](std::size_t t) {
         for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < probes.size();) {
           scan(q, state, probes[i].first, probes[i].second, sp.filter, local[t], ef, &bound);
           if (local[t].full()) bound.offer(local[t].worst().distance);
         }
-      });
+      };
+      run_with_helpers(*sp.pool, tasks, work);
       for (const auto& t : local) all.merge(t);
     }
     auto found = all.sorted();
@@ -313,14 +361,16 @@ class ivf_searcher {
     return refine_exact(q, found, sp);
   }
 
-  // Many queries (nq x dim, row-major), searched in parallel on sp.pool.
+  // Many queries (nq x dim, row-major), searched in parallel on sp.pool: each query
+  // on one thread (none is split), the threads claiming contiguous chunks of queries.
+  // out[i] is search(query i) whatever the thread count.
   template <class Q>
   std::vector<std::vector<neighbor>> search_many(const Q* queries, std::size_t nq, std::size_t dim,
                                                  const search_params& sp) const {
     std::vector<std::vector<neighbor>> out(nq);
     search_params one = sp;
     one.pool = nullptr;
-    parallel_for(sp.pool, nq, [&](std::size_t i) { out[i] = search(queries + i * dim, dim, one); });
+    detail::for_each_query(sp.pool, nq, [&](std::size_t i) { out[i] = search(queries + i * dim, dim, one); });
     return out;
   }
 
@@ -349,6 +399,78 @@ class ivf_searcher {
   // Jobs posted for one query's partitions on a pool (at most this many threads work
   // on one query).
   static constexpr std::size_t max_query_tasks = 8;
+
+  // Whether search() splits one query's probed partitions across sp.pool. A split
+  // costs CPU the single-threaded scan does not spend: the pool's wake-ups (a fixed
+  // cost per query) and pruning with a looser bound (each thread's top-k holds only
+  // its own partitions' rows, so more rows pass the filter and get exact distances).
+  // It pays in wall time only where that is small beside the scan, i.e. when the scan
+  // reads many bytes: split when the probed partitions hold >= sp.split_min_bytes
+  // code bytes (rows x bytes per row; the default is where the split's fixed CPU
+  // cost fell to ~10% of the scan on PQ 16 x 8: bench/RESULTS.md, issue 14). Partitions not yet loaded count as large (loading
+  // them in parallel pays), as do IVF_HNSW partitions (a graph walk per partition,
+  // not a scan of its rows). Results are the same either way.
+  bool split_pays(const std::vector<std::pair<std::uint32_t, float>>& probes, const search_params& sp) const {
+    if (sp.pool == nullptr || probes.size() < 2) return false;
+    if (graphs_ || !cache_enabled_) return true;
+    const std::size_t row_bytes = std::max<std::size_t>(1, code_bytes(quantizer_));
+    std::size_t bytes = 0;
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const auto& pr : probes) {
+      const auto& c = cache_[pr.first];
+      if (!c) return true;
+      bytes += c->data->size() * row_bytes;
+      if (bytes >= sp.split_min_bytes) return true;
+    }
+    return bytes >= sp.split_min_bytes;
+  }
+
+  // Runs work(0) on this thread and work(1..tasks-1) on pool jobs; returns when
+  // work(0) and every job that started before work(0) returned have finished. Jobs
+  // that start later return at once without touching work (so the caller never waits
+  // for a busy pool). Each work(t) must claim its share itself (it may get nothing).
+  // The first exception thrown by any of them is rethrown here.
+  template <class F>
+  static void run_with_helpers(boost::asio::thread_pool& pool, std::size_t tasks, const F& work) {
+    struct control {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool closed = false;     // the caller is done: later jobs must not run work
+      std::size_t active = 0;  // jobs inside work
+      std::exception_ptr error;
+    };
+    auto ctl = std::make_shared<control>();
+    const F* w = &work;  // valid while a job is counted in `active`: the caller waits for those
+    for (std::size_t t = 1; t < tasks; ++t)
+      boost::asio::post(pool, [ctl, w, t] {
+        {
+          std::lock_guard<std::mutex> lk(ctl->mu);
+          if (ctl->closed) return;
+          ++ctl->active;
+        }
+        std::exception_ptr err;
+        try {
+          (*w)(t);
+        } catch (...) {
+          err = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lk(ctl->mu);
+        if (err && !ctl->error) ctl->error = err;
+        if (--ctl->active == 0 && ctl->closed) ctl->cv.notify_all();
+      });
+    std::exception_ptr err;
+    try {
+      work(0);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    std::unique_lock<std::mutex> lk(ctl->mu);
+    ctl->closed = true;
+    ctl->cv.wait(lk, [&] { return ctl->active == 0; });
+    if (!err) err = ctl->error;
+    lk.unlock();
+    if (err) std::rethrow_exception(err);
+  }
 
   // The smallest k-th distance any thread's top-k has reached for one query: rows
   // farther than it need not be pushed anywhere.

@@ -98,11 +98,16 @@ class segmented_searcher {
     return all;
   }
 
+  // Many queries, batched on sp.pool as ivf_searcher::search_many does (each query on
+  // one thread; a pool never splits one query here).
   template <class Q>
   std::vector<std::vector<neighbor>> search_many(const Q* queries, std::size_t nq, std::size_t dim,
                                                  const search_params& sp) const {
+    if (segs_.size() == 1 && !addresses_) return segs_[0]->search_many(queries, nq, dim, sp);
     std::vector<std::vector<neighbor>> out(nq);
-    for (std::size_t i = 0; i < nq; ++i) out[i] = search(queries + i * dim, dim, sp);
+    search_params one = sp;
+    one.pool = nullptr;
+    detail::for_each_query(sp.pool, nq, [&](std::size_t i) { out[i] = search(queries + i * dim, dim, one); });
     return out;
   }
 
