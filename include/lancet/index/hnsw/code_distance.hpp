@@ -29,7 +29,10 @@ inline std::uint64_t l2_codes(const std::uint8_t* a, const std::uint8_t* b, std:
     const __m512i t = _mm512_sub_epi16(x, y);
     acc = _mm512_add_epi32(acc, _mm512_madd_epi16(t, t));
   }
-  total = std::uint32_t(_mm512_reduce_add_epi32(acc));
+  // Summed through memory: GCC 12 warns about _mm512_reduce_add_epi32's own code.
+  alignas(64) std::int32_t lanes[16];
+  _mm512_store_si512(lanes, acc);
+  for (const std::int32_t x : lanes) total += std::uint32_t(x);
 #elif defined(__AVX2__)
   __m256i acc = _mm256_setzero_si256();
   for (; i + 16 <= d; i += 16) {

@@ -33,9 +33,9 @@ class visited_set {
     }
   }
   bool insert(std::uint32_t i) {
-    if (mark_[i] == epoch_) return false;
+    const bool fresh = mark_[i] != epoch_;  // no branch: the builder's inner loop
     mark_[i] = epoch_;
-    return true;
+    return fresh;
   }
 
  private:
