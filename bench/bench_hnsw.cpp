@@ -2,7 +2,8 @@
 //  - build time: lancet's build_ivf_index (IVF_HNSW_SQ) against LanceDB 0.39's createIndex
 //    (Index.hnswSq, driven through Node, tests/interop/ivf_acceptance.mjs), and the
 //    ratio; the peak RSS of our build (run in a forked child: its ru_maxrss, next to
-//    what the bench process held when it forked);
+//    what the bench process held when it forked); and lancet's IVF_SQ build of the same
+//    data (no graphs: the difference is the graph stage's);
 //  - recall@10 and QPS at ef 50, 100, 200 (nprobes --nprobes) of: lancet's own searcher
 //    over our index (in process, one query at a time), LanceDB's vectorSearch over our
 //    index and over its own, FAISS IndexHNSWFlat and IndexHNSWSQ (8 bit) over all rows
@@ -303,6 +304,16 @@ int main(int argc, char** argv) {
   const auto b = forked_build(ours, bo, o.threads);
   std::printf("lancet IVF_HNSW_SQ build: %.3f s (CPU %.3f s), peak RSS %.0f MiB (the bench held %.0f MiB at fork)\n",
               b.seconds, b.cpu_seconds, b.peak_mib, b.held_mib);
+  {
+    // The same build without graphs: what the graph stage costs is the difference.
+    const auto sq = tmp.path() / "sq";
+    fs::copy(base, sq, fs::copy_options::recursive);
+    auto so = bo;
+    so.type = index::ivf_index_type::ivf_sq;
+    const auto sb = forked_build(sq, so, o.threads);
+    std::printf("lancet IVF_SQ build (the same without graphs): %.3f s (CPU %.3f s); the graphs: %.3f s (CPU %.3f s)\n",
+                sb.seconds, sb.cpu_seconds, b.seconds - sb.seconds, b.cpu_seconds - sb.cpu_seconds);
+  }
   std::fflush(stdout);
 
   const auto theirs = tmp.path() / "theirs";

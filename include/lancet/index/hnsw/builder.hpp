@@ -117,10 +117,13 @@ class candidate_pool {
         count += visited.insert(n);
       }
       for (std::size_t i = 0; i < count; ++i) prefetch(fresh_[i]);
+      // All distances first: independent of each other, they overlap in the CPU.
+      if (dists_.size() < count) dists_.resize(fresh_.size());
+      for (std::size_t i = 0; i < count; ++i) dists_[i] = dist(fresh_[i]);
       std::size_t lowest = cur + 1;  // where the nearest unexpanded entry may now be
       for (std::size_t i = 0; i < count; ++i) {
         const std::uint32_t n = fresh_[i];
-        const std::uint64_t k = key({dist(n), n});
+        const std::uint64_t k = key({dists_[i], n});
         if (size >= ef && !(k < keys_[size - 1])) continue;
         const std::size_t pos = upper_bound(size, k);
         if (size < ef) ++size;  // else the farthest entry drops out
@@ -169,6 +172,7 @@ class candidate_pool {
   std::vector<std::uint64_t> keys_;
   std::vector<std::uint8_t> expanded_;
   std::vector<std::uint32_t> fresh_;
+  std::vector<float> dists_;
 };
 
 // The neighbour lists of a graph under construction in one array: node n's level-0
