@@ -485,8 +485,9 @@ TEST_CASE("hnsw: peak memory of the graph stage stays under its budget (graphs b
 #else
   // The graph stage of an IVF_HNSW_FLAT build (what ivf_builder runs after writing
   // auxiliary.idx) over 24000 x 32 f32 rows in 16 partitions: all graphs at once hold
-  // about 10 MiB (edges, the builders' lists, the decoded rows), one window under a
-  // 4 MiB budget (one partition at a time: its estimate is 2.7 MB) about 2 MiB.
+  // over 10 MiB (edges, the builders' lists, the decoded rows, index.idx's buffered
+  // columns), one window under a 4 MiB budget (one partition at a time: its estimate
+  // is 2.7 MB) a few MiB.
   const std::size_t n = 24000, dim = 32;
   const std::uint64_t small = std::uint64_t(4) << 20;
   const auto v = clustered(n, dim, 16, 0.25f, 5);
@@ -497,6 +498,7 @@ TEST_CASE("hnsw: peak memory of the graph stage stays under its budget (graphs b
   o.column = "vector";
   o.type = index::ivf_index_type::ivf_hnsw_flat;
   o.num_partitions = 16;
+  o.memory_budget_bytes = small;  // auxiliary.idx in pages of a small budget (the reader keeps one per column)
   index::build_ivf_index(root, o);
   const auto s = dataset::load_latest(root);
   REQUIRE(s->file.indices.size() == 1);
@@ -508,8 +510,10 @@ TEST_CASE("hnsw: peak memory of the graph stage stays under its budget (graphs b
     const std::string out = dir.sub("index-" + std::to_string(budget) + ".idx");
     const long kib = testing::peak_growth_kib_in_child([&] {
       boost::asio::thread_pool pool(2);
+      file::writer_options wo;  // as ivf_builder: a sixteenth of the budget, 1 to 16 MiB
+      wo.data_cache_bytes = std::clamp<std::uint64_t>(budget / 16, 1 << 20, std::uint64_t(16) << 20);
       index::hnsw::index_file_writer<file::v2_0, io::file_sink> w(io::file_sink(out), info.ivf, "IVF_HNSW_FLAT",
-                                                                  simd::distance_type::l2);
+                                                                  simd::distance_type::l2, wo);
       index::hnsw::build_partition_graphs(storage, simd::distance_type::l2, dim, index::hnsw::build_params{}, &pool,
                                           budget, [&](std::size_t, const graph& g) { w.add(g); });
       w.finish();

@@ -699,7 +699,7 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
       // the shuffler may still hold its in-memory buffer (a quarter) when nothing spilled.
       const auto storage = open_storage(aux_path);
       hnsw::index_file_writer<V, io::file_sink> idx(io::file_sink(idx_path), model, hnsw_index_type_name(e.params),
-                                                   o.metric);
+                                                   o.metric, wo);
       hnsw::build_partition_graphs(storage, o.metric, e.km.dimension, *graph, o.pool, o.memory_budget_bytes / 4 * 3,
                                    [&](std::size_t, const hnsw::graph& g) { idx.add(g); });
       idx_size = idx.finish().file_size;

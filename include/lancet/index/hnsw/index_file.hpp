@@ -69,9 +69,12 @@ inline arrow::array_ptr list_array(const arrow::type_ptr& t, const std::vector<s
 template <file::version_policy Version, class Sink>
 class index_file_writer {
  public:
-  index_file_writer(Sink&& sink, const ivf_model& ivf, std::string_view index_type, simd::distance_type distance)
+  // wo.data_cache_bytes bounds the column data buffered before a page is cut (default
+  // 8 MiB per column: the whole index.idx of a small index).
+  index_file_writer(Sink&& sink, const ivf_model& ivf, std::string_view index_type, simd::distance_type distance,
+                    file::writer_options wo = {})
       : schema_(index_schema()),
-        w_(std::forward<Sink>(sink), schema::from_arrow(schema_)),
+        w_(std::forward<Sink>(sink), schema::from_arrow(schema_), std::move(wo)),
         sub_(ivf.centroids ? ivf_model::with_centroids(*ivf.centroids, ivf.loss)
                            : throw invalid_input_error("index.idx needs the IVF centroids")),
         partitions_(ivf.num_partitions()),
