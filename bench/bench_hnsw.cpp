@@ -349,7 +349,7 @@ int main(int argc, char** argv) {
       fs::copy(base, dir, fs::copy_options::recursive);
       auto fo = bo;
       fo.type = type;
-      fo.num_sub_vectors = o.sub_vectors;
+      if (type == index::ivf_index_type::ivf_hnsw_pq) fo.num_sub_vectors = o.sub_vectors;
       const auto fb = forked_build(dir, fo, o.threads);
       std::printf("lancet %s build: %.3f s (CPU %.3f s), peak RSS %.0f MiB\n", name.c_str(), fb.seconds,
                   fb.cpu_seconds, fb.peak_mib);
