@@ -2,17 +2,24 @@
 //  - build time: lancet's build_ivf_index (IVF_HNSW_SQ) against LanceDB 0.39's createIndex
 //    (Index.hnswSq, driven through Node, tests/interop/ivf_acceptance.mjs), and the
 //    ratio; the peak RSS of our build (run in a forked child: its ru_maxrss, next to
-//    what the bench process held when it forked);
+//    what the bench process held when it forked); and lancet's IVF_SQ build of the same
+//    data (no graphs: the difference is the graph stage's);
 //  - recall@10 and QPS at ef 50, 100, 200 (nprobes --nprobes) of: lancet's own searcher
 //    over our index (in process, one query at a time), LanceDB's vectorSearch over our
 //    index and over its own, FAISS IndexHNSWFlat and IndexHNSWSQ (8 bit) over all rows
 //    (efSearch = ef, M = --m, efConstruction = --ef-construction);
-//  - lancet's IVF_PQ at the same size (nprobes --nprobes, no refine) as a reference.
+//  - lancet's IVF_PQ at the same size (nprobes --nprobes, no refine) as a reference;
+//  - with --flat-pq also IVF_HNSW_FLAT and IVF_HNSW_PQ (--sub-vectors): lancet's builds
+//    searched by LanceDB and by lancet, and LanceDB's own IVF_HNSW_PQ (its Node API
+//    builds no IVF_HNSW_FLAT).
+// Builds report wall and CPU seconds (user + system of the build's process: the
+// machine's load stretches wall time, not CPU time); LanceDB's CPU seconds are its
+// Node process's, from start to exit (opening the dataset included).
 //
 //   bench_hnsw [--rows 100000] [--dim 128] [--partitions 64] [--m 20] [--ef-construction 150]
 //              [--queries 200] [--nprobes 20] [--threads 2] [--clusters 64] [--spread 0.1]
 //              [--seed 1] [--sub-vectors 16] [--budget-mib 512] [--near-queries]
-//              [--no-lancedb] [--no-faiss]
+//              [--no-lancedb] [--no-faiss] [--flat-pq]
 //
 // Data: --clusters Gaussian blobs (centres uniform in [-1, 1)^dim, sigma --spread), as
 // tests/interop/create_index.mjs; queries uniform in [-0.8, 0.8]^dim (away from the blobs:
@@ -27,6 +34,8 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <sys/resource.h>
@@ -67,7 +76,7 @@ struct options {
               threads = 2, clusters = 64, sub_vectors = 16, budget_mib = 512;
   float spread = 0.1f;
   unsigned seed = 1;
-  bool near_queries = false, lancedb = true, faiss = true;
+  bool near_queries = false, lancedb = true, faiss = true, flat_pq = false;
 };
 
 const std::size_t efs[] = {50, 100, 200};
@@ -76,7 +85,8 @@ const std::size_t efs[] = {50, 100, 200};
   std::fprintf(stderr,
                "bench_hnsw: %s\nusage: bench_hnsw [--rows N] [--dim D] [--partitions P] [--m M] [--ef-construction E]\n"
                "                  [--queries Q] [--nprobes N] [--threads T] [--clusters C] [--spread S] [--seed S]\n"
-               "                  [--sub-vectors M] [--budget-mib B] [--near-queries] [--no-lancedb] [--no-faiss]\n",
+               "                  [--sub-vectors M] [--budget-mib B] [--near-queries] [--no-lancedb] [--no-faiss]\n"
+               "                  [--flat-pq]\n",
                why.c_str());
   std::exit(2);
 }
@@ -96,6 +106,10 @@ options parse(int argc, char** argv) {
     }
     if (a == "--near-queries") {
       o.near_queries = true;
+      continue;
+    }
+    if (a == "--flat-pq") {
+      o.flat_pq = true;
       continue;
     }
     if (i + 1 >= argc) usage("option " + a + " needs a value");
@@ -136,9 +150,31 @@ std::uint64_t rss_bytes() {
 }
 
 struct build_run {
-  double seconds = -1;
+  double seconds = -1, cpu_seconds = -1;
   double peak_mib = -1, held_mib = -1;  // the child's peak RSS; what the bench held at fork
 };
+
+double cpu_seconds(const rusage& ru) {
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+// CPU seconds of the waited-for children so far (the Node processes).
+double children_cpu_seconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_CHILDREN, &ru);
+  return cpu_seconds(ru);
+}
+
+// LanceDB's createIndex of `type` (ivf_acceptance.mjs index): its seconds, and the CPU
+// seconds of the whole Node process.
+std::pair<double, double> lance_build(const options& o, const fs::path& root, const std::string& type) {
+  const double cpu0 = children_cpu_seconds();
+  const auto out = njson::parse(testing::node(
+      "ivf_acceptance.mjs", {"index", root.string(), "--type", type, "--partitions", std::to_string(o.partitions), "--m",
+                             std::to_string(o.m), "--ef-construction", std::to_string(o.ef_construction),
+                             "--sub-vectors", std::to_string(o.sub_vectors)}));
+  return {out["seconds"].get<double>(), children_cpu_seconds() - cpu0};
+}
 
 // build_ivf_index in a forked child (so its peak RSS is the build's, plus what the
 // bench process held when it forked); the child reports its build time via a pipe.
@@ -175,6 +211,7 @@ build_run forked_build(const fs::path& root, const index::build_options& bo, std
   ::wait4(pid, &status, 0, &ru);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || secs < 0) throw io_error("the forked build failed");
   r.seconds = secs;
+  r.cpu_seconds = cpu_seconds(ru);
   r.peak_mib = double(ru.ru_maxrss) / 1024.0;
   return r;
 }
@@ -265,20 +302,28 @@ int main(int argc, char** argv) {
   const auto ours = tmp.path() / "ours";
   fs::copy(base, ours, fs::copy_options::recursive);
   const auto b = forked_build(ours, bo, o.threads);
-  std::printf("lancet IVF_HNSW_SQ build: %.3f s, peak RSS %.0f MiB (the bench held %.0f MiB at fork)\n", b.seconds,
-              b.peak_mib, b.held_mib);
+  std::printf("lancet IVF_HNSW_SQ build: %.3f s (CPU %.3f s), peak RSS %.0f MiB (the bench held %.0f MiB at fork)\n",
+              b.seconds, b.cpu_seconds, b.peak_mib, b.held_mib);
+  {
+    // The same build without graphs: what the graph stage costs is the difference.
+    const auto sq = tmp.path() / "sq";
+    fs::copy(base, sq, fs::copy_options::recursive);
+    auto so = bo;
+    so.type = index::ivf_index_type::ivf_sq;
+    const auto sb = forked_build(sq, so, o.threads);
+    std::printf("lancet IVF_SQ build (the same without graphs): %.3f s (CPU %.3f s); the graphs: %.3f s (CPU %.3f s)\n",
+                sb.seconds, sb.cpu_seconds, b.seconds - sb.seconds, b.cpu_seconds - sb.cpu_seconds);
+  }
   std::fflush(stdout);
 
   const auto theirs = tmp.path() / "theirs";
-  double lance_build = -1;
+  double lance_seconds = -1, lance_cpu = -1;
   if (o.lancedb) {
     fs::copy(base, theirs, fs::copy_options::recursive);
-    const auto out = njson::parse(testing::node(
-        "ivf_acceptance.mjs", {"index", theirs.string(), "--type", "hnsw_sq", "--partitions", std::to_string(o.partitions),
-                               "--m", std::to_string(o.m), "--ef-construction", std::to_string(o.ef_construction)}));
-    lance_build = out["seconds"].get<double>();
-    std::printf("LanceDB createIndex IVF_HNSW_SQ: %.3f s; lancet / LanceDB = %.2f\n", lance_build,
-                b.seconds / lance_build);
+    std::tie(lance_seconds, lance_cpu) = lance_build(o, theirs, "hnsw_sq");
+    std::printf("LanceDB createIndex IVF_HNSW_SQ: %.3f s (CPU of its Node process %.3f s); lancet / LanceDB = %.2f "
+                "(CPU %.2f)\n",
+                lance_seconds, lance_cpu, b.seconds / lance_seconds, b.cpu_seconds / lance_cpu);
     std::fflush(stdout);
   }
 
@@ -296,6 +341,34 @@ int main(int argc, char** argv) {
     }
     table.emplace_back("LanceDB vectorSearch, lancet's IVF_HNSW_SQ", a);
     table.emplace_back("LanceDB vectorSearch, LanceDB's IVF_HNSW_SQ", t);
+  }
+  if (o.flat_pq) {
+    for (const auto type : {index::ivf_index_type::ivf_hnsw_flat, index::ivf_index_type::ivf_hnsw_pq}) {
+      const std::string name(index::ivf_index_type_name(type));
+      const auto dir = tmp.path() / name;
+      fs::copy(base, dir, fs::copy_options::recursive);
+      auto fo = bo;
+      fo.type = type;
+      if (type == index::ivf_index_type::ivf_hnsw_pq) fo.num_sub_vectors = o.sub_vectors;
+      const auto fb = forked_build(dir, fo, o.threads);
+      std::printf("lancet %s build: %.3f s (CPU %.3f s), peak RSS %.0f MiB\n", name.c_str(), fb.seconds,
+                  fb.cpu_seconds, fb.peak_mib);
+      std::fflush(stdout);
+      std::vector<run> us, them;
+      for (auto ef : efs) us.push_back(our_search(o, dir, queries, truth, ef));
+      table.emplace_back("lancet searcher, lancet's " + name, us);
+      if (!o.lancedb) continue;
+      for (auto ef : efs) them.push_back(lance_search(o, dir, qf, truth, ef));
+      table.emplace_back("LanceDB vectorSearch, lancet's " + name, them);
+      if (type != index::ivf_index_type::ivf_hnsw_pq) continue;
+      const auto lance_dir = tmp.path() / ("lance-" + name);
+      fs::copy(base, lance_dir, fs::copy_options::recursive);
+      const auto [secs, cpu] = lance_build(o, lance_dir, "hnsw_pq");
+      std::printf("LanceDB createIndex %s: %.3f s (CPU %.3f s)\n", name.c_str(), secs, cpu);
+      std::vector<run> own;
+      for (auto ef : efs) own.push_back(lance_search(o, lance_dir, qf, truth, ef));
+      table.emplace_back("LanceDB vectorSearch, LanceDB's " + name, own);
+    }
   }
 #ifdef LANCET_BENCH_FAISS
   if (o.faiss) {
@@ -341,7 +414,8 @@ int main(int argc, char** argv) {
     po.type = index::ivf_index_type::ivf_pq;
     po.num_sub_vectors = o.sub_vectors;
     const auto pb = forked_build(pq, po, o.threads);
-    std::printf("lancet IVF_PQ (%zu x 8 bit) build: %.3f s, peak RSS %.0f MiB\n", o.sub_vectors, pb.seconds, pb.peak_mib);
+    std::printf("lancet IVF_PQ (%zu x 8 bit) build: %.3f s (CPU %.3f s), peak RSS %.0f MiB\n", o.sub_vectors, pb.seconds,
+                pb.cpu_seconds, pb.peak_mib);
     const auto r = our_search(o, pq, queries, truth, std::nullopt);
     table.emplace_back("lancet searcher, lancet's IVF_PQ (no ef; same row at every ef)", std::vector<run>(3, r));
   }
@@ -353,10 +427,10 @@ int main(int argc, char** argv) {
   if (o.lancedb) {
     const auto& a = table[1].second;
     const auto& t = table[2].second;
-    std::printf("\nbuild: lancet %.3f s / LanceDB %.3f s = %.2f (target <= 0.33); recall over ours - over LanceDB's: "
-                "%+.4f / %+.4f / %+.4f at ef 50 / 100 / 200\n",
-                b.seconds, lance_build, b.seconds / lance_build, a[0].recall - t[0].recall, a[1].recall - t[1].recall,
-                a[2].recall - t[2].recall);
+    std::printf("\nbuild: lancet %.3f s / LanceDB %.3f s = %.2f (target <= 0.33); CPU %.3f s / %.3f s = %.2f; "
+                "recall over ours - over LanceDB's: %+.4f / %+.4f / %+.4f at ef 50 / 100 / 200\n",
+                b.seconds, lance_seconds, b.seconds / lance_seconds, b.cpu_seconds, lance_cpu, b.cpu_seconds / lance_cpu,
+                a[0].recall - t[0].recall, a[1].recall - t[1].recall, a[2].recall - t[2].recall);
   }
   return 0;
 }

@@ -6,7 +6,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -22,6 +26,7 @@
 #include <lancet/index/optimize.hpp>
 #include <lancet/index/vector_index.hpp>
 
+#include "support/peak_memory.hpp"
 #include "support/temp_dir.hpp"
 #include "support/vector_batch.hpp"
 
@@ -127,6 +132,179 @@ TEST_CASE("hnsw: the level draw follows Lance's (about 1/m of the nodes above le
   CHECK(above > 4500);
   CHECK(above < 5500);
   CHECK(capped == 0);
+}
+
+namespace {
+
+// The builder as first written (nested lists, search.hpp's two-heap beam search,
+// stable_sort in the heuristic): builder.hpp's flat lists and candidate pool must give
+// the same graph, edge for edge.
+graph reference_build(std::size_t n, const index::hnsw::build_params& p,
+                      const std::function<float(std::uint32_t, std::uint32_t)>& dist) {
+  using index::hnsw::edge;
+  const auto heuristic = [&](std::vector<edge> c, std::size_t k) {
+    if (c.size() <= k) return c;
+    std::stable_sort(c.begin(), c.end(), [](const edge& a, const edge& b) { return a.distance < b.distance; });
+    std::vector<edge> out, rejected;
+    for (const auto& u : c) {
+      if (out.size() >= k) break;
+      bool ok = true;
+      for (const auto& v : out) ok = ok && u.distance < dist(u.id, v.id);
+      if (ok) out.push_back(u);
+      else if (rejected.size() < p.m) rejected.push_back(u);
+    }
+    for (std::size_t i = 0; i < rejected.size() && out.size() < p.m; ++i) out.push_back(rejected[i]);
+    return out;
+  };
+  graph g;
+  g.params = p;
+  g.levels.resize(n);
+  std::mt19937_64 rng(p.seed);
+  std::size_t top = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t l = index::hnsw::draw_level(rng, p);
+    g.levels[i].resize(l + 1);
+    if (l > top || i == 0) top = l, g.entry_point = std::uint32_t(i);
+  }
+  const auto neighbors = index::hnsw::level_neighbors(g);
+  index::hnsw::visited_set visited;
+  for (std::uint32_t node = 0; node < n; ++node) {
+    if (node == g.entry_point) continue;
+    const std::size_t target = g.levels[node].size() - 1;
+    const auto from = [&](std::uint32_t o) { return dist(node, o); };
+    index::hnsw::scored ep{from(g.entry_point), g.entry_point};
+    for (std::size_t level = top; level > target; --level) ep = index::hnsw::greedy_search(neighbors, level, ep, from);
+    for (std::size_t level = target + 1; level-- > 0;) {
+      const auto found = index::hnsw::beam_search(neighbors, level, ep, p.ef_construction, from, visited, n,
+                                                  [](std::uint32_t) { return true; });
+      std::vector<edge> mine;
+      for (const auto& f : found)
+        if (f.id != node) mine.push_back({f.id, f.distance});
+      g.levels[node][level] = heuristic(std::move(mine), p.max_neighbors(level));
+      if (!found.empty()) ep = found.front();
+    }
+    for (std::size_t level = 0; level <= target; ++level)
+      for (const auto& e : g.levels[node][level]) {
+        auto& theirs = g.levels[e.id][level];
+        const std::size_t cap = p.max_neighbors(level);
+        if (theirs.size() >= cap && !(e.distance < theirs.back().distance)) continue;
+        theirs.push_back({node, e.distance});
+        if (theirs.size() > cap) theirs = heuristic(std::move(theirs), cap);
+      }
+  }
+  return g;
+}
+
+// A storage_reader stand-in for build_partition_graphs: flat f32 partitions; it counts
+// the partitions read and not yet handed back (what a window holds).
+struct counting_storage {
+  struct lengths_only {
+    std::vector<std::uint32_t> lengths;
+  };
+  std::size_t dim;
+  std::vector<std::vector<float>> parts;
+  lengths_only model;
+  index::quantizer_params q;
+  mutable std::atomic<std::size_t> held{0};
+  mutable std::size_t most_held = 0;
+  mutable std::mutex mu;
+
+  std::size_t num_partitions() const { return parts.size(); }
+  const lengths_only& ivf() const { return model; }
+  const index::quantizer_params& quantizer() const { return q; }
+  index::partition_contents read_partition(std::size_t p) const {
+    std::lock_guard<std::mutex> lock(mu);
+    most_held = std::max(most_held, ++held);
+    index::partition_contents pc;
+    pc.row_ids.resize(parts[p].size() / dim);
+    pc.codes.append(parts[p].data(), parts[p].size() * sizeof(float));
+    return pc;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("hnsw: the builder's flat lists and candidate pool give the reference builder's graph, edge for edge") {
+  const std::size_t dim = 16;
+  for (const auto metric : {simd::distance_type::l2, simd::distance_type::dot}) {
+    // u8-valued rows give equal distances (ties broken by node id in both).
+    auto v = clustered(500, dim, 5, 0.3f, 21);
+    if (metric == simd::distance_type::l2)
+      for (auto& x : v) x = std::round(x * 8.0f);
+    index::hnsw::build_params p;
+    p.m = 8;
+    p.ef_construction = 40;
+    const auto dist = [&](std::uint32_t a, std::uint32_t b) {
+      return index::hnsw::row_distance(metric, v.data() + a * dim, v.data() + b * dim, dim);
+    };
+    const graph want = reference_build(500, p, dist);
+    const graph got = index::hnsw::build(500, p, dist);
+    CHECK(got.entry_point == want.entry_point);
+    REQUIRE(got.size() == want.size());
+    std::size_t differing = 0;
+    for (std::size_t n = 0; n < got.size(); ++n) {
+      REQUIRE(got.levels[n].size() == want.levels[n].size());
+      for (std::size_t l = 0; l < got.levels[n].size(); ++l) {
+        const auto& a = got.levels[n][l];
+        const auto& b = want.levels[n][l];
+        bool same = a.size() == b.size();
+        for (std::size_t i = 0; same && i < a.size(); ++i) same = a[i].id == b[i].id && a[i].distance == b[i].distance;
+        differing += !same;
+      }
+    }
+    CHECK(differing == 0);
+  }
+}
+
+TEST_CASE("hnsw: partition graphs are built in windows that fit the memory budget, the same graphs for any budget") {
+  counting_storage st;
+  st.dim = 8;
+  st.q = index::flat::to_params<float>(st.dim);
+  for (std::size_t part = 0; part < 6; ++part) {
+    st.parts.push_back(clustered(150 + 40 * part, st.dim, 3, 0.3f, unsigned(part + 3)));
+    st.model.lengths.push_back(std::uint32_t(150 + 40 * part));
+  }
+  index::hnsw::build_params p;
+  p.m = 6;
+  p.ef_construction = 30;
+  const auto bytes = [&](std::size_t part) {
+    return index::hnsw::partition_graph_bytes(st.q, simd::distance_type::l2, st.model.lengths[part], st.dim, p);
+  };
+  boost::asio::thread_pool pool(2);
+  std::vector<std::vector<graph>> built;
+  // budget -> most partitions held at once
+  for (const auto& [budget, most] : std::vector<std::pair<std::uint64_t, std::size_t>>{
+           {1, 1}, {bytes(0) + bytes(1), 2}, {std::uint64_t(1) << 40, 6}}) {
+    CAPTURE(budget);
+    st.held = 0;
+    st.most_held = 0;
+    std::vector<graph> out;
+    index::hnsw::build_partition_graphs(st, simd::distance_type::l2, st.dim, p, &pool, budget,
+                                        [&](std::size_t part, const graph& g) {
+                                          CHECK(part == out.size());
+                                          out.push_back(g);
+                                          --st.held;
+                                        });
+    CHECK(st.most_held == most);
+    REQUIRE(out.size() == 6);
+    built.push_back(std::move(out));
+  }
+  for (std::size_t part = 0; part < 6; ++part) {
+    CHECK(built[0][part].size() == st.model.lengths[part]);
+    for (std::size_t b = 1; b < built.size(); ++b) {
+      CHECK(built[b][part].entry_point == built[0][part].entry_point);
+      bool same = true;
+      for (std::size_t n = 0; n < built[0][part].size(); ++n)
+        for (std::size_t l = 0; l < built[0][part].levels[n].size(); ++l) {
+          const auto& x = built[0][part].levels[n][l];
+          const auto& y = built[b][part].levels[n][l];
+          same = same && x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(), [](const auto& e, const auto& f) {
+                   return e.id == f.id && e.distance == f.distance;
+                 });
+        }
+      CHECK(same);
+    }
+  }
 }
 
 TEST_CASE("hnsw: index.idx round trip (rows level by level, partitions back to back)") {
@@ -299,6 +477,58 @@ TEST_CASE("hnsw: IVF_HNSW_SQ under a 1 MiB memory budget builds and searches as 
   CAPTURE(recalls[1]);
   CHECK(recalls[0] >= 0.85);
   CHECK(recalls[1] >= 0.85);
+}
+
+TEST_CASE("hnsw: peak memory of the graph stage stays under its budget (graphs built and written a window at a time)") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  MESSAGE("skipped under sanitizers (their shadow memory and quarantine are not the build's)");
+#else
+  // The graph stage of an IVF_HNSW_FLAT build (what ivf_builder runs after writing
+  // auxiliary.idx) over 24000 x 32 f32 rows in 16 partitions: all graphs at once hold
+  // over 10 MiB (edges, the builders' lists, the decoded rows, index.idx's buffered
+  // columns), one window under a 4 MiB budget (one partition at a time: its estimate
+  // is 2.7 MB) a few MiB.
+  const std::size_t n = 24000, dim = 32;
+  const std::uint64_t small = std::uint64_t(4) << 20;
+  const auto v = clustered(n, dim, 16, 0.25f, 5);
+  testing::scratch_dir dir("hnsw-mem");
+  const std::string root = dir.sub("ds");
+  dataset::write(root, testing::id_vector_batch(v, dim, 0));
+  index::build_options o;
+  o.column = "vector";
+  o.type = index::ivf_index_type::ivf_hnsw_flat;
+  o.num_partitions = 16;
+  o.memory_budget_bytes = small;  // auxiliary.idx in pages of a small budget (the reader keeps one per column)
+  index::build_ivf_index(root, o);
+  const auto s = dataset::load_latest(root);
+  REQUIRE(s->file.indices.size() == 1);
+  const std::string ix = index::index_directory(root, s->file.indices[0].uuid);
+  const auto info = index::read_index_file(ix + "/index.idx");
+  const auto storage = index::open_storage(ix + "/auxiliary.idx");
+  std::vector<double> grown_mib;
+  for (const std::uint64_t budget : {small, std::uint64_t(512) << 20}) {
+    const std::string out = dir.sub("index-" + std::to_string(budget) + ".idx");
+    const long kib = testing::peak_growth_kib_in_child([&] {
+      boost::asio::thread_pool pool(2);
+      file::writer_options wo;  // as ivf_builder: a sixteenth of the budget, 1 to 16 MiB
+      wo.data_cache_bytes = std::clamp<std::uint64_t>(budget / 16, 1 << 20, std::uint64_t(16) << 20);
+      index::hnsw::index_file_writer<file::v2_0, io::file_sink> w(io::file_sink(out), info.ivf, "IVF_HNSW_FLAT",
+                                                                  simd::distance_type::l2, wo);
+      index::hnsw::build_partition_graphs(storage, simd::distance_type::l2, dim, index::hnsw::build_params{}, &pool,
+                                          budget, [&](std::size_t, const graph& g) { w.add(g); });
+      w.finish();
+      pool.join();
+    });
+    REQUIRE(kib >= 0);
+    grown_mib.push_back(double(kib) / 1024.0);
+    MESSAGE("graph stage, budget " << (budget >> 20) << " MiB: peak RSS " << grown_mib.back() << " MiB above the baseline");
+    // The same graphs as the build's: as many rows (nodes per level) per partition.
+    CHECK(index::read_index_file(out).ivf.lengths == info.ivf.lengths);
+  }
+  CHECK(grown_mib[0] < double(small >> 20) * 1.25);
+  // The data is large enough for the budget to matter: all graphs at once exceed it.
+  CHECK(grown_mib[1] > double(small >> 20) * 1.25);
+#endif
 }
 
 TEST_CASE("hnsw: f16 and f64 columns") {

@@ -5,8 +5,10 @@
 //  - LanceDB lists our index with its type and row count;
 //  - its recall@10 over our index is within 0.01 of its recall over the index it
 //    builds itself with the same parameters (m 20, ef_construction 150; SQ and PQ:
-//    LanceDB's Node API builds no IVF_HNSW_FLAT); PQ within 0.03, as LanceDB's own PQ
-//    training moves its recall by about 0.012 from run to run; and the graphs' loss
+//    LanceDB's Node API builds no IVF_HNSW_FLAT), over 1000 queries: LanceDB's PQ
+//    training is random, and two of its own IVF_HNSW_PQ builds differed by 0.011 on
+//    the first 100 queries of this data but by 0.0025 over 1000 (recall 0.870 /
+//    0.867; 100-query slices of one build range over 0.85-0.88); and the graphs' loss
 //    (recall at ef 1000 minus at ef 100) within 0.01 of LanceDB's for both;
 //  - our search over LanceDB's index has LanceDB's recall within 0.01;
 //  - over our IVF_HNSW_FLAT index our neighbours equal LanceDB's for >= 95% of queries.
@@ -179,10 +181,11 @@ struct scenario {
   std::string delete_where;
   std::vector<index::ivf_index_type> types;
   bool compare_recall = true;  // else: LanceDB lists and searches ours only
+  std::size_t queries = 100;
 };
 
 void run(const scenario& sc) {
-  const std::size_t dim = 32, nq = 100;
+  const std::size_t dim = 32, nq = sc.queries;
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> centres(64 * dim);
@@ -274,11 +277,7 @@ void run(const scenario& sc) {
     const double full_theirs = recall(lance_search(theirs, qf, dim, sc.metric, 1000).ids, want);
     MESSAGE(sc.label << " " << name << ": storage recall (ef 1000) ours " << full_ours << ", LanceDB's " << full_theirs);
     CHECK(std::abs((full_ours - r_lance_ours) - (full_theirs - r_lance_theirs)) <= 0.01 + 1e-9);
-    // SQ storage is trained deterministically (bounds), so the recalls agree to 0.01.
-    // LanceDB's PQ training is random: its own index gave 0.858 and 0.870 on two runs
-    // of this data, so the PQ comparison allows that spread on top of 0.01.
-    const double tol = type == index::ivf_index_type::ivf_hnsw_pq ? 0.03 : 0.01;
-    CHECK(std::abs(r_lance_ours - r_lance_theirs) <= tol + 1e-9);
+    CHECK(std::abs(r_lance_ours - r_lance_theirs) <= 0.01 + 1e-9);
   }
 }
 
@@ -287,6 +286,7 @@ void run(const scenario& sc) {
 TEST_CASE("interop hnsw: 20000 x 32 f32 l2, IVF_HNSW_FLAT / SQ / PQ") {
   scenario sc;
   sc.label = "l2 f32";
+  sc.queries = 1000;  // see the header: the PQ comparison needs them
   sc.types = {index::ivf_index_type::ivf_hnsw_flat, index::ivf_index_type::ivf_hnsw_sq,
               index::ivf_index_type::ivf_hnsw_pq};
   run(sc);

@@ -20,7 +20,8 @@
 //                    precomputed_shuffle_buffers replace this stage;
 //   merge_partitions the spilled runs merged partition by partition, in partition
 //                    order (windows read in parallel on the pool), into auxiliary.idx;
-//                    then index.idx.
+//                    then index.idx (IVF_HNSW_*: the partitions' graphs, built in
+//                    windows that fit three quarters of the budget, written as done).
 // Null vectors, vectors with a non-finite value, and (cosine) zero vectors are not
 // indexed. A multivector column (a list of fixed-size-list vectors per row) indexes
 // every vector under its row's id, with cosine distance only (Lance's rule).
@@ -693,12 +694,15 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
     sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report(o, build_stage::merge_partitions, p, k); });
     aux_size = aux.finish().file_size;
     if (graph) {
-      // The graphs link the stored rows, so they are built from auxiliary.idx as written.
+      // The graphs link the stored rows, so they are built from auxiliary.idx as written,
+      // and go to index.idx as they are done. They get three quarters of the budget:
+      // the shuffler may still hold its in-memory buffer (a quarter) when nothing spilled.
       const auto storage = open_storage(aux_path);
-      const auto graphs = hnsw::build_partition_graphs(storage, o.metric, e.km.dimension, *graph, o.pool);
-      idx_size = hnsw::write_index_file<V>(io::file_sink(idx_path), model, hnsw_index_type_name(e.params), o.metric,
-                                           graphs)
-                     .file_size;
+      hnsw::index_file_writer<V, io::file_sink> idx(io::file_sink(idx_path), model, hnsw_index_type_name(e.params),
+                                                   o.metric, wo);
+      hnsw::build_partition_graphs(storage, o.metric, e.km.dimension, *graph, o.pool, o.memory_budget_bytes / 4 * 3,
+                                   [&](std::size_t, const hnsw::graph& g) { idx.add(g); });
+      idx_size = idx.finish().file_size;
     } else {
       idx_size = write_index_file<V>(io::file_sink(idx_path), model, index_type_name(e.params), o.metric).file_size;
     }

@@ -14,11 +14,15 @@
 //   0.39's files show exactly this).
 // Nodes are inserted in order (Lance inserts in parallel); partitions are built in
 // parallel by the caller. dist(a, b) is the storage's distance between two nodes.
+// While building, the lists live in one flat array (room for one entry over the cap,
+// pruned back at once) and every scratch buffer is reused: no allocation per
+// insertion. The result is the same graph for the same seed whatever the thread count.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -39,36 +43,172 @@ inline std::size_t draw_level(std::mt19937_64& rng, const build_params& p) {
 
 namespace builder_detail {
 
-// select_neighbors_heuristic: candidates sorted nearest first, each kept when nearer
-// to the node than to every one kept before it, at most k; then, while fewer than
-// min_keep are kept, the nearest rejected ones are added back. LanceDB 0.39's graphs
-// (100k x 128 clustered, 64 partitions) have no level-0 list below m and level-1
-// lists of 19.9 on average (m 20), where the bare heuristic of the 1.0-beta source
-// leaves 39% of level-0 lists below m and level-1 lists at 9: a recall loss of 0.05
-// at ef 100 (0.924 vs 0.974 of the probed storage's neighbours, same storage).
+// Sorts by distance, keeping the order of equal distances (as std::stable_sort),
+// without allocating: the lists are short (2m + 1) or already sorted (beam results).
+inline void stable_sort_by_distance(edge* b, std::size_t n) {
+  for (std::size_t i = 1; i < n; ++i) {
+    const edge x = b[i];
+    std::size_t j = i;
+    for (; j > 0 && x.distance < b[j - 1].distance; --j) b[j] = b[j - 1];
+    b[j] = x;
+  }
+}
+
+// select_neighbors_heuristic over cand[0, n): candidates sorted nearest first, each
+// kept when nearer to the node than to every one kept before it, at most k; then,
+// while fewer than min_keep are kept, the nearest rejected ones are added back. The
+// kept ones go to out (which must not overlap cand); returns how many. With n <= k
+// every candidate is kept in its given order. LanceDB 0.39's graphs (100k x 128
+// clustered, 64 partitions) have no level-0 list below m and level-1 lists of 19.9 on
+// average (m 20), where the bare heuristic of the 1.0-beta source leaves 39% of
+// level-0 lists below m and level-1 lists at 9: a recall loss of 0.05 at ef 100
+// (0.924 vs 0.974 of the probed storage's neighbours, same storage).
 template <class Dist>
-inline std::vector<edge> select_heuristic(std::vector<edge> sorted, std::size_t k, std::size_t min_keep,
-                                          const Dist& dist) {
-  if (sorted.size() <= k) return sorted;
-  std::stable_sort(sorted.begin(), sorted.end(), [](const edge& a, const edge& b) { return a.distance < b.distance; });
-  std::vector<edge> out;
-  out.reserve(k);
-  std::vector<std::uint32_t> rejected;  // positions in sorted, nearest first
-  for (std::size_t i = 0; i < sorted.size() && out.size() < k; ++i) {
-    const auto& u = sorted[i];
+inline std::size_t select_heuristic(edge* cand, std::size_t n, std::size_t k, std::size_t min_keep, const Dist& dist,
+                                    edge* out, std::vector<std::uint32_t>& rejected) {
+  if (n <= k) {
+    std::copy(cand, cand + n, out);
+    return n;
+  }
+  stable_sort_by_distance(cand, n);
+  std::size_t kept = 0;
+  rejected.clear();  // positions in cand, nearest first
+  for (std::size_t i = 0; i < n && kept < k; ++i) {
+    const auto& u = cand[i];
     bool ok = true;
-    for (const auto& v : out)
-      if (!(u.distance < dist(u.id, v.id))) {
+    for (std::size_t j = 0; j < kept; ++j)
+      if (!(u.distance < dist(u.id, out[j].id))) {
         ok = false;
         break;
       }
-    if (ok) out.push_back(u);
+    if (ok) out[kept++] = u;
     else if (rejected.size() < min_keep) rejected.push_back(std::uint32_t(i));
   }
-  for (std::size_t i = 0; i < rejected.size() && out.size() < min_keep; ++i) out.push_back(sorted[rejected[i]]);
-  return out;
+  for (std::size_t i = 0; i < rejected.size() && kept < min_keep; ++i) out[kept++] = cand[rejected[i]];
+  return kept;
 }
 
+// beam_search (search.hpp) with every node kept, on one sorted array of at most ef
+// entries instead of two heaps: the nearest entry not yet expanded is expanded next,
+// and a node enters when it beats the farthest entry (which then drops out). As a
+// node dropped from beam_search's results can only come back out of its candidate
+// heap after every nearer node was expanded, and then ends the search, both expand
+// the same nodes in the same (distance, id) order and return the same list. The
+// result, nearest first, is left in `found`.
+class candidate_pool {
+ public:
+  template <class Neighbors, class Dist, class Prefetch>
+  void search(std::vector<scored>& found, const Neighbors& neighbors, std::size_t level, const scored& ep,
+              std::size_t ef, const Dist& dist, visited_set& visited, std::size_t num_nodes, const Prefetch& prefetch) {
+    visited.reset(num_nodes);
+    visited.insert(ep.id);
+    keys_.resize(ef + 1);
+    expanded_.resize(ef + 1);
+    std::size_t size = 1;
+    keys_[0] = key(ep);
+    expanded_[0] = 0;
+    for (std::size_t cur = 0; cur < size;) {
+      expanded_[cur] = 1;
+      const auto list = neighbors(std::uint32_t(keys_[cur]), level);
+      if (fresh_.size() < std::size_t(list.e - list.b)) fresh_.resize(std::size_t(list.e - list.b));
+      std::size_t count = 0;
+      for (const std::uint32_t n : list) {
+        fresh_[count] = n;
+        count += visited.insert(n);
+      }
+      for (std::size_t i = 0; i < count; ++i) prefetch(fresh_[i]);
+      // All distances first: independent of each other, they overlap in the CPU.
+      if (dists_.size() < count) dists_.resize(fresh_.size());
+      for (std::size_t i = 0; i < count; ++i) dists_[i] = dist(fresh_[i]);
+      std::size_t lowest = cur + 1;  // where the nearest unexpanded entry may now be
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::uint32_t n = fresh_[i];
+        const std::uint64_t k = key({dists_[i], n});
+        if (size >= ef && !(k < keys_[size - 1])) continue;
+        const std::size_t pos = upper_bound(size, k);
+        if (size < ef) ++size;  // else the farthest entry drops out
+        std::copy_backward(keys_.data() + pos, keys_.data() + size - 1, keys_.data() + size);
+        std::copy_backward(expanded_.data() + pos, expanded_.data() + size - 1, expanded_.data() + size);
+        keys_[pos] = k;
+        expanded_[pos] = 0;
+        lowest = std::min(lowest, pos);
+      }
+      cur = lowest;
+      while (cur < size && expanded_[cur]) ++cur;
+    }
+    found.resize(size);
+    for (std::size_t i = 0; i < size; ++i) found[i] = unkey(keys_[i]);
+  }
+
+ private:
+  // The first position whose key exceeds k (keys are distinct: one per node), without
+  // branches on the comparisons.
+  std::size_t upper_bound(std::size_t size, std::uint64_t k) const noexcept {
+    const std::uint64_t* b = keys_.data();
+    if (size == 0) return 0;
+    for (std::size_t n = size; n > 1;) {
+      const std::size_t half = n / 2;
+      b = b[half] < k ? b + half : b;
+      n -= half;
+    }
+    return std::size_t(b - keys_.data()) + (*b < k);
+  }
+  // (distance, id) as one integer of the same order: the float's bits made monotonic
+  // (negative distances flipped), -0 taken as +0 as the float comparison does.
+  static std::uint64_t key(const scored& s) noexcept {
+    std::uint32_t b;
+    const float d = s.distance + 0.0f;
+    std::memcpy(&b, &d, 4);
+    b = (b >> 31) ? ~b : (b | 0x80000000u);
+    return (std::uint64_t(b) << 32) | s.id;
+  }
+  static scored unkey(std::uint64_t k) noexcept {
+    std::uint32_t b = std::uint32_t(k >> 32);
+    b = (b >> 31) ? (b & 0x7fffffffu) : ~b;
+    float d;
+    std::memcpy(&d, &b, 4);
+    return {d, std::uint32_t(k)};
+  }
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::uint8_t> expanded_;
+  std::vector<std::uint32_t> fresh_;
+  std::vector<float> dists_;
+};
+
+// The neighbour lists of a graph under construction in one array: node n's level-0
+// list has room for 2m + 1 entries, each of its upper levels for m + 1 (a list takes
+// one entry over its cap and is pruned back at once).
+class flat_lists {
+ public:
+  flat_lists(const std::vector<std::uint8_t>& top, const build_params& p)
+      : cap0_(std::size_t(p.max_neighbors(0)) + 1), capu_(std::size_t(p.max_neighbors(1)) + 1) {
+    const std::size_t n = top.size();
+    edge_at_.resize(n + 1);
+    count_at_.resize(n + 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      edge_at_[i + 1] = edge_at_[i] + cap0_ + top[i] * capu_;
+      count_at_[i + 1] = count_at_[i] + top[i] + 1u;
+    }
+    edges_.resize(edge_at_[n]);
+    counts_.assign(count_at_[n], 0);
+  }
+  edge* list(std::uint32_t node, std::size_t level) noexcept {
+    return edges_.data() + edge_at_[node] + (level == 0 ? 0 : cap0_ + (level - 1) * capu_);
+  }
+  const edge* list(std::uint32_t node, std::size_t level) const noexcept {
+    return edges_.data() + edge_at_[node] + (level == 0 ? 0 : cap0_ + (level - 1) * capu_);
+  }
+  std::uint32_t& count(std::uint32_t node, std::size_t level) noexcept { return counts_[count_at_[node] + level]; }
+  std::uint32_t count(std::uint32_t node, std::size_t level) const noexcept { return counts_[count_at_[node] + level]; }
+  std::size_t levels(std::uint32_t node) const noexcept { return count_at_[node + 1] - count_at_[node]; }
+
+ private:
+  std::size_t cap0_, capu_;
+  std::vector<std::uint64_t> edge_at_;
+  std::vector<std::uint32_t> count_at_;
+  std::vector<edge> edges_;
+  std::vector<std::uint32_t> counts_;
+};
 
 }  // namespace builder_detail
 
@@ -81,53 +221,75 @@ inline graph build(std::size_t n, const build_params& p, const Dist& dist, const
     throw invalid_input_error("HNSW build: " + std::to_string(n) + " nodes exceed 32-bit node ids");
   graph g;
   g.params = p;
-  g.levels.resize(n);
   if (n == 0) return g;
   std::mt19937_64 rng(p.seed);
   std::size_t top = 0;
+  std::vector<std::uint8_t> levels_above(n);  // a draw of 53 bits gives at most 53 levels at m 2
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t l = draw_level(rng, p);
-    g.levels[i].resize(l + 1);
+    if (l > 255) throw invalid_input_error("HNSW build: a node drew " + std::to_string(l) + " levels (at most 255)");
+    levels_above[i] = std::uint8_t(l);
     if (l > top || i == 0) top = l, g.entry_point = std::uint32_t(i);
   }
+  builder_detail::flat_lists lists(levels_above, p);
   // Lists change only after a node's searches, never during one.
-  const auto neighbors = level_neighbors(g);
-  const auto all = [](std::uint32_t) { return true; };
+  const auto neighbors = [&lists](std::uint32_t node, std::size_t level) {
+    if (level >= lists.levels(node)) return edge_ids{nullptr, nullptr};
+    const edge* b = lists.list(node, level);
+    return edge_ids{b, b + lists.count(node, level)};
+  };
+  builder_detail::candidate_pool pool;
   visited_set visited;
+  std::vector<scored> found;
+  std::vector<edge> scratch;
+  std::vector<std::uint32_t> rejected;
+  scratch.reserve(std::max<std::size_t>(p.ef_construction, p.max_neighbors(0)) + 1);
   // Pruned lists are refilled to m on every level (see select_heuristic): LanceDB's
   // level-0 lists never fall below m and its upper-level lists are nearly all full (m).
-  const auto keep_at_least = [&](std::size_t) -> std::size_t { return p.m; };
-  const auto prune = [&](std::uint32_t node, std::size_t level) {
-    auto& l = g.levels[node][level];
-    const std::size_t m_max = p.max_neighbors(level);
-    if (l.size() > m_max) l = builder_detail::select_heuristic(std::move(l), m_max, keep_at_least(level), dist);
-  };
+  const std::size_t keep_at_least = p.m;
   for (std::size_t i = 0; i < n; ++i) {
     const auto node = std::uint32_t(i);
     if (node == g.entry_point) continue;
-    const std::size_t target = g.levels[node].size() - 1;
+    const std::size_t target = levels_above[node];
     const auto from_node = [&](std::uint32_t o) { return dist(node, o); };
     scored ep{from_node(g.entry_point), g.entry_point};
     for (std::size_t level = top; level > target; --level) ep = greedy_search(neighbors, level, ep, from_node);
     for (std::size_t level = target + 1; level-- > 0;) {
-      const auto found = beam_search(neighbors, level, ep, p.ef_construction, from_node, visited, n, all, prefetch);
-      auto& mine = g.levels[node][level];
-      mine.clear();
+      pool.search(found, neighbors, level, ep, p.ef_construction, from_node, visited, n, prefetch);
+      scratch.clear();
       for (const auto& s : found)
-        if (s.id != node) mine.push_back({s.id, s.distance});
-      prune(node, level);
+        if (s.id != node) scratch.push_back({s.id, s.distance});
+      lists.count(node, level) = std::uint32_t(builder_detail::select_heuristic(
+          scratch.data(), scratch.size(), p.max_neighbors(level), keep_at_least, dist, lists.list(node, level),
+          rejected));
       if (!found.empty()) ep = found.front();
     }
     for (std::size_t level = 0; level <= target; ++level) {
       const std::size_t m_max = p.max_neighbors(level);
-      for (const auto& e : g.levels[node][level]) {
-        auto& theirs = g.levels[e.id][level];
-        const float cutoff = theirs.size() < m_max ? std::numeric_limits<float>::infinity() : theirs.back().distance;
-        if (e.distance < cutoff) {
-          theirs.push_back({node, e.distance});
-          prune(e.id, level);
+      const edge* mine = lists.list(node, level);
+      const std::size_t count = lists.count(node, level);
+      for (std::size_t j = 0; j < count; ++j) {
+        const edge e = mine[j];
+        edge* theirs = lists.list(e.id, level);
+        std::uint32_t& size = lists.count(e.id, level);
+        const float cutoff = size < m_max ? std::numeric_limits<float>::infinity() : theirs[size - 1].distance;
+        if (!(e.distance < cutoff)) continue;
+        theirs[size++] = {node, e.distance};
+        if (size > m_max) {
+          scratch.assign(theirs, theirs + size);
+          size = std::uint32_t(
+              builder_detail::select_heuristic(scratch.data(), scratch.size(), m_max, keep_at_least, dist, theirs, rejected));
         }
       }
+    }
+  }
+  g.levels.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto node = std::uint32_t(i);
+    g.levels[i].resize(lists.levels(node));
+    for (std::size_t l = 0; l < g.levels[i].size(); ++l) {
+      const edge* b = lists.list(node, l);
+      g.levels[i][l].assign(b, b + lists.count(node, l));
     }
   }
   return g;

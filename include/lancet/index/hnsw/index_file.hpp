@@ -64,19 +64,26 @@ inline arrow::array_ptr list_array(const arrow::type_ptr& t, const std::vector<s
 
 }  // namespace file_detail
 
-// Writes index.idx for graphs[p] of every partition p of `ivf` (centroids + loss).
+// Writes index.idx one partition's graph at a time, in partition order (the graphs
+// need not all be held at once): add() each of ivf's partitions, then finish().
 template <file::version_policy Version, class Sink>
-file::finish_result write_index_file(Sink&& sink, const ivf_model& ivf, std::string_view index_type,
-                                     simd::distance_type distance, const std::vector<graph>& graphs) {
-  if (!ivf.centroids) throw invalid_input_error("index.idx needs the IVF centroids");
-  if (graphs.size() != ivf.num_partitions())
-    throw invalid_input_error("HNSW index.idx: " + std::to_string(graphs.size()) + " graphs for " +
-                              std::to_string(ivf.num_partitions()) + " partitions");
-  const auto schema = index_schema();
-  file::file_writer<Version, Sink> w(std::forward<Sink>(sink), schema::from_arrow(schema));
-  ivf_model sub = ivf_model::with_centroids(*ivf.centroids, ivf.loss);
-  std::vector<std::string> meta;
-  for (const auto& g : graphs) {
+class index_file_writer {
+ public:
+  // wo.data_cache_bytes bounds the column data buffered before a page is cut (default
+  // 8 MiB per column: the whole index.idx of a small index).
+  index_file_writer(Sink&& sink, const ivf_model& ivf, std::string_view index_type, simd::distance_type distance,
+                    file::writer_options wo = {})
+      : schema_(index_schema()),
+        w_(std::forward<Sink>(sink), schema::from_arrow(schema_), std::move(wo)),
+        sub_(ivf.centroids ? ivf_model::with_centroids(*ivf.centroids, ivf.loss)
+                           : throw invalid_input_error("index.idx needs the IVF centroids")),
+        partitions_(ivf.num_partitions()),
+        index_type_(index_type),
+        distance_(distance) {}
+
+  void add(const graph& g) {
+    if (meta_.size() >= partitions_)
+      throw invalid_input_error("HNSW index.idx: more graphs than the " + std::to_string(partitions_) + " partitions");
     std::vector<std::uint32_t> ids, nbrs;
     std::vector<float> dists;
     std::vector<std::int32_t> off{0};
@@ -88,23 +95,51 @@ file::finish_result write_index_file(Sink&& sink, const ivf_model& ivf, std::str
         if (nbrs.size() > std::size_t(INT32_MAX)) throw invalid_input_error("HNSW graph of a partition is too large");
         off.push_back(std::int32_t(nbrs.size()));
       }
-    sub.add_partition(std::uint32_t(ids.size()));
-    meta.push_back(metadata_json(g));
-    if (ids.empty()) continue;
+    sub_.add_partition(std::uint32_t(ids.size()));
+    meta_.push_back(metadata_json(g));
+    if (ids.empty()) return;
     arrow::record_batch b;
-    b.schema = std::make_shared<arrow::schema>(schema);
+    b.schema = std::make_shared<arrow::schema>(schema_);
     aligned_buffer idb;
     idb.append(ids.data(), ids.size() * sizeof(std::uint32_t));
     b.columns.push_back(detail::primitive_array(arrow::uint32(), std::move(idb), ids.size()));
-    b.columns.push_back(file_detail::list_array(schema.fields[1].type, off, nbrs));
-    b.columns.push_back(file_detail::list_array(schema.fields[2].type, off, dists));
-    w.write_batch(b);
+    b.columns.push_back(file_detail::list_array(schema_.fields[1].type, off, nbrs));
+    b.columns.push_back(file_detail::list_array(schema_.fields[2].type, off, dists));
+    w_.write_batch(b);
   }
-  const std::string pb = pb::encode(sub.to_pb());
-  const auto buffer = w.add_global_buffer({reinterpret_cast<const std::uint8_t*>(pb.data()), pb.size()});
-  w.add_schema_metadata(std::string(index_metadata_key), index_metadata_json(index_type, distance));
-  w.add_schema_metadata(std::string(metadata_key), json_detail::string_list(meta));
-  w.add_schema_metadata(std::string(ivf_metadata_key), std::to_string(buffer));
+
+  file::finish_result finish() {
+    if (meta_.size() != partitions_)
+      throw invalid_input_error("HNSW index.idx: " + std::to_string(meta_.size()) + " graphs for " +
+                                std::to_string(partitions_) + " partitions");
+    const std::string pb = pb::encode(sub_.to_pb());
+    const auto buffer = w_.add_global_buffer({reinterpret_cast<const std::uint8_t*>(pb.data()), pb.size()});
+    w_.add_schema_metadata(std::string(index_metadata_key), index_metadata_json(index_type_, distance_));
+    w_.add_schema_metadata(std::string(metadata_key), json_detail::string_list(meta_));
+    w_.add_schema_metadata(std::string(ivf_metadata_key), std::to_string(buffer));
+    return w_.finish();
+  }
+
+ private:
+  arrow::schema schema_;
+  file::file_writer<Version, Sink> w_;
+  ivf_model sub_;
+  std::size_t partitions_;
+  std::string index_type_;
+  simd::distance_type distance_;
+  std::vector<std::string> meta_;
+};
+
+// Writes index.idx for graphs[p] of every partition p of `ivf` (centroids + loss).
+template <file::version_policy Version, class Sink>
+file::finish_result write_index_file(Sink&& sink, const ivf_model& ivf, std::string_view index_type,
+                                     simd::distance_type distance, const std::vector<graph>& graphs) {
+  if (!ivf.centroids) throw invalid_input_error("index.idx needs the IVF centroids");
+  if (graphs.size() != ivf.num_partitions())
+    throw invalid_input_error("HNSW index.idx: " + std::to_string(graphs.size()) + " graphs for " +
+                              std::to_string(ivf.num_partitions()) + " partitions");
+  index_file_writer<Version, Sink> w(std::forward<Sink>(sink), ivf, index_type, distance);
+  for (const auto& g : graphs) w.add(g);
   return w.finish();
 }
 

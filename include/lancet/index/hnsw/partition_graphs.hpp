@@ -3,8 +3,8 @@
 // codebook entries, i.e. the residual for l2 / cosine) and linked by the distance
 // Lance's storage measures between two rows (l2 for quantized cosine, whose vectors
 // were normalised before quantizing; 1 - x.y for dot; 1 - cos for flat cosine).
-// Partitions are built in parallel on the pool; at most `parallel` decoded partitions
-// are held at once, so memory stays bounded by the largest partitions.
+// Partitions are built in parallel on the pool, in windows bounded by a memory budget
+// (build_partition_graphs).
 #pragma once
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/hnsw/builder.hpp"
+#include "lancet/index/hnsw/code_distance.hpp"
 #include "lancet/index/index_files.hpp"
 #include "lancet/index/quantizer/pq.hpp"
 #include "lancet/index/quantizer/sq.hpp"
@@ -90,7 +91,7 @@ inline graph build_partition(const quantizer_params& q, simd::distance_type dist
     return build(
         pc.size(), p,
         [codes, dim, scale](std::uint32_t a, std::uint32_t b) {
-          return float(simd::detail::l2_u8(codes + std::size_t(a) * dim, codes + std::size_t(b) * dim, dim)) * scale;
+          return float(l2_codes(codes + std::size_t(a) * dim, codes + std::size_t(b) * dim, dim)) * scale;
         },
         [codes, dim](std::uint32_t a) { graphs_detail::prefetch_row(codes + std::size_t(a) * dim, dim); });
   }
@@ -103,24 +104,65 @@ inline graph build_partition(const quantizer_params& q, simd::distance_type dist
       [&](std::uint32_t a) { graphs_detail::prefetch_row(rows.data() + std::size_t(a) * dim, dim * sizeof(float)); });
 }
 
-// Graphs of every partition of `storage` (a storage_reader), built on the pool.
-template <class Storage>
-std::vector<graph> build_partition_graphs(const Storage& storage, simd::distance_type distance, std::size_t dim,
-                                          const build_params& p, boost::asio::thread_pool* pool) {
+// What building one partition's graph of `rows` rows holds, in bytes (an estimate from
+// above): the rows as read (codes and row ids), their f32 copy unless the graph is
+// measured on SQ codes, the builder's flat lists (2m + 1 entries per node on level 0,
+// about one more list of m + 1 above), the finished graph (one allocation per node
+// and level) and its columns while index.idx takes them (two copies of the lists).
+inline std::uint64_t partition_graph_bytes(const quantizer_params& q, simd::distance_type distance, std::size_t rows,
+                                           std::size_t dim, const build_params& p) {
+  const bool on_codes = std::holds_alternative<sq_params>(q) && graph_distance(q, distance) == simd::distance_type::l2;
+  const std::uint64_t list = (std::uint64_t(p.max_neighbors(0)) + 1) * sizeof(edge);
+  const std::uint64_t per_row = code_bytes(q) + sizeof(std::uint64_t) + (on_codes ? 0 : dim * sizeof(float)) + 4 * list + 256;
+  return std::uint64_t(rows) * per_row;
+}
+
+// Builds the graph of every partition of `storage` (a storage_reader) on the pool and
+// hands each to add(partition, graph) in partition order. Partitions are built in
+// windows whose estimated holdings (partition_graph_bytes) fit memory_budget: the
+// whole index at once under a large budget, one partition at a time (however large)
+// under a small one; a window's graphs are released once added. The graphs do not
+// depend on the windows or the thread count (partition p's levels are drawn with
+// seed + p).
+template <class Storage, class Add>
+void build_partition_graphs(const Storage& storage, simd::distance_type distance, std::size_t dim,
+                            const build_params& p, boost::asio::thread_pool* pool, std::uint64_t memory_budget,
+                            const Add& add) {
   const std::size_t k = storage.num_partitions();
-  std::vector<graph> out(k);
   std::mutex mu;  // the reader is not shared between threads
-  parallel_for(pool, k, [&](std::size_t part) {
-    partition_contents pc;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      pc = storage.read_partition(part);
+  for (std::size_t first = 0; first < k;) {
+    std::size_t last = first;
+    for (std::uint64_t held = 0; last < k; ++last) {
+      const auto bytes = partition_graph_bytes(storage.quantizer(), distance, storage.ivf().lengths[last], dim, p);
+      if (last > first && held + bytes > memory_budget) break;
+      held += bytes;
     }
-    build_params pp = p;
-    pp.seed = p.seed + part;
-    out[part] = build_partition(storage.quantizer(), distance, pc, dim, pp);
-  });
-  return out;
+    std::vector<graph> window(last - first);
+    // Largest partitions first: the threads then finish together (a large one started
+    // last would run alone).
+    std::vector<std::size_t> order(window.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return storage.ivf().lengths[first + a] > storage.ivf().lengths[first + b];
+    });
+    parallel_for(pool, window.size(), [&](std::size_t task) {
+      const std::size_t i = order[task];
+      const std::size_t part = first + i;
+      partition_contents pc;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        pc = storage.read_partition(part);
+      }
+      build_params pp = p;
+      pp.seed = p.seed + part;
+      window[i] = build_partition(storage.quantizer(), distance, pc, dim, pp);
+    });
+    for (std::size_t i = 0; i < window.size(); ++i) {
+      add(first + i, window[i]);
+      window[i] = graph{};
+    }
+    first = last;
+  }
 }
 
 }  // namespace lancet::index::hnsw

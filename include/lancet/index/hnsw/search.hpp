@@ -33,9 +33,9 @@ class visited_set {
     }
   }
   bool insert(std::uint32_t i) {
-    if (mark_[i] == epoch_) return false;
+    const bool fresh = mark_[i] != epoch_;  // no branch: the builder's inner loop
     mark_[i] = epoch_;
-    return true;
+    return fresh;
   }
 
  private:
@@ -91,10 +91,12 @@ struct no_prefetch {
 // candidate's unvisited neighbours are gathered first, prefetch(node) is called on
 // each, then their distances are measured back to back (the rows' loads overlap
 // instead of each distance waiting on its own cache misses).
+// The result goes to `out` (its storage reused: the builder searches once per node and
+// level).
 template <class Neighbors, class Dist, class Keep, class Prefetch = no_prefetch>
-inline std::vector<scored> beam_search(const Neighbors& neighbors, std::size_t level, const scored& ep, std::size_t ef,
-                                       const Dist& dist, visited_set& visited, std::size_t num_nodes,
-                                       const Keep& keep, const Prefetch& prefetch = {}) {
+inline void beam_search_into(std::vector<scored>& out, const Neighbors& neighbors, std::size_t level, const scored& ep,
+                             std::size_t ef, const Dist& dist, visited_set& visited, std::size_t num_nodes,
+                             const Keep& keep, const Prefetch& prefetch = {}) {
   visited.reset(num_nodes);
   // Heap storage reused across calls on this thread (no allocation per search).
   thread_local std::vector<scored> candidates, results;  // min-heap; max-heap (farthest on top)
@@ -135,7 +137,16 @@ inline std::vector<scored> beam_search(const Neighbors& neighbors, std::size_t l
     }
   }
   std::sort(results.begin(), results.end());
-  return std::vector<scored>(results.begin(), results.end());
+  out.assign(results.begin(), results.end());
+}
+
+template <class Neighbors, class Dist, class Keep, class Prefetch = no_prefetch>
+inline std::vector<scored> beam_search(const Neighbors& neighbors, std::size_t level, const scored& ep, std::size_t ef,
+                                       const Dist& dist, visited_set& visited, std::size_t num_nodes,
+                                       const Keep& keep, const Prefetch& prefetch = {}) {
+  std::vector<scored> out;
+  beam_search_into(out, neighbors, level, ep, ef, dist, visited, num_nodes, keep, prefetch);
+  return out;
 }
 
 // The ef nearest nodes of g to the query dist() measures (at most ef), nearest
