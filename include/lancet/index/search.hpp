@@ -236,7 +236,7 @@ inline void for_each_query(boost::asio::thread_pool* pool, std::size_t n, F&& fn
     for (std::size_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  const std::size_t chunk = std::clamp<std::size_t>(n / 64, 1, 16);
+  const std::size_t chunk = std::clamp<std::size_t>(n / 32, 1, 16);  // >= 32 chunks: threads end together
   const std::size_t chunks = (n + chunk - 1) / chunk;
   std::atomic<std::size_t> next{0};
   parallel_for(pool, std::min<std::size_t>(chunks, max_batch_jobs), [&](std::size_t) {
