@@ -136,7 +136,7 @@ TEST_CASE("pb Field: bytes checked by hand") {
   f.nullable = true;
   f.encoding = pf::field_encoding::plain;
   // Field-number order, zero values omitted, parent_id -1 as a 10-byte varint.
-  CHECK(hex(pf::encode(f)) ==
+  CHECK(hex(lancet::pb::encode(f)) ==
         "12" "05" "696e743332"             // name "int32"
         "18" "04"                          // id 4
         "20" "ffffffffffffffffff01"        // parent_id -1
@@ -145,7 +145,7 @@ TEST_CASE("pb Field: bytes checked by hand") {
         "38" "01");                        // encoding PLAIN
 
   pf::field z;  // all defaults: nothing at all
-  CHECK(pf::encode(z).empty());
+  CHECK(lancet::pb::encode(z).empty());
 
   pf::field g;
   g.type = pf::field::field_type::leaf;
@@ -157,7 +157,7 @@ TEST_CASE("pb Field: bytes checked by hand") {
   g.extension_name = "my.ext";
   g.metadata = {{"e", ""}, {"", "v"}, {"k", std::string("\0\1", 2)}};
   g.unenforced_primary_key = true;
-  CHECK(hex(pf::encode(g)) ==
+  CHECK(hex(lancet::pb::encode(g)) ==
         "08" "02"                    // type LEAF
         "12" "01" "78"               // name
         "18" "01"                    // id
@@ -169,16 +169,16 @@ TEST_CASE("pb Field: bytes checked by hand") {
         "52" "03" "120176"           // {"": "v"}: key omitted
         "52" "07" "0a016b" "12020001"  // {"k": 00 01}
         "60" "01");                  // unenforced_primary_key
-  auto back = pf::decode<pf::field>(pf::encode(g));
+  auto back = lancet::pb::decode<pf::field>(lancet::pb::encode(g));
   CHECK(back == g);
-  auto back_f = pf::decode<pf::field>(pf::encode(f));
+  auto back_f = lancet::pb::decode<pf::field>(lancet::pb::encode(f));
   CHECK(back_f == f);
   CHECK(back_f.parent_id == -1);
 }
 
 TEST_CASE("pb Field decodes what Lance writes, skips unknown fields, refuses garbage") {
   // The LanceDB field "a" (child of 37, not nullable, metadata k=v).
-  auto a = pf::decode<pf::field>(unhex("120161182620252a05696e743332380152060a016b120176"));
+  auto a = lancet::pb::decode<pf::field>(unhex("120161182620252a05696e743332380152060a016b120176"));
   CHECK(a.name == "a");
   CHECK(a.id == 38);
   CHECK(a.parent_id == 37);
@@ -189,14 +189,14 @@ TEST_CASE("pb Field decodes what Lance writes, skips unknown fields, refuses gar
   CHECK(a.metadata[0] == std::pair<std::string, std::string>("k", "v"));
 
   // Unknown field 11 (the retired storage_class) and a 5-byte negative parent id.
-  auto b = pf::decode<pf::field>(unhex("1201625a03666f6f20ffffffff0f"));
+  auto b = lancet::pb::decode<pf::field>(unhex("1201625a03666f6f20ffffffff0f"));
   CHECK(b.name == "b");
   CHECK(b.parent_id == -1);
 
-  CHECK_THROWS_AS(pf::decode<pf::field>(unhex("1205696e74")), corrupt_error);          // truncated
-  CHECK_THROWS_AS(pf::decode<pf::field>(unhex("1501020304")), corrupt_error);          // name as fixed32
-  CHECK_THROWS_AS(pf::decode<pf::field>(unhex("18ffffffffffffffffffff01")), corrupt_error);  // varint too long
-  CHECK_THROWS_AS(pf::decode<pf::schema>(unhex("0a0512")), corrupt_error);            // nested truncation
+  CHECK_THROWS_AS(lancet::pb::decode<pf::field>(unhex("1205696e74")), corrupt_error);          // truncated
+  CHECK_THROWS_AS(lancet::pb::decode<pf::field>(unhex("1501020304")), corrupt_error);          // name as fixed32
+  CHECK_THROWS_AS(lancet::pb::decode<pf::field>(unhex("18ffffffffffffffffffff01")), corrupt_error);  // varint too long
+  CHECK_THROWS_AS(lancet::pb::decode<pf::schema>(unhex("0a0512")), corrupt_error);            // nested truncation
 }
 
 TEST_CASE("pb Schema, FileDescriptor and v1 Metadata round trip") {
@@ -216,25 +216,25 @@ TEST_CASE("pb Schema, FileDescriptor and v1 Metadata round trip") {
   pf::file_descriptor d;
   d.schema = s;
   d.length = 1000;
-  const auto bytes = pf::encode(d);
+  const auto bytes = lancet::pb::encode(d);
   // schema (1) first, then length (2) = 1000 = e8 07.
   CHECK(bytes.substr(bytes.size() - 3) == unhex("10e807"));
   CHECK(std::uint8_t(bytes[0]) == 0x0a);
-  auto back = pf::decode<pf::file_descriptor>(bytes);
+  auto back = lancet::pb::decode<pf::file_descriptor>(bytes);
   CHECK(back == d);
 
   pf::file_descriptor empty;
   empty.schema = pf::schema{};
-  CHECK(hex(pf::encode(empty)) == "0a00");  // a present, empty schema is still written
-  CHECK(pf::decode<pf::file_descriptor>(std::string_view()).schema == std::nullopt);
+  CHECK(hex(lancet::pb::encode(empty)) == "0a00");  // a present, empty schema is still written
+  CHECK(lancet::pb::decode<pf::file_descriptor>(std::string_view()).schema == std::nullopt);
 
   pf::file_metadata m;
   m.manifest_position = 5;
   m.batch_offsets = {0, 10, -1};
   m.page_table_position = 77;
   m.statistics = pf::file_metadata::statistics_metadata{{f2}, {1, 2}, 9};
-  auto mb = pf::encode(m);
-  CHECK(pf::decode<pf::file_metadata>(mb) == m);
+  auto mb = lancet::pb::encode(m);
+  CHECK(lancet::pb::decode<pf::file_metadata>(mb) == m);
   // Packed int32: a negative value takes 10 bytes.
   CHECK(contains(hex(mb), "120c" "00" "0a" "ffffffffffffffffff01"));
 }
@@ -405,11 +405,11 @@ TEST_CASE("our Field bytes equal LanceDB's for a table of every type") {
   REQUIRE(pbs.size() == std::size(lancedb_table_fields));
   for (std::size_t i = 0; i < pbs.size(); ++i) {
     CAPTURE(pbs[i].name);
-    CHECK(hex(pf::encode(pbs[i])) == lancedb_table_fields[i]);
+    CHECK(hex(lancet::pb::encode(pbs[i])) == lancedb_table_fields[i]);
   }
   // And LanceDB's bytes decode to the same schema.
   std::vector<pf::field> theirs;
-  for (const char* h : lancedb_table_fields) theirs.push_back(pf::decode<pf::field>(unhex(h)));
+  for (const char* h : lancedb_table_fields) theirs.push_back(lancet::pb::decode<pf::field>(unhex(h)));
   auto back = ls::from_pb_fields(theirs);
   CHECK(back == s);
   auto arrow_back = ls::to_arrow(back);
@@ -438,12 +438,12 @@ TEST_CASE("extension names, primary keys, large types and fixed_size_list<struct
               F("pk", ar::int64(), false, {{"lance-schema:unenforced-primary-key", "true"}})};
   auto pbs = ls::to_pb_fields(ls::from_arrow(s));
   REQUIRE(pbs.size() == 4);
-  CHECK(hex(pf::encode(pbs[0])) == "12026c7320ffffffffffffffffff012a0c6c617267655f737472696e6730013802");
-  CHECK(hex(pf::encode(pbs[1])) == "12046c62696e180120ffffffffffffffffff012a0c6c617267655f62696e61727930013802");
-  CHECK(hex(pf::encode(pbs[2])) ==
+  CHECK(hex(lancet::pb::encode(pbs[0])) == "12026c7320ffffffffffffffffff012a0c6c617267655f737472696e6730013802");
+  CHECK(hex(lancet::pb::encode(pbs[1])) == "12046c62696e180120ffffffffffffffffff012a0c6c617267655f62696e61727930013802");
+  CHECK(hex(lancet::pb::encode(pbs[2])) ==
         "1203657874180220ffffffffffffffffff012a0662696e617279300138024a066d792e657874521e0a144152524f573a65787465"
         "6e73696f6e3a6e616d6512066d792e657874");
-  CHECK(hex(pf::encode(pbs[3])) ==
+  CHECK(hex(lancet::pb::encode(pbs[3])) ==
         "1202706b180320ffffffffffffffffff012a05696e7436343801522b0a236c616e63652d736368656d613a756e656e666f726365"
         "642d7072696d6172792d6b65791204747275656001");
 
@@ -453,9 +453,9 @@ TEST_CASE("extension names, primary keys, large types and fixed_size_list<struct
   auto fs = ls::from_arrow(f);
   auto fp = ls::to_pb_fields(fs);
   REQUIRE(fp.size() == 3);
-  CHECK(hex(pf::encode(fp[0])) == "12016320ffffffffffffffffff012a1866697865645f73697a655f6c6973743a7374727563743a3230013801");
-  CHECK(hex(pf::encode(fp[1])) == "1204656c656d18012a0673747275637452060a016b120176");
-  CHECK(hex(pf::encode(fp[2])) == "120178180220012a05696e7433323801");
+  CHECK(hex(lancet::pb::encode(fp[0])) == "12016320ffffffffffffffffff012a1866697865645f73697a655f6c6973743a7374727563743a3230013801");
+  CHECK(hex(lancet::pb::encode(fp[1])) == "1204656c656d18012a0673747275637452060a016b120176");
+  CHECK(hex(lancet::pb::encode(fp[2])) == "120178180220012a05696e7433323801");
   auto fa = ls::to_arrow(ls::from_pb_fields(fp));
   CHECK(ar::equals(*fa.fields[0].type, *f.fields[0].type));
   CHECK(fa.fields[0].type->children[0].metadata == ar::metadata{{"k", "v"}});
@@ -464,8 +464,8 @@ TEST_CASE("extension names, primary keys, large types and fixed_size_list<struct
   l.fields = {F("c", ar::list(ar::fixed_size_list(ar::struct_({F("x", ar::int32())}), 3)))};
   auto lp = ls::to_pb_fields(ls::from_arrow(l));
   REQUIRE(lp.size() == 4);
-  CHECK(hex(pf::encode(lp[1])) == "12046974656d18012a1866697865645f73697a655f6c6973743a7374727563743a3330013801");
-  CHECK(hex(pf::encode(lp[3])) == "120178180320022a05696e74333230013801");
+  CHECK(hex(lancet::pb::encode(lp[1])) == "12046974656d18012a1866697865645f73697a655f6c6973743a7374727563743a3330013801");
+  CHECK(hex(lancet::pb::encode(lp[3])) == "120178180320022a05696e74333230013801");
 }
 
 TEST_CASE("Arrow -> Lance -> Arrow keeps types, names, nullability and metadata") {
