@@ -597,27 +597,24 @@ TEST_CASE("PQ init: k-means++ for 8-bit dot codebooks of short sub-vectors, rand
   const double e_pp = mse_of(dot_pp, rows, n), e_random = mse_of(dot_random, rows, n);
   MESSAGE("dot 8-bit reconstruction error: k-means++ " << e_pp << ", random rows " << e_random);
   CHECK(e_pp < 0.95 * e_random);
+  // Whether the default init (p, changed by `change`) trains the codebook that `init` does.
+  const auto default_is = [&](kmeans_init init, const std::vector<float>& data, std::size_t dim,
+                              distance_type metric, auto change) {
+    pq::params def = p;
+    change(def);
+    pq::params fixed = def;
+    fixed.init = init;
+    return pq::train(data.data(), n, dim, def, metric).codebook == pq::train(data.data(), n, dim, fixed, metric).codebook;
+  };
   // l2, 4-bit dot and dot sub-vectors of 8 values keep Lance's random rows.
-  CHECK(pq::train(rows.data(), n, d, p, distance_type::l2).codebook ==
-        pq::train(rows.data(), n, d, pr, distance_type::l2).codebook);
-  pq::params p4 = p, p4r = pr;
-  p4.num_bits = p4r.num_bits = 4;
-  CHECK(pq::train(rows.data(), n, d, p4, distance_type::dot).codebook ==
-        pq::train(rows.data(), n, d, p4r, distance_type::dot).codebook);
-  pq::params p1 = p, p1r = pr;
-  p1.num_sub_vectors = p1r.num_sub_vectors = 1;
-  CHECK(pq::train(rows.data(), n, d, p1, distance_type::dot).codebook ==
-        pq::train(rows.data(), n, d, p1r, distance_type::dot).codebook);
+  CHECK(default_is(kmeans_init::random, rows, d, distance_type::l2, [](pq::params&) {}));
+  CHECK(default_is(kmeans_init::random, rows, d, distance_type::dot, [](pq::params& q) { q.num_bits = 4; }));
+  CHECK(default_is(kmeans_init::random, rows, d, distance_type::dot, [](pq::params& q) { q.num_sub_vectors = 1; }));
   // Width 4: k-means++ with at most 8 sub-vectors, random rows with more.
-  pq::params p2 = p, p2p = pp;
-  p2.num_sub_vectors = p2p.num_sub_vectors = 2;
-  CHECK(pq::train(rows.data(), n, d, p2, distance_type::dot).codebook ==
-        pq::train(rows.data(), n, d, p2p, distance_type::dot).codebook);
+  CHECK(default_is(kmeans_init::kmeans_plus_plus, rows, d, distance_type::dot,
+                   [](pq::params& q) { q.num_sub_vectors = 2; }));
   const auto wide = gaussian(n, 36, 15);
-  pq::params p9 = p, p9r = pr;
-  p9.num_sub_vectors = p9r.num_sub_vectors = 9;
-  CHECK(pq::train(wide.data(), n, 36, p9, distance_type::dot).codebook ==
-        pq::train(wide.data(), n, 36, p9r, distance_type::dot).codebook);
+  CHECK(default_is(kmeans_init::random, wide, 36, distance_type::dot, [](pq::params& q) { q.num_sub_vectors = 9; }));
   pq::params bad = p;
   bad.init = kmeans_init::given;
   CHECK_THROWS_AS(pq::train(rows.data(), n, d, bad, distance_type::dot), invalid_input_error);
