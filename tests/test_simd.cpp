@@ -197,6 +197,23 @@ TEST_CASE("known values follow Lance's conventions") {
   CHECK_THROWS_AS(distance(distance_type::hamming, a, b, 3), invalid_input_error);
 }
 
+// The u8 l2 kernel sums in 32-bit lanes per block of lancet::simd::detail::u8_block
+// values: totals beyond 2^32 and lengths across block boundaries stay exact.
+TEST_CASE("uint8 l2 is exact beyond 2^32 and across blocks") {
+  for (const std::size_t d : {std::size_t(32768), std::size_t(32769), std::size_t(70001)}) {
+    CAPTURE(d);
+    const std::vector<std::uint8_t> zeros(d, 0), full(d, 255);
+    CHECK(simd::detail::l2_u8(zeros.data(), full.data(), d) == std::uint64_t(d) * 255 * 255);
+    std::mt19937 rng{std::uint32_t(d)};
+    std::vector<std::uint8_t> x(d), y(d);
+    for (auto& v : x) v = std::uint8_t(rng());
+    for (auto& v : y) v = std::uint8_t(rng());
+    std::uint64_t want = 0;
+    for (std::size_t i = 0; i < d; ++i) want += std::uint64_t((int(x[i]) - int(y[i])) * (int(x[i]) - int(y[i])));
+    CHECK(simd::detail::l2_u8(x.data(), y.data(), d) == want);
+  }
+}
+
 TEST_CASE("hamming matches the reference for every length 1..300") {
   std::mt19937_64 rng(3);
   for (std::size_t d = 1; d <= 300; ++d) {

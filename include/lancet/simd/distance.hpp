@@ -22,6 +22,10 @@
 #include <string_view>
 #include <type_traits>
 
+#if defined(__AVX512BW__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "lancet/core/error.hpp"
 #include "lancet/simd/batch.hpp"
 #include "lancet/simd/f16.hpp"
@@ -145,12 +149,41 @@ inline void dot_and_norm_float(const T* x, const T* y, std::size_t d, acc_t<T>& 
 // Partial sums stay in uint32 for blocks short enough not to overflow.
 inline constexpr std::size_t u8_block = 32768;  // 32768 * 255^2 < 2^32
 
+// Written out for AVX-512BW / AVX2 (differences widened to i16, squared and pair-summed
+// into i32 lanes: at most 1024 steps of 2 * 255^2 per lane in a block): GCC leaves the
+// portable loop scalar once it is inlined into a caller's loop (the HNSW graph builder
+// measured 255 ns per 128-d pair, against ~15 ns so).
 inline std::uint64_t l2_u8(const std::uint8_t* a, const std::uint8_t* b, std::size_t d) {
   std::uint64_t total = 0;
   for (std::size_t s = 0; s < d; s += u8_block) {
     const std::size_t e = std::min(d, s + u8_block);
+    std::size_t i = s;
     std::uint32_t acc = 0;
-    for (std::size_t i = s; i < e; ++i) {
+#if defined(__AVX512BW__)
+    __m512i v = _mm512_setzero_si512();
+    for (; i + 32 <= e; i += 32) {
+      const __m512i x = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i)));
+      const __m512i y = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i)));
+      const __m512i t = _mm512_sub_epi16(x, y);
+      v = _mm512_add_epi32(v, _mm512_madd_epi16(t, t));
+    }
+    // Summed through memory: GCC 12 warns about _mm512_reduce_add_epi32's own code.
+    alignas(64) std::int32_t lanes[16];
+    _mm512_store_si512(lanes, v);
+    for (const std::int32_t x : lanes) acc += static_cast<std::uint32_t>(x);
+#elif defined(__AVX2__)
+    __m256i v = _mm256_setzero_si256();
+    for (; i + 16 <= e; i += 16) {
+      const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
+      const __m256i y = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+      const __m256i t = _mm256_sub_epi16(x, y);
+      v = _mm256_add_epi32(v, _mm256_madd_epi16(t, t));
+    }
+    const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    const __m128i q = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+    acc = static_cast<std::uint32_t>(_mm_cvtsi128_si32(_mm_add_epi32(q, _mm_shuffle_epi32(q, 0xb1))));
+#endif
+    for (; i < e; ++i) {
       const std::int32_t t = static_cast<std::int32_t>(a[i]) - static_cast<std::int32_t>(b[i]);
       acc += static_cast<std::uint32_t>(t * t);
     }

@@ -16,7 +16,6 @@
 
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/hnsw/builder.hpp"
-#include "lancet/index/hnsw/code_distance.hpp"
 #include "lancet/index/index_files.hpp"
 #include "lancet/index/quantizer/pq.hpp"
 #include "lancet/index/quantizer/sq.hpp"
@@ -91,7 +90,7 @@ inline graph build_partition(const quantizer_params& q, simd::distance_type dist
     return build(
         pc.size(), p,
         [codes, dim, scale](std::uint32_t a, std::uint32_t b) {
-          return float(l2_codes(codes + std::size_t(a) * dim, codes + std::size_t(b) * dim, dim)) * scale;
+          return float(simd::detail::l2_u8(codes + std::size_t(a) * dim, codes + std::size_t(b) * dim, dim)) * scale;
         },
         [codes, dim](std::uint32_t a) { graphs_detail::prefetch_row(codes + std::size_t(a) * dim, dim); });
   }
