@@ -422,7 +422,7 @@ class ivf_searcher {
       bytes += c->data->size() * row_bytes;
       if (bytes >= sp.split_min_bytes) return true;
     }
-    return bytes >= sp.split_min_bytes;
+    return false;
   }
 
   // Runs work(0) on this thread and work(1..tasks-1) on pool jobs; returns when
