@@ -26,7 +26,7 @@
 #include <lancet/index/ivf_builder.hpp>
 #include <lancet/index/remap.hpp>
 #include <lancet/index/vector_index.hpp>
-#include <lancet/io/failing_sink.hpp>
+#include "support/failing_sink.hpp"
 
 using namespace lancet;
 namespace fs = std::filesystem;
@@ -474,10 +474,10 @@ struct failing_factory {
   std::string pattern;
   int fail_at = 1;
   std::shared_ptr<int> seen = std::make_shared<int>(0);
-  io::failing_sink<io::file_sink> operator()(const std::string& path, const io::file_sink_options& o) const {
-    io::failure_plan plan;
+  testing::failing_sink<io::file_sink> operator()(const std::string& path, const io::file_sink_options& o) const {
+    testing::failure_plan plan;
     if (path.find(pattern) != std::string::npos && ++*seen == fail_at) plan.fail_after_bytes = 10;
-    return io::failing_sink<io::file_sink>(io::file_sink(path, o), plan);
+    return testing::failing_sink<io::file_sink>(io::file_sink(path, o), plan);
   }
 };
 

@@ -30,7 +30,6 @@
 #include <lancet/io/file_source.hpp>
 #include <sstream>
 #include <lancet/file/reader.hpp>
-#include <lancet/io/failing_sink.hpp>
 #include <lancet/io/file_sink.hpp>
 
 #include "support/temp_dir.hpp"

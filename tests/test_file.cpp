@@ -12,7 +12,7 @@
 #include <lancet/file/reader.hpp>
 #include <lancet/file/writer.hpp>
 #include "lancet/file/versions.hpp"
-#include <lancet/io/failing_sink.hpp>
+#include "support/failing_sink.hpp"
 #include <lancet/io/file_sink.hpp>
 #include <lancet/io/file_source.hpp>
 #include <lancet/io/memory_sink.hpp>
@@ -321,10 +321,10 @@ TEST_CASE("2.0: a failing sink gives a typed I/O error and publishes nothing") {
   std::vector<std::int64_t> v(5000, 7);
   for (std::uint64_t after : {0ull, 10ull, 40000ull}) {
     CAPTURE(after);
-    using sink_t = io::failing_sink<io::file_sink>;
+    using sink_t = testing::failing_sink<io::file_sink>;
     bool threw = false;
     try {
-      file::file_writer<file::v2_0, sink_t> w(sink_t(io::file_sink(path), io::failure_plan{.fail_after_bytes = after}));
+      file::file_writer<file::v2_0, sink_t> w(sink_t(io::file_sink(path), testing::failure_plan{.fail_after_bytes = after}));
       w.write_batch(make_batch({{"x", make_array<std::int64_t>(v)}}));
       w.finish();
     } catch (const io_error&) {
@@ -334,8 +334,8 @@ TEST_CASE("2.0: a failing sink gives a typed I/O error and publishes nothing") {
     CHECK_FALSE(fs::exists(path));
   }
   {
-    using sink_t = io::failing_sink<io::file_sink>;
-    file::file_writer<file::v2_0, sink_t> w(sink_t(io::file_sink(path), io::failure_plan{.fail_on_finish = true}));
+    using sink_t = testing::failing_sink<io::file_sink>;
+    file::file_writer<file::v2_0, sink_t> w(sink_t(io::file_sink(path), testing::failure_plan{.fail_on_finish = true}));
     w.write_batch(make_batch({{"x", make_array<std::int64_t>(v)}}));
     CHECK_THROWS_AS(w.finish(), io_error);
     CHECK_THROWS_AS(w.write_batch(make_batch({{"x", make_array<std::int64_t>(v)}})), invalid_input_error);

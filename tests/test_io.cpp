@@ -24,7 +24,7 @@
 
 #include <lancet/io/abortable_sink.hpp>
 #include <lancet/io/asio_sink.hpp>
-#include <lancet/io/failing_sink.hpp>
+#include "support/failing_sink.hpp"
 #include <lancet/io/file_sink.hpp>
 #include <lancet/io/file_source.hpp>
 #include <lancet/io/fs.hpp>
@@ -33,6 +33,8 @@
 
 using namespace lancet;
 using namespace lancet::io;
+using lancet::testing::failing_sink;
+using lancet::testing::failure_plan;
 
 namespace {
 

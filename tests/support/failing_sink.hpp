@@ -13,7 +13,8 @@
 #include "lancet/core/error.hpp"
 #include "lancet/io/abortable_sink.hpp"
 
-namespace lancet::io {
+namespace lancet::testing {
+
 
 struct failure_plan {
   // The first fail_after_bytes bytes reach the inner sink; the write that would cross
@@ -26,7 +27,7 @@ struct failure_plan {
 
 // Inner may be a sink type (held by value) or an lvalue reference to one.
 template <class Inner>
-  requires sink<std::remove_reference_t<Inner>>
+  requires io::sink<std::remove_reference_t<Inner>>
 class failing_sink {
  public:
   using inner_type = std::remove_reference_t<Inner>;
@@ -65,7 +66,7 @@ class failing_sink {
 
   void abort() noexcept {
     ++aborts_;
-    abort_sink(inner_);
+    io::abort_sink(inner_);
   }
 
   // Change the plan mid-stream (e.g. fail only once the header is written).
@@ -91,4 +92,4 @@ failing_sink(Inner&&, failure_plan) -> failing_sink<Inner>;
 template <class Inner>
 failing_sink(Inner&&) -> failing_sink<Inner>;
 
-}  // namespace lancet::io
+}  // namespace lancet::testing
