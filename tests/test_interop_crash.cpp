@@ -100,7 +100,7 @@ std::set<std::string> disk_files(const std::string& root) {
     for (const auto& e : fs::recursive_directory_iterator(dir)) {
       if (!e.is_regular_file()) continue;
       const auto rel = e.path().lexically_relative(root).generic_string();
-      if (std::string(d) == "_versions" && !dataset::cleanup_detail::is_temporary(e.path().filename().string()))
+      if (std::string(d) == "_versions" && !dataset::detail::is_temporary(e.path().filename().string()))
         continue;
       out.insert(rel);
     }
@@ -109,17 +109,17 @@ std::set<std::string> disk_files(const std::string& root) {
 }
 
 // What the manifests of `versions` (all when empty) reference.
-dataset::cleanup_detail::referenced referenced_by(const std::string& root, const std::set<std::uint64_t>& versions = {}) {
-  dataset::cleanup_detail::referenced r;
+dataset::detail::referenced referenced_by(const std::string& root, const std::set<std::uint64_t>& versions = {}) {
+  dataset::detail::referenced r;
   for (const auto& v : dataset::list_versions(root)) {
     if (!versions.empty() && !versions.count(v.version)) continue;
     const auto mf = dataset::read_manifest_file_at(v.path);
-    dataset::cleanup_detail::collect(mf.manifest, mf.indices, r);
+    dataset::detail::collect(mf.manifest, mf.indices, r);
   }
   return r;
 }
 
-bool is_referenced(const dataset::cleanup_detail::referenced& r, const std::string& rel) {
+bool is_referenced(const dataset::detail::referenced& r, const std::string& rel) {
   if (r.data.count(rel) || r.deletions.count(rel) || r.transactions.count(rel)) return true;
   if (rel.rfind("_indices/", 0) == 0) {
     const auto uuid = rel.substr(9, rel.find('/', 9) - 9);
@@ -253,7 +253,7 @@ crash_stats kill_rounds(const std::string& what, const std::string& root, std::m
       const auto r = referenced_by(root);
       std::set<std::uint64_t> reserved;
       for (auto v = latest + 1; v <= d.version(); ++v) reserved.insert(v);
-      const auto reservations = reserved.empty() ? dataset::cleanup_detail::referenced{} : referenced_by(root, reserved);
+      const auto reservations = reserved.empty() ? dataset::detail::referenced{} : referenced_by(root, reserved);
       for (const auto& f : disk_files(root))
         if (!before.count(f) && !reservations.transactions.count(f)) {
           INFO("left by the killed round: " << f);

@@ -82,7 +82,7 @@ record_batch parse_rows(const arrow::schema& s, const std::string& text) {
   if (text.empty()) {
     record_batch b;
     b.schema = sp;
-    for (const auto& f : s.fields) b.columns.push_back(ds::fragment_detail::null_array_of(f.type, 0));
+    for (const auto& f : s.fields) b.columns.push_back(ds::detail::null_array_of(f.type, 0));
     return b;
   }
   return lancet::json::read_rows(sp, text);
@@ -165,7 +165,7 @@ record_batch take_rows(const record_batch& b, const std::vector<std::int64_t>& r
   for (std::size_t c = 0; c < b.columns.size(); ++c) {
     std::vector<array_ptr> parts;
     for (auto r : rows) parts.push_back(slice(b.columns[c], r, 1));
-    out.columns.push_back(parts.empty() ? ds::fragment_detail::null_array_of(b.schema->fields[c].type, 0)
+    out.columns.push_back(parts.empty() ? ds::detail::null_array_of(b.schema->fields[c].type, 0)
                                         : encoding::detail::concat(parts, b.schema->fields[c].type));
   }
   return out;

@@ -1182,13 +1182,13 @@ void check_rows_per_group() {
                                   {"v", arrow::make_fixed_size_list(arrow::make_array<float>(vec), 16)},
                                   {"n", rd.random_array(nested_t, n)}});
   // Sliced, so the batch's buffers are larger than its rows.
-  auto sliced = dataset::write_detail::zero_copy_slice(batch, 7, n - 19);
+  auto sliced = dataset::detail::zero_copy_slice(batch, 7, n - 19);
   file::writer_options base;
   base.data_cache_bytes = 4 * (16u << 10);  // 16 KiB per column: many pages
   // Reference: the batch handed over as compacted 100-row groups.
   std::vector<arrow::record_batch> groups;
   for (std::int64_t at = 0; at < sliced.num_rows(); at += 100)
-    groups.push_back(dataset::write_detail::compact_slice(sliced, at, std::min<std::int64_t>(100, sliced.num_rows() - at)));
+    groups.push_back(dataset::detail::compact_slice(sliced, at, std::min<std::int64_t>(100, sliced.num_rows() - at)));
   const auto expected = pages_of(write_file<Version>(groups, base));
   std::size_t pages = 0;
   for (const auto& c : expected) pages += c.size();
@@ -1210,15 +1210,15 @@ void check_rows_per_group() {
       }
       o.max_pages_in_flight = in_flight;
       CHECK(pages_of(write_file<Version>({sliced}, o)) == expected);
-      CHECK(pages_of(write_file<Version>({dataset::write_detail::zero_copy_slice(sliced, 0, a),
-                                          dataset::write_detail::zero_copy_slice(sliced, a, sliced.num_rows() - a)}, o)) == expected);
+      CHECK(pages_of(write_file<Version>({dataset::detail::zero_copy_slice(sliced, 0, a),
+                                          dataset::detail::zero_copy_slice(sliced, a, sliced.num_rows() - a)}, o)) == expected);
     }
   }
   // Without it, a batch counts whole: one page per column.
   for (const auto& c : pages_of(write_file<Version>({sliced}, base))) CHECK(c.size() == 1);
   check_file_round_trip<Version>({sliced}, grouped);
-  check_file_round_trip<Version>({dataset::write_detail::zero_copy_slice(sliced, 0, 1234),
-                                  dataset::write_detail::zero_copy_slice(sliced, 1234, sliced.num_rows() - 1234)},
+  check_file_round_trip<Version>({dataset::detail::zero_copy_slice(sliced, 0, 1234),
+                                  dataset::detail::zero_copy_slice(sliced, 1234, sliced.num_rows() - 1234)},
                                  grouped);
 }
 

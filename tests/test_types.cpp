@@ -332,7 +332,7 @@ TEST_CASE("dictionary: a column a fragment lacks reads as nulls of its dictionar
                         arrow::list(arrow::dictionary(arrow::int32(), arrow::binary()))}) {
     CAPTURE(arrow::to_string(*t));
     for (std::int64_t n : {0, 1, 9}) {
-      const auto a = dataset::fragment_detail::null_array_of(t, n);
+      const auto a = dataset::detail::null_array_of(t, n);
       CHECK_NOTHROW(arrow::validate(a, "missing"));
       CHECK(a->count_nulls() == n);
       CHECK(arrow::equals(*a->type, *t));

@@ -112,7 +112,7 @@ class files_source {
       try {
         if (auto b = reader_->next()) return b;
       } catch (const lancet::error& e) {
-        throw lancet::invalid_input_error("input '" + files_[next_ - 1] + "': " + lancet::dataset::manifest_detail::message_of(e));
+        throw lancet::invalid_input_error("input '" + files_[next_ - 1] + "': " + e.message());
       }
       reader_.reset();
       in_.reset();

@@ -35,6 +35,8 @@ class error : public std::runtime_error {
   error(errc code, const std::string& what)
       : std::runtime_error(std::string(errc_name(code)) + ": " + what), code_(code) {}
   errc code() const noexcept { return code_; }
+  // The message without its "category: " prefix, for re-wrapping with more context.
+  std::string message() const { return std::string(what()).substr(std::string(errc_name(code_)).size() + 2); }
 
  private:
   errc code_;

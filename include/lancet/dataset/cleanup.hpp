@@ -84,7 +84,7 @@ struct cleanup_stats {
   std::uint64_t latest_version = 0;
 };
 
-namespace cleanup_detail {
+namespace detail {
 
 namespace fs = std::filesystem;
 
@@ -132,7 +132,7 @@ inline std::map<std::uint64_t, std::string> tagged_versions(const std::string& r
       while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
       std::size_t j = i;
       while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
-      v = versions_detail::parse_u64(std::string_view(text).substr(i, j - i));
+      v = detail::parse_u64(std::string_view(text).substr(i, j - i));
     }
     if (!v) throw corrupt_error("tag file '" + path + "' has no \"version\" number");
     out.emplace(*v, it->path().stem().string());
@@ -148,7 +148,7 @@ inline bool is_temporary(std::string_view name) {
          (name.substr(name.size() - 4) == ".tmp" || name.substr(0, 4) == ".tmp");
 }
 
-}  // namespace cleanup_detail
+}  // namespace detail
 
 // Removes the versions `o` selects and the files no kept version references (see the
 // top of this file). Throws invalid_input_error when `root` has no versions or
@@ -157,14 +157,14 @@ inline bool is_temporary(std::string_view name) {
 // stays removed; every kept version is still whole).
 inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup_options& o = {}) {
   namespace fs = std::filesystem;
-  using cleanup_detail::referenced;
+  using detail::referenced;
   using clock = std::chrono::system_clock;
   if (o.keep_versions && *o.keep_versions == 0)
     throw invalid_input_error("cleanup: keep_versions must be at least 1 (the latest version is always kept)");
   const auto versions = list_versions(root);
   if (versions.empty()) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
   const auto now = o.now.value_or(clock::now());
-  const auto tags = cleanup_detail::tagged_versions(root);
+  const auto tags = detail::tagged_versions(root);
   const std::uint64_t latest = versions.back().version;
   std::optional<std::uint64_t> before_version;  // Lance's retain_n_versions
   if (o.keep_versions)
@@ -178,14 +178,14 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
   std::vector<const version_entry*> old_manifests;
   for (const auto& v : versions) {
     const auto mf = read_manifest_file_at(v.path);
-    const auto t = cleanup_detail::manifest_time(mf.manifest);
+    const auto t = detail::manifest_time(mf.manifest);
     bool old = true;
     if (o.older_than) old = old && t < now - *o.older_than;
     if (before_version) old = old && v.version < *before_version;
     const bool tagged = tags.count(v.version) > 0;
     const bool keep = v.version >= latest || !old || tagged;
     if (tagged && old && v.version < latest) st.tagged_versions_kept.push_back(v.version);
-    cleanup_detail::collect(mf.manifest, mf.indices, keep ? working : verified);
+    detail::collect(mf.manifest, mf.indices, keep ? working : verified);
     if (keep) earliest_kept = earliest_kept ? std::min(*earliest_kept, t) : t;
     else old_manifests.push_back(&v);
   }
@@ -214,7 +214,7 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
     const bool maybe_in_progress = !o.delete_unverified && mtime >= now - o.unverified_min_age;
     const auto ext = p.extension().string();
     bool remove = false;
-    if (cleanup_detail::is_temporary(name) &&
+    if (detail::is_temporary(name) &&
         (first == versions_dir_name || first == "data" || first == "_deletions" || first == transactions_dir_name ||
          first == "_indices")) {
       remove = !maybe_in_progress;

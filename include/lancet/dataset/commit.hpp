@@ -55,7 +55,7 @@ struct snapshot {
   const pb::manifest& manifest() const noexcept { return file.manifest; }
 };
 
-namespace commit_detail {
+namespace detail {
 
 inline snapshot load(const std::string& root, const version_entry& e, const source_factory& sources) {
   snapshot s{root, e, read_manifest_file_at(e.path, sources)};
@@ -65,7 +65,7 @@ inline snapshot load(const std::string& root, const version_entry& e, const sour
   return s;
 }
 
-}  // namespace commit_detail
+}  // namespace detail
 
 // The newest version of the dataset at `root`, or nullopt when it has none. The manifest
 // is read through `sources`; versions are found by listing _versions/ on the local
@@ -73,14 +73,14 @@ inline snapshot load(const std::string& root, const version_entry& e, const sour
 inline std::optional<snapshot> load_latest(const std::string& root, const source_factory& sources = {}) {
   auto e = latest_version(root);
   if (!e) return std::nullopt;
-  return commit_detail::load(root, *e, sources);
+  return detail::load(root, *e, sources);
 }
 
 // A given version; invalid_input_error naming the versions that exist when it does not.
 inline snapshot load_version(const std::string& root, std::uint64_t version, const source_factory& sources = {}) {
   auto all = list_versions(root);
   for (const auto& e : all)
-    if (e.version == version) return commit_detail::load(root, e, sources);
+    if (e.version == version) return detail::load(root, e, sources);
   std::string have;
   for (const auto& e : all) have += (have.empty() ? "" : ", ") + std::to_string(e.version);
   if (all.empty()) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
@@ -154,8 +154,8 @@ inline file::format_version manifest_storage_version(const pb::manifest& m) {
   return file::parse_format_version(v);
 }
 
-namespace commit_detail {
-
+// Stamps a manifest about to be committed: writer, time, transaction file, feature
+// flags, fragment order and ids (every operation that commits, here and in index/).
 inline void finish_manifest(pb::manifest& m, bool stable_row_ids, std::optional<std::uint64_t> next_row_id,
                             const pb::transaction& txn) {
   m.writer_version = lancet_writer_version();
@@ -171,8 +171,6 @@ inline void finish_manifest(pb::manifest& m, bool stable_row_ids, std::optional<
   update_max_fragment_id(m);
   if (next_row_id) m.next_row_id = *next_row_id;
 }
-
-}  // namespace commit_detail
 
 // Create (a new dataset) or overwrite (replace the data and schema of `previous`):
 // Lance's Overwrite operation. `txn` holds the Overwrite (fragments with unassigned
@@ -202,7 +200,7 @@ inline pending_commit build_overwrite(const std::optional<snapshot>& previous, c
   std::vector<pb::data_fragment> new_fragments = op.fragments;
   assign_new_fragments(new_fragments, 0, next_row_id, c.manifest.version);
   c.manifest.fragments = std::move(new_fragments);
-  commit_detail::finish_manifest(c.manifest, stable, next_row_id, c.transaction);
+  finish_manifest(c.manifest, stable, next_row_id, c.transaction);
   return c;
 }
 
@@ -238,7 +236,7 @@ inline pending_commit build_append(const snapshot& previous, const pb::transacti
   std::vector<pb::data_fragment> new_fragments = std::get<pb::transaction::append>(txn.operation).fragments;
   assign_new_fragments(new_fragments, next_fragment_id(p), next_row_id, c.manifest.version);
   for (auto& f : new_fragments) c.manifest.fragments.push_back(std::move(f));
-  commit_detail::finish_manifest(c.manifest, stable, next_row_id, c.transaction);
+  finish_manifest(c.manifest, stable, next_row_id, c.transaction);
   return c;
 }
 inline pending_commit build_append(const snapshot& previous, std::vector<pb::data_fragment> new_fragments) {
@@ -266,7 +264,7 @@ inline pending_commit build_delete(const snapshot& previous, const pb::transacti
   }
   c.manifest.fragments = std::move(frags);
   const bool stable = uses_stable_row_ids(p);
-  commit_detail::finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
+  finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
                                  c.transaction);
   return c;
 }
@@ -285,7 +283,7 @@ struct committed_io_error : io_error {
   committed_io_error(std::uint64_t v, const std::string& what) : io_error(what), version(v) {}
 };
 
-namespace commit_detail {
+namespace detail {
 // Whether the manifest at `path` exists and was written for transaction `txn`.
 inline bool committed_by(const std::string& path, const pb::transaction& txn) noexcept {
   try {
@@ -295,7 +293,7 @@ inline bool committed_by(const std::string& path, const pb::transaction& txn) no
     return false;
   }
 }
-}  // namespace commit_detail
+}  // namespace detail
 
 struct publish_options {
   naming_scheme scheme = naming_scheme::v2;
@@ -345,10 +343,10 @@ void publish(const std::string& root, pending_commit& c, const publish_options& 
   } catch (const error& e) {
     // A sink may fail after its rename published the manifest (a failed directory
     // fsync): then the version is committed and its files must stay.
-    if (commit_detail::committed_by(manifest_file, c.transaction))
+    if (detail::committed_by(manifest_file, c.transaction))
       throw committed_io_error(version, "version " + std::to_string(version) + " of dataset '" + root +
                                             "' was committed, but not made durable: " +
-                                            manifest_detail::message_of(e));
+                                            e.message());
     try {
       io::remove_file(txn_path);
     } catch (...) {

@@ -116,7 +116,7 @@ struct compaction_result {
   unsigned retries = 0;  // commits lost to other writers before this one
 };
 
-namespace compact_detail {
+namespace detail {
 
 inline void check(const compaction_options& o) {
   if (o.target_rows_per_fragment == 0 || o.target_rows_per_fragment > (std::uint64_t(1) << 32))
@@ -200,13 +200,13 @@ inline pb::row_dataset_version_sequence version_sequence(std::span<const std::ui
   return s;
 }
 
-}  // namespace compact_detail
+}  // namespace detail
 
 // Lance's compaction plan for a dataset version (see the top of this file).
 inline compaction_plan plan_compaction(const dataset& d, const compaction_options& o = {}) {
-  compact_detail::check(o);
+  detail::check(o);
   const bool materialize = o.materialize_deletions && o.materialize_deletions_threshold < 1.0;
-  const auto fragmaps = compact_detail::index_fragmaps(d.indices());
+  const auto fragmaps = detail::index_fragmaps(d.indices());
   enum class candidacy { with_neighbours, itself };
   struct bin {
     std::vector<std::uint64_t> ids;
@@ -270,7 +270,7 @@ inline compaction_plan plan_compaction(const dataset& d, const compaction_option
   return plan;
 }
 
-namespace compact_detail {
+namespace detail {
 
 struct written_task {
   std::vector<pb::data_fragment> old_fragments;  // as in the read version
@@ -296,7 +296,7 @@ std::uint64_t reserve_fragment_ids(const std::string& root, std::uint32_t n, con
     first = next_fragment_id(p);
     if (first + n - 1 > UINT32_MAX) throw invalid_input_error("dataset '" + root + "' has run out of 32-bit fragment ids");
     const bool stable = uses_stable_row_ids(p);
-    commit_detail::finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
+    finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
                                    c.transaction);
     c.manifest.max_fragment_id = std::uint32_t(first + n - 1);
     return c;
@@ -312,14 +312,14 @@ inline bool same_fragment(const pb::data_fragment& a, const pb::data_fragment& b
   return a.id == b.id && a.files == b.files && a.deletion_file == b.deletion_file && a.physical_rows == b.physical_rows;
 }
 
-}  // namespace compact_detail
+}  // namespace detail
 
 // Compacts the newest version of the dataset at `root` (see the top of this file).
 // Fails before committing anything when an index to be remapped is one lancet cannot
 // remap (unsupported_error naming it). On failure, the files written are removed.
 template <class SinkFactory>
 compaction_result compact_files(const std::string& root, const compaction_options& o, SinkFactory&& make_sink) {
-  compact_detail::check(o);
+  detail::check(o);
   const auto d = dataset::open(root);
   const auto snap = load_version(root, d.version());
   const auto& m0 = snap.manifest();
@@ -364,7 +364,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
   po.scheme = snap.entry.scheme;
   po.write_version_hint = o.write_version_hint;
 
-  std::vector<compact_detail::written_task> done;
+  std::vector<detail::written_task> done;
   std::vector<std::string> index_dirs;
   std::vector<std::function<void()>> cleanups;
   auto clean = [&]() noexcept {
@@ -386,11 +386,11 @@ compaction_result compact_files(const std::string& root, const compaction_option
     file::with_version(storage, [&]<class V>() {
       for (std::size_t ti = 0; ti < plan.tasks.size(); ++ti) {
         const auto& task = plan.tasks[ti];
-        compact_detail::written_task w;
+        detail::written_task w;
         for (auto id : task.fragment_ids)
           for (const auto& f : m0.fragments)
             if (f.id == id) w.old_fragments.push_back(f);
-        auto fw = std::make_shared<write_detail::fragment_writer<V, std::remove_reference_t<SinkFactory>>>(root, target, wo,
+        auto fw = std::make_shared<detail::fragment_writer<V, std::remove_reference_t<SinkFactory>>>(root, target, wo,
                                                                                                          make_sink);
         cleanups.push_back([fw]() { fw->remove_files(); });
         scan_options so;
@@ -404,7 +404,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
           w.old_addresses.insert(w.old_addresses.end(), a, a + addr.length);
           b->columns.pop_back();
           b->schema = arrow_target;
-          fw->write(write_detail::conform(*b, arrow_target, context));
+          fw->write(detail::conform(*b, arrow_target, context));
         }
         w.new_fragments = fw->finish();
         std::uint64_t written = 0;
@@ -419,18 +419,18 @@ compaction_result compact_files(const std::string& root, const compaction_option
 
     // 2. Reserve the new fragments' ids (per task without stable row ids, at once
     //    with them, as Lance does) and assign them in order.
-    auto assign = [&](compact_detail::written_task& w, std::uint64_t first) {
+    auto assign = [&](detail::written_task& w, std::uint64_t first) {
       for (auto& f : w.new_fragments) f.id = first++;
     };
     if (!stable) {
       for (auto& w : done)
         if (!w.new_fragments.empty())
-          assign(w, compact_detail::reserve_fragment_ids(root, std::uint32_t(w.new_fragments.size()), po, make_sink));
+          assign(w, detail::reserve_fragment_ids(root, std::uint32_t(w.new_fragments.size()), po, make_sink));
     } else {
       std::uint64_t n = 0;
       for (auto& w : done) n += w.new_fragments.size();
       if (n) {
-        std::uint64_t first = compact_detail::reserve_fragment_ids(root, std::uint32_t(n), po, make_sink);
+        std::uint64_t first = detail::reserve_fragment_ids(root, std::uint32_t(n), po, make_sink);
         for (auto& w : done) {
           assign(w, first);
           first += w.new_fragments.size();
@@ -461,10 +461,10 @@ compaction_result compact_files(const std::string& root, const compaction_option
           const auto phys = d.physical_rows(f.id);
           const auto dv = d.deleted_rows(f.id);
           const auto fid = d.fragment_row_ids(f.id);
-          const auto cv = compact_detail::row_versions(root, f, f.created_at_version_sequence, phys, 1);
+          const auto cv = detail::row_versions(root, f, f.created_at_version_sequence, phys, 1);
           const auto uv = std::holds_alternative<std::monostate>(f.last_updated_at_version_sequence)
                               ? cv
-                              : compact_detail::row_versions(root, f, f.last_updated_at_version_sequence, phys, 1);
+                              : detail::row_versions(root, f, f.last_updated_at_version_sequence, phys, 1);
           for (std::uint64_t i = 0; i < phys; ++i)
             if (!dv.contains(i)) {
               ids.push_back(fid[std::size_t(i)]);
@@ -477,12 +477,12 @@ compaction_result compact_files(const std::string& root, const compaction_option
           const auto n = std::size_t(f.physical_rows);
           std::vector<std::uint64_t> part(ids.begin() + std::ptrdiff_t(at), ids.begin() + std::ptrdiff_t(at + n));
           pb::row_id_sequence seq;
-          seq.segments.push_back(compact_detail::segment_of(part));
+          seq.segments.push_back(detail::segment_of(part));
           f.row_id_sequence = pb::encode(seq);
           f.created_at_version_sequence =
-              pb::encode(compact_detail::version_sequence(std::span<const std::uint64_t>(created).subspan(at, n)));
+              pb::encode(detail::version_sequence(std::span<const std::uint64_t>(created).subspan(at, n)));
           f.last_updated_at_version_sequence =
-              pb::encode(compact_detail::version_sequence(std::span<const std::uint64_t>(updated).subspan(at, n)));
+              pb::encode(detail::version_sequence(std::span<const std::uint64_t>(updated).subspan(at, n)));
           at += n;
         }
       }
@@ -535,7 +535,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
       for (const auto& w : done)
         for (const auto& f : w.old_fragments) {
           auto it = std::find_if(p.fragments.begin(), p.fragments.end(), [&](const pb::data_fragment& x) { return x.id == f.id; });
-          if (it == p.fragments.end() || !compact_detail::same_fragment(*it, f))
+          if (it == p.fragments.end() || !detail::same_fragment(*it, f))
             throw conflict_error(context + ": fragment " + std::to_string(f.id) + " was changed by version " +
                                  std::to_string(p.version) + " since version " + std::to_string(plan.read_version) +
                                  " was planned; nothing was compacted (run it again)");
@@ -583,7 +583,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
                            [&](const pb::index_metadata& x) { return x.uuid == old->uuid; }))
             throw conflict_error(context + ": index '" + old->name + "' was replaced or dropped since version " +
                                  std::to_string(plan.read_version) + "; nothing was compacted (run it again)");
-      commit_detail::finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
+      finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
                                      c.transaction);
       return c;
     };
@@ -604,8 +604,8 @@ compaction_result compact_files(const std::string& root, const compaction_option
   for (const auto& w : done) {
     result.metrics.fragments_removed += w.old_fragments.size();
     result.metrics.fragments_added += w.new_fragments.size();
-    for (const auto& f : w.old_fragments) result.metrics.files_removed += compact_detail::files_of(f);
-    for (const auto& f : w.new_fragments) result.metrics.files_added += compact_detail::files_of(f);
+    for (const auto& f : w.old_fragments) result.metrics.files_removed += detail::files_of(f);
+    for (const auto& f : w.new_fragments) result.metrics.files_added += detail::files_of(f);
     std::vector<std::uint64_t> ids;
     for (const auto& f : w.new_fragments) ids.push_back(f.id);
     result.new_fragment_ids.push_back(std::move(ids));

@@ -99,7 +99,7 @@ inline pb::transaction read_version_transaction(const std::string& root, const v
                         "') names no transaction, so concurrent commits cannot be checked against it");
   const std::string path = transaction_path(root, mf.manifest.transaction_file);
   const std::string bytes = read_small_file(sources, path);
-  return manifest_detail::naming_path(path, [&] { return decode_transaction_file(bytes); });
+  return detail::naming_path(path, [&] { return decode_transaction_file(bytes); });
 }
 
 // Every (version, transaction) committed after `after`, up to and including `upto`,
@@ -475,7 +475,7 @@ commit_outcome commit_transaction(const std::string& root, const snapshot& read,
         if (!versions.empty() && versions.back().version > base.version()) {
           for (auto& [v, other] : transactions_between(root, versions, base.version(), versions.back().version))
             rb.check(other, v, root);
-          base = commit_detail::load(root, versions.back(), {});
+          base = detail::load(root, versions.back(), {});
           rb.finish(base, make_sink);
         }
       }

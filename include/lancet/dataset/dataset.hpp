@@ -96,7 +96,7 @@ struct fragment_info {
 
 class dataset;
 
-namespace dataset_detail {
+namespace detail {
 
 struct state {
   std::string root;
@@ -155,7 +155,7 @@ struct state {
       bytes = *s;
     } else if (auto* e = std::get_if<pb::external_file>(&f.row_id_sequence)) {
       const std::string path = (std::filesystem::path(root) / e->path).string();
-      const auto b = manifest_detail::naming_path(path, [&] { return sources(path).read(e->offset, e->size); });
+      const auto b = detail::naming_path(path, [&] { return sources(path).read(e->offset, e->size); });
       bytes.assign(reinterpret_cast<const char*>(b.data()), b.size());
     } else {
       throw corrupt_error("dataset '" + root + "' uses stable row ids but fragment " + std::to_string(f.id) +
@@ -233,12 +233,12 @@ inline std::uint64_t advance_live(const deletion_vector& dv, std::uint64_t from,
   return x;
 }
 
-}  // namespace dataset_detail
+}  // namespace detail
 
 // Reads a dataset version batch by batch.
 class scanner {
  public:
-  scanner(std::shared_ptr<const dataset_detail::state> st, scan_options o) : st_(std::move(st)), o_(std::move(o)) {
+  scanner(std::shared_ptr<const detail::state> st, scan_options o) : st_(std::move(st)), o_(std::move(o)) {
     if (o_.batch_size == 0) throw invalid_input_error("scan batch size must be at least 1");
     fields_ = st_->projection(o_.columns);
     schema_ = st_->output_schema(fields_, o_.with_row_id, o_.with_row_address);
@@ -281,7 +281,7 @@ class scanner {
         for (const auto& df : f.files) file_bytes += df.file_size_bytes;
         const std::uint64_t row_bytes = phys && file_bytes ? std::max<std::uint64_t>(1, file_bytes / phys) : 64;
         chunk_rows_ = std::max<std::uint64_t>(o_.batch_size, std::max<std::uint64_t>(1, o_.read_ahead_bytes / row_bytes));
-        pos_ = dataset_detail::advance_live(*dv_, 0, skip_);
+        pos_ = detail::advance_live(*dv_, 0, skip_);
         skip_ = 0;
       }
       if (pos_ >= phys_) {
@@ -296,7 +296,7 @@ class scanner {
         chunk_.clear();
         continue;
       }
-      const std::uint64_t end = dataset_detail::advance_live(*dv_, pos_, n - 1) + 1;
+      const std::uint64_t end = detail::advance_live(*dv_, pos_, n - 1) + 1;
       std::vector<std::uint64_t> offsets;
       const bool holes = dv_->count_in(pos_, end) > 0;
       if (holes || o_.with_row_id || o_.with_row_address) {
@@ -311,12 +311,12 @@ class scanner {
         std::vector<std::uint64_t> ids(offsets.size());
         for (std::size_t i = 0; i < offsets.size(); ++i)
           ids[i] = ids_ ? (*ids_)[std::size_t(offsets[i])] : row_address(frag_->id, offsets[i]);
-        b.columns.push_back(dataset_detail::u64_array(ids));
+        b.columns.push_back(detail::u64_array(ids));
       }
       if (o_.with_row_address) {
         std::vector<std::uint64_t> addrs(offsets.size());
         for (std::size_t i = 0; i < offsets.size(); ++i) addrs[i] = row_address(frag_->id, offsets[i]);
-        b.columns.push_back(dataset_detail::u64_array(addrs));
+        b.columns.push_back(detail::u64_array(addrs));
       }
       pos_ = end;
       left_ -= n;
@@ -339,7 +339,7 @@ class scanner {
     if (pos_ < chunk_begin_ || end > chunk_end_) {
       // Read ahead, but no further than the rows the scan still wants.
       const std::uint64_t live_wanted = std::min(left_, (phys_ - pos_) - dv_->count_in(pos_, phys_));
-      const std::uint64_t needed_end = dataset_detail::advance_live(*dv_, pos_, live_wanted - 1) + 1;
+      const std::uint64_t needed_end = detail::advance_live(*dv_, pos_, live_wanted - 1) + 1;
       chunk_begin_ = pos_;
       chunk_end_ = std::max(end, std::min({pos_ + chunk_rows_, needed_end, phys_}));
       chunk_ = reader_->read_range(chunk_begin_, chunk_end_);
@@ -366,7 +366,7 @@ class scanner {
     return out;
   }
 
-  std::shared_ptr<const dataset_detail::state> st_;
+  std::shared_ptr<const detail::state> st_;
   scan_options o_;
   std::vector<std::size_t> fields_;
   std::shared_ptr<const arrow::schema> schema_;
@@ -401,7 +401,7 @@ class dataset {
   // A version already loaded (load_latest / load_version); its files are read
   // through `sources`.
   explicit dataset(snapshot s, source_factory sources = {}) {
-    auto st = std::make_shared<dataset_detail::state>();
+    auto st = std::make_shared<detail::state>();
     const auto& m = s.file.manifest;
     if (!can_read_dataset(m.reader_feature_flags))
       throw unsupported_error("dataset '" + s.root + "' version " + std::to_string(m.version) +
@@ -596,13 +596,13 @@ class dataset {
     arrow::record_batch out;
     out.schema = schema;
     for (std::size_t c = 0; c < fields.size(); ++c) {
-      if (addrs.empty()) out.columns.push_back(fragment_detail::null_array_of(schema->fields[c].type, 0));
+      if (addrs.empty()) out.columns.push_back(detail::null_array_of(schema->fields[c].type, 0));
       else out.columns.push_back(encoding::detail::concat(picked[c], schema->fields[c].type));
     }
     return out;
   }
 
-  std::shared_ptr<const dataset_detail::state> st_;
+  std::shared_ptr<const detail::state> st_;
 };
 
 struct delete_options {

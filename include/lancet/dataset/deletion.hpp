@@ -73,7 +73,7 @@ inline deletion_vector decode_deletion_file(pb::deletion_file::type kind, bytes_
     try {
       bm = roaring_bitmap::deserialize(bytes, &used);
     } catch (const corrupt_error& e) {
-      throw corrupt_error("deletion file '" + what + "': " + manifest_detail::message_of(e));
+      throw corrupt_error("deletion file '" + what + "': " + e.message());
     }
     if (used != bytes.size())
       throw corrupt_error("deletion file '" + what + "': " + std::to_string(bytes.size() - used) +

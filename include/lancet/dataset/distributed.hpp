@@ -105,7 +105,7 @@ fragments_written write_fragments(const std::string& root, Next&& next, const wr
   const auto arrow_target = std::make_shared<const arrow::schema>(schema::to_arrow(out.schema));
   io::make_directories((std::filesystem::path(root) / data_dir_name).string());
   file::with_version(out.storage_version, [&]<class V>() {
-    using strategy = write_detail::strategy_for<V, Policy>;
+    using strategy = detail::strategy_for<V, Policy>;
     if constexpr (std::is_same_v<strategy, void>) {
       throw unsupported_error(context + ": Lance 2.0 files take no encoding policy");
     } else {
@@ -113,12 +113,12 @@ fragments_written write_fragments(const std::string& root, Next&& next, const wr
         if constexpr (V::structural) return strategy(policy);
         else return strategy{};
       };
-      write_detail::fragment_writer<V, std::remove_reference_t<SinkFactory>, strategy> fw(root, out.schema, o, make_sink,
+      detail::fragment_writer<V, std::remove_reference_t<SinkFactory>, strategy> fw(root, out.schema, o, make_sink,
                                                                                            make_strategy());
       try {
         std::optional<arrow::record_batch> b = std::move(first);
         while (b) {
-          fw.write(write_detail::conform(*b, arrow_target, context));
+          fw.write(detail::conform(*b, arrow_target, context));
           b = next();
         }
         out.fragments = fw.finish();
@@ -139,7 +139,7 @@ fragments_written write_fragments(const std::string& root, Next&& next, const wr
 }
 inline fragments_written write_fragments(const std::string& root, std::span<const arrow::record_batch> batches,
                                          const write_options& o = {}) {
-  return write_fragments(root, write_detail::span_source(batches), o);
+  return write_fragments(root, detail::span_source(batches), o);
 }
 inline fragments_written write_fragments(const std::string& root, const std::vector<arrow::record_batch>& batches,
                                          const write_options& o = {}) {
@@ -197,7 +197,7 @@ struct fragment_commit_result {
   std::vector<pb::data_fragment> fragments;  // as committed, with their ids
 };
 
-namespace distributed_detail {
+namespace detail {
 
 inline std::string where(std::size_t i, const pb::data_fragment& f) {
   std::string s = "fragment " + std::to_string(i);
@@ -212,7 +212,7 @@ inline file::format_version check_fragments(const std::string& root, const schem
                                             const std::vector<pb::data_fragment>& fragments, const std::string& context) {
   std::map<std::string, std::size_t> seen;  // data file -> fragment
   std::optional<std::pair<std::uint32_t, std::uint32_t>> version;
-  if (storage) version = write_detail::data_file_version(*storage);
+  if (storage) version = detail::data_file_version(*storage);
   for (std::size_t i = 0; i < fragments.size(); ++i) {
     const auto& f = fragments[i];
     const std::string name = where(i, f);
@@ -311,13 +311,13 @@ inline void check_not_committed(const snapshot& base, const std::vector<pb::data
                                   "): these fragments were committed before");
 }
 
-}  // namespace distributed_detail
+}  // namespace detail
 
 // Commits fragments written by write_fragments (on any number of workers) as one new
 // version: Lance's commit of an Append or Overwrite with a read version.
 inline fragment_commit_result commit(const std::string& root, const commit_operation& op,
                                      std::vector<pb::data_fragment> fragments, const fragment_commit_options& o = {}) {
-  using namespace distributed_detail;
+  using namespace detail;
   if (root.empty()) throw invalid_input_error("dataset path is empty");
   const bool append = std::holds_alternative<operation::append>(op);
   const std::string context = std::string("cannot commit ") + (append ? "an append" : "an overwrite") + " to dataset '" +

@@ -45,7 +45,7 @@
 
 namespace lancet::dataset {
 
-namespace fragment_json_detail {
+namespace detail {
 
 inline void put_key(std::string& out, std::string_view k) {
   json::detail::append_quoted(out, k);
@@ -234,11 +234,11 @@ inline json::value parse(std::string_view text, const std::string& context, std:
   return v;
 }
 
-}  // namespace fragment_json_detail
+}  // namespace detail
 
 // One fragment as Lance's FragmentMetadata.to_json() writes it (one line, no spaces).
 inline std::string to_json(const pb::data_fragment& f) {
-  using namespace fragment_json_detail;
+  using namespace detail;
   std::string out = "{\"id\":" + std::to_string(f.id) + ",\"files\":[";
   for (std::size_t i = 0; i < f.files.size(); ++i) {
     const auto& d = f.files[i];
@@ -280,7 +280,7 @@ inline std::string to_json(const pb::data_fragment& f) {
 // One fragment from its JSON object (FragmentMetadata.from_json's input). `context`
 // starts error messages (e.g. the file it came from).
 inline pb::data_fragment fragment_from_json(std::string_view text, const std::string& context = "fragment JSON") {
-  using namespace fragment_json_detail;
+  using namespace detail;
   return reader(context).fragment(parse(text, context), "");
 }
 
@@ -289,7 +289,7 @@ inline pb::data_fragment fragment_from_json(std::string_view text, const std::st
 // lines are skipped; errors name the line.
 inline std::vector<pb::data_fragment> fragments_from_json(std::string_view text,
                                                           const std::string& context = "fragment JSON") {
-  using namespace fragment_json_detail;
+  using namespace detail;
   std::vector<pb::data_fragment> out;
   std::size_t start = 0;
   while (start < text.size() && (text[start] == ' ' || text[start] == '\t' || text[start] == '\r' || text[start] == '\n'))

@@ -42,7 +42,7 @@ namespace lancet::dataset {
 
 inline constexpr std::string_view data_dir_name = "data";
 
-namespace fragment_detail {
+namespace detail {
 
 // An array of `length` nulls of any type (what a column missing from a fragment reads as).
 inline arrow::array_ptr null_array_of(const arrow::type_ptr& type, std::int64_t length) {
@@ -86,7 +86,7 @@ inline void subtree_ids(const schema::field& f, std::unordered_set<std::int32_t>
   for (const auto& c : f.children) subtree_ids(c, out);
 }
 
-}  // namespace fragment_detail
+}  // namespace detail
 
 // The absolute path of a data file of a fragment.
 inline std::string data_file_path(const std::string& root, const pb::manifest& m, const pb::data_file& f) {
@@ -114,7 +114,7 @@ inline encoding::v2_1::blob_store source_blob_store(const std::string& data_path
     if (pos > f.size() || size > f.size() - pos)
       throw corrupt_error(what + ": blob bytes [" + std::to_string(pos) + ", +" + std::to_string(size) +
                           ") lie past the end of '" + path + "' (" + std::to_string(f.size()) + " bytes)");
-    return manifest_detail::naming_path(path, [&] { return f.read(pos, size); });
+    return detail::naming_path(path, [&] { return f.read(pos, size); });
   };
   encoding::v2_1::blob_store s;
   s.read_data_file = [st, checked](std::uint64_t pos, std::uint64_t size) {
@@ -125,7 +125,7 @@ inline encoding::v2_1::blob_store source_blob_store(const std::string& data_path
     auto it = st->blobs.find(id);
     if (it == st->blobs.end()) {
       const auto p = encoding::v2_1::blob_file_path(st->data_path, id).string();
-      auto src = manifest_detail::naming_path(p, [&] { return st->sources(p); });
+      auto src = detail::naming_path(p, [&] { return st->sources(p); });
       it = st->blobs.emplace(id, std::pair{p, std::move(src)}).first;
     }
     const auto& [path, f] = it->second;
@@ -182,7 +182,7 @@ class fragment_reader {
       if (fi >= ds.fields.size()) throw invalid_input_error("field index " + std::to_string(fi) + " out of range");
       const auto& f = ds.fields[fi];
       std::unordered_set<std::int32_t> ids;
-      fragment_detail::subtree_ids(f, ids);
+      detail::subtree_ids(f, ids);
       source_of_field s;
       for (std::size_t k = fragment_.files.size(); k-- > 0;) {
         const auto& df = fragment_.files[k];
@@ -203,7 +203,7 @@ class fragment_reader {
     if (it != readers_.end()) return *it->second;
     const auto& df = fragment_.files.at(file);
     const std::string path = data_file_path(root_, *manifest_, df);
-    auto r = manifest_detail::naming_path(path, [&] {
+    auto r = detail::naming_path(path, [&] {
       // file_reader asks the source whether to split large reads (prefers_whole_reads).
       return std::make_shared<reader_type>(sources_(path), reader_options_);
     });
@@ -248,7 +248,7 @@ class fragment_reader {
     for (std::size_t k = 0; k < fields_.size(); ++k) by_file[field_sources_[k].file].push_back(k);
     for (auto& [file, ks] : by_file) {
       if (file < 0) {
-        for (auto k : ks) out[k] = fragment_detail::null_array_of(arrow_schema_->fields[fields_[k]].type, std::int64_t(rows));
+        for (auto k : ks) out[k] = detail::null_array_of(arrow_schema_->fields[fields_[k]].type, std::int64_t(rows));
         continue;
       }
       const auto& r = open(std::size_t(file));
@@ -256,13 +256,13 @@ class fragment_reader {
       const std::string path = data_file_path(root_, *manifest_, fragment_.files[std::size_t(file)]);
       file::read_request fr = req;
       for (auto k : ks) fr.columns.push_back(field_sources_[k].file_name);
-      auto b = manifest_detail::naming_path(path, [&] {
+      auto b = detail::naming_path(path, [&] {
         try {
           return r.read(fr);
         } catch (const invalid_input_error& e) {
           // Ranges and offsets come from the manifest; a file that cannot serve them is corrupt.
           throw corrupt_error("fragment " + std::to_string(fragment_.id) + ", data file '" + path +
-                              "': " + manifest_detail::message_of(e));
+                              "': " + e.message());
         }
       });
       for (std::size_t j = 0; j < ks.size(); ++j) {

@@ -115,22 +115,13 @@ inline std::optional<std::uint64_t> manifest_row_count(const pb::manifest& m) {
   return n;
 }
 
-namespace manifest_detail {
-// An error's message without the "corrupt: " category prefix (for re-wrapping).
-inline std::string message_of(const error& e) {
-  std::string m = e.what();
-  const std::string prefix = std::string(errc_name(e.code())) + ": ";
-  return m.compare(0, prefix.size(), prefix) == 0 ? m.substr(prefix.size()) : m;
-}
-}  // namespace manifest_detail
-
 // The fragment ids an index covers (empty bitmap when the field is absent).
 inline roaring_bitmap index_fragment_bitmap(const pb::index_metadata& idx) {
   if (idx.fragment_bitmap.empty()) return {};
   try {
     return roaring_bitmap::deserialize(std::string_view(idx.fragment_bitmap));
   } catch (const corrupt_error& e) {
-    throw corrupt_error("index '" + idx.name + "' fragment bitmap: " + manifest_detail::message_of(e));
+    throw corrupt_error("index '" + idx.name + "' fragment bitmap: " + e.message());
   }
 }
 inline void set_index_fragment_bitmap(pb::index_metadata& idx, const roaring_bitmap& fragments) {
@@ -162,7 +153,7 @@ void set_manifest_fields(pb::manifest& m, const std::vector<Field>& fields) {
 // Writing
 // ---------------------------------------------------------------------------------
 
-namespace manifest_detail {
+namespace detail {
 
 inline void append_u32(std::string& out, std::uint32_t v) {
   char b[4];
@@ -194,7 +185,7 @@ inline bytes_view view(std::string_view s) noexcept {
   return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
 }
 
-}  // namespace manifest_detail
+}  // namespace detail
 
 // Writes a manifest file to a sink (whose position is the file offset: use a fresh
 // sink). Sets m.index_section and m.transaction_section to where the sections land
@@ -211,15 +202,15 @@ std::uint64_t write_manifest_file(Sink& sink, pb::manifest& m, std::span<const p
     pb::index_section sec;
     sec.indices.assign(indices.begin(), indices.end());
     m.index_section = std::uint64_t(sink.position());
-    sink.write(manifest_detail::view(manifest_detail::length_prefixed(sec, "index section")));
+    sink.write(detail::view(detail::length_prefixed(sec, "index section")));
   }
   if (txn) {
     m.transaction_section = std::uint64_t(sink.position());
-    sink.write(manifest_detail::view(manifest_detail::length_prefixed(*txn, "transaction section")));
+    sink.write(detail::view(detail::length_prefixed(*txn, "transaction section")));
   }
   const std::uint64_t manifest_pos = std::uint64_t(sink.position());
-  sink.write(manifest_detail::view(manifest_detail::length_prefixed(m, "manifest")));
-  sink.write(manifest_detail::view(manifest_detail::footer(manifest_pos)));
+  sink.write(detail::view(detail::length_prefixed(m, "manifest")));
+  sink.write(detail::view(detail::footer(manifest_pos)));
   return std::uint64_t(sink.position()) - start;
 }
 
@@ -285,7 +276,7 @@ inline pb::manifest read_manifest(bytes_view file) {
   return pb::manifest::decode(pb::reader(file.subspan(std::size_t(pos + 4), len), 0, "Manifest"));
 }
 
-namespace manifest_detail {
+namespace detail {
 
 // A u32-length-prefixed section that must lie before the manifest message.
 inline bytes_view section(bytes_view file, std::uint64_t pos, std::string_view what) {
@@ -300,17 +291,17 @@ inline bytes_view section(bytes_view file, std::uint64_t pos, std::string_view w
   return file.subspan(std::size_t(pos + 4), len);
 }
 
-}  // namespace manifest_detail
+}  // namespace detail
 
 inline std::vector<pb::index_metadata> read_index_section(bytes_view file, const pb::manifest& m) {
   if (!m.index_section) return {};
-  auto b = manifest_detail::section(file, *m.index_section, "index section");
+  auto b = detail::section(file, *m.index_section, "index section");
   return pb::index_section::decode(pb::reader(b, 0, "IndexSection")).indices;
 }
 
 inline std::optional<pb::transaction> read_transaction_section(bytes_view file, const pb::manifest& m) {
   if (!m.transaction_section) return std::nullopt;
-  auto b = manifest_detail::section(file, *m.transaction_section, "transaction section");
+  auto b = detail::section(file, *m.transaction_section, "transaction section");
   return pb::transaction::decode(pb::reader(b, 0, "Transaction"));
 }
 
@@ -322,7 +313,7 @@ inline manifest_file read_manifest_file(bytes_view file) {
   out.transaction = read_transaction_section(file, out.manifest);
   return out;
 }
-inline manifest_file read_manifest_file(std::string_view bytes) { return read_manifest_file(manifest_detail::view(bytes)); }
+inline manifest_file read_manifest_file(std::string_view bytes) { return read_manifest_file(detail::view(bytes)); }
 
 // Whole small file into memory (manifests, transaction files).
 inline std::string read_small_file(const std::string& path, std::uint64_t max_bytes = std::uint64_t(1) << 31) {
@@ -338,20 +329,20 @@ inline std::string read_small_file(const std::string& path, std::uint64_t max_by
   return out;
 }
 
-namespace manifest_detail {
+namespace detail {
 // Parses the bytes of the manifest file at `path`; errors name the path.
 inline manifest_file parse_at(const std::string& path, const std::string& bytes) {
   try {
     return read_manifest_file(std::string_view(bytes));
   } catch (const corrupt_error& e) {
-    throw corrupt_error("'" + path + "': " + manifest_detail::message_of(e));
+    throw corrupt_error("'" + path + "': " + e.message());
   }
 }
-}  // namespace manifest_detail
+}  // namespace detail
 
 // Reads and parses a manifest file; errors name the path.
 inline manifest_file read_manifest_file_at(const std::string& path) {
-  return manifest_detail::parse_at(path, read_small_file(path));
+  return detail::parse_at(path, read_small_file(path));
 }
 
 // ---------------------------------------------------------------------------------
@@ -396,7 +387,7 @@ class source_factory {
   io::file_source_options local_;
 };
 
-namespace manifest_detail {
+namespace detail {
 
 // Throws an error of e's kind with message `msg`.
 [[noreturn]] inline void rethrow_as(const error& e, const std::string& msg) {
@@ -419,16 +410,16 @@ decltype(auto) naming_path(const std::string& path, F&& f) {
     return std::forward<F>(f)();
   } catch (const error& e) {
     if (std::string_view(e.what()).find(path) != std::string_view::npos) throw;
-    rethrow_as(e, "'" + path + "': " + message_of(e));
+    rethrow_as(e, "'" + path + "': " + e.message());
   }
 }
 
-}  // namespace manifest_detail
+}  // namespace detail
 
 // Whole small file into memory through a source factory; errors name the path.
 inline std::string read_small_file(const source_factory& sources, const std::string& path,
                                    std::uint64_t max_bytes = std::uint64_t(1) << 31) {
-  return manifest_detail::naming_path(path, [&] {
+  return detail::naming_path(path, [&] {
     const io::any_source src = sources(path);
     const std::uint64_t size = src.size();
     if (size > max_bytes)
@@ -447,7 +438,7 @@ inline std::string read_small_file(const source_factory& sources, const std::str
 // Reads and parses a manifest file through a source factory; errors name the path.
 inline manifest_file read_manifest_file_at(const std::string& path, const source_factory& sources) {
   if (sources.is_local()) return read_manifest_file_at(path);
-  return manifest_detail::parse_at(path, read_small_file(sources, path));
+  return detail::parse_at(path, read_small_file(sources, path));
 }
 
 // ---------------------------------------------------------------------------------

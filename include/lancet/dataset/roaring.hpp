@@ -26,7 +26,7 @@
 
 namespace lancet::dataset {
 
-namespace roaring_detail {
+namespace detail {
 
 inline constexpr std::uint32_t serial_cookie_no_run = 12346;
 inline constexpr std::uint16_t serial_cookie = 12347;
@@ -64,7 +64,7 @@ class cursor {
   std::size_t pos_ = 0;
 };
 
-}  // namespace roaring_detail
+}  // namespace detail
 
 // A set of u32 values.
 class roaring_bitmap {
@@ -116,7 +116,7 @@ class roaring_bitmap {
     if (it != c.array.end() && *it == low) return false;
     c.array.insert(it, low);
     ++c.card;
-    if (c.card > roaring_detail::array_limit) c.to_bitset();
+    if (c.card > detail::array_limit) c.to_bitset();
     return true;
   }
 
@@ -127,7 +127,7 @@ class roaring_bitmap {
       const auto key = std::uint16_t(v >> 16);
       const std::uint64_t chunk_end = std::min<std::uint64_t>(hi, (std::uint64_t(key) + 1) << 16);
       container& c = find_or_insert(key);
-      if (chunk_end - v > roaring_detail::array_limit || c.card + (chunk_end - v) > roaring_detail::array_limit) c.to_bitset();
+      if (chunk_end - v > detail::array_limit || c.card + (chunk_end - v) > detail::array_limit) c.to_bitset();
       if (c.is_bitset()) {
         for (std::uint64_t x = v; x < chunk_end; ++x) {
           const auto low = std::uint16_t(x);
@@ -142,7 +142,7 @@ class roaring_bitmap {
         for (std::uint64_t x = v; x < chunk_end; ++x) add(std::uint32_t(x));
       }
       // Keep the invariant: arrays up to 4096 values, bitsets above.
-      if (c.card <= roaring_detail::array_limit) c.to_array();
+      if (c.card <= detail::array_limit) c.to_array();
       v = chunk_end;
     }
   }
@@ -161,7 +161,7 @@ class roaring_bitmap {
       if (!(w & m)) return false;
       w &= ~m;
       --c.card;
-      if (c.card <= roaring_detail::array_limit) c.to_array();
+      if (c.card <= detail::array_limit) c.to_array();
     } else {
       auto pos = std::lower_bound(c.array.begin(), c.array.end(), low);
       if (pos == c.array.end() || *pos != low) return false;
@@ -178,7 +178,7 @@ class roaring_bitmap {
     for (const auto& c : containers_) {
       const std::uint32_t high = std::uint32_t(c.key) << 16;
       if (c.is_bitset()) {
-        for (std::size_t i = 0; i < roaring_detail::bitset_words; ++i) {
+        for (std::size_t i = 0; i < detail::bitset_words; ++i) {
           std::uint64_t w = c.bits[i];
           while (w) {
             const int b = std::countr_zero(w);
@@ -202,7 +202,7 @@ class roaring_bitmap {
     const container& c = containers_.front();
     const std::uint32_t high = std::uint32_t(c.key) << 16;
     if (!c.is_bitset()) return high | c.array.front();
-    for (std::size_t i = 0; i < roaring_detail::bitset_words; ++i)
+    for (std::size_t i = 0; i < detail::bitset_words; ++i)
       if (c.bits[i]) return high | std::uint32_t(i * 64 + std::size_t(std::countr_zero(c.bits[i])));
     return std::nullopt;
   }
@@ -211,7 +211,7 @@ class roaring_bitmap {
     const container& c = containers_.back();
     const std::uint32_t high = std::uint32_t(c.key) << 16;
     if (!c.is_bitset()) return high | c.array.back();
-    for (std::size_t i = roaring_detail::bitset_words; i-- > 0;)
+    for (std::size_t i = detail::bitset_words; i-- > 0;)
       if (c.bits[i]) return high | std::uint32_t(i * 64 + 63 - std::size_t(std::countl_zero(c.bits[i])));
     return std::nullopt;
   }
@@ -242,7 +242,7 @@ class roaring_bitmap {
   // Bytes serialize() produces.
   std::size_t serialized_size() const noexcept {
     std::size_t n = 8 + 8 * containers_.size();
-    for (const auto& c : containers_) n += c.is_bitset() ? roaring_detail::bitset_words * 8 : 2 * c.array.size();
+    for (const auto& c : containers_) n += c.is_bitset() ? detail::bitset_words * 8 : 2 * c.array.size();
     return n;
   }
 
@@ -250,7 +250,7 @@ class roaring_bitmap {
   std::string serialize() const {
     std::string out(serialized_size(), '\0');
     char* p = out.data();
-    le::store(p, roaring_detail::serial_cookie_no_run);
+    le::store(p, detail::serial_cookie_no_run);
     le::store(p + 4, std::uint32_t(containers_.size()));
     std::size_t desc = 8, offs = 8 + 4 * containers_.size();
     std::size_t data = offs + 4 * containers_.size();
@@ -261,8 +261,8 @@ class roaring_bitmap {
       le::store(p + offs, std::uint32_t(data));
       offs += 4;
       if (c.is_bitset()) {
-        for (std::size_t i = 0; i < roaring_detail::bitset_words; ++i) le::store(p + data + 8 * i, c.bits[i]);
-        data += roaring_detail::bitset_words * 8;
+        for (std::size_t i = 0; i < detail::bitset_words; ++i) le::store(p + data + 8 * i, c.bits[i]);
+        data += detail::bitset_words * 8;
       } else {
         for (std::size_t i = 0; i < c.array.size(); ++i) le::store(p + data + 2 * i, c.array[i]);
         data += 2 * c.array.size();
@@ -274,7 +274,7 @@ class roaring_bitmap {
   // Parses one serialized bitmap. With `consumed`, trailing bytes are allowed and the
   // bitmap's length is stored there; without it they are corrupt.
   static roaring_bitmap deserialize(bytes_view bytes, std::size_t* consumed = nullptr) {
-    using namespace roaring_detail;
+    using namespace detail;
     cursor in(bytes);
     const auto cookie = in.read<std::uint32_t>("cookie");
     std::size_t n = 0;
@@ -351,7 +351,7 @@ class roaring_bitmap {
     bool is_bitset() const noexcept { return !bits.empty(); }
     void to_bitset() {
       if (is_bitset()) return;
-      bits.assign(roaring_detail::bitset_words, 0);
+      bits.assign(detail::bitset_words, 0);
       for (auto v : array) bits[v >> 6] |= std::uint64_t(1) << (v & 63);
       array.clear();
       array.shrink_to_fit();
@@ -360,7 +360,7 @@ class roaring_bitmap {
       if (!is_bitset()) return;
       array.clear();
       array.reserve(card);
-      for (std::size_t i = 0; i < roaring_detail::bitset_words; ++i) {
+      for (std::size_t i = 0; i < detail::bitset_words; ++i) {
         std::uint64_t w = bits[i];
         while (w) {
           array.push_back(std::uint16_t(i * 64 + std::size_t(std::countr_zero(w))));
@@ -372,7 +372,7 @@ class roaring_bitmap {
     }
   };
 
-  static void read_run_container(roaring_detail::cursor& in, container& c, std::size_t index) {
+  static void read_run_container(detail::cursor& in, container& c, std::size_t index) {
     const auto runs = in.read<std::uint16_t>("run count");
     const std::uint8_t* p = in.take(4 * std::size_t(runs), "run container");
     std::uint32_t total = 0;
@@ -391,8 +391,8 @@ class roaring_bitmap {
     if (total != c.card)
       throw corrupt_error("roaring bitmap: run container " + std::to_string(index) + " holds " + std::to_string(total) +
                           " values, header says " + std::to_string(c.card));
-    if (c.card > roaring_detail::array_limit) {
-      c.bits.assign(roaring_detail::bitset_words, 0);
+    if (c.card > detail::array_limit) {
+      c.bits.assign(detail::bitset_words, 0);
       for (auto [s, l] : spans)
         for (std::uint32_t v = s; v < s + l; ++v) c.bits[v >> 6] |= std::uint64_t(1) << (v & 63);
     } else {
@@ -461,14 +461,14 @@ class roaring_treemap {
     return out;
   }
   static roaring_treemap deserialize(bytes_view bytes, std::size_t* consumed = nullptr) {
-    roaring_detail::cursor in(bytes);
+    detail::cursor in(bytes);
     const auto n = in.read<std::uint64_t>("treemap bucket count");
     if (n > (std::uint64_t(1) << 32)) throw corrupt_error("roaring treemap: " + std::to_string(n) + " buckets");
     roaring_treemap out;
     std::size_t pos = 8;
     std::optional<std::uint32_t> prev;
     for (std::uint64_t i = 0; i < n; ++i) {
-      roaring_detail::cursor at(bytes.subspan(pos));
+      detail::cursor at(bytes.subspan(pos));
       const auto key = at.read<std::uint32_t>("treemap bucket key");
       if (prev && key <= *prev) throw corrupt_error("roaring treemap: bucket keys not increasing at bucket " + std::to_string(i));
       prev = key;

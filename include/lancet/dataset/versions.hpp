@@ -46,7 +46,7 @@ inline std::string manifest_file_name(naming_scheme s, std::uint64_t version) {
   return std::string(v2_digits - digits.size(), '0') + digits + std::string(manifest_suffix);
 }
 
-namespace versions_detail {
+namespace detail {
 
 // Decimal digits only (no sign, no spaces), within u64.
 inline std::optional<std::uint64_t> parse_u64(std::string_view s) {
@@ -61,22 +61,22 @@ inline bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-}  // namespace versions_detail
+}  // namespace detail
 
 // Which scheme a manifest file name follows (nullopt: not a manifest name, e.g. a
 // temporary file, the hint file, or a detached version).
 inline std::optional<naming_scheme> detect_naming_scheme(std::string_view filename) {
-  if (!versions_detail::ends_with(filename, manifest_suffix)) return std::nullopt;
+  if (!detail::ends_with(filename, manifest_suffix)) return std::nullopt;
   std::string_view stem = filename.substr(0, filename.size() - manifest_suffix.size());
-  if (!versions_detail::parse_u64(stem)) return std::nullopt;
+  if (!detail::parse_u64(stem)) return std::nullopt;
   return stem.size() == v2_digits ? naming_scheme::v2 : naming_scheme::v1;
 }
 
 // The version a manifest file name denotes under a scheme.
 inline std::optional<std::uint64_t> parse_manifest_version(naming_scheme s, std::string_view filename) {
-  if (!versions_detail::ends_with(filename, manifest_suffix)) return std::nullopt;
+  if (!detail::ends_with(filename, manifest_suffix)) return std::nullopt;
   std::string_view stem = filename.substr(0, filename.size() - manifest_suffix.size());
-  auto n = versions_detail::parse_u64(stem);
+  auto n = detail::parse_u64(stem);
   if (!n) return std::nullopt;
   if (s == naming_scheme::v1) return n;
   if (stem.size() != v2_digits) return std::nullopt;
@@ -208,7 +208,7 @@ inline std::optional<std::uint64_t> parse_version_hint(std::string_view json) {
   skip_ws(i);
   std::size_t start = i;
   while (i < json.size() && json[i] >= '0' && json[i] <= '9') ++i;
-  auto v = versions_detail::parse_u64(json.substr(start, i - start));
+  auto v = detail::parse_u64(json.substr(start, i - start));
   skip_ws(i);
   if (!v || i >= json.size() || json[i++] != '}') return std::nullopt;
   skip_ws(i);

@@ -72,7 +72,7 @@ inline std::string random_data_file_stem() {
   return out;
 }
 
-namespace write_detail {
+namespace detail {
 
 // The array with `target` as its type, checking that the data fits it: same types
 // (list item names aside), and no nulls where the target allows none in a
@@ -132,7 +132,7 @@ inline arrow::record_batch conform(const arrow::record_batch& b, const std::shar
     try {
       out.columns.push_back(retype(b.columns[i], f.type, f.name));
     } catch (const invalid_input_error& e) {
-      throw invalid_input_error(context + ": the schemas differ at " + manifest_detail::message_of(e));
+      throw invalid_input_error(context + ": the schemas differ at " + e.message());
     }
   }
   for (const auto& f : b.schema->fields) {
@@ -343,7 +343,7 @@ inline const char* mode_name(write_mode m) {
   return "?";
 }
 
-}  // namespace write_detail
+}  // namespace detail
 
 template <class F>
 concept batch_generator = std::invocable<F&> &&
@@ -361,7 +361,7 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
                               std::to_string(o.max_rows_per_file));
   if (o.max_bytes_per_file == 0) throw invalid_input_error("max_bytes_per_file must be at least 1");
   if (o.max_rows_per_group == 0) throw invalid_input_error("max_rows_per_group must be at least 1");
-  const std::string context = std::string("cannot ") + write_detail::mode_name(o.mode) + " dataset '" + root + "'";
+  const std::string context = std::string("cannot ") + detail::mode_name(o.mode) + " dataset '" + root + "'";
 
   auto previous = load_latest(root);
   write_mode mode = o.mode;
@@ -410,7 +410,7 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
   std::vector<pb::data_fragment> fragments;
   std::vector<std::string> data_files;
   file::with_version(storage, [&]<class V>() {
-    using strategy = write_detail::strategy_for<V, Policy>;
+    using strategy = detail::strategy_for<V, Policy>;
     if constexpr (std::is_same_v<strategy, void>) {
       throw unsupported_error(context + ": it stores Lance 2.0 files, whose legacy encodings take no encoding "
                               "policy (policies customise storage versions 2.1 and later)");
@@ -419,12 +419,12 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
       if constexpr (V::structural) return strategy(policy);
       else return strategy{};
     };
-    write_detail::fragment_writer<V, std::remove_reference_t<SinkFactory>, strategy> fw(root, target, o, make_sink,
+    detail::fragment_writer<V, std::remove_reference_t<SinkFactory>, strategy> fw(root, target, o, make_sink,
                                                                                          make_strategy());
     try {
       std::optional<arrow::record_batch> b = std::move(first);
       while (b) {
-        fw.write(write_detail::conform(*b, arrow_target, context));
+        fw.write(detail::conform(*b, arrow_target, context));
         b = next();
       }
       fragments = fw.finish();
@@ -471,7 +471,7 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
   } catch (const committed_io_error&) {
     throw;  // committed: the data files belong to the dataset now
   } catch (...) {
-    write_detail::remove_data_files(data_files);
+    detail::remove_data_files(data_files);
     throw;
   }
   return result;
@@ -483,20 +483,20 @@ write_result write(const std::string& root, Next&& next, const write_options& o 
   return write(root, std::forward<Next>(next), o, f);
 }
 
-namespace write_detail {
+namespace detail {
 inline auto span_source(std::span<const arrow::record_batch> batches) {
   return [batches, i = std::size_t(0)]() mutable -> std::optional<arrow::record_batch> {
     if (i < batches.size()) return batches[i++];
     return std::nullopt;
   };
 }
-}  // namespace write_detail
+}  // namespace detail
 
 // Batches held in memory, with sinks from `make_sink` (and an encoding policy).
 template <class SinkFactory, encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
 write_result write(const std::string& root, std::span<const arrow::record_batch> batches, const write_options& o,
                    SinkFactory&& make_sink, const Policy& policy = {}) {
-  return write(root, write_detail::span_source(batches), o, std::forward<SinkFactory>(make_sink), policy);
+  return write(root, detail::span_source(batches), o, std::forward<SinkFactory>(make_sink), policy);
 }
 template <class SinkFactory, encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
 write_result write(const std::string& root, const std::vector<arrow::record_batch>& batches, const write_options& o,

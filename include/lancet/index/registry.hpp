@@ -278,7 +278,7 @@ inline dataset::snapshot publish_index_change(const std::string& root, const dat
     }
     for (const auto& n : added) c.indices.push_back(n);
     const bool stable = dataset::uses_stable_row_ids(p);
-    dataset::commit_detail::finish_manifest(c.manifest, stable,
+    dataset::finish_manifest(c.manifest, stable,
                                             stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
                                             c.transaction);
     return c;
