@@ -42,7 +42,7 @@ std::vector<std::pair<std::string, std::uint64_t>> column_bytes(const std::strin
     file::file_reader<io::file_source> r{io::file_source(path.string())};
     std::vector<std::string> names;
     for (const auto& f : r.arrow_schema().fields)
-      for (std::uint32_t i = 0, n = encoding::v2_1::column_count(f); i < n; ++i)
+      for (std::uint32_t i = 0, n = encoding::structural::column_count(f); i < n; ++i)
         names.push_back(n == 1 ? f.name : f.name + "#" + std::to_string(i));
     if (out.empty())
       for (const auto& n : names) out.emplace_back(n, 0);

@@ -15,9 +15,9 @@
 
 #include <lancet/arrow/builder.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/encoding/v2_1/policy.hpp>
+#include <lancet/encoding/structural/policy.hpp>
 
-namespace v21 = lancet::encoding::v2_1;
+namespace v21 = lancet::encoding::structural;
 
 struct zstd9_names : v21::default_policy {
   v21::page_plan plan_page(const v21::leaf_info& leaf, const v21::data_block& values,

@@ -7,9 +7,9 @@
 
 #include "lancet/core/config.hpp"
 #include "lancet/dataset/write.hpp"
-#include "lancet/encoding/v2_0/field_encoders.hpp"
-#include "lancet/encoding/v2_1/field_encoders.hpp"
-#include "lancet/encoding/v2_1/policy_impl.hpp"
+#include "lancet/encoding/legacy/field_encoders.hpp"
+#include "lancet/encoding/structural/field_encoders.hpp"
+#include "lancet/encoding/structural/policy_impl.hpp"
 #include "lancet/file/instances.hpp"
 #include "lancet/file/writer.hpp"
 
@@ -20,8 +20,8 @@ LANCET_FILE_WRITER_INSTANCES(LANCET_INSTANTIATE_FILE_WRITER)
 #define LANCET_INSTANTIATE_FILE_WRITER_IMPL(St, S) template class file::detail::file_writer_impl<S, St>;
 LANCET_FILE_WRITER_IMPL_INSTANCES(LANCET_INSTANTIATE_FILE_WRITER_IMPL)
 #undef LANCET_INSTANTIATE_FILE_WRITER_IMPL
-template class encoding::v2_1::structural_encodings<encoding::v2_1::default_policy>;
-template class encoding::v2_1::structural_strategy<1, encoding::v2_1::default_policy>;
-template class encoding::v2_1::structural_strategy<2, encoding::v2_1::default_policy>;
-template class encoding::v2_1::structural_strategy<3, encoding::v2_1::default_policy>;
+template class encoding::structural::structural_encodings<encoding::structural::default_policy>;
+template class encoding::structural::structural_strategy<1, encoding::structural::default_policy>;
+template class encoding::structural::structural_strategy<2, encoding::structural::default_policy>;
+template class encoding::structural::structural_strategy<3, encoding::structural::default_policy>;
 }  // namespace lancet

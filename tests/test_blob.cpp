@@ -1,4 +1,4 @@
-// Blob columns (encoding/v2_1/blob.hpp): blob v2 descriptions Lance 12 writes at 2.2,
+// Blob columns (encoding/structural/blob.hpp): blob v2 descriptions Lance 12 writes at 2.2,
 // read from a fixture LanceDB wrote (tests/fixtures/structural/blob_2.2, made by
 //   node tests/interop/blob_write.mjs DIR 2.2 --fragments 1 --sizes '[0,null,10,1000,65537,5]'
 // : row g holds sizes[g] bytes (k * 7 + g) & 255), resolved to bytes, and every way a
@@ -14,8 +14,8 @@
 #include <lancet/dataset/cleanup.hpp>
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
-#include <lancet/encoding/v2_1/blob.hpp>
-#include <lancet/encoding/v2_1/blob_files.hpp>
+#include <lancet/encoding/structural/blob.hpp>
+#include <lancet/encoding/structural/blob_files.hpp>
 #include <map>
 #include <set>
 #include <tuple>
@@ -30,7 +30,7 @@
 
 using namespace lancet;
 namespace fs = std::filesystem;
-namespace v21 = lancet::encoding::v2_1;
+namespace v21 = lancet::encoding::structural;
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <lancet/arrow/compare.hpp>
 #include <lancet/core/config.hpp>
 #include <lancet/core/endian.hpp>
-#include <lancet/encoding/v2_1/field_encoders.hpp>  // for the policy of this TU's own writers
+#include <lancet/encoding/structural/field_encoders.hpp>  // for the policy of this TU's own writers
 #include <lancet/file/footer.hpp>
 #include <lancet/file/reader.hpp>
 #include <lancet/file/structural.hpp>
@@ -29,7 +29,7 @@
 #include <lancet/io/source.hpp>
 
 using namespace lancet;
-namespace v21 = lancet::encoding::v2_1;
+namespace v21 = lancet::encoding::structural;
 
 static_assert(!LANCET_HEADER_ONLY, "this suite must be compiled with LANCET_COMPILED");
 

@@ -23,7 +23,7 @@
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/deletion.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/encoding/v2_1/policy.hpp>
+#include <lancet/encoding/structural/policy.hpp>
 #include <lancet/json/write_dataset.hpp>
 #include <lancet/pb/file2.hpp>
 #include <lancet/pb/encodings_v2_1.hpp>
@@ -1135,14 +1135,14 @@ TEST_CASE("data file names: 24 binary digits then 26 hex digits, unique") {
 
 namespace {
 // Stores "name" uncompressed (no FSST, no dictionary), whatever Lance 12 would choose.
-struct plain_names : lancet::encoding::v2_1::default_policy {
-  lancet::encoding::v2_1::page_plan plan_page(const lancet::encoding::v2_1::leaf_info& l,
-                                              const lancet::encoding::v2_1::data_block& v,
-                                              const lancet::encoding::v2_1::page_facts& f) const {
+struct plain_names : lancet::encoding::structural::default_policy {
+  lancet::encoding::structural::page_plan plan_page(const lancet::encoding::structural::leaf_info& l,
+                                              const lancet::encoding::structural::data_block& v,
+                                              const lancet::encoding::structural::page_facts& f) const {
     auto p = default_policy::plan_page(l, v, f);
-    if (l.column == "name" && p.layout == lancet::encoding::v2_1::page_plan::layout_kind::miniblock) {
+    if (l.column == "name" && p.layout == lancet::encoding::structural::page_plan::layout_kind::miniblock) {
       p.dictionary = false;
-      p.codec = lancet::encoding::v2_1::value_codec::variable;
+      p.codec = lancet::encoding::structural::value_codec::variable;
       p.general.reset();
     }
     return p;
@@ -1194,7 +1194,7 @@ TEST_CASE("dataset::write and json::write_rows take an encoding policy; 2.0 data
                          doctest::Contains("whose legacy encodings take no encoding policy"), unsupported_error);
     CHECK_FALSE(ds::load_latest(t.sub("legacy")));
     // The default policy is fine at 2.0.
-    ds::write(t.sub("legacy"), batch, o, ds::default_sink_factory{}, lancet::encoding::v2_1::default_policy{});
+    ds::write(t.sub("legacy"), batch, o, ds::default_sink_factory{}, lancet::encoding::structural::default_policy{});
     CHECK(ds::dataset::open(t.sub("legacy")).count_rows() == 2000);
   }
 }

@@ -12,7 +12,7 @@
 #include <lancet/arrow/builder.hpp>
 #include <lancet/arrow/compare.hpp>
 #include <lancet/dataset/dataset.hpp>
-#include <lancet/encoding/v2_1/blob.hpp>
+#include <lancet/encoding/structural/blob.hpp>
 #include <lancet/file/footer.hpp>
 #include <lancet/file/reader.hpp>
 #include <lancet/io/file_source.hpp>
@@ -26,7 +26,7 @@
 using namespace lancet;
 namespace fs = std::filesystem;
 namespace t = lancet::testing;
-namespace v21 = lancet::encoding::v2_1;
+namespace v21 = lancet::encoding::structural;
 using njson = nlohmann::json;
 
 namespace {

@@ -13,12 +13,12 @@
 
 #include "lancet/arrow/builder.hpp"
 #include "lancet/arrow/compare.hpp"
-#include "lancet/encoding/v2_1/compression/bitpack.hpp"
-#include "lancet/encoding/v2_1/compression/fsst.hpp"
-#include "lancet/encoding/v2_1/compression/general.hpp"
-#include "lancet/encoding/v2_1/compression/rle.hpp"
-#include "lancet/encoding/v2_1/decoder.hpp"
-#include "lancet/encoding/v2_1/field_encoders.hpp"
+#include "lancet/encoding/structural/compression/bitpack.hpp"
+#include "lancet/encoding/structural/compression/fsst.hpp"
+#include "lancet/encoding/structural/compression/general.hpp"
+#include "lancet/encoding/structural/compression/rle.hpp"
+#include "lancet/encoding/structural/decoder.hpp"
+#include "lancet/encoding/structural/field_encoders.hpp"
 #include "lancet/file/footer.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/file/writer.hpp"
@@ -33,7 +33,7 @@
 #include "lancet/dataset/write.hpp"
 
 using namespace lancet;
-namespace v21 = lancet::encoding::v2_1;
+namespace v21 = lancet::encoding::structural;
 namespace fs = std::filesystem;
 
 namespace {
@@ -232,7 +232,7 @@ mem_columns encode_field(const arrow::field& f, const std::vector<arrow::array_p
                          encoding::encoding_options o = {}) {
   std::vector<std::int32_t> ids(64);
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int32_t(i);
-  encoding::v2_0::field_id_cursor cursor(ids);
+  encoding::legacy::field_id_cursor cursor(ids);
   encoding::column_index_sequence seq;
   auto enc = strategy.make_field_encoder(f, cursor, seq, o);
   mem_columns m;

@@ -13,6 +13,6 @@
 #include "lancet/dataset/distributed.hpp"
 #include "lancet/dataset/fragment_json.hpp"
 #include "lancet/dataset/write.hpp"
-#include "lancet/encoding/v2_1/blob.hpp"
-#include "lancet/encoding/v2_1/policy.hpp"
+#include "lancet/encoding/structural/blob.hpp"
+#include "lancet/encoding/structural/policy.hpp"
 #include "lancet/io/any_source.hpp"

@@ -11,7 +11,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/core/executor.hpp"
 #include "lancet/core/warning.hpp"
-#include "lancet/encoding/v2_1/policy.hpp"
+#include "lancet/encoding/structural/policy.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/file/versions.hpp"
 #include "lancet/file/writer.hpp"

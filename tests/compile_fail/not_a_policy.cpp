@@ -5,7 +5,7 @@
 #include <lancet/file/writer.hpp>
 #include <lancet/io/memory_sink.hpp>
 
-namespace v21 = lancet::encoding::v2_1;
+namespace v21 = lancet::encoding::structural;
 
 struct misspelt_policy {
   v21::page_plan plan_pages(const v21::leaf_info&, const v21::data_block&, const v21::page_facts&) const { return {}; }

@@ -15,14 +15,14 @@
 #include "lancet/arrow/compare.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/detail/gather.hpp"
-#include "lancet/encoding/v2_1/decoder.hpp"
-#include "lancet/encoding/v2_1/field_encoders.hpp"
+#include "lancet/encoding/structural/decoder.hpp"
+#include "lancet/encoding/structural/field_encoders.hpp"
 #include "../support/random_data.hpp"
 
 namespace {
 
 using namespace lancet;
-namespace v21 = lancet::encoding::v2_1;
+namespace v21 = lancet::encoding::structural;
 
 struct pages {
   std::vector<pb::file2::column_metadata> meta;

@@ -66,7 +66,7 @@ struct fragments_written {
 // the dataset's schema and storage version; overwrite, and any mode on a dataset that
 // does not exist yet, takes o.schema (or the first batch's), with field ids assigned
 // as Lance assigns them (depth first from 0). On failure the files written are removed.
-template <batch_generator Next, class SinkFactory, encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
+template <batch_generator Next, class SinkFactory, encoding::structural::structural_policy Policy = encoding::structural::default_policy>
 fragments_written write_fragments(const std::string& root, Next&& next, const write_options& o, SinkFactory&& make_sink,
                                   const Policy& policy = {}) {
   if (root.empty()) throw invalid_input_error("dataset path is empty");

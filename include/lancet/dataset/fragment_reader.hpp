@@ -31,7 +31,7 @@
 #include "lancet/arrow/compare.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/deletion.hpp"
-#include "lancet/encoding/v2_1/blob.hpp"
+#include "lancet/encoding/structural/blob.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/io/any_source.hpp"
@@ -93,11 +93,11 @@ inline std::string data_file_path(const std::string& root, const pb::manifest& m
   return (std::filesystem::path(resolve_base(root, m, f.base_id, data_dir_name)) / f.path).string();
 }
 
-// A blob_store (encoding/v2_1/blob.hpp) for the blob v2 values of one data file, read
+// A blob_store (encoding/structural/blob.hpp) for the blob v2 values of one data file, read
 // through a source factory: inline blobs from the data file's own source, packed and
 // dedicated blobs from its blob files (opened on first use, then kept). A range past
 // the end of its file is corrupt_error naming the file, offset and size.
-inline encoding::v2_1::blob_store source_blob_store(const std::string& data_path, io::any_source data,
+inline encoding::structural::blob_store source_blob_store(const std::string& data_path, io::any_source data,
                                                     source_factory sources) {
   struct files {
     std::string data_path;
@@ -116,7 +116,7 @@ inline encoding::v2_1::blob_store source_blob_store(const std::string& data_path
                           ") lie past the end of '" + path + "' (" + std::to_string(f.size()) + " bytes)");
     return detail::naming_path(path, [&] { return f.read(pos, size); });
   };
-  encoding::v2_1::blob_store s;
+  encoding::structural::blob_store s;
   s.read_data_file = [st, checked](std::uint64_t pos, std::uint64_t size) {
     return checked(st->data, st->data_path, pos, size, "inline blob");
   };
@@ -124,7 +124,7 @@ inline encoding::v2_1::blob_store source_blob_store(const std::string& data_path
     std::unique_lock lock(st->mu);
     auto it = st->blobs.find(id);
     if (it == st->blobs.end()) {
-      const auto p = encoding::v2_1::blob_file_path(st->data_path, id).string();
+      const auto p = encoding::structural::blob_file_path(st->data_path, id).string();
       auto src = detail::naming_path(p, [&] { return st->sources(p); });
       it = st->blobs.emplace(id, std::pair{p, std::move(src)}).first;
     }
@@ -230,8 +230,8 @@ class fragment_reader {
                             std::to_string(f.id) + ") but its schema has no top-level field with that id");
       const auto file_type = schema::to_arrow(*in_file).type;
       const auto& want = arrow_schema_->fields[fields_[k]].type;
-      s.blob_v2 = encoding::v2_1::is_blob_v2_field(arrow_schema_->fields[fields_[k]]) &&
-                  encoding::v2_1::is_blob_v2_descriptions(*file_type);
+      s.blob_v2 = encoding::structural::is_blob_v2_field(arrow_schema_->fields[fields_[k]]) &&
+                  encoding::structural::is_blob_v2_descriptions(*file_type);
       if (!s.blob_v2 && !arrow::equals(*file_type, *want)) {
         auto d = arrow::detail::type_difference(*file_type, *want, {}, f.name);
         throw unsupported_error("field '" + f.name + "' in data file '" + path + "' does not have the dataset's type (" +
@@ -271,7 +271,7 @@ class fragment_reader {
           auto it = blob_stores_.find(file);
           if (it == blob_stores_.end())
             it = blob_stores_.emplace(file, source_blob_store(path, r.source(), sources_)).first;
-          col = encoding::v2_1::blob_v2_values(*col, it->second, schema_->fields[fields_[ks[j]]].name,
+          col = encoding::structural::blob_v2_values(*col, it->second, schema_->fields[fields_[ks[j]]].name,
                                                arrow_schema_->fields[fields_[ks[j]]].type);
         }
         // The file may name nested members differently (a renamed list item); the
@@ -298,7 +298,7 @@ class fragment_reader {
   mutable std::vector<source_of_field> field_sources_;
   mutable std::map<std::size_t, std::shared_ptr<reader_type>> readers_;
   mutable std::unordered_set<std::size_t> resolved_;
-  mutable std::map<int, encoding::v2_1::blob_store> blob_stores_;  // by file, for blob v2 fields
+  mutable std::map<int, encoding::structural::blob_store> blob_stores_;  // by file, for blob v2 fields
 };
 
 }  // namespace lancet::dataset

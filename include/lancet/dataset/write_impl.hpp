@@ -29,7 +29,7 @@
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/encoding/detail/gather.hpp"
-#include "lancet/encoding/v2_1/blob.hpp"
+#include "lancet/encoding/structural/blob.hpp"
 #include "lancet/file/versions.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/io/file_sink.hpp"
@@ -283,9 +283,9 @@ class fragment_writer {
       fo.blob_files = [this, path, so](std::uint32_t id) {
         auto bo = so;
         bo.create_directories = true;
-        const auto blob_path = encoding::v2_1::blob_file_path(path, id).string();
+        const auto blob_path = encoding::structural::blob_file_path(path, id).string();
         auto sink = std::make_shared<sink_type>(make_sink_(blob_path, bo));
-        return encoding::v2_1::blob_file_sink{[sink](bytes_view b) { sink->write(b); }, [sink] { sink->finish(); }};
+        return encoding::structural::blob_file_sink{[sink](bytes_view b) { sink->write(b); }, [sink] { sink->finish(); }};
       };
     }
     current_ = std::make_unique<writer_type>(make_sink_(path, so), schema_, std::move(fo), strategy_);
@@ -327,7 +327,7 @@ class fragment_writer {
 template <class V, class Policy>
 auto strategy_of() {
   if constexpr (V::structural) return std::type_identity<typename V::template policy_strategy<Policy>>{};
-  else if constexpr (std::is_same_v<Policy, encoding::v2_1::default_policy>)
+  else if constexpr (std::is_same_v<Policy, encoding::structural::default_policy>)
     return std::type_identity<typename V::default_strategy>{};
   else return std::type_identity<void>{};
 }
@@ -350,9 +350,9 @@ concept batch_generator = std::invocable<F&> &&
                           std::convertible_to<std::invoke_result_t<F&>, std::optional<arrow::record_batch>>;
 
 // Writes the batches `next()` yields (until nullopt) with sinks from `make_sink`, and
-// pages encoded as `policy` decides (an encoding policy, encoding/v2_1/policy.hpp:
+// pages encoded as `policy` decides (an encoding policy, encoding/structural/policy.hpp:
 // structural storage versions only; a 2.0 dataset takes the default policy alone).
-template <batch_generator Next, class SinkFactory, encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
+template <batch_generator Next, class SinkFactory, encoding::structural::structural_policy Policy = encoding::structural::default_policy>
 write_result write(const std::string& root, Next&& next, const write_options& o, SinkFactory&& make_sink,
                    const Policy& policy = {}) {
   if (root.empty()) throw invalid_input_error("dataset path is empty");
@@ -493,17 +493,17 @@ inline auto span_source(std::span<const arrow::record_batch> batches) {
 }  // namespace detail
 
 // Batches held in memory, with sinks from `make_sink` (and an encoding policy).
-template <class SinkFactory, encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
+template <class SinkFactory, encoding::structural::structural_policy Policy = encoding::structural::default_policy>
 write_result write(const std::string& root, std::span<const arrow::record_batch> batches, const write_options& o,
                    SinkFactory&& make_sink, const Policy& policy = {}) {
   return write(root, detail::span_source(batches), o, std::forward<SinkFactory>(make_sink), policy);
 }
-template <class SinkFactory, encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
+template <class SinkFactory, encoding::structural::structural_policy Policy = encoding::structural::default_policy>
 write_result write(const std::string& root, const std::vector<arrow::record_batch>& batches, const write_options& o,
                    SinkFactory&& make_sink, const Policy& policy = {}) {
   return write(root, std::span<const arrow::record_batch>(batches), o, std::forward<SinkFactory>(make_sink), policy);
 }
-template <class SinkFactory, encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
+template <class SinkFactory, encoding::structural::structural_policy Policy = encoding::structural::default_policy>
 write_result write(const std::string& root, const arrow::record_batch& batch, const write_options& o,
                    SinkFactory&& make_sink, const Policy& policy = {}) {
   return write(root, std::span<const arrow::record_batch>(&batch, 1), o, std::forward<SinkFactory>(make_sink), policy);

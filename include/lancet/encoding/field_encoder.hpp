@@ -58,7 +58,7 @@ struct encoding_options {
   // Writes bytes into the file at once and returns their offset: blob values, which
   // live outside the pages (set by the file writer; called on the writing thread).
   std::function<std::uint64_t(bytes_view)> write_out_of_line;
-  // Places a blob v2 value inline or in a blob file (v2_1/blob_files.hpp; set by the
+  // Places a blob v2 value inline or in a blob file (structural/blob_files.hpp; set by the
   // file writer when it has blob files; unset: inline through write_out_of_line).
   std::function<blob_location(bytes_view)> place_blob_v2;
 };

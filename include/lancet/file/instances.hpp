@@ -5,7 +5,7 @@
 #pragma once
 
 #include "lancet/core/config.hpp"
-#include "lancet/encoding/v2_1/strategy.hpp"
+#include "lancet/encoding/structural/strategy.hpp"
 #include "lancet/file/legacy.hpp"
 #include "lancet/file/structural.hpp"
 #include "lancet/file/writer.hpp"
@@ -26,10 +26,10 @@
 // X(strategy, sink) for each precompiled detail::file_writer_impl (what those writers
 // share: one per strategy class, 2.1-2.3 having one).
 #define LANCET_FILE_WRITER_IMPL_INSTANCES(X)                                         \
-  X(encoding::v2_0::default_strategy, io::file_sink)                                 \
-  X(encoding::v2_1::structural_encodings<encoding::v2_1::default_policy>, io::file_sink) \
-  X(encoding::v2_0::default_strategy, io::memory_sink)                               \
-  X(encoding::v2_1::structural_encodings<encoding::v2_1::default_policy>, io::memory_sink)
+  X(encoding::legacy::default_strategy, io::file_sink)                                 \
+  X(encoding::structural::structural_encodings<encoding::structural::default_policy>, io::file_sink) \
+  X(encoding::legacy::default_strategy, io::memory_sink)                               \
+  X(encoding::structural::structural_encodings<encoding::structural::default_policy>, io::memory_sink)
 
 #if !LANCET_HEADER_ONLY
 namespace lancet {
@@ -39,9 +39,9 @@ LANCET_FILE_WRITER_INSTANCES(LANCET_EXTERN_FILE_WRITER)
 #define LANCET_EXTERN_FILE_WRITER_IMPL(St, S) extern template class file::detail::file_writer_impl<S, St>;
 LANCET_FILE_WRITER_IMPL_INSTANCES(LANCET_EXTERN_FILE_WRITER_IMPL)
 #undef LANCET_EXTERN_FILE_WRITER_IMPL
-extern template class encoding::v2_1::structural_encodings<encoding::v2_1::default_policy>;
-extern template class encoding::v2_1::structural_strategy<1, encoding::v2_1::default_policy>;
-extern template class encoding::v2_1::structural_strategy<2, encoding::v2_1::default_policy>;
-extern template class encoding::v2_1::structural_strategy<3, encoding::v2_1::default_policy>;
+extern template class encoding::structural::structural_encodings<encoding::structural::default_policy>;
+extern template class encoding::structural::structural_strategy<1, encoding::structural::default_policy>;
+extern template class encoding::structural::structural_strategy<2, encoding::structural::default_policy>;
+extern template class encoding::structural::structural_strategy<3, encoding::structural::default_policy>;
 }  // namespace lancet
 #endif

@@ -5,10 +5,10 @@
 #include <cstdint>
 
 #include "lancet/core/config.hpp"
-#include "lancet/encoding/v2_0/strategy.hpp"
+#include "lancet/encoding/legacy/strategy.hpp"
 #include "lancet/file/version.hpp"
 #if LANCET_HEADER_ONLY
-#include "lancet/encoding/v2_0/field_encoders.hpp"
+#include "lancet/encoding/legacy/field_encoders.hpp"
 #endif
 
 namespace lancet::file {
@@ -21,7 +21,7 @@ template <class Policy>
 struct legacy_policy_strategy {
   static_assert(always_false<Policy>, "lancet: Lance 2.0 files are written with the legacy encodings, which take no "
                                       "encoding policy; policies customise files 2.1, 2.2 and 2.3");
-  using type = encoding::v2_0::default_strategy;
+  using type = encoding::legacy::default_strategy;
 };
 }  // namespace detail
 
@@ -33,7 +33,7 @@ struct v2_0 {
   static constexpr bool structural = false;   // 2.1+ use structural page layouts
   static constexpr bool unstable = false;
   static constexpr bool split_pages_on_write = true;  // max_page_bytes applies when writing
-  using default_strategy = encoding::v2_0::default_strategy;
+  using default_strategy = encoding::legacy::default_strategy;
   template <class Policy>
   using policy_strategy = typename detail::legacy_policy_strategy<Policy>::type;
 };

@@ -21,9 +21,9 @@
 #include "lancet/arrow/dictionary.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/detail/gather.hpp"
-#include "lancet/encoding/v2_0/decoder.hpp"
-#include "lancet/encoding/v2_0/take.hpp"
-#include "lancet/encoding/v2_1/decoder.hpp"
+#include "lancet/encoding/legacy/decoder.hpp"
+#include "lancet/encoding/legacy/take.hpp"
+#include "lancet/encoding/structural/decoder.hpp"
 #include "lancet/file/footer.hpp"
 #include "lancet/file/version.hpp"
 #include "lancet/io/file_source.hpp"
@@ -218,7 +218,7 @@ class file_reader {
     std::uint32_t next = 0;
     for (std::size_t f = 0; f < schema_.fields.size(); ++f) {
       field_columns_.push_back(next);
-      next += structural() ? encoding::v2_1::column_count(physical_fields_[f]) : count_columns(schema_.fields[f]);
+      next += structural() ? encoding::structural::column_count(physical_fields_[f]) : count_columns(schema_.fields[f]);
     }
     if (next != columns_.size())
       throw corrupt_error("the schema needs " + std::to_string(next) + " columns but the file has " +
@@ -314,11 +314,11 @@ class file_reader {
   arrow::array_ptr read_field(std::size_t f, std::uint64_t begin, std::uint64_t end) const {
     std::uint32_t col = field_columns_[f];
     if (structural()) {
-      const auto n = encoding::v2_1::column_count(physical_fields_[f]);
-      std::vector<encoding::v2_1::column_pages> cols;
+      const auto n = encoding::structural::column_count(physical_fields_[f]);
+      std::vector<encoding::structural::column_pages> cols;
       for (std::uint32_t c = col; c < col + n; ++c)
         cols.push_back({&columns_.at(c).metadata, columns_.at(c).page_starts});
-      return encoding::v2_1::decode_field(physical_fields_[f], cols, col, begin, end,
+      return encoding::structural::decode_field(physical_fields_[f], cols, col, begin, end,
                                           [this](std::uint32_t c, std::size_t p) { return cached_page_buffers(c, p); },
                                           [this](std::uint64_t offset, std::uint64_t size) {
                                             return read_split(offset, size);
@@ -416,7 +416,7 @@ class file_reader {
 
   // Rows idx (ascending) of a 2.0 field whose first column is `col`; advances `col`
   // past the field's columns. Pages whose rows sit at known positions are read row by
-  // row (encoding/v2_0/take.hpp); other pages are decoded whole, once per take.
+  // row (encoding/legacy/take.hpp); other pages are decoded whole, once per take.
   arrow::array_ptr take_field_v2_0(const schema::field& lf, const arrow::field& af, std::uint32_t& col,
                                    const std::vector<std::uint64_t>& idx) const {
     const auto& c = columns_.at(col);
@@ -456,7 +456,7 @@ class file_reader {
   arrow::array_ptr take_primitive(const column_info& c, std::uint32_t col, const arrow::type_ptr& type,
                                   const std::vector<std::uint64_t>& idx, bool dictionary_field) const {
     std::vector<arrow::array_ptr> parts;
-    const encoding::v2_0::byte_reader read = [this](std::uint64_t offset, std::uint64_t size) {
+    const encoding::legacy::byte_reader read = [this](std::uint64_t offset, std::uint64_t size) {
       return read_split(offset, size);
     };
     std::size_t i = 0;
@@ -469,12 +469,12 @@ class file_reader {
       for (; j < idx.size() && idx[j] < pe; ++j) rows.push_back(idx[j] - ps);
       const auto& page = c.metadata.pages[p];
       const auto enc = page_encoding<pb::enc20::array_encoding>(c, p, col);
-      if (!dictionary_field && encoding::v2_0::rows_addressable(enc, type)) {
-        parts.push_back(encoding::v2_0::take_page_rows(enc, type, page.buffer_offsets, page.buffer_sizes, page.length,
+      if (!dictionary_field && encoding::legacy::rows_addressable(enc, type)) {
+        parts.push_back(encoding::legacy::take_page_rows(enc, type, page.buffer_offsets, page.buffer_sizes, page.length,
                                                        rows, read, where(col, p)));
       } else {
         const auto bufs = cached_page_buffers(col, p);
-        encoding::v2_0::page_decoder d(bufs, where(col, p));
+        encoding::legacy::page_decoder d(bufs, where(col, p));
         d.dictionary_field = dictionary_field;
         const auto whole = d.decode(enc, page.length, type);
         std::size_t k = 0;
@@ -499,17 +499,17 @@ class file_reader {
       const auto enc = page_encoding<pb::enc20::array_encoding>(c, p, col);
       // A small part of a page (a list's items in a take): only its bytes, when the
       // encoding allows.
-      if (n < page.length / 8 && !dictionary_field && encoding::v2_0::rows_addressable(enc, type)) {
+      if (n < page.length / 8 && !dictionary_field && encoding::legacy::rows_addressable(enc, type)) {
         std::vector<std::uint64_t> rows(static_cast<std::size_t>(n));
         for (std::uint64_t i = 0; i < n; ++i) rows[std::size_t(i)] = off + i;
-        parts.push_back(encoding::v2_0::take_page_rows(
+        parts.push_back(encoding::legacy::take_page_rows(
             enc, type, page.buffer_offsets, page.buffer_sizes, page.length, rows,
             [this](std::uint64_t offset, std::uint64_t size) { return read_split(offset, size); }, where(col, p)));
         continue;
       }
       // Cached: a scan reads a large page range by range.
       auto bufs = cached_page_buffers(col, p);
-      encoding::v2_0::page_decoder d(bufs, where(col, p));
+      encoding::legacy::page_decoder d(bufs, where(col, p));
       d.dictionary_field = dictionary_field;
       auto whole = d.decode(enc, page.length, type);
       parts.push_back(arrow::slice(whole, std::int64_t(off), std::int64_t(n)));
@@ -534,7 +534,7 @@ class file_reader {
     for (auto [p, off, cnt] : overlapping(c, begin, end)) {
       for (; next_page < p; ++next_page) item_base += list_items_of(c, my_col, next_page);
       auto bufs = cached_page_buffers(my_col, p);
-      encoding::v2_0::page_decoder d(bufs, where(my_col, p));
+      encoding::legacy::page_decoder d(bufs, where(my_col, p));
       auto lp = d.decode_list(page_encoding<pb::enc20::array_encoding>(c, p, my_col), c.metadata.pages[p].length);
       const std::uint64_t start_in_page = off == 0 ? 0 : lp.end(std::size_t(off - 1));
       if (first) {

@@ -1,17 +1,17 @@
 // The file version policies of Lance 2.1, 2.2 and 2.3 (`file::v2_1`, `v2_2`, `v2_3`)
 // with their encoders: the structural encodings. Include it to write those files.
 // (In compiled mode the encoders come from the library; a writer with a policy of your
-// own then also needs "lancet/encoding/v2_1/field_encoders.hpp" where it is created.)
+// own then also needs "lancet/encoding/structural/field_encoders.hpp" where it is created.)
 #pragma once
 
 #include <cstdint>
 
 #include "lancet/core/config.hpp"
-#include "lancet/encoding/v2_1/policy.hpp"
-#include "lancet/encoding/v2_1/strategy.hpp"
+#include "lancet/encoding/structural/policy.hpp"
+#include "lancet/encoding/structural/strategy.hpp"
 #include "lancet/file/version.hpp"
 #if LANCET_HEADER_ONLY
-#include "lancet/encoding/v2_1/field_encoders.hpp"
+#include "lancet/encoding/structural/field_encoders.hpp"
 #endif
 
 namespace lancet::file {
@@ -20,14 +20,14 @@ namespace detail {
 // The strategy for a user's encoding policy. A class that is not a policy gets the
 // static_asserts of check_structural_policy, naming what it lacks (and, to keep the
 // compiler's report to that, the default strategy in its place).
-template <unsigned Minor, class Policy, bool = encoding::v2_1::structural_policy<Policy>>
+template <unsigned Minor, class Policy, bool = encoding::structural::structural_policy<Policy>>
 struct structural_policy_strategy {
-  using type = encoding::v2_1::structural_strategy<Minor, Policy>;
+  using type = encoding::structural::structural_strategy<Minor, Policy>;
 };
 template <unsigned Minor, class Policy>
 struct structural_policy_strategy<Minor, Policy, false> {
-  static_assert(encoding::v2_1::check_structural_policy<Policy>());
-  using type = encoding::v2_1::default_strategy<Minor>;
+  static_assert(encoding::structural::check_structural_policy<Policy>());
+  using type = encoding::structural::default_strategy<Minor>;
 };
 
 // What the structural versions share: 2.<Minor> in files and in memory, structural
@@ -40,7 +40,7 @@ struct structural_version {
   static constexpr bool structural = true;
   static constexpr bool unstable = Unstable;
   static constexpr bool split_pages_on_write = false;
-  using default_strategy = encoding::v2_1::default_strategy<Minor>;
+  using default_strategy = encoding::structural::default_strategy<Minor>;
   template <class Policy>
   using policy_strategy = typename structural_policy_strategy<Minor, Policy>::type;
 };

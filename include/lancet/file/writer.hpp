@@ -34,7 +34,7 @@
 #include "lancet/core/warning.hpp"
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/encoding/field_encoder.hpp"
-#include "lancet/encoding/v2_1/blob_files.hpp"
+#include "lancet/encoding/structural/blob_files.hpp"
 #include "lancet/file/footer.hpp"
 #include "lancet/file/page_table.hpp"
 #include "lancet/file/version.hpp"
@@ -74,8 +74,8 @@ struct writer_options {
   // encoded pages waiting for their turn).
   std::size_t max_pages_in_flight = 4;
   // 2.2+: opens the blob files blob v2 values over 64 KiB go to (packed or dedicated, as
-  // Lance 12 places them; encoding/v2_1/blob_files.hpp). Unset: every value inline.
-  encoding::v2_1::blob_file_opener blob_files;
+  // Lance 12 places them; encoding/structural/blob_files.hpp). Unset: every value inline.
+  encoding::structural::blob_file_opener blob_files;
 };
 
 struct finish_result {
@@ -357,7 +357,7 @@ class file_writer_impl {
   std::optional<schema::schema> schema_;
   std::vector<arrow::field> arrow_fields_;
   std::vector<encoding::field_encoder_ptr> encoders_;
-  std::optional<encoding::v2_1::blob_placer> blob_placer_;
+  std::optional<encoding::structural::blob_placer> blob_placer_;
   std::uint32_t num_columns_ = 0;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> field_columns_;
   std::vector<std::uint64_t> column_rows_;
@@ -376,7 +376,7 @@ class file_writer_impl {
 
 // Writes one Lance file of version `Version` (file::v2_0 .. v2_3, from
 // lancet/file/legacy.hpp or structural.hpp) to `Sink` (the io::sink concept).
-// `Encoding` is an encoding policy (encoding/v2_1/policy.hpp) or a whole strategy;
+// `Encoding` is an encoding policy (encoding/structural/policy.hpp) or a whole strategy;
 // by default the version's, which makes Lance 12's choices. (The members are
 // detail::file_writer_impl's, shared by the versions whose strategies share a class.)
 template <version_policy Version, class Sink, class Encoding = typename Version::default_strategy>

@@ -10,12 +10,12 @@
 #include "lancet/arrow/array.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/write_impl.hpp"
-#include "lancet/encoding/v2_1/policy.hpp"
+#include "lancet/encoding/structural/policy.hpp"
 #include "lancet/json/rows_reader.hpp"
 
 namespace lancet::json {
 
-template <encoding::v2_1::structural_policy Policy = encoding::v2_1::default_policy>
+template <encoding::structural::structural_policy Policy = encoding::structural::default_policy>
 dataset::write_result write_rows(const std::string& root, const arrow::schema& schema, std::istream& in,
                                  dataset::write_options options = {}, const Policy& policy = {},
                                  read_options rows_options = {}) {

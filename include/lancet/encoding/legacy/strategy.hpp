@@ -1,4 +1,4 @@
-// encoding::v2_0::default_strategy: how Lance 12 encodes the fields of a 2.0 file (one
+// encoding::legacy::default_strategy: how Lance 12 encodes the fields of a 2.0 file (one
 // column per primitive, offsets columns for lists, header columns for structs). The
 // class alone; its members are defined with the field encoders (field_encoders.hpp),
 // which header-only programs get through file/legacy.hpp.
@@ -7,7 +7,7 @@
 #include "lancet/arrow/array.hpp"
 #include "lancet/encoding/field_encoder.hpp"
 
-namespace lancet::encoding::v2_0 {
+namespace lancet::encoding::legacy {
 
 struct default_strategy {
   // Checks a batch's column before anything is encoded (2.0 cannot store null structs).
@@ -16,4 +16,4 @@ struct default_strategy {
                                        const encoding_options& o) const;
 };
 
-}  // namespace lancet::encoding::v2_0
+}  // namespace lancet::encoding::legacy

@@ -26,10 +26,10 @@
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/detail/gather.hpp"
-#include "lancet/encoding/v2_0/decoder.hpp"
+#include "lancet/encoding/legacy/decoder.hpp"
 #include "lancet/pb/encodings_v2_0.hpp"
 
-namespace lancet::encoding::v2_0 {
+namespace lancet::encoding::legacy {
 
 // Reads `size` bytes at absolute file position `offset`.
 using byte_reader = std::function<shared_bytes(std::uint64_t offset, std::uint64_t size)>;
@@ -307,4 +307,4 @@ inline arrow::array_ptr take_page_rows(const enc20::array_encoding& e, const arr
   return p.take(e, type, rows);
 }
 
-}  // namespace lancet::encoding::v2_0
+}  // namespace lancet::encoding::legacy

@@ -18,18 +18,18 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/encoding/v2_1/by_width.hpp"
-#include "lancet/encoding/v2_1/compression/bitpack.hpp"
-#include "lancet/encoding/v2_1/compression/bss.hpp"
-#include "lancet/encoding/v2_1/compression/fsst.hpp"
-#include "lancet/encoding/v2_1/compression/general.hpp"
-#include "lancet/encoding/v2_1/compression/rle.hpp"
-#include "lancet/encoding/v2_1/data_block.hpp"
-#include "lancet/encoding/v2_1/page_plan.hpp"
-#include "lancet/encoding/v2_1/repdef.hpp"
+#include "lancet/encoding/structural/by_width.hpp"
+#include "lancet/encoding/structural/compression/bitpack.hpp"
+#include "lancet/encoding/structural/compression/bss.hpp"
+#include "lancet/encoding/structural/compression/fsst.hpp"
+#include "lancet/encoding/structural/compression/general.hpp"
+#include "lancet/encoding/structural/compression/rle.hpp"
+#include "lancet/encoding/structural/data_block.hpp"
+#include "lancet/encoding/structural/page_plan.hpp"
+#include "lancet/encoding/structural/repdef.hpp"
 #include "lancet/pb/encodings_v2_1.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 namespace enc21 = pb::enc21;
 using compressive = enc21::compressive_encoding;
@@ -247,7 +247,7 @@ inline mini_compressed bitpack_inline(const data_block& b, std::uint64_t max_val
   out.encoding = compressive{ib};
   const std::uint64_t per = std::min<std::uint64_t>(bitpack::chunk_values, std::bit_floor(std::max<std::uint64_t>(2, max_values)));
   aligned_buffer buf;
-  v2_1::detail::by_width(b.bits_per_value, [&](auto t) {
+  structural::detail::by_width(b.bits_per_value, [&](auto t) {
     using T = decltype(t);
     const T* v = reinterpret_cast<const T*>(b.data.data());
     for (std::uint64_t at = 0; at < b.num_values; at += per) {
@@ -570,4 +570,4 @@ inline serialized_miniblock serialize_miniblock(const mini_compressed& mc, const
   return out;
 }
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

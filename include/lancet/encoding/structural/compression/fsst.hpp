@@ -22,7 +22,7 @@
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
 
-namespace lancet::encoding::v2_1::fsst {
+namespace lancet::encoding::structural::fsst {
 
 inline constexpr std::size_t table_bytes = 8 + 256 * 8 + 256;
 inline constexpr std::uint64_t magic = std::uint64_t(0x46535354) << 32;
@@ -311,4 +311,4 @@ class symbol_table {
   bool enabled_ = false;
 };
 
-}  // namespace lancet::encoding::v2_1::fsst
+}  // namespace lancet::encoding::structural::fsst

@@ -33,10 +33,10 @@
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/compression_params.hpp"
 #include "lancet/encoding/field_encoder.hpp"
-#include "lancet/encoding/v2_1/page_plan.hpp"
+#include "lancet/encoding/structural/page_plan.hpp"
 #include "lancet/pb/encodings_v2_1.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 // True when the field is marked as a (legacy) blob column.
 inline bool is_legacy_blob_field(const arrow::field& f) {
@@ -279,4 +279,4 @@ class blob_v2_encoder final : public field_encoder {
   placement place_;
 };
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

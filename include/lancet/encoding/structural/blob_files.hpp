@@ -19,7 +19,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/field_encoder.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 inline constexpr std::uint64_t blob_inline_max_bytes = 64 * 1024;
 inline constexpr std::uint64_t blob_packed_max_bytes = 4 * 1024 * 1024;
@@ -87,4 +87,4 @@ class blob_placer {
   std::uint64_t pack_size_ = 0;
 };
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

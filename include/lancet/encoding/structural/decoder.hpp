@@ -7,7 +7,7 @@
 // a struct's validity and a list's offsets come from the first leaf column below it.
 //
 //   std::vector<column_pages> cols = ...;          // metadata + page start rows per column
-//   auto arr = v2_1::decode_field(field, cols, first_column, begin, end,
+//   auto arr = structural::decode_field(field, cols, first_column, begin, end,
 //                                 [&](std::uint32_t col, std::size_t page) { return buffers...; });
 #pragma once
 
@@ -23,11 +23,11 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/detail/gather.hpp"
-#include "lancet/encoding/v2_1/page_decoder.hpp"
-#include "lancet/encoding/v2_1/repdef.hpp"
+#include "lancet/encoding/structural/page_decoder.hpp"
+#include "lancet/encoding/structural/repdef.hpp"
 #include "lancet/pb/file2.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 // One column of a file as the decoder needs it.
 struct column_pages {
@@ -577,4 +577,4 @@ inline arrow::array_ptr decode_field(const arrow::field& f, std::span<const colu
   return detail::assemble(f, 0, leaves, paths, next);
 }
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

@@ -16,14 +16,14 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/encoding/v2_1/compression/fsst.hpp"
-#include "lancet/encoding/v2_1/compression/general.hpp"
-#include "lancet/encoding/v2_1/data_block.hpp"
-#include "lancet/encoding/v2_1/miniblock.hpp"
-#include "lancet/encoding/v2_1/page_plan.hpp"
-#include "lancet/encoding/v2_1/repdef.hpp"
+#include "lancet/encoding/structural/compression/fsst.hpp"
+#include "lancet/encoding/structural/compression/general.hpp"
+#include "lancet/encoding/structural/data_block.hpp"
+#include "lancet/encoding/structural/miniblock.hpp"
+#include "lancet/encoding/structural/page_plan.hpp"
+#include "lancet/encoding/structural/repdef.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 struct fullzip_page {
   std::vector<shared_bytes> buffers;
@@ -188,4 +188,4 @@ inline fullzip_page encode_fullzip(const data_block& values, const level_scheme&
   return out;
 }
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

@@ -15,10 +15,10 @@
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/detail/gather.hpp"
-#include "lancet/encoding/v2_1/data_block.hpp"
-#include "lancet/encoding/v2_1/repdef.hpp"
+#include "lancet/encoding/structural/data_block.hpp"
+#include "lancet/encoding/structural/repdef.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 namespace detail {
 
@@ -217,4 +217,4 @@ inline data_block gather_values(const arrow::data_type& t, const shredded_leaf& 
   return out;
 }
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

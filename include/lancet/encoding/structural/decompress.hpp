@@ -15,16 +15,16 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/encoding/v2_1/by_width.hpp"
-#include "lancet/encoding/v2_1/compression/bitpack.hpp"
-#include "lancet/encoding/v2_1/compression/bss.hpp"
-#include "lancet/encoding/v2_1/compression/fsst.hpp"
-#include "lancet/encoding/v2_1/compression/general.hpp"
-#include "lancet/encoding/v2_1/compression/rle.hpp"
-#include "lancet/encoding/v2_1/data_block.hpp"
+#include "lancet/encoding/structural/by_width.hpp"
+#include "lancet/encoding/structural/compression/bitpack.hpp"
+#include "lancet/encoding/structural/compression/bss.hpp"
+#include "lancet/encoding/structural/compression/fsst.hpp"
+#include "lancet/encoding/structural/compression/general.hpp"
+#include "lancet/encoding/structural/compression/rle.hpp"
+#include "lancet/encoding/structural/data_block.hpp"
 #include "lancet/pb/encodings_v2_1.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 namespace enc21 = pb::enc21;
 using compressive = enc21::compressive_encoding;
@@ -481,4 +481,4 @@ inline std::shared_ptr<const variable_packed_layout> per_value_decoder::parse_va
   return out;
 }
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

@@ -15,7 +15,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/pb/encodings_v2_0.hpp"
 
-namespace lancet::encoding::v2_0 {
+namespace lancet::encoding::legacy {
 
 namespace enc20 = pb::enc20;
 
@@ -311,4 +311,4 @@ inline arrow::array_ptr page_decoder::all_null(std::uint64_t n, const arrow::typ
   return out;
 }
 
-}  // namespace lancet::encoding::v2_0
+}  // namespace lancet::encoding::legacy

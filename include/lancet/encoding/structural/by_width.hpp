@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace lancet::encoding::v2_1::detail {
+namespace lancet::encoding::structural::detail {
 
 template <class F>
 inline decltype(auto) by_width(std::uint64_t bits, F&& f) {
@@ -17,4 +17,4 @@ inline decltype(auto) by_width(std::uint64_t bits, F&& f) {
   }
 }
 
-}  // namespace lancet::encoding::v2_1::detail
+}  // namespace lancet::encoding::structural::detail

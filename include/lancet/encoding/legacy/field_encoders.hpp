@@ -15,11 +15,11 @@
 
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/encoding/field_encoder.hpp"
-#include "lancet/encoding/v2_0/array_encoders.hpp"
-#include "lancet/encoding/v2_0/strategy.hpp"
+#include "lancet/encoding/legacy/array_encoders.hpp"
+#include "lancet/encoding/legacy/strategy.hpp"
 #include "lancet/core/config.hpp"
 
-namespace lancet::encoding::v2_0 {
+namespace lancet::encoding::legacy {
 
 using encoding::field_id_cursor;
 
@@ -318,9 +318,9 @@ LANCET_INLINE field_encoder_ptr default_strategy::make_field_encoder(const arrow
 }
 #endif
 
-}  // namespace lancet::encoding::v2_0
+}  // namespace lancet::encoding::legacy
 
-namespace lancet::encoding::v2_0 {
+namespace lancet::encoding::legacy {
 
 // Checks a batch's column before anything is encoded: 2.0 cannot store null structs
 // (at any depth, list items included), so such data is refused up front, naming the
@@ -339,4 +339,4 @@ inline void check_encodable(const arrow::field& f, const arrow::array_data& a) {
   }
 }
 
-}  // namespace lancet::encoding::v2_0
+}  // namespace lancet::encoding::legacy

@@ -31,12 +31,12 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/encoding/v2_1/data_block.hpp"
-#include "lancet/encoding/v2_1/decompress.hpp"
-#include "lancet/encoding/v2_1/repdef.hpp"
+#include "lancet/encoding/structural/data_block.hpp"
+#include "lancet/encoding/structural/decompress.hpp"
+#include "lancet/encoding/structural/repdef.hpp"
 #include "lancet/pb/encodings_v2_1.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 // The rows [begin, end) of one page, as levels and values.
 struct page_slice {
@@ -856,4 +856,4 @@ inline std::optional<page_slice> read_mini_block_rows(const enc21::page_layout& 
   return read_page(sub, part, e - first_row, begin - first_row, end - first_row, where, read_range);
 }
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

@@ -14,10 +14,10 @@
 
 #include "lancet/arrow/array.hpp"
 #include "lancet/encoding/field_encoder.hpp"
-#include "lancet/encoding/v2_1/page_plan.hpp"
-#include "lancet/encoding/v2_1/policy.hpp"
+#include "lancet/encoding/structural/page_plan.hpp"
+#include "lancet/encoding/structural/policy.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 // The machinery of every structural version, with the minor version (1, 2 or 3) a
 // run-time value: what differs between 2.1, 2.2 and 2.3 is a few branches, so a program
@@ -73,4 +73,4 @@ class structural_strategy : public structural_encodings<Policy> {
 template <unsigned Minor>
 using default_strategy = structural_strategy<Minor, default_policy>;
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

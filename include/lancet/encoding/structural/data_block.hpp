@@ -18,7 +18,7 @@
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 struct fsl_layer {
   std::uint64_t dimension = 0;
@@ -106,4 +106,4 @@ inline void check_offsets(const data_block& b, std::uint64_t limit, const char* 
   }
 }
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

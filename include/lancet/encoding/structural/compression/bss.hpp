@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstddef>
 
-namespace lancet::encoding::v2_1::bss {
+namespace lancet::encoding::structural::bss {
 
 inline std::size_t chunk_values(std::size_t width) noexcept { return width == 4 ? 1024 : 512; }
 
@@ -20,4 +20,4 @@ inline void join(const std::uint8_t* in, std::size_t n, std::size_t width, std::
     for (std::size_t j = 0; j < width; ++j) out[i * width + j] = in[j * n + i];
 }
 
-}  // namespace lancet::encoding::v2_1::bss
+}  // namespace lancet::encoding::structural::bss

@@ -12,14 +12,14 @@
 
 #include "lancet/arrow/type.hpp"
 #include "lancet/encoding/compression_params.hpp"
-#include "lancet/encoding/v2_1/data_block.hpp"
+#include "lancet/encoding/structural/data_block.hpp"
 #include "lancet/pb/compression_scheme.hpp"
 
 namespace lancet::pb::enc21 {
 struct page_layout;
 }
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 namespace enc21 = pb::enc21;
 
@@ -77,4 +77,4 @@ struct page_facts {
   std::size_t num_layers = 0;
 };
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

@@ -22,7 +22,7 @@
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/pb/encodings_v2_0.hpp"
 
-namespace lancet::encoding::v2_0 {
+namespace lancet::encoding::legacy {
 
 namespace enc20 = pb::enc20;
 using arrow::array_ptr;
@@ -255,4 +255,4 @@ inline enc20::array_encoding encode_array(const std::vector<array_ptr>& arrays, 
   }
 }
 
-}  // namespace lancet::encoding::v2_0
+}  // namespace lancet::encoding::legacy

@@ -17,7 +17,7 @@
 // default_policy makes Lance 12's choices, byte for byte. A user policy derives from it,
 // redefines the members it cares about and calls default_policy's for the rest:
 //
-//   struct zstd9_for_payload : lancet::encoding::v2_1::default_policy {
+//   struct zstd9_for_payload : lancet::encoding::structural::default_policy {
 //     page_plan plan_page(const leaf_info& l, const data_block& v, const page_facts& f) const {
 //       auto p = default_policy::plan_page(l, v, f);
 //       if (l.column == "payload") { p.general = compression_scheme::zstd; p.general_level = 9; }
@@ -40,9 +40,9 @@
 #include "lancet/arrow/array.hpp"
 #include "lancet/core/config.hpp"
 #include "lancet/encoding/compression_params.hpp"
-#include "lancet/encoding/v2_1/page_plan.hpp"
+#include "lancet/encoding/structural/page_plan.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 using compression_scheme = enc21::compression_scheme;
 
@@ -106,19 +106,19 @@ constexpr bool check_structural_policy() {
   static_assert(requires(const P& p, const leaf_info& l, const data_block& v, const page_facts& f) {
     { p.plan_page(l, v, f) } -> std::same_as<page_plan>;
   }, "lancet: an encoding policy needs the member `page_plan plan_page(const leaf_info&, const data_block&, "
-     "const page_facts&) const` (derive from lancet::encoding::v2_1::default_policy to inherit Lance 12's)");
+     "const page_facts&) const` (derive from lancet::encoding::structural::default_policy to inherit Lance 12's)");
   static_assert(requires(const P& p, const arrow::field& field, const page_sizing& s) {
     { p.size_pages(field, s) } -> std::same_as<page_sizing>;
   }, "lancet: an encoding policy needs the member `page_sizing size_pages(const arrow::field&, const "
-     "page_sizing&) const` (derive from lancet::encoding::v2_1::default_policy to inherit Lance 12's)");
+     "page_sizing&) const` (derive from lancet::encoding::structural::default_policy to inherit Lance 12's)");
   static_assert(std::copy_constructible<P>, "lancet: an encoding policy must be copy-constructible");
   return true;
 }
 
 static_assert(structural_policy<default_policy>);
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural
 
 #if LANCET_HEADER_ONLY
-#include "lancet/encoding/v2_1/policy_impl.hpp"
+#include "lancet/encoding/structural/policy_impl.hpp"
 #endif

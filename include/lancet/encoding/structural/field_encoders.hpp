@@ -25,15 +25,15 @@
 #include "lancet/encoding/compression_params.hpp"
 #include "lancet/encoding/detail/gather.hpp"
 #include "lancet/encoding/field_encoder.hpp"
-#include "lancet/encoding/v2_1/blob_encoder.hpp"
-#include "lancet/encoding/v2_1/compression/fsst.hpp"
-#include "lancet/encoding/v2_1/page_encoder.hpp"
-#include "lancet/encoding/v2_1/policy.hpp"
-#include "lancet/encoding/v2_1/strategy.hpp"
-#include "lancet/encoding/v2_1/repdef.hpp"
-#include "lancet/encoding/v2_1/values.hpp"
+#include "lancet/encoding/structural/blob_encoder.hpp"
+#include "lancet/encoding/structural/compression/fsst.hpp"
+#include "lancet/encoding/structural/page_encoder.hpp"
+#include "lancet/encoding/structural/policy.hpp"
+#include "lancet/encoding/structural/strategy.hpp"
+#include "lancet/encoding/structural/repdef.hpp"
+#include "lancet/encoding/structural/values.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 // Plans and encodes one page of one leaf with a policy. A policy's own lancet::error
 // passes through; any other exception it throws becomes invalid_input_error naming the
@@ -361,4 +361,4 @@ void structural_encodings<Policy>::skip_ids(const arrow::field& f, field_id_curs
 }
 
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

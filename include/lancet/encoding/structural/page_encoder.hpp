@@ -19,15 +19,15 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/encoding/compression_params.hpp"
 #include "lancet/encoding/field_encoder.hpp"
-#include "lancet/encoding/v2_1/compression/bitpack.hpp"
-#include "lancet/encoding/v2_1/data_block.hpp"
-#include "lancet/encoding/v2_1/fullzip.hpp"
-#include "lancet/encoding/v2_1/miniblock.hpp"
-#include "lancet/encoding/v2_1/page_plan.hpp"
-#include "lancet/encoding/v2_1/repdef.hpp"
+#include "lancet/encoding/structural/compression/bitpack.hpp"
+#include "lancet/encoding/structural/data_block.hpp"
+#include "lancet/encoding/structural/fullzip.hpp"
+#include "lancet/encoding/structural/miniblock.hpp"
+#include "lancet/encoding/structural/page_plan.hpp"
+#include "lancet/encoding/structural/repdef.hpp"
 #include "lancet/pb/file2.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 namespace detail {
 
@@ -138,7 +138,7 @@ inline std::pair<aligned_buffer, compressive> dictionary_block(const data_block&
     if (minor >= 2 && (bits == 8 || bits == 16 || bits == 32 || bits == 64)) {
       aligned_buffer packed;
       compressive pe;
-      v2_1::detail::by_width(bits, [&](auto t) {
+      structural::detail::by_width(bits, [&](auto t) {
         using T = decltype(t);
         const T* v = reinterpret_cast<const T*>(d.data.data());
         if (d.num_values <= bitpack::chunk_values) {
@@ -314,4 +314,4 @@ inline encoded_page encode_leaf_page(const level_scheme& s, const std::vector<st
   return page;
 }
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

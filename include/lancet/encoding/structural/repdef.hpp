@@ -28,10 +28,10 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/detail/gather.hpp"
-#include "lancet/encoding/v2_1/data_block.hpp"
+#include "lancet/encoding/structural/data_block.hpp"
 #include "lancet/pb/encodings_v2_1.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 using layer = pb::enc21::rep_def_layer;
 
@@ -439,4 +439,4 @@ inline std::vector<node_elements> unravel(const level_scheme& s, const std::uint
   return out;
 }
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

@@ -25,7 +25,7 @@
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
 
-namespace lancet::encoding::v2_1::bitpack {
+namespace lancet::encoding::structural::bitpack {
 
 inline constexpr std::size_t chunk_values = 1024;
 inline constexpr unsigned fl_order[8] = {0, 4, 2, 6, 1, 5, 3, 7};
@@ -220,4 +220,4 @@ inline void decode_out_of_line(bytes_view data, std::size_t n, unsigned width, s
   }
 }
 
-}  // namespace lancet::encoding::v2_1::bitpack
+}  // namespace lancet::encoding::structural::bitpack

@@ -13,11 +13,11 @@
 #include <unordered_set>
 
 #include "lancet/core/config.hpp"
-#include "lancet/encoding/v2_1/compression/fsst.hpp"
-#include "lancet/encoding/v2_1/page_encoder.hpp"
-#include "lancet/encoding/v2_1/policy.hpp"
+#include "lancet/encoding/structural/compression/fsst.hpp"
+#include "lancet/encoding/structural/page_encoder.hpp"
+#include "lancet/encoding/structural/policy.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 namespace detail {
 
@@ -28,7 +28,7 @@ inline std::uint64_t run_count(const data_block& b) {
 // Bytes of inline bit-packing (1024-value chunks, each with its width word).
 inline std::uint64_t bitpacked_size(const data_block& b) {
   std::uint64_t packed = 0;
-  v2_1::detail::by_width(b.bits_per_value, [&](auto t) {
+  structural::detail::by_width(b.bits_per_value, [&](auto t) {
     using T = decltype(t);
     const T* v = reinterpret_cast<const T*>(b.data.data());
     for (std::uint64_t at = 0; at < b.num_values; at += 1024) {
@@ -288,4 +288,4 @@ LANCET_INLINE value_codec default_policy::choose_fixed(const data_block& b, cons
 
 #endif
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural

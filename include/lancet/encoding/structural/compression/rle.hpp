@@ -14,7 +14,7 @@
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
 
-namespace lancet::encoding::v2_1::rle {
+namespace lancet::encoding::structural::rle {
 
 // Number of runs of equal `width`-byte values (each run counted once, whatever its length).
 inline std::uint64_t count_runs(const std::uint8_t* data, std::size_t n, std::size_t width) noexcept {
@@ -92,4 +92,4 @@ inline void decode_block(bytes_view block, std::size_t n, std::size_t width, std
   decode(block.subspan(8, std::size_t(vbytes)), block.subspan(8 + std::size_t(vbytes)), n, width, out);
 }
 
-}  // namespace lancet::encoding::v2_1::rle
+}  // namespace lancet::encoding::structural::rle

@@ -17,7 +17,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/pb/encodings_v2_1.hpp"
 
-namespace lancet::encoding::v2_1::general {
+namespace lancet::encoding::structural::general {
 
 using scheme = pb::enc21::compression_scheme;
 
@@ -99,4 +99,4 @@ inline void decompress(scheme s, bytes_view in, aligned_buffer& out) {
     throw corrupt_error("zstd buffer does not decompress to its " + std::to_string(size) + " bytes");
 }
 
-}  // namespace lancet::encoding::v2_1::general
+}  // namespace lancet::encoding::structural::general

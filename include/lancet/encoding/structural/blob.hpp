@@ -46,7 +46,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/io/file_source.hpp"
 
-namespace lancet::encoding::v2_1 {
+namespace lancet::encoding::structural {
 
 inline constexpr std::string_view blob_v2_extension_name = "lance.blob.v2";
 
@@ -322,4 +322,4 @@ arrow::array_ptr read_blob_values(const Reader& reader, const std::filesystem::p
   return materialize_blobs(*col, local_blob_store(data_file), column);
 }
 
-}  // namespace lancet::encoding::v2_1
+}  // namespace lancet::encoding::structural
