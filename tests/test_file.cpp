@@ -57,7 +57,7 @@ void round_trip(const std::vector<record_batch>& batches, file::writer_options o
   for (std::size_t c = 0; c < all.columns.size(); ++c) {
     std::vector<array_ptr> parts;
     for (const auto& b : batches) parts.push_back(b.columns[c]);
-    auto expected = encoding::detail::concat(parts, batches[0].schema->fields[c].type);
+    auto expected = arrow::concat(parts, batches[0].schema->fields[c].type);
     check_same(expected, all.columns[c], "column " + batches[0].schema->fields[c].name);
   }
 }
@@ -230,7 +230,7 @@ TEST_CASE("2.0: max_page_bytes splits pages; data_cache_bytes and keep_original_
     writer20 w(io::memory_sink{}, file::writer_options{.data_cache_bytes = 4000});
     // Independent arrays: a slice would count its parent's whole buffer, as in Lance.
     for (int i = 0; i < 10; ++i)
-      w.write_batch(make_batch({{"x", encoding::detail::deep_copy(*slice(col, i * 100, 100))}}));
+      w.write_batch(make_batch({{"x", arrow::deep_copy(*slice(col, i * 100, 100))}}));
     auto r = open_bytes(finish_to_bytes(w));
     CHECK(r.column(0).metadata.pages.size() == 2);  // 800 bytes each: flush after the 6th batch
     check_same(slice(col, 0, 1000), r.read().columns[0], "accumulated");
@@ -506,7 +506,7 @@ TEST_CASE("2.0: pre-encoded pages are copied as bytes; only footer and schema ar
   for (std::size_t c = 0; c < s->fields.size(); ++c) {
     std::vector<array_ptr> parts;
     for (const auto& b : batches) parts.push_back(b.columns[c]);
-    check_same(encoding::detail::concat(parts, s->fields[c].type), all.columns[c], "copied " + s->fields[c].name);
+    check_same(arrow::concat(parts, s->fields[c].type), all.columns[c], "copied " + s->fields[c].name);
   }
 }
 

@@ -25,7 +25,7 @@
 #include <lancet/arrow/compare.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/encoding/detail/gather.hpp>
+#include <lancet/arrow/concat.hpp>
 #include <lancet/file/reader.hpp>
 #include <lancet/io/file_source.hpp>
 #include <lancet/json/rows_reader.hpp>
@@ -154,7 +154,7 @@ record_batch concat_all(const std::vector<record_batch>& bs) {
   for (std::size_t c = 0; c < out.schema->fields.size(); ++c) {
     std::vector<array_ptr> parts;
     for (const auto& b : bs) parts.push_back(b.columns[c]);
-    out.columns.push_back(encoding::detail::concat(parts, out.schema->fields[c].type));
+    out.columns.push_back(arrow::concat(parts, out.schema->fields[c].type));
   }
   return out;
 }
@@ -166,7 +166,7 @@ record_batch take_rows(const record_batch& b, const std::vector<std::int64_t>& r
     std::vector<array_ptr> parts;
     for (auto r : rows) parts.push_back(slice(b.columns[c], r, 1));
     out.columns.push_back(parts.empty() ? ds::detail::null_array_of(b.schema->fields[c].type, 0)
-                                        : encoding::detail::concat(parts, b.schema->fields[c].type));
+                                        : arrow::concat(parts, b.schema->fields[c].type));
   }
   return out;
 }
@@ -438,7 +438,7 @@ void check_takes_against_scan(const ds::dataset& d, std::uint64_t seed, const st
   for (std::size_t c = 0; c + 1 < full.columns.size(); ++c) {
     std::vector<array_ptr> parts;
     for (auto p : pick) parts.push_back(slice(full.columns[c], p, 1));
-    const auto want = encoding::detail::concat(parts, full.columns[c]->type);
+    const auto want = arrow::concat(parts, full.columns[c]->type);
     const auto diff = first_difference(*want, *got.columns[c]);
     CHECK_MESSAGE(!diff, what << ", take of column '" << full.schema->fields[c].name << "': " << diff.value_or(""));
   }

@@ -269,7 +269,7 @@ template <unsigned Minor = 2>
 void check_round_trip(const arrow::field& f, const std::vector<arrow::array_ptr>& batches, encoding::encoding_options o = {}) {
   v21::default_strategy<Minor> strategy;
   auto m = encode_field(f, batches, strategy, o);
-  const auto expected = encoding::detail::concat(batches, f.type);
+  const auto expected = arrow::concat(batches, f.type);
   const auto n = std::uint64_t(expected->length);
   auto got = m.read(f, 0, n);
   const auto diff = arrow::first_difference(expected, got);
@@ -334,7 +334,7 @@ TEST_CASE("round trip: random types and nestings, nulls at every level, several 
     std::vector<arrow::array_ptr> batches;
     const auto nb = 1 + rd.pick(3);
     for (std::size_t b = 0; b < nb; ++b) batches.push_back(rd.random_sliced_array(t, std::int64_t(rd.pick(seed % 7 == 0 ? 2000 : 40))));
-    if (encoding::detail::total_length(batches) == 0) continue;
+    if (arrow::total_length(batches) == 0) continue;
     check_both(fld("f", t), batches);
   }
 }
@@ -514,7 +514,7 @@ void check_file_round_trip(const std::vector<arrow::record_batch>& batches, file
   for (std::size_t c = 0; c < f.schema.fields.size(); ++c) {
     std::vector<arrow::array_ptr> parts;
     for (const auto& b : batches) parts.push_back(b.columns[c]);
-    auto expected = encoding::detail::concat(parts, batches[0].schema->fields[c].type);
+    auto expected = arrow::concat(parts, batches[0].schema->fields[c].type);
     auto got = f.read(c, 0, rows);
     arrow::compare_options opt;
     opt.check_nested_nullability = false;
@@ -1139,8 +1139,8 @@ TEST_CASE("compact_size: the bytes a slice takes once compacted, without copying
     CAPTURE(seed);
     CAPTURE(arrow::to_string(*t));
     auto a = rd.random_sliced_array(t, std::int64_t(rd.pick(300)));
-    CHECK(encoding::detail::compact_size(*a) ==
-          encoding::detail::buffer_memory_size(*encoding::detail::deep_copy(*a)));
+    CHECK(arrow::compact_size(*a) ==
+          arrow::buffer_memory_size(*arrow::deep_copy(*a)));
   }
 }
 
@@ -1252,18 +1252,18 @@ TEST_CASE("concat: outputs of 16 MiB and more come from reused blocks, with the 
   const std::vector<arrow::array_ptr> parts{arrow::slice(whole, 0, 1000), arrow::slice(whole, 1000, std::int64_t(n) - 1000)};
   std::set<const std::uint8_t*> blocks;
   for (int round = 0; round < 4; ++round) {
-    auto c = encoding::detail::concat(parts, arrow::int32());
+    auto c = arrow::concat(parts, arrow::int32());
     REQUIRE(c->length == std::int64_t(n));
     CHECK(std::memcmp(c->buffers[1].data(), v.data(), n * 4) == 0);
     CHECK_FALSE(arrow::first_difference(whole, c));
     blocks.insert(c->buffers[1].data());
   }
   CHECK(blocks.size() <= 2);  // freed blocks came back (the pool keeps at most 2)
-  auto& pool = encoding::detail::large_block_pool::instance();
+  auto& pool = arrow::detail::large_block_pool::instance();
   CHECK(pool.kept_blocks() >= 1);
   pool.trim();
   CHECK(pool.kept_blocks() == 0);
   // Smaller outputs are ordinary buffers.
-  auto small = encoding::detail::concat({arrow::slice(whole, 0, 10), arrow::slice(whole, 10, 10)}, arrow::int32());
+  auto small = arrow::concat({arrow::slice(whole, 0, 10), arrow::slice(whole, 10, 10)}, arrow::int32());
   CHECK_FALSE(arrow::first_difference(arrow::slice(whole, 0, 20), small));
 }

@@ -12,7 +12,7 @@
 
 #include "lancet/arrow/builder.hpp"
 #include "lancet/arrow/compare.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/file/footer.hpp"
@@ -67,7 +67,7 @@ void check_take(const file::file_reader<Source>& r, const arrow::record_batch& f
   for (std::size_t c = 0; c < full.columns.size(); ++c) {
     std::vector<arrow::array_ptr> parts;
     for (auto i : idx) parts.push_back(arrow::slice(full.columns[c], std::int64_t(i), 1));
-    const auto want = encoding::detail::concat(parts, full.columns[c]->type);
+    const auto want = arrow::concat(parts, full.columns[c]->type);
     CHECK(got.columns[c]->length == std::int64_t(idx.size()));
     const auto diff = arrow::first_difference(*want, *got.columns[c]);
     INFO("column " << full.schema->fields[c].name << " (" << arrow::to_string(*full.columns[c]->type) << ")");
@@ -209,7 +209,7 @@ TEST_CASE_TEMPLATE("take: a few rows of a large full-zip page read only their by
   CHECK(blob_took < 5 * (400 + 64));
   std::vector<arrow::array_ptr> parts;
   for (auto i : {3, 1500, 1999, 2000, 19999}) parts.push_back(arrow::slice(batch.columns[1], i, 1));
-  CHECK_FALSE(arrow::first_difference(*encoding::detail::concat(parts, batch.columns[1]->type), *got.columns[0]));
+  CHECK_FALSE(arrow::first_difference(*arrow::concat(parts, batch.columns[1]->type), *got.columns[0]));
 
   // Mini-block rows: the chunk metadata and the one chunk that holds the row.
   {
@@ -306,7 +306,7 @@ TEST_CASE("take: dataset takes and scans carry file reader options to their file
   for (std::size_t c = 0; c < 2; ++c) {
     std::vector<arrow::array_ptr> parts;
     for (auto i : at) parts.push_back(arrow::slice(full.columns[c], i, 1));
-    CHECK_FALSE(arrow::first_difference(*encoding::detail::concat(parts, full.columns[c]->type), *got.columns[c]));
+    CHECK_FALSE(arrow::first_difference(*arrow::concat(parts, full.columns[c]->type), *got.columns[c]));
   }
   dataset::scan_options so;
   so.reader_options = ro;
@@ -421,7 +421,7 @@ TEST_CASE("take: a few rows of a large 2.0 page read only their bytes") {
     CHECK(page_total >= 6u << 20);
     std::vector<arrow::array_ptr> parts;
     for (auto i : idx) parts.push_back(arrow::slice(full.columns[c], std::int64_t(i), 1));
-    const auto diff = arrow::first_difference(*encoding::detail::concat(parts, full.columns[c]->type), *got.columns[0]);
+    const auto diff = arrow::first_difference(*arrow::concat(parts, full.columns[c]->type), *got.columns[0]);
     CHECK_MESSAGE(!diff, name << ": " << diff.value_or(""));
   }
 }

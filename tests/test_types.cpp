@@ -11,7 +11,7 @@
 #include "lancet/arrow/dictionary.hpp"
 #include "lancet/arrow/validate.hpp"
 #include "lancet/dataset/fragment_reader.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/file/legacy.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/file/structural.hpp"
@@ -301,7 +301,7 @@ TEST_CASE("dictionary: schema JSON and JSON rows") {
 TEST_CASE("dictionary: arrays with different dictionaries concatenate by value; several batches per file") {
   auto a = sample_dict();
   auto b = arrow::make_dictionary(arrow::make_array<std::int32_t>({1, std::nullopt, 0}), arrow::string_array({"new", "aa"}));
-  auto c = encoding::detail::concat({arrow::slice(a, 1, 4), b}, a->type);
+  auto c = arrow::concat({arrow::slice(a, 1, 4), b}, a->type);
   CHECK(c->type->id == arrow::type_id::dictionary);
   CHECK(arrow::array_equals(arrow::dictionary_decode(*c),
                             arrow::string_array({"bb", std::nullopt, "aa", "cc", "aa", std::nullopt, "new"})));
@@ -316,7 +316,7 @@ TEST_CASE("dictionary: arrays with different dictionaries concatenate by value; 
     w.finish();
     file::file_reader<io::memory_source> r{io::memory_source(w.sink().take_shared())};
     auto back = r.read();
-    CHECK(arrow::array_equals(back.columns[0], encoding::detail::concat({a, b}, a->type)));
+    CHECK(arrow::array_equals(back.columns[0], arrow::concat({a, b}, a->type)));
     CHECK(back.columns[0]->type->id == arrow::type_id::dictionary);
     auto some = r.read({.columns = {}, .range = std::nullopt, .indices = std::vector<std::uint64_t>{0, 6, 9}});
     CHECK(arrow::array_equals(arrow::dictionary_decode(*some.columns[0]), arrow::string_array({"aa", "zz", "new"})));

@@ -14,7 +14,7 @@
 
 #include "lancet/arrow/compare.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/structural/decoder.hpp"
 #include "lancet/encoding/structural/field_encoders.hpp"
 #include "../support/random_data.hpp"

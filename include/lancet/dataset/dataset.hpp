@@ -49,7 +49,7 @@
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/dataset/write.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/io/any_source.hpp"
 #include "lancet/pb/table.hpp"
 #include "lancet/schema/lance_schema.hpp"
@@ -361,7 +361,7 @@ class scanner {
         parts.push_back(arrow::slice(chunk_[c], std::int64_t(offsets[i] - chunk_begin_), std::int64_t(j - i)));
         i = j;
       }
-      out.push_back(parts.size() == 1 ? parts[0] : encoding::detail::concat(parts, schema_->fields[c].type));
+      out.push_back(parts.size() == 1 ? parts[0] : arrow::concat(parts, schema_->fields[c].type));
     }
     return out;
   }
@@ -540,7 +540,7 @@ class dataset {
     for (std::size_t c = 0; c < s->fields.size(); ++c) {
       std::vector<arrow::array_ptr> parts;
       for (const auto& b : batches) parts.push_back(b.columns[c]);
-      out.columns.push_back(encoding::detail::concat(parts, s->fields[c].type));
+      out.columns.push_back(arrow::concat(parts, s->fields[c].type));
     }
     return out;
   }
@@ -597,7 +597,7 @@ class dataset {
     out.schema = schema;
     for (std::size_t c = 0; c < fields.size(); ++c) {
       if (addrs.empty()) out.columns.push_back(detail::null_array_of(schema->fields[c].type, 0));
-      else out.columns.push_back(encoding::detail::concat(picked[c], schema->fields[c].type));
+      else out.columns.push_back(arrow::concat(picked[c], schema->fields[c].type));
     }
     return out;
   }

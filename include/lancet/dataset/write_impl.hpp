@@ -28,7 +28,7 @@
 #include "lancet/dataset/fragment_reader.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/versions.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/structural/blob.hpp"
 #include "lancet/file/versions.hpp"
 #include "lancet/file/writer.hpp"
@@ -99,7 +99,7 @@ inline arrow::array_ptr retype(const arrow::array_ptr& a, const arrow::type_ptr&
   } else if (id == type_id::fixed_size_list) {
     const auto& item = target->children[0];
     if (!item.nullable) {
-      auto items = encoding::detail::fsl_child(*a);
+      auto items = arrow::fsl_child(*a);
       if (items->count_nulls() > 0)
         throw invalid_input_error("field '" + path + "' has null items but the dataset's items are not nullable");
     }
@@ -187,7 +187,7 @@ inline std::pair<std::uint32_t, std::uint32_t> data_file_version(file::format_ve
 inline arrow::record_batch compact_slice(const arrow::record_batch& b, std::int64_t off, std::int64_t len) {
   arrow::record_batch out;
   out.schema = b.schema;
-  for (const auto& c : b.columns) out.columns.push_back(encoding::detail::deep_copy(*arrow::slice(c, off, len)));
+  for (const auto& c : b.columns) out.columns.push_back(arrow::deep_copy(*arrow::slice(c, off, len)));
   return out;
 }
 

@@ -20,7 +20,7 @@
 #include "lancet/arrow/array.hpp"
 #include "lancet/arrow/dictionary.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/legacy/decoder.hpp"
 #include "lancet/encoding/legacy/take.hpp"
 #include "lancet/encoding/structural/decoder.hpp"
@@ -302,7 +302,7 @@ class file_reader {
       for (std::size_t k = i; k < j; ++k) parts.push_back(arrow::slice(run, std::int64_t(idx[k] - idx[i]), 1));
       i = j;
     }
-    return encoding::detail::concat(parts, physical_fields_[f].type);
+    return arrow::concat(parts, physical_fields_[f].type);
   }
 
   // The decoded values of field f in the field's own type (dictionaries re-encoded).
@@ -448,7 +448,7 @@ class file_reader {
         i = j;
       }
       col = my_col + count_columns(lf);
-      return encoding::detail::concat(parts, af.type);
+      return arrow::concat(parts, af.type);
     }
     return take_primitive(c, my_col, af.type, idx, lf.logical_type.starts_with("dict:"));
   }
@@ -488,7 +488,7 @@ class file_reader {
       i = j;
     }
     if (parts.size() == 1) return parts[0];
-    return encoding::detail::concat(parts, type);
+    return arrow::concat(parts, type);
   }
 
   arrow::array_ptr decode_primitive(const column_info& c, std::uint32_t col, const arrow::type_ptr& type,
@@ -515,7 +515,7 @@ class file_reader {
       parts.push_back(arrow::slice(whole, std::int64_t(off), std::int64_t(n)));
     }
     if (parts.size() == 1) return parts[0];
-    return encoding::detail::concat(parts, type);
+    return arrow::concat(parts, type);
   }
 
   arrow::array_ptr decode_list(const schema::field& lf, const arrow::field& af, std::uint32_t& col,

@@ -32,7 +32,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/core/executor.hpp"
 #include "lancet/core/warning.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/field_encoder.hpp"
 #include "lancet/encoding/structural/blob_files.hpp"
 #include "lancet/file/footer.hpp"
@@ -109,7 +109,7 @@ inline void check_nullability(const schema::field& f, const arrow::array_data& a
     for (std::size_t i = 0; i < f.children.size() && i < a.children.size(); ++i)
       check_nullability(f.children[i], *arrow::slice(a.children[i], a.offset, a.length), name);
   } else if (arrow::is_list_like(id) && !f.children.empty()) {
-    check_nullability(f.children[0], *encoding::detail::list_items(a), name);
+    check_nullability(f.children[0], *arrow::list_items(a), name);
   }
 }
 

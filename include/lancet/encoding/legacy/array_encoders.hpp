@@ -19,7 +19,7 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/pb/encodings_v2_0.hpp"
 
 namespace lancet::encoding::legacy {
@@ -51,16 +51,16 @@ namespace detail {
 inline std::vector<array_ptr> fsl_children(const std::vector<array_ptr>& arrays) {
   std::vector<array_ptr> out;
   out.reserve(arrays.size());
-  for (const auto& a : arrays) out.push_back(encoding::detail::fsl_child(*a));
+  for (const auto& a : arrays) out.push_back(arrow::fsl_child(*a));
   return out;
 }
 
 // Values (no validity) of a fixed-width or boolean page.
 inline enc20::array_encoding encode_plain_values(const std::vector<array_ptr>& arrays, const arrow::data_type& type,
                                                  page_buffers& page) {
-  if (type.id == type_id::boolean) return flat(1, page.add(encoding::detail::gather_bits(arrays)));
+  if (type.id == type_id::boolean) return flat(1, page.add(arrow::gather_bits(arrays)));
   const auto bits = arrow::bit_width(type);
-  return flat(std::uint64_t(bits), page.add(encoding::detail::gather_fixed(arrays, bits / 8)));
+  return flat(std::uint64_t(bits), page.add(arrow::gather_fixed(arrays, bits / 8)));
 }
 
 }  // namespace detail
@@ -71,7 +71,7 @@ inline enc20::array_encoding encode_array(const std::vector<array_ptr>& arrays, 
 // Binary / utf8 (and large): u64 "end" indices where a null row's end is shifted by
 // null_adjustment (= total bytes + 1), then the concatenated bytes.
 inline enc20::array_encoding encode_binary(const std::vector<array_ptr>& arrays, page_buffers& page) {
-  const std::int64_t n = encoding::detail::total_length(arrays);
+  const std::int64_t n = arrow::total_length(arrays);
   std::vector<std::uint64_t> ends;
   ends.reserve(std::size_t(n));
   std::uint64_t last = 0;
@@ -92,7 +92,7 @@ inline enc20::array_encoding encode_binary(const std::vector<array_ptr>& arrays,
   idx.resize(ends.size() * 8);
   for (std::size_t i = 0; i < ends.size(); ++i) le::store(idx.data() + 8 * i, ends[i]);
   const auto idx_buf = page.add(std::move(idx));
-  const auto bytes_buf = page.add(encoding::detail::gather_var_bytes(arrays));
+  const auto bytes_buf = page.add(arrow::gather_var_bytes(arrays));
   enc20::binary b;
   b.indices = enc20::array_encoding{enc20::nullable{enc20::nullable::no_null{flat(64, idx_buf)}}};
   b.bytes = flat(8, bytes_buf);
@@ -103,7 +103,7 @@ inline enc20::array_encoding encode_binary(const std::vector<array_ptr>& arrays,
 // Whether Lance's 2.0 strategy dictionary-encodes this utf8 page: at least `threshold`
 // rows and fewer than `threshold` distinct non-null values.
 inline bool use_dictionary(const std::vector<array_ptr>& arrays, std::uint64_t threshold = dictionary_threshold) {
-  if (std::uint64_t(encoding::detail::total_length(arrays)) < threshold) return false;
+  if (std::uint64_t(arrow::total_length(arrays)) < threshold) return false;
   std::unordered_map<std::string_view, std::uint8_t> seen;
   for (const auto& a : arrays)
     for (std::int64_t i = 0; i < a->length; ++i) {
@@ -119,7 +119,7 @@ inline bool use_dictionary(const std::vector<array_ptr>& arrays, std::uint64_t t
 inline enc20::array_encoding encode_dictionary(const std::vector<array_ptr>& arrays, page_buffers& page) {
   std::unordered_map<std::string_view, std::uint8_t> index;
   aligned_buffer indices;
-  indices.resize(std::size_t(encoding::detail::total_length(arrays)));
+  indices.resize(std::size_t(arrow::total_length(arrays)));
   std::vector<std::string_view> items;
   std::size_t row = 0;
   for (const auto& a : arrays)
@@ -167,7 +167,7 @@ inline enc20::array_encoding encode_field_dictionary(const std::vector<array_ptr
                                                      const arrow::data_type& index_type, page_buffers& page,
                                                      const std::string& column) {
   const auto w = std::size_t(arrow::bit_width(index_type) / 8);
-  const std::int64_t n = encoding::detail::total_length(arrays);
+  const std::int64_t n = arrow::total_length(arrays);
   std::unordered_map<std::string_view, std::int64_t> seen;
   std::vector<array_ptr> distinct;  // one-row slices, in order of first appearance
   std::vector<std::int64_t> keys(std::size_t(n), -1);
@@ -198,7 +198,7 @@ inline enc20::array_encoding encode_field_dictionary(const std::vector<array_ptr
   }
   // The items: the distinct values, then the null item.
   if (add_null) distinct.push_back(arrow::detail::take_flat(*arrays.at(0), {-1}));
-  auto items = encoding::detail::concat(distinct, value_type);
+  auto items = arrow::concat(distinct, value_type);
   const auto idx_buf = page.add(std::move(indices));
   enc20::dictionary d;
   d.indices = enc20::array_encoding{enc20::nullable{enc20::nullable::no_null{flat(w * 8, idx_buf)}}};
@@ -210,8 +210,8 @@ inline enc20::array_encoding encode_field_dictionary(const std::vector<array_ptr
 // Lance's "basic" encoder: validity (when some rows are null) around the values.
 template <class Values>
 enc20::array_encoding encode_nullable(const std::vector<array_ptr>& arrays, page_buffers& page, Values&& values) {
-  auto v = encoding::detail::gather_validity(arrays);
-  using encoding::detail::nullability;
+  auto v = arrow::gather_validity(arrays);
+  using arrow::nullability;
   if (v.kind == nullability::all) return enc20::array_encoding{enc20::nullable{enc20::nullable::all_null{}}};
   if (v.kind == nullability::none) return enc20::array_encoding{enc20::nullable{enc20::nullable::no_null{values()}}};
   const auto validity_buf = page.add(std::move(v.bitmap));

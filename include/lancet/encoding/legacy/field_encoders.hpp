@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/field_encoder.hpp"
 #include "lancet/encoding/legacy/array_encoders.hpp"
 #include "lancet/encoding/legacy/strategy.hpp"
@@ -40,12 +40,12 @@ class accumulation_queue {
       : cache_bytes_(cache_bytes), keep_original_(keep_original) {}
 
   std::optional<std::vector<array_ptr>> insert(const array_ptr& a) {
-    bytes_ += encoding::detail::buffer_memory_size(*a);
+    bytes_ += arrow::buffer_memory_size(*a);
     if (bytes_ > cache_bytes_) {
       arrays_.push_back(a);
       return take();
     }
-    arrays_.push_back(keep_original_ ? a : encoding::detail::deep_copy(*a));
+    arrays_.push_back(keep_original_ ? a : arrow::deep_copy(*a));
     return std::nullopt;
   }
   std::optional<std::vector<array_ptr>> flush() {
@@ -74,7 +74,7 @@ inline encode_task page_task(std::vector<array_ptr> arrays, arrow::type_ptr type
     encoded_page p;
     p.buffers = std::move(page.buffers);
     p.encoding = pb::encode(pb::pack_any(enc));
-    p.num_rows = std::uint64_t(encoding::detail::total_length(arrays));
+    p.num_rows = std::uint64_t(arrow::total_length(arrays));
     p.column_index = column;
     return p;
   };
@@ -107,7 +107,7 @@ class primitive_encoder final : public field_encoder {
     std::vector<encode_task> tasks;
     if (arrays.size() == 1) {
       const auto& a = arrays[0];
-      const std::uint64_t size = encoding::detail::buffer_memory_size(*a);
+      const std::uint64_t size = arrow::buffer_memory_size(*a);
       const std::uint64_t mpb = std::max<std::uint64_t>(1, max_page_bytes_);
       std::uint64_t parts = std::min<std::uint64_t>((size + mpb - 1) / mpb, std::uint64_t(a->length));
       if (parts > 1) {
@@ -152,7 +152,7 @@ class list_offsets_encoder {
       std::uint64_t span = 0;
       std::int64_t rows = 0;
       for (const auto& l : lists) {
-        auto [b, e] = encoding::detail::offset_span(*l);
+        auto [b, e] = arrow::offset_span(*l);
         span += std::uint64_t(e - b);
         rows += l->length;
       }
@@ -168,7 +168,7 @@ class list_offsets_encoder {
           if (!l->is_valid(i)) end += adjustment;
           le::store(ends.data() + 8 * row, end);
         }
-        auto [b, e] = encoding::detail::offset_span(*l);
+        auto [b, e] = arrow::offset_span(*l);
         base += std::uint64_t(e - b);
       }
       page_buffers page;
@@ -198,7 +198,7 @@ class list_encoder final : public field_encoder {
   std::vector<encode_task> maybe_encode(const array_ptr& a, std::uint64_t row, std::uint64_t n) override {
     std::vector<encode_task> tasks;
     auto off = offsets_.maybe_encode(a);
-    auto item_tasks = items_->maybe_encode(encoding::detail::list_items(*a), row, n);
+    auto item_tasks = items_->maybe_encode(arrow::list_items(*a), row, n);
     // When offsets are flushed, the items are flushed too, keeping their pages in step.
     if (off && item_tasks.empty()) item_tasks = items_->flush();
     if (off) tasks.push_back(std::move(*off));
@@ -335,7 +335,7 @@ inline void check_encodable(const arrow::field& f, const arrow::array_data& a) {
     for (std::size_t i = 0; i < t.children.size(); ++i)
       check_encodable(t.children[i], *arrow::slice(a.children[i], a.offset, a.length));
   } else if (arrow::is_list_like(t.id)) {
-    check_encodable(t.children.at(0), *encoding::detail::list_items(a));
+    check_encodable(t.children.at(0), *arrow::list_items(a));
   }
 }
 

@@ -25,7 +25,7 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/legacy/decoder.hpp"
 #include "lancet/pb/encodings_v2_0.hpp"
 
@@ -151,7 +151,7 @@ class page_rows {
         if (whole_bytes)
           std::memcpy(out.data() + i * (unit / 8), got.data() + src_bit / 8, std::size_t(unit / 8));
         else
-          detail::copy_bits(got.data(), std::int64_t(src_bit), out.data(), std::int64_t(i * unit), std::int64_t(unit));
+          arrow::copy_bits(got.data(), std::int64_t(src_bit), out.data(), std::int64_t(i * unit), std::int64_t(unit));
       }
       k = j;
     }

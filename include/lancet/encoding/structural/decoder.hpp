@@ -22,7 +22,7 @@
 #include "lancet/arrow/array.hpp"
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/structural/page_decoder.hpp"
 #include "lancet/encoding/structural/repdef.hpp"
 #include "lancet/pb/file2.hpp"
@@ -63,10 +63,10 @@ inline void append_node(node_elements& acc, node_elements&& part, bool list) {
   if (acc.null_count || part.null_count) {
     aligned_buffer v;
     v.resize(std::size_t((acc.length + part.length + 7) / 8));
-    if (acc.null_count) encoding::detail::copy_bits(acc.validity.data(), 0, v.data(), 0, std::int64_t(acc.length));
-    else encoding::detail::set_bits(v.data(), 0, std::int64_t(acc.length));
-    if (part.null_count) encoding::detail::copy_bits(part.validity.data(), 0, v.data(), std::int64_t(acc.length), std::int64_t(part.length));
-    else encoding::detail::set_bits(v.data(), std::int64_t(acc.length), std::int64_t(part.length));
+    if (acc.null_count) arrow::copy_bits(acc.validity.data(), 0, v.data(), 0, std::int64_t(acc.length));
+    else arrow::set_bits(v.data(), 0, std::int64_t(acc.length));
+    if (part.null_count) arrow::copy_bits(part.validity.data(), 0, v.data(), std::int64_t(acc.length), std::int64_t(part.length));
+    else arrow::set_bits(v.data(), std::int64_t(acc.length), std::int64_t(part.length));
     acc.validity = std::move(v);
   }
   acc.null_count += part.null_count;
@@ -164,7 +164,7 @@ inline data_block expand_constant(const std::string& v, const arrow::data_type& 
     if (v.size() != 1) throw corrupt_error(where + ": boolean constant of " + std::to_string(v.size()) + " bytes");
     aligned_buffer b;
     b.resize(std::size_t((n + 7) / 8));
-    if (v[0] & 1) encoding::detail::set_bits(b.data(), 0, std::int64_t(n));
+    if (v[0] & 1) arrow::set_bits(b.data(), 0, std::int64_t(n));
     return data_block::fixed(n, 1, bytes_of(std::move(b)));
   }
   const auto w = std::uint64_t(arrow::bit_width(t) / 8);
@@ -500,7 +500,7 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
     if (arrow::is_list_like(path[path.size() - 1 - k].id) && out.nodes[k].offsets.empty()) out.nodes[k].offsets.push_back(0);
   if (leaves.empty()) out.leaf = zeroed(leaf_type, 0);
   else if (leaves.size() == 1) out.leaf = leaves[0];
-  else out.leaf = encoding::detail::concat(leaves, leaf_type);
+  else out.leaf = arrow::concat(leaves, leaf_type);
   return out;
 }
 

@@ -23,7 +23,7 @@
 #include "lancet/arrow/array.hpp"
 #include "lancet/arrow/dictionary.hpp"
 #include "lancet/encoding/compression_params.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/field_encoder.hpp"
 #include "lancet/encoding/structural/blob_encoder.hpp"
 #include "lancet/encoding/structural/compression/fsst.hpp"
@@ -139,12 +139,12 @@ class structural_field_encoder final : public field_encoder {
   std::vector<encode_task> maybe_encode(const arrow::array_ptr& a, std::uint64_t row_number, std::uint64_t) override {
     if (group_rows_ > 0) return maybe_encode_groups(a, row_number);
     if (arrays_.empty()) first_row_ = row_number;
-    bytes_ += encoding::detail::buffer_memory_size(*a);
+    bytes_ += arrow::buffer_memory_size(*a);
     if (bytes_ > cache_bytes_) {
       arrays_.push_back(a);
       return take();
     }
-    arrays_.push_back(keep_original_ ? a : encoding::detail::deep_copy(*a));
+    arrays_.push_back(keep_original_ ? a : arrow::deep_copy(*a));
     return {};
   }
   // Group mode (encoding_options::group_rows): the array is taken group_rows rows at a
@@ -159,7 +159,7 @@ class structural_field_encoder final : public field_encoder {
     for (std::int64_t at = 0; at < a->length;) {
       if (at == run && arrays_.empty()) first_row_ = row_number + std::uint64_t(at);
       const auto n = std::min(group, a->length - at);
-      bytes_ += encoding::detail::compact_size(*arrow::slice(a, at, n));
+      bytes_ += arrow::compact_size(*arrow::slice(a, at, n));
       at += n;
       if (bytes_ > cache_bytes_) {
         arrays_.push_back(run == 0 && at == a->length ? a : arrow::slice(a, run, at - run));
@@ -169,7 +169,7 @@ class structural_field_encoder final : public field_encoder {
     }
     if (run < a->length) {
       auto rest = run == 0 ? a : arrow::slice(a, run, a->length - run);
-      arrays_.push_back(keep_original_ ? rest : encoding::detail::deep_copy(*rest));
+      arrays_.push_back(keep_original_ ? rest : arrow::deep_copy(*rest));
     }
     return tasks;
   }

@@ -144,7 +144,7 @@ inline fullzip_page encode_fullzip(const data_block& values, const level_scheme&
           if (!values.fsl[l].has_validity) continue;
           const auto at = zipped.size();
           zipped.resize(at + std::size_t(validity_bytes[l]));
-          encoding::detail::copy_bits(values.fsl[l].validity.data(), std::int64_t(v * c), zipped.data() + at, 0, std::int64_t(c));
+          arrow::copy_bits(values.fsl[l].validity.data(), std::int64_t(v * c), zipped.data() + at, 0, std::int64_t(c));
         }
       }
       zipped.append(values.data.data() + v * item_bytes, std::size_t(item_bytes));

@@ -135,7 +135,7 @@ inline mini_compressed fsl(const data_block& b, std::uint64_t target, std::uint6
       aligned_buffer& dst = validity[v++];
       const auto start = dst.size();
       dst.resize(start + std::size_t((n * c2 + 7) / 8));
-      encoding::detail::copy_bits(l.validity.data(), std::int64_t(at * c2), dst.data() + start, 0, std::int64_t(n * c2));
+      arrow::copy_bits(l.validity.data(), std::int64_t(at * c2), dst.data() + start, 0, std::int64_t(n * c2));
       c.sizes.push_back((n * c2 + 7) / 8);
     }
     c.sizes.push_back((n * row_bits + 7) / 8);
@@ -151,7 +151,7 @@ inline mini_compressed fsl(const data_block& b, std::uint64_t target, std::uint6
       const auto n = std::min(per, b.num_values - at);
       const auto start = data.size();
       data.resize(start + std::size_t((n * row_bits + 7) / 8));
-      encoding::detail::copy_bits(b.data.data(), std::int64_t(at * row_bits), data.data() + start, 0, std::int64_t(n * row_bits));
+      arrow::copy_bits(b.data.data(), std::int64_t(at * row_bits), data.data() + start, 0, std::int64_t(n * row_bits));
     }
   }
   out.buffers.push_back(std::move(data));

@@ -77,7 +77,7 @@ inline data_block concat_blocks(std::vector<data_block>& parts) {
     for (auto& p : parts) {
       const auto cnt = p.num_values * bits_each;
       const shared_bytes& src = get_bits(p);
-      if (cnt) encoding::detail::copy_bits(src.data(), 0, b.data(), std::int64_t(at), std::int64_t(cnt));
+      if (cnt) arrow::copy_bits(src.data(), 0, b.data(), std::int64_t(at), std::int64_t(cnt));
       at += cnt;
     }
     return shared_bytes(std::move(b));
@@ -149,7 +149,7 @@ inline data_block slice_block(const data_block& b, std::uint64_t first, std::uin
       return src.slice(std::size_t(first * bits_each / 8), std::size_t((count * bits_each + 7) / 8));
     aligned_buffer c;
     c.resize(std::size_t((count * bits_each + 7) / 8));
-    encoding::detail::copy_bits(src.data(), std::int64_t(first * bits_each), c.data(), 0, std::int64_t(count * bits_each));
+    arrow::copy_bits(src.data(), std::int64_t(first * bits_each), c.data(), 0, std::int64_t(count * bits_each));
     return shared_bytes(std::move(c));
   };
   switch (b.k) {
@@ -178,7 +178,7 @@ inline data_block slice_block(const data_block& b, std::uint64_t first, std::uin
           else {
             aligned_buffer v;
             v.resize(std::size_t((c + 7) / 8));
-            encoding::detail::copy_bits(l.validity.data(), std::int64_t(f), v.data(), 0, std::int64_t(c));
+            arrow::copy_bits(l.validity.data(), std::int64_t(f), v.data(), 0, std::int64_t(c));
             l.validity = shared_bytes(std::move(v));
           }
         }
@@ -587,7 +587,7 @@ inline page_slice read_page(const enc21::page_layout& layout, const std::vector<
           for (std::size_t l = 0; l < b.fsl.size(); ++l) {
             c *= b.fsl[l].dimension;
             if (b.fsl[l].has_validity) {
-              encoding::detail::copy_bits(row + off, 0, vals[l].data(), std::int64_t(r * c), std::int64_t(c));
+              arrow::copy_bits(row + off, 0, vals[l].data(), std::int64_t(r * c), std::int64_t(c));
               off += vbytes_per_layer[l];
             }
           }

@@ -27,7 +27,7 @@
 #include "lancet/arrow/array.hpp"
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/structural/data_block.hpp"
 #include "lancet/pb/encodings_v2_1.hpp"
 

@@ -14,7 +14,7 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/encoding/detail/gather.hpp"
+#include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/structural/data_block.hpp"
 #include "lancet/encoding/structural/repdef.hpp"
 
@@ -51,9 +51,9 @@ inline void gather_fsl(const arrow::data_type& t, const std::vector<shredded_lea
       for (const auto& r : next) {
         if (r.array->type->id == arrow::type_id::null) {
         } else if (const auto* v = r.array->validity()) {
-          encoding::detail::copy_bits(v->data(), r.array->offset + r.begin, bits.data(), at, r.count);
+          arrow::copy_bits(v->data(), r.array->offset + r.begin, bits.data(), at, r.count);
         } else {
-          encoding::detail::set_bits(bits.data(), at, r.count);
+          arrow::set_bits(bits.data(), at, r.count);
         }
         at += r.count;
       }
@@ -81,7 +81,7 @@ inline void gather_fsl(const arrow::data_type& t, const std::vector<shredded_lea
   for (const auto& r : cur) {
     if (r.array->type->id == arrow::type_id::null) {
     } else if (bits == 1) {
-      encoding::detail::copy_bits(r.array->buffers[1].data(), r.array->offset + r.begin, data.data(), at, r.count);
+      arrow::copy_bits(r.array->buffers[1].data(), r.array->offset + r.begin, data.data(), at, r.count);
     } else {
       const auto w = bits / 8;
       std::memcpy(data.data() + at * w, r.array->buffers[1].data() + (r.array->offset + r.begin) * w, std::size_t(r.count * w));
@@ -206,7 +206,7 @@ inline data_block gather_values(const arrow::data_type& t, const shredded_leaf& 
   std::int64_t at = 0;
   for (const auto& r : leaf.values) {
     const auto& a = *r.array;
-    if (bits == 1) encoding::detail::copy_bits(a.buffers[1].data(), a.offset + r.begin, data.data(), at, r.count);
+    if (bits == 1) arrow::copy_bits(a.buffers[1].data(), a.offset + r.begin, data.data(), at, r.count);
     else {
       const auto w = bits / 8;
       std::memcpy(data.data() + at * w, a.buffers[1].data() + (a.offset + r.begin) * w, std::size_t(r.count * w));

@@ -1,6 +1,7 @@
-// Gathering the buffers of several Arrow arrays (of one type, each possibly sliced)
-// into the contiguous buffers an encoded page stores: validity bitmaps, fixed-width
-// values, bit-packed booleans, and variable-width offsets + bytes.
+// Several Arrow arrays of one type (each possibly sliced) as one: their buffers gathered
+// into contiguous validity bitmaps, fixed-width values, bit-packed booleans and
+// variable-width offsets + bytes (what an encoded page stores, and what concat builds),
+// and copies that own exactly their bytes.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +18,7 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/endian.hpp"
 
-namespace lancet::encoding::detail {
-
-using arrow::array_ptr;
+namespace lancet::arrow {
 
 enum class nullability { none, some, all };
 
@@ -36,23 +35,23 @@ inline void copy_bits(const std::uint8_t* src, std::int64_t src_bit, std::uint8_
   if ((src_bit & 7) == 0 && (dst_bit & 7) == 0) {
     std::memcpy(dst + (dst_bit >> 3), src + (src_bit >> 3), std::size_t(count >> 3));
     for (std::int64_t i = count & ~std::int64_t(7); i < count; ++i)
-      arrow::set_bit(dst, dst_bit + i, arrow::get_bit(src, src_bit + i));
+      set_bit(dst, dst_bit + i, get_bit(src, src_bit + i));
     return;
   }
-  for (std::int64_t i = 0; i < count; ++i) arrow::set_bit(dst, dst_bit + i, arrow::get_bit(src, src_bit + i));
+  for (std::int64_t i = 0; i < count; ++i) set_bit(dst, dst_bit + i, get_bit(src, src_bit + i));
 }
 
 // Sets `count` bits starting at `dst_bit` to one.
 inline void set_bits(std::uint8_t* dst, std::int64_t dst_bit, std::int64_t count) noexcept {
   std::int64_t i = 0;
-  for (; i < count && ((dst_bit + i) & 7); ++i) arrow::set_bit(dst, dst_bit + i, true);
+  for (; i < count && ((dst_bit + i) & 7); ++i) set_bit(dst, dst_bit + i, true);
   const std::int64_t whole = (count - i) >> 3;
   if (whole > 0) std::memset(dst + ((dst_bit + i) >> 3), 0xFF, std::size_t(whole));
   i += whole * 8;
-  for (; i < count; ++i) arrow::set_bit(dst, dst_bit + i, true);
+  for (; i < count; ++i) set_bit(dst, dst_bit + i, true);
 }
 
-struct validity {
+struct gathered_validity {
   nullability kind = nullability::none;
   aligned_buffer bitmap;  // set only when kind == some: 1 = valid, ceil(n / 8) bytes
   std::int64_t null_count = 0;
@@ -60,8 +59,8 @@ struct validity {
 
 // The validity of the concatenation of `arrays` (Arrow's "logical nulls": a null-type
 // array is all null).
-inline validity gather_validity(const std::vector<array_ptr>& arrays) {
-  validity v;
+inline gathered_validity gather_validity(const std::vector<array_ptr>& arrays) {
+  gathered_validity v;
   const std::int64_t n = total_length(arrays);
   for (const auto& a : arrays) v.null_count += a->count_nulls();
   if (v.null_count == 0) return v;
@@ -73,7 +72,7 @@ inline validity gather_validity(const std::vector<array_ptr>& arrays) {
   v.bitmap.resize(std::size_t((n + 7) / 8));
   std::int64_t at = 0;
   for (const auto& a : arrays) {
-    if (a->type->id == arrow::type_id::null) {
+    if (a->type->id == type_id::null) {
       // all null: bits stay zero
     } else if (const auto* bits = a->validity()) {
       copy_bits(bits->data(), a->offset, v.bitmap.data(), at, a->length);
@@ -110,7 +109,7 @@ inline aligned_buffer gather_bits(const std::vector<array_ptr>& arrays) {
 }
 
 // The item range [begin, end) covered by a (sliced) list or binary array.
-inline std::pair<std::int64_t, std::int64_t> offset_span(const arrow::array_data& a) noexcept {
+inline std::pair<std::int64_t, std::int64_t> offset_span(const array_data& a) noexcept {
   if (a.length == 0) return {0, 0};
   return {a.value_offset(0), a.value_offset(a.length)};
 }
@@ -132,28 +131,26 @@ inline aligned_buffer gather_var_bytes(const std::vector<array_ptr>& arrays) {
 }
 
 // The child of a fixed-size list restricted to the list's own rows.
-inline array_ptr fsl_child(const arrow::array_data& a) {
+inline array_ptr fsl_child(const array_data& a) {
   const std::int64_t dim = a.type->list_size;
-  return arrow::slice(a.children[0], a.offset * dim, a.length * dim);
+  return slice(a.children[0], a.offset * dim, a.length * dim);
 }
 
 // The items of a list (or large list) covered by its (sliced) rows.
-inline array_ptr list_items(const arrow::array_data& a) {
+inline array_ptr list_items(const array_data& a) {
   auto [b, e] = offset_span(a);
-  return arrow::slice(a.children[0], b, e - b);
+  return slice(a.children[0], b, e - b);
 }
 
 // Memory the arrays' buffers take, as Arrow reports it (used for page sizing).
-inline std::uint64_t buffer_memory_size(const arrow::array_data& a) noexcept {
+inline std::uint64_t buffer_memory_size(const array_data& a) noexcept {
   std::uint64_t n = 0;
   for (const auto& b : a.buffers) n += b.size();
   for (const auto& c : a.children) n += buffer_memory_size(*c);
   return n;
 }
 
-}  // namespace lancet::encoding::detail
-
-namespace lancet::encoding::detail {
+namespace detail {
 
 // Large concatenations (a scan's read-ahead chunk of vectors: tens of MiB each time)
 // reuse freed blocks: malloc maps and unmaps blocks this large on every use, and the
@@ -228,8 +225,8 @@ class large_block_pool {
 // gather_fixed into shared bytes (large ones from the block pool).
 inline shared_bytes gather_fixed_shared(const std::vector<array_ptr>& arrays, std::int64_t byte_width) {
   const auto total = std::size_t(total_length(arrays) * byte_width);
-  if (total < large_block_pool::min_bytes) return shared_bytes(gather_fixed(arrays, byte_width));
-  return large_block_pool::instance().fill(total, [&](std::uint8_t* out) {
+  if (total < detail::large_block_pool::min_bytes) return shared_bytes(gather_fixed(arrays, byte_width));
+  return detail::large_block_pool::instance().fill(total, [&](std::uint8_t* out) {
     std::size_t at = 0;
     for (const auto& a : arrays) {
       const auto n = std::size_t(a->length * byte_width);
@@ -239,18 +236,19 @@ inline shared_bytes gather_fixed_shared(const std::vector<array_ptr>& arrays, st
   });
 }
 
+}  // namespace detail
+
 // The concatenation of arrays of one type into one array that owns exactly its bytes
 // (offset 0). Also used to copy buffered arrays so that a small column does not pin a
 // caller's large batch in memory.
-inline array_ptr concat(const std::vector<array_ptr>& arrays, const arrow::type_ptr& type) {
-  using arrow::type_id;
-  if (arrow::has_dictionary(*type)) {
+inline array_ptr concat(const std::vector<array_ptr>& arrays, const type_ptr& type) {
+  if (has_dictionary(*type)) {
     // Dictionaries differ from array to array: concatenate the values, then encode.
     std::vector<array_ptr> plain;
-    for (const auto& a : arrays) plain.push_back(arrow::decode_dictionaries(a));
-    return arrow::encode_dictionaries(concat(plain, arrow::without_dictionaries(type)), type);
+    for (const auto& a : arrays) plain.push_back(decode_dictionaries(a));
+    return encode_dictionaries(concat(plain, without_dictionaries(type)), type);
   }
-  auto out = std::make_shared<arrow::array_data>();
+  auto out = std::make_shared<array_data>();
   out->type = type;
   out->length = total_length(arrays);
   const auto id = type->id;
@@ -271,9 +269,9 @@ inline array_ptr concat(const std::vector<array_ptr>& arrays, const arrow::type_
   }
   if (id == type_id::boolean) {
     out->buffers.push_back(shared_bytes(gather_bits(arrays)));
-  } else if (arrow::is_fixed_width(*type)) {
-    out->buffers.push_back(gather_fixed_shared(arrays, arrow::bit_width(*type) / 8));
-  } else if (arrow::is_binary_like(id) || arrow::is_list_like(id)) {
+  } else if (is_fixed_width(*type)) {
+    out->buffers.push_back(detail::gather_fixed_shared(arrays, bit_width(*type) / 8));
+  } else if (is_binary_like(id) || is_list_like(id)) {
     const bool large = id == type_id::large_utf8 || id == type_id::large_binary || id == type_id::large_list;
     aligned_buffer offs;
     offs.resize(std::size_t(out->length + 1) * (large ? 8 : 4));
@@ -293,7 +291,7 @@ inline array_ptr concat(const std::vector<array_ptr>& arrays, const arrow::type_
       throw invalid_input_error("concatenating these arrays needs " + std::to_string(base) +
                                 " items, more than 32-bit offsets can address");
     out->buffers.push_back(shared_bytes(std::move(offs)));
-    if (arrow::is_binary_like(id)) {
+    if (is_binary_like(id)) {
       out->buffers.push_back(shared_bytes(gather_var_bytes(arrays)));
     } else {
       std::vector<array_ptr> items;
@@ -307,7 +305,7 @@ inline array_ptr concat(const std::vector<array_ptr>& arrays, const arrow::type_
   } else if (id == type_id::struct_) {
     for (std::size_t c = 0; c < type->children.size(); ++c) {
       std::vector<array_ptr> parts;
-      for (const auto& a : arrays) parts.push_back(arrow::slice(a->children[c], a->offset, a->length));
+      for (const auto& a : arrays) parts.push_back(slice(a->children[c], a->offset, a->length));
       out->children.push_back(concat(parts, type->children[c].type));
     }
   }
@@ -316,18 +314,17 @@ inline array_ptr concat(const std::vector<array_ptr>& arrays, const arrow::type_
 
 // buffer_memory_size(*deep_copy(a)) without the copy: the bytes `a` takes once
 // compacted (what a page-sizing rule measures for a slice that does not own its buffers).
-inline std::uint64_t compact_size(const arrow::array_data& a) {
-  using arrow::type_id;
+inline std::uint64_t compact_size(const array_data& a) {
   const auto id = a.type->id;
   if (id == type_id::null) return 0;
   const auto n = std::uint64_t(a.length);
   std::uint64_t size = a.count_nulls() > 0 ? (n + 7) / 8 : 0;
   if (id == type_id::boolean) return size + (n + 7) / 8;
-  if (arrow::is_fixed_width(*a.type)) return size + n * std::uint64_t(arrow::bit_width(*a.type) / 8);
-  if (arrow::is_binary_like(id) || arrow::is_list_like(id)) {
+  if (is_fixed_width(*a.type)) return size + n * std::uint64_t(bit_width(*a.type) / 8);
+  if (is_binary_like(id) || is_list_like(id)) {
     const bool large = id == type_id::large_utf8 || id == type_id::large_binary || id == type_id::large_list;
     size += (n + 1) * (large ? 8 : 4);
-    if (arrow::is_binary_like(id)) {
+    if (is_binary_like(id)) {
       auto [b, e] = offset_span(a);
       return size + std::uint64_t(e - b);
     }
@@ -335,14 +332,14 @@ inline std::uint64_t compact_size(const arrow::array_data& a) {
   }
   if (id == type_id::fixed_size_list) return size + compact_size(*fsl_child(a));
   if (id == type_id::struct_) {
-    for (const auto& c : a.children) size += compact_size(*arrow::slice(c, a.offset, a.length));
+    for (const auto& c : a.children) size += compact_size(*slice(c, a.offset, a.length));
     return size;
   }
   return size;
 }
 
-inline array_ptr deep_copy(const arrow::array_data& a) {
-  return concat({std::shared_ptr<const arrow::array_data>(std::shared_ptr<const void>(), &a)}, a.type);
+inline array_ptr deep_copy(const array_data& a) {
+  return concat({std::shared_ptr<const array_data>(std::shared_ptr<const void>(), &a)}, a.type);
 }
 
-}  // namespace lancet::encoding::detail
+}  // namespace lancet::arrow
