@@ -66,14 +66,33 @@ inline layout_rewrite legacy_blob_layout_rewrite(const arrow::field& f) {
   };
 }
 
-class legacy_blob_encoder final : public field_encoder {
+// What both blob encoders share: the field, the structural encoder of the column they
+// hand their descriptions to (flush / finish / columns are its), and the out-of-line writer.
+class blob_encoder_base : public field_encoder {
  public:
   using out_of_line_writer = std::function<std::uint64_t(bytes_view)>;
+
+  std::vector<encode_task> flush() override { return inner_->flush(); }
+  std::vector<encoded_column> finish() override { return inner_->finish(); }
+  std::uint32_t num_columns() const override { return inner_->num_columns(); }
+
+ protected:
+  blob_encoder_base(const arrow::field& f, field_encoder_ptr inner, out_of_line_writer write)
+      : name_(f.name), nullable_(f.nullable), inner_(std::move(inner)), write_(std::move(write)) {}
+
+  std::string name_;
+  bool nullable_;
+  field_encoder_ptr inner_;
+  out_of_line_writer write_;
+};
+
+class legacy_blob_encoder final : public blob_encoder_base {
+ public:
 
   // `inner` encodes legacy_blob_descriptor_field(f) into the field's one column, its
   // pages' layouts rewritten by legacy_blob_layout_rewrite(f).
   legacy_blob_encoder(const arrow::field& f, field_encoder_ptr inner, out_of_line_writer write)
-      : name_(f.name), nullable_(f.nullable), inner_(std::move(inner)), write_(std::move(write)) {
+      : blob_encoder_base(f, std::move(inner), std::move(write)) {
     const auto id = f.type->id;
     if (id != arrow::type_id::binary && id != arrow::type_id::large_binary)
       throw unsupported_error("field '" + f.name + "' is a blob column (" + std::string(blob_key) + ") of type " +
@@ -131,15 +150,6 @@ class legacy_blob_encoder final : public field_encoder {
     desc->children = {child(std::move(pos)), child(std::move(size))};
     return inner_->maybe_encode(desc, row_number, num_rows);
   }
-  std::vector<encode_task> flush() override { return inner_->flush(); }
-  std::vector<encoded_column> finish() override { return inner_->finish(); }
-  std::uint32_t num_columns() const override { return inner_->num_columns(); }
-
- private:
-  std::string name_;
-  bool nullable_;
-  field_encoder_ptr inner_;
-  out_of_line_writer write_;
 };
 
 // True for a blob v2 field (Arrow extension name lance.blob.v2).
@@ -182,16 +192,15 @@ inline layout_rewrite blob_v2_layout_rewrite() {
   };
 }
 
-class blob_v2_encoder final : public field_encoder {
+class blob_v2_encoder final : public blob_encoder_base {
  public:
-  using out_of_line_writer = std::function<std::uint64_t(bytes_view)>;
   using placement = std::function<blob_location(bytes_view)>;
 
   // `inner` encodes blob_v2_rows_field(f) into the field's one column (layouts rewritten
   // by blob_v2_layout_rewrite()); `place` puts a
   // value inline or into a blob file (empty: inline through `write`).
   blob_v2_encoder(const arrow::field& f, field_encoder_ptr inner, out_of_line_writer write, placement place = {})
-      : name_(f.name), nullable_(f.nullable), inner_(std::move(inner)), write_(std::move(write)), place_(std::move(place)) {
+      : blob_encoder_base(f, std::move(inner), std::move(write)), place_(std::move(place)) {
     const auto& t = *f.type;
     const bool ok = t.id == arrow::type_id::struct_ && t.children.size() == 2 && t.children[0].name == "data" &&
                     (t.children[0].type->id == arrow::type_id::large_binary ||
@@ -267,15 +276,8 @@ class blob_v2_encoder final : public field_encoder {
                     shared_bytes(std::move(rows))};
     return inner_->maybe_encode(out, row_number, num_rows);
   }
-  std::vector<encode_task> flush() override { return inner_->flush(); }
-  std::vector<encoded_column> finish() override { return inner_->finish(); }
-  std::uint32_t num_columns() const override { return inner_->num_columns(); }
 
  private:
-  std::string name_;
-  bool nullable_;
-  field_encoder_ptr inner_;
-  out_of_line_writer write_;
   placement place_;
 };
 

@@ -65,14 +65,7 @@ inline fullzip_page encode_fullzip(const data_block& values, const level_scheme&
       if ((cum * values.bits_per_value) % 8) throw unsupported_error("full-zip fixed-size lists of sub-byte items");
       vbytes = cum * values.bits_per_value / 8;
       for (auto v : validity_bytes) vbytes += v;
-      for (std::size_t l = values.fsl.size(); l-- > 0;) {
-        enc21::fixed_size_list f;
-        f.items_per_value = values.fsl[l].dimension;
-        f.values = std::move(e);
-        f.has_validity = values.fsl[l].has_validity;
-        e = compressive{std::move(f)};
-      }
-      z.value_compression = std::move(e);
+      z.value_compression = enc::fixed_size_lists(std::move(e), values.fsl);
     } else {
       if (values.bits_per_value % 8) throw unsupported_error("full-zip pages of sub-byte values");
       vbytes = values.bits_per_value / 8;

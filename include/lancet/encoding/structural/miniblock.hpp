@@ -63,6 +63,18 @@ inline compressive general(enc21::compression_scheme s, std::optional<std::int32
   g.values = std::move(inner);
   return compressive{std::move(g)};
 }
+// `values` inside one fixed_size_list per FSL layer of the block (the outermost last
+// wrapped, so it ends outermost).
+inline compressive fixed_size_lists(compressive values, const std::vector<fsl_layer>& layers) {
+  for (std::size_t l = layers.size(); l-- > 0;) {
+    enc21::fixed_size_list f;
+    f.items_per_value = layers[l].dimension;
+    f.values = std::move(values);
+    f.has_validity = layers[l].has_validity;
+    values = compressive{std::move(f)};
+  }
+  return values;
+}
 
 }  // namespace enc
 
@@ -112,15 +124,7 @@ inline mini_compressed fsl(const data_block& b, std::uint64_t target, std::uint6
   std::uint64_t per;
   if (row_bits % 8 == 0) per = fixed_chunk_values((row_bits / 8 + validity_bytes) * 8, target, max_values);
   else per = fixed_chunk_values(row_bits + validity_bytes * 8 * 8, target, max_values);
-  compressive e = enc::flat(b.bits_per_value);
-  for (std::size_t l = b.fsl.size(); l-- > 0;) {
-    enc21::fixed_size_list f;
-    f.items_per_value = b.fsl[l].dimension;
-    f.values = std::move(e);
-    f.has_validity = b.fsl[l].has_validity;
-    e = compressive{std::move(f)};
-  }
-  out.encoding = std::move(e);
+  out.encoding = enc::fixed_size_lists(enc::flat(b.bits_per_value), b.fsl);
   std::vector<aligned_buffer> validity;
   for (const auto& l : b.fsl)
     if (l.has_validity) validity.emplace_back();
