@@ -9,9 +9,10 @@
 //   segment: a new IndexMetadata with the same name and its own fragment bitmap.
 // - num_indices_to_merge = N: the newest N segments are merged with the delta into one
 //   (no partition adjustment). retrain: the index is rebuilt from scratch.
-// - Otherwise the plan (plan_partitions, partition_planner.hpp) over the partition sizes summed over the delta
-//   and every segment decides: a steady state writes the delta only; splits (or else
-//   joins) merge every segment with the delta into one rebalanced segment.
+// - Otherwise the plan (plan_partitions, partition_planner.hpp) over the partition
+//   sizes summed over the delta and every segment decides: a steady state writes the
+//   delta only; splits (or else joins) merge every segment with the delta into one
+//   rebalanced segment.
 // - Rows a merged segment holds that were deleted or rewritten since are dropped; a
 //   row held by several merged segments keeps the newest segment's entries (all of
 //   them: a multivector row has one entry per vector).
@@ -23,6 +24,16 @@
 // time) and the re-encoded rows stream through shufflers (shuffler.hpp) bounded by
 // memory_budget_bytes, spilling beyond it; row ids are held as sorted vectors.
 // IVF_FLAT stores the column's own element type (float16 / float32 / float64).
+// Stages (optimize_detail, run by optimize_one; reported through on_progress):
+//   scan_unindexed   scan_delta: the delta assigned, encoded, shuffled;
+//   plan             plan_stage: the plan, and the segments to merge;
+//   split            candidate_rows (the rows of partitions that may move) and
+//                    move_partitions: new centroids per split partition (or, joins,
+//                    the survivors renumbered);
+//   reassign / join  keep_entries (what stays) then reencode_stage (the rows that
+//                    move, to the nearest new centroid or, joins, join_chooser);
+//   merge_partitions write_segment: the new segment's files and metadata;
+//   commit           optimize_indices: one commit for every index optimised.
 // IVF_HNSW_* indexes go through the same plan over their flat / SQ / PQ storage; the
 // new segment (delta or merged) then gets a graph per partition built over its stored
 // rows, with the m / ef_construction / max_level the index's lance:hnsw records (Lance
@@ -1282,91 +1293,31 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
 }
 
 // An IVF_FLAT index over `column` with the centroids given (k x dim, row-major f32)
-// instead of trained ones: every row assigned to its nearest centroid. Committed as
-// the next version, like build_ivf_index; a target partition size given is recorded
-// in the index's details for later optimisation (Lance's and ours).
+// instead of trained ones: build_ivf_index with them as build_options::ivf_centroids
+// (every row assigned to its nearest centroid, the shuffle bounded by
+// memory_budget_bytes), committed as the next version. A target partition size given
+// is recorded in the index's details for later optimisation (Lance's and ours). Other
+// index types, a pool or progress: set ivf_centroids on build_options directly.
 inline build_result create_ivf_flat_with_centroids(const std::string& root, const std::string& column,
                                                    const std::vector<float>& centroids, std::size_t k,
                                                    simd::distance_type metric = simd::distance_type::l2,
                                                    const std::string& name = {},
-                                                   std::optional<std::size_t> target_partition_size = {}) {
+                                                   std::optional<std::size_t> target_partition_size = {},
+                                                   std::uint64_t memory_budget_bytes = build_options{}.memory_budget_bytes) {
   if (target_partition_size && *target_partition_size == 0)
     throw invalid_input_error("target_partition_size must be positive");
-  const auto base = dataset::load_latest(root);
-  if (!base) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
   if (k == 0 || centroids.empty() || centroids.size() % k)
     throw invalid_input_error("centroids: " + std::to_string(centroids.size()) + " values do not form " +
                               std::to_string(k) + " centroids");
-  if (metric == simd::distance_type::hamming) throw invalid_input_error("hamming indexes are not built this way");
-  const std::size_t dim = centroids.size() / k;
-  const auto ds = dataset::dataset::open(root, base->version());
-  const auto schema = ds.to_batch({.columns = {column}, .limit = 0}).schema;
-  const auto& t = *schema->fields.at(0).type;
-  if (t.id != arrow::type_id::fixed_size_list || std::size_t(t.list_size) != dim ||
-      t.children.at(0).type->id != arrow::type_id::float32)
-    throw invalid_input_error("column '" + column + "' is " + arrow::to_string(t) + ", not a fixed-size list of " +
-                              std::to_string(dim) + " float32");
-  const std::string index_name = name.empty() ? column + "_idx" : name;
-  for (const auto& im : base->file.indices)
-    if (im.name == index_name) throw invalid_input_error("the dataset already has an index named '" + index_name + "'");
-  quantizer_params q = flat_params{std::uint32_t(dim), element_type::f32};
-  optimize_detail::encoder enc(q, metric, centroids, dim);
-  const auto uuid = pb::uuid::generate_v4();
-  const std::string dir = index_directory(root, uuid);
-  std::uint64_t skipped = 0, n = 0;
-  try {
-    shuffler sh(k, q, dir + "/_shuffle", std::uint64_t(512) << 20);
-    auto sc = ds.scan({.columns = {column}, .with_row_id = true});
-    optimize_detail::entry_batch eb;
-    eb.dim = dim;
-    shuffle_batch sb;
-    while (auto b = sc.next()) {
-      const auto& col = *b->columns[0];
-      const float* vals = col.children[0]->values<float>() + std::size_t(col.offset) * dim;
-      const auto* rid = b->columns[1]->values<std::uint64_t>();
-      eb.clear();
-      for (std::int64_t r = 0; r < col.length; ++r) {
-        const float* v = vals + std::size_t(r) * dim;
-        if (!col.is_valid(r) || !optimize_detail::usable_row(v, dim, metric)) {
-          ++skipped;
-          continue;
-        }
-        eb.add(rid[r], v, nullptr);
-      }
-      eb.part.resize(eb.size());
-      optimize_detail::route(metric, centroids, dim, eb.rows.data(), eb.size(), eb.part.data(), nullptr);
-      sb = shuffle_batch{};
-      enc.encode(eb, sb, nullptr);
-      sh.add(sb);
-      n += eb.size();
-    }
-    auto model = ivf_model::with_centroids(matrix::of(centroids, k, dim));
-    const auto files = write_index_directory(dir, ds.storage_version(), model, q, metric,
-                                             [&](auto& aux) { sh.write_partitions(aux); });
-    std::error_code ec;
-    std::filesystem::remove_all(dir + "/_shuffle", ec);
-    index_spec spec;
-    spec.column = column;
-    spec.name = index_name;
-    spec.quantizer = q;
-    spec.distance = metric;
-    auto meta = make_index_metadata(base->manifest(), spec, uuid, files);
-    if (target_partition_size) persist_target_partition_size(meta, *target_partition_size);
-    const auto after = commit_index(root, *base, std::move(meta));
-    build_result r;
-    for (const auto& im : after.file.indices)
-      if (im.uuid == uuid) r.index = im;
-    r.version = after.version();
-    r.num_partitions = k;
-    r.rows_indexed = n;
-    r.rows_skipped = skipped;
-    r.directory = dir;
-    return r;
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-    throw;
-  }
+  build_options b;
+  b.column = column;
+  b.type = ivf_index_type::ivf_flat;
+  b.metric = metric;
+  b.name = name;
+  b.target_partition_size = target_partition_size;
+  b.memory_budget_bytes = memory_budget_bytes;
+  b.ivf_centroids = matrix::of(centroids, k, centroids.size() / k);
+  return build_ivf_index(root, b);
 }
 
 }  // namespace lancet::index
