@@ -1,4 +1,5 @@
-// index/optimize.hpp (unit): the split/join planner (Lance's scenario 9 and more),
+// index/optimize.hpp (unit): the split/join planner (partition_planner.hpp: Lance's
+// scenario 9 and more), indexes over given centroids (the builder's, under a budget),
 // delta segments, merging, searching several segments, rows deleted since, errors;
 // IVF_HNSW_* indexes through optimize (delta, splits) and remap (compaction).
 // The LanceDB checks and the larger scenarios are in test_interop_optimize.cpp.
@@ -6,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -119,6 +121,79 @@ TEST_CASE("plan_partitions: Lance's planner cases (scenario 9)") {
   // Exactly 4 x target is not split; steady state is empty.
   CHECK(plan_partitions(sizes({16384, 4096, 1024}), 4096).empty());
   CHECK_THROWS_AS(plan_partitions(sizes({1}), 0), invalid_input_error);
+  // The split threshold the joins respect: 4 x target.
+  CHECK(index::split_threshold(4096) == 16384);
+  CHECK(index::split_threshold(1) == 4);
+  CHECK_THROWS_AS(index::split_threshold(0), invalid_input_error);
+  CHECK_THROWS_AS(index::split_ways(5, 0), invalid_input_error);
+  // Target 8 (threshold 32, joins below 2): the second join still fits the 3 rows of
+  // room the partitions of 30 and 31 leave.
+  p = plan_partitions(sizes({1, 1, 30, 31}), 8);
+  CHECK(p.splits.empty());
+  CHECK(p.joins == std::vector<std::uint32_t>{0, 1});
+  // Target 10 (threshold 40, joins below 2): the empty partitions join first, then
+  // partition 0 (lowest id of the two of size 1); partition 2 would then need room
+  // beside a partition already at the threshold, so it stays.
+  p = plan_partitions(sizes({1, 0, 1, 0, 40}), 10);
+  CHECK(p.joins == std::vector<std::uint32_t>{0, 1, 3});
+}
+
+TEST_CASE("create_ivf_flat_with_centroids: the builder with given centroids, under the caller's memory budget") {
+  t::temp_dir tmp("optgiven");
+  const std::string root = (tmp.path() / "ds").string();
+  // 24,000 rows around 0, 10 and 20: more encoded rows than a 1 MiB budget buffers.
+  auto v = concat(concat(cluster(8000, 0, 1), cluster(8000, 10, 2)), cluster(8000, 20, 3));
+  v[5 * 4 + 1] = std::numeric_limits<float>::quiet_NaN();  // row 5: not indexed
+  dataset::write(root, batch(v, 0));
+  const std::vector<float> c = {0.05f, 0.05f, 0.05f, 0.05f, 10, 10, 10, 10, 20, 20, 20, 20};
+  const auto big = index::create_ivf_flat_with_centroids(root, "vector", c, 3);
+  const auto small = index::create_ivf_flat_with_centroids(root, "vector", c, 3, simd::distance_type::l2, "small", {},
+                                                           std::uint64_t(1) << 20);
+  CHECK(big.shuffle_runs == 0);
+  CHECK(small.shuffle_runs >= 1);  // the budget given bounds the shuffle
+  CHECK(big.rows_indexed == 23999);
+  CHECK(big.rows_skipped == 1);
+  CHECK(small.rows_indexed == 23999);
+  const auto snap = *dataset::load_latest(root);
+  double want_loss = 0;
+  for (std::size_t r = 0; r < 24000; ++r) {
+    if (r == 5) continue;
+    const std::size_t p = r / 8000;  // each cluster is nearest its own centroid
+    for (std::size_t j = 0; j < 4; ++j) {
+      const double d = double(v[r * 4 + j]) - double(c[p * 4 + j]);
+      want_loss += d * d;
+    }
+  }
+  for (const auto* name : {"vector_idx", "small"}) {
+    CAPTURE(name);
+    const auto ix = index::open_vector_index(snap, "", name);
+    REQUIRE(ix.segments.size() == 1);
+    const auto& s = ix.segments[0];
+    CHECK(s.index_file.index_type == "IVF_FLAT");
+    CHECK(*s.index_file.ivf.centroids == index::matrix::of(c, 3, 4));
+    REQUIRE(s.index_file.ivf.loss.has_value());
+    CHECK(*s.index_file.ivf.loss == doctest::Approx(want_loss).epsilon(1e-5));
+    // Every row in its cluster's partition, in row order, stored as its raw floats.
+    for (std::size_t p = 0; p < 3; ++p) {
+      const auto d = s.storage->read_partition(p);
+      REQUIRE(d.size() == (p == 0 ? 7999u : 8000u));
+      std::size_t i = 0;
+      for (std::size_t r = p * 8000; r < (p + 1) * 8000; ++r) {
+        if (r == 5) continue;
+        CHECK_MESSAGE(d.row_ids[i] == dataset::row_address(0, r), "partition ", p, " entry ", i);
+        CHECK(std::memcmp(d.codes.data() + i * 16, v.data() + r * 4, 16) == 0);
+        ++i;
+      }
+    }
+  }
+  CHECK_THROWS_WITH_AS(index::create_ivf_flat_with_centroids(root, "vector", c, 3, simd::distance_type::l2, "tiny", {},
+                                                             1000),
+                       doctest::Contains("memory_budget_bytes"), invalid_input_error);
+  CHECK_THROWS_WITH_AS(index::create_ivf_flat_with_centroids(root, "vector", c, 3, simd::distance_type::l2, "t0", 0),
+                       doctest::Contains("target_partition_size"), invalid_input_error);
+  CHECK_THROWS_WITH_AS(index::create_ivf_flat_with_centroids(root, "vector", c, 5), doctest::Contains("12 values"),
+                       invalid_input_error);
+  CHECK(dataset::load_latest(root)->version() == snap.version());
 }
 
 TEST_CASE("optimize: delta segment, search over segments, steady state (scenario 4)") {
