@@ -481,9 +481,11 @@ TEST_CASE("interop: LanceDB lists and searches the indexes we build, recall like
     MESSAGE(name << " recall@10 (nprobes " << nprobes << " of " << parts << "): LanceDB on ours " << rc_ours
                  << ", LanceDB on its own " << rc_theirs << ", ours on ours " << rc_self);
     // Tolerance of this quick test: 0.05 (100 queries; both k-means are randomised).
-    // IVF_FLAT 0.08: LanceDB's own index ranged 0.925-0.982 over 7 runs here, ours
-    // (seeded, so fixed) is 0.916: our k-means partitions this data at the low end of
-    // LanceDB's range (reported to index/kmeans), which 0.05 failed 1 run in 7.
+    // IVF_FLAT 0.08: LanceDB's own index ranged 0.909-0.982 over 15 runs here, ours
+    // (seeded, so fixed) is 0.916. Not a worse k-means: both run Lance's (random
+    // initial rows), and over 12 seeds ours ranges 0.916-0.980 (mean 0.955 against
+    // LanceDB's 0.940); seed 42 is a low draw on this data, one build against one
+    // build differs by up to 0.07 either way. The next test compares the methods.
     CHECK(rc_ours >= rc_theirs - (v.type == index::ivf_index_type::ivf_flat ? 0.08 : 0.05));
     CHECK(std::abs(rc_self - rc_ours) <= 0.05);
   }
