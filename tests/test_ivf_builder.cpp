@@ -27,6 +27,8 @@
 
 #include <cstdio>
 #include <functional>
+#include <limits>
+#include <span>
 #include <map>
 #include <unordered_map>
 
@@ -479,12 +481,156 @@ TEST_CASE("interop: LanceDB lists and searches the indexes we build, recall like
     MESSAGE(name << " recall@10 (nprobes " << nprobes << " of " << parts << "): LanceDB on ours " << rc_ours
                  << ", LanceDB on its own " << rc_theirs << ", ours on ours " << rc_self);
     // Tolerance of this quick test: 0.05 (100 queries; both k-means are randomised).
-    // IVF_FLAT 0.08: LanceDB's own index ranged 0.925-0.982 over 7 runs here, ours
-    // (seeded, so fixed) is 0.916: our k-means partitions this data at the low end of
-    // LanceDB's range (reported to index/kmeans), which 0.05 failed 1 run in 7.
+    // IVF_FLAT 0.08: LanceDB's own index ranged 0.909-0.982 over 15 runs here, ours
+    // (seeded, so fixed) is 0.916. Not a worse k-means: both run Lance's (random
+    // initial rows), and over 12 seeds ours ranges 0.916-0.980 (mean 0.955 against
+    // LanceDB's 0.940); seed 42 is a low draw on this data, one build against one
+    // build differs by up to 0.07 either way. The next test compares the methods.
     CHECK(rc_ours >= rc_theirs - (v.type == index::ivf_index_type::ivf_flat ? 0.08 : 0.05));
     CHECK(std::abs(rc_self - rc_ours) <= 0.05);
   }
+}
+
+namespace {
+
+// How well centroids partition `vecs` for IVF_FLAT search, computed here rather than
+// through LanceDB: each row goes to its nearest centroid and a query searches the rows
+// of its `nprobes` nearest centroids exactly, which is what LanceDB's IVF_FLAT search
+// does (the test above checks our search returns LanceDB's neighbours exactly).
+struct partition_quality {
+  std::vector<double> recall;  // recall@10 per entry of nprobes
+  double objective = 0;        // k-means objective over all rows: sum of squared l2
+  std::size_t largest = 0;     // rows in the largest partition
+};
+
+struct partition_judge {
+  std::size_t n, dim, nq;
+  const std::vector<float>& vecs;
+  std::vector<float> qd;  // nq x n squared distances
+  std::vector<std::set<std::uint32_t>> truth;
+
+  partition_judge(const std::vector<float>& v, const std::vector<float>& queries, std::size_t d)
+      : n(v.size() / d), dim(d), nq(queries.size() / d), vecs(v), qd(nq * n), truth(nq) {
+    for (std::size_t q = 0; q < nq; ++q) {
+      for (std::size_t r = 0; r < n; ++r) qd[q * n + r] = sq_l2(queries.data() + q * dim, vecs.data() + r * dim);
+      truth[q] = top10(q, nullptr);
+    }
+  }
+  float sq_l2(const float* a, const float* b) const {
+    float s = 0;
+    for (std::size_t t = 0; t < dim; ++t) s += (a[t] - b[t]) * (a[t] - b[t]);
+    return s;
+  }
+  std::set<std::uint32_t> top10(std::size_t q, const std::vector<char>* allowed) const {
+    std::vector<std::pair<float, std::uint32_t>> c;
+    for (std::size_t r = 0; r < n; ++r)
+      if (!allowed || (*allowed)[r]) c.push_back({qd[q * n + r], std::uint32_t(r)});
+    const std::size_t m = std::min<std::size_t>(10, c.size());
+    std::partial_sort(c.begin(), c.begin() + std::ptrdiff_t(m), c.end());
+    std::set<std::uint32_t> out;
+    for (std::size_t i = 0; i < m; ++i) out.insert(c[i].second);
+    return out;
+  }
+  partition_quality judge(std::span<const float> cents, const std::vector<float>& queries,
+                          const std::vector<std::size_t>& nprobes) const {
+    const std::size_t k = cents.size() / dim;
+    REQUIRE(k * dim == cents.size());
+    partition_quality pq;
+    std::vector<std::uint32_t> part(n);
+    std::vector<std::size_t> sizes(k);
+    for (std::size_t r = 0; r < n; ++r) {
+      float best = std::numeric_limits<float>::infinity();
+      for (std::size_t j = 0; j < k; ++j) {
+        const float d = sq_l2(vecs.data() + r * dim, cents.data() + j * dim);
+        if (d < best) best = d, part[r] = std::uint32_t(j);
+      }
+      pq.objective += best;
+      ++sizes[part[r]];
+    }
+    pq.largest = *std::max_element(sizes.begin(), sizes.end());
+    for (const std::size_t np : nprobes) {
+      double hits = 0;
+      for (std::size_t q = 0; q < nq; ++q) {
+        std::vector<std::pair<float, std::uint32_t>> cd;
+        for (std::size_t j = 0; j < k; ++j) cd.push_back({sq_l2(queries.data() + q * dim, cents.data() + j * dim), std::uint32_t(j)});
+        std::partial_sort(cd.begin(), cd.begin() + std::ptrdiff_t(np), cd.end());
+        std::vector<char> probed(k, 0), allowed(n);
+        for (std::size_t i = 0; i < np; ++i) probed[cd[i].second] = 1;
+        for (std::size_t r = 0; r < n; ++r) allowed[r] = probed[part[r]];
+        for (auto id : top10(q, &allowed)) hits += double(truth[q].count(id));
+      }
+      pq.recall.push_back(hits / double(10 * nq));
+    }
+    return pq;
+  }
+};
+
+}  // namespace
+
+// Partition quality, the part of IVF recall k-means decides: the recall of IVF_FLAT at
+// low nprobes and the k-means objective of our builder's IVF training (eight seeds, so
+// a fixed draw is not mistaken for the method) against the mean over five IVF_FLAT
+// indexes LanceDB builds itself (its training is unseeded). Both run Lance's k-means
+// (random initial rows, 256 x k sample, 50 iterations, tolerance 1e-4): on this data
+// (24 blobs into 16 partitions) a build's recall depends mostly on its initial rows.
+// Measured over 8 LanceDB builds / 12 of our seeds (bench/RESULTS.md, "IVF partition
+// quality"): recall@10 at nprobes 4 per LanceDB build 0.927-0.956 (mean 0.943, sd
+// 0.010), ours 0.918-0.970; nprobes 2: LanceDB 0.728-0.806 (sd 0.029); objective per
+// LanceDB build 93.0k-107.7k (sd 4.7%). Ours is deterministic, so the margins only
+// cover the spread of LanceDB's 5-build mean (sd 0.0046 at nprobes 4, 0.013 at 2,
+// 2.1% objective): 0.02, 0.04 and 6% are each more than 2.8 of those sd, and a
+// k-means cut to one iteration (0.873 at nprobes 4) fails.
+TEST_CASE("interop: our IVF partitions are as good as LanceDB's own (mean over its builds)") {
+  const std::size_t n = 20000, dim = 32, nq = 500, parts = 16;
+  const std::vector<std::size_t> nprobes = {2, 4};
+  const auto vecs = clustered(n, dim, 24, 0.25f, 11);  // the data of the test above
+  const auto queries = clustered(nq, dim, 24, 0.3f, 12);
+  t::temp_dir tmp("ivfb-partitions");
+  write_f32(tmp.path() / "vectors.f32", vecs);
+  const partition_judge judge(vecs, queries, dim);
+
+  auto report = [&](const std::string& who, const partition_quality& q) {
+    MESSAGE(who << ": recall@10 nprobes 2 " << q.recall[0] << ", nprobes 4 " << q.recall[1] << ", objective "
+                << q.objective << ", largest partition " << q.largest << " of " << n);
+  };
+  partition_quality lance{std::vector<double>(nprobes.size()), 0, 0};
+  const int lance_builds = 5;
+  for (int b = 0; b < lance_builds; ++b) {
+    const auto ds = tmp.path() / ("lancedb-" + std::to_string(b));
+    t::node("create_index.mjs", {ds.string(), "--create", "--vectors", (tmp.path() / "vectors.f32").string(), "--dim",
+                                 std::to_string(dim), "--type", "ivf_flat", "--partitions", std::to_string(parts)});
+    const auto ix = index::open_vector_index(*dataset::load_latest(ds.string()), "vector");
+    REQUIRE(ix.index_file.ivf.centroids);
+    const auto q = judge.judge(ix.index_file.ivf.centroids->values<float>(), queries, nprobes);
+    report("LanceDB build " + std::to_string(b + 1), q);
+    for (std::size_t i = 0; i < nprobes.size(); ++i) lance.recall[i] += q.recall[i] / lance_builds;
+    lance.objective += q.objective / lance_builds;
+  }
+
+  const auto ours_ds = tmp.path() / "ours";
+  t::node("create_index.mjs", {ours_ds.string(), "--create", "--vectors", (tmp.path() / "vectors.f32").string(),
+                               "--dim", std::to_string(dim), "--type", "none"});
+  partition_quality ours{std::vector<double>(nprobes.size()), 0, 0};
+  const std::vector<std::uint64_t> seeds = {42, 1, 2, 3, 4, 5, 6, 7};  // 42: build_options' default
+  for (const auto seed : seeds) {
+    index::build_options o;
+    o.column = "vector";
+    o.type = index::ivf_index_type::ivf_flat;
+    o.num_partitions = parts;
+    o.seed = seed;
+    const auto model = index::train_ivf_model(ours_ds.string(), o);
+    const auto q = judge.judge(model.centroids.values<float>(), queries, nprobes);
+    report("ours, seed " + std::to_string(seed), q);
+    for (std::size_t i = 0; i < nprobes.size(); ++i) ours.recall[i] += q.recall[i] / double(seeds.size());
+    ours.objective += q.objective / double(seeds.size());
+  }
+  MESSAGE("mean over LanceDB's " << lance_builds << " builds: recall@10 " << lance.recall[0] << " / " << lance.recall[1]
+                                 << ", objective " << lance.objective << "; ours over " << seeds.size()
+                                 << " seeds: " << ours.recall[0] << " / " << ours.recall[1] << ", objective "
+                                 << ours.objective);
+  CHECK(ours.recall[0] >= lance.recall[0] - 0.04);
+  CHECK(ours.recall[1] >= lance.recall[1] - 0.02);
+  CHECK(ours.objective <= lance.objective * 1.06);
 }
 
 TEST_CASE("interop: f16 vectors, every type listed by LanceDB; IVF_FLAT searched exactly") {

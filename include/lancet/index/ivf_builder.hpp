@@ -552,6 +552,9 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
 
   // Stage 1: IVF.
   if (need_ivf) {
+    // Lance's IVF training passes balance_factor 1 (divided by the rows, then capped by
+    // its adaptive bound): no measurable effect on partitions (bench/RESULTS.md, "IVF
+    // partition quality"), and 0 keeps the exact pruned iterations.
     kmeans_params kp;
     kp.max_iters = o.max_iters;
     kp.distance = metric;
