@@ -50,7 +50,8 @@
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/dataset.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/storage_reader.hpp"
+#include "lancet/index/storage_writer.hpp"
 #include "lancet/index/ivf_builder.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/kmeans.hpp"
@@ -1027,7 +1028,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
     // The graphs link the stored rows, so they are built from auxiliary.idx as written.
     const auto size = write_hnsw_index_file(dir, newest.index_file.version, model, metric, *graph, {}, o.pool);
     for (auto& f : files)
-      if (f.path == index_file_name) f.size_bytes = size;
+      if (f.path == detail::index_file_name) f.size_bytes = size;
   }
   res.rows_in_segment = out_sh.rows();
   // Its metadata: the merged segments' (still present) fragments and the delta's.

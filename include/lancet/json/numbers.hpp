@@ -1,8 +1,9 @@
 // Exact number text <-> binary conversions for the JSON layer: decimal literals
 // scaled without rounding (integers and decimals), 256-bit two's complement for
 // decimal256, floats in their shortest round-trip form laid out as JavaScript
-// prints numbers (so that our output matches LanceDB's canonical JSON text), and
-// double -> float16 with a single rounding.
+// prints numbers (so that our output matches LanceDB's canonical JSON text) or as
+// serde_json prints an f64 (index metadata), and double -> float16 with a single
+// rounding.
 #pragma once
 
 #include <array>
@@ -205,20 +206,62 @@ inline void append_ecma_layout(std::string& out, std::string_view digits, int n)
   }
 }
 
-// Splits to_chars scientific output "d.ddde+XX" into digits and n (see above).
-inline void append_from_scientific(std::string& out, std::string_view sci) {
+// A finite non-zero number as its significant digits and n: |v| = 0.d1d2... * 10^n.
+struct digits_and_exponent {
+  bool negative = false;
+  std::string digits;
+  int n = 0;
+};
+
+// Splits to_chars scientific output "-d.ddde+XX" (see above).
+inline digits_and_exponent split_scientific(std::string_view sci) {
+  digits_and_exponent d;
   if (!sci.empty() && sci[0] == '-') {
-    out.push_back('-');
+    d.negative = true;
     sci.remove_prefix(1);
   }
   const auto e = sci.find('e');
-  std::string digits;
   for (char c : sci.substr(0, e))
-    if (c != '.') digits.push_back(c);
+    if (c != '.') d.digits.push_back(c);
   int exp10 = 0;
   std::from_chars(sci.data() + e + 1 + (sci[e + 1] == '+'), sci.data() + sci.size(), exp10);
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-  append_ecma_layout(out, digits, exp10 + 1);
+  while (d.digits.size() > 1 && d.digits.back() == '0') d.digits.pop_back();
+  d.n = exp10 + 1;
+  return d;
+}
+
+inline void append_from_scientific(std::string& out, std::string_view sci) {
+  const auto d = split_scientific(sci);
+  if (d.negative) out.push_back('-');
+  append_ecma_layout(out, d.digits, d.n);
+}
+
+// The same digits laid out as ryu's format64 (serde_json's f64) does: plain with
+// ".0" for integers up to 16 integer digits, plain down to 1e-5, else "1.5e-7" /
+// "1e30" (no '+').
+inline void append_serde_layout(std::string& out, std::string_view digits, int n) {
+  const int length = int(digits.size());
+  if (n - length >= 0 && n <= 16) {
+    out.append(digits);
+    out.append(std::size_t(n - length), '0');
+    out += ".0";
+  } else if (n > 0 && n <= 16) {
+    out.append(digits.substr(0, std::size_t(n)));
+    out.push_back('.');
+    out.append(digits.substr(std::size_t(n)));
+  } else if (n > -5 && n <= 0) {
+    out += "0.";
+    out.append(std::size_t(-n), '0');
+    out.append(digits);
+  } else {
+    out.push_back(digits[0]);
+    if (length > 1) {
+      out.push_back('.');
+      out.append(digits.substr(1));
+    }
+    out.push_back('e');
+    out += std::to_string(n - 1);
+  }
 }
 
 // Shortest round-trip text of a double (finite, non-zero): what JavaScript's
@@ -282,6 +325,24 @@ inline void append_nonfinite_or_zero(std::string& out, double v) {
 inline void append_float(std::string& out, double v) {
   if (!std::isfinite(v) || v == 0) return append_nonfinite_or_zero(out, v);
   append_shortest(out, v);
+}
+
+// serde_json's text of an f64: shortest round-trip digits in ryu's layout, "0.0" /
+// "-0.0" for zeros and null for NaN and infinities.
+inline void append_serde_f64(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  if (v == 0) {
+    out += std::signbit(v) ? "-0.0" : "0.0";
+    return;
+  }
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  const auto d = split_scientific(std::string_view(buf, std::size_t(r.ptr - buf)));
+  if (d.negative) out.push_back('-');
+  append_serde_layout(out, d.digits, d.n);
 }
 
 // float32: the fewest digits that read back as the same float.
