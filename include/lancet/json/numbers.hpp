@@ -178,19 +178,34 @@ inline std::uint16_t double_to_half(double d) noexcept {
   return arrow::float_to_half(f);
 }
 
-// Appends a number from its shortest significant digits and decimal exponent
-// (value = 0.d1d2... * 10^n) the way ECMAScript's Number::toString lays it out:
-// plain up to 21 integer digits and down to 1e-6, exponent notation otherwise.
-inline void append_ecma_layout(std::string& out, std::string_view digits, int n) {
+// How shortest significant digits d1d2... and a decimal exponent n (value =
+// 0.d1d2... * 10^n) are laid out: plain while n <= max_int_digits (integers get
+// `integer_suffix`), plain with leading zeros while n >= min_n, else exponent
+// notation ("1.5e-7", with '+' for positive exponents when `exponent_plus`).
+struct number_layout {
+  int max_int_digits;
+  int min_n;
+  std::string_view integer_suffix;
+  bool exponent_plus;
+};
+// ECMAScript's Number::toString (LanceDB's canonical row JSON): up to 21 integer
+// digits, down to 1e-6, "1e+21".
+inline constexpr number_layout ecma_layout{21, -5, "", true};
+// ryu's format64 (serde_json's f64, Lance's index metadata): up to 16 integer digits
+// with ".0", down to 1e-5, "1e16".
+inline constexpr number_layout serde_layout{16, -4, ".0", false};
+
+inline void append_layout(std::string& out, std::string_view digits, int n, const number_layout& layout) {
   const int k = int(digits.size());
-  if (k <= n && n <= 21) {
+  if (k <= n && n <= layout.max_int_digits) {
     out.append(digits);
     out.append(std::size_t(n - k), '0');
-  } else if (0 < n && n <= 21) {
+    out.append(layout.integer_suffix);
+  } else if (0 < n && n <= layout.max_int_digits) {
     out.append(digits.substr(0, std::size_t(n)));
     out.push_back('.');
     out.append(digits.substr(std::size_t(n)));
-  } else if (-6 < n && n <= 0) {
+  } else if (layout.min_n <= n && n <= 0) {
     out += "0.";
     out.append(std::size_t(-n), '0');
     out.append(digits);
@@ -201,7 +216,8 @@ inline void append_ecma_layout(std::string& out, std::string_view digits, int n)
       out.append(digits.substr(1));
     }
     out.push_back('e');
-    out.push_back(n - 1 < 0 ? '-' : '+');
+    if (n - 1 < 0) out.push_back('-');
+    else if (layout.exponent_plus) out.push_back('+');
     out += std::to_string(n - 1 < 0 ? 1 - n : n - 1);
   }
 }
@@ -233,35 +249,7 @@ inline digits_and_exponent split_scientific(std::string_view sci) {
 inline void append_from_scientific(std::string& out, std::string_view sci) {
   const auto d = split_scientific(sci);
   if (d.negative) out.push_back('-');
-  append_ecma_layout(out, d.digits, d.n);
-}
-
-// The same digits laid out as ryu's format64 (serde_json's f64) does: plain with
-// ".0" for integers up to 16 integer digits, plain down to 1e-5, else "1.5e-7" /
-// "1e30" (no '+').
-inline void append_serde_layout(std::string& out, std::string_view digits, int n) {
-  const int length = int(digits.size());
-  if (n - length >= 0 && n <= 16) {
-    out.append(digits);
-    out.append(std::size_t(n - length), '0');
-    out += ".0";
-  } else if (n > 0 && n <= 16) {
-    out.append(digits.substr(0, std::size_t(n)));
-    out.push_back('.');
-    out.append(digits.substr(std::size_t(n)));
-  } else if (n > -5 && n <= 0) {
-    out += "0.";
-    out.append(std::size_t(-n), '0');
-    out.append(digits);
-  } else {
-    out.push_back(digits[0]);
-    if (length > 1) {
-      out.push_back('.');
-      out.append(digits.substr(1));
-    }
-    out.push_back('e');
-    out += std::to_string(n - 1);
-  }
+  append_layout(out, d.digits, d.n, ecma_layout);
 }
 
 // Shortest round-trip text of a double (finite, non-zero): what JavaScript's
@@ -307,7 +295,7 @@ void append_precision_search(std::string& out, double v, int exact_digits, Reads
     std::string text = digits + "e" + std::to_string(n - int(p));
     if (reads_back(text)) {
       while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-      append_ecma_layout(out, digits, n);
+      append_layout(out, digits, n, ecma_layout);
       return;
     }
   }
@@ -342,7 +330,7 @@ inline void append_serde_f64(std::string& out, double v) {
   auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
   const auto d = split_scientific(std::string_view(buf, std::size_t(r.ptr - buf)));
   if (d.negative) out.push_back('-');
-  append_serde_layout(out, d.digits, d.n);
+  append_layout(out, d.digits, d.n, serde_layout);
 }
 
 // float32: the fewest digits that read back as the same float.
