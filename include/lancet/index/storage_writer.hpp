@@ -1,5 +1,5 @@
-// The two files of an IVF vector index directory (_indices/{uuid}/), written and read
-// exactly as Lance 12 lays them out (docs/lance12-indexes.md):
+// Writing the two files of an IVF vector index directory (_indices/{uuid}/) exactly
+// as Lance 12 lays them out (docs/lance12-indexes.md; storage_reader.hpp reads them):
 //
 //   index.idx       the sub-index: for IVF with the flat sub-index, zero rows of one
 //                   `__flat_marker: uint64` column; global buffer 1 = the IVF
@@ -64,8 +64,7 @@ decltype(auto) with_index_file_version(file::format_version v, F&& f) {
 
 // `lance:index`: {"type":"IVF_PQ","distance_type":"l2"}.
 inline std::string index_metadata_json(std::string_view index_type, simd::distance_type d) {
-  return "{\"type\":" + json::quote(index_type) + ",\"distance_type\":" + json::quote(distance_type_name(d)) +
-         "}";
+  return "{\"type\":" + json::quote(index_type) + ",\"distance_type\":" + json::quote(distance_type_name(d)) + "}";
 }
 
 // index.idx's column for the flat sub-index.

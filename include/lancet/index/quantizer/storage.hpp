@@ -16,6 +16,7 @@
 #include "lancet/arrow/type.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/index/detail/storage_names.hpp"
+#include "lancet/index/ivf_model.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/json/access.hpp"
 #include "lancet/json/write.hpp"
