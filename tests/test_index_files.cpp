@@ -1,4 +1,4 @@
-// Vector index files (index/index_files.hpp, ivf_model.hpp, pb/index.hpp): protobuf
+// Vector index files (index/storage_writer.hpp, storage_reader.hpp, quantizer/storage.hpp, quantizer/code_layout.hpp, ivf_model.hpp, pb/index.hpp): protobuf
 // messages, the JSON Lance keeps in schema metadata, code layouts, and index.idx /
 // auxiliary.idx written by us equal, byte for byte, to the files LanceDB 0.39
 // (Lance 12) wrote for the same content (tests/fixtures/indexes, made with
@@ -19,7 +19,8 @@
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/file/footer.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/storage_reader.hpp"
+#include "lancet/index/storage_writer.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/index/registry.hpp"
@@ -278,7 +279,7 @@ TEST_CASE("VectorIndexDetails: bytes as Lance 12 records them") {
 }
 
 TEST_CASE("JSON in index metadata: serde_json's forms") {
-  using index::json_detail::number;
+  auto* number = &json::serde_number;
   CHECK(number(-1.2360255718231201) == "-1.2360255718231201");
   CHECK(number(1.2681611776351929) == "1.2681611776351929");
   CHECK(number(1.0) == "1.0");
@@ -295,17 +296,17 @@ TEST_CASE("JSON in index metadata: serde_json's forms") {
   CHECK(number(1.2345678901234567e20) == "1.2345678901234567e20");
   CHECK(number(123.456) == "123.456");
   CHECK(number(std::nan("")) == "null");
-  CHECK(index::json_detail::quote("a\"b\\c\n\x01") == "\"a\\\"b\\\\c\\n\\u0001\"");
+  CHECK(json::quote("a\"b\\c\n\x01") == "\"a\\\"b\\\\c\\n\\u0001\"");
 
-  const auto v = index::json_detail::parse(" {\"a\": [1, -2.5e3, \"x\\u00e9\\ud83d\\ude00\"], \"b\": null, \"c\": true}", "t");
-  REQUIRE(v.get("a"));
-  CHECK(v.get("a")->items.size() == 3);
-  CHECK(v.get("a")->items[1].text == "-2.5e3");
-  CHECK(v.get("a")->items[2].text == "x\xc3\xa9\xf0\x9f\x98\x80");
-  CHECK(v.get("c")->b);
-  CHECK_THROWS_AS(index::json_detail::parse("{\"a\":1,}", "t"), corrupt_error);
-  CHECK_THROWS_AS(index::json_detail::parse("[1] x", "t"), corrupt_error);
-  CHECK_THROWS_WITH_AS(index::json_detail::parse("\"\\ud800\"", "meta"), doctest::Contains("meta: invalid JSON"),
+  const auto v = json::parse(" {\"a\": [1, -2.5e3, \"x\\u00e9\\ud83d\\ude00\"], \"b\": null, \"c\": true}", "t");
+  REQUIRE(v.find("a"));
+  CHECK(v.find("a")->items.size() == 3);
+  CHECK(v.find("a")->items[1].text == "-2.5e3");
+  CHECK(v.find("a")->items[2].text == "x\xc3\xa9\xf0\x9f\x98\x80");
+  CHECK(v.find("c")->b);
+  CHECK_THROWS_AS(json::parse("{\"a\":1,}", "t"), corrupt_error);
+  CHECK_THROWS_AS(json::parse("[1] x", "t"), corrupt_error);
+  CHECK_THROWS_WITH_AS(json::parse("\"\\ud800\"", "meta"), doctest::Contains("meta: invalid JSON"),
                        corrupt_error);
 
   CHECK(index::index_metadata_json("IVF_PQ", simd::distance_type::l2) == R"({"type":"IVF_PQ","distance_type":"l2"})");

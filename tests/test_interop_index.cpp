@@ -35,7 +35,8 @@
 #include <lancet/dataset/commit.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/index_files.hpp>
+#include <lancet/index/storage_reader.hpp>
+#include <lancet/index/storage_writer.hpp>
 #include <lancet/index/kmeans.hpp>
 #include <lancet/index/registry.hpp>
 

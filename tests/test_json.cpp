@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -12,7 +13,11 @@
 #include <lancet/arrow/builder.hpp>
 #include <lancet/arrow/compare.hpp>
 #include <lancet/arrow/validate.hpp>
+#include <lancet/json/access.hpp>
 #include <lancet/json/base64.hpp>
+#include <lancet/json/parse.hpp>
+#include <lancet/json/value.hpp>
+#include <lancet/json/write.hpp>
 #include <lancet/json/rows_reader.hpp>
 #include <lancet/json/rows_writer.hpp>
 #include <lancet/json/schema_json.hpp>
@@ -351,12 +356,12 @@ TEST_CASE("schema: every error names the field and the problem") {
        R"(schema: field 'a', metadata key "k": expected a string or {"base64": "..."}, got null)"},
       {R"({"fields": [{"name": "a", "type": "int32", "metadata": {"k": "v", "k": "w"}}]})",
        R"(schema: field 'a': key "k" given twice)"},
-      {R"({"fields": [)", R"(schema: malformed JSON at line 1, column 13: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal)"},
+      {R"({"fields": [)", R"(schema: malformed JSON at line 1, column 13: unexpected end of input; expected a value)"},
       {"{\"fields\": [\n  {\"name\": \"a\", \"type\": int32}\n]}",
-       R"(schema: malformed JSON at line 2, column 25: syntax error while parsing value - invalid literal; last read: '"type": i')"},
+       R"(schema: malformed JSON at line 2, column 25: unexpected 'i'; expected a value)"},
       {R"({"fields": []} x)",
-       R"(schema: malformed JSON at line 1, column 16: syntax error while parsing value - invalid literal; last read: '"fields": []} x'; expected end of input)"},
-      {"", R"(schema: malformed JSON at line 1, column 1: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal)"},
+       R"(schema: malformed JSON at line 1, column 16: unexpected 'x'; expected end of input after the value)"},
+      {"", R"(schema: malformed JSON at line 1, column 1: unexpected end of input; expected a value)"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.json);
@@ -572,7 +577,7 @@ TEST_CASE("rows: accepted input forms") {
         "{\"x\":3}\n{\"x\":\"NaN\"}\n{\"x\":\"-Infinity\"}\n{\"x\":100}\n");
   CHECK(through(one("\"float32\""), R"({"x": 1e-50})" "\n" R"({"x": -1e-50})") == "{\"x\":0}\n{\"x\":-0}\n");
   CHECK(through(one("\"float16\""), R"({"x": 65519})" "\n" R"({"x": 1e-10})") == "{\"x\":65500}\n{\"x\":0}\n");
-  // -0 keeps its sign in float columns (nlohmann alone would read the integer 0)
+  // -0 keeps its sign in float columns (the parser keeps it as text, not the integer 0)
   CHECK(through(schema_of(R"({"fields": [{"name": "s", "type": "utf8"}, {"name": "f", "type": {"list": "float64"}},
                                          {"name": "h", "type": "float16"}, {"name": "i", "type": "int32"}]})"),
                 R"({"s": "-0 \"-0", "f": [0, -0, -0.0, 1, -0], "h": -0, "i": -0})") ==
@@ -760,11 +765,11 @@ TEST_CASE("rows: every error names the line, the field and the problem") {
   };
   const tc cases[] = {
       // malformed JSON
-      {R"({"id": 1,})", "column 10: malformed JSON: syntax error while parsing object key - unexpected '}'; expected string literal"},
-      {R"({"id": 1)", "column 9: malformed JSON: syntax error while parsing object - unexpected end of input; expected '}'"},
-      {R"({"id": 1} {"id": 2})", "column 11: malformed JSON: syntax error while parsing value - unexpected '{'; expected end of input"},
-      {R"({"id": NaN})", "column 8: malformed JSON: syntax error while parsing value - invalid literal; last read: '\"id\": N'"},
-      {"{\"id\": 1, \"str\": \"\xff\"}", "column 19: malformed JSON: syntax error while parsing value - invalid string: ill-formed UTF-8 byte; last read: '\"\xff'"},
+      {R"({"id": 1,})", "column 10: malformed JSON: unexpected '}'; expected a member name (a string)"},
+      {R"({"id": 1)", "column 9: malformed JSON: unexpected end of input; expected ',' or '}'"},
+      {R"({"id": 1} {"id": 2})", "column 11: malformed JSON: unexpected '{'; expected end of input after the value"},
+      {R"({"id": NaN})", "column 8: malformed JSON: unexpected 'N'; expected a value"},
+      {"{\"id\": 1, \"str\": \"\xff\"}", "column 19: malformed JSON: invalid string: ill-formed UTF-8 byte 0xff"},
       {R"([1, 2])", "expected a JSON object, got an array"},
       {R"("row")", "expected a JSON object, got \"row\""},
       {"42", "expected a JSON object, got 42"},
@@ -1043,6 +1048,193 @@ TEST_CASE("base64: encode and strict decode") {
       CHECK(back == bytes);
     }
   }
+}
+
+// ---- the JSON module itself (json/value.hpp, parse.hpp, write.hpp, access.hpp) ------
+
+namespace {
+json::syntax_error parse_error(std::string_view text, std::size_t max_depth = json::max_json_depth) {
+  json::value v;
+  json::syntax_error e;
+  CHECK_FALSE(json::try_parse(text, v, e, max_depth));
+  return e;
+}
+}  // namespace
+
+TEST_CASE("json module: values keep integers, number text, member order and duplicates") {
+  json::value v;
+  json::syntax_error e;
+  REQUIRE(json::try_parse("\xEF\xBB\xBF {\"b\": [0, -1, 18446744073709551615, 18446744073709551616, -9223372036854775808,"
+                          " -9223372036854775809, -0, 1.50, 2E+3, 1e-400], \"a\": null, \"b\": \"x\\u00e9\\ud83d\\ude00\\/\"}\r\n",
+                          v, e));
+  REQUIRE(v.k == json::value::kind::object);
+  REQUIRE(v.members.size() == 3);
+  CHECK(v.members[0].first == "b");
+  CHECK(v.members[1].first == "a");
+  CHECK(v.members[2].first == "b");  // duplicates stay, for callers to refuse
+  CHECK(v.find("b") == &v.members[0].second);
+  CHECK(v.find("z") == nullptr);
+  const auto& n = v.members[0].second.items;
+  REQUIRE(n.size() == 10);
+  CHECK((n[0].k == json::value::kind::unsigned_ && n[0].u == 0));
+  CHECK((n[1].k == json::value::kind::integer && n[1].i == -1));
+  CHECK((n[2].k == json::value::kind::unsigned_ && n[2].u == UINT64_MAX));
+  CHECK((n[3].k == json::value::kind::number && n[3].text == "18446744073709551616"));
+  CHECK((n[4].k == json::value::kind::integer && n[4].i == INT64_MIN));
+  CHECK((n[5].k == json::value::kind::number && n[5].text == "-9223372036854775809"));
+  CHECK((n[6].k == json::value::kind::number && n[6].text == "-0"));
+  CHECK((n[7].k == json::value::kind::number && n[7].text == "1.50"));
+  CHECK((n[8].k == json::value::kind::number && n[8].text == "2E+3"));
+  CHECK((n[9].k == json::value::kind::number && n[9].text == "1e-400"));  // below a double: reads as 0
+  CHECK(v.members[1].second.is_null());
+  CHECK(v.members[2].second.text == "x\xc3\xa9\xf0\x9f\x98\x80/");
+}
+
+TEST_CASE("json module: write gives back what parse read") {
+  for (const std::string text : {
+           R"({"a":[1,-2,3.25,-0,1e400000000000000000000000000000000000000000000000000000000000000000000000000000]})",
+           R"([])", R"({})", R"("")", R"(null)", R"([true,false,null,[[]],{"":{}}])",
+           "\"\\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001f \xc3\xa9\xf0\x9f\x98\x80\"",
+           R"({"k":"v","k":1,"n":18446744073709551616,"m":-9223372036854775808})",
+       }) {
+    CAPTURE(text);
+    json::value v;
+    json::syntax_error e;
+    if (text.find("1e4000") != std::string::npos) {  // beyond a double: refused, see below
+      CHECK_FALSE(json::try_parse(text, v, e));
+      continue;
+    }
+    REQUIRE(json::try_parse(text, v, e));
+    CHECK(json::write(v) == text);
+  }
+  // Whitespace and escapes that need none are normalised.
+  json::value v;
+  json::syntax_error e;
+  REQUIRE(json::try_parse(" [ 1 ,\n\t{ \"a\" : \"\\u0041\\/\" } ] ", v, e));
+  CHECK(json::write(v) == R"([1,{"a":"A/"}])");
+}
+
+TEST_CASE("json module: parse errors name the offset, line and column") {
+  struct tc {
+    const char* text;
+    std::size_t offset, line, column;
+    const char* message;
+  };
+  const tc cases[] = {
+      {"", 0, 1, 1, "unexpected end of input; expected a value"},
+      {"   ", 3, 1, 4, "unexpected end of input; expected a value"},
+      {"[1,]", 3, 1, 4, "unexpected ']'; expected a value"},
+      {"{\"a\":1,}", 7, 1, 8, "unexpected '}'; expected a member name (a string)"},
+      {"{\"a\" 1}", 5, 1, 6, "unexpected '1'; expected ':'"},
+      {"{\"a\":1", 6, 1, 7, "unexpected end of input; expected ',' or '}'"},
+      {"[1 2]", 3, 1, 4, "unexpected '2'; expected ',' or ']'"},
+      {"[1]\n x", 5, 2, 2, "unexpected 'x'; expected end of input after the value"},
+      {"[tru]", 4, 1, 5, "invalid literal (expected true)"},
+      {"nul", 3, 1, 4, "invalid literal (expected null)"},
+      {"[01]", 2, 1, 3, "invalid number: a leading zero is followed by a digit"},
+      {"[-]", 2, 1, 3, "invalid number: expected a digit after '-'"},
+      {"[+1]", 1, 1, 2, "unexpected '+'; expected a value"},
+      {"[1.]", 3, 1, 4, "invalid number: expected a digit after '.'"},
+      {"[1e+]", 4, 1, 5, "invalid number: expected a digit in the exponent"},
+      {"[.5]", 1, 1, 2, "unexpected '.'; expected a value"},
+      {"\"a\nb\"", 2, 1, 3, "invalid string: control character byte 0x0a must be escaped"},
+      {"\"abc", 4, 1, 5, "invalid string: unexpected end of input (no closing '\"')"},
+      {"\"\\x\"", 2, 1, 3, "invalid string: unknown escape \\x"},
+      {"\"\\u12g4\"", 5, 1, 6, "invalid string: 'g' is not a hex digit of a \\u escape"},
+      {"\"\\ud800\"", 1, 1, 2, "invalid string: a high surrogate \\u escape without a low one after it"},
+      {"\"\\ud800\\u0041\"", 7, 1, 8, "invalid string: a high surrogate \\u escape is followed by no low surrogate"},
+      {"\"\\udc00\"", 1, 1, 2, "invalid string: a low surrogate \\u escape without a high one before it"},
+      {"[\"\xc3\"]", 3, 1, 4, "invalid string: ill-formed UTF-8 '\"'"},
+      {"\"\xc0\xaf\"", 1, 1, 2, "invalid string: ill-formed UTF-8 byte 0xc0"},         // overlong
+      {"\"\xed\xa0\x80\"", 2, 1, 3, "invalid string: ill-formed UTF-8 byte 0xa0"},     // a surrogate
+      {"\"\xf4\x90\x80\x80\"", 2, 1, 3, "invalid string: ill-formed UTF-8 byte 0x90"}, // past U+10FFFF
+      {"{\"a\":\n\n  [1, @]}", 13, 3, 7, "unexpected '@'; expected a value"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.text);
+    const auto e = parse_error(c.text);
+    CHECK(e.malformed);
+    CHECK(e.offset == c.offset);
+    CHECK(e.line == c.line);
+    CHECK(e.column == c.column);
+    CHECK(e.message == c.message);
+  }
+  // A number beyond a double is well-formed JSON that has no value here: the error
+  // says where in the document it is.
+  const auto big = parse_error(R"({"a": [1, {"b": -1e309}]})");
+  CHECK_FALSE(big.malformed);
+  CHECK(big.path == "a[1].b");
+  CHECK(big.offset == 16);
+  CHECK(big.message == "the number -1e309 is out of range");
+  // Depth is bounded (containers, not values).
+  CHECK(parse_error("[[[1]]]", 2).message == "nested deeper than 2 levels");
+  json::value v;
+  json::syntax_error e;
+  CHECK(json::try_parse("[[1]]", v, e, 2));
+  std::string deep(100000, '[');
+  CHECK(parse_error(deep).message == "nested deeper than 256 levels");
+  // Stored metadata: corrupt_error naming the text and the offset.
+  CHECK(error_of<corrupt_error>([] { json::parse("[1,,]", "'x.idx' lance:ivf"); }) ==
+        "corrupt: 'x.idx' lance:ivf: invalid JSON at character 3: unexpected ','; expected a value");
+}
+
+TEST_CASE("json module: typed access to stored JSON") {
+  const auto v = json::parse(R"({"n": 7, "big": 4294967296, "neg": -1, "f": 2.5, "i": 3, "s": "x", "b": true,
+                                 "bytes": [0, 255], "nb": null, "bad": [256]})",
+                             "meta");
+  CHECK(json::as_u64(json::member(v, "big", "meta"), "big", "meta") == 4294967296u);
+  CHECK(json::as_u32(json::member(v, "n", "meta"), "n", "meta") == 7u);
+  CHECK(json::as_f64(json::member(v, "f", "meta"), "f", "meta") == 2.5);
+  CHECK(json::as_f64(json::member(v, "i", "meta"), "i", "meta") == 3.0);
+  CHECK(json::as_f64(json::member(v, "neg", "meta"), "neg", "meta") == -1.0);
+  CHECK(json::as_string(json::member(v, "s", "meta"), "s", "meta") == "x");
+  CHECK(json::as_bool(json::member(v, "b", "meta"), "b", "meta"));
+  CHECK(json::as_bytes(json::member(v, "bytes", "meta"), "bytes", "meta") == std::vector<std::uint8_t>{0, 255});
+  CHECK(json::as_bytes(json::member(v, "nb", "meta"), "nb", "meta").empty());
+  CHECK(error_of<corrupt_error>([&] { json::member(v, "zz", "meta"); }) == "corrupt: meta: missing \"zz\"");
+  CHECK(error_of<corrupt_error>([&] { json::as_u32(json::member(v, "big", "meta"), "big", "meta"); }) ==
+        "corrupt: meta: \"big\" = 4294967296 is too large");
+  CHECK(error_of<corrupt_error>([&] { json::as_u64(json::member(v, "neg", "meta"), "neg", "meta"); }) ==
+        "corrupt: meta: \"neg\" is not a non-negative integer");
+  CHECK(error_of<corrupt_error>([&] { json::as_u64(json::member(v, "f", "meta"), "f", "meta"); }) ==
+        "corrupt: meta: \"f\" is not a non-negative integer");
+  CHECK(error_of<corrupt_error>([&] { json::as_bytes(json::member(v, "bad", "meta"), "bad", "meta"); }) ==
+        "corrupt: meta: \"bad\" holds 256, not a byte");
+  CHECK(error_of<corrupt_error>([&] { json::as_string(json::member(v, "n", "meta"), "n", "meta"); }) ==
+        "corrupt: meta: \"n\" is not a string");
+  CHECK(json::parse_string_list(json::string_list({"", "a\"b", "{\"x\":1}"}), "l") ==
+        std::vector<std::string>{"", "a\"b", "{\"x\":1}"});
+  CHECK(json::string_list({"", "{\"x\":1}"}) == R"(["","{\"x\":1}"])");
+  CHECK(error_of<corrupt_error>([] { json::parse_string_list("[1]", "l"); }) == "corrupt: l: expected a JSON array of strings");
+}
+
+TEST_CASE("json module: numbers as serde_json writes them") {
+  // Byte-for-byte what Lance's index metadata holds (ryu's shortest digits).
+  CHECK(json::serde_number(-1.2360255718231201) == "-1.2360255718231201");
+  CHECK(json::serde_number(1.0) == "1.0");
+  CHECK(json::serde_number(-0.0) == "-0.0");
+  CHECK(json::serde_number(1e-5) == "0.00001");
+  CHECK(json::serde_number(1e-6) == "1e-6");
+  CHECK(json::serde_number(1e16) == "1e16");
+  CHECK(json::serde_number(-1.5e300) == "-1.5e300");
+  CHECK(json::serde_number(5e-324) == "5e-324");
+  CHECK(json::serde_number(123456789012345.6) == "123456789012345.6");
+  CHECK(json::serde_number(std::numeric_limits<double>::infinity()) == "null");
+  // Shortest round trip: the text reads back as the same double.
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    double d;
+    const std::uint64_t bits = rng();
+    std::memcpy(&d, &bits, 8);
+    if (!std::isfinite(d)) continue;
+    const auto t = json::serde_number(d);
+    CAPTURE(t);
+    json::value v;
+    json::syntax_error e;
+    REQUIRE(json::try_parse(t, v, e));
+    CHECK(json::as_f64(v, "x", "t") == d);
+  }
+  CHECK(json::quote("a\"b\\c\n\x01\x7f") == "\"a\\\"b\\\\c\\n\\u0001\x7f\"");
 }
 
 }  // TEST_SUITE

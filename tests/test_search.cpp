@@ -752,14 +752,14 @@ TEST_CASE("our search over LanceDB's indexes returns LanceDB's neighbours") {
   }
 }
 
-// ---- LanceDB's index files, read with index_files.hpp ------------------------------
+// ---- LanceDB's index files, read with storage_reader.hpp ------------------------------
 // tests/fixtures/indexes/* (datasets LanceDB 0.39 wrote, one fragment each): the
 // searcher over the files' centroids and partitions against brute force over the
 // dataset's own vectors.
 #include <filesystem>
 
 #include "lancet/file/reader.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/storage_reader.hpp"
 #include "lancet/io/file_source.hpp"
 
 namespace {

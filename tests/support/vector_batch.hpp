@@ -13,7 +13,7 @@
 #include <lancet/arrow/array.hpp>
 #include <lancet/arrow/type.hpp>
 #include <lancet/core/buffer.hpp>
-#include <lancet/index/index_files.hpp>
+#include <lancet/index/storage_writer.hpp>
 
 namespace lancet::testing {
 

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "lancet/core/error.hpp"
+#include "lancet/json/parse.hpp"
 #include "lancet/json/value.hpp"
 #include "lancet/pb/table.hpp"
 
@@ -48,7 +49,7 @@ namespace lancet::dataset {
 namespace detail {
 
 inline void put_key(std::string& out, std::string_view k) {
-  json::detail::append_quoted(out, k);
+  json::append_quoted(out, k);
   out.push_back(':');
 }
 
@@ -72,7 +73,7 @@ inline void put_sequence(std::string& out, const pb::inline_or_external& s) {
     out += "]}";
   } else if (const auto* e = std::get_if<pb::external_file>(&s)) {
     out += "{\"External\":{\"path\":";
-    json::detail::append_quoted(out, e->path);
+    json::append_quoted(out, e->path);
     out += ",\"offset\":" + std::to_string(e->offset) + ",\"size\":" + std::to_string(e->size) + "}}";
   } else {
     out += "null";
@@ -244,7 +245,7 @@ inline std::string to_json(const pb::data_fragment& f) {
     const auto& d = f.files[i];
     if (i) out.push_back(',');
     out += "{\"path\":";
-    json::detail::append_quoted(out, d.path);
+    json::append_quoted(out, d.path);
     out += ",\"fields\":";
     put_ints(out, d.fields);
     out += ",\"column_indices\":";

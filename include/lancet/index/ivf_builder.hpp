@@ -59,7 +59,8 @@
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/index/hnsw/index_file.hpp"
 #include "lancet/index/hnsw/partition_graphs.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/storage_reader.hpp"
+#include "lancet/index/storage_writer.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/kmeans.hpp"
 #include "lancet/index/quantizer/flat.hpp"
@@ -686,8 +687,8 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
                                                const ivf_encoder<T>& e, double loss, shuffler& sh,
                                                const std::optional<hnsw::build_params>& graph) {
   io::make_directories(dir);
-  const std::string aux_path = dir + "/" + std::string(auxiliary_file_name);
-  const std::string idx_path = dir + "/" + std::string(index_file_name);
+  const std::string aux_path = dir + "/" + std::string(detail::auxiliary_file_name);
+  const std::string idx_path = dir + "/" + std::string(detail::index_file_name);
   std::uint64_t aux_size = 0, idx_size = 0;
   const auto model = ivf_model::with_centroids(matrix::of(e.km.centroids, e.km.k, e.km.dimension), loss);
   with_index_file_version(v, [&]<class V>() {
@@ -710,7 +711,7 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
       idx_size = write_index_file<V>(io::file_sink(idx_path), model, index_type_name(e.params), o.metric).file_size;
     }
   });
-  return {{std::string(auxiliary_file_name), aux_size}, {std::string(index_file_name), idx_size}};
+  return {{std::string(detail::auxiliary_file_name), aux_size}, {std::string(detail::index_file_name), idx_size}};
 }
 
 template <class T>

@@ -61,7 +61,8 @@
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/dataset.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/storage_reader.hpp"
+#include "lancet/index/storage_writer.hpp"
 #include "lancet/index/ivf_builder.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/kmeans.hpp"
@@ -1099,7 +1100,7 @@ inline pb::index_metadata write_segment(const optimize_run& run, const dataset::
   if (ix.graph) {
     const auto size = write_hnsw_index_file(dir, version, model, ix.metric, *ix.graph, {}, run.o.pool);
     for (auto& f : files)
-      if (f.path == index_file_name) f.size_bytes = size;
+      if (f.path == detail::index_file_name) f.size_bytes = size;
   }
   index_spec spec;
   spec.column = ix.column;

@@ -1,5 +1,5 @@
 // What an IVF index stores about its quantizer, as plain data shared by the
-// quantizers (index/quantizer/) and the index file layout (index_files.hpp):
+// quantizers (index/quantizer/) and the index file layout (storage_writer.hpp, quantizer/storage.hpp):
 //
 //   matrix            a dense row-major matrix of f16/f32/f64/u8 (centroids, PQ
 //                     codebooks, RaBitQ rotation matrices)

@@ -30,7 +30,8 @@
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/roaring.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/detail/storage_names.hpp"
+#include "lancet/index/quantizer/storage.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/io/fs.hpp"
 #include "lancet/pb/file2.hpp"
@@ -137,16 +138,16 @@ inline std::string column_name_of(const schema::schema& s, std::int32_t id) { re
 
 // The index's files and their sizes, as Lance lists them.
 inline std::vector<pb::index_file> index_files_of(std::uint64_t auxiliary_bytes, std::uint64_t index_bytes) {
-  return {{std::string(auxiliary_file_name), auxiliary_bytes}, {std::string(index_file_name), index_bytes}};
+  return {{std::string(detail::auxiliary_file_name), auxiliary_bytes}, {std::string(detail::index_file_name), index_bytes}};
 }
 // The same, measured on disk.
 inline std::vector<pb::index_file> index_files_in(const std::string& index_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const auto aux = fs::file_size(fs::path(index_dir) / auxiliary_file_name, ec);
-  if (ec) throw io_error("cannot stat '" + (fs::path(index_dir) / auxiliary_file_name).string() + "': " + ec.message());
-  const auto idx = fs::file_size(fs::path(index_dir) / index_file_name, ec);
-  if (ec) throw io_error("cannot stat '" + (fs::path(index_dir) / index_file_name).string() + "': " + ec.message());
+  const auto aux = fs::file_size(fs::path(index_dir) / detail::auxiliary_file_name, ec);
+  if (ec) throw io_error("cannot stat '" + (fs::path(index_dir) / detail::auxiliary_file_name).string() + "': " + ec.message());
+  const auto idx = fs::file_size(fs::path(index_dir) / detail::index_file_name, ec);
+  if (ec) throw io_error("cannot stat '" + (fs::path(index_dir) / detail::index_file_name).string() + "': " + ec.message());
   return index_files_of(aux, idx);
 }
 

@@ -45,7 +45,8 @@
 #include "lancet/dataset/roaring.hpp"
 #include "lancet/index/hnsw/index_file.hpp"
 #include "lancet/index/hnsw/partition_graphs.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/storage_reader.hpp"
+#include "lancet/index/storage_writer.hpp"
 #include "lancet/index/registry.hpp"
 #include "lancet/io/fs.hpp"
 #include "lancet/pb/index.hpp"
@@ -84,7 +85,7 @@ inline bool is_vector_details(const pb::index_metadata& im) {
 inline hnsw::build_params recorded_hnsw_params(const index_file_info& info, const std::string& who) {
   hnsw::build_params p;
   if (info.sub_index_key != hnsw::metadata_key) throw corrupt_error(who + ": index.idx has no lance:hnsw entries");
-  using namespace json_detail;
+  using namespace json;
   for (const auto& text : info.sub_index_metadata) {
     if (text.empty()) continue;
     const auto v = parse(text, who + " lance:hnsw");
@@ -92,7 +93,7 @@ inline hnsw::build_params recorded_hnsw_params(const index_file_info& info, cons
     p.m = as_u32(member(pv, "m", who), "m", who);
     p.ef_construction = as_u32(member(pv, "ef_construction", who), "ef_construction", who);
     p.max_level = std::uint16_t(as_u32(member(pv, "max_level", who), "max_level", who));
-    if (const auto* pd = pv.get("prefetch_distance"); pd && pd->k != value::kind::null)
+    if (const auto* pd = pv.find("prefetch_distance"); pd && pd->k != value::kind::null)
       p.prefetch_distance = as_u32(*pd, "prefetch_distance", who);
     p.validate(who);
     break;
@@ -109,7 +110,7 @@ inline std::uint64_t write_hnsw_index_file(const std::string& dir, file::format_
                                            std::vector<std::optional<hnsw::graph>> kept,
                                            boost::asio::thread_pool* pool = nullptr) {
   if (!model.centroids) throw invalid_input_error("an IVF_HNSW index needs its centroids");
-  const auto storage = open_storage(dir + "/" + std::string(auxiliary_file_name));
+  const auto storage = open_storage(dir + "/" + std::string(detail::auxiliary_file_name));
   const std::size_t k = storage.num_partitions();
   if (k != model.num_partitions())
     throw invalid_input_error("auxiliary.idx has " + std::to_string(k) + " partitions, the IVF model " +
@@ -134,7 +135,7 @@ inline std::uint64_t write_hnsw_index_file(const std::string& dir, file::format_
   });
   std::uint64_t size = 0;
   with_index_file_version(v, [&]<class V>() {
-    size = hnsw::write_index_file<V>(io::file_sink(dir + "/" + std::string(index_file_name)), model,
+    size = hnsw::write_index_file<V>(io::file_sink(dir + "/" + std::string(detail::index_file_name)), model,
                                      hnsw_index_type_name(storage.quantizer()), metric, graphs)
                .file_size;
   });
@@ -152,7 +153,7 @@ inline std::optional<std::string> remap_unsupported_reason(const std::string& ro
   const auto details = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
   const std::string dir = index_directory(root, im.uuid);
   try {
-    const auto info = read_index_file(dir + "/" + std::string(index_file_name));
+    const auto info = read_index_file(dir + "/" + std::string(detail::index_file_name));
     const bool graphs = info.sub_index_key == hnsw::metadata_key;
     if (info.sub_index_key != "lance:flat" && !graphs)
       return who + " has the sub-index '" + info.sub_index_key + "'; lancet remaps the flat and HNSW sub-indexes only";
@@ -181,8 +182,8 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
   const std::string new_dir = index_directory(root, out.new_uuid);
   if (io::path_exists(new_dir))
     throw invalid_input_error("cannot remap index '" + im.name + "': '" + new_dir + "' exists already");
-  const auto info = read_index_file(old_dir + "/" + std::string(index_file_name));
-  auto storage = open_storage(old_dir + "/" + std::string(auxiliary_file_name));
+  const auto info = read_index_file(old_dir + "/" + std::string(detail::index_file_name));
+  auto storage = open_storage(old_dir + "/" + std::string(detail::auxiliary_file_name));
   if (storage.num_partitions() != info.ivf.num_partitions())
     throw corrupt_error("index '" + im.name + "': auxiliary.idx has " + std::to_string(storage.num_partitions()) +
                         " partitions but index.idx " + std::to_string(info.ivf.num_partitions()));
@@ -240,7 +241,7 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
     });
     if (graphs) {
       // Graphs of partitions that lost no row still link the same positions.
-      const std::string idx_path = old_dir + "/" + std::string(index_file_name);
+      const std::string idx_path = old_dir + "/" + std::string(detail::index_file_name);
       const file::file_reader<io::file_source> reader{io::file_source(idx_path)};
       std::vector<std::optional<hnsw::graph>> kept(storage.num_partitions());
       for (std::size_t p = 0; p < kept.size(); ++p)
@@ -248,7 +249,7 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
       const auto params = recorded_hnsw_params(info, "index '" + im.name + "'");
       const auto size = write_hnsw_index_file(new_dir, storage.version(), model, storage.distance(), params, std::move(kept));
       for (auto& f : out.files)
-        if (f.path == index_file_name) f.size_bytes = size;
+        if (f.path == detail::index_file_name) f.size_bytes = size;
     }
   } catch (...) {
     std::error_code ec;

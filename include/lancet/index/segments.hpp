@@ -32,7 +32,8 @@
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/manifest.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/storage_reader.hpp"
+#include "lancet/index/storage_writer.hpp"
 #include "lancet/index/ivf_builder.hpp"
 #include "lancet/index/model_file.hpp"
 #include "lancet/index/registry.hpp"
@@ -65,7 +66,7 @@ struct segment_metadata {
 inline constexpr std::uint32_t segment_json_version = 1;
 
 inline std::string segment_to_json(const segment_metadata& s) {
-  using json_detail::quote;
+  using json::quote;
   const auto& im = s.index;
   std::string j = "{\"lancet_segment\":" + std::to_string(segment_json_version);
   j += ",\"uuid\":" + quote(im.uuid.to_string());
@@ -97,9 +98,9 @@ inline std::string segment_to_json(const segment_metadata& s) {
 
 // `what` names the text in errors (a file name).
 inline segment_metadata segment_from_json(std::string_view text, const std::string& what = "segment JSON") {
-  using namespace json_detail;
+  using namespace json;
   const auto v = parse(text, what);
-  if (v.k != value::kind::object || !v.get("lancet_segment"))
+  if (v.k != value::kind::object || !v.find("lancet_segment"))
     throw invalid_input_error(what + ": not a lancet index segment (no \"lancet_segment\")");
   const auto ver = as_u32(member(v, "lancet_segment", what), "lancet_segment", what);
   if (ver != segment_json_version)
@@ -125,13 +126,13 @@ inline segment_metadata segment_from_json(std::string_view text, const std::stri
   im.dataset_version = as_u64(member(v, "dataset_version", what), "dataset_version", what);
   s.index_type = as_string(member(v, "index_type", what), "index_type", what);
   s.metric = parse_distance(as_string(member(v, "distance_type", what), "distance_type", what));
-  if (const auto* x = v.get("index_version")) im.index_version = std::int32_t(as_u32(*x, "index_version", what));
-  if (const auto* x = v.get("created_at")) im.created_at = as_u64(*x, "created_at", what);
+  if (const auto* x = v.find("index_version")) im.index_version = std::int32_t(as_u32(*x, "index_version", what));
+  if (const auto* x = v.find("created_at")) im.created_at = as_u64(*x, "created_at", what);
   const auto& files = member(v, "files", what);
   if (files.k != value::kind::array) throw corrupt_error(what + ": \"files\" is not an array");
   for (const auto& f : files.items)
     im.files.push_back({as_string(member(f, "path", what), "path", what), as_u64(member(f, "size_bytes", what), "size_bytes", what)});
-  if (const auto* d = v.get("index_details")) {
+  if (const auto* d = v.find("index_details")) {
     pb::any a;
     a.type_url = as_string(member(*d, "type_url", what), "type_url", what);
     if (const auto bad = json::base64_decode(as_string(member(*d, "value", what), "value", what), a.value))
@@ -191,8 +192,8 @@ inline std::string files_fingerprint(const std::string& root, const segment_meta
   const std::string dir = index_directory(root, s.index.uuid);
   if (!std::filesystem::is_directory(dir))
     throw invalid_input_error(s.label() + " (index '" + s.index.name + "'): its directory '" + dir + "' does not exist");
-  const auto info = read_index_file(dir + "/" + std::string(index_file_name));
-  const auto st = open_storage(dir + "/" + std::string(auxiliary_file_name));
+  const auto info = read_index_file(dir + "/" + std::string(detail::index_file_name));
+  const auto st = open_storage(dir + "/" + std::string(detail::auxiliary_file_name));
   if (!info.ivf.centroids) throw corrupt_error(s.label() + ": index.idx has no centroids");
   return model_fingerprint(info.distance, *info.ivf.centroids, st.quantizer());
 }
@@ -265,11 +266,11 @@ inline segment_metadata merge_segments(const std::string& root, const std::vecto
                                 std::to_string(s.index.dataset_version) + ", newer than the dataset's " +
                                 std::to_string(latest->version()));
     const std::string dir = index_directory(root, s.index.uuid);
-    auto i = read_index_file(dir + "/" + std::string(index_file_name));
+    auto i = read_index_file(dir + "/" + std::string(detail::index_file_name));
     if (loss && i.ivf.loss) *loss += *i.ivf.loss;
     else loss.reset();
     if (!info) info = std::move(i);
-    st.push_back(open_storage(dir + "/" + std::string(auxiliary_file_name)));
+    st.push_back(open_storage(dir + "/" + std::string(detail::auxiliary_file_name)));
     if (st.back().num_partitions() != info->ivf.num_partitions())
       throw corrupt_error("merge_segments: " + s.label() + " has " + std::to_string(st.back().num_partitions()) +
                           " partitions, the model " + std::to_string(info->ivf.num_partitions()));

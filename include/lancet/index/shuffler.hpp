@@ -41,7 +41,7 @@
 #include "lancet/core/parallel.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/file/writer.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/storage_writer.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/io/file_sink.hpp"
 #include "lancet/io/file_source.hpp"

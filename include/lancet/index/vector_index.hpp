@@ -21,7 +21,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/index/hnsw/index_file.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/storage_reader.hpp"
 #include "lancet/index/registry.hpp"
 #include "lancet/index/search.hpp"
 
@@ -144,9 +144,9 @@ inline index_segment open_index_segment(const std::string& root, const vector_in
   index_segment seg;
   seg.info = i;
   const std::string dir = index_directory(root, i.uuid);
-  seg.index_file = read_index_file(dir + "/" + std::string(index_file_name));
+  seg.index_file = read_index_file(dir + "/" + std::string(detail::index_file_name));
   seg.storage =
-      std::make_shared<storage_reader<io::file_source>>(open_storage(dir + "/" + std::string(auxiliary_file_name)));
+      std::make_shared<storage_reader<io::file_source>>(open_storage(dir + "/" + std::string(detail::auxiliary_file_name)));
   if (!seg.index_file.ivf.centroids) throw corrupt_error("index '" + i.name + "': index.idx has no centroids");
   auto st = seg.storage;
   auto mu = std::make_shared<std::mutex>();
@@ -158,7 +158,7 @@ inline index_segment open_index_segment(const std::string& root, const vector_in
                                                 });
   if (seg.index_file.sub_index_key == hnsw::metadata_key) {
     // IVF_HNSW_*: each partition's graph read from index.idx when first probed.
-    const std::string path = dir + "/" + std::string(index_file_name);
+    const std::string path = dir + "/" + std::string(detail::index_file_name);
     auto reader = std::make_shared<file::file_reader<io::file_source>>(io::file_source(path));
     auto info = std::make_shared<index_file_info>(seg.index_file);
     const std::string what = "index '" + i.name + "' " + path;

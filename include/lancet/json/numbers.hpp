@@ -1,8 +1,9 @@
 // Exact number text <-> binary conversions for the JSON layer: decimal literals
 // scaled without rounding (integers and decimals), 256-bit two's complement for
 // decimal256, floats in their shortest round-trip form laid out as JavaScript
-// prints numbers (so that our output matches LanceDB's canonical JSON text), and
-// double -> float16 with a single rounding.
+// prints numbers (so that our output matches LanceDB's canonical JSON text) or as
+// serde_json prints an f64 (index metadata), and double -> float16 with a single
+// rounding.
 #pragma once
 
 #include <array>
@@ -177,19 +178,34 @@ inline std::uint16_t double_to_half(double d) noexcept {
   return arrow::float_to_half(f);
 }
 
-// Appends a number from its shortest significant digits and decimal exponent
-// (value = 0.d1d2... * 10^n) the way ECMAScript's Number::toString lays it out:
-// plain up to 21 integer digits and down to 1e-6, exponent notation otherwise.
-inline void append_ecma_layout(std::string& out, std::string_view digits, int n) {
+// How shortest significant digits d1d2... and a decimal exponent n (value =
+// 0.d1d2... * 10^n) are laid out: plain while n <= max_int_digits (integers get
+// `integer_suffix`), plain with leading zeros while n >= min_n, else exponent
+// notation ("1.5e-7", with '+' for positive exponents when `exponent_plus`).
+struct number_layout {
+  int max_int_digits;
+  int min_n;
+  std::string_view integer_suffix;
+  bool exponent_plus;
+};
+// ECMAScript's Number::toString (LanceDB's canonical row JSON): up to 21 integer
+// digits, down to 1e-6, "1e+21".
+inline constexpr number_layout ecma_layout{21, -5, "", true};
+// ryu's format64 (serde_json's f64, Lance's index metadata): up to 16 integer digits
+// with ".0", down to 1e-5, "1e16".
+inline constexpr number_layout serde_layout{16, -4, ".0", false};
+
+inline void append_layout(std::string& out, std::string_view digits, int n, const number_layout& layout) {
   const int k = int(digits.size());
-  if (k <= n && n <= 21) {
+  if (k <= n && n <= layout.max_int_digits) {
     out.append(digits);
     out.append(std::size_t(n - k), '0');
-  } else if (0 < n && n <= 21) {
+    out.append(layout.integer_suffix);
+  } else if (0 < n && n <= layout.max_int_digits) {
     out.append(digits.substr(0, std::size_t(n)));
     out.push_back('.');
     out.append(digits.substr(std::size_t(n)));
-  } else if (-6 < n && n <= 0) {
+  } else if (layout.min_n <= n && n <= 0) {
     out += "0.";
     out.append(std::size_t(-n), '0');
     out.append(digits);
@@ -200,25 +216,40 @@ inline void append_ecma_layout(std::string& out, std::string_view digits, int n)
       out.append(digits.substr(1));
     }
     out.push_back('e');
-    out.push_back(n - 1 < 0 ? '-' : '+');
+    if (n - 1 < 0) out.push_back('-');
+    else if (layout.exponent_plus) out.push_back('+');
     out += std::to_string(n - 1 < 0 ? 1 - n : n - 1);
   }
 }
 
-// Splits to_chars scientific output "d.ddde+XX" into digits and n (see above).
-inline void append_from_scientific(std::string& out, std::string_view sci) {
+// A finite non-zero number as its significant digits and n: |v| = 0.d1d2... * 10^n.
+struct digits_and_exponent {
+  bool negative = false;
+  std::string digits;
+  int n = 0;
+};
+
+// Splits to_chars scientific output "-d.ddde+XX" (see above).
+inline digits_and_exponent split_scientific(std::string_view sci) {
+  digits_and_exponent d;
   if (!sci.empty() && sci[0] == '-') {
-    out.push_back('-');
+    d.negative = true;
     sci.remove_prefix(1);
   }
   const auto e = sci.find('e');
-  std::string digits;
   for (char c : sci.substr(0, e))
-    if (c != '.') digits.push_back(c);
+    if (c != '.') d.digits.push_back(c);
   int exp10 = 0;
   std::from_chars(sci.data() + e + 1 + (sci[e + 1] == '+'), sci.data() + sci.size(), exp10);
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-  append_ecma_layout(out, digits, exp10 + 1);
+  while (d.digits.size() > 1 && d.digits.back() == '0') d.digits.pop_back();
+  d.n = exp10 + 1;
+  return d;
+}
+
+inline void append_from_scientific(std::string& out, std::string_view sci) {
+  const auto d = split_scientific(sci);
+  if (d.negative) out.push_back('-');
+  append_layout(out, d.digits, d.n, ecma_layout);
 }
 
 // Shortest round-trip text of a double (finite, non-zero): what JavaScript's
@@ -264,7 +295,7 @@ void append_precision_search(std::string& out, double v, int exact_digits, Reads
     std::string text = digits + "e" + std::to_string(n - int(p));
     if (reads_back(text)) {
       while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-      append_ecma_layout(out, digits, n);
+      append_layout(out, digits, n, ecma_layout);
       return;
     }
   }
@@ -282,6 +313,24 @@ inline void append_nonfinite_or_zero(std::string& out, double v) {
 inline void append_float(std::string& out, double v) {
   if (!std::isfinite(v) || v == 0) return append_nonfinite_or_zero(out, v);
   append_shortest(out, v);
+}
+
+// serde_json's text of an f64: shortest round-trip digits in ryu's layout, "0.0" /
+// "-0.0" for zeros and null for NaN and infinities.
+inline void append_serde_f64(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  if (v == 0) {
+    out += std::signbit(v) ? "-0.0" : "0.0";
+    return;
+  }
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  const auto d = split_scientific(std::string_view(buf, std::size_t(r.ptr - buf)));
+  if (d.negative) out.push_back('-');
+  append_layout(out, d.digits, d.n, serde_layout);
 }
 
 // float32: the fewest digits that read back as the same float.

@@ -54,6 +54,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/json/base64.hpp"
 #include "lancet/json/numbers.hpp"
+#include "lancet/json/parse.hpp"
 #include "lancet/json/value.hpp"
 
 namespace lancet::json {

@@ -33,6 +33,7 @@
 #include "lancet/json/base64.hpp"
 #include "lancet/json/numbers.hpp"
 #include "lancet/json/value.hpp"
+#include "lancet/json/write.hpp"
 
 namespace lancet::json {
 

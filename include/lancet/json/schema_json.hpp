@@ -35,7 +35,9 @@
 #include "lancet/arrow/validate.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/json/base64.hpp"
+#include "lancet/json/parse.hpp"
 #include "lancet/json/value.hpp"
+#include "lancet/json/write.hpp"
 
 namespace lancet::json {
 
@@ -107,7 +109,7 @@ class schema_parser {
     for (const auto& [key, v] : root.members) {
       if (key == "fields") fields = &v;
       else if (key == "metadata") s.metadata = parse_metadata(v, "");
-      else fail("", "unknown key " + quote_json(key) + " (expected \"fields\" or \"metadata\")");
+      else fail("", "unknown key " + quote(key) + " (expected \"fields\" or \"metadata\")");
     }
     if (!fields) fail("", "missing \"fields\"");
     s.fields = parse_fields(*fields, "", "\"fields\"");
@@ -126,7 +128,7 @@ class schema_parser {
   static void no_duplicate_keys(const value& obj, const std::string& where) {
     std::unordered_set<std::string_view> seen;
     for (const auto& m : obj.members)
-      if (!seen.insert(m.first).second) fail(where, "key " + quote_json(m.first) + " given twice");
+      if (!seen.insert(m.first).second) fail(where, "key " + quote(m.first) + " given twice");
   }
 
   // `what` names the array in messages: "fields" at the top, "struct" inside a type.
@@ -166,7 +168,7 @@ class schema_parser {
       } else if (key == "metadata") {
         f.metadata = parse_metadata(m, where);
       } else {
-        fail(where, "unknown key " + quote_json(key) + " (expected \"name\", \"type\", \"nullable\" or \"metadata\")");
+        fail(where, "unknown key " + quote(key) + " (expected \"name\", \"type\", \"nullable\" or \"metadata\")");
       }
     }
     if (!type) fail(where, "missing \"type\"");
@@ -187,8 +189,8 @@ class schema_parser {
       for (const auto& s : simple_type_names)
         if (s.name == v.text) return arrow::make(s.id);
       if (const auto* p = find_param_type(v.text))
-        fail(where, "type " + quote_json(v.text) + " needs parameters, e.g. " + std::string(p->example));
-      fail(where, "unknown type name " + quote_json(v.text));
+        fail(where, "type " + quote(v.text) + " needs parameters, e.g. " + std::string(p->example));
+      fail(where, "unknown type name " + quote(v.text));
     }
     if (v.k != value::kind::object) fail(where, "expected a type name or a type object, got " + describe(v));
     no_duplicate_keys(v, where);
@@ -197,24 +199,24 @@ class schema_parser {
     const value* main = nullptr;
     for (const auto& [key, m] : v.members) {
       if (const auto* p = find_param_type(key)) {
-        if (kind) fail(where, "type object has two type keys, " + quote_json(kind->name) + " and " + quote_json(key));
+        if (kind) fail(where, "type object has two type keys, " + quote(kind->name) + " and " + quote(key));
         kind = p;
         main = &m;
       } else if (is_simple_type_name(key)) {
-        fail(where, "type " + quote_json(key) + " takes no parameters: write " + quote_json(key));
+        fail(where, "type " + quote(key) + " takes no parameters: write " + quote(key));
       }
     }
     if (!kind) {
       const std::string& first = v.members.front().first;
       if (first == "size" || first == "scale" || first == "tz")
         fail(where, "type object has no type key (such as \"list\" or \"timestamp\")");
-      fail(where, "unknown type name " + quote_json(first));
+      fail(where, "unknown type name " + quote(first));
     }
     // The other keys must be parameters of this kind.
     for (const auto& [key, m] : v.members) {
       if (key == kind->name) continue;
       if (kind->params.find("\"" + key + "\"") == std::string_view::npos)
-        fail(where, "unknown key " + quote_json(key) + " in a " + std::string(kind->name) + " type" +
+        fail(where, "unknown key " + quote(key) + " in a " + std::string(kind->name) + " type" +
                         (kind->params.empty() ? " (it takes none)" : " (allowed: " + std::string(kind->params) + ")"));
     }
     const std::string_view k = kind->name;
@@ -226,11 +228,11 @@ class schema_parser {
       else if (main->text == "ms") u = arrow::time_unit::milli;
       else if (main->text == "us") u = arrow::time_unit::micro;
       else if (main->text == "ns") u = arrow::time_unit::nano;
-      else fail(where, "bad time unit " + quote_json(main->text) + " (expected \"s\", \"ms\", \"us\" or \"ns\")");
+      else fail(where, "bad time unit " + quote(main->text) + " (expected \"s\", \"ms\", \"us\" or \"ns\")");
       if (time32 && u != arrow::time_unit::second && u != arrow::time_unit::milli)
-        fail(where, "time32 takes \"s\" or \"ms\", got " + quote_json(main->text));
+        fail(where, "time32 takes \"s\" or \"ms\", got " + quote(main->text));
       if (time64 && u != arrow::time_unit::micro && u != arrow::time_unit::nano)
-        fail(where, "time64 takes \"us\" or \"ns\", got " + quote_json(main->text));
+        fail(where, "time64 takes \"us\" or \"ns\", got " + quote(main->text));
       return u;
     };
     auto int_of = [&](const value& m, std::string_view what, std::int64_t lo, std::int64_t hi) {
@@ -307,7 +309,7 @@ class schema_parser {
     no_duplicate_keys(v, where);
     arrow::metadata md;
     for (const auto& [key, m] : v.members) {
-      const std::string at = (where.empty() ? "" : where + ", ") + "metadata key " + quote_json(key);
+      const std::string at = (where.empty() ? "" : where + ", ") + "metadata key " + quote(key);
       if (m.k == value::kind::string) {
         md.emplace_back(key, m.text);
         continue;

@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "lancet/index/hnsw/graph.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/storage_reader.hpp"
+#include "lancet/index/storage_writer.hpp"
 
 namespace lancet::index::hnsw {
 
@@ -114,9 +115,9 @@ class index_file_writer {
                                 std::to_string(partitions_) + " partitions");
     const std::string pb = pb::encode(sub_.to_pb());
     const auto buffer = w_.add_global_buffer({reinterpret_cast<const std::uint8_t*>(pb.data()), pb.size()});
-    w_.add_schema_metadata(std::string(index_metadata_key), index_metadata_json(index_type_, distance_));
-    w_.add_schema_metadata(std::string(metadata_key), json_detail::string_list(meta_));
-    w_.add_schema_metadata(std::string(ivf_metadata_key), std::to_string(buffer));
+    w_.add_schema_metadata(std::string(index::detail::index_metadata_key), index_metadata_json(index_type_, distance_));
+    w_.add_schema_metadata(std::string(metadata_key), json::string_list(meta_));
+    w_.add_schema_metadata(std::string(index::detail::ivf_metadata_key), std::to_string(buffer));
     return w_.finish();
   }
 
@@ -154,14 +155,14 @@ graph read_graph(const file::file_reader<Source>& r, const index_file_info& info
   const auto& text = info.sub_index_metadata[p];
   const auto [begin, end] = info.ivf.row_range(p);
   if (text.empty() || end == begin) return g;
-  using namespace json_detail;
+  using namespace json;
   const auto v = parse(text, who + " lance:hnsw");
   g.entry_point = as_u32(member(v, "entry_point", who), "entry_point", who);
   const auto& pv = member(v, "params", who);
   g.params.max_level = std::uint16_t(as_u32(member(pv, "max_level", who), "max_level", who));
   g.params.m = as_u32(member(pv, "m", who), "m", who);
   g.params.ef_construction = as_u32(member(pv, "ef_construction", who), "ef_construction", who);
-  if (const auto* pd = pv.get("prefetch_distance"); pd && pd->k != json_detail::value::kind::null)
+  if (const auto* pd = pv.find("prefetch_distance"); pd && pd->k != json::value::kind::null)
     g.params.prefetch_distance = as_u32(*pd, "prefetch_distance", who);
   const auto& lo = member(v, "level_offsets", who);
   std::vector<std::uint64_t> offsets;

@@ -16,7 +16,7 @@
 
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/hnsw/builder.hpp"
-#include "lancet/index/index_files.hpp"
+#include "lancet/index/storage_reader.hpp"
 #include "lancet/index/quantizer/pq.hpp"
 #include "lancet/index/quantizer/sq.hpp"
 #include "lancet/simd/distance.hpp"
