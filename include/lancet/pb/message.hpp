@@ -1,5 +1,8 @@
 // Declarative protobuf messages: a message struct lists its fields once, in field-number
-// order, and gets prost-compatible bytes (Lance's protobuf library) from that list.
+// order, and gets prost-compatible bytes (Lance's protobuf library) from that list. The
+// list is turned, at compile time, into tables that one encoding loop and one decoding
+// loop walk (see "the table-driven codec" below): a message costs a table to compile,
+// not a tree of template instantiations.
 //
 //   struct flat {
 //     static constexpr std::string_view message_name = "Flat";
@@ -147,9 +150,15 @@ enum class unknown_field : std::uint8_t {
 
 // A oneof: a std::variant whose alternatives (after a leading std::monostate, "not set",
 // if there is one) are the oneof's cases, with field numbers `numbers`.
+namespace detail {
+// The first alternative of a oneof's variant that is a case: 1 after a std::monostate.
+template <class V>
+inline constexpr std::size_t first_case = std::is_same_v<std::variant_alternative_t<0, V>, std::monostate> ? 1 : 0;
+}  // namespace detail
+
 template <class M, class V>
 struct oneof_desc {
-  static constexpr std::size_t first = std::is_same_v<std::variant_alternative_t<0, V>, std::monostate> ? 1 : 0;
+  static constexpr std::size_t first = detail::first_case<V>;
   static constexpr std::size_t count = std::variant_size_v<V> - first;
   V M::*member;
   std::string_view name;
@@ -423,9 +432,6 @@ template <class T>
 void optional_clear(void* v) {
   static_cast<T*>(v)->reset();
 }
-
-template <class V>
-inline constexpr std::size_t first_case = std::is_same_v<std::variant_alternative_t<0, V>, std::monostate> ? 1 : 0;
 
 // The cases of a std::variant, type-erased: a test of the index per alternative, not
 // std::visit (its dispatch tables cost more to compile than they save).
