@@ -622,7 +622,7 @@ constexpr decode_entry field_decoder(const field_desc<M, T>& d) {
 
 // Appends descriptor I of M to an encoding table (a scalar oneof takes two entries).
 template <class M, std::size_t I, std::size_t N>
-constexpr void add_encoder(std::array<encode_entry, N>& t, std::size_t& k) {
+constexpr void add_entry(std::array<encode_entry, N>& t, std::size_t& k) {
   constexpr const auto& d = std::get<I>(descriptors<M>);
   using D = std::remove_cvref_t<decltype(d)>;
   if constexpr (is_oneof_desc<D>::value) {
@@ -647,7 +647,7 @@ constexpr void add_encoder(std::array<encode_entry, N>& t, std::size_t& k) {
   }
 }
 template <class M, std::size_t I, std::size_t N>
-constexpr void add_decoder(std::array<decode_entry, N>& t, std::size_t& k) {
+constexpr void add_entry(std::array<decode_entry, N>& t, std::size_t& k) {
   constexpr const auto& d = std::get<I>(descriptors<M>);
   using D = std::remove_cvref_t<decltype(d)>;
   if constexpr (is_oneof_desc<D>::value) {
@@ -674,29 +674,21 @@ constexpr void add_decoder(std::array<decode_entry, N>& t, std::size_t& k) {
   }
 }
 
-template <class M>
-constexpr auto make_encoders() {
-  std::array<encode_entry, entry_count<M>()> t{};
-  std::size_t k = 0;
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (add_encoder<M, I>(t, k), ...);
-  }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(descriptors<M>)>>>{});
-  return t;
-}
-template <class M>
-constexpr auto make_decoders() {
-  std::array<decode_entry, entry_count<M>()> t{};
+// A message's encoding or decoding table (Entry: encode_entry or decode_entry).
+template <class M, class Entry>
+constexpr auto make_table() {
+  std::array<Entry, entry_count<M>()> t{};
   static_assert(t.size() <= 64, "decode_fields tracks at most 64 entries");
   std::size_t k = 0;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (add_decoder<M, I>(t, k), ...);
+    (add_entry<M, I>(t, k), ...);
   }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(descriptors<M>)>>>{});
   return t;
 }
 template <class M>
-inline constexpr auto encoders = make_encoders<M>();
+inline constexpr auto encoders = make_table<M, encode_entry>();
 template <class M>
-inline constexpr auto decoders = make_decoders<M>();
+inline constexpr auto decoders = make_table<M, decode_entry>();
 
 }  // namespace detail
 
