@@ -597,26 +597,22 @@ constexpr std::size_t entry_count() {
   }, descriptors<M>);
 }
 
-template <class M, class T, T M::*P>
-constexpr encode_entry field_encoder(const field_desc<M, T>& d) {
-  encode_entry e;
+// The entry of one field in an encoding or a decoding table (Entry says which).
+template <class Entry, class M, class T, T M::*P>
+constexpr Entry field_entry(const field_desc<M, T>& d) {
+  Entry e;
   e.number = d.number;
   e.required = d.required;
   e.name = d.name;
-  e.at = &member_of<M, T, P>;
-  e.encode = &encode_erased<T>;
-  if constexpr (is_optional<T>::value) e.is_set = &optional_is_set<T>;
-  return e;
-}
-template <class M, class T, T M::*P>
-constexpr decode_entry field_decoder(const field_desc<M, T>& d) {
-  decode_entry e;
-  e.number = d.number;
-  e.required = d.required;
-  e.name = d.name;
-  e.at = &member_of_mut<M, T, P>;
-  e.decode = &decode_erased<T>;
-  if constexpr (is_optional<T>::value) e.clear = &optional_clear<T>;
+  if constexpr (std::is_same_v<Entry, encode_entry>) {
+    e.at = &member_of<M, T, P>;
+    e.encode = &encode_erased<T>;
+    if constexpr (is_optional<T>::value) e.is_set = &optional_is_set<T>;
+  } else {
+    e.at = &member_of_mut<M, T, P>;
+    e.decode = &decode_erased<T>;
+    if constexpr (is_optional<T>::value) e.clear = &optional_clear<T>;
+  }
   return e;
 }
 
@@ -634,8 +630,8 @@ constexpr void add_entry(std::array<encode_entry, N>& t, std::size_t& k) {
     e.numbers = d.numbers.data();
   } else if constexpr (is_scalar_oneof_desc<D>::value) {
     using O = std::remove_cvref_t<decltype(std::declval<M&>().*d.a.member)>;
-    t[k] = field_encoder<M, O, d.a.member>(d.a);
-    t[k + 1] = field_encoder<M, O, d.b.member>(d.b);
+    t[k] = field_entry<encode_entry, M, O, d.a.member>(d.a);
+    t[k + 1] = field_entry<encode_entry, M, O, d.b.member>(d.b);
     t[k].name = t[k + 1].name = d.name;  // the oneof's name, for the "both set" error
     t[k].required = t[k + 1].required = false;
     t[k].partner = int(k + 1);
@@ -643,7 +639,7 @@ constexpr void add_entry(std::array<encode_entry, N>& t, std::size_t& k) {
     k += 2;
   } else {
     using T = std::remove_cvref_t<decltype(std::declval<M&>().*d.member)>;
-    t[k++] = field_encoder<M, T, d.member>(d);
+    t[k++] = field_entry<encode_entry, M, T, d.member>(d);
   }
 }
 template <class M, std::size_t I, std::size_t N>
@@ -663,14 +659,14 @@ constexpr void add_entry(std::array<decode_entry, N>& t, std::size_t& k) {
     e.refuse_to = d.refuse_to;
   } else if constexpr (is_scalar_oneof_desc<D>::value) {
     using O = std::remove_cvref_t<decltype(std::declval<M&>().*d.a.member)>;
-    t[k] = field_decoder<M, O, d.a.member>(d.a);
-    t[k + 1] = field_decoder<M, O, d.b.member>(d.b);
+    t[k] = field_entry<decode_entry, M, O, d.a.member>(d.a);
+    t[k + 1] = field_entry<decode_entry, M, O, d.b.member>(d.b);
     t[k].partner = int(k + 1);
     t[k + 1].partner = int(k);
     k += 2;
   } else {
     using T = std::remove_cvref_t<decltype(std::declval<M&>().*d.member)>;
-    t[k++] = field_decoder<M, T, d.member>(d);
+    t[k++] = field_entry<decode_entry, M, T, d.member>(d);
   }
 }
 
