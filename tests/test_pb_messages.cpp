@@ -985,3 +985,40 @@ TEST_CASE("descriptor features: maps, numbered oneofs, required fields, fixed by
     CHECK_THROWS_AS(pb::decode<pb::transaction::update>(hex_to_bytes("38 02")), unsupported_error);
   }
 }
+
+// The table-driven codec reports what the per-message code did: each error names the
+// message, the field or oneof, and (for bad wire bytes) the offset.
+TEST_CASE("errors name the message, the field or oneof, and the offset") {
+  auto what_of = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  using namespace enc21;
+  CHECK(what_of([] {
+          full_zip_layout z{.bits_per_value = 8, .bits_per_offset = 32};
+          pb::writer w;
+          z.encode(w);
+        }) == "invalid input: FullZipLayout.details: both alternatives of a oneof are set");
+  CHECK(what_of([] { (void)pb::decode<pb::index_metadata>(hex_to_bytes("1a 01 78")); }) ==
+        "corrupt: IndexMetadata.uuid is missing");
+  CHECK(what_of([] { (void)pb::decode<pb::uuid>(hex_to_bytes("0a 02 01 02")); }) ==
+        "corrupt: UUID.uuid: 2 bytes, expected 16");
+  CHECK(what_of([] { (void)pb::decode<pb::encoded_u64_array>(std::string()); }) ==
+        "corrupt: EncodedU64Array is missing");
+  CHECK(what_of([] { (void)pb::decode<pb::u64_segment>(hex_to_bytes("12 04 08 01 10 02")); }) ==
+        "corrupt: RangeWithHoles.holes is missing");
+  CHECK(what_of([] { (void)pb::decode<pb::transaction>(hex_to_bytes("ba 0c 00")); }) ==
+        "corrupt: Transaction.operation: unknown variant (field 199)");
+  CHECK(what_of([] { (void)pb::decode<page_layout>(hex_to_bytes("0a 05 1a 03 82 01 00")); }) ==
+        "unsupported: CompressiveEncoding: unknown variant (field 16), written by a newer Lance?");
+  CHECK(what_of([] { (void)pb::decode<full_zip_layout>(hex_to_bytes("1a 00")); }) ==
+        "corrupt: FullZipLayout: field 3 (FullZipLayout.bits_per_value) has wire type 2, expected 0");
+  CHECK(what_of([] { (void)pb::decode<pb::manifest>(hex_to_bytes("18 80")); }) ==
+        "corrupt: Manifest at byte 1: truncated varint");
+  CHECK(what_of([] { (void)pb::decode<pb::index::tensor>(hex_to_bytes("08 80 02")); }) ==
+        "corrupt: Tensor.data_type: enum value 256 out of range");
+}

@@ -1,5 +1,8 @@
 // Declarative protobuf messages: a message struct lists its fields once, in field-number
-// order, and gets prost-compatible bytes (Lance's protobuf library) from that list.
+// order, and gets prost-compatible bytes (Lance's protobuf library) from that list. The
+// list is turned, at compile time, into tables that one encoding loop and one decoding
+// loop walk (see "the table-driven codec" below): a message costs a table to compile,
+// not a tree of template instantiations.
 //
 //   struct flat {
 //     static constexpr std::string_view message_name = "Flat";
@@ -147,9 +150,15 @@ enum class unknown_field : std::uint8_t {
 
 // A oneof: a std::variant whose alternatives (after a leading std::monostate, "not set",
 // if there is one) are the oneof's cases, with field numbers `numbers`.
+namespace detail {
+// The first alternative of a oneof's variant that is a case: 1 after a std::monostate.
+template <class V>
+inline constexpr std::size_t first_case = std::is_same_v<std::variant_alternative_t<0, V>, std::monostate> ? 1 : 0;
+}  // namespace detail
+
 template <class M, class V>
 struct oneof_desc {
-  static constexpr std::size_t first = std::is_same_v<std::variant_alternative_t<0, V>, std::monostate> ? 1 : 0;
+  static constexpr std::size_t first = detail::first_case<V>;
   static constexpr std::size_t count = std::variant_size_v<V> - first;
   V M::*member;
   std::string_view name;
@@ -372,104 +381,317 @@ void decode_value(const reader& r, const field_view& f, T& out, std::string_view
   }
 }
 
-// Writes one case of a oneof: always, even when empty (its presence is the information).
+// ---- the table-driven codec ---------------------------------------------------------
+//
+// A message's descriptors become two constexpr tables (one to encode, one to decode) of
+// entries: field number, name, where the member is, and a pointer to the codec of the
+// member's C++ type. One non-template loop walks a table. Codecs are instantiated per
+// C++ type (shared by every message with a member of that type) and called through a
+// pointer, so a message costs a table, not a tree of inlined instantiations; and a
+// program that only writes never instantiates the decoders (the tables are separate).
+
+using encode_fn = void (*)(writer&, std::uint32_t number, const void* value, bool implicit);
+using decode_fn = void (*)(const reader&, const field_view&, void* value, std::string_view what);
+
+template <class T>
+void encode_erased(writer& w, std::uint32_t n, const void* v, bool implicit) {
+  encode_value(w, n, *static_cast<const T*>(v), implicit);
+}
+template <class T>
+void decode_erased(const reader& r, const field_view& f, void* v, std::string_view what) {
+  decode_value(r, f, *static_cast<T*>(v), what);
+}
+
+// One case of a oneof, written always, even when empty (its presence is the information).
 template <class A>
-void oneof_encode_alternative(writer& w, std::uint32_t field, const A& alt) {
+void encode_case(writer& w, std::uint32_t n, const void* v, bool) {
+  const A& alt = *static_cast<const A*>(v);
   if constexpr (is_box<A>::value) {
-    if (alt) encode_sub(w, field, *alt);
-    else w.bytes(field, std::string_view());  // an empty message of that type
+    if (alt) encode_sub(w, n, *alt);
+    else w.bytes(n, std::string_view());  // an empty message of that type
   } else {
-    encode_value(w, field, alt, false);
+    encode_value(w, n, alt, false);
   }
 }
 
-// A test of the index per alternative, not std::visit: its dispatch tables cost more to
-// compile than they save.
-template <class M, class V, std::size_t... I>
-void oneof_encode_set(writer& w, const V& v, const oneof_desc<M, V>& d, std::index_sequence<I...>) {
-  constexpr std::size_t first = oneof_desc<M, V>::first;
-  (void)((v.index() == first + I ? (oneof_encode_alternative(w, d.numbers[I], *std::get_if<first + I>(&v)), true)
-                                 : false) ||
-         ...);
+// Where a member is: one function per field (an address computation).
+template <class M, class T, T M::*P>
+const void* member_of(const void* m) {
+  return &(static_cast<const M*>(m)->*P);
+}
+template <class M, class T, T M::*P>
+void* member_of_mut(void* m) {
+  return &(static_cast<M*>(m)->*P);
+}
+// Set / clear of a std::optional member (the two halves of a scalar oneof).
+template <class T>
+bool optional_is_set(const void* v) {
+  return static_cast<const T*>(v)->has_value();
+}
+template <class T>
+void optional_clear(void* v) {
+  static_cast<T*>(v)->reset();
 }
 
-template <class M, class V, std::size_t... I>
-bool oneof_decode_set(V& out, const reader& r, const field_view& f, const oneof_desc<M, V>& d,
-                      std::index_sequence<I...>) {
-  constexpr std::size_t first = oneof_desc<M, V>::first;
-  // As in protobuf, when several cases appear the last one wins.
-  return ((f.number == d.numbers[I] ? (decode_value(r, f, out.template emplace<first + I>(), d.name), true) : false) ||
-          ...);
-}
+// The cases of a std::variant, type-erased: a test of the index per alternative, not
+// std::visit (its dispatch tables cost more to compile than they save).
+struct variant_encoder {
+  std::size_t first;                        // 1 when alternative 0 is std::monostate, "not set"
+  std::size_t (*index)(const void*);        // the variant's index (variant_npos: valueless)
+  const void* (*get)(const void*);          // the active alternative
+  const encode_fn* cases;                   // cases[i]: alternative first + i
+};
+struct variant_decoder {
+  std::size_t count;
+  void* (*emplace)(void*, std::size_t);     // default-constructs case i, returns it
+  const decode_fn* cases;
+};
 
-template <class M, class T>
-void encode_desc(writer& w, const M& m, const field_desc<M, T>& d) {
-  encode_value(w, d.number, m.*d.member, !d.required);
+template <class V>
+std::size_t variant_index(const void* v) {
+  return static_cast<const V*>(v)->index();
 }
-template <class M, class V>
-void encode_desc(writer& w, const M& m, const oneof_desc<M, V>& d) {
-  const V& v = m.*d.member;
-  if (v.valueless_by_exception() || v.index() < oneof_desc<M, V>::first) return;  // not set: nothing written
-  oneof_encode_set(w, v, d, std::make_index_sequence<oneof_desc<M, V>::count>{});
+template <class V>
+const void* variant_get(const void* p) {
+  const V& v = *static_cast<const V*>(p);
+  const void* r = nullptr;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (void)((v.index() == I ? (r = std::get_if<I>(&v), true) : false) || ...);
+  }(std::make_index_sequence<std::variant_size_v<V>>{});
+  return r;
 }
-template <class M, class T>
-void encode_desc(writer& w, const M& m, const scalar_oneof_desc<M, T>& d) {
-  if (m.*d.a.member && m.*d.b.member)
-    throw invalid_input_error(std::string(d.name) + ": both alternatives of a oneof are set");
-  encode_value(w, d.a.number, m.*d.a.member, true);
-  encode_value(w, d.b.number, m.*d.b.member, true);
+template <class V>
+void* variant_emplace(void* p, std::size_t c) {
+  V& v = *static_cast<V*>(p);
+  void* r = nullptr;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (void)((c == I ? (r = &v.template emplace<first_case<V> + I>(), true) : false) || ...);
+  }(std::make_index_sequence<std::variant_size_v<V> - first_case<V>>{});
+  return r;
 }
+template <class V, std::size_t... I>
+constexpr std::array<encode_fn, sizeof...(I)> case_encoders(std::index_sequence<I...>) {
+  return {&encode_case<std::variant_alternative_t<first_case<V> + I, V>>...};
+}
+template <class V, std::size_t... I>
+constexpr std::array<decode_fn, sizeof...(I)> case_decoders(std::index_sequence<I...>) {
+  return {&decode_erased<std::variant_alternative_t<first_case<V> + I, V>>...};
+}
+template <class V>
+inline constexpr auto case_encoders_of = case_encoders<V>(std::make_index_sequence<std::variant_size_v<V> - first_case<V>>{});
+template <class V>
+inline constexpr auto case_decoders_of = case_decoders<V>(std::make_index_sequence<std::variant_size_v<V> - first_case<V>>{});
+template <class V>
+inline constexpr variant_encoder variant_encoder_of{first_case<V>, &variant_index<V>, &variant_get<V>,
+                                                   case_encoders_of<V>.data()};
+template <class V>
+inline constexpr variant_decoder variant_decoder_of{std::variant_size_v<V> - first_case<V>, &variant_emplace<V>,
+                                                   case_decoders_of<V>.data()};
 
-template <class M, class T>
-bool decode_desc(M& m, const reader& r, const field_view& f, const field_desc<M, T>& d) {
-  if (f.number != d.number) return false;
-  decode_value(r, f, m.*d.member, d.name);
-  return true;
-}
-template <class M, class V>
-bool decode_desc(M& m, const reader& r, const field_view& f, const oneof_desc<M, V>& d) {
-  return oneof_decode_set(m.*d.member, r, f, d, std::make_index_sequence<oneof_desc<M, V>::count>{});
-}
-template <class M, class T>
-bool decode_desc(M& m, const reader& r, const field_view& f, const scalar_oneof_desc<M, T>& d) {
-  if (decode_desc(m, r, f, d.a)) {
-    (m.*d.b.member).reset();  // oneof: the last alternative wins
-    return true;
-  }
-  if (decode_desc(m, r, f, d.b)) {
-    (m.*d.a.member).reset();
-    return true;
-  }
-  return false;
-}
+// One entry of a message's encoding table: a field, or a oneof (variant != nullptr).
+struct encode_entry {
+  std::uint32_t number = 0;
+  bool required = false;                      // written even when it holds the default
+  std::string_view name;                      // the field's, or the oneof's
+  const void* (*at)(const void*) = nullptr;   // the member in the message
+  encode_fn encode = nullptr;                 // a field
+  const variant_encoder* variant = nullptr;   // a oneof
+  const std::uint32_t* numbers = nullptr;     // a oneof: the field number of each case
+  // A scalar oneof is two entries, each naming the other: both set is an error.
+  int partner = -1;
+  bool (*is_set)(const void*) = nullptr;
+};
+struct decode_entry {
+  std::uint32_t number = 0;
+  bool required = false;                      // absent: corrupt_error
+  std::string_view name;
+  void* (*at)(void*) = nullptr;
+  decode_fn decode = nullptr;
+  const variant_decoder* variant = nullptr;
+  const std::uint32_t* numbers = nullptr;
+  unknown_field on_unknown = unknown_field::skip;  // for numbers in [refuse_from, refuse_to]
+  std::uint32_t refuse_from = 0, refuse_to = 0;
+  int partner = -1;                           // a scalar oneof: decoding one clears the other
+  void (*clear)(void*) = nullptr;
+};
 
-// Whether a descriptor refuses unknown numbers / must be present: decided at compile
-// time, so that descriptors that do neither generate no code for it.
-template <class D>
-constexpr bool refuses_unknown(const D& d) {
-  if constexpr (requires { d.on_unknown; }) return d.on_unknown != unknown_field::skip;
-  else return false;
-}
-template <class D>
-constexpr bool is_required(const D& d) {
-  if constexpr (requires { d.required; }) return d.required;
-  else return false;
-}
-
-// A field no descriptor claimed, in the refused range of a oneof.
+// A field no entry claimed, in the refused range of a oneof.
 [[noreturn]] inline void refuse_unknown(std::string_view oneof, std::uint32_t number, unknown_field how) {
   const std::string msg = std::string(oneof) + ": unknown variant (field " + std::to_string(number) + ")";
   if (how == unknown_field::corrupt) throw corrupt_error(msg);
   throw unsupported_error(msg + ", written by a newer Lance?");
 }
 [[noreturn]] inline void missing_field(std::string_view name) { throw corrupt_error(std::string(name) + " is missing"); }
+[[noreturn]] inline void both_set(std::string_view oneof) {
+  throw invalid_input_error(std::string(oneof) + ": both alternatives of a oneof are set");
+}
+
+// The encoding loop: every message with descriptors runs this one function.
+inline void encode_fields(writer& w, const void* m, const encode_entry* t, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const encode_entry& e = t[i];
+    const void* v = e.at(m);
+    if (e.variant) {
+      const std::size_t k = e.variant->index(v);
+      if (k == std::variant_npos || k < e.variant->first) continue;  // not set: nothing written
+      e.variant->cases[k - e.variant->first](w, e.numbers[k - e.variant->first], e.variant->get(v), false);
+      continue;
+    }
+    if (e.partner > int(i) && e.is_set(v) && t[e.partner].is_set(t[e.partner].at(m))) both_set(e.name);
+    e.encode(w, e.number, v, !e.required);
+  }
+}
+
+// Whether entry i takes field f (and decodes it into m).
+inline bool decode_claims(const reader& r, const field_view& f, void* m, const decode_entry* t, std::size_t i) {
+  const decode_entry& e = t[i];
+  if (e.variant) {
+    for (std::size_t c = 0; c < e.variant->count; ++c)
+      if (f.number == e.numbers[c]) {
+        // As in protobuf, when several cases appear the last one wins.
+        e.variant->cases[c](r, f, e.variant->emplace(e.at(m), c), e.name);
+        return true;
+      }
+    return false;
+  }
+  if (f.number != e.number) return false;
+  e.decode(r, f, e.at(m), e.name);
+  if (e.partner >= 0) t[e.partner].clear(t[e.partner].at(m));  // a oneof: the last alternative wins
+  return true;
+}
+
+// The decoding loop: unknown fields are skipped (or refused, as a oneof says); a
+// required field or oneof that is absent is corrupt_error.
+inline void decode_fields(reader& r, void* m, const decode_entry* t, std::size_t n) {
+  std::uint64_t seen = 0;  // bit i: entry i was present (tables have at most 64 entries)
+  while (!r.done()) {
+    const field_view f = r.next();
+    std::size_t i = 0;
+    while (i < n && !decode_claims(r, f, m, t, i)) ++i;
+    if (i < n) {
+      seen |= std::uint64_t(1) << i;
+      continue;
+    }
+    for (std::size_t j = 0; j < n; ++j)
+      if (t[j].on_unknown != unknown_field::skip && f.number >= t[j].refuse_from && f.number <= t[j].refuse_to)
+        refuse_unknown(t[j].name, f.number, t[j].on_unknown);
+  }
+  for (std::size_t j = 0; j < n; ++j)
+    if (t[j].required && !((seen >> j) & 1)) missing_field(t[j].name);
+}
+
+// ---- building a message's tables from its descriptors (at compile time) ---------------
+
+template <class M>
+inline constexpr auto descriptors = M::proto_fields();
+
+template <class D> struct is_oneof_desc : std::false_type {};
+template <class M, class V> struct is_oneof_desc<oneof_desc<M, V>> : std::true_type {};
+template <class D> struct is_scalar_oneof_desc : std::false_type {};
+template <class M, class T> struct is_scalar_oneof_desc<scalar_oneof_desc<M, T>> : std::true_type {};
+
+template <class M>
+constexpr std::size_t entry_count() {
+  return std::apply([](const auto&... d) {
+    return (std::size_t(0) + ... + (is_scalar_oneof_desc<std::remove_cvref_t<decltype(d)>>::value ? 2 : 1));
+  }, descriptors<M>);
+}
+
+// The entry of one field in an encoding or a decoding table (Entry says which).
+template <class Entry, class M, class T, T M::*P>
+constexpr Entry field_entry(const field_desc<M, T>& d) {
+  Entry e;
+  e.number = d.number;
+  e.required = d.required;
+  e.name = d.name;
+  if constexpr (std::is_same_v<Entry, encode_entry>) {
+    e.at = &member_of<M, T, P>;
+    e.encode = &encode_erased<T>;
+    if constexpr (is_optional<T>::value) e.is_set = &optional_is_set<T>;
+  } else {
+    e.at = &member_of_mut<M, T, P>;
+    e.decode = &decode_erased<T>;
+    if constexpr (is_optional<T>::value) e.clear = &optional_clear<T>;
+  }
+  return e;
+}
+
+// Appends descriptor I of M to an encoding table (a scalar oneof takes two entries).
+template <class M, std::size_t I, std::size_t N>
+constexpr void add_entry(std::array<encode_entry, N>& t, std::size_t& k) {
+  constexpr const auto& d = std::get<I>(descriptors<M>);
+  using D = std::remove_cvref_t<decltype(d)>;
+  if constexpr (is_oneof_desc<D>::value) {
+    using V = std::remove_cvref_t<decltype(std::declval<M&>().*d.member)>;
+    encode_entry& e = t[k++];
+    e.name = d.name;
+    e.at = &member_of<M, V, d.member>;
+    e.variant = &variant_encoder_of<V>;
+    e.numbers = d.numbers.data();
+  } else if constexpr (is_scalar_oneof_desc<D>::value) {
+    using O = std::remove_cvref_t<decltype(std::declval<M&>().*d.a.member)>;
+    t[k] = field_entry<encode_entry, M, O, d.a.member>(d.a);
+    t[k + 1] = field_entry<encode_entry, M, O, d.b.member>(d.b);
+    t[k].name = t[k + 1].name = d.name;  // the oneof's name, for the "both set" error
+    t[k].required = t[k + 1].required = false;
+    t[k].partner = int(k + 1);
+    t[k + 1].partner = int(k);
+    k += 2;
+  } else {
+    using T = std::remove_cvref_t<decltype(std::declval<M&>().*d.member)>;
+    t[k++] = field_entry<encode_entry, M, T, d.member>(d);
+  }
+}
+template <class M, std::size_t I, std::size_t N>
+constexpr void add_entry(std::array<decode_entry, N>& t, std::size_t& k) {
+  constexpr const auto& d = std::get<I>(descriptors<M>);
+  using D = std::remove_cvref_t<decltype(d)>;
+  if constexpr (is_oneof_desc<D>::value) {
+    using V = std::remove_cvref_t<decltype(std::declval<M&>().*d.member)>;
+    decode_entry& e = t[k++];
+    e.required = d.required;
+    e.name = d.name;
+    e.at = &member_of_mut<M, V, d.member>;
+    e.variant = &variant_decoder_of<V>;
+    e.numbers = d.numbers.data();
+    e.on_unknown = d.on_unknown;
+    e.refuse_from = d.refuse_from;
+    e.refuse_to = d.refuse_to;
+  } else if constexpr (is_scalar_oneof_desc<D>::value) {
+    using O = std::remove_cvref_t<decltype(std::declval<M&>().*d.a.member)>;
+    t[k] = field_entry<decode_entry, M, O, d.a.member>(d.a);
+    t[k + 1] = field_entry<decode_entry, M, O, d.b.member>(d.b);
+    t[k].partner = int(k + 1);
+    t[k + 1].partner = int(k);
+    k += 2;
+  } else {
+    using T = std::remove_cvref_t<decltype(std::declval<M&>().*d.member)>;
+    t[k++] = field_entry<decode_entry, M, T, d.member>(d);
+  }
+}
+
+// A message's encoding or decoding table (Entry: encode_entry or decode_entry).
+template <class M, class Entry>
+constexpr auto make_table() {
+  std::array<Entry, entry_count<M>()> t{};
+  static_assert(t.size() <= 64, "decode_fields tracks at most 64 entries");
+  std::size_t k = 0;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (add_entry<M, I>(t, k), ...);
+  }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(descriptors<M>)>>>{});
+  return t;
+}
+template <class M>
+inline constexpr auto encoders = make_table<M, encode_entry>();
+template <class M>
+inline constexpr auto decoders = make_table<M, decode_entry>();
 
 }  // namespace detail
 
 // Encodes m's fields as its proto_fields() lists them.
 template <class M>
 void encode_message(writer& w, const M& m) {
-  std::apply([&](const auto&... d) { (detail::encode_desc(w, m, d), ...); }, M::proto_fields());
+  detail::encode_fields(w, &m, detail::encoders<M>.data(), detail::encoders<M>.size());
 }
 
 // Decodes a message whose fields proto_fields() lists; unknown fields are skipped (or
@@ -477,35 +699,9 @@ void encode_message(writer& w, const M& m) {
 template <class M>
 M decode_message(reader r) {
   M m{};
-  static constexpr auto fields = M::proto_fields();
-  constexpr std::size_t n = std::tuple_size_v<std::remove_cv_t<decltype(fields)>>;
-  std::array<bool, n> seen{};
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    while (!r.done()) {
-      const auto f = r.next();
-      (void)f;  // a message without fields reads none of them
-      const bool known = ((detail::decode_desc(m, r, f, std::get<I>(fields)) ? (seen[I] = true) : false) || ...);
-      if (!known)
-        (
-            [&] {
-              constexpr const auto& d = std::get<I>(fields);
-              if constexpr (detail::refuses_unknown(d))
-                if (f.number >= d.refuse_from && f.number <= d.refuse_to)
-                  detail::refuse_unknown(d.name, f.number, d.on_unknown);
-            }(),
-            ...);
-    }
-    (
-        [&] {
-          constexpr const auto& d = std::get<I>(fields);
-          if constexpr (detail::is_required(d))
-            if (!seen[I]) detail::missing_field(d.name);
-        }(),
-        ...);
-  }(std::make_index_sequence<n>{});
+  detail::decode_fields(r, &m, detail::decoders<M>.data(), detail::decoders<M>.size());
   return m;
 }
-
 // Serialises a message: the one spelling for "message to bytes".
 template <class Msg>
 std::string encode(const Msg& m) {
