@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <unordered_map>

@@ -616,7 +616,7 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
         pp.seed = o.seed;
         pp.max_sample_rows = pq_sample_rows(o, qc, dim, sizeof(T));
         if (pp.max_sample_rows < (o.sample_rate << qc.bits) && n >= pp.max_sample_rows)
-          warn("IVF_PQ index on column '" + o.column + "': PQ trained on " + std::to_string(pp.max_sample_rows) +
+          warn("PQ codebook of the index on column '" + o.column + "': PQ trained on " + std::to_string(pp.max_sample_rows) +
                " rows, not Lance's " + std::to_string(o.sample_rate << qc.bits) + ": memory_budget_bytes (" +
                std::to_string(o.memory_budget_bytes >> 20) + " MiB) holds no more (raise it for Lance's sample)");
         if constexpr (std::is_const_v<R>) e.pqm = pq::train_for_ivf(rows, n, dim, cents, e.km.k, metric, pp, o.pool);
@@ -679,6 +679,7 @@ inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_option
       }
     }
     if (vs.rows() == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
+    release_free_memory();  // what the scan freed, before training adds its own holdings
     if (need_ivf && k > vs.rows())
       throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " +
                                 std::to_string(vs.rows()) + " indexable vectors of column '" + o.column + "'");
@@ -737,7 +738,10 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
       hnsw::index_file_writer<V, io::file_sink> idx(io::file_sink(idx_path), model, hnsw_index_type_name(e.params),
                                                    o.metric, wo);
       hnsw::build_partition_graphs(storage, o.metric, e.km.dimension, *graph, o.pool, o.memory_budget_bytes / 4 * 3,
-                                   [&](std::size_t, const hnsw::graph& g) { idx.add(g); });
+                                   [&](std::size_t, const hnsw::graph& g) {
+                                     idx.add(g);
+                                     release_free_memory();  // the graph's builder and decoded rows, freed
+                                   });
       idx_size = idx.finish().file_size;
     } else {
       idx_size = write_index_file<V>(io::file_sink(idx_path), model, index_type_name(e.params), o.metric).file_size;
