@@ -1084,7 +1084,15 @@ TEST_CASE("interop: peak memory of IVF_PQ and IVF_HNSW_PQ builds over vectors 3x
 #else
   // 192 Ki x 128 f32 rows = 96 MiB in data files of 8 Ki rows (4 MiB pages), a 32 MiB
   // budget: Lance's PQ sample (256 x 2^8 = 65,536 rows, 32.5 MiB with their ids) does
-  // not fit, so PQ trains on fewer rows (a warning says how many).
+  // not fit, so PQ trains on fewer rows (49,932: a warning says so). Before PQ trained
+  // inside the budget (three copies of its sample: rows, residuals in working
+  // precision, residuals again) these builds peaked 110 / 107 MiB above the start;
+  // measured after (2026-12-02): 40 / 47 MiB.
+  // The slack granted beyond the budget: 25% as for IVF_FLAT above (allocator pages
+  // not yet returned), plus the 4 MiB page a data file is read in (the scan holds it
+  // whole, outside the budget); for IVF_HNSW_PQ also the graph stage's 12 MiB that do
+  // not depend on the budget (test_hnsw "peak memory of the graph stage").
+  const double page_mib = 4, graph_fixed_mib = 12;
   const std::size_t dim = 128, chunk = 16384, chunks = 12;
   const std::uint64_t budget = std::uint64_t(32) << 20;
   t::temp_dir tmp("ivfb-pqmem");
@@ -1103,7 +1111,8 @@ TEST_CASE("interop: peak memory of IVF_PQ and IVF_HNSW_PQ builds over vectors 3x
     REQUIRE(used_mib >= 0);  // the child could reset its peak and build
     MESSAGE(name << " build over " << n * dim * 4 / (1 << 20) << " MiB of vectors with a " << (budget >> 20)
                  << " MiB budget: peak RSS " << used_mib << " MiB above the baseline");
-    CHECK(used_mib < double(budget >> 20) * 1.25);
+    const double limit = double(budget >> 20) * 1.25 + page_mib + (index::is_hnsw(type) ? graph_fixed_mib : 0);
+    CHECK(used_mib < limit);
     const auto li = njson::parse(t::node("list_indices.mjs", {root}));
     REQUIRE(li["indices"].size() == 1);
     CHECK(li["indices"][0]["stats"]["indexType"] == name);
