@@ -33,7 +33,10 @@
 // codebooks of short sub-vectors start from k-means++ seeding (bench/RESULTS.md
 // issue 14); sub-vectors train with a dedicated short-vector k-means (same
 // algorithm, several times faster than the generic one); 4-bit scans sum exact f32
-// distances (Lance quantizes the table to u8 past the first 200 rows of a partition).
+// distances (Lance quantizes the table to u8 past the first 200 rows of a partition);
+// params::max_sample_rows lets the IVF builder train on fewer rows than Lance's sample
+// when its memory budget cannot hold them (train_for_ivf_in_place trains without a
+// copy of its rows).
 //
 // Results are identical for any thread count.
 #pragma once
