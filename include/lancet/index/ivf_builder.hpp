@@ -174,8 +174,9 @@ struct build_options {
   // A column that fits is trained on whole, as today; a larger one on a sample.
   // PQ trains on Lance's sample (sample_rate x 2^num_bits rows) whenever the budget
   // holds it (512 MiB does for f32 vectors of up to about 1,900 dimensions, f16 of
-  // 3,800, on a few cores); when it cannot, on as many rows as fit (at least 2^num_bits): a deviation from Lance
-  // (a coarser codebook), reported through lancet::warn (core/warning.hpp).
+  // 3,800, on a few cores); when it cannot, on as many rows as fit (at least
+  // 2^num_bits): a deviation from Lance (a codebook from fewer rows), reported
+  // through lancet::warn (core/warning.hpp).
   std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
   std::string spill_directory;  // where runs are spilled; default: the index directory
 
