@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <span>
@@ -916,6 +917,29 @@ TEST_CASE("build_ivf_index: segments over disjoint fragments committed as one in
   CHECK_THROWS_WITH_AS(index::build_ivf_index(root, o), doctest::Contains("fragment 99"), invalid_input_error);
 }
 
+namespace {
+
+// Peak RSS (MiB above the start) of build_ivf_index(root, o) in a forked child with a
+// 2-thread pool (support/peak_memory.hpp), printing the peak so far as each stage
+// starts; -1 when the child could not measure or the build threw.
+double build_peak_mib(const std::string& root, index::build_options o) {
+  const long kib = t::peak_growth_kib_in_child([&] {
+    boost::asio::thread_pool pool(2);
+    o.pool = &pool;
+    int last = -1;
+    o.on_progress = [&](const index::build_progress& p) {
+      if (int(p.stage) == last) return;
+      last = int(p.stage);
+      std::printf("  %s: VmHWM %ld KiB\n", std::string(index::build_stage_name(p.stage)).c_str(), t::status_kib("VmHWM"));
+    };
+    index::build_ivf_index(root, o);
+    pool.join();
+  });
+  return kib < 0 ? -1.0 : double(kib) / 1024.0;
+}
+
+}  // namespace
+
 TEST_CASE("interop: peak memory of a build over vectors 3x the budget stays under budget + 25%") {
   const std::size_t dim = 64, chunk = 65536, chunks = 12;  // 768 Ki rows x 256 B = 192 MiB
   const std::uint64_t budget = std::uint64_t(64) << 20;
@@ -931,22 +955,8 @@ TEST_CASE("interop: peak memory of a build over vectors 3x the budget stays unde
   o.type = index::ivf_index_type::ivf_flat;
   o.num_partitions = 64;
   o.memory_budget_bytes = budget;
-  const long grown_kib = t::peak_growth_kib_in_child([&] {
-    boost::asio::thread_pool pool(2);
-    o.pool = &pool;
-    int last = -1;
-    o.on_progress = [&](const index::build_progress& p) {  // peak so far at each stage
-      if (int(p.stage) == last) return;
-      last = int(p.stage);
-      std::ifstream st("/proc/self/status");
-      for (std::string l; std::getline(st, l);)
-        if (l.rfind("VmHWM", 0) == 0) std::printf("  %s: %s\n", std::string(index::build_stage_name(p.stage)).c_str(), l.c_str());
-    };
-    index::build_ivf_index(root, o);
-    pool.join();
-  });
-  REQUIRE(grown_kib >= 0);  // the child could reset its peak and build
-  const double used_mib = double(grown_kib) / 1024.0;
+  const double used_mib = build_peak_mib(root, o);
+  REQUIRE(used_mib >= 0);  // the child could reset its peak and build
   MESSAGE("build over " << n * dim * 4 / (1 << 20) << " MiB of vectors with a " << (budget >> 20)
                         << " MiB budget: peak RSS " << used_mib << " MiB above the baseline");
   CHECK(used_mib < double(budget >> 20) * 1.25);
@@ -1212,4 +1222,83 @@ TEST_CASE("interop: IVF_PQ recall over our index is not below LanceDB's own inde
   }
   MESSAGE("mean recall@10: LanceDB on ours " << sum_ours / 3 << ", LanceDB on its own " << sum_theirs / 3);
   CHECK(sum_ours / 3 >= sum_theirs / 3 - 0.01);
+}
+
+TEST_CASE("interop: peak memory of IVF_PQ and IVF_HNSW_PQ builds over vectors 3x the budget (PQ training inside it)") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  MESSAGE("skipped under sanitizers (their shadow memory and quarantine are not the build's)");
+#else
+  // 192 Ki x 128 f32 rows = 96 MiB in data files of 8 Ki rows (4 MiB pages), a 32 MiB
+  // budget: Lance's PQ sample (256 x 2^8 = 65,536 rows, 32.5 MiB with their ids) does
+  // not fit, so PQ trains on fewer rows (49,932: a warning says so). Before PQ trained
+  // inside the budget (three copies of its sample: rows, residuals in working
+  // precision, residuals again) these builds peaked 110 / 107 MiB above the start;
+  // measured after (2026-12-02): 40 / 47 MiB.
+  // The slack granted beyond the budget: 25% as for IVF_FLAT above (allocator pages
+  // not yet returned), plus the 4 MiB page a data file is read in (the scan holds it
+  // whole, outside the budget); for IVF_HNSW_PQ also the graph stage's 12 MiB that do
+  // not depend on the budget (test_hnsw "peak memory of the graph stage").
+  const double page_mib = 4, graph_fixed_mib = 12;
+  const std::size_t dim = 128, chunk = 16384, chunks = 12;
+  const std::uint64_t budget = std::uint64_t(32) << 20;
+  t::temp_dir tmp("ivfb-pqmem");
+  const std::string root = (tmp.path() / "ds").string();
+  write_clustered_dataset(root, chunks, chunk, dim, 29, 8192);
+  const std::uint64_t n = chunk * chunks;
+  for (auto type : {index::ivf_index_type::ivf_pq, index::ivf_index_type::ivf_hnsw_pq}) {
+    const std::string name(index::ivf_index_type_name(type));
+    INFO(name);
+    index::build_options o;
+    o.column = "vector";
+    o.type = type;
+    o.replace = true;
+    o.memory_budget_bytes = budget;
+    const double used_mib = build_peak_mib(root, o);
+    REQUIRE(used_mib >= 0);  // the child could reset its peak and build
+    MESSAGE(name << " build over " << n * dim * 4 / (1 << 20) << " MiB of vectors with a " << (budget >> 20)
+                 << " MiB budget: peak RSS " << used_mib << " MiB above the baseline");
+    const double limit = double(budget >> 20) * 1.25 + page_mib + (index::is_hnsw(type) ? graph_fixed_mib : 0);
+    CHECK(used_mib < limit);
+    const auto li = njson::parse(t::node("list_indices.mjs", {root}));
+    REQUIRE(li["indices"].size() == 1);
+    CHECK(li["indices"][0]["stats"]["indexType"] == name);
+    CHECK(li["indices"][0]["stats"]["numIndexedRows"] == n);
+  }
+#endif
+}
+
+TEST_CASE("build_ivf_index: PQ trains on Lance's sample when the budget holds it, on fewer rows (with a warning) when not") {
+  // 20000 x 64 f32 (5 MiB): a 2 MiB budget holds about 6,000 PQ training rows, not
+  // Lance's 65,536 (256 x 2^8), so the sample is cut and a warning says so.
+  const std::size_t dim = 64;
+  t::temp_dir tmp("ivfb-pq-sample");
+  const std::string root = (tmp.path() / "ds").string();
+  write_clustered_dataset(root, 1, 20000, dim, 37);
+  index::build_options o;
+  o.column = "vector";
+  o.type = index::ivf_index_type::ivf_pq;
+  o.num_partitions = 4;
+  o.num_sub_vectors = 4;
+  o.max_iters = 10;
+  const index::builder_detail::quantizer_choice qc{4, 8};
+  CHECK(index::builder_detail::pq_sample_rows(o, qc, dim, sizeof(float)) == 65536);  // default budget: Lance's
+  CHECK(index::builder_detail::pq_sample_rows(o, qc, 1536, sizeof(float)) == 65536);
+  std::vector<std::string> warnings;
+  const auto prev = set_warning_handler(
+      [](std::string_view m, void* c) { static_cast<std::vector<std::string>*>(c)->emplace_back(m); }, &warnings);
+  const auto full = index::train_ivf_model(root, o);
+  CHECK(warnings.empty());
+  o.memory_budget_bytes = std::uint64_t(2) << 20;
+  const std::size_t cut = index::builder_detail::pq_sample_rows(o, qc, dim, sizeof(float));
+  CHECK(cut == (std::uint64_t(2) << 20) / (dim * 4 + 16 + 64 + 8));  // one trainer without a pool
+  const auto small = index::train_ivf_model(root, o);
+  set_warning_handler(prev.first, prev.second);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("column 'vector'") != std::string::npos);
+  CHECK(warnings[0].find("PQ trained on " + std::to_string(cut) + " rows, not Lance's 65536") != std::string::npos);
+  const auto& a = std::get<index::pq_params>(full.quantizer);
+  const auto& b = std::get<index::pq_params>(small.quantizer);
+  CHECK(a.codebook.size() == b.codebook.size());
+  REQUIRE(a.codebook.data.size() == b.codebook.data.size());
+  CHECK(std::memcmp(a.codebook.data.data(), b.codebook.data.data(), a.codebook.data.size()) != 0);  // other rows
 }

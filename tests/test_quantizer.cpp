@@ -1238,3 +1238,55 @@ TEST_CASE("SQ: our bounds and codes equal LanceDB's") {
 }
 
 }  // TEST_SUITE("lancedb fixtures")
+
+TEST_CASE("train_for_ivf_in_place: train_for_ivf's codebook with no copy of the rows; max_sample_rows caps the sample") {
+  // The IVF builder trains PQ on its own training rows in place (issue 15 follow-up:
+  // the residuals were a second full copy of a 65,536-row sample).
+  const std::size_t n = 5000, d = 32, k = 4;
+  const auto rows = gaussian(n, d, 31);
+  const std::vector<float> cents(rows.begin() + 10 * d, rows.begin() + std::ptrdiff_t((10 + k) * d));
+  pq::params p;
+  p.num_sub_vectors = 2;  // 16-value sub-vectors; 8 bits
+  p.max_iters = 8;
+  const auto same_codebook = [](const auto& a, const auto& b) {
+    return a.codebook.size() == b.codebook.size() &&
+           std::memcmp(a.codebook.data(), b.codebook.data(), a.codebook.size() * sizeof(a.codebook[0])) == 0;
+  };
+  for (auto dt : {distance_type::l2, distance_type::cosine, distance_type::dot}) {
+    INFO(simd::distance_name(dt));
+    const auto a = pq::train_for_ivf(rows.data(), n, d, cents.data(), k, dt, p);
+    auto work = rows;
+    const auto b = pq::train_for_ivf_in_place(work.data(), n, d, cents.data(), k, dt, p);
+    CHECK(same_codebook(a, b));
+    const auto h = convert<f16>(rows);
+    const auto hc = convert<f16>(cents);
+    const auto ah = pq::train_for_ivf(h.data(), n, d, hc.data(), k, dt, p);
+    auto hw = h;
+    CHECK(same_codebook(ah, pq::train_for_ivf_in_place(hw.data(), n, d, hc.data(), k, dt, p)));
+    if (dt == distance_type::l2) {  // every row kept in place, minus its nearest centroid
+      for (std::size_t r : {std::size_t(0), std::size_t(777), n - 1}) {
+        std::size_t best = 0;
+        for (std::size_t c = 1; c < k; ++c)
+          if (simd::l2(rows.data() + r * d, cents.data() + c * d, d) < simd::l2(rows.data() + r * d, cents.data() + best * d, d))
+            best = c;
+        for (std::size_t t = 0; t < d; ++t) CHECK(work[r * d + t] == rows[r * d + t] - cents[best * d + t]);
+      }
+    }
+  }
+  // A cap of 300 rows trains exactly on the 300 rows the sampler draws.
+  pq::params capped = p;
+  capped.max_sample_rows = 300;
+  CHECK(capped.sample_size() == 300);
+  const auto picked = quantizer::sample_rows(n, 300, p.seed);
+  std::vector<float> sub;
+  for (auto r : picked) sub.insert(sub.end(), rows.begin() + std::ptrdiff_t(r * d), rows.begin() + std::ptrdiff_t((r + 1) * d));
+  const auto c1 = pq::train_for_ivf(rows.data(), n, d, cents.data(), k, distance_type::l2, capped);
+  CHECK(same_codebook(c1, pq::train_for_ivf(sub.data(), 300, d, cents.data(), k, distance_type::l2, p)));
+  CHECK_FALSE(same_codebook(c1, pq::train_for_ivf(rows.data(), n, d, cents.data(), k, distance_type::l2, p)));
+  auto work = rows;
+  CHECK(same_codebook(c1, pq::train_for_ivf_in_place(work.data(), n, d, cents.data(), k, distance_type::l2, capped)));
+  // Below the 2^bits rows a codebook needs: refused.
+  capped.max_sample_rows = 255;
+  CHECK_THROWS_WITH_AS(pq::train_for_ivf(rows.data(), n, d, cents.data(), k, distance_type::l2, capped),
+                       doctest::Contains("max_sample_rows 255"), invalid_input_error);
+}

@@ -11,8 +11,9 @@
 //                    (as before: same centroids, same codes), else on a random sample
 //                    of max(sample_rate x num_partitions, the quantizer's sample) rows
 //                    read in one streaming pass; skipped with given ivf_centroids;
-//   train_quantizer  PQ (residuals for l2/cosine, as Lance), SQ bounds, RaBitQ
-//                    rotation, on the same rows; skipped with a given quantizer;
+//   train_quantizer  PQ (residuals for l2/cosine, as Lance, taken in place on the
+//                    training rows), SQ bounds, RaBitQ rotation, on the same rows;
+//                    skipped with a given quantizer;
 //   shuffle          the column streamed in batches: each assigned (SIMD kernels, or
 //                    precomputed_partitions) and encoded by ivf_encoder, and handed to
 //                    the shuffler (shuffler.hpp), which spills rows grouped by
@@ -45,6 +46,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -55,6 +57,7 @@
 #endif
 
 #include "lancet/core/error.hpp"
+#include "lancet/core/warning.hpp"
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/index/hnsw/index_file.hpp"
@@ -166,9 +169,15 @@ struct build_options {
   boost::asio::thread_pool* pool = nullptr;
   std::function<void(const build_progress&)> on_progress;
 
-  // Decoded rows held at once (training sample aside): scan read-ahead, buffered
-  // encoded rows (spilled to temporary Lance files beyond a quarter of it), merge reads.
+  // Decoded rows held at once (the IVF k-means sample aside): scan read-ahead,
+  // buffered encoded rows (spilled to temporary Lance files beyond a quarter of it),
+  // merge reads, HNSW graphs, and PQ training (its rows and sub-vector k-means).
   // A column that fits is trained on whole, as today; a larger one on a sample.
+  // PQ trains on Lance's sample (sample_rate x 2^num_bits rows) whenever the budget
+  // holds it (512 MiB does for f32 vectors of up to about 1,900 dimensions, f16 of
+  // 3,800, on a few cores); when it cannot, on as many rows as fit (at least
+  // 2^num_bits): a deviation from Lance (a codebook from fewer rows), reported
+  // through lancet::warn (core/warning.hpp).
   std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
   std::string spill_directory;  // where runs are spilled; default: the index directory
 
@@ -532,18 +541,40 @@ inline bool is_multivector(const dataset::dataset& ds, const std::string& column
   return false;
 }
 
-// Rows a sampled training reads: max(sample_rate x k, the quantizer's sample).
-inline std::size_t training_sample_size(const build_options& o, const quantizer_choice& qc, std::size_t k) {
+// The rows PQ trains on: Lance's sample (sample_rate x 2^bits) when the memory
+// budget holds its training, else as many as it holds, at least the 2^bits a codebook
+// needs (a lancet deviation, warned about in train_on_rows). A training row holds its
+// decoded vector and row id (the builder's sample), its index in the PQ sample, and,
+// in each sub-vector k-means running at once (one per core, at most num_sub_vectors),
+// its sub-vector in working precision plus an assignment and a distance.
+inline std::size_t pq_sample_rows(const build_options& o, const quantizer_choice& qc, std::size_t dim,
+                                  std::size_t element_bytes) {
+  const std::size_t lance = o.sample_rate << qc.bits;
+  const std::uint64_t work = element_bytes == 8 ? 8 : 4;  // double, else float
+  const std::uint64_t trainers =
+      o.pool ? std::clamp<std::uint64_t>(std::thread::hardware_concurrency(), 1, std::max<std::size_t>(qc.m_sub, 1)) : 1;
+  const std::uint64_t sub = dim / std::max<std::size_t>(qc.m_sub, 1);
+  const std::uint64_t per_row = dim * element_bytes + 8 + 8 + trainers * (sub * work + 4 + work);
+  return std::size_t(std::clamp<std::uint64_t>(o.memory_budget_bytes / per_row, std::uint64_t(1) << qc.bits, lance));
+}
+
+// Rows a sampled training reads: max(sample_rate x k, the quantizer's sample; for
+// PQ, what the budget holds of it: pq_sample_rows).
+inline std::size_t training_sample_size(const build_options& o, const quantizer_choice& qc, std::size_t k,
+                                        std::size_t dim, std::size_t element_bytes) {
   std::size_t want = o.sample_rate * k;
-  if (o.type == ivf_index_type::ivf_pq || o.type == ivf_index_type::ivf_sq) want = std::max(want, o.sample_rate << qc.bits);
+  if (o.type == ivf_index_type::ivf_pq) want = std::max(want, pq_sample_rows(o, qc, dim, element_bytes));
+  if (o.type == ivf_index_type::ivf_sq) want = std::max(want, o.sample_rate << qc.bits);
   return want;
 }
 
 // Stage 1 + 2 on training rows in memory (n usable rows, row-major): k-means and
-// the quantizer, unless given.
-template <class T>
-inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choice& qc, std::size_t dim, const T* rows,
+// the quantizer, unless given. Writable rows (R = T) are PQ's to prepare in place
+// (left as residuals); const rows are copied.
+template <class T, class R>
+inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choice& qc, std::size_t dim, R* rows,
                                     std::size_t n, std::size_t k) {
+  static_assert(std::is_same_v<std::remove_const_t<R>, T>, "training rows of the column's element type");
   constexpr bool is_u8 = std::is_same_v<T, std::uint8_t>;
   const auto metric = o.metric;
   ivf_encoder<T> e;
@@ -588,7 +619,13 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
         pp.max_iters = o.max_iters;
         pp.sample_rate = o.sample_rate;
         pp.seed = o.seed;
-        e.pqm = pq::train_for_ivf(rows, n, dim, cents, e.km.k, metric, pp, o.pool);
+        pp.max_sample_rows = pq_sample_rows(o, qc, dim, sizeof(T));
+        if (pp.max_sample_rows < (o.sample_rate << qc.bits) && n >= pp.max_sample_rows)
+          warn("PQ codebook of the index on column '" + o.column + "': PQ trained on " + std::to_string(pp.max_sample_rows) +
+               " rows, not Lance's " + std::to_string(o.sample_rate << qc.bits) + ": memory_budget_bytes (" +
+               std::to_string(o.memory_budget_bytes >> 20) + " MiB) holds no more (raise it for Lance's sample)");
+        if constexpr (std::is_const_v<R>) e.pqm = pq::train_for_ivf(rows, n, dim, cents, e.km.k, metric, pp, o.pool);
+        else e.pqm = pq::train_for_ivf_in_place(rows, n, dim, cents, e.km.k, metric, pp, o.pool);
         e.params = pq::to_params(*e.pqm);
       } else if (o.type == ivf_index_type::ivf_sq) {
         sq::params sp;
@@ -632,7 +669,7 @@ inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_option
       vs.values.reserve(std::size_t(live_rows) * dim);
       while (auto b = sc.next()) gather(*b, dim, metric, vs);
     } else {
-      const std::size_t want = training_sample_size(o, qc, k);
+      const std::size_t want = training_sample_size(o, qc, k, dim, sizeof(T));
       detail::rng64 rng(o.seed ^ 0x5a3c9e1b7d24f681ull);
       const auto picked = detail::sample_indices(std::size_t(live_rows), want, rng);
       const std::vector<std::uint64_t> pick(picked.begin(), picked.end());
@@ -647,6 +684,7 @@ inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_option
       }
     }
     if (vs.rows() == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
+    release_free_memory();  // what the scan freed, before training adds its own holdings
     if (need_ivf && k > vs.rows())
       throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " +
                                 std::to_string(vs.rows()) + " indexable vectors of column '" + o.column + "'");
@@ -705,7 +743,10 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
       hnsw::index_file_writer<V, io::file_sink> idx(io::file_sink(idx_path), model, hnsw_index_type_name(e.params),
                                                    o.metric, wo);
       hnsw::build_partition_graphs(storage, o.metric, e.km.dimension, *graph, o.pool, o.memory_budget_bytes / 4 * 3,
-                                   [&](std::size_t, const hnsw::graph& g) { idx.add(g); });
+                                   [&](std::size_t, const hnsw::graph& g) {
+                                     idx.add(g);
+                                     release_free_memory();  // the graph's builder and decoded rows, freed
+                                   });
       idx_size = idx.finish().file_size;
     } else {
       idx_size = write_index_file<V>(io::file_sink(idx_path), model, index_type_name(e.params), o.metric).file_size;

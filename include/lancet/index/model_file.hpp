@@ -314,7 +314,7 @@ inline std::size_t partitions_for(const build_options& o, std::uint64_t total_ro
 // dimension `dim` (the builder's rule: max(sample_rate x partitions, the quantizer's)).
 inline std::size_t training_sample_rows(const build_options& o, std::size_t dim, std::uint64_t total_rows) {
   const auto qc = builder_detail::check_parameters(o, dim);
-  return builder_detail::training_sample_size(o, qc, partitions_for(o, total_rows));
+  return builder_detail::training_sample_size(o, qc, partitions_for(o, total_rows), dim, sizeof(float));
 }
 
 // The dimension of o.column, a fixed-size list of float32 (what distributed training

@@ -6,9 +6,11 @@
 // Everything here is deterministic for a seed and independent of the thread count.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -87,50 +89,76 @@ inline void round_through(W* v, std::size_t d) {
     for (std::size_t i = 0; i < d; ++i) v[i] = to_work<W>(from_work<T>(v[i]));
 }
 
-// Training rows for a quantizer, prepared as Lance prepares them: `picked` rows of
-// `rows` (n x d, element type T), normalised under cosine, rows with a non-finite
-// value dropped, and, when `residual` is set, the nearest of the k IVF centroids
-// (l2, as Lance's residual transform) subtracted. The result keeps the element type
-// (Lance computes residuals in the vector type) and is row-major.
+// Training rows for a quantizer, prepared as Lance prepares them, where they are:
+// rows `picked` (ascending; null: all n) of `rows` (n x d, element type T) moved to
+// the front, normalised under cosine, rows with a non-finite value dropped, and, when
+// `residual` is set, the nearest of the k IVF centroids (l2, as Lance's residual
+// transform) subtracted. Values keep the element type (Lance computes residuals in
+// the vector type). Returns how many rows were kept (the first of `rows`). No second
+// copy of the rows is made: a training sample is the largest thing an index build
+// holds, and the residuals are assigned a block at a time.
+template <class T, class C>
+inline std::size_t prepare_training_rows_in_place(T* rows, std::size_t n, std::size_t d,
+                                                  const std::vector<std::size_t>* picked, simd::distance_type dist,
+                                                  const C* centroids, std::size_t k, bool residual,
+                                                  boost::asio::thread_pool* pool, std::size_t* dropped = nullptr) {
+  using W = simd::work_t<T, C>;
+  const bool cosine = dist == simd::distance_type::cosine;
+  std::vector<W> tmp(d);
+  std::size_t m = 0, lost = 0;
+  const std::size_t count = picked ? picked->size() : n;
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::size_t r = picked ? (*picked)[j] : j;
+    const T* src = rows + r * d;
+    for (std::size_t i = 0; i < d; ++i) tmp[i] = to_work<W>(src[i]);
+    bool ok = row_is_finite(tmp.data(), d);
+    if (ok && cosine) ok = normalize_row(tmp.data(), d);
+    if (!ok) {
+      ++lost;
+      continue;
+    }
+    T* dst = rows + m * d;  // m <= r: rows only move towards the front
+    if (cosine) {
+      for (std::size_t i = 0; i < d; ++i) dst[i] = from_work<T>(tmp[i]);
+    } else if (dst != src) {
+      std::memmove(dst, src, d * sizeof(T));
+    }
+    ++m;
+  }
+  if (dropped) *dropped = lost;
+  if (residual && m > 0) {
+    if (centroids == nullptr || k == 0)
+      throw invalid_input_error("quantizer training: residuals need the IVF centroids");
+    const simd::packed_centroids<W> pc(simd::distance_type::l2, centroids, k, d);
+    constexpr std::size_t block = 8192;  // each row's nearest centroid depends on that row only
+    std::vector<std::uint32_t> part(std::min(m, block));
+    for (std::size_t r0 = 0; r0 < m; r0 += block) {
+      const std::size_t cnt = std::min(block, m - r0);
+      simd::assign_nearest(pc, rows + r0 * d, cnt, part.data(), static_cast<W*>(nullptr), pool);
+      for (std::size_t r = 0; r < cnt; ++r) {
+        if (part[r] == simd::no_index) continue;  // finite rows always match; kept for safety
+        const W* c = pc.centroid(part[r]);
+        T* row = rows + (r0 + r) * d;
+        for (std::size_t i = 0; i < d; ++i) row[i] = from_work<T>(to_work<W>(row[i]) - c[i]);
+      }
+    }
+  }
+  return m;
+}
+
+// prepare_training_rows_in_place on a copy of the `picked` rows of `rows` (n x d):
+// the prepared rows, row-major.
 template <class T, class C>
 inline std::vector<T> prepare_training_rows(const T* rows, std::size_t d, const std::vector<std::size_t>& picked,
                                             simd::distance_type dist, const C* centroids, std::size_t k,
                                             bool residual, boost::asio::thread_pool* pool,
                                             std::size_t* dropped = nullptr) {
-  using W = simd::work_t<T, C>;
-  std::vector<W> work;
-  work.reserve(picked.size() * d);
-  std::vector<W> tmp(d);
-  std::size_t lost = 0;
-  for (std::size_t r : picked) {
-    for (std::size_t i = 0; i < d; ++i) tmp[i] = to_work<W>(rows[r * d + i]);
-    bool ok = row_is_finite(tmp.data(), d);
-    if (ok && dist == simd::distance_type::cosine) {
-      ok = normalize_row(tmp.data(), d);
-      round_through<T>(tmp.data(), d);
-    }
-    if (!ok) {
-      ++lost;
-      continue;
-    }
-    work.insert(work.end(), tmp.begin(), tmp.end());
-  }
-  if (dropped) *dropped = lost;
-  const std::size_t m = work.size() / d;
-  if (residual && m > 0) {
-    if (centroids == nullptr || k == 0)
-      throw invalid_input_error("quantizer training: residuals need the IVF centroids");
-    std::vector<std::uint32_t> part(m);
-    const simd::packed_centroids<W> pc(simd::distance_type::l2, centroids, k, d);
-    simd::assign_nearest(pc, work.data(), m, part.data(), static_cast<W*>(nullptr), pool);
-    for (std::size_t r = 0; r < m; ++r) {
-      if (part[r] == simd::no_index) continue;  // finite rows always match; kept for safety
-      const W* c = pc.centroid(part[r]);
-      for (std::size_t i = 0; i < d; ++i) work[r * d + i] -= c[i];
-    }
-  }
-  std::vector<T> out(work.size());
-  for (std::size_t i = 0; i < work.size(); ++i) out[i] = from_work<T>(work[i]);
+  std::vector<T> out(picked.size() * d);
+  for (std::size_t j = 0; j < picked.size(); ++j)
+    std::copy(rows + picked[j] * d, rows + picked[j] * d + d, out.data() + j * d);
+  const std::size_t m = prepare_training_rows_in_place<T, C>(out.data(), picked.size(), d, nullptr, dist, centroids,
+                                                             k, residual, pool, dropped);
+  out.resize(m * d);
   return out;
 }
 

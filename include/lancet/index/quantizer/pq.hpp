@@ -33,7 +33,10 @@
 // codebooks of short sub-vectors start from k-means++ seeding (bench/RESULTS.md
 // issue 14); sub-vectors train with a dedicated short-vector k-means (same
 // algorithm, several times faster than the generic one); 4-bit scans sum exact f32
-// distances (Lance quantizes the table to u8 past the first 200 rows of a partition).
+// distances (Lance quantizes the table to u8 past the first 200 rows of a partition);
+// params::max_sample_rows lets the IVF builder train on fewer rows than Lance's sample
+// when its memory budget cannot hold them (train_for_ivf_in_place trains without a
+// copy of its rows).
 //
 // Results are identical for any thread count.
 #pragma once
@@ -79,6 +82,10 @@ struct params {
   std::uint32_t max_iters = 50;      // k-means iterations per sub-vector
   std::size_t kmeans_redos = 1;
   std::size_t sample_rate = 256;     // training rows: sample_rate * 2^num_bits
+  // At most this many training rows (0: no limit beyond Lance's sample). The IVF
+  // builder sets it when its memory budget cannot hold Lance's sample: fewer rows
+  // than Lance trains on, a lancet deviation (at least 2^num_bits rows).
+  std::size_t max_sample_rows = 0;
   // Initial centroids of each sub-vector's k-means: k distinct random rows (random,
   // Lance's) or k-means++ seeding. Unset: k-means++ for dot-product codebooks with
   // 8-bit codes and sub-vectors of 2 values, or of 4 values when there are at most 8
@@ -94,7 +101,10 @@ struct params {
   // false to cancel (training then throws lancet::cancelled_error).
   std::function<bool(std::size_t done, std::size_t total)> on_progress;
 
-  std::size_t sample_size() const noexcept { return sample_rate << num_bits; }
+  std::size_t sample_size() const noexcept {
+    const std::size_t lance = sample_rate << num_bits;
+    return max_sample_rows ? std::min(lance, max_sample_rows) : lance;
+  }
 };
 
 // Lance quantizes residuals for l2 and cosine, raw vectors for dot.
@@ -155,6 +165,10 @@ inline void check_params(const params& p, std::size_t d) {
                               std::to_string(p.num_sub_vectors));
   if (p.max_iters == 0) throw invalid_input_error("PQ: max_iters must be positive");
   if (p.sample_rate == 0) throw invalid_input_error("PQ: sample_rate must be positive");
+  if (p.max_sample_rows && p.max_sample_rows < (std::size_t(1) << p.num_bits))
+    throw invalid_input_error("PQ: max_sample_rows " + std::to_string(p.max_sample_rows) + " is below the " +
+                              std::to_string(std::size_t(1) << p.num_bits) + " rows a " + std::to_string(p.num_bits) +
+                              "-bit codebook needs");
   if (p.init && *p.init != kmeans_init::random && *p.init != kmeans_init::kmeans_plus_plus)
     throw invalid_input_error("PQ: init must be random or kmeans_plus_plus (a codebook is given as a trained model)");
 }
@@ -193,10 +207,16 @@ class nearest_centroid {
   void assign(const W* cols, std::size_t stride, std::size_t n, std::uint32_t* member) const {
     std::size_t r = 0;
     if (tiled_) {
-      std::vector<W> rows(n * d_);
-      for (std::size_t i = 0; i < n; ++i)
-        for (std::size_t t = 0; t < d_; ++t) rows[i * d_ + t] = cols[t * stride + i];
-      simd::assign_nearest(*tiled_, rows.data(), n, member, static_cast<W*>(nullptr), nullptr);
+      // Row-major a block at a time (not a second copy of the sub-vector): each row's
+      // nearest centroid depends on that row only.
+      constexpr std::size_t block = 4096;
+      std::vector<W> rows(std::min(n, block) * d_);
+      for (std::size_t r0 = 0; r0 < n; r0 += block) {
+        const std::size_t cnt = std::min(block, n - r0);
+        for (std::size_t i = 0; i < cnt; ++i)
+          for (std::size_t t = 0; t < d_; ++t) rows[i * d_ + t] = cols[t * stride + r0 + i];
+        simd::assign_nearest(*tiled_, rows.data(), cnt, member + r0, static_cast<W*>(nullptr), nullptr);
+      }
       for (std::size_t i = 0; i < n; ++i)
         if (member[i] == simd::no_index) member[i] = 0;
       return;
@@ -396,8 +416,10 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
   if (n < k)
     throw invalid_input_error("Not enough rows to train PQ. Requires " + std::to_string(k) + " rows but only " +
                               std::to_string(n) + " available");
-  // Lance: at most sample_rate * k rows per sub-vector k-means (and 512 * k).
-  const std::size_t use = std::min({n, p.sample_rate * k, k * 512});
+  // Lance: at most sample_rate * k rows per sub-vector k-means (and 512 * k); fewer
+  // under params::max_sample_rows. One sub-vector's values (column-major, working
+  // precision) are copied per k-means running: the rows themselves are not copied.
+  const std::size_t use = std::min({n, p.sample_size(), k * 512});
   model<T> out;
   out.dimension = d;
   out.num_sub_vectors = m;
@@ -466,25 +488,55 @@ inline model<T> train(const T* rows, std::size_t n, std::size_t dim, const param
   return detail::train_prepared(prepared.data(), prepared.size() / dim, dim, p, td, pool);
 }
 
+namespace detail {
+
+// What train_for_ivf and train_for_ivf_in_place check first.
+template <class T, class C>
+inline void check_ivf_training(const T* rows, std::size_t n, std::size_t dim, const C* centroids, std::size_t k,
+                               distance_type distance, const params& p) {
+  static_assert(quantizer::is_float_element_v<T>, "PQ trains on float, double or f16 vectors");
+  quantizer::check_shape("PQ", rows, n, dim);
+  check_params(p, dim);
+  if (distance == distance_type::hamming) throw invalid_input_error("PQ: hamming distance is not supported");
+  if (uses_residual(distance) && (centroids == nullptr || k == 0))
+    throw invalid_input_error("PQ: training on residuals needs the IVF centroids");
+}
+
+inline distance_type table_distance(distance_type d) noexcept {
+  return d == distance_type::dot ? distance_type::dot : distance_type::l2;
+}
+
+}  // namespace detail
+
 // Trains a product quantizer for an IVF index as Lance does: a sample of
 // p.sample_size() rows, normalised under cosine, non-finite rows dropped, and for
-// l2 / cosine the residual to the nearest of the k IVF centroids (k x dim).
+// l2 / cosine the residual to the nearest of the k IVF centroids (k x dim). The
+// sample is copied once (train_for_ivf_in_place does without).
 template <class T, class C>
 inline model<T> train_for_ivf(const T* rows, std::size_t n, std::size_t dim, const C* centroids, std::size_t k,
                               distance_type distance, const params& p = {},
                               boost::asio::thread_pool* pool = nullptr) {
-  static_assert(quantizer::is_float_element_v<T>, "PQ trains on float, double or f16 vectors");
-  quantizer::check_shape("PQ", rows, n, dim);
-  detail::check_params(p, dim);
-  if (distance == distance_type::hamming) throw invalid_input_error("PQ: hamming distance is not supported");
-  const bool residual = uses_residual(distance);
-  if (residual && (centroids == nullptr || k == 0))
-    throw invalid_input_error("PQ: training on residuals needs the IVF centroids");
+  detail::check_ivf_training(rows, n, dim, centroids, k, distance, p);
   const auto picked = quantizer::sample_rows(n, p.sample_size(), p.seed);
-  const auto prepared =
-      quantizer::prepare_training_rows<T, C>(rows, dim, picked, distance, centroids, k, residual, pool);
-  const distance_type td = distance == distance_type::dot ? distance_type::dot : distance_type::l2;
-  return detail::train_prepared(prepared.data(), prepared.size() / dim, dim, p, td, pool);
+  const auto prepared = quantizer::prepare_training_rows<T, C>(rows, dim, picked, distance, centroids, k,
+                                                               uses_residual(distance), pool);
+  return detail::train_prepared(prepared.data(), prepared.size() / dim, dim, p, detail::table_distance(distance), pool);
+}
+
+// train_for_ivf (the same codebook) on rows the caller gives up: the sample is
+// prepared where it is (moved to the front of `rows`, normalised, residuals taken),
+// so training holds no copy of it. `rows` is left holding prepared rows.
+template <class T, class C>
+inline model<T> train_for_ivf_in_place(T* rows, std::size_t n, std::size_t dim, const C* centroids, std::size_t k,
+                                       distance_type distance, const params& p = {},
+                                       boost::asio::thread_pool* pool = nullptr) {
+  detail::check_ivf_training(rows, n, dim, centroids, k, distance, p);
+  std::vector<std::size_t> picked = quantizer::sample_rows(n, p.sample_size(), p.seed);
+  if (picked.size() == n) picked = {};  // every row, in order
+  const std::size_t kept = quantizer::prepare_training_rows_in_place<T, C>(
+      rows, n, dim, picked.empty() ? nullptr : &picked, distance, centroids, k, uses_residual(distance), pool);
+  picked = {};
+  return detail::train_prepared(rows, kept, dim, p, detail::table_distance(distance), pool);
 }
 
 namespace detail {
