@@ -1233,12 +1233,13 @@ TEST_CASE("interop: peak memory of IVF_PQ and IVF_HNSW_PQ builds over vectors 3x
   // not fit, so PQ trains on fewer rows (49,932: a warning says so). Before PQ trained
   // inside the budget (three copies of its sample: rows, residuals in working
   // precision, residuals again) these builds peaked 110 / 107 MiB above the start;
-  // measured after (2026-12-02): 40 / 47 MiB.
+  // measured after (2026-12-02, three runs at load 8): 39.9-43.5 / 42.7-46.8 MiB.
   // The slack granted beyond the budget: 25% as for IVF_FLAT above (allocator pages
-  // not yet returned), plus the 4 MiB page a data file is read in (the scan holds it
-  // whole, outside the budget); for IVF_HNSW_PQ also the graph stage's 12 MiB that do
-  // not depend on the budget (test_hnsw "peak memory of the graph stage").
-  const double page_mib = 4, graph_fixed_mib = 12;
+  // not yet returned), the 4 MiB page a data file is read in (the scan holds it
+  // whole, outside the budget), and 4 MiB for the spread between runs (3.6 MiB over
+  // the three); for IVF_HNSW_PQ also the graph stage's 12 MiB that do not depend on
+  // the budget (test_hnsw "peak memory of the graph stage").
+  const double page_mib = 4, spread_mib = 4, graph_fixed_mib = 12;
   const std::size_t dim = 128, chunk = 16384, chunks = 12;
   const std::uint64_t budget = std::uint64_t(32) << 20;
   t::temp_dir tmp("ivfb-pqmem");
@@ -1257,7 +1258,8 @@ TEST_CASE("interop: peak memory of IVF_PQ and IVF_HNSW_PQ builds over vectors 3x
     REQUIRE(used_mib >= 0);  // the child could reset its peak and build
     MESSAGE(name << " build over " << n * dim * 4 / (1 << 20) << " MiB of vectors with a " << (budget >> 20)
                  << " MiB budget: peak RSS " << used_mib << " MiB above the baseline");
-    const double limit = double(budget >> 20) * 1.25 + page_mib + (index::is_hnsw(type) ? graph_fixed_mib : 0);
+    const double limit =
+        double(budget >> 20) * 1.25 + page_mib + spread_mib + (index::is_hnsw(type) ? graph_fixed_mib : 0);
     CHECK(used_mib < limit);
     const auto li = njson::parse(t::node("list_indices.mjs", {root}));
     REQUIRE(li["indices"].size() == 1);
