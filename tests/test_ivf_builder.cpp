@@ -7,8 +7,8 @@
 //  - interop (LanceDB 0.39 as the oracle, `npm install` in tests/interop first): on a
 //    20000 x 32 clustered dataset LanceDB created, for each type we build an index,
 //    LanceDB lists it (type, column, rows), plans its vectorSearch through it, and its
-//    recall@10 (nprobes 8 of 16 partitions) is within 0.05 of the recall of the index
-//    LanceDB builds itself with the same parameters; for IVF_FLAT our own search over
+//    recall@10 (nprobes 4 of 16 partitions) is within 0.05 of the mean recall of 3
+//    indexes LanceDB builds itself with the same parameters; for IVF_FLAT our own search over
 //    our index returns LanceDB's neighbours exactly.
 #include <doctest/doctest.h>
 #include <boost/asio/post.hpp>
@@ -398,8 +398,20 @@ lance_hits lancedb_search(const fs::path& ds, const fs::path& queries, std::size
 
 }  // namespace
 
+// Recall is compared with the mean over `lance_builds` of LanceDB's own indexes: its
+// training is unseeded, and on this data one build's recall varies more than the 0.05
+// tolerance. Measured (bench/RESULTS.md, "IVF partition quality"), 500 queries, nprobes 4,
+// LanceDB searching: IVF_PQ per LanceDB build 0.467-0.542 (mean 0.516 over 6, sd 0.027),
+// ours 0.484-0.545 over 8 seeds (mean 0.525; seed 42 0.515); IVF_FLAT LanceDB 0.906-0.948
+// (mean 0.934 over 4; 0.943 over 8 earlier), ours seed 42 0.921; IVF_RQ (1 bit) LanceDB
+// 0.156-0.176 (mean 0.166), ours 0.163. The mean of 3 builds has sd about 0.016 (PQ):
+// 0.05 is 3.1 of those beyond the gap of seed 42. IVF_FLAT at these 300 queries: ours
+// 0.911, LanceDB over 7 builds 0.898-0.974 (mean 0.941, sd 0.022; one run's 3 gave
+// 0.955), so the 3-build mean has sd 0.013 and the gap is 0.030: 0.07 is 3.1 sd beyond
+// it (0.05 was not enough; the one-build check needed 0.08).
 TEST_CASE("interop: LanceDB lists and searches the indexes we build, recall like its own") {
-  const std::size_t n = 20000, dim = 32, nq = 100, parts = 16, nprobes = 4;
+  const std::size_t n = 20000, dim = 32, nq = 300, parts = 16, nprobes = 4;
+  const int lance_builds = 3;
   const auto vecs = clustered(n, dim, 24, 0.25f, 11);
   const auto queries = clustered(nq, dim, 24, 0.3f, 12);
   t::temp_dir tmp("ivfb-interop");
@@ -471,23 +483,27 @@ TEST_CASE("interop: LanceDB lists and searches the indexes we build, recall like
       CHECK(rc_ours >= 0.8);
       continue;
     }
+    // LanceDB's own indexes on its own dataset of the same rows (the first build writes
+    // the dataset, the next ones replace the index).
     const auto theirs = tmp.path() / ("lancedb-" + name);
-    std::vector<std::string> args = {theirs.string(), "--create", "--vectors", (tmp.path() / "vectors.f32").string(),
-                                     "--dim", std::to_string(dim), "--type", v.lancedb_type, "--partitions",
-                                     std::to_string(parts)};
-    args.insert(args.end(), v.lancedb_args.begin(), v.lancedb_args.end());
-    t::node("create_index.mjs", args);
-    const auto lance_on_theirs = lancedb_search(theirs, qf, dim, 10, {"--nprobes", std::to_string(nprobes)});
-    const double rc_theirs = recall(lance_on_theirs.ids, exact->ids);
+    double rc_theirs = 0;
+    std::ostringstream each;
+    for (int b = 0; b < lance_builds; ++b) {
+      std::vector<std::string> args = {theirs.string(), b == 0 ? "--create" : "--replace", "--vectors",
+                                       (tmp.path() / "vectors.f32").string(), "--dim", std::to_string(dim), "--type",
+                                       v.lancedb_type, "--partitions", std::to_string(parts)};
+      args.insert(args.end(), v.lancedb_args.begin(), v.lancedb_args.end());
+      t::node("create_index.mjs", args);
+      const auto lance_on_theirs = lancedb_search(theirs, qf, dim, 10, {"--nprobes", std::to_string(nprobes)});
+      REQUIRE(lance_on_theirs.ids.size() == nq);
+      const double rc = recall(lance_on_theirs.ids, exact->ids);
+      each << (b ? ", " : "") << rc;
+      rc_theirs += rc / lance_builds;
+    }
     MESSAGE(name << " recall@10 (nprobes " << nprobes << " of " << parts << "): LanceDB on ours " << rc_ours
-                 << ", LanceDB on its own " << rc_theirs << ", ours on ours " << rc_self);
-    // Tolerance of this quick test: 0.05 (100 queries; both k-means are randomised).
-    // IVF_FLAT 0.08: LanceDB's own index ranged 0.909-0.982 over 15 runs here, ours
-    // (seeded, so fixed) is 0.916. Not a worse k-means: both run Lance's (random
-    // initial rows), and over 12 seeds ours ranges 0.916-0.980 (mean 0.955 against
-    // LanceDB's 0.940); seed 42 is a low draw on this data, one build against one
-    // build differs by up to 0.07 either way. The next test compares the methods.
-    CHECK(rc_ours >= rc_theirs - (v.type == index::ivf_index_type::ivf_flat ? 0.08 : 0.05));
+                 << ", LanceDB on its own " << rc_theirs << " (mean of " << each.str() << "), ours on ours "
+                 << rc_self);
+    CHECK(rc_ours >= rc_theirs - (v.type == index::ivf_index_type::ivf_flat ? 0.07 : 0.05));
     CHECK(std::abs(rc_self - rc_ours) <= 0.05);
   }
 }
