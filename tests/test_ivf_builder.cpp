@@ -1196,7 +1196,10 @@ TEST_CASE("interop: LanceDB searches a multivector column through our index") {
 // seeded. Measured here (1,000 queries, 3 datasets x 4 seeds of ours): ours 0.424-0.442,
 // LanceDB's 0.427-0.437, mean difference under 0.002. A gap like the one reported
 // (0.41-0.43 against 0.43-0.45) fails the mean check; one dataset may trail by at
-// most 0.02.
+// most 0.02. Each dataset's LanceDB figure is the mean of 3 of its builds: one build
+// varies by more than the margins (dataset 101 once gave 0.4458 and 0.436 in two
+// builds against our fixed 0.4232, failing the per-dataset check on a single build
+// while the means over the datasets were 0.4331 / 0.4333).
 TEST_CASE("interop: IVF_PQ recall over our index is not below LanceDB's own index (3 datasets)") {
   const std::size_t n = 20000, dim = 32, nq = 500, parts = 64, m = 8, nprobes = 20;
   double sum_ours = 0, sum_theirs = 0;
@@ -1213,9 +1216,6 @@ TEST_CASE("interop: IVF_PQ recall over our index is not below LanceDB's own inde
     const auto ours = tmp.path() / "ours", theirs = tmp.path() / "theirs";
     t::node("create_index.mjs", {ours.string(), "--create", "--vectors", (tmp.path() / "vectors.f32").string(),
                                  "--dim", std::to_string(dim), "--type", "none"});
-    t::node("create_index.mjs", {theirs.string(), "--create", "--vectors", (tmp.path() / "vectors.f32").string(),
-                                 "--dim", std::to_string(dim), "--type", "ivf_pq", "--partitions",
-                                 std::to_string(parts), "--sub-vectors", std::to_string(m)});
     index::build_options o;
     o.column = "vector";
     o.type = index::ivf_index_type::ivf_pq;
@@ -1229,9 +1229,21 @@ TEST_CASE("interop: IVF_PQ recall over our index is not below LanceDB's own inde
         truth[q].push_back(h.row_id);
     const std::vector<std::string> sp = {"--nprobes", std::to_string(nprobes)};
     const double rc_ours = recall(lancedb_search(ours, qf, dim, 10, sp).ids, truth);
-    const double rc_theirs = recall(lancedb_search(theirs, qf, dim, 10, sp).ids, truth);
+    // LanceDB's own: the first build writes the dataset, the next ones replace the index.
+    const int lance_builds = 3;
+    double rc_theirs = 0;
+    std::ostringstream each;
+    for (int b = 0; b < lance_builds; ++b) {
+      t::node("create_index.mjs", {theirs.string(), b == 0 ? "--create" : "--replace", "--vectors",
+                                   (tmp.path() / "vectors.f32").string(), "--dim", std::to_string(dim), "--type",
+                                   "ivf_pq", "--partitions", std::to_string(parts), "--sub-vectors", std::to_string(m)});
+      const double rc = recall(lancedb_search(theirs, qf, dim, 10, sp).ids, truth);
+      each << (b ? ", " : "") << rc;
+      rc_theirs += rc / lance_builds;
+    }
     MESSAGE("IVF_PQ 64 partitions, 8x8, nprobes 20, dataset " << seed << ": LanceDB on ours " << rc_ours
-                                                               << ", LanceDB on its own " << rc_theirs);
+                                                               << ", LanceDB on its own " << rc_theirs << " (mean of "
+                                                               << each.str() << ")");
     CHECK(rc_ours >= rc_theirs - 0.02);
     sum_ours += rc_ours;
     sum_theirs += rc_theirs;
