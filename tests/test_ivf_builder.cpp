@@ -396,6 +396,34 @@ lance_hits lancedb_search(const fs::path& ds, const fs::path& queries, std::size
   return out;
 }
 
+// LanceDB's recall@10 over indexes it builds itself on `ds` (its training is unseeded,
+// so one build is noisy): the mean over `builds` builds, the first writing the dataset
+// from `vectors`, the next ones replacing the index. `each` lists the builds' recalls.
+struct lancedb_own_recall {
+  double mean = 0;
+  std::string each;
+};
+lancedb_own_recall lancedb_mean_recall(const fs::path& ds, const fs::path& vectors, std::size_t dim,
+                                       const std::vector<std::string>& index_args, const fs::path& qf,
+                                       const std::vector<std::string>& search_args,
+                                       const std::vector<std::vector<std::uint64_t>>& truth, int builds) {
+  lancedb_own_recall out;
+  std::ostringstream each;
+  for (int b = 0; b < builds; ++b) {
+    std::vector<std::string> args = {ds.string(), b == 0 ? "--create" : "--replace", "--vectors", vectors.string(),
+                                     "--dim", std::to_string(dim)};
+    args.insert(args.end(), index_args.begin(), index_args.end());
+    t::node("create_index.mjs", args);
+    const auto hits = lancedb_search(ds, qf, dim, 10, search_args);
+    REQUIRE(hits.ids.size() == truth.size());
+    const double rc = recall(hits.ids, truth);
+    each << (b ? ", " : "") << rc;
+    out.mean += rc / builds;
+  }
+  out.each = each.str();
+  return out;
+}
+
 }  // namespace
 
 // Recall is compared with the mean over `lance_builds` of LanceDB's own indexes: its
@@ -483,25 +511,15 @@ TEST_CASE("interop: LanceDB lists and searches the indexes we build, recall like
       CHECK(rc_ours >= 0.8);
       continue;
     }
-    // LanceDB's own indexes on its own dataset of the same rows (the first build writes
-    // the dataset, the next ones replace the index).
-    const auto theirs = tmp.path() / ("lancedb-" + name);
-    double rc_theirs = 0;
-    std::ostringstream each;
-    for (int b = 0; b < lance_builds; ++b) {
-      std::vector<std::string> args = {theirs.string(), b == 0 ? "--create" : "--replace", "--vectors",
-                                       (tmp.path() / "vectors.f32").string(), "--dim", std::to_string(dim), "--type",
-                                       v.lancedb_type, "--partitions", std::to_string(parts)};
-      args.insert(args.end(), v.lancedb_args.begin(), v.lancedb_args.end());
-      t::node("create_index.mjs", args);
-      const auto lance_on_theirs = lancedb_search(theirs, qf, dim, 10, {"--nprobes", std::to_string(nprobes)});
-      REQUIRE(lance_on_theirs.ids.size() == nq);
-      const double rc = recall(lance_on_theirs.ids, exact->ids);
-      each << (b ? ", " : "") << rc;
-      rc_theirs += rc / lance_builds;
-    }
+    // LanceDB's own indexes on its own dataset of the same rows.
+    std::vector<std::string> index_args = {"--type", v.lancedb_type, "--partitions", std::to_string(parts)};
+    index_args.insert(index_args.end(), v.lancedb_args.begin(), v.lancedb_args.end());
+    const auto theirs = lancedb_mean_recall(tmp.path() / ("lancedb-" + name), tmp.path() / "vectors.f32", dim,
+                                            index_args, qf, {"--nprobes", std::to_string(nprobes)}, exact->ids,
+                                            lance_builds);
+    const double rc_theirs = theirs.mean;
     MESSAGE(name << " recall@10 (nprobes " << nprobes << " of " << parts << "): LanceDB on ours " << rc_ours
-                 << ", LanceDB on its own " << rc_theirs << " (mean of " << each.str() << "), ours on ours "
+                 << ", LanceDB on its own " << rc_theirs << " (mean of " << theirs.each << "), ours on ours "
                  << rc_self);
     CHECK(rc_ours >= rc_theirs - (v.type == index::ivf_index_type::ivf_flat ? 0.07 : 0.05));
     CHECK(std::abs(rc_self - rc_ours) <= 0.05);
@@ -1229,21 +1247,14 @@ TEST_CASE("interop: IVF_PQ recall over our index is not below LanceDB's own inde
         truth[q].push_back(h.row_id);
     const std::vector<std::string> sp = {"--nprobes", std::to_string(nprobes)};
     const double rc_ours = recall(lancedb_search(ours, qf, dim, 10, sp).ids, truth);
-    // LanceDB's own: the first build writes the dataset, the next ones replace the index.
-    const int lance_builds = 3;
-    double rc_theirs = 0;
-    std::ostringstream each;
-    for (int b = 0; b < lance_builds; ++b) {
-      t::node("create_index.mjs", {theirs.string(), b == 0 ? "--create" : "--replace", "--vectors",
-                                   (tmp.path() / "vectors.f32").string(), "--dim", std::to_string(dim), "--type",
-                                   "ivf_pq", "--partitions", std::to_string(parts), "--sub-vectors", std::to_string(m)});
-      const double rc = recall(lancedb_search(theirs, qf, dim, 10, sp).ids, truth);
-      each << (b ? ", " : "") << rc;
-      rc_theirs += rc / lance_builds;
-    }
+    const auto own = lancedb_mean_recall(theirs, tmp.path() / "vectors.f32", dim,
+                                         {"--type", "ivf_pq", "--partitions", std::to_string(parts), "--sub-vectors",
+                                          std::to_string(m)},
+                                         qf, sp, truth, 3);
+    const double rc_theirs = own.mean;
     MESSAGE("IVF_PQ 64 partitions, 8x8, nprobes 20, dataset " << seed << ": LanceDB on ours " << rc_ours
                                                                << ", LanceDB on its own " << rc_theirs << " (mean of "
-                                                               << each.str() << ")");
+                                                               << own.each << ")");
     CHECK(rc_ours >= rc_theirs - 0.02);
     sum_ours += rc_ours;
     sum_theirs += rc_theirs;
