@@ -45,7 +45,11 @@ seed fuzz_index 00 -name index.idx
 seed fuzz_index 01 -name auxiliary.idx
 seed fuzz_deletion 00 -path '*_deletions/*' -name '*.arrow'
 seed fuzz_deletion 01 -name '*.bin'
-cp tests/fuzz/corpus/fuzz_json/* "$out/seed-fuzz_json/"
+# Checked-in inputs (tests/fuzz/corpus/TARGET: hand-written seeds and inputs that once
+# failed) join each target's seeds, so a fixed crash stays fixed.
+for d in tests/fuzz/corpus/*/; do
+  t=$(basename "$d"); mkdir -p "$out/seed-$t"; cp "$d"* "$out/seed-$t/"
+done
 # Builds and runs go LANCET_JOBS at a time (default 2): each compile and each fuzzer is
 # single-threaded, so one at a time would leave the other core idle.
 jobs=${LANCET_JOBS:-2}
@@ -64,7 +68,7 @@ fuzz() {  # target
     *) max_len=65536 t=$(( (secs + 1) / 2 )) ;;
   esac
   [[ $target == fuzz_file ]] && seeds=("$out/seed")
-  [[ -d $out/seed-$target ]] && seeds=("$out/seed-$target")
+  [[ -d $out/seed-$target ]] && seeds+=("$out/seed-$target")
   mkdir -p "$out/corpus-$target"
   echo "fuzz: running $target for ${t}s"
   if ! "$out/$target" -max_total_time="$t" -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 \

@@ -59,6 +59,12 @@ inline std::optional<std::string> constant_value(const data_block& b) {
   }
   if (b.k == data_block::kind::variable) {
     const auto len = b.offset(1) - b.offset(0);
+    // Empty values may come with no data buffer at all (a null pointer memcmp may not see).
+    if (len == 0) {
+      for (std::uint64_t i = 1; i < b.num_values; ++i)
+        if (b.offset(i + 1) != b.offset(i)) return std::nullopt;
+      return std::string();
+    }
     for (std::uint64_t i = 1; i < b.num_values; ++i) {
       const auto s = b.offset(i), e = b.offset(i + 1);
       if (e - s != len || std::memcmp(b.data.data() + b.offset(0), b.data.data() + s, std::size_t(len)) != 0)
