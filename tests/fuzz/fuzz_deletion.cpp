@@ -13,6 +13,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/deletion.hpp"
 #include "lancet/dataset/roaring.hpp"
+#include "fuzz_target.hpp"
 
 namespace {
 
@@ -25,7 +26,7 @@ void check(bool ok, const char* what) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+LANCET_FUZZ_TARGET(fuzz_deletion)(const std::uint8_t* data, std::size_t size) {
   using namespace lancet;
   if (size < 1) return 0;
   const bytes_view bytes(data + 1, size - 1);

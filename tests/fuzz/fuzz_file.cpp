@@ -12,6 +12,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/io/source.hpp"
+#include "fuzz_target.hpp"
 
 namespace {
 
@@ -46,7 +47,7 @@ void exercise(const lancet::file::file_reader<lancet::io::memory_source>& r) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+LANCET_FUZZ_TARGET(fuzz_file)(const std::uint8_t* data, std::size_t size) {
   using namespace lancet;
   aligned_buffer copy;
   copy.append(data, size);

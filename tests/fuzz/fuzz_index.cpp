@@ -13,6 +13,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/index/storage_reader.hpp"
 #include "lancet/io/source.hpp"
+#include "fuzz_target.hpp"
 
 namespace {
 
@@ -31,7 +32,7 @@ void check(bool ok, const char* what) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+LANCET_FUZZ_TARGET(fuzz_index)(const std::uint8_t* data, std::size_t size) {
   using namespace lancet;
   if (size < 1) return 0;
   aligned_buffer copy;

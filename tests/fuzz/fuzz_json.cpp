@@ -16,6 +16,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/json/rows_reader.hpp"
 #include "lancet/json/schema_json.hpp"
+#include "fuzz_target.hpp"
 
 namespace {
 
@@ -45,7 +46,7 @@ void check(bool ok, const char* what) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+LANCET_FUZZ_TARGET(fuzz_json)(const std::uint8_t* data, std::size_t size) {
   using namespace lancet;
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   const auto nul = in.find('\0');

@@ -18,6 +18,7 @@
 #include "lancet/dataset/deletion.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/pb/table.hpp"
+#include "fuzz_target.hpp"
 
 namespace {
 
@@ -65,7 +66,7 @@ void exercise_transaction(std::string_view bytes) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+LANCET_FUZZ_TARGET(fuzz_manifest)(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
   const std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
   try {

@@ -18,6 +18,7 @@
 #include "lancet/encoding/structural/decoder.hpp"
 #include "lancet/encoding/structural/field_encoders.hpp"
 #include "../support/random_data.hpp"
+#include "fuzz_target.hpp"
 
 namespace {
 
@@ -67,7 +68,7 @@ arrow::array_ptr decode(const arrow::field& f, const pages& m, std::uint64_t b, 
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+LANCET_FUZZ_TARGET(fuzz_page)(const std::uint8_t* data, std::size_t size) {
   if (size < 10) return 0;
   std::uint64_t seed = 0;
   for (int i = 0; i < 8; ++i) seed = seed << 8 | data[i];

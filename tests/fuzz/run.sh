@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang++ -fsanitize=fuzzer,address,undefined) and runs
-# each for a bounded time over a corpus seeded from real files LanceDB wrote (the
+# Builds the libFuzzer targets (clang++ -fsanitize=fuzzer,address,undefined; one binary
+# for all, tests/fuzz/all_targets.cpp) and runs each for a bounded time over a corpus seeded from real files LanceDB wrote (the
 # fixtures in tests/fixtures: Lance files 2.0-2.2, manifests, transaction files,
 # deletion files, index files) and from tests/fuzz/corpus/<target>. A crash,
 # sanitizer report, uncaught non-lancet exception, allocation over -malloc_limit_mb,
@@ -17,6 +17,7 @@
 # target's header). Time: SECONDS_PER_TARGET for fuzz_file and fuzz_page, half of it
 # for each of the four others (30: 2 minutes of fuzzing in all, plus the builds).
 #   tests/fuzz/run.sh [BUILD_DIR] [SECONDS_PER_TARGET] [TARGET...]   (defaults: build-fuzz 30, all)
+# A single target alone: clang++ ... tests/fuzz/fuzz_page.cpp (each file is a complete target).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-build-fuzz}
@@ -50,14 +51,18 @@ seed fuzz_deletion 01 -name '*.bin'
 for d in tests/fuzz/corpus/*/; do
   t=$(basename "$d"); mkdir -p "$out/seed-$t"; cp "$d"* "$out/seed-$t/"
 done
-# Builds and runs go LANCET_JOBS at a time (default 2): each compile and each fuzzer is
-# single-threaded, so one at a time would leave the other core idle.
+# Fuzzers run LANCET_JOBS at a time (default 2): each is single-threaded.
 jobs=${LANCET_JOBS:-2}
-build() {  # target
-  echo "fuzz: building $1"
+# Every target is compiled into one binary (tests/fuzz/all_targets.cpp: the library once,
+# not once per target); each target's name is a link to it, and it runs the target it is
+# called by.
+build_all() {
+  echo "fuzz: building ${targets[*]} (tests/fuzz/all_targets.cpp)"
   "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -Iinclude "tests/fuzz/$1.cpp" -o "$out/$1" -lzstd -llz4 2> "$out/$1.build.log" ||
-    { cat "$out/$1.build.log" >&2; echo "fuzz: building $1 FAILED" >&2; return 1; }
+    -Iinclude tests/fuzz/all_targets.cpp -o "$out/fuzz_all" -lzstd -llz4 2> "$out/fuzz_all.build.log" ||
+    { cat "$out/fuzz_all.build.log" >&2; echo "fuzz: building FAILED" >&2; return 1; }
+  local target
+  for target in "${targets[@]}"; do ln -f "$out/fuzz_all" "$out/$target"; done
 }
 fuzz() {  # target
   local target=$1 max_len t seeds=()
@@ -89,6 +94,6 @@ each() {  # function: runs it for every target, $jobs at a time; fails if any fa
   while (( running > 0 )); do wait -n || failed=1; running=$((running - 1)); done
   return $failed
 }
-each build || exit 1
+build_all || exit 1
 each fuzz || exit 1
 echo "fuzz: no crash"
