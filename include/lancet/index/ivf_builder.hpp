@@ -5,7 +5,7 @@
 //   auto r = index::build_ivf_index("/data/ds", o);   // r.index: the IndexMetadata committed
 //
 // Stages (reported through build_options::on_progress), each a reusable function of
-// builder_detail (index optimisation calls them too):
+// detail (index optimisation calls them too):
 //   train_ivf        k-means (cosine: normalised, trained as l2; hamming: k-modes) on
 //                    the whole column when its decoded rows fit memory_budget_bytes
 //                    (as before: same centroids, same codes), else on a random sample
@@ -216,7 +216,7 @@ struct build_result {
   // committed, and version the dataset version it was built from.
 };
 
-namespace builder_detail {
+namespace detail {
 
 // Usable rows of a column (row-major, contiguous) with their row ids.
 template <class T>
@@ -287,7 +287,7 @@ inline void gather(const arrow::record_batch& b, std::size_t dim, simd::distance
   while (*pick_at < pick->size() && (*pick)[*pick_at] < end) take(std::int64_t((*pick)[(*pick_at)++] - seen));
 }
 
-inline void report(const build_options& o, build_stage s, std::uint64_t done, std::uint64_t total) {
+inline void report_build_progress(const build_options& o, build_stage s, std::uint64_t done, std::uint64_t total) {
   if (o.on_progress) o.on_progress({s, done, total});
 }
 
@@ -593,7 +593,7 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
     kp.seed = o.seed;
     kp.sample_rate = o.sample_rate;
     kp.on_progress = [&](const kmeans_progress& p) {
-      report(o, build_stage::train_ivf, p.iteration, p.max_iters);
+      report_build_progress(o, build_stage::train_ivf, p.iteration, p.max_iters);
       return true;
     };
     if constexpr (is_u8) e.km = train_kmodes(rows, n, dim, k, kp, o.pool);
@@ -606,7 +606,7 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
   }
 
   // Stage 2: quantizer.
-  report(o, build_stage::train_quantizer, 0, 1);
+  report_build_progress(o, build_stage::train_quantizer, 0, 1);
   if (o.quantizer) {
     use_given_quantizer(e, *o.quantizer, o, dim);
   } else {
@@ -644,7 +644,7 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
     if (o.type == ivf_index_type::ivf_flat) e.params = flat::to_params<T>(dim);
     e.width = code_bytes(e.params);
   }
-  report(o, build_stage::train_quantizer, 1, 1);
+  report_build_progress(o, build_stage::train_quantizer, 1, 1);
   return e;
 }
 
@@ -704,7 +704,7 @@ inline std::uint64_t shuffle_stage(const dataset::dataset& ds, const build_optio
   vs.dim = dim;
   shuffle_batch sb;
   std::uint64_t done = 0, dropped = 0;
-  report(o, build_stage::shuffle, 0, live_rows);
+  report_build_progress(o, build_stage::shuffle, 0, live_rows);
   while (auto b = sc.next()) {
     vs.clear();
     gather(*b, dim, o.metric, vs);
@@ -714,7 +714,7 @@ inline std::uint64_t shuffle_stage(const dataset::dataset& ds, const build_optio
     sh.add(sb);
     release_free_memory();
     done += std::uint64_t(b->num_rows());
-    report(o, build_stage::shuffle, done, live_rows);
+    report_build_progress(o, build_stage::shuffle, done, live_rows);
   }
   return vs.skipped + dropped;
 }
@@ -733,7 +733,7 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
     file::writer_options wo;
     wo.data_cache_bytes = std::clamp<std::uint64_t>(o.memory_budget_bytes / 16, 1 << 20, std::uint64_t(16) << 20);
     storage_writer<V, io::file_sink> aux(io::file_sink(aux_path), e.params, o.metric, wo);
-    sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report(o, build_stage::merge_partitions, p, k); });
+    sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report_build_progress(o, build_stage::merge_partitions, p, k); });
     aux_size = aux.finish().file_size;
     if (graph) {
       // The graphs link the stored rows, so they are built from auxiliary.idx as written,
@@ -812,7 +812,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
       shuffler sh(enc.num_partitions(), enc.params, spill, o.memory_budget_bytes, o.pool);
       if (given_shuffle) {
         for (const auto& f : o.precomputed_shuffle_buffers) sh.add_buffer_file(f);
-        report(o, build_stage::shuffle, sh.rows(), sh.rows());
+        report_build_progress(o, build_stage::shuffle, sh.rows(), sh.rows());
       } else {
         skipped = shuffle_stage(ds, o, enc, frags, live_rows, sh, loss);
       }
@@ -867,14 +867,6 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
     throw;
   }
 }
-
-}  // namespace builder_detail
-
-// Builds the index over the latest version of the dataset at `root` and commits it as
-// the next version. Errors: invalid_input_error (bad column / parameters / name taken
-// without replace), conflict_error (the dataset changed meanwhile), io/corrupt errors
-// of the dataset; in every case the dataset is left unchanged.
-namespace builder_detail {
 
 inline build_result run_build(const std::string& root, const build_options& given, ivf_training* train_only) {
   // IVF_HNSW_*: trained and stored as the base type, plus the graphs.
@@ -932,10 +924,14 @@ inline build_result run_build(const std::string& root, const build_options& give
   }
 }
 
-}  // namespace builder_detail
+}  // namespace detail
 
+// Builds the index over the latest version of the dataset at `root` and commits it as
+// the next version. Errors: invalid_input_error (bad column / parameters / name taken
+// without replace), conflict_error (the dataset changed meanwhile), io/corrupt errors
+// of the dataset; in every case the dataset is left unchanged.
 inline build_result build_ivf_index(const std::string& root, const build_options& o) {
-  return builder_detail::run_build(root, o, nullptr);
+  return detail::run_build(root, o, nullptr);
 }
 
 // Trains the IVF centroids and the quantizer as build_ivf_index would (over
@@ -943,7 +939,7 @@ inline build_result build_ivf_index(const std::string& root, const build_options
 // distributed build. Pass it back as o.ivf_centroids / o.quantizer for each segment.
 inline ivf_training train_ivf_model(const std::string& root, const build_options& o) {
   ivf_training t;
-  builder_detail::run_build(root, o, &t);
+  detail::run_build(root, o, &t);
   return t;
 }
 

@@ -24,7 +24,7 @@
 // time) and the re-encoded rows stream through shufflers (shuffler.hpp) bounded by
 // memory_budget_bytes, spilling beyond it; row ids are held as sorted vectors.
 // IVF_FLAT stores the column's own element type (float16 / float32 / float64).
-// Stages (optimize_detail, run by optimize_one; reported through on_progress):
+// Stages (detail, run by optimize_one; reported through on_progress):
 //   scan_unindexed   scan_delta: the delta assigned, encoded, shuffled;
 //   plan             plan_stage: the plan, and the segments to merge;
 //   split            candidate_rows (the rows of partitions that may move) and
@@ -147,9 +147,9 @@ struct optimize_result {
   std::vector<index_optimize_result> indices;
 };
 
-namespace optimize_detail {
+namespace detail {
 
-inline void report(const optimize_options& o, const std::string& index, optimize_stage s, std::uint64_t done,
+inline void report_optimize_progress(const optimize_options& o, const std::string& index, optimize_stage s, std::uint64_t done,
                    std::uint64_t total) {
   if (o.on_progress) o.on_progress({index, s, done, total});
 }
@@ -331,7 +331,7 @@ inline void fetch_vectors_chunked(const dataset::dataset& ds, const std::string&
     for_each_vector(*b.columns.at(0), dim, metric, column,
                     [&](std::int64_t r, const float* v, const double* w) { fn(sub[std::size_t(r)], v, w); });
   }
-  builder_detail::release_free_memory();
+  detail::release_free_memory();
 }
 
 // Encodes float rows assigned to `part` (under the model's centroids) into buffers.
@@ -467,7 +467,7 @@ inline void route(simd::distance_type metric, const std::vector<float>& cents, s
 // Lance's CreateIndex commit that adds `added` and removes the segments `removed`
 // (by uuid) on top of base, rebased as Lance does on what was committed since
 // (commit_conflict_error when that cannot be).
-inline dataset::snapshot commit_segments(const std::string& root, const dataset::snapshot& base,
+inline dataset::snapshot commit_optimized_segments(const std::string& root, const dataset::snapshot& base,
                                          std::vector<pb::index_metadata> added,
                                          const std::vector<pb::index_metadata>& removed,
                                          unsigned* retries = nullptr) {
@@ -591,7 +591,7 @@ struct optimize_run {
   std::string spill;   // where the shuffles spill
 
   void report(optimize_stage s, std::uint64_t done, std::uint64_t total) const {
-    optimize_detail::report(o, ix.name, s, done, total);
+    detail::report_optimize_progress(o, ix.name, s, done, total);
   }
   // The vector column and row ids of some fragments, decoded at most
   // fetch_chunk_bytes at a time.
@@ -644,7 +644,7 @@ inline delta_rows scan_delta(const optimize_run& run, const encoder& enc, const 
         if (eb.size() == route_batch_rows) flush();
       });
       b.reset();
-      builder_detail::release_free_memory();
+      detail::release_free_memory();
     }
     if (eb.size()) flush();
   }
@@ -710,7 +710,7 @@ struct merged_segments {
           if (i > first) mine.ids.push_back(id);  // the oldest claims for no one
           fn(std::uint32_t(p), d, r);
         }
-        builder_detail::release_free_memory();  // glibc would keep the freed reads resident
+        detail::release_free_memory();  // glibc would keep the freed reads resident
       }
       mine.seal();
       claimed.merge(mine);
@@ -855,7 +855,7 @@ inline void split_stage(const optimize_run& run, const partition_plan& plan, con
     m.cents.insert(m.cents.end(), nc.begin() + std::ptrdiff_t(dim), nc.end());
     res.splits.push_back({sp.partition, std::uint32_t(nc.size() / dim)});
     done_splits.push_back(sp.partition);
-    builder_detail::release_free_memory();
+    detail::release_free_memory();
   }
   run.report(optimize_stage::split, plan.splits.size(), plan.splits.size());
   std::vector<bool> affected(ix.k0, false);
@@ -998,7 +998,7 @@ inline void reencode_stage(const optimize_run& run, const reindex_rows& want, co
       if (eb.size() == route_batch_rows) flush();
     });
     b.reset();
-    builder_detail::release_free_memory();
+    detail::release_free_memory();
   }
   if (eb.size()) flush();
 }
@@ -1136,7 +1136,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   // and are removed when done, the directory too unless the segment was written.
   const auto uuid = pb::uuid::generate_v4();
   const std::string dir = index_directory(root, uuid);
-  const optimize_run run{ds, o, ix, builder_detail::is_multivector(ds, ix.column),
+  const optimize_run run{ds, o, ix, detail::is_multivector(ds, ix.column),
                          o.spill_directory.empty() ? dir + "/_shuffle"
                                                    : o.spill_directory + "/lancet-optimize-" + uuid.to_string()};
   struct spill_guard {
@@ -1197,7 +1197,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   return out;
 }
 
-}  // namespace optimize_detail
+}  // namespace detail
 
 // Optimises the IVF indexes of the latest version of the dataset at `root` (the one
 // named o.name, or all of them) and commits the result as one new version (Lance's
@@ -1225,7 +1225,7 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
   }
   optimize_result r;
   r.version = base->version();
-  std::vector<optimize_detail::planned_change> changes;
+  std::vector<detail::planned_change> changes;
   const auto cleanup = [&] {
     for (const auto& c : changes)
       if (!c.directory.empty()) {
@@ -1234,7 +1234,7 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
       }
   };
   try {
-    for (const auto& n : names) changes.push_back(optimize_detail::optimize_one(root, *base, ds, n, o));
+    for (const auto& n : names) changes.push_back(detail::optimize_one(root, *base, ds, n, o));
   } catch (...) {
     cleanup();
     throw;
@@ -1250,7 +1250,7 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
       b.metric = seg.index_file.distance;
       b.pool = o.pool;
       const auto& q = seg.storage->quantizer();
-      b.type = optimize_detail::type_of(q);
+      b.type = detail::type_of(q);
       if (seg.index_file.sub_index_key == hnsw::metadata_key) {
         const auto gp = recorded_hnsw_params(seg.index_file, "index '" + c.result.name + "'");
         b.type = b.type == ivf_index_type::ivf_pq   ? ivf_index_type::ivf_hnsw_pq
@@ -1283,7 +1283,7 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
   if (added.empty()) return r;
   try {
     if (o.on_progress) o.on_progress({"", optimize_stage::commit, 0, 1});
-    const auto after = optimize_detail::commit_segments(root, *base, std::move(added), removed, &r.retries);
+    const auto after = detail::commit_optimized_segments(root, *base, std::move(added), removed, &r.retries);
     r.version = after.version();
     if (o.on_progress) o.on_progress({"", optimize_stage::commit, 1, 1});
   } catch (...) {

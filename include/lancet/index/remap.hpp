@@ -72,13 +72,13 @@ struct remapped_index {
   remap_stats stats;
 };
 
-namespace remap_detail {
+namespace detail {
 
 inline bool is_vector_details(const pb::index_metadata& im) {
   return im.index_details && im.index_details->type_url == pb::index::vector_index_details::type_url;
 }
 
-}  // namespace remap_detail
+}  // namespace detail
 
 // The graph parameters an IVF_HNSW_* index.idx records in lance:hnsw (its first
 // non-empty partition entry); Lance's defaults when every partition is empty.
@@ -147,7 +147,7 @@ inline std::uint64_t write_hnsw_index_file(const std::string& dir, file::format_
 inline std::optional<std::string> remap_unsupported_reason(const std::string& root, const pb::index_metadata& im) {
   const std::string who = "index '" + im.name + "' (" + im.uuid.to_string() + ")";
   if (im.fields.size() != 1) return who + " covers " + std::to_string(im.fields.size()) + " fields; only single-column indexes are remapped";
-  if (!remap_detail::is_vector_details(im))
+  if (!detail::is_vector_details(im))
     return who + " is not a vector index (" + (im.index_details ? im.index_details->type_url : std::string("no details")) +
            "); lancet remaps IVF vector indexes only";
   const auto details = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);

@@ -184,7 +184,7 @@ inline segment_metadata build_segment(const std::string& root, build_options o, 
   return s;
 }
 
-namespace segment_detail {
+namespace detail {
 
 // The fingerprint of the model a segment's files hold (index.idx's centroids and
 // metric, auxiliary.idx's quantizer): its JSON may say anything.
@@ -248,13 +248,13 @@ inline std::uint64_t now_ms() {
                            .count());
 }
 
-}  // namespace segment_detail
+}  // namespace detail
 
 // Merges uncommitted segments of one index and model into one new uncommitted
 // segment over all their fragments (Lance's merge_existing_index_segments). Reads one
 // partition of each source at a time.
 inline segment_metadata merge_segments(const std::string& root, const std::vector<segment_metadata>& segs) {
-  const auto covered = segment_detail::check_group(root, segs, "merge_segments");
+  const auto covered = detail::check_group(root, segs, "merge_segments");
   const auto latest = dataset::load_latest(root);
   if (!latest) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
   std::vector<storage_reader<io::file_source>> st;
@@ -285,10 +285,10 @@ inline segment_metadata merge_segments(const std::string& root, const std::vecto
                                              [&](auto& aux) {
                                                for (std::size_t p = 0; p < model.num_partitions(); ++p) {
                                                  partition_contents all;
-                                                 for (const auto& r : st) segment_detail::append_rows(all, r.read_partition(p));
+                                                 for (const auto& r : st) detail::append_rows(all, r.read_partition(p));
                                                  rows += all.size();
                                                  aux.write_partition(all.view());
-                                                 builder_detail::release_free_memory();
+                                                 detail::release_free_memory();
                                                }
                                              });
     out.index.uuid = uuid;
@@ -296,7 +296,7 @@ inline segment_metadata merge_segments(const std::string& root, const std::vecto
     const std::vector<std::uint64_t> frags(covered.begin(), covered.end());
     dataset::set_index_fragment_bitmap(out.index, dataset::roaring_bitmap::from_values(frags));
     for (const auto& s : segs) out.index.dataset_version = std::min(out.index.dataset_version, s.index.dataset_version);
-    out.index.created_at = segment_detail::now_ms();
+    out.index.created_at = detail::now_ms();
     out.rows_indexed = rows;
     out.num_partitions = model.num_partitions();
   } catch (...) {
@@ -333,7 +333,7 @@ inline commit_segments_result commit_segments(const std::string& root, const std
                                 (s.index.fields.empty() ? std::string("none") : std::to_string(s.index.fields[0])) +
                                 "), not '" + column + "' (field " + std::to_string(field) + ")");
   }
-  const auto covered = segment_detail::check_group(root, segs, "commit_segments");
+  const auto covered = detail::check_group(root, segs, "commit_segments");
   std::set<std::uint64_t> present;
   for (const auto& f : base->manifest().fragments) present.insert(f.id);
   for (const auto& s : segs) {

@@ -45,7 +45,10 @@ inline std::string metadata_json(const graph& g) {
   return s + "]}";
 }
 
-namespace file_detail {
+}  // namespace lancet::index::hnsw
+
+// Internals of the HNSW builder live in the index module's one detail namespace.
+namespace lancet::index::detail {
 
 template <class T>
 inline arrow::array_ptr list_array(const arrow::type_ptr& t, const std::vector<std::int32_t>& offsets,
@@ -63,7 +66,9 @@ inline arrow::array_ptr list_array(const arrow::type_ptr& t, const std::vector<s
   return a;
 }
 
-}  // namespace file_detail
+}  // namespace lancet::index::detail
+
+namespace lancet::index::hnsw {
 
 // Writes index.idx one partition's graph at a time, in partition order (the graphs
 // need not all be held at once): add() each of ivf's partitions, then finish().
@@ -104,8 +109,8 @@ class index_file_writer {
     aligned_buffer idb;
     idb.append(ids.data(), ids.size() * sizeof(std::uint32_t));
     b.columns.push_back(detail::primitive_array(arrow::uint32(), std::move(idb), ids.size()));
-    b.columns.push_back(file_detail::list_array(schema_.fields[1].type, off, nbrs));
-    b.columns.push_back(file_detail::list_array(schema_.fields[2].type, off, dists));
+    b.columns.push_back(detail::list_array(schema_.fields[1].type, off, nbrs));
+    b.columns.push_back(detail::list_array(schema_.fields[2].type, off, dists));
     w_.write_batch(b);
   }
 

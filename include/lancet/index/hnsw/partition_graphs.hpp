@@ -64,7 +64,10 @@ inline float row_distance(simd::distance_type d, const float* a, const float* b,
   throw unsupported_error("HNSW does not support hamming distance");
 }
 
-namespace graphs_detail {
+}  // namespace lancet::index::hnsw
+
+// Internals of the HNSW builder live in the index module's one detail namespace.
+namespace lancet::index::detail {
 
 // Prefetches the first cache lines of a row (up to 512 bytes: a 128-d f32 row).
 inline void prefetch_row(const void* p, std::size_t bytes) noexcept {
@@ -72,7 +75,9 @@ inline void prefetch_row(const void* p, std::size_t bytes) noexcept {
   for (std::size_t o = 0; o < std::min<std::size_t>(bytes, 512); o += 64) __builtin_prefetch(c + o);
 }
 
-}  // namespace graphs_detail
+}  // namespace lancet::index::detail
+
+namespace lancet::index::hnsw {
 
 // One partition's graph.
 inline graph build_partition(const quantizer_params& q, simd::distance_type distance, const partition_contents& pc,
@@ -92,7 +97,7 @@ inline graph build_partition(const quantizer_params& q, simd::distance_type dist
         [codes, dim, scale](std::uint32_t a, std::uint32_t b) {
           return float(simd::detail::l2_u8(codes + std::size_t(a) * dim, codes + std::size_t(b) * dim, dim)) * scale;
         },
-        [codes, dim](std::uint32_t a) { graphs_detail::prefetch_row(codes + std::size_t(a) * dim, dim); });
+        [codes, dim](std::uint32_t a) { detail::prefetch_row(codes + std::size_t(a) * dim, dim); });
   }
   const auto rows = decode_rows(q, pc, dim);
   return build(
@@ -100,7 +105,7 @@ inline graph build_partition(const quantizer_params& q, simd::distance_type dist
       [&](std::uint32_t a, std::uint32_t b) {
         return row_distance(d, rows.data() + std::size_t(a) * dim, rows.data() + std::size_t(b) * dim, dim);
       },
-      [&](std::uint32_t a) { graphs_detail::prefetch_row(rows.data() + std::size_t(a) * dim, dim * sizeof(float)); });
+      [&](std::uint32_t a) { detail::prefetch_row(rows.data() + std::size_t(a) * dim, dim * sizeof(float)); });
 }
 
 // What building one partition's graph of `rows` rows holds, in bytes (an estimate from
