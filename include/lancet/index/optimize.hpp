@@ -76,11 +76,13 @@
 
 namespace lancet::index {
 
+namespace detail {
 // Lance 12's constants (the planner's are in partition_planner.hpp).
 inline constexpr std::size_t reassign_range = 64;        // neighbour partitions considered
 inline constexpr std::size_t split_sample_per_piece = 256;
 inline constexpr std::uint64_t default_fetch_chunk_bytes = std::uint64_t(32) << 20;
 inline constexpr std::size_t route_batch_rows = 1024;
+}  // namespace detail
 
 // ---------------------------------------------------------------------------------
 // Options and results
@@ -116,7 +118,7 @@ struct optimize_options {
   // The partition size the plan aims at (and then records in the index); default: the
   // one recorded in the index's details, else the type's (4096 flat, 8192 others).
   std::optional<std::size_t> target_partition_size;
-  std::uint64_t fetch_chunk_bytes = default_fetch_chunk_bytes;
+  std::uint64_t fetch_chunk_bytes = detail::default_fetch_chunk_bytes;
   // What the shuffles of the delta and of the new segment's entries may hold in
   // memory (as the builder's budget: beyond it, runs spill to temporary files).
   std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
@@ -548,7 +550,7 @@ inline index_segments open_segments(const std::string& root, const dataset::snap
     if (!(*s.index_file.ivf.centroids == cm) || !(s.storage->quantizer() == ix.q))
       throw unsupported_error("index '" + name + "': its segments have different IVF models or quantizers; "
                               "optimise with retrain to rebuild it");
-  if (newest.index_file.sub_index_key == hnsw::metadata_key)
+  if (newest.index_file.sub_index_key == detail::hnsw_metadata_key)
     ix.graph = recorded_hnsw_params(newest.index_file, "index '" + name + "'");
   for (const auto& s : ix.segs)
     if (s.index_file.sub_index_key != newest.index_file.sub_index_key)
@@ -1251,7 +1253,7 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
       b.pool = o.pool;
       const auto& q = seg.storage->quantizer();
       b.type = detail::type_of(q);
-      if (seg.index_file.sub_index_key == hnsw::metadata_key) {
+      if (seg.index_file.sub_index_key == detail::hnsw_metadata_key) {
         const auto gp = recorded_hnsw_params(seg.index_file, "index '" + c.result.name + "'");
         b.type = b.type == ivf_index_type::ivf_pq   ? ivf_index_type::ivf_hnsw_pq
                  : b.type == ivf_index_type::ivf_sq ? ivf_index_type::ivf_hnsw_sq

@@ -42,11 +42,10 @@
 
 namespace lancet::index {
 
-inline constexpr std::string_view indices_dir_name = "_indices";
 
 // {root}/_indices/{uuid}
 inline std::string index_directory(const std::string& root, const pb::uuid& uuid) {
-  return (std::filesystem::path(root) / indices_dir_name / uuid.to_string()).string();
+  return (std::filesystem::path(root) / detail::indices_dir_name / uuid.to_string()).string();
 }
 
 // Build parameters Lance records as runtime hints (its defaults here).
@@ -204,7 +203,9 @@ inline pb::index_metadata make_index_metadata(const pb::manifest& m, const index
 // VectorIndexDetails field 2 (uint64) holds it; Lance 12's optimize plans with it
 // (verified: LanceDB 0.39's optimize() splits partitions of 240 rows of an index
 // whose details say 4, and joins them under the default when the field is absent).
+namespace detail {
 inline constexpr std::uint32_t details_target_partition_size_field = 2;
+}  // namespace detail
 
 // The persisted target partition size (nullopt when absent or 0).
 inline std::optional<std::uint64_t> persisted_target_partition_size(const pb::index_metadata& im) {
@@ -215,7 +216,7 @@ inline std::optional<std::uint64_t> persisted_target_partition_size(const pb::in
   std::optional<std::uint64_t> out;
   while (!r.done()) {
     const auto f = r.next();
-    if (f.number == details_target_partition_size_field && f.type == pb::wire_type::varint)
+    if (f.number == detail::details_target_partition_size_field && f.type == pb::wire_type::varint)
       out = f.scalar ? std::optional<std::uint64_t>(f.scalar) : std::nullopt;  // the last one wins
   }
   return out;
@@ -228,7 +229,7 @@ inline void persist_target_partition_size(pb::index_metadata& im, std::uint64_t 
   if (target == 0) throw invalid_input_error("target_partition_size must be positive");
   if (persisted_target_partition_size(im) == target) return;
   pb::writer w;
-  w.uint64(details_target_partition_size_field, target);
+  w.uint64(detail::details_target_partition_size_field, target);
   im.index_details->value += w.bytes();
 }
 

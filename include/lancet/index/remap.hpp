@@ -43,6 +43,7 @@
 #include "lancet/core/parallel.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/roaring.hpp"
+#include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/hnsw/index_file.hpp"
 #include "lancet/index/hnsw/partition_graphs.hpp"
 #include "lancet/index/storage_reader.hpp"
@@ -84,7 +85,7 @@ inline bool is_vector_details(const pb::index_metadata& im) {
 // non-empty partition entry); Lance's defaults when every partition is empty.
 inline hnsw::build_params recorded_hnsw_params(const index_file_info& info, const std::string& who) {
   hnsw::build_params p;
-  if (info.sub_index_key != hnsw::metadata_key) throw corrupt_error(who + ": index.idx has no lance:hnsw entries");
+  if (info.sub_index_key != detail::hnsw_metadata_key) throw corrupt_error(who + ": index.idx has no lance:hnsw entries");
   using namespace json;
   for (const auto& text : info.sub_index_metadata) {
     if (text.empty()) continue;
@@ -154,8 +155,8 @@ inline std::optional<std::string> remap_unsupported_reason(const std::string& ro
   const std::string dir = index_directory(root, im.uuid);
   try {
     const auto info = read_index_file(dir + "/" + std::string(detail::index_file_name));
-    const bool graphs = info.sub_index_key == hnsw::metadata_key;
-    if (info.sub_index_key != "lance:flat" && !graphs)
+    const bool graphs = info.sub_index_key == detail::hnsw_metadata_key;
+    if (info.sub_index_key != detail::flat_metadata_key && !graphs)
       return who + " has the sub-index '" + info.sub_index_key + "'; lancet remaps the flat and HNSW sub-indexes only";
     if (graphs != details.hnsw.has_value())
       return who + " is " + index_type_of(details) + " but index.idx holds the sub-index '" + info.sub_index_key + "'";
@@ -192,7 +193,7 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
   // index.idx keeps the centroids and the loss; write_index_directory derives the
   // rest (sub-index offsets) from the partition count.
   const ivf_model model = ivf_model::with_centroids(*info.ivf.centroids, info.ivf.loss);
-  const bool graphs = info.sub_index_key == hnsw::metadata_key;
+  const bool graphs = info.sub_index_key == detail::hnsw_metadata_key;
   std::vector<bool> lost_rows(storage.num_partitions(), false);  // HNSW: the graphs to rebuild
   try {
     out.files = write_index_directory(new_dir, storage.version(), model, storage.quantizer(), storage.distance(),

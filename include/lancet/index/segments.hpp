@@ -63,12 +63,14 @@ struct segment_metadata {
 // JSON
 // ---------------------------------------------------------------------------------
 
+namespace detail {
 inline constexpr std::uint32_t segment_json_version = 1;
+}  // namespace detail
 
 inline std::string segment_to_json(const segment_metadata& s) {
   using json::quote;
   const auto& im = s.index;
-  std::string j = "{\"lancet_segment\":" + std::to_string(segment_json_version);
+  std::string j = "{\"lancet_segment\":" + std::to_string(detail::segment_json_version);
   j += ",\"uuid\":" + quote(im.uuid.to_string());
   j += ",\"name\":" + quote(im.name);
   j += ",\"column\":" + quote(s.column);
@@ -103,9 +105,9 @@ inline segment_metadata segment_from_json(std::string_view text, const std::stri
   if (v.k != value::kind::object || !v.find("lancet_segment"))
     throw invalid_input_error(what + ": not a lancet index segment (no \"lancet_segment\")");
   const auto ver = as_u32(member(v, "lancet_segment", what), "lancet_segment", what);
-  if (ver != segment_json_version)
+  if (ver != detail::segment_json_version)
     throw invalid_input_error(what + ": segment format " + std::to_string(ver) + ", this lancet reads " +
-                              std::to_string(segment_json_version));
+                              std::to_string(detail::segment_json_version));
   segment_metadata s;
   auto& im = s.index;
   try {

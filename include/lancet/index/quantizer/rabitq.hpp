@@ -77,8 +77,10 @@ inline const char* estimator_name(estimator_type t) noexcept {
   return t == estimator_type::raw_query ? "raw_query" : "residual_query";
 }
 
+namespace detail {
 inline constexpr std::size_t fast_rotation_rounds = 4;
 inline constexpr float error_epsilon = 1.9f;  // Lance's RABIT_ERROR_EPSILON
+}  // namespace detail
 inline constexpr std::size_t block_rows = 32;  // rows per fast-scan block (Lance's BATCH_SIZE)
 // Lance's PERM0: the order of rows within each 16-byte half of a fast-scan block.
 inline constexpr std::array<std::uint8_t, 16> perm0 = {0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15};
@@ -117,9 +119,9 @@ struct model {
       throw invalid_input_error("RaBitQ: vector dimension must be divisible by 8 for IVF_RQ, got " +
                                 std::to_string(dimension));
     if (rotation == rotation_type::fast &&
-        fast_rotation_signs.size() != fast_rotation_rounds * ((dimension + 7) / 8))
+        fast_rotation_signs.size() != detail::fast_rotation_rounds * ((dimension + 7) / 8))
       throw invalid_input_error("RaBitQ: fast_rotation_signs has " + std::to_string(fast_rotation_signs.size()) +
-                                " bytes, expected " + std::to_string(fast_rotation_rounds * ((dimension + 7) / 8)) +
+                                " bytes, expected " + std::to_string(detail::fast_rotation_rounds * ((dimension + 7) / 8)) +
                                 " for dimension " + std::to_string(dimension));
     if (rotation == rotation_type::matrix && rotate_mat.size() != dimension * dimension)
       throw invalid_input_error("RaBitQ: rotation matrix has " + std::to_string(rotate_mat.size()) +
@@ -273,7 +275,7 @@ inline model make(std::size_t dim, const params& p = {}) {
     throw invalid_input_error("RaBitQ: vector dimension must be divisible by 8 for IVF_RQ, got " + std::to_string(dim));
   index::detail::rng64 rng(quantizer::mix_seed(p.seed, 0x5241424954ull));
   if (p.rotation == rotation_type::fast) {
-    m.fast_rotation_signs.resize(fast_rotation_rounds * ((dim + 7) / 8));
+    m.fast_rotation_signs.resize(detail::fast_rotation_rounds * ((dim + 7) / 8));
     for (auto& b : m.fast_rotation_signs) b = static_cast<std::uint8_t>(rng.next() >> 56);
   } else {
     detail::normal_rng g(rng.next());
