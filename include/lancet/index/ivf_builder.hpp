@@ -229,27 +229,6 @@ struct vectors {
   void clear() noexcept { values.clear(), ids.clear(); }
 };
 
-template <class T>
-inline bool usable(const T* row, std::size_t d, simd::distance_type metric) {
-  if constexpr (std::is_same_v<T, std::uint8_t>) {
-    (void)row, (void)d, (void)metric;
-    return true;
-  } else {
-    double nsq = 0;
-    for (std::size_t i = 0; i < d; ++i) {
-      const double v = double(static_cast<float>(row[i]));
-      if constexpr (std::is_same_v<T, double>) {
-        if (!std::isfinite(row[i])) return false;
-        nsq += row[i] * row[i];
-        continue;
-      }
-      if (!std::isfinite(v)) return false;
-      nsq += v * v;
-    }
-    return metric != simd::distance_type::cosine || nsq > 0;
-  }
-}
-
 // Appends the usable rows of a batch (vector column, _rowid) to out. With `pick`
 // (ascending live-row ordinals) only those rows are looked at; `seen` counts the
 // live rows of the batches before this one.
@@ -267,7 +246,7 @@ inline void gather(const arrow::record_batch& b, std::size_t dim, simd::distance
   const std::int32_t* offs = multi ? col.values<std::int32_t>() : nullptr;
   const auto one = [&](std::int64_t v, std::uint64_t row_id) {
     const T* row = base + std::size_t(v) * dim;
-    if (fsl.is_null(v) || !usable(row, dim, metric)) {
+    if (fsl.is_null(v) || !quantizer::indexable_row(row, dim, metric)) {
       ++out.skipped;
       return;
     }
@@ -299,24 +278,6 @@ inline void release_free_memory() noexcept {
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif
-}
-
-template <class T>
-inline void normalise_rows(std::vector<T>& v, std::size_t d) {
-  for (std::size_t r = 0; r < v.size() / d; ++r) {
-    T* row = v.data() + r * d;
-    double s = 0;
-    for (std::size_t i = 0; i < d; ++i) s += double(static_cast<float>(row[i])) * double(static_cast<float>(row[i]));
-    if constexpr (std::is_same_v<T, double>) {
-      s = 0;
-      for (std::size_t i = 0; i < d; ++i) s += row[i] * row[i];
-    }
-    const double n = std::sqrt(s);
-    for (std::size_t i = 0; i < d; ++i) {
-      if constexpr (std::is_same_v<T, double>) row[i] /= n;
-      else row[i] = T(float(double(static_cast<float>(row[i])) / n));
-    }
-  }
 }
 
 // The quantizer parameters build_options asks for, checked before any work.
@@ -409,7 +370,7 @@ struct ivf_encoder {
       if constexpr (!is_u8) {
         if (metric == simd::distance_type::cosine) {
           std::vector<T> tmp(rows, rows + n * d);
-          normalise_rows(tmp, d);
+          for (std::size_t r = 0; r < n; ++r) quantizer::normalise_row_double(tmp.data() + r * d, d);
           std::memcpy(codes, tmp.data(), n * width);
           return;
         }

@@ -177,15 +177,6 @@ inline float route_distance(simd::distance_type t, const float* a, const float* 
   return float(s);
 }
 
-inline bool normalise(float* v, std::size_t d) {
-  double s = 0;
-  for (std::size_t i = 0; i < d; ++i) s += double(v[i]) * double(v[i]);
-  if (!(s > 0) || !std::isfinite(s)) return false;
-  const double n = std::sqrt(s);
-  for (std::size_t i = 0; i < d; ++i) v[i] = float(double(v[i]) / n);
-  return true;
-}
-
 // The `count` centroids nearest centroid p (p itself excluded), nearest first.
 inline std::vector<std::uint32_t> nearest_centroids(simd::distance_type t, const std::vector<float>& cents,
                                                     std::size_t d, std::size_t p, std::size_t count,
@@ -203,15 +194,6 @@ inline std::vector<std::uint32_t> nearest_centroids(simd::distance_type t, const
   std::vector<std::uint32_t> out;
   for (std::size_t i = 0; i < m; ++i) out.push_back(ds[i].second);
   return out;
-}
-
-inline bool usable_row(const float* v, std::size_t d, simd::distance_type metric) {
-  double s = 0;
-  for (std::size_t i = 0; i < d; ++i) {
-    if (!std::isfinite(v[i])) return false;
-    s += double(v[i]) * double(v[i]);
-  }
-  return metric != simd::distance_type::cosine || s > 0;
 }
 
 // Bytes of one element of a vector column holding `t` values (float16/32/64).
@@ -264,7 +246,7 @@ inline void for_each_vector(const arrow::array_data& col, std::size_t dim, simd:
           f[j] = float(w[j]);
         }
     }
-    if (!usable_row(f.data(), dim, metric)) return;
+    if (!quantizer::indexable_row(f.data(), dim, metric)) return;
     fn(r, static_cast<const float*>(f.data()), w.empty() ? static_cast<const double*>(nullptr) : w.data());
   };
   for (std::int64_t r = 0; r < col.length; ++r) {
@@ -375,18 +357,13 @@ struct encoder {
       std::vector<double> v(n * dim);
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = wide ? wide[i] : double(rows[i]);
       if (cos)
-        for (std::size_t r = 0; r < n; ++r) {
-          double s = 0;
-          for (std::size_t j = 0; j < dim; ++j) s += v[r * dim + j] * v[r * dim + j];
-          const double nn = std::sqrt(s);
-          for (std::size_t j = 0; j < dim; ++j) v[r * dim + j] /= nn;
-        }
+        for (std::size_t r = 0; r < n; ++r) quantizer::normalise_row_double(v.data() + r * dim, dim);
       std::memcpy(codes, v.data(), n * width);
       return;
     }
     std::vector<float> v(rows, rows + n * dim);
     if (cos)
-      for (std::size_t i = 0; i < n; ++i) normalise(v.data() + i * dim, dim);
+      for (std::size_t i = 0; i < n; ++i) quantizer::normalise_row_double(v.data() + i * dim, dim);
     if (el == element_type::f32) {
       std::memcpy(codes, v.data(), n * width);
       return;
@@ -805,7 +782,7 @@ inline std::vector<float> split_centroids(const optimize_run& run, const partiti
   }
   const std::size_t ns = rows.size() / dim;
   if (ix.metric == simd::distance_type::cosine)
-    for (std::size_t i = 0; i < ns; ++i) normalise(rows.data() + i * dim, dim);
+    for (std::size_t i = 0; i < ns; ++i) quantizer::normalise_row_double(rows.data() + i * dim, dim);
   const std::size_t ways = std::min<std::size_t>(sp.ways, ns);
   if (ways < 2) return {};
   std::set<std::vector<float>> distinct;
@@ -993,7 +970,7 @@ inline void reencode_stage(const optimize_run& run, const reindex_rows& want, co
       if (!it) return;  // a row null / unusable now is no longer indexed
       if (choose) {
         std::copy(v, v + dim, r.begin());
-        if (ix.metric == simd::distance_type::cosine) normalise(r.data(), dim);
+        if (ix.metric == simd::distance_type::cosine) quantizer::normalise_row_double(r.data(), dim);
         eb.part.push_back(choose(it->second, r.data()));
       }
       eb.add(bid[i], v, w);

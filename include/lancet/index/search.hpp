@@ -543,7 +543,7 @@ class ivf_searcher {
       }
     }
     q.used = q.raw;
-    if (distance_ == distance_type::cosine && !quantizer::normalize_row(q.used.data(), dim))
+    if (distance_ == distance_type::cosine && !quantizer::normalise_row(q.used.data(), dim))
       throw invalid_input_error("search: a cosine query must have a finite, non-zero norm");
     return q;
   }
@@ -598,7 +598,7 @@ class ivf_searcher {
                           " code bytes for " + std::to_string(n) + " rows of " + std::to_string(cb));
     if (std::holds_alternative<pq_params>(quantizer_) || std::holds_alternative<rq_params>(quantizer_)) {
       prep->transposed.resize(n * cb);
-      pq::transpose_codes(pc.codes.data(), n, cb, prep->transposed.data());
+      transpose_codes(pc.codes.data(), n, cb, prep->transposed.data());
     }
     if (std::holds_alternative<pq_params>(quantizer_) && pq::uses_residual(distance_))
       prep->pq_term = pq::partition_term(pq_, cents_.data() + p * dim_);
