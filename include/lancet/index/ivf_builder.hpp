@@ -47,6 +47,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -432,30 +433,36 @@ inline void use_given_quantizer(ivf_encoder<T>& e, const quantizer_params& q, co
   if (index_type_name(q) != want)
     throw invalid_input_error("the given quantizer is for " + index_type_name(q) + ", the index is " + want);
   e.params = q;
-  if constexpr (!std::is_same_v<T, std::uint8_t>) {
-    if (const auto* p = std::get_if<pq_params>(&q)) {
-      if (p->dimension != dim)
-        throw invalid_input_error("the given PQ codebook has dimension " + std::to_string(p->dimension) +
-                                  ", column '" + o.column + "' has " + std::to_string(dim));
-      e.pqm = pq::from_params<T>(*p, o.metric);
-    } else if (const auto* s = std::get_if<sq_params>(&q)) {
-      if (s->dimension != dim)
-        throw invalid_input_error("the given SQ bounds have dimension " + std::to_string(s->dimension) + ", column '" +
-                                  o.column + "' has " + std::to_string(dim));
-      e.sqm = sq::from_params(*s);
-    } else if (const auto* r = std::get_if<rq_params>(&q)) {
-      if (r->num_bits != 1)
-        throw invalid_input_error("the given RaBitQ model has " + std::to_string(r->num_bits) +
-                                  "-bit codes; lancet builds 1-bit codes");
-      e.rqm = rabitq::from_params(*r);
-      if (e.rqm->dimension != dim)
-        throw invalid_input_error("the given RaBitQ model has dimension " + std::to_string(e.rqm->dimension) +
-                                  ", column '" + o.column + "' has " + std::to_string(dim));
-    }
-  }
-  if (const auto* f = std::get_if<flat_params>(&q); f && f->dimension != dim)
-    throw invalid_input_error("the given flat storage has dimension " + std::to_string(f->dimension) + ", column '" +
-                              o.column + "' has " + std::to_string(dim));
+  std::visit(
+      [&](const auto& qp) {
+        using P = std::remove_cvref_t<decltype(qp)>;
+        if constexpr (std::is_same_v<P, flat_params>) {
+          if (qp.dimension != dim)
+            throw invalid_input_error("the given flat storage has dimension " + std::to_string(qp.dimension) +
+                                      ", column '" + o.column + "' has " + std::to_string(dim));
+        } else if constexpr (std::is_same_v<T, std::uint8_t>) {
+          // uint8 vectors (hamming): no PQ / SQ / RaBitQ model to prepare.
+        } else if constexpr (std::is_same_v<P, pq_params>) {
+          if (qp.dimension != dim)
+            throw invalid_input_error("the given PQ codebook has dimension " + std::to_string(qp.dimension) +
+                                      ", column '" + o.column + "' has " + std::to_string(dim));
+          e.pqm = pq::from_params<T>(qp, o.metric);
+        } else if constexpr (std::is_same_v<P, sq_params>) {
+          if (qp.dimension != dim)
+            throw invalid_input_error("the given SQ bounds have dimension " + std::to_string(qp.dimension) +
+                                      ", column '" + o.column + "' has " + std::to_string(dim));
+          e.sqm = sq::from_params(qp);
+        } else {
+          if (qp.num_bits != 1)
+            throw invalid_input_error("the given RaBitQ model has " + std::to_string(qp.num_bits) +
+                                      "-bit codes; lancet builds 1-bit codes");
+          e.rqm = rabitq::from_params(qp);
+          if (e.rqm->dimension != dim)
+            throw invalid_input_error("the given RaBitQ model has dimension " + std::to_string(e.rqm->dimension) +
+                                      ", column '" + o.column + "' has " + std::to_string(dim));
+        }
+      },
+      q);
   e.width = code_bytes(q);
 }
 

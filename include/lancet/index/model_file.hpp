@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -108,30 +109,36 @@ struct model_in {
 // The quantizer, every field (fingerprints hash this too).
 inline void put_quantizer(model_out& o, const quantizer_params& q) {
   o.put<std::uint8_t>(std::uint8_t(q.index()));
-  if (const auto* f = std::get_if<flat_params>(&q)) {
-    o.put<std::uint32_t>(f->dimension);
-    o.put<std::uint8_t>(std::uint8_t(f->element));
-  } else if (const auto* p = std::get_if<pq_params>(&q)) {
-    o.put<std::uint32_t>(p->num_sub_vectors);
-    o.put<std::uint32_t>(p->num_bits);
-    o.put<std::uint32_t>(p->dimension);
-    o.mat(p->codebook);
-  } else if (const auto* s = std::get_if<sq_params>(&q)) {
-    o.put<std::uint32_t>(s->dimension);
-    o.put<std::uint32_t>(s->num_bits);
-    o.put<double>(s->lower);
-    o.put<double>(s->upper);
-  } else {
-    const auto& r = std::get<rq_params>(q);
-    o.put<std::uint32_t>(r.code_dim);
-    o.put<std::uint32_t>(r.num_bits);
-    o.put<std::uint8_t>(std::uint8_t(r.rotation_type));
-    o.str(std::string_view(reinterpret_cast<const char*>(r.fast_rotation_signs.data()), r.fast_rotation_signs.size()));
-    o.put<std::uint8_t>(r.rotate_mat ? 1 : 0);
-    if (r.rotate_mat) o.mat(*r.rotate_mat);
-    o.str(r.query_estimator);
-    o.put<std::uint32_t>(r.ex_code_bytes);
-  }
+  std::visit(
+      [&o](const auto& qp) {
+        using P = std::remove_cvref_t<decltype(qp)>;
+        if constexpr (std::is_same_v<P, flat_params>) {
+          o.put<std::uint32_t>(qp.dimension);
+          o.put<std::uint8_t>(std::uint8_t(qp.element));
+        } else if constexpr (std::is_same_v<P, pq_params>) {
+          o.put<std::uint32_t>(qp.num_sub_vectors);
+          o.put<std::uint32_t>(qp.num_bits);
+          o.put<std::uint32_t>(qp.dimension);
+          o.mat(qp.codebook);
+        } else if constexpr (std::is_same_v<P, sq_params>) {
+          o.put<std::uint32_t>(qp.dimension);
+          o.put<std::uint32_t>(qp.num_bits);
+          o.put<double>(qp.lower);
+          o.put<double>(qp.upper);
+        } else {
+          static_assert(std::is_same_v<P, rq_params>);
+          o.put<std::uint32_t>(qp.code_dim);
+          o.put<std::uint32_t>(qp.num_bits);
+          o.put<std::uint8_t>(std::uint8_t(qp.rotation_type));
+          o.str(std::string_view(reinterpret_cast<const char*>(qp.fast_rotation_signs.data()),
+                                 qp.fast_rotation_signs.size()));
+          o.put<std::uint8_t>(qp.rotate_mat ? 1 : 0);
+          if (qp.rotate_mat) o.mat(*qp.rotate_mat);
+          o.str(qp.query_estimator);
+          o.put<std::uint32_t>(qp.ex_code_bytes);
+        }
+      },
+      q);
 }
 
 inline quantizer_params get_quantizer(model_in& i) {

@@ -52,8 +52,10 @@
 #include <set>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
@@ -331,21 +333,25 @@ struct encoder {
 
   encoder(quantizer_params qp, simd::distance_type m, std::vector<float> c, std::size_t d)
       : q(std::move(qp)), metric(m), cents(std::move(c)), dim(d), width(code_bytes(q)) {
-    if (const auto* f = std::get_if<flat_params>(&q)) {
-      if (f->element == element_type::u8)
-        throw unsupported_error("optimize: lancet re-encodes IVF_FLAT indexes over float vectors only (this one "
-                                "stores uint8)");
-    } else if (const auto* p = std::get_if<pq_params>(&q)) {
-      pqm = pq::from_params<float>(*p, metric);
-    } else if (const auto* s = std::get_if<sq_params>(&q)) {
-      sqm = sq::from_params(*s);
-    } else {
-      const auto& r = std::get<rq_params>(q);
-      if (r.num_bits != 1)
-        throw unsupported_error("optimize: lancet re-encodes 1-bit IVF_RQ indexes only (this one has " +
-                                std::to_string(r.num_bits) + " bits)");
-      rqm = rabitq::from_params(r);
-    }
+    std::visit(
+        [this](const auto& qp) {
+          using P = std::remove_cvref_t<decltype(qp)>;
+          if constexpr (std::is_same_v<P, flat_params>) {
+            if (qp.element == element_type::u8)
+              throw unsupported_error("optimize: lancet re-encodes IVF_FLAT indexes over float vectors only (this one "
+                                      "stores uint8)");
+          } else if constexpr (std::is_same_v<P, pq_params>) {
+            pqm = pq::from_params<float>(qp, metric);
+          } else if constexpr (std::is_same_v<P, sq_params>) {
+            sqm = sq::from_params(qp);
+          } else {
+            if (qp.num_bits != 1)
+              throw unsupported_error("optimize: lancet re-encodes 1-bit IVF_RQ indexes only (this one has " +
+                                      std::to_string(qp.num_bits) + " bits)");
+            rqm = rabitq::from_params(qp);
+          }
+        },
+        q);
   }
 
   // The flat quantizer's codes: the raw vectors in the stored element type
@@ -385,19 +391,19 @@ struct encoder {
     out.row_ids.insert(out.row_ids.end(), ids, ids + n);
     out.codes.resize((at + n) * width);
     std::uint8_t* codes = out.codes.data() + at * width;
-    if (std::holds_alternative<flat_params>(q)) {
-      flat_codes(rows, wide, n, codes);
-    } else if (pqm) {
+    if (pqm) {
       pq::encode_for_ivf(*pqm, rows, n, metric, cents.data(), k, part, codes, pool);
     } else if (sqm) {
       sq::encode_for_ivf(*sqm, rows, n, metric, codes, pool);
-    } else {
+    } else if (rqm) {
       rabitq::encoded_rows er;
       rabitq::encode_for_ivf(*rqm, rows, n, metric, cents.data(), k, part, er, pool);
       std::memcpy(codes, er.codes.data(), n * width);
       out.add_factors.insert(out.add_factors.end(), er.add_factors.begin(), er.add_factors.end());
       out.scale_factors.insert(out.scale_factors.end(), er.scale_factors.begin(), er.scale_factors.end());
       out.error_factors.insert(out.error_factors.end(), er.error_factors.begin(), er.error_factors.end());
+    } else {
+      flat_codes(rows, wide, n, codes);  // the flat quantizer: no model
     }
   }
   void encode(const entry_batch& b, shuffle_batch& out, boost::asio::thread_pool* pool) const {
@@ -461,10 +467,15 @@ inline dataset::snapshot commit_optimized_segments(const std::string& root, cons
 }
 
 inline ivf_index_type type_of(const quantizer_params& q) {
-  if (std::holds_alternative<pq_params>(q)) return ivf_index_type::ivf_pq;
-  if (std::holds_alternative<sq_params>(q)) return ivf_index_type::ivf_sq;
-  if (std::holds_alternative<rq_params>(q)) return ivf_index_type::ivf_rq;
-  return ivf_index_type::ivf_flat;
+  return std::visit(
+      [](const auto& qp) {
+        using P = std::remove_cvref_t<decltype(qp)>;
+        if constexpr (std::is_same_v<P, pq_params>) return ivf_index_type::ivf_pq;
+        else if constexpr (std::is_same_v<P, sq_params>) return ivf_index_type::ivf_sq;
+        else if constexpr (std::is_same_v<P, rq_params>) return ivf_index_type::ivf_rq;
+        else return ivf_index_type::ivf_flat;
+      },
+      q);
 }
 
 // What optimising one index produced, before the commit.

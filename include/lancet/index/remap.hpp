@@ -200,8 +200,8 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
                                       [&](auto& aux) {
       const auto& q = storage.quantizer();
       const std::size_t w = code_bytes(q);
-      const auto* rq = std::get_if<rq_params>(&q);
-      const std::size_t exw = rq && rq->num_bits > 1 ? rq->ex_code_bytes : 0;
+      const bool factors = has_factors(q);
+      const std::size_t exw = ex_code_bytes(q);
       for (std::size_t p = 0; p < storage.num_partitions(); ++p) {
         const partition_contents in = storage.read_partition(p);
         out.stats.rows_before += in.size();
@@ -222,7 +222,7 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
           }
           kept.row_ids.push_back(id);
           if (w) std::memcpy(kept.codes.data() + n * w, in.codes.data() + i * w, w);
-          if (rq) {
+          if (factors) {
             kept.add_factors.push_back(in.add_factors.at(i));
             kept.scale_factors.push_back(in.scale_factors.at(i));
             kept.error_factors.push_back(in.error_factors.at(i));

@@ -80,14 +80,14 @@ class shuffler {
            boost::asio::thread_pool* pool = nullptr)
       : k_(num_partitions),
         q_((validate(q), std::move(q))),
-        rq_(std::holds_alternative<rq_params>(q_)),
+        rq_(has_factors(q_)),
         width_(code_bytes(q_)),
         schema_(shuffle_schema(q_)),
         dir_(std::move(spill_dir)),
         budget_(std::max<std::uint64_t>(memory_budget, 1 << 20)),
         pool_(pool) {
     if (k_ == 0) throw invalid_input_error("shuffler: no partitions");
-    if (rq_ && std::get<rq_params>(q_).num_bits > 1)
+    if (ex_code_bytes(q_))
       throw unsupported_error("shuffler: RaBitQ codes of more than 1 bit are not shuffled");
     cap_rows_ = std::max<std::size_t>(1, std::size_t(budget_ / 4 / row_bytes()));
   }
@@ -369,7 +369,7 @@ class shuffler {
 
   std::size_t k_;
   quantizer_params q_;
-  bool rq_;
+  bool rq_;  // rows carry RaBitQ's factors
   std::size_t width_;
   arrow::schema schema_;
   std::string dir_;

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
@@ -28,23 +30,28 @@ namespace lancet::index::hnsw {
 inline std::vector<float> decode_rows(const quantizer_params& q, const partition_contents& pc, std::size_t dim) {
   const std::size_t n = pc.size();
   std::vector<float> out(n * dim);
-  if (const auto* f = std::get_if<flat_params>(&q)) {
-    const auto* b = pc.codes.data();
-    for (std::size_t i = 0; i < n * dim; ++i) switch (f->element) {
-        case element_type::f32: out[i] = reinterpret_cast<const float*>(b)[i]; break;
-        case element_type::f64: out[i] = float(reinterpret_cast<const double*>(b)[i]); break;
-        case element_type::f16: out[i] = reinterpret_cast<const simd::f16*>(b)[i].to_float(); break;
-        case element_type::u8: out[i] = float(b[i]); break;
-      }
-  } else if (const auto* s = std::get_if<sq_params>(&q)) {
-    sq::decode(sq::from_params(*s), pc.codes.data(), n, out.data());
-  } else if (const auto* p = std::get_if<pq_params>(&q)) {
-    const auto m = pq::from_params<float>(*p, simd::distance_type::l2);
-    const std::size_t w = m.code_bytes();
-    for (std::size_t i = 0; i < n; ++i) pq::decode(m, pc.codes.data() + i * w, out.data() + i * dim);
-  } else {
-    throw unsupported_error("HNSW over RaBitQ storage is not supported (Lance 12 has no IVF_HNSW_RQ)");
-  }
+  std::visit(
+      [&](const auto& qp) {
+        using P = std::remove_cvref_t<decltype(qp)>;
+        if constexpr (std::is_same_v<P, flat_params>) {
+          const auto* b = pc.codes.data();
+          for (std::size_t i = 0; i < n * dim; ++i) switch (qp.element) {
+              case element_type::f32: out[i] = reinterpret_cast<const float*>(b)[i]; break;
+              case element_type::f64: out[i] = float(reinterpret_cast<const double*>(b)[i]); break;
+              case element_type::f16: out[i] = reinterpret_cast<const simd::f16*>(b)[i].to_float(); break;
+              case element_type::u8: out[i] = float(b[i]); break;
+            }
+        } else if constexpr (std::is_same_v<P, sq_params>) {
+          sq::decode(sq::from_params(qp), pc.codes.data(), n, out.data());
+        } else if constexpr (std::is_same_v<P, pq_params>) {
+          const auto m = pq::from_params<float>(qp, simd::distance_type::l2);
+          const std::size_t w = m.code_bytes();
+          for (std::size_t i = 0; i < n; ++i) pq::decode(m, pc.codes.data() + i * w, out.data() + i * dim);
+        } else {
+          throw unsupported_error("HNSW over RaBitQ storage is not supported (Lance 12 has no IVF_HNSW_RQ)");
+        }
+      },
+      q);
   return out;
 }
 
