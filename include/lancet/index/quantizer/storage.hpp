@@ -74,8 +74,15 @@ template <class Q>
 using traits_of = quantizer_traits<std::remove_cvref_t<Q>>;
 
 namespace detail {
-// Row-major codes stored as they are.
-struct row_major_codes {
+// What flat and SQ storage share: version-1 indexes, no factors, no global buffer,
+// row-major codes stored as they are.
+struct plain_storage {
+  static constexpr std::int32_t index_version = 1;
+  static constexpr bool has_factors = false;
+  template <class P>
+  static std::optional<pb::index::tensor> global_buffer(const P&) {
+    return std::nullopt;
+  }
   static void store_codes(const std::uint8_t* in, std::size_t n, std::size_t w, std::uint8_t* out) {
     std::memcpy(out, in, n * w);
   }
@@ -87,10 +94,8 @@ struct row_major_codes {
 
 // IVF_FLAT: the vectors themselves in column `flat`.
 template <>
-struct quantizer_traits<flat_params> : detail::row_major_codes {
+struct quantizer_traits<flat_params> : detail::plain_storage {
   static constexpr std::string_view name = "FLAT";
-  static constexpr std::int32_t index_version = 1;
-  static constexpr bool has_factors = false;
   static void validate(const flat_params& f) {
     if (f.dimension == 0) throw invalid_input_error("IVF_FLAT: the dimension must be positive");
   }
@@ -102,7 +107,6 @@ struct quantizer_traits<flat_params> : detail::row_major_codes {
     s.fields.push_back(detail::fsl_field(detail::flat_column, detail::element_arrow_type(f.element), f.dimension,
                                          f.element == element_type::u8));
   }
-  static std::optional<pb::index::tensor> global_buffer(const flat_params&) { return std::nullopt; }
   static auto compression(const flat_params&) { return pb::index::vector_index_details::flat_compression{}; }
 };
 
@@ -157,10 +161,8 @@ struct quantizer_traits<pq_params> {
 
 // IVF_SQ: one byte per dimension, row-major.
 template <>
-struct quantizer_traits<sq_params> : detail::row_major_codes {
+struct quantizer_traits<sq_params> : detail::plain_storage {
   static constexpr std::string_view name = "SQ";
-  static constexpr std::int32_t index_version = 1;
-  static constexpr bool has_factors = false;
   static void validate(const sq_params& s) {
     if (s.dimension == 0) throw invalid_input_error("IVF_SQ: the dimension must be positive");
     if (s.num_bits != 8) throw invalid_input_error("IVF_SQ: num_bits must be 8, got " + std::to_string(s.num_bits));
@@ -175,7 +177,6 @@ struct quantizer_traits<sq_params> : detail::row_major_codes {
   static void add_columns(const sq_params& s, arrow::schema& out) {
     out.fields.push_back(detail::fsl_field(detail::sq_code_column, arrow::uint8(), s.dimension, true));
   }
-  static std::optional<pb::index::tensor> global_buffer(const sq_params&) { return std::nullopt; }
   static auto compression(const sq_params& s) { return pb::index::vector_index_details::sq_compression{s.num_bits}; }
 };
 
