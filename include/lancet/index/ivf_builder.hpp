@@ -894,6 +894,13 @@ inline build_result run_build(const std::string& root, const build_options& give
 
 }  // namespace detail
 
+// How many rows PQ trains on for o (IVF_PQ) over vectors of dimension `dim` whose
+// elements take `element_bytes`: Lance's sample when memory_budget_bytes holds its
+// training, else what the budget holds (at least the 2^num_bits a codebook needs).
+inline std::size_t pq_training_rows(const build_options& o, std::size_t dim, std::size_t element_bytes) {
+  return detail::pq_sample_rows(o, detail::check_parameters(o, dim), dim, element_bytes);
+}
+
 // Builds the index over the latest version of the dataset at `root` and commits it as
 // the next version. Errors: invalid_input_error (bad column / parameters / name taken
 // without replace), conflict_error (the dataset changed meanwhile), io/corrupt errors

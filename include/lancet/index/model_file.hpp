@@ -324,13 +324,6 @@ inline std::size_t training_sample_rows(const build_options& o, std::size_t dim,
   return detail::training_sample_size(o, qc, partitions_for(o, total_rows), dim, sizeof(float));
 }
 
-// How many rows PQ trains on for o (IVF_PQ) over vectors of dimension `dim` whose
-// elements take `element_bytes`: Lance's sample when memory_budget_bytes holds its
-// training, else what the budget holds (at least the 2^num_bits a codebook needs).
-inline std::size_t pq_training_rows(const build_options& o, std::size_t dim, std::size_t element_bytes) {
-  return detail::pq_sample_rows(o, detail::check_parameters(o, dim), dim, element_bytes);
-}
-
 // The dimension of o.column, a fixed-size list of float32 (what distributed training
 // gathers; other element types are refused here).
 inline std::size_t float_vector_dimension(const dataset::dataset& ds, const std::string& column) {
