@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
                        codes.data(), &pool);
   });
   row("PQ encoding (residuals), " + std::to_string(threads) + " threads", t_enc, double(n), "rows");
-  pq::transpose_codes(codes.data(), n, m, tcodes.data());
+  transpose_codes(codes.data(), n, m, tcodes.data());
 
   // Scans: one query's table over all n codes, single thread.
   const std::vector<float> q(rows.begin(), rows.begin() + d);
@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
   const auto m4 = pq::train_for_ivf(rows.data(), n, d, km.centroids.data(), parts, distance_type::l2, p4, &pool);
   std::vector<std::uint8_t> c4(n * 8), t4(n * 8);
   pq::encode_for_ivf(m4, rows.data(), n, distance_type::l2, km.centroids.data(), parts, part.data(), c4.data(), &pool);
-  pq::transpose_codes(c4.data(), n, 8, t4.data());
+  transpose_codes(c4.data(), n, 8, t4.data());
   const pq::distance_table table4(m4, q.data());
   const double t_scan4 = best_seconds(reps, [&] {
     table4.scan(t4.data(), n, out.data());
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
   });
   row("RaBitQ encoding, " + std::to_string(threads) + " threads", t_rq_enc, double(n), "rows");
   std::vector<std::uint8_t> rt(n * 16);
-  pq::transpose_codes(enc.codes.data(), n, 16, rt.data());
+  transpose_codes(enc.codes.data(), n, 16, rt.data());
   const rabitq::query_estimator est(rq, q.data(), distance_type::l2);
   const double t_rq = best_seconds(reps, [&] {
     est.scan(rt.data(), n, enc.add_factors.data(), enc.scale_factors.data(), 1.0f, out.data());

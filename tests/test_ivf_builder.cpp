@@ -1321,16 +1321,15 @@ TEST_CASE("build_ivf_index: PQ trains on Lance's sample when the budget holds it
   o.num_partitions = 4;
   o.num_sub_vectors = 4;
   o.max_iters = 10;
-  const index::builder_detail::quantizer_choice qc{4, 8};
-  CHECK(index::builder_detail::pq_sample_rows(o, qc, dim, sizeof(float)) == 65536);  // default budget: Lance's
-  CHECK(index::builder_detail::pq_sample_rows(o, qc, 1536, sizeof(float)) == 65536);
+  CHECK(index::pq_training_rows(o, dim, sizeof(float)) == 65536);  // default budget: Lance's
+  CHECK(index::pq_training_rows(o, 1536, sizeof(float)) == 65536);
   std::vector<std::string> warnings;
   const auto prev = set_warning_handler(
       [](std::string_view m, void* c) { static_cast<std::vector<std::string>*>(c)->emplace_back(m); }, &warnings);
   const auto full = index::train_ivf_model(root, o);
   CHECK(warnings.empty());
   o.memory_budget_bytes = std::uint64_t(2) << 20;
-  const std::size_t cut = index::builder_detail::pq_sample_rows(o, qc, dim, sizeof(float));
+  const std::size_t cut = index::pq_training_rows(o, dim, sizeof(float));
   CHECK(cut == (std::uint64_t(2) << 20) / (dim * 4 + 16 + 64 + 8));  // one trainer without a pool
   const auto small = index::train_ivf_model(root, o);
   set_warning_handler(prev.first, prev.second);

@@ -130,7 +130,7 @@ TEST_CASE("recall@10 of 16x8 PQ on well-spread 128-d clusters beats 0.8") {
   CHECK(m.codebook.size() == 256 * d);
   std::vector<std::uint8_t> codes(n * 16), tcodes(n * 16);
   pq::encode(m, rows.data(), n, codes.data(), &pool);
-  pq::transpose_codes(codes.data(), n, 16, tcodes.data());
+  transpose_codes(codes.data(), n, 16, tcodes.data());
   double total = 0;
   std::vector<float> exact(n), approx(n);
   for (std::size_t q = 0; q < nq; ++q) {
@@ -187,12 +187,12 @@ TEST_CASE("4-bit codes pack the even sub-vector in the low nibble; storage trans
     CHECK(codes[r * 2 + 1] == std::uint8_t(c(3) << 4 | c(2)));
     for (std::size_t s = 0; s < 4; ++s) CHECK(pq::code_of(codes.data() + r * 2, 4, s) == c(s));
   }
-  pq::transpose_codes(codes.data(), n, 2, tr.data());
+  transpose_codes(codes.data(), n, 2, tr.data());
   for (std::size_t r = 0; r < n; ++r) {
     CHECK(tr[0 * n + r] == codes[r * 2 + 0]);
     CHECK(tr[1 * n + r] == codes[r * 2 + 1]);
   }
-  pq::untranspose_codes(tr.data(), n, 2, back.data());
+  untranspose_codes(tr.data(), n, 2, back.data());
   CHECK(back == codes);
   // 8 bits: one byte per sub-vector, in order.
   m.num_bits = 8;
@@ -221,7 +221,7 @@ TEST_CASE("distance tables equal brute force over decoded vectors (l2, dot; 8 an
       for (std::size_t n : {0u, 1u, 31u, 64u, 65u, 200u, 700u}) {
         std::vector<std::uint8_t> codes(n * m.code_bytes()), tr(n * m.code_bytes());
         pq::encode(m, rows.data(), n, codes.data());
-        pq::transpose_codes(codes.data(), n, m.code_bytes(), tr.data());
+        transpose_codes(codes.data(), n, m.code_bytes(), tr.data());
         pq::distance_table t(m, q.data());
         CHECK(t.table().size() == 6 * m.num_centroids());
         std::vector<float> got(n), got_rows(n);
@@ -408,7 +408,7 @@ TEST_CASE("RaBitQ scan_filtered: the same top-k and distances as scan (l2, dot, 
       add[9] = -std::numeric_limits<float>::infinity();
     }
     std::vector<std::uint8_t> tr(n * cb);
-    pq::transpose_codes(codes.data(), n, cb, tr.data());
+    transpose_codes(codes.data(), n, cb, tr.data());
     const float qf = 0.25f * g(rng);
     std::vector<float> full(n);
     est.scan(tr.data(), n, add.data(), scale.data(), qf, full.data());
@@ -499,7 +499,7 @@ TEST_CASE("f16 and f64 vectors: codebook in the element type, same quality") {
   pq::distance_table t(mh, rows.data());
   std::vector<float> out(n);
   std::vector<std::uint8_t> tr(n * 4);
-  pq::transpose_codes(ch.data(), n, 4, tr.data());
+  transpose_codes(ch.data(), n, 4, tr.data());
   t.scan(tr.data(), n, out.data());
   std::vector<float> rec(d);
   pq::decode(mh, ch.data(), rec.data());
@@ -903,13 +903,13 @@ TEST_CASE("the raw-query estimator is unbiased and tracks exact distances (l2, d
     std::vector<float> cents = km.centroids;
     if (dist == distance_type::cosine) {
       std::vector<float> normed(rows);
-      for (std::size_t i = 0; i < n; ++i) quantizer::normalize_row(normed.data() + i * d, d);
+      for (std::size_t i = 0; i < n; ++i) quantizer::normalise_row(normed.data() + i * d, d);
       cents = train_kmeans(normed.data(), n, d, k).centroids;
     }
     std::vector<std::uint32_t> part(n);
     std::vector<float> unit(rows);
     if (dist == distance_type::cosine)
-      for (std::size_t i = 0; i < n; ++i) quantizer::normalize_row(unit.data() + i * d, d);
+      for (std::size_t i = 0; i < n; ++i) quantizer::normalise_row(unit.data() + i * d, d);
     simd::assign_nearest(dist == distance_type::dot ? distance_type::dot : distance_type::l2, unit.data(), n,
                          cents.data(), k, d, part.data());
     double sum_err = 0, sum_sq_err = 0, sum_exact = 0, sum_sq_exact = 0;
@@ -922,7 +922,7 @@ TEST_CASE("the raw-query estimator is unbiased and tracks exact distances (l2, d
       rabitq::encode_for_ivf(m, rows.data(), n, dist, cents.data(), k, part.data(), enc);
       const auto q = clustered(1, d, k, 1.0f, 8, 0.3f, 500 + seed);
       std::vector<float> qn(q);
-      quantizer::normalize_row(qn.data(), d);
+      quantizer::normalise_row(qn.data(), d);
       rabitq::query_estimator est(m, q.data(), dist);
       std::vector<float> rc(k * d);
       for (std::size_t c = 0; c < k; ++c) m.rotate(cents.data() + c * d, rc.data() + c * d);
@@ -982,11 +982,11 @@ TEST_CASE("scan over transposed codes equals per-row estimates; pack / unpack ro
     rabitq::encode_for_ivf(m, rows.data(), n, distance_type::l2, cents.data(), k, part.data(), enc);
     const std::size_t cb = m.code_bytes();
     std::vector<std::uint8_t> packed(n * cb), back(n * cb), tr(n * cb), tr2(n * cb);
-    rabitq::pack_codes(enc.codes.data(), n, cb, packed.data());
-    rabitq::unpack_codes(packed.data(), n, cb, back.data());
+    pack_rabit_codes(enc.codes.data(), n, cb, packed.data());
+    unpack_rabit_codes(packed.data(), n, cb, back.data());
     CHECK(back == enc.codes);
     rabitq::packed_to_transposed(packed.data(), n, cb, tr.data());
-    pq::transpose_codes(enc.codes.data(), n, cb, tr2.data());
+    transpose_codes(enc.codes.data(), n, cb, tr2.data());
     CHECK(tr == tr2);
     const auto q = gaussian(1, d, 3);
     rabitq::query_estimator est(m, q.data(), distance_type::l2);
@@ -1003,9 +1003,9 @@ TEST_CASE("scan over transposed codes equals per-row estimates; pack / unpack ro
   std::vector<std::uint8_t> codes(32);
   for (std::size_t r = 0; r < 32; ++r) codes[r] = std::uint8_t(r * 7 + 3);
   std::vector<std::uint8_t> packed(32);
-  rabitq::pack_codes(codes.data(), 32, 1, packed.data());
+  pack_rabit_codes(codes.data(), 32, 1, packed.data());
   for (std::size_t j = 0; j < 16; ++j) {
-    const std::uint8_t a = codes[rabitq::perm0[j]], b = codes[rabitq::perm0[j] + 16];
+    const std::uint8_t a = codes[rabit_perm[j]], b = codes[rabit_perm[j] + 16];
     CHECK(packed[j] == std::uint8_t((a & 15) | ((b & 15) << 4)));
     CHECK(packed[16 + j] == std::uint8_t((a >> 4) | (b & 0xf0)));
   }
@@ -1154,9 +1154,9 @@ TEST_CASE("RaBitQ: our codes, packing and factors equal LanceDB's for its rotati
                                parts.data(), enc);
       }
       std::vector<std::uint8_t> packed(len * cb);
-      rabitq::pack_codes(enc.codes.data(), len, cb, packed.data());
+      pack_rabit_codes(enc.codes.data(), len, cb, packed.data());
       std::vector<std::uint8_t> lance_rows(len * cb);
-      rabitq::unpack_codes(codes.data() + off * cb, len, cb, lance_rows.data());
+      unpack_rabit_codes(codes.data() + off * cb, len, cb, lance_rows.data());
       for (std::size_t i = 0; i < len * cb; ++i) bad_bits += std::size_t(std::popcount(unsigned(lance_rows[i] ^ enc.codes[i])));
       if (bad_bits == 0) CHECK(std::equal(packed.begin(), packed.end(), codes.begin() + std::ptrdiff_t(off * cb)));
       for (std::size_t i = 0; i < len; ++i) {
@@ -1214,7 +1214,7 @@ TEST_CASE("PQ: our codes equal LanceDB's for its codebook (8 and 4 bits; l2, dot
         pq::encode_for_ivf(m, rows.data(), len, fx.distance, fx.centroids.data(), fx.lengths.size(), parts.data(),
                            ours.data());
       }
-      pq::transpose_codes(ours.data(), len, cb, tr.data());
+      transpose_codes(ours.data(), len, cb, tr.data());
       for (std::size_t i = 0; i < len * cb; ++i) bad += tr[i] != codes[off * cb + i];
       off += len;
     }

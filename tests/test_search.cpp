@@ -92,7 +92,7 @@ built build(kind kd, distance_type dist, const std::vector<float>& rows, std::si
     case kind::flat: {
       std::vector<float> stored(rows);
       if (dist == distance_type::cosine)
-        for (std::size_t i = 0; i < n; ++i) quantizer::normalize_row(stored.data() + i * d, d);
+        for (std::size_t i = 0; i < n; ++i) quantizer::normalise_row(stored.data() + i * d, d);
       cb = d * 4;
       codes.resize(n * cb);
       std::memcpy(codes.data(), stored.data(), codes.size());
@@ -369,7 +369,7 @@ namespace {
 std::vector<neighbor> reference_search(kind kd, distance_type dist, const built& b, const ivf_searcher& s,
                                        const float* query, std::size_t d, std::size_t kk) {
   std::vector<double> raw(query, query + d), used(raw);
-  if (dist == distance_type::cosine) quantizer::normalize_row(used.data(), d);
+  if (dist == distance_type::cosine) quantizer::normalise_row(used.data(), d);
   const std::size_t np = b.parts.size();
   const auto probes = s.probe(query, d, np);
   std::vector<float> cents(np * d);
@@ -420,7 +420,7 @@ std::vector<neighbor> reference_search(kind kd, distance_type dist, const built&
         std::vector<float> rc(d);
         model.rotate(cent, rc.data());
         std::vector<std::uint8_t> tr(pc.codes.size());
-        pq::transpose_codes(pc.codes.data(), n, model.code_bytes(), tr.data());
+        transpose_codes(pc.codes.data(), n, model.code_bytes(), tr.data());
         est.scan(tr.data(), n, pc.add_factors.data(), pc.scale_factors.data(), est.query_factor(dist_q_c, rc.data()),
                  out.data());
         break;
@@ -686,8 +686,8 @@ struct lance_index {
       for (std::size_t i = 0; i < len; ++i) position[ids[off + i]] = i;
       std::vector<std::uint8_t> rows(len * cb);
       const std::uint8_t* src = codes.data() + off * cb;
-      if (type == "pq") pq::untranspose_codes(src, len, cb, rows.data());  // Lance stores [code_bytes][n]
-      else if (type == "rq") rabitq::unpack_codes(src, len, cb, rows.data());  // fast-scan blocks
+      if (type == "pq") untranspose_codes(src, len, cb, rows.data());  // Lance stores [code_bytes][n]
+      else if (type == "rq") unpack_rabit_codes(src, len, cb, rows.data());  // fast-scan blocks
       else std::copy(src, src + len * cb, rows.begin());
       pc.codes.append(rows.data(), rows.size());
       if (type == "rq") {

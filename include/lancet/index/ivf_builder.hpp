@@ -5,7 +5,7 @@
 //   auto r = index::build_ivf_index("/data/ds", o);   // r.index: the IndexMetadata committed
 //
 // Stages (reported through build_options::on_progress), each a reusable function of
-// builder_detail (index optimisation calls them too):
+// detail (index optimisation calls them too):
 //   train_ivf        k-means (cosine: normalised, trained as l2; hamming: k-modes) on
 //                    the whole column when its decoded rows fit memory_budget_bytes
 //                    (as before: same centroids, same codes), else on a random sample
@@ -47,6 +47,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -216,7 +217,7 @@ struct build_result {
   // committed, and version the dataset version it was built from.
 };
 
-namespace builder_detail {
+namespace detail {
 
 // Usable rows of a column (row-major, contiguous) with their row ids.
 template <class T>
@@ -228,27 +229,6 @@ struct vectors {
   std::size_t rows() const noexcept { return ids.size(); }
   void clear() noexcept { values.clear(), ids.clear(); }
 };
-
-template <class T>
-inline bool usable(const T* row, std::size_t d, simd::distance_type metric) {
-  if constexpr (std::is_same_v<T, std::uint8_t>) {
-    (void)row, (void)d, (void)metric;
-    return true;
-  } else {
-    double nsq = 0;
-    for (std::size_t i = 0; i < d; ++i) {
-      const double v = double(static_cast<float>(row[i]));
-      if constexpr (std::is_same_v<T, double>) {
-        if (!std::isfinite(row[i])) return false;
-        nsq += row[i] * row[i];
-        continue;
-      }
-      if (!std::isfinite(v)) return false;
-      nsq += v * v;
-    }
-    return metric != simd::distance_type::cosine || nsq > 0;
-  }
-}
 
 // Appends the usable rows of a batch (vector column, _rowid) to out. With `pick`
 // (ascending live-row ordinals) only those rows are looked at; `seen` counts the
@@ -267,7 +247,7 @@ inline void gather(const arrow::record_batch& b, std::size_t dim, simd::distance
   const std::int32_t* offs = multi ? col.values<std::int32_t>() : nullptr;
   const auto one = [&](std::int64_t v, std::uint64_t row_id) {
     const T* row = base + std::size_t(v) * dim;
-    if (fsl.is_null(v) || !usable(row, dim, metric)) {
+    if (fsl.is_null(v) || !quantizer::indexable_row(row, dim, metric)) {
       ++out.skipped;
       return;
     }
@@ -287,7 +267,7 @@ inline void gather(const arrow::record_batch& b, std::size_t dim, simd::distance
   while (*pick_at < pick->size() && (*pick)[*pick_at] < end) take(std::int64_t((*pick)[(*pick_at)++] - seen));
 }
 
-inline void report(const build_options& o, build_stage s, std::uint64_t done, std::uint64_t total) {
+inline void report_build_progress(const build_options& o, build_stage s, std::uint64_t done, std::uint64_t total) {
   if (o.on_progress) o.on_progress({s, done, total});
 }
 
@@ -299,24 +279,6 @@ inline void release_free_memory() noexcept {
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif
-}
-
-template <class T>
-inline void normalise_rows(std::vector<T>& v, std::size_t d) {
-  for (std::size_t r = 0; r < v.size() / d; ++r) {
-    T* row = v.data() + r * d;
-    double s = 0;
-    for (std::size_t i = 0; i < d; ++i) s += double(static_cast<float>(row[i])) * double(static_cast<float>(row[i]));
-    if constexpr (std::is_same_v<T, double>) {
-      s = 0;
-      for (std::size_t i = 0; i < d; ++i) s += row[i] * row[i];
-    }
-    const double n = std::sqrt(s);
-    for (std::size_t i = 0; i < d; ++i) {
-      if constexpr (std::is_same_v<T, double>) row[i] /= n;
-      else row[i] = T(float(double(static_cast<float>(row[i])) / n));
-    }
-  }
 }
 
 // The quantizer parameters build_options asks for, checked before any work.
@@ -409,7 +371,7 @@ struct ivf_encoder {
       if constexpr (!is_u8) {
         if (metric == simd::distance_type::cosine) {
           std::vector<T> tmp(rows, rows + n * d);
-          normalise_rows(tmp, d);
+          for (std::size_t r = 0; r < n; ++r) quantizer::normalise_row_double(tmp.data() + r * d, d);
           std::memcpy(codes, tmp.data(), n * width);
           return;
         }
@@ -471,30 +433,36 @@ inline void use_given_quantizer(ivf_encoder<T>& e, const quantizer_params& q, co
   if (index_type_name(q) != want)
     throw invalid_input_error("the given quantizer is for " + index_type_name(q) + ", the index is " + want);
   e.params = q;
-  if constexpr (!std::is_same_v<T, std::uint8_t>) {
-    if (const auto* p = std::get_if<pq_params>(&q)) {
-      if (p->dimension != dim)
-        throw invalid_input_error("the given PQ codebook has dimension " + std::to_string(p->dimension) +
-                                  ", column '" + o.column + "' has " + std::to_string(dim));
-      e.pqm = pq::from_params<T>(*p, o.metric);
-    } else if (const auto* s = std::get_if<sq_params>(&q)) {
-      if (s->dimension != dim)
-        throw invalid_input_error("the given SQ bounds have dimension " + std::to_string(s->dimension) + ", column '" +
-                                  o.column + "' has " + std::to_string(dim));
-      e.sqm = sq::from_params(*s);
-    } else if (const auto* r = std::get_if<rq_params>(&q)) {
-      if (r->num_bits != 1)
-        throw invalid_input_error("the given RaBitQ model has " + std::to_string(r->num_bits) +
-                                  "-bit codes; lancet builds 1-bit codes");
-      e.rqm = rabitq::from_params(*r);
-      if (e.rqm->dimension != dim)
-        throw invalid_input_error("the given RaBitQ model has dimension " + std::to_string(e.rqm->dimension) +
-                                  ", column '" + o.column + "' has " + std::to_string(dim));
-    }
-  }
-  if (const auto* f = std::get_if<flat_params>(&q); f && f->dimension != dim)
-    throw invalid_input_error("the given flat storage has dimension " + std::to_string(f->dimension) + ", column '" +
-                              o.column + "' has " + std::to_string(dim));
+  std::visit(
+      [&](const auto& qp) {
+        using P = std::remove_cvref_t<decltype(qp)>;
+        if constexpr (std::is_same_v<P, flat_params>) {
+          if (qp.dimension != dim)
+            throw invalid_input_error("the given flat storage has dimension " + std::to_string(qp.dimension) +
+                                      ", column '" + o.column + "' has " + std::to_string(dim));
+        } else if constexpr (std::is_same_v<T, std::uint8_t>) {
+          // uint8 vectors (hamming): no PQ / SQ / RaBitQ model to prepare.
+        } else if constexpr (std::is_same_v<P, pq_params>) {
+          if (qp.dimension != dim)
+            throw invalid_input_error("the given PQ codebook has dimension " + std::to_string(qp.dimension) +
+                                      ", column '" + o.column + "' has " + std::to_string(dim));
+          e.pqm = pq::from_params<T>(qp, o.metric);
+        } else if constexpr (std::is_same_v<P, sq_params>) {
+          if (qp.dimension != dim)
+            throw invalid_input_error("the given SQ bounds have dimension " + std::to_string(qp.dimension) +
+                                      ", column '" + o.column + "' has " + std::to_string(dim));
+          e.sqm = sq::from_params(qp);
+        } else {
+          if (qp.num_bits != 1)
+            throw invalid_input_error("the given RaBitQ model has " + std::to_string(qp.num_bits) +
+                                      "-bit codes; lancet builds 1-bit codes");
+          e.rqm = rabitq::from_params(qp);
+          if (e.rqm->dimension != dim)
+            throw invalid_input_error("the given RaBitQ model has dimension " + std::to_string(e.rqm->dimension) +
+                                      ", column '" + o.column + "' has " + std::to_string(dim));
+        }
+      },
+      q);
   e.width = code_bytes(q);
 }
 
@@ -593,7 +561,7 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
     kp.seed = o.seed;
     kp.sample_rate = o.sample_rate;
     kp.on_progress = [&](const kmeans_progress& p) {
-      report(o, build_stage::train_ivf, p.iteration, p.max_iters);
+      report_build_progress(o, build_stage::train_ivf, p.iteration, p.max_iters);
       return true;
     };
     if constexpr (is_u8) e.km = train_kmodes(rows, n, dim, k, kp, o.pool);
@@ -606,7 +574,7 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
   }
 
   // Stage 2: quantizer.
-  report(o, build_stage::train_quantizer, 0, 1);
+  report_build_progress(o, build_stage::train_quantizer, 0, 1);
   if (o.quantizer) {
     use_given_quantizer(e, *o.quantizer, o, dim);
   } else {
@@ -644,7 +612,7 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
     if (o.type == ivf_index_type::ivf_flat) e.params = flat::to_params<T>(dim);
     e.width = code_bytes(e.params);
   }
-  report(o, build_stage::train_quantizer, 1, 1);
+  report_build_progress(o, build_stage::train_quantizer, 1, 1);
   return e;
 }
 
@@ -704,7 +672,7 @@ inline std::uint64_t shuffle_stage(const dataset::dataset& ds, const build_optio
   vs.dim = dim;
   shuffle_batch sb;
   std::uint64_t done = 0, dropped = 0;
-  report(o, build_stage::shuffle, 0, live_rows);
+  report_build_progress(o, build_stage::shuffle, 0, live_rows);
   while (auto b = sc.next()) {
     vs.clear();
     gather(*b, dim, o.metric, vs);
@@ -714,7 +682,7 @@ inline std::uint64_t shuffle_stage(const dataset::dataset& ds, const build_optio
     sh.add(sb);
     release_free_memory();
     done += std::uint64_t(b->num_rows());
-    report(o, build_stage::shuffle, done, live_rows);
+    report_build_progress(o, build_stage::shuffle, done, live_rows);
   }
   return vs.skipped + dropped;
 }
@@ -733,7 +701,7 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
     file::writer_options wo;
     wo.data_cache_bytes = std::clamp<std::uint64_t>(o.memory_budget_bytes / 16, 1 << 20, std::uint64_t(16) << 20);
     storage_writer<V, io::file_sink> aux(io::file_sink(aux_path), e.params, o.metric, wo);
-    sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report(o, build_stage::merge_partitions, p, k); });
+    sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report_build_progress(o, build_stage::merge_partitions, p, k); });
     aux_size = aux.finish().file_size;
     if (graph) {
       // The graphs link the stored rows, so they are built from auxiliary.idx as written,
@@ -812,7 +780,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
       shuffler sh(enc.num_partitions(), enc.params, spill, o.memory_budget_bytes, o.pool);
       if (given_shuffle) {
         for (const auto& f : o.precomputed_shuffle_buffers) sh.add_buffer_file(f);
-        report(o, build_stage::shuffle, sh.rows(), sh.rows());
+        report_build_progress(o, build_stage::shuffle, sh.rows(), sh.rows());
       } else {
         skipped = shuffle_stage(ds, o, enc, frags, live_rows, sh, loss);
       }
@@ -867,14 +835,6 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
     throw;
   }
 }
-
-}  // namespace builder_detail
-
-// Builds the index over the latest version of the dataset at `root` and commits it as
-// the next version. Errors: invalid_input_error (bad column / parameters / name taken
-// without replace), conflict_error (the dataset changed meanwhile), io/corrupt errors
-// of the dataset; in every case the dataset is left unchanged.
-namespace builder_detail {
 
 inline build_result run_build(const std::string& root, const build_options& given, ivf_training* train_only) {
   // IVF_HNSW_*: trained and stored as the base type, plus the graphs.
@@ -932,10 +892,21 @@ inline build_result run_build(const std::string& root, const build_options& give
   }
 }
 
-}  // namespace builder_detail
+}  // namespace detail
 
+// How many rows PQ trains on for o (IVF_PQ) over vectors of dimension `dim` whose
+// elements take `element_bytes`: Lance's sample when memory_budget_bytes holds its
+// training, else what the budget holds (at least the 2^num_bits a codebook needs).
+inline std::size_t pq_training_rows(const build_options& o, std::size_t dim, std::size_t element_bytes) {
+  return detail::pq_sample_rows(o, detail::check_parameters(o, dim), dim, element_bytes);
+}
+
+// Builds the index over the latest version of the dataset at `root` and commits it as
+// the next version. Errors: invalid_input_error (bad column / parameters / name taken
+// without replace), conflict_error (the dataset changed meanwhile), io/corrupt errors
+// of the dataset; in every case the dataset is left unchanged.
 inline build_result build_ivf_index(const std::string& root, const build_options& o) {
-  return builder_detail::run_build(root, o, nullptr);
+  return detail::run_build(root, o, nullptr);
 }
 
 // Trains the IVF centroids and the quantizer as build_ivf_index would (over
@@ -943,7 +914,7 @@ inline build_result build_ivf_index(const std::string& root, const build_options
 // distributed build. Pass it back as o.ivf_centroids / o.quantizer for each segment.
 inline ivf_training train_ivf_model(const std::string& root, const build_options& o) {
   ivf_training t;
-  builder_detail::run_build(root, o, &t);
+  detail::run_build(root, o, &t);
   return t;
 }
 

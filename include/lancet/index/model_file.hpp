@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -40,17 +41,17 @@ struct trained_model {
   ivf_training ivf;
 };
 
-namespace model_detail {
+namespace detail {
 
-inline constexpr char magic[8] = {'L', 'N', 'C', 'T', 'I', 'V', 'F', 'M'};
-inline constexpr std::uint32_t format_version = 1;
+inline constexpr char model_magic[8] = {'L', 'N', 'C', 'T', 'I', 'V', 'F', 'M'};
+inline constexpr std::uint32_t model_format_version = 1;
 
 inline std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h = 0xcbf29ce484222325ull) {
   for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
   return h;
 }
 
-struct out {
+struct model_out {
   std::string b;
   template <class T>
   void put(T v) {
@@ -71,7 +72,7 @@ struct out {
   }
 };
 
-struct in {
+struct model_in {
   std::string_view b;
   std::size_t at = 0;
   const std::string& what;
@@ -106,35 +107,41 @@ struct in {
 };
 
 // The quantizer, every field (fingerprints hash this too).
-inline void put_quantizer(out& o, const quantizer_params& q) {
+inline void put_quantizer(model_out& o, const quantizer_params& q) {
   o.put<std::uint8_t>(std::uint8_t(q.index()));
-  if (const auto* f = std::get_if<flat_params>(&q)) {
-    o.put<std::uint32_t>(f->dimension);
-    o.put<std::uint8_t>(std::uint8_t(f->element));
-  } else if (const auto* p = std::get_if<pq_params>(&q)) {
-    o.put<std::uint32_t>(p->num_sub_vectors);
-    o.put<std::uint32_t>(p->num_bits);
-    o.put<std::uint32_t>(p->dimension);
-    o.mat(p->codebook);
-  } else if (const auto* s = std::get_if<sq_params>(&q)) {
-    o.put<std::uint32_t>(s->dimension);
-    o.put<std::uint32_t>(s->num_bits);
-    o.put<double>(s->lower);
-    o.put<double>(s->upper);
-  } else {
-    const auto& r = std::get<rq_params>(q);
-    o.put<std::uint32_t>(r.code_dim);
-    o.put<std::uint32_t>(r.num_bits);
-    o.put<std::uint8_t>(std::uint8_t(r.rotation_type));
-    o.str(std::string_view(reinterpret_cast<const char*>(r.fast_rotation_signs.data()), r.fast_rotation_signs.size()));
-    o.put<std::uint8_t>(r.rotate_mat ? 1 : 0);
-    if (r.rotate_mat) o.mat(*r.rotate_mat);
-    o.str(r.query_estimator);
-    o.put<std::uint32_t>(r.ex_code_bytes);
-  }
+  std::visit(
+      [&o](const auto& qp) {
+        using P = std::remove_cvref_t<decltype(qp)>;
+        if constexpr (std::is_same_v<P, flat_params>) {
+          o.put<std::uint32_t>(qp.dimension);
+          o.put<std::uint8_t>(std::uint8_t(qp.element));
+        } else if constexpr (std::is_same_v<P, pq_params>) {
+          o.put<std::uint32_t>(qp.num_sub_vectors);
+          o.put<std::uint32_t>(qp.num_bits);
+          o.put<std::uint32_t>(qp.dimension);
+          o.mat(qp.codebook);
+        } else if constexpr (std::is_same_v<P, sq_params>) {
+          o.put<std::uint32_t>(qp.dimension);
+          o.put<std::uint32_t>(qp.num_bits);
+          o.put<double>(qp.lower);
+          o.put<double>(qp.upper);
+        } else {
+          static_assert(std::is_same_v<P, rq_params>);
+          o.put<std::uint32_t>(qp.code_dim);
+          o.put<std::uint32_t>(qp.num_bits);
+          o.put<std::uint8_t>(std::uint8_t(qp.rotation_type));
+          o.str(std::string_view(reinterpret_cast<const char*>(qp.fast_rotation_signs.data()),
+                                 qp.fast_rotation_signs.size()));
+          o.put<std::uint8_t>(qp.rotate_mat ? 1 : 0);
+          if (qp.rotate_mat) o.mat(*qp.rotate_mat);
+          o.str(qp.query_estimator);
+          o.put<std::uint32_t>(qp.ex_code_bytes);
+        }
+      },
+      q);
 }
 
-inline quantizer_params get_quantizer(in& i) {
+inline quantizer_params get_quantizer(model_in& i) {
   switch (i.get<std::uint8_t>()) {
     case 0: {
       flat_params f;
@@ -185,15 +192,15 @@ inline std::string hex64(std::uint64_t v) {
   return s;
 }
 
-}  // namespace model_detail
+}  // namespace detail
 
 // What decides a segment's codes: metric, centroids, quantizer (16 hex digits).
 inline std::string model_fingerprint(simd::distance_type metric, const matrix& centroids, const quantizer_params& q) {
-  model_detail::out o;
+  detail::model_out o;
   o.put<std::uint8_t>(std::uint8_t(metric));
   o.mat(centroids);
-  model_detail::put_quantizer(o, q);
-  return model_detail::hex64(model_detail::fnv1a(o.b));
+  detail::put_quantizer(o, q);
+  return detail::hex64(detail::fnv1a(o.b));
 }
 inline std::string model_fingerprint(const trained_model& m) {
   return model_fingerprint(m.metric, m.ivf.centroids, m.ivf.quantizer);
@@ -201,31 +208,31 @@ inline std::string model_fingerprint(const trained_model& m) {
 
 inline std::string serialize_model(const trained_model& m) {
   validate(m.ivf.quantizer);
-  model_detail::out p;
+  detail::model_out p;
   p.str(m.column);
   p.put<std::uint8_t>(std::uint8_t(m.type));
   p.put<std::uint8_t>(std::uint8_t(m.metric));
   p.mat(m.ivf.centroids);
-  model_detail::put_quantizer(p, m.ivf.quantizer);
-  model_detail::out o;
-  o.b.append(model_detail::magic, sizeof model_detail::magic);
-  o.put<std::uint32_t>(model_detail::format_version);
+  detail::put_quantizer(p, m.ivf.quantizer);
+  detail::model_out o;
+  o.b.append(detail::model_magic, sizeof detail::model_magic);
+  o.put<std::uint32_t>(detail::model_format_version);
   o.put<std::uint64_t>(p.b.size());
   o.b += p.b;
-  o.put<std::uint64_t>(model_detail::fnv1a(p.b));
+  o.put<std::uint64_t>(detail::fnv1a(p.b));
   return std::move(o.b);
 }
 
 // `what` names the bytes in errors (a file name, "the model broadcast by rank 0").
 inline trained_model parse_model(std::string_view bytes, const std::string& what = "model") {
-  using namespace model_detail;
-  if (bytes.size() < sizeof magic || std::memcmp(bytes.data(), magic, sizeof magic) != 0)
+  using namespace detail;
+  if (bytes.size() < sizeof model_magic || std::memcmp(bytes.data(), model_magic, sizeof model_magic) != 0)
     throw corrupt_error(what + ": not a lancet IVF model (no 'LNCTIVFM' header)");
-  in h{bytes, sizeof magic, what};
+  model_in h{bytes, sizeof model_magic, what};
   const auto version = h.get<std::uint32_t>();
-  if (version != format_version)
+  if (version != model_format_version)
     throw corrupt_error(what + ": model format version " + std::to_string(version) + ", this lancet reads " +
-                        std::to_string(format_version));
+                        std::to_string(model_format_version));
   const auto n = h.get<std::uint64_t>();
   if (n > bytes.size() - h.at || bytes.size() - h.at - n != 8)
     throw corrupt_error(what + ": the model says " + std::to_string(n) + " payload bytes but holds " +
@@ -233,7 +240,7 @@ inline trained_model parse_model(std::string_view bytes, const std::string& what
   const auto payload = bytes.substr(h.at, std::size_t(n));
   h.at += std::size_t(n);
   if (h.get<std::uint64_t>() != fnv1a(payload)) throw corrupt_error(what + ": checksum mismatch (the model is damaged)");
-  in i{payload, 0, what};
+  model_in i{payload, 0, what};
   trained_model m;
   m.column = i.str();
   const auto t = i.get<std::uint8_t>();
@@ -313,8 +320,8 @@ inline std::size_t partitions_for(const build_options& o, std::uint64_t total_ro
 // How many rows a sampled training reads for a build over `total_rows` rows of
 // dimension `dim` (the builder's rule: max(sample_rate x partitions, the quantizer's)).
 inline std::size_t training_sample_rows(const build_options& o, std::size_t dim, std::uint64_t total_rows) {
-  const auto qc = builder_detail::check_parameters(o, dim);
-  return builder_detail::training_sample_size(o, qc, partitions_for(o, total_rows), dim, sizeof(float));
+  const auto qc = detail::check_parameters(o, dim);
+  return detail::training_sample_size(o, qc, partitions_for(o, total_rows), dim, sizeof(float));
 }
 
 // The dimension of o.column, a fixed-size list of float32 (what distributed training
@@ -338,20 +345,20 @@ inline std::vector<float> sample_vectors(const std::string& root, std::uint64_t 
   build_options so = o;
   so.fragment_ids = std::move(fragment_ids);
   std::uint64_t live = 0;
-  const auto frags = builder_detail::build_fragments(ds, so, live);
+  const auto frags = detail::build_fragments(ds, so, live);
   detail::rng64 rng(seed ^ 0x5a3c9e1b7d24f681ull);
   const auto picked = detail::sample_indices(std::size_t(live), std::min<std::size_t>(count, std::size_t(live)), rng);
   const std::vector<std::uint64_t> pick(picked.begin(), picked.end());
-  builder_detail::vectors<float> vs;
+  detail::vectors<float> vs;
   vs.dim = dim;
   vs.values.reserve(pick.size() * dim);
-  auto sc = ds.scan(builder_detail::column_scan<float>(so, frags, dim));
+  auto sc = ds.scan(detail::column_scan<float>(so, frags, dim));
   std::uint64_t seen = 0;
   std::size_t at = 0;
   while (at < pick.size()) {
     auto b = sc.next();
     if (!b) break;
-    builder_detail::gather(*b, dim, o.metric, vs, &pick, seen, &at);
+    detail::gather(*b, dim, o.metric, vs, &pick, seen, &at);
     seen += std::uint64_t(b->num_rows());
   }
   return std::move(vs.values);
@@ -364,14 +371,14 @@ inline trained_model train_model_from_rows(const build_options& o, std::size_t d
   refuse_distributed_hnsw(o.type);
   if (o.metric == simd::distance_type::hamming) throw invalid_input_error("hamming indexes are trained on uint8 vectors");
   if (dim == 0 || rows.size() % dim) throw invalid_input_error("training rows do not split into vectors of dimension " + std::to_string(dim));
-  const auto qc = builder_detail::check_parameters(o, dim);
+  const auto qc = detail::check_parameters(o, dim);
   const std::size_t n = rows.size() / dim;
   const std::size_t k = partitions_for(o, total_rows);
   if (n == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
   if (k > n)
     throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " + std::to_string(n) +
                               " sampled vectors of column '" + o.column + "'");
-  auto e = builder_detail::train_on_rows<float>(o, qc, dim, rows.data(), n, k);
+  auto e = detail::train_on_rows<float>(o, qc, dim, rows.data(), n, k);
   trained_model m;
   m.column = o.column;
   m.type = o.type;

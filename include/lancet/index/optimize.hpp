@@ -24,7 +24,7 @@
 // time) and the re-encoded rows stream through shufflers (shuffler.hpp) bounded by
 // memory_budget_bytes, spilling beyond it; row ids are held as sorted vectors.
 // IVF_FLAT stores the column's own element type (float16 / float32 / float64).
-// Stages (optimize_detail, run by optimize_one; reported through on_progress):
+// Stages (detail, run by optimize_one; reported through on_progress):
 //   scan_unindexed   scan_delta: the delta assigned, encoded, shuffled;
 //   plan             plan_stage: the plan, and the segments to merge;
 //   split            candidate_rows (the rows of partitions that may move) and
@@ -52,8 +52,10 @@
 #include <set>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
@@ -76,11 +78,13 @@
 
 namespace lancet::index {
 
+namespace detail {
 // Lance 12's constants (the planner's are in partition_planner.hpp).
 inline constexpr std::size_t reassign_range = 64;        // neighbour partitions considered
 inline constexpr std::size_t split_sample_per_piece = 256;
 inline constexpr std::uint64_t default_fetch_chunk_bytes = std::uint64_t(32) << 20;
 inline constexpr std::size_t route_batch_rows = 1024;
+}  // namespace detail
 
 // ---------------------------------------------------------------------------------
 // Options and results
@@ -116,7 +120,7 @@ struct optimize_options {
   // The partition size the plan aims at (and then records in the index); default: the
   // one recorded in the index's details, else the type's (4096 flat, 8192 others).
   std::optional<std::size_t> target_partition_size;
-  std::uint64_t fetch_chunk_bytes = default_fetch_chunk_bytes;
+  std::uint64_t fetch_chunk_bytes = detail::default_fetch_chunk_bytes;
   // What the shuffles of the delta and of the new segment's entries may hold in
   // memory (as the builder's budget: beyond it, runs spill to temporary files).
   std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
@@ -147,9 +151,9 @@ struct optimize_result {
   std::vector<index_optimize_result> indices;
 };
 
-namespace optimize_detail {
+namespace detail {
 
-inline void report(const optimize_options& o, const std::string& index, optimize_stage s, std::uint64_t done,
+inline void report_optimize_progress(const optimize_options& o, const std::string& index, optimize_stage s, std::uint64_t done,
                    std::uint64_t total) {
   if (o.on_progress) o.on_progress({index, s, done, total});
 }
@@ -175,15 +179,6 @@ inline float route_distance(simd::distance_type t, const float* a, const float* 
   return float(s);
 }
 
-inline bool normalise(float* v, std::size_t d) {
-  double s = 0;
-  for (std::size_t i = 0; i < d; ++i) s += double(v[i]) * double(v[i]);
-  if (!(s > 0) || !std::isfinite(s)) return false;
-  const double n = std::sqrt(s);
-  for (std::size_t i = 0; i < d; ++i) v[i] = float(double(v[i]) / n);
-  return true;
-}
-
 // The `count` centroids nearest centroid p (p itself excluded), nearest first.
 inline std::vector<std::uint32_t> nearest_centroids(simd::distance_type t, const std::vector<float>& cents,
                                                     std::size_t d, std::size_t p, std::size_t count,
@@ -201,15 +196,6 @@ inline std::vector<std::uint32_t> nearest_centroids(simd::distance_type t, const
   std::vector<std::uint32_t> out;
   for (std::size_t i = 0; i < m; ++i) out.push_back(ds[i].second);
   return out;
-}
-
-inline bool usable_row(const float* v, std::size_t d, simd::distance_type metric) {
-  double s = 0;
-  for (std::size_t i = 0; i < d; ++i) {
-    if (!std::isfinite(v[i])) return false;
-    s += double(v[i]) * double(v[i]);
-  }
-  return metric != simd::distance_type::cosine || s > 0;
 }
 
 // Bytes of one element of a vector column holding `t` values (float16/32/64).
@@ -262,7 +248,7 @@ inline void for_each_vector(const arrow::array_data& col, std::size_t dim, simd:
           f[j] = float(w[j]);
         }
     }
-    if (!usable_row(f.data(), dim, metric)) return;
+    if (!quantizer::indexable_row(f.data(), dim, metric)) return;
     fn(r, static_cast<const float*>(f.data()), w.empty() ? static_cast<const double*>(nullptr) : w.data());
   };
   for (std::int64_t r = 0; r < col.length; ++r) {
@@ -331,7 +317,7 @@ inline void fetch_vectors_chunked(const dataset::dataset& ds, const std::string&
     for_each_vector(*b.columns.at(0), dim, metric, column,
                     [&](std::int64_t r, const float* v, const double* w) { fn(sub[std::size_t(r)], v, w); });
   }
-  builder_detail::release_free_memory();
+  detail::release_free_memory();
 }
 
 // Encodes float rows assigned to `part` (under the model's centroids) into buffers.
@@ -347,21 +333,25 @@ struct encoder {
 
   encoder(quantizer_params qp, simd::distance_type m, std::vector<float> c, std::size_t d)
       : q(std::move(qp)), metric(m), cents(std::move(c)), dim(d), width(code_bytes(q)) {
-    if (const auto* f = std::get_if<flat_params>(&q)) {
-      if (f->element == element_type::u8)
-        throw unsupported_error("optimize: lancet re-encodes IVF_FLAT indexes over float vectors only (this one "
-                                "stores uint8)");
-    } else if (const auto* p = std::get_if<pq_params>(&q)) {
-      pqm = pq::from_params<float>(*p, metric);
-    } else if (const auto* s = std::get_if<sq_params>(&q)) {
-      sqm = sq::from_params(*s);
-    } else {
-      const auto& r = std::get<rq_params>(q);
-      if (r.num_bits != 1)
-        throw unsupported_error("optimize: lancet re-encodes 1-bit IVF_RQ indexes only (this one has " +
-                                std::to_string(r.num_bits) + " bits)");
-      rqm = rabitq::from_params(r);
-    }
+    std::visit(
+        [this](const auto& qp) {
+          using P = std::remove_cvref_t<decltype(qp)>;
+          if constexpr (std::is_same_v<P, flat_params>) {
+            if (qp.element == element_type::u8)
+              throw unsupported_error("optimize: lancet re-encodes IVF_FLAT indexes over float vectors only (this one "
+                                      "stores uint8)");
+          } else if constexpr (std::is_same_v<P, pq_params>) {
+            pqm = pq::from_params<float>(qp, metric);
+          } else if constexpr (std::is_same_v<P, sq_params>) {
+            sqm = sq::from_params(qp);
+          } else {
+            if (qp.num_bits != 1)
+              throw unsupported_error("optimize: lancet re-encodes 1-bit IVF_RQ indexes only (this one has " +
+                                      std::to_string(qp.num_bits) + " bits)");
+            rqm = rabitq::from_params(qp);
+          }
+        },
+        q);
   }
 
   // The flat quantizer's codes: the raw vectors in the stored element type
@@ -373,18 +363,13 @@ struct encoder {
       std::vector<double> v(n * dim);
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = wide ? wide[i] : double(rows[i]);
       if (cos)
-        for (std::size_t r = 0; r < n; ++r) {
-          double s = 0;
-          for (std::size_t j = 0; j < dim; ++j) s += v[r * dim + j] * v[r * dim + j];
-          const double nn = std::sqrt(s);
-          for (std::size_t j = 0; j < dim; ++j) v[r * dim + j] /= nn;
-        }
+        for (std::size_t r = 0; r < n; ++r) quantizer::normalise_row_double(v.data() + r * dim, dim);
       std::memcpy(codes, v.data(), n * width);
       return;
     }
     std::vector<float> v(rows, rows + n * dim);
     if (cos)
-      for (std::size_t i = 0; i < n; ++i) normalise(v.data() + i * dim, dim);
+      for (std::size_t i = 0; i < n; ++i) quantizer::normalise_row_double(v.data() + i * dim, dim);
     if (el == element_type::f32) {
       std::memcpy(codes, v.data(), n * width);
       return;
@@ -406,19 +391,19 @@ struct encoder {
     out.row_ids.insert(out.row_ids.end(), ids, ids + n);
     out.codes.resize((at + n) * width);
     std::uint8_t* codes = out.codes.data() + at * width;
-    if (std::holds_alternative<flat_params>(q)) {
-      flat_codes(rows, wide, n, codes);
-    } else if (pqm) {
+    if (pqm) {
       pq::encode_for_ivf(*pqm, rows, n, metric, cents.data(), k, part, codes, pool);
     } else if (sqm) {
       sq::encode_for_ivf(*sqm, rows, n, metric, codes, pool);
-    } else {
+    } else if (rqm) {
       rabitq::encoded_rows er;
       rabitq::encode_for_ivf(*rqm, rows, n, metric, cents.data(), k, part, er, pool);
       std::memcpy(codes, er.codes.data(), n * width);
       out.add_factors.insert(out.add_factors.end(), er.add_factors.begin(), er.add_factors.end());
       out.scale_factors.insert(out.scale_factors.end(), er.scale_factors.begin(), er.scale_factors.end());
       out.error_factors.insert(out.error_factors.end(), er.error_factors.begin(), er.error_factors.end());
+    } else {
+      flat_codes(rows, wide, n, codes);  // the flat quantizer: no model
     }
   }
   void encode(const entry_batch& b, shuffle_batch& out, boost::asio::thread_pool* pool) const {
@@ -467,7 +452,7 @@ inline void route(simd::distance_type metric, const std::vector<float>& cents, s
 // Lance's CreateIndex commit that adds `added` and removes the segments `removed`
 // (by uuid) on top of base, rebased as Lance does on what was committed since
 // (commit_conflict_error when that cannot be).
-inline dataset::snapshot commit_segments(const std::string& root, const dataset::snapshot& base,
+inline dataset::snapshot commit_optimized_segments(const std::string& root, const dataset::snapshot& base,
                                          std::vector<pb::index_metadata> added,
                                          const std::vector<pb::index_metadata>& removed,
                                          unsigned* retries = nullptr) {
@@ -482,10 +467,15 @@ inline dataset::snapshot commit_segments(const std::string& root, const dataset:
 }
 
 inline ivf_index_type type_of(const quantizer_params& q) {
-  if (std::holds_alternative<pq_params>(q)) return ivf_index_type::ivf_pq;
-  if (std::holds_alternative<sq_params>(q)) return ivf_index_type::ivf_sq;
-  if (std::holds_alternative<rq_params>(q)) return ivf_index_type::ivf_rq;
-  return ivf_index_type::ivf_flat;
+  return std::visit(
+      [](const auto& qp) {
+        using P = std::remove_cvref_t<decltype(qp)>;
+        if constexpr (std::is_same_v<P, pq_params>) return ivf_index_type::ivf_pq;
+        else if constexpr (std::is_same_v<P, sq_params>) return ivf_index_type::ivf_sq;
+        else if constexpr (std::is_same_v<P, rq_params>) return ivf_index_type::ivf_rq;
+        else return ivf_index_type::ivf_flat;
+      },
+      q);
 }
 
 // What optimising one index produced, before the commit.
@@ -548,7 +538,7 @@ inline index_segments open_segments(const std::string& root, const dataset::snap
     if (!(*s.index_file.ivf.centroids == cm) || !(s.storage->quantizer() == ix.q))
       throw unsupported_error("index '" + name + "': its segments have different IVF models or quantizers; "
                               "optimise with retrain to rebuild it");
-  if (newest.index_file.sub_index_key == hnsw::metadata_key)
+  if (newest.index_file.sub_index_key == detail::hnsw_metadata_key)
     ix.graph = recorded_hnsw_params(newest.index_file, "index '" + name + "'");
   for (const auto& s : ix.segs)
     if (s.index_file.sub_index_key != newest.index_file.sub_index_key)
@@ -591,7 +581,7 @@ struct optimize_run {
   std::string spill;   // where the shuffles spill
 
   void report(optimize_stage s, std::uint64_t done, std::uint64_t total) const {
-    optimize_detail::report(o, ix.name, s, done, total);
+    detail::report_optimize_progress(o, ix.name, s, done, total);
   }
   // The vector column and row ids of some fragments, decoded at most
   // fetch_chunk_bytes at a time.
@@ -644,7 +634,7 @@ inline delta_rows scan_delta(const optimize_run& run, const encoder& enc, const 
         if (eb.size() == route_batch_rows) flush();
       });
       b.reset();
-      builder_detail::release_free_memory();
+      detail::release_free_memory();
     }
     if (eb.size()) flush();
   }
@@ -710,7 +700,7 @@ struct merged_segments {
           if (i > first) mine.ids.push_back(id);  // the oldest claims for no one
           fn(std::uint32_t(p), d, r);
         }
-        builder_detail::release_free_memory();  // glibc would keep the freed reads resident
+        detail::release_free_memory();  // glibc would keep the freed reads resident
       }
       mine.seal();
       claimed.merge(mine);
@@ -803,7 +793,7 @@ inline std::vector<float> split_centroids(const optimize_run& run, const partiti
   }
   const std::size_t ns = rows.size() / dim;
   if (ix.metric == simd::distance_type::cosine)
-    for (std::size_t i = 0; i < ns; ++i) normalise(rows.data() + i * dim, dim);
+    for (std::size_t i = 0; i < ns; ++i) quantizer::normalise_row_double(rows.data() + i * dim, dim);
   const std::size_t ways = std::min<std::size_t>(sp.ways, ns);
   if (ways < 2) return {};
   std::set<std::vector<float>> distinct;
@@ -855,7 +845,7 @@ inline void split_stage(const optimize_run& run, const partition_plan& plan, con
     m.cents.insert(m.cents.end(), nc.begin() + std::ptrdiff_t(dim), nc.end());
     res.splits.push_back({sp.partition, std::uint32_t(nc.size() / dim)});
     done_splits.push_back(sp.partition);
-    builder_detail::release_free_memory();
+    detail::release_free_memory();
   }
   run.report(optimize_stage::split, plan.splits.size(), plan.splits.size());
   std::vector<bool> affected(ix.k0, false);
@@ -991,14 +981,14 @@ inline void reencode_stage(const optimize_run& run, const reindex_rows& want, co
       if (!it) return;  // a row null / unusable now is no longer indexed
       if (choose) {
         std::copy(v, v + dim, r.begin());
-        if (ix.metric == simd::distance_type::cosine) normalise(r.data(), dim);
+        if (ix.metric == simd::distance_type::cosine) quantizer::normalise_row_double(r.data(), dim);
         eb.part.push_back(choose(it->second, r.data()));
       }
       eb.add(bid[i], v, w);
       if (eb.size() == route_batch_rows) flush();
     });
     b.reset();
-    builder_detail::release_free_memory();
+    detail::release_free_memory();
   }
   if (eb.size()) flush();
 }
@@ -1136,7 +1126,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   // and are removed when done, the directory too unless the segment was written.
   const auto uuid = pb::uuid::generate_v4();
   const std::string dir = index_directory(root, uuid);
-  const optimize_run run{ds, o, ix, builder_detail::is_multivector(ds, ix.column),
+  const optimize_run run{ds, o, ix, detail::is_multivector(ds, ix.column),
                          o.spill_directory.empty() ? dir + "/_shuffle"
                                                    : o.spill_directory + "/lancet-optimize-" + uuid.to_string()};
   struct spill_guard {
@@ -1197,7 +1187,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
   return out;
 }
 
-}  // namespace optimize_detail
+}  // namespace detail
 
 // Optimises the IVF indexes of the latest version of the dataset at `root` (the one
 // named o.name, or all of them) and commits the result as one new version (Lance's
@@ -1225,7 +1215,7 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
   }
   optimize_result r;
   r.version = base->version();
-  std::vector<optimize_detail::planned_change> changes;
+  std::vector<detail::planned_change> changes;
   const auto cleanup = [&] {
     for (const auto& c : changes)
       if (!c.directory.empty()) {
@@ -1234,7 +1224,7 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
       }
   };
   try {
-    for (const auto& n : names) changes.push_back(optimize_detail::optimize_one(root, *base, ds, n, o));
+    for (const auto& n : names) changes.push_back(detail::optimize_one(root, *base, ds, n, o));
   } catch (...) {
     cleanup();
     throw;
@@ -1250,8 +1240,8 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
       b.metric = seg.index_file.distance;
       b.pool = o.pool;
       const auto& q = seg.storage->quantizer();
-      b.type = optimize_detail::type_of(q);
-      if (seg.index_file.sub_index_key == hnsw::metadata_key) {
+      b.type = detail::type_of(q);
+      if (seg.index_file.sub_index_key == detail::hnsw_metadata_key) {
         const auto gp = recorded_hnsw_params(seg.index_file, "index '" + c.result.name + "'");
         b.type = b.type == ivf_index_type::ivf_pq   ? ivf_index_type::ivf_hnsw_pq
                  : b.type == ivf_index_type::ivf_sq ? ivf_index_type::ivf_hnsw_sq
@@ -1283,7 +1273,7 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
   if (added.empty()) return r;
   try {
     if (o.on_progress) o.on_progress({"", optimize_stage::commit, 0, 1});
-    const auto after = optimize_detail::commit_segments(root, *base, std::move(added), removed, &r.retries);
+    const auto after = detail::commit_optimized_segments(root, *base, std::move(added), removed, &r.retries);
     r.version = after.version();
     if (o.on_progress) o.on_progress({"", optimize_stage::commit, 1, 1});
   } catch (...) {

@@ -17,10 +17,12 @@
 
 namespace lancet::index {
 
+namespace detail {
 // Lance 12's constants.
 inline constexpr std::size_t split_size_factor = 4;   // split above 4 x target
 inline constexpr std::size_t join_size_percent = 25;  // join below 25% of target
 inline constexpr std::size_t max_split_ways = 1024;
+}  // namespace detail
 
 struct partition_split {
   std::uint32_t partition = 0;
@@ -37,14 +39,14 @@ struct partition_plan {
 // The size above which a partition is split (and which a join never fills beyond).
 inline std::uint64_t split_threshold(std::size_t target) {
   if (target == 0) throw invalid_input_error("target_partition_size must be positive");
-  return std::uint64_t(split_size_factor) * target;
+  return std::uint64_t(detail::split_size_factor) * target;
 }
 
 // Pieces a partition of `rows` is split into: ceil(rows / target), clamped to 2..1024.
 inline std::uint32_t split_ways(std::uint64_t rows, std::size_t target) {
   if (target == 0) throw invalid_input_error("target_partition_size must be positive");
   const std::uint64_t w = (rows + target - 1) / target;
-  return std::uint32_t(std::clamp<std::uint64_t>(w, 2, max_split_ways));
+  return std::uint32_t(std::clamp<std::uint64_t>(w, 2, detail::max_split_ways));
 }
 
 // What one optimize pass does with partitions of these sizes: split every partition
@@ -57,7 +59,7 @@ inline partition_plan plan_partitions(std::span<const std::uint64_t> sizes, std:
   for (std::size_t p = 0; p < sizes.size(); ++p)
     if (sizes[p] > threshold) plan.splits.push_back({std::uint32_t(p), split_ways(sizes[p], target)});
   if (!plan.splits.empty() || sizes.size() <= 1) return plan;
-  const std::uint64_t join_below = std::uint64_t(target) * join_size_percent / 100;
+  const std::uint64_t join_below = std::uint64_t(target) * detail::join_size_percent / 100;
   std::vector<std::uint32_t> cand;
   for (std::size_t p = 0; p < sizes.size(); ++p)
     if (sizes[p] < join_below) cand.push_back(std::uint32_t(p));

@@ -143,6 +143,7 @@ struct matrix {
 struct flat_params {
   std::uint32_t dimension = 0;
   element_type element = element_type::f32;
+  std::size_t code_bytes() const noexcept { return std::size_t(dimension) * element_size(element); }
   friend bool operator==(const flat_params&, const flat_params&) = default;
 };
 
@@ -166,6 +167,7 @@ struct sq_params {
   std::uint32_t num_bits = 8;
   double lower = 0;
   double upper = 0;
+  std::uint32_t code_bytes() const noexcept { return dimension; }
   friend bool operator==(const sq_params&, const sq_params&) = default;
 };
 
@@ -187,10 +189,13 @@ using quantizer_params = std::variant<flat_params, pq_params, sq_params, rq_para
 
 // Bytes per row of the code column.
 inline std::size_t code_bytes(const quantizer_params& q) {
-  if (const auto* f = std::get_if<flat_params>(&q)) return std::size_t(f->dimension) * element_size(f->element);
-  if (const auto* p = std::get_if<pq_params>(&q)) return p->code_bytes();
-  if (const auto* s = std::get_if<sq_params>(&q)) return s->dimension;
-  return std::get<rq_params>(q).code_bytes();
+  return std::visit([](const auto& p) { return std::size_t(p.code_bytes()); }, q);
+}
+
+// Bytes per row of RaBitQ's `__blocked_ex_codes` (codes of more than 1 bit), else 0.
+inline std::size_t ex_code_bytes(const quantizer_params& q) {
+  const auto* r = std::get_if<rq_params>(&q);
+  return r && r->num_bits > 1 ? r->ex_code_bytes : 0;
 }
 
 // The rows of one partition, borrowed. Every span has one entry per row (codes and

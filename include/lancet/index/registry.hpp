@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -42,11 +43,10 @@
 
 namespace lancet::index {
 
-inline constexpr std::string_view indices_dir_name = "_indices";
 
 // {root}/_indices/{uuid}
 inline std::string index_directory(const std::string& root, const pb::uuid& uuid) {
-  return (std::filesystem::path(root) / indices_dir_name / uuid.to_string()).string();
+  return (std::filesystem::path(root) / detail::indices_dir_name / uuid.to_string()).string();
 }
 
 // Build parameters Lance records as runtime hints (its defaults here).
@@ -89,30 +89,32 @@ inline pb::index::vector_index_details make_vector_index_details(
   D out;
   out.metric = metric_of(d);
   out.hnsw = hnsw;
-  if (std::holds_alternative<flat_params>(q)) out.compression = D::flat_compression{};
-  else if (const auto* p = std::get_if<pq_params>(&q)) out.compression = D::pq_compression{p->num_bits, p->num_sub_vectors};
-  else if (const auto* s = std::get_if<sq_params>(&q)) out.compression = D::sq_compression{s->num_bits};
-  else out.compression = D::rq_compression{std::get<rq_params>(q).num_bits};
+  std::visit([&out](const auto& p) { out.compression = traits_of<decltype(p)>::compression(p); }, q);
   auto hint = [&](std::string k, std::uint64_t v) { out.runtime_hints.emplace_back(std::move(k), std::to_string(v)); };
   hint("lance.ivf.max_iters", h.ivf_max_iters);
   hint("lance.ivf.sample_rate", h.ivf_sample_rate);
   hint("lance.ivf.shuffle_partition_batches", h.shuffle_partition_batches);
   hint("lance.ivf.shuffle_partition_concurrency", h.shuffle_partition_concurrency);
   if (hnsw) hint("lance.hnsw.prefetch_distance", 2);
-  if (std::holds_alternative<pq_params>(q)) {
-    hint("lance.pq.kmeans_redos", h.pq_kmeans_redos);
-    hint("lance.pq.max_iters", h.pq_max_iters);
-    hint("lance.pq.sample_rate", h.pq_sample_rate);
-  } else if (std::holds_alternative<sq_params>(q)) {
-    hint("lance.sq.sample_rate", h.sq_sample_rate);
-  }
+  std::visit(
+      [&](const auto& p) {
+        using P = std::remove_cvref_t<decltype(p)>;
+        if constexpr (std::is_same_v<P, pq_params>) {
+          hint("lance.pq.kmeans_redos", h.pq_kmeans_redos);
+          hint("lance.pq.max_iters", h.pq_max_iters);
+          hint("lance.pq.sample_rate", h.pq_sample_rate);
+        } else if constexpr (std::is_same_v<P, sq_params>) {
+          hint("lance.sq.sample_rate", h.sq_sample_rate);
+        }
+      },
+      q);
   out.runtime_hints.emplace_back("lance.skip_transpose", "false");
   return out;
 }
 
 // Lance's index_version for a quantizer (IVF_RQ indexes are version 2).
 inline std::int32_t index_version_of(const quantizer_params& q) noexcept {
-  return std::holds_alternative<rq_params>(q) ? 2 : 1;
+  return std::visit([](const auto& p) { return traits_of<decltype(p)>::index_version; }, q);
 }
 
 // The field id of a column (a top-level name, or a dotted path to a nested field).
@@ -204,7 +206,9 @@ inline pb::index_metadata make_index_metadata(const pb::manifest& m, const index
 // VectorIndexDetails field 2 (uint64) holds it; Lance 12's optimize plans with it
 // (verified: LanceDB 0.39's optimize() splits partitions of 240 rows of an index
 // whose details say 4, and joins them under the default when the field is absent).
+namespace detail {
 inline constexpr std::uint32_t details_target_partition_size_field = 2;
+}  // namespace detail
 
 // The persisted target partition size (nullopt when absent or 0).
 inline std::optional<std::uint64_t> persisted_target_partition_size(const pb::index_metadata& im) {
@@ -215,7 +219,7 @@ inline std::optional<std::uint64_t> persisted_target_partition_size(const pb::in
   std::optional<std::uint64_t> out;
   while (!r.done()) {
     const auto f = r.next();
-    if (f.number == details_target_partition_size_field && f.type == pb::wire_type::varint)
+    if (f.number == detail::details_target_partition_size_field && f.type == pb::wire_type::varint)
       out = f.scalar ? std::optional<std::uint64_t>(f.scalar) : std::nullopt;  // the last one wins
   }
   return out;
@@ -228,7 +232,7 @@ inline void persist_target_partition_size(pb::index_metadata& im, std::uint64_t 
   if (target == 0) throw invalid_input_error("target_partition_size must be positive");
   if (persisted_target_partition_size(im) == target) return;
   pb::writer w;
-  w.uint64(details_target_partition_size_field, target);
+  w.uint64(detail::details_target_partition_size_field, target);
   im.index_details->value += w.bytes();
 }
 

@@ -43,6 +43,7 @@
 #include "lancet/core/parallel.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/roaring.hpp"
+#include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/hnsw/index_file.hpp"
 #include "lancet/index/hnsw/partition_graphs.hpp"
 #include "lancet/index/storage_reader.hpp"
@@ -72,19 +73,19 @@ struct remapped_index {
   remap_stats stats;
 };
 
-namespace remap_detail {
+namespace detail {
 
 inline bool is_vector_details(const pb::index_metadata& im) {
   return im.index_details && im.index_details->type_url == pb::index::vector_index_details::type_url;
 }
 
-}  // namespace remap_detail
+}  // namespace detail
 
 // The graph parameters an IVF_HNSW_* index.idx records in lance:hnsw (its first
 // non-empty partition entry); Lance's defaults when every partition is empty.
 inline hnsw::build_params recorded_hnsw_params(const index_file_info& info, const std::string& who) {
   hnsw::build_params p;
-  if (info.sub_index_key != hnsw::metadata_key) throw corrupt_error(who + ": index.idx has no lance:hnsw entries");
+  if (info.sub_index_key != detail::hnsw_metadata_key) throw corrupt_error(who + ": index.idx has no lance:hnsw entries");
   using namespace json;
   for (const auto& text : info.sub_index_metadata) {
     if (text.empty()) continue;
@@ -147,15 +148,15 @@ inline std::uint64_t write_hnsw_index_file(const std::string& dir, file::format_
 inline std::optional<std::string> remap_unsupported_reason(const std::string& root, const pb::index_metadata& im) {
   const std::string who = "index '" + im.name + "' (" + im.uuid.to_string() + ")";
   if (im.fields.size() != 1) return who + " covers " + std::to_string(im.fields.size()) + " fields; only single-column indexes are remapped";
-  if (!remap_detail::is_vector_details(im))
+  if (!detail::is_vector_details(im))
     return who + " is not a vector index (" + (im.index_details ? im.index_details->type_url : std::string("no details")) +
            "); lancet remaps IVF vector indexes only";
   const auto details = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
   const std::string dir = index_directory(root, im.uuid);
   try {
     const auto info = read_index_file(dir + "/" + std::string(detail::index_file_name));
-    const bool graphs = info.sub_index_key == hnsw::metadata_key;
-    if (info.sub_index_key != "lance:flat" && !graphs)
+    const bool graphs = info.sub_index_key == detail::hnsw_metadata_key;
+    if (info.sub_index_key != detail::flat_metadata_key && !graphs)
       return who + " has the sub-index '" + info.sub_index_key + "'; lancet remaps the flat and HNSW sub-indexes only";
     if (graphs != details.hnsw.has_value())
       return who + " is " + index_type_of(details) + " but index.idx holds the sub-index '" + info.sub_index_key + "'";
@@ -192,15 +193,15 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
   // index.idx keeps the centroids and the loss; write_index_directory derives the
   // rest (sub-index offsets) from the partition count.
   const ivf_model model = ivf_model::with_centroids(*info.ivf.centroids, info.ivf.loss);
-  const bool graphs = info.sub_index_key == hnsw::metadata_key;
+  const bool graphs = info.sub_index_key == detail::hnsw_metadata_key;
   std::vector<bool> lost_rows(storage.num_partitions(), false);  // HNSW: the graphs to rebuild
   try {
     out.files = write_index_directory(new_dir, storage.version(), model, storage.quantizer(), storage.distance(),
                                       [&](auto& aux) {
       const auto& q = storage.quantizer();
       const std::size_t w = code_bytes(q);
-      const auto* rq = std::get_if<rq_params>(&q);
-      const std::size_t exw = rq && rq->num_bits > 1 ? rq->ex_code_bytes : 0;
+      const bool factors = has_factors(q);
+      const std::size_t exw = ex_code_bytes(q);
       for (std::size_t p = 0; p < storage.num_partitions(); ++p) {
         const partition_contents in = storage.read_partition(p);
         out.stats.rows_before += in.size();
@@ -221,7 +222,7 @@ inline remapped_index remap_index_files(const std::string& root, const pb::index
           }
           kept.row_ids.push_back(id);
           if (w) std::memcpy(kept.codes.data() + n * w, in.codes.data() + i * w, w);
-          if (rq) {
+          if (factors) {
             kept.add_factors.push_back(in.add_factors.at(i));
             kept.scale_factors.push_back(in.scale_factors.at(i));
             kept.error_factors.push_back(in.error_factors.at(i));

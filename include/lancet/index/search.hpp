@@ -261,16 +261,15 @@ class ivf_searcher {
     num_partitions_ = centroids.rows;
     dim_ = centroids.cols;
     if (num_partitions_ == 0 || dim_ == 0) throw invalid_input_error("ivf_searcher: the IVF model has no centroids");
+    const auto* flat = std::get_if<flat_params>(&quantizer_);
+    const bool u8_flat = flat && flat->element == element_type::u8;  // binary vectors (hamming)
     if (distance == distance_type::hamming) {
-      const auto* f = std::get_if<flat_params>(&quantizer_);
-      if (!f || f->element != element_type::u8 || centroids.type != element_type::u8)
+      if (!u8_flat || centroids.type != element_type::u8)
         throw invalid_input_error("ivf_searcher: hamming indexes are IVF_FLAT over uint8 codes");
       const auto v = centroids.values<std::uint8_t>();
       cents_u8_.assign(v.begin(), v.end());
     } else {
-      if (centroids.type == element_type::u8 &&
-          !(std::holds_alternative<flat_params>(quantizer_) &&
-            std::get<flat_params>(quantizer_).element == element_type::u8))
+      if (centroids.type == element_type::u8 && !u8_flat)
         throw invalid_input_error("ivf_searcher: uint8 centroids need an IVF_FLAT index over uint8 vectors");
       cents_.resize(num_partitions_ * dim_);
       for (std::size_t i = 0; i < cents_.size(); ++i) cents_[i] = static_cast<float>(centroids.at(i / dim_, i % dim_));
@@ -543,7 +542,7 @@ class ivf_searcher {
       }
     }
     q.used = q.raw;
-    if (distance_ == distance_type::cosine && !quantizer::normalize_row(q.used.data(), dim))
+    if (distance_ == distance_type::cosine && !quantizer::normalise_row(q.used.data(), dim))
       throw invalid_input_error("search: a cosine query must have a finite, non-zero norm");
     return q;
   }
@@ -569,17 +568,24 @@ class ivf_searcher {
 
   query_state_t query_state(const prepared_query& q) const {
     query_state_t s;
-    if (std::holds_alternative<pq_params>(quantizer_)) {
-      if (pq::uses_residual(distance_)) {
-        s.pq_qterm.resize(pq_.num_sub_vectors * pq_.num_centroids());
-        pq_qplan_.compute(q.used.data(), s.pq_qterm.data());
-      }
-      else s.pq_table = std::make_shared<pq::distance_table>(pq_, q.used.data());
-    }
-    if (std::holds_alternative<sq_params>(quantizer_))
-      s.sq_est = std::make_shared<sq::distance_estimator>(sq_, q.used.data(), distance_);
-    if (std::holds_alternative<rq_params>(quantizer_) && rq_.estimator == rabitq::estimator_type::raw_query)
-      s.rq_est = std::make_shared<rabitq::query_estimator>(rq_, q.raw.data(), distance_);
+    std::visit(
+        [&](const auto& qp) {
+          using P = std::remove_cvref_t<decltype(qp)>;
+          if constexpr (std::is_same_v<P, pq_params>) {
+            if (pq::uses_residual(distance_)) {
+              s.pq_qterm.resize(pq_.num_sub_vectors * pq_.num_centroids());
+              pq_qplan_.compute(q.used.data(), s.pq_qterm.data());
+            } else {
+              s.pq_table = std::make_shared<pq::distance_table>(pq_, q.used.data());
+            }
+          } else if constexpr (std::is_same_v<P, sq_params>) {
+            s.sq_est = std::make_shared<sq::distance_estimator>(sq_, q.used.data(), distance_);
+          } else if constexpr (std::is_same_v<P, rq_params>) {
+            if (rq_.estimator == rabitq::estimator_type::raw_query)
+              s.rq_est = std::make_shared<rabitq::query_estimator>(rq_, q.raw.data(), distance_);
+          }
+        },
+        quantizer_);
     return s;
   }
 
@@ -596,16 +602,23 @@ class ivf_searcher {
     if (pc.codes.size() != n * cb)
       throw corrupt_error("partition " + std::to_string(p) + ": " + std::to_string(pc.codes.size()) +
                           " code bytes for " + std::to_string(n) + " rows of " + std::to_string(cb));
-    if (std::holds_alternative<pq_params>(quantizer_) || std::holds_alternative<rq_params>(quantizer_)) {
-      prep->transposed.resize(n * cb);
-      pq::transpose_codes(pc.codes.data(), n, cb, prep->transposed.data());
-    }
-    if (std::holds_alternative<pq_params>(quantizer_) && pq::uses_residual(distance_))
-      prep->pq_term = pq::partition_term(pq_, cents_.data() + p * dim_);
-    if (std::holds_alternative<rq_params>(quantizer_) &&
-        (pc.add_factors.size() != n || pc.scale_factors.size() != n))
-      throw corrupt_error("partition " + std::to_string(p) + ": RaBitQ factors for " +
-                          std::to_string(pc.add_factors.size()) + " of " + std::to_string(n) + " rows");
+    // PQ and RaBitQ scan transposed codes ([code byte][row]).
+    std::visit(
+        [&](const auto& qp) {
+          using P = std::remove_cvref_t<decltype(qp)>;
+          if constexpr (std::is_same_v<P, pq_params> || std::is_same_v<P, rq_params>) {
+            prep->transposed.resize(n * cb);
+            transpose_codes(pc.codes.data(), n, cb, prep->transposed.data());
+          }
+          if constexpr (std::is_same_v<P, pq_params>) {
+            if (pq::uses_residual(distance_)) prep->pq_term = pq::partition_term(pq_, cents_.data() + p * dim_);
+          } else if constexpr (std::is_same_v<P, rq_params>) {
+            if (pc.add_factors.size() != n || pc.scale_factors.size() != n)
+              throw corrupt_error("partition " + std::to_string(p) + ": RaBitQ factors for " +
+                                  std::to_string(pc.add_factors.size()) + " of " + std::to_string(n) + " rows");
+          }
+        },
+        quantizer_);
     std::shared_ptr<const prepared_partition> out = std::move(prep);
     if (cache_enabled_) {
       std::lock_guard<std::mutex> lk(mu_);
@@ -645,49 +658,58 @@ class ivf_searcher {
     return q16;
   }
 
-  // Distance of the query to row i of a partition, as the full scan computes it.
+  // Distance of the query to row i of a partition, as the full scan computes it
+  // (the HNSW walk's distance; graphs exist over flat, SQ and PQ storage only).
   template <class F>
   void with_row_distance(const prepared_query& q, const query_state_t& s, std::uint32_t p,
                          const prepared_partition& part, F&& f) const {
     const auto& pc = *part.data;
-    if (const auto* fp = std::get_if<flat_params>(&quantizer_)) {
-      const std::uint8_t* v = pc.codes.data();
-      switch (fp->element) {
-        case element_type::f32:
-          return f([&, v](std::uint32_t i) {
-            float d = 0;
-            flat::distances(distance_, q.used.data(), reinterpret_cast<const float*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
-            return d;
-          });
-        case element_type::f64:
-          return f([&, v](std::uint32_t i) {
-            float d = 0;
-            flat::distances(distance_, q.used.data(), reinterpret_cast<const double*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
-            return d;
-          });
-        case element_type::f16: {
-          const auto q16 = f16_query(q);  // as distances() rounds it for f16 storage
-          return f([&, v](std::uint32_t i) {
-            float d = 0;
-            flat::distances(distance_, q16.data(), reinterpret_cast<const simd::f16*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
-            return d;
-          });
-        }
-        case element_type::u8:
-          return f([&, v](std::uint32_t i) {
-            float d = 0;
-            flat::distances(distance_, q.used.data(), v + std::size_t(i) * dim_, 1, dim_, &d);
-            return d;
-          });
+    std::visit([&](const auto& qp) { row_distance(qp, q, s, p, part, pc, f); }, quantizer_);
+  }
+  template <class F>
+  void row_distance(const flat_params& fp, const prepared_query& q, const query_state_t&, std::uint32_t,
+                    const prepared_partition&, const partition_contents& pc, F& f) const {
+    const std::uint8_t* v = pc.codes.data();
+    switch (fp.element) {
+      case element_type::f32:
+        return f([&, v](std::uint32_t i) {
+          float d = 0;
+          flat::distances(distance_, q.used.data(), reinterpret_cast<const float*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
+          return d;
+        });
+      case element_type::f64:
+        return f([&, v](std::uint32_t i) {
+          float d = 0;
+          flat::distances(distance_, q.used.data(), reinterpret_cast<const double*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
+          return d;
+        });
+      case element_type::f16: {
+        const auto q16 = f16_query(q);  // as distances() rounds it for f16 storage
+        return f([&, v](std::uint32_t i) {
+          float d = 0;
+          flat::distances(distance_, q16.data(), reinterpret_cast<const simd::f16*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
+          return d;
+        });
       }
-      return;
+      case element_type::u8:
+        return f([&, v](std::uint32_t i) {
+          float d = 0;
+          flat::distances(distance_, q.used.data(), v + std::size_t(i) * dim_, 1, dim_, &d);
+          return d;
+        });
     }
-    if (std::holds_alternative<sq_params>(quantizer_)) {
-      const std::uint8_t* c = pc.codes.data();
-      const auto* est = s.sq_est.get();
-      return f([c, est, this](std::uint32_t i) { return est->distance(c + std::size_t(i) * dim_); });
-    }
-    // PQ: the query's lookup table (one 256-entry table per code byte).
+  }
+  template <class F>
+  void row_distance(const sq_params&, const prepared_query&, const query_state_t& s, std::uint32_t,
+                    const prepared_partition&, const partition_contents& pc, F& f) const {
+    const std::uint8_t* c = pc.codes.data();
+    const auto* est = s.sq_est.get();
+    return f([c, est, this](std::uint32_t i) { return est->distance(c + std::size_t(i) * dim_); });
+  }
+  // PQ: the query's lookup table (one 256-entry table per code byte).
+  template <class F>
+  void row_distance(const pq_params&, const prepared_query& q, const query_state_t& s, std::uint32_t p,
+                    const prepared_partition& part, const partition_contents& pc, F& f) const {
     const std::size_t nb = pq_.code_bytes();
     std::vector<float> own;
     const float* lut = nullptr;
@@ -707,6 +729,11 @@ class ivf_searcher {
       for (std::size_t b = 0; b < nb; ++b) d += lut[b * 256 + row[b]];
       return d + offset;
     });
+  }
+  template <class F>
+  void row_distance(const rq_params&, const prepared_query&, const query_state_t&, std::uint32_t,
+                    const prepared_partition&, const partition_contents&, F&) const {
+    throw unsupported_error("ivf_searcher: HNSW graphs over RaBitQ storage are not supported");
   }
 
   // IVF_HNSW_*: the partition's graph searched with a beam of ef (Lance's HNSW::search).

@@ -63,12 +63,14 @@ struct segment_metadata {
 // JSON
 // ---------------------------------------------------------------------------------
 
+namespace detail {
 inline constexpr std::uint32_t segment_json_version = 1;
+}  // namespace detail
 
 inline std::string segment_to_json(const segment_metadata& s) {
   using json::quote;
   const auto& im = s.index;
-  std::string j = "{\"lancet_segment\":" + std::to_string(segment_json_version);
+  std::string j = "{\"lancet_segment\":" + std::to_string(detail::segment_json_version);
   j += ",\"uuid\":" + quote(im.uuid.to_string());
   j += ",\"name\":" + quote(im.name);
   j += ",\"column\":" + quote(s.column);
@@ -103,9 +105,9 @@ inline segment_metadata segment_from_json(std::string_view text, const std::stri
   if (v.k != value::kind::object || !v.find("lancet_segment"))
     throw invalid_input_error(what + ": not a lancet index segment (no \"lancet_segment\")");
   const auto ver = as_u32(member(v, "lancet_segment", what), "lancet_segment", what);
-  if (ver != segment_json_version)
+  if (ver != detail::segment_json_version)
     throw invalid_input_error(what + ": segment format " + std::to_string(ver) + ", this lancet reads " +
-                              std::to_string(segment_json_version));
+                              std::to_string(detail::segment_json_version));
   segment_metadata s;
   auto& im = s.index;
   try {
@@ -184,7 +186,7 @@ inline segment_metadata build_segment(const std::string& root, build_options o, 
   return s;
 }
 
-namespace segment_detail {
+namespace detail {
 
 // The fingerprint of the model a segment's files hold (index.idx's centroids and
 // metric, auxiliary.idx's quantizer): its JSON may say anything.
@@ -248,13 +250,13 @@ inline std::uint64_t now_ms() {
                            .count());
 }
 
-}  // namespace segment_detail
+}  // namespace detail
 
 // Merges uncommitted segments of one index and model into one new uncommitted
 // segment over all their fragments (Lance's merge_existing_index_segments). Reads one
 // partition of each source at a time.
 inline segment_metadata merge_segments(const std::string& root, const std::vector<segment_metadata>& segs) {
-  const auto covered = segment_detail::check_group(root, segs, "merge_segments");
+  const auto covered = detail::check_group(root, segs, "merge_segments");
   const auto latest = dataset::load_latest(root);
   if (!latest) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
   std::vector<storage_reader<io::file_source>> st;
@@ -285,10 +287,10 @@ inline segment_metadata merge_segments(const std::string& root, const std::vecto
                                              [&](auto& aux) {
                                                for (std::size_t p = 0; p < model.num_partitions(); ++p) {
                                                  partition_contents all;
-                                                 for (const auto& r : st) segment_detail::append_rows(all, r.read_partition(p));
+                                                 for (const auto& r : st) detail::append_rows(all, r.read_partition(p));
                                                  rows += all.size();
                                                  aux.write_partition(all.view());
-                                                 builder_detail::release_free_memory();
+                                                 detail::release_free_memory();
                                                }
                                              });
     out.index.uuid = uuid;
@@ -296,7 +298,7 @@ inline segment_metadata merge_segments(const std::string& root, const std::vecto
     const std::vector<std::uint64_t> frags(covered.begin(), covered.end());
     dataset::set_index_fragment_bitmap(out.index, dataset::roaring_bitmap::from_values(frags));
     for (const auto& s : segs) out.index.dataset_version = std::min(out.index.dataset_version, s.index.dataset_version);
-    out.index.created_at = segment_detail::now_ms();
+    out.index.created_at = detail::now_ms();
     out.rows_indexed = rows;
     out.num_partitions = model.num_partitions();
   } catch (...) {
@@ -333,7 +335,7 @@ inline commit_segments_result commit_segments(const std::string& root, const std
                                 (s.index.fields.empty() ? std::string("none") : std::to_string(s.index.fields[0])) +
                                 "), not '" + column + "' (field " + std::to_string(field) + ")");
   }
-  const auto covered = segment_detail::check_group(root, segs, "commit_segments");
+  const auto covered = detail::check_group(root, segs, "commit_segments");
   std::set<std::uint64_t> present;
   for (const auto& f : base->manifest().fragments) present.insert(f.id);
   for (const auto& s : segs) {

@@ -41,6 +41,7 @@
 #include "lancet/core/parallel.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/file/writer.hpp"
+#include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/storage_writer.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/io/file_sink.hpp"
@@ -49,8 +50,6 @@
 #include "lancet/simd/distance.hpp"
 
 namespace lancet::index {
-
-inline constexpr std::string_view partition_id_column = "__ivf_part_id";
 
 // Encoded rows (codes row-major), each with its partition. Rows whose partition is
 // simd::no_index are dropped by the shuffler.
@@ -67,7 +66,7 @@ struct shuffle_batch {
 inline arrow::schema shuffle_schema(const quantizer_params& q) {
   arrow::schema s = storage_schema(q);
   s.metadata.clear();
-  s.fields.insert(s.fields.begin() + 1, arrow::field(std::string(partition_id_column), arrow::uint32(), false));
+  s.fields.insert(s.fields.begin() + 1, arrow::field(std::string(detail::partition_id_column), arrow::uint32(), false));
   return s;
 }
 
@@ -81,14 +80,14 @@ class shuffler {
            boost::asio::thread_pool* pool = nullptr)
       : k_(num_partitions),
         q_((validate(q), std::move(q))),
-        rq_(std::holds_alternative<rq_params>(q_)),
+        rq_(has_factors(q_)),
         width_(code_bytes(q_)),
         schema_(shuffle_schema(q_)),
         dir_(std::move(spill_dir)),
         budget_(std::max<std::uint64_t>(memory_budget, 1 << 20)),
         pool_(pool) {
     if (k_ == 0) throw invalid_input_error("shuffler: no partitions");
-    if (rq_ && std::get<rq_params>(q_).num_bits > 1)
+    if (ex_code_bytes(q_))
       throw unsupported_error("shuffler: RaBitQ codes of more than 1 bit are not shuffled");
     cap_rows_ = std::max<std::size_t>(1, std::size_t(budget_ / 4 / row_bytes()));
   }
@@ -159,7 +158,7 @@ class shuffler {
     std::uint32_t last = 0;
     for (std::uint64_t b = 0; b < n; b += step) {
       const auto e = std::min(n, b + step);
-      const auto batch = r.read({{std::string(partition_id_column)}, std::pair{b, e}, std::nullopt});
+      const auto batch = r.read({{std::string(detail::partition_id_column)}, std::pair{b, e}, std::nullopt});
       const auto* v = batch.columns[0]->values<std::uint32_t>();
       for (std::uint64_t i = 0; i < e - b; ++i) {
         if (v[i] >= k_)
@@ -255,7 +254,7 @@ class shuffler {
       readers.push_back(std::make_unique<file::file_reader<io::file_source>>(io::file_source(r.path), ro));
     std::vector<std::string> names;
     for (const auto& f : schema_.fields)
-      if (f.name != partition_id_column) names.push_back(f.name);
+      if (f.name != detail::partition_id_column) names.push_back(f.name);
     const std::uint64_t window_bytes = std::max<std::uint64_t>(budget_ / 8, 1);
     std::size_t p0 = 0;
     while (p0 < k_) {
@@ -370,7 +369,7 @@ class shuffler {
 
   std::size_t k_;
   quantizer_params q_;
-  bool rq_;
+  bool rq_;  // rows carry RaBitQ's factors
   std::size_t width_;
   arrow::schema schema_;
   std::string dir_;

@@ -106,8 +106,7 @@ class storage_reader {
     if (list.empty()) throw corrupt_error(what_ + ": storage_metadata is an empty list");
     auto stored = read_quantizer_metadata(r_, list[0], what_);
     q_ = std::move(stored.params);
-    pq_transposed_ = stored.pq_transposed;
-    rq_packed_ = stored.rq_packed;
+    lance_layout_ = stored.lance_layout;
     if (ivf_.num_rows() != r_.num_rows())
       throw corrupt_error(what_ + ": the IVF partitions hold " + std::to_string(ivf_.num_rows()) +
                           " rows but the file has " + std::to_string(r_.num_rows()));
@@ -132,25 +131,22 @@ class storage_reader {
     const std::size_t w = code_bytes(q_);
     const aligned_buffer stored = fsl_bytes(*batch.columns[1], w, names[1]);
     out.codes.resize(n * w);
-    if (const auto* pq = std::get_if<pq_params>(&q_)) {
-      if (pq_transposed_) untranspose_codes(stored.data(), n, w, out.codes.data());
-      else std::memcpy(out.codes.data(), stored.data(), n * w);
-    } else if (std::holds_alternative<rq_params>(q_)) {
-      if (rq_packed_) unpack_rabit_codes(stored.data(), n, w, out.codes.data());
-      else std::memcpy(out.codes.data(), stored.data(), n * w);
-    } else {
-      std::memcpy(out.codes.data(), stored.data(), n * w);
-    }
-    if (const auto* rq = std::get_if<rq_params>(&q_)) {
-      out.add_factors = f32_values(*batch.columns[2], names[2]);
-      out.scale_factors = f32_values(*batch.columns[3], names[3]);
-      out.error_factors = f32_values(*batch.columns[4], names[4]);
-      if (rq->num_bits > 1) {
-        out.ex_codes = fsl_bytes(*batch.columns[5], rq->ex_code_bytes, names[5]);
-        out.add_factors_ex = f32_values(*batch.columns[6], names[6]);
-        out.scale_factors_ex = f32_values(*batch.columns[7], names[7]);
-      }
-    }
+    std::visit(
+        [&](const auto& q) {
+          using traits = traits_of<decltype(q)>;
+          traits::load_codes(stored.data(), n, w, out.codes.data(), lance_layout_);
+          if constexpr (traits::has_factors) {
+            out.add_factors = f32_values(*batch.columns[2], names[2]);
+            out.scale_factors = f32_values(*batch.columns[3], names[3]);
+            out.error_factors = f32_values(*batch.columns[4], names[4]);
+            if (q.num_bits > 1) {
+              out.ex_codes = fsl_bytes(*batch.columns[5], q.ex_code_bytes, names[5]);
+              out.add_factors_ex = f32_values(*batch.columns[6], names[6]);
+              out.scale_factors_ex = f32_values(*batch.columns[7], names[7]);
+            }
+          }
+        },
+        q_);
     return out;
   }
 
@@ -193,8 +189,7 @@ class storage_reader {
   simd::distance_type distance_ = simd::distance_type::l2;
   ivf_model ivf_;
   quantizer_params q_;
-  bool pq_transposed_ = true;
-  bool rq_packed_ = true;
+  bool lance_layout_ = true;  // codes as Lance 12 stores them (see stored_quantizer)
 };
 
 inline storage_reader<io::file_source> open_storage(const std::string& path) {

@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -146,13 +147,19 @@ class storage_writer {
         distance_(distance),
         schema_(storage_schema(q_)),
         w_(std::forward<Sink>(sink), schema::from_arrow(schema_), std::move(options)) {
-    if (const auto* f = std::get_if<flat_params>(&q_))
-      if ((f->element == element_type::u8) != (distance == simd::distance_type::hamming))
-        throw invalid_input_error(f->element == element_type::u8
-                                      ? "IVF_FLAT over uint8 vectors needs hamming distance"
-                                      : "hamming distance needs uint8 vectors");
-    if (!std::holds_alternative<flat_params>(q_) && distance == simd::distance_type::hamming)
-      throw invalid_input_error(index_type_name(q_) + " does not support hamming distance");
+    // Hamming distance: flat uint8 vectors only.
+    const bool hamming = distance == simd::distance_type::hamming;
+    std::visit(
+        [&](const auto& p) {
+          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(p)>, flat_params>) {
+            if ((p.element == element_type::u8) != hamming)
+              throw invalid_input_error(p.element == element_type::u8 ? "IVF_FLAT over uint8 vectors needs hamming distance"
+                                                                      : "hamming distance needs uint8 vectors");
+          } else if (hamming) {
+            throw invalid_input_error(index_type_name(q_) + " does not support hamming distance");
+          }
+        },
+        q_);
   }
 
   const quantizer_params& quantizer() const noexcept { return q_; }
@@ -168,16 +175,15 @@ class storage_writer {
                                 " rows; Lance records at most 2^32 - 1 per partition");
     const std::size_t w = code_bytes(q_);
     detail::check_count(rows.codes.size(), n, w, "codes (bytes)", p);
-    const auto* rq = std::get_if<rq_params>(&q_);
-    if (rq) {
+    if (has_factors(q_)) {
       detail::check_count(rows.add_factors.size(), n, 1, "add_factors", p);
       detail::check_count(rows.scale_factors.size(), n, 1, "scale_factors", p);
       detail::check_count(rows.error_factors.size(), n, 1, "error_factors", p);
-      if (rq->num_bits > 1) {
-        detail::check_count(rows.ex_codes.size(), n, rq->ex_code_bytes, "ex_codes (bytes)", p);
-        detail::check_count(rows.add_factors_ex.size(), n, 1, "add_factors_ex", p);
-        detail::check_count(rows.scale_factors_ex.size(), n, 1, "scale_factors_ex", p);
-      }
+    }
+    if (const std::size_t exw = ex_code_bytes(q_)) {
+      detail::check_count(rows.ex_codes.size(), n, exw, "ex_codes (bytes)", p);
+      detail::check_count(rows.add_factors_ex.size(), n, 1, "add_factors_ex", p);
+      detail::check_count(rows.scale_factors_ex.size(), n, 1, "scale_factors_ex", p);
     }
     if (n == 0) {
       ivf_.add_partition(0);
@@ -187,21 +193,19 @@ class storage_writer {
     cols.push_back(detail::primitive_array(arrow::uint64(), detail::copy_span(rows.row_ids), n));
     aligned_buffer codes;
     codes.resize(rows.codes.size());
-    if (std::holds_alternative<pq_params>(q_)) transpose_codes(rows.codes.data(), n, w, codes.data());
-    else if (rq) pack_rabit_codes(rows.codes.data(), n, w, codes.data());
-    else std::memcpy(codes.data(), rows.codes.data(), rows.codes.size());
+    std::visit([&](const auto& q) { traits_of<decltype(q)>::store_codes(rows.codes.data(), n, w, codes.data()); }, q_);
     cols.push_back(detail::fsl_array(schema_.fields[1], std::move(codes), n));
-    if (rq) {
+    if (has_factors(q_)) {
       cols.push_back(detail::primitive_array(arrow::float32(), detail::copy_span(rows.add_factors), n));
       cols.push_back(detail::primitive_array(arrow::float32(), detail::copy_span(rows.scale_factors), n));
       cols.push_back(detail::primitive_array(arrow::float32(), detail::copy_span(rows.error_factors), n));
-      if (rq->num_bits > 1) {
-        aligned_buffer ex;
-        ex.append(rows.ex_codes);
-        cols.push_back(detail::fsl_array(schema_.fields[5], std::move(ex), n));
-        cols.push_back(detail::primitive_array(arrow::float32(), detail::copy_span(rows.add_factors_ex), n));
-        cols.push_back(detail::primitive_array(arrow::float32(), detail::copy_span(rows.scale_factors_ex), n));
-      }
+    }
+    if (ex_code_bytes(q_)) {
+      aligned_buffer ex;
+      ex.append(rows.ex_codes);
+      cols.push_back(detail::fsl_array(schema_.fields[5], std::move(ex), n));
+      cols.push_back(detail::primitive_array(arrow::float32(), detail::copy_span(rows.add_factors_ex), n));
+      cols.push_back(detail::primitive_array(arrow::float32(), detail::copy_span(rows.scale_factors_ex), n));
     }
     arrow::record_batch b;
     b.schema = std::make_shared<arrow::schema>(schema_);
@@ -215,14 +219,8 @@ class storage_writer {
     const std::string ivf_pb = pb::encode(ivf_.to_pb());
     const auto ivf_buffer = w_.add_global_buffer(as_view(ivf_pb));
     std::uint32_t q_buffer = 0;
-    if (const auto* p = std::get_if<pq_params>(&q_)) {
-      // Lance's tensor of the codebook has shape [2^bits, dimension].
-      pb::index::tensor t = to_tensor(p->codebook);
-      t.shape = {std::uint32_t(1) << p->num_bits, p->dimension};
-      q_buffer = w_.add_global_buffer(as_view(pb::encode(t)));
-    } else if (const auto* r = std::get_if<rq_params>(&q_); r && r->rotation_type == rq_params::rotation::matrix) {
-      q_buffer = w_.add_global_buffer(as_view(pb::encode(to_tensor(*r->rotate_mat))));
-    }
+    const auto tensor = std::visit([](const auto& q) { return traits_of<decltype(q)>::global_buffer(q); }, q_);
+    if (tensor) q_buffer = w_.add_global_buffer(as_view(pb::encode(*tensor)));
     w_.add_schema_metadata(std::string(detail::distance_type_key), std::string(distance_type_name(distance_)));
     w_.add_schema_metadata(std::string(detail::ivf_metadata_key), std::to_string(ivf_buffer));
     w_.add_schema_metadata(std::string(detail::storage_metadata_key),

@@ -156,7 +156,7 @@ inline index_segment open_index_segment(const std::string& root, const vector_in
                                                   return std::make_shared<const partition_contents>(
                                                       st->read_partition(p));
                                                 });
-  if (seg.index_file.sub_index_key == hnsw::metadata_key) {
+  if (seg.index_file.sub_index_key == detail::hnsw_metadata_key) {
     // IVF_HNSW_*: each partition's graph read from index.idx when first probed.
     const std::string path = dir + "/" + std::string(detail::index_file_name);
     auto reader = std::make_shared<file::file_reader<io::file_source>>(io::file_source(path));

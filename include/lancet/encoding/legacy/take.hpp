@@ -34,7 +34,7 @@ namespace lancet::encoding::legacy {
 // Reads `size` bytes at absolute file position `offset`.
 using byte_reader = std::function<shared_bytes(std::uint64_t offset, std::uint64_t size)>;
 
-namespace take_detail {
+namespace detail {
 
 // Rows whose bytes lie closer than this are fetched in one read (a local read of a
 // few KiB costs about what a separate request does).
@@ -287,11 +287,11 @@ class page_rows {
   std::string where_;
 };
 
-}  // namespace take_detail
+}  // namespace detail
 
 // Whether rows of a page encoded as `e` (values of `type`) can be read in place.
 inline bool rows_addressable(const enc20::array_encoding& e, const arrow::type_ptr& type) {
-  return take_detail::page_rows::addressable(e, type);
+  return detail::page_rows::addressable(e, type);
 }
 
 // The given rows (page-relative, ascending, repeats allowed) of one page, reading only
@@ -303,7 +303,7 @@ inline arrow::array_ptr take_page_rows(const enc20::array_encoding& e, const arr
                                        const std::vector<std::uint64_t>& buffer_sizes, std::uint64_t page_length,
                                        const std::vector<std::uint64_t>& rows, const byte_reader& read,
                                        std::string where) {
-  take_detail::page_rows p(buffer_offsets, buffer_sizes, page_length, read, std::move(where));
+  detail::page_rows p(buffer_offsets, buffer_sizes, page_length, read, std::move(where));
   return p.take(e, type, rows);
 }
 

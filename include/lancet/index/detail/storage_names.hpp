@@ -1,11 +1,15 @@
-// Names in an IVF index directory as Lance 12 spells them: the two files, the
-// schema metadata keys and the columns of auxiliary.idx / index.idx. Internal to
-// index/: callers go through storage_writer.hpp and storage_reader.hpp.
+// Names in a dataset's index storage as Lance 12 spells them: the index directory,
+// the two files of an IVF index, the schema metadata keys and the columns of
+// auxiliary.idx / index.idx (and of the shuffler's spill files). Internal to index/:
+// callers go through storage_writer.hpp, storage_reader.hpp and registry.hpp.
 #pragma once
 
 #include <string_view>
 
 namespace lancet::index::detail {
+
+// The dataset's directory of index directories (one per index segment, by uuid).
+inline constexpr std::string_view indices_dir_name = "_indices";
 
 inline constexpr std::string_view index_file_name = "index.idx";
 inline constexpr std::string_view auxiliary_file_name = "auxiliary.idx";
@@ -16,6 +20,7 @@ inline constexpr std::string_view ivf_metadata_key = "lance:ivf";
 inline constexpr std::string_view flat_metadata_key = "lance:flat";
 inline constexpr std::string_view storage_metadata_key = "storage_metadata";
 inline constexpr std::string_view distance_type_key = "distance_type";
+inline constexpr std::string_view hnsw_metadata_key = "lance:hnsw";
 
 // Column names.
 inline constexpr std::string_view row_id_column = "_rowid";
@@ -30,5 +35,13 @@ inline constexpr std::string_view error_factors_column = "__error_factors";
 inline constexpr std::string_view blocked_ex_codes_column = "__blocked_ex_codes";
 inline constexpr std::string_view add_factors_ex_column = "__add_factors_ex";
 inline constexpr std::string_view scale_factors_ex_column = "__scale_factors_ex";
+
+// index.idx of IVF_HNSW_*: one row per node and level.
+inline constexpr std::string_view hnsw_vector_id_column = "__vector_id";
+inline constexpr std::string_view hnsw_neighbors_column = "__neighbors";
+inline constexpr std::string_view hnsw_distance_column = "_distance";
+
+// The shuffler's spill files: each encoded row's partition.
+inline constexpr std::string_view partition_id_column = "__ivf_part_id";
 
 }  // namespace lancet::index::detail

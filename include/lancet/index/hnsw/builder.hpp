@@ -41,13 +41,16 @@ inline std::size_t draw_level(std::mt19937_64& rng, const build_params& p) {
   return std::min<std::size_t>(std::size_t(-std::log(x) * ml), std::size_t(p.max_level) - 1);
 }
 
-namespace builder_detail {
+}  // namespace lancet::index::hnsw
+
+// Internals of the HNSW builder live in the index module's one detail namespace.
+namespace lancet::index::detail {
 
 // Sorts by distance, keeping the order of equal distances (as std::stable_sort),
 // without allocating: the lists are short (2m + 1) or already sorted (beam results).
-inline void stable_sort_by_distance(edge* b, std::size_t n) {
+inline void stable_sort_by_distance(hnsw::edge* b, std::size_t n) {
   for (std::size_t i = 1; i < n; ++i) {
-    const edge x = b[i];
+    const hnsw::edge x = b[i];
     std::size_t j = i;
     for (; j > 0 && x.distance < b[j - 1].distance; --j) b[j] = b[j - 1];
     b[j] = x;
@@ -64,8 +67,8 @@ inline void stable_sort_by_distance(edge* b, std::size_t n) {
 // level-0 lists below m and level-1 lists at 9: a recall loss of 0.05 at ef 100
 // (0.924 vs 0.974 of the probed storage's neighbours, same storage).
 template <class Dist>
-inline std::size_t select_heuristic(edge* cand, std::size_t n, std::size_t k, std::size_t min_keep, const Dist& dist,
-                                    edge* out, std::vector<std::uint32_t>& rejected) {
+inline std::size_t select_heuristic(hnsw::edge* cand, std::size_t n, std::size_t k, std::size_t min_keep, const Dist& dist,
+                                    hnsw::edge* out, std::vector<std::uint32_t>& rejected) {
   if (n <= k) {
     std::copy(cand, cand + n, out);
     return n;
@@ -98,8 +101,8 @@ inline std::size_t select_heuristic(edge* cand, std::size_t n, std::size_t k, st
 class candidate_pool {
  public:
   template <class Neighbors, class Dist, class Prefetch>
-  void search(std::vector<scored>& found, const Neighbors& neighbors, std::size_t level, const scored& ep,
-              std::size_t ef, const Dist& dist, visited_set& visited, std::size_t num_nodes, const Prefetch& prefetch) {
+  void search(std::vector<hnsw::scored>& found, const Neighbors& neighbors, std::size_t level, const hnsw::scored& ep,
+              std::size_t ef, const Dist& dist, hnsw::visited_set& visited, std::size_t num_nodes, const Prefetch& prefetch) {
     visited.reset(num_nodes);
     visited.insert(ep.id);
     keys_.resize(ef + 1);
@@ -155,14 +158,14 @@ class candidate_pool {
   }
   // (distance, id) as one integer of the same order: the float's bits made monotonic
   // (negative distances flipped), -0 taken as +0 as the float comparison does.
-  static std::uint64_t key(const scored& s) noexcept {
+  static std::uint64_t key(const hnsw::scored& s) noexcept {
     std::uint32_t b;
     const float d = s.distance + 0.0f;
     std::memcpy(&b, &d, 4);
     b = (b >> 31) ? ~b : (b | 0x80000000u);
     return (std::uint64_t(b) << 32) | s.id;
   }
-  static scored unkey(std::uint64_t k) noexcept {
+  static hnsw::scored unkey(std::uint64_t k) noexcept {
     std::uint32_t b = std::uint32_t(k >> 32);
     b = (b >> 31) ? (b & 0x7fffffffu) : ~b;
     float d;
@@ -180,7 +183,7 @@ class candidate_pool {
 // one entry over its cap and is pruned back at once).
 class flat_lists {
  public:
-  flat_lists(const std::vector<std::uint8_t>& top, const build_params& p)
+  flat_lists(const std::vector<std::uint8_t>& top, const hnsw::build_params& p)
       : cap0_(std::size_t(p.max_neighbors(0)) + 1), capu_(std::size_t(p.max_neighbors(1)) + 1) {
     const std::size_t n = top.size();
     edge_at_.resize(n + 1);
@@ -192,10 +195,10 @@ class flat_lists {
     edges_.resize(edge_at_[n]);
     counts_.assign(count_at_[n], 0);
   }
-  edge* list(std::uint32_t node, std::size_t level) noexcept {
+  hnsw::edge* list(std::uint32_t node, std::size_t level) noexcept {
     return edges_.data() + edge_at_[node] + (level == 0 ? 0 : cap0_ + (level - 1) * capu_);
   }
-  const edge* list(std::uint32_t node, std::size_t level) const noexcept {
+  const hnsw::edge* list(std::uint32_t node, std::size_t level) const noexcept {
     return edges_.data() + edge_at_[node] + (level == 0 ? 0 : cap0_ + (level - 1) * capu_);
   }
   std::uint32_t& count(std::uint32_t node, std::size_t level) noexcept { return counts_[count_at_[node] + level]; }
@@ -206,11 +209,13 @@ class flat_lists {
   std::size_t cap0_, capu_;
   std::vector<std::uint64_t> edge_at_;
   std::vector<std::uint32_t> count_at_;
-  std::vector<edge> edges_;
+  std::vector<hnsw::edge> edges_;
   std::vector<std::uint32_t> counts_;
 };
 
-}  // namespace builder_detail
+}  // namespace lancet::index::detail
+
+namespace lancet::index::hnsw {
 
 // The graph over n nodes; dist(a, b) -> float; prefetch(a) hints that node a's data
 // is about to be read.
@@ -231,14 +236,14 @@ inline graph build(std::size_t n, const build_params& p, const Dist& dist, const
     levels_above[i] = std::uint8_t(l);
     if (l > top || i == 0) top = l, g.entry_point = std::uint32_t(i);
   }
-  builder_detail::flat_lists lists(levels_above, p);
+  detail::flat_lists lists(levels_above, p);
   // Lists change only after a node's searches, never during one.
   const auto neighbors = [&lists](std::uint32_t node, std::size_t level) {
     if (level >= lists.levels(node)) return edge_ids{nullptr, nullptr};
     const edge* b = lists.list(node, level);
     return edge_ids{b, b + lists.count(node, level)};
   };
-  builder_detail::candidate_pool pool;
+  detail::candidate_pool pool;
   visited_set visited;
   std::vector<scored> found;
   std::vector<edge> scratch;
@@ -259,7 +264,7 @@ inline graph build(std::size_t n, const build_params& p, const Dist& dist, const
       scratch.clear();
       for (const auto& s : found)
         if (s.id != node) scratch.push_back({s.id, s.distance});
-      lists.count(node, level) = std::uint32_t(builder_detail::select_heuristic(
+      lists.count(node, level) = std::uint32_t(detail::select_heuristic(
           scratch.data(), scratch.size(), p.max_neighbors(level), keep_at_least, dist, lists.list(node, level),
           rejected));
       if (!found.empty()) ep = found.front();
@@ -278,7 +283,7 @@ inline graph build(std::size_t n, const build_params& p, const Dist& dist, const
         if (size > m_max) {
           scratch.assign(theirs, theirs + size);
           size = std::uint32_t(
-              builder_detail::select_heuristic(scratch.data(), scratch.size(), m_max, keep_at_least, dist, theirs, rejected));
+              detail::select_heuristic(scratch.data(), scratch.size(), m_max, keep_at_least, dist, theirs, rejected));
         }
       }
     }

@@ -14,22 +14,18 @@
 #include <string>
 #include <vector>
 
+#include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/hnsw/graph.hpp"
 #include "lancet/index/storage_reader.hpp"
 #include "lancet/index/storage_writer.hpp"
 
 namespace lancet::index::hnsw {
 
-inline constexpr std::string_view metadata_key = "lance:hnsw";
-inline constexpr std::string_view vector_id_column = "__vector_id";
-inline constexpr std::string_view neighbors_column = "__neighbors";
-inline constexpr std::string_view distance_column = "_distance";
-
 inline arrow::schema index_schema() {
   arrow::schema s;
-  s.fields.push_back({std::string(vector_id_column), arrow::uint32(), true, {}});
-  s.fields.push_back({std::string(neighbors_column), arrow::list(arrow::uint32()), true, {}});
-  s.fields.push_back({std::string(distance_column), arrow::list(arrow::float32()), true, {}});
+  s.fields.push_back({std::string(detail::hnsw_vector_id_column), arrow::uint32(), true, {}});
+  s.fields.push_back({std::string(detail::hnsw_neighbors_column), arrow::list(arrow::uint32()), true, {}});
+  s.fields.push_back({std::string(detail::hnsw_distance_column), arrow::list(arrow::float32()), true, {}});
   return s;
 }
 
@@ -45,7 +41,10 @@ inline std::string metadata_json(const graph& g) {
   return s + "]}";
 }
 
-namespace file_detail {
+}  // namespace lancet::index::hnsw
+
+// Internals of the HNSW builder live in the index module's one detail namespace.
+namespace lancet::index::detail {
 
 template <class T>
 inline arrow::array_ptr list_array(const arrow::type_ptr& t, const std::vector<std::int32_t>& offsets,
@@ -63,7 +62,9 @@ inline arrow::array_ptr list_array(const arrow::type_ptr& t, const std::vector<s
   return a;
 }
 
-}  // namespace file_detail
+}  // namespace lancet::index::detail
+
+namespace lancet::index::hnsw {
 
 // Writes index.idx one partition's graph at a time, in partition order (the graphs
 // need not all be held at once): add() each of ivf's partitions, then finish().
@@ -104,8 +105,8 @@ class index_file_writer {
     aligned_buffer idb;
     idb.append(ids.data(), ids.size() * sizeof(std::uint32_t));
     b.columns.push_back(detail::primitive_array(arrow::uint32(), std::move(idb), ids.size()));
-    b.columns.push_back(file_detail::list_array(schema_.fields[1].type, off, nbrs));
-    b.columns.push_back(file_detail::list_array(schema_.fields[2].type, off, dists));
+    b.columns.push_back(detail::list_array(schema_.fields[1].type, off, nbrs));
+    b.columns.push_back(detail::list_array(schema_.fields[2].type, off, dists));
     w_.write_batch(b);
   }
 
@@ -116,7 +117,7 @@ class index_file_writer {
     const std::string pb = pb::encode(sub_.to_pb());
     const auto buffer = w_.add_global_buffer({reinterpret_cast<const std::uint8_t*>(pb.data()), pb.size()});
     w_.add_schema_metadata(std::string(index::detail::index_metadata_key), index_metadata_json(index_type_, distance_));
-    w_.add_schema_metadata(std::string(metadata_key), json::string_list(meta_));
+    w_.add_schema_metadata(std::string(detail::hnsw_metadata_key), json::string_list(meta_));
     w_.add_schema_metadata(std::string(index::detail::ivf_metadata_key), std::to_string(buffer));
     return w_.finish();
   }
@@ -149,7 +150,7 @@ template <io::source Source>
 graph read_graph(const file::file_reader<Source>& r, const index_file_info& info, std::size_t p,
                  const std::string& what = "index.idx") {
   const std::string who = what + " partition " + std::to_string(p);
-  if (info.sub_index_key != metadata_key || p >= info.sub_index_metadata.size())
+  if (info.sub_index_key != detail::hnsw_metadata_key || p >= info.sub_index_metadata.size())
     throw corrupt_error(who + ": no lance:hnsw entry");
   graph g;
   const auto& text = info.sub_index_metadata[p];
@@ -170,7 +171,7 @@ graph read_graph(const file::file_reader<Source>& r, const index_file_info& info
   if (offsets.size() < 2 || offsets.back() != end - begin)
     throw corrupt_error(who + ": level_offsets end at " + (offsets.empty() ? "nothing" : std::to_string(offsets.back())) +
                         " but the partition has " + std::to_string(end - begin) + " rows");
-  const auto batch = r.read({{std::string(vector_id_column), std::string(neighbors_column), std::string(distance_column)},
+  const auto batch = r.read({{std::string(detail::hnsw_vector_id_column), std::string(detail::hnsw_neighbors_column), std::string(detail::hnsw_distance_column)},
                              std::pair{begin, end}, std::nullopt});
   const arrow::array_data& idc = *batch.columns[0];
   const arrow::array_data& nc = *batch.columns[1];

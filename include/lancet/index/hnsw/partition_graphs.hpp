@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
@@ -28,23 +30,28 @@ namespace lancet::index::hnsw {
 inline std::vector<float> decode_rows(const quantizer_params& q, const partition_contents& pc, std::size_t dim) {
   const std::size_t n = pc.size();
   std::vector<float> out(n * dim);
-  if (const auto* f = std::get_if<flat_params>(&q)) {
-    const auto* b = pc.codes.data();
-    for (std::size_t i = 0; i < n * dim; ++i) switch (f->element) {
-        case element_type::f32: out[i] = reinterpret_cast<const float*>(b)[i]; break;
-        case element_type::f64: out[i] = float(reinterpret_cast<const double*>(b)[i]); break;
-        case element_type::f16: out[i] = reinterpret_cast<const simd::f16*>(b)[i].to_float(); break;
-        case element_type::u8: out[i] = float(b[i]); break;
-      }
-  } else if (const auto* s = std::get_if<sq_params>(&q)) {
-    sq::decode(sq::from_params(*s), pc.codes.data(), n, out.data());
-  } else if (const auto* p = std::get_if<pq_params>(&q)) {
-    const auto m = pq::from_params<float>(*p, simd::distance_type::l2);
-    const std::size_t w = m.code_bytes();
-    for (std::size_t i = 0; i < n; ++i) pq::decode(m, pc.codes.data() + i * w, out.data() + i * dim);
-  } else {
-    throw unsupported_error("HNSW over RaBitQ storage is not supported (Lance 12 has no IVF_HNSW_RQ)");
-  }
+  std::visit(
+      [&](const auto& qp) {
+        using P = std::remove_cvref_t<decltype(qp)>;
+        if constexpr (std::is_same_v<P, flat_params>) {
+          const auto* b = pc.codes.data();
+          for (std::size_t i = 0; i < n * dim; ++i) switch (qp.element) {
+              case element_type::f32: out[i] = reinterpret_cast<const float*>(b)[i]; break;
+              case element_type::f64: out[i] = float(reinterpret_cast<const double*>(b)[i]); break;
+              case element_type::f16: out[i] = reinterpret_cast<const simd::f16*>(b)[i].to_float(); break;
+              case element_type::u8: out[i] = float(b[i]); break;
+            }
+        } else if constexpr (std::is_same_v<P, sq_params>) {
+          sq::decode(sq::from_params(qp), pc.codes.data(), n, out.data());
+        } else if constexpr (std::is_same_v<P, pq_params>) {
+          const auto m = pq::from_params<float>(qp, simd::distance_type::l2);
+          const std::size_t w = m.code_bytes();
+          for (std::size_t i = 0; i < n; ++i) pq::decode(m, pc.codes.data() + i * w, out.data() + i * dim);
+        } else {
+          throw unsupported_error("HNSW over RaBitQ storage is not supported (Lance 12 has no IVF_HNSW_RQ)");
+        }
+      },
+      q);
   return out;
 }
 
@@ -64,7 +71,10 @@ inline float row_distance(simd::distance_type d, const float* a, const float* b,
   throw unsupported_error("HNSW does not support hamming distance");
 }
 
-namespace graphs_detail {
+}  // namespace lancet::index::hnsw
+
+// Internals of the HNSW builder live in the index module's one detail namespace.
+namespace lancet::index::detail {
 
 // Prefetches the first cache lines of a row (up to 512 bytes: a 128-d f32 row).
 inline void prefetch_row(const void* p, std::size_t bytes) noexcept {
@@ -72,7 +82,9 @@ inline void prefetch_row(const void* p, std::size_t bytes) noexcept {
   for (std::size_t o = 0; o < std::min<std::size_t>(bytes, 512); o += 64) __builtin_prefetch(c + o);
 }
 
-}  // namespace graphs_detail
+}  // namespace lancet::index::detail
+
+namespace lancet::index::hnsw {
 
 // One partition's graph.
 inline graph build_partition(const quantizer_params& q, simd::distance_type distance, const partition_contents& pc,
@@ -92,7 +104,7 @@ inline graph build_partition(const quantizer_params& q, simd::distance_type dist
         [codes, dim, scale](std::uint32_t a, std::uint32_t b) {
           return float(simd::detail::l2_u8(codes + std::size_t(a) * dim, codes + std::size_t(b) * dim, dim)) * scale;
         },
-        [codes, dim](std::uint32_t a) { graphs_detail::prefetch_row(codes + std::size_t(a) * dim, dim); });
+        [codes, dim](std::uint32_t a) { detail::prefetch_row(codes + std::size_t(a) * dim, dim); });
   }
   const auto rows = decode_rows(q, pc, dim);
   return build(
@@ -100,7 +112,7 @@ inline graph build_partition(const quantizer_params& q, simd::distance_type dist
       [&](std::uint32_t a, std::uint32_t b) {
         return row_distance(d, rows.data() + std::size_t(a) * dim, rows.data() + std::size_t(b) * dim, dim);
       },
-      [&](std::uint32_t a) { graphs_detail::prefetch_row(rows.data() + std::size_t(a) * dim, dim * sizeof(float)); });
+      [&](std::uint32_t a) { detail::prefetch_row(rows.data() + std::size_t(a) * dim, dim * sizeof(float)); });
 }
 
 // What building one partition's graph of `rows` rows holds, in bytes (an estimate from

@@ -62,6 +62,18 @@ inline std::vector<std::size_t> sample_rows(std::size_t n, std::size_t limit, st
   return index::detail::sample_indices(n, limit, rng);
 }
 
+// ---- row checks and normalisation (the one home of both) ------------------------
+// Lance normalises a cosine row by dividing it by its norm (a zero row becomes NaN)
+// and its KeepFiniteVectors transform then drops rows holding a non-finite value, so
+// neither a zero row (cosine) nor a non-finite one is ever trained on or indexed. The
+// two paths of lancet differ on purpose only in when they check and in precision:
+//  - building / optimising an index checks each column row with indexable_row first
+//    and stores normalise_row_double's rows (norm and division in double, rounded to
+//    the element type) in IVF_FLAT and uses them for k-means and partition routing;
+//  - quantizer training / encoding and queries normalise in the working precision
+//    with normalise_row, which itself rejects a zero or non-finite norm (the caller
+//    drops the row, fills it with NaN, or refuses the query).
+
 // Whether every value of the row is finite.
 template <class T>
 inline bool row_is_finite(const T* row, std::size_t d) {
@@ -70,15 +82,46 @@ inline bool row_is_finite(const T* row, std::size_t d) {
   return true;
 }
 
+// Whether a row of a vector column is indexed: every value finite and, under cosine,
+// a non-zero norm (uint8 rows, hamming's, always are).
+template <class T>
+inline bool indexable_row(const T* row, std::size_t d, simd::distance_type metric) {
+  if constexpr (std::is_same_v<T, std::uint8_t>) {
+    (void)row, (void)d, (void)metric;
+    return true;
+  } else {
+    double norm_sq = 0;
+    for (std::size_t i = 0; i < d; ++i) {
+      const double v = to_work<double>(row[i]);
+      if (!std::isfinite(v)) return false;
+      norm_sq += v * v;
+    }
+    return metric != simd::distance_type::cosine || norm_sq > 0;
+  }
+}
+
 // Scales the row (in working precision) to unit length; false for a zero or
-// non-finite norm (Lance's normalisation then yields NaN and the row is dropped).
+// non-finite norm (the row is then left as it was).
 template <class W>
-inline bool normalize_row(W* row, std::size_t d) {
+inline bool normalise_row(W* row, std::size_t d) {
   const W n = std::sqrt(simd::norm_sq(row, d));
   if (!(n > W(0)) || !std::isfinite(n)) return false;
   const W inv = W(1) / n;
   for (std::size_t i = 0; i < d; ++i) row[i] *= inv;
   return true;
+}
+
+// Divides an indexable row (indexable_row under cosine: finite, non-zero) of element
+// type T by its norm, both computed in double, each value rounded back to T.
+template <class T>
+inline void normalise_row_double(T* row, std::size_t d) {
+  double norm_sq = 0;
+  for (std::size_t i = 0; i < d; ++i) {
+    const double v = to_work<double>(row[i]);
+    norm_sq += v * v;
+  }
+  const double n = std::sqrt(norm_sq);
+  for (std::size_t i = 0; i < d; ++i) row[i] = from_work<T>(to_work<double>(row[i]) / n);
 }
 
 // Rounds values of working precision W to the element type T and back: Lance keeps
@@ -112,7 +155,7 @@ inline std::size_t prepare_training_rows_in_place(T* rows, std::size_t n, std::s
     const T* src = rows + r * d;
     for (std::size_t i = 0; i < d; ++i) tmp[i] = to_work<W>(src[i]);
     bool ok = row_is_finite(tmp.data(), d);
-    if (ok && cosine) ok = normalize_row(tmp.data(), d);
+    if (ok && cosine) ok = normalise_row(tmp.data(), d);
     if (!ok) {
       ++lost;
       continue;
@@ -183,7 +226,7 @@ inline bool ivf_input_row(const ivf_input<C>& in, const T* rows, std::size_t r, 
   for (std::size_t i = 0; i < d; ++i) out[i] = to_work<W>(rows[r * d + i]);
   bool ok = true;
   if (in.distance == simd::distance_type::cosine) {
-    ok = normalize_row(out, d);
+    ok = normalise_row(out, d);
     round_through<T>(out, d);
   }
   if (ok && in.residual) {

@@ -66,6 +66,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/kmeans.hpp"
+#include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/simd/distance.hpp"
@@ -622,27 +623,6 @@ inline void encode_for_ivf(const model<C>& pq, const T* rows, std::size_t n, dis
   const std::size_t d = pq.dimension;
   detail::encode_rows<W>(pq, n, codes, pool,
                          [&](std::size_t r, W* out) { quantizer::ivf_input_row(in, rows, r, d, out); });
-}
-
-// Row-major codes (n x code_bytes) -> Lance's storage layout [code_bytes][n].
-inline void transpose_codes(const std::uint8_t* codes, std::size_t n, std::size_t code_bytes, std::uint8_t* out) {
-  const std::size_t tile = 64;
-  for (std::size_t r0 = 0; r0 < n; r0 += tile) {
-    const std::size_t r1 = std::min(n, r0 + tile);
-    for (std::size_t b = 0; b < code_bytes; ++b)
-      for (std::size_t r = r0; r < r1; ++r) out[b * n + r] = codes[r * code_bytes + b];
-  }
-}
-
-// Lance's storage layout [code_bytes][n] -> row-major codes.
-inline void untranspose_codes(const std::uint8_t* transposed, std::size_t n, std::size_t code_bytes,
-                              std::uint8_t* out) {
-  const std::size_t tile = 64;
-  for (std::size_t r0 = 0; r0 < n; r0 += tile) {
-    const std::size_t r1 = std::min(n, r0 + tile);
-    for (std::size_t b = 0; b < code_bytes; ++b)
-      for (std::size_t r = r0; r < r1; ++r) out[r * code_bytes + b] = transposed[b * n + r];
-  }
 }
 
 // The centroid index of sub-vector s in a row-major code row.

@@ -4,7 +4,7 @@
 //   index::rabitq::encoded_rows out(n, rq.code_bytes());
 //   index::rabitq::encode_for_ivf(rq, rows, n, distance_type::l2, centroids, k, partitions,
 //                                 out, &pool);           // codes + the factors Lance stores
-//   auto packed = index::rabitq::pack_codes(codes_of_one_partition, rows_in_partition, ...);
+//   index::pack_rabit_codes(codes_of_one_partition, rows_in_partition, code_bytes, out);
 //   index::rabitq::query_estimator est(rq, query, distance_type::l2);   // per query
 //   est.scan(transposed_codes, n, add, scale, query_factor(...), out);  // per partition
 //
@@ -33,7 +33,7 @@
 //   -<q',c'> for dot and |q - c|^2 - 1 for cosine;
 // - storage: per partition, full blocks of 32 rows in the fast-scan layout (4-bit
 //   nibbles of 32 rows interleaved in Lance's PERM0 order) and the remaining rows
-//   transposed ([code_bytes][rest]); `packed: true` in the metadata (pack_codes).
+//   transposed ([code_bytes][rest]); `packed: true` in the metadata (pack_rabit_codes, code_layout.hpp).
 // Verified against LanceDB 0.39 (tests/fixtures/quantizer): for LanceDB's signs and
 // centroids our codes, packing and add / scale / error factors equal LanceDB's (l2,
 // dot, cosine; power-of-two and Kac dimensions; f32 and f16), also the sign codes of
@@ -60,6 +60,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/kmeans.hpp"
+#include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
 #include "lancet/index/quantizer/pq.hpp"
 #include "lancet/index/quantizer_storage.hpp"
@@ -77,11 +78,10 @@ inline const char* estimator_name(estimator_type t) noexcept {
   return t == estimator_type::raw_query ? "raw_query" : "residual_query";
 }
 
+namespace detail {
 inline constexpr std::size_t fast_rotation_rounds = 4;
 inline constexpr float error_epsilon = 1.9f;  // Lance's RABIT_ERROR_EPSILON
-inline constexpr std::size_t block_rows = 32;  // rows per fast-scan block (Lance's BATCH_SIZE)
-// Lance's PERM0: the order of rows within each 16-byte half of a fast-scan block.
-inline constexpr std::array<std::uint8_t, 16> perm0 = {0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15};
+}  // namespace detail
 
 struct params {
   std::uint8_t num_bits = 1;  // lancet encodes 1 bit per dimension
@@ -117,9 +117,9 @@ struct model {
       throw invalid_input_error("RaBitQ: vector dimension must be divisible by 8 for IVF_RQ, got " +
                                 std::to_string(dimension));
     if (rotation == rotation_type::fast &&
-        fast_rotation_signs.size() != fast_rotation_rounds * ((dimension + 7) / 8))
+        fast_rotation_signs.size() != detail::fast_rotation_rounds * ((dimension + 7) / 8))
       throw invalid_input_error("RaBitQ: fast_rotation_signs has " + std::to_string(fast_rotation_signs.size()) +
-                                " bytes, expected " + std::to_string(fast_rotation_rounds * ((dimension + 7) / 8)) +
+                                " bytes, expected " + std::to_string(detail::fast_rotation_rounds * ((dimension + 7) / 8)) +
                                 " for dimension " + std::to_string(dimension));
     if (rotation == rotation_type::matrix && rotate_mat.size() != dimension * dimension)
       throw invalid_input_error("RaBitQ: rotation matrix has " + std::to_string(rotate_mat.size()) +
@@ -273,7 +273,7 @@ inline model make(std::size_t dim, const params& p = {}) {
     throw invalid_input_error("RaBitQ: vector dimension must be divisible by 8 for IVF_RQ, got " + std::to_string(dim));
   index::detail::rng64 rng(quantizer::mix_seed(p.seed, 0x5241424954ull));
   if (p.rotation == rotation_type::fast) {
-    m.fast_rotation_signs.resize(fast_rotation_rounds * ((dim + 7) / 8));
+    m.fast_rotation_signs.resize(detail::fast_rotation_rounds * ((dim + 7) / 8));
     for (auto& b : m.fast_rotation_signs) b = static_cast<std::uint8_t>(rng.next() >> 56);
   } else {
     detail::normal_rng g(rng.next());
@@ -287,7 +287,7 @@ inline model make(std::size_t dim, const params& p = {}) {
 }
 
 // Rows encoded for storage: codes row-major (n x code_bytes, pack per partition with
-// pack_codes before writing) and Lance's factor columns.
+// pack_rabit_codes before writing) and Lance's factor columns.
 struct encoded_rows {
   std::vector<std::uint8_t> codes;   // _rabit_codes
   std::vector<float> add_factors;    // __add_factors
@@ -358,7 +358,7 @@ inline void encode_for_ivf(const model& m, const T* rows, std::size_t n, distanc
                                   std::to_string(p) + " of " + std::to_string(num_partitions));
       for (std::size_t i = 0; i < d; ++i) v[i] = quantizer::to_work<W>(rows[row * d + i]);
       if (distance == distance_type::cosine) {
-        quantizer::normalize_row(v.data(), d);
+        quantizer::normalise_row(v.data(), d);
         quantizer::round_through<T>(v.data(), d);
       }
       for (std::size_t i = 0; i < d; ++i) cw[i] = quantizer::to_work<W>(centroids[std::size_t(p) * d + i]);
@@ -416,50 +416,12 @@ inline void encode_for_ivf(const model& m, const T* rows, std::size_t n, distanc
 
 // ---- storage layout ---------------------------------------------------------------
 
-// Row-major codes of one partition (n x code_bytes) -> Lance's packed layout: each
-// full block of 32 rows as code_bytes groups of 32 bytes (low nibbles of the block's
-// rows, then high nibbles, two rows per byte in PERM0 order), then the remaining
-// n % 32 rows transposed ([code_bytes][rest]).
-inline void pack_codes(const std::uint8_t* codes, std::size_t n, std::size_t code_bytes, std::uint8_t* out) {
-  const std::size_t full = n / block_rows * block_rows;
-  for (std::size_t r0 = 0; r0 < full; r0 += block_rows) {
-    std::uint8_t* blk = out + r0 * code_bytes;
-    for (std::size_t b = 0; b < code_bytes; ++b) {
-      std::uint8_t* o = blk + b * block_rows;
-      for (std::size_t j = 0; j < 16; ++j) {
-        const std::uint8_t a = codes[(r0 + perm0[j]) * code_bytes + b];
-        const std::uint8_t c = codes[(r0 + perm0[j] + 16) * code_bytes + b];
-        o[j] = static_cast<std::uint8_t>((a & 0x0fu) | ((c & 0x0fu) << 4));
-        o[j + 16] = static_cast<std::uint8_t>((a >> 4) | (c & 0xf0u));
-      }
-    }
-  }
-  pq::transpose_codes(codes + full * code_bytes, n - full, code_bytes, out + full * code_bytes);
-}
-
-// The inverse of pack_codes.
-inline void unpack_codes(const std::uint8_t* packed, std::size_t n, std::size_t code_bytes, std::uint8_t* out) {
-  const std::size_t full = n / block_rows * block_rows;
-  for (std::size_t r0 = 0; r0 < full; r0 += block_rows) {
-    const std::uint8_t* blk = packed + r0 * code_bytes;
-    for (std::size_t b = 0; b < code_bytes; ++b) {
-      const std::uint8_t* o = blk + b * block_rows;
-      for (std::size_t j = 0; j < 16; ++j) {
-        const std::uint8_t lo = o[j], hi = o[j + 16];
-        out[(r0 + perm0[j]) * code_bytes + b] = static_cast<std::uint8_t>((lo & 0x0fu) | ((hi & 0x0fu) << 4));
-        out[(r0 + perm0[j] + 16) * code_bytes + b] = static_cast<std::uint8_t>((lo >> 4) | (hi & 0xf0u));
-      }
-    }
-  }
-  pq::untranspose_codes(packed + full * code_bytes, n - full, code_bytes, out + full * code_bytes);
-}
-
 // Packed partition codes -> transposed [code_bytes][n] (what query_estimator scans).
 inline void packed_to_transposed(const std::uint8_t* packed, std::size_t n, std::size_t code_bytes,
                                  std::uint8_t* out) {
   std::vector<std::uint8_t> rows(n * code_bytes);
-  unpack_codes(packed, n, code_bytes, rows.data());
-  pq::transpose_codes(rows.data(), n, code_bytes, out);
+  unpack_rabit_codes(packed, n, code_bytes, rows.data());
+  transpose_codes(rows.data(), n, code_bytes, out);
 }
 
 // ---- search -------------------------------------------------------------------
@@ -483,7 +445,7 @@ class query_estimator {
     if (distance == distance_type::cosine) {
       std::vector<double> q(d_);
       for (std::size_t i = 0; i < d_; ++i) q[i] = quantizer::to_work<double>(query[i]);
-      quantizer::normalize_row(q.data(), d_);
+      quantizer::normalise_row(q.data(), d_);
       m.rotate(q.data(), rotated_.data());
     } else {
       m.rotate(query, rotated_.data());

@@ -1,14 +1,18 @@
-// How each quantizer is stored in an IVF index's auxiliary.idx, as Lance 12 does it:
-// its Lance index type name, the checks that its parameters are storable, its
-// Arrow columns, and its `storage_metadata` JSON, written and read back (the PQ
+// How each quantizer is stored in an IVF index's auxiliary.idx, as Lance 12 does it,
+// as one interface per quantizer (quantizer_traits): its Lance index type name, the
+// checks that its parameters are storable, its Arrow columns, its code layout, and
+// its `storage_metadata` JSON, written and read back (the PQ
 // codebook and the RaBitQ rotation matrix live in global buffers that the JSON
 // names). The file itself is written by storage_writer.hpp and read by
 // storage_reader.hpp.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -17,6 +21,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/ivf_model.hpp"
+#include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/json/access.hpp"
 #include "lancet/json/write.hpp"
@@ -24,88 +29,6 @@
 #include "lancet/schema/lance_schema.hpp"
 
 namespace lancet::index {
-
-// Lance's index type names.
-inline std::string index_type_name(const quantizer_params& q) {
-  if (std::holds_alternative<flat_params>(q)) return "IVF_FLAT";
-  if (std::holds_alternative<pq_params>(q)) return "IVF_PQ";
-  if (std::holds_alternative<sq_params>(q)) return "IVF_SQ";
-  return "IVF_RQ";
-}
-
-// The same with an HNSW sub-index ("IVF_HNSW_SQ", ...).
-inline std::string hnsw_index_type_name(const quantizer_params& q) {
-  return "IVF_HNSW_" + index_type_name(q).substr(4);
-}
-
-// Checks that the parameters describe something Lance can store.
-inline void validate(const quantizer_params& q) {
-  if (const auto* f = std::get_if<flat_params>(&q)) {
-    if (f->dimension == 0) throw invalid_input_error("IVF_FLAT: the dimension must be positive");
-  } else if (const auto* p = std::get_if<pq_params>(&q)) {
-    if (p->num_bits != 8 && p->num_bits != 4)
-      throw invalid_input_error("IVF_PQ: num_bits must be 8 or 4, got " + std::to_string(p->num_bits));
-    if (p->num_sub_vectors == 0 || p->dimension == 0 || p->dimension % p->num_sub_vectors)
-      throw invalid_input_error("IVF_PQ: dimension " + std::to_string(p->dimension) +
-                                " is not divisible by num_sub_vectors " + std::to_string(p->num_sub_vectors));
-    if (p->num_bits == 4 && p->num_sub_vectors % 2)
-      throw invalid_input_error("IVF_PQ: 4-bit codes need an even num_sub_vectors, got " +
-                                std::to_string(p->num_sub_vectors));
-    const std::size_t rows = std::size_t(p->num_sub_vectors) << p->num_bits;
-    const std::size_t cols = p->dimension / p->num_sub_vectors;
-    if (p->codebook.rows != rows || p->codebook.cols != cols)
-      throw invalid_input_error("IVF_PQ: the codebook must be " + std::to_string(rows) + " x " + std::to_string(cols) +
-                                " ([num_sub_vectors][2^num_bits][dimension / num_sub_vectors]), got " +
-                                std::to_string(p->codebook.rows) + " x " + std::to_string(p->codebook.cols));
-    if (p->codebook.type == element_type::u8) throw invalid_input_error("IVF_PQ: the codebook must hold floats");
-  } else if (const auto* s = std::get_if<sq_params>(&q)) {
-    if (s->dimension == 0) throw invalid_input_error("IVF_SQ: the dimension must be positive");
-    if (s->num_bits != 8) throw invalid_input_error("IVF_SQ: num_bits must be 8, got " + std::to_string(s->num_bits));
-    if (!(s->lower <= s->upper))
-      throw invalid_input_error("IVF_SQ: the bounds [" + std::to_string(s->lower) + ", " + std::to_string(s->upper) +
-                                "] are empty or not numbers");
-  } else {
-    const auto& r = std::get<rq_params>(q);
-    if (r.code_dim == 0 || r.code_dim % 8)
-      throw invalid_input_error("IVF_RQ: code_dim must be a positive multiple of 8, got " + std::to_string(r.code_dim));
-    if (r.num_bits == 0 || r.num_bits > 8)
-      throw invalid_input_error("IVF_RQ: num_bits must be 1 to 8, got " + std::to_string(r.num_bits));
-    if (r.num_bits > 1 && r.ex_code_bytes == 0)
-      throw invalid_input_error("IVF_RQ: " + std::to_string(r.num_bits) + "-bit codes need ex_code_bytes");
-    if (r.rotation_type == rq_params::rotation::matrix && !r.rotate_mat)
-      throw invalid_input_error("IVF_RQ: a matrix rotation needs rotate_mat");
-    if (r.rotation_type == rq_params::rotation::fast && r.fast_rotation_signs.empty())
-      throw invalid_input_error("IVF_RQ: a fast rotation needs fast_rotation_signs");
-  }
-}
-
-// The quantizer's JSON in storage_metadata. `buffer` is the global buffer holding
-// the PQ codebook or the RaBitQ rotation matrix (ignored otherwise).
-inline std::string quantizer_metadata_json(const quantizer_params& q, std::uint32_t buffer) {
-  using json::quote;
-  if (const auto* f = std::get_if<flat_params>(&q)) return "{\"dim\":" + std::to_string(f->dimension) + "}";
-  if (const auto* p = std::get_if<pq_params>(&q))
-    return "{\"codebook_position\":" + std::to_string(buffer) + ",\"nbits\":" + std::to_string(p->num_bits) +
-           ",\"num_sub_vectors\":" + std::to_string(p->num_sub_vectors) + ",\"dimension\":" +
-           std::to_string(p->dimension) + ",\"codebook_tensor\":[],\"transposed\":true}";
-  if (const auto* s = std::get_if<sq_params>(&q))
-    return "{\"dim\":" + std::to_string(s->dimension) + ",\"num_bits\":" + std::to_string(s->num_bits) +
-           ",\"bounds\":{\"start\":" + json::serde_number(s->lower) + ",\"end\":" + json::serde_number(s->upper) + "}}";
-  const auto& r = std::get<rq_params>(q);
-  std::string signs = "null";
-  if (r.rotation_type == rq_params::rotation::fast) {
-    signs = "[";
-    for (std::size_t i = 0; i < r.fast_rotation_signs.size(); ++i)
-      signs += (i ? "," : "") + std::to_string(r.fast_rotation_signs[i]);
-    signs += "]";
-  }
-  return "{\"rotate_mat_position\":" +
-         (r.rotation_type == rq_params::rotation::matrix ? std::to_string(buffer) : std::string("null")) +
-         ",\"fast_rotation_signs\":" + signs + ",\"rotation_type\":" +
-         quote(r.rotation_type == rq_params::rotation::fast ? "fast" : "matrix") + ",\"code_dim\":" +
-         std::to_string(r.code_dim) + ",\"num_bits\":" + std::to_string(r.num_bits) +
-         ",\"packed\":true,\"query_estimator\":" + quote(r.query_estimator) + "}";
-}
 
 namespace detail {
 
@@ -129,20 +52,170 @@ inline arrow::field plain_field(std::string_view name, arrow::type_ptr t, bool n
 
 }  // namespace detail
 
-// auxiliary.idx's columns, as Lance 12 declares them.
-inline arrow::schema storage_schema(const quantizer_params& q) {
-  arrow::schema s;
-  s.fields.push_back(detail::plain_field(detail::row_id_column, arrow::uint64(), true));
-  if (const auto* f = std::get_if<flat_params>(&q)) {
+// ---- one interface per quantizer ------------------------------------------------
+// quantizer_traits<P> says everything about how quantizer P is stored, so that the
+// places handling any quantizer visit quantizer_params once and ask its traits:
+//   name             Lance's index type without "IVF_" / "IVF_HNSW_" ("PQ", ...)
+//   index_version    Lance's IndexMetadata index_version for it
+//   has_factors      whether rows carry RaBitQ's add / scale / error factors
+//   validate         the checks that the parameters are storable
+//   metadata_json    its `storage_metadata` JSON (`buffer`: its global buffer)
+//   add_columns      auxiliary.idx's code (and factor) columns after _rowid
+//   global_buffer    the tensor stored in a global buffer (PQ codebook, RaBitQ
+//                    rotation matrix), if any
+//   compression      its case of VectorIndexDetails' compression (the manifest's)
+//   store_codes      row-major codes [n][w] -> the stored layout (code_layout.hpp)
+//   load_codes       the stored layout -> row-major; `lance_layout` false for files
+//                    of older Lance versions, which store the codes row-major
+template <class P>
+struct quantizer_traits;
+
+template <class Q>
+using traits_of = quantizer_traits<std::remove_cvref_t<Q>>;
+
+namespace detail {
+// What flat and SQ storage share: version-1 indexes, no factors, no global buffer,
+// row-major codes stored as they are.
+struct plain_storage {
+  static constexpr std::int32_t index_version = 1;
+  static constexpr bool has_factors = false;
+  template <class P>
+  static std::optional<pb::index::tensor> global_buffer(const P&) {
+    return std::nullopt;
+  }
+  static void store_codes(const std::uint8_t* in, std::size_t n, std::size_t w, std::uint8_t* out) {
+    std::memcpy(out, in, n * w);
+  }
+  static void load_codes(const std::uint8_t* in, std::size_t n, std::size_t w, std::uint8_t* out, bool) {
+    std::memcpy(out, in, n * w);
+  }
+};
+}  // namespace detail
+
+// IVF_FLAT: the vectors themselves in column `flat`.
+template <>
+struct quantizer_traits<flat_params> : detail::plain_storage {
+  static constexpr std::string_view name = "FLAT";
+  static void validate(const flat_params& f) {
+    if (f.dimension == 0) throw invalid_input_error("IVF_FLAT: the dimension must be positive");
+  }
+  static std::string metadata_json(const flat_params& f, std::uint32_t) {
+    return "{\"dim\":" + std::to_string(f.dimension) + "}";
+  }
+  static void add_columns(const flat_params& f, arrow::schema& s) {
     // Float vectors are declared non-nullable, binary (hamming) ones nullable, as Lance 12 does.
-    s.fields.push_back(detail::fsl_field(detail::flat_column, detail::element_arrow_type(f->element), f->dimension,
-                                         f->element == element_type::u8));
-  } else if (const auto* p = std::get_if<pq_params>(&q)) {
-    s.fields.push_back(detail::fsl_field(detail::pq_code_column, arrow::uint8(), p->code_bytes(), true));
-  } else if (const auto* sq = std::get_if<sq_params>(&q)) {
-    s.fields.push_back(detail::fsl_field(detail::sq_code_column, arrow::uint8(), sq->dimension, true));
-  } else {
-    const auto& r = std::get<rq_params>(q);
+    s.fields.push_back(detail::fsl_field(detail::flat_column, detail::element_arrow_type(f.element), f.dimension,
+                                         f.element == element_type::u8));
+  }
+  static auto compression(const flat_params&) { return pb::index::vector_index_details::flat_compression{}; }
+};
+
+// IVF_PQ: codes transposed ([code byte][row]); the codebook in a global buffer.
+template <>
+struct quantizer_traits<pq_params> {
+  static constexpr std::string_view name = "PQ";
+  static constexpr std::int32_t index_version = 1;
+  static constexpr bool has_factors = false;
+  static void validate(const pq_params& p) {
+    if (p.num_bits != 8 && p.num_bits != 4)
+      throw invalid_input_error("IVF_PQ: num_bits must be 8 or 4, got " + std::to_string(p.num_bits));
+    if (p.num_sub_vectors == 0 || p.dimension == 0 || p.dimension % p.num_sub_vectors)
+      throw invalid_input_error("IVF_PQ: dimension " + std::to_string(p.dimension) +
+                                " is not divisible by num_sub_vectors " + std::to_string(p.num_sub_vectors));
+    if (p.num_bits == 4 && p.num_sub_vectors % 2)
+      throw invalid_input_error("IVF_PQ: 4-bit codes need an even num_sub_vectors, got " +
+                                std::to_string(p.num_sub_vectors));
+    const std::size_t rows = std::size_t(p.num_sub_vectors) << p.num_bits;
+    const std::size_t cols = p.dimension / p.num_sub_vectors;
+    if (p.codebook.rows != rows || p.codebook.cols != cols)
+      throw invalid_input_error("IVF_PQ: the codebook must be " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                " ([num_sub_vectors][2^num_bits][dimension / num_sub_vectors]), got " +
+                                std::to_string(p.codebook.rows) + " x " + std::to_string(p.codebook.cols));
+    if (p.codebook.type == element_type::u8) throw invalid_input_error("IVF_PQ: the codebook must hold floats");
+  }
+  static std::string metadata_json(const pq_params& p, std::uint32_t buffer) {
+    return "{\"codebook_position\":" + std::to_string(buffer) + ",\"nbits\":" + std::to_string(p.num_bits) +
+           ",\"num_sub_vectors\":" + std::to_string(p.num_sub_vectors) + ",\"dimension\":" +
+           std::to_string(p.dimension) + ",\"codebook_tensor\":[],\"transposed\":true}";
+  }
+  static void add_columns(const pq_params& p, arrow::schema& s) {
+    s.fields.push_back(detail::fsl_field(detail::pq_code_column, arrow::uint8(), p.code_bytes(), true));
+  }
+  // Lance's tensor of the codebook has shape [2^bits, dimension].
+  static std::optional<pb::index::tensor> global_buffer(const pq_params& p) {
+    pb::index::tensor t = to_tensor(p.codebook);
+    t.shape = {std::uint32_t(1) << p.num_bits, p.dimension};
+    return t;
+  }
+  static auto compression(const pq_params& p) {
+    return pb::index::vector_index_details::pq_compression{p.num_bits, p.num_sub_vectors};
+  }
+  static void store_codes(const std::uint8_t* in, std::size_t n, std::size_t w, std::uint8_t* out) {
+    transpose_codes(in, n, w, out);
+  }
+  static void load_codes(const std::uint8_t* in, std::size_t n, std::size_t w, std::uint8_t* out, bool lance_layout) {
+    if (lance_layout) untranspose_codes(in, n, w, out);
+    else std::memcpy(out, in, n * w);
+  }
+};
+
+// IVF_SQ: one byte per dimension, row-major.
+template <>
+struct quantizer_traits<sq_params> : detail::plain_storage {
+  static constexpr std::string_view name = "SQ";
+  static void validate(const sq_params& s) {
+    if (s.dimension == 0) throw invalid_input_error("IVF_SQ: the dimension must be positive");
+    if (s.num_bits != 8) throw invalid_input_error("IVF_SQ: num_bits must be 8, got " + std::to_string(s.num_bits));
+    if (!(s.lower <= s.upper))
+      throw invalid_input_error("IVF_SQ: the bounds [" + std::to_string(s.lower) + ", " + std::to_string(s.upper) +
+                                "] are empty or not numbers");
+  }
+  static std::string metadata_json(const sq_params& s, std::uint32_t) {
+    return "{\"dim\":" + std::to_string(s.dimension) + ",\"num_bits\":" + std::to_string(s.num_bits) +
+           ",\"bounds\":{\"start\":" + json::serde_number(s.lower) + ",\"end\":" + json::serde_number(s.upper) + "}}";
+  }
+  static void add_columns(const sq_params& s, arrow::schema& out) {
+    out.fields.push_back(detail::fsl_field(detail::sq_code_column, arrow::uint8(), s.dimension, true));
+  }
+  static auto compression(const sq_params& s) { return pb::index::vector_index_details::sq_compression{s.num_bits}; }
+};
+
+// IVF_RQ (RaBitQ): codes packed in blocks of 32 rows, per-row factors; a matrix
+// rotation in a global buffer. Lance 12 gives IVF_RQ indexes index_version 2.
+template <>
+struct quantizer_traits<rq_params> {
+  static constexpr std::string_view name = "RQ";
+  static constexpr std::int32_t index_version = 2;
+  static constexpr bool has_factors = true;
+  static void validate(const rq_params& r) {
+    if (r.code_dim == 0 || r.code_dim % 8)
+      throw invalid_input_error("IVF_RQ: code_dim must be a positive multiple of 8, got " + std::to_string(r.code_dim));
+    if (r.num_bits == 0 || r.num_bits > 8)
+      throw invalid_input_error("IVF_RQ: num_bits must be 1 to 8, got " + std::to_string(r.num_bits));
+    if (r.num_bits > 1 && r.ex_code_bytes == 0)
+      throw invalid_input_error("IVF_RQ: " + std::to_string(r.num_bits) + "-bit codes need ex_code_bytes");
+    if (r.rotation_type == rq_params::rotation::matrix && !r.rotate_mat)
+      throw invalid_input_error("IVF_RQ: a matrix rotation needs rotate_mat");
+    if (r.rotation_type == rq_params::rotation::fast && r.fast_rotation_signs.empty())
+      throw invalid_input_error("IVF_RQ: a fast rotation needs fast_rotation_signs");
+  }
+  static std::string metadata_json(const rq_params& r, std::uint32_t buffer) {
+    using json::quote;
+    std::string signs = "null";
+    if (r.rotation_type == rq_params::rotation::fast) {
+      signs = "[";
+      for (std::size_t i = 0; i < r.fast_rotation_signs.size(); ++i)
+        signs += (i ? "," : "") + std::to_string(r.fast_rotation_signs[i]);
+      signs += "]";
+    }
+    return "{\"rotate_mat_position\":" +
+           (r.rotation_type == rq_params::rotation::matrix ? std::to_string(buffer) : std::string("null")) +
+           ",\"fast_rotation_signs\":" + signs + ",\"rotation_type\":" +
+           quote(r.rotation_type == rq_params::rotation::fast ? "fast" : "matrix") + ",\"code_dim\":" +
+           std::to_string(r.code_dim) + ",\"num_bits\":" + std::to_string(r.num_bits) +
+           ",\"packed\":true,\"query_estimator\":" + quote(r.query_estimator) + "}";
+  }
+  static void add_columns(const rq_params& r, arrow::schema& s) {
     s.fields.push_back(detail::fsl_field(detail::rabit_code_column, arrow::uint8(), r.code_bytes(), true));
     s.fields.push_back(detail::plain_field(detail::add_factors_column, arrow::float32(), true));
     s.fields.push_back(detail::plain_field(detail::scale_factors_column, arrow::float32(), true));
@@ -153,16 +226,60 @@ inline arrow::schema storage_schema(const quantizer_params& q) {
       s.fields.push_back(detail::plain_field(detail::scale_factors_ex_column, arrow::float32(), true));
     }
   }
+  static std::optional<pb::index::tensor> global_buffer(const rq_params& r) {
+    if (r.rotation_type != rq_params::rotation::matrix) return std::nullopt;
+    return to_tensor(*r.rotate_mat);
+  }
+  static auto compression(const rq_params& r) { return pb::index::vector_index_details::rq_compression{r.num_bits}; }
+  static void store_codes(const std::uint8_t* in, std::size_t n, std::size_t w, std::uint8_t* out) {
+    pack_rabit_codes(in, n, w, out);
+  }
+  static void load_codes(const std::uint8_t* in, std::size_t n, std::size_t w, std::uint8_t* out, bool lance_layout) {
+    if (lance_layout) unpack_rabit_codes(in, n, w, out);
+    else std::memcpy(out, in, n * w);
+  }
+};
+
+// Lance's index type names ("IVF_PQ", ...).
+inline std::string index_type_name(const quantizer_params& q) {
+  return std::visit([](const auto& p) { return "IVF_" + std::string(traits_of<decltype(p)>::name); }, q);
+}
+
+// The same with an HNSW sub-index ("IVF_HNSW_SQ", ...).
+inline std::string hnsw_index_type_name(const quantizer_params& q) {
+  return std::visit([](const auto& p) { return "IVF_HNSW_" + std::string(traits_of<decltype(p)>::name); }, q);
+}
+
+// Checks that the parameters describe something Lance can store.
+inline void validate(const quantizer_params& q) {
+  std::visit([](const auto& p) { traits_of<decltype(p)>::validate(p); }, q);
+}
+
+// The quantizer's JSON in storage_metadata. `buffer` is the global buffer holding
+// the PQ codebook or the RaBitQ rotation matrix (ignored otherwise).
+inline std::string quantizer_metadata_json(const quantizer_params& q, std::uint32_t buffer) {
+  return std::visit([buffer](const auto& p) { return traits_of<decltype(p)>::metadata_json(p, buffer); }, q);
+}
+
+// auxiliary.idx's columns, as Lance 12 declares them.
+inline arrow::schema storage_schema(const quantizer_params& q) {
+  arrow::schema s;
+  s.fields.push_back(detail::plain_field(detail::row_id_column, arrow::uint64(), true));
+  std::visit([&s](const auto& p) { traits_of<decltype(p)>::add_columns(p, s); }, q);
   return s;
+}
+
+// Whether rows of quantizer q carry RaBitQ's add / scale / error factors.
+inline bool has_factors(const quantizer_params& q) {
+  return std::visit([](const auto& p) { return traits_of<decltype(p)>::has_factors; }, q);
 }
 
 // The quantizer read back from storage_metadata, and how its codes lie: files from
 // older Lance versions store PQ codes untransposed ("transposed": false) and RaBitQ
-// codes unpacked ("packed": false).
+// codes unpacked ("packed": false), i.e. row-major (quantizer_traits::load_codes).
 struct stored_quantizer {
   quantizer_params params;
-  bool pq_transposed = true;
-  bool rq_packed = true;
+  bool lance_layout = true;
 };
 
 // Reads the quantizer from `text` (the first storage_metadata entry) and the
@@ -171,7 +288,7 @@ struct stored_quantizer {
 template <class FileReader>
 stored_quantizer read_quantizer_metadata(const FileReader& file, const std::string& text, const std::string& file_what) {
   const std::string what = file_what + " storage_metadata";
-  bool pq_transposed = true, rq_packed = true;
+  bool lance_layout = true;
   const auto v = json::parse(text, what);
   const auto code_field = [&](std::size_t i) -> const schema::field& {
     if (file.schema().fields.size() <= i) throw corrupt_error(file_what + ": too few columns for its quantizer");
@@ -194,14 +311,14 @@ stored_quantizer read_quantizer_metadata(const FileReader& file, const std::stri
     if (std::uint32_t(af.type->list_size) != f.dimension)
       throw corrupt_error(file_what + ": storage_metadata says dim " + std::to_string(f.dimension) +
                           " but the flat column holds " + std::to_string(af.type->list_size));
-    return {std::move(f), pq_transposed, rq_packed};
+    return {std::move(f), lance_layout};
   }
   if (col.name == detail::pq_code_column) {
     pq_params p;
     p.num_bits = json::as_u32(json::member(v, "nbits", what), "nbits", what);
     p.num_sub_vectors = json::as_u32(json::member(v, "num_sub_vectors", what), "num_sub_vectors", what);
     p.dimension = json::as_u32(json::member(v, "dimension", what), "dimension", what);
-    if (const auto* t = v.find("transposed")) pq_transposed = json::as_bool(*t, "transposed", what);
+    if (const auto* t = v.find("transposed")) lance_layout = json::as_bool(*t, "transposed", what);
     pb::index::tensor tensor;
     const auto inline_bytes = v.find("codebook_tensor") ? json::as_bytes(*v.find("codebook_tensor"), "codebook_tensor", what)
                                                        : std::vector<std::uint8_t>{};
@@ -227,7 +344,7 @@ stored_quantizer read_quantizer_metadata(const FileReader& file, const std::stri
     cb.rows = std::size_t(p.num_sub_vectors) << p.num_bits;
     cb.cols = p.dimension / p.num_sub_vectors;
     p.codebook = std::move(cb);
-    return {std::move(p), pq_transposed, rq_packed};
+    return {std::move(p), lance_layout};
   }
   if (col.name == detail::sq_code_column) {
     sq_params s;
@@ -236,13 +353,13 @@ stored_quantizer read_quantizer_metadata(const FileReader& file, const std::stri
     const auto& b = json::member(v, "bounds", what);
     s.lower = json::as_f64(json::member(b, "start", what), "start", what);
     s.upper = json::as_f64(json::member(b, "end", what), "end", what);
-    return {std::move(s), pq_transposed, rq_packed};
+    return {std::move(s), lance_layout};
   }
   if (col.name == detail::rabit_code_column) {
     rq_params r;
     r.code_dim = json::as_u32(json::member(v, "code_dim", what), "code_dim", what);
     r.num_bits = json::as_u32(json::member(v, "num_bits", what), "num_bits", what);
-    if (const auto* pk = v.find("packed")) rq_packed = json::as_bool(*pk, "packed", what);
+    if (const auto* pk = v.find("packed")) lance_layout = json::as_bool(*pk, "packed", what);
     if (const auto* q = v.find("query_estimator")) r.query_estimator = json::as_string(*q, "query_estimator", what);
     const std::string rot = v.find("rotation_type") ? json::as_string(*v.find("rotation_type"), "rotation_type", what)
                                                     : std::string("matrix");
@@ -263,7 +380,7 @@ stored_quantizer read_quantizer_metadata(const FileReader& file, const std::stri
                                    std::string(detail::blocked_ex_codes_column));
       r.ex_code_bytes = std::uint32_t(schema::to_arrow(*ex).type->list_size);
     }
-    return {std::move(r), pq_transposed, rq_packed};
+    return {std::move(r), lance_layout};
   }
   throw unsupported_error(file_what + ": unknown quantizer storage column '" + col.name + "'");
 }
