@@ -8,7 +8,7 @@
 // other sub-messages are std::optional<T>. All structs are aggregates, so
 //   enc20::array_encoding{enc20::flat{.bits_per_value = 32, .buffer = enc20::buffer{}}}
 // builds a page encoding. Each message lists its fields in proto_fields(), in field-number
-// order, and gets prost-compatible encode/decode from pb/message.hpp.
+// order, and gets prost-compatible pb::encode / pb::decode from pb/message.hpp.
 #pragma once
 
 #include <cstdint>
@@ -38,8 +38,6 @@ struct buffer {
     return std::tuple{pb::field(f_buffer_index, &buffer::buffer_index, "Buffer.buffer_index"),
                       pb::field(f_buffer_type, &buffer::type, "Buffer.buffer_type")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static buffer decode(reader r) { return pb::decode_message<buffer>(std::move(r)); }
   bool operator==(const buffer&) const = default;
 };
 
@@ -52,8 +50,6 @@ struct nullable {
     static constexpr auto proto_fields() {
       return std::tuple{pb::field(f_values, &no_null::values, "Nullable.NoNull.values")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static no_null decode(reader r) { return pb::decode_message<no_null>(std::move(r)); }
     bool operator==(const no_null&) const = default;
   };
   struct some_null {
@@ -65,15 +61,11 @@ struct nullable {
       return std::tuple{pb::field(f_validity, &some_null::validity, "Nullable.SomeNull.validity"),
                         pb::field(f_values, &some_null::values, "Nullable.SomeNull.values")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static some_null decode(reader r) { return pb::decode_message<some_null>(std::move(r)); }
     bool operator==(const some_null&) const = default;
   };
   struct all_null {
     static constexpr std::string_view message_name = "Nullable.AllNull";
     static constexpr auto proto_fields() { return std::tuple{}; }
-    void encode(writer&) const {}
-    static all_null decode(reader r) { return pb::decode_message<all_null>(std::move(r)); }
     bool operator==(const all_null&) const = default;
   };
   // oneof nullability { NoNull no_nulls = 1; SomeNull some_nulls = 2; AllNull all_nulls = 3; }
@@ -83,8 +75,6 @@ struct nullable {
   static constexpr auto proto_fields() {
     return std::tuple{pb::only_oneof(&nullable::nullability, "Nullable")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static nullable decode(reader r) { return pb::decode_message<nullable>(std::move(r)); }
   bool operator==(const nullable&) const = default;
 };
 
@@ -99,8 +89,6 @@ struct list {
                       pb::field(f_null_offset_adjustment, &list::null_offset_adjustment, "List.null_offset_adjustment"),
                       pb::field(f_num_items, &list::num_items, "List.num_items")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static list decode(reader r) { return pb::decode_message<list>(std::move(r)); }
   bool operator==(const list&) const = default;
 };
 
@@ -115,8 +103,6 @@ struct fixed_size_list {
                       pb::field(f_items, &fixed_size_list::items, "FixedSizeList.items"),
                       pb::field(f_has_validity, &fixed_size_list::has_validity, "FixedSizeList.has_validity")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static fixed_size_list decode(reader r) { return pb::decode_message<fixed_size_list>(std::move(r)); }
   bool operator==(const fixed_size_list&) const = default;
 };
 
@@ -130,8 +116,6 @@ struct compression {
     return std::tuple{pb::field(f_scheme, &compression::scheme, "Compression.scheme"),
                       pb::field(f_level, &compression::level, "Compression.level")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static compression decode(reader r) { return pb::decode_message<compression>(std::move(r)); }
   bool operator==(const compression&) const = default;
 };
 
@@ -146,8 +130,6 @@ struct flat {
                       pb::field(f_buffer, &flat::buffer, "Flat.buffer"),
                       pb::field(f_compression, &flat::compression, "Flat.compression")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static flat decode(reader r) { return pb::decode_message<flat>(std::move(r)); }
   bool operator==(const flat&) const = default;
 };
 
@@ -158,8 +140,6 @@ struct constant {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_value, &constant::value, "Constant.value")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static constant decode(reader r) { return pb::decode_message<constant>(std::move(r)); }
   bool operator==(const constant&) const = default;
 };
 
@@ -177,8 +157,6 @@ struct bitpacked {
                       pb::field(f_buffer, &bitpacked::buffer, "Bitpacked.buffer"),
                       pb::field(f_signed, &bitpacked::is_signed, "Bitpacked.signed")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static bitpacked decode(reader r) { return pb::decode_message<bitpacked>(std::move(r)); }
   bool operator==(const bitpacked&) const = default;
 };
 
@@ -194,8 +172,6 @@ struct bitpacked_for_non_neg {
                       pb::field(f_uncompressed_bits_per_value, &bitpacked_for_non_neg::uncompressed_bits_per_value, "BitpackedForNonNeg.uncompressed_bits_per_value"),
                       pb::field(f_buffer, &bitpacked_for_non_neg::buffer, "BitpackedForNonNeg.buffer")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static bitpacked_for_non_neg decode(reader r) { return pb::decode_message<bitpacked_for_non_neg>(std::move(r)); }
   bool operator==(const bitpacked_for_non_neg&) const = default;
 };
 
@@ -206,8 +182,6 @@ struct inline_bitpacking {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_uncompressed_bits_per_value, &inline_bitpacking::uncompressed_bits_per_value, "InlineBitpacking.uncompressed_bits_per_value")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static inline_bitpacking decode(reader r) { return pb::decode_message<inline_bitpacking>(std::move(r)); }
   bool operator==(const inline_bitpacking&) const = default;
 };
 
@@ -220,8 +194,6 @@ struct out_of_line_bitpacking {
     return std::tuple{pb::field(f_uncompressed_bits_per_value, &out_of_line_bitpacking::uncompressed_bits_per_value, "OutOfLineBitpacking.uncompressed_bits_per_value"),
                       pb::field(f_compressed_bits_per_value, &out_of_line_bitpacking::compressed_bits_per_value, "OutOfLineBitpacking.compressed_bits_per_value")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static out_of_line_bitpacking decode(reader r) { return pb::decode_message<out_of_line_bitpacking>(std::move(r)); }
   bool operator==(const out_of_line_bitpacking&) const = default;
 };
 
@@ -229,8 +201,6 @@ struct out_of_line_bitpacking {
 struct simple_struct {
   static constexpr std::string_view message_name = "SimpleStruct";
   static constexpr auto proto_fields() { return std::tuple{}; }
-  void encode(writer&) const {}
-  static simple_struct decode(reader r) { return pb::decode_message<simple_struct>(std::move(r)); }
   bool operator==(const simple_struct&) const = default;
 };
 
@@ -245,8 +215,6 @@ struct binary {
                       pb::field(f_bytes, &binary::bytes, "Binary.bytes"),
                       pb::field(f_null_adjustment, &binary::null_adjustment, "Binary.null_adjustment")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static binary decode(reader r) { return pb::decode_message<binary>(std::move(r)); }
   bool operator==(const binary&) const = default;
 };
 
@@ -257,8 +225,6 @@ struct variable {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_bits_per_offset, &variable::bits_per_offset, "Variable.bits_per_offset")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static variable decode(reader r) { return pb::decode_message<variable>(std::move(r)); }
   bool operator==(const variable&) const = default;
 };
 
@@ -271,8 +237,6 @@ struct fsst {
     return std::tuple{pb::field(f_binary, &fsst::binary, "Fsst.binary"),
                       pb::field(f_symbol_table, &fsst::symbol_table, "Fsst.symbol_table")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static fsst decode(reader r) { return pb::decode_message<fsst>(std::move(r)); }
   bool operator==(const fsst&) const = default;
 };
 
@@ -287,8 +251,6 @@ struct dictionary {
                       pb::field(f_items, &dictionary::items, "Dictionary.items"),
                       pb::field(f_num_dictionary_items, &dictionary::num_dictionary_items, "Dictionary.num_dictionary_items")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static dictionary decode(reader r) { return pb::decode_message<dictionary>(std::move(r)); }
   bool operator==(const dictionary&) const = default;
 };
 
@@ -301,8 +263,6 @@ struct packed_struct {
     return std::tuple{pb::field(f_inner, &packed_struct::inner, "PackedStruct.inner"),
                       pb::field(f_buffer, &packed_struct::buffer, "PackedStruct.buffer")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static packed_struct decode(reader r);  // defined below array_encoding (clang needs it complete)
   bool operator==(const packed_struct&) const;
 };
 
@@ -315,8 +275,6 @@ struct packed_struct_fixed_width_mini_block {
     return std::tuple{pb::field(f_flat, &packed_struct_fixed_width_mini_block::flat, "PackedStructFixedWidthMiniBlock.flat"),
                       pb::field(f_bits_per_values, &packed_struct_fixed_width_mini_block::bits_per_values, "PackedStructFixedWidthMiniBlock.bits_per_values")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static packed_struct_fixed_width_mini_block decode(reader r) { return pb::decode_message<packed_struct_fixed_width_mini_block>(std::move(r)); }
   bool operator==(const packed_struct_fixed_width_mini_block&) const = default;
 };
 
@@ -329,8 +287,6 @@ struct fixed_size_binary {
     return std::tuple{pb::field(f_bytes, &fixed_size_binary::bytes, "FixedSizeBinary.bytes"),
                       pb::field(f_byte_width, &fixed_size_binary::byte_width, "FixedSizeBinary.byte_width")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static fixed_size_binary decode(reader r) { return pb::decode_message<fixed_size_binary>(std::move(r)); }
   bool operator==(const fixed_size_binary&) const = default;
 };
 
@@ -341,8 +297,6 @@ struct block {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_scheme, &block::scheme, "Block.scheme")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static block decode(reader r) { return pb::decode_message<block>(std::move(r)); }
   bool operator==(const block&) const = default;
 };
 
@@ -353,8 +307,6 @@ struct rle {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_bits_per_value, &rle::bits_per_value, "Rle.bits_per_value")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static rle decode(reader r) { return pb::decode_message<rle>(std::move(r)); }
   bool operator==(const rle&) const = default;
 };
 
@@ -365,8 +317,6 @@ struct byte_stream_split {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_bits_per_value, &byte_stream_split::bits_per_value, "ByteStreamSplit.bits_per_value")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static byte_stream_split decode(reader r) { return pb::decode_message<byte_stream_split>(std::move(r)); }
   bool operator==(const byte_stream_split&) const = default;
 };
 
@@ -379,8 +329,6 @@ struct general_mini_block {
     return std::tuple{pb::field(f_inner, &general_mini_block::inner, "GeneralMiniBlock.inner"),
                       pb::field(f_compression, &general_mini_block::compression, "GeneralMiniBlock.compression")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static general_mini_block decode(reader r) { return pb::decode_message<general_mini_block>(std::move(r)); }
   bool operator==(const general_mini_block&) const = default;
 };
 
@@ -411,12 +359,9 @@ struct array_encoding {
   static constexpr auto proto_fields() {
     return std::tuple{pb::only_oneof(&array_encoding::value, "ArrayEncoding")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static array_encoding decode(reader r) { return pb::decode_message<array_encoding>(std::move(r)); }
   bool operator==(const array_encoding&) const = default;
 };
 
-inline packed_struct packed_struct::decode(reader r) { return pb::decode_message<packed_struct>(std::move(r)); }
 inline bool packed_struct::operator==(const packed_struct& o) const {
   return inner == o.inner && buffer == o.buffer;
 }
@@ -433,8 +378,6 @@ struct zone_index {
                       pb::field(f_zone_map_buffer, &zone_index::zone_map_buffer, "ZoneIndex.zone_map_buffer"),
                       pb::field(f_inner, &zone_index::inner, "ZoneIndex.inner")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static zone_index decode(reader r) { return pb::decode_message<zone_index>(std::move(r)); }
   bool operator==(const zone_index&) const = default;
 };
 
@@ -446,8 +389,6 @@ struct blob {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_inner, &blob::inner, "Blob.inner")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static blob decode(reader r) { return pb::decode_message<blob>(std::move(r)); }
   bool operator==(const blob&) const = default;
 };
 
@@ -464,8 +405,6 @@ struct column_encoding {
   static constexpr auto proto_fields() {
     return std::tuple{pb::only_oneof(&column_encoding::value, "ColumnEncoding")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static column_encoding decode(reader r) { return pb::decode_message<column_encoding>(std::move(r)); }
   bool operator==(const column_encoding&) const = default;
 };
 

@@ -7,7 +7,7 @@
 // took PageLayout field 2 over from AllNullLayout, wire-compatibly), the Range and Delta
 // compressive encodings, and the 2.3 SparseLayout family (decoded for completeness).
 //
-// Each message lists its fields in proto_fields() and gets encode/decode from
+// Each message lists its fields in proto_fields() and gets pb::encode / pb::decode from
 // pb/message.hpp: a oneof is a std::variant<std::monostate, ...> whose index is the
 // proto field number; recursive children are pb::box<T>; other sub-messages are
 // std::optional<T>; scalar oneofs (FullZipLayout.details,
@@ -52,8 +52,6 @@ struct buffer_compression {
     return std::tuple{pb::field(f_scheme, &buffer_compression::scheme, "BufferCompression.scheme"),
                       pb::field(f_level, &buffer_compression::level, "BufferCompression.level")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static buffer_compression decode(reader r) { return pb::decode_message<buffer_compression>(std::move(r)); }
   bool operator==(const buffer_compression&) const = default;
 };
 
@@ -66,8 +64,6 @@ struct flat {
     return std::tuple{pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
                       pb::field(f_data, &flat::data, "Flat.data")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static flat decode(reader r) { return pb::decode_message<flat>(std::move(r)); }
   bool operator==(const flat&) const = default;
 };
 
@@ -80,8 +76,6 @@ struct variable {
     return std::tuple{pb::field(f_offsets, &variable::offsets, "Variable.offsets"),
                       pb::field(f_values, &variable::values, "Variable.values")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static variable decode(reader r) { return pb::decode_message<variable>(std::move(r)); }
   bool operator==(const variable&) const = default;
 };
 
@@ -92,8 +86,6 @@ struct constant {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_value, &constant::value, "Constant.value")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static constant decode(reader r) { return pb::decode_message<constant>(std::move(r)); }
   bool operator==(const constant&) const = default;
 };
 
@@ -109,8 +101,6 @@ struct range {
                       pb::field(f_start, &range::start, "Range.start"),
                       pb::field(f_step, &range::step, "Range.step")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static range decode(reader r) { return pb::decode_message<range>(std::move(r)); }
   bool operator==(const range&) const = default;
 };
 
@@ -126,8 +116,6 @@ struct delta {
                       pb::field(f_base, &delta::base, "Delta.base"),
                       pb::field(f_deltas, &delta::deltas, "Delta.deltas")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static delta decode(reader r) { return pb::decode_message<delta>(std::move(r)); }
   bool operator==(const delta&) const = default;
 };
 
@@ -140,8 +128,6 @@ struct out_of_line_bitpacking {
     return std::tuple{pb::field(f_uncompressed_bits_per_value, &out_of_line_bitpacking::uncompressed_bits_per_value, "OutOfLineBitpacking.uncompressed_bits_per_value"),
                       pb::field(f_values, &out_of_line_bitpacking::values, "OutOfLineBitpacking.values")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static out_of_line_bitpacking decode(reader r) { return pb::decode_message<out_of_line_bitpacking>(std::move(r)); }
   bool operator==(const out_of_line_bitpacking&) const = default;
 };
 
@@ -154,8 +140,6 @@ struct inline_bitpacking {
     return std::tuple{pb::field(f_uncompressed_bits_per_value, &inline_bitpacking::uncompressed_bits_per_value, "InlineBitpacking.uncompressed_bits_per_value"),
                       pb::field(f_values, &inline_bitpacking::values, "InlineBitpacking.values")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static inline_bitpacking decode(reader r) { return pb::decode_message<inline_bitpacking>(std::move(r)); }
   bool operator==(const inline_bitpacking&) const = default;
 };
 
@@ -168,8 +152,6 @@ struct fsst {
     return std::tuple{pb::field(f_symbol_table, &fsst::symbol_table, "Fsst.symbol_table"),
                       pb::field(f_values, &fsst::values, "Fsst.values")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static fsst decode(reader r) { return pb::decode_message<fsst>(std::move(r)); }
   bool operator==(const fsst&) const = default;
 };
 
@@ -184,8 +166,6 @@ struct dictionary {
                       pb::field(f_items, &dictionary::items, "Dictionary.items"),
                       pb::field(f_num_dictionary_items, &dictionary::num_dictionary_items, "Dictionary.num_dictionary_items")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static dictionary decode(reader r) { return pb::decode_message<dictionary>(std::move(r)); }
   bool operator==(const dictionary&) const = default;
 };
 
@@ -198,8 +178,6 @@ struct rle {
     return std::tuple{pb::field(f_values, &rle::values, "Rle.values"),
                       pb::field(f_run_lengths, &rle::run_lengths, "Rle.run_lengths")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static rle decode(reader r) { return pb::decode_message<rle>(std::move(r)); }
   bool operator==(const rle&) const = default;
 };
 
@@ -214,8 +192,6 @@ struct fixed_size_list {
                       pb::field(f_values, &fixed_size_list::values, "FixedSizeList.values"),
                       pb::field(f_has_validity, &fixed_size_list::has_validity, "FixedSizeList.has_validity")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static fixed_size_list decode(reader r) { return pb::decode_message<fixed_size_list>(std::move(r)); }
   bool operator==(const fixed_size_list&) const = default;
 };
 
@@ -228,8 +204,6 @@ struct packed_struct {
     return std::tuple{pb::field(f_bits_per_value, &packed_struct::bits_per_value, "PackedStruct.bits_per_value"),
                       pb::field(f_values, &packed_struct::values, "PackedStruct.values")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static packed_struct decode(reader r) { return pb::decode_message<packed_struct>(std::move(r)); }
   bool operator==(const packed_struct&) const = default;
 };
 
@@ -247,8 +221,6 @@ struct variable_packed_struct {
                         pb::scalar_oneof(pb::field(f_bits_per_value, &field_encoding::bits_per_value, "VariablePackedStruct.FieldEncoding.bits_per_value"),
                                       pb::field(f_bits_per_length, &field_encoding::bits_per_length, "VariablePackedStruct.FieldEncoding.bits_per_length"), "VariablePackedStruct.FieldEncoding.layout")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static field_encoding decode(reader r) { return pb::decode_message<field_encoding>(std::move(r)); }
     bool operator==(const field_encoding&) const = default;
   };
   static constexpr std::uint32_t f_fields = 1;
@@ -256,8 +228,6 @@ struct variable_packed_struct {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_fields, &variable_packed_struct::fields, "VariablePackedStruct.fields")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static variable_packed_struct decode(reader r) { return pb::decode_message<variable_packed_struct>(std::move(r)); }
   bool operator==(const variable_packed_struct&) const = default;
 };
 
@@ -271,8 +241,6 @@ struct general {
     return std::tuple{pb::field(f_compression, &general::compression, "General.compression"),
                       pb::field(f_values, &general::values, "General.values")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static general decode(reader r) { return pb::decode_message<general>(std::move(r)); }
   bool operator==(const general&) const = default;
 };
 
@@ -283,8 +251,6 @@ struct byte_stream_split {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_values, &byte_stream_split::values, "ByteStreamSplit.values")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static byte_stream_split decode(reader r) { return pb::decode_message<byte_stream_split>(std::move(r)); }
   bool operator==(const byte_stream_split&) const = default;
 };
 
@@ -309,8 +275,6 @@ struct compressive_encoding {
   static constexpr auto proto_fields() {
     return std::tuple{pb::only_oneof(&compressive_encoding::value, "CompressiveEncoding")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static compressive_encoding decode(reader r) { return pb::decode_message<compressive_encoding>(std::move(r)); }
   bool operator==(const compressive_encoding&) const = default;
 };
 
@@ -345,8 +309,6 @@ struct mini_block_layout {
                       pb::field(f_num_items, &mini_block_layout::num_items, "MiniBlockLayout.num_items"),
                       pb::field(f_has_large_chunk, &mini_block_layout::has_large_chunk, "MiniBlockLayout.has_large_chunk")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static mini_block_layout decode(reader r) { return pb::decode_message<mini_block_layout>(std::move(r)); }
   bool operator==(const mini_block_layout&) const = default;
 };
 
@@ -374,8 +336,6 @@ struct full_zip_layout {
                       pb::field(f_value_compression, &full_zip_layout::value_compression, "FullZipLayout.value_compression"),
                       pb::field(f_layers, &full_zip_layout::layers, "FullZipLayout.layers")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static full_zip_layout decode(reader r) { return pb::decode_message<full_zip_layout>(std::move(r)); }
   bool operator==(const full_zip_layout&) const = default;
 };
 
@@ -399,8 +359,6 @@ struct constant_layout {
                       pb::field(f_num_rep_values, &constant_layout::num_rep_values, "ConstantLayout.num_rep_values"),
                       pb::field(f_num_def_values, &constant_layout::num_def_values, "ConstantLayout.num_def_values")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static constant_layout decode(reader r) { return pb::decode_message<constant_layout>(std::move(r)); }
   bool operator==(const constant_layout&) const = default;
 };
 using all_null_layout = constant_layout;
@@ -414,8 +372,6 @@ struct blob_layout {
     return std::tuple{pb::field(f_inner_layout, &blob_layout::inner_layout, "BlobLayout.inner_layout"),
                       pb::field(f_layers, &blob_layout::layers, "BlobLayout.layers")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static blob_layout decode(reader r) { return pb::decode_message<blob_layout>(std::move(r)); }
   bool operator==(const blob_layout&) const = default;
 };
 
@@ -423,20 +379,12 @@ struct blob_layout {
 
 struct sparse_position_empty {
   static constexpr std::string_view message_name = "SparsePositionEmpty";
-  void encode(writer&) const {}
-  static sparse_position_empty decode(reader r) {
-    empty::decode(std::move(r));  // no fields; skip any
-    return {};
-  }
+  static constexpr auto proto_fields() { return std::tuple{}; }  // no fields; a reader skips any
   bool operator==(const sparse_position_empty&) const = default;
 };
 struct sparse_position_all {
   static constexpr std::string_view message_name = "SparsePositionAll";
-  void encode(writer&) const {}
-  static sparse_position_all decode(reader r) {
-    empty::decode(std::move(r));  // no fields; skip any
-    return {};
-  }
+  static constexpr auto proto_fields() { return std::tuple{}; }  // no fields; a reader skips any
   bool operator==(const sparse_position_all&) const = default;
 };
 struct sparse_position_range {
@@ -448,8 +396,6 @@ struct sparse_position_range {
     return std::tuple{pb::field(f_start, &sparse_position_range::start, "SparsePositionRange.start"),
                       pb::field(f_length, &sparse_position_range::length, "SparsePositionRange.length")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_position_range decode(reader r) { return pb::decode_message<sparse_position_range>(std::move(r)); }
   bool operator==(const sparse_position_range&) const = default;
 };
 struct sparse_position_set {
@@ -464,17 +410,11 @@ struct sparse_position_set {
     return std::tuple{pb::oneof(&sparse_position_set::positions, "SparsePositionSet.positions"),
                       pb::field(f_num_positions, &sparse_position_set::num_positions, "SparsePositionSet.num_positions")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_position_set decode(reader r) { return pb::decode_message<sparse_position_set>(std::move(r)); }
   bool operator==(const sparse_position_set&) const = default;
 };
 struct sparse_count_empty {
   static constexpr std::string_view message_name = "SparseCountEmpty";
-  void encode(writer&) const {}
-  static sparse_count_empty decode(reader r) {
-    empty::decode(std::move(r));  // no fields; skip any
-    return {};
-  }
+  static constexpr auto proto_fields() { return std::tuple{}; }  // no fields; a reader skips any
   bool operator==(const sparse_count_empty&) const = default;
 };
 struct sparse_count_constant {
@@ -484,8 +424,6 @@ struct sparse_count_constant {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_value, &sparse_count_constant::value, "SparseCountConstant.value")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_count_constant decode(reader r) { return pb::decode_message<sparse_count_constant>(std::move(r)); }
   bool operator==(const sparse_count_constant&) const = default;
 };
 struct sparse_count_set {
@@ -496,8 +434,6 @@ struct sparse_count_set {
   static constexpr auto proto_fields() {
     return std::tuple{pb::only_oneof(&sparse_count_set::counts, "SparseCountSet")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_count_set decode(reader r) { return pb::decode_message<sparse_count_set>(std::move(r)); }
   bool operator==(const sparse_count_set&) const = default;
 };
 struct sparse_validity_set {
@@ -510,8 +446,6 @@ struct sparse_validity_set {
     return std::tuple{pb::field(f_meaning, &sparse_validity_set::meaning, "SparseValiditySet.meaning"),
                       pb::field(f_positions, &sparse_validity_set::positions, "SparseValiditySet.positions")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_validity_set decode(reader r) { return pb::decode_message<sparse_validity_set>(std::move(r)); }
   bool operator==(const sparse_validity_set&) const = default;
 };
 struct sparse_validity_layer {
@@ -523,8 +457,6 @@ struct sparse_validity_layer {
     return std::tuple{pb::field(f_num_slots, &sparse_validity_layer::num_slots, "SparseValidityLayer.num_slots"),
                       pb::field(f_validity, &sparse_validity_layer::validity, "SparseValidityLayer.validity")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_validity_layer decode(reader r) { return pb::decode_message<sparse_validity_layer>(std::move(r)); }
   bool operator==(const sparse_validity_layer&) const = default;
 };
 struct sparse_list_layer {
@@ -543,8 +475,6 @@ struct sparse_list_layer {
                       pb::field(f_counts, &sparse_list_layer::counts, "SparseListLayer.counts"),
                       pb::field(f_validity, &sparse_list_layer::validity, "SparseListLayer.validity")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_list_layer decode(reader r) { return pb::decode_message<sparse_list_layer>(std::move(r)); }
   bool operator==(const sparse_list_layer&) const = default;
 };
 struct sparse_fixed_size_list_layer {
@@ -558,8 +488,6 @@ struct sparse_fixed_size_list_layer {
                       pb::field(f_dimension, &sparse_fixed_size_list_layer::dimension, "SparseFixedSizeListLayer.dimension"),
                       pb::field(f_validity, &sparse_fixed_size_list_layer::validity, "SparseFixedSizeListLayer.validity")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_fixed_size_list_layer decode(reader r) { return pb::decode_message<sparse_fixed_size_list_layer>(std::move(r)); }
   bool operator==(const sparse_fixed_size_list_layer&) const = default;
 };
 struct sparse_structural_layer {
@@ -570,8 +498,6 @@ struct sparse_structural_layer {
   static constexpr auto proto_fields() {
     return std::tuple{pb::only_oneof(&sparse_structural_layer::layer, "SparseStructuralLayer")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_structural_layer decode(reader r) { return pb::decode_message<sparse_structural_layer>(std::move(r)); }
   bool operator==(const sparse_structural_layer&) const = default;
 };
 struct sparse_layout {
@@ -592,8 +518,6 @@ struct sparse_layout {
                       pb::field(f_has_large_chunk, &sparse_layout::has_large_chunk, "SparseLayout.has_large_chunk"),
                       pb::field(f_structural_layers, &sparse_layout::structural_layers, "SparseLayout.structural_layers")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_layout decode(reader r) { return pb::decode_message<sparse_layout>(std::move(r)); }
   bool operator==(const sparse_layout&) const = default;
 };
 
@@ -612,8 +536,6 @@ struct page_layout {
   static constexpr auto proto_fields() {
     return std::tuple{pb::only_oneof(&page_layout::value, "PageLayout")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static page_layout decode(reader r) { return pb::decode_message<page_layout>(std::move(r)); }
   bool operator==(const page_layout&) const = default;
 };
 

@@ -40,8 +40,6 @@ struct dictionary {
     return std::tuple{pb::field(f_offset, &dictionary::offset, "Dictionary.offset"),
                       pb::field(f_length, &dictionary::length, "Dictionary.length")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static dictionary decode(reader r) { return pb::decode_message<dictionary>(std::move(r)); }
   friend bool operator==(const dictionary&, const dictionary&) = default;
 };
 
@@ -79,8 +77,6 @@ struct field {
                       pb::field(f_metadata, &field::metadata, "Field.metadata"),
                       pb::field(f_unenforced_primary_key, &field::unenforced_primary_key, "Field.unenforced_primary_key")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static field decode(reader r) { return pb::decode_message<field>(std::move(r)); }
   friend bool operator==(const field&, const field&) = default;
 };
 
@@ -95,8 +91,6 @@ struct schema {
     return std::tuple{pb::field(f_fields, &schema::fields, "Schema.fields"),
                       pb::field(f_metadata, &schema::metadata, "Schema.metadata")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static schema decode(reader r) { return pb::decode_message<schema>(std::move(r)); }
   friend bool operator==(const schema&, const schema&) = default;
 };
 
@@ -111,8 +105,6 @@ struct file_descriptor {
     return std::tuple{pb::field(f_schema, &file_descriptor::schema, "FileDescriptor.schema"),
                       pb::field(f_length, &file_descriptor::length, "FileDescriptor.length")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static file_descriptor decode(reader r) { return pb::decode_message<file_descriptor>(std::move(r)); }
   friend bool operator==(const file_descriptor&, const file_descriptor&) = default;
 };
 
@@ -134,8 +126,6 @@ struct file_metadata {
           pb::field(f_page_table_position, &statistics_metadata::page_table_position,
                     "StatisticsMetadata.page_table_position")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static statistics_metadata decode(reader r) { return pb::decode_message<statistics_metadata>(std::move(r)); }
     friend bool operator==(const statistics_metadata&, const statistics_metadata&) = default;
   };
 
@@ -152,8 +142,6 @@ struct file_metadata {
                       pb::field(f_page_table_position, &file_metadata::page_table_position, "Metadata.page_table_position"),
                       pb::field(f_statistics, &file_metadata::statistics, "Metadata.statistics")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static file_metadata decode(reader r) { return pb::decode_message<file_metadata>(std::move(r)); }
   friend bool operator==(const file_metadata&, const file_metadata&) = default;
 };
 

@@ -39,8 +39,6 @@ struct deferred_encoding {
         pb::field(f_buffer_location, &deferred_encoding::buffer_location, "DeferredEncoding.buffer_location"),
         pb::field(f_buffer_length, &deferred_encoding::buffer_length, "DeferredEncoding.buffer_length")};
   }
-  void encode(writer& w) const { encode_message(w, *this); }
-  static deferred_encoding decode(reader r) { return decode_message<deferred_encoding>(std::move(r)); }
   bool operator==(const deferred_encoding&) const = default;
 };
 
@@ -53,8 +51,6 @@ struct direct_encoding {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_encoding, &direct_encoding::encoding, "DirectEncoding.encoding")};
   }
-  void encode(writer& w) const { encode_message(w, *this); }
-  static direct_encoding decode(reader r) { return decode_message<direct_encoding>(std::move(r)); }
   bool operator==(const direct_encoding&) const = default;
 };
 
@@ -89,8 +85,6 @@ struct encoding {
   }
 
   static constexpr auto proto_fields() { return std::tuple{pb::only_oneof(&encoding::location, "Encoding")}; }
-  void encode(writer& w) const { encode_message(w, *this); }
-  static encoding decode(reader r) { return decode_message<encoding>(std::move(r)); }
   bool operator==(const encoding&) const = default;
 };
 
@@ -114,15 +108,8 @@ struct column_metadata {
                         pb::field(f_encoding, &page::encoding, "Page.encoding"),
                         pb::field(f_priority, &page::priority, "Page.priority")};
     }
-    void encode(writer& w) const {
-      check_buffers<invalid_input_error>(message_name, buffer_offsets, buffer_sizes);
-      encode_message(w, *this);
-    }
-    static page decode(reader r) {
-      auto m = decode_message<page>(std::move(r));
-      check_buffers<corrupt_error>(message_name, m.buffer_offsets, m.buffer_sizes);
-      return m;
-    }
+    void check_encodable() const { check_buffers<invalid_input_error>(message_name, buffer_offsets, buffer_sizes); }
+    void check_decoded() const { check_buffers<corrupt_error>(message_name, buffer_offsets, buffer_sizes); }
     bool operator==(const page&) const = default;
   };
 
@@ -138,15 +125,8 @@ struct column_metadata {
                       pb::field(f_buffer_offsets, &column_metadata::buffer_offsets, "ColumnMetadata.buffer_offsets"),
                       pb::field(f_buffer_sizes, &column_metadata::buffer_sizes, "ColumnMetadata.buffer_sizes")};
   }
-  void encode(writer& w) const {
-    check_buffers<invalid_input_error>(message_name, buffer_offsets, buffer_sizes);
-    encode_message(w, *this);
-  }
-  static column_metadata decode(reader r) {
-    auto m = decode_message<column_metadata>(std::move(r));
-    check_buffers<corrupt_error>(message_name, m.buffer_offsets, m.buffer_sizes);
-    return m;
-  }
+  void check_encodable() const { check_buffers<invalid_input_error>(message_name, buffer_offsets, buffer_sizes); }
+  void check_decoded() const { check_buffers<corrupt_error>(message_name, buffer_offsets, buffer_sizes); }
   bool operator==(const column_metadata&) const = default;
 };
 

@@ -75,8 +75,6 @@ struct uuid {
   }
 
   static constexpr auto proto_fields() { return std::tuple{pb::required(f_uuid, &uuid::bytes, "UUID.uuid")}; }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static uuid decode(reader r) { return pb::decode_message<uuid>(std::move(r)); }
   friend bool operator==(const uuid&, const uuid&) = default;
 };
 
@@ -109,12 +107,9 @@ struct timestamp {
     return std::tuple{pb::field(f_seconds, &timestamp::seconds, "Timestamp.seconds"),
                       pb::field(f_nanos, &timestamp::nanos, "Timestamp.nanos")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static timestamp decode(reader r) {
-    auto t = pb::decode_message<timestamp>(std::move(r));
-    if (t.nanos < 0 || t.nanos >= 1'000'000'000)
-      throw corrupt_error("Timestamp: nanos " + std::to_string(t.nanos) + " out of range");
-    return t;
+  void check_decoded() const {
+    if (nanos < 0 || nanos >= 1'000'000'000)
+      throw corrupt_error("Timestamp: nanos " + std::to_string(nanos) + " out of range");
   }
   friend bool operator==(const timestamp&, const timestamp&) = default;
 };
@@ -133,8 +128,6 @@ struct external_file {
                       pb::field(f_offset, &external_file::offset, "ExternalFile.offset"),
                       pb::field(f_size, &external_file::size, "ExternalFile.size")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static external_file decode(reader r) { return pb::decode_message<external_file>(std::move(r)); }
   friend bool operator==(const external_file&, const external_file&) = default;
 };
 
@@ -153,8 +146,6 @@ struct base_path {
                       pb::field(f_is_dataset_root, &base_path::is_dataset_root, "BasePath.is_dataset_root"),
                       pb::field(f_path, &base_path::path, "BasePath.path")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static base_path decode(reader r) { return pb::decode_message<base_path>(std::move(r)); }
   friend bool operator==(const base_path&, const base_path&) = default;
 };
 

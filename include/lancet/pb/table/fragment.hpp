@@ -39,8 +39,6 @@ struct data_file {
                       pb::field(f_file_size_bytes, &data_file::file_size_bytes, "DataFile.file_size_bytes"),
                       pb::field(f_base_id, &data_file::base_id, "DataFile.base_id")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static data_file decode(reader r) { return pb::decode_message<data_file>(std::move(r)); }
   friend bool operator==(const data_file&, const data_file&) = default;
 };
 
@@ -69,12 +67,9 @@ struct deletion_file {
                       pb::field(f_num_deleted_rows, &deletion_file::num_deleted_rows, "DeletionFile.num_deleted_rows"),
                       pb::field(f_base_id, &deletion_file::base_id, "DeletionFile.base_id")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static deletion_file decode(reader r) {
-    auto d = pb::decode_message<deletion_file>(std::move(r));
-    if (d.file_type > type::bitmap)
-      throw unsupported_error("DeletionFile: unknown file type " + std::to_string(std::uint32_t(d.file_type)));
-    return d;
+  void check_decoded() const {
+    if (file_type > type::bitmap)
+      throw unsupported_error("DeletionFile: unknown file type " + std::to_string(std::uint32_t(file_type)));
   }
   friend bool operator==(const deletion_file&, const deletion_file&) = default;
 };
@@ -119,8 +114,6 @@ struct data_fragment {
         pb::oneof(&data_fragment::created_at_version_sequence, "DataFragment.created_at_version_sequence",
                   {f_inline_created_at_versions, f_external_created_at_versions})};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static data_fragment decode(reader r) { return pb::decode_message<data_fragment>(std::move(r)); }
   friend bool operator==(const data_fragment&, const data_fragment&) = default;
 };
 

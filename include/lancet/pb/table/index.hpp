@@ -29,8 +29,6 @@ struct index_file {
     return std::tuple{pb::field(f_path, &index_file::path, "IndexFile.path"),
                       pb::field(f_size_bytes, &index_file::size_bytes, "IndexFile.size_bytes")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static index_file decode(reader r) { return pb::decode_message<index_file>(std::move(r)); }
   friend bool operator==(const index_file&, const index_file&) = default;
 };
 
@@ -63,8 +61,6 @@ struct index_metadata {
                       pb::field(f_base_id, &index_metadata::base_id, "IndexMetadata.base_id"),
                       pb::field(f_files, &index_metadata::files, "IndexMetadata.files")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static index_metadata decode(reader r) { return pb::decode_message<index_metadata>(std::move(r)); }
   friend bool operator==(const index_metadata&, const index_metadata&) = default;
 };
 
@@ -76,8 +72,6 @@ struct index_section {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_indices, &index_section::indices, "IndexSection.indices")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static index_section decode(reader r) { return pb::decode_message<index_section>(std::move(r)); }
   friend bool operator==(const index_section&, const index_section&) = default;
 };
 

@@ -39,8 +39,6 @@ struct manifest {
                         pb::field(f_prerelease, &writer_version_info::prerelease, "WriterVersion.prerelease"),
                         pb::field(f_build_metadata, &writer_version_info::build_metadata, "WriterVersion.build_metadata")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static writer_version_info decode(reader r) { return pb::decode_message<writer_version_info>(std::move(r)); }
     friend bool operator==(const writer_version_info&, const writer_version_info&) = default;
   };
 
@@ -54,8 +52,6 @@ struct manifest {
       return std::tuple{pb::field(f_file_format, &data_storage_format::file_format, "DataStorageFormat.file_format"),
                         pb::field(f_version, &data_storage_format::version, "DataStorageFormat.version")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static data_storage_format decode(reader r) { return pb::decode_message<data_storage_format>(std::move(r)); }
     friend bool operator==(const data_storage_format&, const data_storage_format&) = default;
   };
 
@@ -111,8 +107,6 @@ struct manifest {
         pb::field(f_branch, &manifest::branch, "Manifest.branch"),
         pb::field(f_transaction_section, &manifest::transaction_section, "Manifest.transaction_section")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static manifest decode(reader r) { return pb::decode_message<manifest>(std::move(r)); }
   friend bool operator==(const manifest&, const manifest&) = default;
 };
 

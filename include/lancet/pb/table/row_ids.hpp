@@ -29,8 +29,6 @@ struct u64_offsets_wire {
     return std::tuple{pb::field(f_base, &u64_offsets_wire::base, "EncodedU64Array.base"),
                       pb::field(f_offsets, &u64_offsets_wire::offsets, "EncodedU64Array.offsets")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_offsets_wire decode(reader r) { return pb::decode_message<u64_offsets_wire>(std::move(r)); }
   friend bool operator==(const u64_offsets_wire&, const u64_offsets_wire&) = default;
 };
 // EncodedU64Array.U64Array: little-endian values.
@@ -41,8 +39,6 @@ struct u64_values_wire {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_values, &u64_values_wire::values, "EncodedU64Array.values")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_values_wire decode(reader r) { return pb::decode_message<u64_values_wire>(std::move(r)); }
   friend bool operator==(const u64_values_wire&, const u64_values_wire&) = default;
 };
 // EncodedU64Array as it is on the wire: oneof { U16Array = 1; U32Array = 2; U64Array = 3 }.
@@ -54,8 +50,6 @@ struct encoded_u64_array_wire {
     return std::tuple{
         pb::oneof(&encoded_u64_array_wire::array, "EncodedU64Array").refusing(unknown_field::corrupt).require()};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static encoded_u64_array_wire decode(reader r) { return pb::decode_message<encoded_u64_array_wire>(std::move(r)); }
 };
 
 }  // namespace detail
@@ -105,15 +99,15 @@ struct encoded_u64_array {
     return out;
   }
 
-  void encode(writer& w) const {
+  // On the wire: a oneof of the three shapes.
+  detail::encoded_u64_array_wire to_wire() const {
     detail::encoded_u64_array_wire x;
     if (type == kind::u16) x.array.emplace<1>(detail::u64_offsets_wire{base, data});
     else if (type == kind::u32) x.array.emplace<2>(detail::u64_offsets_wire{base, data});
     else x.array.emplace<3>(detail::u64_values_wire{data});
-    x.encode(w);
+    return x;
   }
-  static encoded_u64_array decode(reader r) {
-    auto x = detail::encoded_u64_array_wire::decode(std::move(r));
+  static encoded_u64_array from_wire(detail::encoded_u64_array_wire x) {
     encoded_u64_array a;
     a.type = kind(x.array.index());
     if (auto* v = std::get_if<3>(&x.array)) {
@@ -141,8 +135,6 @@ struct u64_range {
     return std::tuple{pb::field(f_start, &u64_range::start, "Range.start"),
                       pb::field(f_end, &u64_range::end, "Range.end")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_range decode(reader r) { return pb::decode_message<u64_range>(std::move(r)); }
   friend bool operator==(const u64_range&, const u64_range&) = default;
 };
 struct u64_range_with_holes {
@@ -155,8 +147,6 @@ struct u64_range_with_holes {
                       pb::field(f_end, &u64_range_with_holes::end, "RangeWithHoles.end"),
                       pb::required(f_holes, &u64_range_with_holes::holes, "RangeWithHoles.holes")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_range_with_holes decode(reader r) { return pb::decode_message<u64_range_with_holes>(std::move(r)); }
   friend bool operator==(const u64_range_with_holes&, const u64_range_with_holes&) = default;
 };
 struct u64_range_with_bitmap {
@@ -169,21 +159,19 @@ struct u64_range_with_bitmap {
                       pb::field(f_end, &u64_range_with_bitmap::end, "RangeWithBitmap.end"),
                       pb::field(f_bitmap, &u64_range_with_bitmap::bitmap, "RangeWithBitmap.bitmap")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_range_with_bitmap decode(reader r) { return pb::decode_message<u64_range_with_bitmap>(std::move(r)); }
   friend bool operator==(const u64_range_with_bitmap&, const u64_range_with_bitmap&) = default;
 };
 // Sorted / unsorted arrays: on the wire, the EncodedU64Array itself.
 struct u64_sorted_array {
   encoded_u64_array values;
-  void encode(writer& w) const { values.encode(w); }
-  static u64_sorted_array decode(reader r) { return {encoded_u64_array::decode(std::move(r))}; }
+  const encoded_u64_array& to_wire() const { return values; }
+  static u64_sorted_array from_wire(encoded_u64_array a) { return {std::move(a)}; }
   friend bool operator==(const u64_sorted_array&, const u64_sorted_array&) = default;
 };
 struct u64_array {
   encoded_u64_array values;
-  void encode(writer& w) const { values.encode(w); }
-  static u64_array decode(reader r) { return {encoded_u64_array::decode(std::move(r))}; }
+  const encoded_u64_array& to_wire() const { return values; }
+  static u64_array from_wire(encoded_u64_array a) { return {std::move(a)}; }
   friend bool operator==(const u64_array&, const u64_array&) = default;
 };
 
@@ -241,23 +229,20 @@ struct u64_segment {
   static constexpr auto proto_fields() {
     return std::tuple{pb::oneof(&u64_segment::segment, "U64Segment").refusing(unknown_field::corrupt).require()};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_segment decode(reader r) {
-    auto s = pb::decode_message<u64_segment>(std::move(r));
-    if (auto* x = std::get_if<range>(&s.segment)) {
+  void check_decoded() const {
+    if (auto* x = std::get_if<range>(&segment)) {
       check_span(x->start, x->end);
-    } else if (auto* h = std::get_if<range_with_holes>(&s.segment)) {
+    } else if (auto* h = std::get_if<range_with_holes>(&segment)) {
       check_span(h->start, h->end);
       if (h->holes.size() > h->end - h->start)
         throw corrupt_error("U64Segment.RangeWithHoles: " + std::to_string(h->holes.size()) + " holes in a range of " +
                             std::to_string(h->end - h->start));
-    } else if (auto* b = std::get_if<range_with_bitmap>(&s.segment)) {
+    } else if (auto* b = std::get_if<range_with_bitmap>(&segment)) {
       check_span(b->start, b->end);
       if (b->bitmap.size() < (b->end - b->start + 7) / 8)
         throw corrupt_error("U64Segment.RangeWithBitmap: bitmap of " + std::to_string(b->bitmap.size()) +
                             " bytes is too short for " + std::to_string(b->end - b->start) + " values");
     }
-    return s;
   }
   friend bool operator==(const u64_segment&, const u64_segment&) = default;
 
@@ -299,8 +284,6 @@ struct row_id_sequence {
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_segments, &row_id_sequence::segments, "RowIdSequence.segments")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static row_id_sequence decode(reader r) { return pb::decode_message<row_id_sequence>(std::move(r)); }
   friend bool operator==(const row_id_sequence&, const row_id_sequence&) = default;
 };
 
@@ -315,8 +298,6 @@ struct row_dataset_version_run {
     return std::tuple{pb::required(f_span, &row_dataset_version_run::span, "RowDatasetVersionRun.span"),
                       pb::field(f_version, &row_dataset_version_run::version, "RowDatasetVersionRun.version")};
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static row_dataset_version_run decode(reader r) { return pb::decode_message<row_dataset_version_run>(std::move(r)); }
   friend bool operator==(const row_dataset_version_run&, const row_dataset_version_run&) = default;
 };
 
@@ -334,10 +315,6 @@ struct row_dataset_version_sequence {
   }
   static constexpr auto proto_fields() {
     return std::tuple{pb::field(f_runs, &row_dataset_version_sequence::runs, "RowDatasetVersionSequence.runs")};
-  }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static row_dataset_version_sequence decode(reader r) {
-    return pb::decode_message<row_dataset_version_sequence>(std::move(r));
   }
   friend bool operator==(const row_dataset_version_sequence&, const row_dataset_version_sequence&) = default;
 };

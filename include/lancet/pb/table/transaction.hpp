@@ -33,8 +33,6 @@ struct transaction {
     static constexpr std::uint32_t f_fragments = 1;
     std::vector<data_fragment> fragments;
     static constexpr auto proto_fields() { return std::tuple{pb::field(f_fragments, &append::fragments, "Append.fragments")}; }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static append decode(reader r) { return pb::decode_message<append>(std::move(r)); }
     friend bool operator==(const append&, const append&) = default;
   };
   // Mark rows deleted ("Delete").
@@ -49,8 +47,6 @@ struct transaction {
                         pb::field(f_deleted_fragment_ids, &delete_rows::deleted_fragment_ids, "Delete.deleted_fragment_ids"),
                         pb::field(f_predicate, &delete_rows::predicate, "Delete.predicate")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static delete_rows decode(reader r) { return pb::decode_message<delete_rows>(std::move(r)); }
     friend bool operator==(const delete_rows&, const delete_rows&) = default;
   };
   // Create or replace the whole dataset.
@@ -70,8 +66,6 @@ struct transaction {
                         pb::field(f_config_upsert_values, &overwrite::config_upsert_values, "Overwrite.config_upsert_values"),
                         pb::field(f_initial_bases, &overwrite::initial_bases, "Overwrite.initial_bases")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static overwrite decode(reader r) { return pb::decode_message<overwrite>(std::move(r)); }
     friend bool operator==(const overwrite&, const overwrite&) = default;
   };
   // Add, replace or (with no new ones) drop indices.
@@ -84,8 +78,6 @@ struct transaction {
       return std::tuple{pb::field(f_new_indices, &create_index::new_indices, "CreateIndex.new_indices"),
                         pb::field(f_removed_indices, &create_index::removed_indices, "CreateIndex.removed_indices")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static create_index decode(reader r) { return pb::decode_message<create_index>(std::move(r)); }
     friend bool operator==(const create_index&, const create_index&) = default;
   };
   // Compaction: fragments rewritten without changing data.
@@ -108,8 +100,6 @@ struct transaction {
             pb::field(f_new_index_version, &rewritten_index::new_index_version, "RewrittenIndex.new_index_version"),
             pb::field(f_new_index_files, &rewritten_index::new_index_files, "RewrittenIndex.new_index_files")};
       }
-      void encode(writer& w) const { pb::encode_message(w, *this); }
-      static rewritten_index decode(reader r) { return pb::decode_message<rewritten_index>(std::move(r)); }
       friend bool operator==(const rewritten_index&, const rewritten_index&) = default;
     };
     struct rewrite_group {
@@ -120,8 +110,6 @@ struct transaction {
         return std::tuple{pb::field(f_old_fragments, &rewrite_group::old_fragments, "RewriteGroup.old_fragments"),
                           pb::field(f_new_fragments, &rewrite_group::new_fragments, "RewriteGroup.new_fragments")};
       }
-      void encode(writer& w) const { pb::encode_message(w, *this); }
-      static rewrite_group decode(reader r) { return pb::decode_message<rewrite_group>(std::move(r)); }
       friend bool operator==(const rewrite_group&, const rewrite_group&) = default;
     };
     static constexpr std::uint32_t f_old_fragments = 1, f_new_fragments = 2, f_groups = 3, f_rewritten_indices = 4;
@@ -134,8 +122,6 @@ struct transaction {
                         pb::field(f_groups, &rewrite::groups, "Rewrite.groups"),
                         pb::field(f_rewritten_indices, &rewrite::rewritten_indices, "Rewrite.rewritten_indices")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static rewrite decode(reader r) { return pb::decode_message<rewrite>(std::move(r)); }
     friend bool operator==(const rewrite&, const rewrite&) = default;
   };
   // Add columns (new schema, updated fragments).
@@ -150,8 +136,6 @@ struct transaction {
                         pb::field(f_schema, &merge::schema_raw, "Merge.schema"),
                         pb::field(f_schema_metadata, &merge::schema_metadata, "Merge.schema_metadata")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static merge decode(reader r) { return pb::decode_message<merge>(std::move(r)); }
     friend bool operator==(const merge&, const merge&) = default;
   };
   struct restore {
@@ -159,8 +143,6 @@ struct transaction {
     static constexpr std::uint32_t f_version = 1;
     std::uint64_t version = 0;
     static constexpr auto proto_fields() { return std::tuple{pb::field(f_version, &restore::version, "Restore.version")}; }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static restore decode(reader r) { return pb::decode_message<restore>(std::move(r)); }
     friend bool operator==(const restore&, const restore&) = default;
   };
   struct reserve_fragments {
@@ -170,8 +152,6 @@ struct transaction {
     static constexpr auto proto_fields() {
       return std::tuple{pb::field(f_num_fragments, &reserve_fragments::num_fragments, "ReserveFragments.num_fragments")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static reserve_fragments decode(reader r) { return pb::decode_message<reserve_fragments>(std::move(r)); }
     friend bool operator==(const reserve_fragments&, const reserve_fragments&) = default;
   };
   struct update {
@@ -198,12 +178,9 @@ struct transaction {
                     "Update.fields_for_preserving_frag_bitmap"),
           pb::field(f_update_mode, &update::update_mode, "Update.update_mode")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static update decode(reader r) {
-      auto u = pb::decode_message<update>(std::move(r));
-      if (u.update_mode > mode::rewrite_columns)
-        throw unsupported_error("Update: unknown update mode " + std::to_string(std::uint32_t(u.update_mode)));
-      return u;
+    void check_decoded() const {
+      if (update_mode > mode::rewrite_columns)
+        throw unsupported_error("Update: unknown update mode " + std::to_string(std::uint32_t(update_mode)));
     }
     friend bool operator==(const update&, const update&) = default;
   };
@@ -212,8 +189,6 @@ struct transaction {
     static constexpr std::uint32_t f_schema = 1;
     std::vector<std::string> schema_raw;
     static constexpr auto proto_fields() { return std::tuple{pb::field(f_schema, &project::schema_raw, "Project.schema")}; }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static project decode(reader r) { return pb::decode_message<project>(std::move(r)); }
     friend bool operator==(const project&, const project&) = default;
   };
   // Key -> value (absent value: remove the key); entries are UpdateMapEntry {key = 1,
@@ -227,8 +202,6 @@ struct transaction {
       return std::tuple{pb::field(f_update_entries, &update_map::entries, "UpdateMap.update_entries"),
                         pb::field(f_replace, &update_map::replace, "UpdateMap.replace")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static update_map decode(reader r) { return pb::decode_message<update_map>(std::move(r)); }
     friend bool operator==(const update_map&, const update_map&) = default;
   };
   // The deprecated per-field metadata replacement of UpdateConfig.field_metadata.
@@ -239,8 +212,6 @@ struct transaction {
     static constexpr auto proto_fields() {
       return std::tuple{pb::field(f_metadata, &field_metadata_update::metadata, "FieldMetadataUpdate.metadata")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static field_metadata_update decode(reader r) { return pb::decode_message<field_metadata_update>(std::move(r)); }
     friend bool operator==(const field_metadata_update&, const field_metadata_update&) = default;
   };
   struct update_config {
@@ -269,8 +240,6 @@ struct transaction {
           pb::field(f_field_metadata_updates, &update_config::field_metadata_updates,
                     "UpdateConfig.field_metadata_updates")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static update_config decode(reader r) { return pb::decode_message<update_config>(std::move(r)); }
     friend bool operator==(const update_config&, const update_config&) = default;
   };
   struct data_replacement {
@@ -284,8 +253,6 @@ struct transaction {
         return std::tuple{pb::field(f_fragment_id, &group::fragment_id, "DataReplacementGroup.fragment_id"),
                           pb::field(f_new_file, &group::new_file, "DataReplacementGroup.new_file")};
       }
-      void encode(writer& w) const { pb::encode_message(w, *this); }
-      static group decode(reader r) { return pb::decode_message<group>(std::move(r)); }
       friend bool operator==(const group&, const group&) = default;
     };
     static constexpr std::uint32_t f_replacements = 1;
@@ -293,8 +260,6 @@ struct transaction {
     static constexpr auto proto_fields() {
       return std::tuple{pb::field(f_replacements, &data_replacement::replacements, "DataReplacement.replacements")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static data_replacement decode(reader r) { return pb::decode_message<data_replacement>(std::move(r)); }
     friend bool operator==(const data_replacement&, const data_replacement&) = default;
   };
   // MemWAL states are carried as encoded MemWalIndexDetails.MemWal messages.
@@ -307,8 +272,6 @@ struct transaction {
                         pb::field(f_updated, &update_mem_wal_state::updated_raw, "UpdateMemWalState.updated"),
                         pb::field(f_removed, &update_mem_wal_state::removed_raw, "UpdateMemWalState.removed")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static update_mem_wal_state decode(reader r) { return pb::decode_message<update_mem_wal_state>(std::move(r)); }
     friend bool operator==(const update_mem_wal_state&, const update_mem_wal_state&) = default;
   };
   struct clone {
@@ -327,8 +290,6 @@ struct transaction {
                         pb::field(f_ref_path, &clone::ref_path, "Clone.ref_path"),
                         pb::field(f_branch_name, &clone::branch_name, "Clone.branch_name")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static clone decode(reader r) { return pb::decode_message<clone>(std::move(r)); }
     friend bool operator==(const clone&, const clone&) = default;
   };
   struct update_bases {
@@ -338,8 +299,6 @@ struct transaction {
     static constexpr auto proto_fields() {
       return std::tuple{pb::field(f_new_bases, &update_bases::new_bases, "UpdateBases.new_bases")};
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static update_bases decode(reader r) { return pb::decode_message<update_bases>(std::move(r)); }
     friend bool operator==(const update_bases&, const update_bases&) = default;
   };
 
@@ -371,17 +330,14 @@ struct transaction {
         pb::oneof(&transaction::operation, "Transaction.operation", f_operation_first)
             .refusing(unknown_field::corrupt, f_operation_first, f_operation_reserved_last)};
   }
-  void encode(writer& w) const {
+  void check_encodable() const {
     if (std::holds_alternative<std::monostate>(operation))
       throw invalid_input_error("transaction " + uuid + " has no operation");
-    pb::encode_message(w, *this);
   }
-  static transaction decode(reader r) {
-    auto t = pb::decode_message<transaction>(std::move(r));
+  void check_decoded() const {
     // Lance refuses a transaction without an operation.
-    if (std::holds_alternative<std::monostate>(t.operation))
-      throw corrupt_error("Transaction " + t.uuid + ": no operation");
-    return t;
+    if (std::holds_alternative<std::monostate>(operation))
+      throw corrupt_error("Transaction " + uuid + ": no operation");
   }
   friend bool operator==(const transaction&, const transaction&) = default;
 };
