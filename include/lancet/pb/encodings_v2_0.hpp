@@ -35,8 +35,8 @@ struct buffer {
   buffer_type type = page;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_buffer_index, &buffer::buffer_index, "Buffer.buffer_index"),
-                      pb::field(f_buffer_type, &buffer::type, "Buffer.buffer_type")};
+    return pb::fields(pb::field(f_buffer_index, &buffer::buffer_index, "Buffer.buffer_index"),
+                      pb::field(f_buffer_type, &buffer::type, "Buffer.buffer_type"));
   }
   bool operator==(const buffer&) const = default;
 };
@@ -48,7 +48,7 @@ struct nullable {
     static constexpr std::uint32_t f_values = 1;
     box<array_encoding> values{};
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_values, &no_null::values, "Nullable.NoNull.values")};
+      return pb::fields(pb::field(f_values, &no_null::values, "Nullable.NoNull.values"));
     }
     bool operator==(const no_null&) const = default;
   };
@@ -58,14 +58,14 @@ struct nullable {
     box<array_encoding> validity{};
     box<array_encoding> values{};
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_validity, &some_null::validity, "Nullable.SomeNull.validity"),
-                        pb::field(f_values, &some_null::values, "Nullable.SomeNull.values")};
+      return pb::fields(pb::field(f_validity, &some_null::validity, "Nullable.SomeNull.validity"),
+                        pb::field(f_values, &some_null::values, "Nullable.SomeNull.values"));
     }
     bool operator==(const some_null&) const = default;
   };
   struct all_null {
     static constexpr std::string_view message_name = "Nullable.AllNull";
-    static constexpr auto proto_fields() { return std::tuple{}; }
+    static constexpr auto proto_fields() { return pb::fields(); }
     bool operator==(const all_null&) const = default;
   };
   // oneof nullability { NoNull no_nulls = 1; SomeNull some_nulls = 2; AllNull all_nulls = 3; }
@@ -73,7 +73,7 @@ struct nullable {
   std::variant<std::monostate, no_null, some_null, all_null> nullability{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&nullable::nullability, "Nullable")};
+    return pb::fields(pb::only_oneof(&nullable::nullability, "Nullable"));
   }
   bool operator==(const nullable&) const = default;
 };
@@ -85,9 +85,9 @@ struct list {
   std::uint64_t null_offset_adjustment = 0;
   std::uint64_t num_items = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_offsets, &list::offsets, "List.offsets"),
+    return pb::fields(pb::field(f_offsets, &list::offsets, "List.offsets"),
                       pb::field(f_null_offset_adjustment, &list::null_offset_adjustment, "List.null_offset_adjustment"),
-                      pb::field(f_num_items, &list::num_items, "List.num_items")};
+                      pb::field(f_num_items, &list::num_items, "List.num_items"));
   }
   bool operator==(const list&) const = default;
 };
@@ -99,9 +99,9 @@ struct fixed_size_list {
   box<array_encoding> items{};
   bool has_validity = false;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_dimension, &fixed_size_list::dimension, "FixedSizeList.dimension"),
+    return pb::fields(pb::field(f_dimension, &fixed_size_list::dimension, "FixedSizeList.dimension"),
                       pb::field(f_items, &fixed_size_list::items, "FixedSizeList.items"),
-                      pb::field(f_has_validity, &fixed_size_list::has_validity, "FixedSizeList.has_validity")};
+                      pb::field(f_has_validity, &fixed_size_list::has_validity, "FixedSizeList.has_validity"));
   }
   bool operator==(const fixed_size_list&) const = default;
 };
@@ -113,8 +113,8 @@ struct compression {
   std::string scheme{};
   std::optional<std::int32_t> level{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_scheme, &compression::scheme, "Compression.scheme"),
-                      pb::field(f_level, &compression::level, "Compression.level")};
+    return pb::fields(pb::field(f_scheme, &compression::scheme, "Compression.scheme"),
+                      pb::field(f_level, &compression::level, "Compression.level"));
   }
   bool operator==(const compression&) const = default;
 };
@@ -126,9 +126,9 @@ struct flat {
   std::optional<enc20::buffer> buffer{};
   std::optional<enc20::compression> compression{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
+    return pb::fields(pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
                       pb::field(f_buffer, &flat::buffer, "Flat.buffer"),
-                      pb::field(f_compression, &flat::compression, "Flat.compression")};
+                      pb::field(f_compression, &flat::compression, "Flat.compression"));
   }
   bool operator==(const flat&) const = default;
 };
@@ -138,7 +138,7 @@ struct constant {
   static constexpr std::uint32_t f_value = 1;
   std::string value{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_value, &constant::value, "Constant.value")};
+    return pb::fields(pb::field(f_value, &constant::value, "Constant.value"));
   }
   bool operator==(const constant&) const = default;
 };
@@ -152,10 +152,10 @@ struct bitpacked {
   std::optional<enc20::buffer> buffer{};
   bool is_signed = false;  // proto field "signed"
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_compressed_bits_per_value, &bitpacked::compressed_bits_per_value, "Bitpacked.compressed_bits_per_value"),
+    return pb::fields(pb::field(f_compressed_bits_per_value, &bitpacked::compressed_bits_per_value, "Bitpacked.compressed_bits_per_value"),
                       pb::field(f_uncompressed_bits_per_value, &bitpacked::uncompressed_bits_per_value, "Bitpacked.uncompressed_bits_per_value"),
                       pb::field(f_buffer, &bitpacked::buffer, "Bitpacked.buffer"),
-                      pb::field(f_signed, &bitpacked::is_signed, "Bitpacked.signed")};
+                      pb::field(f_signed, &bitpacked::is_signed, "Bitpacked.signed"));
   }
   bool operator==(const bitpacked&) const = default;
 };
@@ -168,9 +168,9 @@ struct bitpacked_for_non_neg {
   std::uint64_t uncompressed_bits_per_value = 0;
   std::optional<enc20::buffer> buffer{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_compressed_bits_per_value, &bitpacked_for_non_neg::compressed_bits_per_value, "BitpackedForNonNeg.compressed_bits_per_value"),
+    return pb::fields(pb::field(f_compressed_bits_per_value, &bitpacked_for_non_neg::compressed_bits_per_value, "BitpackedForNonNeg.compressed_bits_per_value"),
                       pb::field(f_uncompressed_bits_per_value, &bitpacked_for_non_neg::uncompressed_bits_per_value, "BitpackedForNonNeg.uncompressed_bits_per_value"),
-                      pb::field(f_buffer, &bitpacked_for_non_neg::buffer, "BitpackedForNonNeg.buffer")};
+                      pb::field(f_buffer, &bitpacked_for_non_neg::buffer, "BitpackedForNonNeg.buffer"));
   }
   bool operator==(const bitpacked_for_non_neg&) const = default;
 };
@@ -180,7 +180,7 @@ struct inline_bitpacking {
   static constexpr std::uint32_t f_uncompressed_bits_per_value = 2;  // field 1 is unused in the proto
   std::uint64_t uncompressed_bits_per_value = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &inline_bitpacking::uncompressed_bits_per_value, "InlineBitpacking.uncompressed_bits_per_value")};
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &inline_bitpacking::uncompressed_bits_per_value, "InlineBitpacking.uncompressed_bits_per_value"));
   }
   bool operator==(const inline_bitpacking&) const = default;
 };
@@ -191,8 +191,8 @@ struct out_of_line_bitpacking {
   std::uint64_t uncompressed_bits_per_value = 0;
   std::uint64_t compressed_bits_per_value = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &out_of_line_bitpacking::uncompressed_bits_per_value, "OutOfLineBitpacking.uncompressed_bits_per_value"),
-                      pb::field(f_compressed_bits_per_value, &out_of_line_bitpacking::compressed_bits_per_value, "OutOfLineBitpacking.compressed_bits_per_value")};
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &out_of_line_bitpacking::uncompressed_bits_per_value, "OutOfLineBitpacking.uncompressed_bits_per_value"),
+                      pb::field(f_compressed_bits_per_value, &out_of_line_bitpacking::compressed_bits_per_value, "OutOfLineBitpacking.compressed_bits_per_value"));
   }
   bool operator==(const out_of_line_bitpacking&) const = default;
 };
@@ -200,7 +200,7 @@ struct out_of_line_bitpacking {
 // A struct column: no data of its own (children are separate columns).
 struct simple_struct {
   static constexpr std::string_view message_name = "SimpleStruct";
-  static constexpr auto proto_fields() { return std::tuple{}; }
+  static constexpr auto proto_fields() { return pb::fields(); }
   bool operator==(const simple_struct&) const = default;
 };
 
@@ -211,9 +211,9 @@ struct binary {
   box<array_encoding> bytes{};
   std::uint64_t null_adjustment = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_indices, &binary::indices, "Binary.indices"),
+    return pb::fields(pb::field(f_indices, &binary::indices, "Binary.indices"),
                       pb::field(f_bytes, &binary::bytes, "Binary.bytes"),
-                      pb::field(f_null_adjustment, &binary::null_adjustment, "Binary.null_adjustment")};
+                      pb::field(f_null_adjustment, &binary::null_adjustment, "Binary.null_adjustment"));
   }
   bool operator==(const binary&) const = default;
 };
@@ -223,7 +223,7 @@ struct variable {
   static constexpr std::uint32_t f_bits_per_offset = 1;
   std::uint32_t bits_per_offset = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_offset, &variable::bits_per_offset, "Variable.bits_per_offset")};
+    return pb::fields(pb::field(f_bits_per_offset, &variable::bits_per_offset, "Variable.bits_per_offset"));
   }
   bool operator==(const variable&) const = default;
 };
@@ -234,8 +234,8 @@ struct fsst {
   box<array_encoding> binary{};
   std::string symbol_table{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_binary, &fsst::binary, "Fsst.binary"),
-                      pb::field(f_symbol_table, &fsst::symbol_table, "Fsst.symbol_table")};
+    return pb::fields(pb::field(f_binary, &fsst::binary, "Fsst.binary"),
+                      pb::field(f_symbol_table, &fsst::symbol_table, "Fsst.symbol_table"));
   }
   bool operator==(const fsst&) const = default;
 };
@@ -247,9 +247,9 @@ struct dictionary {
   box<array_encoding> items{};
   std::uint32_t num_dictionary_items = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_indices, &dictionary::indices, "Dictionary.indices"),
+    return pb::fields(pb::field(f_indices, &dictionary::indices, "Dictionary.indices"),
                       pb::field(f_items, &dictionary::items, "Dictionary.items"),
-                      pb::field(f_num_dictionary_items, &dictionary::num_dictionary_items, "Dictionary.num_dictionary_items")};
+                      pb::field(f_num_dictionary_items, &dictionary::num_dictionary_items, "Dictionary.num_dictionary_items"));
   }
   bool operator==(const dictionary&) const = default;
 };
@@ -260,10 +260,10 @@ struct packed_struct {
   std::vector<array_encoding> inner;  // no {}: clang would need array_encoding complete here
   std::optional<enc20::buffer> buffer{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_inner, &packed_struct::inner, "PackedStruct.inner"),
-                      pb::field(f_buffer, &packed_struct::buffer, "PackedStruct.buffer")};
+    return pb::fields(pb::field(f_inner, &packed_struct::inner, "PackedStruct.inner"),
+                      pb::field(f_buffer, &packed_struct::buffer, "PackedStruct.buffer"));
   }
-  bool operator==(const packed_struct&) const;
+  bool operator==(const packed_struct&) const = default;
 };
 
 struct packed_struct_fixed_width_mini_block {
@@ -272,8 +272,8 @@ struct packed_struct_fixed_width_mini_block {
   box<array_encoding> flat{};  // proto field "Flat"
   std::vector<std::uint32_t> bits_per_values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_flat, &packed_struct_fixed_width_mini_block::flat, "PackedStructFixedWidthMiniBlock.flat"),
-                      pb::field(f_bits_per_values, &packed_struct_fixed_width_mini_block::bits_per_values, "PackedStructFixedWidthMiniBlock.bits_per_values")};
+    return pb::fields(pb::field(f_flat, &packed_struct_fixed_width_mini_block::flat, "PackedStructFixedWidthMiniBlock.flat"),
+                      pb::field(f_bits_per_values, &packed_struct_fixed_width_mini_block::bits_per_values, "PackedStructFixedWidthMiniBlock.bits_per_values"));
   }
   bool operator==(const packed_struct_fixed_width_mini_block&) const = default;
 };
@@ -284,8 +284,8 @@ struct fixed_size_binary {
   box<array_encoding> bytes{};
   std::uint32_t byte_width = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bytes, &fixed_size_binary::bytes, "FixedSizeBinary.bytes"),
-                      pb::field(f_byte_width, &fixed_size_binary::byte_width, "FixedSizeBinary.byte_width")};
+    return pb::fields(pb::field(f_bytes, &fixed_size_binary::bytes, "FixedSizeBinary.bytes"),
+                      pb::field(f_byte_width, &fixed_size_binary::byte_width, "FixedSizeBinary.byte_width"));
   }
   bool operator==(const fixed_size_binary&) const = default;
 };
@@ -295,7 +295,7 @@ struct block {
   static constexpr std::uint32_t f_scheme = 1;
   std::string scheme{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_scheme, &block::scheme, "Block.scheme")};
+    return pb::fields(pb::field(f_scheme, &block::scheme, "Block.scheme"));
   }
   bool operator==(const block&) const = default;
 };
@@ -305,7 +305,7 @@ struct rle {
   static constexpr std::uint32_t f_bits_per_value = 1;
   std::uint64_t bits_per_value = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_value, &rle::bits_per_value, "Rle.bits_per_value")};
+    return pb::fields(pb::field(f_bits_per_value, &rle::bits_per_value, "Rle.bits_per_value"));
   }
   bool operator==(const rle&) const = default;
 };
@@ -315,7 +315,7 @@ struct byte_stream_split {
   static constexpr std::uint32_t f_bits_per_value = 1;
   std::uint64_t bits_per_value = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_value, &byte_stream_split::bits_per_value, "ByteStreamSplit.bits_per_value")};
+    return pb::fields(pb::field(f_bits_per_value, &byte_stream_split::bits_per_value, "ByteStreamSplit.bits_per_value"));
   }
   bool operator==(const byte_stream_split&) const = default;
 };
@@ -326,8 +326,8 @@ struct general_mini_block {
   box<array_encoding> inner{};
   std::optional<enc20::compression> compression{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_inner, &general_mini_block::inner, "GeneralMiniBlock.inner"),
-                      pb::field(f_compression, &general_mini_block::compression, "GeneralMiniBlock.compression")};
+    return pb::fields(pb::field(f_inner, &general_mini_block::inner, "GeneralMiniBlock.inner"),
+                      pb::field(f_compression, &general_mini_block::compression, "GeneralMiniBlock.compression"));
   }
   bool operator==(const general_mini_block&) const = default;
 };
@@ -357,14 +357,11 @@ struct array_encoding {
   value_type value{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&array_encoding::value, "ArrayEncoding")};
+    return pb::fields(pb::only_oneof(&array_encoding::value, "ArrayEncoding"));
   }
   bool operator==(const array_encoding&) const = default;
 };
 
-inline bool packed_struct::operator==(const packed_struct& o) const {
-  return inner == o.inner && buffer == o.buffer;
-}
 
 // A column wrapped with a zone map (min/max per zone) for filter pushdown.
 struct zone_index {
@@ -374,9 +371,9 @@ struct zone_index {
   std::optional<enc20::buffer> zone_map_buffer{};
   box<column_encoding> inner{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_rows_per_zone, &zone_index::rows_per_zone, "ZoneIndex.rows_per_zone"),
+    return pb::fields(pb::field(f_rows_per_zone, &zone_index::rows_per_zone, "ZoneIndex.rows_per_zone"),
                       pb::field(f_zone_map_buffer, &zone_index::zone_map_buffer, "ZoneIndex.zone_map_buffer"),
-                      pb::field(f_inner, &zone_index::inner, "ZoneIndex.inner")};
+                      pb::field(f_inner, &zone_index::inner, "ZoneIndex.inner"));
   }
   bool operator==(const zone_index&) const = default;
 };
@@ -387,7 +384,7 @@ struct blob {
   static constexpr std::uint32_t f_inner = 1;
   box<column_encoding> inner{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_inner, &blob::inner, "Blob.inner")};
+    return pb::fields(pb::field(f_inner, &blob::inner, "Blob.inner"));
   }
   bool operator==(const blob&) const = default;
 };
@@ -403,7 +400,7 @@ struct column_encoding {
   // The plain column encoding every ordinary column carries.
   static column_encoding values() { return column_encoding{empty{}}; }
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&column_encoding::value, "ColumnEncoding")};
+    return pb::fields(pb::only_oneof(&column_encoding::value, "ColumnEncoding"));
   }
   bool operator==(const column_encoding&) const = default;
 };

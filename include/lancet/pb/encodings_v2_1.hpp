@@ -49,8 +49,8 @@ struct buffer_compression {
   compression_scheme scheme = compression_scheme::unspecified;
   std::optional<std::int32_t> level{};  // absent: the scheme's default level
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_scheme, &buffer_compression::scheme, "BufferCompression.scheme"),
-                      pb::field(f_level, &buffer_compression::level, "BufferCompression.level")};
+    return pb::fields(pb::field(f_scheme, &buffer_compression::scheme, "BufferCompression.scheme"),
+                      pb::field(f_level, &buffer_compression::level, "BufferCompression.level"));
   }
   bool operator==(const buffer_compression&) const = default;
 };
@@ -61,8 +61,8 @@ struct flat {
   std::uint64_t bits_per_value = 0;
   std::optional<buffer_compression> data{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
-                      pb::field(f_data, &flat::data, "Flat.data")};
+    return pb::fields(pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
+                      pb::field(f_data, &flat::data, "Flat.data"));
   }
   bool operator==(const flat&) const = default;
 };
@@ -73,8 +73,8 @@ struct variable {
   box<compressive_encoding> offsets{};
   std::optional<buffer_compression> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_offsets, &variable::offsets, "Variable.offsets"),
-                      pb::field(f_values, &variable::values, "Variable.values")};
+    return pb::fields(pb::field(f_offsets, &variable::offsets, "Variable.offsets"),
+                      pb::field(f_values, &variable::values, "Variable.values"));
   }
   bool operator==(const variable&) const = default;
 };
@@ -84,7 +84,7 @@ struct constant {
   static constexpr std::uint32_t f_value = 1;
   std::optional<std::string> value{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_value, &constant::value, "Constant.value")};
+    return pb::fields(pb::field(f_value, &constant::value, "Constant.value"));
   }
   bool operator==(const constant&) const = default;
 };
@@ -97,9 +97,9 @@ struct range {
   std::uint64_t start = 0;
   std::uint64_t step = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &range::uncompressed_bits_per_value, "Range.uncompressed_bits_per_value"),
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &range::uncompressed_bits_per_value, "Range.uncompressed_bits_per_value"),
                       pb::field(f_start, &range::start, "Range.start"),
-                      pb::field(f_step, &range::step, "Range.step")};
+                      pb::field(f_step, &range::step, "Range.step"));
   }
   bool operator==(const range&) const = default;
 };
@@ -112,9 +112,9 @@ struct delta {
   std::uint64_t base = 0;
   box<compressive_encoding> deltas{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &delta::uncompressed_bits_per_value, "Delta.uncompressed_bits_per_value"),
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &delta::uncompressed_bits_per_value, "Delta.uncompressed_bits_per_value"),
                       pb::field(f_base, &delta::base, "Delta.base"),
-                      pb::field(f_deltas, &delta::deltas, "Delta.deltas")};
+                      pb::field(f_deltas, &delta::deltas, "Delta.deltas"));
   }
   bool operator==(const delta&) const = default;
 };
@@ -125,8 +125,8 @@ struct out_of_line_bitpacking {
   std::uint64_t uncompressed_bits_per_value = 0;
   box<compressive_encoding> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &out_of_line_bitpacking::uncompressed_bits_per_value, "OutOfLineBitpacking.uncompressed_bits_per_value"),
-                      pb::field(f_values, &out_of_line_bitpacking::values, "OutOfLineBitpacking.values")};
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &out_of_line_bitpacking::uncompressed_bits_per_value, "OutOfLineBitpacking.uncompressed_bits_per_value"),
+                      pb::field(f_values, &out_of_line_bitpacking::values, "OutOfLineBitpacking.values"));
   }
   bool operator==(const out_of_line_bitpacking&) const = default;
 };
@@ -137,8 +137,8 @@ struct inline_bitpacking {
   std::uint64_t uncompressed_bits_per_value = 0;
   std::optional<buffer_compression> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &inline_bitpacking::uncompressed_bits_per_value, "InlineBitpacking.uncompressed_bits_per_value"),
-                      pb::field(f_values, &inline_bitpacking::values, "InlineBitpacking.values")};
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &inline_bitpacking::uncompressed_bits_per_value, "InlineBitpacking.uncompressed_bits_per_value"),
+                      pb::field(f_values, &inline_bitpacking::values, "InlineBitpacking.values"));
   }
   bool operator==(const inline_bitpacking&) const = default;
 };
@@ -149,8 +149,8 @@ struct fsst {
   std::string symbol_table{};
   box<compressive_encoding> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_symbol_table, &fsst::symbol_table, "Fsst.symbol_table"),
-                      pb::field(f_values, &fsst::values, "Fsst.values")};
+    return pb::fields(pb::field(f_symbol_table, &fsst::symbol_table, "Fsst.symbol_table"),
+                      pb::field(f_values, &fsst::values, "Fsst.values"));
   }
   bool operator==(const fsst&) const = default;
 };
@@ -162,9 +162,9 @@ struct dictionary {
   box<compressive_encoding> items{};
   std::uint32_t num_dictionary_items = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_indices, &dictionary::indices, "Dictionary.indices"),
+    return pb::fields(pb::field(f_indices, &dictionary::indices, "Dictionary.indices"),
                       pb::field(f_items, &dictionary::items, "Dictionary.items"),
-                      pb::field(f_num_dictionary_items, &dictionary::num_dictionary_items, "Dictionary.num_dictionary_items")};
+                      pb::field(f_num_dictionary_items, &dictionary::num_dictionary_items, "Dictionary.num_dictionary_items"));
   }
   bool operator==(const dictionary&) const = default;
 };
@@ -175,8 +175,8 @@ struct rle {
   box<compressive_encoding> values{};
   box<compressive_encoding> run_lengths{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_values, &rle::values, "Rle.values"),
-                      pb::field(f_run_lengths, &rle::run_lengths, "Rle.run_lengths")};
+    return pb::fields(pb::field(f_values, &rle::values, "Rle.values"),
+                      pb::field(f_run_lengths, &rle::run_lengths, "Rle.run_lengths"));
   }
   bool operator==(const rle&) const = default;
 };
@@ -188,9 +188,9 @@ struct fixed_size_list {
   box<compressive_encoding> values{};
   bool has_validity = false;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_items_per_value, &fixed_size_list::items_per_value, "FixedSizeList.items_per_value"),
+    return pb::fields(pb::field(f_items_per_value, &fixed_size_list::items_per_value, "FixedSizeList.items_per_value"),
                       pb::field(f_values, &fixed_size_list::values, "FixedSizeList.values"),
-                      pb::field(f_has_validity, &fixed_size_list::has_validity, "FixedSizeList.has_validity")};
+                      pb::field(f_has_validity, &fixed_size_list::has_validity, "FixedSizeList.has_validity"));
   }
   bool operator==(const fixed_size_list&) const = default;
 };
@@ -201,8 +201,8 @@ struct packed_struct {
   std::vector<std::uint64_t> bits_per_value{};
   box<compressive_encoding> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_value, &packed_struct::bits_per_value, "PackedStruct.bits_per_value"),
-                      pb::field(f_values, &packed_struct::values, "PackedStruct.values")};
+    return pb::fields(pb::field(f_bits_per_value, &packed_struct::bits_per_value, "PackedStruct.bits_per_value"),
+                      pb::field(f_values, &packed_struct::values, "PackedStruct.values"));
   }
   bool operator==(const packed_struct&) const = default;
 };
@@ -217,16 +217,16 @@ struct variable_packed_struct {
     std::optional<std::uint64_t> bits_per_value{};   // fixed-width compressed values
     std::optional<std::uint64_t> bits_per_length{};  // variable-width: length prefix width
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_value, &field_encoding::value, "VariablePackedStruct.FieldEncoding.value"),
+      return pb::fields(pb::field(f_value, &field_encoding::value, "VariablePackedStruct.FieldEncoding.value"),
                         pb::scalar_oneof(pb::field(f_bits_per_value, &field_encoding::bits_per_value, "VariablePackedStruct.FieldEncoding.bits_per_value"),
-                                      pb::field(f_bits_per_length, &field_encoding::bits_per_length, "VariablePackedStruct.FieldEncoding.bits_per_length"), "VariablePackedStruct.FieldEncoding.layout")};
+                                      pb::field(f_bits_per_length, &field_encoding::bits_per_length, "VariablePackedStruct.FieldEncoding.bits_per_length"), "VariablePackedStruct.FieldEncoding.layout"));
     }
     bool operator==(const field_encoding&) const = default;
   };
   static constexpr std::uint32_t f_fields = 1;
   std::vector<field_encoding> fields{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_fields, &variable_packed_struct::fields, "VariablePackedStruct.fields")};
+    return pb::fields(pb::field(f_fields, &variable_packed_struct::fields, "VariablePackedStruct.fields"));
   }
   bool operator==(const variable_packed_struct&) const = default;
 };
@@ -238,8 +238,8 @@ struct general {
   std::optional<buffer_compression> compression{};
   box<compressive_encoding> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_compression, &general::compression, "General.compression"),
-                      pb::field(f_values, &general::values, "General.values")};
+    return pb::fields(pb::field(f_compression, &general::compression, "General.compression"),
+                      pb::field(f_values, &general::values, "General.values"));
   }
   bool operator==(const general&) const = default;
 };
@@ -249,7 +249,7 @@ struct byte_stream_split {
   static constexpr std::uint32_t f_values = 1;
   box<compressive_encoding> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_values, &byte_stream_split::values, "ByteStreamSplit.values")};
+    return pb::fields(pb::field(f_values, &byte_stream_split::values, "ByteStreamSplit.values"));
   }
   bool operator==(const byte_stream_split&) const = default;
 };
@@ -273,7 +273,7 @@ struct compressive_encoding {
   value_type value{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&compressive_encoding::value, "CompressiveEncoding")};
+    return pb::fields(pb::only_oneof(&compressive_encoding::value, "CompressiveEncoding"));
   }
   bool operator==(const compressive_encoding&) const = default;
 };
@@ -298,7 +298,7 @@ struct mini_block_layout {
   std::uint64_t num_items = 0;
   bool has_large_chunk = false;  // 2.2: u32 chunk sizes; Lance 2.2 requires it on every page
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_rep_compression, &mini_block_layout::rep_compression, "MiniBlockLayout.rep_compression"),
+    return pb::fields(pb::field(f_rep_compression, &mini_block_layout::rep_compression, "MiniBlockLayout.rep_compression"),
                       pb::field(f_def_compression, &mini_block_layout::def_compression, "MiniBlockLayout.def_compression"),
                       pb::field(f_value_compression, &mini_block_layout::value_compression, "MiniBlockLayout.value_compression"),
                       pb::field(f_dictionary, &mini_block_layout::dictionary, "MiniBlockLayout.dictionary"),
@@ -307,7 +307,7 @@ struct mini_block_layout {
                       pb::field(f_num_buffers, &mini_block_layout::num_buffers, "MiniBlockLayout.num_buffers"),
                       pb::field(f_repetition_index_depth, &mini_block_layout::repetition_index_depth, "MiniBlockLayout.repetition_index_depth"),
                       pb::field(f_num_items, &mini_block_layout::num_items, "MiniBlockLayout.num_items"),
-                      pb::field(f_has_large_chunk, &mini_block_layout::has_large_chunk, "MiniBlockLayout.has_large_chunk")};
+                      pb::field(f_has_large_chunk, &mini_block_layout::has_large_chunk, "MiniBlockLayout.has_large_chunk"));
   }
   bool operator==(const mini_block_layout&) const = default;
 };
@@ -327,14 +327,14 @@ struct full_zip_layout {
   std::optional<compressive_encoding> value_compression{};
   std::vector<rep_def_layer> layers{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_rep, &full_zip_layout::bits_rep, "FullZipLayout.bits_rep"),
+    return pb::fields(pb::field(f_bits_rep, &full_zip_layout::bits_rep, "FullZipLayout.bits_rep"),
                       pb::field(f_bits_def, &full_zip_layout::bits_def, "FullZipLayout.bits_def"),
                       pb::scalar_oneof(pb::field(f_bits_per_value, &full_zip_layout::bits_per_value, "FullZipLayout.bits_per_value"),
                                       pb::field(f_bits_per_offset, &full_zip_layout::bits_per_offset, "FullZipLayout.bits_per_offset"), "FullZipLayout.details"),
                       pb::field(f_num_items, &full_zip_layout::num_items, "FullZipLayout.num_items"),
                       pb::field(f_num_visible_items, &full_zip_layout::num_visible_items, "FullZipLayout.num_visible_items"),
                       pb::field(f_value_compression, &full_zip_layout::value_compression, "FullZipLayout.value_compression"),
-                      pb::field(f_layers, &full_zip_layout::layers, "FullZipLayout.layers")};
+                      pb::field(f_layers, &full_zip_layout::layers, "FullZipLayout.layers"));
   }
   bool operator==(const full_zip_layout&) const = default;
 };
@@ -352,12 +352,12 @@ struct constant_layout {
   std::uint64_t num_rep_values = 0;
   std::uint64_t num_def_values = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_layers, &constant_layout::layers, "ConstantLayout.layers"),
+    return pb::fields(pb::field(f_layers, &constant_layout::layers, "ConstantLayout.layers"),
                       pb::field(f_inline_value, &constant_layout::inline_value, "ConstantLayout.inline_value"),
                       pb::field(f_rep_compression, &constant_layout::rep_compression, "ConstantLayout.rep_compression"),
                       pb::field(f_def_compression, &constant_layout::def_compression, "ConstantLayout.def_compression"),
                       pb::field(f_num_rep_values, &constant_layout::num_rep_values, "ConstantLayout.num_rep_values"),
-                      pb::field(f_num_def_values, &constant_layout::num_def_values, "ConstantLayout.num_def_values")};
+                      pb::field(f_num_def_values, &constant_layout::num_def_values, "ConstantLayout.num_def_values"));
   }
   bool operator==(const constant_layout&) const = default;
 };
@@ -369,8 +369,8 @@ struct blob_layout {
   box<page_layout> inner_layout{};
   std::vector<rep_def_layer> layers{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_inner_layout, &blob_layout::inner_layout, "BlobLayout.inner_layout"),
-                      pb::field(f_layers, &blob_layout::layers, "BlobLayout.layers")};
+    return pb::fields(pb::field(f_inner_layout, &blob_layout::inner_layout, "BlobLayout.inner_layout"),
+                      pb::field(f_layers, &blob_layout::layers, "BlobLayout.layers"));
   }
   bool operator==(const blob_layout&) const = default;
 };
@@ -379,12 +379,12 @@ struct blob_layout {
 
 struct sparse_position_empty {
   static constexpr std::string_view message_name = "SparsePositionEmpty";
-  static constexpr auto proto_fields() { return std::tuple{}; }  // no fields; a reader skips any
+  static constexpr auto proto_fields() { return pb::fields(); }  // no fields; a reader skips any
   bool operator==(const sparse_position_empty&) const = default;
 };
 struct sparse_position_all {
   static constexpr std::string_view message_name = "SparsePositionAll";
-  static constexpr auto proto_fields() { return std::tuple{}; }  // no fields; a reader skips any
+  static constexpr auto proto_fields() { return pb::fields(); }  // no fields; a reader skips any
   bool operator==(const sparse_position_all&) const = default;
 };
 struct sparse_position_range {
@@ -393,8 +393,8 @@ struct sparse_position_range {
   std::uint64_t start = 0;
   std::uint64_t length = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_start, &sparse_position_range::start, "SparsePositionRange.start"),
-                      pb::field(f_length, &sparse_position_range::length, "SparsePositionRange.length")};
+    return pb::fields(pb::field(f_start, &sparse_position_range::start, "SparsePositionRange.start"),
+                      pb::field(f_length, &sparse_position_range::length, "SparsePositionRange.length"));
   }
   bool operator==(const sparse_position_range&) const = default;
 };
@@ -407,14 +407,14 @@ struct sparse_position_set {
       positions{};
   std::uint64_t num_positions = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::oneof(&sparse_position_set::positions, "SparsePositionSet.positions"),
-                      pb::field(f_num_positions, &sparse_position_set::num_positions, "SparsePositionSet.num_positions")};
+    return pb::fields(pb::oneof(&sparse_position_set::positions, "SparsePositionSet.positions"),
+                      pb::field(f_num_positions, &sparse_position_set::num_positions, "SparsePositionSet.num_positions"));
   }
   bool operator==(const sparse_position_set&) const = default;
 };
 struct sparse_count_empty {
   static constexpr std::string_view message_name = "SparseCountEmpty";
-  static constexpr auto proto_fields() { return std::tuple{}; }  // no fields; a reader skips any
+  static constexpr auto proto_fields() { return pb::fields(); }  // no fields; a reader skips any
   bool operator==(const sparse_count_empty&) const = default;
 };
 struct sparse_count_constant {
@@ -422,7 +422,7 @@ struct sparse_count_constant {
   static constexpr std::uint32_t f_value = 1;
   std::uint64_t value = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_value, &sparse_count_constant::value, "SparseCountConstant.value")};
+    return pb::fields(pb::field(f_value, &sparse_count_constant::value, "SparseCountConstant.value"));
   }
   bool operator==(const sparse_count_constant&) const = default;
 };
@@ -432,7 +432,7 @@ struct sparse_count_set {
   static constexpr std::uint32_t f_explicit = 1, f_constant = 2, f_empty = 3;
   std::variant<std::monostate, compressive_encoding, sparse_count_constant, sparse_count_empty> counts{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&sparse_count_set::counts, "SparseCountSet")};
+    return pb::fields(pb::only_oneof(&sparse_count_set::counts, "SparseCountSet"));
   }
   bool operator==(const sparse_count_set&) const = default;
 };
@@ -443,8 +443,8 @@ struct sparse_validity_set {
   meaning_type meaning = meaning_type::unspecified;
   std::optional<sparse_position_set> positions{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_meaning, &sparse_validity_set::meaning, "SparseValiditySet.meaning"),
-                      pb::field(f_positions, &sparse_validity_set::positions, "SparseValiditySet.positions")};
+    return pb::fields(pb::field(f_meaning, &sparse_validity_set::meaning, "SparseValiditySet.meaning"),
+                      pb::field(f_positions, &sparse_validity_set::positions, "SparseValiditySet.positions"));
   }
   bool operator==(const sparse_validity_set&) const = default;
 };
@@ -454,8 +454,8 @@ struct sparse_validity_layer {
   std::uint64_t num_slots = 0;
   std::optional<sparse_validity_set> validity{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_num_slots, &sparse_validity_layer::num_slots, "SparseValidityLayer.num_slots"),
-                      pb::field(f_validity, &sparse_validity_layer::validity, "SparseValidityLayer.validity")};
+    return pb::fields(pb::field(f_num_slots, &sparse_validity_layer::num_slots, "SparseValidityLayer.num_slots"),
+                      pb::field(f_validity, &sparse_validity_layer::validity, "SparseValidityLayer.validity"));
   }
   bool operator==(const sparse_validity_layer&) const = default;
 };
@@ -469,11 +469,11 @@ struct sparse_list_layer {
   std::optional<sparse_count_set> counts{};
   std::optional<sparse_validity_set> validity{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_num_slots, &sparse_list_layer::num_slots, "SparseListLayer.num_slots"),
+    return pb::fields(pb::field(f_num_slots, &sparse_list_layer::num_slots, "SparseListLayer.num_slots"),
                       pb::field(f_num_child_slots, &sparse_list_layer::num_child_slots, "SparseListLayer.num_child_slots"),
                       pb::field(f_non_empty_positions, &sparse_list_layer::non_empty_positions, "SparseListLayer.non_empty_positions"),
                       pb::field(f_counts, &sparse_list_layer::counts, "SparseListLayer.counts"),
-                      pb::field(f_validity, &sparse_list_layer::validity, "SparseListLayer.validity")};
+                      pb::field(f_validity, &sparse_list_layer::validity, "SparseListLayer.validity"));
   }
   bool operator==(const sparse_list_layer&) const = default;
 };
@@ -484,9 +484,9 @@ struct sparse_fixed_size_list_layer {
   std::uint64_t dimension = 0;
   std::optional<sparse_validity_set> validity{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_num_slots, &sparse_fixed_size_list_layer::num_slots, "SparseFixedSizeListLayer.num_slots"),
+    return pb::fields(pb::field(f_num_slots, &sparse_fixed_size_list_layer::num_slots, "SparseFixedSizeListLayer.num_slots"),
                       pb::field(f_dimension, &sparse_fixed_size_list_layer::dimension, "SparseFixedSizeListLayer.dimension"),
-                      pb::field(f_validity, &sparse_fixed_size_list_layer::validity, "SparseFixedSizeListLayer.validity")};
+                      pb::field(f_validity, &sparse_fixed_size_list_layer::validity, "SparseFixedSizeListLayer.validity"));
   }
   bool operator==(const sparse_fixed_size_list_layer&) const = default;
 };
@@ -496,7 +496,7 @@ struct sparse_structural_layer {
   static constexpr std::uint32_t f_validity = 1, f_list = 2, f_fixed_size_list = 3;
   std::variant<std::monostate, sparse_validity_layer, sparse_list_layer, sparse_fixed_size_list_layer> layer{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&sparse_structural_layer::layer, "SparseStructuralLayer")};
+    return pb::fields(pb::only_oneof(&sparse_structural_layer::layer, "SparseStructuralLayer"));
   }
   bool operator==(const sparse_structural_layer&) const = default;
 };
@@ -511,12 +511,12 @@ struct sparse_layout {
   bool has_large_chunk = false;
   std::vector<sparse_structural_layer> structural_layers{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_value_compression, &sparse_layout::value_compression, "SparseLayout.value_compression"),
+    return pb::fields(pb::field(f_value_compression, &sparse_layout::value_compression, "SparseLayout.value_compression"),
                       pb::field(f_num_buffers, &sparse_layout::num_buffers, "SparseLayout.num_buffers"),
                       pb::field(f_num_items, &sparse_layout::num_items, "SparseLayout.num_items"),
                       pb::field(f_num_visible_items, &sparse_layout::num_visible_items, "SparseLayout.num_visible_items"),
                       pb::field(f_has_large_chunk, &sparse_layout::has_large_chunk, "SparseLayout.has_large_chunk"),
-                      pb::field(f_structural_layers, &sparse_layout::structural_layers, "SparseLayout.structural_layers")};
+                      pb::field(f_structural_layers, &sparse_layout::structural_layers, "SparseLayout.structural_layers"));
   }
   bool operator==(const sparse_layout&) const = default;
 };
@@ -534,7 +534,7 @@ struct page_layout {
   value_type value{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&page_layout::value, "PageLayout")};
+    return pb::fields(pb::only_oneof(&page_layout::value, "PageLayout"));
   }
   bool operator==(const page_layout&) const = default;
 };

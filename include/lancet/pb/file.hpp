@@ -14,7 +14,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -37,8 +36,8 @@ struct dictionary {
   std::int64_t length = 0;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_offset, &dictionary::offset, "Dictionary.offset"),
-                      pb::field(f_length, &dictionary::length, "Dictionary.length")};
+    return pb::fields(pb::field(f_offset, &dictionary::offset, "Dictionary.offset"),
+                      pb::field(f_length, &dictionary::length, "Dictionary.length"));
   }
   friend bool operator==(const dictionary&, const dictionary&) = default;
 };
@@ -65,7 +64,7 @@ struct field {
   bool unenforced_primary_key = false;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_type, &field::type, "Field.type"),
+    return pb::fields(pb::field(f_type, &field::type, "Field.type"),
                       pb::field(f_name, &field::name, "Field.name"),
                       pb::field(f_id, &field::id, "Field.id"),
                       pb::field(f_parent_id, &field::parent_id, "Field.parent_id"),
@@ -75,7 +74,7 @@ struct field {
                       pb::field(f_dictionary, &field::dictionary, "Field.dictionary"),
                       pb::field(f_extension_name, &field::extension_name, "Field.extension_name"),
                       pb::field(f_metadata, &field::metadata, "Field.metadata"),
-                      pb::field(f_unenforced_primary_key, &field::unenforced_primary_key, "Field.unenforced_primary_key")};
+                      pb::field(f_unenforced_primary_key, &field::unenforced_primary_key, "Field.unenforced_primary_key"));
   }
   friend bool operator==(const field&, const field&) = default;
 };
@@ -88,8 +87,8 @@ struct schema {
   bytes_map metadata;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_fields, &schema::fields, "Schema.fields"),
-                      pb::field(f_metadata, &schema::metadata, "Schema.metadata")};
+    return pb::fields(pb::field(f_fields, &schema::fields, "Schema.fields"),
+                      pb::field(f_metadata, &schema::metadata, "Schema.metadata"));
   }
   friend bool operator==(const schema&, const schema&) = default;
 };
@@ -102,8 +101,8 @@ struct file_descriptor {
   std::uint64_t length = 0;  // rows
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_schema, &file_descriptor::schema, "FileDescriptor.schema"),
-                      pb::field(f_length, &file_descriptor::length, "FileDescriptor.length")};
+    return pb::fields(pb::field(f_schema, &file_descriptor::schema, "FileDescriptor.schema"),
+                      pb::field(f_length, &file_descriptor::length, "FileDescriptor.length"));
   }
   friend bool operator==(const file_descriptor&, const file_descriptor&) = default;
 };
@@ -120,11 +119,11 @@ struct file_metadata {
     std::uint64_t page_table_position = 0;
 
     static constexpr auto proto_fields() {
-      return std::tuple{
+      return pb::fields(
           pb::field(f_schema, &statistics_metadata::schema, "StatisticsMetadata.schema"),
           pb::field(f_fields, &statistics_metadata::fields, "StatisticsMetadata.fields"),
           pb::field(f_page_table_position, &statistics_metadata::page_table_position,
-                    "StatisticsMetadata.page_table_position")};
+                    "StatisticsMetadata.page_table_position"));
     }
     friend bool operator==(const statistics_metadata&, const statistics_metadata&) = default;
   };
@@ -137,10 +136,10 @@ struct file_metadata {
   std::optional<statistics_metadata> statistics;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_manifest_position, &file_metadata::manifest_position, "Metadata.manifest_position"),
+    return pb::fields(pb::field(f_manifest_position, &file_metadata::manifest_position, "Metadata.manifest_position"),
                       pb::field(f_batch_offsets, &file_metadata::batch_offsets, "Metadata.batch_offsets"),
                       pb::field(f_page_table_position, &file_metadata::page_table_position, "Metadata.page_table_position"),
-                      pb::field(f_statistics, &file_metadata::statistics, "Metadata.statistics")};
+                      pb::field(f_statistics, &file_metadata::statistics, "Metadata.statistics"));
   }
   friend bool operator==(const file_metadata&, const file_metadata&) = default;
 };

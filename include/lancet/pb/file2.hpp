@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -35,9 +34,9 @@ struct deferred_encoding {
   std::uint64_t buffer_length = 0;
 
   static constexpr auto proto_fields() {
-    return std::tuple{
+    return pb::fields(
         pb::field(f_buffer_location, &deferred_encoding::buffer_location, "DeferredEncoding.buffer_location"),
-        pb::field(f_buffer_length, &deferred_encoding::buffer_length, "DeferredEncoding.buffer_length")};
+        pb::field(f_buffer_length, &deferred_encoding::buffer_length, "DeferredEncoding.buffer_length"));
   }
   bool operator==(const deferred_encoding&) const = default;
 };
@@ -49,7 +48,7 @@ struct direct_encoding {
   std::string encoding{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_encoding, &direct_encoding::encoding, "DirectEncoding.encoding")};
+    return pb::fields(pb::field(f_encoding, &direct_encoding::encoding, "DirectEncoding.encoding"));
   }
   bool operator==(const direct_encoding&) const = default;
 };
@@ -84,7 +83,7 @@ struct encoding {
     return unpack_any<Msg>(direct_any());
   }
 
-  static constexpr auto proto_fields() { return std::tuple{pb::only_oneof(&encoding::location, "Encoding")}; }
+  static constexpr auto proto_fields() { return pb::fields(pb::only_oneof(&encoding::location, "Encoding")); }
   bool operator==(const encoding&) const = default;
 };
 
@@ -102,11 +101,11 @@ struct column_metadata {
     std::uint64_t priority = 0;                 // top-level row number of the page's first row
 
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_buffer_offsets, &page::buffer_offsets, "Page.buffer_offsets"),
+      return pb::fields(pb::field(f_buffer_offsets, &page::buffer_offsets, "Page.buffer_offsets"),
                         pb::field(f_buffer_sizes, &page::buffer_sizes, "Page.buffer_sizes"),
                         pb::field(f_length, &page::length, "Page.length"),
                         pb::field(f_encoding, &page::encoding, "Page.encoding"),
-                        pb::field(f_priority, &page::priority, "Page.priority")};
+                        pb::field(f_priority, &page::priority, "Page.priority"));
     }
     void check_encodable() const { check_buffers<invalid_input_error>(message_name, buffer_offsets, buffer_sizes); }
     void check_decoded() const { check_buffers<corrupt_error>(message_name, buffer_offsets, buffer_sizes); }
@@ -120,10 +119,10 @@ struct column_metadata {
   std::vector<std::uint64_t> buffer_sizes{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_encoding, &column_metadata::encoding, "ColumnMetadata.encoding"),
+    return pb::fields(pb::field(f_encoding, &column_metadata::encoding, "ColumnMetadata.encoding"),
                       pb::field(f_pages, &column_metadata::pages, "ColumnMetadata.pages"),
                       pb::field(f_buffer_offsets, &column_metadata::buffer_offsets, "ColumnMetadata.buffer_offsets"),
-                      pb::field(f_buffer_sizes, &column_metadata::buffer_sizes, "ColumnMetadata.buffer_sizes")};
+                      pb::field(f_buffer_sizes, &column_metadata::buffer_sizes, "ColumnMetadata.buffer_sizes"));
   }
   void check_encodable() const { check_buffers<invalid_input_error>(message_name, buffer_offsets, buffer_sizes); }
   void check_decoded() const { check_buffers<corrupt_error>(message_name, buffer_offsets, buffer_sizes); }

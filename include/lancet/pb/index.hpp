@@ -11,7 +11,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -53,9 +52,9 @@ struct tensor {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_data_type, &tensor::type, "Tensor.data_type"),
+    return pb::fields(pb::field(f_data_type, &tensor::type, "Tensor.data_type"),
                       pb::field(f_shape, &tensor::shape, "Tensor.shape"),
-                      pb::field(f_data, &tensor::data, "Tensor.data")};
+                      pb::field(f_data, &tensor::data, "Tensor.data"));
   }
   void check_decoded() const {
     if (type > data_type::uint64) throw corrupt_error("Tensor: unknown data type " + std::to_string(int(type)));
@@ -78,11 +77,11 @@ struct ivf {
   std::optional<double> loss;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_centroids, &ivf::centroids, "IVF.centroids"),
+    return pb::fields(pb::field(f_centroids, &ivf::centroids, "IVF.centroids"),
                       pb::field(f_offsets, &ivf::offsets, "IVF.offsets"),
                       pb::field(f_lengths, &ivf::lengths, "IVF.lengths"),
                       pb::field(f_centroids_tensor, &ivf::centroids_tensor, "IVF.centroids_tensor"),
-                      pb::field(f_loss, &ivf::loss, "IVF.loss")};
+                      pb::field(f_loss, &ivf::loss, "IVF.loss"));
   }
   friend bool operator==(const ivf&, const ivf&) = default;
 };
@@ -99,11 +98,11 @@ struct pq {
   std::optional<tensor> codebook_tensor;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_num_bits, &pq::num_bits, "PQ.num_bits"),
+    return pb::fields(pb::field(f_num_bits, &pq::num_bits, "PQ.num_bits"),
                       pb::field(f_num_sub_vectors, &pq::num_sub_vectors, "PQ.num_sub_vectors"),
                       pb::field(f_dimension, &pq::dimension, "PQ.dimension"),
                       pb::field(f_codebook, &pq::codebook, "PQ.codebook"),
-                      pb::field(f_codebook_tensor, &pq::codebook_tensor, "PQ.codebook_tensor")};
+                      pb::field(f_codebook_tensor, &pq::codebook_tensor, "PQ.codebook_tensor"));
   }
   friend bool operator==(const pq&, const pq&) = default;
 };
@@ -129,9 +128,9 @@ struct vector_index_details {
     std::uint32_t construction_ef = 0;
     std::uint32_t max_level = 0;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_max_connections, &hnsw_params::max_connections, "HnswParams.max_connections"),
+      return pb::fields(pb::field(f_max_connections, &hnsw_params::max_connections, "HnswParams.max_connections"),
                         pb::field(f_construction_ef, &hnsw_params::construction_ef, "HnswParams.construction_ef"),
-                        pb::field(f_max_level, &hnsw_params::max_level, "HnswParams.max_level")};
+                        pb::field(f_max_level, &hnsw_params::max_level, "HnswParams.max_level"));
     }
     friend bool operator==(const hnsw_params&, const hnsw_params&) = default;
   };
@@ -141,8 +140,8 @@ struct vector_index_details {
     std::uint32_t num_bits = 0;
     std::uint32_t num_sub_vectors = 0;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_num_bits, &pq_compression::num_bits, "PqCompression.num_bits"),
-                        pb::field(f_num_sub_vectors, &pq_compression::num_sub_vectors, "PqCompression.num_sub_vectors")};
+      return pb::fields(pb::field(f_num_bits, &pq_compression::num_bits, "PqCompression.num_bits"),
+                        pb::field(f_num_sub_vectors, &pq_compression::num_sub_vectors, "PqCompression.num_sub_vectors"));
     }
     friend bool operator==(const pq_compression&, const pq_compression&) = default;
   };
@@ -151,7 +150,7 @@ struct vector_index_details {
     static constexpr std::uint32_t f_num_bits = 1;
     std::uint32_t num_bits = 0;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_num_bits, &sq_compression::num_bits, "SqCompression.num_bits")};
+      return pb::fields(pb::field(f_num_bits, &sq_compression::num_bits, "SqCompression.num_bits"));
     }
     friend bool operator==(const sq_compression&, const sq_compression&) = default;
   };
@@ -160,13 +159,13 @@ struct vector_index_details {
     static constexpr std::uint32_t f_num_bits = 1;
     std::uint32_t num_bits = 0;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_num_bits, &rq_compression::num_bits, "RqCompression.num_bits")};
+      return pb::fields(pb::field(f_num_bits, &rq_compression::num_bits, "RqCompression.num_bits"));
     }
     friend bool operator==(const rq_compression&, const rq_compression&) = default;
   };
   struct flat_compression {
     static constexpr std::string_view message_name = "FlatCompression";
-    static constexpr auto proto_fields() { return std::tuple{}; }  // no fields: its presence is the information
+    static constexpr auto proto_fields() { return pb::fields(); }  // no fields: its presence is the information
     friend bool operator==(const flat_compression&, const flat_compression&) = default;
   };
   // Cases in this order; their field numbers are f_flat, f_pq, f_sq, f_rq.
@@ -184,11 +183,11 @@ struct vector_index_details {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{
+    return pb::fields(
         pb::field(f_metric_type, &vector_index_details::metric, "VectorIndexDetails.metric_type"),
         pb::field(f_hnsw, &vector_index_details::hnsw, "VectorIndexDetails.hnsw"),
         pb::oneof(&vector_index_details::compression, "VectorIndexDetails.compression", {f_flat, f_pq, f_sq, f_rq}),
-        pb::field(f_runtime_hints, &vector_index_details::runtime_hints, "VectorIndexDetails.runtime_hints")};
+        pb::field(f_runtime_hints, &vector_index_details::runtime_hints, "VectorIndexDetails.runtime_hints"));
   }
   void check_decoded() const {
     if (metric > metric_type::hamming)

@@ -10,8 +10,8 @@
 //     std::uint64_t bits_per_value = 0;
 //     std::optional<buffer_compression> data{};
 //     static constexpr auto proto_fields() {
-//       return std::tuple{pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
-//                         pb::field(f_data, &flat::data, "Flat.data")};
+//       return pb::fields(pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
+//                         pb::field(f_data, &flat::data, "Flat.data"));
 //     }
 //   };
 //
@@ -67,7 +67,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -77,6 +76,36 @@
 #include "lancet/pb/wire.hpp"
 
 namespace lancet::pb {
+
+// A message's descriptors, as proto_fields() returns them: pb::fields(d0, d1, ...).
+// Not a std::tuple: proto_fields()'s return type is deduced where its message is
+// declared, in every TU that includes it, and deducing a std::tuple (CTAD over its
+// constructor set) cost more than the rest of the message. This is a plain aggregate,
+// descriptor i in base slot<i>.
+namespace detail {
+template <std::size_t I, class D>
+struct slot {
+  D d;
+};
+template <class Seq, class... D>
+struct slots;
+template <std::size_t... I, class... D>
+struct slots<std::index_sequence<I...>, D...> : slot<I, D>... {};
+// Descriptor I (deduces D from the one base slot<I, D>).
+template <std::size_t I, class D>
+constexpr const D& get(const slot<I, D>& s) noexcept {
+  return s.d;
+}
+}  // namespace detail
+
+template <class... D>
+struct field_list : detail::slots<std::index_sequence_for<D...>, D...> {
+  static constexpr std::size_t size = sizeof...(D);
+};
+template <class... D>
+constexpr field_list<D...> fields(D... d) {
+  return {{{d}...}};
+}
 
 // Owns at most one T and copies it deeply: value semantics for recursive messages
 // (an ArrayEncoding inside a Nullable inside an ArrayEncoding...). Empty means "field
@@ -127,7 +156,7 @@ class box {
 // google.protobuf.Empty: no fields (a reader skips any it finds).
 struct empty {
   static constexpr std::string_view message_name = "Empty";
-  static constexpr auto proto_fields() { return std::tuple{}; }
+  static constexpr auto proto_fields() { return pb::fields(); }
   bool operator==(const empty&) const = default;
 };
 
@@ -607,11 +636,10 @@ template <class M, class V> struct is_oneof_desc<oneof_desc<M, V>> : std::true_t
 template <class D> struct is_scalar_oneof_desc : std::false_type {};
 template <class M, class T> struct is_scalar_oneof_desc<scalar_oneof_desc<M, T>> : std::true_type {};
 
-template <class M>
-constexpr std::size_t entry_count() {
-  return std::apply([](const auto&... d) {
-    return (std::size_t(0) + ... + (is_scalar_oneof_desc<std::remove_cvref_t<decltype(d)>>::value ? 2 : 1));
-  }, descriptors<M>);
+// Entries of M's tables: one per field or oneof, two per scalar oneof.
+template <class... D>
+constexpr std::size_t entry_count(const field_list<D...>&) {
+  return (std::size_t(0) + ... + (is_scalar_oneof_desc<D>::value ? 2 : 1));
 }
 
 // The entry of one field in an encoding or a decoding table (Entry says which).
@@ -636,7 +664,7 @@ constexpr Entry field_entry(const field_desc<M, T>& d) {
 // Appends descriptor I of M to an encoding table (a scalar oneof takes two entries).
 template <class M, std::size_t I, std::size_t N>
 constexpr void add_entry(std::array<encode_entry, N>& t, std::size_t& k) {
-  constexpr const auto& d = std::get<I>(descriptors<M>);
+  constexpr const auto& d = detail::get<I>(descriptors<M>);
   using D = std::remove_cvref_t<decltype(d)>;
   if constexpr (is_oneof_desc<D>::value) {
     using V = std::remove_cvref_t<decltype(std::declval<M&>().*d.member)>;
@@ -661,7 +689,7 @@ constexpr void add_entry(std::array<encode_entry, N>& t, std::size_t& k) {
 }
 template <class M, std::size_t I, std::size_t N>
 constexpr void add_entry(std::array<decode_entry, N>& t, std::size_t& k) {
-  constexpr const auto& d = std::get<I>(descriptors<M>);
+  constexpr const auto& d = detail::get<I>(descriptors<M>);
   using D = std::remove_cvref_t<decltype(d)>;
   if constexpr (is_oneof_desc<D>::value) {
     using V = std::remove_cvref_t<decltype(std::declval<M&>().*d.member)>;
@@ -690,12 +718,12 @@ constexpr void add_entry(std::array<decode_entry, N>& t, std::size_t& k) {
 // A message's encoding or decoding table (Entry: encode_entry or decode_entry).
 template <class M, class Entry>
 constexpr auto make_table() {
-  std::array<Entry, entry_count<M>()> t{};
+  std::array<Entry, entry_count(descriptors<M>)> t{};
   static_assert(t.size() <= 64, "decode_fields tracks at most 64 entries");
   std::size_t k = 0;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (add_entry<M, I>(t, k), ...);
-  }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(descriptors<M>)>>>{});
+  }(std::make_index_sequence<std::remove_cvref_t<decltype(descriptors<M>)>::size>{});
   return t;
 }
 template <class M>
@@ -788,8 +816,8 @@ struct any {
     return p == std::string::npos ? std::string_view(type_url) : std::string_view(type_url).substr(p + 1);
   }
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_type_url, &any::type_url, "Any.type_url"),
-                      pb::field(f_value, &any::value, "Any.value")};
+    return pb::fields(pb::field(f_type_url, &any::type_url, "Any.type_url"),
+                      pb::field(f_value, &any::value, "Any.value"));
   }
   friend bool operator==(const any&, const any&) = default;
 };

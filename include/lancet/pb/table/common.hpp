@@ -11,7 +11,6 @@
 #include <random>
 #include <string>
 #include <string_view>
-#include <tuple>
 
 #include "lancet/core/error.hpp"
 #include "lancet/pb/message.hpp"
@@ -74,7 +73,7 @@ struct uuid {
     return u;
   }
 
-  static constexpr auto proto_fields() { return std::tuple{pb::required(f_uuid, &uuid::bytes, "UUID.uuid")}; }
+  static constexpr auto proto_fields() { return pb::fields(pb::required(f_uuid, &uuid::bytes, "UUID.uuid")); }
   friend bool operator==(const uuid&, const uuid&) = default;
 };
 
@@ -104,8 +103,8 @@ struct timestamp {
   std::int64_t unix_nanos() const noexcept { return seconds * 1'000'000'000 + nanos; }
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_seconds, &timestamp::seconds, "Timestamp.seconds"),
-                      pb::field(f_nanos, &timestamp::nanos, "Timestamp.nanos")};
+    return pb::fields(pb::field(f_seconds, &timestamp::seconds, "Timestamp.seconds"),
+                      pb::field(f_nanos, &timestamp::nanos, "Timestamp.nanos"));
   }
   void check_decoded() const {
     if (nanos < 0 || nanos >= 1'000'000'000)
@@ -124,9 +123,9 @@ struct external_file {
   std::uint64_t size = 0;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_path, &external_file::path, "ExternalFile.path"),
+    return pb::fields(pb::field(f_path, &external_file::path, "ExternalFile.path"),
                       pb::field(f_offset, &external_file::offset, "ExternalFile.offset"),
-                      pb::field(f_size, &external_file::size, "ExternalFile.size")};
+                      pb::field(f_size, &external_file::size, "ExternalFile.size"));
   }
   friend bool operator==(const external_file&, const external_file&) = default;
 };
@@ -141,10 +140,10 @@ struct base_path {
   std::string path;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_id, &base_path::id, "BasePath.id"),
+    return pb::fields(pb::field(f_id, &base_path::id, "BasePath.id"),
                       pb::field(f_name, &base_path::name, "BasePath.name"),
                       pb::field(f_is_dataset_root, &base_path::is_dataset_root, "BasePath.is_dataset_root"),
-                      pb::field(f_path, &base_path::path, "BasePath.path")};
+                      pb::field(f_path, &base_path::path, "BasePath.path"));
   }
   friend bool operator==(const base_path&, const base_path&) = default;
 };

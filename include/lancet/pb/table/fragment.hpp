@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -31,13 +30,13 @@ struct data_file {
   std::optional<std::uint32_t> base_id;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_path, &data_file::path, "DataFile.path"),
+    return pb::fields(pb::field(f_path, &data_file::path, "DataFile.path"),
                       pb::field(f_fields, &data_file::fields, "DataFile.fields"),
                       pb::field(f_column_indices, &data_file::column_indices, "DataFile.column_indices"),
                       pb::field(f_file_major_version, &data_file::file_major_version, "DataFile.file_major_version"),
                       pb::field(f_file_minor_version, &data_file::file_minor_version, "DataFile.file_minor_version"),
                       pb::field(f_file_size_bytes, &data_file::file_size_bytes, "DataFile.file_size_bytes"),
-                      pb::field(f_base_id, &data_file::base_id, "DataFile.base_id")};
+                      pb::field(f_base_id, &data_file::base_id, "DataFile.base_id"));
   }
   friend bool operator==(const data_file&, const data_file&) = default;
 };
@@ -61,11 +60,11 @@ struct deletion_file {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_file_type, &deletion_file::file_type, "DeletionFile.file_type"),
+    return pb::fields(pb::field(f_file_type, &deletion_file::file_type, "DeletionFile.file_type"),
                       pb::field(f_read_version, &deletion_file::read_version, "DeletionFile.read_version"),
                       pb::field(f_id, &deletion_file::id, "DeletionFile.id"),
                       pb::field(f_num_deleted_rows, &deletion_file::num_deleted_rows, "DeletionFile.num_deleted_rows"),
-                      pb::field(f_base_id, &deletion_file::base_id, "DeletionFile.base_id")};
+                      pb::field(f_base_id, &deletion_file::base_id, "DeletionFile.base_id"));
   }
   void check_decoded() const {
     if (file_type > type::bitmap)
@@ -102,7 +101,7 @@ struct data_fragment {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{
+    return pb::fields(
         pb::field(f_id, &data_fragment::id, "DataFragment.id"),
         pb::field(f_files, &data_fragment::files, "DataFragment.files"),
         pb::field(f_deletion_file, &data_fragment::deletion_file, "DataFragment.deletion_file"),
@@ -112,7 +111,7 @@ struct data_fragment {
         pb::oneof(&data_fragment::last_updated_at_version_sequence, "DataFragment.last_updated_at_version_sequence",
                   {f_inline_last_updated_at_versions, f_external_last_updated_at_versions}),
         pb::oneof(&data_fragment::created_at_version_sequence, "DataFragment.created_at_version_sequence",
-                  {f_inline_created_at_versions, f_external_created_at_versions})};
+                  {f_inline_created_at_versions, f_external_created_at_versions}));
   }
   friend bool operator==(const data_fragment&, const data_fragment&) = default;
 };

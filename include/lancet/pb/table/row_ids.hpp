@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -26,8 +25,8 @@ struct u64_offsets_wire {
   std::uint64_t base = 0;
   std::string offsets;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_base, &u64_offsets_wire::base, "EncodedU64Array.base"),
-                      pb::field(f_offsets, &u64_offsets_wire::offsets, "EncodedU64Array.offsets")};
+    return pb::fields(pb::field(f_base, &u64_offsets_wire::base, "EncodedU64Array.base"),
+                      pb::field(f_offsets, &u64_offsets_wire::offsets, "EncodedU64Array.offsets"));
   }
   friend bool operator==(const u64_offsets_wire&, const u64_offsets_wire&) = default;
 };
@@ -37,7 +36,7 @@ struct u64_values_wire {
   static constexpr std::uint32_t f_values = 2;
   std::string values;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_values, &u64_values_wire::values, "EncodedU64Array.values")};
+    return pb::fields(pb::field(f_values, &u64_values_wire::values, "EncodedU64Array.values"));
   }
   friend bool operator==(const u64_values_wire&, const u64_values_wire&) = default;
 };
@@ -47,8 +46,8 @@ struct encoded_u64_array_wire {
   using array_type = std::variant<std::monostate, u64_offsets_wire, u64_offsets_wire, u64_values_wire>;
   array_type array;
   static constexpr auto proto_fields() {
-    return std::tuple{
-        pb::oneof(&encoded_u64_array_wire::array, "EncodedU64Array").refusing(unknown_field::corrupt).require()};
+    return pb::fields(
+        pb::oneof(&encoded_u64_array_wire::array, "EncodedU64Array").refusing(unknown_field::corrupt).require());
   }
 };
 
@@ -132,8 +131,8 @@ struct u64_range {
   static constexpr std::uint32_t f_start = 1, f_end = 2;
   std::uint64_t start = 0, end = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_start, &u64_range::start, "Range.start"),
-                      pb::field(f_end, &u64_range::end, "Range.end")};
+    return pb::fields(pb::field(f_start, &u64_range::start, "Range.start"),
+                      pb::field(f_end, &u64_range::end, "Range.end"));
   }
   friend bool operator==(const u64_range&, const u64_range&) = default;
 };
@@ -143,9 +142,9 @@ struct u64_range_with_holes {
   std::uint64_t start = 0, end = 0;
   encoded_u64_array holes;  // absolute values missing from [start, end)
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_start, &u64_range_with_holes::start, "RangeWithHoles.start"),
+    return pb::fields(pb::field(f_start, &u64_range_with_holes::start, "RangeWithHoles.start"),
                       pb::field(f_end, &u64_range_with_holes::end, "RangeWithHoles.end"),
-                      pb::required(f_holes, &u64_range_with_holes::holes, "RangeWithHoles.holes")};
+                      pb::required(f_holes, &u64_range_with_holes::holes, "RangeWithHoles.holes"));
   }
   friend bool operator==(const u64_range_with_holes&, const u64_range_with_holes&) = default;
 };
@@ -155,9 +154,9 @@ struct u64_range_with_bitmap {
   std::uint64_t start = 0, end = 0;
   std::string bitmap;  // bit i (LSB first) set: start + i is present
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_start, &u64_range_with_bitmap::start, "RangeWithBitmap.start"),
+    return pb::fields(pb::field(f_start, &u64_range_with_bitmap::start, "RangeWithBitmap.start"),
                       pb::field(f_end, &u64_range_with_bitmap::end, "RangeWithBitmap.end"),
-                      pb::field(f_bitmap, &u64_range_with_bitmap::bitmap, "RangeWithBitmap.bitmap")};
+                      pb::field(f_bitmap, &u64_range_with_bitmap::bitmap, "RangeWithBitmap.bitmap"));
   }
   friend bool operator==(const u64_range_with_bitmap&, const u64_range_with_bitmap&) = default;
 };
@@ -227,7 +226,7 @@ struct u64_segment {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::oneof(&u64_segment::segment, "U64Segment").refusing(unknown_field::corrupt).require()};
+    return pb::fields(pb::oneof(&u64_segment::segment, "U64Segment").refusing(unknown_field::corrupt).require());
   }
   void check_decoded() const {
     if (auto* x = std::get_if<range>(&segment)) {
@@ -282,7 +281,7 @@ struct row_id_sequence {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_segments, &row_id_sequence::segments, "RowIdSequence.segments")};
+    return pb::fields(pb::field(f_segments, &row_id_sequence::segments, "RowIdSequence.segments"));
   }
   friend bool operator==(const row_id_sequence&, const row_id_sequence&) = default;
 };
@@ -295,8 +294,8 @@ struct row_dataset_version_run {
   std::uint64_t version = 0;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::required(f_span, &row_dataset_version_run::span, "RowDatasetVersionRun.span"),
-                      pb::field(f_version, &row_dataset_version_run::version, "RowDatasetVersionRun.version")};
+    return pb::fields(pb::required(f_span, &row_dataset_version_run::span, "RowDatasetVersionRun.span"),
+                      pb::field(f_version, &row_dataset_version_run::version, "RowDatasetVersionRun.version"));
   }
   friend bool operator==(const row_dataset_version_run&, const row_dataset_version_run&) = default;
 };
@@ -314,7 +313,7 @@ struct row_dataset_version_sequence {
     return s;
   }
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_runs, &row_dataset_version_sequence::runs, "RowDatasetVersionSequence.runs")};
+    return pb::fields(pb::field(f_runs, &row_dataset_version_sequence::runs, "RowDatasetVersionSequence.runs"));
   }
   friend bool operator==(const row_dataset_version_sequence&, const row_dataset_version_sequence&) = default;
 };
