@@ -118,8 +118,8 @@ TEST_CASE("uuid: v4 bits, text form and parse") {
   // UUID message: 16 bytes or corrupt.
   pb::writer w;
   w.bytes(1, std::string_view("short"));
-  CHECK_THROWS_AS(pb::uuid::decode(pb::reader(w.bytes())), corrupt_error);
-  CHECK_THROWS_AS(pb::uuid::decode(pb::reader(std::string_view())), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<pb::uuid>(pb::reader(w.bytes())), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<pb::uuid>(pb::reader(std::string_view())), corrupt_error);
 }
 
 TEST_CASE("data file and deletion file: hand-checked bytes") {
@@ -131,13 +131,13 @@ TEST_CASE("data file and deletion file: hand-checked bytes") {
   d.file_minor_version = 1;
   d.file_size_bytes = 300;
   pb::writer w;
-  d.encode(w);
+  pb::encode(w, d);
   // 0a 07 "a.lance" | 12 02 00 01 | 1a 0b 00 ff*9 01 | 20 02 | 28 01 | 30 ac 02
   std::string expected = std::string("\x0a\x07" "a.lance", 9) + std::string("\x12\x02\x00\x01", 4) +
                          std::string("\x1a\x0b\x00", 3) + std::string(9, '\xff') +
                          std::string("\x01\x20\x02\x28\x01\x30\xac\x02", 8);
   CHECK(w.bytes() == expected);
-  auto back = pb::data_file::decode(pb::reader(w.bytes()));
+  auto back = pb::decode<pb::data_file>(pb::reader(w.bytes()));
   CHECK(back == d);
   CHECK(back.column_indices[1] == -1);
 
@@ -148,14 +148,14 @@ TEST_CASE("data file and deletion file: hand-checked bytes") {
   del.num_deleted_rows = 7;
   CHECK(del.relative_path(5) == "_deletions/5-3-42.bin");
   pb::writer w2;
-  del.encode(w2);
+  pb::encode(w2, del);
   CHECK(w2.bytes() == std::string("\x08\x01\x10\x03\x18\x2a\x20\x07", 8));
   del.file_type = pb::deletion_file::type::arrow_array;
   CHECK(del.relative_path(0) == "_deletions/0-3-42.arrow");
   // Unknown deletion file type: Lance refuses it as unsupported.
   pb::writer w3;
   w3.uint64(1, 9);
-  CHECK_THROWS_AS(pb::deletion_file::decode(pb::reader(w3.bytes())), unsupported_error);
+  CHECK_THROWS_AS(pb::decode<pb::deletion_file>(pb::reader(w3.bytes())), unsupported_error);
 }
 
 TEST_CASE("data fragment: every field and oneof round trips") {
@@ -168,8 +168,8 @@ TEST_CASE("data fragment: every field and oneof round trips") {
   f.last_updated_at_version_sequence = pb::external_file{"rows.bin", 16, 32};
   f.created_at_version_sequence = pb::encode(pb::row_dataset_version_sequence::uniform(100, 2));
   pb::writer w;
-  f.encode(w);
-  auto back = pb::data_fragment::decode(pb::reader(w.bytes()));
+  pb::encode(w, f);
+  auto back = pb::decode<pb::data_fragment>(pb::reader(w.bytes()));
   CHECK(back == f);
   CHECK(back.num_rows() == 97);
   CHECK(back.files[0].base_id == 0u);  // explicit presence survives
@@ -226,7 +226,7 @@ TEST_CASE("row-id segments: all shapes") {
     seg.message_fn(2, [](pb::writer& r) {
       r.uint64(1, 0);
       r.uint64(2, 1);
-      r.message(3, pb::encoded_u64_array::from_values({0, 1, 2}));
+      r.bytes(3, pb::encode(pb::encoded_u64_array::from_values({0, 1, 2})));
     });
   });
   CHECK_THROWS_AS(pb::decode<pb::row_id_sequence>(many_holes.bytes()), corrupt_error);
@@ -255,7 +255,7 @@ TEST_CASE("index metadata and section round trip, optional presence kept") {
   // An index without a UUID is refused, as Lance does.
   pb::writer w;
   w.string(3, "x");
-  CHECK_THROWS_AS(pb::index_metadata::decode(pb::reader(w.bytes())), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<pb::index_metadata>(pb::reader(w.bytes())), corrupt_error);
 }
 
 TEST_CASE("transactions: every operation round trips; unknown or missing operations are corrupt") {

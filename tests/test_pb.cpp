@@ -2,6 +2,8 @@
 
 #include <lancet/pb/wire.hpp>
 
+#include <functional>
+
 using namespace lancet;
 
 TEST_CASE("varint, zigzag and fixed fields round trip") {

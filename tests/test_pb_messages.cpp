@@ -212,7 +212,7 @@ TEST_SUITE("file2") {
     file2::column_metadata::page bad;
     bad.buffer_offsets = {1};
     pb::writer w;
-    CHECK_THROWS_AS(bad.encode(w), invalid_input_error);
+    CHECK_THROWS_AS(pb::encode(w, bad), invalid_input_error);
     // Wire-type mismatches are corrupt.
     CHECK_THROWS_AS(pb::decode<file2::column_metadata::page>(bytes_of({0x1a, 0x00})), corrupt_error);
     CHECK_THROWS_AS(pb::decode<file2::column_metadata>(bytes_of({0x10, 0x01})), corrupt_error);
@@ -610,9 +610,9 @@ TEST_SUITE("encodings_v2_1") {
     using namespace enc21;
     full_zip_layout both{.bits_per_value = 8, .bits_per_offset = 32};
     pb::writer w;
-    CHECK_THROWS_AS(both.encode(w), invalid_input_error);
+    CHECK_THROWS_AS(pb::encode(w, both), invalid_input_error);
     variable_packed_struct::field_encoding fe{.bits_per_value = 1, .bits_per_length = 2};
-    CHECK_THROWS_AS(fe.encode(w), invalid_input_error);
+    CHECK_THROWS_AS(pb::encode(w, fe), invalid_input_error);
     // bits_per_value (3) = 8, then bits_per_offset (4) = 32: the offset wins.
     auto z = pb::decode<full_zip_layout>(bytes_of({0x18, 0x08, 0x20, 0x20}));
     CHECK(!z.bits_per_value);
@@ -760,7 +760,7 @@ TEST_CASE("a 2.0 ColumnMetadata exactly as LanceDB 0.39 (Lance 12) wrote it") {
 
 TEST_CASE("the hand-spelt plain column encoding is the descriptor-encoded ColumnEncoding { values }") {
   pb::writer w;
-  pb::pack_any(pb::enc20::column_encoding::values()).encode(w);
+  pb::encode(w, pb::pack_any(pb::enc20::column_encoding::values()));
   CHECK(lancet::encoding::plain_column_encoding() == w.take());
 }
 
@@ -1001,7 +1001,7 @@ TEST_CASE("errors name the message, the field or oneof, and the offset") {
   CHECK(what_of([] {
           full_zip_layout z{.bits_per_value = 8, .bits_per_offset = 32};
           pb::writer w;
-          z.encode(w);
+          pb::encode(w, z);
         }) == "invalid input: FullZipLayout.details: both alternatives of a oneof are set");
   CHECK(what_of([] { (void)pb::decode<pb::index_metadata>(hex_to_bytes("1a 01 78")); }) ==
         "corrupt: IndexMetadata.uuid is missing");

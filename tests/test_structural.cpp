@@ -243,7 +243,7 @@ mem_columns encode_field(const arrow::field& f, const std::vector<arrow::array_p
     for (auto& page : encoding::run_inline(tasks)) {
       pb::file2::column_metadata::page pg;
       pg.length = page.num_rows;
-      pg.encoding = pb::file2::encoding::direct_of(pb::any::decode(pb::reader(std::string_view(page.encoding), 0, "Any")));
+      pg.encoding = pb::file2::encoding::direct_of(pb::decode<pb::any>(pb::reader(std::string_view(page.encoding), 0, "Any")));
       auto& c = page.column_index;
       m.meta[c].pages.push_back(pg);
       m.buffers[c].push_back(page.buffers);

@@ -47,7 +47,7 @@ pages encode(const arrow::field& f, const arrow::array_ptr& a) {
     for (auto& page : encoding::run_inline(tasks)) {
       pb::file2::column_metadata::page pg;
       pg.length = page.num_rows;
-      pg.encoding = pb::file2::encoding::direct_of(pb::any::decode(pb::reader(std::string_view(page.encoding), 0, "Any")));
+      pg.encoding = pb::file2::encoding::direct_of(pb::decode<pb::any>(pb::reader(std::string_view(page.encoding), 0, "Any")));
       const auto c = page.column_index;
       m.meta[c].pages.push_back(pg);
       m.buffers[c].push_back(page.buffers);

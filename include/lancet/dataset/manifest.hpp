@@ -128,25 +128,21 @@ inline void set_index_fragment_bitmap(pb::index_metadata& idx, const roaring_bit
   idx.fragment_bitmap = fragments.serialize();
 }
 
-// The manifest's schema fields decoded with a lance.file.Field message type (any type
-// with `static Field decode(pb::reader)` and `void encode(pb::writer&) const`, such as
-// the one pb/file.hpp provides). The manifest keeps them encoded so that fields this
+// The manifest's schema fields decoded with a lance.file.Field message type (one that
+// pb::encode / pb::decode take, such as the one pb/file.hpp provides, or a type with
+// its own `static Field decode(pb::reader)` and `void encode(pb::writer&) const`). The manifest keeps them encoded so that fields this
 // library does not model survive a rewrite untouched.
 template <class Field>
 std::vector<Field> manifest_fields(const pb::manifest& m) {
   std::vector<Field> out;
   out.reserve(m.fields_raw.size());
-  for (const auto& raw : m.fields_raw) out.push_back(Field::decode(pb::reader(std::string_view(raw), 0, "Manifest.fields")));
+  for (const auto& raw : m.fields_raw) out.push_back(pb::decode<Field>(pb::reader(std::string_view(raw), 0, "Manifest.fields")));
   return out;
 }
 template <class Field>
 void set_manifest_fields(pb::manifest& m, const std::vector<Field>& fields) {
   m.fields_raw.clear();
-  for (const auto& f : fields) {
-    pb::writer w;
-    f.encode(w);
-    m.fields_raw.push_back(w.take());
-  }
+  for (const auto& f : fields) m.fields_raw.push_back(pb::encode(f));
 }
 
 // ---------------------------------------------------------------------------------
@@ -273,7 +269,7 @@ inline pb::manifest read_manifest(bytes_view file) {
   if (len != expected)
     throw corrupt_error("manifest: message at " + std::to_string(pos) + " records " + std::to_string(len) +
                         " bytes but " + std::to_string(expected) + " lie before the footer");
-  return pb::manifest::decode(pb::reader(file.subspan(std::size_t(pos + 4), len), 0, "Manifest"));
+  return pb::decode<pb::manifest>(file.subspan(std::size_t(pos + 4), len));
 }
 
 namespace detail {
@@ -296,13 +292,13 @@ inline bytes_view section(bytes_view file, std::uint64_t pos, std::string_view w
 inline std::vector<pb::index_metadata> read_index_section(bytes_view file, const pb::manifest& m) {
   if (!m.index_section) return {};
   auto b = detail::section(file, *m.index_section, "index section");
-  return pb::index_section::decode(pb::reader(b, 0, "IndexSection")).indices;
+  return pb::decode<pb::index_section>(b).indices;
 }
 
 inline std::optional<pb::transaction> read_transaction_section(bytes_view file, const pb::manifest& m) {
   if (!m.transaction_section) return std::nullopt;
   auto b = detail::section(file, *m.transaction_section, "transaction section");
-  return pb::transaction::decode(pb::reader(b, 0, "Transaction"));
+  return pb::decode<pb::transaction>(b);
 }
 
 inline manifest_file read_manifest_file(bytes_view file) {

@@ -45,7 +45,7 @@ class page_table {
   void add(std::uint32_t column, const pb::file2::column_metadata::page& p) {
     auto& c = columns_.at(column);
     pb::writer w;
-    w.message(pb::file2::column_metadata::f_pages, p);
+    w.bytes(pb::file2::column_metadata::f_pages, pb::encode(p));
     c.pending += w.bytes();
     ++c.num_pages;
     if (fd_ >= 0 && c.pending.size() > budget_per_column_) spill(c);

@@ -724,8 +724,8 @@ template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
 std::string file_writer_impl<Sink, Strategy>::column_metadata_bytes(std::uint32_t c) {
   pb::writer w;
-  w.message(pb::file2::column_metadata::f_encoding,
-            pb::file2::encoding{pb::file2::direct_encoding{column_encodings_[c]}});
+  w.bytes(pb::file2::column_metadata::f_encoding,
+          pb::encode(pb::file2::encoding{pb::file2::direct_encoding{column_encodings_[c]}}));
   w.bytes() += page_table_.take_pages(c);
   std::vector<std::uint64_t> offs, sizes;
   for (const auto& r : column_buffers_[c]) {

@@ -8,7 +8,7 @@
 // other sub-messages are std::optional<T>. All structs are aggregates, so
 //   enc20::array_encoding{enc20::flat{.bits_per_value = 32, .buffer = enc20::buffer{}}}
 // builds a page encoding. Each message lists its fields in proto_fields(), in field-number
-// order, and gets prost-compatible encode/decode from pb/message.hpp.
+// order, and gets prost-compatible pb::encode / pb::decode from pb/message.hpp.
 #pragma once
 
 #include <cstdint>
@@ -35,11 +35,9 @@ struct buffer {
   buffer_type type = page;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_buffer_index, &buffer::buffer_index, "Buffer.buffer_index"),
-                      pb::field(f_buffer_type, &buffer::type, "Buffer.buffer_type")};
+    return pb::fields(pb::field(f_buffer_index, &buffer::buffer_index, "Buffer.buffer_index"),
+                      pb::field(f_buffer_type, &buffer::type, "Buffer.buffer_type"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static buffer decode(reader r) { return pb::decode_message<buffer>(std::move(r)); }
   bool operator==(const buffer&) const = default;
 };
 
@@ -50,10 +48,8 @@ struct nullable {
     static constexpr std::uint32_t f_values = 1;
     box<array_encoding> values{};
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_values, &no_null::values, "Nullable.NoNull.values")};
+      return pb::fields(pb::field(f_values, &no_null::values, "Nullable.NoNull.values"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static no_null decode(reader r) { return pb::decode_message<no_null>(std::move(r)); }
     bool operator==(const no_null&) const = default;
   };
   struct some_null {
@@ -62,18 +58,14 @@ struct nullable {
     box<array_encoding> validity{};
     box<array_encoding> values{};
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_validity, &some_null::validity, "Nullable.SomeNull.validity"),
-                        pb::field(f_values, &some_null::values, "Nullable.SomeNull.values")};
+      return pb::fields(pb::field(f_validity, &some_null::validity, "Nullable.SomeNull.validity"),
+                        pb::field(f_values, &some_null::values, "Nullable.SomeNull.values"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static some_null decode(reader r) { return pb::decode_message<some_null>(std::move(r)); }
     bool operator==(const some_null&) const = default;
   };
   struct all_null {
     static constexpr std::string_view message_name = "Nullable.AllNull";
-    static constexpr auto proto_fields() { return std::tuple{}; }
-    void encode(writer&) const {}
-    static all_null decode(reader r) { return pb::decode_message<all_null>(std::move(r)); }
+    static constexpr auto proto_fields() { return pb::fields(); }
     bool operator==(const all_null&) const = default;
   };
   // oneof nullability { NoNull no_nulls = 1; SomeNull some_nulls = 2; AllNull all_nulls = 3; }
@@ -81,10 +73,8 @@ struct nullable {
   std::variant<std::monostate, no_null, some_null, all_null> nullability{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&nullable::nullability, "Nullable")};
+    return pb::fields(pb::only_oneof(&nullable::nullability, "Nullable"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static nullable decode(reader r) { return pb::decode_message<nullable>(std::move(r)); }
   bool operator==(const nullable&) const = default;
 };
 
@@ -95,12 +85,10 @@ struct list {
   std::uint64_t null_offset_adjustment = 0;
   std::uint64_t num_items = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_offsets, &list::offsets, "List.offsets"),
+    return pb::fields(pb::field(f_offsets, &list::offsets, "List.offsets"),
                       pb::field(f_null_offset_adjustment, &list::null_offset_adjustment, "List.null_offset_adjustment"),
-                      pb::field(f_num_items, &list::num_items, "List.num_items")};
+                      pb::field(f_num_items, &list::num_items, "List.num_items"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static list decode(reader r) { return pb::decode_message<list>(std::move(r)); }
   bool operator==(const list&) const = default;
 };
 
@@ -111,12 +99,10 @@ struct fixed_size_list {
   box<array_encoding> items{};
   bool has_validity = false;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_dimension, &fixed_size_list::dimension, "FixedSizeList.dimension"),
+    return pb::fields(pb::field(f_dimension, &fixed_size_list::dimension, "FixedSizeList.dimension"),
                       pb::field(f_items, &fixed_size_list::items, "FixedSizeList.items"),
-                      pb::field(f_has_validity, &fixed_size_list::has_validity, "FixedSizeList.has_validity")};
+                      pb::field(f_has_validity, &fixed_size_list::has_validity, "FixedSizeList.has_validity"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static fixed_size_list decode(reader r) { return pb::decode_message<fixed_size_list>(std::move(r)); }
   bool operator==(const fixed_size_list&) const = default;
 };
 
@@ -127,11 +113,9 @@ struct compression {
   std::string scheme{};
   std::optional<std::int32_t> level{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_scheme, &compression::scheme, "Compression.scheme"),
-                      pb::field(f_level, &compression::level, "Compression.level")};
+    return pb::fields(pb::field(f_scheme, &compression::scheme, "Compression.scheme"),
+                      pb::field(f_level, &compression::level, "Compression.level"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static compression decode(reader r) { return pb::decode_message<compression>(std::move(r)); }
   bool operator==(const compression&) const = default;
 };
 
@@ -142,12 +126,10 @@ struct flat {
   std::optional<enc20::buffer> buffer{};
   std::optional<enc20::compression> compression{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
+    return pb::fields(pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
                       pb::field(f_buffer, &flat::buffer, "Flat.buffer"),
-                      pb::field(f_compression, &flat::compression, "Flat.compression")};
+                      pb::field(f_compression, &flat::compression, "Flat.compression"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static flat decode(reader r) { return pb::decode_message<flat>(std::move(r)); }
   bool operator==(const flat&) const = default;
 };
 
@@ -156,10 +138,8 @@ struct constant {
   static constexpr std::uint32_t f_value = 1;
   std::string value{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_value, &constant::value, "Constant.value")};
+    return pb::fields(pb::field(f_value, &constant::value, "Constant.value"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static constant decode(reader r) { return pb::decode_message<constant>(std::move(r)); }
   bool operator==(const constant&) const = default;
 };
 
@@ -172,13 +152,11 @@ struct bitpacked {
   std::optional<enc20::buffer> buffer{};
   bool is_signed = false;  // proto field "signed"
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_compressed_bits_per_value, &bitpacked::compressed_bits_per_value, "Bitpacked.compressed_bits_per_value"),
+    return pb::fields(pb::field(f_compressed_bits_per_value, &bitpacked::compressed_bits_per_value, "Bitpacked.compressed_bits_per_value"),
                       pb::field(f_uncompressed_bits_per_value, &bitpacked::uncompressed_bits_per_value, "Bitpacked.uncompressed_bits_per_value"),
                       pb::field(f_buffer, &bitpacked::buffer, "Bitpacked.buffer"),
-                      pb::field(f_signed, &bitpacked::is_signed, "Bitpacked.signed")};
+                      pb::field(f_signed, &bitpacked::is_signed, "Bitpacked.signed"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static bitpacked decode(reader r) { return pb::decode_message<bitpacked>(std::move(r)); }
   bool operator==(const bitpacked&) const = default;
 };
 
@@ -190,12 +168,10 @@ struct bitpacked_for_non_neg {
   std::uint64_t uncompressed_bits_per_value = 0;
   std::optional<enc20::buffer> buffer{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_compressed_bits_per_value, &bitpacked_for_non_neg::compressed_bits_per_value, "BitpackedForNonNeg.compressed_bits_per_value"),
+    return pb::fields(pb::field(f_compressed_bits_per_value, &bitpacked_for_non_neg::compressed_bits_per_value, "BitpackedForNonNeg.compressed_bits_per_value"),
                       pb::field(f_uncompressed_bits_per_value, &bitpacked_for_non_neg::uncompressed_bits_per_value, "BitpackedForNonNeg.uncompressed_bits_per_value"),
-                      pb::field(f_buffer, &bitpacked_for_non_neg::buffer, "BitpackedForNonNeg.buffer")};
+                      pb::field(f_buffer, &bitpacked_for_non_neg::buffer, "BitpackedForNonNeg.buffer"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static bitpacked_for_non_neg decode(reader r) { return pb::decode_message<bitpacked_for_non_neg>(std::move(r)); }
   bool operator==(const bitpacked_for_non_neg&) const = default;
 };
 
@@ -204,10 +180,8 @@ struct inline_bitpacking {
   static constexpr std::uint32_t f_uncompressed_bits_per_value = 2;  // field 1 is unused in the proto
   std::uint64_t uncompressed_bits_per_value = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &inline_bitpacking::uncompressed_bits_per_value, "InlineBitpacking.uncompressed_bits_per_value")};
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &inline_bitpacking::uncompressed_bits_per_value, "InlineBitpacking.uncompressed_bits_per_value"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static inline_bitpacking decode(reader r) { return pb::decode_message<inline_bitpacking>(std::move(r)); }
   bool operator==(const inline_bitpacking&) const = default;
 };
 
@@ -217,20 +191,16 @@ struct out_of_line_bitpacking {
   std::uint64_t uncompressed_bits_per_value = 0;
   std::uint64_t compressed_bits_per_value = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &out_of_line_bitpacking::uncompressed_bits_per_value, "OutOfLineBitpacking.uncompressed_bits_per_value"),
-                      pb::field(f_compressed_bits_per_value, &out_of_line_bitpacking::compressed_bits_per_value, "OutOfLineBitpacking.compressed_bits_per_value")};
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &out_of_line_bitpacking::uncompressed_bits_per_value, "OutOfLineBitpacking.uncompressed_bits_per_value"),
+                      pb::field(f_compressed_bits_per_value, &out_of_line_bitpacking::compressed_bits_per_value, "OutOfLineBitpacking.compressed_bits_per_value"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static out_of_line_bitpacking decode(reader r) { return pb::decode_message<out_of_line_bitpacking>(std::move(r)); }
   bool operator==(const out_of_line_bitpacking&) const = default;
 };
 
 // A struct column: no data of its own (children are separate columns).
 struct simple_struct {
   static constexpr std::string_view message_name = "SimpleStruct";
-  static constexpr auto proto_fields() { return std::tuple{}; }
-  void encode(writer&) const {}
-  static simple_struct decode(reader r) { return pb::decode_message<simple_struct>(std::move(r)); }
+  static constexpr auto proto_fields() { return pb::fields(); }
   bool operator==(const simple_struct&) const = default;
 };
 
@@ -241,12 +211,10 @@ struct binary {
   box<array_encoding> bytes{};
   std::uint64_t null_adjustment = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_indices, &binary::indices, "Binary.indices"),
+    return pb::fields(pb::field(f_indices, &binary::indices, "Binary.indices"),
                       pb::field(f_bytes, &binary::bytes, "Binary.bytes"),
-                      pb::field(f_null_adjustment, &binary::null_adjustment, "Binary.null_adjustment")};
+                      pb::field(f_null_adjustment, &binary::null_adjustment, "Binary.null_adjustment"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static binary decode(reader r) { return pb::decode_message<binary>(std::move(r)); }
   bool operator==(const binary&) const = default;
 };
 
@@ -255,10 +223,8 @@ struct variable {
   static constexpr std::uint32_t f_bits_per_offset = 1;
   std::uint32_t bits_per_offset = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_offset, &variable::bits_per_offset, "Variable.bits_per_offset")};
+    return pb::fields(pb::field(f_bits_per_offset, &variable::bits_per_offset, "Variable.bits_per_offset"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static variable decode(reader r) { return pb::decode_message<variable>(std::move(r)); }
   bool operator==(const variable&) const = default;
 };
 
@@ -268,11 +234,9 @@ struct fsst {
   box<array_encoding> binary{};
   std::string symbol_table{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_binary, &fsst::binary, "Fsst.binary"),
-                      pb::field(f_symbol_table, &fsst::symbol_table, "Fsst.symbol_table")};
+    return pb::fields(pb::field(f_binary, &fsst::binary, "Fsst.binary"),
+                      pb::field(f_symbol_table, &fsst::symbol_table, "Fsst.symbol_table"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static fsst decode(reader r) { return pb::decode_message<fsst>(std::move(r)); }
   bool operator==(const fsst&) const = default;
 };
 
@@ -283,12 +247,10 @@ struct dictionary {
   box<array_encoding> items{};
   std::uint32_t num_dictionary_items = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_indices, &dictionary::indices, "Dictionary.indices"),
+    return pb::fields(pb::field(f_indices, &dictionary::indices, "Dictionary.indices"),
                       pb::field(f_items, &dictionary::items, "Dictionary.items"),
-                      pb::field(f_num_dictionary_items, &dictionary::num_dictionary_items, "Dictionary.num_dictionary_items")};
+                      pb::field(f_num_dictionary_items, &dictionary::num_dictionary_items, "Dictionary.num_dictionary_items"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static dictionary decode(reader r) { return pb::decode_message<dictionary>(std::move(r)); }
   bool operator==(const dictionary&) const = default;
 };
 
@@ -298,12 +260,10 @@ struct packed_struct {
   std::vector<array_encoding> inner;  // no {}: clang would need array_encoding complete here
   std::optional<enc20::buffer> buffer{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_inner, &packed_struct::inner, "PackedStruct.inner"),
-                      pb::field(f_buffer, &packed_struct::buffer, "PackedStruct.buffer")};
+    return pb::fields(pb::field(f_inner, &packed_struct::inner, "PackedStruct.inner"),
+                      pb::field(f_buffer, &packed_struct::buffer, "PackedStruct.buffer"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static packed_struct decode(reader r);  // defined below array_encoding (clang needs it complete)
-  bool operator==(const packed_struct&) const;
+  bool operator==(const packed_struct&) const = default;
 };
 
 struct packed_struct_fixed_width_mini_block {
@@ -312,11 +272,9 @@ struct packed_struct_fixed_width_mini_block {
   box<array_encoding> flat{};  // proto field "Flat"
   std::vector<std::uint32_t> bits_per_values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_flat, &packed_struct_fixed_width_mini_block::flat, "PackedStructFixedWidthMiniBlock.flat"),
-                      pb::field(f_bits_per_values, &packed_struct_fixed_width_mini_block::bits_per_values, "PackedStructFixedWidthMiniBlock.bits_per_values")};
+    return pb::fields(pb::field(f_flat, &packed_struct_fixed_width_mini_block::flat, "PackedStructFixedWidthMiniBlock.flat"),
+                      pb::field(f_bits_per_values, &packed_struct_fixed_width_mini_block::bits_per_values, "PackedStructFixedWidthMiniBlock.bits_per_values"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static packed_struct_fixed_width_mini_block decode(reader r) { return pb::decode_message<packed_struct_fixed_width_mini_block>(std::move(r)); }
   bool operator==(const packed_struct_fixed_width_mini_block&) const = default;
 };
 
@@ -326,11 +284,9 @@ struct fixed_size_binary {
   box<array_encoding> bytes{};
   std::uint32_t byte_width = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bytes, &fixed_size_binary::bytes, "FixedSizeBinary.bytes"),
-                      pb::field(f_byte_width, &fixed_size_binary::byte_width, "FixedSizeBinary.byte_width")};
+    return pb::fields(pb::field(f_bytes, &fixed_size_binary::bytes, "FixedSizeBinary.bytes"),
+                      pb::field(f_byte_width, &fixed_size_binary::byte_width, "FixedSizeBinary.byte_width"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static fixed_size_binary decode(reader r) { return pb::decode_message<fixed_size_binary>(std::move(r)); }
   bool operator==(const fixed_size_binary&) const = default;
 };
 
@@ -339,10 +295,8 @@ struct block {
   static constexpr std::uint32_t f_scheme = 1;
   std::string scheme{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_scheme, &block::scheme, "Block.scheme")};
+    return pb::fields(pb::field(f_scheme, &block::scheme, "Block.scheme"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static block decode(reader r) { return pb::decode_message<block>(std::move(r)); }
   bool operator==(const block&) const = default;
 };
 
@@ -351,10 +305,8 @@ struct rle {
   static constexpr std::uint32_t f_bits_per_value = 1;
   std::uint64_t bits_per_value = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_value, &rle::bits_per_value, "Rle.bits_per_value")};
+    return pb::fields(pb::field(f_bits_per_value, &rle::bits_per_value, "Rle.bits_per_value"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static rle decode(reader r) { return pb::decode_message<rle>(std::move(r)); }
   bool operator==(const rle&) const = default;
 };
 
@@ -363,10 +315,8 @@ struct byte_stream_split {
   static constexpr std::uint32_t f_bits_per_value = 1;
   std::uint64_t bits_per_value = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_value, &byte_stream_split::bits_per_value, "ByteStreamSplit.bits_per_value")};
+    return pb::fields(pb::field(f_bits_per_value, &byte_stream_split::bits_per_value, "ByteStreamSplit.bits_per_value"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static byte_stream_split decode(reader r) { return pb::decode_message<byte_stream_split>(std::move(r)); }
   bool operator==(const byte_stream_split&) const = default;
 };
 
@@ -376,11 +326,9 @@ struct general_mini_block {
   box<array_encoding> inner{};
   std::optional<enc20::compression> compression{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_inner, &general_mini_block::inner, "GeneralMiniBlock.inner"),
-                      pb::field(f_compression, &general_mini_block::compression, "GeneralMiniBlock.compression")};
+    return pb::fields(pb::field(f_inner, &general_mini_block::inner, "GeneralMiniBlock.inner"),
+                      pb::field(f_compression, &general_mini_block::compression, "GeneralMiniBlock.compression"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static general_mini_block decode(reader r) { return pb::decode_message<general_mini_block>(std::move(r)); }
   bool operator==(const general_mini_block&) const = default;
 };
 
@@ -409,17 +357,11 @@ struct array_encoding {
   value_type value{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&array_encoding::value, "ArrayEncoding")};
+    return pb::fields(pb::only_oneof(&array_encoding::value, "ArrayEncoding"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static array_encoding decode(reader r) { return pb::decode_message<array_encoding>(std::move(r)); }
   bool operator==(const array_encoding&) const = default;
 };
 
-inline packed_struct packed_struct::decode(reader r) { return pb::decode_message<packed_struct>(std::move(r)); }
-inline bool packed_struct::operator==(const packed_struct& o) const {
-  return inner == o.inner && buffer == o.buffer;
-}
 
 // A column wrapped with a zone map (min/max per zone) for filter pushdown.
 struct zone_index {
@@ -429,12 +371,10 @@ struct zone_index {
   std::optional<enc20::buffer> zone_map_buffer{};
   box<column_encoding> inner{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_rows_per_zone, &zone_index::rows_per_zone, "ZoneIndex.rows_per_zone"),
+    return pb::fields(pb::field(f_rows_per_zone, &zone_index::rows_per_zone, "ZoneIndex.rows_per_zone"),
                       pb::field(f_zone_map_buffer, &zone_index::zone_map_buffer, "ZoneIndex.zone_map_buffer"),
-                      pb::field(f_inner, &zone_index::inner, "ZoneIndex.inner")};
+                      pb::field(f_inner, &zone_index::inner, "ZoneIndex.inner"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static zone_index decode(reader r) { return pb::decode_message<zone_index>(std::move(r)); }
   bool operator==(const zone_index&) const = default;
 };
 
@@ -444,10 +384,8 @@ struct blob {
   static constexpr std::uint32_t f_inner = 1;
   box<column_encoding> inner{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_inner, &blob::inner, "Blob.inner")};
+    return pb::fields(pb::field(f_inner, &blob::inner, "Blob.inner"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static blob decode(reader r) { return pb::decode_message<blob>(std::move(r)); }
   bool operator==(const blob&) const = default;
 };
 
@@ -462,10 +400,8 @@ struct column_encoding {
   // The plain column encoding every ordinary column carries.
   static column_encoding values() { return column_encoding{empty{}}; }
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&column_encoding::value, "ColumnEncoding")};
+    return pb::fields(pb::only_oneof(&column_encoding::value, "ColumnEncoding"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static column_encoding decode(reader r) { return pb::decode_message<column_encoding>(std::move(r)); }
   bool operator==(const column_encoding&) const = default;
 };
 

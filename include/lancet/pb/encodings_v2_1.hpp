@@ -7,7 +7,7 @@
 // took PageLayout field 2 over from AllNullLayout, wire-compatibly), the Range and Delta
 // compressive encodings, and the 2.3 SparseLayout family (decoded for completeness).
 //
-// Each message lists its fields in proto_fields() and gets encode/decode from
+// Each message lists its fields in proto_fields() and gets pb::encode / pb::decode from
 // pb/message.hpp: a oneof is a std::variant<std::monostate, ...> whose index is the
 // proto field number; recursive children are pb::box<T>; other sub-messages are
 // std::optional<T>; scalar oneofs (FullZipLayout.details,
@@ -49,11 +49,9 @@ struct buffer_compression {
   compression_scheme scheme = compression_scheme::unspecified;
   std::optional<std::int32_t> level{};  // absent: the scheme's default level
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_scheme, &buffer_compression::scheme, "BufferCompression.scheme"),
-                      pb::field(f_level, &buffer_compression::level, "BufferCompression.level")};
+    return pb::fields(pb::field(f_scheme, &buffer_compression::scheme, "BufferCompression.scheme"),
+                      pb::field(f_level, &buffer_compression::level, "BufferCompression.level"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static buffer_compression decode(reader r) { return pb::decode_message<buffer_compression>(std::move(r)); }
   bool operator==(const buffer_compression&) const = default;
 };
 
@@ -63,11 +61,9 @@ struct flat {
   std::uint64_t bits_per_value = 0;
   std::optional<buffer_compression> data{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
-                      pb::field(f_data, &flat::data, "Flat.data")};
+    return pb::fields(pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
+                      pb::field(f_data, &flat::data, "Flat.data"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static flat decode(reader r) { return pb::decode_message<flat>(std::move(r)); }
   bool operator==(const flat&) const = default;
 };
 
@@ -77,11 +73,9 @@ struct variable {
   box<compressive_encoding> offsets{};
   std::optional<buffer_compression> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_offsets, &variable::offsets, "Variable.offsets"),
-                      pb::field(f_values, &variable::values, "Variable.values")};
+    return pb::fields(pb::field(f_offsets, &variable::offsets, "Variable.offsets"),
+                      pb::field(f_values, &variable::values, "Variable.values"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static variable decode(reader r) { return pb::decode_message<variable>(std::move(r)); }
   bool operator==(const variable&) const = default;
 };
 
@@ -90,10 +84,8 @@ struct constant {
   static constexpr std::uint32_t f_value = 1;
   std::optional<std::string> value{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_value, &constant::value, "Constant.value")};
+    return pb::fields(pb::field(f_value, &constant::value, "Constant.value"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static constant decode(reader r) { return pb::decode_message<constant>(std::move(r)); }
   bool operator==(const constant&) const = default;
 };
 
@@ -105,12 +97,10 @@ struct range {
   std::uint64_t start = 0;
   std::uint64_t step = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &range::uncompressed_bits_per_value, "Range.uncompressed_bits_per_value"),
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &range::uncompressed_bits_per_value, "Range.uncompressed_bits_per_value"),
                       pb::field(f_start, &range::start, "Range.start"),
-                      pb::field(f_step, &range::step, "Range.step")};
+                      pb::field(f_step, &range::step, "Range.step"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static range decode(reader r) { return pb::decode_message<range>(std::move(r)); }
   bool operator==(const range&) const = default;
 };
 
@@ -122,12 +112,10 @@ struct delta {
   std::uint64_t base = 0;
   box<compressive_encoding> deltas{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &delta::uncompressed_bits_per_value, "Delta.uncompressed_bits_per_value"),
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &delta::uncompressed_bits_per_value, "Delta.uncompressed_bits_per_value"),
                       pb::field(f_base, &delta::base, "Delta.base"),
-                      pb::field(f_deltas, &delta::deltas, "Delta.deltas")};
+                      pb::field(f_deltas, &delta::deltas, "Delta.deltas"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static delta decode(reader r) { return pb::decode_message<delta>(std::move(r)); }
   bool operator==(const delta&) const = default;
 };
 
@@ -137,11 +125,9 @@ struct out_of_line_bitpacking {
   std::uint64_t uncompressed_bits_per_value = 0;
   box<compressive_encoding> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &out_of_line_bitpacking::uncompressed_bits_per_value, "OutOfLineBitpacking.uncompressed_bits_per_value"),
-                      pb::field(f_values, &out_of_line_bitpacking::values, "OutOfLineBitpacking.values")};
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &out_of_line_bitpacking::uncompressed_bits_per_value, "OutOfLineBitpacking.uncompressed_bits_per_value"),
+                      pb::field(f_values, &out_of_line_bitpacking::values, "OutOfLineBitpacking.values"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static out_of_line_bitpacking decode(reader r) { return pb::decode_message<out_of_line_bitpacking>(std::move(r)); }
   bool operator==(const out_of_line_bitpacking&) const = default;
 };
 
@@ -151,11 +137,9 @@ struct inline_bitpacking {
   std::uint64_t uncompressed_bits_per_value = 0;
   std::optional<buffer_compression> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_uncompressed_bits_per_value, &inline_bitpacking::uncompressed_bits_per_value, "InlineBitpacking.uncompressed_bits_per_value"),
-                      pb::field(f_values, &inline_bitpacking::values, "InlineBitpacking.values")};
+    return pb::fields(pb::field(f_uncompressed_bits_per_value, &inline_bitpacking::uncompressed_bits_per_value, "InlineBitpacking.uncompressed_bits_per_value"),
+                      pb::field(f_values, &inline_bitpacking::values, "InlineBitpacking.values"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static inline_bitpacking decode(reader r) { return pb::decode_message<inline_bitpacking>(std::move(r)); }
   bool operator==(const inline_bitpacking&) const = default;
 };
 
@@ -165,11 +149,9 @@ struct fsst {
   std::string symbol_table{};
   box<compressive_encoding> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_symbol_table, &fsst::symbol_table, "Fsst.symbol_table"),
-                      pb::field(f_values, &fsst::values, "Fsst.values")};
+    return pb::fields(pb::field(f_symbol_table, &fsst::symbol_table, "Fsst.symbol_table"),
+                      pb::field(f_values, &fsst::values, "Fsst.values"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static fsst decode(reader r) { return pb::decode_message<fsst>(std::move(r)); }
   bool operator==(const fsst&) const = default;
 };
 
@@ -180,12 +162,10 @@ struct dictionary {
   box<compressive_encoding> items{};
   std::uint32_t num_dictionary_items = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_indices, &dictionary::indices, "Dictionary.indices"),
+    return pb::fields(pb::field(f_indices, &dictionary::indices, "Dictionary.indices"),
                       pb::field(f_items, &dictionary::items, "Dictionary.items"),
-                      pb::field(f_num_dictionary_items, &dictionary::num_dictionary_items, "Dictionary.num_dictionary_items")};
+                      pb::field(f_num_dictionary_items, &dictionary::num_dictionary_items, "Dictionary.num_dictionary_items"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static dictionary decode(reader r) { return pb::decode_message<dictionary>(std::move(r)); }
   bool operator==(const dictionary&) const = default;
 };
 
@@ -195,11 +175,9 @@ struct rle {
   box<compressive_encoding> values{};
   box<compressive_encoding> run_lengths{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_values, &rle::values, "Rle.values"),
-                      pb::field(f_run_lengths, &rle::run_lengths, "Rle.run_lengths")};
+    return pb::fields(pb::field(f_values, &rle::values, "Rle.values"),
+                      pb::field(f_run_lengths, &rle::run_lengths, "Rle.run_lengths"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static rle decode(reader r) { return pb::decode_message<rle>(std::move(r)); }
   bool operator==(const rle&) const = default;
 };
 
@@ -210,12 +188,10 @@ struct fixed_size_list {
   box<compressive_encoding> values{};
   bool has_validity = false;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_items_per_value, &fixed_size_list::items_per_value, "FixedSizeList.items_per_value"),
+    return pb::fields(pb::field(f_items_per_value, &fixed_size_list::items_per_value, "FixedSizeList.items_per_value"),
                       pb::field(f_values, &fixed_size_list::values, "FixedSizeList.values"),
-                      pb::field(f_has_validity, &fixed_size_list::has_validity, "FixedSizeList.has_validity")};
+                      pb::field(f_has_validity, &fixed_size_list::has_validity, "FixedSizeList.has_validity"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static fixed_size_list decode(reader r) { return pb::decode_message<fixed_size_list>(std::move(r)); }
   bool operator==(const fixed_size_list&) const = default;
 };
 
@@ -225,11 +201,9 @@ struct packed_struct {
   std::vector<std::uint64_t> bits_per_value{};
   box<compressive_encoding> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_per_value, &packed_struct::bits_per_value, "PackedStruct.bits_per_value"),
-                      pb::field(f_values, &packed_struct::values, "PackedStruct.values")};
+    return pb::fields(pb::field(f_bits_per_value, &packed_struct::bits_per_value, "PackedStruct.bits_per_value"),
+                      pb::field(f_values, &packed_struct::values, "PackedStruct.values"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static packed_struct decode(reader r) { return pb::decode_message<packed_struct>(std::move(r)); }
   bool operator==(const packed_struct&) const = default;
 };
 
@@ -243,21 +217,17 @@ struct variable_packed_struct {
     std::optional<std::uint64_t> bits_per_value{};   // fixed-width compressed values
     std::optional<std::uint64_t> bits_per_length{};  // variable-width: length prefix width
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_value, &field_encoding::value, "VariablePackedStruct.FieldEncoding.value"),
+      return pb::fields(pb::field(f_value, &field_encoding::value, "VariablePackedStruct.FieldEncoding.value"),
                         pb::scalar_oneof(pb::field(f_bits_per_value, &field_encoding::bits_per_value, "VariablePackedStruct.FieldEncoding.bits_per_value"),
-                                      pb::field(f_bits_per_length, &field_encoding::bits_per_length, "VariablePackedStruct.FieldEncoding.bits_per_length"), "VariablePackedStruct.FieldEncoding.layout")};
+                                      pb::field(f_bits_per_length, &field_encoding::bits_per_length, "VariablePackedStruct.FieldEncoding.bits_per_length"), "VariablePackedStruct.FieldEncoding.layout"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static field_encoding decode(reader r) { return pb::decode_message<field_encoding>(std::move(r)); }
     bool operator==(const field_encoding&) const = default;
   };
   static constexpr std::uint32_t f_fields = 1;
   std::vector<field_encoding> fields{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_fields, &variable_packed_struct::fields, "VariablePackedStruct.fields")};
+    return pb::fields(pb::field(f_fields, &variable_packed_struct::fields, "VariablePackedStruct.fields"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static variable_packed_struct decode(reader r) { return pb::decode_message<variable_packed_struct>(std::move(r)); }
   bool operator==(const variable_packed_struct&) const = default;
 };
 
@@ -268,11 +238,9 @@ struct general {
   std::optional<buffer_compression> compression{};
   box<compressive_encoding> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_compression, &general::compression, "General.compression"),
-                      pb::field(f_values, &general::values, "General.values")};
+    return pb::fields(pb::field(f_compression, &general::compression, "General.compression"),
+                      pb::field(f_values, &general::values, "General.values"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static general decode(reader r) { return pb::decode_message<general>(std::move(r)); }
   bool operator==(const general&) const = default;
 };
 
@@ -281,10 +249,8 @@ struct byte_stream_split {
   static constexpr std::uint32_t f_values = 1;
   box<compressive_encoding> values{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_values, &byte_stream_split::values, "ByteStreamSplit.values")};
+    return pb::fields(pb::field(f_values, &byte_stream_split::values, "ByteStreamSplit.values"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static byte_stream_split decode(reader r) { return pb::decode_message<byte_stream_split>(std::move(r)); }
   bool operator==(const byte_stream_split&) const = default;
 };
 
@@ -307,10 +273,8 @@ struct compressive_encoding {
   value_type value{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&compressive_encoding::value, "CompressiveEncoding")};
+    return pb::fields(pb::only_oneof(&compressive_encoding::value, "CompressiveEncoding"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static compressive_encoding decode(reader r) { return pb::decode_message<compressive_encoding>(std::move(r)); }
   bool operator==(const compressive_encoding&) const = default;
 };
 
@@ -334,7 +298,7 @@ struct mini_block_layout {
   std::uint64_t num_items = 0;
   bool has_large_chunk = false;  // 2.2: u32 chunk sizes; Lance 2.2 requires it on every page
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_rep_compression, &mini_block_layout::rep_compression, "MiniBlockLayout.rep_compression"),
+    return pb::fields(pb::field(f_rep_compression, &mini_block_layout::rep_compression, "MiniBlockLayout.rep_compression"),
                       pb::field(f_def_compression, &mini_block_layout::def_compression, "MiniBlockLayout.def_compression"),
                       pb::field(f_value_compression, &mini_block_layout::value_compression, "MiniBlockLayout.value_compression"),
                       pb::field(f_dictionary, &mini_block_layout::dictionary, "MiniBlockLayout.dictionary"),
@@ -343,10 +307,8 @@ struct mini_block_layout {
                       pb::field(f_num_buffers, &mini_block_layout::num_buffers, "MiniBlockLayout.num_buffers"),
                       pb::field(f_repetition_index_depth, &mini_block_layout::repetition_index_depth, "MiniBlockLayout.repetition_index_depth"),
                       pb::field(f_num_items, &mini_block_layout::num_items, "MiniBlockLayout.num_items"),
-                      pb::field(f_has_large_chunk, &mini_block_layout::has_large_chunk, "MiniBlockLayout.has_large_chunk")};
+                      pb::field(f_has_large_chunk, &mini_block_layout::has_large_chunk, "MiniBlockLayout.has_large_chunk"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static mini_block_layout decode(reader r) { return pb::decode_message<mini_block_layout>(std::move(r)); }
   bool operator==(const mini_block_layout&) const = default;
 };
 
@@ -365,17 +327,15 @@ struct full_zip_layout {
   std::optional<compressive_encoding> value_compression{};
   std::vector<rep_def_layer> layers{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_bits_rep, &full_zip_layout::bits_rep, "FullZipLayout.bits_rep"),
+    return pb::fields(pb::field(f_bits_rep, &full_zip_layout::bits_rep, "FullZipLayout.bits_rep"),
                       pb::field(f_bits_def, &full_zip_layout::bits_def, "FullZipLayout.bits_def"),
                       pb::scalar_oneof(pb::field(f_bits_per_value, &full_zip_layout::bits_per_value, "FullZipLayout.bits_per_value"),
                                       pb::field(f_bits_per_offset, &full_zip_layout::bits_per_offset, "FullZipLayout.bits_per_offset"), "FullZipLayout.details"),
                       pb::field(f_num_items, &full_zip_layout::num_items, "FullZipLayout.num_items"),
                       pb::field(f_num_visible_items, &full_zip_layout::num_visible_items, "FullZipLayout.num_visible_items"),
                       pb::field(f_value_compression, &full_zip_layout::value_compression, "FullZipLayout.value_compression"),
-                      pb::field(f_layers, &full_zip_layout::layers, "FullZipLayout.layers")};
+                      pb::field(f_layers, &full_zip_layout::layers, "FullZipLayout.layers"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static full_zip_layout decode(reader r) { return pb::decode_message<full_zip_layout>(std::move(r)); }
   bool operator==(const full_zip_layout&) const = default;
 };
 
@@ -392,15 +352,13 @@ struct constant_layout {
   std::uint64_t num_rep_values = 0;
   std::uint64_t num_def_values = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_layers, &constant_layout::layers, "ConstantLayout.layers"),
+    return pb::fields(pb::field(f_layers, &constant_layout::layers, "ConstantLayout.layers"),
                       pb::field(f_inline_value, &constant_layout::inline_value, "ConstantLayout.inline_value"),
                       pb::field(f_rep_compression, &constant_layout::rep_compression, "ConstantLayout.rep_compression"),
                       pb::field(f_def_compression, &constant_layout::def_compression, "ConstantLayout.def_compression"),
                       pb::field(f_num_rep_values, &constant_layout::num_rep_values, "ConstantLayout.num_rep_values"),
-                      pb::field(f_num_def_values, &constant_layout::num_def_values, "ConstantLayout.num_def_values")};
+                      pb::field(f_num_def_values, &constant_layout::num_def_values, "ConstantLayout.num_def_values"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static constant_layout decode(reader r) { return pb::decode_message<constant_layout>(std::move(r)); }
   bool operator==(const constant_layout&) const = default;
 };
 using all_null_layout = constant_layout;
@@ -411,11 +369,9 @@ struct blob_layout {
   box<page_layout> inner_layout{};
   std::vector<rep_def_layer> layers{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_inner_layout, &blob_layout::inner_layout, "BlobLayout.inner_layout"),
-                      pb::field(f_layers, &blob_layout::layers, "BlobLayout.layers")};
+    return pb::fields(pb::field(f_inner_layout, &blob_layout::inner_layout, "BlobLayout.inner_layout"),
+                      pb::field(f_layers, &blob_layout::layers, "BlobLayout.layers"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static blob_layout decode(reader r) { return pb::decode_message<blob_layout>(std::move(r)); }
   bool operator==(const blob_layout&) const = default;
 };
 
@@ -423,20 +379,12 @@ struct blob_layout {
 
 struct sparse_position_empty {
   static constexpr std::string_view message_name = "SparsePositionEmpty";
-  void encode(writer&) const {}
-  static sparse_position_empty decode(reader r) {
-    empty::decode(std::move(r));  // no fields; skip any
-    return {};
-  }
+  static constexpr auto proto_fields() { return pb::fields(); }  // no fields; a reader skips any
   bool operator==(const sparse_position_empty&) const = default;
 };
 struct sparse_position_all {
   static constexpr std::string_view message_name = "SparsePositionAll";
-  void encode(writer&) const {}
-  static sparse_position_all decode(reader r) {
-    empty::decode(std::move(r));  // no fields; skip any
-    return {};
-  }
+  static constexpr auto proto_fields() { return pb::fields(); }  // no fields; a reader skips any
   bool operator==(const sparse_position_all&) const = default;
 };
 struct sparse_position_range {
@@ -445,11 +393,9 @@ struct sparse_position_range {
   std::uint64_t start = 0;
   std::uint64_t length = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_start, &sparse_position_range::start, "SparsePositionRange.start"),
-                      pb::field(f_length, &sparse_position_range::length, "SparsePositionRange.length")};
+    return pb::fields(pb::field(f_start, &sparse_position_range::start, "SparsePositionRange.start"),
+                      pb::field(f_length, &sparse_position_range::length, "SparsePositionRange.length"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_position_range decode(reader r) { return pb::decode_message<sparse_position_range>(std::move(r)); }
   bool operator==(const sparse_position_range&) const = default;
 };
 struct sparse_position_set {
@@ -461,20 +407,14 @@ struct sparse_position_set {
       positions{};
   std::uint64_t num_positions = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::oneof(&sparse_position_set::positions, "SparsePositionSet.positions"),
-                      pb::field(f_num_positions, &sparse_position_set::num_positions, "SparsePositionSet.num_positions")};
+    return pb::fields(pb::oneof(&sparse_position_set::positions, "SparsePositionSet.positions"),
+                      pb::field(f_num_positions, &sparse_position_set::num_positions, "SparsePositionSet.num_positions"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_position_set decode(reader r) { return pb::decode_message<sparse_position_set>(std::move(r)); }
   bool operator==(const sparse_position_set&) const = default;
 };
 struct sparse_count_empty {
   static constexpr std::string_view message_name = "SparseCountEmpty";
-  void encode(writer&) const {}
-  static sparse_count_empty decode(reader r) {
-    empty::decode(std::move(r));  // no fields; skip any
-    return {};
-  }
+  static constexpr auto proto_fields() { return pb::fields(); }  // no fields; a reader skips any
   bool operator==(const sparse_count_empty&) const = default;
 };
 struct sparse_count_constant {
@@ -482,10 +422,8 @@ struct sparse_count_constant {
   static constexpr std::uint32_t f_value = 1;
   std::uint64_t value = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_value, &sparse_count_constant::value, "SparseCountConstant.value")};
+    return pb::fields(pb::field(f_value, &sparse_count_constant::value, "SparseCountConstant.value"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_count_constant decode(reader r) { return pb::decode_message<sparse_count_constant>(std::move(r)); }
   bool operator==(const sparse_count_constant&) const = default;
 };
 struct sparse_count_set {
@@ -494,10 +432,8 @@ struct sparse_count_set {
   static constexpr std::uint32_t f_explicit = 1, f_constant = 2, f_empty = 3;
   std::variant<std::monostate, compressive_encoding, sparse_count_constant, sparse_count_empty> counts{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&sparse_count_set::counts, "SparseCountSet")};
+    return pb::fields(pb::only_oneof(&sparse_count_set::counts, "SparseCountSet"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_count_set decode(reader r) { return pb::decode_message<sparse_count_set>(std::move(r)); }
   bool operator==(const sparse_count_set&) const = default;
 };
 struct sparse_validity_set {
@@ -507,11 +443,9 @@ struct sparse_validity_set {
   meaning_type meaning = meaning_type::unspecified;
   std::optional<sparse_position_set> positions{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_meaning, &sparse_validity_set::meaning, "SparseValiditySet.meaning"),
-                      pb::field(f_positions, &sparse_validity_set::positions, "SparseValiditySet.positions")};
+    return pb::fields(pb::field(f_meaning, &sparse_validity_set::meaning, "SparseValiditySet.meaning"),
+                      pb::field(f_positions, &sparse_validity_set::positions, "SparseValiditySet.positions"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_validity_set decode(reader r) { return pb::decode_message<sparse_validity_set>(std::move(r)); }
   bool operator==(const sparse_validity_set&) const = default;
 };
 struct sparse_validity_layer {
@@ -520,11 +454,9 @@ struct sparse_validity_layer {
   std::uint64_t num_slots = 0;
   std::optional<sparse_validity_set> validity{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_num_slots, &sparse_validity_layer::num_slots, "SparseValidityLayer.num_slots"),
-                      pb::field(f_validity, &sparse_validity_layer::validity, "SparseValidityLayer.validity")};
+    return pb::fields(pb::field(f_num_slots, &sparse_validity_layer::num_slots, "SparseValidityLayer.num_slots"),
+                      pb::field(f_validity, &sparse_validity_layer::validity, "SparseValidityLayer.validity"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_validity_layer decode(reader r) { return pb::decode_message<sparse_validity_layer>(std::move(r)); }
   bool operator==(const sparse_validity_layer&) const = default;
 };
 struct sparse_list_layer {
@@ -537,14 +469,12 @@ struct sparse_list_layer {
   std::optional<sparse_count_set> counts{};
   std::optional<sparse_validity_set> validity{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_num_slots, &sparse_list_layer::num_slots, "SparseListLayer.num_slots"),
+    return pb::fields(pb::field(f_num_slots, &sparse_list_layer::num_slots, "SparseListLayer.num_slots"),
                       pb::field(f_num_child_slots, &sparse_list_layer::num_child_slots, "SparseListLayer.num_child_slots"),
                       pb::field(f_non_empty_positions, &sparse_list_layer::non_empty_positions, "SparseListLayer.non_empty_positions"),
                       pb::field(f_counts, &sparse_list_layer::counts, "SparseListLayer.counts"),
-                      pb::field(f_validity, &sparse_list_layer::validity, "SparseListLayer.validity")};
+                      pb::field(f_validity, &sparse_list_layer::validity, "SparseListLayer.validity"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_list_layer decode(reader r) { return pb::decode_message<sparse_list_layer>(std::move(r)); }
   bool operator==(const sparse_list_layer&) const = default;
 };
 struct sparse_fixed_size_list_layer {
@@ -554,12 +484,10 @@ struct sparse_fixed_size_list_layer {
   std::uint64_t dimension = 0;
   std::optional<sparse_validity_set> validity{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_num_slots, &sparse_fixed_size_list_layer::num_slots, "SparseFixedSizeListLayer.num_slots"),
+    return pb::fields(pb::field(f_num_slots, &sparse_fixed_size_list_layer::num_slots, "SparseFixedSizeListLayer.num_slots"),
                       pb::field(f_dimension, &sparse_fixed_size_list_layer::dimension, "SparseFixedSizeListLayer.dimension"),
-                      pb::field(f_validity, &sparse_fixed_size_list_layer::validity, "SparseFixedSizeListLayer.validity")};
+                      pb::field(f_validity, &sparse_fixed_size_list_layer::validity, "SparseFixedSizeListLayer.validity"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_fixed_size_list_layer decode(reader r) { return pb::decode_message<sparse_fixed_size_list_layer>(std::move(r)); }
   bool operator==(const sparse_fixed_size_list_layer&) const = default;
 };
 struct sparse_structural_layer {
@@ -568,10 +496,8 @@ struct sparse_structural_layer {
   static constexpr std::uint32_t f_validity = 1, f_list = 2, f_fixed_size_list = 3;
   std::variant<std::monostate, sparse_validity_layer, sparse_list_layer, sparse_fixed_size_list_layer> layer{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&sparse_structural_layer::layer, "SparseStructuralLayer")};
+    return pb::fields(pb::only_oneof(&sparse_structural_layer::layer, "SparseStructuralLayer"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_structural_layer decode(reader r) { return pb::decode_message<sparse_structural_layer>(std::move(r)); }
   bool operator==(const sparse_structural_layer&) const = default;
 };
 struct sparse_layout {
@@ -585,15 +511,13 @@ struct sparse_layout {
   bool has_large_chunk = false;
   std::vector<sparse_structural_layer> structural_layers{};
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_value_compression, &sparse_layout::value_compression, "SparseLayout.value_compression"),
+    return pb::fields(pb::field(f_value_compression, &sparse_layout::value_compression, "SparseLayout.value_compression"),
                       pb::field(f_num_buffers, &sparse_layout::num_buffers, "SparseLayout.num_buffers"),
                       pb::field(f_num_items, &sparse_layout::num_items, "SparseLayout.num_items"),
                       pb::field(f_num_visible_items, &sparse_layout::num_visible_items, "SparseLayout.num_visible_items"),
                       pb::field(f_has_large_chunk, &sparse_layout::has_large_chunk, "SparseLayout.has_large_chunk"),
-                      pb::field(f_structural_layers, &sparse_layout::structural_layers, "SparseLayout.structural_layers")};
+                      pb::field(f_structural_layers, &sparse_layout::structural_layers, "SparseLayout.structural_layers"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static sparse_layout decode(reader r) { return pb::decode_message<sparse_layout>(std::move(r)); }
   bool operator==(const sparse_layout&) const = default;
 };
 
@@ -610,10 +534,8 @@ struct page_layout {
   value_type value{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::only_oneof(&page_layout::value, "PageLayout")};
+    return pb::fields(pb::only_oneof(&page_layout::value, "PageLayout"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static page_layout decode(reader r) { return pb::decode_message<page_layout>(std::move(r)); }
   bool operator==(const page_layout&) const = default;
 };
 

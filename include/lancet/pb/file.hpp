@@ -14,7 +14,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -37,11 +36,9 @@ struct dictionary {
   std::int64_t length = 0;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_offset, &dictionary::offset, "Dictionary.offset"),
-                      pb::field(f_length, &dictionary::length, "Dictionary.length")};
+    return pb::fields(pb::field(f_offset, &dictionary::offset, "Dictionary.offset"),
+                      pb::field(f_length, &dictionary::length, "Dictionary.length"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static dictionary decode(reader r) { return pb::decode_message<dictionary>(std::move(r)); }
   friend bool operator==(const dictionary&, const dictionary&) = default;
 };
 
@@ -67,7 +64,7 @@ struct field {
   bool unenforced_primary_key = false;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_type, &field::type, "Field.type"),
+    return pb::fields(pb::field(f_type, &field::type, "Field.type"),
                       pb::field(f_name, &field::name, "Field.name"),
                       pb::field(f_id, &field::id, "Field.id"),
                       pb::field(f_parent_id, &field::parent_id, "Field.parent_id"),
@@ -77,10 +74,8 @@ struct field {
                       pb::field(f_dictionary, &field::dictionary, "Field.dictionary"),
                       pb::field(f_extension_name, &field::extension_name, "Field.extension_name"),
                       pb::field(f_metadata, &field::metadata, "Field.metadata"),
-                      pb::field(f_unenforced_primary_key, &field::unenforced_primary_key, "Field.unenforced_primary_key")};
+                      pb::field(f_unenforced_primary_key, &field::unenforced_primary_key, "Field.unenforced_primary_key"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static field decode(reader r) { return pb::decode_message<field>(std::move(r)); }
   friend bool operator==(const field&, const field&) = default;
 };
 
@@ -92,11 +87,9 @@ struct schema {
   bytes_map metadata;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_fields, &schema::fields, "Schema.fields"),
-                      pb::field(f_metadata, &schema::metadata, "Schema.metadata")};
+    return pb::fields(pb::field(f_fields, &schema::fields, "Schema.fields"),
+                      pb::field(f_metadata, &schema::metadata, "Schema.metadata"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static schema decode(reader r) { return pb::decode_message<schema>(std::move(r)); }
   friend bool operator==(const schema&, const schema&) = default;
 };
 
@@ -108,11 +101,9 @@ struct file_descriptor {
   std::uint64_t length = 0;  // rows
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_schema, &file_descriptor::schema, "FileDescriptor.schema"),
-                      pb::field(f_length, &file_descriptor::length, "FileDescriptor.length")};
+    return pb::fields(pb::field(f_schema, &file_descriptor::schema, "FileDescriptor.schema"),
+                      pb::field(f_length, &file_descriptor::length, "FileDescriptor.length"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static file_descriptor decode(reader r) { return pb::decode_message<file_descriptor>(std::move(r)); }
   friend bool operator==(const file_descriptor&, const file_descriptor&) = default;
 };
 
@@ -128,14 +119,12 @@ struct file_metadata {
     std::uint64_t page_table_position = 0;
 
     static constexpr auto proto_fields() {
-      return std::tuple{
+      return pb::fields(
           pb::field(f_schema, &statistics_metadata::schema, "StatisticsMetadata.schema"),
           pb::field(f_fields, &statistics_metadata::fields, "StatisticsMetadata.fields"),
           pb::field(f_page_table_position, &statistics_metadata::page_table_position,
-                    "StatisticsMetadata.page_table_position")};
+                    "StatisticsMetadata.page_table_position"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static statistics_metadata decode(reader r) { return pb::decode_message<statistics_metadata>(std::move(r)); }
     friend bool operator==(const statistics_metadata&, const statistics_metadata&) = default;
   };
 
@@ -147,13 +136,11 @@ struct file_metadata {
   std::optional<statistics_metadata> statistics;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_manifest_position, &file_metadata::manifest_position, "Metadata.manifest_position"),
+    return pb::fields(pb::field(f_manifest_position, &file_metadata::manifest_position, "Metadata.manifest_position"),
                       pb::field(f_batch_offsets, &file_metadata::batch_offsets, "Metadata.batch_offsets"),
                       pb::field(f_page_table_position, &file_metadata::page_table_position, "Metadata.page_table_position"),
-                      pb::field(f_statistics, &file_metadata::statistics, "Metadata.statistics")};
+                      pb::field(f_statistics, &file_metadata::statistics, "Metadata.statistics"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static file_metadata decode(reader r) { return pb::decode_message<file_metadata>(std::move(r)); }
   friend bool operator==(const file_metadata&, const file_metadata&) = default;
 };
 

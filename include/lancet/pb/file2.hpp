@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -35,12 +34,10 @@ struct deferred_encoding {
   std::uint64_t buffer_length = 0;
 
   static constexpr auto proto_fields() {
-    return std::tuple{
+    return pb::fields(
         pb::field(f_buffer_location, &deferred_encoding::buffer_location, "DeferredEncoding.buffer_location"),
-        pb::field(f_buffer_length, &deferred_encoding::buffer_length, "DeferredEncoding.buffer_length")};
+        pb::field(f_buffer_length, &deferred_encoding::buffer_length, "DeferredEncoding.buffer_length"));
   }
-  void encode(writer& w) const { encode_message(w, *this); }
-  static deferred_encoding decode(reader r) { return decode_message<deferred_encoding>(std::move(r)); }
   bool operator==(const deferred_encoding&) const = default;
 };
 
@@ -51,10 +48,8 @@ struct direct_encoding {
   std::string encoding{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_encoding, &direct_encoding::encoding, "DirectEncoding.encoding")};
+    return pb::fields(pb::field(f_encoding, &direct_encoding::encoding, "DirectEncoding.encoding"));
   }
-  void encode(writer& w) const { encode_message(w, *this); }
-  static direct_encoding decode(reader r) { return decode_message<direct_encoding>(std::move(r)); }
   bool operator==(const direct_encoding&) const = default;
 };
 
@@ -88,9 +83,7 @@ struct encoding {
     return unpack_any<Msg>(direct_any());
   }
 
-  static constexpr auto proto_fields() { return std::tuple{pb::only_oneof(&encoding::location, "Encoding")}; }
-  void encode(writer& w) const { encode_message(w, *this); }
-  static encoding decode(reader r) { return decode_message<encoding>(std::move(r)); }
+  static constexpr auto proto_fields() { return pb::fields(pb::only_oneof(&encoding::location, "Encoding")); }
   bool operator==(const encoding&) const = default;
 };
 
@@ -108,21 +101,14 @@ struct column_metadata {
     std::uint64_t priority = 0;                 // top-level row number of the page's first row
 
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_buffer_offsets, &page::buffer_offsets, "Page.buffer_offsets"),
+      return pb::fields(pb::field(f_buffer_offsets, &page::buffer_offsets, "Page.buffer_offsets"),
                         pb::field(f_buffer_sizes, &page::buffer_sizes, "Page.buffer_sizes"),
                         pb::field(f_length, &page::length, "Page.length"),
                         pb::field(f_encoding, &page::encoding, "Page.encoding"),
-                        pb::field(f_priority, &page::priority, "Page.priority")};
+                        pb::field(f_priority, &page::priority, "Page.priority"));
     }
-    void encode(writer& w) const {
-      check_buffers<invalid_input_error>(message_name, buffer_offsets, buffer_sizes);
-      encode_message(w, *this);
-    }
-    static page decode(reader r) {
-      auto m = decode_message<page>(std::move(r));
-      check_buffers<corrupt_error>(message_name, m.buffer_offsets, m.buffer_sizes);
-      return m;
-    }
+    void check_encodable() const { check_buffers<invalid_input_error>(message_name, buffer_offsets, buffer_sizes); }
+    void check_decoded() const { check_buffers<corrupt_error>(message_name, buffer_offsets, buffer_sizes); }
     bool operator==(const page&) const = default;
   };
 
@@ -133,20 +119,13 @@ struct column_metadata {
   std::vector<std::uint64_t> buffer_sizes{};
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_encoding, &column_metadata::encoding, "ColumnMetadata.encoding"),
+    return pb::fields(pb::field(f_encoding, &column_metadata::encoding, "ColumnMetadata.encoding"),
                       pb::field(f_pages, &column_metadata::pages, "ColumnMetadata.pages"),
                       pb::field(f_buffer_offsets, &column_metadata::buffer_offsets, "ColumnMetadata.buffer_offsets"),
-                      pb::field(f_buffer_sizes, &column_metadata::buffer_sizes, "ColumnMetadata.buffer_sizes")};
+                      pb::field(f_buffer_sizes, &column_metadata::buffer_sizes, "ColumnMetadata.buffer_sizes"));
   }
-  void encode(writer& w) const {
-    check_buffers<invalid_input_error>(message_name, buffer_offsets, buffer_sizes);
-    encode_message(w, *this);
-  }
-  static column_metadata decode(reader r) {
-    auto m = decode_message<column_metadata>(std::move(r));
-    check_buffers<corrupt_error>(message_name, m.buffer_offsets, m.buffer_sizes);
-    return m;
-  }
+  void check_encodable() const { check_buffers<invalid_input_error>(message_name, buffer_offsets, buffer_sizes); }
+  void check_decoded() const { check_buffers<corrupt_error>(message_name, buffer_offsets, buffer_sizes); }
   bool operator==(const column_metadata&) const = default;
 };
 

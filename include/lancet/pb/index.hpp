@@ -11,7 +11,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -53,15 +52,12 @@ struct tensor {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_data_type, &tensor::type, "Tensor.data_type"),
+    return pb::fields(pb::field(f_data_type, &tensor::type, "Tensor.data_type"),
                       pb::field(f_shape, &tensor::shape, "Tensor.shape"),
-                      pb::field(f_data, &tensor::data, "Tensor.data")};
+                      pb::field(f_data, &tensor::data, "Tensor.data"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static tensor decode(reader r) {
-    auto t = pb::decode_message<tensor>(std::move(r));
-    if (t.type > data_type::uint64) throw corrupt_error("Tensor: unknown data type " + std::to_string(int(t.type)));
-    return t;
+  void check_decoded() const {
+    if (type > data_type::uint64) throw corrupt_error("Tensor: unknown data type " + std::to_string(int(type)));
   }
   friend bool operator==(const tensor&, const tensor&) = default;
 };
@@ -81,14 +77,12 @@ struct ivf {
   std::optional<double> loss;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_centroids, &ivf::centroids, "IVF.centroids"),
+    return pb::fields(pb::field(f_centroids, &ivf::centroids, "IVF.centroids"),
                       pb::field(f_offsets, &ivf::offsets, "IVF.offsets"),
                       pb::field(f_lengths, &ivf::lengths, "IVF.lengths"),
                       pb::field(f_centroids_tensor, &ivf::centroids_tensor, "IVF.centroids_tensor"),
-                      pb::field(f_loss, &ivf::loss, "IVF.loss")};
+                      pb::field(f_loss, &ivf::loss, "IVF.loss"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static ivf decode(reader r) { return pb::decode_message<ivf>(std::move(r)); }
   friend bool operator==(const ivf&, const ivf&) = default;
 };
 
@@ -104,14 +98,12 @@ struct pq {
   std::optional<tensor> codebook_tensor;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_num_bits, &pq::num_bits, "PQ.num_bits"),
+    return pb::fields(pb::field(f_num_bits, &pq::num_bits, "PQ.num_bits"),
                       pb::field(f_num_sub_vectors, &pq::num_sub_vectors, "PQ.num_sub_vectors"),
                       pb::field(f_dimension, &pq::dimension, "PQ.dimension"),
                       pb::field(f_codebook, &pq::codebook, "PQ.codebook"),
-                      pb::field(f_codebook_tensor, &pq::codebook_tensor, "PQ.codebook_tensor")};
+                      pb::field(f_codebook_tensor, &pq::codebook_tensor, "PQ.codebook_tensor"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static pq decode(reader r) { return pb::decode_message<pq>(std::move(r)); }
   friend bool operator==(const pq&, const pq&) = default;
 };
 
@@ -136,12 +128,10 @@ struct vector_index_details {
     std::uint32_t construction_ef = 0;
     std::uint32_t max_level = 0;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_max_connections, &hnsw_params::max_connections, "HnswParams.max_connections"),
+      return pb::fields(pb::field(f_max_connections, &hnsw_params::max_connections, "HnswParams.max_connections"),
                         pb::field(f_construction_ef, &hnsw_params::construction_ef, "HnswParams.construction_ef"),
-                        pb::field(f_max_level, &hnsw_params::max_level, "HnswParams.max_level")};
+                        pb::field(f_max_level, &hnsw_params::max_level, "HnswParams.max_level"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static hnsw_params decode(reader r) { return pb::decode_message<hnsw_params>(std::move(r)); }
     friend bool operator==(const hnsw_params&, const hnsw_params&) = default;
   };
   struct pq_compression {
@@ -150,11 +140,9 @@ struct vector_index_details {
     std::uint32_t num_bits = 0;
     std::uint32_t num_sub_vectors = 0;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_num_bits, &pq_compression::num_bits, "PqCompression.num_bits"),
-                        pb::field(f_num_sub_vectors, &pq_compression::num_sub_vectors, "PqCompression.num_sub_vectors")};
+      return pb::fields(pb::field(f_num_bits, &pq_compression::num_bits, "PqCompression.num_bits"),
+                        pb::field(f_num_sub_vectors, &pq_compression::num_sub_vectors, "PqCompression.num_sub_vectors"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static pq_compression decode(reader r) { return pb::decode_message<pq_compression>(std::move(r)); }
     friend bool operator==(const pq_compression&, const pq_compression&) = default;
   };
   struct sq_compression {
@@ -162,10 +150,8 @@ struct vector_index_details {
     static constexpr std::uint32_t f_num_bits = 1;
     std::uint32_t num_bits = 0;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_num_bits, &sq_compression::num_bits, "SqCompression.num_bits")};
+      return pb::fields(pb::field(f_num_bits, &sq_compression::num_bits, "SqCompression.num_bits"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static sq_compression decode(reader r) { return pb::decode_message<sq_compression>(std::move(r)); }
     friend bool operator==(const sq_compression&, const sq_compression&) = default;
   };
   struct rq_compression {
@@ -173,17 +159,13 @@ struct vector_index_details {
     static constexpr std::uint32_t f_num_bits = 1;
     std::uint32_t num_bits = 0;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_num_bits, &rq_compression::num_bits, "RqCompression.num_bits")};
+      return pb::fields(pb::field(f_num_bits, &rq_compression::num_bits, "RqCompression.num_bits"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static rq_compression decode(reader r) { return pb::decode_message<rq_compression>(std::move(r)); }
     friend bool operator==(const rq_compression&, const rq_compression&) = default;
   };
   struct flat_compression {
     static constexpr std::string_view message_name = "FlatCompression";
-    static constexpr auto proto_fields() { return std::tuple{}; }  // no fields: its presence is the information
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static flat_compression decode(reader r) { return pb::decode_message<flat_compression>(std::move(r)); }
+    static constexpr auto proto_fields() { return pb::fields(); }  // no fields: its presence is the information
     friend bool operator==(const flat_compression&, const flat_compression&) = default;
   };
   // Cases in this order; their field numbers are f_flat, f_pq, f_sq, f_rq.
@@ -201,18 +183,15 @@ struct vector_index_details {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{
+    return pb::fields(
         pb::field(f_metric_type, &vector_index_details::metric, "VectorIndexDetails.metric_type"),
         pb::field(f_hnsw, &vector_index_details::hnsw, "VectorIndexDetails.hnsw"),
         pb::oneof(&vector_index_details::compression, "VectorIndexDetails.compression", {f_flat, f_pq, f_sq, f_rq}),
-        pb::field(f_runtime_hints, &vector_index_details::runtime_hints, "VectorIndexDetails.runtime_hints")};
+        pb::field(f_runtime_hints, &vector_index_details::runtime_hints, "VectorIndexDetails.runtime_hints"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static vector_index_details decode(reader r) {
-    auto d = pb::decode_message<vector_index_details>(std::move(r));
-    if (d.metric > metric_type::hamming)
-      throw corrupt_error("VectorIndexDetails: unknown metric type " + std::to_string(int(d.metric)));
-    return d;
+  void check_decoded() const {
+    if (metric > metric_type::hamming)
+      throw corrupt_error("VectorIndexDetails: unknown metric type " + std::to_string(int(metric)));
   }
   friend bool operator==(const vector_index_details&, const vector_index_details&) = default;
 };

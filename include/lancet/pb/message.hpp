@@ -10,12 +10,25 @@
 //     std::uint64_t bits_per_value = 0;
 //     std::optional<buffer_compression> data{};
 //     static constexpr auto proto_fields() {
-//       return std::tuple{pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
-//                         pb::field(f_data, &flat::data, "Flat.data")};
+//       return pb::fields(pb::field(f_bits_per_value, &flat::bits_per_value, "Flat.bits_per_value"),
+//                         pb::field(f_data, &flat::data, "Flat.data"));
 //     }
-//     void encode(writer& w) const { pb::encode_message(w, *this); }
-//     static flat decode(reader r) { return pb::decode_message<flat>(std::move(r)); }
 //   };
+//
+//   std::string bytes = pb::encode(f);           // message -> bytes
+//   auto back = pb::decode<flat>(bytes);         // bytes -> message
+//
+// A message has no encode / decode members: its codec is instantiated where pb::encode
+// or pb::decode is called for it (or for a message containing it), so a TU that only
+// includes the message headers compiles their declarations and nothing more. Optional
+// members a message may add (looked for by the codec, each a plain function):
+//   void check_encodable() const     called before writing (throws invalid_input_error)
+//   void check_decoded() const       called after reading (throws corrupt_error, ...)
+//   W to_wire() const + static M from_wire(W)
+//                                    M is written as message W (its own struct on the
+//                                    wire: a different shape than the one users see)
+// A type outside the library may still bring its own codec, `void encode(writer&) const`
+// and `static M decode(reader)`; pb::encode / pb::decode call those.
 //
 // The member's C++ type decides the wire form, following proto3 as prost writes it:
 //   integers, bools, enums      varint (signed values sign-extended to 64 bits), skipped when 0
@@ -40,11 +53,12 @@
 //
 // Also here: pb::box<T> (deep-copying nullable owner for recursive messages),
 // pb::empty (google.protobuf.Empty), pb::encode / pb::decode (message <-> bytes: the one
-// spelling), and pack_any / unpack_any (google.protobuf.Any with Lance's
-// "/package.Message" type URLs).
+// spelling; encode also appends to a writer, decode also reads from a reader), and pack_any /
+// unpack_any (google.protobuf.Any with Lance's "/package.Message" type URLs).
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -53,7 +67,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -63,6 +76,36 @@
 #include "lancet/pb/wire.hpp"
 
 namespace lancet::pb {
+
+// A message's descriptors, as proto_fields() returns them: pb::fields(d0, d1, ...).
+// Not a std::tuple: proto_fields()'s return type is deduced where its message is
+// declared, in every TU that includes it, and deducing a std::tuple (CTAD over its
+// constructor set) cost more than the rest of the message. This is a plain aggregate,
+// descriptor i in base slot<i>.
+namespace detail {
+template <std::size_t I, class D>
+struct slot {
+  D d;
+};
+template <class Seq, class... D>
+struct slots;
+template <std::size_t... I, class... D>
+struct slots<std::index_sequence<I...>, D...> : slot<I, D>... {};
+// Descriptor I (deduces D from the one base slot<I, D>).
+template <std::size_t I, class D>
+constexpr const D& get(const slot<I, D>& s) noexcept {
+  return s.d;
+}
+}  // namespace detail
+
+template <class... D>
+struct field_list : detail::slots<std::index_sequence_for<D...>, D...> {
+  static constexpr std::size_t size = sizeof...(D);
+};
+template <class... D>
+constexpr field_list<D...> fields(D... d) {
+  return {{{d}...}};
+}
 
 // Owns at most one T and copies it deeply: value semantics for recursive messages
 // (an ArrayEncoding inside a Nullable inside an ArrayEncoding...). Empty means "field
@@ -110,14 +153,10 @@ class box {
   std::unique_ptr<T> p_;
 };
 
-// google.protobuf.Empty
+// google.protobuf.Empty: no fields (a reader skips any it finds).
 struct empty {
   static constexpr std::string_view message_name = "Empty";
-  void encode(writer&) const {}
-  static empty decode(reader r) {
-    while (!r.done()) r.next();  // no fields; skip any
-    return {};
-  }
+  static constexpr auto proto_fields() { return pb::fields(); }
   bool operator==(const empty&) const = default;
 };
 
@@ -262,12 +301,19 @@ T from_varint(std::uint64_t raw, std::string_view what) {
 template <class T>
 void encode_value(writer& w, std::uint32_t n, const T& v, bool implicit);
 
+// A message's fields into w / out of r: its table, its wire form or its own codec
+// (defined below, after the tables).
+template <class M>
+void write_message(writer& w, const M& m);
+template <class M>
+M read_message(reader r);
+
 // A sub-message, always written (even when empty: presence matters for oneofs and
 // optional sub-messages).
 template <class T>
 void encode_sub(writer& w, std::uint32_t n, const T& v) {
   writer inner;
-  v.encode(inner);
+  write_message(inner, v);
   w.bytes(n, inner.bytes());
 }
 
@@ -336,7 +382,7 @@ void decode_value(const reader& r, const field_view& f, T& out, std::string_view
     out = std::move(v);
   } else if constexpr (is_box<T>::value) {
     using U = std::decay_t<decltype(*out)>;
-    out = U::decode(r.sub(f, what));
+    out = read_message<U>(r.sub(f, what));
   } else if constexpr (is_map<T>::value) {
     reader e = r.sub(f, what);
     std::remove_const_t<typename T::value_type::first_type> key{};
@@ -377,7 +423,7 @@ void decode_value(const reader& r, const field_view& f, T& out, std::string_view
       out.push_back(std::move(e));
     }
   } else {
-    out = T::decode(r.sub(f, what));
+    out = read_message<T>(r.sub(f, what));
   }
 }
 
@@ -590,11 +636,10 @@ template <class M, class V> struct is_oneof_desc<oneof_desc<M, V>> : std::true_t
 template <class D> struct is_scalar_oneof_desc : std::false_type {};
 template <class M, class T> struct is_scalar_oneof_desc<scalar_oneof_desc<M, T>> : std::true_type {};
 
-template <class M>
-constexpr std::size_t entry_count() {
-  return std::apply([](const auto&... d) {
-    return (std::size_t(0) + ... + (is_scalar_oneof_desc<std::remove_cvref_t<decltype(d)>>::value ? 2 : 1));
-  }, descriptors<M>);
+// Entries of M's tables: one per field or oneof, two per scalar oneof.
+template <class... D>
+constexpr std::size_t entry_count(const field_list<D...>&) {
+  return (std::size_t(0) + ... + (is_scalar_oneof_desc<D>::value ? 2 : 1));
 }
 
 // The entry of one field in an encoding or a decoding table (Entry says which).
@@ -619,7 +664,7 @@ constexpr Entry field_entry(const field_desc<M, T>& d) {
 // Appends descriptor I of M to an encoding table (a scalar oneof takes two entries).
 template <class M, std::size_t I, std::size_t N>
 constexpr void add_entry(std::array<encode_entry, N>& t, std::size_t& k) {
-  constexpr const auto& d = std::get<I>(descriptors<M>);
+  constexpr const auto& d = detail::get<I>(descriptors<M>);
   using D = std::remove_cvref_t<decltype(d)>;
   if constexpr (is_oneof_desc<D>::value) {
     using V = std::remove_cvref_t<decltype(std::declval<M&>().*d.member)>;
@@ -644,7 +689,7 @@ constexpr void add_entry(std::array<encode_entry, N>& t, std::size_t& k) {
 }
 template <class M, std::size_t I, std::size_t N>
 constexpr void add_entry(std::array<decode_entry, N>& t, std::size_t& k) {
-  constexpr const auto& d = std::get<I>(descriptors<M>);
+  constexpr const auto& d = detail::get<I>(descriptors<M>);
   using D = std::remove_cvref_t<decltype(d)>;
   if constexpr (is_oneof_desc<D>::value) {
     using V = std::remove_cvref_t<decltype(std::declval<M&>().*d.member)>;
@@ -673,12 +718,12 @@ constexpr void add_entry(std::array<decode_entry, N>& t, std::size_t& k) {
 // A message's encoding or decoding table (Entry: encode_entry or decode_entry).
 template <class M, class Entry>
 constexpr auto make_table() {
-  std::array<Entry, entry_count<M>()> t{};
+  std::array<Entry, entry_count(descriptors<M>)> t{};
   static_assert(t.size() <= 64, "decode_fields tracks at most 64 entries");
   std::size_t k = 0;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (add_entry<M, I>(t, k), ...);
-  }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(descriptors<M>)>>>{});
+  }(std::make_index_sequence<std::remove_cvref_t<decltype(descriptors<M>)>::size>{});
   return t;
 }
 template <class M>
@@ -686,37 +731,76 @@ inline constexpr auto encoders = make_table<M, encode_entry>();
 template <class M>
 inline constexpr auto decoders = make_table<M, decode_entry>();
 
+// ---- a message's codec: which of the three forms it has ------------------------------
+
+// A type that brings its own codec (one not declared in lancet/pb, e.g. a user's).
+template <class M>
+concept own_codec = requires(const M& m, writer& w, reader r) {
+  m.encode(w);
+  { M::decode(std::move(r)) } -> std::same_as<M>;
+};
+// A message written as another message (to_wire / from_wire).
+template <class M>
+concept has_wire_form = requires(const M& m) { m.to_wire(); };
+template <class M>
+using wire_form_t = std::remove_cvref_t<decltype(std::declval<const M&>().to_wire())>;
+
+template <class M>
+void write_message(writer& w, const M& m) {
+  if constexpr (own_codec<M>) {
+    m.encode(w);
+  } else if constexpr (has_wire_form<M>) {
+    write_message(w, m.to_wire());
+  } else {
+    if constexpr (requires { m.check_encodable(); }) m.check_encodable();
+    encode_fields(w, &m, encoders<M>.data(), encoders<M>.size());
+  }
+}
+
+// Unknown fields are skipped (or refused, as a oneof says); a required field or oneof
+// that is absent is corrupt_error.
+template <class M>
+M read_message(reader r) {
+  if constexpr (own_codec<M>) {
+    return M::decode(std::move(r));
+  } else if constexpr (has_wire_form<M>) {
+    return M::from_wire(read_message<wire_form_t<M>>(std::move(r)));
+  } else {
+    M m{};
+    decode_fields(r, &m, decoders<M>.data(), decoders<M>.size());
+    if constexpr (requires { m.check_decoded(); }) m.check_decoded();
+    return m;
+  }
+}
+
 }  // namespace detail
 
-// Encodes m's fields as its proto_fields() lists them.
-template <class M>
-void encode_message(writer& w, const M& m) {
-  detail::encode_fields(w, &m, detail::encoders<M>.data(), detail::encoders<M>.size());
-}
-
-// Decodes a message whose fields proto_fields() lists; unknown fields are skipped (or
-// refused, as a oneof says); a required field or oneof that is absent is corrupt_error.
-template <class M>
-M decode_message(reader r) {
-  M m{};
-  detail::decode_fields(r, &m, detail::decoders<M>.data(), detail::decoders<M>.size());
-  return m;
-}
 // Serialises a message: the one spelling for "message to bytes".
 template <class Msg>
 std::string encode(const Msg& m) {
   writer w;
-  m.encode(w);
+  detail::write_message(w, m);
   return w.take();
 }
-// Parses a message (nesting depth starts at 0).
+// Appends a message's fields to w (the counterpart of decode from a reader).
+template <class Msg>
+void encode(writer& w, const Msg& m) {
+  detail::write_message(w, m);
+}
+// Parses a message (nesting depth starts at 0; errors name the message).
 template <class Msg>
 Msg decode(bytes_view data) {
-  return Msg::decode(reader(data, 0, Msg::message_name));
+  return detail::read_message<Msg>(reader(data, 0, Msg::message_name));
 }
 template <class Msg>
 Msg decode(std::string_view data) {
-  return Msg::decode(reader(data, 0, Msg::message_name));
+  return detail::read_message<Msg>(reader(data, 0, Msg::message_name));
+}
+// Parses a message from a reader: its depth and its name in errors are the reader's.
+// (R is deduced, not converted to: a string still picks the overload above.)
+template <class Msg, std::same_as<reader> R>
+Msg decode(R r) {
+  return detail::read_message<Msg>(std::move(r));
 }
 
 // google.protobuf.Any
@@ -732,11 +816,9 @@ struct any {
     return p == std::string::npos ? std::string_view(type_url) : std::string_view(type_url).substr(p + 1);
   }
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_type_url, &any::type_url, "Any.type_url"),
-                      pb::field(f_value, &any::value, "Any.value")};
+    return pb::fields(pb::field(f_type_url, &any::type_url, "Any.type_url"),
+                      pb::field(f_value, &any::value, "Any.value"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static any decode(reader r) { return pb::decode_message<any>(std::move(r)); }
   friend bool operator==(const any&, const any&) = default;
 };
 

@@ -1,11 +1,11 @@
 // The protobuf wire format, by hand: a writer that appends fields to a byte string,
 // and a defensive reader that never reads out of bounds. Messages are declared with
-// pb/message.hpp's field descriptors.
+// pb/message.hpp's field descriptors (a nested message is written as bytes:
+// w.bytes(field, pb::encode(m))).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -113,15 +113,10 @@ class writer {
     bytes(f, b);
   }
 
-  // A nested message, always written (even when empty: presence matters for oneofs
-  // and optional sub-messages).
-  template <class Msg>
-  void message(std::uint32_t f, const Msg& m) {
-    writer inner;
-    m.encode(inner);
-    bytes(f, inner.bytes());
-  }
-  void message_fn(std::uint32_t f, const std::function<void(writer&)>& body) {
+  // A nested message built by body(writer&) (hand-built bytes; a message struct is
+  // written with w.bytes(f, pb::encode(m))).
+  template <class Body>
+  void message_fn(std::uint32_t f, Body&& body) {
     writer inner;
     body(inner);
     bytes(f, inner.bytes());

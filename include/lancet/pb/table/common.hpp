@@ -11,7 +11,6 @@
 #include <random>
 #include <string>
 #include <string_view>
-#include <tuple>
 
 #include "lancet/core/error.hpp"
 #include "lancet/pb/message.hpp"
@@ -74,9 +73,7 @@ struct uuid {
     return u;
   }
 
-  static constexpr auto proto_fields() { return std::tuple{pb::required(f_uuid, &uuid::bytes, "UUID.uuid")}; }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static uuid decode(reader r) { return pb::decode_message<uuid>(std::move(r)); }
+  static constexpr auto proto_fields() { return pb::fields(pb::required(f_uuid, &uuid::bytes, "UUID.uuid")); }
   friend bool operator==(const uuid&, const uuid&) = default;
 };
 
@@ -106,15 +103,12 @@ struct timestamp {
   std::int64_t unix_nanos() const noexcept { return seconds * 1'000'000'000 + nanos; }
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_seconds, &timestamp::seconds, "Timestamp.seconds"),
-                      pb::field(f_nanos, &timestamp::nanos, "Timestamp.nanos")};
+    return pb::fields(pb::field(f_seconds, &timestamp::seconds, "Timestamp.seconds"),
+                      pb::field(f_nanos, &timestamp::nanos, "Timestamp.nanos"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static timestamp decode(reader r) {
-    auto t = pb::decode_message<timestamp>(std::move(r));
-    if (t.nanos < 0 || t.nanos >= 1'000'000'000)
-      throw corrupt_error("Timestamp: nanos " + std::to_string(t.nanos) + " out of range");
-    return t;
+  void check_decoded() const {
+    if (nanos < 0 || nanos >= 1'000'000'000)
+      throw corrupt_error("Timestamp: nanos " + std::to_string(nanos) + " out of range");
   }
   friend bool operator==(const timestamp&, const timestamp&) = default;
 };
@@ -129,12 +123,10 @@ struct external_file {
   std::uint64_t size = 0;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_path, &external_file::path, "ExternalFile.path"),
+    return pb::fields(pb::field(f_path, &external_file::path, "ExternalFile.path"),
                       pb::field(f_offset, &external_file::offset, "ExternalFile.offset"),
-                      pb::field(f_size, &external_file::size, "ExternalFile.size")};
+                      pb::field(f_size, &external_file::size, "ExternalFile.size"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static external_file decode(reader r) { return pb::decode_message<external_file>(std::move(r)); }
   friend bool operator==(const external_file&, const external_file&) = default;
 };
 
@@ -148,13 +140,11 @@ struct base_path {
   std::string path;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_id, &base_path::id, "BasePath.id"),
+    return pb::fields(pb::field(f_id, &base_path::id, "BasePath.id"),
                       pb::field(f_name, &base_path::name, "BasePath.name"),
                       pb::field(f_is_dataset_root, &base_path::is_dataset_root, "BasePath.is_dataset_root"),
-                      pb::field(f_path, &base_path::path, "BasePath.path")};
+                      pb::field(f_path, &base_path::path, "BasePath.path"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static base_path decode(reader r) { return pb::decode_message<base_path>(std::move(r)); }
   friend bool operator==(const base_path&, const base_path&) = default;
 };
 

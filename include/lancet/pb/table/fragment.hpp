@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -31,16 +30,14 @@ struct data_file {
   std::optional<std::uint32_t> base_id;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_path, &data_file::path, "DataFile.path"),
+    return pb::fields(pb::field(f_path, &data_file::path, "DataFile.path"),
                       pb::field(f_fields, &data_file::fields, "DataFile.fields"),
                       pb::field(f_column_indices, &data_file::column_indices, "DataFile.column_indices"),
                       pb::field(f_file_major_version, &data_file::file_major_version, "DataFile.file_major_version"),
                       pb::field(f_file_minor_version, &data_file::file_minor_version, "DataFile.file_minor_version"),
                       pb::field(f_file_size_bytes, &data_file::file_size_bytes, "DataFile.file_size_bytes"),
-                      pb::field(f_base_id, &data_file::base_id, "DataFile.base_id")};
+                      pb::field(f_base_id, &data_file::base_id, "DataFile.base_id"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static data_file decode(reader r) { return pb::decode_message<data_file>(std::move(r)); }
   friend bool operator==(const data_file&, const data_file&) = default;
 };
 
@@ -63,18 +60,15 @@ struct deletion_file {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_file_type, &deletion_file::file_type, "DeletionFile.file_type"),
+    return pb::fields(pb::field(f_file_type, &deletion_file::file_type, "DeletionFile.file_type"),
                       pb::field(f_read_version, &deletion_file::read_version, "DeletionFile.read_version"),
                       pb::field(f_id, &deletion_file::id, "DeletionFile.id"),
                       pb::field(f_num_deleted_rows, &deletion_file::num_deleted_rows, "DeletionFile.num_deleted_rows"),
-                      pb::field(f_base_id, &deletion_file::base_id, "DeletionFile.base_id")};
+                      pb::field(f_base_id, &deletion_file::base_id, "DeletionFile.base_id"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static deletion_file decode(reader r) {
-    auto d = pb::decode_message<deletion_file>(std::move(r));
-    if (d.file_type > type::bitmap)
-      throw unsupported_error("DeletionFile: unknown file type " + std::to_string(std::uint32_t(d.file_type)));
-    return d;
+  void check_decoded() const {
+    if (file_type > type::bitmap)
+      throw unsupported_error("DeletionFile: unknown file type " + std::to_string(std::uint32_t(file_type)));
   }
   friend bool operator==(const deletion_file&, const deletion_file&) = default;
 };
@@ -107,7 +101,7 @@ struct data_fragment {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{
+    return pb::fields(
         pb::field(f_id, &data_fragment::id, "DataFragment.id"),
         pb::field(f_files, &data_fragment::files, "DataFragment.files"),
         pb::field(f_deletion_file, &data_fragment::deletion_file, "DataFragment.deletion_file"),
@@ -117,10 +111,8 @@ struct data_fragment {
         pb::oneof(&data_fragment::last_updated_at_version_sequence, "DataFragment.last_updated_at_version_sequence",
                   {f_inline_last_updated_at_versions, f_external_last_updated_at_versions}),
         pb::oneof(&data_fragment::created_at_version_sequence, "DataFragment.created_at_version_sequence",
-                  {f_inline_created_at_versions, f_external_created_at_versions})};
+                  {f_inline_created_at_versions, f_external_created_at_versions}));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static data_fragment decode(reader r) { return pb::decode_message<data_fragment>(std::move(r)); }
   friend bool operator==(const data_fragment&, const data_fragment&) = default;
 };
 

@@ -10,7 +10,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <vector>
 
 #include "lancet/pb/message.hpp"
@@ -26,11 +25,9 @@ struct index_file {
   std::uint64_t size_bytes = 0;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_path, &index_file::path, "IndexFile.path"),
-                      pb::field(f_size_bytes, &index_file::size_bytes, "IndexFile.size_bytes")};
+    return pb::fields(pb::field(f_path, &index_file::path, "IndexFile.path"),
+                      pb::field(f_size_bytes, &index_file::size_bytes, "IndexFile.size_bytes"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static index_file decode(reader r) { return pb::decode_message<index_file>(std::move(r)); }
   friend bool operator==(const index_file&, const index_file&) = default;
 };
 
@@ -52,7 +49,7 @@ struct index_metadata {
 
   static constexpr auto proto_fields() {
     // Lance refuses index metadata without a UUID.
-    return std::tuple{pb::required(f_uuid, &index_metadata::uuid, "IndexMetadata.uuid"),
+    return pb::fields(pb::required(f_uuid, &index_metadata::uuid, "IndexMetadata.uuid"),
                       pb::field(f_fields, &index_metadata::fields, "IndexMetadata.fields"),
                       pb::field(f_name, &index_metadata::name, "IndexMetadata.name"),
                       pb::field(f_dataset_version, &index_metadata::dataset_version, "IndexMetadata.dataset_version"),
@@ -61,10 +58,8 @@ struct index_metadata {
                       pb::field(f_index_version, &index_metadata::index_version, "IndexMetadata.index_version"),
                       pb::field(f_created_at, &index_metadata::created_at, "IndexMetadata.created_at"),
                       pb::field(f_base_id, &index_metadata::base_id, "IndexMetadata.base_id"),
-                      pb::field(f_files, &index_metadata::files, "IndexMetadata.files")};
+                      pb::field(f_files, &index_metadata::files, "IndexMetadata.files"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static index_metadata decode(reader r) { return pb::decode_message<index_metadata>(std::move(r)); }
   friend bool operator==(const index_metadata&, const index_metadata&) = default;
 };
 
@@ -74,10 +69,8 @@ struct index_section {
   std::vector<index_metadata> indices;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_indices, &index_section::indices, "IndexSection.indices")};
+    return pb::fields(pb::field(f_indices, &index_section::indices, "IndexSection.indices"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static index_section decode(reader r) { return pb::decode_message<index_section>(std::move(r)); }
   friend bool operator==(const index_section&, const index_section&) = default;
 };
 

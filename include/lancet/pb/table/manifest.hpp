@@ -13,7 +13,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <vector>
 
 #include "lancet/pb/message.hpp"
@@ -34,13 +33,11 @@ struct manifest {
     std::optional<std::string> build_metadata;
 
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_library, &writer_version_info::library, "WriterVersion.library"),
+      return pb::fields(pb::field(f_library, &writer_version_info::library, "WriterVersion.library"),
                         pb::field(f_version, &writer_version_info::version, "WriterVersion.version"),
                         pb::field(f_prerelease, &writer_version_info::prerelease, "WriterVersion.prerelease"),
-                        pb::field(f_build_metadata, &writer_version_info::build_metadata, "WriterVersion.build_metadata")};
+                        pb::field(f_build_metadata, &writer_version_info::build_metadata, "WriterVersion.build_metadata"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static writer_version_info decode(reader r) { return pb::decode_message<writer_version_info>(std::move(r)); }
     friend bool operator==(const writer_version_info&, const writer_version_info&) = default;
   };
 
@@ -51,11 +48,9 @@ struct manifest {
     std::string version;      // "2.0", "2.1", "2.2", ... ("0.1" = legacy)
 
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_file_format, &data_storage_format::file_format, "DataStorageFormat.file_format"),
-                        pb::field(f_version, &data_storage_format::version, "DataStorageFormat.version")};
+      return pb::fields(pb::field(f_file_format, &data_storage_format::file_format, "DataStorageFormat.file_format"),
+                        pb::field(f_version, &data_storage_format::version, "DataStorageFormat.version"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static data_storage_format decode(reader r) { return pb::decode_message<data_storage_format>(std::move(r)); }
     friend bool operator==(const data_storage_format&, const data_storage_format&) = default;
   };
 
@@ -89,7 +84,7 @@ struct manifest {
   std::optional<std::uint64_t> transaction_section;  // file offset of the inline transaction
 
   static constexpr auto proto_fields() {
-    return std::tuple{
+    return pb::fields(
         pb::field(f_fields, &manifest::fields_raw, "Manifest.fields"),
         pb::field(f_fragments, &manifest::fragments, "Manifest.fragments"),
         pb::field(f_version, &manifest::version, "Manifest.version"),
@@ -109,10 +104,8 @@ struct manifest {
         pb::field(f_base_paths, &manifest::base_paths, "Manifest.base_paths"),
         pb::field(f_table_metadata, &manifest::table_metadata, "Manifest.table_metadata"),
         pb::field(f_branch, &manifest::branch, "Manifest.branch"),
-        pb::field(f_transaction_section, &manifest::transaction_section, "Manifest.transaction_section")};
+        pb::field(f_transaction_section, &manifest::transaction_section, "Manifest.transaction_section"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static manifest decode(reader r) { return pb::decode_message<manifest>(std::move(r)); }
   friend bool operator==(const manifest&, const manifest&) = default;
 };
 

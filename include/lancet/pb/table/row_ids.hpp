@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -26,11 +25,9 @@ struct u64_offsets_wire {
   std::uint64_t base = 0;
   std::string offsets;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_base, &u64_offsets_wire::base, "EncodedU64Array.base"),
-                      pb::field(f_offsets, &u64_offsets_wire::offsets, "EncodedU64Array.offsets")};
+    return pb::fields(pb::field(f_base, &u64_offsets_wire::base, "EncodedU64Array.base"),
+                      pb::field(f_offsets, &u64_offsets_wire::offsets, "EncodedU64Array.offsets"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_offsets_wire decode(reader r) { return pb::decode_message<u64_offsets_wire>(std::move(r)); }
   friend bool operator==(const u64_offsets_wire&, const u64_offsets_wire&) = default;
 };
 // EncodedU64Array.U64Array: little-endian values.
@@ -39,10 +36,8 @@ struct u64_values_wire {
   static constexpr std::uint32_t f_values = 2;
   std::string values;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_values, &u64_values_wire::values, "EncodedU64Array.values")};
+    return pb::fields(pb::field(f_values, &u64_values_wire::values, "EncodedU64Array.values"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_values_wire decode(reader r) { return pb::decode_message<u64_values_wire>(std::move(r)); }
   friend bool operator==(const u64_values_wire&, const u64_values_wire&) = default;
 };
 // EncodedU64Array as it is on the wire: oneof { U16Array = 1; U32Array = 2; U64Array = 3 }.
@@ -51,11 +46,9 @@ struct encoded_u64_array_wire {
   using array_type = std::variant<std::monostate, u64_offsets_wire, u64_offsets_wire, u64_values_wire>;
   array_type array;
   static constexpr auto proto_fields() {
-    return std::tuple{
-        pb::oneof(&encoded_u64_array_wire::array, "EncodedU64Array").refusing(unknown_field::corrupt).require()};
+    return pb::fields(
+        pb::oneof(&encoded_u64_array_wire::array, "EncodedU64Array").refusing(unknown_field::corrupt).require());
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static encoded_u64_array_wire decode(reader r) { return pb::decode_message<encoded_u64_array_wire>(std::move(r)); }
 };
 
 }  // namespace detail
@@ -105,15 +98,15 @@ struct encoded_u64_array {
     return out;
   }
 
-  void encode(writer& w) const {
+  // On the wire: a oneof of the three shapes.
+  detail::encoded_u64_array_wire to_wire() const {
     detail::encoded_u64_array_wire x;
     if (type == kind::u16) x.array.emplace<1>(detail::u64_offsets_wire{base, data});
     else if (type == kind::u32) x.array.emplace<2>(detail::u64_offsets_wire{base, data});
     else x.array.emplace<3>(detail::u64_values_wire{data});
-    x.encode(w);
+    return x;
   }
-  static encoded_u64_array decode(reader r) {
-    auto x = detail::encoded_u64_array_wire::decode(std::move(r));
+  static encoded_u64_array from_wire(detail::encoded_u64_array_wire x) {
     encoded_u64_array a;
     a.type = kind(x.array.index());
     if (auto* v = std::get_if<3>(&x.array)) {
@@ -138,11 +131,9 @@ struct u64_range {
   static constexpr std::uint32_t f_start = 1, f_end = 2;
   std::uint64_t start = 0, end = 0;
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_start, &u64_range::start, "Range.start"),
-                      pb::field(f_end, &u64_range::end, "Range.end")};
+    return pb::fields(pb::field(f_start, &u64_range::start, "Range.start"),
+                      pb::field(f_end, &u64_range::end, "Range.end"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_range decode(reader r) { return pb::decode_message<u64_range>(std::move(r)); }
   friend bool operator==(const u64_range&, const u64_range&) = default;
 };
 struct u64_range_with_holes {
@@ -151,12 +142,10 @@ struct u64_range_with_holes {
   std::uint64_t start = 0, end = 0;
   encoded_u64_array holes;  // absolute values missing from [start, end)
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_start, &u64_range_with_holes::start, "RangeWithHoles.start"),
+    return pb::fields(pb::field(f_start, &u64_range_with_holes::start, "RangeWithHoles.start"),
                       pb::field(f_end, &u64_range_with_holes::end, "RangeWithHoles.end"),
-                      pb::required(f_holes, &u64_range_with_holes::holes, "RangeWithHoles.holes")};
+                      pb::required(f_holes, &u64_range_with_holes::holes, "RangeWithHoles.holes"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_range_with_holes decode(reader r) { return pb::decode_message<u64_range_with_holes>(std::move(r)); }
   friend bool operator==(const u64_range_with_holes&, const u64_range_with_holes&) = default;
 };
 struct u64_range_with_bitmap {
@@ -165,25 +154,23 @@ struct u64_range_with_bitmap {
   std::uint64_t start = 0, end = 0;
   std::string bitmap;  // bit i (LSB first) set: start + i is present
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_start, &u64_range_with_bitmap::start, "RangeWithBitmap.start"),
+    return pb::fields(pb::field(f_start, &u64_range_with_bitmap::start, "RangeWithBitmap.start"),
                       pb::field(f_end, &u64_range_with_bitmap::end, "RangeWithBitmap.end"),
-                      pb::field(f_bitmap, &u64_range_with_bitmap::bitmap, "RangeWithBitmap.bitmap")};
+                      pb::field(f_bitmap, &u64_range_with_bitmap::bitmap, "RangeWithBitmap.bitmap"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_range_with_bitmap decode(reader r) { return pb::decode_message<u64_range_with_bitmap>(std::move(r)); }
   friend bool operator==(const u64_range_with_bitmap&, const u64_range_with_bitmap&) = default;
 };
 // Sorted / unsorted arrays: on the wire, the EncodedU64Array itself.
 struct u64_sorted_array {
   encoded_u64_array values;
-  void encode(writer& w) const { values.encode(w); }
-  static u64_sorted_array decode(reader r) { return {encoded_u64_array::decode(std::move(r))}; }
+  const encoded_u64_array& to_wire() const { return values; }
+  static u64_sorted_array from_wire(encoded_u64_array a) { return {std::move(a)}; }
   friend bool operator==(const u64_sorted_array&, const u64_sorted_array&) = default;
 };
 struct u64_array {
   encoded_u64_array values;
-  void encode(writer& w) const { values.encode(w); }
-  static u64_array decode(reader r) { return {encoded_u64_array::decode(std::move(r))}; }
+  const encoded_u64_array& to_wire() const { return values; }
+  static u64_array from_wire(encoded_u64_array a) { return {std::move(a)}; }
   friend bool operator==(const u64_array&, const u64_array&) = default;
 };
 
@@ -239,25 +226,22 @@ struct u64_segment {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::oneof(&u64_segment::segment, "U64Segment").refusing(unknown_field::corrupt).require()};
+    return pb::fields(pb::oneof(&u64_segment::segment, "U64Segment").refusing(unknown_field::corrupt).require());
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static u64_segment decode(reader r) {
-    auto s = pb::decode_message<u64_segment>(std::move(r));
-    if (auto* x = std::get_if<range>(&s.segment)) {
+  void check_decoded() const {
+    if (auto* x = std::get_if<range>(&segment)) {
       check_span(x->start, x->end);
-    } else if (auto* h = std::get_if<range_with_holes>(&s.segment)) {
+    } else if (auto* h = std::get_if<range_with_holes>(&segment)) {
       check_span(h->start, h->end);
       if (h->holes.size() > h->end - h->start)
         throw corrupt_error("U64Segment.RangeWithHoles: " + std::to_string(h->holes.size()) + " holes in a range of " +
                             std::to_string(h->end - h->start));
-    } else if (auto* b = std::get_if<range_with_bitmap>(&s.segment)) {
+    } else if (auto* b = std::get_if<range_with_bitmap>(&segment)) {
       check_span(b->start, b->end);
       if (b->bitmap.size() < (b->end - b->start + 7) / 8)
         throw corrupt_error("U64Segment.RangeWithBitmap: bitmap of " + std::to_string(b->bitmap.size()) +
                             " bytes is too short for " + std::to_string(b->end - b->start) + " values");
     }
-    return s;
   }
   friend bool operator==(const u64_segment&, const u64_segment&) = default;
 
@@ -297,10 +281,8 @@ struct row_id_sequence {
   }
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_segments, &row_id_sequence::segments, "RowIdSequence.segments")};
+    return pb::fields(pb::field(f_segments, &row_id_sequence::segments, "RowIdSequence.segments"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static row_id_sequence decode(reader r) { return pb::decode_message<row_id_sequence>(std::move(r)); }
   friend bool operator==(const row_id_sequence&, const row_id_sequence&) = default;
 };
 
@@ -312,11 +294,9 @@ struct row_dataset_version_run {
   std::uint64_t version = 0;
 
   static constexpr auto proto_fields() {
-    return std::tuple{pb::required(f_span, &row_dataset_version_run::span, "RowDatasetVersionRun.span"),
-                      pb::field(f_version, &row_dataset_version_run::version, "RowDatasetVersionRun.version")};
+    return pb::fields(pb::required(f_span, &row_dataset_version_run::span, "RowDatasetVersionRun.span"),
+                      pb::field(f_version, &row_dataset_version_run::version, "RowDatasetVersionRun.version"));
   }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static row_dataset_version_run decode(reader r) { return pb::decode_message<row_dataset_version_run>(std::move(r)); }
   friend bool operator==(const row_dataset_version_run&, const row_dataset_version_run&) = default;
 };
 
@@ -333,11 +313,7 @@ struct row_dataset_version_sequence {
     return s;
   }
   static constexpr auto proto_fields() {
-    return std::tuple{pb::field(f_runs, &row_dataset_version_sequence::runs, "RowDatasetVersionSequence.runs")};
-  }
-  void encode(writer& w) const { pb::encode_message(w, *this); }
-  static row_dataset_version_sequence decode(reader r) {
-    return pb::decode_message<row_dataset_version_sequence>(std::move(r));
+    return pb::fields(pb::field(f_runs, &row_dataset_version_sequence::runs, "RowDatasetVersionSequence.runs"));
   }
   friend bool operator==(const row_dataset_version_sequence&, const row_dataset_version_sequence&) = default;
 };

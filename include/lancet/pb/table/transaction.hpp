@@ -11,7 +11,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -32,9 +31,7 @@ struct transaction {
     static constexpr std::string_view message_name = "Append";
     static constexpr std::uint32_t f_fragments = 1;
     std::vector<data_fragment> fragments;
-    static constexpr auto proto_fields() { return std::tuple{pb::field(f_fragments, &append::fragments, "Append.fragments")}; }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static append decode(reader r) { return pb::decode_message<append>(std::move(r)); }
+    static constexpr auto proto_fields() { return pb::fields(pb::field(f_fragments, &append::fragments, "Append.fragments")); }
     friend bool operator==(const append&, const append&) = default;
   };
   // Mark rows deleted ("Delete").
@@ -45,12 +42,10 @@ struct transaction {
     std::vector<std::uint64_t> deleted_fragment_ids;
     std::string predicate;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_updated_fragments, &delete_rows::updated_fragments, "Delete.updated_fragments"),
+      return pb::fields(pb::field(f_updated_fragments, &delete_rows::updated_fragments, "Delete.updated_fragments"),
                         pb::field(f_deleted_fragment_ids, &delete_rows::deleted_fragment_ids, "Delete.deleted_fragment_ids"),
-                        pb::field(f_predicate, &delete_rows::predicate, "Delete.predicate")};
+                        pb::field(f_predicate, &delete_rows::predicate, "Delete.predicate"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static delete_rows decode(reader r) { return pb::decode_message<delete_rows>(std::move(r)); }
     friend bool operator==(const delete_rows&, const delete_rows&) = default;
   };
   // Create or replace the whole dataset.
@@ -64,14 +59,12 @@ struct transaction {
     std::map<std::string, std::string> config_upsert_values;
     std::vector<base_path> initial_bases;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_fragments, &overwrite::fragments, "Overwrite.fragments"),
+      return pb::fields(pb::field(f_fragments, &overwrite::fragments, "Overwrite.fragments"),
                         pb::field(f_schema, &overwrite::schema_raw, "Overwrite.schema"),
                         pb::field(f_schema_metadata, &overwrite::schema_metadata, "Overwrite.schema_metadata"),
                         pb::field(f_config_upsert_values, &overwrite::config_upsert_values, "Overwrite.config_upsert_values"),
-                        pb::field(f_initial_bases, &overwrite::initial_bases, "Overwrite.initial_bases")};
+                        pb::field(f_initial_bases, &overwrite::initial_bases, "Overwrite.initial_bases"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static overwrite decode(reader r) { return pb::decode_message<overwrite>(std::move(r)); }
     friend bool operator==(const overwrite&, const overwrite&) = default;
   };
   // Add, replace or (with no new ones) drop indices.
@@ -81,11 +74,9 @@ struct transaction {
     std::vector<index_metadata> new_indices;
     std::vector<index_metadata> removed_indices;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_new_indices, &create_index::new_indices, "CreateIndex.new_indices"),
-                        pb::field(f_removed_indices, &create_index::removed_indices, "CreateIndex.removed_indices")};
+      return pb::fields(pb::field(f_new_indices, &create_index::new_indices, "CreateIndex.new_indices"),
+                        pb::field(f_removed_indices, &create_index::removed_indices, "CreateIndex.removed_indices"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static create_index decode(reader r) { return pb::decode_message<create_index>(std::move(r)); }
     friend bool operator==(const create_index&, const create_index&) = default;
   };
   // Compaction: fragments rewritten without changing data.
@@ -101,15 +92,13 @@ struct transaction {
       std::vector<index_file> new_index_files;
       static constexpr auto proto_fields() {
         // The UUIDs are written even when zero (a message field, not a scalar).
-        return std::tuple{
+        return pb::fields(
             pb::field(f_old_id, &rewritten_index::old_id, "RewrittenIndex.old_id"),
             pb::field(f_new_id, &rewritten_index::new_id, "RewrittenIndex.new_id"),
             pb::field(f_new_index_details, &rewritten_index::new_index_details, "RewrittenIndex.new_index_details"),
             pb::field(f_new_index_version, &rewritten_index::new_index_version, "RewrittenIndex.new_index_version"),
-            pb::field(f_new_index_files, &rewritten_index::new_index_files, "RewrittenIndex.new_index_files")};
+            pb::field(f_new_index_files, &rewritten_index::new_index_files, "RewrittenIndex.new_index_files"));
       }
-      void encode(writer& w) const { pb::encode_message(w, *this); }
-      static rewritten_index decode(reader r) { return pb::decode_message<rewritten_index>(std::move(r)); }
       friend bool operator==(const rewritten_index&, const rewritten_index&) = default;
     };
     struct rewrite_group {
@@ -117,11 +106,9 @@ struct transaction {
       static constexpr std::uint32_t f_old_fragments = 1, f_new_fragments = 2;
       std::vector<data_fragment> old_fragments, new_fragments;
       static constexpr auto proto_fields() {
-        return std::tuple{pb::field(f_old_fragments, &rewrite_group::old_fragments, "RewriteGroup.old_fragments"),
-                          pb::field(f_new_fragments, &rewrite_group::new_fragments, "RewriteGroup.new_fragments")};
+        return pb::fields(pb::field(f_old_fragments, &rewrite_group::old_fragments, "RewriteGroup.old_fragments"),
+                          pb::field(f_new_fragments, &rewrite_group::new_fragments, "RewriteGroup.new_fragments"));
       }
-      void encode(writer& w) const { pb::encode_message(w, *this); }
-      static rewrite_group decode(reader r) { return pb::decode_message<rewrite_group>(std::move(r)); }
       friend bool operator==(const rewrite_group&, const rewrite_group&) = default;
     };
     static constexpr std::uint32_t f_old_fragments = 1, f_new_fragments = 2, f_groups = 3, f_rewritten_indices = 4;
@@ -129,13 +116,11 @@ struct transaction {
     std::vector<rewrite_group> groups;
     std::vector<rewritten_index> rewritten_indices;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_old_fragments, &rewrite::old_fragments, "Rewrite.old_fragments"),
+      return pb::fields(pb::field(f_old_fragments, &rewrite::old_fragments, "Rewrite.old_fragments"),
                         pb::field(f_new_fragments, &rewrite::new_fragments, "Rewrite.new_fragments"),
                         pb::field(f_groups, &rewrite::groups, "Rewrite.groups"),
-                        pb::field(f_rewritten_indices, &rewrite::rewritten_indices, "Rewrite.rewritten_indices")};
+                        pb::field(f_rewritten_indices, &rewrite::rewritten_indices, "Rewrite.rewritten_indices"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static rewrite decode(reader r) { return pb::decode_message<rewrite>(std::move(r)); }
     friend bool operator==(const rewrite&, const rewrite&) = default;
   };
   // Add columns (new schema, updated fragments).
@@ -146,21 +131,17 @@ struct transaction {
     std::vector<std::string> schema_raw;
     std::map<std::string, std::string> schema_metadata;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_fragments, &merge::fragments, "Merge.fragments"),
+      return pb::fields(pb::field(f_fragments, &merge::fragments, "Merge.fragments"),
                         pb::field(f_schema, &merge::schema_raw, "Merge.schema"),
-                        pb::field(f_schema_metadata, &merge::schema_metadata, "Merge.schema_metadata")};
+                        pb::field(f_schema_metadata, &merge::schema_metadata, "Merge.schema_metadata"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static merge decode(reader r) { return pb::decode_message<merge>(std::move(r)); }
     friend bool operator==(const merge&, const merge&) = default;
   };
   struct restore {
     static constexpr std::string_view message_name = "Restore";
     static constexpr std::uint32_t f_version = 1;
     std::uint64_t version = 0;
-    static constexpr auto proto_fields() { return std::tuple{pb::field(f_version, &restore::version, "Restore.version")}; }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static restore decode(reader r) { return pb::decode_message<restore>(std::move(r)); }
+    static constexpr auto proto_fields() { return pb::fields(pb::field(f_version, &restore::version, "Restore.version")); }
     friend bool operator==(const restore&, const restore&) = default;
   };
   struct reserve_fragments {
@@ -168,10 +149,8 @@ struct transaction {
     static constexpr std::uint32_t f_num_fragments = 1;
     std::uint32_t num_fragments = 0;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_num_fragments, &reserve_fragments::num_fragments, "ReserveFragments.num_fragments")};
+      return pb::fields(pb::field(f_num_fragments, &reserve_fragments::num_fragments, "ReserveFragments.num_fragments"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static reserve_fragments decode(reader r) { return pb::decode_message<reserve_fragments>(std::move(r)); }
     friend bool operator==(const reserve_fragments&, const reserve_fragments&) = default;
   };
   struct update {
@@ -188,7 +167,7 @@ struct transaction {
     std::vector<std::uint32_t> fields_for_preserving_frag_bitmap;
     mode update_mode = mode::rewrite_rows;
     static constexpr auto proto_fields() {
-      return std::tuple{
+      return pb::fields(
           pb::field(f_removed_fragment_ids, &update::removed_fragment_ids, "Update.removed_fragment_ids"),
           pb::field(f_updated_fragments, &update::updated_fragments, "Update.updated_fragments"),
           pb::field(f_new_fragments, &update::new_fragments, "Update.new_fragments"),
@@ -196,14 +175,11 @@ struct transaction {
           pb::field(f_mem_wal_to_merge, &update::mem_wal_to_merge_raw, "Update.mem_wal_to_merge"),
           pb::field(f_fields_for_preserving_frag_bitmap, &update::fields_for_preserving_frag_bitmap,
                     "Update.fields_for_preserving_frag_bitmap"),
-          pb::field(f_update_mode, &update::update_mode, "Update.update_mode")};
+          pb::field(f_update_mode, &update::update_mode, "Update.update_mode"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static update decode(reader r) {
-      auto u = pb::decode_message<update>(std::move(r));
-      if (u.update_mode > mode::rewrite_columns)
-        throw unsupported_error("Update: unknown update mode " + std::to_string(std::uint32_t(u.update_mode)));
-      return u;
+    void check_decoded() const {
+      if (update_mode > mode::rewrite_columns)
+        throw unsupported_error("Update: unknown update mode " + std::to_string(std::uint32_t(update_mode)));
     }
     friend bool operator==(const update&, const update&) = default;
   };
@@ -211,9 +187,7 @@ struct transaction {
     static constexpr std::string_view message_name = "Project";
     static constexpr std::uint32_t f_schema = 1;
     std::vector<std::string> schema_raw;
-    static constexpr auto proto_fields() { return std::tuple{pb::field(f_schema, &project::schema_raw, "Project.schema")}; }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static project decode(reader r) { return pb::decode_message<project>(std::move(r)); }
+    static constexpr auto proto_fields() { return pb::fields(pb::field(f_schema, &project::schema_raw, "Project.schema")); }
     friend bool operator==(const project&, const project&) = default;
   };
   // Key -> value (absent value: remove the key); entries are UpdateMapEntry {key = 1,
@@ -224,11 +198,9 @@ struct transaction {
     std::vector<std::pair<std::string, std::optional<std::string>>> entries;
     bool replace = false;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_update_entries, &update_map::entries, "UpdateMap.update_entries"),
-                        pb::field(f_replace, &update_map::replace, "UpdateMap.replace")};
+      return pb::fields(pb::field(f_update_entries, &update_map::entries, "UpdateMap.update_entries"),
+                        pb::field(f_replace, &update_map::replace, "UpdateMap.replace"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static update_map decode(reader r) { return pb::decode_message<update_map>(std::move(r)); }
     friend bool operator==(const update_map&, const update_map&) = default;
   };
   // The deprecated per-field metadata replacement of UpdateConfig.field_metadata.
@@ -237,10 +209,8 @@ struct transaction {
     static constexpr std::uint32_t f_metadata = 5;
     std::map<std::string, std::string> metadata;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_metadata, &field_metadata_update::metadata, "FieldMetadataUpdate.metadata")};
+      return pb::fields(pb::field(f_metadata, &field_metadata_update::metadata, "FieldMetadataUpdate.metadata"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static field_metadata_update decode(reader r) { return pb::decode_message<field_metadata_update>(std::move(r)); }
     friend bool operator==(const field_metadata_update&, const field_metadata_update&) = default;
   };
   struct update_config {
@@ -256,7 +226,7 @@ struct transaction {
     std::map<std::string, std::string> schema_metadata;
     std::map<std::uint32_t, field_metadata_update> field_metadata;
     static constexpr auto proto_fields() {
-      return std::tuple{
+      return pb::fields(
           pb::field(f_upsert_values, &update_config::upsert_values, "UpdateConfig.upsert_values"),
           pb::field(f_delete_keys, &update_config::delete_keys, "UpdateConfig.delete_keys"),
           pb::field(f_schema_metadata, &update_config::schema_metadata, "UpdateConfig.schema_metadata"),
@@ -267,10 +237,8 @@ struct transaction {
           pb::field(f_schema_metadata_updates, &update_config::schema_metadata_updates,
                     "UpdateConfig.schema_metadata_updates"),
           pb::field(f_field_metadata_updates, &update_config::field_metadata_updates,
-                    "UpdateConfig.field_metadata_updates")};
+                    "UpdateConfig.field_metadata_updates"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static update_config decode(reader r) { return pb::decode_message<update_config>(std::move(r)); }
     friend bool operator==(const update_config&, const update_config&) = default;
   };
   struct data_replacement {
@@ -281,20 +249,16 @@ struct transaction {
       std::uint64_t fragment_id = 0;
       std::optional<data_file> new_file;
       static constexpr auto proto_fields() {
-        return std::tuple{pb::field(f_fragment_id, &group::fragment_id, "DataReplacementGroup.fragment_id"),
-                          pb::field(f_new_file, &group::new_file, "DataReplacementGroup.new_file")};
+        return pb::fields(pb::field(f_fragment_id, &group::fragment_id, "DataReplacementGroup.fragment_id"),
+                          pb::field(f_new_file, &group::new_file, "DataReplacementGroup.new_file"));
       }
-      void encode(writer& w) const { pb::encode_message(w, *this); }
-      static group decode(reader r) { return pb::decode_message<group>(std::move(r)); }
       friend bool operator==(const group&, const group&) = default;
     };
     static constexpr std::uint32_t f_replacements = 1;
     std::vector<group> replacements;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_replacements, &data_replacement::replacements, "DataReplacement.replacements")};
+      return pb::fields(pb::field(f_replacements, &data_replacement::replacements, "DataReplacement.replacements"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static data_replacement decode(reader r) { return pb::decode_message<data_replacement>(std::move(r)); }
     friend bool operator==(const data_replacement&, const data_replacement&) = default;
   };
   // MemWAL states are carried as encoded MemWalIndexDetails.MemWal messages.
@@ -303,12 +267,10 @@ struct transaction {
     static constexpr std::uint32_t f_added = 1, f_updated = 2, f_removed = 3;
     std::vector<std::string> added_raw, updated_raw, removed_raw;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_added, &update_mem_wal_state::added_raw, "UpdateMemWalState.added"),
+      return pb::fields(pb::field(f_added, &update_mem_wal_state::added_raw, "UpdateMemWalState.added"),
                         pb::field(f_updated, &update_mem_wal_state::updated_raw, "UpdateMemWalState.updated"),
-                        pb::field(f_removed, &update_mem_wal_state::removed_raw, "UpdateMemWalState.removed")};
+                        pb::field(f_removed, &update_mem_wal_state::removed_raw, "UpdateMemWalState.removed"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static update_mem_wal_state decode(reader r) { return pb::decode_message<update_mem_wal_state>(std::move(r)); }
     friend bool operator==(const update_mem_wal_state&, const update_mem_wal_state&) = default;
   };
   struct clone {
@@ -321,14 +283,12 @@ struct transaction {
     std::string ref_path;
     std::optional<std::string> branch_name;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_is_shallow, &clone::is_shallow, "Clone.is_shallow"),
+      return pb::fields(pb::field(f_is_shallow, &clone::is_shallow, "Clone.is_shallow"),
                         pb::field(f_ref_name, &clone::ref_name, "Clone.ref_name"),
                         pb::field(f_ref_version, &clone::ref_version, "Clone.ref_version"),
                         pb::field(f_ref_path, &clone::ref_path, "Clone.ref_path"),
-                        pb::field(f_branch_name, &clone::branch_name, "Clone.branch_name")};
+                        pb::field(f_branch_name, &clone::branch_name, "Clone.branch_name"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static clone decode(reader r) { return pb::decode_message<clone>(std::move(r)); }
     friend bool operator==(const clone&, const clone&) = default;
   };
   struct update_bases {
@@ -336,10 +296,8 @@ struct transaction {
     static constexpr std::uint32_t f_new_bases = 1;
     std::vector<base_path> new_bases;
     static constexpr auto proto_fields() {
-      return std::tuple{pb::field(f_new_bases, &update_bases::new_bases, "UpdateBases.new_bases")};
+      return pb::fields(pb::field(f_new_bases, &update_bases::new_bases, "UpdateBases.new_bases"));
     }
-    void encode(writer& w) const { pb::encode_message(w, *this); }
-    static update_bases decode(reader r) { return pb::decode_message<update_bases>(std::move(r)); }
     friend bool operator==(const update_bases&, const update_bases&) = default;
   };
 
@@ -363,25 +321,22 @@ struct transaction {
   std::string file_name() const { return std::to_string(read_version) + "-" + uuid + ".txn"; }
 
   static constexpr auto proto_fields() {
-    return std::tuple{
+    return pb::fields(
         pb::field(f_read_version, &transaction::read_version, "Transaction.read_version"),
         pb::field(f_uuid, &transaction::uuid, "Transaction.uuid"),
         pb::field(f_tag, &transaction::tag, "Transaction.tag"),
         pb::field(f_transaction_properties, &transaction::transaction_properties, "Transaction.transaction_properties"),
         pb::oneof(&transaction::operation, "Transaction.operation", f_operation_first)
-            .refusing(unknown_field::corrupt, f_operation_first, f_operation_reserved_last)};
+            .refusing(unknown_field::corrupt, f_operation_first, f_operation_reserved_last));
   }
-  void encode(writer& w) const {
+  void check_encodable() const {
     if (std::holds_alternative<std::monostate>(operation))
       throw invalid_input_error("transaction " + uuid + " has no operation");
-    pb::encode_message(w, *this);
   }
-  static transaction decode(reader r) {
-    auto t = pb::decode_message<transaction>(std::move(r));
+  void check_decoded() const {
     // Lance refuses a transaction without an operation.
-    if (std::holds_alternative<std::monostate>(t.operation))
-      throw corrupt_error("Transaction " + t.uuid + ": no operation");
-    return t;
+    if (std::holds_alternative<std::monostate>(operation))
+      throw corrupt_error("Transaction " + uuid + ": no operation");
   }
   friend bool operator==(const transaction&, const transaction&) = default;
 };
