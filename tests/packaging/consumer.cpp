@@ -1,13 +1,17 @@
 // The packaging consumer: a program built against an *installed* lancet (found with
 // pkg-config or CMake's find_package, see run.sh). It writes a small Lance 2.2
 // dataset at the path given on the command line, which run.sh then reads with LanceDB.
+// It includes the headers it uses, as a user would (the umbrella lancet.hpp costs half
+// as much compile time again; the installed CLI, built from it, is checked in run.sh).
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <optional>
 #include <string>
 
-#include <lancet/lancet.hpp>
+#include <lancet/arrow/builder.hpp>
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/write.hpp>
 
 int main(int argc, char** argv) {
   if (argc != 2) {

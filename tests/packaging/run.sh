@@ -44,6 +44,15 @@ for f in "$includedir/lancet/lancet.hpp" "$includedir/lancet/dataset/write.hpp" 
   if [[ -f $stage$f ]]; then pass "installed $f"; else fail "not installed: $f"; fi
 done
 [[ -x $stage$bindir/lancet ]] || fail "$bindir/lancet is not executable"
+# Every header of the source tree is installed, and nothing else under include/lancet
+# (the consumers below include only what they use).
+want_headers=$(cd "$root/include" && find lancet -type f | sort)
+got_headers=$(cd "$stage$includedir" 2>/dev/null && find lancet -type f | sort)
+if [[ -n $want_headers && $want_headers == "$got_headers" ]]; then
+  pass "installed all $(wc -l <<<"$want_headers") headers of include/lancet"
+else
+  fail "installed headers differ from include/lancet: $(diff <(echo "$want_headers") <(echo "$got_headers") | grep '^[<>]' | head -n 5 | tr '\n' ' ')"
+fi
 extra=$(cd "$stage" && find . -type f \( -name 'quickstart' -o -name 'test_*' -o -name 'bench_*' -o -name '*.a' \
         -o -name 'doctest*' \) | head -n 5)
 if [[ -z $extra ]]; then pass "no tests, quickstart or benchmarks installed"; else fail "installed what should not be: $extra"; fi
