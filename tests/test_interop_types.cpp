@@ -40,6 +40,28 @@ lancedb_view lancedb_read(const std::filesystem::path& dataset) {
   return v;
 }
 
+// LanceDB's views of many datasets, read by one Node process (types_roundtrip.mjs
+// read-many), in the order given.
+std::vector<lancedb_view> lancedb_read_many(const std::vector<std::filesystem::path>& datasets) {
+  std::vector<std::string> args = {"read-many"};
+  for (const auto& d : datasets) args.push_back(d.string());
+  std::istringstream lines(t::node("types_roundtrip.mjs", args));
+  std::vector<lancedb_view> out;
+  for (std::string l; std::getline(lines, l);) {
+    if (l.starts_with("#dataset ")) {
+      REQUIRE(out.size() < datasets.size());
+      CHECK(l.substr(9) == datasets[out.size()].string());
+      out.emplace_back();
+      REQUIRE(std::getline(lines, out.back().schema));
+    } else {
+      REQUIRE(!out.empty());
+      out.back().rows.push_back(l);
+    }
+  }
+  REQUIRE(out.size() == datasets.size());
+  return out;
+}
+
 std::vector<std::string> our_rows(const arrow::record_batch& b) {
   std::istringstream lines(json::rows_to_json(b, json::write_options::canonical()));
   std::vector<std::string> out;
@@ -266,24 +288,31 @@ TEST_CASE("interop random tables with maps and dictionaries, both directions") {
     const auto text = t::node("types_roundtrip.mjs", {"random", dir.path().string(), "--cases", std::to_string(cases),
                                                       "--version", version, "--seed", std::to_string(7 + version.back())});
     REQUIRE(text.find("\"cases\"") != std::string::npos);
+    // LanceDB reads all its tables in one process, then all of ours.
+    std::vector<std::filesystem::path> theirs_paths, ours_paths;
+    for (int c = 0; c < cases; ++c) {
+      theirs_paths.push_back(dir.path() / ("case-" + std::to_string(c)));
+      ours_paths.push_back(dir.path() / ("ours-" + std::to_string(c)));
+    }
+    const auto views = lancedb_read_many(theirs_paths);
     for (int c = 0; c < cases; ++c) {
       CAPTURE(c);
-      const auto theirs = dir.path() / ("case-" + std::to_string(c));
-      const auto view = lancedb_read(theirs);
       std::vector<arrow::record_batch> batches;
-      for (const auto& f : t::data_files(theirs)) {
+      for (const auto& f : t::data_files(theirs_paths[c])) {
         lance_reader r{io::file_source(f.string())};
         batches.push_back(r.read());
       }
       REQUIRE(batches.size() == 1);
-      check_rows(our_rows(batches[0]), view.rows);
-      const auto ours = dir.path() / ("ours-" + std::to_string(c));
+      check_rows(our_rows(batches[0]), views[c].rows);
       dataset::write_options o;
       o.storage_version = version_of(version);
-      dataset::write(ours.string(), batches[0], o);
-      const auto back = lancedb_read(ours);
-      CHECK(back.schema == view.schema);
-      check_rows(back.rows, view.rows);
+      dataset::write(ours_paths[c].string(), batches[0], o);
+    }
+    const auto backs = lancedb_read_many(ours_paths);
+    for (int c = 0; c < cases; ++c) {
+      CAPTURE(c);
+      CHECK(backs[c].schema == views[c].schema);
+      check_rows(backs[c].rows, views[c].rows);
     }
   }
 }
@@ -326,12 +355,29 @@ std::vector<sent_dataset> parse_sent(const std::string& text) {
   return out;
 }
 
-lancedb_view lancedb_read_large(const std::filesystem::path& dataset, const std::string& columns) {
-  std::istringstream lines(t::node("large_list.mjs", {"read", dataset.string(), "--columns", columns}));
-  lancedb_view v;
-  std::getline(lines, v.schema);
-  for (std::string l; std::getline(lines, l);) v.rows.push_back(l);
-  return v;
+// LanceDB's views of many datasets (each with the columns to read), one Node process
+// (large_list.mjs read-many), in the order given.
+std::vector<lancedb_view> lancedb_read_large(const std::vector<std::pair<std::filesystem::path, std::string>>& datasets) {
+  std::vector<std::string> args = {"read-many"};
+  for (const auto& [d, columns] : datasets) {
+    args.push_back(d.string());
+    args.push_back(columns);
+  }
+  std::istringstream lines(t::node("large_list.mjs", args));
+  std::vector<lancedb_view> out;
+  for (std::string l; std::getline(lines, l);) {
+    if (l.starts_with("#dataset ")) {
+      REQUIRE(out.size() < datasets.size());
+      CHECK(l.substr(9) == datasets[out.size()].first.string());
+      out.emplace_back();
+      REQUIRE(std::getline(lines, out.back().schema));
+    } else {
+      REQUIRE(!out.empty());
+      out.back().rows.push_back(l);
+    }
+  }
+  REQUIRE(out.size() == datasets.size());
+  return out;
 }
 
 }  // namespace
@@ -347,6 +393,7 @@ TEST_CASE("interop large_list: LanceDB writes it from Arrow IPC and reads ours, 
                                                             std::to_string(11 + version.back())}));
     REQUIRE(sent.size() == std::size_t(cases) + 1);
     int n = 0;
+    std::vector<std::pair<std::filesystem::path, std::string>> to_read;  // theirs, ours per dataset sent
     for (const auto& s : sent) {
       CAPTURE(s.dir);
       const auto files = t::data_files(s.dir);
@@ -365,18 +412,13 @@ TEST_CASE("interop large_list: LanceDB writes it from Arrow IPC and reads ours, 
         columns += (c ? "," : "") + s.types[c].first;
       }
       check_rows(our_rows(batch), s.rows);
-      // LanceDB's reading of its own dataset: LargeList types, the values sent.
-      const auto view = lancedb_read_large(s.dir, columns);
-      CHECK(view.schema.find("LargeList(") != std::string::npos);
-      check_rows(view.rows, s.rows);
-      // Our dataset of the batch: LanceDB reads the same types and values.
+      // Our dataset of the batch (LanceDB reads both, below).
       const auto ours = dir.path() / ("ours-" + std::to_string(n++));
       dataset::write_options o;
       o.storage_version = version_of(version);
       dataset::write(ours.string(), batch, o);
-      const auto back = lancedb_read_large(ours, columns);
-      CHECK(back.schema == view.schema);
-      check_rows(back.rows, s.rows);
+      to_read.emplace_back(s.dir, columns);
+      to_read.emplace_back(ours, columns);
       // The Lance schema (large_list logical types, in the manifest and the data file)
       // and page layouts are Lance's.
       const auto their_manifest = dataset::dataset::open(s.dir).lance_schema();
@@ -399,6 +441,18 @@ TEST_CASE("interop large_list: LanceDB writes it from Arrow IPC and reads ours, 
           CHECK(a[p].buffer_sizes == b[p].buffer_sizes);
         }
       }
+    }
+    // LanceDB reads its own datasets (LargeList types, the values sent) and ours (the
+    // same types and values), all in one process.
+    const auto views = lancedb_read_large(to_read);
+    for (std::size_t i = 0; i < sent.size(); ++i) {
+      CAPTURE(sent[i].dir);
+      const auto& view = views[2 * i];
+      const auto& back = views[2 * i + 1];
+      CHECK(view.schema.find("LargeList(") != std::string::npos);
+      check_rows(view.rows, sent[i].rows);
+      CHECK(back.schema == view.schema);
+      check_rows(back.rows, sent[i].rows);
     }
   }
 }

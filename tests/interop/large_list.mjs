@@ -1,5 +1,6 @@
 // Usage: node large_list.mjs write OUT_DIR --version 2.0|2.1|2.2 [--cases N --seed S]
 //        node large_list.mjs read DATASET --columns C1,C2,...
+//        node large_list.mjs read-many DATASET C1,C2,... [DATASET C1,C2,... ...]
 // Arrow JS (apache-arrow 18) can neither build nor decode `large_list`, so LanceDB's
 // Rust side does the work both ways:
 //  * `write` builds tables whose list columns are Arrow JS `List`s, serializes them as an
@@ -16,6 +17,8 @@
 //    T that type with every LargeList made a List (which Arrow JS decodes). It prints
 //    {"types": {column: DataFusion type}}, then one JSON object per row in the form of
 //    `lancet cat`. The test fails on any value or type that differs from what was sent.
+//  * `read-many` does `read` for each DATASET and its columns in one process (LanceDB's
+//    startup dominates a read), each output after a line `#dataset DATASET`.
 import * as path from "node:path";
 import { arrow, buildTable, createDataset, fail, intArg, makeRng, openDataset, parseArgs, runMain, valueJson } from "./lib.mjs";
 
@@ -347,7 +350,9 @@ async function read(dir, names) {
     for (const batch of result.batches)
       for (let i = 0; i < batch.numRows; i++)
         text += `{${batch.schema.fields.map((fl, k) => `${JSON.stringify(fl.name)}:${catJson(batch.data.children[k], i)}`).join(",")}}\n`;
-    await new Promise((resolve) => process.stdout.write(text, resolve));
+    return text;
+  } catch (err) {
+    throw new Error(`${dir}: ${err?.message ?? err}`);
   } finally {
     table.close();
     cleanup();
@@ -357,10 +362,16 @@ async function read(dir, names) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const [cmd, dir] = args._;
+  let text;
   if (cmd === "write" && dir) await write(dir, args);
-  else if (cmd === "read" && dir && args.columns) await read(dir, String(args.columns).split(","));
-  else fail("usage: large_list.mjs write|read DIR ...");
+  else if (cmd === "read" && dir && args.columns) text = await read(dir, String(args.columns).split(","));
+  else if (cmd === "read-many" && args._.length >= 3 && args._.length % 2 === 1) {
+    text = "";
+    for (let i = 1; i < args._.length; i += 2)
+      text += `#dataset ${args._[i]}\n${await read(args._[i], String(args._[i + 1]).split(","))}`;
+  } else fail("usage: large_list.mjs write|read|read-many DIR ...");
+  if (text !== undefined) await new Promise((resolve) => process.stdout.write(text, resolve));
   return 0;
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) runMain(main);
+runMain(main);

@@ -1,12 +1,15 @@
 // Usage: node types_roundtrip.mjs write OUT_DIR --table map|dict --version 2.0|2.1|2.2
 //        node types_roundtrip.mjs random OUT_DIR --cases N --version V [--seed S]
 //        node types_roundtrip.mjs read DATASET
+//        node types_roundtrip.mjs read-many DATASET...
 // `write` has LanceDB (Lance 12) write a small fixed table of map or dictionary columns
 // (nulls, empty maps, null values; dictionaries at the top level, in a struct and in a
 // list) as dataset OUT_DIR. `read` prints {"schema": ...} (lib.mjs schemaJson, so a
 // dictionary column shows up as {"type": "dictionary", ...}), then one JSON object per
 // row in the form of `lancet cat`: maps as arrays of {"key": ..., "value": ...} objects,
 // dictionaries as their values, other values in lib.mjs's canonical form.
+// `read-many` prints, for each DATASET, a line `#dataset DATASET` and then what `read`
+// prints for it: one process for many datasets (LanceDB's startup dominates a read).
 // `random` has LanceDB write N datasets OUT_DIR/case-<i> of random tables (an int64
 // `id`, then 1-3 columns nesting structs, lists and, at 2.2, maps up to 3 levels deep,
 // with dictionary fields at every level, over leaves of every primitive type (float16,
@@ -252,13 +255,32 @@ async function main() {
     await randomCases(dir, args);
     return 0;
   }
-  if (!dir || (cmd !== "write" && cmd !== "read")) fail("usage: types_roundtrip.mjs write|random|read DIR ...");
+  if (cmd === "read-many") {
+    let out = "";
+    for (const ds of args._.slice(1)) out += `#dataset ${ds}\n${await readView(ds)}`;
+    await new Promise((resolve) => process.stdout.write(out, resolve));
+    return 0;
+  }
+  if (!dir || (cmd !== "write" && cmd !== "read")) fail("usage: types_roundtrip.mjs write|random|read|read-many DIR ...");
   if (cmd === "write") {
     const table = args.table === "map" ? mapTable() : args.table === "dict" ? dictTable() : fail("--table map|dict");
     await createDataset(dir, table, args.version ?? "2.2");
     return 0;
   }
-  const { table, cleanup } = await openDataset(dir);
+  const out = await readView(dir);
+  await new Promise((resolve) => process.stdout.write(out, resolve));
+  return 0;
+}
+
+// What `read` prints for one dataset: the schema line, then one line per row.
+async function readView(dir) {
+  let opened;
+  try {
+    opened = await openDataset(dir);
+  } catch (err) {
+    throw new Error(`${dir}: ${err?.message ?? err}`);
+  }
+  const { table, cleanup } = opened;
   try {
     const result = await table.query().toArrow();
     let out = `${JSON.stringify({ schema: schemaJson(result.schema) })}\n`;
@@ -268,12 +290,13 @@ async function main() {
         out += `{${parts.join(",")}}\n`;
       }
     }
-    await new Promise((resolve) => process.stdout.write(out, resolve));
+    return out;
+  } catch (err) {
+    throw new Error(`${dir}: ${err?.message ?? err}`);
   } finally {
     table.close();
     cleanup();
   }
-  return 0;
 }
 
 runMain(main);
