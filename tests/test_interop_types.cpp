@@ -40,12 +40,10 @@ lancedb_view lancedb_read(const std::filesystem::path& dataset) {
   return v;
 }
 
-// LanceDB's views of many datasets, read by one Node process (types_roundtrip.mjs
-// read-many), in the order given.
-std::vector<lancedb_view> lancedb_read_many(const std::vector<std::filesystem::path>& datasets) {
-  std::vector<std::string> args = {"read-many"};
-  for (const auto& d : datasets) args.push_back(d.string());
-  std::istringstream lines(t::node("types_roundtrip.mjs", args));
+// What a read-many script printed (`#dataset PATH`, the schema line, the rows, for each
+// dataset in turn): LanceDB's view of each of `datasets`, in their order.
+std::vector<lancedb_view> parse_views(const std::string& text, const std::vector<std::filesystem::path>& datasets) {
+  std::istringstream lines(text);
   std::vector<lancedb_view> out;
   for (std::string l; std::getline(lines, l);) {
     if (l.starts_with("#dataset ")) {
@@ -60,6 +58,14 @@ std::vector<lancedb_view> lancedb_read_many(const std::vector<std::filesystem::p
   }
   REQUIRE(out.size() == datasets.size());
   return out;
+}
+
+// LanceDB's views of many datasets, read by one Node process (types_roundtrip.mjs
+// read-many: LanceDB's startup dominates one read).
+std::vector<lancedb_view> lancedb_read_many(const std::vector<std::filesystem::path>& datasets) {
+  std::vector<std::string> args = {"read-many"};
+  for (const auto& d : datasets) args.push_back(d.string());
+  return parse_views(t::node("types_roundtrip.mjs", args), datasets);
 }
 
 std::vector<std::string> our_rows(const arrow::record_batch& b) {
@@ -363,21 +369,9 @@ std::vector<lancedb_view> lancedb_read_large(const std::vector<std::pair<std::fi
     args.push_back(d.string());
     args.push_back(columns);
   }
-  std::istringstream lines(t::node("large_list.mjs", args));
-  std::vector<lancedb_view> out;
-  for (std::string l; std::getline(lines, l);) {
-    if (l.starts_with("#dataset ")) {
-      REQUIRE(out.size() < datasets.size());
-      CHECK(l.substr(9) == datasets[out.size()].first.string());
-      out.emplace_back();
-      REQUIRE(std::getline(lines, out.back().schema));
-    } else {
-      REQUIRE(!out.empty());
-      out.back().rows.push_back(l);
-    }
-  }
-  REQUIRE(out.size() == datasets.size());
-  return out;
+  std::vector<std::filesystem::path> paths;
+  for (const auto& d : datasets) paths.push_back(d.first);
+  return parse_views(t::node("large_list.mjs", args), paths);
 }
 
 }  // namespace
