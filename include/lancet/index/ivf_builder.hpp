@@ -62,6 +62,7 @@
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/index/hnsw/index_file.hpp"
+#include "lancet/index/index_type.hpp"
 #include "lancet/index/hnsw/partition_graphs.hpp"
 #include "lancet/index/storage_reader.hpp"
 #include "lancet/index/storage_writer.hpp"
@@ -78,47 +79,6 @@
 #include "lancet/simd/f16.hpp"
 
 namespace lancet::index {
-
-// The IVF_HNSW_* types are an HNSW graph per partition over flat / SQ / PQ storage;
-// the builder trains and stores them as their base type (hnsw_base_type).
-enum class ivf_index_type : std::uint8_t { ivf_flat, ivf_pq, ivf_sq, ivf_rq, ivf_hnsw_flat, ivf_hnsw_sq, ivf_hnsw_pq };
-
-inline bool is_hnsw(ivf_index_type t) noexcept { return t >= ivf_index_type::ivf_hnsw_flat; }
-inline ivf_index_type hnsw_base_type(ivf_index_type t) noexcept {
-  switch (t) {
-    case ivf_index_type::ivf_hnsw_flat: return ivf_index_type::ivf_flat;
-    case ivf_index_type::ivf_hnsw_sq: return ivf_index_type::ivf_sq;
-    case ivf_index_type::ivf_hnsw_pq: return ivf_index_type::ivf_pq;
-    default: return t;
-  }
-}
-
-inline std::string_view ivf_index_type_name(ivf_index_type t) noexcept {
-  switch (t) {
-    case ivf_index_type::ivf_flat: return "IVF_FLAT";
-    case ivf_index_type::ivf_pq: return "IVF_PQ";
-    case ivf_index_type::ivf_sq: return "IVF_SQ";
-    case ivf_index_type::ivf_rq: return "IVF_RQ";
-    case ivf_index_type::ivf_hnsw_flat: return "IVF_HNSW_FLAT";
-    case ivf_index_type::ivf_hnsw_sq: return "IVF_HNSW_SQ";
-    case ivf_index_type::ivf_hnsw_pq: return "IVF_HNSW_PQ";
-  }
-  return "?";
-}
-
-inline ivf_index_type parse_ivf_index_type(std::string_view s) {
-  std::string l(s);
-  for (auto& c : l) c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (l == "ivf_flat") return ivf_index_type::ivf_flat;
-  if (l == "ivf_pq") return ivf_index_type::ivf_pq;
-  if (l == "ivf_sq") return ivf_index_type::ivf_sq;
-  if (l == "ivf_rq") return ivf_index_type::ivf_rq;
-  if (l == "ivf_hnsw_flat") return ivf_index_type::ivf_hnsw_flat;
-  if (l == "ivf_hnsw_sq") return ivf_index_type::ivf_hnsw_sq;
-  if (l == "ivf_hnsw_pq") return ivf_index_type::ivf_hnsw_pq;
-  throw invalid_input_error("unknown index type '" + std::string(s) +
-                            "' (expected ivf_flat, ivf_pq, ivf_sq, ivf_rq, ivf_hnsw_flat, ivf_hnsw_sq or ivf_hnsw_pq)");
-}
 
 // Lance's target partition size per index type (IndexType::target_partition_size).
 inline std::size_t default_target_partition_size(ivf_index_type t) noexcept {

@@ -466,17 +466,6 @@ inline dataset::snapshot commit_optimized_segments(const std::string& root, cons
                               dataset::default_max_retries, retries);
 }
 
-inline ivf_index_type type_of(const quantizer_params& q) {
-  return std::visit(
-      [](const auto& qp) {
-        using P = std::remove_cvref_t<decltype(qp)>;
-        if constexpr (std::is_same_v<P, pq_params>) return ivf_index_type::ivf_pq;
-        else if constexpr (std::is_same_v<P, sq_params>) return ivf_index_type::ivf_sq;
-        else if constexpr (std::is_same_v<P, rq_params>) return ivf_index_type::ivf_rq;
-        else return ivf_index_type::ivf_flat;
-      },
-      q);
-}
 
 // What optimising one index produced, before the commit.
 struct planned_change {
@@ -550,7 +539,7 @@ inline index_segments open_segments(const std::string& root, const dataset::snap
   ix.width = code_bytes(ix.q);
   const auto persisted = persisted_target_partition_size(*ix.metas.back());
   ix.target = o.target_partition_size.value_or(persisted ? std::size_t(*persisted)
-                                                         : default_target_partition_size(type_of(ix.q)));
+                                                         : default_target_partition_size(ivf_index_type_of(ix.q)));
   if (ix.target == 0) throw invalid_input_error("target_partition_size must be positive");
   return ix;
 }
@@ -1240,12 +1229,10 @@ inline optimize_result optimize_indices(const std::string& root, const optimize_
       b.metric = seg.index_file.distance;
       b.pool = o.pool;
       const auto& q = seg.storage->quantizer();
-      b.type = detail::type_of(q);
+      b.type = ivf_index_type_of(q);
       if (seg.index_file.sub_index_key == detail::hnsw_metadata_key) {
         const auto gp = recorded_hnsw_params(seg.index_file, "index '" + c.result.name + "'");
-        b.type = b.type == ivf_index_type::ivf_pq   ? ivf_index_type::ivf_hnsw_pq
-                 : b.type == ivf_index_type::ivf_sq ? ivf_index_type::ivf_hnsw_sq
-                                                    : ivf_index_type::ivf_hnsw_flat;
+        b.type = with_hnsw(b.type);
         b.m = gp.m;
         b.ef_construction = gp.ef_construction;
         b.max_level = gp.max_level;
