@@ -155,6 +155,22 @@ class rng64 {
   std::uint64_t s_;
 };
 
+// k-means++'s D^2 draw: a row with probability proportional to mind[r] (its squared
+// distance to the nearest centroid so far; `total` their sum), or a uniform row when
+// every row sits on a centroid. Used by plus_plus below and by PQ's sub-vector
+// k-means (quantizer/pq.hpp).
+template <class D>
+inline std::size_t d2_draw(const D* mind, std::size_t n, double total, rng64& rng) {
+  if (!(total > 0)) return static_cast<std::size_t>(rng.below(n));
+  const double target = rng.uniform01() * total;
+  double acc = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    acc += static_cast<double>(mind[r]);
+    if (acc > target && mind[r] > 0) return r;
+  }
+  return n - 1;
+}
+
 // m distinct indices from [0, n), ascending.
 inline std::vector<std::size_t> sample_indices(std::size_t n, std::size_t m, rng64& rng) {
   std::vector<std::size_t> out;
@@ -747,20 +763,7 @@ class trainer {
       });
       double total = 0;
       for (std::size_t r = 0; r < n; ++r) total += static_cast<double>(mind[r]);
-      if (!(total > 0)) {
-        pick = static_cast<std::size_t>(rng_.below(n));
-        continue;
-      }
-      const double target = rng_.uniform01() * total;
-      double acc = 0;
-      pick = n - 1;
-      for (std::size_t r = 0; r < n; ++r) {
-        acc += static_cast<double>(mind[r]);
-        if (acc > target && mind[r] > 0) {
-          pick = r;
-          break;
-        }
-      }
+      pick = d2_draw(mind.data(), n, total, rng_);
     }
   }
 

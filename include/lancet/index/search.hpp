@@ -245,6 +245,18 @@ inline void for_each_query(boost::asio::thread_pool* pool, std::size_t n, F&& fn
   });
 }
 
+// search_many of a searcher (ivf_searcher, or vector_index.hpp's over several
+// segments): each query searched on one thread through for_each_query, none split.
+template <class Searcher, class Q, class Params>
+inline std::vector<std::vector<neighbor>> search_each(const Searcher& s, const Q* queries, std::size_t nq,
+                                                      std::size_t dim, const Params& sp) {
+  std::vector<std::vector<neighbor>> out(nq);
+  Params one = sp;
+  one.pool = nullptr;
+  for_each_query(sp.pool, nq, [&](std::size_t i) { out[i] = s.search(queries + i * dim, dim, one); });
+  return out;
+}
+
 }  // namespace detail
 
 class ivf_searcher {
@@ -366,11 +378,7 @@ class ivf_searcher {
   template <class Q>
   std::vector<std::vector<neighbor>> search_many(const Q* queries, std::size_t nq, std::size_t dim,
                                                  const search_params& sp) const {
-    std::vector<std::vector<neighbor>> out(nq);
-    search_params one = sp;
-    one.pool = nullptr;
-    detail::for_each_query(sp.pool, nq, [&](std::size_t i) { out[i] = search(queries + i * dim, dim, one); });
-    return out;
+    return detail::search_each(*this, queries, nq, dim, sp);
   }
 
  private:
@@ -706,22 +714,28 @@ class ivf_searcher {
     const auto* est = s.sq_est.get();
     return f([c, est, this](std::uint32_t i) { return est->distance(c + std::size_t(i) * dim_); });
   }
+  // The PQ lookup table for partition p: the query's one table (dot), else its
+  // residual table, built in `scratch` (grown to fit); `offset` is the table's.
+  const float* pq_lut(const prepared_query& q, const query_state_t& s, std::uint32_t p, const prepared_partition& part,
+                      std::vector<float>& scratch, float& offset) const {
+    if (s.pq_table) {
+      offset = s.pq_table->offset();
+      return s.pq_table->lut().data();
+    }
+    const std::size_t nb = pq_.code_bytes();
+    if (scratch.size() < nb * 256) scratch.resize(nb * 256);
+    pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_,
+                     scratch.data());
+    return scratch.data();
+  }
   // PQ: the query's lookup table (one 256-entry table per code byte).
   template <class F>
   void row_distance(const pq_params&, const prepared_query& q, const query_state_t& s, std::uint32_t p,
                     const prepared_partition& part, const partition_contents& pc, F& f) const {
     const std::size_t nb = pq_.code_bytes();
     std::vector<float> own;
-    const float* lut = nullptr;
     float offset = 0.0f;
-    if (s.pq_table) {
-      lut = s.pq_table->lut().data();
-      offset = s.pq_table->offset();
-    } else {
-      own.resize(nb * 256);
-      pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_, own.data());
-      lut = own.data();
-    }
+    const float* lut = pq_lut(q, s, p, part, own, offset);
     const std::uint8_t* c = pc.codes.data();
     return f([c, lut, offset, nb](std::uint32_t i) {
       const std::uint8_t* row = c + std::size_t(i) * nb;
@@ -826,17 +840,8 @@ class ivf_searcher {
     const std::size_t n = pc.size(), nb = pq_.code_bytes();
     thread_local std::vector<float> rl;
     thread_local std::vector<std::uint8_t> qs;
-    const float* lut = nullptr;
     float offset = 0.0f;
-    if (s.pq_table) {
-      lut = s.pq_table->lut().data();
-      offset = s.pq_table->offset();
-    } else {
-      if (rl.size() < nb * 256) rl.resize(nb * 256);
-      pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_,
-                       rl.data());
-      lut = rl.data();
-    }
+    const float* lut = pq_lut(q, s, p, part, rl, offset);
     if (qs.size() < nb * 256) qs.resize(nb * 256);
     const std::uint64_t* ids = pc.row_ids.data();
     constexpr float inf = std::numeric_limits<float>::infinity();

@@ -334,20 +334,7 @@ struct subvector_kmeans {
         mind[r] = std::min(mind[r], dist[r]);
         total += static_cast<double>(mind[r]);
       }
-      if (!(total > 0)) {
-        c = static_cast<std::size_t>(rng.below(n));
-        continue;
-      }
-      const double target = rng.uniform01() * total;
-      double acc = 0;
-      c = n - 1;
-      for (std::size_t r = 0; r < n; ++r) {
-        acc += static_cast<double>(mind[r]);
-        if (acc > target && mind[r] > 0) {
-          c = r;
-          break;
-        }
-      }
+      c = index::detail::d2_draw(mind.data(), n, total, rng);
     }
     return pick;
   }
