@@ -23,7 +23,7 @@
 #include "lancet/index/index_type.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
-#include "lancet/index/quantizer/pq.hpp"
+#include "lancet/index/quantizer/pq_train.hpp"
 #include "lancet/index/quantizer/sq.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/json/access.hpp"
