@@ -27,6 +27,7 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/index/ivf_builder.hpp"
+#include "lancet/index/quantizer/storage.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/simd/distance.hpp"
 
@@ -109,80 +110,14 @@ struct model_in {
 // The quantizer, every field (fingerprints hash this too).
 inline void put_quantizer(model_out& o, const quantizer_params& q) {
   o.put<std::uint8_t>(std::uint8_t(q.index()));
-  std::visit(
-      [&o](const auto& qp) {
-        using P = std::remove_cvref_t<decltype(qp)>;
-        if constexpr (std::is_same_v<P, flat_params>) {
-          o.put<std::uint32_t>(qp.dimension);
-          o.put<std::uint8_t>(std::uint8_t(qp.element));
-        } else if constexpr (std::is_same_v<P, pq_params>) {
-          o.put<std::uint32_t>(qp.num_sub_vectors);
-          o.put<std::uint32_t>(qp.num_bits);
-          o.put<std::uint32_t>(qp.dimension);
-          o.mat(qp.codebook);
-        } else if constexpr (std::is_same_v<P, sq_params>) {
-          o.put<std::uint32_t>(qp.dimension);
-          o.put<std::uint32_t>(qp.num_bits);
-          o.put<double>(qp.lower);
-          o.put<double>(qp.upper);
-        } else {
-          static_assert(std::is_same_v<P, rq_params>);
-          o.put<std::uint32_t>(qp.code_dim);
-          o.put<std::uint32_t>(qp.num_bits);
-          o.put<std::uint8_t>(std::uint8_t(qp.rotation_type));
-          o.str(std::string_view(reinterpret_cast<const char*>(qp.fast_rotation_signs.data()),
-                                 qp.fast_rotation_signs.size()));
-          o.put<std::uint8_t>(qp.rotate_mat ? 1 : 0);
-          if (qp.rotate_mat) o.mat(*qp.rotate_mat);
-          o.str(qp.query_estimator);
-          o.put<std::uint32_t>(qp.ex_code_bytes);
-        }
-      },
-      q);
+  std::visit([&o](const auto& p) { traits_of<decltype(p)>::put_model(o, p); }, q);
 }
 
 inline quantizer_params get_quantizer(model_in& i) {
-  switch (i.get<std::uint8_t>()) {
-    case 0: {
-      flat_params f;
-      f.dimension = i.get<std::uint32_t>();
-      const auto e = i.get<std::uint8_t>();
-      if (e > std::uint8_t(element_type::u8)) i.fail("unknown flat element type " + std::to_string(e));
-      f.element = element_type(e);
-      return f;
-    }
-    case 1: {
-      pq_params p;
-      p.num_sub_vectors = i.get<std::uint32_t>();
-      p.num_bits = i.get<std::uint32_t>();
-      p.dimension = i.get<std::uint32_t>();
-      p.codebook = i.mat();
-      return p;
-    }
-    case 2: {
-      sq_params s;
-      s.dimension = i.get<std::uint32_t>();
-      s.num_bits = i.get<std::uint32_t>();
-      s.lower = i.get<double>();
-      s.upper = i.get<double>();
-      return s;
-    }
-    case 3: {
-      rq_params r;
-      r.code_dim = i.get<std::uint32_t>();
-      r.num_bits = i.get<std::uint32_t>();
-      const auto rot = i.get<std::uint8_t>();
-      if (rot > 1) i.fail("unknown RaBitQ rotation " + std::to_string(rot));
-      r.rotation_type = rq_params::rotation(rot);
-      const auto signs = i.str();
-      r.fast_rotation_signs.assign(signs.begin(), signs.end());
-      if (i.get<std::uint8_t>()) r.rotate_mat = i.mat();
-      r.query_estimator = i.str();
-      r.ex_code_bytes = i.get<std::uint32_t>();
-      return r;
-    }
-    default: i.fail("unknown quantizer kind");
-  }
+  std::optional<quantizer_params> q;
+  if (!visit_quantizer_kind(i.get<std::uint8_t>(), [&]<class P>() { q = quantizer_traits<P>::get_model(i); }))
+    i.fail("unknown quantizer kind");
+  return std::move(*q);
 }
 
 inline std::string hex64(std::uint64_t v) {

@@ -381,16 +381,6 @@ struct vector_index_info {
   std::vector<pb::index_file> files;
 };
 
-// Lance's type name from the details ("IVF_PQ", "IVF_HNSW_SQ", ...).
-inline std::string index_type_of(const pb::index::vector_index_details& d) {
-  using D = pb::index::vector_index_details;
-  std::string q = "FLAT";
-  if (std::holds_alternative<D::pq_compression>(d.compression)) q = "PQ";
-  else if (std::holds_alternative<D::sq_compression>(d.compression)) q = "SQ";
-  else if (std::holds_alternative<D::rq_compression>(d.compression)) q = "RQ";
-  return d.hnsw ? "IVF_HNSW_" + q : "IVF_" + q;
-}
-
 inline vector_index_info describe_index(const pb::manifest& m, const pb::index_metadata& im) {
   vector_index_info info;
   info.name = im.name;
@@ -400,7 +390,7 @@ inline vector_index_info describe_index(const pb::manifest& m, const pb::index_m
   for (auto f : im.fields) info.columns.push_back(column_name_of(s, f));
   if (im.index_details && im.index_details->type_url == pb::index::vector_index_details::type_url) {
     info.details = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
-    info.index_type = index_type_of(*info.details);
+    info.index_type = index_type_name(*info.details);
     info.distance = distance_of(info.details->metric);
   }
   info.dataset_version = im.dataset_version;

@@ -159,7 +159,7 @@ inline std::optional<std::string> remap_unsupported_reason(const std::string& ro
     if (info.sub_index_key != detail::flat_metadata_key && !graphs)
       return who + " has the sub-index '" + info.sub_index_key + "'; lancet remaps the flat and HNSW sub-indexes only";
     if (graphs != details.hnsw.has_value())
-      return who + " is " + index_type_of(details) + " but index.idx holds the sub-index '" + info.sub_index_key + "'";
+      return who + " is " + index_type_name(details) + " but index.idx holds the sub-index '" + info.sub_index_key + "'";
     if (!info.ivf.centroids) return who + ": index.idx has no centroids";
     if (graphs) recorded_hnsw_params(info, who);
   } catch (const error& e) {

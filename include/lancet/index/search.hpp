@@ -38,6 +38,11 @@
 // results and distances are those of a full f32 scan. IVF_SQ sums its integer
 // distances with AVX-512 BW (exact: integer sums). Prepared partitions (PQ / RQ codes
 // transposed for the table-lookup scans) are cached by the searcher.
+// One cohesive piece, longer than most headers: ivf_searcher is one class whose
+// query setup, per-quantizer partition scans (flat, PQ, SQ, RaBitQ, each with its
+// pruned and SIMD-filtered form), HNSW walk and partition cache share the searcher's
+// prepared query, per-query state and cached partitions; splitting it would expose
+// those private structures. What every searcher shares is in neighbors.hpp.
 #pragma once
 
 #include <algorithm>
@@ -67,6 +72,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/hnsw/graph.hpp"
+#include "lancet/index/neighbors.hpp"
 #include "lancet/index/hnsw/search.hpp"
 #include "lancet/index/quantizer/common.hpp"
 #include "lancet/index/quantizer/flat.hpp"
@@ -78,174 +84,6 @@
 #include "lancet/simd/topk.hpp"
 
 namespace lancet::index {
-
-using simd::distance_type;
-
-struct neighbor {
-  std::uint64_t row_id = 0;
-  float distance = 0;
-  friend bool operator==(const neighbor&, const neighbor&) = default;
-};
-
-// Search order: smaller distance first, then lower row id.
-inline bool closer(const neighbor& a, const neighbor& b) noexcept {
-  return a.distance < b.distance || (a.distance == b.distance && a.row_id < b.row_id);
-}
-
-// The rows a search may return: an allow-list of row ids, or a predicate.
-class row_filter {
- public:
-  // Only these row ids (any order, duplicates allowed).
-  static row_filter allow(std::vector<std::uint64_t> ids) {
-    row_filter f;
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    f.ids_ = std::move(ids);
-    return f;
-  }
-  // Rows for which pred(row_id) is true.
-  static row_filter where(std::function<bool(std::uint64_t)> pred) {
-    if (!pred) throw invalid_input_error("row_filter: the predicate is empty");
-    row_filter f;
-    f.pred_ = std::move(pred);
-    return f;
-  }
-
-  bool contains(std::uint64_t id) const {
-    if (pred_) return pred_(id);
-    return std::binary_search(ids_.begin(), ids_.end(), id);
-  }
-  // The allow-list (empty for a predicate filter).
-  const std::vector<std::uint64_t>& ids() const noexcept { return ids_; }
-
- private:
-  row_filter() = default;
-  std::vector<std::uint64_t> ids_;
-  std::function<bool(std::uint64_t)> pred_;
-};
-
-// `closer` as a function object, so that the heap operations inline it.
-struct closer_fn {
-  bool operator()(const neighbor& a, const neighbor& b) const noexcept { return closer(a, b); }
-};
-
-// The k nearest (distance, row id) pairs seen so far; NaN distances are ignored.
-class topk {
- public:
-  explicit topk(std::size_t k) : k_(k) { heap_.reserve(std::min<std::size_t>(k, 4096)); }
-
-  std::size_t k() const noexcept { return k_; }
-  std::size_t size() const noexcept { return heap_.size(); }
-  bool full() const noexcept { return heap_.size() >= k_; }
-  // The current k-th neighbour (the one a newcomer must be closer than) once full.
-  const neighbor& worst() const { return heap_.front(); }
-
-  void push(float distance, std::uint64_t row_id) {
-    if (k_ == 0 || std::isnan(distance)) return;
-    const neighbor n{row_id, distance};
-    if (heap_.size() < k_) {
-      heap_.push_back(n);
-      std::push_heap(heap_.begin(), heap_.end(), closer_fn{});
-    } else if (closer(n, heap_.front())) {
-      std::pop_heap(heap_.begin(), heap_.end(), closer_fn{});
-      heap_.back() = n;
-      std::push_heap(heap_.begin(), heap_.end(), closer_fn{});
-    }
-  }
-
-  // Pushes n rows' distances; rows outside the filter (when given) are skipped.
-  void push_all(const float* distances, const std::uint64_t* row_ids, std::size_t n, const row_filter* filter) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const float d = distances[i];
-      if (!(d <= (full() ? worst().distance : std::numeric_limits<float>::infinity()))) continue;
-      if (filter && !filter->contains(row_ids[i])) continue;
-      push(d, row_ids[i]);
-    }
-  }
-
-  void merge(const topk& other) {
-    for (const auto& n : other.heap_) push(n.distance, n.row_id);
-  }
-
-  // The neighbours, nearest first.
-  std::vector<neighbor> sorted() const {
-    std::vector<neighbor> out(heap_);
-    std::sort(out.begin(), out.end(), closer_fn{});
-    return out;
-  }
-
- private:
-  std::size_t k_;
-  std::vector<neighbor> heap_;  // max-heap under closer: the front is the worst
-};
-
-// Writes the original vectors of ids.size() rows into out (ids.size() x dimension
-// values), NaN for a row it cannot find (e.g. deleted), which is then dropped.
-using vector_fetch = std::function<void(std::span<const std::uint64_t> ids, double* out)>;
-
-struct search_params {
-  std::size_t k = 10;
-  std::size_t nprobes = 20;        // clamped to the number of partitions
-  std::size_t refine_factor = 0;   // > 0: re-rank k * refine_factor candidates exactly
-  std::optional<std::size_t> ef;   // IVF_HNSW_*: the beam width (Lance's ef)
-  const row_filter* filter = nullptr;
-  vector_fetch fetch;              // original vectors, for refine
-  // search(): one query's partitions are spread over the pool; search_many(): the
-  // queries are (each one on one thread).
-  boost::asio::thread_pool* pool = nullptr;
-  // search() with a pool splits one query's partitions across its threads only when
-  // the probed partitions hold at least this many code bytes (rows x bytes per row);
-  // smaller queries run on the calling thread. See ivf_searcher::split_pays.
-  std::size_t split_min_bytes = default_split_min_bytes;
-
-  static constexpr std::size_t default_split_min_bytes = std::size_t(1) << 20;
-};
-
-// Exact distance between a query and a vector (both widened to double), as the
-// index's distance type reports it.
-inline double exact_distance(distance_type t, const double* q, const double* v, std::size_t d) {
-  switch (t) {
-    case distance_type::l2: return simd::l2(q, v, d);
-    case distance_type::dot: return 1.0 - simd::dot(q, v, d);
-    case distance_type::cosine: return simd::cosine(q, v, d);
-    case distance_type::hamming: {
-      double h = 0;
-      for (std::size_t i = 0; i < d; ++i) {
-        const auto a = static_cast<unsigned>(q[i]), b = static_cast<unsigned>(v[i]);
-        h += double(std::popcount((a ^ b) & 0xffu));
-      }
-      return h;
-    }
-  }
-  return std::numeric_limits<double>::quiet_NaN();
-}
-
-namespace detail {
-
-// Jobs posted for a batch of queries (more than any pool this library is given has threads;
-// a job that starts after the work is claimed returns at once).
-inline constexpr std::size_t max_batch_jobs = 64;
-
-// Runs fn(i) for every query i in [0, n) on the pool (on this thread without one):
-// a few jobs claim contiguous chunks of queries from a counter until none are left,
-// so a batch posts a few jobs, not one per query, and each thread's per-thread
-// scratch (scan buffers) stays warm across its chunk.
-template <class F>
-inline void for_each_query(boost::asio::thread_pool* pool, std::size_t n, F&& fn) {
-  if (pool == nullptr || n < 2) {
-    for (std::size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  const std::size_t chunk = std::clamp<std::size_t>(n / 32, 1, 16);  // >= 32 chunks: threads end together
-  const std::size_t chunks = (n + chunk - 1) / chunk;
-  std::atomic<std::size_t> next{0};
-  parallel_for(pool, std::min<std::size_t>(chunks, max_batch_jobs), [&](std::size_t) {
-    for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
-      for (std::size_t i = c * chunk, e = std::min(n, i + chunk); i < e; ++i) fn(i);
-  });
-}
-
-}  // namespace detail
 
 class ivf_searcher {
  public:
@@ -366,11 +204,7 @@ class ivf_searcher {
   template <class Q>
   std::vector<std::vector<neighbor>> search_many(const Q* queries, std::size_t nq, std::size_t dim,
                                                  const search_params& sp) const {
-    std::vector<std::vector<neighbor>> out(nq);
-    search_params one = sp;
-    one.pool = nullptr;
-    detail::for_each_query(sp.pool, nq, [&](std::size_t i) { out[i] = search(queries + i * dim, dim, one); });
-    return out;
+    return detail::search_each(*this, queries, nq, dim, sp);
   }
 
  private:
@@ -706,22 +540,28 @@ class ivf_searcher {
     const auto* est = s.sq_est.get();
     return f([c, est, this](std::uint32_t i) { return est->distance(c + std::size_t(i) * dim_); });
   }
+  // The PQ lookup table for partition p: the query's one table (dot), else its
+  // residual table, built in `scratch` (grown to fit); `offset` is the table's.
+  const float* pq_lut(const prepared_query& q, const query_state_t& s, std::uint32_t p, const prepared_partition& part,
+                      std::vector<float>& scratch, float& offset) const {
+    if (s.pq_table) {
+      offset = s.pq_table->offset();
+      return s.pq_table->lut().data();
+    }
+    const std::size_t nb = pq_.code_bytes();
+    if (scratch.size() < nb * 256) scratch.resize(nb * 256);
+    pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_,
+                     scratch.data());
+    return scratch.data();
+  }
   // PQ: the query's lookup table (one 256-entry table per code byte).
   template <class F>
   void row_distance(const pq_params&, const prepared_query& q, const query_state_t& s, std::uint32_t p,
                     const prepared_partition& part, const partition_contents& pc, F& f) const {
     const std::size_t nb = pq_.code_bytes();
     std::vector<float> own;
-    const float* lut = nullptr;
     float offset = 0.0f;
-    if (s.pq_table) {
-      lut = s.pq_table->lut().data();
-      offset = s.pq_table->offset();
-    } else {
-      own.resize(nb * 256);
-      pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_, own.data());
-      lut = own.data();
-    }
+    const float* lut = pq_lut(q, s, p, part, own, offset);
     const std::uint8_t* c = pc.codes.data();
     return f([c, lut, offset, nb](std::uint32_t i) {
       const std::uint8_t* row = c + std::size_t(i) * nb;
@@ -826,17 +666,8 @@ class ivf_searcher {
     const std::size_t n = pc.size(), nb = pq_.code_bytes();
     thread_local std::vector<float> rl;
     thread_local std::vector<std::uint8_t> qs;
-    const float* lut = nullptr;
     float offset = 0.0f;
-    if (s.pq_table) {
-      lut = s.pq_table->lut().data();
-      offset = s.pq_table->offset();
-    } else {
-      if (rl.size() < nb * 256) rl.resize(nb * 256);
-      pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_,
-                       rl.data());
-      lut = rl.data();
-    }
+    const float* lut = pq_lut(q, s, p, part, rl, offset);
     if (qs.size() < nb * 256) qs.resize(nb * 256);
     const std::uint64_t* ids = pc.row_ids.data();
     constexpr float inf = std::numeric_limits<float>::infinity();
@@ -947,23 +778,5 @@ class ivf_searcher {
   graph_loader graphs_;
   mutable std::vector<std::shared_ptr<const hnsw::graph>> graph_cache_;
 };
-
-// The exact k nearest of n row-major vectors (dim values of T) to a query, with
-// row ids 0..n-1 unless given: the ground truth a search is measured against.
-template <class T, class Q>
-inline std::vector<neighbor> brute_force(distance_type t, const Q* query, const T* vectors, std::size_t n,
-                                         std::size_t dim, std::size_t k, const std::uint64_t* row_ids = nullptr,
-                                         const row_filter* filter = nullptr) {
-  std::vector<double> q(dim), v(dim);
-  for (std::size_t i = 0; i < dim; ++i) q[i] = quantizer::to_work<double>(query[i]);
-  topk best(k);
-  for (std::size_t r = 0; r < n; ++r) {
-    const std::uint64_t id = row_ids ? row_ids[r] : r;
-    if (filter && !filter->contains(id)) continue;
-    for (std::size_t i = 0; i < dim; ++i) v[i] = quantizer::to_work<double>(vectors[r * dim + i]);
-    best.push(static_cast<float>(exact_distance(t, q.data(), v.data(), dim)), id);
-  }
-  return best.sorted();
-}
 
 }  // namespace lancet::index

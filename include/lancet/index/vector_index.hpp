@@ -104,11 +104,7 @@ class segmented_searcher {
   std::vector<std::vector<neighbor>> search_many(const Q* queries, std::size_t nq, std::size_t dim,
                                                  const search_params& sp) const {
     if (segs_.size() == 1 && !addresses_) return segs_[0]->search_many(queries, nq, dim, sp);
-    std::vector<std::vector<neighbor>> out(nq);
-    search_params one = sp;
-    one.pool = nullptr;
-    detail::for_each_query(sp.pool, nq, [&](std::size_t i) { out[i] = search(queries + i * dim, dim, one); });
-    return out;
+    return detail::search_each(*this, queries, nq, dim, sp);
   }
 
  private:

@@ -69,50 +69,46 @@ namespace detail {
 // ---- floating point kernels (float, double, f16) -----------------------------------
 // Four independent accumulators hide FMA latency; tails go through scalar code.
 
-template <class T>
-inline acc_t<T> l2_float(const T* a, const T* b, std::size_t d) {
+// The four-accumulator loop of l2_float and dot_float: s = vstep(x, y, s) over whole
+// vectors, then r = sstep(x, y, r) over the tail.
+template <class T, class VecStep, class ScalarStep>
+inline acc_t<T> reduce_float(const T* a, const T* b, std::size_t d, VecStep vstep, ScalarStep sstep) {
   using A = acc_t<T>;
   constexpr std::size_t W = vec<A>::size;
   vec<A> s0(A(0)), s1(A(0)), s2(A(0)), s3(A(0));
   std::size_t i = 0;
   for (; i + 4 * W <= d; i += 4 * W) {
-    auto d0 = vload_as_acc(a + i) - vload_as_acc(b + i);
-    auto d1 = vload_as_acc(a + i + W) - vload_as_acc(b + i + W);
-    auto d2 = vload_as_acc(a + i + 2 * W) - vload_as_acc(b + i + 2 * W);
-    auto d3 = vload_as_acc(a + i + 3 * W) - vload_as_acc(b + i + 3 * W);
-    s0 = vfma<A>(d0, d0, s0);
-    s1 = vfma<A>(d1, d1, s1);
-    s2 = vfma<A>(d2, d2, s2);
-    s3 = vfma<A>(d3, d3, s3);
+    s0 = vstep(vload_as_acc(a + i), vload_as_acc(b + i), s0);
+    s1 = vstep(vload_as_acc(a + i + W), vload_as_acc(b + i + W), s1);
+    s2 = vstep(vload_as_acc(a + i + 2 * W), vload_as_acc(b + i + 2 * W), s2);
+    s3 = vstep(vload_as_acc(a + i + 3 * W), vload_as_acc(b + i + 3 * W), s3);
   }
-  for (; i + W <= d; i += W) {
-    auto d0 = vload_as_acc(a + i) - vload_as_acc(b + i);
-    s0 = vfma<A>(d0, d0, s0);
-  }
+  for (; i + W <= d; i += W) s0 = vstep(vload_as_acc(a + i), vload_as_acc(b + i), s0);
   A r = vsum<A>((s0 + s1) + (s2 + s3));
-  for (; i < d; ++i) {
-    const A t = to_acc(a[i]) - to_acc(b[i]);
-    r += t * t;
-  }
+  for (; i < d; ++i) r = sstep(to_acc(a[i]), to_acc(b[i]), r);
   return r;
+}
+
+template <class T>
+inline acc_t<T> l2_float(const T* a, const T* b, std::size_t d) {
+  using A = acc_t<T>;
+  return reduce_float(
+      a, b, d,
+      [](vec<A> x, vec<A> y, vec<A> s) {
+        const vec<A> t = x - y;
+        return vfma<A>(t, t, s);
+      },
+      [](A x, A y, A r) {
+        const A t = x - y;
+        return r + t * t;
+      });
 }
 
 template <class T>
 inline acc_t<T> dot_float(const T* a, const T* b, std::size_t d) {
   using A = acc_t<T>;
-  constexpr std::size_t W = vec<A>::size;
-  vec<A> s0(A(0)), s1(A(0)), s2(A(0)), s3(A(0));
-  std::size_t i = 0;
-  for (; i + 4 * W <= d; i += 4 * W) {
-    s0 = vfma<A>(vload_as_acc(a + i), vload_as_acc(b + i), s0);
-    s1 = vfma<A>(vload_as_acc(a + i + W), vload_as_acc(b + i + W), s1);
-    s2 = vfma<A>(vload_as_acc(a + i + 2 * W), vload_as_acc(b + i + 2 * W), s2);
-    s3 = vfma<A>(vload_as_acc(a + i + 3 * W), vload_as_acc(b + i + 3 * W), s3);
-  }
-  for (; i + W <= d; i += W) s0 = vfma<A>(vload_as_acc(a + i), vload_as_acc(b + i), s0);
-  A r = vsum<A>((s0 + s1) + (s2 + s3));
-  for (; i < d; ++i) r += to_acc(a[i]) * to_acc(b[i]);
-  return r;
+  return reduce_float(
+      a, b, d, [](vec<A> x, vec<A> y, vec<A> s) { return vfma<A>(x, y, s); }, [](A x, A y, A r) { return r + x * y; });
 }
 
 // x.y and y.y in one pass (cosine against a query whose norm is known).

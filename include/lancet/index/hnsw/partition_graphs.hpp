@@ -1,6 +1,6 @@
 // HNSW graphs for every partition of an IVF index's storage (auxiliary.idx): each
-// partition's rows are decoded to f32 (flat: as stored; SQ: dequantized; PQ: the
-// codebook entries, i.e. the residual for l2 / cosine) and linked by the distance
+// partition's rows are decoded to f32 (quantizer_traits::decode_rows; flat: as
+// stored; SQ: dequantized; PQ: the codebook entries, i.e. the residual for l2 / cosine) and linked by the distance
 // Lance's storage measures between two rows (l2 for quantized cosine, whose vectors
 // were normalised before quantizing; 1 - x.y for dot; 1 - cos for flat cosine).
 // Partitions are built in parallel on the pool, in windows bounded by a memory budget
@@ -18,42 +18,12 @@
 
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/hnsw/builder.hpp"
+#include "lancet/index/quantizer/storage.hpp"
 #include "lancet/index/storage_reader.hpp"
-#include "lancet/index/quantizer/pq.hpp"
-#include "lancet/index/quantizer/sq.hpp"
 #include "lancet/simd/distance.hpp"
 #include "lancet/simd/f16.hpp"
 
 namespace lancet::index::hnsw {
-
-// A partition's rows as f32, row-major.
-inline std::vector<float> decode_rows(const quantizer_params& q, const partition_contents& pc, std::size_t dim) {
-  const std::size_t n = pc.size();
-  std::vector<float> out(n * dim);
-  std::visit(
-      [&](const auto& qp) {
-        using P = std::remove_cvref_t<decltype(qp)>;
-        if constexpr (std::is_same_v<P, flat_params>) {
-          const auto* b = pc.codes.data();
-          for (std::size_t i = 0; i < n * dim; ++i) switch (qp.element) {
-              case element_type::f32: out[i] = reinterpret_cast<const float*>(b)[i]; break;
-              case element_type::f64: out[i] = float(reinterpret_cast<const double*>(b)[i]); break;
-              case element_type::f16: out[i] = reinterpret_cast<const simd::f16*>(b)[i].to_float(); break;
-              case element_type::u8: out[i] = float(b[i]); break;
-            }
-        } else if constexpr (std::is_same_v<P, sq_params>) {
-          sq::decode(sq::from_params(qp), pc.codes.data(), n, out.data());
-        } else if constexpr (std::is_same_v<P, pq_params>) {
-          const auto m = pq::from_params<float>(qp, simd::distance_type::l2);
-          const std::size_t w = m.code_bytes();
-          for (std::size_t i = 0; i < n; ++i) pq::decode(m, pc.codes.data() + i * w, out.data() + i * dim);
-        } else {
-          throw unsupported_error("HNSW over RaBitQ storage is not supported (Lance 12 has no IVF_HNSW_RQ)");
-        }
-      },
-      q);
-  return out;
-}
 
 // The distance Lance's storage measures between two stored rows.
 inline simd::distance_type graph_distance(const quantizer_params& q, simd::distance_type d) {
@@ -106,7 +76,7 @@ inline graph build_partition(const quantizer_params& q, simd::distance_type dist
         },
         [codes, dim](std::uint32_t a) { detail::prefetch_row(codes + std::size_t(a) * dim, dim); });
   }
-  const auto rows = decode_rows(q, pc, dim);
+  const auto rows = decode_rows(q, pc.codes.data(), pc.size(), dim);
   return build(
       pc.size(), p,
       [&](std::uint32_t a, std::uint32_t b) {

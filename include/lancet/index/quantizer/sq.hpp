@@ -271,7 +271,7 @@ class distance_estimator {
       for (std::size_t i = 0; i < dim_; ++i) s += qf_[i] * value_[code[i]];
       return 1.0f - s;
     }
-    const float v = dot_ ? 1.0f - static_cast<float>(dot_u32(code)) : static_cast<float>(l2_u32(code));
+    const float v = dot_ ? 1.0f - static_cast<float>(sum_u32<false>(code)) : static_cast<float>(sum_u32<true>(code));
     return v * range_sq_ / 65025.0f;
   }
 
@@ -283,25 +283,22 @@ class distance_estimator {
  private:
   // Lance sums in u32 (wrapping past 2^32 only beyond 66051 dimensions). Integer
   // sums are exact in any order: the SIMD kernels equal the scalar loops mod 2^32.
-  std::uint32_t l2_u32(const std::uint8_t* c) const noexcept {
+  // L2: the sum of squared differences; else the dot product.
+  template <bool L2>
+  std::uint32_t sum_u32(const std::uint8_t* c) const noexcept {
     std::uint32_t s = 0;
     std::size_t i = 0;
 #if defined(__AVX512BW__)
-    s = detail::u8_sums_avx512<true>(c, q_.data(), dim_, i);
+    s = detail::u8_sums_avx512<L2>(c, q_.data(), dim_, i);
 #endif
     for (; i < dim_; ++i) {
-      const std::int32_t t = std::int32_t(c[i]) - std::int32_t(q_[i]);
-      s += static_cast<std::uint32_t>(t * t);
+      if constexpr (L2) {
+        const std::int32_t t = std::int32_t(c[i]) - std::int32_t(q_[i]);
+        s += static_cast<std::uint32_t>(t * t);
+      } else {
+        s += std::uint32_t(c[i]) * std::uint32_t(q_[i]);
+      }
     }
-    return s;
-  }
-  std::uint32_t dot_u32(const std::uint8_t* c) const noexcept {
-    std::uint32_t s = 0;
-    std::size_t i = 0;
-#if defined(__AVX512BW__)
-    s = detail::u8_sums_avx512<false>(c, q_.data(), dim_, i);
-#endif
-    for (; i < dim_; ++i) s += std::uint32_t(c[i]) * std::uint32_t(q_[i]);
     return s;
   }
 

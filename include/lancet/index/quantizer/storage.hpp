@@ -1,10 +1,10 @@
-// How each quantizer is stored in an IVF index's auxiliary.idx, as Lance 12 does it,
-// as one interface per quantizer (quantizer_traits): its Lance index type name, the
-// checks that its parameters are storable, its Arrow columns, its code layout, and
-// its `storage_metadata` JSON, written and read back (the PQ
-// codebook and the RaBitQ rotation matrix live in global buffers that the JSON
-// names). The file itself is written by storage_writer.hpp and read by
-// storage_reader.hpp.
+// The one interface per quantizer (quantizer_traits), and with it how each quantizer
+// is stored in an IVF index's auxiliary.idx, as Lance 12 does it: its index type and
+// Lance's name for it, the checks that its parameters are storable, its Arrow
+// columns, its code layout, its rows decoded to f32, its fields in a lancet model
+// file, and its `storage_metadata` JSON, written and read back (the PQ codebook and
+// the RaBitQ rotation matrix live in global buffers that the JSON names). The file
+// itself is written by storage_writer.hpp and read by storage_reader.hpp.
 #pragma once
 
 #include <cstdint>
@@ -20,13 +20,17 @@
 #include "lancet/arrow/type.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/index/detail/storage_names.hpp"
+#include "lancet/index/index_type.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
+#include "lancet/index/quantizer/pq_train.hpp"
+#include "lancet/index/quantizer/sq.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/json/access.hpp"
 #include "lancet/json/write.hpp"
 #include "lancet/pb/index.hpp"
 #include "lancet/schema/lance_schema.hpp"
+#include "lancet/simd/f16.hpp"
 
 namespace lancet::index {
 
@@ -55,6 +59,7 @@ inline arrow::field plain_field(std::string_view name, arrow::type_ptr t, bool n
 // ---- one interface per quantizer ------------------------------------------------
 // quantizer_traits<P> says everything about how quantizer P is stored, so that the
 // places handling any quantizer visit quantizer_params once and ask its traits:
+//   type             its ivf_index_type (index_type.hpp)
 //   name             Lance's index type without "IVF_" / "IVF_HNSW_" ("PQ", ...)
 //   index_version    Lance's IndexMetadata index_version for it
 //   has_factors      whether rows carry RaBitQ's add / scale / error factors
@@ -63,10 +68,16 @@ inline arrow::field plain_field(std::string_view name, arrow::type_ptr t, bool n
 //   add_columns      auxiliary.idx's code (and factor) columns after _rowid
 //   global_buffer    the tensor stored in a global buffer (PQ codebook, RaBitQ
 //                    rotation matrix), if any
-//   compression      its case of VectorIndexDetails' compression (the manifest's)
+//   compression      its case of VectorIndexDetails' compression (the manifest's),
+//                    of type compression_type
 //   store_codes      row-major codes [n][w] -> the stored layout (code_layout.hpp)
 //   load_codes       the stored layout -> row-major; `lance_layout` false for files
 //                    of older Lance versions, which store the codes row-major
+//   decode_rows      n stored rows (row-major codes) -> n x dim f32 (HNSW graphs
+//                    link these: flat as stored, SQ dequantized, PQ the codebook
+//                    entries; RaBitQ has no HNSW sub-index and throws)
+//   put_model        its fields in a lancet model file (model_file.hpp), after the
+//   get_model        quantizer's index in quantizer_params; read back
 template <class P>
 struct quantizer_traits;
 
@@ -95,7 +106,9 @@ struct plain_storage {
 // IVF_FLAT: the vectors themselves in column `flat`.
 template <>
 struct quantizer_traits<flat_params> : detail::plain_storage {
+  static constexpr ivf_index_type type = ivf_index_type::ivf_flat;
   static constexpr std::string_view name = "FLAT";
+  using compression_type = pb::index::vector_index_details::flat_compression;
   static void validate(const flat_params& f) {
     if (f.dimension == 0) throw invalid_input_error("IVF_FLAT: the dimension must be positive");
   }
@@ -107,13 +120,37 @@ struct quantizer_traits<flat_params> : detail::plain_storage {
     s.fields.push_back(detail::fsl_field(detail::flat_column, detail::element_arrow_type(f.element), f.dimension,
                                          f.element == element_type::u8));
   }
-  static auto compression(const flat_params&) { return pb::index::vector_index_details::flat_compression{}; }
+  static compression_type compression(const flat_params&) { return {}; }
+  static void decode_rows(const flat_params& f, const std::uint8_t* b, std::size_t n, std::size_t dim, float* out) {
+    for (std::size_t i = 0; i < n * dim; ++i) switch (f.element) {
+        case element_type::f32: out[i] = reinterpret_cast<const float*>(b)[i]; break;
+        case element_type::f64: out[i] = float(reinterpret_cast<const double*>(b)[i]); break;
+        case element_type::f16: out[i] = reinterpret_cast<const simd::f16*>(b)[i].to_float(); break;
+        case element_type::u8: out[i] = float(b[i]); break;
+      }
+  }
+  template <class Out>
+  static void put_model(Out& o, const flat_params& f) {
+    o.template put<std::uint32_t>(f.dimension);
+    o.template put<std::uint8_t>(std::uint8_t(f.element));
+  }
+  template <class In>
+  static flat_params get_model(In& i) {
+    flat_params f;
+    f.dimension = i.template get<std::uint32_t>();
+    const auto e = i.template get<std::uint8_t>();
+    if (e > std::uint8_t(element_type::u8)) i.fail("unknown flat element type " + std::to_string(e));
+    f.element = element_type(e);
+    return f;
+  }
 };
 
 // IVF_PQ: codes transposed ([code byte][row]); the codebook in a global buffer.
 template <>
 struct quantizer_traits<pq_params> {
+  static constexpr ivf_index_type type = ivf_index_type::ivf_pq;
   static constexpr std::string_view name = "PQ";
+  using compression_type = pb::index::vector_index_details::pq_compression;
   static constexpr std::int32_t index_version = 1;
   static constexpr bool has_factors = false;
   static void validate(const pq_params& p) {
@@ -147,9 +184,7 @@ struct quantizer_traits<pq_params> {
     t.shape = {std::uint32_t(1) << p.num_bits, p.dimension};
     return t;
   }
-  static auto compression(const pq_params& p) {
-    return pb::index::vector_index_details::pq_compression{p.num_bits, p.num_sub_vectors};
-  }
+  static compression_type compression(const pq_params& p) { return {p.num_bits, p.num_sub_vectors}; }
   static void store_codes(const std::uint8_t* in, std::size_t n, std::size_t w, std::uint8_t* out) {
     transpose_codes(in, n, w, out);
   }
@@ -157,12 +192,35 @@ struct quantizer_traits<pq_params> {
     if (lance_layout) untranspose_codes(in, n, w, out);
     else std::memcpy(out, in, n * w);
   }
+  static void decode_rows(const pq_params& p, const std::uint8_t* codes, std::size_t n, std::size_t dim, float* out) {
+    const auto m = pq::from_params<float>(p, simd::distance_type::l2);
+    const std::size_t w = m.code_bytes();
+    for (std::size_t i = 0; i < n; ++i) pq::decode(m, codes + i * w, out + i * dim);
+  }
+  template <class Out>
+  static void put_model(Out& o, const pq_params& p) {
+    o.template put<std::uint32_t>(p.num_sub_vectors);
+    o.template put<std::uint32_t>(p.num_bits);
+    o.template put<std::uint32_t>(p.dimension);
+    o.mat(p.codebook);
+  }
+  template <class In>
+  static pq_params get_model(In& i) {
+    pq_params p;
+    p.num_sub_vectors = i.template get<std::uint32_t>();
+    p.num_bits = i.template get<std::uint32_t>();
+    p.dimension = i.template get<std::uint32_t>();
+    p.codebook = i.mat();
+    return p;
+  }
 };
 
 // IVF_SQ: one byte per dimension, row-major.
 template <>
 struct quantizer_traits<sq_params> : detail::plain_storage {
+  static constexpr ivf_index_type type = ivf_index_type::ivf_sq;
   static constexpr std::string_view name = "SQ";
+  using compression_type = pb::index::vector_index_details::sq_compression;
   static void validate(const sq_params& s) {
     if (s.dimension == 0) throw invalid_input_error("IVF_SQ: the dimension must be positive");
     if (s.num_bits != 8) throw invalid_input_error("IVF_SQ: num_bits must be 8, got " + std::to_string(s.num_bits));
@@ -177,14 +235,35 @@ struct quantizer_traits<sq_params> : detail::plain_storage {
   static void add_columns(const sq_params& s, arrow::schema& out) {
     out.fields.push_back(detail::fsl_field(detail::sq_code_column, arrow::uint8(), s.dimension, true));
   }
-  static auto compression(const sq_params& s) { return pb::index::vector_index_details::sq_compression{s.num_bits}; }
+  static compression_type compression(const sq_params& s) { return {s.num_bits}; }
+  static void decode_rows(const sq_params& s, const std::uint8_t* codes, std::size_t n, std::size_t, float* out) {
+    sq::decode(sq::from_params(s), codes, n, out);
+  }
+  template <class Out>
+  static void put_model(Out& o, const sq_params& s) {
+    o.template put<std::uint32_t>(s.dimension);
+    o.template put<std::uint32_t>(s.num_bits);
+    o.template put<double>(s.lower);
+    o.template put<double>(s.upper);
+  }
+  template <class In>
+  static sq_params get_model(In& i) {
+    sq_params s;
+    s.dimension = i.template get<std::uint32_t>();
+    s.num_bits = i.template get<std::uint32_t>();
+    s.lower = i.template get<double>();
+    s.upper = i.template get<double>();
+    return s;
+  }
 };
 
 // IVF_RQ (RaBitQ): codes packed in blocks of 32 rows, per-row factors; a matrix
 // rotation in a global buffer. Lance 12 gives IVF_RQ indexes index_version 2.
 template <>
 struct quantizer_traits<rq_params> {
+  static constexpr ivf_index_type type = ivf_index_type::ivf_rq;
   static constexpr std::string_view name = "RQ";
+  using compression_type = pb::index::vector_index_details::rq_compression;
   static constexpr std::int32_t index_version = 2;
   static constexpr bool has_factors = true;
   static void validate(const rq_params& r) {
@@ -230,7 +309,7 @@ struct quantizer_traits<rq_params> {
     if (r.rotation_type != rq_params::rotation::matrix) return std::nullopt;
     return to_tensor(*r.rotate_mat);
   }
-  static auto compression(const rq_params& r) { return pb::index::vector_index_details::rq_compression{r.num_bits}; }
+  static compression_type compression(const rq_params& r) { return {r.num_bits}; }
   static void store_codes(const std::uint8_t* in, std::size_t n, std::size_t w, std::uint8_t* out) {
     pack_rabit_codes(in, n, w, out);
   }
@@ -238,16 +317,99 @@ struct quantizer_traits<rq_params> {
     if (lance_layout) unpack_rabit_codes(in, n, w, out);
     else std::memcpy(out, in, n * w);
   }
+  [[noreturn]] static void decode_rows(const rq_params&, const std::uint8_t*, std::size_t, std::size_t, float*) {
+    throw unsupported_error("HNSW over RaBitQ storage is not supported (Lance 12 has no IVF_HNSW_RQ)");
+  }
+  template <class Out>
+  static void put_model(Out& o, const rq_params& r) {
+    o.template put<std::uint32_t>(r.code_dim);
+    o.template put<std::uint32_t>(r.num_bits);
+    o.template put<std::uint8_t>(std::uint8_t(r.rotation_type));
+    o.str(std::string_view(reinterpret_cast<const char*>(r.fast_rotation_signs.data()), r.fast_rotation_signs.size()));
+    o.template put<std::uint8_t>(r.rotate_mat ? 1 : 0);
+    if (r.rotate_mat) o.mat(*r.rotate_mat);
+    o.str(r.query_estimator);
+    o.template put<std::uint32_t>(r.ex_code_bytes);
+  }
+  template <class In>
+  static rq_params get_model(In& i) {
+    rq_params r;
+    r.code_dim = i.template get<std::uint32_t>();
+    r.num_bits = i.template get<std::uint32_t>();
+    const auto rot = i.template get<std::uint8_t>();
+    if (rot > 1) i.fail("unknown RaBitQ rotation " + std::to_string(rot));
+    r.rotation_type = rq_params::rotation(rot);
+    const auto signs = i.str();
+    r.fast_rotation_signs.assign(signs.begin(), signs.end());
+    if (i.template get<std::uint8_t>()) r.rotate_mat = i.mat();
+    r.query_estimator = i.str();
+    r.ex_code_bytes = i.template get<std::uint32_t>();
+    return r;
+  }
 };
 
-// Lance's index type names ("IVF_PQ", ...).
-inline std::string index_type_name(const quantizer_params& q) {
-  return std::visit([](const auto& p) { return "IVF_" + std::string(traits_of<decltype(p)>::name); }, q);
+// Calls f.template operator()<P>() for each quantizer P of quantizer_params, in order.
+template <class F>
+inline void for_each_quantizer(F&& f) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f.template operator()<std::variant_alternative_t<I, quantizer_params>>(), ...);
+  }(std::make_index_sequence<std::variant_size_v<quantizer_params>>{});
 }
 
-// The same with an HNSW sub-index ("IVF_HNSW_SQ", ...).
-inline std::string hnsw_index_type_name(const quantizer_params& q) {
-  return std::visit([](const auto& p) { return "IVF_HNSW_" + std::string(traits_of<decltype(p)>::name); }, q);
+// Calls f.template operator()<P>() for quantizer_params' alternative number `kind`
+// (its index in the variant); false when there is none.
+template <class F>
+inline bool visit_quantizer_kind(std::size_t kind, F&& f) {
+  bool found = false;
+  std::size_t i = 0;
+  for_each_quantizer([&]<class P>() {
+    if (i++ == kind) {
+      found = true;
+      f.template operator()<P>();
+    }
+  });
+  return found;
+}
+
+// The base index type of quantizer q (IVF_FLAT, IVF_PQ, IVF_SQ, IVF_RQ).
+inline ivf_index_type ivf_index_type_of(const quantizer_params& q) {
+  return std::visit([](const auto& p) { return traits_of<decltype(p)>::type; }, q);
+}
+
+// Lance's index type names: of quantizer q ("IVF_PQ", ...), with an HNSW sub-index
+// ("IVF_HNSW_SQ", ...), of a type lancet builds, and of an index in a manifest.
+inline std::string index_type_name(const quantizer_params& q, bool hnsw = false) {
+  return std::visit([hnsw](const auto& p) { return index_type_name(traits_of<decltype(p)>::name, hnsw); }, q);
+}
+inline std::string hnsw_index_type_name(const quantizer_params& q) { return index_type_name(q, true); }
+inline std::string ivf_index_type_name(ivf_index_type t) {
+  const ivf_index_type base = hnsw_base_type(t);
+  std::string_view q;
+  for_each_quantizer([&]<class P>() {
+    if (quantizer_traits<P>::type == base) q = quantizer_traits<P>::name;
+  });
+  return q.empty() ? "?" : index_type_name(q, is_hnsw(t));
+}
+// Details that record no compression are IVF_FLAT's.
+inline std::string index_type_name(const pb::index::vector_index_details& d) {
+  std::string_view q = quantizer_traits<flat_params>::name;
+  std::visit(
+      [&q](const auto& c) {
+        using C = std::remove_cvref_t<decltype(c)>;
+        for_each_quantizer([&q]<class P>() {
+          if constexpr (std::is_same_v<C, typename quantizer_traits<P>::compression_type>) q = quantizer_traits<P>::name;
+        });
+      },
+      d.compression);
+  return index_type_name(q, d.hnsw.has_value());
+}
+
+// Quantizer q's n stored rows (row-major codes) as n x dim f32 (quantizer_traits::decode_rows).
+inline std::vector<float> decode_rows(const quantizer_params& q, const std::uint8_t* codes, std::size_t n,
+                                      std::size_t dim) {
+  std::vector<float> out(n * dim);
+  std::visit([&](const auto& p) { traits_of<decltype(p)>::decode_rows(p, codes, n, dim, out.data()); }, q);
+  return out;
 }
 
 // Checks that the parameters describe something Lance can store.
