@@ -67,13 +67,22 @@ namespace detail {
 
 inline std::int64_t bitmap_bytes(std::int64_t bits) noexcept { return (bits + 7) / 8; }
 
+// Makes `bits` hold at least `count` bits (doubling capacity, so appends stay amortised O(1)).
+inline void grow_bitmap(aligned_buffer& bits, std::int64_t count) {
+  auto need = std::size_t(bitmap_bytes(count));
+  if (bits.size() < need) {
+    bits.reserve(std::max(need, bits.size() * 2));
+    bits.resize(need);
+  }
+}
+
 // A growing bitmap of validity flags that only materialises once a null arrives.
 class validity_builder {
  public:
   void append(bool valid) {
     if (!valid && !materialized_) materialize();
     if (materialized_) {
-      grow(length_ + 1);
+      grow_bitmap(bits_, length_ + 1);
       set_bit(bits_.data(), length_, valid);
     }
     ++length_;
@@ -83,7 +92,7 @@ class validity_builder {
     if (n <= 0) return;
     if (!valid && !materialized_) materialize();
     if (materialized_) {
-      grow(length_ + n);
+      grow_bitmap(bits_, length_ + n);
       for (std::int64_t i = 0; i < n; ++i) set_bit(bits_.data(), length_ + i, valid);
     }
     length_ += n;
@@ -108,16 +117,9 @@ class validity_builder {
   }
 
  private:
-  void grow(std::int64_t bits) {
-    auto need = std::size_t(bitmap_bytes(bits));
-    if (bits_.size() < need) {
-      bits_.reserve(std::max(need, bits_.size() * 2));
-      bits_.resize(need);
-    }
-  }
   void materialize() {
     materialized_ = true;
-    grow(length_);
+    grow_bitmap(bits_, length_);
     for (std::int64_t i = 0; i < length_; ++i) set_bit(bits_.data(), i, true);
   }
   aligned_buffer bits_;
@@ -152,8 +154,49 @@ inline std::shared_ptr<array_data> new_array(type_ptr type, std::int64_t length,
   return a;
 }
 
+// Slots of `width` bytes each beside their validity: the storage of every builder
+// whose values are whole bytes (primitives, fixed_size_binary, decimals). Null
+// slots hold zeros.
+class fixed_width_slots {
+ public:
+  explicit fixed_width_slots(std::size_t width) : width_(width) {}
+  void append(const void* value) {
+    values_.append(value, width_);
+    valid_.append(true);
+  }
+  void append_values(const void* values, std::int64_t n) {
+    values_.append(values, std::size_t(n) * width_);
+    valid_.append_n(true, n);
+  }
+  void append_nulls(std::int64_t n) {
+    if (n <= 0) return;
+    values_.append_zeros(std::size_t(n) * width_);
+    valid_.append_n(false, n);
+  }
+  void reserve(std::int64_t n) {
+    values_.reserve(values_.size() + std::size_t(n) * width_);
+    valid_.reserve(valid_.length() + n);
+  }
+  std::int64_t length() const noexcept { return valid_.length(); }
+  // The array of `type` over the slots so far; resets the slots.
+  array_ptr finish(const type_ptr& type);
+
+ private:
+  std::size_t width_;
+  aligned_buffer values_;
+  validity_builder valid_;
+};
+
 inline void require_type(const type_ptr& t, std::string_view builder) {
   if (!t) throw invalid_input_error(std::string(builder) + ": the type is null");
+}
+
+inline array_ptr fixed_width_slots::finish(const type_ptr& type) {
+  const auto n = valid_.length(), nulls = valid_.null_count();
+  auto validity = valid_.finish();
+  shared_bytes values(std::move(values_));
+  values_ = aligned_buffer();
+  return new_array(type, n, nulls, {std::move(validity), std::move(values)});
 }
 
 }  // namespace detail
@@ -207,46 +250,27 @@ class primitive_builder {
   }
 
   primitive_builder& append(T v) {
-    values_.append(&v, sizeof(T));
-    valid_.append(true);
+    slots_.append(&v);
     return *this;
   }
   primitive_builder& append(const std::optional<T>& v) { return v ? append(*v) : append_null(); }
-  primitive_builder& append_null() {
-    values_.append_zeros(sizeof(T));
-    valid_.append(false);
-    return *this;
-  }
+  primitive_builder& append_null() { return append_nulls(1); }
   primitive_builder& append_nulls(std::int64_t n) {
-    if (n <= 0) return *this;
-    values_.append_zeros(std::size_t(n) * sizeof(T));
-    valid_.append_n(false, n);
+    slots_.append_nulls(n);
     return *this;
   }
   primitive_builder& append_values(std::span<const T> vs) {
-    values_.append(vs.data(), vs.size() * sizeof(T));
-    valid_.append_n(true, std::int64_t(vs.size()));
+    slots_.append_values(vs.data(), std::int64_t(vs.size()));
     return *this;
   }
-  void reserve(std::int64_t n) {
-    values_.reserve(values_.size() + std::size_t(n) * sizeof(T));
-    valid_.reserve(valid_.length() + n);
-  }
-  std::int64_t length() const noexcept { return valid_.length(); }
+  void reserve(std::int64_t n) { slots_.reserve(n); }
+  std::int64_t length() const noexcept { return slots_.length(); }
   const type_ptr& type() const noexcept { return type_; }
-
-  array_ptr finish() {
-    const auto n = valid_.length(), nulls = valid_.null_count();
-    auto validity = valid_.finish();
-    shared_bytes values(std::move(values_));
-    values_ = aligned_buffer();
-    return detail::new_array(type_, n, nulls, {std::move(validity), std::move(values)});
-  }
+  array_ptr finish() { return slots_.finish(type_); }
 
  private:
   type_ptr type_;
-  aligned_buffer values_;
-  detail::validity_builder valid_;
+  detail::fixed_width_slots slots_{sizeof(T)};
 };
 
 // float16 values given as floats (converted with round-to-nearest-even), or as bits.
@@ -273,7 +297,7 @@ class boolean_builder {
     if (type->id != type_id::boolean) throw invalid_input_error("boolean_builder cannot build " + to_string(*type));
   }
   boolean_builder& append(bool v) {
-    grow(n_ + 1);
+    detail::grow_bitmap(bits_, n_ + 1);
     set_bit(bits_.data(), n_, v);
     ++n_;
     valid_.append(true);
@@ -281,7 +305,7 @@ class boolean_builder {
   }
   boolean_builder& append(const std::optional<bool>& v) { return v ? append(*v) : append_null(); }
   boolean_builder& append_null() {
-    grow(n_ + 1);
+    detail::grow_bitmap(bits_, n_ + 1);
     set_bit(bits_.data(), n_, false);
     ++n_;
     valid_.append(false);
@@ -304,13 +328,6 @@ class boolean_builder {
   }
 
  private:
-  void grow(std::int64_t bits) {
-    auto need = std::size_t(detail::bitmap_bytes(bits));
-    if (bits_.size() < need) {
-      bits_.reserve(std::max(need, bits_.size() * 2));
-      bits_.resize(need);
-    }
-  }
   aligned_buffer bits_;
   std::int64_t n_ = 0;
   detail::validity_builder valid_;
@@ -389,17 +406,12 @@ class fixed_size_binary_builder {
  public:
   using value_type = std::string_view;
   explicit fixed_size_binary_builder(std::int32_t width) : fixed_size_binary_builder(fixed_size_binary(width)) {}
-  explicit fixed_size_binary_builder(type_ptr type) : type_(std::move(type)) {
-    detail::require_type(type_, "fixed_size_binary_builder");
-    if (type_->id != type_id::fixed_size_binary || type_->byte_width < 0)
-      throw invalid_input_error("fixed_size_binary_builder cannot build " + to_string(*type_));
-  }
+  explicit fixed_size_binary_builder(type_ptr type) : type_(std::move(type)), slots_(checked_width(type_)) {}
   fixed_size_binary_builder& append(std::string_view v) {
     if (std::int64_t(v.size()) != type_->byte_width)
       throw invalid_input_error("fixed_size_binary[" + std::to_string(type_->byte_width) + "] value " +
-                                std::to_string(valid_.length()) + " has " + std::to_string(v.size()) + " bytes");
-    data_.append(v);
-    valid_.append(true);
+                                std::to_string(slots_.length()) + " has " + std::to_string(v.size()) + " bytes");
+    slots_.append(v.data());
     return *this;
   }
   fixed_size_binary_builder& append(bytes_view v) {
@@ -409,28 +421,23 @@ class fixed_size_binary_builder {
   fixed_size_binary_builder& append(const std::string& v) { return append(std::string_view(v)); }
   template <class S>
   fixed_size_binary_builder& append(const std::optional<S>& v) { return v ? append(*v) : append_null(); }
-  fixed_size_binary_builder& append_null() {
-    data_.append_zeros(std::size_t(type_->byte_width));
-    valid_.append(false);
-    return *this;
-  }
+  fixed_size_binary_builder& append_null() { return append_nulls(1); }
   fixed_size_binary_builder& append_nulls(std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) append_null();
+    slots_.append_nulls(n);
     return *this;
   }
-  std::int64_t length() const noexcept { return valid_.length(); }
-  array_ptr finish() {
-    const auto n = valid_.length(), nulls = valid_.null_count();
-    auto validity = valid_.finish();
-    shared_bytes data(std::move(data_));
-    data_ = aligned_buffer();
-    return detail::new_array(type_, n, nulls, {std::move(validity), std::move(data)});
-  }
+  std::int64_t length() const noexcept { return slots_.length(); }
+  array_ptr finish() { return slots_.finish(type_); }
 
  private:
+  static std::size_t checked_width(const type_ptr& type) {
+    detail::require_type(type, "fixed_size_binary_builder");
+    if (type->id != type_id::fixed_size_binary || type->byte_width < 0)
+      throw invalid_input_error("fixed_size_binary_builder cannot build " + to_string(*type));
+    return std::size_t(type->byte_width);
+  }
   type_ptr type_;
-  aligned_buffer data_;
-  detail::validity_builder valid_;
+  detail::fixed_width_slots slots_;
 };
 
 // decimal128 / decimal256 from unscaled integers (sign-extended) or raw
@@ -438,55 +445,41 @@ class fixed_size_binary_builder {
 class decimal_builder {
  public:
   using value_type = int128_t;
-  explicit decimal_builder(type_ptr type) : type_(std::move(type)) {
-    detail::require_type(type_, "decimal_builder");
-    if (type_->id != type_id::decimal128 && type_->id != type_id::decimal256)
-      throw invalid_input_error("decimal_builder cannot build " + to_string(*type_));
-    width_ = type_->id == type_id::decimal128 ? 16 : 32;
-  }
+  explicit decimal_builder(type_ptr type) : type_(std::move(type)), width_(checked_width(type_)), slots_(width_) {}
   decimal_builder& append(int128_t v) {
     if (width_ == 16) {
-      auto b = decimal128_bytes(v);
-      data_.append(b.data(), b.size());
+      slots_.append(decimal128_bytes(v).data());
     } else {
-      auto b = decimal256_bytes(v);
-      data_.append(b.data(), b.size());
+      slots_.append(decimal256_bytes(v).data());
     }
-    valid_.append(true);
     return *this;
   }
   decimal_builder& append(const std::optional<int128_t>& v) { return v ? append(*v) : append_null(); }
   decimal_builder& append_bytes(bytes_view raw) {
     if (std::int64_t(raw.size()) != width_)
-      throw invalid_input_error(to_string(*type_) + " value " + std::to_string(valid_.length()) + " has " +
+      throw invalid_input_error(to_string(*type_) + " value " + std::to_string(slots_.length()) + " has " +
                                 std::to_string(raw.size()) + " bytes, expected " + std::to_string(width_));
-    data_.append(raw);
-    valid_.append(true);
+    slots_.append(raw.data());
     return *this;
   }
-  decimal_builder& append_null() {
-    data_.append_zeros(std::size_t(width_));
-    valid_.append(false);
-    return *this;
-  }
+  decimal_builder& append_null() { return append_nulls(1); }
   decimal_builder& append_nulls(std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) append_null();
+    slots_.append_nulls(n);
     return *this;
   }
-  std::int64_t length() const noexcept { return valid_.length(); }
-  array_ptr finish() {
-    const auto n = valid_.length(), nulls = valid_.null_count();
-    auto validity = valid_.finish();
-    shared_bytes data(std::move(data_));
-    data_ = aligned_buffer();
-    return detail::new_array(type_, n, nulls, {std::move(validity), std::move(data)});
-  }
+  std::int64_t length() const noexcept { return slots_.length(); }
+  array_ptr finish() { return slots_.finish(type_); }
 
  private:
+  static std::int64_t checked_width(const type_ptr& type) {
+    detail::require_type(type, "decimal_builder");
+    if (type->id != type_id::decimal128 && type->id != type_id::decimal256)
+      throw invalid_input_error("decimal_builder cannot build " + to_string(*type));
+    return type->id == type_id::decimal128 ? 16 : 32;
+  }
   type_ptr type_;
-  std::int64_t width_ = 16;
-  aligned_buffer data_;
-  detail::validity_builder valid_;
+  std::int64_t width_;
+  detail::fixed_width_slots slots_;
 };
 
 // The builder for a C++ value type: arrow::builder<int32_t>, builder<bool>,
