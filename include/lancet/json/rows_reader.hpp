@@ -56,6 +56,7 @@
 #include "lancet/json/numbers.hpp"
 #include "lancet/json/parse.hpp"
 #include "lancet/json/value.hpp"
+#include "lancet/json/value_path.hpp"
 
 namespace lancet::json {
 
@@ -73,26 +74,6 @@ struct read_options {
 };
 
 namespace detail {
-
-// Path of the value being converted; rendered only for messages: "s.a", "tags[2]".
-struct value_path {
-  const value_path* parent = nullptr;
-  std::string_view name;
-  std::int64_t index = -1;
-
-  std::string render() const {
-    std::string s = parent ? parent->render() : std::string();
-    if (index >= 0) {
-      s += '[';
-      s += std::to_string(index);
-      s += ']';
-    } else {
-      if (!s.empty()) s += '.';
-      s += name;
-    }
-    return s;
-  }
-};
 
 // Internal: a value that the schema refuses (turned into invalid_input_error with
 // the line number by row_builder).
@@ -150,45 +131,56 @@ class column {
 using column_ptr = std::unique_ptr<column>;
 column_ptr make_column(const arrow::field& f, const read_options& o);
 
-class null_column final : public column {
+// A column of one Arrow builder: nulls and finish go straight to it.
+template <class Builder>
+class leaf_column : public column {
  public:
-  using column::column;
-  void put_value(const value& v, const value_path& at, bool) override { refuse(at, "expected null, got " + describe(v)); }
+  explicit leaf_column(const arrow::field& f) : column(f), b_(f.type) {}
   void append_null() override { b_.append_null(); }
-  void append_default() override { b_.append_null(); }
   arrow::array_ptr finish() override { return b_.finish(); }
 
- private:
-  arrow::null_builder b_;
+ protected:
+  Builder b_;
 };
 
-class bool_column final : public column {
+// A column of fixed-width numbers: Derived::convert turns one JSON value into a T
+// (or refuses it); the default is T{}.
+template <class T, class Derived>
+class number_column : public leaf_column<arrow::primitive_builder<T>> {
  public:
-  using column::column;
+  using leaf_column<arrow::primitive_builder<T>>::leaf_column;
+  void put_value(const value& v, const value_path& at, bool commit) override {
+    const T x = static_cast<const Derived&>(*this).convert(v, at);
+    if (commit) this->b_.append(x);
+  }
+  void append_default() override { this->b_.append(T{}); }
+};
+
+class null_column final : public leaf_column<arrow::null_builder> {
+ public:
+  using leaf_column::leaf_column;
+  void put_value(const value& v, const value_path& at, bool) override { refuse(at, "expected null, got " + describe(v)); }
+  void append_default() override { b_.append_null(); }
+};
+
+class bool_column final : public leaf_column<arrow::boolean_builder> {
+ public:
+  using leaf_column::leaf_column;
   void put_value(const value& v, const value_path& at, bool commit) override {
     if (v.k != value::kind::boolean) refuse(at, "expected true or false, got " + describe(v));
     if (commit) b_.append(v.b);
   }
-  void append_null() override { b_.append_null(); }
   void append_default() override { b_.append(false); }
-  arrow::array_ptr finish() override { return b_.finish(); }
-
- private:
-  arrow::boolean_builder b_;
 };
 
 // Integer-backed types: ints, dates, times, timestamps, durations.
 template <class T>
-class int_column final : public column {
+class int_column final : public number_column<T, int_column<T>> {
+  friend number_column<T, int_column<T>>;
+  using column::field_;
+
  public:
-  explicit int_column(const arrow::field& f) : column(f), b_(f.type) {}
-  void put_value(const value& v, const value_path& at, bool commit) override {
-    const T x = convert(v, at);
-    if (commit) b_.append(x);
-  }
-  void append_null() override { b_.append_null(); }
-  void append_default() override { b_.append(T{}); }
-  arrow::array_ptr finish() override { return b_.finish(); }
+  using number_column<T, int_column<T>>::number_column;
 
  private:
   T convert(const value& v, const value_path& at) const {
@@ -221,25 +213,18 @@ class int_column final : public column {
       if (c < '0' || c > '9') return false;
     return true;
   }
-
-  arrow::primitive_builder<T> b_;
 };
 
 // float32 / float64 (F = float / double) and float16 (F = std::uint16_t bits).
 template <class F>
-class float_column final : public column {
+class float_column final : public number_column<F, float_column<F>> {
+  friend number_column<F, float_column<F>>;
+  using column::field_;
   static constexpr bool half = std::is_same_v<F, std::uint16_t>;
   using parse_t = std::conditional_t<half, double, F>;
 
  public:
-  explicit float_column(const arrow::field& f) : column(f), b_(f.type) {}
-  void put_value(const value& v, const value_path& at, bool commit) override {
-    const F x = convert(v, at);
-    if (commit) b_.append(x);
-  }
-  void append_null() override { b_.append_null(); }
-  void append_default() override { b_.append(F{}); }
-  arrow::array_ptr finish() override { return b_.finish(); }
+  using number_column<F, float_column<F>>::number_column;
 
  private:
   F convert(const value& v, const value_path& at) const {
@@ -276,22 +261,18 @@ class float_column final : public column {
       return x;
     }
   }
-
-  arrow::primitive_builder<F> b_;
 };
 
-class decimal_column final : public column {
+class decimal_column final : public leaf_column<arrow::decimal_builder> {
  public:
   explicit decimal_column(const arrow::field& f)
-      : column(f), b_(f.type), width_(f.type->id == arrow::type_id::decimal128 ? 16 : 32) {}
+      : leaf_column(f), width_(f.type->id == arrow::type_id::decimal128 ? 16 : 32) {}
   void put_value(const value& v, const value_path& at, bool commit) override {
     std::uint8_t bytes[32];
     convert(v, at, bytes);
     if (commit) b_.append_bytes(bytes_view(bytes, std::size_t(width_)));
   }
-  void append_null() override { b_.append_null(); }
   void append_default() override { b_.append(arrow::int128_t(0)); }
-  arrow::array_ptr finish() override { return b_.finish(); }
 
  private:
   void convert(const value& v, const value_path& at, std::uint8_t* out) const {
@@ -322,15 +303,14 @@ class decimal_column final : public column {
     x.to_bytes(out, width_);
   }
 
-  arrow::decimal_builder b_;
   int width_;
 };
 
 // utf8 / large_utf8 (strings) and binary / large_binary (base64 strings).
-class binary_column final : public column {
+class binary_column final : public leaf_column<arrow::binary_builder> {
  public:
   binary_column(const arrow::field& f, const read_options& o)
-      : column(f), b_(f.type), text_(f.type->id == arrow::type_id::utf8 || f.type->id == arrow::type_id::large_utf8) {
+      : leaf_column(f), text_(f.type->id == arrow::type_id::utf8 || f.type->id == arrow::type_id::large_utf8) {
     const bool large = arrow::is_large_binary_like(f.type->id);
     limit_ = large ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int32_t>::max();
     const auto type = arrow::to_string(*f.type);
@@ -358,7 +338,6 @@ class binary_column final : public column {
     committed_ += std::int64_t(bytes.size());
     b_.append(bytes);
   }
-  void append_null() override { b_.append_null(); }
   void append_default() override { b_.append(std::string_view()); }
   arrow::array_ptr finish() override {
     committed_ = pending_ = 0;
@@ -367,7 +346,6 @@ class binary_column final : public column {
   void reset_pending() override { pending_ = 0; }
 
  private:
-  arrow::binary_builder b_;
   bool text_;
   std::int64_t limit_;
   std::string why_;
@@ -375,9 +353,9 @@ class binary_column final : public column {
   std::int64_t committed_ = 0, pending_ = 0;
 };
 
-class fixed_binary_column final : public column {
+class fixed_binary_column final : public leaf_column<arrow::fixed_size_binary_builder> {
  public:
-  explicit fixed_binary_column(const arrow::field& f) : column(f), b_(f.type) {}
+  using leaf_column::leaf_column;
   void put_value(const value& v, const value_path& at, bool commit) override {
     if (v.k != value::kind::string) refuse(at, "expected a base64 string, got " + describe(v));
     scratch_.clear();
@@ -387,12 +365,9 @@ class fixed_binary_column final : public column {
                      std::to_string(scratch_.size()));
     if (commit) b_.append(std::string_view(scratch_));
   }
-  void append_null() override { b_.append_null(); }
   void append_default() override { b_.append(std::string(std::size_t(field_.type->byte_width), '\0')); }
-  arrow::array_ptr finish() override { return b_.finish(); }
 
  private:
-  arrow::fixed_size_binary_builder b_;
   std::string scratch_;
 };
 
