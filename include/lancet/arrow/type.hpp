@@ -161,21 +161,19 @@ inline type_ptr fixed_size_list(field item, std::int32_t size) {
 inline type_ptr fixed_size_list(type_ptr item, std::int32_t size, bool item_nullable = true) {
   return fixed_size_list(field{"item", std::move(item), item_nullable, {}}, size);
 }
-inline type_ptr list(field item) {
+namespace detail {
+inline type_ptr nested(type_id id, field item) {
   auto t = std::make_shared<data_type>();
-  t->id = type_id::list;
+  t->id = id;
   t->children.push_back(std::move(item));
   return t;
 }
+}  // namespace detail
+inline type_ptr list(field item) { return detail::nested(type_id::list, std::move(item)); }
 inline type_ptr list(type_ptr item, bool item_nullable = true) {
   return list(field{"item", std::move(item), item_nullable, {}});
 }
-inline type_ptr large_list(field item) {
-  auto t = std::make_shared<data_type>();
-  t->id = type_id::large_list;
-  t->children.push_back(std::move(item));
-  return t;
-}
+inline type_ptr large_list(field item) { return detail::nested(type_id::large_list, std::move(item)); }
 inline type_ptr large_list(type_ptr item, bool item_nullable = true) {
   return large_list(field{"item", std::move(item), item_nullable, {}});
 }

@@ -343,6 +343,76 @@ inline const char* mode_name(write_mode m) {
   return "?";
 }
 
+// The limits on write_options that every write path checks before it writes a byte.
+inline void check_file_limits(const write_options& o) {
+  if (o.max_rows_per_file == 0 || o.max_rows_per_file > (std::uint64_t(1) << 32))
+    throw invalid_input_error("max_rows_per_file must be between 1 and 2^32 (row addresses hold a 32-bit offset), not " +
+                              std::to_string(o.max_rows_per_file));
+  if (o.max_bytes_per_file == 0) throw invalid_input_error("max_bytes_per_file must be at least 1");
+  if (o.max_rows_per_group == 0) throw invalid_input_error("max_rows_per_group must be at least 1");
+}
+
+// The schema and storage version of a new (or overwritten) dataset: o.schema, else
+// the first batch's; o.storage_version, else the previous version's, else the default.
+inline void choose_new_schema(const write_options& o, const std::optional<arrow::record_batch>& first,
+                              const std::optional<snapshot>& previous, const std::string& context,
+                              schema::schema& target, file::format_version& storage) {
+  if (o.schema) target = schema::from_arrow(*o.schema);
+  else if (first) target = schema::from_arrow(*first->schema);
+  else throw invalid_input_error(context + ": no data and no schema (set write_options::schema)");
+  if (o.storage_version) storage = *o.storage_version;
+  else if (previous) storage = manifest_storage_version(previous->manifest());
+  else storage = default_storage_version();
+}
+
+// The data files a write produced, before any commit.
+struct data_files_written {
+  std::vector<pb::data_fragment> fragments;
+  std::vector<std::string> paths;
+  std::uint64_t rows = 0;
+};
+
+// Writes `first` and then what `next()` yields (until nullopt) into data files of
+// `storage` version under root/data/, each batch conformed to `target`. The one part of
+// a write that depends on the storage version (the writer type), shared by write and
+// write_fragments; on failure the files written are removed before the error goes on.
+template <class Next, class SinkFactory, class Policy>
+data_files_written write_data_files(const std::string& root, std::optional<arrow::record_batch> first, Next& next,
+                                    const schema::schema& target, file::format_version storage,
+                                    const write_options& o, SinkFactory& make_sink, const Policy& policy,
+                                    const std::string& context) {
+  const auto arrow_target = std::make_shared<const arrow::schema>(schema::to_arrow(target));
+  io::make_directories((std::filesystem::path(root) / data_dir_name).string());
+  data_files_written out;
+  file::with_version(storage, [&]<class V>() {
+    using strategy = strategy_for<V, Policy>;
+    if constexpr (std::is_same_v<strategy, void>) {
+      throw unsupported_error(context + ": it stores Lance 2.0 files, whose legacy encodings take no encoding "
+                              "policy (policies customise storage versions 2.1 and later)");
+    } else {
+      auto make_strategy = [&] {
+        if constexpr (V::structural) return strategy(policy);
+        else return strategy{};
+      };
+      fragment_writer<V, SinkFactory, strategy> fw(root, target, o, make_sink, make_strategy());
+      try {
+        std::optional<arrow::record_batch> b = std::move(first);
+        while (b) {
+          fw.write(conform(*b, arrow_target, context));
+          b = next();
+        }
+        out.fragments = fw.finish();
+        out.paths = fw.paths();
+        out.rows = fw.rows_written();
+      } catch (...) {
+        fw.remove_files();
+        throw;
+      }
+    }
+  });
+  return out;
+}
+
 }  // namespace detail
 
 template <class F>
@@ -356,11 +426,7 @@ template <batch_generator Next, class SinkFactory, encoding::structural::structu
 write_result write(const std::string& root, Next&& next, const write_options& o, SinkFactory&& make_sink,
                    const Policy& policy = {}) {
   if (root.empty()) throw invalid_input_error("dataset path is empty");
-  if (o.max_rows_per_file == 0 || o.max_rows_per_file > (std::uint64_t(1) << 32))
-    throw invalid_input_error("max_rows_per_file must be between 1 and 2^32 (row addresses hold a 32-bit offset), not " +
-                              std::to_string(o.max_rows_per_file));
-  if (o.max_bytes_per_file == 0) throw invalid_input_error("max_bytes_per_file must be at least 1");
-  if (o.max_rows_per_group == 0) throw invalid_input_error("max_rows_per_group must be at least 1");
+  detail::check_file_limits(o);
   const std::string context = std::string("cannot ") + detail::mode_name(o.mode) + " dataset '" + root + "'";
 
   auto previous = load_latest(root);
@@ -393,49 +459,17 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
     if (o.enable_stable_row_ids && !uses_stable_row_ids(previous->manifest()))
       throw unsupported_error(context + ": cannot enable stable row ids on an existing dataset");
   } else {
-    if (o.schema) target = schema::from_arrow(*o.schema);
-    else if (first) target = schema::from_arrow(*first->schema);
-    else throw invalid_input_error(context + ": no data and no schema (set write_options::schema)");
-    if (o.storage_version) storage = *o.storage_version;
-    else if (previous) storage = manifest_storage_version(previous->manifest());
-    else storage = default_storage_version();
+    detail::choose_new_schema(o, first, previous, context, target, storage);
   }
-  auto arrow_target = std::make_shared<const arrow::schema>(schema::to_arrow(target));
 
-  io::make_directories((std::filesystem::path(root) / data_dir_name).string());
   write_result result;
   result.storage_version = storage;
-  // The data files: the one part that depends on the storage version (the writer type).
-  // The commit below is the same for every version, so it is compiled once.
-  std::vector<pb::data_fragment> fragments;
-  std::vector<std::string> data_files;
-  file::with_version(storage, [&]<class V>() {
-    using strategy = detail::strategy_for<V, Policy>;
-    if constexpr (std::is_same_v<strategy, void>) {
-      throw unsupported_error(context + ": it stores Lance 2.0 files, whose legacy encodings take no encoding "
-                              "policy (policies customise storage versions 2.1 and later)");
-    } else {
-    auto make_strategy = [&] {
-      if constexpr (V::structural) return strategy(policy);
-      else return strategy{};
-    };
-    detail::fragment_writer<V, std::remove_reference_t<SinkFactory>, strategy> fw(root, target, o, make_sink,
-                                                                                         make_strategy());
-    try {
-      std::optional<arrow::record_batch> b = std::move(first);
-      while (b) {
-        fw.write(detail::conform(*b, arrow_target, context));
-        b = next();
-      }
-      fragments = fw.finish();
-      data_files = fw.paths();
-      result.rows_written = fw.rows_written();
-    } catch (...) {
-      fw.remove_files();
-      throw;
-    }
-    }
-  });
+  // The data files depend on the storage version (the writer type); the commit below
+  // is the same for every version, so it is compiled once.
+  auto written = detail::write_data_files(root, std::move(first), next, target, storage, o, make_sink, policy, context);
+  std::vector<pb::data_fragment>& fragments = written.fragments;
+  const std::vector<std::string>& data_files = written.paths;
+  result.rows_written = written.rows;
   try {
     publish_options po;
     po.scheme = scheme;
