@@ -449,17 +449,10 @@ inline array_ptr import_node(const ArrowArray* a, const type_ptr& type, const st
     bad_array(path, t.id == type_id::dictionary ? to_string(t) + " needs its dictionary array, the array has none"
                                                 : to_string(t) + " is not dictionary encoded but the array has a dictionary");
 
-  std::int64_t want_buffers = 2, want_children = 0;
-  switch (t.id) {
-    case type_id::null: want_buffers = 0; break;
-    case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary:
-      want_buffers = 3;
-      break;
-    case type_id::list: case type_id::large_list: case type_id::map: want_children = 1; break;
-    case type_id::fixed_size_list: want_buffers = 1; want_children = 1; break;
-    case type_id::struct_: want_buffers = 1; want_children = std::int64_t(t.children.size()); break;
-    default: break;
-  }
+  // The C layout is lancet's but for dictionaries, whose values come as `dictionary`.
+  const auto layout = layout_of(t);
+  const auto want_buffers = std::int64_t(layout.buffers);
+  const auto want_children = t.id == type_id::dictionary ? std::int64_t(0) : std::int64_t(layout.children);
   // Some older producers give the null type one (null) validity buffer.
   const bool buffers_ok = a->n_buffers == want_buffers || (t.id == type_id::null && a->n_buffers == 1);
   if (!buffers_ok)
@@ -610,9 +603,12 @@ struct exported_schema {
   std::unique_ptr<ArrowSchema> dictionary;  // a dictionary type's values
 };
 
-inline void release_exported_schema(ArrowSchema* s) {
+// The release callback of an exported ArrowSchema / ArrowArray whose private data is
+// `Private` (exported_schema / exported_array): children and dictionary first.
+template <class Private, class C>
+void release_exported(C* s) {
   if (!s || !s->release) return;
-  auto* p = static_cast<exported_schema*>(s->private_data);
+  auto* p = static_cast<Private*>(s->private_data);
   for (auto* c : p->child_ptrs) release(c);
   if (p->dictionary) release(p->dictionary.get());
   delete p;
@@ -654,7 +650,7 @@ inline void export_field_into(const std::string& name, const data_type& t, bool 
   out->n_children = std::int64_t(p->child_ptrs.size());
   out->children = p->child_ptrs.empty() ? nullptr : p->child_ptrs.data();
   out->dictionary = p->dictionary.get();
-  out->release = &release_exported_schema;
+  out->release = &release_exported<exported_schema, ArrowSchema>;
   out->private_data = p.release();
 }
 
@@ -665,16 +661,6 @@ struct exported_array {
   std::vector<ArrowArray*> child_ptrs;
   std::unique_ptr<ArrowArray> dictionary;  // a dictionary array's values
 };
-
-inline void release_exported_array(ArrowArray* a) {
-  if (!a || !a->release) return;
-  auto* p = static_cast<exported_array*>(a->private_data);
-  for (auto* c : p->child_ptrs) release(c);
-  if (p->dictionary) release(p->dictionary.get());
-  delete p;
-  a->release = nullptr;
-  a->private_data = nullptr;
-}
 
 // Consumers may read a buffer's first bytes even for empty arrays (offsets[0]):
 // empty non-validity buffers point here rather than at null.
@@ -718,7 +704,7 @@ inline void export_array_into(const array_ptr& a, ArrowArray* out) {
   out->buffers = p->buffers.data();
   out->children = p->child_ptrs.empty() ? nullptr : p->child_ptrs.data();
   out->dictionary = p->dictionary.get();
-  out->release = &release_exported_array;
+  out->release = &release_exported<exported_array, ArrowArray>;
   out->private_data = p.release();
 }
 

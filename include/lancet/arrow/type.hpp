@@ -245,6 +245,23 @@ inline const char* unit_name(time_unit u) noexcept {
   return "?";
 }
 
+// The buffers (validity first) and children of an array of type `t` in array_data:
+// Arrow's layout, with a dictionary's values as its one child.
+struct array_layout {
+  std::size_t buffers = 2;
+  std::size_t children = 0;
+};
+inline array_layout layout_of(const data_type& t) {
+  switch (t.id) {
+    case type_id::null: return {0, 0};
+    case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary: return {3, 0};
+    case type_id::list: case type_id::large_list: case type_id::map: case type_id::dictionary: return {2, 1};
+    case type_id::fixed_size_list: return {1, 1};
+    case type_id::struct_: return {1, t.children.size()};
+    default: return {2, 0};
+  }
+}
+
 // A readable rendering of a type, e.g. "list<item: int32>", "timestamp[us, UTC]".
 inline std::string to_string(const data_type& t) {
   auto child = [](const field& f) {

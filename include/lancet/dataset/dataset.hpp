@@ -683,18 +683,7 @@ delete_result delete_rows(const std::string& root, std::span<const std::uint64_t
           removed.push_back(fid);
           continue;
         }
-        pb::data_fragment f = *frag;
-        f.deletion_file = new_bitmap_deletion_file(m.version, all.size());
-        const std::string path = deletion_file_path(root, m, f.id, *f.deletion_file);
-        io::make_directories(io::parent_directory(path));
-        written.push_back(path);
-        const std::string bytes = all.to_bitmap().serialize();
-        io::file_sink_options so;
-        so.exclusive = true;
-        auto sink = make_sink(path, so);
-        sink.write(bytes_view(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
-        sink.finish();
-        updated.push_back(std::move(f));
+        updated.push_back(write_deletion_file(root, m, *frag, all, make_sink, written));
       }
       if (updated.empty() && removed.empty()) return {m.version, 0};
       commit_options co;
