@@ -337,23 +337,10 @@ inline fragment_commit_result commit(const std::string& root, const commit_opera
   co.max_retries = read ? o.max_retries : 0;  // a create never rebases: the dataset exists then
   co.publish.scheme = naming_scheme_for_write(root, read ? std::nullopt : o.naming);
   co.publish.write_version_hint = o.write_version_hint;
-  const pb::transaction txn = append ? make_transaction(read->version(), pb::transaction::append{fragments})
-                                     : overwrite_transaction(read, target, fragments);
-  auto build = [&](const snapshot& base, const pb::transaction& t) -> pending_commit {
-    if (!base.entry.path.empty()) check_not_committed(base, fragments, context);
-    if (append) {
-      if (manifest_storage_version(base.manifest()) != files_version)
-        throw commit_conflict_error(context + ": version " + std::to_string(base.version()) +
-                                        " stores another Lance file version than these fragments",
-                                    base.version(), "", false);
-      return build_append(base, t);
-    }
-    return build_overwrite(base.entry.path.empty() ? std::optional<snapshot>() : std::optional<snapshot>(base), t,
-                           files_version, o.enable_stable_row_ids);
-  };
   default_sink_factory sinks;
-  const snapshot start = read ? *read : snapshot{root, {}, {}};
-  auto outcome = commit_transaction(root, start, txn, build, co, sinks);
+  auto outcome = commit_new_fragments(root, read, append, target, fragments, files_version, o.enable_stable_row_ids, co,
+                                      sinks, context, "these fragments",
+                                      [&](const snapshot& base) { check_not_committed(base, fragments, context); });
   fragment_commit_result r;
   r.version = outcome.commit.manifest.version;
   r.read_version = read ? read->version() : 0;

@@ -24,6 +24,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/core/config.hpp"
 #include "lancet/dataset/commit.hpp"
+#include "lancet/dataset/conflict.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/fragment_reader.hpp"
 #include "lancet/dataset/manifest.hpp"
@@ -413,6 +414,35 @@ data_files_written write_data_files(const std::string& root, std::optional<arrow
   return out;
 }
 
+// Commits newly written fragments as one version: an Append on `read`, or an Overwrite
+// with `target` (a create when `read` is empty). An append refuses a base that stores
+// another file version than `storage` (the fragments were written in it);
+// `check_base(base)` runs on every committed version the commit is built on.
+// Shared by write and commit(fragments).
+template <class SinkFactory, class CheckBase>
+commit_outcome commit_new_fragments(const std::string& root, const std::optional<snapshot>& read, bool append,
+                                    const schema::schema& target, const std::vector<pb::data_fragment>& fragments,
+                                    file::format_version storage, bool enable_stable_row_ids,
+                                    const commit_options& co, SinkFactory& make_sink, const std::string& context,
+                                    std::string_view written_by, CheckBase&& check_base) {
+  const pb::transaction txn = append ? make_transaction(read->version(), pb::transaction::append{fragments})
+                                     : overwrite_transaction(read, target, fragments);
+  auto build = [&](const snapshot& base, const pb::transaction& t) -> pending_commit {
+    if (!base.entry.path.empty()) check_base(base);
+    if (append) {
+      if (manifest_storage_version(base.manifest()) != storage)
+        throw commit_conflict_error(context + ": version " + std::to_string(base.version()) +
+                                        " stores another Lance file version than " + std::string(written_by),
+                                    base.version(), "", false);
+      return build_append(base, t);
+    }
+    return build_overwrite(base.entry.path.empty() ? std::optional<snapshot>() : std::optional<snapshot>(base), t,
+                           storage, enable_stable_row_ids);
+  };
+  const snapshot start = read ? *read : snapshot{root, {}, {}};
+  return commit_transaction(root, start, txn, build, co, make_sink);
+}
+
 }  // namespace detail
 
 template <class F>
@@ -480,22 +510,8 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
     co.publish = po;
     co.max_retries = mode == write_mode::create ? 0 : o.max_retries;
     const bool append = mode == write_mode::append;
-    const pb::transaction txn = append ? make_transaction(previous->version(), pb::transaction::append{fragments})
-                                       : overwrite_transaction(previous, target, fragments);
-    const bool stable_ids = o.enable_stable_row_ids;
-    auto build = [&](const snapshot& base, const pb::transaction& t) -> pending_commit {
-      if (append) {
-        if (manifest_storage_version(base.manifest()) != storage)
-          throw commit_conflict_error(context + ": version " + std::to_string(base.version()) +
-                                          " stores another Lance file version than this append wrote",
-                                      base.version(), "", false);
-        return build_append(base, t);
-      }
-      return build_overwrite(base.entry.path.empty() ? std::optional<snapshot>() : std::optional<snapshot>(base), t,
-                             storage, stable_ids);
-    };
-    snapshot read = previous ? *previous : snapshot{root, {}, {}};
-    auto out = commit_transaction(root, read, txn, build, co, make_sink);
+    auto out = detail::commit_new_fragments(root, previous, append, target, fragments, storage, o.enable_stable_row_ids,
+                                            co, make_sink, context, "this append wrote", [](const snapshot&) {});
     const auto& c = out.commit;
     result.version = c.manifest.version;
     result.retries = out.retries;
