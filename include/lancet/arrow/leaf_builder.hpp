@@ -179,6 +179,25 @@ class fixed_width_slots {
   validity_builder valid_;
 };
 
+// What every builder over fixed_width_slots shares: nulls, length and finish, each
+// returning the Derived builder for chaining.
+template <class Derived>
+class fixed_width_builder {
+ public:
+  Derived& append_null() { return append_nulls(1); }
+  Derived& append_nulls(std::int64_t n) {
+    slots_.append_nulls(n);
+    return static_cast<Derived&>(*this);
+  }
+  std::int64_t length() const noexcept { return slots_.length(); }
+  array_ptr finish() { return slots_.finish(type_); }
+
+ protected:
+  fixed_width_builder(type_ptr type, std::size_t width) : type_(std::move(type)), slots_(width) {}
+  type_ptr type_;
+  fixed_width_slots slots_;
+};
+
 inline void require_type(const type_ptr& t, std::string_view builder) {
   if (!t) throw invalid_input_error(std::string(builder) + ": the type is null");
 }
@@ -222,12 +241,19 @@ class null_builder {
 // float16). The Arrow type defaults from T and may be any fixed-width type of the
 // same width (date32 with int32_t, timestamp with int64_t, ...).
 template <class T>
-class primitive_builder {
+class primitive_builder : public detail::fixed_width_builder<primitive_builder<T>> {
+  using base = detail::fixed_width_builder<primitive_builder<T>>;
+  using base::slots_;
+  using base::type_;
   static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, "use boolean_builder for bool");
 
  public:
   using value_type = T;
-  explicit primitive_builder(type_ptr type = default_type_for<T>()) : type_(std::move(type)) {
+  using base::append_null;
+  using base::append_nulls;
+  using base::finish;
+  using base::length;
+  explicit primitive_builder(type_ptr type = default_type_for<T>()) : base(std::move(type), sizeof(T)) {
     detail::require_type(type_, "primitive_builder");
     const auto id = type_->id;
     const bool shape_ok = id != type_id::boolean && id != type_id::fixed_size_binary &&
@@ -246,23 +272,12 @@ class primitive_builder {
     return *this;
   }
   primitive_builder& append(const std::optional<T>& v) { return v ? append(*v) : append_null(); }
-  primitive_builder& append_null() { return append_nulls(1); }
-  primitive_builder& append_nulls(std::int64_t n) {
-    slots_.append_nulls(n);
-    return *this;
-  }
   primitive_builder& append_values(std::span<const T> vs) {
     slots_.append_values(vs.data(), std::int64_t(vs.size()));
     return *this;
   }
   void reserve(std::int64_t n) { slots_.reserve(n); }
-  std::int64_t length() const noexcept { return slots_.length(); }
   const type_ptr& type() const noexcept { return type_; }
-  array_ptr finish() { return slots_.finish(type_); }
-
- private:
-  type_ptr type_;
-  detail::fixed_width_slots slots_{sizeof(T)};
 };
 
 // float16 values given as floats (converted with round-to-nearest-even), or as bits.
@@ -394,11 +409,11 @@ class binary_builder {
   detail::validity_builder valid_;
 };
 
-class fixed_size_binary_builder {
+class fixed_size_binary_builder : public detail::fixed_width_builder<fixed_size_binary_builder> {
  public:
   using value_type = std::string_view;
   explicit fixed_size_binary_builder(std::int32_t width) : fixed_size_binary_builder(fixed_size_binary(width)) {}
-  explicit fixed_size_binary_builder(type_ptr type) : type_(std::move(type)), slots_(checked_width(type_)) {}
+  explicit fixed_size_binary_builder(const type_ptr& type) : fixed_width_builder(type, checked_width(type)) {}
   fixed_size_binary_builder& append(std::string_view v) {
     if (std::int64_t(v.size()) != type_->byte_width)
       throw invalid_input_error("fixed_size_binary[" + std::to_string(type_->byte_width) + "] value " +
@@ -413,14 +428,6 @@ class fixed_size_binary_builder {
   fixed_size_binary_builder& append(const std::string& v) { return append(std::string_view(v)); }
   template <class S>
   fixed_size_binary_builder& append(const std::optional<S>& v) { return v ? append(*v) : append_null(); }
-  fixed_size_binary_builder& append_null() { return append_nulls(1); }
-  fixed_size_binary_builder& append_nulls(std::int64_t n) {
-    slots_.append_nulls(n);
-    return *this;
-  }
-  std::int64_t length() const noexcept { return slots_.length(); }
-  array_ptr finish() { return slots_.finish(type_); }
-
  private:
   static std::size_t checked_width(const type_ptr& type) {
     detail::require_type(type, "fixed_size_binary_builder");
@@ -428,16 +435,15 @@ class fixed_size_binary_builder {
       throw invalid_input_error("fixed_size_binary_builder cannot build " + to_string(*type));
     return std::size_t(type->byte_width);
   }
-  type_ptr type_;
-  detail::fixed_width_slots slots_;
 };
 
 // decimal128 / decimal256 from unscaled integers (sign-extended) or raw
 // little-endian two's complement bytes (16 or 32 of them).
-class decimal_builder {
+class decimal_builder : public detail::fixed_width_builder<decimal_builder> {
  public:
   using value_type = int128_t;
-  explicit decimal_builder(type_ptr type) : type_(std::move(type)), width_(checked_width(type_)), slots_(width_) {}
+  explicit decimal_builder(const type_ptr& type)
+      : fixed_width_builder(type, std::size_t(checked_width(type))), width_(checked_width(type)) {}
   decimal_builder& append(int128_t v) {
     if (width_ == 16) {
       slots_.append(decimal128_bytes(v).data());
@@ -454,14 +460,6 @@ class decimal_builder {
     slots_.append(raw.data());
     return *this;
   }
-  decimal_builder& append_null() { return append_nulls(1); }
-  decimal_builder& append_nulls(std::int64_t n) {
-    slots_.append_nulls(n);
-    return *this;
-  }
-  std::int64_t length() const noexcept { return slots_.length(); }
-  array_ptr finish() { return slots_.finish(type_); }
-
  private:
   static std::int64_t checked_width(const type_ptr& type) {
     detail::require_type(type, "decimal_builder");
@@ -469,9 +467,7 @@ class decimal_builder {
       throw invalid_input_error("decimal_builder cannot build " + to_string(*type));
     return type->id == type_id::decimal128 ? 16 : 32;
   }
-  type_ptr type_;
   std::int64_t width_;
-  detail::fixed_width_slots slots_;
 };
 
 // The builder for a C++ value type: arrow::builder<int32_t>, builder<bool>,
