@@ -161,21 +161,19 @@ inline type_ptr fixed_size_list(field item, std::int32_t size) {
 inline type_ptr fixed_size_list(type_ptr item, std::int32_t size, bool item_nullable = true) {
   return fixed_size_list(field{"item", std::move(item), item_nullable, {}}, size);
 }
-inline type_ptr list(field item) {
+namespace detail {
+inline type_ptr nested(type_id id, field item) {
   auto t = std::make_shared<data_type>();
-  t->id = type_id::list;
+  t->id = id;
   t->children.push_back(std::move(item));
   return t;
 }
+}  // namespace detail
+inline type_ptr list(field item) { return detail::nested(type_id::list, std::move(item)); }
 inline type_ptr list(type_ptr item, bool item_nullable = true) {
   return list(field{"item", std::move(item), item_nullable, {}});
 }
-inline type_ptr large_list(field item) {
-  auto t = std::make_shared<data_type>();
-  t->id = type_id::large_list;
-  t->children.push_back(std::move(item));
-  return t;
-}
+inline type_ptr large_list(field item) { return detail::nested(type_id::large_list, std::move(item)); }
 inline type_ptr large_list(type_ptr item, bool item_nullable = true) {
   return large_list(field{"item", std::move(item), item_nullable, {}});
 }
@@ -245,6 +243,23 @@ inline const char* unit_name(time_unit u) noexcept {
     case time_unit::nano: return "ns";
   }
   return "?";
+}
+
+// The buffers (validity first) and children of an array of type `t` in array_data:
+// Arrow's layout, with a dictionary's values as its one child.
+struct array_layout {
+  std::size_t buffers = 2;
+  std::size_t children = 0;
+};
+inline array_layout layout_of(const data_type& t) {
+  switch (t.id) {
+    case type_id::null: return {0, 0};
+    case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary: return {3, 0};
+    case type_id::list: case type_id::large_list: case type_id::map: case type_id::dictionary: return {2, 1};
+    case type_id::fixed_size_list: return {1, 1};
+    case type_id::struct_: return {1, t.children.size()};
+    default: return {2, 0};
+  }
 }
 
 // A readable rendering of a type, e.g. "list<item: int32>", "timestamp[us, UTC]".

@@ -208,18 +208,7 @@ inline void validate_impl(const array_data& a, const std::string& path, const va
   if (a.offset < 0) invalid(path, "negative offset " + std::to_string(a.offset));
   const std::int64_t end = checked_add(a.offset, a.length, path);
 
-  std::size_t want_buffers = 0, want_children = 0;
-  switch (t.id) {
-    case type_id::null: want_buffers = 0; break;
-    case type_id::utf8: case type_id::large_utf8: case type_id::binary: case type_id::large_binary:
-      want_buffers = 3;
-      break;
-    case type_id::list: case type_id::large_list: case type_id::map: want_buffers = 2; want_children = 1; break;
-    case type_id::dictionary: want_buffers = 2; want_children = 1; break;
-    case type_id::fixed_size_list: want_buffers = 1; want_children = 1; break;
-    case type_id::struct_: want_buffers = 1; want_children = t.children.size(); break;
-    default: want_buffers = 2; break;
-  }
+  const auto [want_buffers, want_children] = layout_of(t);
   if (t.id == type_id::null) {
     for (const auto& b : a.buffers)
       if (b) invalid(path, "a null-type array has no buffers");

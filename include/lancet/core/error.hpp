@@ -43,28 +43,18 @@ class error : public std::runtime_error {
 };
 
 // One type per category so that callers (and tests) can catch precisely.
-struct invalid_input_error : error {
-  explicit invalid_input_error(const std::string& w) : error(errc::invalid_input, w) {}
+template <errc Code>
+struct error_of : error {
+  explicit error_of(const std::string& w) : error(Code, w) {}
 };
-struct io_error : error {
-  explicit io_error(const std::string& w) : error(errc::io, w) {}
-};
-struct corrupt_error : error {
-  explicit corrupt_error(const std::string& w) : error(errc::corrupt, w) {}
-};
-struct unsupported_error : error {
-  explicit unsupported_error(const std::string& w) : error(errc::unsupported, w) {}
-};
-struct conflict_error : error {
-  explicit conflict_error(const std::string& w) : error(errc::conflict, w) {}
-};
-struct cancelled_error : error {
-  explicit cancelled_error(const std::string& w) : error(errc::cancelled, w) {}
-};
+using invalid_input_error = error_of<errc::invalid_input>;
+using io_error = error_of<errc::io>;
+using corrupt_error = error_of<errc::corrupt>;
+using unsupported_error = error_of<errc::unsupported>;
+using conflict_error = error_of<errc::conflict>;
+using cancelled_error = error_of<errc::cancelled>;
 // A broken invariant inside lancet, never the caller's input: distinct from the other
 // kinds so that callers do not mistake a bug for bad data.
-struct internal_error : error {
-  explicit internal_error(const std::string& w) : error(errc::internal, w) {}
-};
+using internal_error = error_of<errc::internal>;
 
 }  // namespace lancet

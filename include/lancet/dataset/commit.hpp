@@ -139,6 +139,17 @@ struct pending_commit {
   pb::transaction transaction;
 };
 
+// The commit of `txn` as the version after `base`: base's manifest (fragments,
+// config, counters) and indices, to be changed by the operation.
+inline pending_commit commit_after(const snapshot& base, const pb::transaction& txn) {
+  pending_commit c;
+  c.transaction = txn;
+  c.manifest = base.manifest();
+  c.manifest.version = c.manifest.version + 1;
+  c.indices = base.file.indices;
+  return c;
+}
+
 inline pb::manifest::data_storage_format storage_format(file::format_version v) {
   return {"lance", std::string(file::to_string(v))};
 }
@@ -224,12 +235,8 @@ inline pending_commit build_overwrite(const std::optional<snapshot>& previous, c
 // Append new fragments to `previous`: Lance's Append operation. `txn` holds the
 // Append (fragments with unassigned ids); they get ids after previous's max_fragment_id.
 inline pending_commit build_append(const snapshot& previous, const pb::transaction& txn) {
-  pending_commit c;
+  pending_commit c = commit_after(previous, txn);
   const auto& p = previous.manifest();
-  c.transaction = txn;
-  c.manifest = p;
-  c.manifest.version = p.version + 1;
-  c.indices = previous.file.indices;
   const bool stable = uses_stable_row_ids(p);
   std::optional<std::uint64_t> next_row_id;
   if (stable) next_row_id = p.next_row_id;
@@ -248,12 +255,8 @@ inline pending_commit build_append(const snapshot& previous, std::vector<pb::dat
 // on `previous` (the version it commits after, its read version or a newer one).
 inline pending_commit build_delete(const snapshot& previous, const pb::transaction& txn) {
   const auto& op = std::get<pb::transaction::delete_rows>(txn.operation);
-  pending_commit c;
+  pending_commit c = commit_after(previous, txn);
   const auto& p = previous.manifest();
-  c.transaction = txn;
-  c.manifest = p;
-  c.manifest.version = p.version + 1;
-  c.indices = previous.file.indices;
   const auto& removed = op.deleted_fragment_ids;
   const auto& updated = op.updated_fragments;
   std::vector<pb::data_fragment> frags;

@@ -288,11 +288,7 @@ std::uint64_t reserve_fragment_ids(const std::string& root, std::uint32_t n, con
   std::uint64_t first = 0;
   auto build = [&](const snapshot& base, const pb::transaction& t) {
     const auto& p = base.manifest();
-    pending_commit c;
-    c.transaction = t;
-    c.manifest = p;
-    c.manifest.version = p.version + 1;
-    c.indices = base.file.indices;
+    pending_commit c = commit_after(base, t);
     first = next_fragment_id(p);
     if (first + n - 1 > UINT32_MAX) throw invalid_input_error("dataset '" + root + "' has run out of 32-bit fragment ids");
     const bool stable = uses_stable_row_ids(p);
@@ -540,11 +536,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
                                  std::to_string(p.version) + " since version " + std::to_string(plan.read_version) +
                                  " was planned; nothing was compacted (run it again)");
         }
-      pending_commit c;
-      c.transaction = t;
-      c.manifest = p;
-      c.manifest.version = p.version + 1;
-      c.indices = latest->file.indices;
+      pending_commit c = commit_after(*latest, t);
       std::vector<pb::data_fragment> frags = p.fragments;
       for (const auto& w : done) {
         const auto first = std::find_if(frags.begin(), frags.end(),

@@ -225,17 +225,7 @@ class transaction_rebase {
           d->deleted_fragment_ids.push_back(fid);
         continue;
       }
-      pb::data_fragment nf = *frag;
-      nf.deletion_file = new_bitmap_deletion_file(m.version, merged.size());
-      const std::string path = deletion_file_path(latest.root, m, fid, *nf.deletion_file);
-      io::make_directories(io::parent_directory(path));
-      written_.push_back(path);
-      const std::string bytes = merged.to_bitmap().serialize();
-      io::file_sink_options so;
-      so.exclusive = true;
-      auto sink = make_sink(path, so);
-      sink.write(bytes_view(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
-      sink.finish();
+      pb::data_fragment nf = write_deletion_file(latest.root, m, *frag, merged, make_sink, written_);
       if (upd != d->updated_fragments.end()) *upd = std::move(nf);
       else d->updated_fragments.push_back(std::move(nf));
     }

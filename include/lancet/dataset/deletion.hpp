@@ -22,6 +22,8 @@
 #include "lancet/dataset/arrow_ipc.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/roaring.hpp"
+#include "lancet/io/file_sink.hpp"
+#include "lancet/io/fs.hpp"
 #include "lancet/pb/table.hpp"
 
 namespace lancet::dataset {
@@ -150,6 +152,26 @@ inline pb::deletion_file new_bitmap_deletion_file(std::uint64_t read_version, st
   d.id = rng();
   d.num_deleted_rows = num_deleted;
   return d;
+}
+
+// Writes `rows` as a new bitmap deletion file of fragment `f` through `make_sink`
+// (exclusive: the name is fresh) and returns `f` with the file recorded; the path
+// goes into `written`, so that a failed commit can remove it.
+template <class SinkFactory>
+pb::data_fragment write_deletion_file(const std::string& root, const pb::manifest& m, pb::data_fragment f,
+                                      const deletion_vector& rows, SinkFactory& make_sink,
+                                      std::vector<std::string>& written) {
+  f.deletion_file = new_bitmap_deletion_file(m.version, rows.size());
+  const std::string path = deletion_file_path(root, m, f.id, *f.deletion_file);
+  io::make_directories(io::parent_directory(path));
+  written.push_back(path);
+  const std::string bytes = rows.to_bitmap().serialize();
+  io::file_sink_options so;
+  so.exclusive = true;
+  auto sink = make_sink(path, so);
+  sink.write(bytes_view(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+  sink.finish();
+  return f;
 }
 
 }  // namespace lancet::dataset

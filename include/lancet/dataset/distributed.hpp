@@ -70,10 +70,7 @@ template <batch_generator Next, class SinkFactory, encoding::structural::structu
 fragments_written write_fragments(const std::string& root, Next&& next, const write_options& o, SinkFactory&& make_sink,
                                   const Policy& policy = {}) {
   if (root.empty()) throw invalid_input_error("dataset path is empty");
-  if (o.max_rows_per_file == 0 || o.max_rows_per_file > (std::uint64_t(1) << 32))
-    throw invalid_input_error("max_rows_per_file must be between 1 and 2^32, not " + std::to_string(o.max_rows_per_file));
-  if (o.max_bytes_per_file == 0) throw invalid_input_error("max_bytes_per_file must be at least 1");
-  if (o.max_rows_per_group == 0) throw invalid_input_error("max_rows_per_group must be at least 1");
+  detail::check_file_limits(o);
   const std::string context = "cannot write fragments for dataset '" + root + "'";
   const auto previous = load_latest(root);
   fragments_written out;
@@ -95,40 +92,12 @@ fragments_written write_fragments(const std::string& root, Next&& next, const wr
       throw invalid_input_error(context + ": it stores Lance " + std::string(file::to_string(out.storage_version)) +
                                 " files; cannot write " + std::string(file::to_string(*o.storage_version)) + " files for it");
   } else {
-    if (o.schema) out.schema = schema::from_arrow(*o.schema);
-    else if (first) out.schema = schema::from_arrow(*first->schema);
-    else throw invalid_input_error(context + ": no data and no schema (set write_options::schema)");
-    if (o.storage_version) out.storage_version = *o.storage_version;
-    else if (previous) out.storage_version = manifest_storage_version(previous->manifest());
-    else out.storage_version = default_storage_version();
+    detail::choose_new_schema(o, first, previous, context, out.schema, out.storage_version);
   }
-  const auto arrow_target = std::make_shared<const arrow::schema>(schema::to_arrow(out.schema));
-  io::make_directories((std::filesystem::path(root) / data_dir_name).string());
-  file::with_version(out.storage_version, [&]<class V>() {
-    using strategy = detail::strategy_for<V, Policy>;
-    if constexpr (std::is_same_v<strategy, void>) {
-      throw unsupported_error(context + ": Lance 2.0 files take no encoding policy");
-    } else {
-      auto make_strategy = [&] {
-        if constexpr (V::structural) return strategy(policy);
-        else return strategy{};
-      };
-      detail::fragment_writer<V, std::remove_reference_t<SinkFactory>, strategy> fw(root, out.schema, o, make_sink,
-                                                                                           make_strategy());
-      try {
-        std::optional<arrow::record_batch> b = std::move(first);
-        while (b) {
-          fw.write(detail::conform(*b, arrow_target, context));
-          b = next();
-        }
-        out.fragments = fw.finish();
-        out.rows_written = fw.rows_written();
-      } catch (...) {
-        fw.remove_files();
-        throw;
-      }
-    }
-  });
+  auto written =
+      detail::write_data_files(root, std::move(first), next, out.schema, out.storage_version, o, make_sink, policy, context);
+  out.fragments = std::move(written.fragments);
+  out.rows_written = written.rows;
   return out;
 }
 
@@ -368,23 +337,10 @@ inline fragment_commit_result commit(const std::string& root, const commit_opera
   co.max_retries = read ? o.max_retries : 0;  // a create never rebases: the dataset exists then
   co.publish.scheme = naming_scheme_for_write(root, read ? std::nullopt : o.naming);
   co.publish.write_version_hint = o.write_version_hint;
-  const pb::transaction txn = append ? make_transaction(read->version(), pb::transaction::append{fragments})
-                                     : overwrite_transaction(read, target, fragments);
-  auto build = [&](const snapshot& base, const pb::transaction& t) -> pending_commit {
-    if (!base.entry.path.empty()) check_not_committed(base, fragments, context);
-    if (append) {
-      if (manifest_storage_version(base.manifest()) != files_version)
-        throw commit_conflict_error(context + ": version " + std::to_string(base.version()) +
-                                        " stores another Lance file version than these fragments",
-                                    base.version(), "", false);
-      return build_append(base, t);
-    }
-    return build_overwrite(base.entry.path.empty() ? std::optional<snapshot>() : std::optional<snapshot>(base), t,
-                           files_version, o.enable_stable_row_ids);
-  };
   default_sink_factory sinks;
-  const snapshot start = read ? *read : snapshot{root, {}, {}};
-  auto outcome = commit_transaction(root, start, txn, build, co, sinks);
+  auto outcome = commit_new_fragments(root, read, append, target, fragments, files_version, o.enable_stable_row_ids, co,
+                                      sinks, context, "these fragments",
+                                      [&](const snapshot& base) { check_not_committed(base, fragments, context); });
   fragment_commit_result r;
   r.version = outcome.commit.manifest.version;
   r.read_version = read ? read->version() : 0;

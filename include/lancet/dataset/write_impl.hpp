@@ -24,6 +24,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/core/config.hpp"
 #include "lancet/dataset/commit.hpp"
+#include "lancet/dataset/conflict.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/fragment_reader.hpp"
 #include "lancet/dataset/manifest.hpp"
@@ -343,6 +344,105 @@ inline const char* mode_name(write_mode m) {
   return "?";
 }
 
+// The limits on write_options that every write path checks before it writes a byte.
+inline void check_file_limits(const write_options& o) {
+  if (o.max_rows_per_file == 0 || o.max_rows_per_file > (std::uint64_t(1) << 32))
+    throw invalid_input_error("max_rows_per_file must be between 1 and 2^32 (row addresses hold a 32-bit offset), not " +
+                              std::to_string(o.max_rows_per_file));
+  if (o.max_bytes_per_file == 0) throw invalid_input_error("max_bytes_per_file must be at least 1");
+  if (o.max_rows_per_group == 0) throw invalid_input_error("max_rows_per_group must be at least 1");
+}
+
+// The schema and storage version of a new (or overwritten) dataset: o.schema, else
+// the first batch's; o.storage_version, else the previous version's, else the default.
+inline void choose_new_schema(const write_options& o, const std::optional<arrow::record_batch>& first,
+                              const std::optional<snapshot>& previous, const std::string& context,
+                              schema::schema& target, file::format_version& storage) {
+  if (o.schema) target = schema::from_arrow(*o.schema);
+  else if (first) target = schema::from_arrow(*first->schema);
+  else throw invalid_input_error(context + ": no data and no schema (set write_options::schema)");
+  if (o.storage_version) storage = *o.storage_version;
+  else if (previous) storage = manifest_storage_version(previous->manifest());
+  else storage = default_storage_version();
+}
+
+// The data files a write produced, before any commit.
+struct data_files_written {
+  std::vector<pb::data_fragment> fragments;
+  std::vector<std::string> paths;
+  std::uint64_t rows = 0;
+};
+
+// Writes `first` and then what `next()` yields (until nullopt) into data files of
+// `storage` version under root/data/, each batch conformed to `target`. The one part of
+// a write that depends on the storage version (the writer type), shared by write and
+// write_fragments; on failure the files written are removed before the error goes on.
+template <class Next, class SinkFactory, class Policy>
+data_files_written write_data_files(const std::string& root, std::optional<arrow::record_batch> first, Next& next,
+                                    const schema::schema& target, file::format_version storage,
+                                    const write_options& o, SinkFactory& make_sink, const Policy& policy,
+                                    const std::string& context) {
+  const auto arrow_target = std::make_shared<const arrow::schema>(schema::to_arrow(target));
+  io::make_directories((std::filesystem::path(root) / data_dir_name).string());
+  data_files_written out;
+  file::with_version(storage, [&]<class V>() {
+    using strategy = strategy_for<V, Policy>;
+    if constexpr (std::is_same_v<strategy, void>) {
+      throw unsupported_error(context + ": it stores Lance 2.0 files, whose legacy encodings take no encoding "
+                              "policy (policies customise storage versions 2.1 and later)");
+    } else {
+      auto make_strategy = [&] {
+        if constexpr (V::structural) return strategy(policy);
+        else return strategy{};
+      };
+      fragment_writer<V, SinkFactory, strategy> fw(root, target, o, make_sink, make_strategy());
+      try {
+        std::optional<arrow::record_batch> b = std::move(first);
+        while (b) {
+          fw.write(conform(*b, arrow_target, context));
+          b = next();
+        }
+        out.fragments = fw.finish();
+        out.paths = fw.paths();
+        out.rows = fw.rows_written();
+      } catch (...) {
+        fw.remove_files();
+        throw;
+      }
+    }
+  });
+  return out;
+}
+
+// Commits newly written fragments as one version: an Append on `read`, or an Overwrite
+// with `target` (a create when `read` is empty). An append refuses a base that stores
+// another file version than `storage` (the fragments were written in it);
+// `check_base(base)` runs on every committed version the commit is built on.
+// Shared by write and commit(fragments).
+template <class SinkFactory, class CheckBase>
+commit_outcome commit_new_fragments(const std::string& root, const std::optional<snapshot>& read, bool append,
+                                    const schema::schema& target, const std::vector<pb::data_fragment>& fragments,
+                                    file::format_version storage, bool enable_stable_row_ids,
+                                    const commit_options& co, SinkFactory& make_sink, const std::string& context,
+                                    std::string_view written_by, CheckBase&& check_base) {
+  const pb::transaction txn = append ? make_transaction(read->version(), pb::transaction::append{fragments})
+                                     : overwrite_transaction(read, target, fragments);
+  auto build = [&](const snapshot& base, const pb::transaction& t) -> pending_commit {
+    if (!base.entry.path.empty()) check_base(base);
+    if (append) {
+      if (manifest_storage_version(base.manifest()) != storage)
+        throw commit_conflict_error(context + ": version " + std::to_string(base.version()) +
+                                        " stores another Lance file version than " + std::string(written_by),
+                                    base.version(), "", false);
+      return build_append(base, t);
+    }
+    return build_overwrite(base.entry.path.empty() ? std::optional<snapshot>() : std::optional<snapshot>(base), t,
+                           storage, enable_stable_row_ids);
+  };
+  const snapshot start = read ? *read : snapshot{root, {}, {}};
+  return commit_transaction(root, start, txn, build, co, make_sink);
+}
+
 }  // namespace detail
 
 template <class F>
@@ -356,11 +456,7 @@ template <batch_generator Next, class SinkFactory, encoding::structural::structu
 write_result write(const std::string& root, Next&& next, const write_options& o, SinkFactory&& make_sink,
                    const Policy& policy = {}) {
   if (root.empty()) throw invalid_input_error("dataset path is empty");
-  if (o.max_rows_per_file == 0 || o.max_rows_per_file > (std::uint64_t(1) << 32))
-    throw invalid_input_error("max_rows_per_file must be between 1 and 2^32 (row addresses hold a 32-bit offset), not " +
-                              std::to_string(o.max_rows_per_file));
-  if (o.max_bytes_per_file == 0) throw invalid_input_error("max_bytes_per_file must be at least 1");
-  if (o.max_rows_per_group == 0) throw invalid_input_error("max_rows_per_group must be at least 1");
+  detail::check_file_limits(o);
   const std::string context = std::string("cannot ") + detail::mode_name(o.mode) + " dataset '" + root + "'";
 
   auto previous = load_latest(root);
@@ -393,49 +489,17 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
     if (o.enable_stable_row_ids && !uses_stable_row_ids(previous->manifest()))
       throw unsupported_error(context + ": cannot enable stable row ids on an existing dataset");
   } else {
-    if (o.schema) target = schema::from_arrow(*o.schema);
-    else if (first) target = schema::from_arrow(*first->schema);
-    else throw invalid_input_error(context + ": no data and no schema (set write_options::schema)");
-    if (o.storage_version) storage = *o.storage_version;
-    else if (previous) storage = manifest_storage_version(previous->manifest());
-    else storage = default_storage_version();
+    detail::choose_new_schema(o, first, previous, context, target, storage);
   }
-  auto arrow_target = std::make_shared<const arrow::schema>(schema::to_arrow(target));
 
-  io::make_directories((std::filesystem::path(root) / data_dir_name).string());
   write_result result;
   result.storage_version = storage;
-  // The data files: the one part that depends on the storage version (the writer type).
-  // The commit below is the same for every version, so it is compiled once.
-  std::vector<pb::data_fragment> fragments;
-  std::vector<std::string> data_files;
-  file::with_version(storage, [&]<class V>() {
-    using strategy = detail::strategy_for<V, Policy>;
-    if constexpr (std::is_same_v<strategy, void>) {
-      throw unsupported_error(context + ": it stores Lance 2.0 files, whose legacy encodings take no encoding "
-                              "policy (policies customise storage versions 2.1 and later)");
-    } else {
-    auto make_strategy = [&] {
-      if constexpr (V::structural) return strategy(policy);
-      else return strategy{};
-    };
-    detail::fragment_writer<V, std::remove_reference_t<SinkFactory>, strategy> fw(root, target, o, make_sink,
-                                                                                         make_strategy());
-    try {
-      std::optional<arrow::record_batch> b = std::move(first);
-      while (b) {
-        fw.write(detail::conform(*b, arrow_target, context));
-        b = next();
-      }
-      fragments = fw.finish();
-      data_files = fw.paths();
-      result.rows_written = fw.rows_written();
-    } catch (...) {
-      fw.remove_files();
-      throw;
-    }
-    }
-  });
+  // The data files depend on the storage version (the writer type); the commit below
+  // is the same for every version, so it is compiled once.
+  auto written = detail::write_data_files(root, std::move(first), next, target, storage, o, make_sink, policy, context);
+  std::vector<pb::data_fragment>& fragments = written.fragments;
+  const std::vector<std::string>& data_files = written.paths;
+  result.rows_written = written.rows;
   try {
     publish_options po;
     po.scheme = scheme;
@@ -446,22 +510,8 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
     co.publish = po;
     co.max_retries = mode == write_mode::create ? 0 : o.max_retries;
     const bool append = mode == write_mode::append;
-    const pb::transaction txn = append ? make_transaction(previous->version(), pb::transaction::append{fragments})
-                                       : overwrite_transaction(previous, target, fragments);
-    const bool stable_ids = o.enable_stable_row_ids;
-    auto build = [&](const snapshot& base, const pb::transaction& t) -> pending_commit {
-      if (append) {
-        if (manifest_storage_version(base.manifest()) != storage)
-          throw commit_conflict_error(context + ": version " + std::to_string(base.version()) +
-                                          " stores another Lance file version than this append wrote",
-                                      base.version(), "", false);
-        return build_append(base, t);
-      }
-      return build_overwrite(base.entry.path.empty() ? std::optional<snapshot>() : std::optional<snapshot>(base), t,
-                             storage, stable_ids);
-    };
-    snapshot read = previous ? *previous : snapshot{root, {}, {}};
-    auto out = commit_transaction(root, read, txn, build, co, make_sink);
+    auto out = detail::commit_new_fragments(root, previous, append, target, fragments, storage, o.enable_stable_row_ids,
+                                            co, make_sink, context, "this append wrote", [](const snapshot&) {});
     const auto& c = out.commit;
     result.version = c.manifest.version;
     result.retries = out.retries;

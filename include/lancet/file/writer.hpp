@@ -7,6 +7,11 @@
 // written in order as they become ready; finish() flushes, writes what only the end
 // can know, and the footer. Any failure aborts the sink (nothing is published) and
 // leaves the writer unusable.
+//
+// One piece on purpose: this is one class (file_writer_impl, with the thin typed
+// file_writer over it). Its members are defined out of the class, below it, so that
+// compiled mode's explicit instantiations (file/instances.hpp) keep them out of user
+// translation units; splitting them from the class would not separate a concern.
 #pragma once
 
 #include <algorithm>

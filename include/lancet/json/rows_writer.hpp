@@ -33,6 +33,7 @@
 #include "lancet/json/base64.hpp"
 #include "lancet/json/numbers.hpp"
 #include "lancet/json/value.hpp"
+#include "lancet/json/value_path.hpp"
 #include "lancet/json/write.hpp"
 
 namespace lancet::json {
@@ -52,25 +53,6 @@ struct write_options {
 
 namespace detail {
 
-// Where a value sits, for messages: "s.a", "tags[2]".
-struct out_path {
-  const out_path* parent = nullptr;
-  std::string_view name;
-  std::int64_t index = -1;
-  std::string render() const {
-    std::string s = parent ? parent->render() : std::string();
-    if (index >= 0) {
-      s += '[';
-      s += std::to_string(index);
-      s += ']';
-    } else {
-      if (!s.empty()) s += '.';
-      s += name;
-    }
-    return s;
-  }
-};
-
 template <class T>
 void append_int(std::string& out, T v) {
   char buf[24];
@@ -78,7 +60,7 @@ void append_int(std::string& out, T v) {
   out.append(buf, std::size_t(r.ptr - buf));
 }
 
-inline void append_key(std::string& out, std::string_view name, std::int64_t row, const out_path& at) {
+inline void append_key(std::string& out, std::string_view name, std::int64_t row, const value_path& at) {
   if (!arrow::is_valid_utf8(name))
     throw invalid_input_error("JSON rows: row " + std::to_string(row) + ", field '" + at.render() +
                               "': the field name is not valid UTF-8");
@@ -87,7 +69,7 @@ inline void append_key(std::string& out, std::string_view name, std::int64_t row
 }
 
 inline void append_value(std::string& out, const arrow::array_data& a, std::int64_t i, std::int64_t row,
-                         const out_path& at, const write_options& o) {
+                         const value_path& at, const write_options& o) {
   using arrow::type_id;
   if (a.is_null(i)) {
     out += "null";
@@ -151,7 +133,7 @@ inline void append_value(std::string& out, const arrow::array_data& a, std::int6
       out.push_back('[');
       for (auto k = b; k < e; ++k) {
         if (k > b) out.push_back(',');
-        append_value(out, *a.children[0], k, row, out_path{&at, {}, k - b}, o);
+        append_value(out, *a.children[0], k, row, value_path{&at, {}, k - b}, o);
       }
       out.push_back(']');
       return;
@@ -161,7 +143,7 @@ inline void append_value(std::string& out, const arrow::array_data& a, std::int6
       out.push_back('[');
       for (std::int64_t k = 0; k < n; ++k) {
         if (k) out.push_back(',');
-        append_value(out, *a.children[0], (a.offset + i) * n + k, row, out_path{&at, {}, k}, o);
+        append_value(out, *a.children[0], (a.offset + i) * n + k, row, value_path{&at, {}, k}, o);
       }
       out.push_back(']');
       return;
@@ -170,7 +152,7 @@ inline void append_value(std::string& out, const arrow::array_data& a, std::int6
       out.push_back('{');
       for (std::size_t c = 0; c < t.children.size(); ++c) {
         if (c) out.push_back(',');
-        const out_path sub{&at, t.children[c].name, -1};
+        const value_path sub{&at, t.children[c].name, -1};
         append_key(out, t.children[c].name, row, sub);
         append_value(out, *a.children[c], a.offset + i, row, sub, o);
       }
@@ -200,7 +182,7 @@ inline void append_row_unchecked(std::string& out, const arrow::record_batch& rb
   for (std::size_t c = 0; c < rb.columns.size(); ++c) {
     if (c) out.push_back(',');
     const auto& name = rb.schema->fields[c].name;
-    const out_path at{nullptr, name, -1};
+    const value_path at{nullptr, name, -1};
     append_key(out, name, row, at);
     append_value(out, *rb.columns[c], row, row, at, o);
   }

@@ -4,6 +4,10 @@
 // loop walk (see "the table-driven codec" below): a message costs a table to compile,
 // not a tree of template instantiations.
 //
+// One piece on purpose: descriptors, the tables built from them and the two loops that
+// walk the tables are one mechanism, and every message header includes it; keeping
+// it in one header keeps the pb headers' compile cost (bench/compile_cost) down.
+//
 //   struct flat {
 //     static constexpr std::string_view message_name = "Flat";
 //     static constexpr std::uint32_t f_bits_per_value = 1, f_data = 2;

@@ -178,12 +178,7 @@ class reader {
     if (f.number == 0 || (key >> 3) > 0x1FFFFFFF) fail(at, "invalid field number");
     switch (key & 7) {
       case 0: f.type = wire_type::varint; f.scalar = raw_varint(); break;
-      case 1:
-        f.type = wire_type::fixed64;
-        need(8, at);
-        f.scalar = le::load<std::uint64_t>(data_.data() + pos_);
-        pos_ += 8;
-        break;
+      case 1: f.type = wire_type::fixed64; f.scalar = raw_fixed<std::uint64_t>(at); break;
       case 2: {
         f.type = wire_type::len;
         std::uint64_t n = raw_varint();
@@ -192,12 +187,7 @@ class reader {
         pos_ += std::size_t(n);
         break;
       }
-      case 5:
-        f.type = wire_type::fixed32;
-        need(4, at);
-        f.scalar = le::load<std::uint32_t>(data_.data() + pos_);
-        pos_ += 4;
-        break;
+      case 5: f.type = wire_type::fixed32; f.scalar = raw_fixed<std::uint32_t>(at); break;
       default: fail(at, "unsupported wire type " + std::to_string(key & 7));
     }
     return f;
@@ -263,6 +253,14 @@ class reader {
   }
 
  private:
+  // A little-endian fixed32 / fixed64 value.
+  template <class T>
+  std::uint64_t raw_fixed(std::size_t at) {
+    need(sizeof(T), at);
+    const std::uint64_t v = le::load<T>(data_.data() + pos_);
+    pos_ += sizeof(T);
+    return v;
+  }
   void need(std::size_t n, std::size_t at) const {
     if (data_.size() - pos_ < n) fail(at, "truncated fixed-width field");
   }

@@ -24,6 +24,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/structural/page_decoder.hpp"
+#include "lancet/encoding/structural/page_ranges.hpp"
 #include "lancet/encoding/structural/repdef.hpp"
 #include "lancet/pb/file2.hpp"
 

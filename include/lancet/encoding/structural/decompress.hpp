@@ -66,6 +66,21 @@ inline void check_word_bits(std::uint64_t bits, const std::string& where, const 
     throw corrupt_error(where + ": " + what + " of " + std::to_string(bits) + " bits per value (8/16/32/64 expected)");
 }
 
+// n fixed-width values of `bits` each at the start of `b` (`what` names them in errors).
+inline data_block flat_values(const shared_bytes& b, std::uint64_t n, std::uint64_t bits, const std::string& where,
+                              const char* what) {
+  const auto need = (checked_mul(n, bits, where.c_str()) + 7) / 8;
+  require_bytes(b, need, where + ": " + what);
+  return data_block::fixed(n, bits, b.slice(0, std::size_t(need)));
+}
+
+// The offset width of a Variable encoding: 32 or 64 bits, its offsets uncompressed.
+inline std::uint64_t variable_offset_bits(const enc21::variable& v, const std::string& where) {
+  const auto bits = flat_bits(v.offsets.value(where + ": Variable.offsets"), where, "Variable offsets");
+  if (bits != 32 && bits != 64) throw corrupt_error(where + ": Variable offsets of " + std::to_string(bits) + " bits");
+  return bits;
+}
+
 // Rebases n + 1 offsets read from `src` (width bits, relative to base) to start at 0,
 // producing a variable block over data[first, last).
 inline data_block variable_from(const std::uint8_t* offs, std::uint32_t width, std::uint64_t n,
@@ -108,14 +123,10 @@ inline data_block decode_miniblock(const compressive& e, std::vector<shared_byte
   using namespace detail;
   if (const auto* f = std::get_if<enc21::flat>(&e.value)) {
     if (f->data) throw unsupported_error(where + ": Flat values with per-buffer compression");
-    const auto& b = take("Flat");
-    const auto need = (checked_mul(n, f->bits_per_value, where.c_str()) + 7) / 8;
-    require_bytes(b, need, where + ": Flat values");
-    return data_block::fixed(n, f->bits_per_value, b.slice(0, std::size_t(need)));
+    return flat_values(take("Flat"), n, f->bits_per_value, where, "Flat values");
   }
   if (const auto* v = std::get_if<enc21::variable>(&e.value)) {
-    const auto bits = flat_bits(v->offsets.value(where + ": Variable.offsets"), where, "Variable offsets");
-    if (bits != 32 && bits != 64) throw corrupt_error(where + ": Variable offsets of " + std::to_string(bits) + " bits");
+    const auto bits = variable_offset_bits(*v, where);
     if (v->values) throw unsupported_error(where + ": Variable values with per-buffer compression");
     const auto& b = take("Variable");
     require_bytes(b, checked_mul(n + 1, bits / 8, where.c_str()), where + ": Variable offsets");
@@ -264,13 +275,10 @@ inline data_block decode_block(const compressive& e, const shared_bytes& buf, st
       compressive plain{enc21::flat{f->bits_per_value, std::nullopt}};
       return decode_block(plain, owned(std::move(out)), n, where);
     }
-    const auto need = (checked_mul(n, f->bits_per_value, where.c_str()) + 7) / 8;
-    require_bytes(buf, need, where + ": Flat block");
-    return data_block::fixed(n, f->bits_per_value, buf.slice(0, std::size_t(need)));
+    return flat_values(buf, n, f->bits_per_value, where, "Flat block");
   }
   if (const auto* v = std::get_if<enc21::variable>(&e.value)) {
-    const auto bits = flat_bits(v->offsets.value(where + ": Variable.offsets"), where, "Variable offsets");
-    if (bits != 32 && bits != 64) throw corrupt_error(where + ": Variable offsets of " + std::to_string(bits) + " bits");
+    const auto bits = variable_offset_bits(*v, where);
     const std::uint64_t w = bits / 8;
     require_bytes(buf, 2 * w, where + ": Variable block header");
     const std::uint64_t header_bits = w == 8 ? le::load<std::uint64_t>(buf.data()) : le::load<std::uint32_t>(buf.data());

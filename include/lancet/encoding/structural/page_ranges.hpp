@@ -1,0 +1,148 @@
+// Reading a row range of one structural page (2.1+) by fetching only the bytes those
+// rows need, for full-zip pages (a fixed stride or the repetition index locates the
+// rows) and mini-block pages without repetition (the chunk metadata locates the
+// chunks). Pages it cannot narrow down are read whole by page_decoder.hpp's read_page.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "lancet/core/buffer.hpp"
+#include "lancet/core/endian.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/encoding/structural/data_block.hpp"
+#include "lancet/encoding/structural/decompress.hpp"
+#include "lancet/encoding/structural/repdef.hpp"
+#include "lancet/pb/encodings_v2_1.hpp"
+
+#include "lancet/encoding/structural/page_decoder.hpp"
+
+namespace lancet::encoding::structural {
+
+namespace detail {
+
+// Bytes [from, to) of page buffer `buf`, read from the file; bounds-checked against
+// the buffer's recorded size.
+inline shared_bytes read_buffer_part(std::span<const std::uint64_t> buffer_offsets, std::span<const std::uint64_t> buffer_sizes,
+                                     std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what,
+                                     const std::string& where, const read_file_range& read_range) {
+  if (from > to || to > buffer_sizes[buf])
+    throw corrupt_error(where + ": " + what + " bytes [" + std::to_string(from) + ", " + std::to_string(to) +
+                        ") outside page buffer " + std::to_string(buf) + " of " + std::to_string(buffer_sizes[buf]) +
+                        " bytes");
+  const auto at = buffer_offsets[buf];
+  if (at > ~std::uint64_t(0) - to) throw corrupt_error(where + ": page buffer offset " + std::to_string(at) + " overflows");
+  auto bytes = read_range(at + from, to - from);
+  if (bytes.size() != to - from)
+    throw corrupt_error(where + ": read " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(at + from) +
+                        ", " + std::to_string(to - from) + " expected");
+  return bytes;
+}
+
+}  // namespace detail
+
+// Reads rows [begin, end) of a full-zip page by fetching only their bytes: a row's
+// position is a fixed stride (no repetition) or comes from the page's repetition
+// index (entry i = byte offset of row i in the values, page_rows + 1 entries).
+// `buffer_offsets` / `buffer_sizes` are the page buffers' absolute file positions.
+// Returns nullopt when the page is not full-zip or its rows cannot be located
+// without the whole buffer (read_page then reads it, and validates it, as a whole).
+inline std::optional<page_slice> read_full_zip_rows(const enc21::page_layout& layout,
+                                                    std::span<const std::uint64_t> buffer_offsets,
+                                                    std::span<const std::uint64_t> buffer_sizes, std::uint64_t page_rows,
+                                                    std::uint64_t begin, std::uint64_t end, const std::string& where,
+                                                    const read_file_range& read_range) {
+  const auto* z = std::get_if<enc21::full_zip_layout>(&layout.value);
+  if (!z || !read_range || begin >= end || end > page_rows || buffer_sizes.empty() ||
+      buffer_offsets.size() != buffer_sizes.size())
+    return std::nullopt;
+  auto fetch = [&](std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what) {
+    return detail::read_buffer_part(buffer_offsets, buffer_sizes, buf, from, to, what, where, read_range);
+  };
+  const level_scheme s(z->layers);
+  const std::uint64_t n = end - begin;
+  std::uint64_t pb = 0, pe = 0;
+  if (z->bits_per_value && s.max_rep == 0) {
+    if (z->bits_rep > 16 || z->bits_def > 16 || *z->bits_per_value % 8 != 0) return std::nullopt;
+    const unsigned cw_bits = z->bits_rep + z->bits_def;
+    const std::uint64_t cw = cw_bits == 0 ? 0 : cw_bits <= 8 ? 1 : cw_bits <= 16 ? 2 : 4;
+    const std::uint64_t row_bytes = cw + *z->bits_per_value / 8;
+    if (row_bytes == 0) return std::nullopt;
+    pb = checked_mul(begin, row_bytes, "full-zip rows");
+    pe = checked_mul(end, row_bytes, "full-zip rows");
+  } else if (buffer_sizes.size() >= 2) {
+    const std::uint64_t entries = page_rows + 1;
+    const std::uint64_t w = buffer_sizes[1] % entries == 0 ? buffer_sizes[1] / entries : 0;
+    if (w != 1 && w != 2 && w != 4 && w != 8)
+      throw corrupt_error(where + ": full-zip repetition index of " + std::to_string(buffer_sizes[1]) + " bytes for " +
+                          std::to_string(page_rows) + " rows");
+    // Entries begin..end in one read (the requested range is a small part of the page).
+    const auto ri = fetch(1, begin * w, (end + 1) * w, "repetition index");
+    auto get = [&](std::uint64_t i) -> std::uint64_t {
+      const auto* p = ri.data() + i * w;
+      switch (w) { case 1: return *p; case 2: return le::load<std::uint16_t>(p); case 4: return le::load<std::uint32_t>(p); default: return le::load<std::uint64_t>(p); }
+    };
+    pb = get(0);
+    pe = get(n);
+    if (pb > pe || pe > buffer_sizes[0])
+      throw corrupt_error(where + ": full-zip repetition index gives rows " + std::to_string(begin) + ".." + std::to_string(end) +
+                          " bytes [" + std::to_string(pb) + ", " + std::to_string(pe) + "), the values hold " +
+                          std::to_string(buffer_sizes[0]));
+  } else {
+    return std::nullopt;
+  }
+  // The fetched rows are a page of their own: read_page parses and validates them.
+  const std::vector<shared_bytes> part{fetch(0, pb, pe, "full-zip rows")};
+  return read_page(layout, part, n, 0, n, where, read_range);
+}
+
+// Reads rows [begin, end) of a mini-block page without repetition by fetching its
+// chunk metadata and only the chunks that hold those rows (plus the dictionary, if
+// any). Returns nullopt for other pages (read_page then reads them whole).
+inline std::optional<page_slice> read_mini_block_rows(const enc21::page_layout& layout,
+                                                      std::span<const std::uint64_t> buffer_offsets,
+                                                      std::span<const std::uint64_t> buffer_sizes, std::uint64_t page_rows,
+                                                      std::uint64_t begin, std::uint64_t end, const std::string& where,
+                                                      const read_file_range& read_range) {
+  const auto* m = std::get_if<enc21::mini_block_layout>(&layout.value);
+  if (!m || !read_range || begin >= end || end > page_rows || m->rep_compression || m->repetition_index_depth > 0 ||
+      buffer_offsets.size() != buffer_sizes.size())
+    return std::nullopt;
+  const level_scheme s(m->layers);
+  const std::size_t needed = m->dictionary ? 3 : 2;
+  if (s.max_rep > 0 || buffer_sizes.size() < needed) return std::nullopt;
+  auto fetch = [&](std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what) {
+    return detail::read_buffer_part(buffer_offsets, buffer_sizes, buf, from, to, what, where, read_range);
+  };
+  const auto meta = fetch(0, 0, buffer_sizes[0], "chunk metadata");
+  const auto chunks = detail::parse_chunk_meta(meta, buffer_sizes[1], m->has_large_chunk, m->num_items, where);
+  // Values are rows: the chunks [c0, c1) that hold rows [begin, end).
+  std::uint64_t at = 0;
+  std::size_t i = 0;
+  while (i < chunks.size() && at + chunks[i].values <= begin) at += chunks[i++].values;
+  const std::size_t c0 = i;
+  const std::uint64_t first_row = at;
+  std::uint64_t e = at;
+  while (i < chunks.size() && e < end) e += chunks[i++].values;
+  const std::size_t c1 = i;
+  if (c0 >= c1 || e < end) throw corrupt_error(where + ": chunks hold fewer rows than the page's " + std::to_string(page_rows));
+  // The chosen chunks are a page of their own: their metadata words, their bytes, and
+  // (as the last chunk's value count is what the page has left) their value count.
+  const std::size_t w = m->has_large_chunk ? 4 : 2;
+  std::vector<shared_bytes> part{meta.slice(c0 * w, (c1 - c0) * w),
+                                 fetch(1, chunks[c0].offset, chunks[c1 - 1].offset + chunks[c1 - 1].bytes, "chunk")};
+  if (m->dictionary) part.push_back(fetch(2, 0, buffer_sizes[2], "dictionary"));
+  enc21::page_layout sub = layout;
+  std::get<enc21::mini_block_layout>(sub.value).num_items = e - first_row;
+  return read_page(sub, part, e - first_row, begin - first_row, end - first_row, where, read_range);
+}
+
+}  // namespace lancet::encoding::structural
