@@ -130,6 +130,23 @@ TEST_CASE("codecs: rle, lz4, zstd and fsst round trip") {
     CHECK(d.size() == block.size());
     CHECK(std::memcmp(d.data(), block.data(), d.size()) == 0);
   }
+  {
+    // 4 MiB of zeros: zstd's best case (RLE blocks) still decompresses; the same frame
+    // claiming 1 GiB is refused by the expansion bound before anything is allocated.
+    aligned_buffer zeros, c, d;
+    zeros.resize(std::size_t(4) << 20);
+    std::memset(zeros.data(), 0, zeros.size());
+    v21::general::compress(pb::enc21::compression_scheme::zstd, std::nullopt, zeros.view(), c);
+    REQUIRE(c.size() < 4096);
+    v21::general::decompress(pb::enc21::compression_scheme::zstd, c.view(), d);
+    CHECK(d.size() == zeros.size());
+    const std::uint64_t claim = std::uint64_t(1) << 30;
+    std::memcpy(c.data(), &claim, 8);
+    aligned_buffer e;
+    CHECK_THROWS_WITH_AS(v21::general::decompress(pb::enc21::compression_scheme::zstd, c.view(), e),
+                         doctest::Contains("claims 1073741824 bytes, more than zstd can expand to"), corrupt_error);
+    CHECK(e.size() == 0);
+  }
   std::string text;
   std::vector<std::uint32_t> offs{0};
   for (int i = 0; i < 2000; ++i) {

@@ -92,6 +92,12 @@ inline void decompress(scheme s, bytes_view in, aligned_buffer& out) {
   }
   if (size > max_decompressed_bytes)
     throw corrupt_error("zstd buffer claims " + std::to_string(size) + " bytes, more than lancet decompresses");
+  // A zstd block yields at most 128 KiB and takes at least 4 bytes (3 of header, 1 of
+  // RLE byte), so no frame expands more than 32768x: a larger claim is a corrupt size,
+  // refused before allocating it.
+  if (size > (std::uint64_t(frame.size()) / 4 + 1) * (std::uint64_t(1) << 17))
+    throw corrupt_error("zstd buffer of " + std::to_string(frame.size()) + " bytes claims " + std::to_string(size) +
+                        " bytes, more than zstd can expand to");
   const std::size_t at = out.size();
   out.resize(at + std::size_t(size));
   const std::size_t n = ZSTD_decompress(out.data() + at, std::size_t(size), frame.data(), frame.size());
