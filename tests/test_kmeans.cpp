@@ -263,6 +263,54 @@ TEST_CASE("non-finite rows are dropped before training") {
   CHECK_THROWS_AS(train_kmeans(nan_rows.data(), 50, 3, 2), invalid_input_error);
 }
 
+TEST_CASE("rows dropped across many blocks: the model of the kept rows alone") {
+  // Training rows are checked in blocks of 4096 on the pool and closed up afterwards;
+  // float rows under l2 are used in place unless some must be dropped. Whatever the
+  // path, the model must be the one trained on the kept rows given directly.
+  const std::size_t n = 13000, d = 8, k = 6;
+  auto b = make_blobs(k, n / k + 1, d, 10, 21);
+  std::vector<float> rows(b.rows.begin(), b.rows.begin() + n * d), kept, kept_cos;
+  for (std::size_t r = 0; r < n; ++r) {
+    float* x = rows.data() + r * d;
+    if (r % 997 == 3) x[r % d] = std::numeric_limits<float>::quiet_NaN();       // dropped always
+    else if (r % 1409 == 5) std::fill(x, x + d, 0.0f);                           // dropped under cosine
+    else if (r == 4100) x[1] = std::numeric_limits<float>::infinity();           // dropped always
+    const bool finite = std::all_of(x, x + d, [](float v) { return std::isfinite(v); });
+    const bool zero = std::all_of(x, x + d, [](float v) { return v == 0.0f; });
+    if (finite) kept.insert(kept.end(), x, x + d);
+    if (finite && !zero) kept_cos.insert(kept_cos.end(), x, x + d);
+  }
+  boost::asio::thread_pool pool(2);
+  for (auto dt : {simd::distance_type::l2, simd::distance_type::dot, simd::distance_type::cosine}) {
+    CAPTURE(int(dt));
+    kmeans_params p;
+    p.distance = dt;
+    p.sample_rate = 0;
+    p.max_iters = 8;
+    const auto& want_rows = dt == simd::distance_type::cosine ? kept_cos : kept;
+    const auto want = train_kmeans(want_rows.data(), want_rows.size() / d, d, k, p);
+    const auto got = train_kmeans(rows.data(), n, d, k, p, &pool);
+    CHECK(got.rows_dropped == n - want_rows.size() / d);
+    CHECK(got.rows_trained == want_rows.size() / d);
+    CHECK(got.centroids == want.centroids);
+    CHECK(got.loss == want.loss);
+    // The same rows as float64 (converted on the way in: never used in place).
+    std::vector<double> wide(rows.begin(), rows.end()), want_wide(want_rows.begin(), want_rows.end());
+    const auto got64 = train_kmeans(wide.data(), n, d, k, p, &pool);
+    const auto want64 = train_kmeans(want_wide.data(), want_wide.size() / d, d, k, p);
+    CHECK(got64.rows_dropped == got.rows_dropped);
+    CHECK(got64.centroids == want64.centroids);
+  }
+  // Every row kept, float under l2: trained in place, the caller's rows untouched.
+  const std::vector<float> before = kept;
+  kmeans_params p;
+  p.sample_rate = 0;
+  p.max_iters = 5;
+  const auto in_place = train_kmeans(kept.data(), kept.size() / d, d, k, p, &pool);
+  CHECK(in_place.rows_dropped == 0);
+  CHECK(kept == before);
+}
+
 TEST_CASE("element types: float16, float64, uint8") {
   const std::size_t k = 5, d = 12;
   auto b = make_blobs(k, 300, d, 40, 10);

@@ -44,8 +44,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <string>
@@ -456,28 +458,59 @@ inline kmeans_result<centroid_t<T>> train_kmeans(const T* data, std::size_t n, s
   // by the norm's inverse, which rounds differently), and assign_partitions scales by
   // the inverse even when the norm of a finite row overflows W (inverse 0: the row
   // becomes zero and still gets a partition), where normalise_row refuses the row.
-  std::vector<W> rows;
-  rows.reserve(pick.size() * d);
-  std::vector<W> tmp(d);
-  std::size_t dropped = 0;
-  for (std::size_t r : pick) {
-    simd::detail::convert_row(data + r * d, tmp.data(), d);
-    const W nsq = simd::norm_sq(tmp.data(), d);
-    bool ok = std::isfinite(nsq);
-    if (ok)
-      for (std::size_t t = 0; t < d; ++t) ok = ok && std::isfinite(tmp[t]);
-    if (ok && cos) {
-      const W nrm = std::sqrt(nsq);
-      ok = nrm > W(0);
-      for (std::size_t t = 0; t < d && ok; ++t) tmp[t] /= nrm;
-    }
-    if (!ok) {
-      ++dropped;
-      continue;
-    }
-    rows.insert(rows.end(), tmp.begin(), tmp.end());
+  // Rows are checked (and converted) in blocks on the pool, straight into an
+  // uninitialised buffer, so the copy and its first-touch page faults are not a serial
+  // prelude to the parallel iterations; blocks that dropped rows are then closed up in
+  // order. Float rows under l2 / dot with every row picked and none dropped are not
+  // copied at all: training reads the caller's rows.
+  const std::size_t picked = pick.size();
+  bool in_place = std::is_same_v<T, W> && !cos && picked == n;  // picked == n: pick is 0..n-1
+  constexpr std::size_t block = 4096;
+  const std::size_t blocks = (picked + block - 1) / block;
+  std::unique_ptr<W[]> copy;
+  std::vector<std::size_t> kept(blocks, 0);
+  const auto prepare = [&] {
+    if (!in_place) copy.reset(new W[picked * d]);
+    parallel_for(pool, blocks, [&](std::size_t b) {
+      const std::size_t r0 = b * block, r1 = std::min(picked, r0 + block);
+      std::size_t out = r0;
+      for (std::size_t i = r0; i < r1; ++i) {
+        const W* row = reinterpret_cast<const W*>(data + pick[i] * d);  // used as is only when T is W
+        if (!in_place) {
+          W* dst = copy.get() + out * d;
+          simd::detail::convert_row(data + pick[i] * d, dst, d);
+          row = dst;
+        }
+        const W nsq = simd::norm_sq(row, d);
+        bool ok = std::isfinite(nsq);
+        for (std::size_t t = 0; ok && t < d; ++t) ok = std::isfinite(row[t]);
+        if (ok && cos) {
+          const W nrm = std::sqrt(nsq);
+          ok = nrm > W(0);
+          W* dst = copy.get() + out * d;
+          for (std::size_t t = 0; t < d && ok; ++t) dst[t] /= nrm;
+        }
+        if (ok) ++out;
+      }
+      kept[b] = out - r0;
+    });
+  };
+  prepare();
+  std::size_t m = 0;
+  for (std::size_t b = 0; b < blocks; ++b) m += kept[b];
+  if (in_place && m < picked) {  // some rows are not finite: train on a copy without them
+    in_place = false;
+    prepare();
   }
-  const std::size_t m = rows.size() / d;
+  const std::size_t dropped = picked - m;
+  if (dropped > 0) {  // close up the blocks, in order
+    std::size_t out = 0;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      if (out != b * block) std::memmove(copy.get() + out * d, copy.get() + b * block * d, kept[b] * d * sizeof(W));
+      out += kept[b];
+    }
+  }
+  const W* rows = copy ? copy.get() : reinterpret_cast<const W*>(data);
   if (m < k) detail::too_few_rows(m, k, dropped);
 
   detail::result_with_type<centroid_t<T>> res;
@@ -486,7 +519,7 @@ inline kmeans_result<centroid_t<T>> train_kmeans(const T* data, std::size_t n, s
   res.rows_trained = m;
   res.rows_dropped = dropped;
   const detail::float_algo<W> algo{cos ? simd::distance_type::l2 : p.distance, d};
-  detail::run_training(algo, rows.data(), m, k, p, pool, rng, res);
+  detail::run_training(algo, rows, m, k, p, pool, rng, res);
   return static_cast<kmeans_result<centroid_t<T>>&&>(res);
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <string>
@@ -183,17 +184,25 @@ inline void nearest_two(const simd::packed_centroids<W>& pc, const W* xw, std::s
 // Per training run: the rows' norms and lower bounds for float_algo's pruned
 // assignment. Bounds are stored as float, rounded down (half the memory traffic of
 // doubles; a smaller lower bound only prunes less).
+// Large per-row and per-chunk buffers are allocated uninitialised and first written
+// inside the parallel passes, so their page faults are spread over the threads rather
+// than paid by one thread before the work starts.
 struct l2_bounds {
   std::vector<double> xnorm;
-  std::vector<float> lower;  // rows * groups
-  bool ready = false;        // lower holds bounds for the current memberships
+  std::unique_ptr<float[]> lower;  // rows * groups
+  bool ready = false;              // lower holds bounds for the current memberships
 };
 
 // Per-chunk centroid sums and counts (see float_algo::assign_and_average), kept
 // across iterations so the buffers are allocated once per run.
 struct chunk_sums {
-  std::vector<double> sum;         // chunks * k * d
+  std::unique_ptr<double[]> sum;   // chunks * k * d (each chunk clears its own)
+  std::size_t sum_size = 0;
   std::vector<std::size_t> count;  // chunks * k
+  // The order the threads claim chunks in: most rows computed in the previous pass
+  // first (with pruning the work per chunk varies), so that no thread is left with a
+  // large chunk at the end. Only timing depends on it.
+  std::vector<std::size_t> order;
 };
 
 // Rows per chunk of centroid sums: a whole number of assignment blocks, and at least
@@ -238,7 +247,10 @@ struct float_algo {
     const std::size_t rb = simd::detail::rows_per_block<W>(d, plan::mr_for(pc.nrv()));
     const std::size_t cr = sum_chunk_rows(rb, k);
     const std::size_t chunks = (n + cr - 1) / cr;
-    sums.sum.resize(chunks * k * d);
+    if (sums.sum_size != chunks * k * d) {
+      sums.sum.reset(new double[chunks * k * d]);
+      sums.sum_size = chunks * k * d;
+    }
     sums.count.resize(chunks * k);
 
     double cmax = 0;
@@ -249,10 +261,12 @@ struct float_algo {
     if (bd) {
       if (bd->xnorm.size() != n) {
         bd->xnorm.resize(n);
-        bd->lower.assign(n * G, 0.0f);
+        bd->lower.reset(new float[n * G]);
         bd->ready = false;
         parallel_for(pool, chunks, [&](std::size_t c) {
-          for (std::size_t r = c * cr; r < std::min(n, (c + 1) * cr); ++r) {
+          const std::size_t r0 = c * cr, r1 = std::min(n, (c + 1) * cr);
+          std::fill(bd->lower.get() + r0 * G, bd->lower.get() + r1 * G, 0.0f);
+          for (std::size_t r = r0; r < r1; ++r) {
             double s = 0;
             for (std::size_t t = 0; t < d; ++t) s += static_cast<double>(data[r * d + t]) * data[r * d + t];
             bd->xnorm[r] = std::sqrt(s);
@@ -301,9 +315,14 @@ struct float_algo {
     const double dist_slack = 1.0 + 2.0 * static_cast<double>(d + 2) * static_cast<double>(std::numeric_limits<W>::epsilon());
 
     std::vector<std::size_t> skipped(chunks, 0);
-    parallel_for(pool, chunks, [&](std::size_t c) {
+    if (sums.order.size() != chunks) {
+      sums.order.resize(chunks);
+      for (std::size_t c = 0; c < chunks; ++c) sums.order[c] = c;
+    }
+    parallel_for(pool, chunks, [&](std::size_t i) {
+      const std::size_t c = sums.order[i];
       const std::size_t c0 = c * cr, c1 = std::min(n, c0 + cr);
-      double* acc = sums.sum.data() + c * k * d;
+      double* acc = sums.sum.get() + c * k * d;
       std::size_t* cnt = sums.count.data() + c * k;
       std::fill(acc, acc + k * d, 0.0);
       std::fill(cnt, cnt + k, std::size_t(0));
@@ -324,7 +343,7 @@ struct float_algo {
             const W* x = data + r * d;
             const std::uint32_t a = member[r];
             if (prune && a < k) {
-              float* low = bd->lower.data() + r * G;
+              float* low = bd->lower.get() + r * G;
               float moved[G];
               for (std::size_t g = 0; g < G; ++g) moved[g] = (low[g] - drop[g]) * shrink;
               const std::size_t ga = a % G;
@@ -371,7 +390,7 @@ struct float_algo {
             for (std::size_t i = 0; i < which.size(); ++i) {
               member[which[i]] = m[i];
               dist[which[i]] = dd[i];
-              std::copy(lo.data() + i * G, lo.data() + (i + 1) * G, bd->lower.data() + which[i] * G);
+              std::copy(lo.data() + i * G, lo.data() + (i + 1) * G, bd->lower.get() + which[i] * G);
             }
           }
         }
@@ -388,7 +407,12 @@ struct float_algo {
         }
       }
     });
-    if (bd) bd->ready = true;
+    if (bd) {
+      bd->ready = true;
+      const auto computed = [&](std::size_t c) { return std::min(n, (c + 1) * cr) - c * cr - skipped[c]; };
+      std::stable_sort(sums.order.begin(), sums.order.end(),
+                       [&](std::size_t a, std::size_t b) { return computed(a) > computed(b); });
+    }
 
     // Means: chunk sums added in chunk order, per range of centroids.
     const std::size_t per = pool ? std::max<std::size_t>(1, (k + 7) / 8) : k;
@@ -398,7 +422,7 @@ struct float_algo {
         std::fill(s.begin(), s.end(), 0.0);
         std::size_t total = 0;
         for (std::size_t c = 0; c < chunks; ++c) {
-          const double* a = sums.sum.data() + (c * k + j) * d;
+          const double* a = sums.sum.get() + (c * k + j) * d;
           for (std::size_t t = 0; t < d; ++t) s[t] += a[t];
           total += sums.count[c * k + j];
         }
