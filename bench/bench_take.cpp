@@ -3,7 +3,10 @@
 // same vectors, timed side by side in one run:
 //   - one take of 100 random row ids, the vector column only (a refine of k = 10 x 10);
 //   - one take of N random row ids (dataset::take sorts them by fragment and offset);
-//   - N/10 takes of one row each (an index search's re-rank does many small takes).
+//   - N/10 takes of one row each (an index search's re-rank does many small takes);
+//   - a full scan of the dataset (id + vector; best of three, each with the dataset
+//     opened anew), beside memcpy of the same bytes into fresh memory (the anchor:
+//     what reading pages into new buffers costs at best).
 //   bench_take [rows] [formats] [takes] [--no-lancedb]
 //     defaults: 200000 2.0,2.1,2.2 1000
 //   BENCH_TAKE_DIR=dir bench_take ...       keeps the datasets in dir (and reuses them)
@@ -18,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -98,6 +102,7 @@ std::vector<std::uint64_t> ids_of(const dataset::dataset& ds, const std::vector<
 struct figures {
   double take100_ms = 0, take_n_s = 0, single_us = 0;
   double take100_cpu_ms = 0, take_n_cpu_s = 0, single_cpu_us = 0;
+  double scan_ms = 0, scan_cpu_ms = 0;
   bool values_ok = true;
 };
 
@@ -138,6 +143,17 @@ figures measure(const std::string& root, const std::vector<float>& values, std::
     f.single_cpu_us = std::min(f.single_cpu_us, 1e6 * (thread_cpu_seconds() - c) / double(singles));
   }
   if (check != 3 * (takes + singles)) f.values_ok = false;
+  f.scan_ms = f.scan_cpu_ms = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t = clock_type::now();
+    const auto c = thread_cpu_seconds();
+    const auto fresh = dataset::dataset::open(root);
+    std::uint64_t rows_seen = 0;
+    for (auto sc = fresh.scan(); auto b = sc.next();) rows_seen += std::uint64_t(b->num_rows());
+    f.scan_ms = std::min(f.scan_ms, 1e3 * seconds_since(t));
+    f.scan_cpu_ms = std::min(f.scan_cpu_ms, 1e3 * (thread_cpu_seconds() - c));
+    if (rows_seen != n) f.values_ok = false;
+  }
   return f;
 }
 
@@ -219,15 +235,29 @@ int main(int argc, char** argv) {
 #endif
   std::printf("\n%lld rows x %lld-d float32; best of 3 (100-row take: of 5); wall time (thread CPU time)\n",
               static_cast<long long>(rows), static_cast<long long>(dim));
-  std::printf("| dataset | take of 100 random vectors | take of %zu random rows (id + vector) | 1-row take (id + vector) |\n", takes);
-  std::printf("|---|---|---|---|\n");
+  // The scan's anchor: memcpy of the rows' bytes (id + vector) into fresh memory.
+  double copy_ms = 1e30;
+  {
+    const std::size_t bytes = std::size_t(rows) * (8 + 4 * dim);
+    std::vector<std::uint8_t> from(bytes, 1);
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t = clock_type::now();
+      std::unique_ptr<std::uint8_t[]> to(new std::uint8_t[bytes]);
+      std::memcpy(to.get(), from.data(), bytes);
+      copy_ms = std::min(copy_ms, 1e3 * seconds_since(t));
+      if (to[bytes - 1] != 1) return 1;
+    }
+  }
+  std::printf("| dataset | take of 100 random vectors | take of %zu random rows (id + vector) | 1-row take (id + vector) | full scan (id + vector) | scan vs memcpy into fresh memory (%.1f ms) |\n",
+              takes, copy_ms);
+  std::printf("|---|---|---|---|---|---|\n");
   bool ok = true;
   for (const auto& t : targets) {
     const auto f = measure(t.root, values, takes);
     ok &= f.values_ok;
-    std::printf("| %s | %.2f ms (%.2f) | %.1f ms (%.1f) | %.0f us (%.0f) |%s\n", t.label.c_str(), f.take100_ms,
-                f.take100_cpu_ms, 1e3 * f.take_n_s, 1e3 * f.take_n_cpu_s, f.single_us, f.single_cpu_us,
-                f.values_ok ? "" : " WRONG VALUES");
+    std::printf("| %s | %.2f ms (%.2f) | %.1f ms (%.1f) | %.0f us (%.0f) | %.1f ms (%.1f) | %.2fx |%s\n", t.label.c_str(),
+                f.take100_ms, f.take100_cpu_ms, 1e3 * f.take_n_s, 1e3 * f.take_n_cpu_s, f.single_us, f.single_cpu_us,
+                f.scan_ms, f.scan_cpu_ms, copy_ms / f.scan_ms, f.values_ok ? "" : " WRONG VALUES");
     std::fflush(stdout);
   }
   if (!keep) fs::remove_all(dir);

@@ -31,6 +31,45 @@ TEST_CASE("aligned_buffer is 64-byte aligned, zero-fills and grows") {
   CHECK(d[1] == 'b');
 }
 
+TEST_CASE("aligned_buffer of 32 MiB and more: mapped on its own, 2 MiB aligned, grows and copies") {
+  // From detail::huge_alloc_threshold on, storage is an anonymous mapping with huge
+  // pages requested; everything else behaves as for small buffers.
+  const std::size_t big = detail::huge_alloc_threshold + 12345;
+  aligned_buffer b;
+  b.resize(1000);
+  for (std::size_t i = 0; i < 1000; ++i) b[i] = std::uint8_t(i * 7);
+  b.resize(big);  // grows from malloc'd to mapped storage, keeping the bytes
+  REQUIRE(b.size() == big);
+  CHECK(reinterpret_cast<std::uintptr_t>(b.data()) % detail::huge_page_bytes == 0);
+  bool kept = true, zero = true;
+  for (std::size_t i = 0; i < 1000; ++i) kept = kept && b[i] == std::uint8_t(i * 7);
+  for (std::size_t i = 1000; i < big; i += 4093) zero = zero && b[i] == 0;
+  CHECK(kept);
+  CHECK(zero);
+  CHECK(b[big - 1] == 0);
+  b[big - 1] = 42;
+  aligned_buffer c = b;  // a copy gets its own mapping
+  CHECK(c.data() != b.data());
+  CHECK(c[big - 1] == 42);
+  CHECK(c[999] == std::uint8_t(999 * 7));
+  b.append_zeros(detail::huge_page_bytes);  // growth past the mapping's end moves the bytes
+  CHECK(b[big - 1] == 42);
+  CHECK(b.size() == big + detail::huge_page_bytes);
+  shared_bytes s(std::move(c));  // the mapping now belongs to the shared view
+  CHECK(s.size() == big);
+  CHECK(s.data()[big - 1] == 42);
+  for (std::size_t n : {std::size_t(64), detail::huge_alloc_threshold - 1, detail::huge_alloc_threshold,
+                        detail::huge_alloc_threshold + 1, 3 * detail::huge_page_bytes * 20 + 5}) {
+    CAPTURE(n);
+    std::uint8_t* p = detail::allocate_bytes(n);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
+    p[0] = 1;
+    p[n - 1] = 2;
+    CHECK(p[n - 1] == 2);
+    detail::free_bytes(p, n);
+  }
+}
+
 TEST_CASE("shared_bytes keeps its owner alive and slices") {
   aligned_buffer b;
   for (int i = 0; i < 10; ++i) b.push_back(std::uint8_t(i));

@@ -741,6 +741,21 @@ TEST_CASE("file_source reads with pread and with a shared mapping") {
   }
 }
 
+TEST_CASE("file_source: a read of 32 MiB and more lands in huge-page storage, byte for byte") {
+  temp_dir d;
+  const std::size_t n = lancet::detail::huge_alloc_threshold + 3 * 4096 + 17;
+  auto p = pattern(n, 5);
+  write_file(d / "big.bin", bv(p));
+  shared_bytes kept;
+  {
+    file_source src(d / "big.bin");
+    kept = src.read(0, n);
+    CHECK(reinterpret_cast<std::uintptr_t>(kept.data()) % lancet::detail::huge_page_bytes == 0);
+    CHECK(vec(src.read(5, n - 5)) == std::vector<std::uint8_t>(p.begin() + 5, p.end()));
+  }
+  CHECK(vec(kept) == p);  // outlives the source; unmapped with the last view
+}
+
 TEST_CASE("file_source errors: missing, directory, empty, truncated under us") {
   temp_dir d;
   auto msg = message_of<io_error>([&] { file_source s(d / "missing.lance"); });

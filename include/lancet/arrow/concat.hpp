@@ -174,7 +174,7 @@ class large_block_pool {
       std::lock_guard lock(mu_);
       kept.swap(kept_);
     }
-    for (const auto& b : kept) ::operator delete(b.data, std::align_val_t{buffer_alignment});
+    for (const auto& b : kept) lancet::detail::free_bytes(b.data, b.capacity);
   }
   std::size_t kept_blocks() const {
     std::lock_guard lock(mu_);
@@ -206,7 +206,7 @@ class large_block_pool {
         }
     }
     const std::size_t cap = std::size_t(pad_to(n, std::uint64_t(2) << 20));
-    return {static_cast<std::uint8_t*>(::operator new(cap, std::align_val_t{buffer_alignment})), cap};
+    return {lancet::detail::allocate_bytes(cap), cap};
   }
   void release(block b) noexcept {
     {
@@ -216,7 +216,7 @@ class large_block_pool {
         return;
       }
     }
-    ::operator delete(b.data, std::align_val_t{buffer_alignment});
+    lancet::detail::free_bytes(b.data, b.capacity);
   }
   mutable std::mutex mu_;
   std::vector<block> kept_;
