@@ -26,11 +26,9 @@
 
 #include <boost/asio/thread_pool.hpp>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include "lancet/core/error.hpp"
+#include "lancet/core/release_memory.hpp"
 #include "lancet/core/warning.hpp"
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/dataset.hpp"
@@ -105,15 +103,9 @@ inline void report_build_progress(const build_options& o, build_stage s, std::ui
   if (o.on_progress) o.on_progress({s, done, total});
 }
 
-// Hands freed heap pages back to the system after each batch and stage: page reads
-// and encoded batches of many sizes are allocated and freed all along, and glibc
-// (whose mmap threshold grows with the largest block freed) would otherwise keep
-// them resident, several times the memory actually in use.
-inline void release_free_memory() noexcept {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
-}
+// Freed heap pages go back to the system after each batch and stage (page reads and
+// encoded batches of many sizes are allocated and freed all along).
+using lancet::release_free_memory;
 
 // The quantizer parameters build_options asks for, checked before any work.
 struct quantizer_choice {
@@ -545,10 +537,7 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
       hnsw::index_file_writer<V, io::file_sink> idx(io::file_sink(idx_path), model, hnsw_index_type_name(e.params),
                                                    o.metric, wo);
       hnsw::build_partition_graphs(storage, o.metric, e.km.dimension, *graph, o.pool, o.memory_budget_bytes / 4 * 3,
-                                   [&](std::size_t, const hnsw::graph& g) {
-                                     idx.add(g);
-                                     release_free_memory();  // the graph's builder and decoded rows, freed
-                                   });
+                                   [&](std::size_t, const hnsw::graph& g) { idx.add(g); });
       idx_size = idx.finish().file_size;
     } else {
       idx_size = write_index_file<V>(io::file_sink(idx_path), model, index_type_name(e.params), o.metric).file_size;

@@ -31,14 +31,12 @@
 
 #include <boost/asio/thread_pool.hpp>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include "lancet/arrow/array.hpp"
 #include "lancet/arrow/type.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
+#include "lancet/core/release_memory.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/index/detail/storage_names.hpp"
@@ -239,9 +237,7 @@ class shuffler {
       std::vector<std::uint64_t>().swap(ids_);
       std::vector<std::uint8_t>().swap(codes_);
       std::vector<float>().swap(add_), std::vector<float>().swap(scale_), std::vector<float>().swap(error_);
-#if defined(__GLIBC__)
-      malloc_trim(0);  // the buffer's pages back to the system before the merge
-#endif
+      release_free_memory();  // the buffer's pages back to the system before the merge
     }
     const auto order = sorted_order();
     const auto mem = counts_prefix();
@@ -278,9 +274,7 @@ class shuffler {
         c = partition_contents{};
         if (progress) progress(p0 + i + 1, k_);
       }
-#if defined(__GLIBC__)
-      malloc_trim(0);  // freed reads back to the system (see ivf_builder.hpp)
-#endif
+      release_free_memory();  // freed reads back to the system
       p0 = p1;
     }
   }

@@ -17,6 +17,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "lancet/core/parallel.hpp"
+#include "lancet/core/release_memory.hpp"
 #include "lancet/index/hnsw/builder.hpp"
 #include "lancet/index/quantizer/storage.hpp"
 #include "lancet/index/storage_reader.hpp"
@@ -102,7 +103,8 @@ inline std::uint64_t partition_graph_bytes(const quantizer_params& q, simd::dist
 // hands each to add(partition, graph) in partition order. Partitions are built in
 // windows whose estimated holdings (partition_graph_bytes) fit memory_budget: the
 // whole index at once under a large budget, one partition at a time (however large)
-// under a small one; a window's graphs are released once added. The graphs do not
+// under a small one; a window's graphs are released once added, and the freed memory
+// returned to the system. The graphs do not
 // depend on the windows or the thread count (partition p's levels are drawn with
 // seed + p).
 template <class Storage, class Add>
@@ -142,6 +144,10 @@ void build_partition_graphs(const Storage& storage, simd::distance_type distance
       add(first + i, window[i]);
       window[i] = graph{};
     }
+    // The window's graphs, builders' lists and decoded rows are freed: their pages go
+    // back to the system, so the next window's peak is its own (glibc would keep them
+    // resident, above the budget).
+    release_free_memory();
     first = last;
   }
 }
