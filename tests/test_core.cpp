@@ -10,6 +10,7 @@
 #include <lancet/core/endian.hpp>
 #include <lancet/core/error.hpp>
 #include <lancet/core/executor.hpp>
+#include <lancet/core/release_memory.hpp>
 #include <lancet/core/warning.hpp>
 
 using namespace lancet;
@@ -31,35 +32,68 @@ TEST_CASE("aligned_buffer is 64-byte aligned, zero-fills and grows") {
   CHECK(d[1] == 'b');
 }
 
-TEST_CASE("aligned_buffer of 32 MiB and more: mapped on its own, 2 MiB aligned, grows and copies") {
-  // From detail::huge_alloc_threshold on, storage is an anonymous mapping with huge
-  // pages requested; everything else behaves as for small buffers.
-  const std::size_t big = detail::huge_alloc_threshold + 12345;
-  aligned_buffer b;
-  b.resize(1000);
-  for (std::size_t i = 0; i < 1000; ++i) b[i] = std::uint8_t(i * 7);
-  b.resize(big);  // grows from malloc'd to mapped storage, keeping the bytes
-  REQUIRE(b.size() == big);
-  CHECK(reinterpret_cast<std::uintptr_t>(b.data()) % detail::huge_page_bytes == 0);
-  bool kept = true, zero = true;
-  for (std::size_t i = 0; i < 1000; ++i) kept = kept && b[i] == std::uint8_t(i * 7);
-  for (std::size_t i = 1000; i < big; i += 4093) zero = zero && b[i] == 0;
-  CHECK(kept);
-  CHECK(zero);
-  CHECK(b[big - 1] == 0);
-  b[big - 1] = 42;
-  aligned_buffer c = b;  // a copy gets its own mapping
-  CHECK(c.data() != b.data());
-  CHECK(c[big - 1] == 42);
-  CHECK(c[999] == std::uint8_t(999 * 7));
-  b.append_zeros(detail::huge_page_bytes);  // growth past the mapping's end moves the bytes
-  CHECK(b[big - 1] == 42);
-  CHECK(b.size() == big + detail::huge_page_bytes);
-  shared_bytes s(std::move(c));  // the mapping now belongs to the shared view
-  CHECK(s.size() == big);
-  CHECK(s.data()[big - 1] == 42);
-  for (std::size_t n : {std::size_t(64), detail::huge_alloc_threshold - 1, detail::huge_alloc_threshold,
-                        detail::huge_alloc_threshold + 1, 3 * detail::huge_page_bytes * 20 + 5}) {
+TEST_CASE("large blocks: own huge-page mappings, reused through a small cache, released on request") {
+  // From detail::large_alloc_threshold on, storage is an anonymous 2 MiB-aligned
+  // mapping (huge pages requested) behind a 64-byte header; everything else behaves as
+  // for small buffers.
+  release_free_memory();
+  auto& cache = detail::large_block_cache::instance();
+  REQUIRE(cache.kept_blocks() == 0);
+  const std::size_t big = detail::large_alloc_threshold + 12345;
+  auto mapped_at = [](const std::uint8_t* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % 64 == 0 &&
+           (reinterpret_cast<std::uintptr_t>(p) - detail::large_block_header) % detail::huge_page_bytes == 0;
+  };
+  {
+    aligned_buffer b;
+    b.resize(1000);
+    for (std::size_t i = 0; i < 1000; ++i) b[i] = std::uint8_t(i * 7);
+    b.resize(big);  // grows from malloc'd to mapped storage, keeping the bytes
+    REQUIRE(b.size() == big);
+    CHECK(mapped_at(b.data()));
+    bool kept = true, zero = true;
+    for (std::size_t i = 0; i < 1000; ++i) kept = kept && b[i] == std::uint8_t(i * 7);
+    for (std::size_t i = 1000; i < big; i += 4093) zero = zero && b[i] == 0;
+    CHECK(kept);
+    CHECK(zero);
+    CHECK(b[big - 1] == 0);
+    b[big - 1] = 42;
+    aligned_buffer c = b;  // a copy gets its own block
+    CHECK(c.data() != b.data());
+    CHECK(c[big - 1] == 42);
+    CHECK(c[999] == std::uint8_t(999 * 7));
+    b.append_zeros(detail::large_alloc_threshold);  // growth moves the bytes to a larger block
+    CHECK(b[big - 1] == 42);
+    CHECK(b.size() == big + detail::large_alloc_threshold);
+    shared_bytes s(std::move(c));  // the block now belongs to the shared view
+    CHECK(s.size() == big);
+    CHECK(s.data()[big - 1] == 42);
+  }
+  // Freed blocks wait for reuse (at most max_blocks); one of about the same size comes back.
+  CHECK(cache.kept_blocks() >= 1);
+  CHECK(cache.kept_blocks() <= detail::large_block_cache::max_blocks);
+  {
+    aligned_buffer again;
+    again.resize(big);  // zero-filled even when the block is reused
+    bool zero = true;
+    for (std::size_t i = 0; i < big; i += 4093) zero = zero && again[i] == 0;
+    CHECK(zero);
+    CHECK(again[big - 1] == 0);
+    CHECK(mapped_at(again.data()));
+  }
+  release_free_memory();
+  CHECK(cache.kept_blocks() == 0);
+  // Blocks far larger than a cached one are not served from it.
+  std::uint8_t* small_block = detail::allocate_bytes(detail::large_alloc_threshold);
+  detail::free_bytes(small_block, detail::large_alloc_threshold);
+  REQUIRE(cache.kept_blocks() == 1);
+  std::uint8_t* huge = detail::allocate_bytes(5 * detail::large_alloc_threshold);
+  CHECK(huge != small_block);
+  CHECK(cache.kept_blocks() == 1);
+  huge[5 * detail::large_alloc_threshold - 1] = 7;
+  detail::free_bytes(huge, 5 * detail::large_alloc_threshold);
+  for (std::size_t n : {std::size_t(64), detail::large_alloc_threshold - 1, detail::large_alloc_threshold,
+                        detail::large_alloc_threshold + 1, 3 * detail::huge_page_bytes * 20 + 5}) {
     CAPTURE(n);
     std::uint8_t* p = detail::allocate_bytes(n);
     CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
@@ -68,6 +102,8 @@ TEST_CASE("aligned_buffer of 32 MiB and more: mapped on its own, 2 MiB aligned, 
     CHECK(p[n - 1] == 2);
     detail::free_bytes(p, n);
   }
+  release_free_memory();
+  CHECK(cache.kept_blocks() == 0);
 }
 
 TEST_CASE("shared_bytes keeps its owner alive and slices") {

@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <sys/mman.h>
 
@@ -27,36 +29,121 @@ constexpr std::uint64_t pad_to(std::uint64_t n, std::uint64_t align) noexcept {
 
 namespace detail {
 
-// Storage of at least this many bytes is mapped on its own, 2 MiB aligned, with
-// transparent huge pages requested (MADV_HUGEPAGE; the kernel's default is often
-// "madvise"). glibc serves blocks this large with a fresh mmap every time (its
-// dynamic mmap threshold stops at 32 MiB on 64-bit), so filling one costs a page fault
-// per 4 KiB: reading a 100 MB Lance page took ~300 ms on a VM, ~22 ms with huge pages.
-// Smaller blocks stay with malloc, which reuses freed memory without new faults.
-inline constexpr std::size_t huge_alloc_threshold = std::size_t(32) << 20;
+// Large blocks (page reads, decoded pages, growing buffers) bypass malloc. glibc maps
+// a block above its mmap threshold afresh each time (the threshold moves with the
+// largest block freed, up to 32 MiB, and trimming hands freed heap back), and filling
+// fresh memory costs a page fault per 4 KiB: on a VM that dominated reading large
+// pages (a 100 MB Lance page: ~290 ms of CPU to scan; ~9 ms when malloc happened to
+// reuse memory; a scan of 8-25 MB pages 313 against 40 ms in one process's state).
+// Here a block of at least large_alloc_threshold bytes is an anonymous mapping, 2 MiB
+// aligned with transparent huge pages requested (MADV_HUGEPAGE; "madvise" is a common
+// kernel default), and freed blocks wait in a small cache for the next block of about
+// their size (no new faults, no zeroing). release_free_memory() empties the cache.
+inline constexpr std::size_t large_alloc_threshold = std::size_t(8) << 20;
 inline constexpr std::size_t huge_page_bytes = std::size_t(2) << 20;
-constexpr std::size_t pad_to_huge(std::size_t n) noexcept { return (n + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes; }
+constexpr std::size_t pad_to_huge(std::size_t n) noexcept {
+  return (n + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
+}
 
-// Bytes for a buffer of capacity n (64-byte aligned at least); release with
-// free_bytes(p, n) and the same n.
-inline std::uint8_t* allocate_bytes(std::size_t n) {
-  if (n < huge_alloc_threshold) return static_cast<std::uint8_t*>(::operator new(n, std::align_val_t{buffer_alignment}));
-  const std::size_t len = pad_to_huge(n);
+// A mapping's length sits in a header before the bytes handed out (which stay
+// 64-byte aligned): a block from the cache may be larger than the size asked for.
+inline constexpr std::size_t large_block_header = buffer_alignment;
+
+class large_block_cache {
+ public:
+  static constexpr std::size_t max_blocks = 4;
+  static constexpr std::size_t max_bytes = std::size_t(128) << 20;
+
+  static large_block_cache& instance() {
+    static auto* c = new large_block_cache;  // never destroyed: blocks may be freed during static destruction
+    return *c;
+  }
+  // A cached mapping of len bytes with need <= len <= 2 * need (the smallest), or null.
+  std::uint8_t* take(std::size_t need, std::size_t& len) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::size_t best = kept_.size();
+    for (std::size_t i = 0; i < kept_.size(); ++i)
+      if (kept_[i].len >= need && kept_[i].len <= 2 * need && (best == kept_.size() || kept_[i].len < kept_[best].len))
+        best = i;
+    if (best == kept_.size()) return nullptr;
+    const block b = kept_[best];
+    kept_.erase(kept_.begin() + std::ptrdiff_t(best));
+    bytes_ -= b.len;
+    len = b.len;
+    return b.base;
+  }
+  void give(std::uint8_t* base, std::size_t len) noexcept {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (kept_.size() < max_blocks && bytes_ + len <= max_bytes) {
+        kept_.push_back({base, len});
+        bytes_ += len;
+        return;
+      }
+    }
+    ::munmap(base, len);
+  }
+  void clear() noexcept {
+    std::vector<block> gone;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      gone.swap(kept_);
+      bytes_ = 0;
+    }
+    for (const auto& b : gone) ::munmap(b.base, b.len);
+  }
+  std::size_t kept_blocks() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kept_.size();
+  }
+
+ private:
+  struct block {
+    std::uint8_t* base;
+    std::size_t len;
+  };
+  mutable std::mutex mu_;
+  std::vector<block> kept_;
+  std::size_t bytes_ = 0;
+};
+
+// A new mapping of len bytes (a multiple of 2 MiB), 2 MiB aligned.
+inline std::uint8_t* map_huge(std::size_t len) {
   // Over-map by one huge page, then unmap the unaligned head and the tail.
   void* raw = ::mmap(nullptr, len + huge_page_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
   auto* base = static_cast<std::uint8_t*>(raw);
-  const auto addr = reinterpret_cast<std::uintptr_t>(base);
-  const std::size_t head = (huge_page_bytes - addr % huge_page_bytes) % huge_page_bytes;
+  const std::size_t head = (huge_page_bytes - reinterpret_cast<std::uintptr_t>(base) % huge_page_bytes) % huge_page_bytes;
   if (head) ::munmap(base, head);
   if (huge_page_bytes - head) ::munmap(base + head + len, huge_page_bytes - head);
   ::madvise(base + head, len, MADV_HUGEPAGE);  // advisory: ignored where THP is off
   return base + head;
 }
+
+// Uninitialised bytes for a buffer of capacity n, 64-byte aligned; release with
+// free_bytes(p, n) and the same n.
+inline std::uint8_t* allocate_bytes(std::size_t n) {
+  if (n < large_alloc_threshold) return static_cast<std::uint8_t*>(::operator new(n, std::align_val_t{buffer_alignment}));
+  const std::size_t need = n + large_block_header;
+  std::size_t len = 0;
+  std::uint8_t* base = large_block_cache::instance().take(need, len);
+  if (!base) {
+    len = pad_to_huge(need);
+    base = map_huge(len);
+  }
+  std::memcpy(base, &len, sizeof len);
+  return base + large_block_header;
+}
 inline void free_bytes(std::uint8_t* p, std::size_t n) noexcept {
   if (!p) return;
-  if (n < huge_alloc_threshold) ::operator delete(p, std::align_val_t{buffer_alignment});
-  else ::munmap(p, pad_to_huge(n));
+  if (n < large_alloc_threshold) {
+    ::operator delete(p, std::align_val_t{buffer_alignment});
+    return;
+  }
+  std::uint8_t* base = p - large_block_header;
+  std::size_t len = 0;
+  std::memcpy(&len, base, sizeof len);
+  large_block_cache::instance().give(base, len);
 }
 
 }  // namespace detail
@@ -100,7 +187,6 @@ class aligned_buffer {
     if (n <= capacity_) return;
     std::size_t cap = std::max<std::size_t>(n, capacity_ + capacity_ / 2);
     cap = pad_to(cap, buffer_alignment);
-    if (cap >= detail::huge_alloc_threshold) cap = detail::pad_to_huge(cap);
     auto* p = detail::allocate_bytes(cap);
     if (size_) std::memcpy(p, data_, size_);
     release_storage();
