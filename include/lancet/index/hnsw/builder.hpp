@@ -182,10 +182,15 @@ class candidate_pool {
       // as if entered one by one; the nearest unexpanded entry is at the first new
       // one's position or after the one just expanded.
       std::size_t entering = 0;
-      for (std::size_t i = 0; i < count; ++i) {
+      const std::uint64_t bar = size >= ef ? keys_[size - 1] : ~std::uint64_t(0);  // keys are below ~0
+      for (std::size_t i = 0; i < count; ++i) {  // no branch on the distances
         const std::uint64_t k = key({dists_[i], fresh_[i]});
-        if (size >= ef && !(k < keys_[size - 1])) continue;
-        std::size_t j = entering++;
+        new_keys_[entering] = k;
+        entering += k < bar;
+      }
+      for (std::size_t i = 1; i < entering; ++i) {
+        const std::uint64_t k = new_keys_[i];
+        std::size_t j = i;
         for (; j > 0 && k < new_keys_[j - 1]; --j) new_keys_[j] = new_keys_[j - 1];
         new_keys_[j] = k;
       }
