@@ -101,6 +101,13 @@ inline selection select_heuristic(judged_edge* cand, std::size_t n, std::size_t 
     for (std::size_t i = 0; i < n; ++i) out[i] = cand[i].e;
     return {n, 0, 0};
   }
+  // The verdicts hold for distances that sort (a NaN one, as cosine gives a zero row,
+  // breaks the order they rely on): with a NaN, every candidate is judged in full.
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::isnan(cand[i].e.distance)) {
+      for (std::size_t j = 0; j < n; ++j) cand[j].was = verdict::unjudged;
+      break;
+    }
   stable_sort_by_distance(cand, n);
   std::size_t kept = 0;
   bool lost = false;     // a candidate kept last time was rejected
