@@ -525,13 +525,15 @@ TEST_CASE("hnsw: peak memory of the graph stage under a small budget (graphs bui
     // The same graphs as the build's: as many rows (nodes per level) per partition.
     CHECK(index::read_index_file(out).ivf.lengths == info.ivf.lengths);
   }
-  // Measured (2026-12-02): 8.8-9.3 MiB under the 4 MiB budget, 25.3 MiB all at once
-  // (13.1 before build_partition_graphs returned each window's freed pages to the
-  // system: glibc kept them resident). About 4 MiB above the budget do not depend on it
-  // (index.idx's writer cache, 1 MiB here; the auxiliary.idx reader's page per column;
-  // the pool threads' stacks and arenas): that allowance is granted here, the windows'
-  // effect is checked against the all-at-once build.
-  const double fixed_mib = 6;
+  // Measured (2026-12-02): under the 4 MiB budget 8.8-9.3 MiB when this suite is built
+  // alone, 11.1-11.8 MiB in the all-suites binary CI builds (the child pages in more of
+  // that binary's code); 25-28 MiB all at once. It was 13.1 before
+  // build_partition_graphs returned each window's freed pages to the system (glibc kept
+  // them resident). The part above the budget that does not depend on it (index.idx's
+  // writer cache, 1 MiB here; the auxiliary.idx reader's page per column; the pool
+  // threads' stacks and arenas; code paged in) is granted here, and the windows' effect
+  // is checked against the all-at-once build.
+  const double fixed_mib = 9;
   CHECK(grown_mib[0] < double(small >> 20) * 1.25 + fixed_mib);
   CHECK(grown_mib[0] < grown_mib[1] * 0.75);
   // The data is large enough for the budget to matter: all graphs at once exceed it.
