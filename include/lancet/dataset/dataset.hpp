@@ -113,6 +113,42 @@ struct state {
   mutable std::unordered_map<std::uint64_t, std::shared_ptr<const std::vector<std::uint64_t>>> row_ids;
   mutable std::shared_ptr<const std::unordered_map<std::uint64_t, std::uint64_t>> id_to_address;
   mutable std::mutex cache_mutex;  // guards the three caches (copies of a dataset share them)
+  // Data-file readers takes keep open (opening one reads and parses the file's footer
+  // and metadata), by path and reader options, least recently used first; at most
+  // max_open_readers. A take drops their page caches when done, so that they hold only
+  // metadata between takes.
+  static constexpr std::size_t max_open_readers = 64;
+  struct open_reader {
+    std::string path;
+    file::reader_options options;
+    std::shared_ptr<const fragment_reader::reader_type> reader;
+  };
+  mutable std::vector<open_reader> open_readers;
+  mutable std::mutex readers_mutex;  // guards open_readers
+
+  std::shared_ptr<const fragment_reader::reader_type> kept_reader(const std::string& path,
+                                                                  const file::reader_options& o) const {
+    auto find = [&]() -> std::shared_ptr<const fragment_reader::reader_type> {
+      for (std::size_t i = open_readers.size(); i-- > 0;)
+        if (open_readers[i].path == path && open_readers[i].options == o) {
+          std::rotate(open_readers.begin() + std::ptrdiff_t(i), open_readers.begin() + std::ptrdiff_t(i) + 1,
+                      open_readers.end());
+          return open_readers.back().reader;
+        }
+      return nullptr;
+    };
+    {
+      std::lock_guard lock(readers_mutex);
+      if (auto r = find()) return r;
+    }
+    // Opened without the lock: other takes go on meanwhile.
+    auto r = std::make_shared<const fragment_reader::reader_type>(sources(path), o);
+    std::lock_guard lock(readers_mutex);
+    if (auto other = find()) return other;
+    if (open_readers.size() >= max_open_readers) open_readers.erase(open_readers.begin());
+    open_readers.push_back({path, o, r});
+    return r;
+  }
 
   const pb::data_fragment& fragment(std::uint64_t id) const {
     for (const auto& f : manifest->fragments)
@@ -584,8 +620,15 @@ class dataset {
                                                                                     : " has deleted row " + std::to_string(w.offset)));
         if (offsets.empty() || offsets.back() != w.offset) offsets.push_back(w.offset);
       }
+      const auto* st = st_.get();
       fragment_reader r(st_->root, st_->manifest, st_->schema, st_->arrow_schema, *frag, fields, st_->sources,
-                        reader_options);
+                        reader_options, [st, &reader_options](const std::string& path) {
+                          return st->kept_reader(path, reader_options);
+                        });
+      struct drop_pages {  // the kept readers hold no page buffers after the take (even on error)
+        const fragment_reader& r;
+        ~drop_pages() { r.drop_page_caches(); }
+      } drop{r};
       auto cols = r.read_offsets(offsets);
       std::size_t at = 0;
       for (std::size_t k = i; k < j; ++k) {

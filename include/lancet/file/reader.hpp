@@ -56,6 +56,8 @@ struct reader_options {
   // instead of once per range. At most this many bytes stay cached per reader (other
   // columns' pages are dropped to make room; a larger page is not cached); 0: off.
   std::uint64_t page_cache_bytes = std::uint64_t(1) << 30;
+
+  bool operator==(const reader_options&) const = default;
 };
 
 // One column's pages with their first rows (prefix sums of page lengths).
@@ -96,6 +98,14 @@ class file_reader {
   std::uint64_t field_length(std::size_t field) const { return columns_.at(field_columns_.at(field)).length(); }
   const Source& source() const noexcept { return source_; }
   const reader_options& options() const noexcept { return options_; }
+
+  // Drops the page buffers the reader keeps (reader_options::page_cache_bytes); later
+  // reads fetch them again. Safe while other threads read.
+  void drop_page_cache() const noexcept {
+    std::lock_guard lock(cache_->mu);
+    for (auto& e : cache_->pages) e = cached_page{};
+    cache_->bytes = 0;
+  }
 
   // Reads the requested rows as one batch.
   arrow::record_batch read(const read_request& req = {}) const {
