@@ -223,6 +223,7 @@ class file_reader {
       }
       columns_.push_back(std::move(c));
     }
+    layouts_ = std::make_shared<std::vector<encoding::structural::page_layout_cache>>(columns_.size());
     // Map fields to columns: 2.0 gives every Lance field (struct and list included) a
     // column, in pre-order; 2.1+ one column per leaf.
     std::uint32_t next = 0;
@@ -327,7 +328,7 @@ class file_reader {
       const auto n = encoding::structural::column_count(physical_fields_[f]);
       std::vector<encoding::structural::column_pages> cols;
       for (std::uint32_t c = col; c < col + n; ++c)
-        cols.push_back({&columns_.at(c).metadata, columns_.at(c).page_starts});
+        cols.push_back({&columns_.at(c).metadata, columns_.at(c).page_starts, &layouts_->at(c)});
       return encoding::structural::decode_field(physical_fields_[f], cols, col, begin, end,
                                           [this](std::uint32_t c, std::size_t p) { return cached_page_buffers(c, p); },
                                           [this](std::uint64_t offset, std::uint64_t size) {
@@ -602,6 +603,8 @@ class file_reader {
   reader_options options_;
   // Shared by copies of the reader (same file, same pages); keeps the reader movable.
   std::shared_ptr<page_cache> cache_ = std::make_shared<page_cache>();
+  // 2.1+: each column's decoded page layouts (shared by copies, like the page cache).
+  std::shared_ptr<std::vector<encoding::structural::page_layout_cache>> layouts_;
   footer footer_;
   format_version version_ = format_version::v2_0;
   std::vector<region> global_buffers_;

@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,10 +32,33 @@
 
 namespace lancet::encoding::structural {
 
+// The decoded layouts (PageLayout protobufs) of one column's pages, each decoded on
+// first use and kept: a reader that serves many small reads (takes) decodes them once.
+// Safe to share between threads.
+class page_layout_cache {
+ public:
+  using layout_ptr = std::shared_ptr<const enc21::page_layout>;
+  layout_ptr find(std::size_t page) const {
+    std::lock_guard lock(mu_);
+    return page < layouts_.size() ? layouts_[page] : nullptr;
+  }
+  layout_ptr keep(std::size_t page, layout_ptr l) {
+    std::lock_guard lock(mu_);
+    if (layouts_.size() <= page) layouts_.resize(page + 1);
+    if (!layouts_[page]) layouts_[page] = std::move(l);
+    return layouts_[page];
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<layout_ptr> layouts_;
+};
+
 // One column of a file as the decoder needs it.
 struct column_pages {
   const pb::file2::column_metadata* metadata = nullptr;
   std::span<const std::uint64_t> page_starts;  // first row of each page, then the column's length
+  page_layout_cache* layouts = nullptr;        // optional: keeps the decoded page layouts
 };
 
 // Returns the buffers of page `page` of file column `column`, in buffer order.
@@ -438,6 +463,20 @@ inline arrow::array_ptr zeroed(const arrow::type_ptr& t, std::uint64_t n) {
   return out;
 }
 
+// The decoded layout of page p of a column (kept in col.layouts when given).
+inline page_layout_cache::layout_ptr page_layout_of(const column_pages& col, std::size_t p, const std::string& where) {
+  if (col.layouts)
+    if (auto l = col.layouts->find(p)) return l;
+  const auto& page = col.metadata->pages[p];
+  if (!page.encoding) throw corrupt_error(where + " has no encoding");
+  const auto any = page.encoding->direct_any();
+  if (any.type_url != enc21::page_layout::type_url)
+    throw corrupt_error(where + ": expected a " + std::string(enc21::page_layout::type_url) + " page, found '" +
+                        any.type_url + "'");
+  auto l = std::make_shared<const enc21::page_layout>(pb::unpack_any<enc21::page_layout>(any));
+  return col.layouts ? col.layouts->keep(p, std::move(l)) : l;
+}
+
 struct decoded_leaf {
   std::vector<node_elements> nodes;  // by layer (0 = leaf)
   arrow::array_ptr leaf;
@@ -461,12 +500,8 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
     if (pe == ps) continue;
     const std::string where = "column " + std::to_string(column) + " page " + std::to_string(p);
     const auto& page = pages[p];
-    if (!page.encoding) throw corrupt_error(where + " has no encoding");
-    const auto any = page.encoding->direct_any();
-    if (any.type_url != enc21::page_layout::type_url)
-      throw corrupt_error(where + ": expected a " + std::string(enc21::page_layout::type_url) + " page, found '" +
-                          any.type_url + "'");
-    const auto layout = pb::unpack_any<enc21::page_layout>(any);
+    const auto layout_ptr = page_layout_of(col, p, where);
+    const auto& layout = *layout_ptr;
     const auto b = std::max(begin, ps) - ps, e = std::min(end, pe) - ps;
     // A small part of a full-zip page (random takes): fetch only its rows' bytes; of a
     // mini-block page: only its chunks. Larger parts (scans) fetch the whole page, which
