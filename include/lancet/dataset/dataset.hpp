@@ -597,7 +597,11 @@ class dataset {
     std::sort(ws.begin(), ws.end(), [](const want& a, const want& b) {
       return a.fragment != b.fragment ? a.fragment < b.fragment : a.offset < b.offset;
     });
-    std::vector<std::vector<arrow::array_ptr>> picked(fields.size(), std::vector<arrow::array_ptr>(addrs.size()));
+    // Each fragment's rows are read once, in file order; output row k is row row_of[k]
+    // of those reads put end to end.
+    std::vector<std::vector<arrow::array_ptr>> reads;  // by fragment, then column
+    std::vector<std::int64_t> row_of(addrs.size());
+    std::int64_t base = 0;
     std::size_t i = 0;
     while (i < ws.size()) {
       std::size_t j = i;
@@ -629,19 +633,38 @@ class dataset {
         const fragment_reader& r;
         ~drop_pages() { r.drop_page_caches(); }
       } drop{r};
-      auto cols = r.read_offsets(offsets);
+      reads.push_back(r.read_offsets(offsets));
       std::size_t at = 0;
       for (std::size_t k = i; k < j; ++k) {
         while (offsets[at] != ws[k].offset) ++at;
-        for (std::size_t c = 0; c < fields.size(); ++c) picked[c][ws[k].pos] = arrow::slice(cols[c], std::int64_t(at), 1);
+        row_of[ws[k].pos] = base + std::int64_t(at);
       }
+      base += std::int64_t(offsets.size());
       i = j;
     }
     arrow::record_batch out;
     out.schema = schema;
     for (std::size_t c = 0; c < fields.size(); ++c) {
-      if (addrs.empty()) out.columns.push_back(detail::null_array_of(schema->fields[c].type, 0));
-      else out.columns.push_back(arrow::concat(picked[c], schema->fields[c].type));
+      const auto& type = schema->fields[c].type;
+      if (addrs.empty()) {
+        out.columns.push_back(detail::null_array_of(type, 0));
+      } else if (reads.size() == 1 || !arrow::has_dictionary(*type)) {
+        // One gather (rows already in file order: one copy), not a slice per row.
+        std::vector<arrow::array_ptr> parts;
+        for (const auto& cols : reads) parts.push_back(cols[c]);
+        const auto all = parts.size() == 1 ? parts[0] : arrow::concat(parts, type);
+        out.columns.push_back(arrow::take_rows(all, row_of, type));
+      } else {
+        // Dictionary columns of several fragments: one-row slices, as concat encodes them.
+        std::vector<arrow::array_ptr> picked(addrs.size());
+        std::vector<std::int64_t> starts;
+        for (const auto& cols : reads) starts.push_back((starts.empty() ? 0 : starts.back()) + cols[c]->length);
+        for (std::size_t k = 0; k < addrs.size(); ++k) {
+          const auto f = std::size_t(std::upper_bound(starts.begin(), starts.end(), row_of[k]) - starts.begin());
+          picked[k] = arrow::slice(reads[f][c], row_of[k] - (f ? starts[f - 1] : 0), 1);
+        }
+        out.columns.push_back(arrow::concat(picked, type));
+      }
     }
     return out;
   }
