@@ -482,7 +482,7 @@ TEST_CASE("take: take_rows builds exactly what concat of one-row slices builds")
   testing::random_data rd(41);
   std::mt19937_64 g(42);
   std::vector<arrow::type_ptr> types{arrow::int32(), arrow::boolean(), arrow::utf8(), arrow::large_binary(),
-                                     vector_type(8), arrow::list(arrow::int64(), true), arrow::null()};
+                                     vector_type(8), arrow::list(arrow::int64(), true), arrow::null_type()};
   for (int k = 0; k < 30; ++k) types.push_back(rd.random_type(1));
   for (const auto& t : types) {
     for (bool nullable : {false, true}) {
