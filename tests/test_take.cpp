@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lancet/arrow/builder.hpp"
@@ -454,5 +455,97 @@ TEST_CASE("take: a 2.0 page whose buffer is shorter than its rows is corrupt_err
     const std::string msg = e.what();
     CHECK(msg.find("column 0 page 0") != std::string::npos);
     CHECK(msg.find("needed") != std::string::npos);
+  }
+}
+
+namespace {
+// a and b are the same array, buffer for buffer (not only equal values).
+void check_identical(const arrow::array_data& a, const arrow::array_data& b, const std::string& where) {
+  INFO(where);
+  REQUIRE(a.length == b.length);
+  CHECK(a.offset == b.offset);
+  CHECK(a.null_count == b.null_count);
+  REQUIRE(a.buffers.size() == b.buffers.size());
+  for (std::size_t i = 0; i < a.buffers.size(); ++i) {
+    INFO("buffer " << i);
+    REQUIRE(a.buffers[i].size() == b.buffers[i].size());
+    CHECK(std::memcmp(a.buffers[i].data(), b.buffers[i].data(), a.buffers[i].size()) == 0);
+    CHECK(bool(a.buffers[i]) == bool(b.buffers[i]));
+  }
+  REQUIRE(a.children.size() == b.children.size());
+  for (std::size_t i = 0; i < a.children.size(); ++i)
+    check_identical(*a.children[i], *b.children[i], where + "/child " + std::to_string(i));
+}
+}  // namespace
+
+TEST_CASE("take: take_rows builds exactly what concat of one-row slices builds") {
+  testing::random_data rd(41);
+  std::mt19937_64 g(42);
+  std::vector<arrow::type_ptr> types{arrow::int32(), arrow::boolean(), arrow::utf8(), arrow::large_binary(),
+                                     vector_type(8), arrow::list(arrow::int64(), true), arrow::null_type()};
+  for (int k = 0; k < 30; ++k) types.push_back(rd.random_type(1));
+  for (const auto& t : types) {
+    for (bool nullable : {false, true}) {
+      const auto a = rd.random_sliced_array(t, 300, nullable);
+      for (int round = 0; round < 3; ++round) {
+        std::vector<std::int64_t> idx;
+        const std::size_t n = round == 0 ? 1 : round == 1 ? 50 : 400;
+        for (std::size_t i = 0; i < n; ++i) idx.push_back(std::int64_t(g() % 300));
+        if (round == 1) std::sort(idx.begin(), idx.end());  // runs, repeats
+        std::vector<arrow::array_ptr> parts;
+        for (auto i : idx) parts.push_back(arrow::slice(a, i, 1));
+        const auto want = arrow::concat(parts, t);
+        const auto got = arrow::take_rows(a, idx, t);
+        check_identical(*want, *got, arrow::to_string(*t) + (nullable ? " nullable" : ""));
+      }
+    }
+  }
+}
+
+TEST_CASE("take: a dataset's takes from several threads, repeated, match a scan (data-file readers kept open)") {
+  testing::temp_dir dir("take");
+  testing::random_data rd(43);
+  const std::int64_t rows = 4000;
+  auto batch = arrow::make_batch({{"vec", rd.random_array(vector_type(16), rows, true)},
+                                  {"s", rd.random_array(arrow::utf8(), rows, true)},
+                                  {"id", rd.random_array(arrow::int64(), rows, false)}});
+  for (auto v : {file::format_version::v2_0, file::format_version::v2_2}) {
+    const auto root = (dir.path() / (v == file::format_version::v2_0 ? "ds20" : "ds22")).string();
+    dataset::write_options wo;
+    wo.max_rows_per_file = 1000;
+    wo.storage_version = v;
+    dataset::write(root, batch, wo);
+    const auto ds = dataset::dataset::open(root);
+    const auto full = ds.to_batch();
+    REQUIRE(full.num_rows() == rows);
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t)
+      ts.emplace_back([&, t] {
+        try {
+          std::mt19937_64 g(std::uint64_t(50 + t));
+          for (int round = 0; round < 40; ++round) {
+            std::vector<std::uint64_t> ids;
+            std::vector<std::int64_t> at;
+            const std::size_t n = 1 + g() % 60;
+            for (std::size_t i = 0; i < n; ++i) {
+              const auto r = std::int64_t(g() % std::uint64_t(rows));
+              at.push_back(r);
+              ids.push_back(dataset::row_address(std::uint64_t(r / 1000), std::uint64_t(r % 1000)));
+            }
+            if (round % 2) std::sort(at.begin(), at.end()), std::sort(ids.begin(), ids.end());
+            const auto got = ds.take(ids);
+            for (std::size_t c = 0; c < full.columns.size(); ++c) {
+              std::vector<arrow::array_ptr> parts;
+              for (auto i : at) parts.push_back(arrow::slice(full.columns[c], i, 1));
+              if (arrow::first_difference(*arrow::concat(parts, full.columns[c]->type), *got.columns[c])) ++bad;
+            }
+          }
+        } catch (...) {
+          ++bad;
+        }
+      });
+    for (auto& th : ts) th.join();
+    CHECK(bad == 0);
   }
 }

@@ -10,6 +10,9 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <span>
+#include <string>
+#include <utility>
 #include <limits>
 #include <vector>
 
@@ -310,6 +313,137 @@ inline array_ptr concat(const std::vector<array_ptr>& arrays, const type_ptr& ty
     }
   }
   return out;
+}
+
+namespace detail {
+
+// concat of the slices [r.first, r.first + r.second) of `a` (logical rows), in order,
+// without making the slices: the same array, built in one pass per buffer.
+inline array_ptr concat_ranges(const array_ptr& a, const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges,
+                               const type_ptr& type) {
+  if (has_dictionary(*type)) {
+    std::vector<array_ptr> parts;
+    parts.reserve(ranges.size());
+    for (const auto& [off, len] : ranges) parts.push_back(slice(a, off, len));
+    return concat(parts, type);
+  }
+  for (const auto& [off, len] : ranges)
+    if (off < 0 || len < 0 || off + len > a->length)
+      throw invalid_input_error("slice [" + std::to_string(off) + ", " + std::to_string(off + len) +
+                                ") is outside an array of length " + std::to_string(a->length));
+  auto out = std::make_shared<array_data>();
+  out->type = type;
+  std::int64_t n = 0;
+  for (const auto& r : ranges) n += r.second;
+  out->length = n;
+  const auto id = type->id;
+  if (id == type_id::null) {
+    out->null_count = n;
+    return out;
+  }
+  // Validity as gather_validity builds it from the slices (a slice of an array with no
+  // nulls has none; otherwise its nulls are counted from the bitmap).
+  const auto* bits = a->validity();
+  std::int64_t nulls = 0;
+  if (a->null_count != 0 && a->type->id == type_id::null) nulls = n;
+  else if (a->null_count != 0 && bits)
+    for (const auto& [off, len] : ranges)
+      for (std::int64_t i = 0; i < len; ++i) nulls += !get_bit(bits->data(), a->offset + off + i);
+  out->null_count = nulls;
+  if (nulls == 0) {
+    out->buffers.push_back(shared_bytes());
+  } else {
+    aligned_buffer bitmap;
+    bitmap.resize(std::size_t((n + 7) / 8));
+    if (nulls != n) {
+      std::int64_t at = 0;
+      for (const auto& [off, len] : ranges) {
+        if (a->type->id == type_id::null) {
+        } else if (bits) {
+          copy_bits(bits->data(), a->offset + off, bitmap.data(), at, len);
+        } else {
+          set_bits(bitmap.data(), at, len);
+        }
+        at += len;
+      }
+    }
+    out->buffers.push_back(shared_bytes(std::move(bitmap)));
+  }
+  if (id == type_id::boolean) {
+    aligned_buffer values;
+    values.resize(std::size_t((n + 7) / 8));
+    std::int64_t at = 0;
+    for (const auto& [off, len] : ranges) {
+      copy_bits(a->buffers[1].data(), a->offset + off, values.data(), at, len);
+      at += len;
+    }
+    out->buffers.push_back(shared_bytes(std::move(values)));
+  } else if (is_fixed_width(*type)) {
+    const std::int64_t w = bit_width(*type) / 8;
+    aligned_buffer values;
+    values.reserve(std::size_t(n * w));
+    for (const auto& [off, len] : ranges)
+      values.append(a->buffers[1].data() + (a->offset + off) * w, std::size_t(len * w));
+    out->buffers.push_back(shared_bytes(std::move(values)));
+  } else if (is_binary_like(id) || is_list_like(id)) {
+    const bool large = id == type_id::large_utf8 || id == type_id::large_binary || id == type_id::large_list;
+    aligned_buffer offs;
+    offs.resize(std::size_t(n + 1) * (large ? 8 : 4));
+    std::vector<std::pair<std::int64_t, std::int64_t>> spans;  // item / byte ranges of the rows
+    spans.reserve(ranges.size());
+    std::int64_t row = 0, base = 0;
+    for (const auto& [off, len] : ranges) {
+      const auto start = len ? a->value_offset(off) : 0;
+      for (std::int64_t i = 1; i <= len; ++i) {
+        const auto o = base + a->value_offset(off + i) - start;
+        if (large) le::store<std::int64_t>(offs.data() + 8 * (row + i), o);
+        else le::store<std::int32_t>(offs.data() + 4 * (row + i), std::int32_t(o));
+      }
+      const auto end = len ? a->value_offset(off + len) : 0;
+      spans.emplace_back(start, end - start);
+      base += end - start;
+      row += len;
+    }
+    if (!large && base > std::numeric_limits<std::int32_t>::max())
+      throw invalid_input_error("concatenating these arrays needs " + std::to_string(base) +
+                                " items, more than 32-bit offsets can address");
+    out->buffers.push_back(shared_bytes(std::move(offs)));
+    if (is_binary_like(id)) {
+      aligned_buffer bytes;
+      bytes.reserve(std::size_t(base));
+      for (const auto& [b, len] : spans) bytes.append(a->buffers[2].data() + b, std::size_t(len));
+      out->buffers.push_back(shared_bytes(std::move(bytes)));
+    } else {
+      out->children.push_back(concat_ranges(a->children.at(0), spans, type->children.at(0).type));
+    }
+  } else if (id == type_id::fixed_size_list) {
+    const std::int64_t dim = a->type->list_size;
+    std::vector<std::pair<std::int64_t, std::int64_t>> items;
+    items.reserve(ranges.size());
+    for (const auto& [off, len] : ranges) items.emplace_back((a->offset + off) * dim, len * dim);
+    out->children.push_back(concat_ranges(a->children.at(0), items, type->children.at(0).type));
+  } else if (id == type_id::struct_) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> rows;
+    rows.reserve(ranges.size());
+    for (const auto& [off, len] : ranges) rows.emplace_back(a->offset + off, len);
+    for (std::size_t c = 0; c < type->children.size(); ++c)
+      out->children.push_back(concat_ranges(a->children.at(c), rows, type->children[c].type));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+// Rows idx[0], idx[1], ... of `a` (repeats allowed) as one array that owns exactly its
+// bytes: the same array as concat of the one-row slices, without making them.
+inline array_ptr take_rows(const array_ptr& a, std::span<const std::int64_t> idx, const type_ptr& type) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+  ranges.reserve(idx.size());
+  for (auto i : idx) {
+    if (!ranges.empty() && ranges.back().first + ranges.back().second == i) ++ranges.back().second;
+    else ranges.emplace_back(i, 1);
+  }
+  return detail::concat_ranges(a, ranges, type);
 }
 
 // buffer_memory_size(*deep_copy(a)) without the copy: the bytes `a` takes once

@@ -113,6 +113,42 @@ struct state {
   mutable std::unordered_map<std::uint64_t, std::shared_ptr<const std::vector<std::uint64_t>>> row_ids;
   mutable std::shared_ptr<const std::unordered_map<std::uint64_t, std::uint64_t>> id_to_address;
   mutable std::mutex cache_mutex;  // guards the three caches (copies of a dataset share them)
+  // Data-file readers takes keep open (opening one reads and parses the file's footer
+  // and metadata), by path and reader options, least recently used first; at most
+  // max_open_readers. A take drops their page caches when done, so that they hold only
+  // metadata between takes.
+  static constexpr std::size_t max_open_readers = 64;
+  struct open_reader {
+    std::string path;
+    file::reader_options options;
+    std::shared_ptr<const fragment_reader::reader_type> reader;
+  };
+  mutable std::vector<open_reader> open_readers;
+  mutable std::mutex readers_mutex;  // guards open_readers
+
+  std::shared_ptr<const fragment_reader::reader_type> kept_reader(const std::string& path,
+                                                                  const file::reader_options& o) const {
+    auto find = [&]() -> std::shared_ptr<const fragment_reader::reader_type> {
+      for (std::size_t i = open_readers.size(); i-- > 0;)
+        if (open_readers[i].path == path && open_readers[i].options == o) {
+          std::rotate(open_readers.begin() + std::ptrdiff_t(i), open_readers.begin() + std::ptrdiff_t(i) + 1,
+                      open_readers.end());
+          return open_readers.back().reader;
+        }
+      return nullptr;
+    };
+    {
+      std::lock_guard lock(readers_mutex);
+      if (auto r = find()) return r;
+    }
+    // Opened without the lock: other takes go on meanwhile.
+    auto r = std::make_shared<const fragment_reader::reader_type>(sources(path), o);
+    std::lock_guard lock(readers_mutex);
+    if (auto other = find()) return other;
+    if (open_readers.size() >= max_open_readers) open_readers.erase(open_readers.begin());
+    open_readers.push_back({path, o, r});
+    return r;
+  }
 
   const pb::data_fragment& fragment(std::uint64_t id) const {
     for (const auto& f : manifest->fragments)
@@ -561,7 +597,11 @@ class dataset {
     std::sort(ws.begin(), ws.end(), [](const want& a, const want& b) {
       return a.fragment != b.fragment ? a.fragment < b.fragment : a.offset < b.offset;
     });
-    std::vector<std::vector<arrow::array_ptr>> picked(fields.size(), std::vector<arrow::array_ptr>(addrs.size()));
+    // Each fragment's rows are read once, in file order; output row k is row row_of[k]
+    // of those reads put end to end.
+    std::vector<std::vector<arrow::array_ptr>> reads;  // by fragment, then column
+    std::vector<std::int64_t> row_of(addrs.size());
+    std::int64_t base = 0;
     std::size_t i = 0;
     while (i < ws.size()) {
       std::size_t j = i;
@@ -584,21 +624,47 @@ class dataset {
                                                                                     : " has deleted row " + std::to_string(w.offset)));
         if (offsets.empty() || offsets.back() != w.offset) offsets.push_back(w.offset);
       }
+      const auto* st = st_.get();
       fragment_reader r(st_->root, st_->manifest, st_->schema, st_->arrow_schema, *frag, fields, st_->sources,
-                        reader_options);
-      auto cols = r.read_offsets(offsets);
+                        reader_options, [st, &reader_options](const std::string& path) {
+                          return st->kept_reader(path, reader_options);
+                        });
+      struct drop_pages {  // the kept readers hold no page buffers after the take (even on error)
+        const fragment_reader& r;
+        ~drop_pages() { r.drop_page_caches(); }
+      } drop{r};
+      reads.push_back(r.read_offsets(offsets));
       std::size_t at = 0;
       for (std::size_t k = i; k < j; ++k) {
         while (offsets[at] != ws[k].offset) ++at;
-        for (std::size_t c = 0; c < fields.size(); ++c) picked[c][ws[k].pos] = arrow::slice(cols[c], std::int64_t(at), 1);
+        row_of[ws[k].pos] = base + std::int64_t(at);
       }
+      base += std::int64_t(offsets.size());
       i = j;
     }
     arrow::record_batch out;
     out.schema = schema;
     for (std::size_t c = 0; c < fields.size(); ++c) {
-      if (addrs.empty()) out.columns.push_back(detail::null_array_of(schema->fields[c].type, 0));
-      else out.columns.push_back(arrow::concat(picked[c], schema->fields[c].type));
+      const auto& type = schema->fields[c].type;
+      if (addrs.empty()) {
+        out.columns.push_back(detail::null_array_of(type, 0));
+      } else if (reads.size() == 1 || !arrow::has_dictionary(*type)) {
+        // One gather (rows already in file order: one copy), not a slice per row.
+        std::vector<arrow::array_ptr> parts;
+        for (const auto& cols : reads) parts.push_back(cols[c]);
+        const auto all = parts.size() == 1 ? parts[0] : arrow::concat(parts, type);
+        out.columns.push_back(arrow::take_rows(all, row_of, type));
+      } else {
+        // Dictionary columns of several fragments: one-row slices, as concat encodes them.
+        std::vector<arrow::array_ptr> picked(addrs.size());
+        std::vector<std::int64_t> starts;
+        for (const auto& cols : reads) starts.push_back((starts.empty() ? 0 : starts.back()) + cols[c]->length);
+        for (std::size_t k = 0; k < addrs.size(); ++k) {
+          const auto f = std::size_t(std::upper_bound(starts.begin(), starts.end(), row_of[k]) - starts.begin());
+          picked[k] = arrow::slice(reads[f][c], row_of[k] - (f ? starts[f - 1] : 0), 1);
+        }
+        out.columns.push_back(arrow::concat(picked, type));
+      }
     }
     return out;
   }

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -138,16 +139,20 @@ inline encoding::structural::blob_store source_blob_store(const std::string& dat
 class fragment_reader {
  public:
   using reader_type = file::file_reader<io::any_source>;
+  // Opens (or hands out an already open) reader of the data file at a path with the
+  // fragment reader's reader_options (a dataset's takes keep their readers open).
+  using reader_opener = std::function<std::shared_ptr<const reader_type>(const std::string& path)>;
 
   // `fields`: indices of the dataset's top-level fields to read, in output order.
-  // `sources` opens the data and blob files (local files by default).
+  // `sources` opens the data and blob files (local files by default); `opener`, when
+  // set, supplies the data files' readers instead.
   fragment_reader(std::string root, std::shared_ptr<const pb::manifest> manifest,
                   std::shared_ptr<const schema::schema> schema, std::shared_ptr<const arrow::schema> arrow_schema,
                   const pb::data_fragment& fragment, std::vector<std::size_t> fields,
-                  source_factory sources = {}, file::reader_options reader_options = {})
+                  source_factory sources = {}, file::reader_options reader_options = {}, reader_opener opener = {})
       : root_(std::move(root)), manifest_(std::move(manifest)), schema_(std::move(schema)),
         arrow_schema_(std::move(arrow_schema)), fragment_(fragment), fields_(std::move(fields)),
-        sources_(std::move(sources)), reader_options_(reader_options) {
+        sources_(std::move(sources)), reader_options_(reader_options), opener_(std::move(opener)) {
     plan();
   }
 
@@ -158,6 +163,12 @@ class fragment_reader {
     // Legacy fragments do not record their rows: the first data file knows.
     if (fragment_.files.empty()) return 0;
     return open(0).num_rows();
+  }
+
+  // Empties the page caches of the data files' readers (readers kept open between
+  // reads keep no page buffers).
+  void drop_page_caches() const noexcept {
+    for (const auto& [file, r] : readers_) r->drop_page_cache();
   }
 
   // The projected columns over physical rows [begin, end).
@@ -203,7 +214,8 @@ class fragment_reader {
     if (it != readers_.end()) return *it->second;
     const auto& df = fragment_.files.at(file);
     const std::string path = data_file_path(root_, *manifest_, df);
-    auto r = detail::naming_path(path, [&] {
+    auto r = detail::naming_path(path, [&]() -> std::shared_ptr<const reader_type> {
+      if (opener_) return opener_(path);
       // file_reader asks the source whether to split large reads (prefers_whole_reads).
       return std::make_shared<reader_type>(sources_(path), reader_options_);
     });
@@ -295,8 +307,9 @@ class fragment_reader {
   std::vector<std::size_t> fields_;
   source_factory sources_;
   file::reader_options reader_options_;
+  reader_opener opener_;
   mutable std::vector<source_of_field> field_sources_;
-  mutable std::map<std::size_t, std::shared_ptr<reader_type>> readers_;
+  mutable std::map<std::size_t, std::shared_ptr<const reader_type>> readers_;
   mutable std::unordered_set<std::size_t> resolved_;
   mutable std::map<int, encoding::structural::blob_store> blob_stores_;  // by file, for blob v2 fields
 };

@@ -56,6 +56,8 @@ struct reader_options {
   // instead of once per range. At most this many bytes stay cached per reader (other
   // columns' pages are dropped to make room; a larger page is not cached); 0: off.
   std::uint64_t page_cache_bytes = std::uint64_t(1) << 30;
+
+  bool operator==(const reader_options&) const = default;
 };
 
 // One column's pages with their first rows (prefix sums of page lengths).
@@ -96,6 +98,14 @@ class file_reader {
   std::uint64_t field_length(std::size_t field) const { return columns_.at(field_columns_.at(field)).length(); }
   const Source& source() const noexcept { return source_; }
   const reader_options& options() const noexcept { return options_; }
+
+  // Drops the page buffers the reader keeps (reader_options::page_cache_bytes); later
+  // reads fetch them again. Safe while other threads read.
+  void drop_page_cache() const noexcept {
+    std::lock_guard lock(cache_->mu);
+    for (auto& e : cache_->pages) e = cached_page{};
+    cache_->bytes = 0;
+  }
 
   // Reads the requested rows as one batch.
   arrow::record_batch read(const read_request& req = {}) const {
@@ -213,6 +223,7 @@ class file_reader {
       }
       columns_.push_back(std::move(c));
     }
+    layouts_ = std::make_shared<std::vector<encoding::structural::page_layout_cache>>(columns_.size());
     // Map fields to columns: 2.0 gives every Lance field (struct and list included) a
     // column, in pre-order; 2.1+ one column per leaf.
     std::uint32_t next = 0;
@@ -292,15 +303,23 @@ class file_reader {
       std::uint32_t col = field_columns_[f];
       return take_field_v2_0(schema_.fields[f], physical_fields_[f], col, idx);
     }
+    // Runs of consecutive indices, decoded together (the rows of one page in one
+    // decode), then picked (repeated indices) and copied into one array.
+    if (idx.empty()) return arrow::concat({}, physical_fields_[f].type);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;
+    bool repeats = false;
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      if (i && idx[i] == idx[i - 1]) repeats = true;
+      else if (!runs.empty() && runs.back().second == idx[i]) ++runs.back().second;
+      else runs.emplace_back(idx[i], idx[i] + 1);
+    }
+    auto rows = read_field_runs(f, runs);
+    if (!repeats) return arrow::concat({rows}, physical_fields_[f].type);
     std::vector<arrow::array_ptr> parts;
-    std::size_t i = 0;
-    while (i < idx.size()) {
-      std::size_t j = i + 1;
-      while (j < idx.size() && idx[j] <= idx[j - 1] + 1) ++j;
-      // A run of consecutive (or repeated) indices: read once, then pick.
-      auto run = read_field(f, idx[i], idx[j - 1] + 1);
-      for (std::size_t k = i; k < j; ++k) parts.push_back(arrow::slice(run, std::int64_t(idx[k] - idx[i]), 1));
-      i = j;
+    std::int64_t at = -1;
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      if (!i || idx[i] != idx[i - 1]) ++at;
+      parts.push_back(arrow::slice(rows, at, 1));
     }
     return arrow::concat(parts, physical_fields_[f].type);
   }
@@ -311,19 +330,21 @@ class file_reader {
     return arrow::encode_dictionaries(a, arrow_schema_.fields[f].type);
   }
 
+  // Rows of the runs (ascending, disjoint [begin, end) pairs) of a 2.1+ field.
+  arrow::array_ptr read_field_runs(std::size_t f, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& runs) const {
+    const std::uint32_t col = field_columns_[f];
+    const auto n = encoding::structural::column_count(physical_fields_[f]);
+    std::vector<encoding::structural::column_pages> cols;
+    for (std::uint32_t c = col; c < col + n; ++c)
+      cols.push_back({&columns_.at(c).metadata, columns_.at(c).page_starts, &layouts_->at(c)});
+    return encoding::structural::decode_field_runs(
+        physical_fields_[f], cols, col, runs, [this](std::uint32_t c, std::size_t p) { return cached_page_buffers(c, p); },
+        [this](std::uint64_t offset, std::uint64_t size) { return read_split(offset, size); });
+  }
+
   arrow::array_ptr read_field(std::size_t f, std::uint64_t begin, std::uint64_t end) const {
+    if (structural()) return read_field_runs(f, {{begin, end}});
     std::uint32_t col = field_columns_[f];
-    if (structural()) {
-      const auto n = encoding::structural::column_count(physical_fields_[f]);
-      std::vector<encoding::structural::column_pages> cols;
-      for (std::uint32_t c = col; c < col + n; ++c)
-        cols.push_back({&columns_.at(c).metadata, columns_.at(c).page_starts});
-      return encoding::structural::decode_field(physical_fields_[f], cols, col, begin, end,
-                                          [this](std::uint32_t c, std::size_t p) { return cached_page_buffers(c, p); },
-                                          [this](std::uint64_t offset, std::uint64_t size) {
-                                            return read_split(offset, size);
-                                          });
-    }
     return decode_field(schema_.fields[f], physical_fields_[f], col, begin, end);
   }
 
@@ -592,6 +613,8 @@ class file_reader {
   reader_options options_;
   // Shared by copies of the reader (same file, same pages); keeps the reader movable.
   std::shared_ptr<page_cache> cache_ = std::make_shared<page_cache>();
+  // 2.1+: each column's decoded page layouts (shared by copies, like the page cache).
+  std::shared_ptr<std::vector<encoding::structural::page_layout_cache>> layouts_;
   footer footer_;
   format_version version_ = format_version::v2_0;
   std::vector<region> global_buffers_;

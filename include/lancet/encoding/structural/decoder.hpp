@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,10 +32,33 @@
 
 namespace lancet::encoding::structural {
 
+// The decoded layouts (PageLayout protobufs) of one column's pages, each decoded on
+// first use and kept: a reader that serves many small reads (takes) decodes them once.
+// Safe to share between threads.
+class page_layout_cache {
+ public:
+  using layout_ptr = std::shared_ptr<const enc21::page_layout>;
+  layout_ptr find(std::size_t page) const {
+    std::lock_guard lock(mu_);
+    return page < layouts_.size() ? layouts_[page] : nullptr;
+  }
+  layout_ptr keep(std::size_t page, layout_ptr l) {
+    std::lock_guard lock(mu_);
+    if (layouts_.size() <= page) layouts_.resize(page + 1);
+    if (!layouts_[page]) layouts_[page] = std::move(l);
+    return layouts_[page];
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<layout_ptr> layouts_;
+};
+
 // One column of a file as the decoder needs it.
 struct column_pages {
   const pb::file2::column_metadata* metadata = nullptr;
   std::span<const std::uint64_t> page_starts;  // first row of each page, then the column's length
+  page_layout_cache* layouts = nullptr;        // optional: keeps the decoded page layouts
 };
 
 // Returns the buffers of page `page` of file column `column`, in buffer order.
@@ -438,13 +463,29 @@ inline arrow::array_ptr zeroed(const arrow::type_ptr& t, std::uint64_t n) {
   return out;
 }
 
+// The decoded layout of page p of a column (kept in col.layouts when given).
+inline page_layout_cache::layout_ptr page_layout_of(const column_pages& col, std::size_t p, const std::string& where) {
+  if (col.layouts)
+    if (auto l = col.layouts->find(p)) return l;
+  const auto& page = col.metadata->pages[p];
+  if (!page.encoding) throw corrupt_error(where + " has no encoding");
+  const auto any = page.encoding->direct_any();
+  if (any.type_url != enc21::page_layout::type_url)
+    throw corrupt_error(where + ": expected a " + std::string(enc21::page_layout::type_url) + " page, found '" +
+                        any.type_url + "'");
+  auto l = std::make_shared<const enc21::page_layout>(pb::unpack_any<enc21::page_layout>(any));
+  return col.layouts ? col.layouts->keep(p, std::move(l)) : l;
+}
+
 struct decoded_leaf {
   std::vector<node_elements> nodes;  // by layer (0 = leaf)
   arrow::array_ptr leaf;
 };
 
+// Decodes the rows of `runs` (ascending, disjoint [begin, end) pairs) of one leaf
+// column; the column must have at least `end` rows.
 inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow::type_ptr& leaf_type, const column_pages& col,
-                                std::uint32_t column, std::uint64_t begin, std::uint64_t end,
+                                std::uint32_t column, row_runs runs, std::uint64_t end,
                                 const fetch_page_buffers& fetch, const read_file_range& read_range) {
   decoded_leaf out;
   out.nodes.resize(path.size());
@@ -455,47 +496,63 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
     throw corrupt_error("column " + std::to_string(column) + " has " + std::to_string(starts.back()) + " rows, " +
                         std::to_string(end) + " needed");
   std::vector<arrow::array_ptr> leaves;
-  for (std::size_t p = 0; p < pages.size() && begin < end; ++p) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> in_page;  // the runs' parts in page p, page-relative
+  std::size_t first_run = 0;
+  for (std::size_t p = 0; p < pages.size() && first_run < runs.size(); ++p) {
     const auto ps = starts[p], pe = starts[p + 1];
-    if (pe <= begin || ps >= end) continue;
+    while (first_run < runs.size() && runs[first_run].second <= ps) ++first_run;
+    if (first_run == runs.size() || runs[first_run].first >= pe) continue;
     if (pe == ps) continue;
+    in_page.clear();
+    std::uint64_t rows = 0;
+    for (std::size_t r = first_run; r < runs.size() && runs[r].first < pe; ++r) {
+      in_page.emplace_back(std::max(runs[r].first, ps) - ps, std::min(runs[r].second, pe) - ps);
+      rows += in_page.back().second - in_page.back().first;
+    }
     const std::string where = "column " + std::to_string(column) + " page " + std::to_string(p);
     const auto& page = pages[p];
-    if (!page.encoding) throw corrupt_error(where + " has no encoding");
-    const auto any = page.encoding->direct_any();
-    if (any.type_url != enc21::page_layout::type_url)
-      throw corrupt_error(where + ": expected a " + std::string(enc21::page_layout::type_url) + " page, found '" +
-                          any.type_url + "'");
-    const auto layout = pb::unpack_any<enc21::page_layout>(any);
-    const auto b = std::max(begin, ps) - ps, e = std::min(end, pe) - ps;
-    // A small part of a full-zip page (random takes): fetch only its rows' bytes; of a
-    // mini-block page: only its chunks. Larger parts (scans) fetch the whole page, which
-    // the page cache keeps for the next read.
-    std::optional<page_slice> part;
-    if (read_range && checked_mul(e - b, detail::partial_page_fraction, "rows") <= page.length) {
-      part = read_full_zip_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
-      std::uint64_t page_bytes = 0;
-      for (auto n : page.buffer_sizes) page_bytes += std::min<std::uint64_t>(n, detail::partial_mini_block_min_bytes);
-      if (!part && page_bytes >= detail::partial_mini_block_min_bytes)
-        part = read_mini_block_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
+    const auto layout_ptr = page_layout_of(col, p, where);
+    const auto& layout = *layout_ptr;
+    auto add = [&](page_slice&& slice, std::uint64_t n) {
+      if (slice.layers.size() != path.size())
+        throw corrupt_error(where + ": " + std::to_string(slice.layers.size()) + " layers for a field path of depth " +
+                            std::to_string(path.size()));
+      for (std::size_t k = 0; k < path.size(); ++k) {
+        const bool list_node = arrow::is_list_like(path[path.size() - 1 - k].id);
+        if (list_node != is_list_layer(slice.layers[k]))
+          throw corrupt_error(where + ": layer " + std::to_string(k) + " does not match the schema's nesting");
+      }
+      const level_scheme scheme(slice.layers);
+      auto nodes = unravel(scheme, slice.rep.empty() ? nullptr : slice.rep.data(),
+                           slice.def.empty() ? nullptr : slice.def.data(), std::size_t(slice.num_slots), where);
+      if (nodes.back().length != n)
+        throw corrupt_error(where + ": levels describe " + std::to_string(nodes.back().length) + " rows, " +
+                            std::to_string(n) + " expected");
+      leaves.push_back(make_leaf(leaf_type, slice, nodes[0], where));
+      for (std::size_t k = 0; k < path.size(); ++k) append_node(out.nodes[k], std::move(nodes[k]), is_list_layer(slice.layers[k]));
+    };
+    // Several small runs of a full-zip page (a take of scattered rows): their rows'
+    // bytes, fetched run by run, decoded together as one page.
+    if (in_page.size() > 1 && read_range && checked_mul(rows, detail::partial_page_fraction, "rows") <= page.length)
+      if (auto part = read_full_zip_row_runs(layout, page.buffer_offsets, page.buffer_sizes, page.length, in_page, where,
+                                             read_range)) {
+        add(std::move(*part), rows);
+        continue;
+      }
+    for (const auto& [b, e] : in_page) {
+      // A small part of a full-zip page (random takes): fetch only its rows' bytes; of a
+      // mini-block page: only its chunks. Larger parts (scans) fetch the whole page, which
+      // the page cache keeps for the next read.
+      std::optional<page_slice> part;
+      if (read_range && checked_mul(e - b, detail::partial_page_fraction, "rows") <= page.length) {
+        part = read_full_zip_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
+        std::uint64_t page_bytes = 0;
+        for (auto n : page.buffer_sizes) page_bytes += std::min<std::uint64_t>(n, detail::partial_mini_block_min_bytes);
+        if (!part && page_bytes >= detail::partial_mini_block_min_bytes)
+          part = read_mini_block_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
+      }
+      add(part ? std::move(*part) : read_page(layout, fetch(column, p), page.length, b, e, where, read_range), e - b);
     }
-    auto slice = part ? std::move(*part) : read_page(layout, fetch(column, p), page.length, b, e, where, read_range);
-    if (slice.layers.size() != path.size())
-      throw corrupt_error(where + ": " + std::to_string(slice.layers.size()) + " layers for a field path of depth " +
-                          std::to_string(path.size()));
-    for (std::size_t k = 0; k < path.size(); ++k) {
-      const bool list_node = arrow::is_list_like(path[path.size() - 1 - k].id);
-      if (list_node != is_list_layer(slice.layers[k]))
-        throw corrupt_error(where + ": layer " + std::to_string(k) + " does not match the schema's nesting");
-    }
-    const level_scheme scheme(slice.layers);
-    auto nodes = unravel(scheme, slice.rep.empty() ? nullptr : slice.rep.data(),
-                         slice.def.empty() ? nullptr : slice.def.data(), std::size_t(slice.num_slots), where);
-    if (nodes.back().length != e - b)
-      throw corrupt_error(where + ": levels describe " + std::to_string(nodes.back().length) + " rows, " +
-                          std::to_string(e - b) + " expected");
-    leaves.push_back(make_leaf(leaf_type, slice, nodes[0], where));
-    for (std::size_t k = 0; k < path.size(); ++k) append_node(out.nodes[k], std::move(nodes[k]), is_list_layer(slice.layers[k]));
   }
   for (std::size_t k = 0; k < path.size(); ++k)
     if (arrow::is_list_like(path[path.size() - 1 - k].id) && out.nodes[k].offsets.empty()) out.nodes[k].offsets.push_back(0);
@@ -553,29 +610,47 @@ inline arrow::array_ptr assemble(const arrow::field& f, std::size_t depth, std::
 
 }  // namespace detail
 
-// Decodes rows [begin, end) of a top-level field. `columns` are the field's columns
-// (column_count(f) of them, in order); `first_column` is the file column index of the
-// first (for fetch and error messages). `read_range` reads bytes of the file: needed
-// only for blob columns (legacy blobs of 2.1), whose values live outside the pages.
-inline arrow::array_ptr decode_field(const arrow::field& f, std::span<const column_pages> columns,
-                                     std::uint32_t first_column, std::uint64_t begin, std::uint64_t end,
-                                     const fetch_page_buffers& fetch, const read_file_range& read_range = {}) {
-  if (begin > end)
-    throw invalid_input_error("row range [" + std::to_string(begin) + ", " + std::to_string(end) + ") is reversed");
+// Decodes the rows of `runs` (ascending, disjoint [begin, end) pairs) of a top-level
+// field, in order. `columns` are the field's columns (column_count(f) of them, in
+// order); `first_column` is the file column index of the first (for fetch and error
+// messages). `read_range` reads bytes of the file: it lets small parts of pages be
+// fetched alone, and blob columns (legacy blobs of 2.1) need it, as their values live
+// outside the pages.
+inline arrow::array_ptr decode_field_runs(const arrow::field& f, std::span<const column_pages> columns,
+                                          std::uint32_t first_column, row_runs runs, const fetch_page_buffers& fetch,
+                                          const read_file_range& read_range = {}) {
+  for (std::size_t r = 0; r < runs.size(); ++r)
+    if (runs[r].first > runs[r].second || (r && runs[r].first < runs[r - 1].second))
+      throw invalid_input_error("row runs must be ascending and disjoint (run " + std::to_string(r) + ")");
   const auto paths = leaf_paths(f);
   if (columns.size() != paths.size())
     throw corrupt_error("field '" + f.name + "' needs " + std::to_string(paths.size()) + " columns, " +
                         std::to_string(columns.size()) + " given");
+  const std::uint64_t end = runs.empty() ? 0 : runs.back().second;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> nonempty;
+  for (const auto& r : runs)
+    if (r.first < r.second) nonempty.push_back(r);
   std::vector<detail::decoded_leaf> leaves;
   leaves.reserve(paths.size());
   for (std::size_t i = 0; i < paths.size(); ++i) {
     // The leaf's Arrow type: walk the field's type along the path.
     const arrow::field* cur = &f;
     for (std::size_t d = 0; d + 1 < paths[i].size(); ++d) cur = &cur->type->children.at(paths[i][d].child);
-    leaves.push_back(detail::decode_leaf(paths[i], cur->type, columns[i], first_column + std::uint32_t(i), begin, end, fetch, read_range));
+    leaves.push_back(detail::decode_leaf(paths[i], cur->type, columns[i], first_column + std::uint32_t(i), nonempty, end,
+                                         fetch, read_range));
   }
   std::size_t next = 0;
   return detail::assemble(f, 0, leaves, paths, next);
+}
+
+// Decodes rows [begin, end) of a top-level field (see decode_field_runs).
+inline arrow::array_ptr decode_field(const arrow::field& f, std::span<const column_pages> columns,
+                                     std::uint32_t first_column, std::uint64_t begin, std::uint64_t end,
+                                     const fetch_page_buffers& fetch, const read_file_range& read_range = {}) {
+  if (begin > end)
+    throw invalid_input_error("row range [" + std::to_string(begin) + ", " + std::to_string(end) + ") is reversed");
+  const std::pair<std::uint64_t, std::uint64_t> run{begin, end};
+  return decode_field_runs(f, columns, first_column, row_runs(&run, 1), fetch, read_range);
 }
 
 }  // namespace lancet::encoding::structural

@@ -49,59 +49,95 @@ inline shared_bytes read_buffer_part(std::span<const std::uint64_t> buffer_offse
 
 }  // namespace detail
 
-// Reads rows [begin, end) of a full-zip page by fetching only their bytes: a row's
+// Row runs of one page: ascending, disjoint [begin, end) pairs, page-relative.
+using row_runs = std::span<const std::pair<std::uint64_t, std::uint64_t>>;
+
+// Reads the rows of `runs` of a full-zip page by fetching only their bytes: a row's
 // position is a fixed stride (no repetition) or comes from the page's repetition
-// index (entry i = byte offset of row i in the values, page_rows + 1 entries).
+// index (entry i = byte offset of row i in the values, page_rows + 1 entries). The
+// runs' bytes, put together, are a page of their own of those rows, decoded as one.
 // `buffer_offsets` / `buffer_sizes` are the page buffers' absolute file positions.
 // Returns nullopt when the page is not full-zip or its rows cannot be located
 // without the whole buffer (read_page then reads it, and validates it, as a whole).
-inline std::optional<page_slice> read_full_zip_rows(const enc21::page_layout& layout,
-                                                    std::span<const std::uint64_t> buffer_offsets,
-                                                    std::span<const std::uint64_t> buffer_sizes, std::uint64_t page_rows,
-                                                    std::uint64_t begin, std::uint64_t end, const std::string& where,
-                                                    const read_file_range& read_range) {
+inline std::optional<page_slice> read_full_zip_row_runs(const enc21::page_layout& layout,
+                                                        std::span<const std::uint64_t> buffer_offsets,
+                                                        std::span<const std::uint64_t> buffer_sizes,
+                                                        std::uint64_t page_rows, row_runs runs, const std::string& where,
+                                                        const read_file_range& read_range) {
   const auto* z = std::get_if<enc21::full_zip_layout>(&layout.value);
-  if (!z || !read_range || begin >= end || end > page_rows || buffer_sizes.empty() ||
-      buffer_offsets.size() != buffer_sizes.size())
+  if (!z || !read_range || runs.empty() || buffer_sizes.empty() || buffer_offsets.size() != buffer_sizes.size())
     return std::nullopt;
+  for (std::size_t r = 0; r < runs.size(); ++r)
+    if (runs[r].first >= runs[r].second || runs[r].second > page_rows || (r && runs[r].first < runs[r - 1].second))
+      return std::nullopt;
   auto fetch = [&](std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what) {
     return detail::read_buffer_part(buffer_offsets, buffer_sizes, buf, from, to, what, where, read_range);
   };
   const level_scheme s(z->layers);
-  const std::uint64_t n = end - begin;
-  std::uint64_t pb = 0, pe = 0;
+  // Byte range [pb, pe) of the values of each run.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> bytes(runs.size());
+  std::uint64_t n = 0;
+  for (const auto& [begin, end] : runs) n += end - begin;
   if (z->bits_per_value && s.max_rep == 0) {
     if (z->bits_rep > 16 || z->bits_def > 16 || *z->bits_per_value % 8 != 0) return std::nullopt;
     const unsigned cw_bits = z->bits_rep + z->bits_def;
     const std::uint64_t cw = cw_bits == 0 ? 0 : cw_bits <= 8 ? 1 : cw_bits <= 16 ? 2 : 4;
     const std::uint64_t row_bytes = cw + *z->bits_per_value / 8;
     if (row_bytes == 0) return std::nullopt;
-    pb = checked_mul(begin, row_bytes, "full-zip rows");
-    pe = checked_mul(end, row_bytes, "full-zip rows");
+    for (std::size_t r = 0; r < runs.size(); ++r)
+      bytes[r] = {checked_mul(runs[r].first, row_bytes, "full-zip rows"), checked_mul(runs[r].second, row_bytes, "full-zip rows")};
   } else if (buffer_sizes.size() >= 2) {
     const std::uint64_t entries = page_rows + 1;
     const std::uint64_t w = buffer_sizes[1] % entries == 0 ? buffer_sizes[1] / entries : 0;
     if (w != 1 && w != 2 && w != 4 && w != 8)
       throw corrupt_error(where + ": full-zip repetition index of " + std::to_string(buffer_sizes[1]) + " bytes for " +
                           std::to_string(page_rows) + " rows");
-    // Entries begin..end in one read (the requested range is a small part of the page).
-    const auto ri = fetch(1, begin * w, (end + 1) * w, "repetition index");
-    auto get = [&](std::uint64_t i) -> std::uint64_t {
-      const auto* p = ri.data() + i * w;
-      switch (w) { case 1: return *p; case 2: return le::load<std::uint16_t>(p); case 4: return le::load<std::uint32_t>(p); default: return le::load<std::uint64_t>(p); }
-    };
-    pb = get(0);
-    pe = get(n);
-    if (pb > pe || pe > buffer_sizes[0])
-      throw corrupt_error(where + ": full-zip repetition index gives rows " + std::to_string(begin) + ".." + std::to_string(end) +
-                          " bytes [" + std::to_string(pb) + ", " + std::to_string(pe) + "), the values hold " +
-                          std::to_string(buffer_sizes[0]));
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      const auto [begin, end] = runs[r];
+      // Entries begin..end in one read (the requested run is a small part of the page).
+      const auto ri = fetch(1, begin * w, (end + 1) * w, "repetition index");
+      auto get = [&](std::uint64_t i) -> std::uint64_t {
+        const auto* p = ri.data() + i * w;
+        switch (w) { case 1: return *p; case 2: return le::load<std::uint16_t>(p); case 4: return le::load<std::uint32_t>(p); default: return le::load<std::uint64_t>(p); }
+      };
+      const auto pb = get(0), pe = get(end - begin);
+      if (pb > pe || pe > buffer_sizes[0])
+        throw corrupt_error(where + ": full-zip repetition index gives rows " + std::to_string(begin) + ".." +
+                            std::to_string(end) + " bytes [" + std::to_string(pb) + ", " + std::to_string(pe) +
+                            "), the values hold " + std::to_string(buffer_sizes[0]));
+      bytes[r] = {pb, pe};
+    }
   } else {
     return std::nullopt;
   }
   // The fetched rows are a page of their own: read_page parses and validates them.
-  const std::vector<shared_bytes> part{fetch(0, pb, pe, "full-zip rows")};
+  std::vector<shared_bytes> part;
+  if (runs.size() == 1) {
+    part.push_back(fetch(0, bytes[0].first, bytes[0].second, "full-zip rows"));
+  } else {
+    std::uint64_t total = 0;
+    for (const auto& [pb, pe] : bytes) total += pe - pb;
+    aligned_buffer all;
+    all.reserve(std::size_t(total));
+    for (const auto& [pb, pe] : bytes) {
+      const auto b = fetch(0, pb, pe, "full-zip rows");
+      all.append(b.data(), b.size());
+    }
+    part.push_back(shared_bytes(std::move(all)));
+  }
   return read_page(layout, part, n, 0, n, where, read_range);
+}
+
+// Reads rows [begin, end) of a full-zip page by fetching only their bytes (see
+// read_full_zip_row_runs).
+inline std::optional<page_slice> read_full_zip_rows(const enc21::page_layout& layout,
+                                                    std::span<const std::uint64_t> buffer_offsets,
+                                                    std::span<const std::uint64_t> buffer_sizes, std::uint64_t page_rows,
+                                                    std::uint64_t begin, std::uint64_t end, const std::string& where,
+                                                    const read_file_range& read_range) {
+  if (begin >= end) return std::nullopt;
+  const std::pair<std::uint64_t, std::uint64_t> run{begin, end};
+  return read_full_zip_row_runs(layout, buffer_offsets, buffer_sizes, page_rows, row_runs(&run, 1), where, read_range);
 }
 
 // Reads rows [begin, end) of a mini-block page without repetition by fetching its
