@@ -156,6 +156,7 @@ struct method {
   double build_s = -1, build_cpu_s = -1;
   search_run plain, refined;
   search_run refined_files;           // refine with the vectors read by dataset::take (lancet only)
+  search_run refined_mapped;          // the same through a mapped source (io::file_source_options::use_mmap)
 };
 
 std::string faiss_name(const options& o) {
@@ -170,7 +171,7 @@ std::string faiss_name(const options& o) {
 // dataset's files by dataset::take for every query (what `lancet search --refine` does).
 search_run our_search(const options& o, const fs::path& root, const std::vector<float>& rows,
                       const std::vector<float>& queries, const ids_t& truth, std::size_t refine,
-                      boost::asio::thread_pool* pool = nullptr, bool from_files = false) {
+                      boost::asio::thread_pool* pool = nullptr, bool from_files = false, bool mapped = false) {
   const auto s = *dataset::load_latest(root.string());
   auto ix = index::open_vector_index(s, "vector");
   index::search_params sp;
@@ -178,7 +179,9 @@ search_run our_search(const options& o, const fs::path& root, const std::vector<
   sp.nprobes = o.nprobes;
   sp.refine_factor = refine;
   sp.pool = pool;
-  const auto files = dataset::dataset::open(root.string());
+  io::file_source_options fo;
+  fo.use_mmap = mapped;
+  const auto files = dataset::dataset::open(root.string(), std::nullopt, fo);
   if (refine > 0 && !from_files)
     sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) {
       for (std::size_t r = 0; r < ids.size(); ++r)
@@ -412,10 +415,13 @@ int main(int argc, char** argv) {
     if (o.refine) {
       m.refined = our_search(o, root, rows, queries, truth, o.refine);
       m.refined_files = our_search(o, root, rows, queries, truth, o.refine, nullptr, true);
+      m.refined_mapped = our_search(o, root, rows, queries, truth, o.refine, nullptr, true, true);
       std::printf("  lancet refine %zu from the dataset files (dataset::take per query): %.0f QPS, recall %.4f, "
-                  "p50 / p99 %.0f / %.0f us (vectors in memory: %.0f QPS, recall %.4f)\n",
+                  "p50 / p99 %.0f / %.0f us; files mapped (use_mmap): %.0f QPS, p50 / p99 %.0f / %.0f us "
+                  "(vectors in memory: %.0f QPS, recall %.4f)\n",
                   o.refine, m.refined_files.qps, m.refined_files.recall, m.refined_files.p50_us,
-                  m.refined_files.p99_us, m.refined.qps, m.refined.recall);
+                  m.refined_files.p99_us, m.refined_mapped.qps, m.refined_mapped.p50_us, m.refined_mapped.p99_us,
+                  m.refined.qps, m.refined.recall);
       std::printf("  lancet dataset::take of %zu random vectors: %.1f ms\n", 10 * o.refine, take_ms(root, 10 * o.refine, o.rows));
     }
     threading_runs(o, root, queries, truth);
@@ -531,8 +537,9 @@ int main(int argc, char** argv) {
                 o.refine ? m.refined.qps / ours.refined.qps : 0.0, m.plain.recall - ours.plain.recall,
                 o.refine ? m.refined.recall - ours.refined.recall : 0.0);
     if (o.refine && ours.refined_files.qps > 0)
-      std::printf("  lancet refine from the dataset files / %s refine (in memory): QPS %.2fx, recall@10 %+.4f\n",
-                  m.name.c_str(), ours.refined_files.qps / m.refined.qps,
+      std::printf("  lancet refine from the dataset files / %s refine (in memory): QPS %.2fx (files mapped: %.2fx), "
+                  "recall@10 %+.4f\n",
+                  m.name.c_str(), ours.refined_files.qps / m.refined.qps, ours.refined_mapped.qps / m.refined.qps,
                   ours.refined_files.recall - m.refined.recall);
   }
   return 0;
