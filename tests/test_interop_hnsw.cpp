@@ -8,7 +8,9 @@
 //    LanceDB's Node API builds no IVF_HNSW_FLAT), over 1000 queries: LanceDB's PQ
 //    training is random, and two of its own IVF_HNSW_PQ builds differed by 0.011 on
 //    the first 100 queries of this data but by 0.0025 over 1000 (recall 0.870 /
-//    0.867; 100-query slices of one build range over 0.85-0.88); and the graphs' loss
+//    0.867; 100-query slices of one build range over 0.85-0.88), and by up to 0.014
+//    over 1000 between other builds (0.861-0.875), so for PQ the reference is the mean
+//    of five LanceDB builds; and the graphs' loss
 //    (recall at ef 1000 minus at ef 100) within 0.01 of LanceDB's for both;
 //  - our search over LanceDB's index has LanceDB's recall within 0.01;
 //  - over our IVF_HNSW_FLAT index our neighbours equal LanceDB's for >= 95% of queries.
@@ -258,12 +260,16 @@ void run(const scenario& sc) {
       continue;
     }
     if (!sc.compare_recall) continue;
+    // LanceDB's own index over a copy of the data, same parameters.
+    const auto lance_build = [&](const fs::path& dir) {
+      copy_dataset(base, dir);
+      node_json("ivf_acceptance.mjs", {"index", dir.string(), "--type",
+                                       type == index::ivf_index_type::ivf_hnsw_sq ? "hnsw_sq" : "hnsw_pq", "--partitions",
+                                       "64", "--metric", std::string(simd::distance_name(sc.metric)), "--sub-vectors",
+                                       "16", "--m", "20", "--ef-construction", "150"});
+    };
     const fs::path theirs = fs::path(tmp.path()) / ("lance-" + name);
-    copy_dataset(base, theirs);
-    node_json("ivf_acceptance.mjs", {"index", theirs.string(), "--type",
-                                     type == index::ivf_index_type::ivf_hnsw_sq ? "hnsw_sq" : "hnsw_pq", "--partitions",
-                                     "64", "--metric", std::string(simd::distance_name(sc.metric)), "--sub-vectors",
-                                     "16", "--m", "20", "--ef-construction", "150"});
+    lance_build(theirs);
     CHECK(lance_index(theirs)["stats"]["indexType"] == name);
     const auto lance_theirs = lance_search(theirs, qf, dim, sc.metric);
     const auto us_theirs = our_search(theirs, queries, dim);
@@ -277,7 +283,25 @@ void run(const scenario& sc) {
     const double full_theirs = recall(lance_search(theirs, qf, dim, sc.metric, 1000).ids, want);
     MESSAGE(sc.label << " " << name << ": storage recall (ef 1000) ours " << full_ours << ", LanceDB's " << full_theirs);
     CHECK(std::abs((full_ours - r_lance_ours) - (full_theirs - r_lance_theirs)) <= 0.01 + 1e-9);
-    CHECK(std::abs(r_lance_ours - r_lance_theirs) <= 0.01 + 1e-9);
+    // LanceDB trains PQ from random rows: its recall over its own IVF_HNSW_PQ of this
+    // data moves between builds (0.861-0.875 over five, sd ~0.005; ours is seeded), so
+    // for PQ ours is held to the mean of five of its builds, not to one draw.
+    double r_lance_ref = r_lance_theirs;
+    if (type == index::ivf_index_type::ivf_hnsw_pq) {
+      constexpr int builds = 5;
+      double sum = r_lance_theirs;
+      for (int b = 1; b < builds; ++b) {
+        const fs::path again = fs::path(tmp.path()) / ("lance-" + name + "-" + std::to_string(b));
+        lance_build(again);
+        const double r = recall(lance_search(again, qf, dim, sc.metric).ids, want);
+        MESSAGE(sc.label << " " << name << ": LanceDB over its own, build " << b + 1 << ": " << r);
+        sum += r;
+        fs::remove_all(again);
+      }
+      r_lance_ref = sum / builds;
+      MESSAGE(sc.label << " " << name << ": LanceDB over its own, mean of " << builds << " builds " << r_lance_ref);
+    }
+    CHECK(std::abs(r_lance_ours - r_lance_ref) <= 0.01 + 1e-9);
   }
 }
 
