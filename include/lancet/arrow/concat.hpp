@@ -6,9 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <span>
 #include <string>
@@ -155,88 +153,21 @@ inline std::uint64_t buffer_memory_size(const array_data& a) noexcept {
 
 namespace detail {
 
-// Large concatenations (a scan's read-ahead chunk of vectors: tens of MiB each time)
-// reuse freed blocks: malloc maps and unmaps blocks this large on every use, and the
-// page faults of touching fresh memory cost more than the copy itself. At most
-// max_kept blocks wait here; blocks are reused for sizes from half their capacity up.
-class large_block_pool {
- public:
-  static constexpr std::size_t min_bytes = std::size_t(16) << 20;
-  static constexpr std::size_t max_kept = 2;
-
-  static large_block_pool& instance() {
-    // Never destroyed: blocks may be released during static destruction.
-    static auto* pool = new large_block_pool;
-    return *pool;
-  }
-
-  // Frees the blocks waiting for reuse (up to max_kept of them, each 16 MiB or more).
-  void trim() noexcept {
-    std::vector<block> kept;
-    {
-      std::lock_guard lock(mu_);
-      kept.swap(kept_);
-    }
-    for (const auto& b : kept) lancet::detail::free_bytes(b.data, b.capacity);
-  }
-  std::size_t kept_blocks() const {
-    std::lock_guard lock(mu_);
-    return kept_.size();
-  }
-
-  // Bytes with room for n (n >= min_bytes), handed back here when the last owner drops them.
-  shared_bytes fill(std::size_t n, const std::function<void(std::uint8_t*)>& write) {
-    block b = acquire(n);
-    write(b.data);
-    std::uint8_t* data = b.data;
-    std::shared_ptr<std::uint8_t> owner(data, [this, cap = b.capacity](std::uint8_t* p) { release({p, cap}); });
-    return shared_bytes(std::shared_ptr<const void>(owner, owner.get()), data, n);
-  }
-
- private:
-  struct block {
-    std::uint8_t* data = nullptr;
-    std::size_t capacity = 0;
-  };
-  block acquire(std::size_t n) {
-    {
-      std::lock_guard lock(mu_);
-      for (std::size_t i = 0; i < kept_.size(); ++i)
-        if (kept_[i].capacity >= n && kept_[i].capacity / 2 <= n) {
-          block b = kept_[i];
-          kept_.erase(kept_.begin() + std::ptrdiff_t(i));
-          return b;
-        }
-    }
-    const std::size_t cap = std::size_t(pad_to(n, std::uint64_t(2) << 20));
-    return {lancet::detail::allocate_bytes(cap), cap};
-  }
-  void release(block b) noexcept {
-    {
-      std::lock_guard lock(mu_);
-      if (kept_.size() < max_kept) {
-        kept_.push_back(b);
-        return;
-      }
-    }
-    lancet::detail::free_bytes(b.data, b.capacity);
-  }
-  mutable std::mutex mu_;
-  std::vector<block> kept_;
-};
-
-// gather_fixed into shared bytes (large ones from the block pool).
+// gather_fixed into shared bytes. Large gathers (a scan's read-ahead chunk of vectors:
+// tens of MiB each time) are written straight into uninitialised large-block storage
+// (core/buffer.hpp: huge pages, freed blocks reused), not zero-filled first.
 inline shared_bytes gather_fixed_shared(const std::vector<array_ptr>& arrays, std::int64_t byte_width) {
   const auto total = std::size_t(total_length(arrays) * byte_width);
-  if (total < detail::large_block_pool::min_bytes) return shared_bytes(gather_fixed(arrays, byte_width));
-  return detail::large_block_pool::instance().fill(total, [&](std::uint8_t* out) {
-    std::size_t at = 0;
-    for (const auto& a : arrays) {
-      const auto n = std::size_t(a->length * byte_width);
-      if (n) std::memcpy(out + at, a->buffers[1].data() + a->offset * byte_width, n);
-      at += n;
-    }
-  });
+  if (total < lancet::detail::large_alloc_threshold) return shared_bytes(gather_fixed(arrays, byte_width));
+  auto mem = lancet::detail::shared_uninitialised_bytes(total);
+  std::size_t at = 0;
+  for (const auto& a : arrays) {
+    const auto n = std::size_t(a->length * byte_width);
+    if (n) std::memcpy(mem.get() + at, a->buffers[1].data() + a->offset * byte_width, n);
+    at += n;
+  }
+  const std::uint8_t* data = mem.get();
+  return shared_bytes(std::shared_ptr<const void>(std::move(mem)), data, total);
 }
 
 }  // namespace detail

@@ -146,6 +146,12 @@ inline void free_bytes(std::uint8_t* p, std::size_t n) noexcept {
   large_block_cache::instance().give(base, len);
 }
 
+// n uninitialised bytes (allocate_bytes) owned by a shared pointer that frees them:
+// for buffers written in full right away (a read, a gather), which need no zero-fill.
+inline std::shared_ptr<std::uint8_t> shared_uninitialised_bytes(std::size_t n) {
+  return std::shared_ptr<std::uint8_t>(allocate_bytes(n), [n](std::uint8_t* p) { free_bytes(p, n); });
+}
+
 }  // namespace detail
 
 // Growable byte buffer whose storage is 64-byte aligned (SIMD-friendly, and the

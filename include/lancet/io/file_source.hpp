@@ -60,7 +60,7 @@ class file_source {
     auto n = static_cast<std::size_t>(length);
     if (state_->map) return shared_bytes(state_, state_->map + offset, n);
     // Uninitialised aligned storage: pread fills it entirely or we throw.
-    std::shared_ptr<std::uint8_t> mem(lancet::detail::allocate_bytes(n), [n](std::uint8_t* p) { lancet::detail::free_bytes(p, n); });
+    auto mem = lancet::detail::shared_uninitialised_bytes(n);
     std::size_t got = pread_full(state_->fd.get(), mem.get(), n, offset, state_->path);
     if (got != n) {
       throw io_error("cannot read '" + state_->path + "': file ended after " + std::to_string(got) + " of " +
