@@ -13,9 +13,10 @@ namespace lancet::testing {
 
 // The child's wait status (WIFEXITED: it finished first, with exit status 0 when `op`
 // returned and 3 when it threw; otherwise it was killed). The child leaves by _exit,
-// never running the test framework's teardown.
+// never running the test framework's teardown. When the child finishes before the
+// delay, *finished_after (if given) is how long it took.
 template <class Op>
-int run_killed_after(std::chrono::duration<double> delay, Op&& op) {
+int run_killed_after(std::chrono::duration<double> delay, Op&& op, double* finished_after = nullptr) {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
@@ -26,11 +27,43 @@ int run_killed_after(std::chrono::duration<double> delay, Op&& op) {
     }
     ::_exit(0);
   }
-  std::this_thread::sleep_for(delay);
-  ::kill(pid, SIGKILL);
+  // Wait for the child to finish or the delay to pass, whichever comes first.
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(delay);
   int status = 0;
+  for (;;) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      if (finished_after) *finished_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return status;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ::kill(pid, SIGKILL);
   ::waitpid(pid, &status, 0);
   return status;
+}
+
+// How long `op` takes in a forked child, as the parent sees it (fork, the child's first
+// touches of copied pages, exit): the span a kill delay must cover. Throws when the
+// child fails.
+template <class Op>
+double child_seconds(Op&& op) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    try {
+      op();
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("the probe child failed");
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace lancet::testing
