@@ -64,7 +64,9 @@ class file_cache {
 
 // The source: one cached file. What lancet needs is size() and read(); name() is
 // optional (errors use it) and so is is_zero_copy() (true tells the reader that
-// slices cost nothing, so it need not merge nearby ranges or split large ones).
+// slices cost nothing, so it need not merge nearby ranges or split large ones), and
+// read_into(ranges, out), for a source that reads many small ranges at once cheaper
+// than one by one (io/source.hpp; without it, each range is one read()).
 class cached_source {
  public:
   cached_source(std::string path, file_cache& cache)

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <dirent.h>
+#include <sys/wait.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +29,7 @@
 #include "support/failing_sink.hpp"
 #include <lancet/io/file_sink.hpp>
 #include <lancet/io/file_source.hpp>
+#include <lancet/io/any_source.hpp>
 #include <lancet/io/fs.hpp>
 #include <lancet/io/memory_sink.hpp>
 #include <lancet/io/source.hpp>
@@ -780,6 +783,83 @@ TEST_CASE("file_source errors: missing, directory, empty, truncated under us") {
   msg = message_of<io_error>([&] { t.read(400, 200); });
   CHECK(contains(msg, d / "t"));
   CHECK(contains(msg, "100 of 200"));
+}
+
+TEST_CASE("read_into: many ranges end to end, batched for files, from every kind of source") {
+  temp_dir d;
+  const std::size_t n = 3 << 20;
+  auto p = pattern(n, 11);
+  write_file(d / "r.bin", bv(p));
+  // 300 scattered small ranges (several batches of 64), empty ones, a repeated one, an
+  // overlapping one, one over 1 MiB (read alone), and the last byte.
+  std::mt19937_64 g(5);
+  std::vector<byte_range> ranges;
+  for (int i = 0; i < 300; ++i) ranges.push_back({g() % (n - 600), 1 + g() % 600});
+  ranges.push_back({777, 0});
+  ranges.push_back(ranges[3]);
+  ranges.push_back({ranges[3].offset + 1, 100});
+  ranges.push_back({1000, (1 << 20) + 5});
+  ranges.push_back({n - 1, 1});
+  std::vector<std::uint8_t> want;
+  for (const auto& r : ranges) want.insert(want.end(), p.begin() + std::ptrdiff_t(r.offset), p.begin() + std::ptrdiff_t(r.end()));
+  auto read_all = [&](const auto& src) {
+    std::vector<std::uint8_t> got(want.size() + 1, 0xEE);
+    io::read_into(src, ranges, got.data());
+    CHECK(got.back() == 0xEE);  // nothing past the end
+    got.pop_back();
+    return got;
+  };
+  for (bool mm : {false, true}) {
+    CAPTURE(mm);
+    file_source src(d / "r.bin", {.use_mmap = mm});
+    CHECK(read_all(src) == want);
+    CHECK(read_all(io::any_source(src)) == want);
+    // Out of bounds: corrupt_error naming the file and the offset, before anything is read.
+    std::vector<byte_range> bad{{10, 5}, {n - 3, 4}};
+    std::vector<std::uint8_t> out(9);
+    const auto msg = message_of<corrupt_error>([&] { io::read_into(src, bad, out.data()); });
+    CHECK(contains(msg, d / "r.bin"));
+    CHECK(contains(msg, "offset " + std::to_string(n - 3)));
+  }
+  CHECK(read_all(memory_source(shared_bytes::copy_of(bv(p)))) == want);
+  CHECK(read_all(io::any_source(memory_source(shared_bytes::copy_of(bv(p))))) == want);
+
+  // From several threads at once (each has its own ring), and in a forked child after
+  // the parent has read (the child must not share the parent's ring).
+  file_source src(d / "r.bin");
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int k = 0; k < 20; ++k) ok += read_all(src) == want;
+    });
+  for (auto& t : threads) t.join();
+  CHECK(ok == 80);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    bool same = true;
+    for (int k = 0; k < 5; ++k) {
+      std::vector<std::uint8_t> got(want.size());
+      io::read_into(src, ranges, got.data());
+      same = same && got == want;
+    }
+    ::_exit(same ? 0 : 1);
+  }
+  CHECK(read_all(src) == want);  // the parent reads while the child does
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+
+  // A file truncated under the reader: io_error naming the file and how much came.
+  write_file(d / "t", bv(pattern(100000)));
+  file_source t(d / "t");
+  REQUIRE(::truncate((d / "t").c_str(), 50000) == 0);
+  std::vector<byte_range> across{{100, 10}, {49990, 20}, {200, 10}};
+  std::vector<std::uint8_t> out(40);
+  const auto msg = message_of<io_error>([&] { io::read_into(t, across, out.data()); });
+  CHECK(contains(msg, d / "t"));
+  CHECK(contains(msg, "10 of 20 bytes at offset 49990"));
 }
 
 namespace {

@@ -240,6 +240,38 @@ TEST_CASE_TEMPLATE("take: a few rows of a large full-zip page read only their by
     CHECK(took_i * 4 < page_total);
   }
 
+  // Under 1 MiB: a take of a few rows still reads only their chunks (a one-row take of
+  // a 0.3 MB page read it whole); many runs read the page whole, once.
+  {
+    auto small = arrow::make_batch({{"i", rd.random_array(arrow::int64(), 40000, false)}});
+    const auto sb = write_file<V>({small}, one_page());
+    const auto scols = columns_of(sb);
+    REQUIRE(scols.at(0).pages.size() == 1);
+    std::uint64_t page_total = 0;
+    for (auto b : scols[0].pages[0].buffer_sizes) page_total += b;
+    REQUIRE(page_total < encoding::structural::detail::partial_mini_block_min_bytes);
+    counting_source ssrc{io::memory_source(sb)};
+    file::file_reader<counting_source> sr(ssrc);
+    const auto full = sr.read();
+    auto before = ssrc.bytes->load();
+    (void)sr.read({{"i"}, std::nullopt, std::vector<std::uint64_t>{777, 30000}});
+    const auto few = ssrc.bytes->load() - before;
+    MESSAGE("2 of 40000 int64 rows: " << few << " bytes read, the page holds " << page_total);
+    CHECK(few * 8 < page_total);
+    std::mt19937_64 g(23);
+    check_take(sr, full, {777, 30000});
+    check_take(sr, full, {0, 39999});
+    const auto many_rows = random_indices(g, 40000, 100);
+    counting_source fresh_src{io::memory_source(sb)};
+    file::file_reader<counting_source> fresh(fresh_src);  // no page cached by a full read
+    before = fresh_src.bytes->load();
+    const auto reads = fresh_src.reads->load();
+    (void)fresh.read({{"i"}, std::nullopt, many_rows});
+    CHECK(fresh_src.bytes->load() - before >= page_total - 64);  // the page, whole ...
+    CHECK(fresh_src.reads->load() - reads < 20);                // ... not two reads per run
+    check_take(fresh, full, many_rows);
+  }
+
   // A large range still fetches the page whole (one read), not row by row.
   const auto reads_before = src.reads->load();
   auto range = r.read({{"vec"}, std::pair<std::uint64_t, std::uint64_t>{100, 15000}, std::nullopt});
@@ -378,6 +410,70 @@ TEST_CASE("take: 2.0 random column types") {
     ++checked;
   }
   CHECK(checked >= 8);
+}
+
+namespace {
+// A source that reads many ranges at once (as io::file_source does with io_uring):
+// counts its read() calls and its read_into() calls.
+struct batching_source {
+  io::memory_source inner;
+  std::shared_ptr<std::atomic<std::uint64_t>> reads = std::make_shared<std::atomic<std::uint64_t>>(0);
+  std::shared_ptr<std::atomic<std::uint64_t>> batches = std::make_shared<std::atomic<std::uint64_t>>(0);
+  std::shared_ptr<std::atomic<std::uint64_t>> batched_ranges = std::make_shared<std::atomic<std::uint64_t>>(0);
+  std::uint64_t size() const { return inner.size(); }
+  shared_bytes read(std::uint64_t offset, std::uint64_t length) const {
+    ++*reads;
+    return inner.read(offset, length);
+  }
+  void read_into(std::span<const io::byte_range> ranges, std::uint8_t* out) const {
+    ++*batches;
+    *batched_ranges += ranges.size();
+    for (const auto& r : ranges) {
+      const auto b = inner.read(r.offset, r.length);
+      if (b.size()) std::memcpy(out, b.data(), b.size());
+      out += r.length;
+    }
+  }
+};
+static_assert(io::source<batching_source>);
+}  // namespace
+
+TEST_CASE("take: the scattered rows of a take come in one batched read where the source offers it") {
+  testing::random_data rd(51);
+  const std::int64_t rows = 20000;
+  std::mt19937_64 g(52);
+  std::vector<std::optional<std::string>> blobs;
+  for (std::int64_t i = 0; i < rows; ++i) {  // incompressible: a full-zip page in 2.2
+    std::string b(300 + g() % 100, '\0');
+    for (auto& ch : b) ch = char(g());
+    blobs.push_back(std::move(b));
+  }
+  auto batch = arrow::make_batch({{"vec", rd.random_array(vector_type(), rows, false)},
+                                  {"blob", arrow::large_binary_array(blobs)}});
+  const std::vector<std::uint64_t> idx = random_indices(g, std::uint64_t(rows), 40);
+  for (const auto v : {file::format_version::v2_0, file::format_version::v2_2}) {
+    CAPTURE(int(v));
+    const auto bytes = v == file::format_version::v2_0 ? write_file<file::v2_0>({batch}, one_page())
+                                                      : write_file<file::v2_2>({batch}, one_page());
+    const auto full = file::file_reader<io::memory_source>{io::memory_source(bytes)}.read();
+    for (const char* name : {"vec", "blob"}) {
+      CAPTURE(name);
+      batching_source src{io::memory_source(bytes)};
+      file::file_reader<batching_source> r(src);
+      const auto reads = src.reads->load();
+      const auto got = r.read({{name}, std::nullopt, idx});
+      MESSAGE(idx.size() << " rows of '" << std::string(name) << "': " << src.reads->load() - reads << " reads, " << src.batches->load()
+                         << " batched reads of " << src.batched_ranges->load() << " ranges");
+      CHECK(src.batches->load() >= 1);
+      CHECK(src.batches->load() <= 2);            // the rows (and, for blobs in 2.2, their index entries)
+      CHECK(src.batched_ranges->load() >= 30);    // most of the 40 rows lie apart
+      CHECK(src.reads->load() - reads <= 4);      // not one read per row
+      const std::size_t c = std::string(name) == "vec" ? 0 : 1;
+      for (std::size_t k = 0; k < idx.size(); ++k)
+        CHECK_FALSE(arrow::first_difference(*arrow::slice(full.columns[c], std::int64_t(idx[k]), 1),
+                                            *arrow::slice(got.columns[0], std::int64_t(k), 1)));
+    }
+  }
 }
 
 TEST_CASE("take: a few rows of a large 2.0 page read only their bytes") {

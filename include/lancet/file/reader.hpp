@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -339,7 +340,18 @@ class file_reader {
       cols.push_back({&columns_.at(c).metadata, columns_.at(c).page_starts, &layouts_->at(c)});
     return encoding::structural::decode_field_runs(
         physical_fields_[f], cols, col, runs, [this](std::uint32_t c, std::size_t p) { return cached_page_buffers(c, p); },
-        [this](std::uint64_t offset, std::uint64_t size) { return read_split(offset, size); });
+        [this](std::uint64_t offset, std::uint64_t size) { return read_split(offset, size); },
+        [this](std::span<const std::pair<std::uint64_t, std::uint64_t>> ranges, std::uint8_t* out) {
+          read_ranges_into(ranges, out);
+        });
+  }
+
+  // Scattered ranges ({offset, size}) of the file, end to end into out: one request
+  // for many where the source can (io::read_into), for the rows of a take.
+  void read_ranges_into(std::span<const std::pair<std::uint64_t, std::uint64_t>> ranges, std::uint8_t* out) const {
+    std::vector<io::byte_range> rs(ranges.size());
+    for (std::size_t i = 0; i < ranges.size(); ++i) rs[i] = {ranges[i].first, ranges[i].second};
+    io::read_into(source_, rs, out);
   }
 
   arrow::array_ptr read_field(std::size_t f, std::uint64_t begin, std::uint64_t end) const {
@@ -480,6 +492,10 @@ class file_reader {
     const encoding::legacy::byte_reader read = [this](std::uint64_t offset, std::uint64_t size) {
       return read_split(offset, size);
     };
+    const encoding::legacy::byte_ranges_reader read_ranges =
+        [this](std::span<const std::pair<std::uint64_t, std::uint64_t>> ranges, std::uint8_t* out) {
+          read_ranges_into(ranges, out);
+        };
     std::size_t i = 0;
     while (i < idx.size()) {
       const auto it = std::upper_bound(c.page_starts.begin(), c.page_starts.end(), idx[i]);
@@ -492,7 +508,7 @@ class file_reader {
       const auto enc = page_encoding<pb::enc20::array_encoding>(c, p, col);
       if (!dictionary_field && encoding::legacy::rows_addressable(enc, type)) {
         parts.push_back(encoding::legacy::take_page_rows(enc, type, page.buffer_offsets, page.buffer_sizes, page.length,
-                                                       rows, read, where(col, p)));
+                                                       rows, read, where(col, p), read_ranges));
       } else {
         const auto bufs = cached_page_buffers(col, p);
         encoding::legacy::page_decoder d(bufs, where(col, p));

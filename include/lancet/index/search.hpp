@@ -114,6 +114,7 @@ class ivf_searcher {
     }
     std::visit([&](const auto& q) { setup(q); }, quantizer_);
     cache_.resize(num_partitions_);
+    cached_ = std::make_unique<std::atomic<const prepared_partition*>[]>(num_partitions_);
   }
 
   // In-memory partitions (e.g. just built), one per centroid.
@@ -129,6 +130,7 @@ class ivf_searcher {
       throw invalid_input_error("ivf_searcher: HNSW graphs over RaBitQ or hamming storage are not supported");
     graphs_ = std::move(graphs);
     graph_cache_.assign(num_partitions_, nullptr);
+    graph_cached_ = std::make_unique<std::atomic<const hnsw::graph*>[]>(num_partitions_);
   }
   bool has_graphs() const noexcept { return static_cast<bool>(graphs_); }
 
@@ -248,9 +250,8 @@ class ivf_searcher {
     if (graphs_ || !cache_enabled_) return true;
     const std::size_t row_bytes = std::max<std::size_t>(1, code_bytes(quantizer_));
     std::size_t bytes = 0;
-    std::lock_guard<std::mutex> lk(mu_);
     for (const auto& pr : probes) {
-      const auto& c = cache_[pr.first];
+      const auto* c = cached_[pr.first].load(std::memory_order_acquire);
       if (!c) return true;
       bytes += c->data->size() * row_bytes;
       if (bytes >= sp.split_min_bytes) return true;
@@ -423,7 +424,18 @@ class ivf_searcher {
     return s;
   }
 
-  std::shared_ptr<const prepared_partition> partition(std::size_t p) const {
+  // Partition p, prepared. A cached one is found without a lock or a reference count
+  // (cached entries live as long as the searcher): concurrent queries on a pool would
+  // otherwise bounce the mutex's and the shared pointers' cache lines between cores on
+  // every probed partition. `hold` keeps an uncached one alive.
+  const prepared_partition& partition(std::size_t p, std::shared_ptr<const prepared_partition>& hold) const {
+    if (cache_enabled_)
+      if (const auto* c = cached_[p].load(std::memory_order_acquire)) return *c;
+    hold = load_partition(p);
+    return *hold;
+  }
+
+  std::shared_ptr<const prepared_partition> load_partition(std::size_t p) const {
     if (cache_enabled_) {
       std::lock_guard<std::mutex> lk(mu_);
       if (cache_[p]) return cache_[p];
@@ -456,22 +468,26 @@ class ivf_searcher {
     std::shared_ptr<const prepared_partition> out = std::move(prep);
     if (cache_enabled_) {
       std::lock_guard<std::mutex> lk(mu_);
-      if (!cache_[p]) cache_[p] = out;
+      if (!cache_[p]) {
+        cache_[p] = out;
+        cached_[p].store(out.get(), std::memory_order_release);
+      }
       return cache_[p];
     }
     return out;
   }
 
-  std::shared_ptr<const hnsw::graph> graph_of(std::size_t p) const {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (graph_cache_[p]) return graph_cache_[p];
-    }
+  // Partition p's graph, cached for the searcher's life (found without a lock, as partitions are).
+  const hnsw::graph& graph_of(std::size_t p) const {
+    if (const auto* g = graph_cached_[p].load(std::memory_order_acquire)) return *g;
     auto g = graphs_(p);
     if (!g) throw invalid_input_error("ivf_searcher: the graph loader returned no graph for partition " + std::to_string(p));
     std::lock_guard<std::mutex> lk(mu_);
-    if (!graph_cache_[p]) graph_cache_[p] = std::move(g);
-    return graph_cache_[p];
+    if (!graph_cache_[p]) {
+      graph_cache_[p] = std::move(g);
+      graph_cached_[p].store(graph_cache_[p].get(), std::memory_order_release);
+    }
+    return *graph_cache_[p];
   }
 
   // The query for f16 storage. Lance casts the query to the column's type before the
@@ -581,7 +597,7 @@ class ivf_searcher {
                   const row_filter* filter, topk& out, std::size_t ef) const {
     const auto& pc = *part.data;
     const std::size_t n = pc.size();
-    const auto g = graph_of(p);
+    const auto* g = &graph_of(p);
     if (g->size() != n)
       throw corrupt_error("partition " + std::to_string(p) + ": the HNSW graph has " + std::to_string(g->size()) +
                           " nodes but the storage " + std::to_string(n) + " rows");
@@ -606,7 +622,8 @@ class ivf_searcher {
 
   void scan(const prepared_query& q, const query_state_t& s, std::uint32_t p, float dist_q_c,
             const row_filter* filter, topk& out, std::size_t ef, const shared_bound* bound) const {
-    const auto part = partition(p);
+    std::shared_ptr<const prepared_partition> hold;
+    const auto* part = &partition(p, hold);
     const auto& pc = *part->data;
     const std::size_t n = pc.size();
     if (n == 0) return;
@@ -774,9 +791,11 @@ class ivf_searcher {
   rabitq::model rq_;
   std::vector<float> rq_cents_;
   mutable std::mutex mu_;
-  mutable std::vector<std::shared_ptr<const prepared_partition>> cache_;
+  mutable std::vector<std::shared_ptr<const prepared_partition>> cache_;  // owners (under mu_)
+  std::unique_ptr<std::atomic<const prepared_partition*>[]> cached_;     // cache_[p].get() once set
   graph_loader graphs_;
-  mutable std::vector<std::shared_ptr<const hnsw::graph>> graph_cache_;
+  mutable std::vector<std::shared_ptr<const hnsw::graph>> graph_cache_;   // owners (under mu_)
+  std::unique_ptr<std::atomic<const hnsw::graph*>[]> graph_cached_;       // graph_cache_[p].get() once set
 };
 
 }  // namespace lancet::index

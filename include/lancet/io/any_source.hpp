@@ -14,6 +14,8 @@
 //   prefers_whole_reads() one read of any size is one request and splitting it gains
 //                         nothing (local files read with pread, io::file_source):
 //                         what the held source's prefers_whole_reads() says, else false
+//   read_into(ranges, out) many ranges end to end into one buffer (io::read_into):
+//                         the held source's read_into(), else one read() per range
 //   name()                what errors call the source (a file_source's path); the
 //                         held source's name(), else "source"
 //
@@ -24,6 +26,7 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -44,6 +47,7 @@ class any_source {
   shared_bytes read(std::uint64_t offset, std::uint64_t length) const { return impl_->read(offset, length); }
   bool is_zero_copy() const noexcept { return impl_->is_zero_copy(); }
   bool prefers_whole_reads() const noexcept { return impl_->prefers_whole_reads(); }
+  void read_into(std::span<const byte_range> ranges, std::uint8_t* out) const { impl_->read_into(ranges, out); }
   const std::string& name() const noexcept { return impl_->name; }
 
   // The held source when it is an S, else nullptr.
@@ -62,6 +66,7 @@ class any_source {
     virtual shared_bytes read(std::uint64_t offset, std::uint64_t length) const = 0;
     virtual bool is_zero_copy() const noexcept { return false; }
     virtual bool prefers_whole_reads() const noexcept { return false; }
+    virtual void read_into(std::span<const byte_range> ranges, std::uint8_t* out) const = 0;
   };
 
   template <class S>
@@ -77,6 +82,9 @@ class any_source {
     bool prefers_whole_reads() const noexcept override {
       if constexpr (requires { s.prefers_whole_reads(); }) return s.prefers_whole_reads();
       else return false;
+    }
+    void read_into(std::span<const byte_range> ranges, std::uint8_t* out) const override {
+      io::read_into(s, ranges, out);
     }
   };
 

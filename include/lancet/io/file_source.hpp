@@ -11,13 +11,16 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <span>
 #include <new>
 #include <string>
 #include <utility>
 
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/error.hpp"
+#include "lancet/io/detail/batched_read.hpp"
 #include "lancet/io/fs.hpp"
 #include "lancet/io/source.hpp"
 
@@ -72,6 +75,20 @@ class file_source {
   }
 
   shared_bytes read_all() const { return read(0, size()); }
+
+  // The ranges' bytes, end to end, into out (io::read_into): copied from the mapping,
+  // or up to 64 small ranges per system call (io/detail/batched_read.hpp).
+  void read_into(std::span<const byte_range> ranges, std::uint8_t* out) const {
+    for (const auto& r : ranges) check_range(r.offset, r.length, state_->size, state_->path);
+    if (state_->map) {
+      for (const auto& r : ranges) {
+        if (r.length) std::memcpy(out, state_->map + r.offset, static_cast<std::size_t>(r.length));
+        out += r.length;
+      }
+      return;
+    }
+    detail::read_ranges_into(state_->fd.get(), ranges, out, state_->path);
+  }
 
   bool is_zero_copy() const noexcept { return state_->mapped; }
   // One pread of any size is one request: readers need not split large reads.

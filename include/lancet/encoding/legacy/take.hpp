@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,9 @@ namespace lancet::encoding::legacy {
 
 // Reads `size` bytes at absolute file position `offset`.
 using byte_reader = std::function<shared_bytes(std::uint64_t offset, std::uint64_t size)>;
+// Reads many ({offset, size}, absolute) ranges end to end into out (the sum of the
+// sizes): a take's scattered rows in one request where the source can (io::read_into).
+using byte_ranges_reader = std::function<void(std::span<const std::pair<std::uint64_t, std::uint64_t>>, std::uint8_t* out)>;
 
 namespace detail {
 
@@ -61,8 +65,13 @@ inline const enc20::flat* plain_flat(const enc20::array_encoding& e) {
 class page_rows {
  public:
   page_rows(const std::vector<std::uint64_t>& buffer_offsets, const std::vector<std::uint64_t>& buffer_sizes,
-            std::uint64_t page_length, const byte_reader& read, std::string where)
-      : offsets_(buffer_offsets), sizes_(buffer_sizes), page_length_(page_length), read_(read), where_(std::move(where)) {}
+            std::uint64_t page_length, const byte_reader& read, const byte_ranges_reader& read_ranges, std::string where)
+      : offsets_(buffer_offsets),
+        sizes_(buffer_sizes),
+        page_length_(page_length),
+        read_(read),
+        read_ranges_(read_ranges),
+        where_(std::move(where)) {}
 
   static bool addressable(const enc20::array_encoding& e, const arrow::type_ptr& type) {
     using arrow::type_id;
@@ -127,13 +136,54 @@ class page_rows {
     return (values * bits + 7) / 8;
   }
 
+  // Spans [lo, hi) of the buffer at `pos` (relative to it), each group's bytes read
+  // into one buffer: all groups in one read_ranges_ call when there are several and it
+  // is set, else one read per group. at[g] is where group g's bytes start.
+  shared_bytes read_groups(std::uint64_t pos, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& groups,
+                           std::vector<std::size_t>& at) const {
+    at.assign(groups.size(), 0);
+    if (groups.size() == 1) {
+      const auto [lo, hi] = groups[0];
+      auto got = read_(pos + lo, hi - lo);
+      if (got.size() < hi - lo) fail("short read of " + std::to_string(got.size()) + " bytes");
+      return got;
+    }
+    std::uint64_t total = 0;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      at[g] = std::size_t(total);
+      total += groups[g].second - groups[g].first;
+    }
+    if (read_ranges_) {
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+      ranges.reserve(groups.size());
+      for (const auto& [lo, hi] : groups) ranges.emplace_back(pos + lo, hi - lo);
+      auto mem = lancet::detail::shared_uninitialised_bytes(std::size_t(total));  // filled in full by the read
+      read_ranges_(ranges, mem.get());
+      const std::uint8_t* data = mem.get();
+      return shared_bytes(std::move(mem), data, std::size_t(total));
+    }
+    aligned_buffer all;
+    {
+      all.reserve(std::size_t(total));
+      for (const auto& [lo, hi] : groups) {
+        const auto got = read_(pos + lo, hi - lo);
+        if (got.size() < hi - lo) fail("short read of " + std::to_string(got.size()) + " bytes");
+        all.append(got.data(), got.size());
+      }
+    }
+    return shared_bytes(std::move(all));
+  }
+
   // Bits [first[k] * unit, (first[k] + 1) * unit) of the buffer at `pos` for each k,
   // packed one after the other into the result. Nearby spans share one read.
   aligned_buffer gather_bits(std::uint64_t pos, const std::vector<std::uint64_t>& first, std::uint64_t unit) const {
     aligned_buffer out;
     out.resize(std::size_t(bytes_for(first.size(), unit)));
-    std::size_t k = 0;
     const bool whole_bytes = unit % 8 == 0;
+    // Group the spans (nearby ones share a read), then read every group, then copy.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> groups;
+    std::vector<std::size_t> group_end;  // first index k of the next group
+    std::size_t k = 0;
     while (k < first.size()) {
       const std::uint64_t lo = first[k] * unit / 8;
       std::uint64_t hi = ((first[k] + 1) * unit + 7) / 8;
@@ -144,16 +194,25 @@ class page_rows {
         hi = std::max(hi, ((first[j] + 1) * unit + 7) / 8);
         ++j;
       }
-      const auto got = read_(pos + lo, hi - lo);
-      if (got.size() < hi - lo) fail("short read of " + std::to_string(got.size()) + " bytes");
-      for (std::size_t i = k; i < j; ++i) {
+      groups.emplace_back(lo, hi);
+      group_end.push_back(j);
+      k = j;
+    }
+    if (groups.empty()) return out;
+    std::vector<std::size_t> at;
+    const auto got = read_groups(pos, groups, at);
+    k = 0;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const std::uint64_t lo = groups[g].first;
+      const std::uint8_t* base = got.data() + at[g];
+      for (std::size_t i = k; i < group_end[g]; ++i) {
         const std::uint64_t src_bit = first[i] * unit - lo * 8;
         if (whole_bytes)
-          std::memcpy(out.data() + i * (unit / 8), got.data() + src_bit / 8, std::size_t(unit / 8));
+          std::memcpy(out.data() + i * (unit / 8), base + src_bit / 8, std::size_t(unit / 8));
         else
-          arrow::copy_bits(got.data(), std::int64_t(src_bit), out.data(), std::int64_t(i * unit), std::int64_t(unit));
+          arrow::copy_bits(base, std::int64_t(src_bit), out.data(), std::int64_t(i * unit), std::int64_t(unit));
       }
-      k = j;
+      k = group_end[g];
     }
     return out;
   }
@@ -261,21 +320,30 @@ class page_rows {
     (void)bsize;
     aligned_buffer bytes;
     bytes.resize(std::size_t(total));
-    std::size_t k = 0, at = 0;
+    // Group the spans (nearby ones share a read), read every non-empty group, copy.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> groups;
+    std::vector<std::pair<std::size_t, std::size_t>> members;  // [k, j) of spans per group
+    std::size_t k = 0;
     while (k < n) {
       std::uint64_t lo = spans[k].first, hi = spans[k].second;
       std::size_t j = k + 1;
       while (j < n && spans[j].first <= hi + merge_gap_bytes) hi = std::max(hi, spans[j++].second);
       if (hi > lo) {
-        const auto got = read_(bpos + lo, hi - lo);
-        if (got.size() < hi - lo) fail("short read of " + std::to_string(got.size()) + " bytes");
-        for (std::size_t i = k; i < j; ++i) {
-          const auto len = std::size_t(spans[i].second - spans[i].first);
-          if (len) std::memcpy(bytes.data() + at, got.data() + (spans[i].first - lo), len);
-          at += len;
-        }
+        groups.emplace_back(lo, hi);
+        members.emplace_back(k, j);
       }
       k = j;
+    }
+    if (!groups.empty()) {
+      std::vector<std::size_t> group_at;
+      const auto got = read_groups(bpos, groups, group_at);
+      std::size_t at = 0;
+      for (std::size_t g = 0; g < groups.size(); ++g)
+        for (std::size_t i = members[g].first; i < members[g].second; ++i) {
+          const auto len = std::size_t(spans[i].second - spans[i].first);
+          if (len) std::memcpy(bytes.data() + at, got.data() + group_at[g] + (spans[i].first - groups[g].first), len);
+          at += len;
+        }
     }
     return binary_array(type, n, nulls, std::move(validity), std::move(offs), shared_bytes(std::move(bytes)));
   }
@@ -284,6 +352,7 @@ class page_rows {
   const std::vector<std::uint64_t>& sizes_;
   std::uint64_t page_length_;
   const byte_reader& read_;
+  const byte_ranges_reader& read_ranges_;
   std::string where_;
 };
 
@@ -295,15 +364,15 @@ inline bool rows_addressable(const enc20::array_encoding& e, const arrow::type_p
 }
 
 // The given rows (page-relative, ascending, repeats allowed) of one page, reading only
-// their bytes through `read`. The page's buffers are at the given absolute positions;
-// `e` must be rows_addressable. Inconsistent sizes or offsets are corrupt_error naming
-// `where`.
+// their bytes through `read` (and, when given, many scattered rows at once through
+// `read_ranges`). The page's buffers are at the given absolute positions; `e` must be
+// rows_addressable. Inconsistent sizes or offsets are corrupt_error naming `where`.
 inline arrow::array_ptr take_page_rows(const enc20::array_encoding& e, const arrow::type_ptr& type,
                                        const std::vector<std::uint64_t>& buffer_offsets,
                                        const std::vector<std::uint64_t>& buffer_sizes, std::uint64_t page_length,
                                        const std::vector<std::uint64_t>& rows, const byte_reader& read,
-                                       std::string where) {
-  detail::page_rows p(buffer_offsets, buffer_sizes, page_length, read, std::move(where));
+                                       std::string where, const byte_ranges_reader& read_ranges = {}) {
+  detail::page_rows p(buffer_offsets, buffer_sizes, page_length, read, read_ranges, std::move(where));
   return p.take(e, type, rows);
 }
 

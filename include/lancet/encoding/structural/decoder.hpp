@@ -73,10 +73,16 @@ namespace detail {
 // bytes (full-zip) or chunks (mini-block) instead of the page.
 inline constexpr std::uint64_t partial_page_fraction = 8;
 // A mini-block page smaller than this is fetched whole (and kept by the page cache for
-// the next rows of the same take): its chunks are small, so reading them one by one
-// costs more calls than the bytes it saves (1,000 sorted rows of a 0.4 MB int64 page:
-// 4x slower chunk by chunk).
+// the next rows of the same take) when many runs of rows want it: its chunks are small,
+// so reading them one by one costs more calls than the bytes it saves (1,000 sorted
+// rows of a 0.4 MB int64 page: 4x slower chunk by chunk).
 inline constexpr std::uint64_t partial_mini_block_min_bytes = std::uint64_t(1) << 20;
+// ... but up to this many runs read only their chunks (two small reads per run) when
+// the page holds at least partial_mini_block_few_runs_min_bytes: a one-row take of a
+// 0.4 MB page read it whole, 26 us when the memory was warm and 1.1 ms when each read
+// landed in freshly mapped pages (a smaller page costs one read either way).
+inline constexpr std::size_t partial_mini_block_max_runs = 8;
+inline constexpr std::uint64_t partial_mini_block_few_runs_min_bytes = std::uint64_t(64) << 10;
 
 inline shared_bytes bytes_of(aligned_buffer&& b) { return shared_bytes(std::move(b)); }
 
@@ -486,7 +492,8 @@ struct decoded_leaf {
 // column; the column must have at least `end` rows.
 inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow::type_ptr& leaf_type, const column_pages& col,
                                 std::uint32_t column, row_runs runs, std::uint64_t end,
-                                const fetch_page_buffers& fetch, const read_file_range& read_range) {
+                                const fetch_page_buffers& fetch, const read_file_range& read_range,
+                                const read_file_ranges& read_ranges) {
   decoded_leaf out;
   out.nodes.resize(path.size());
   const auto& starts = col.page_starts;
@@ -535,7 +542,7 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
     // bytes, fetched run by run, decoded together as one page.
     if (in_page.size() > 1 && read_range && checked_mul(rows, detail::partial_page_fraction, "rows") <= page.length)
       if (auto part = read_full_zip_row_runs(layout, page.buffer_offsets, page.buffer_sizes, page.length, in_page, where,
-                                             read_range)) {
+                                             read_range, read_ranges)) {
         add(std::move(*part), rows);
         continue;
       }
@@ -548,7 +555,9 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
         part = read_full_zip_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
         std::uint64_t page_bytes = 0;
         for (auto n : page.buffer_sizes) page_bytes += std::min<std::uint64_t>(n, detail::partial_mini_block_min_bytes);
-        if (!part && page_bytes >= detail::partial_mini_block_min_bytes)
+        if (!part && (page_bytes >= detail::partial_mini_block_min_bytes ||
+                      (in_page.size() <= detail::partial_mini_block_max_runs &&
+                       page_bytes >= detail::partial_mini_block_few_runs_min_bytes)))
           part = read_mini_block_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
       }
       add(part ? std::move(*part) : read_page(layout, fetch(column, p), page.length, b, e, where, read_range), e - b);
@@ -615,10 +624,12 @@ inline arrow::array_ptr assemble(const arrow::field& f, std::size_t depth, std::
 // order); `first_column` is the file column index of the first (for fetch and error
 // messages). `read_range` reads bytes of the file: it lets small parts of pages be
 // fetched alone, and blob columns (legacy blobs of 2.1) need it, as their values live
-// outside the pages.
+// outside the pages. `read_ranges`, optional, reads many small parts at once (the rows
+// of a take scattered over a page).
 inline arrow::array_ptr decode_field_runs(const arrow::field& f, std::span<const column_pages> columns,
                                           std::uint32_t first_column, row_runs runs, const fetch_page_buffers& fetch,
-                                          const read_file_range& read_range = {}) {
+                                          const read_file_range& read_range = {},
+                                          const read_file_ranges& read_ranges = {}) {
   for (std::size_t r = 0; r < runs.size(); ++r)
     if (runs[r].first > runs[r].second || (r && runs[r].first < runs[r - 1].second))
       throw invalid_input_error("row runs must be ascending and disjoint (run " + std::to_string(r) + ")");
@@ -637,7 +648,7 @@ inline arrow::array_ptr decode_field_runs(const arrow::field& f, std::span<const
     const arrow::field* cur = &f;
     for (std::size_t d = 0; d + 1 < paths[i].size(); ++d) cur = &cur->type->children.at(paths[i][d].child);
     leaves.push_back(detail::decode_leaf(paths[i], cur->type, columns[i], first_column + std::uint32_t(i), nonempty, end,
-                                         fetch, read_range));
+                                         fetch, read_range, read_ranges));
   }
   std::size_t next = 0;
   return detail::assemble(f, 0, leaves, paths, next);

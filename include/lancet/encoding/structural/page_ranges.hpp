@@ -52,6 +52,40 @@ inline shared_bytes read_buffer_part(std::span<const std::uint64_t> buffer_offse
 // Row runs of one page: ascending, disjoint [begin, end) pairs, page-relative.
 using row_runs = std::span<const std::pair<std::uint64_t, std::uint64_t>>;
 
+// Reads many byte ranges of the file ({offset, size}, absolute), end to end, into out
+// (which holds the sum of the sizes): the scattered rows of a take in one request
+// where the source can (io::read_into).
+using read_file_ranges = std::function<void(std::span<const std::pair<std::uint64_t, std::uint64_t>>, std::uint8_t* out)>;
+
+namespace detail {
+
+// Parts [from, to) of page buffer `buf` (page-relative pairs), bounds-checked, read end
+// to end into one buffer with one read_ranges call.
+inline shared_bytes read_buffer_parts(std::span<const std::uint64_t> buffer_offsets, std::span<const std::uint64_t> buffer_sizes,
+                                      std::size_t buf, std::span<const std::pair<std::uint64_t, std::uint64_t>> parts,
+                                      const char* what, const std::string& where, const read_file_ranges& read_ranges) {
+  const auto at = buffer_offsets[buf];
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  ranges.reserve(parts.size());
+  std::uint64_t total = 0;
+  for (const auto& [from, to] : parts) {
+    if (from > to || to > buffer_sizes[buf])
+      throw corrupt_error(where + ": " + what + " bytes [" + std::to_string(from) + ", " + std::to_string(to) +
+                          ") outside page buffer " + std::to_string(buf) + " of " + std::to_string(buffer_sizes[buf]) +
+                          " bytes");
+    if (at > ~std::uint64_t(0) - to) throw corrupt_error(where + ": page buffer offset " + std::to_string(at) + " overflows");
+    ranges.emplace_back(at + from, to - from);
+    total += to - from;
+  }
+  if (total == 0) return {};
+  auto mem = lancet::detail::shared_uninitialised_bytes(static_cast<std::size_t>(total));
+  read_ranges(ranges, mem.get());
+  const std::uint8_t* data = mem.get();
+  return shared_bytes(std::move(mem), data, static_cast<std::size_t>(total));
+}
+
+}  // namespace detail
+
 // Reads the rows of `runs` of a full-zip page by fetching only their bytes: a row's
 // position is a fixed stride (no repetition) or comes from the page's repetition
 // index (entry i = byte offset of row i in the values, page_rows + 1 entries). The
@@ -63,7 +97,8 @@ inline std::optional<page_slice> read_full_zip_row_runs(const enc21::page_layout
                                                         std::span<const std::uint64_t> buffer_offsets,
                                                         std::span<const std::uint64_t> buffer_sizes,
                                                         std::uint64_t page_rows, row_runs runs, const std::string& where,
-                                                        const read_file_range& read_range) {
+                                                        const read_file_range& read_range,
+                                                        const read_file_ranges& read_ranges = {}) {
   const auto* z = std::get_if<enc21::full_zip_layout>(&layout.value);
   if (!z || !read_range || runs.empty() || buffer_sizes.empty() || buffer_offsets.size() != buffer_sizes.size())
     return std::nullopt;
@@ -92,10 +127,25 @@ inline std::optional<page_slice> read_full_zip_row_runs(const enc21::page_layout
     if (w != 1 && w != 2 && w != 4 && w != 8)
       throw corrupt_error(where + ": full-zip repetition index of " + std::to_string(buffer_sizes[1]) + " bytes for " +
                           std::to_string(page_rows) + " rows");
+    // Entries begin..end of each run (a small part of the page), all runs' in one request
+    // when the source can.
+    shared_bytes all_entries;
+    if (read_ranges && runs.size() > 1) {
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> parts;
+      parts.reserve(runs.size());
+      for (const auto& [begin, end] : runs) parts.emplace_back(begin * w, (end + 1) * w);
+      all_entries = detail::read_buffer_parts(buffer_offsets, buffer_sizes, 1, parts, "repetition index", where, read_ranges);
+    }
+    std::uint64_t entries_at = 0;
     for (std::size_t r = 0; r < runs.size(); ++r) {
       const auto [begin, end] = runs[r];
-      // Entries begin..end in one read (the requested run is a small part of the page).
-      const auto ri = fetch(1, begin * w, (end + 1) * w, "repetition index");
+      shared_bytes ri;
+      if (all_entries.size()) {
+        ri = all_entries.slice(static_cast<std::size_t>(entries_at), static_cast<std::size_t>((end + 1 - begin) * w));
+        entries_at += (end + 1 - begin) * w;
+      } else {
+        ri = fetch(1, begin * w, (end + 1) * w, "repetition index");
+      }
       auto get = [&](std::uint64_t i) -> std::uint64_t {
         const auto* p = ri.data() + i * w;
         switch (w) { case 1: return *p; case 2: return le::load<std::uint16_t>(p); case 4: return le::load<std::uint32_t>(p); default: return le::load<std::uint64_t>(p); }
@@ -114,6 +164,8 @@ inline std::optional<page_slice> read_full_zip_row_runs(const enc21::page_layout
   std::vector<shared_bytes> part;
   if (runs.size() == 1) {
     part.push_back(fetch(0, bytes[0].first, bytes[0].second, "full-zip rows"));
+  } else if (read_ranges) {
+    part.push_back(detail::read_buffer_parts(buffer_offsets, buffer_sizes, 0, bytes, "full-zip rows", where, read_ranges));
   } else {
     std::uint64_t total = 0;
     for (const auto& [pb, pe] : bytes) total += pe - pb;
