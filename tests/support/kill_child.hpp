@@ -5,8 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 namespace lancet::testing {
@@ -32,7 +34,9 @@ int run_killed_after(std::chrono::duration<double> delay, Op&& op, double* finis
   const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(delay);
   int status = 0;
   for (;;) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w < 0 && errno != EINTR) throw std::runtime_error("waitpid failed");
+    if (w == pid) {
       if (finished_after) *finished_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return status;
     }
@@ -40,30 +44,22 @@ int run_killed_after(std::chrono::duration<double> delay, Op&& op, double* finis
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   return status;
 }
 
-// How long `op` takes in a forked child, as the parent sees it (fork, the child's first
+// How long `op` takes in a forked child, as the parent sees it (the child's first
 // touches of copied pages, exit): the span a kill delay must cover. Throws when the
-// child fails.
+// child fails or has not finished after `limit` (then it is killed: a child forked
+// from a threaded process must not hang the suite).
 template <class Op>
-double child_seconds(Op&& op) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    try {
-      op();
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("the probe child failed");
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+double child_seconds(Op&& op, std::chrono::duration<double> limit = std::chrono::seconds(300)) {
+  double took = 0;
+  const int status = run_killed_after(limit, std::forward<Op>(op), &took);
+  if (!WIFEXITED(status)) throw std::runtime_error("the probe child did not finish within the limit; killed");
+  if (WEXITSTATUS(status) != 0) throw std::runtime_error("the probe child failed (exit status " + std::to_string(WEXITSTATUS(status)) + ")");
+  return took;
 }
 
 }  // namespace lancet::testing

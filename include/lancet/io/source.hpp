@@ -108,7 +108,10 @@ void read_into(const S& src, std::span<const byte_range> ranges, std::uint8_t* o
   } else {
     for (const auto& r : ranges) {
       const auto b = src.read(r.offset, r.length);
-      if (b.size()) std::memcpy(out, b.data(), b.size());
+      if (b.size() != r.length)
+        throw corrupt_error("read of " + std::to_string(r.length) + " bytes at offset " + std::to_string(r.offset) +
+                            " of '" + detail::source_name(src) + "' returned " + std::to_string(b.size()));
+      if (r.length) std::memcpy(out, b.data(), static_cast<std::size_t>(r.length));
       out += r.length;
     }
   }

@@ -75,6 +75,7 @@ inline shared_bytes read_buffer_parts(std::span<const std::uint64_t> buffer_offs
                           " bytes");
     if (at > ~std::uint64_t(0) - to) throw corrupt_error(where + ": page buffer offset " + std::to_string(at) + " overflows");
     ranges.emplace_back(at + from, to - from);
+    if (to - from > ~std::uint64_t(0) - total) throw corrupt_error(where + ": " + what + " bytes overflow");
     total += to - from;
   }
   if (total == 0) return {};

@@ -21,6 +21,9 @@
 
 #if defined(__linux__) && __has_include(<linux/io_uring.h>)
 #include <linux/io_uring.h>
+#endif
+// IORING_OP_READ and IORING_FEAT_SINGLE_MMAP need Linux 5.6's headers (IORING_FEAT_RW_CUR_POS is 5.6's).
+#if defined(__linux__) && defined(IORING_FEAT_RW_CUR_POS)
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -74,20 +77,35 @@ class uring {
     (void)fork_hook;
     thread_local std::unique_ptr<uring> ring;
     thread_local unsigned generation = 0;
+    thread_local bool failed_here = false;  // setup failed for this thread (e.g. out of fds)
     const unsigned now = fork_generation().load(std::memory_order_relaxed);
-    if (ring && generation == now) return ring.get();
+    if (generation != now) {
+      ring.reset();
+      failed_here = false;
+      generation = now;
+    }
+    if (ring && !ring->broken_) return ring.get();
     ring.reset();
+    if (failed_here) return nullptr;
     ring = make();
-    generation = now;
+    failed_here = !ring;
     return ring.get();
   }
 
-  // Reads ops (each at most max_op_bytes, at most depth of them) and waits for all.
-  // Short reads are finished with pread. Throws io_error (after every read has
-  // completed: none is left writing into the caller's memory).
+  // Reads ops (each at most max_op_bytes, at most depth of them) and waits for every
+  // read it submitted: none is left writing into the caller's memory when it returns
+  // or throws. Short reads, and reads the ring did not take, are finished with pread.
+  // Throws io_error for a failed read, naming the file, offset and length.
   void read(int fd, std::span<read_op> ops, std::string_view path) {
     const unsigned n = unsigned(ops.size());
-    unsigned tail = sq_tail_->load(std::memory_order_relaxed);
+    const unsigned tail = sq_tail_->load(std::memory_order_relaxed);
+    // Every earlier read was taken and reaped; otherwise this ring is not to be trusted.
+    if (sq_head_->load(std::memory_order_acquire) != tail ||
+        cq_head_->load(std::memory_order_relaxed) != cq_tail_->load(std::memory_order_acquire)) {
+      broken_ = true;
+      for (auto& op : ops) finish_with_pread(fd, op, path);
+      return;
+    }
     for (unsigned i = 0; i < n; ++i) {
       const unsigned idx = (tail + i) & sq_mask_;
       io_uring_sqe& e = sqes_[idx];
@@ -101,34 +119,20 @@ class uring {
       sq_array_[idx] = idx;
     }
     sq_tail_->store(tail + n, std::memory_order_release);
+
     unsigned submitted = 0, reaped = 0;
     int first_error = 0;
     std::size_t error_op = 0;
-    int busy_retries = 0;
-    while (reaped < n) {
-      const unsigned to_submit = n - submitted;
-      const int r = enter(to_submit, n - reaped);
-      if (r < 0) {
-        const int err = errno;
-        if (err == EINTR) continue;
-        if ((err == EAGAIN || err == EBUSY) && (submitted > 0 || ++busy_retries < 100)) {
-          // Out of kernel resources for now; reads already submitted must finish first.
-          std::this_thread::sleep_for(std::chrono::microseconds(50));
-          continue;
-        }
-        if (submitted == 0 && reaped == 0) {
-          // Nothing went in: take the entries back and let the caller use pread.
-          sq_tail_->store(tail, std::memory_order_release);
-          unavailable().store(true, std::memory_order_relaxed);
-          throw fallback{};
-        }
-        throw_errno("cannot read (io_uring)", path, err);  // the ring is unusable: cannot happen with a valid one
-      }
-      submitted += unsigned(r) <= to_submit ? unsigned(r) : to_submit;
+    auto reap = [&] {
       unsigned head = cq_head_->load(std::memory_order_relaxed);
       const unsigned cq_tail = cq_tail_->load(std::memory_order_acquire);
-      for (; head != cq_tail; ++head, ++reaped) {
+      for (; head != cq_tail; ++head) {
         const io_uring_cqe& c = cqes_[head & cq_mask_];
+        if (c.user_data >= n) {  // not one of ours: the ring is not to be trusted
+          broken_ = true;
+          continue;
+        }
+        ++reaped;
         read_op& op = ops[std::size_t(c.user_data)];
         if (c.res > 0) op.done += std::size_t(c.res);
         else if (c.res < 0 && c.res != -EAGAIN && c.res != -EINTR && first_error == 0) {
@@ -137,6 +141,37 @@ class uring {
         }
       }
       cq_head_->store(head, std::memory_order_release);
+    };
+    // Submit (waiting only for reads already in flight: a submission the kernel takes
+    // in part must not wait for reads it never took).
+    int busy_retries = 0;
+    while (submitted < n) {
+      const int r = enter(n - submitted, 0);
+      if (r > 0) {
+        submitted += std::min(unsigned(r), n - submitted);
+        reap();
+        continue;
+      }
+      const int err = r == 0 ? EAGAIN : errno;
+      if (err == EINTR) continue;
+      if ((err == EAGAIN || err == EBUSY) && ++busy_retries < 100) {  // out of kernel resources for now
+        reap();
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        continue;
+      }
+      // The ring takes no more: take back what it did not consume, wait for what it
+      // did, and read the rest with pread; batching stays off in this process.
+      sq_tail_->store(tail + submitted, std::memory_order_release);
+      broken_ = true;
+      unavailable().store(true, std::memory_order_relaxed);
+      break;
+    }
+    // Wait for every submitted read. Completions reach the ring whatever the system
+    // call says, so when waiting fails, poll it.
+    while (reaped < submitted) {
+      reap();
+      if (reaped >= submitted) break;
+      if (enter(0, submitted - reaped) < 0 && errno != EINTR) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     if (first_error == EINVAL || first_error == EOPNOTSUPP) {
       // A kernel without IORING_OP_READ: reads go through pread from now on.
@@ -149,9 +184,6 @@ class uring {
     for (auto& op : ops)
       if (op.done < op.length) finish_with_pread(fd, op, path);
   }
-
-  // Thrown when the ring refused a submission as a whole: use pread instead.
-  struct fallback {};
 
   uring(const uring&) = delete;
   uring& operator=(const uring&) = delete;
@@ -179,10 +211,13 @@ class uring {
     io_uring_params p;
     std::memset(&p, 0, sizeof p);
     u->fd_ = int(::syscall(__NR_io_uring_setup, depth, &p));
-    if (u->fd_ < 0 || !u->map(p)) {
-      unavailable().store(true, std::memory_order_relaxed);
+    if (u->fd_ < 0) {
+      // Not in this kernel, or refused (seccomp): never again in this process. Other
+      // failures (out of fds or locked memory) leave this thread without a ring.
+      if (errno == ENOSYS || errno == EPERM) unavailable().store(true, std::memory_order_relaxed);
       return nullptr;
     }
+    if (!u->map(p)) return nullptr;
     return u;
   }
 
@@ -202,6 +237,7 @@ class uring {
     sqes_bytes_ = p.sq_entries * sizeof(io_uring_sqe);
     sqes_ = reinterpret_cast<io_uring_sqe*>(ring_map(sqes_bytes_, IORING_OFF_SQES));
     if (!sqes_) return false;
+    sq_head_ = reinterpret_cast<std::atomic<unsigned>*>(sq_ring_ + p.sq_off.head);
     sq_tail_ = reinterpret_cast<std::atomic<unsigned>*>(sq_ring_ + p.sq_off.tail);
     sq_mask_ = *reinterpret_cast<const unsigned*>(sq_ring_ + p.sq_off.ring_mask);
     sq_array_ = reinterpret_cast<unsigned*>(sq_ring_ + p.sq_off.array);
@@ -212,8 +248,10 @@ class uring {
     return p.sq_entries >= depth && p.cq_entries >= depth;
   }
 
+  // Submits to_submit entries, then (min_complete > 0) waits until that many completions are in the ring.
   int enter(unsigned to_submit, unsigned min_complete) {
-    return int(::syscall(__NR_io_uring_enter, fd_, to_submit, min_complete, IORING_ENTER_GETEVENTS, nullptr, 0));
+    return int(::syscall(__NR_io_uring_enter, fd_, to_submit, min_complete, min_complete ? IORING_ENTER_GETEVENTS : 0u,
+                         nullptr, 0));
   }
 
   int fd_ = -1;
@@ -221,6 +259,7 @@ class uring {
   std::uint8_t* cq_ring_ = nullptr;
   std::size_t sq_bytes_ = 0, cq_bytes_ = 0, sqes_bytes_ = 0;
   io_uring_sqe* sqes_ = nullptr;
+  std::atomic<unsigned>* sq_head_ = nullptr;
   std::atomic<unsigned>* sq_tail_ = nullptr;
   unsigned sq_mask_ = 0;
   unsigned* sq_array_ = nullptr;
@@ -228,6 +267,9 @@ class uring {
   std::atomic<unsigned>* cq_tail_ = nullptr;
   unsigned cq_mask_ = 0;
   io_uring_cqe* cqes_ = nullptr;
+  bool broken_ = false;  // not to be used again: the thread makes a new ring
+  // The ring's head and tail words are shared with the kernel: read and written as atomics.
+  static_assert(std::atomic<unsigned>::is_always_lock_free && sizeof(std::atomic<unsigned>) == sizeof(unsigned));
 };
 
 #endif  // LANCET_IO_URING
@@ -248,11 +290,8 @@ inline void read_ranges_into(int fd, std::span<const byte_range> ranges, std::ui
 #ifdef LANCET_IO_URING
     if (ops.size() > 1)
       if (auto* ring = uring::of_this_thread()) {
-        try {
-          ring->read(fd, ops, path);
-          return;
-        } catch (const uring::fallback&) {
-        }
+        ring->read(fd, ops, path);
+        return;
       }
 #endif
     for (auto& op : ops) finish_with_pread(fd, op, path);
