@@ -96,16 +96,17 @@ std::string source_name(const S& s) {
 
 // Reads each range, in the order given, into out, end to end (out holds the sum of the
 // lengths): the bytes of many scattered rows in one buffer. Every range is
-// bounds-checked first. A source may offer this as a member, read_into(ranges, out),
-// to read them in fewer requests (io::file_source: one system call for up to 64 small
-// ranges); otherwise each range is one read() and a copy.
+// bounds-checked before anything is read. A source may offer this as a member,
+// read_into(ranges, out), checking its ranges as read() does, to read them in fewer
+// requests (io::file_source: one system call for up to 64 small ranges); otherwise
+// each range is one read() and a copy.
 template <source S>
 void read_into(const S& src, std::span<const byte_range> ranges, std::uint8_t* out) {
-  const std::uint64_t size = src.size();
-  for (const auto& r : ranges) check_range(r.offset, r.length, size, detail::source_name(src));
   if constexpr (requires { src.read_into(ranges, out); }) {
     src.read_into(ranges, out);
   } else {
+    const std::uint64_t size = src.size();
+    for (const auto& r : ranges) check_range(r.offset, r.length, size, detail::source_name(src));
     for (const auto& r : ranges) {
       const auto b = src.read(r.offset, r.length);
       if (b.size() != r.length)

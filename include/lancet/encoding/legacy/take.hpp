@@ -163,13 +163,11 @@ class page_rows {
       return shared_bytes(std::move(mem), data, std::size_t(total));
     }
     aligned_buffer all;
-    {
-      all.reserve(std::size_t(total));
-      for (const auto& [lo, hi] : groups) {
-        const auto got = read_(pos + lo, hi - lo);
-        if (got.size() < hi - lo) fail("short read of " + std::to_string(got.size()) + " bytes");
-        all.append(got.data(), got.size());
-      }
+    all.reserve(std::size_t(total));
+    for (const auto& [lo, hi] : groups) {
+      const auto got = read_(pos + lo, hi - lo);
+      if (got.size() < hi - lo) fail("short read of " + std::to_string(got.size()) + " bytes");
+      all.append(got.data(), std::size_t(hi - lo));
     }
     return shared_bytes(std::move(all));
   }

@@ -29,17 +29,26 @@ namespace lancet::encoding::structural {
 
 namespace detail {
 
-// Bytes [from, to) of page buffer `buf`, read from the file; bounds-checked against
-// the buffer's recorded size.
-inline shared_bytes read_buffer_part(std::span<const std::uint64_t> buffer_offsets, std::span<const std::uint64_t> buffer_sizes,
-                                     std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what,
-                                     const std::string& where, const read_file_range& read_range) {
+// The absolute file offset of bytes [from, to) of page buffer `buf`, checked against
+// the buffer's recorded size (corrupt_error naming `what` and `where`).
+inline std::uint64_t buffer_part_offset(std::span<const std::uint64_t> buffer_offsets,
+                                        std::span<const std::uint64_t> buffer_sizes, std::size_t buf, std::uint64_t from,
+                                        std::uint64_t to, const char* what, const std::string& where) {
   if (from > to || to > buffer_sizes[buf])
     throw corrupt_error(where + ": " + what + " bytes [" + std::to_string(from) + ", " + std::to_string(to) +
                         ") outside page buffer " + std::to_string(buf) + " of " + std::to_string(buffer_sizes[buf]) +
                         " bytes");
   const auto at = buffer_offsets[buf];
   if (at > ~std::uint64_t(0) - to) throw corrupt_error(where + ": page buffer offset " + std::to_string(at) + " overflows");
+  return at + from;
+}
+
+// Bytes [from, to) of page buffer `buf`, read from the file; bounds-checked against
+// the buffer's recorded size.
+inline shared_bytes read_buffer_part(std::span<const std::uint64_t> buffer_offsets, std::span<const std::uint64_t> buffer_sizes,
+                                     std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what,
+                                     const std::string& where, const read_file_range& read_range) {
+  const auto at = buffer_part_offset(buffer_offsets, buffer_sizes, buf, from, to, what, where) - from;
   auto bytes = read_range(at + from, to - from);
   if (bytes.size() != to - from)
     throw corrupt_error(where + ": read " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(at + from) +
@@ -64,17 +73,11 @@ namespace detail {
 inline shared_bytes read_buffer_parts(std::span<const std::uint64_t> buffer_offsets, std::span<const std::uint64_t> buffer_sizes,
                                       std::size_t buf, std::span<const std::pair<std::uint64_t, std::uint64_t>> parts,
                                       const char* what, const std::string& where, const read_file_ranges& read_ranges) {
-  const auto at = buffer_offsets[buf];
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
   ranges.reserve(parts.size());
   std::uint64_t total = 0;
   for (const auto& [from, to] : parts) {
-    if (from > to || to > buffer_sizes[buf])
-      throw corrupt_error(where + ": " + what + " bytes [" + std::to_string(from) + ", " + std::to_string(to) +
-                          ") outside page buffer " + std::to_string(buf) + " of " + std::to_string(buffer_sizes[buf]) +
-                          " bytes");
-    if (at > ~std::uint64_t(0) - to) throw corrupt_error(where + ": page buffer offset " + std::to_string(at) + " overflows");
-    ranges.emplace_back(at + from, to - from);
+    ranges.emplace_back(buffer_part_offset(buffer_offsets, buffer_sizes, buf, from, to, what, where), to - from);
     if (to - from > ~std::uint64_t(0) - total) throw corrupt_error(where + ": " + what + " bytes overflow");
     total += to - from;
   }
