@@ -8,8 +8,9 @@
 # (3 datasets of 10,000 clustered rows each); 2,000 queries, searched over both indexes
 # (the table reports the paired difference with its standard errors); 16 partitions, nprobes 16
 # (every partition: the IVF stage is not the bottleneck, recall@10 measures PQ); lancet
-# with 1 thread. OUT (default pq_recall_sweep.jsonl in the current directory) gets one
-# line per (cell, build) as it completes; re-running with the same OUT resumes. The
+# with 1 thread and a seed of its own per cell and build (LanceDB draws afresh for every
+# index; --lancet-seed S fixes it). OUT (default pq_recall_sweep.jsonl in the current
+# directory) gets one line per (cell, build) as it completes; re-running with the same OUT resumes. The
 # markdown table is printed at the end (or any time with
 # `node tests/interop/pq_recall_sweep.mjs --table OUT`).
 set -euo pipefail

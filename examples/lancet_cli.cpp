@@ -9,7 +9,7 @@
 //   lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq
 //                [--partitions N | --target-partition-size N] [--sub-vectors M] [--bits B]
 //                [--metric l2|cosine|dot|hamming] [--name NAME] [--replace] [--threads T]
-//                [--model MODEL] [--fragments 0,1,5 --uncommitted] [--memory-budget BYTES]
+//                [--model MODEL] [--fragments 0,1,5 --uncommitted] [--memory-budget BYTES] [--seed S]
 //   lancet index train DATASET --column COL --type T [index create's build flags] --out MODEL
 //   lancet index merge-segments DATASET SEGMENT.json...
 //   lancet index commit DATASET --name NAME --column COL SEGMENT.json...
@@ -140,7 +140,8 @@ const std::vector<command_spec>& commands() {
        "lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq|ivf_hnsw_flat|ivf_hnsw_sq|\n"
        "               ivf_hnsw_pq [--partitions N | --target-partition-size N] [--sub-vectors M] [--bits B]\n"
        "               [--metric l2|cosine|dot|hamming] [--m M] [--ef-construction E] [--name NAME] [--replace]\n"
-       "               [--threads T] [--model MODEL] [--fragments 0,1,5 --uncommitted] [--memory-budget BYTES]",
+       "               [--threads T] [--model MODEL] [--fragments 0,1,5 --uncommitted] [--memory-budget BYTES]\n"
+       "               [--seed S]",
        "Builds an IVF vector index on a column and commits it as a new version. Commits of other\n"
        "writers meanwhile are rebased on as Lance does (rows appended stay unindexed); the retries\n"
        "are reported on stderr. With --uncommitted it builds one segment of a distributed index\n"
@@ -163,14 +164,17 @@ const std::vector<command_spec>& commands() {
        "                               --column / --type / --metric default to the model's\n"
        "  --fragments 0,1,5            index only these fragments (with --uncommitted)\n"
        "  --uncommitted                write the segment, commit nothing, print its JSON\n"
-       "  --memory-budget BYTES        decoded rows held at once (default 512 MiB)\n",
+       "  --memory-budget BYTES        decoded rows held at once (default 512 MiB)\n"
+       "  --seed S                     seed of the training's random draws (k-means initial rows,\n"
+       "                               samples) and of the HNSW levels; default 42. The same seed,\n"
+       "                               data and options build the same index\n",
        {"column", "type", "partitions", "target-partition-size", "sub-vectors", "bits", "metric", "m",
-        "ef-construction", "name", "threads", "model", "fragments", "memory-budget"},
+        "ef-construction", "name", "threads", "model", "fragments", "memory-budget", "seed"},
        {"replace", "uncommitted"}},
       {"index train",
        "lancet index train DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq [--partitions N |\n"
        "               --target-partition-size N] [--sub-vectors M] [--bits B] [--metric l2|cosine|dot|hamming]\n"
-       "               [--fragments 0,1,5] [--threads T] [--memory-budget BYTES] --out MODEL",
+       "               [--fragments 0,1,5] [--threads T] [--memory-budget BYTES] [--seed S] --out MODEL",
        "Trains the IVF centroids and the quantizer (PQ codebook, SQ bounds, RaBitQ rotation) of a\n"
        "distributed index once, as 'index create' would, and writes them to MODEL (a versioned,\n"
        "checksummed file) for 'lancet index create --model MODEL'. Commits nothing. Prints the\n"
@@ -179,7 +183,7 @@ const std::vector<command_spec>& commands() {
        "  --fragments 0,1,5            train on these fragments only (default: all)\n"
        "  (the other options: as 'lancet index create')\n",
        {"column", "type", "partitions", "target-partition-size", "sub-vectors", "bits", "metric", "threads",
-        "fragments", "memory-budget", "out"},
+        "fragments", "memory-budget", "seed", "out"},
        {}},
       {"index merge-segments",
        "lancet index merge-segments DATASET SEGMENT.json...",
@@ -673,6 +677,7 @@ index::build_options build_flags(const args& a, const index::trained_model* mode
   else if (model) o.metric = model->metric;
   if (auto v = a.number("memory-budget")) o.memory_budget_bytes = *v;
   if (auto f = a.get("fragments")) o.fragment_ids = parse_fragment_list(*f);
+  if (auto v = a.number("seed")) o.seed = *v;
   return o;
 }
 

@@ -117,6 +117,22 @@ check "index create ivf_hnsw_sq --m --ef-construction" bash -c "'$lancet' index 
 check "search --index hnsw --ef finds row 7" bash -c "'$lancet' search '$vds' --column vector --index hnsw --query '$q7' --k 10 --nprobes 2 --ef 30 | grep -q '\"_rowid\":7,\"_distance\"'"
 check "LanceDB lists the CLI's IVF_HNSW_SQ" bash -c "node '$root/tests/interop/list_indices.mjs' '$vds' | grep -q '\"indexType\":\"IVF_HNSW_SQ\"'"
 err=$("$lancet" index create "$vds" --column vector --type ivf_flat --m 8 --name x 2>&1); check "--m without an ivf_hnsw type is a usage error" test $? -eq 2
+# --seed: the training's draws (k-means initial rows, samples); the model's fingerprint shows them.
+fp() { "$lancet" index train "$vds" --column vector --type ivf_pq --partitions 4 --sub-vectors 4 --out "$tmp/m.$1" "${@:2}" 2>/dev/null | sed -n 's/.*"fingerprint":"\([0-9a-f]*\)".*/\1/p'; }
+f7=$(fp a --seed 7); f7b=$(fp b --seed 7); f8=$(fp c --seed 8); fdef=$(fp d); f42=$(fp e --seed 42)
+check "index train --seed: a fingerprint" test -n "$f7"
+check "the same seed trains the same model" test "$f7" = "$f7b"
+check "another seed trains another model" test "$f7" != "$f8"
+check "the default seed is 42" test "$fdef" = "$f42"
+err=$("$lancet" index create "$vds" --column vector --type ivf_pq --partitions 4 --sub-vectors 4 --seed x --name x 2>&1); st=$?
+check "--seed x is a usage error naming the flag" bash -c "test $st -eq 2 && grep -q -- \"--seed needs a non-negative integer, got 'x'\" <<< \"\$0\"" "$err"
+for run in a b; do
+  rm -rf "$tmp/vds-seed"; cp -r "$vds" "$tmp/vds-seed"
+  "$lancet" index create "$tmp/vds-seed" --column vector --type ivf_pq --partitions 4 --sub-vectors 4 --seed 3 --name seeded 2>/dev/null
+  "$lancet" search "$tmp/vds-seed" --column vector --index seeded --query "$q7" --k 20 --nprobes 1 > "$tmp/seed.$run"
+done
+check "index create --seed: the search returns 20 rows" test "$(wc -l < "$tmp/seed.a")" -eq 20
+check "index create --seed: the same seed builds the same index" cmp -s "$tmp/seed.a" "$tmp/seed.b"
 # ---- compact ------------------------------------------------------------------------
 cds="$tmp/cds"
 for part in 1 2 3 4; do

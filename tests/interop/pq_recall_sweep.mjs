@@ -3,7 +3,7 @@
 //   node pq_recall_sweep.mjs --lancet PATH/examples/lancet --work DIR --out RESULTS.jsonl
 //        [--dims 16,32,128,768] [--widths 2,4,8,16] [--bits 4,8] [--metrics l2,cosine,dot]
 //        [--builds 3] [--rows 10000] [--queries 2000] [--partitions 16] [--nprobes 16]
-//        [--clusters 64] [--k 10] [--threads 1]
+//        [--clusters 64] [--k 10] [--threads 1] [--lancet-seed S]
 //   node pq_recall_sweep.mjs --table RESULTS.jsonl     (prints the markdown table only)
 //
 // For every dimension and build b (1..builds) one dataset of clustered rows of its own
@@ -14,6 +14,12 @@
 // against the exact neighbours (computed here in float64). Both indexes answer the same
 // queries, so each line also has the paired difference lancet - LanceDB and its
 // standard error over the queries (diff_se: the query-sampling noise of that build).
+// lancet trains with a seed of its own per (cell, build) (cellSeed below), as LanceDB
+// draws its k-means initial rows afresh for every index: with one fixed seed every l2 /
+// cosine cell of a dataset would share one draw of IVF centroids (the IVF stage does not
+// depend on the PQ parameters), so the cells' differences would not be independent.
+// --lancet-seed S trains every cell with seed S instead (the sweeps of 2026-12-02/03
+// used lancet's default, 42). The seed is recorded in each line.
 // One JSON line per (cell, build) goes to --out as it completes; lines already there
 // are skipped, so an interrupted sweep resumes. Cells where the width exceeds the dimension do not exist;
 // cells one library refuses are recorded with its error message.
@@ -48,6 +54,14 @@ function clustered(dim, n, q, clusters, seed) {
     return out;
   };
   return { rows: draw(n), queries: draw(q) };
+}
+
+// lancet's seed for one (cell, build): FNV-1a of the cell's key, fixed in advance so a
+// rerun trains the same indexes.
+function cellSeed(dim, width, bits, metric, build) {
+  let h = 0x811c9dc5;
+  for (const ch of `${dim}/${width}/${bits}/${metric}/${build}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0;
+  return h;
 }
 
 function vectorTable(values, dim) {
@@ -145,6 +159,7 @@ async function sweep(args) {
   const nq = intArg(args, "queries", 2000), parts = intArg(args, "partitions", 16);
   const nprobes = intArg(args, "nprobes", parts), clusters = intArg(args, "clusters", 64);
   const k = intArg(args, "k", 10), threads = intArg(args, "threads", 1);
+  const fixedSeed = args["lancet-seed"] === undefined ? undefined : intArg(args, "lancet-seed", 42);
   fs.mkdirSync(work, { recursive: true });
   const done = new Set();
   if (fs.existsSync(outFile))
@@ -173,7 +188,9 @@ async function sweep(args) {
         const { width, bits, metric } = cell;
         truths[metric] ??= exactTopK(data, queries, dim, k, metric);
         const m = dim / width;
-        const rec = { dim, width, sub_vectors: m, bits, metric, build: b, rows, queries: nq, partitions: parts, nprobes, k };
+        const seed = fixedSeed ?? cellSeed(dim, width, bits, metric, b);
+        const rec = { dim, width, sub_vectors: m, bits, metric, build: b, rows, queries: nq, partitions: parts, nprobes, k,
+          lancet_seed: seed };
         const ours = path.join(work, "ours"), theirs = path.join(work, "theirs");
         for (const d of [ours, theirs]) {
           fs.rmSync(d, { recursive: true, force: true });
@@ -184,7 +201,7 @@ async function sweep(args) {
           const t0 = process.hrtime.bigint();
           execFileSync(lancet, ["index", "create", ours, "--column", "vector", "--type", "ivf_pq", "--partitions",
             String(parts), "--sub-vectors", String(m), "--bits", String(bits), "--metric", metric,
-            "--threads", String(threads)], { stdio: ["ignore", "ignore", "pipe"] });
+            "--threads", String(threads), "--seed", String(seed)], { stdio: ["ignore", "ignore", "pipe"] });
           rec.lancet_seconds = Number(process.hrtime.bigint() - t0) / 1e9;
           ourRecalls = await recallsOf(ours, queries, dim, k, nprobes, metric, truths[metric]);
           rec.lancet = mean(ourRecalls);
