@@ -1342,3 +1342,41 @@ TEST_CASE("build_ivf_index: PQ trains on Lance's sample when the budget holds it
   REQUIRE(a.codebook.data.size() == b.codebook.data.size());
   CHECK(std::memcmp(a.codebook.data.data(), b.codebook.data.data(), a.codebook.data.size()) != 0);  // other rows
 }
+
+// Lance samples the quantizer's training rows apart from the IVF's. When the two
+// samples are the same size (16 partitions and 4-bit codes: 256 x 16 rows each), one
+// draw would train PQ on the residuals of exactly the rows the centroids were fitted
+// to; the builder draws PQ's sample with a seed of its own.
+TEST_CASE("IVF_PQ training: the PQ sample is not the IVF k-means sample") {
+  const std::size_t dim = 16, k = 16;
+  for (const std::size_t n : {std::size_t(9000), std::size_t(4000)}) {
+    CAPTURE(n);
+    auto rows = clustered(n, dim, 40, 0.2f, 17);
+    index::build_options o;
+    o.column = "vector";
+    o.type = index::ivf_index_type::ivf_pq;
+    o.num_partitions = k;
+    o.num_sub_vectors = 8;
+    o.num_bits = 4;
+    o.max_iters = 10;
+    const auto qc = index::detail::check_parameters(o, dim);
+    const auto built = index::detail::train_on_rows<float>(o, qc, dim, static_cast<const float*>(rows.data()), n, k);
+    REQUIRE(built.pqm.has_value());
+    // PQ trained on the same centroids with the IVF sample's draw (the old behaviour).
+    index::pq::params p;
+    p.num_sub_vectors = 8;
+    p.num_bits = 4;
+    p.max_iters = 10;
+    p.seed = o.seed;
+    CHECK(p.sample_draw() == o.seed);
+    const auto same_draw = index::pq::train_for_ivf(rows.data(), n, dim, built.km.centroids.data(), k,
+                                                    simd::distance_type::l2, p);
+    p.sample_seed = index::quantizer::mix_seed(o.seed, 1);
+    CHECK(p.sample_draw() == index::quantizer::mix_seed(o.seed, 1));
+    if (n > 256 * 16) {
+      CHECK(built.pqm->codebook != same_draw.codebook);  // another sample
+    } else {
+      CHECK(built.pqm->codebook == same_draw.codebook);  // every row either way
+    }
+  }
+}

@@ -413,6 +413,7 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
         pp.max_iters = o.max_iters;
         pp.sample_rate = o.sample_rate;
         pp.seed = o.seed;
+        pp.sample_seed = quantizer::mix_seed(o.seed, 0x9c5d3e7a1b2f4068ull);  // not the IVF sample's draw
         pp.max_sample_rows = pq_sample_rows(o, qc, dim, sizeof(T));
         if (pp.max_sample_rows < (o.sample_rate << qc.bits) && n >= pp.max_sample_rows)
           warn("PQ codebook of the index on column '" + o.column + "': PQ trained on " + std::to_string(pp.max_sample_rows) +

@@ -57,10 +57,18 @@ struct params {
   // lowers the distortion, not the recall).
   std::optional<kmeans_init> init;
   std::uint64_t seed = 42;
+  // The draw of the training sample; unset: seed. The IVF builder draws it apart from
+  // its k-means sample, as Lance samples the quantizer's rows independently of the
+  // IVF's: with one draw, whenever both samples are the same size (k = 2^num_bits
+  // partitions) PQ would train on the residuals of exactly the rows the centroids were
+  // fitted to, which are smaller than the other rows' residuals.
+  std::optional<std::uint64_t> sample_seed;
   // Called after each sub-vector's codebook is trained (one call at a time, from the
   // thread that trained it) with the sub-vectors done so far and in all; return
   // false to cancel (training then throws lancet::cancelled_error).
   std::function<bool(std::size_t done, std::size_t total)> on_progress;
+
+  std::uint64_t sample_draw() const noexcept { return sample_seed.value_or(seed); }
 
   std::size_t sample_size() const noexcept {
     const std::size_t lance = sample_rate << num_bits;
@@ -429,7 +437,7 @@ inline model<T> train(const T* rows, std::size_t n, std::size_t dim, const param
   quantizer::check_shape("PQ", rows, n, dim);
   detail::check_params(p, dim);
   if (distance == distance_type::hamming) throw invalid_input_error("PQ: hamming distance is not supported");
-  const auto picked = quantizer::sample_rows(n, p.sample_size(), p.seed);
+  const auto picked = quantizer::sample_rows(n, p.sample_size(), p.sample_draw());
   const auto prepared = quantizer::prepare_training_rows<T, T>(rows, dim, picked, distance_type::l2, nullptr, 0,
                                                                false, pool);
   const distance_type td = distance == distance_type::dot ? distance_type::dot : distance_type::l2;
@@ -465,7 +473,7 @@ inline model<T> train_for_ivf(const T* rows, std::size_t n, std::size_t dim, con
                               distance_type distance, const params& p = {},
                               boost::asio::thread_pool* pool = nullptr) {
   detail::check_ivf_training(rows, n, dim, centroids, k, distance, p);
-  const auto picked = quantizer::sample_rows(n, p.sample_size(), p.seed);
+  const auto picked = quantizer::sample_rows(n, p.sample_size(), p.sample_draw());
   const auto prepared = quantizer::prepare_training_rows<T, C>(rows, dim, picked, distance, centroids, k,
                                                                uses_residual(distance), pool);
   return detail::train_prepared(prepared.data(), prepared.size() / dim, dim, p, detail::table_distance(distance), pool);
@@ -479,7 +487,7 @@ inline model<T> train_for_ivf_in_place(T* rows, std::size_t n, std::size_t dim, 
                                        distance_type distance, const params& p = {},
                                        boost::asio::thread_pool* pool = nullptr) {
   detail::check_ivf_training(rows, n, dim, centroids, k, distance, p);
-  std::vector<std::size_t> picked = quantizer::sample_rows(n, p.sample_size(), p.seed);
+  std::vector<std::size_t> picked = quantizer::sample_rows(n, p.sample_size(), p.sample_draw());
   if (picked.size() == n) picked = {};  // every row, in order
   const std::size_t kept = quantizer::prepare_training_rows_in_place<T, C>(
       rows, n, dim, picked.empty() ? nullptr : &picked, distance, centroids, k, uses_residual(distance), pool);
