@@ -10,8 +10,8 @@
 # (every partition: the IVF stage is not the bottleneck, recall@10 measures PQ); lancet
 # with 1 thread and a seed of its own per cell and build (LanceDB draws afresh for every
 # index; --lancet-seed S fixes it). OUT (default pq_recall_sweep.jsonl in the current
-# directory) gets one line per (cell, build) as it completes; re-running with the same OUT resumes. The
-# markdown table is printed at the end (or any time with
+# directory) gets one line per (cell, build) as it completes; re-running with the same
+# OUT resumes. The markdown table is printed at the end (or any time with
 # `node tests/interop/pq_recall_sweep.mjs --table OUT`).
 set -euo pipefail
 build=${1:?usage: pq_recall_sweep.sh BUILD_DIR [OUT.jsonl] [options]}

@@ -48,10 +48,10 @@ inline std::uint64_t buffer_part_offset(std::span<const std::uint64_t> buffer_of
 inline shared_bytes read_buffer_part(std::span<const std::uint64_t> buffer_offsets, std::span<const std::uint64_t> buffer_sizes,
                                      std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what,
                                      const std::string& where, const read_file_range& read_range) {
-  const auto at = buffer_part_offset(buffer_offsets, buffer_sizes, buf, from, to, what, where) - from;
-  auto bytes = read_range(at + from, to - from);
+  const auto offset = buffer_part_offset(buffer_offsets, buffer_sizes, buf, from, to, what, where);
+  auto bytes = read_range(offset, to - from);
   if (bytes.size() != to - from)
-    throw corrupt_error(where + ": read " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(at + from) +
+    throw corrupt_error(where + ": read " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(offset) +
                         ", " + std::to_string(to - from) + " expected");
   return bytes;
 }
