@@ -12,7 +12,9 @@
 # index; --lancet-seed S fixes it). OUT (default pq_recall_sweep.jsonl in the current
 # directory) gets one line per (cell, build) as it completes; re-running with the same
 # OUT resumes. The markdown table is printed at the end (or any time with
-# `node tests/interop/pq_recall_sweep.mjs --table OUT`).
+# `node tests/interop/pq_recall_sweep.mjs --table OUT`). When BUILD_DIR has
+# bench/index_recall (meson -Dbench=true), both indexes are also searched by lancet
+# (--index-recall: the last two columns of the table).
 set -euo pipefail
 build=${1:?usage: pq_recall_sweep.sh BUILD_DIR [OUT.jsonl] [options]}
 out=$(realpath -m "${2:-pq_recall_sweep.jsonl}")
@@ -23,4 +25,8 @@ lancet=$(cd "$build" && pwd)/examples/lancet
 work=$(mktemp -d /tmp/lancet-pq-sweep-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$root/tests/interop"
-node pq_recall_sweep.mjs --lancet "$lancet" --work "$work" --out "$out" "$@"
+recall=()
+if [ -x "$(dirname "$lancet")/../bench/index_recall" ]; then
+  recall=(--index-recall "$(cd "$(dirname "$lancet")/../bench" && pwd)/index_recall")
+fi
+node pq_recall_sweep.mjs --lancet "$lancet" --work "$work" --out "$out" "${recall[@]}" "$@"

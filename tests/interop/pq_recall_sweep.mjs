@@ -3,7 +3,7 @@
 //   node pq_recall_sweep.mjs --lancet PATH/examples/lancet --work DIR --out RESULTS.jsonl
 //        [--dims 16,32,128,768] [--widths 2,4,8,16] [--bits 4,8] [--metrics l2,cosine,dot]
 //        [--builds 3] [--rows 10000] [--queries 2000] [--partitions 16] [--nprobes 16]
-//        [--clusters 64] [--k 10] [--threads 1] [--lancet-seed S]
+//        [--clusters 64] [--k 10] [--threads 1] [--lancet-seed S] [--index-recall PATH/bench/index_recall]
 //   node pq_recall_sweep.mjs --table RESULTS.jsonl     (prints the markdown table only)
 //
 // For every dimension and build b (1..builds) one dataset of clustered rows of its own
@@ -20,6 +20,10 @@
 // depend on the PQ parameters), so the cells' differences would not be independent.
 // --lancet-seed S trains every cell with seed S instead (the sweeps of 2026-12-02/03
 // used lancet's default, 42). The seed is recorded in each line.
+// --index-recall: bench/index_recall also searches both indexes with lancet's searcher
+// (every partition, exact f32 distances: what the codes are worth apart from LanceDB's
+// search kernel) and, for 4-bit dot indexes, with a model of Lance's 4-bit scan; each
+// line then has lancet_index / lancedb_index (and lancet_kernel / lancedb_kernel).
 // One JSON line per (cell, build) goes to --out as it completes; lines already there
 // are skipped, so an interrupted sweep resumes. Cells where the width exceeds the dimension do not exist;
 // cells one library refuses are recorded with its error message.
@@ -158,6 +162,8 @@ async function sweep(args) {
   const builds = intArg(args, "builds", 3), rows = intArg(args, "rows", 10000);
   const nq = intArg(args, "queries", 2000), parts = intArg(args, "partitions", 16);
   const nprobes = intArg(args, "nprobes", parts), clusters = intArg(args, "clusters", 64);
+  const indexRecall = args["index-recall"] ? path.resolve(args["index-recall"]) : null;
+  if (indexRecall && !fs.existsSync(indexRecall)) fail(`--index-recall: no ${indexRecall}`);
   const k = intArg(args, "k", 10), threads = intArg(args, "threads", 1);
   const fixedSeed = args["lancet-seed"] === undefined ? undefined : intArg(args, "lancet-seed", 42);
   fs.mkdirSync(work, { recursive: true });
@@ -184,9 +190,31 @@ async function sweep(args) {
       const base = path.join(work, `base-${dim}-${b}`);
       await createDataset(base, vectorTable(data, dim), "2.0");
       const truths = {};
+      const files = { rows: path.join(work, "rows.f32"), queries: path.join(work, "queries.f32") };
+      if (indexRecall) {
+        fs.writeFileSync(files.rows, data);
+        fs.writeFileSync(files.queries, queries);
+      }
       for (const cell of cells) {
         const { width, bits, metric } = cell;
-        truths[metric] ??= exactTopK(data, queries, dim, k, metric);
+        if (!truths[metric]) {
+          truths[metric] = exactTopK(data, queries, dim, k, metric);
+          // The exact neighbours of each query, k uint32 ids (exactTopK's order).
+          if (indexRecall) fs.writeFileSync(path.join(work, `truth-${metric}.u32`),
+            Uint32Array.from(truths[metric].flatMap((t) => [...t])));
+        }
+        // lancet's search of one index (and the Lance 4-bit scan model): fields of rec.
+        const searchedByLancet = (dir, who) => {
+          if (!indexRecall) return;
+          try {
+            const out = JSON.parse(execFileSync(indexRecall, [dir, files.queries, path.join(work, `truth-${metric}.u32`),
+              "--k", String(k), "--rows", files.rows], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }));
+            rec[`${who}_index`] = out.recall;
+            if (out.lance_4bit_kernel_recall !== undefined) rec[`${who}_kernel`] = out.lance_4bit_kernel_recall;
+          } catch (err) {
+            rec[`${who}_index_error`] = errorText(err);
+          }
+        };
         const m = dim / width;
         const seed = fixedSeed ?? cellSeed(dim, width, bits, metric, b);
         const rec = { dim, width, sub_vectors: m, bits, metric, build: b, rows, queries: nq, partitions: parts, nprobes, k,
@@ -205,6 +233,7 @@ async function sweep(args) {
           rec.lancet_seconds = Number(process.hrtime.bigint() - t0) / 1e9;
           ourRecalls = await recallsOf(ours, queries, dim, k, nprobes, metric, truths[metric]);
           rec.lancet = mean(ourRecalls);
+          searchedByLancet(ours, "lancet");
         } catch (err) {
           rec.lancet_error = errorText(err);
         }
@@ -221,6 +250,7 @@ async function sweep(args) {
           }
           theirRecalls = await recallsOf(theirs, queries, dim, k, nprobes, metric, truths[metric]);
           rec.lancedb = mean(theirRecalls);
+          searchedByLancet(theirs, "lancedb");
         } catch (err) {
           rec.lancedb_error = errorText(err);
         }
@@ -249,7 +279,7 @@ function printTable(file) {
   for (const line of fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim())) {
     const o = JSON.parse(line);
     const key = `${o.dim}/${o.width}/${o.bits}/${o.metric}`;
-    if (!cells.has(key)) cells.set(key, { ...o, ours: [], theirs: [], diffs: [], qse: [], errors: new Set() });
+    if (!cells.has(key)) cells.set(key, { ...o, ours: [], theirs: [], diffs: [], qse: [], idx: [], ker: [], errors: new Set() });
     const c = cells.get(key);
     if (o.lancet !== undefined && o.lancedb !== undefined) {
       c.ours.push(o.lancet);
@@ -257,19 +287,24 @@ function printTable(file) {
       c.diffs.push(o.lancet - o.lancedb);
       if (o.diff_se !== undefined) c.qse.push(o.diff_se);
     }
+    if (o.lancet_index !== undefined && o.lancedb_index !== undefined) c.idx.push(o.lancet_index - o.lancedb_index);
+    if (o.lancet_kernel !== undefined && o.lancedb_kernel !== undefined) c.ker.push(o.lancet_kernel - o.lancedb_kernel);
     if (o.lancet_error) c.errors.add(`lancet: ${o.lancet_error}`);
     if (o.lancedb_error) c.errors.add(`LanceDB: ${o.lancedb_error}`);
   }
   const order = [...cells.values()].sort((a, b) => a.dim - b.dim || a.width - b.width || a.bits - b.bits ||
     ["l2", "cosine", "dot"].indexOf(a.metric) - ["l2", "cosine", "dot"].indexOf(b.metric));
   const fmt = (x) => `${x >= 0 ? "+" : ""}${x.toFixed(4)}`;
-  console.log("| dim | width | sub-vectors | bits | metric | builds | queries | lancet | LanceDB | lancet - LanceDB | SE (builds) | SE (queries) | |");
-  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  // The last two columns (with --index-recall): the mean difference when lancet's
+  // searcher reads both indexes, and under the model of Lance's 4-bit scan.
+  console.log("| dim | width | sub-vectors | bits | metric | builds | queries | lancet | LanceDB | lancet - LanceDB | SE (builds) | SE (queries) | |" +
+    " both searched by lancet | Lance 4-bit scan model |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
   let worst = Infinity, trailing = 0, beyond = 0;
   const byBits = new Map();
   for (const c of order) {
     if (c.errors.size || !c.diffs.length) {
-      console.log(`| ${c.dim} | ${c.width} | ${c.sub_vectors} | ${c.bits} | ${c.metric} | 0 | ${c.queries} | - | - | - | - | - | ${[...c.errors].join("; ")} |`);
+      console.log(`| ${c.dim} | ${c.width} | ${c.sub_vectors} | ${c.bits} | ${c.metric} | 0 | ${c.queries} | - | - | - | - | - | ${[...c.errors].join("; ")} | - | - |`);
       continue;
     }
     const b = c.diffs.length, diff = mean(c.diffs);
@@ -288,7 +323,7 @@ function printTable(file) {
     if (!byBits.has(c.bits)) byBits.set(c.bits, []);
     byBits.get(c.bits).push(...c.diffs);
     const show = (x) => (Number.isNaN(x) ? "-" : x.toFixed(4));
-    console.log(`| ${c.dim} | ${c.width} | ${c.sub_vectors} | ${c.bits} | ${c.metric} | ${b} | ${c.queries} | ${mean(c.ours).toFixed(4)} | ${mean(c.theirs).toFixed(4)} | ${fmt(diff)} | ${show(seBuilds)} | ${show(seQueries)} | ${flag} |`);
+    console.log(`| ${c.dim} | ${c.width} | ${c.sub_vectors} | ${c.bits} | ${c.metric} | ${b} | ${c.queries} | ${mean(c.ours).toFixed(4)} | ${mean(c.theirs).toFixed(4)} | ${fmt(diff)} | ${show(seBuilds)} | ${show(seQueries)} | ${flag} | ${c.idx.length ? `${fmt(mean(c.idx))} (${c.idx.length})` : "-"} | ${c.ker.length ? `${fmt(mean(c.ker))} (${c.ker.length})` : "-"} |`);
   }
   console.log(`\ncells: ${order.length}; lancet trails by more than 0.005 in ${trailing} (${beyond} of them beyond 2 standard errors); worst difference ${worst.toFixed(4)}`);
   for (const [bits, d] of [...byBits].sort((x, y) => x[0] - y[0]))
