@@ -148,7 +148,12 @@ int run(int argc, char** argv) {
       if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--k") k = std::stoul(value());
+    if (a == "--k") {
+      const std::string v = value();
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 6)
+        throw std::runtime_error("--k needs a positive integer, got '" + v + "'");
+      k = std::stoul(v);
+    }
     else if (a == "--column") column = value();
     else if (a == "--rows") rows_path = value();
     else if (a == "--kernel-codebook-from") codebook_from = value();
@@ -177,6 +182,9 @@ int run(int argc, char** argv) {
   const bool kernel = !rows_path.empty() && p && p->num_bits == 4 && ix.searcher->distance() == lancet::simd::distance_type::dot;
   if (!kernel && (!codebook_from.empty() || order != "stored"))
     throw std::runtime_error("--kernel-codebook-from / --kernel-order apply to a 4-bit IVF_PQ dot index with --rows");
+  if (kernel && ix.segments.size() != 1)
+    throw std::runtime_error("the Lance 4-bit scan model reads one index segment; '" + pos[0] + "' has " +
+                             std::to_string(ix.segments.size()));
   lancet::index::search_params sp;
   sp.k = k;
   sp.nprobes = ix.searcher->num_partitions();
@@ -186,7 +194,8 @@ int run(int argc, char** argv) {
     for (const auto& nb : ix.searcher->search(queries.data() + q * dim, dim, sp)) got.push_back(nb.row_id);
     h += hits(truth.data() + q * k, k, got);
   }
-  std::printf("{\"recall\": %.6f", h / double(k * nq));
+  // Everything computed before anything is printed: an error leaves stdout empty.
+  std::optional<double> kernel_recall;
   if (kernel) {
     const auto rows = read_all<float>(rows_path);
     if (rows.size() % dim != 0) throw std::runtime_error(rows_path + " does not hold " + std::to_string(dim) + "-d vectors");
@@ -196,9 +205,10 @@ int run(int argc, char** argv) {
       if (!s2) throw std::runtime_error("'" + codebook_from + "' is not a Lance dataset");
       other.emplace(lancet::index::open_vector_index(*s2, column));
     }
-    std::printf(", \"lance_4bit_kernel_recall\": %.6f",
-                lance_4bit_kernel_recall(ix, other ? *other : ix, order == "row-id", rows, queries, truth, k));
+    kernel_recall = lance_4bit_kernel_recall(ix, other ? *other : ix, order == "row-id", rows, queries, truth, k);
   }
+  std::printf("{\"recall\": %.6f", h / double(k * nq));
+  if (kernel_recall) std::printf(", \"lance_4bit_kernel_recall\": %.6f", *kernel_recall);
   std::printf("}\n");
   return 0;
 }
