@@ -21,11 +21,11 @@
 // negative and the sum saturates for nearly every row past the first 200 once there
 // are many sub-vectors, so Lance's recall then depends on which rows a partition stores
 // first. The codes are recomputed from ROWS.f32 (the dataset's vectors in row-id
-// order) as both libraries compute them: the nearest centroid by l2. Two switches take
-// the model apart: --kernel-codebook-from scans DATASET's partitions (rows, order)
-// with the codebook of DATASET2's index (another build on the same rows);
-// --kernel-order row-id sorts each partition's rows by row id first (as lancet
-// stores them) instead of the stored order.
+// order) by lancet's encoder, as both libraries compute them: the nearest centroid by
+// l2. Two switches take the model apart: --kernel-codebook-from scans DATASET's
+// partitions (rows, order) with the codebook of DATASET2's index (another build on
+// the same rows); --kernel-order row-id sorts each partition's rows by row id first
+// (as lancet stores them) instead of the stored order.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -75,18 +75,12 @@ double lance_4bit_kernel_recall(const lancet::index::opened_index& ix, const lan
   const auto model = pq::from_params<float>(*cb, lancet::simd::distance_type::dot);
   const std::size_t d = model.dimension, m = model.num_sub_vectors, kc = model.num_centroids(),
                     sd = model.sub_dimension(), n = rows.size() / d, nq = queries.size() / d;
-  std::vector<std::uint8_t> codes(n * m);
+  // lancet's encoder (dot: raw rows), unpacked to one centroid index per sub-vector.
+  std::vector<std::uint8_t> packed(n * model.code_bytes()), codes(n * m);
+  pq::encode(model, rows.data(), n, packed.data());
   for (std::size_t r = 0; r < n; ++r)
-    for (std::size_t s = 0; s < m; ++s) {
-      const float* x = rows.data() + r * d + s * sd;
-      const float* c = model.centroids(s);
-      float best = INFINITY;
-      for (std::size_t j = 0; j < kc; ++j) {
-        float e = 0;
-        for (std::size_t t = 0; t < sd; ++t) e += (x[t] - c[j * sd + t]) * (x[t] - c[j * sd + t]);
-        if (e < best) best = e, codes[r * m + s] = std::uint8_t(j);
-      }
-    }
+    for (std::size_t s = 0; s < m; ++s)
+      codes[r * m + s] = std::uint8_t(pq::code_of(packed.data() + r * model.code_bytes(), model.num_bits, s));
   std::vector<std::vector<std::uint64_t>> parts;
   for (std::size_t p = 0; p < ix.searcher->num_partitions(); ++p) {
     parts.push_back(ix.storage->read_partition(p).row_ids);
