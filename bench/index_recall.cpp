@@ -107,12 +107,14 @@ double lance_4bit_kernel_recall(const lancet::index::opened_index& ix, const lan
       const std::size_t cnt = ids.size(), flat = std::min(cnt, flat_rows), tail = cnt % block;
       std::vector<float> dist(cnt);
       float qmax = -INFINITY;
-      for (std::size_t i = 0; i < cnt; ++i) {
+      // Exact distances: the first `flat` rows and the rows after the last full block.
+      const auto exact = [&](std::size_t i) {
         float e = 0;
         for (std::size_t s = 0; s < m; ++s) e += table[s * kc + codes[ids[i] * m + s]];
-        dist[i] = e;
-        if (i < flat) qmax = std::max(qmax, e);
-      }
+        return dist[i] = e;
+      };
+      for (std::size_t i = 0; i < flat; ++i) qmax = std::max(qmax, exact(i));
+      for (std::size_t i = std::max(flat, cnt - tail); i < cnt; ++i) exact(i);
       const float scale = 255.f / (qmax - qmin), range = (qmax - qmin) / 255.f;
       for (std::size_t i = 0; i < m * kc; ++i)
         qtable[i] = std::uint8_t(std::clamp(std::round((table[i] - qmin) * scale), 0.f, 255.f));
