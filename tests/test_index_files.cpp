@@ -589,6 +589,119 @@ TEST_CASE("storage files we write read back; empty partitions; errors") {
     CHECK(tensor.type == pb::index::tensor::data_type::float32);
   }
 
+  SUBCASE("4-bit PQ: store_nearest_first orders each partition by its codes' distance to the centroid") {
+    // 4 sub-vectors of 2 dimensions, 16 centroids each: centroid c of sub-vector s is
+    // (s + c / 16, -c / 8), so the key of a code row follows from its codes.
+    index::pq_params pq;
+    pq.num_sub_vectors = 4;
+    pq.num_bits = 4;
+    pq.dimension = dim;
+    std::vector<float> cb(4 * 16 * 2);
+    for (std::size_t s = 0; s < 4; ++s)
+      for (std::size_t c = 0; c < 16; ++c) {
+        cb[(s * 16 + c) * 2] = float(s) + float(c) / 16;
+        cb[(s * 16 + c) * 2 + 1] = -float(c) / 8;
+      }
+    pq.codebook = index::matrix::of(cb, 4 * 16, 2);
+    std::vector<std::uint8_t> codes(n * 2);
+    for (auto& b : codes) b = std::uint8_t(rng());
+    // Two rows with equal codes: they keep their order.
+    codes[2 * 10] = codes[2 * 3], codes[2 * 10 + 1] = codes[2 * 3 + 1];
+    // Two partitions: centroid 0 at the origin, centroid 1 elsewhere (dot uses it).
+    std::vector<float> cent(2 * dim, 0.0f);
+    for (std::size_t i = 0; i < dim; ++i) cent[dim + i] = float(i % 2 == 0 ? 2.5 : -1.0);
+    const auto centroids = index::matrix::of(cent, 2, dim);
+    auto key = [&](std::size_t row, std::size_t part, bool residual) {
+      double sum = 0;
+      for (std::size_t s = 0; s < 4; ++s) {
+        const std::uint8_t b = codes[row * 2 + s / 2];
+        const std::size_t c = s % 2 == 0 ? (b & 15) : (b >> 4);
+        for (std::size_t i = 0; i < 2; ++i) {
+          const double v = cb[(s * 16 + c) * 2 + i] - (residual ? 0.0 : cent[part * dim + s * 2 + i]);
+          sum += v * v;
+        }
+      }
+      return sum;
+    };
+    for (const auto metric : {simd::distance_type::l2, simd::distance_type::cosine, simd::distance_type::dot}) {
+      const std::string metric_name(simd::distance_name(metric));
+      CAPTURE(metric_name);
+      const bool residual = metric != simd::distance_type::dot;
+      io::memory_sink sink;
+      index::storage_writer<file::v2_0, io::memory_sink&> w(sink, pq, metric);
+      w.store_nearest_first(centroids);
+      w.write_partition({std::span(ids).first(50), bytes_view(codes).first(100)});
+      w.write_partition({std::span(ids).subspan(50), bytes_view(codes).subspan(100)});
+      w.finish();
+      auto r = index::storage_reader<io::memory_source>(io::memory_source(sink.take()));
+      for (std::size_t p = 0; p < 2; ++p) {
+        // The expected order: the rows of the partition sorted by key, ties in the given order.
+        std::vector<std::size_t> want(50);
+        for (std::size_t j = 0; j < 50; ++j) want[j] = p * 50 + j;
+        std::stable_sort(want.begin(), want.end(),
+                         [&](std::size_t a, std::size_t b) { return key(a, p, residual) < key(b, p, residual); });
+        const auto part = r.read_partition(p);
+        REQUIRE(part.size() == 50);
+        for (std::size_t j = 0; j < 50; ++j) {
+          CHECK(part.row_ids[j] == ids[want[j]]);
+          CHECK(part.codes.data()[j * 2] == codes[want[j] * 2]);
+          CHECK(part.codes.data()[j * 2 + 1] == codes[want[j] * 2 + 1]);
+        }
+        // Not the given order: the test would pass without the sort otherwise.
+        CHECK(part.row_ids != std::vector<std::uint64_t>(ids.begin() + p * 50, ids.begin() + (p + 1) * 50));
+      }
+    }
+    // The equal rows 3 and 10 stay in that order (l2).
+    {
+      io::memory_sink sink;
+      index::storage_writer<file::v2_0, io::memory_sink&> w(sink, pq, simd::distance_type::l2);
+      w.store_nearest_first(centroids);
+      w.write_partition({std::span(ids).first(50), bytes_view(codes).first(100)});
+      w.write_partition({std::span(ids).subspan(50), bytes_view(codes).subspan(100)});
+      w.finish();
+      auto r = index::storage_reader<io::memory_source>(io::memory_source(sink.take()));
+      const auto rows = r.read_partition(0).row_ids;
+      const auto at3 = std::find(rows.begin(), rows.end(), ids[3]), at10 = std::find(rows.begin(), rows.end(), ids[10]);
+      CHECK(at3 + 1 == at10);
+    }
+    // Without store_nearest_first, and for 8-bit codes, rows keep the given order.
+    {
+      io::memory_sink sink;
+      index::storage_writer<file::v2_0, io::memory_sink&> w(sink, pq, simd::distance_type::dot);
+      w.write_partition({std::span(ids), bytes_view(codes)});
+      w.finish();
+      auto r = index::storage_reader<io::memory_source>(io::memory_source(sink.take()));
+      CHECK(r.read_partition(0).row_ids == ids);
+    }
+    {
+      index::pq_params pq8;
+      pq8.num_sub_vectors = 4;
+      pq8.num_bits = 8;
+      pq8.dimension = dim;
+      pq8.codebook = index::matrix::of(std::vector<float>(4 * 256 * 2, 1.0f), 4 * 256, 2);
+      std::vector<std::uint8_t> codes8(n * 4);
+      for (auto& b : codes8) b = std::uint8_t(rng());
+      io::memory_sink sink;
+      index::storage_writer<file::v2_0, io::memory_sink&> w(sink, pq8, simd::distance_type::l2);
+      w.store_nearest_first(centroids);
+      w.write_partition({std::span(ids), bytes_view(codes8)});
+      w.finish();
+      auto r = index::storage_reader<io::memory_source>(io::memory_source(sink.take()));
+      CHECK(r.read_partition(0).row_ids == ids);
+    }
+    // Centroids that do not fit the partitions are an error naming the partition.
+    {
+      io::memory_sink sink;
+      index::storage_writer<file::v2_0, io::memory_sink&> w(sink, pq, simd::distance_type::dot);
+      const auto one = index::matrix::of(std::vector<float>(dim, 0.0f), 1, dim);
+      w.store_nearest_first(one);
+      w.write_partition({std::span(ids).first(50), bytes_view(codes).first(100)});
+      CHECK_THROWS_WITH_AS(w.write_partition({std::span(ids).subspan(50), bytes_view(codes).subspan(100)}),
+                           "invalid input: partition 1: the IVF centroids are a 1 x 8 matrix, need row 1 of 8 values",
+                           invalid_input_error);
+    }
+  }
+
   SUBCASE("SQ and RQ round trip") {
     std::vector<std::uint8_t> codes(n * dim);
     for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = std::uint8_t(i);
