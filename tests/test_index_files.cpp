@@ -589,6 +589,85 @@ TEST_CASE("storage files we write read back; empty partitions; errors") {
     CHECK(tensor.type == pb::index::tensor::data_type::float32);
   }
 
+  SUBCASE("4-bit PQ: store_nearest_first orders l2 / cosine partitions by their codes' residual norm") {
+    // 4 sub-vectors of 2 dimensions, 16 centroids each: centroid c of sub-vector s is
+    // (s + c / 16, -c / 8), so the key of a code row follows from its codes.
+    index::pq_params pq;
+    pq.num_sub_vectors = 4;
+    pq.num_bits = 4;
+    pq.dimension = dim;
+    std::vector<float> cb(4 * 16 * 2);
+    for (std::size_t s = 0; s < 4; ++s)
+      for (std::size_t c = 0; c < 16; ++c) {
+        cb[(s * 16 + c) * 2] = float(s) + float(c) / 16;
+        cb[(s * 16 + c) * 2 + 1] = -float(c) / 8;
+      }
+    pq.codebook = index::matrix::of(cb, 4 * 16, 2);
+    std::vector<std::uint8_t> codes(n * 2);
+    for (auto& b : codes) b = std::uint8_t(rng());
+    // Two rows with equal codes: they keep their order.
+    codes[2 * 10] = codes[2 * 3], codes[2 * 10 + 1] = codes[2 * 3 + 1];
+    auto key = [&](std::size_t row) {
+      double sum = 0;
+      for (std::size_t s = 0; s < 4; ++s) {
+        const std::uint8_t b = codes[row * 2 + s / 2];
+        const std::size_t c = s % 2 == 0 ? (b & 15) : (b >> 4);
+        for (std::size_t i = 0; i < 2; ++i) sum += double(cb[(s * 16 + c) * 2 + i]) * cb[(s * 16 + c) * 2 + i];
+      }
+      return sum;
+    };
+    auto write = [&](const index::pq_params& q, simd::distance_type metric, bool nearest_first,
+                     std::span<const std::uint8_t> c) {
+      io::memory_sink sink;
+      index::storage_writer<file::v2_0, io::memory_sink&> w(sink, q, metric);
+      if (nearest_first) w.store_nearest_first();
+      const std::size_t cb_bytes = c.size() / n;
+      w.write_partition({std::span(ids).first(50), c.first(50 * cb_bytes)});
+      w.write_partition({std::span(ids).subspan(50), c.subspan(50 * cb_bytes)});
+      w.finish();
+      return index::storage_reader<io::memory_source>(io::memory_source(sink.take()));
+    };
+    for (const auto metric : {simd::distance_type::l2, simd::distance_type::cosine}) {
+      const std::string metric_name(simd::distance_name(metric));
+      CAPTURE(metric_name);
+      auto r = write(pq, metric, true, codes);
+      for (std::size_t p = 0; p < 2; ++p) {
+        // The expected order: the rows of the partition sorted by key, ties in the given order.
+        std::vector<std::size_t> want(50);
+        for (std::size_t j = 0; j < 50; ++j) want[j] = p * 50 + j;
+        std::stable_sort(want.begin(), want.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+        const auto part = r.read_partition(p);
+        REQUIRE(part.size() == 50);
+        for (std::size_t j = 0; j < 50; ++j) {
+          CHECK(part.row_ids[j] == ids[want[j]]);
+          CHECK(part.codes.data()[j * 2] == codes[want[j] * 2]);
+          CHECK(part.codes.data()[j * 2 + 1] == codes[want[j] * 2 + 1]);
+        }
+        // Not the given order: the test would pass without the sort otherwise.
+        CHECK(part.row_ids != std::vector<std::uint64_t>(ids.begin() + p * 50, ids.begin() + (p + 1) * 50));
+      }
+      // The equal rows 3 and 10 stay in that order.
+      const auto rows = r.read_partition(0).row_ids;
+      const auto at3 = std::find(rows.begin(), rows.end(), ids[3]), at10 = std::find(rows.begin(), rows.end(), ids[10]);
+      CHECK(at3 + 1 == at10);
+    }
+    const std::vector<std::uint64_t> given(ids.begin(), ids.begin() + 50);
+    // dot, and l2 without store_nearest_first: the given order.
+    CHECK(write(pq, simd::distance_type::dot, true, codes).read_partition(0).row_ids == given);
+    CHECK(write(pq, simd::distance_type::l2, false, codes).read_partition(0).row_ids == given);
+    // 8-bit codes: the given order.
+    index::pq_params pq8;
+    pq8.num_sub_vectors = 4;
+    pq8.num_bits = 8;
+    pq8.dimension = dim;
+    std::vector<float> cb8(4 * 256 * 2);
+    for (std::size_t i = 0; i < cb8.size(); ++i) cb8[i] = float(i % 97);
+    pq8.codebook = index::matrix::of(cb8, 4 * 256, 2);
+    std::vector<std::uint8_t> codes8(n * 4);
+    for (auto& b : codes8) b = std::uint8_t(rng());
+    CHECK(write(pq8, simd::distance_type::l2, true, codes8).read_partition(0).row_ids == given);
+  }
+
   SUBCASE("SQ and RQ round trip") {
     std::vector<std::uint8_t> codes(n * dim);
     for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = std::uint8_t(i);

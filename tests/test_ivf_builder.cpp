@@ -825,6 +825,55 @@ TEST_CASE("build_ivf_index: a spilled shuffle writes the same index as an in-mem
   CHECK(dir_listing(r.directory).size() == 2);  // index.idx, auxiliary.idx
 }
 
+// Lance's 4-bit scan ranks the first 200 rows of a partition exactly (quantizer/
+// pq_row_order.hpp): 4-bit l2 / cosine partitions go nearest to the centroid first, by
+// the norm of the reconstructed residual. Dot partitions and 8-bit ones keep the
+// shuffle's order (row ids ascending).
+TEST_CASE("build_ivf_index: 4-bit l2 / cosine PQ partitions are stored nearest to their centroid first") {
+  const std::size_t dim = 16;
+  t::temp_dir tmp("ivfb-order");
+  const std::string root = (tmp.path() / "ds").string();
+  write_clustered_dataset(root, 2, 3000, dim, 9);
+  for (const std::uint32_t bits : {4u, 8u})
+    for (auto metric : {simd::distance_type::l2, simd::distance_type::cosine, simd::distance_type::dot}) {
+      INFO(bits << " bits, " << simd::distance_name(metric));
+      const bool nearest_first = bits == 4 && metric != simd::distance_type::dot;
+      index::build_options o;
+      o.column = "vector";
+      o.type = index::ivf_index_type::ivf_pq;
+      o.metric = metric;
+      o.num_partitions = 4;
+      o.num_sub_vectors = 8;
+      o.num_bits = bits;
+      o.commit = false;
+      const auto built = index::build_ivf_index(root, o);
+      index::storage_reader<io::file_source> r(io::file_source(built.directory + "/auxiliary.idx"));
+      const auto model = index::pq::from_params<double>(std::get<index::pq_params>(r.quantizer()), metric);
+      std::set<std::uint64_t> all;
+      for (std::size_t p = 0; p < r.num_partitions(); ++p) {
+        const auto part = r.read_partition(p);
+        for (auto id : part.row_ids) CHECK(all.insert(id).second);
+        if (!nearest_first) {
+          CHECK(std::is_sorted(part.row_ids.begin(), part.row_ids.end()));
+          continue;
+        }
+        std::vector<double> recon(dim);
+        double last = -1;
+        bool sorted = true;
+        for (std::size_t j = 0; j < part.size(); ++j) {
+          index::pq::decode(model, part.codes.data() + j * model.code_bytes(), recon.data());
+          double d2 = 0;
+          for (double v : recon) d2 += v * v;
+          sorted = sorted && d2 >= last - 1e-9 * std::max(1.0, last);
+          last = d2;
+        }
+        CHECK(sorted);
+        CHECK(!std::is_sorted(part.row_ids.begin(), part.row_ids.end()));  // not the row-id order
+      }
+      CHECK(all.size() == 6000);
+    }
+}
+
 TEST_CASE("build_ivf_index: precomputed partitions and precomputed shuffle buffers") {
   const std::size_t dim = 8;
   t::temp_dir tmp("ivfb-pre");

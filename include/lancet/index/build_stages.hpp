@@ -528,6 +528,7 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
     file::writer_options wo;
     wo.data_cache_bytes = std::clamp<std::uint64_t>(o.memory_budget_bytes / 16, 1 << 20, std::uint64_t(16) << 20);
     storage_writer<V, io::file_sink> aux(io::file_sink(aux_path), e.params, o.metric, wo);
+    aux.store_nearest_first();
     sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report_build_progress(o, build_stage::merge_partitions, p, k); });
     aux_size = aux.finish().file_size;
     if (graph) {

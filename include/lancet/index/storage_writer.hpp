@@ -43,6 +43,7 @@
 #include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
+#include "lancet/index/quantizer/pq_row_order.hpp"
 #include "lancet/index/quantizer/storage.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/io/file_sink.hpp"
@@ -166,10 +167,19 @@ class storage_writer {
   std::size_t partitions_written() const noexcept { return ivf_.lengths.size(); }
   std::uint64_t rows_written() const noexcept { return ivf_.num_rows(); }
 
+  // From now on, stores the rows of each 4-bit l2 / cosine PQ partition nearest to
+  // its centroid first, for Lance's 4-bit scan (quantizer/pq_row_order.hpp says why).
+  // Other indexes keep the given order; without this call every partition does (a
+  // file read and written again is then byte-identical).
+  void store_nearest_first() noexcept { nearest_first_ = true; }
+
   // The next partition's rows (codes row-major; see quantizer_storage.hpp).
-  void write_partition(const partition_data& rows) {
-    const std::size_t n = rows.size();
+  void write_partition(const partition_data& given) {
     const std::size_t p = ivf_.lengths.size();
+    std::vector<std::uint64_t> ordered_ids;
+    aligned_buffer ordered_codes;
+    const partition_data rows = scan_ordered(given, p, ordered_ids, ordered_codes);
+    const std::size_t n = rows.size();
     if (n > UINT32_MAX)
       throw invalid_input_error("partition " + std::to_string(p) + " has " + std::to_string(n) +
                                 " rows; Lance records at most 2^32 - 1 per partition");
@@ -235,7 +245,30 @@ class storage_writer {
   static bytes_view as_view(const std::string& s) noexcept {
     return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
   }
+  // `given` in the order of store_nearest_first (the reordered rows kept in ids and
+  // codes), or `given` itself.
+  partition_data scan_ordered(const partition_data& given, std::size_t p, std::vector<std::uint64_t>& ids,
+                              aligned_buffer& codes) const {
+    const auto* pq = std::get_if<pq_params>(&q_);
+    if (!nearest_first_ || pq == nullptr) return given;
+    const std::size_t n = given.size(), w = pq->code_bytes();
+    detail::check_count(given.codes.size(), n, w, "codes (bytes)", p);
+    const auto order = pq::scan_order(*pq, distance_, given.codes, n);
+    if (order.empty()) return given;
+    ids.resize(n);
+    codes.resize(n * w);
+    for (std::size_t j = 0; j < n; ++j) {
+      ids[j] = given.row_ids[order[j]];
+      std::memcpy(codes.data() + j * w, given.codes.data() + std::size_t(order[j]) * w, w);
+    }
+    partition_data out = given;
+    out.row_ids = ids;
+    out.codes = codes.view();
+    return out;
+  }
+
   quantizer_params q_;
+  bool nearest_first_ = false;
   simd::distance_type distance_;
   arrow::schema schema_;
   file::file_writer<Version, Sink> w_;
@@ -259,6 +292,7 @@ std::vector<pb::index_file> write_index_directory(const std::string& dir, file::
   std::uint64_t aux_size = 0, idx_size = 0;
   with_index_file_version(v, [&]<class V>() {
     storage_writer<V, io::file_sink> aux(io::file_sink(aux_path), q, distance);
+    aux.store_nearest_first();
     write_partitions(aux);
     if (aux.partitions_written() != ivf.num_partitions())
       throw invalid_input_error("wrote " + std::to_string(aux.partitions_written()) + " partitions, the IVF model has " +

@@ -79,3 +79,15 @@ inline void unpack_rabit_codes(const std::uint8_t* in, std::size_t n, std::size_
 }
 
 }  // namespace lancet::index
+
+namespace lancet::index::pq {
+
+// The centroid index of sub-vector s in a row-major code row (4-bit codes: sub-vector
+// 2i in the low nibble of byte i, 2i + 1 in the high one).
+inline std::uint32_t code_of(const std::uint8_t* code_row, std::uint32_t num_bits, std::size_t s) noexcept {
+  if (num_bits == 8) return code_row[s];
+  const std::uint8_t b = code_row[s / 2];
+  return s % 2 == 0 ? (b & 0x0fu) : (b >> 4);
+}
+
+}  // namespace lancet::index::pq

@@ -580,13 +580,6 @@ inline void encode_for_ivf(const model<C>& pq, const T* rows, std::size_t n, dis
                          [&](std::size_t r, W* out) { quantizer::ivf_input_row(in, rows, r, d, out); });
 }
 
-// The centroid index of sub-vector s in a row-major code row.
-inline std::uint32_t code_of(const std::uint8_t* code_row, std::uint32_t num_bits, std::size_t s) noexcept {
-  if (num_bits == 8) return code_row[s];
-  const std::uint8_t b = code_row[s / 2];
-  return s % 2 == 0 ? (b & 0x0fu) : (b >> 4);
-}
-
 // Reconstructs a vector from its code row (the centroids it names), into out[dim].
 template <class C, class O>
 inline void decode(const model<C>& pq, const std::uint8_t* code_row, O* out) {
