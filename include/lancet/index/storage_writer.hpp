@@ -170,19 +170,21 @@ class storage_writer {
   // From now on, stores the rows of each 4-bit l2 / cosine PQ partition nearest to
   // its centroid first, for Lance's 4-bit scan (quantizer/pq_row_order.hpp says why).
   // Other indexes keep the given order; without this call every partition does (a
-  // file read and written again is then byte-identical).
+  // file read and written again is then byte-identical). The builder calls it; a
+  // rewrite of existing partitions (remap, optimize, segment merge) does not, since an
+  // HNSW graph it keeps names rows by their position.
   void store_nearest_first() noexcept { nearest_first_ = true; }
 
   // The next partition's rows (codes row-major; see quantizer_storage.hpp).
   void write_partition(const partition_data& given) {
     const std::size_t p = ivf_.lengths.size();
+    if (given.size() > UINT32_MAX)
+      throw invalid_input_error("partition " + std::to_string(p) + " has " + std::to_string(given.size()) +
+                                " rows; Lance records at most 2^32 - 1 per partition");
     std::vector<std::uint64_t> ordered_ids;
     aligned_buffer ordered_codes;
     const partition_data rows = scan_ordered(given, p, ordered_ids, ordered_codes);
     const std::size_t n = rows.size();
-    if (n > UINT32_MAX)
-      throw invalid_input_error("partition " + std::to_string(p) + " has " + std::to_string(n) +
-                                " rows; Lance records at most 2^32 - 1 per partition");
     const std::size_t w = code_bytes(q_);
     detail::check_count(rows.codes.size(), n, w, "codes (bytes)", p);
     if (has_factors(q_)) {
@@ -292,7 +294,6 @@ std::vector<pb::index_file> write_index_directory(const std::string& dir, file::
   std::uint64_t aux_size = 0, idx_size = 0;
   with_index_file_version(v, [&]<class V>() {
     storage_writer<V, io::file_sink> aux(io::file_sink(aux_path), q, distance);
-    aux.store_nearest_first();
     write_partitions(aux);
     if (aux.partitions_written() != ivf.num_partitions())
       throw invalid_input_error("wrote " + std::to_string(aux.partitions_written()) + " partitions, the IVF model has " +
