@@ -181,12 +181,12 @@ class storage_writer {
     if (given.size() > UINT32_MAX)
       throw invalid_input_error("partition " + std::to_string(p) + " has " + std::to_string(given.size()) +
                                 " rows; Lance records at most 2^32 - 1 per partition");
+    const std::size_t w = code_bytes(q_);
+    detail::check_count(given.codes.size(), given.size(), w, "codes (bytes)", p);
     std::vector<std::uint64_t> ordered_ids;
     aligned_buffer ordered_codes;
-    const partition_data rows = scan_ordered(given, p, ordered_ids, ordered_codes);
+    const partition_data rows = scan_ordered(given, ordered_ids, ordered_codes);
     const std::size_t n = rows.size();
-    const std::size_t w = code_bytes(q_);
-    detail::check_count(rows.codes.size(), n, w, "codes (bytes)", p);
     if (has_factors(q_)) {
       detail::check_count(rows.add_factors.size(), n, 1, "add_factors", p);
       detail::check_count(rows.scale_factors.size(), n, 1, "scale_factors", p);
@@ -247,14 +247,13 @@ class storage_writer {
   static bytes_view as_view(const std::string& s) noexcept {
     return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
   }
-  // `given` in the order of store_nearest_first (the reordered rows kept in ids and
-  // codes), or `given` itself.
-  partition_data scan_ordered(const partition_data& given, std::size_t p, std::vector<std::uint64_t>& ids,
+  // `given` (its codes' size checked) in the order of store_nearest_first, the
+  // reordered rows kept in ids and codes; or `given` itself.
+  partition_data scan_ordered(const partition_data& given, std::vector<std::uint64_t>& ids,
                               aligned_buffer& codes) const {
     const auto* pq = std::get_if<pq_params>(&q_);
     if (!nearest_first_ || pq == nullptr) return given;
     const std::size_t n = given.size(), w = pq->code_bytes();
-    detail::check_count(given.codes.size(), n, w, "codes (bytes)", p);
     const auto order = pq::scan_order(*pq, distance_, given.codes, n);
     if (order.empty()) return given;
     ids.resize(n);

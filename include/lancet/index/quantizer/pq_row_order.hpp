@@ -9,7 +9,8 @@
 // probes. For l2 (and cosine, l2 over normalised vectors) the rows near the centroid
 // are the likeliest neighbours of a query that probes the partition: stored first,
 // LanceDB's recall over the index rises (128 dimensions, 64 sub-vectors: +0.04;
-// bench/RESULTS.md, "4-bit PQ partitions stored nearest-first"). Not for dot: there the
+// bench/RESULTS.md, "4-bit l2 / cosine PQ partitions stored nearest to the centroid
+// first"). Not for dot: there the
 // best rows lie far from the centroid, and nearest-first halved LanceDB's recall, so
 // dot partitions keep the order they were given. Lancet's own searcher computes every
 // row's distance exactly and does not depend on the order.
