@@ -1,11 +1,17 @@
 // lancet's compiled mode (core/config.hpp): the one translation unit that holds the
 // definitions a program in compiled mode links to instead of compiling them in every
 // translation unit: the default encoding policies and strategies, file writers of the
-// common configurations (file/instances.hpp), and dataset::write's entry points (the
-// storage version chosen at run time becomes a writer type here, once per program).
+// common configurations (file/instances.hpp), dataset::write's entry points (the
+// storage version chosen at run time becomes a writer type here, once per program), and
+// the non-template functions and members the public dataset headers declare (opening,
+// scanning and taking, deleting, compacting, distributed writes and commits).
 #define LANCET_BUILDING_LIBRARY 1
 
 #include "lancet/core/config.hpp"
+#include "lancet/dataset/compact.hpp"
+#include "lancet/dataset/dataset.hpp"
+#include "lancet/dataset/delete.hpp"
+#include "lancet/dataset/distributed.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/encoding/legacy/field_encoders.hpp"
 #include "lancet/encoding/structural/field_encoders.hpp"

@@ -17,6 +17,7 @@
 #include <lancet/arrow/compare.hpp>
 #include <lancet/core/config.hpp>
 #include <lancet/core/endian.hpp>
+#include <lancet/dataset.hpp>
 #include <lancet/encoding/structural/field_encoders.hpp>  // for the policy of this TU's own writers
 #include <lancet/file/footer.hpp>
 #include <lancet/file/reader.hpp>
@@ -131,4 +132,50 @@ TEST_CASE("compiled mode: 2.1, 2.2 and 2.3 writers share one precompiled writer 
   for (std::size_t i = 0; i < v22.size(); ++i) differing += v22.data()[i] != v23.data()[i];
   CHECK(differing == 1);
   CHECK(same_bytes(v23, write_memory<file::v2_3, same_as_default>(b)));
+}
+
+// The dataset layer's public headers only declare in compiled mode: opening, scanning,
+// taking, deleting, compacting and the distributed write below all link to the library.
+TEST_CASE("compiled mode: the dataset layer's functions come from the library") {
+  const auto root = (std::filesystem::temp_directory_path() / "lancet_compiled_dataset").string();
+  std::filesystem::remove_all(root);
+  const auto b = sample_batch();  // ids 0, 7, 14, ...
+  dataset::write_options wo;
+  wo.max_rows_per_file = 2000;  // three fragments
+  const auto w = dataset::write(root, b, wo);
+  CHECK(w.fragments.size() == 3);
+
+  auto ds = dataset::dataset::open(root);
+  CHECK(ds.count_rows() == 5000);
+  CHECK(ds.fragments().size() == 3);
+  std::uint64_t scanned = 0;
+  for (auto sc = ds.scan({.columns = {"id"}, .batch_size = 700}); auto batch = sc.next();) {
+    REQUIRE(batch->columns.size() == 1);
+    scanned += std::uint64_t(batch->columns[0]->length);
+  }
+  CHECK(scanned == 5000);
+  const auto taken = ds.take({dataset::row_address(1, 5), 3}, {"id"});
+  CHECK_FALSE(arrow::first_difference(taken.columns[0], arrow::make_array<std::int64_t>({(2000 + 5) * 7, 3 * 7})));
+
+  const std::vector<std::uint64_t> gone{0, dataset::row_address(2, 999)};
+  CHECK(dataset::delete_rows(root, gone).deleted_rows == 2);
+  ds = ds.latest();
+  CHECK(ds.count_rows() == 4998);
+  CHECK_THROWS_AS(ds.take({0}), invalid_input_error);
+
+  const auto c = dataset::compact_files(root, {.target_rows_per_fragment = 10000});
+  CHECK(c.metrics.fragments_removed == 3);
+  CHECK(c.metrics.fragments_added == 1);
+  ds = ds.latest();
+  CHECK(ds.fragments().size() == 1);
+  CHECK(ds.count_rows() == 4998);
+
+  // A distributed append: a worker's fragments, committed by a coordinator.
+  auto more = dataset::write_fragments(root, arrow::make_batch({{"id", arrow::make_array<std::int64_t>({-1, -2})},
+                                                                {"name", arrow::string_array({"a", "b"})}}),
+                                       {.mode = dataset::write_mode::append});
+  const auto r = dataset::commit(root, dataset::operation::append{}, more.fragments);
+  CHECK(r.rows == 2);
+  CHECK(dataset::dataset::open(root).count_rows() == 5000);
+  std::filesystem::remove_all(root);
 }
