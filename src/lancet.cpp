@@ -4,7 +4,8 @@
 // common configurations (file/instances.hpp), dataset::write's entry points (the
 // storage version chosen at run time becomes a writer type here, once per program), and
 // the non-template functions and members the public dataset headers declare (opening,
-// scanning and taking, deleting, compacting, distributed writes and commits).
+// scanning and taking, deleting, compacting, distributed writes and commits) and the
+// 2.1+ field decoders file readers call.
 #define LANCET_BUILDING_LIBRARY 1
 
 #include "lancet/core/config.hpp"
@@ -14,6 +15,7 @@
 #include "lancet/dataset/distributed.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/encoding/legacy/field_encoders.hpp"
+#include "lancet/encoding/structural/decoder.hpp"
 #include "lancet/encoding/structural/field_encoders.hpp"
 #include "lancet/encoding/structural/policy_impl.hpp"
 #include "lancet/file/instances.hpp"

@@ -34,6 +34,7 @@
 #include "lancet/encoding/structural/block_ops.hpp"
 #include "lancet/encoding/structural/data_block.hpp"
 #include "lancet/encoding/structural/decompress.hpp"
+#include "lancet/encoding/structural/read_callbacks.hpp"
 #include "lancet/encoding/structural/repdef.hpp"
 #include "lancet/pb/encodings_v2_1.hpp"
 
@@ -177,8 +178,6 @@ inline std::pair<std::uint64_t, std::uint64_t> row_slots(const std::vector<std::
 
 }  // namespace detail
 
-// Reads bytes [offset, offset + size) of the file (for blob values stored out of line).
-using read_file_range = std::function<shared_bytes(std::uint64_t offset, std::uint64_t size)>;
 
 // Reads rows [begin, end) of a page of `page_rows` rows.
 inline page_slice read_page(const enc21::page_layout& layout, const std::vector<shared_bytes>& buffers,

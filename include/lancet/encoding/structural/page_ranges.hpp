@@ -24,6 +24,7 @@
 #include "lancet/pb/encodings_v2_1.hpp"
 
 #include "lancet/encoding/structural/page_decoder.hpp"
+#include "lancet/encoding/structural/read_callbacks.hpp"
 
 namespace lancet::encoding::structural {
 
@@ -58,13 +59,6 @@ inline shared_bytes read_buffer_part(std::span<const std::uint64_t> buffer_offse
 
 }  // namespace detail
 
-// Row runs of one page: ascending, disjoint [begin, end) pairs, page-relative.
-using row_runs = std::span<const std::pair<std::uint64_t, std::uint64_t>>;
-
-// Reads many byte ranges of the file ({offset, size}, absolute), end to end, into out
-// (which holds the sum of the sizes): the scattered rows of a take in one request
-// where the source can (io::read_into).
-using read_file_ranges = std::function<void(std::span<const std::pair<std::uint64_t, std::uint64_t>>, std::uint8_t* out)>;
 
 namespace detail {
 
