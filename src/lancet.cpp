@@ -1,8 +1,10 @@
 // lancet's compiled mode (core/config.hpp): the one translation unit that holds the
 // definitions a program in compiled mode links to instead of compiling them in every
 // translation unit: the default encoding policies and strategies, file writers of the
-// common configurations (file/instances.hpp), and dataset::write's entry points (the
-// storage version chosen at run time becomes a writer type here, once per program).
+// common configurations (file/instances.hpp), dataset::write's entry points (the
+// storage version chosen at run time becomes a writer type here, once per program),
+// and the index layer's entry points (building, opening, optimising, remapping: each
+// instantiates the stages for every element type and quantizer).
 #define LANCET_BUILDING_LIBRARY 1
 
 #include "lancet/core/config.hpp"
@@ -12,6 +14,7 @@
 #include "lancet/encoding/structural/policy_impl.hpp"
 #include "lancet/file/instances.hpp"
 #include "lancet/file/writer.hpp"
+#include "lancet/index.hpp"
 
 namespace lancet {
 #define LANCET_INSTANTIATE_FILE_WRITER(V, S) template class file::file_writer<file::V, S>;
