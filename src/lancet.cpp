@@ -2,10 +2,12 @@
 // definitions a program in compiled mode links to instead of compiling them in every
 // translation unit: the default encoding policies and strategies, file writers of the
 // common configurations (file/instances.hpp), dataset::write's entry points (the
-// storage version chosen at run time becomes a writer type here, once per program), and
-// the non-template functions and members the public dataset headers declare (opening,
-// scanning and taking, deleting, compacting, distributed writes and commits) and the
-// 2.1+ field decoders file readers call.
+// storage version chosen at run time becomes a writer type here, once per program), the
+// non-template functions and members the public dataset headers declare (opening,
+// scanning and taking, deleting, compacting, distributed writes and commits), the 2.1+
+// field decoders file readers call, and the index layer's entry points (building,
+// opening, optimising, remapping: each instantiates the stages for every element type
+// and quantizer).
 #define LANCET_BUILDING_LIBRARY 1
 
 #include "lancet/core/config.hpp"
@@ -20,6 +22,7 @@
 #include "lancet/encoding/structural/policy_impl.hpp"
 #include "lancet/file/instances.hpp"
 #include "lancet/file/writer.hpp"
+#include "lancet/index.hpp"
 
 namespace lancet {
 #define LANCET_INSTANTIATE_FILE_WRITER(V, S) template class file::file_writer<file::V, S>;

@@ -1,13 +1,16 @@
 // Compiled mode (core/config.hpp): this translation unit is built with LANCET_COMPILED
 // and linked to the library of src/lancet.cpp. The precompiled writers must write the
 // same bytes as writers compiled here from the headers (a user policy that changes
-// nothing instantiates the structural encoders in this TU), and read back.
+// nothing instantiates the structural encoders in this TU), and read back. The index
+// layer's entry points (build, open, optimise) come from the library: a definition it
+// lacks is a link error here.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -24,10 +27,13 @@
 #include <lancet/file/structural.hpp>
 #include <lancet/file/legacy.hpp>
 #include <lancet/file/writer.hpp>
+#include <lancet/index.hpp>
 #include <lancet/io/file_sink.hpp>
 #include <lancet/io/file_source.hpp>
 #include <lancet/io/memory_sink.hpp>
 #include <lancet/io/source.hpp>
+
+#include "support/temp_dir.hpp"
 
 using namespace lancet;
 namespace v21 = lancet::encoding::structural;
@@ -63,6 +69,20 @@ void check_reads_back(const shared_bytes& bytes, const arrow::record_batch& b) {
   auto back = r.read({});
   REQUIRE(back.columns.size() == b.columns.size());
   for (std::size_t c = 0; c < b.columns.size(); ++c) CHECK_FALSE(arrow::first_difference(b.columns[c], back.columns[c]));
+}
+
+// `id` (first_id, ...) and `vector`, 4-d: rows r < n / 2 near (0, 0, 0, 0), the others
+// near (100, 100, 100, 100); row r's first element is offset by r / 1000.
+arrow::record_batch two_clusters(std::int64_t n, std::int64_t first_id) {
+  std::vector<std::optional<std::int64_t>> ids;
+  std::vector<std::optional<float>> values;
+  for (std::int64_t r = 0; r < n; ++r) {
+    ids.emplace_back(first_id + r);
+    const float at = r < n / 2 ? 0.0f : 100.0f;
+    for (int d = 0; d < 4; ++d) values.emplace_back(at + (d == 0 ? float(r) / 1000 : 0.0f));
+  }
+  return arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)},
+                            {"vector", arrow::make_fixed_size_list(arrow::make_array<float>(values), 4)}});
 }
 
 bool same_bytes(const shared_bytes& a, const shared_bytes& b) {
@@ -137,8 +157,8 @@ TEST_CASE("compiled mode: 2.1, 2.2 and 2.3 writers share one precompiled writer 
 // The dataset layer's public headers only declare in compiled mode: opening, scanning,
 // taking, deleting, compacting and the distributed write below all link to the library.
 TEST_CASE("compiled mode: the dataset layer's functions come from the library") {
-  const auto root = (std::filesystem::temp_directory_path() / "lancet_compiled_dataset").string();
-  std::filesystem::remove_all(root);
+  lancet::testing::scratch_dir tmp("compiled-dataset");
+  const std::string root = tmp.sub("ds");
   const auto b = sample_batch();  // ids 0, 7, 14, ...
   dataset::write_options wo;
   wo.max_rows_per_file = 2000;  // three fragments
@@ -177,5 +197,69 @@ TEST_CASE("compiled mode: the dataset layer's functions come from the library") 
   const auto r = dataset::commit(root, dataset::operation::append{}, more.fragments);
   CHECK(r.rows == 2);
   CHECK(dataset::dataset::open(root).count_rows() == 5000);
-  std::filesystem::remove_all(root);
+}
+
+// The index layer's entry points, from the library: build an IVF_FLAT and an IVF_PQ
+// index, search them (nearest rows by value), optimise after an append.
+TEST_CASE("compiled mode: build, open, search and optimise IVF indexes through the library") {
+  lancet::testing::scratch_dir tmp("compiled-index");
+  const std::string root = tmp.sub("ds");
+  dataset::write(root, two_clusters(2000, 0));
+
+  index::build_options o;
+  o.column = "vector";
+  o.type = index::ivf_index_type::ivf_flat;
+  o.num_partitions = 2;
+  const auto built = index::build_ivf_index(root, o);
+  CHECK(built.num_partitions == 2);
+  CHECK(built.rows_indexed == 2000);
+
+  index::search_params sp;
+  sp.k = 3;
+  sp.nprobes = 1;
+  const float q[4] = {100.0f + 1.5f, 100, 100, 100};  // nearest: rows 1499, 1500, 1498 by the first element
+  {
+    auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+    CHECK(ix.info.index_type == "IVF_FLAT");
+    CHECK(ix.searcher->num_partitions() == 2);
+    const auto hits = ix.searcher->search(q, 4, sp);
+    REQUIRE(hits.size() == 3);
+    CHECK(hits[0].row_id == 1500);  // fragment 0: row addresses are the row positions
+    CHECK(std::set<std::uint64_t>{hits[1].row_id, hits[2].row_id} == std::set<std::uint64_t>{1499, 1501});
+    CHECK(hits[0].distance == doctest::Approx(0.0f).epsilon(1e-4));
+  }
+
+  // Appended rows are indexed by optimize_indices as a delta segment, then searchable.
+  dataset::write_options wo;
+  wo.mode = dataset::write_mode::append;
+  dataset::write(root, two_clusters(200, 2000), wo);
+  const auto r = index::optimize_indices(root);
+  REQUIRE(r.indices.size() == 1);
+  CHECK(r.indices[0].changed);
+  CHECK(r.indices[0].rows_added == 200);
+  {
+    auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+    CHECK(ix.segments.size() == 2);
+    const float q2[4] = {0.05f, 0, 0, 0};  // row 2050 of the appended fragment (1) is (0.05, 0, 0, 0), as is row 50
+    const auto hits = ix.searcher->search(q2, 4, sp);
+    REQUIRE(hits.size() == 3);
+    std::set<std::uint64_t> ids;
+    for (const auto& h : hits) ids.insert(h.row_id);
+    CHECK(ids.count(50) == 1);
+    CHECK(ids.count((std::uint64_t(1) << 32) | 50) == 1);
+  }
+
+  // IVF_PQ (replacing the index): the nearest row still comes first.
+  o.type = index::ivf_index_type::ivf_pq;
+  o.num_sub_vectors = 2;
+  o.num_bits = 8;
+  o.replace = true;
+  index::build_ivf_index(root, o);
+  auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
+  CHECK(ix.info.index_type == "IVF_PQ");
+  const auto hits = ix.searcher->search(q, 4, sp);
+  REQUIRE(hits.size() == 3);
+  CHECK((hits[0].row_id >> 32) == 0);
+  CHECK(hits[0].row_id >= 1400);
+  CHECK(hits[0].row_id < 1600);
 }

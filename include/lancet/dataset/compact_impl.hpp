@@ -25,6 +25,7 @@
 #include "lancet/dataset/versions.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/write_impl.hpp"
+#include "lancet/index/registry.hpp"
 #include "lancet/index/remap.hpp"
 #include "lancet/io/fs.hpp"
 #include "lancet/pb/table.hpp"

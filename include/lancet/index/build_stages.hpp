@@ -46,7 +46,7 @@
 #include "lancet/index/registry.hpp"
 #include "lancet/index/search.hpp"
 #include "lancet/index/shuffler.hpp"
-#include "lancet/index/vector_index.hpp"
+#include "lancet/index/vector_index_impl.hpp"
 #include "lancet/simd/f16.hpp"
 
 namespace lancet::index::detail {

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "lancet/core/error.hpp"
-#include "lancet/index/ivf_builder.hpp"
+#include "lancet/index/ivf_builder_impl.hpp"
 #include "lancet/index/quantizer/storage.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/simd/distance.hpp"

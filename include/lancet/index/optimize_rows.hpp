@@ -30,7 +30,7 @@
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/index/storage_reader.hpp"
 #include "lancet/index/storage_writer.hpp"
-#include "lancet/index/ivf_builder.hpp"
+#include "lancet/index/ivf_builder_impl.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/kmeans.hpp"
 #include "lancet/index/optimize_options.hpp"
@@ -39,8 +39,8 @@
 #include "lancet/index/quantizer/rabitq.hpp"
 #include "lancet/index/quantizer/sq.hpp"
 #include "lancet/index/registry.hpp"
-#include "lancet/index/remap.hpp"
-#include "lancet/index/vector_index.hpp"
+#include "lancet/index/remap_impl.hpp"
+#include "lancet/index/vector_index_impl.hpp"
 
 namespace lancet::index::detail {
 

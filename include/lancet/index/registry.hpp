@@ -32,6 +32,7 @@
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/roaring.hpp"
 #include "lancet/index/detail/storage_names.hpp"
+#include "lancet/index/index_info.hpp"
 #include "lancet/index/quantizer/storage.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/io/fs.hpp"
@@ -365,21 +366,6 @@ inline dataset::snapshot commit_index(const std::string& root, const dataset::sn
 // ---------------------------------------------------------------------------------
 // Listing
 // ---------------------------------------------------------------------------------
-
-struct vector_index_info {
-  std::string name;
-  pb::uuid uuid;
-  std::vector<std::int32_t> fields;
-  std::vector<std::string> columns;  // dotted names of `fields`
-  std::string index_type;            // "IVF_PQ", "IVF_HNSW_SQ", ... ("" for non-vector indices)
-  std::optional<simd::distance_type> distance;
-  std::optional<pb::index::vector_index_details> details;
-  std::uint64_t dataset_version = 0;
-  std::vector<std::uint64_t> fragment_ids;
-  std::optional<std::int32_t> index_version;
-  std::optional<std::uint64_t> created_at;
-  std::vector<pb::index_file> files;
-};
 
 inline vector_index_info describe_index(const pb::manifest& m, const pb::index_metadata& im) {
   vector_index_info info;

@@ -23,37 +23,31 @@
 // graph rebuilt over the rows kept, with the index's recorded m / ef_construction
 // (Lance 12 rebuilds every graph on remap; keeping the intact ones is equivalent).
 // Scalar indexes are unsupported_error, naming the index.
+// This header declares the remap; remap_impl.hpp defines it (and the graph writer
+// it shares with optimisation, write_hnsw_index_file): included here in header-only
+// mode, compiled into the library in compiled mode (core/config.hpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <filesystem>
-#include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
-#include <variant>
 #include <vector>
 
-#include <boost/asio/thread_pool.hpp>
+#include "lancet/core/config.hpp"
+#include "lancet/index/hnsw/graph.hpp"
+#include "lancet/pb/table/common.hpp"
+#include "lancet/pb/table/index.hpp"
 
-#include "lancet/core/error.hpp"
-#include "lancet/core/parallel.hpp"
-#include "lancet/dataset/manifest.hpp"
-#include "lancet/dataset/roaring.hpp"
-#include "lancet/index/detail/storage_names.hpp"
-#include "lancet/index/hnsw/index_file.hpp"
-#include "lancet/index/hnsw/partition_graphs.hpp"
-#include "lancet/index/storage_reader.hpp"
-#include "lancet/index/storage_writer.hpp"
-#include "lancet/index/registry.hpp"
-#include "lancet/io/fs.hpp"
-#include "lancet/pb/index.hpp"
-#include "lancet/pb/table.hpp"
+namespace lancet::dataset {
+class roaring_bitmap;  // dataset/roaring.hpp
+}  // namespace lancet::dataset
 
 namespace lancet::index {
+
+struct index_file_info;  // index_info.hpp
 
 // Old row address -> the new one, or nullopt when the row is gone. Addresses missing
 // from the map are unchanged.
@@ -73,230 +67,35 @@ struct remapped_index {
   remap_stats stats;
 };
 
-namespace detail {
-
-inline bool is_vector_details(const pb::index_metadata& im) {
-  return im.index_details && im.index_details->type_url == pb::index::vector_index_details::type_url;
-}
-
-}  // namespace detail
-
 // The graph parameters an IVF_HNSW_* index.idx records in lance:hnsw (its first
 // non-empty partition entry); Lance's defaults when every partition is empty.
-inline hnsw::build_params recorded_hnsw_params(const index_file_info& info, const std::string& who) {
-  hnsw::build_params p;
-  if (info.sub_index_key != detail::hnsw_metadata_key) throw corrupt_error(who + ": index.idx has no lance:hnsw entries");
-  using namespace json;
-  for (const auto& text : info.sub_index_metadata) {
-    if (text.empty()) continue;
-    const auto v = parse(text, who + " lance:hnsw");
-    const auto& pv = member(v, "params", who);
-    p.m = as_u32(member(pv, "m", who), "m", who);
-    p.ef_construction = as_u32(member(pv, "ef_construction", who), "ef_construction", who);
-    p.max_level = std::uint16_t(as_u32(member(pv, "max_level", who), "max_level", who));
-    if (const auto* pd = pv.find("prefetch_distance"); pd && pd->k != value::kind::null)
-      p.prefetch_distance = as_u32(*pd, "prefetch_distance", who);
-    p.validate(who);
-    break;
-  }
-  return p;
-}
-
-// Writes dir/index.idx of an IVF_HNSW_* index over dir/auxiliary.idx (written
-// already, in file version v): partition p's graph is kept[p] when given, else built
-// from its stored rows with `params` (seed + p, as the builder does), partitions in
-// parallel on the pool. Returns the file's size.
-inline std::uint64_t write_hnsw_index_file(const std::string& dir, file::format_version v, const ivf_model& model,
-                                           simd::distance_type metric, const hnsw::build_params& params,
-                                           std::vector<std::optional<hnsw::graph>> kept,
-                                           boost::asio::thread_pool* pool = nullptr) {
-  if (!model.centroids) throw invalid_input_error("an IVF_HNSW index needs its centroids");
-  const auto storage = open_storage(dir + "/" + std::string(detail::auxiliary_file_name));
-  const std::size_t k = storage.num_partitions();
-  if (k != model.num_partitions())
-    throw invalid_input_error("auxiliary.idx has " + std::to_string(k) + " partitions, the IVF model " +
-                              std::to_string(model.num_partitions()));
-  kept.resize(k);
-  std::vector<hnsw::graph> graphs(k);
-  std::mutex mu;  // the reader is not shared between threads
-  const std::size_t dim = model.centroids->cols;
-  parallel_for(pool, k, [&](std::size_t part) {
-    if (kept[part]) {
-      graphs[part] = std::move(*kept[part]);
-      return;
-    }
-    partition_contents pc;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      pc = storage.read_partition(part);
-    }
-    hnsw::build_params pp = params;
-    pp.seed = params.seed + part;
-    graphs[part] = hnsw::build_partition(storage.quantizer(), metric, pc, dim, pp);
-  });
-  std::uint64_t size = 0;
-  with_index_file_version(v, [&]<class V>() {
-    size = hnsw::write_index_file<V>(io::file_sink(dir + "/" + std::string(detail::index_file_name)), model,
-                                     hnsw_index_type_name(storage.quantizer()), metric, graphs)
-               .file_size;
-  });
-  return size;
-}
+LANCET_INLINE hnsw::build_params recorded_hnsw_params(const index_file_info& info, const std::string& who);
 
 // Why lancet cannot remap index `im` of the dataset at `root` (nullopt when it can):
 // it must be a single-column IVF index with the flat sub-index whose files lancet reads.
-inline std::optional<std::string> remap_unsupported_reason(const std::string& root, const pb::index_metadata& im) {
-  const std::string who = "index '" + im.name + "' (" + im.uuid.to_string() + ")";
-  if (im.fields.size() != 1) return who + " covers " + std::to_string(im.fields.size()) + " fields; only single-column indexes are remapped";
-  if (!detail::is_vector_details(im))
-    return who + " is not a vector index (" + (im.index_details ? im.index_details->type_url : std::string("no details")) +
-           "); lancet remaps IVF vector indexes only";
-  const auto details = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
-  const std::string dir = index_directory(root, im.uuid);
-  try {
-    const auto info = read_index_file(dir + "/" + std::string(detail::index_file_name));
-    const bool graphs = info.sub_index_key == detail::hnsw_metadata_key;
-    if (info.sub_index_key != detail::flat_metadata_key && !graphs)
-      return who + " has the sub-index '" + info.sub_index_key + "'; lancet remaps the flat and HNSW sub-indexes only";
-    if (graphs != details.hnsw.has_value())
-      return who + " is " + index_type_name(details) + " but index.idx holds the sub-index '" + info.sub_index_key + "'";
-    if (!info.ivf.centroids) return who + ": index.idx has no centroids";
-    if (graphs) recorded_hnsw_params(info, who);
-  } catch (const error& e) {
-    return who + ": " + e.what();
-  }
-  return std::nullopt;
-}
+LANCET_INLINE std::optional<std::string> remap_unsupported_reason(const std::string& root, const pb::index_metadata& im);
 
 // Writes the remapped copy of index `im` of the dataset at `root` into
 // _indices/{new_uuid} (a fresh v4 uuid when not given). Reads one partition at a
 // time. On failure the new directory is removed and the old index is untouched.
-inline remapped_index remap_index_files(const std::string& root, const pb::index_metadata& im, const row_address_map& m,
-                                        std::optional<pb::uuid> new_uuid = std::nullopt) {
-  if (auto why = remap_unsupported_reason(root, im)) throw unsupported_error("cannot remap " + *why);
-  remapped_index out;
-  out.old_uuid = im.uuid;
-  out.new_uuid = new_uuid ? *new_uuid : pb::uuid::generate_v4();
-  if (out.new_uuid == out.old_uuid)
-    throw invalid_input_error("cannot remap index '" + im.name + "' onto its own uuid " + im.uuid.to_string());
-  const std::string old_dir = index_directory(root, im.uuid);
-  const std::string new_dir = index_directory(root, out.new_uuid);
-  if (io::path_exists(new_dir))
-    throw invalid_input_error("cannot remap index '" + im.name + "': '" + new_dir + "' exists already");
-  const auto info = read_index_file(old_dir + "/" + std::string(detail::index_file_name));
-  auto storage = open_storage(old_dir + "/" + std::string(detail::auxiliary_file_name));
-  if (storage.num_partitions() != info.ivf.num_partitions())
-    throw corrupt_error("index '" + im.name + "': auxiliary.idx has " + std::to_string(storage.num_partitions()) +
-                        " partitions but index.idx " + std::to_string(info.ivf.num_partitions()));
-  if (storage.distance() != info.distance)
-    throw corrupt_error("index '" + im.name + "': index.idx and auxiliary.idx disagree on the distance type");
-  // index.idx keeps the centroids and the loss; write_index_directory derives the
-  // rest (sub-index offsets) from the partition count.
-  const ivf_model model = ivf_model::with_centroids(*info.ivf.centroids, info.ivf.loss);
-  const bool graphs = info.sub_index_key == detail::hnsw_metadata_key;
-  std::vector<bool> lost_rows(storage.num_partitions(), false);  // HNSW: the graphs to rebuild
-  try {
-    out.files = write_index_directory(new_dir, storage.version(), model, storage.quantizer(), storage.distance(),
-                                      [&](auto& aux) {
-      const auto& q = storage.quantizer();
-      const std::size_t w = code_bytes(q);
-      const bool factors = has_factors(q);
-      const std::size_t exw = ex_code_bytes(q);
-      for (std::size_t p = 0; p < storage.num_partitions(); ++p) {
-        const partition_contents in = storage.read_partition(p);
-        out.stats.rows_before += in.size();
-        partition_contents kept;
-        kept.codes.resize(in.size() * w);
-        if (exw) kept.ex_codes.resize(in.size() * exw);
-        std::size_t n = 0;
-        for (std::size_t i = 0; i < in.size(); ++i) {
-          std::uint64_t id = in.row_ids[i];
-          if (auto it = m.find(id); it != m.end()) {
-            if (!it->second) {
-              ++out.stats.rows_dropped;
-              lost_rows[p] = true;
-              continue;
-            }
-            if (*it->second != id) ++out.stats.rows_moved;
-            id = *it->second;
-          }
-          kept.row_ids.push_back(id);
-          if (w) std::memcpy(kept.codes.data() + n * w, in.codes.data() + i * w, w);
-          if (factors) {
-            kept.add_factors.push_back(in.add_factors.at(i));
-            kept.scale_factors.push_back(in.scale_factors.at(i));
-            kept.error_factors.push_back(in.error_factors.at(i));
-            if (exw) {
-              std::memcpy(kept.ex_codes.data() + n * exw, in.ex_codes.data() + i * exw, exw);
-              kept.add_factors_ex.push_back(in.add_factors_ex.at(i));
-              kept.scale_factors_ex.push_back(in.scale_factors_ex.at(i));
-            }
-          }
-          ++n;
-        }
-        kept.codes.resize(n * w);
-        if (exw) kept.ex_codes.resize(n * exw);
-        out.stats.rows_after += n;
-        aux.write_partition(kept.view());
-      }
-    });
-    if (graphs) {
-      // Graphs of partitions that lost no row still link the same positions.
-      const std::string idx_path = old_dir + "/" + std::string(detail::index_file_name);
-      const file::file_reader<io::file_source> reader{io::file_source(idx_path)};
-      std::vector<std::optional<hnsw::graph>> kept(storage.num_partitions());
-      for (std::size_t p = 0; p < kept.size(); ++p)
-        if (!lost_rows[p]) kept[p] = hnsw::read_graph(reader, info, p, "index '" + im.name + "' " + idx_path);
-      const auto params = recorded_hnsw_params(info, "index '" + im.name + "'");
-      const auto size = write_hnsw_index_file(new_dir, storage.version(), model, storage.distance(), params, std::move(kept));
-      for (auto& f : out.files)
-        if (f.path == detail::index_file_name) f.size_bytes = size;
-    }
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove_all(new_dir, ec);
-    throw;
-  }
-  out.num_partitions = info.ivf.num_partitions();
-  return out;
-}
+LANCET_INLINE remapped_index remap_index_files(const std::string& root, const pb::index_metadata& im,
+                                               const row_address_map& m, std::optional<pb::uuid> new_uuid = std::nullopt);
 
 // The IndexMetadata of a remapped index: the old one with the new uuid, files and
 // fragment bitmap (Lance keeps dataset_version, details, index_version, created_at).
-inline pb::index_metadata remapped_index_metadata(const pb::index_metadata& old, const remapped_index& r,
-                                                  const dataset::roaring_bitmap& fragments) {
-  if (!(r.old_uuid == old.uuid))
-    throw invalid_input_error("remapped index " + r.new_uuid.to_string() + " was made from " + r.old_uuid.to_string() +
-                              ", not from index '" + old.name + "' (" + old.uuid.to_string() + ")");
-  pb::index_metadata out = old;
-  out.uuid = r.new_uuid;
-  out.files = r.files;
-  dataset::set_index_fragment_bitmap(out, fragments);
-  return out;
-}
+LANCET_INLINE pb::index_metadata remapped_index_metadata(const pb::index_metadata& old, const remapped_index& r,
+                                                         const dataset::roaring_bitmap& fragments);
 
 // Lance's recomputed fragment bitmap of an index after a rewrite: for each group
 // (old fragment ids -> new fragment ids) whose old fragments the index covers, the old
 // ids leave and the new ones join. A group only partly covered is invalid_input_error
 // (Lance refuses such a plan: it never mixes indexed and unindexed fragments).
-inline dataset::roaring_bitmap rewritten_fragment_bitmap(
+LANCET_INLINE dataset::roaring_bitmap rewritten_fragment_bitmap(
     const pb::index_metadata& im,
-    const std::vector<std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>>& groups) {
-  auto bitmap = dataset::index_fragment_bitmap(im);
-  auto out = bitmap;
-  for (const auto& [olds, news] : groups) {
-    std::size_t covered = 0;
-    for (auto id : olds) covered += id <= UINT32_MAX && bitmap.contains(std::uint32_t(id));
-    if (covered == 0) continue;
-    if (covered != olds.size())
-      throw invalid_input_error("index '" + im.name + "' covers only some of the fragments rewritten together");
-    for (auto id : olds) out.remove(std::uint32_t(id));
-    for (auto id : news) {
-      if (id > UINT32_MAX) throw invalid_input_error("fragment id " + std::to_string(id) + " exceeds 32 bits");
-      out.add(std::uint32_t(id));
-    }
-  }
-  return out;
-}
+    const std::vector<std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>>& groups);
 
 }  // namespace lancet::index
+
+#if LANCET_HEADER_ONLY
+#include "lancet/index/remap_impl.hpp"
+#endif

@@ -34,7 +34,7 @@
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/index/storage_reader.hpp"
 #include "lancet/index/storage_writer.hpp"
-#include "lancet/index/ivf_builder.hpp"
+#include "lancet/index/ivf_builder_impl.hpp"
 #include "lancet/index/model_file.hpp"
 #include "lancet/index/registry.hpp"
 #include "lancet/json/base64.hpp"

@@ -21,6 +21,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/index/detail/storage_names.hpp"
+#include "lancet/index/index_info.hpp"
 #include "lancet/index/ivf_model.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/storage.hpp"
@@ -32,16 +33,6 @@
 #include "lancet/simd/distance.hpp"
 
 namespace lancet::index {
-
-// What index.idx says.
-struct index_file_info {
-  file::format_version version = file::format_version::v2_0;
-  std::string index_type;  // "IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_RQ", "IVF_HNSW_SQ", ...
-  simd::distance_type distance = simd::distance_type::l2;
-  ivf_model ivf;                              // centroids, loss, sub-index offsets/lengths
-  std::string sub_index_key;                  // "lance:flat" (or "lance:hnsw")
-  std::vector<std::string> sub_index_metadata;  // one entry per partition
-};
 
 namespace detail {
 

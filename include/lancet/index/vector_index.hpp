@@ -8,24 +8,37 @@
 //
 //   auto ix = index::open_vector_index(snapshot, "vector");
 //   auto hits = ix.searcher->search(query, dim, sp);   // over all segments
+//
+// This header declares the opening; vector_index_impl.hpp defines it: included here
+// in header-only mode, compiled into the library in compiled mode (core/config.hpp).
+// Searching stays here (search.hpp's templates, for the caller's query type).
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
+#include "lancet/core/config.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/dataset/manifest.hpp"
-#include "lancet/index/hnsw/index_file.hpp"
-#include "lancet/index/storage_reader.hpp"
-#include "lancet/index/registry.hpp"
+#include "lancet/index/index_info.hpp"
 #include "lancet/index/search.hpp"
+#include "lancet/io/file_source.hpp"
+#include "lancet/io/source.hpp"
+
+namespace lancet::dataset {
+struct snapshot;  // dataset/commit.hpp
+}  // namespace lancet::dataset
 
 namespace lancet::index {
+
+template <io::source Source>
+class storage_reader;  // storage_reader.hpp
 
 // One segment of an index: its metadata, index.idx and a searcher over its partitions.
 struct index_segment {
@@ -124,81 +137,16 @@ struct opened_index {
   std::vector<index_segment> segments;
 };
 
-namespace detail {
-
-inline void check_searchable(const vector_index_info& i) {
-  if (i.index_type.rfind("IVF_", 0) != 0 || i.index_type == "IVF_HNSW_RQ")
-    throw unsupported_error("index '" + i.name + "' is " + (i.index_type.empty() ? "not a vector index" : i.index_type) +
-                            "; lancet searches IVF_FLAT, IVF_PQ, IVF_SQ, IVF_RQ and IVF_HNSW_FLAT / SQ / PQ");
-}
-
-}  // namespace detail
-
 // One segment, opened: index.idx read, auxiliary.idx opened, a searcher over it.
-inline index_segment open_index_segment(const std::string& root, const vector_index_info& i) {
-  detail::check_searchable(i);
-  index_segment seg;
-  seg.info = i;
-  const std::string dir = index_directory(root, i.uuid);
-  seg.index_file = read_index_file(dir + "/" + std::string(detail::index_file_name));
-  seg.storage =
-      std::make_shared<storage_reader<io::file_source>>(open_storage(dir + "/" + std::string(detail::auxiliary_file_name)));
-  if (!seg.index_file.ivf.centroids) throw corrupt_error("index '" + i.name + "': index.idx has no centroids");
-  auto st = seg.storage;
-  auto mu = std::make_shared<std::mutex>();
-  seg.searcher = std::make_shared<ivf_searcher>(seg.index_file.distance, *seg.index_file.ivf.centroids, st->quantizer(),
-                                                [st, mu](std::size_t p) {
-                                                  std::lock_guard<std::mutex> lock(*mu);
-                                                  return std::make_shared<const partition_contents>(
-                                                      st->read_partition(p));
-                                                });
-  if (seg.index_file.sub_index_key == detail::hnsw_metadata_key) {
-    // IVF_HNSW_*: each partition's graph read from index.idx when first probed.
-    const std::string path = dir + "/" + std::string(detail::index_file_name);
-    auto reader = std::make_shared<file::file_reader<io::file_source>>(io::file_source(path));
-    auto info = std::make_shared<index_file_info>(seg.index_file);
-    const std::string what = "index '" + i.name + "' " + path;
-    seg.searcher->with_graphs([reader, info, mu, what](std::size_t p) {
-      std::lock_guard<std::mutex> lock(*mu);
-      return std::make_shared<const hnsw::graph>(hnsw::read_graph(*reader, *info, p, what));
-    });
-  }
-  return seg;
-}
+LANCET_INLINE index_segment open_index_segment(const std::string& root, const vector_index_info& i);
 
 // The index on `column` (or named `name` when given) of snapshot s, all its segments;
 // invalid_input_error naming the indexes there are when none matches.
-inline opened_index open_vector_index(const dataset::snapshot& s, const std::string& column,
-                                      const std::string& name = {}) {
-  const auto all = list_indices(s);
-  std::string names;
-  std::string chosen;
-  for (const auto& i : all) {
-    names += (names.empty() ? "" : ", ") + i.name;
-    const bool match = name.empty() ? (!i.columns.empty() && i.columns[0] == column && !i.index_type.empty())
-                                    : i.name == name;
-    if (match && chosen.empty()) chosen = i.name;
-  }
-  if (chosen.empty())
-    throw invalid_input_error((name.empty() ? "no vector index on column '" + column + "'" : "no index named '" + name + "'") +
-                              " (indexes: " + (names.empty() ? std::string("none") : names) + ")");
-  opened_index o;
-  std::vector<std::shared_ptr<ivf_searcher>> searchers;
-  std::vector<std::vector<std::uint64_t>> frags;
-  for (const auto& i : all) {
-    if (i.name != chosen) continue;
-    o.segments.push_back(open_index_segment(s.root, i));
-    searchers.push_back(o.segments.back().searcher);
-    frags.push_back(i.fragment_ids);
-  }
-  const auto& newest = o.segments.back();
-  o.info = newest.info;
-  o.index_file = newest.index_file;
-  o.storage = newest.storage;
-  // Several segments and row addresses: each segment answers for its own fragments.
-  const bool addresses = o.segments.size() > 1 && !dataset::uses_stable_row_ids(s.manifest());
-  o.searcher = std::make_unique<segmented_searcher>(std::move(searchers), std::move(frags), addresses);
-  return o;
-}
+LANCET_INLINE opened_index open_vector_index(const dataset::snapshot& s, const std::string& column,
+                                             const std::string& name = {});
 
 }  // namespace lancet::index
+
+#if LANCET_HEADER_ONLY
+#include "lancet/index/vector_index_impl.hpp"
+#endif
