@@ -49,6 +49,7 @@
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/distributed.hpp>
+#include <lancet/dataset/distributed_impl.hpp>  // write_fragments from a batch generator
 #include <lancet/dataset/fragment_json.hpp>
 #include <lancet/index/ivf_builder.hpp>
 #include <lancet/index/optimize.hpp>
@@ -59,6 +60,7 @@
 #include <lancet/json/schema_json.hpp>
 #include <lancet/json/write_dataset.hpp>
 #include <lancet/lancet.hpp>
+#include <lancet/pb/encodings_v2_1.hpp>  // page layouts, for `inspect`
 
 #ifndef LANCET_VERSION_STRING
 #define LANCET_VERSION_STRING "0.1.0"  // Meson passes the project's version (examples/meson.build)
