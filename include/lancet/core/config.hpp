@@ -6,10 +6,12 @@
 // Compiled mode (define LANCET_COMPILED for the whole program, and link the `lancet`
 // library built from src/lancet.cpp, e.g. meson's `lancet_compiled_dep`): the headers
 // leave out the definitions of the heavy non-template code (the encoders, the default
-// encoding policy) and declare `extern template`s for the common configurations
-// (file_writer of every version to io::file_sink and io::memory_sink with the default
-// strategies), which the library instantiates once. A translation unit then parses
-// little and compiles less; other configurations still compile from the headers.
+// encoding policy, the 2.1+ field decoder, and everything the public dataset and index
+// headers declare: their X_impl.hpp hold the definitions) and declare `extern template`s
+// for the common configurations (file_writer of every version to io::file_sink and
+// io::memory_sink with the default strategies), which the library instantiates once. A
+// translation unit then parses little and compiles less; other configurations still
+// compile from the headers (templates over a caller's own types: the X_impl.hpp).
 #pragma once
 
 #if defined(LANCET_BUILDING_LIBRARY) && !defined(LANCET_COMPILED)
