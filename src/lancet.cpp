@@ -24,6 +24,10 @@
 #include "lancet/file/writer.hpp"
 #include "lancet/index.hpp"
 
+// The instruction set this library was built for (core/config.hpp): compiled-mode
+// programs built for another one fail to link.
+extern "C" const int LANCET_ARCH_SYMBOL = 1;
+
 namespace lancet {
 #define LANCET_INSTANTIATE_FILE_WRITER(V, S) template class file::file_writer<file::V, S>;
 LANCET_FILE_WRITER_INSTANCES(LANCET_INSTANTIATE_FILE_WRITER)

@@ -33,3 +33,48 @@
 #else
 #define LANCET_INLINE inline
 #endif
+
+// Compiled mode needs the library and the program built for the same instruction set:
+// the SIMD kernels' inline templates (simd/) have the same names whatever the vector
+// width, so the linker would keep one width's copy for code built for the other. The
+// library defines a symbol named after the set it was built for and a compiled-mode
+// program refers to the one its own flags select: built apart, they fail to link
+// (undefined reference to `lancet_compiled_for_<set>`) instead of running wrong code.
+#if defined(__AVX512BW__)
+#define LANCET_ARCH_TAG avx512bw
+#elif defined(__AVX512F__)
+#define LANCET_ARCH_TAG avx512f
+#elif defined(__AVX2__) && defined(__FMA__)
+#define LANCET_ARCH_TAG fma3_avx2
+#elif defined(__AVX2__)
+#define LANCET_ARCH_TAG avx2
+#elif defined(__AVX__) && defined(__FMA__)
+#define LANCET_ARCH_TAG fma3_avx
+#elif defined(__AVX__)
+#define LANCET_ARCH_TAG avx
+#elif defined(__SSE4_2__)
+#define LANCET_ARCH_TAG sse4_2
+#elif defined(__SSE4_1__)
+#define LANCET_ARCH_TAG sse4_1
+#elif defined(__SSSE3__)
+#define LANCET_ARCH_TAG ssse3
+#elif defined(__SSE3__)
+#define LANCET_ARCH_TAG sse3
+#elif defined(__SSE2__)
+#define LANCET_ARCH_TAG sse2
+#elif defined(__ARM_NEON)
+#define LANCET_ARCH_TAG neon
+#else
+#define LANCET_ARCH_TAG generic
+#endif
+#define LANCET_DETAIL_CAT2(a, b) a##b
+#define LANCET_DETAIL_CAT(a, b) LANCET_DETAIL_CAT2(a, b)
+#define LANCET_ARCH_SYMBOL LANCET_DETAIL_CAT(lancet_compiled_for_, LANCET_ARCH_TAG)
+
+#if defined(LANCET_COMPILED) && !defined(LANCET_BUILDING_LIBRARY)
+extern "C" const int LANCET_ARCH_SYMBOL;  // defined by the library (src/lancet.cpp)
+namespace lancet::detail {
+// Each translation unit refers to the symbol (kept though nothing reads it).
+[[gnu::used]] static const int* const compiled_library_arch = &LANCET_ARCH_SYMBOL;
+}  // namespace lancet::detail
+#endif
