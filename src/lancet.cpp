@@ -23,10 +23,18 @@
 #include "lancet/file/instances.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/index.hpp"
+#include "lancet/pb/file.hpp"
+#include "lancet/pb/file2.hpp"
+#include "lancet/pb/table.hpp"
 
 // The instruction set this library was built for (core/config.hpp): compiled-mode
 // programs built for another one fail to link.
 extern "C" const int LANCET_ARCH_SYMBOL = 1;
+
+// The protobuf codecs programs declare extern (pb/message.hpp).
+LANCET_PB_TABLE_CODECS(LANCET_PB_DEFINE_CODEC)
+LANCET_PB_FILE_CODECS(LANCET_PB_DEFINE_CODEC)
+LANCET_PB_FILE2_CODECS(LANCET_PB_DEFINE_CODEC)
 
 namespace lancet {
 #define LANCET_INSTANTIATE_FILE_WRITER(V, S) template class file::file_writer<file::V, S>;

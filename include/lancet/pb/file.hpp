@@ -145,3 +145,7 @@ struct file_metadata {
 };
 
 }  // namespace lancet::pb::file
+
+// The messages whose codecs compiled mode's library instantiates (pb/message.hpp).
+#define LANCET_PB_FILE_CODECS(X) X(lancet::pb::file::file_descriptor) X(lancet::pb::file::field)
+LANCET_PB_FILE_CODECS(LANCET_PB_EXTERN_CODEC)

@@ -131,3 +131,8 @@ struct column_metadata {
 
 }  // namespace file2
 }  // namespace lancet::pb
+
+// The messages whose codecs compiled mode's library instantiates (pb/message.hpp).
+#define LANCET_PB_FILE2_CODECS(X) \
+  X(lancet::pb::file2::column_metadata) X(lancet::pb::file2::column_metadata::page) X(lancet::pb::file2::encoding)
+LANCET_PB_FILE2_CODECS(LANCET_PB_EXTERN_CODEC)

@@ -76,6 +76,7 @@
 #include <variant>
 #include <vector>
 
+#include "lancet/core/config.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/pb/wire.hpp"
 
@@ -847,3 +848,23 @@ Msg unpack_any(const any& a) {
 }
 
 }  // namespace lancet::pb
+
+// Compiled mode (core/config.hpp): the codecs of the large messages (the manifest, the
+// transaction, a file's schema: those a family header lists, e.g. LANCET_PB_TABLE_CODECS
+// in pb/table.hpp) are instantiated once, in the library (src/lancet.cpp), and declared
+// extern for programs. A manifest's or a transaction's codec instantiates those of about
+// a hundred nested messages: ~1.5 s of compile time in every TU that includes a header
+// whose inline functions read or write one, whether it calls them or not.
+#define LANCET_PB_CODEC_INSTANCE(prefix, M)                                   \
+  prefix template std::string lancet::pb::encode<M>(const M&);                \
+  prefix template void lancet::pb::encode<M>(lancet::pb::writer&, const M&);  \
+  prefix template M lancet::pb::decode<M>(lancet::bytes_view);                \
+  prefix template M lancet::pb::decode<M>(std::string_view);                  \
+  prefix template M lancet::pb::decode<M, lancet::pb::reader>(lancet::pb::reader);
+// The library's explicit instantiations (at global scope, M fully qualified).
+#define LANCET_PB_DEFINE_CODEC(M) LANCET_PB_CODEC_INSTANCE(, M)
+#if LANCET_HEADER_ONLY
+#define LANCET_PB_EXTERN_CODEC(M)
+#else
+#define LANCET_PB_EXTERN_CODEC(M) LANCET_PB_CODEC_INSTANCE(extern, M)
+#endif
