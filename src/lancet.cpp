@@ -47,4 +47,17 @@ template class encoding::structural::structural_encodings<encoding::structural::
 template class encoding::structural::structural_strategy<1, encoding::structural::default_policy>;
 template class encoding::structural::structural_strategy<2, encoding::structural::default_policy>;
 template class encoding::structural::structural_strategy<3, encoding::structural::default_policy>;
+// Searches for every query type (index/search.hpp, index/vector_index.hpp).
+#define LANCET_INSTANTIATE_SEARCH_IN(S, Q)                                                                      \
+  template std::vector<std::pair<std::uint32_t, float>> index::S::probe<Q>(const Q*, std::size_t, std::size_t) \
+      const;                                                                                                    \
+  template std::vector<index::neighbor> index::S::search<Q>(const Q*, std::size_t, const index::search_params&) \
+      const;                                                                                                    \
+  template std::vector<std::vector<index::neighbor>> index::S::search_many<Q>(                                  \
+      const Q*, std::size_t, std::size_t, const index::search_params&) const;
+#define LANCET_INSTANTIATE_SEARCH(Q) \
+  LANCET_INSTANTIATE_SEARCH_IN(ivf_searcher, Q) LANCET_INSTANTIATE_SEARCH_IN(segmented_searcher, Q)
+LANCET_SEARCH_QUERY_TYPES(LANCET_INSTANTIATE_SEARCH)
+#undef LANCET_INSTANTIATE_SEARCH
+#undef LANCET_INSTANTIATE_SEARCH_IN
 }  // namespace lancet

@@ -7,9 +7,11 @@
 // library built from src/lancet.cpp, e.g. meson's `lancet_compiled_dep`): the headers
 // leave out the definitions of the heavy non-template code (the encoders, the default
 // encoding policy, the 2.1+ field decoder, and everything the public dataset and index
-// headers declare: their X_impl.hpp hold the definitions) and declare `extern template`s
-// for the common configurations (file_writer of every version to io::file_sink and
-// io::memory_sink with the default strategies), which the library instantiates once. A
+// headers declare, the IVF searcher among them: their X_impl.hpp hold the definitions)
+// and declare `extern template`s for the common configurations (file_writer of every
+// version to io::file_sink and io::memory_sink with the default strategies, the
+// protobuf codecs of the manifest, the transaction and a file's schema), which the
+// library instantiates once. A
 // translation unit then parses little and compiles less; other configurations still
 // compile from the headers (templates over a caller's own types: the X_impl.hpp).
 #pragma once

@@ -13,13 +13,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include <boost/asio/thread_pool.hpp>
-
 #include "lancet/core/error.hpp"
+#include "lancet/core/thread_pool_fwd.hpp"
 #include "lancet/index/index_type.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/pb/table/index.hpp"
-#include "lancet/simd/distance.hpp"
+#include "lancet/simd/distance_type.hpp"
 
 namespace lancet::index {
 

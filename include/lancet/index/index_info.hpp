@@ -14,7 +14,7 @@
 #include "lancet/pb/index.hpp"
 #include "lancet/pb/table/common.hpp"
 #include "lancet/pb/table/index.hpp"
-#include "lancet/simd/distance.hpp"
+#include "lancet/simd/distance_type.hpp"
 
 namespace lancet::index {
 

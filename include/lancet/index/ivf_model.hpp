@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "lancet/core/error.hpp"
-#include "lancet/index/kmeans.hpp"
+#include "lancet/index/kmeans_params.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/pb/index.hpp"
-#include "lancet/simd/distance.hpp"
+#include "lancet/simd/distance_type.hpp"
 
 namespace lancet::index {
 

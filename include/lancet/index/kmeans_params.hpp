@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "lancet/core/error.hpp"
-#include "lancet/simd/distance.hpp"
+#include "lancet/simd/distance_type.hpp"
 #include "lancet/simd/f16.hpp"
 
 namespace lancet::index {

@@ -1,8 +1,9 @@
 // What a vector search takes and returns, shared by every searcher (search.hpp's
 // ivf_searcher, vector_index.hpp's over segments): neighbor and its order (closer),
-// the prefilter (row_filter), the k-nearest collector (topk), search_params, exact
-// distances (exact_distance, brute_force: the ground truth), and running a batch
-// of queries on a pool (for_each_query, search_each).
+// the prefilter (row_filter), the k-nearest collector (topk) and search_params.
+// Exact distances and the ground truth (exact_distance, brute_force) are in
+// brute_force.hpp, running a batch of queries on a pool in query_batch.hpp: both need
+// the SIMD kernels or the thread pool, which declaring a search does not.
 #pragma once
 
 #include <algorithm>
@@ -17,13 +18,9 @@
 #include <span>
 #include <vector>
 
-#include <boost/asio/thread_pool.hpp>
-
 #include "lancet/core/error.hpp"
-#include "lancet/core/parallel.hpp"
-#include "lancet/index/quantizer/common.hpp"
-#include "lancet/simd/distance.hpp"
-#include "lancet/simd/topk.hpp"
+#include "lancet/core/thread_pool_fwd.hpp"
+#include "lancet/simd/distance_type.hpp"
 
 namespace lancet::index {
 
@@ -148,81 +145,5 @@ struct search_params {
 
   static constexpr std::size_t default_split_min_bytes = std::size_t(1) << 20;
 };
-
-// Exact distance between a query and a vector (both widened to double), as the
-// index's distance type reports it.
-inline double exact_distance(distance_type t, const double* q, const double* v, std::size_t d) {
-  switch (t) {
-    case distance_type::l2: return simd::l2(q, v, d);
-    case distance_type::dot: return 1.0 - simd::dot(q, v, d);
-    case distance_type::cosine: return simd::cosine(q, v, d);
-    case distance_type::hamming: {
-      double h = 0;
-      for (std::size_t i = 0; i < d; ++i) {
-        const auto a = static_cast<unsigned>(q[i]), b = static_cast<unsigned>(v[i]);
-        h += double(std::popcount((a ^ b) & 0xffu));
-      }
-      return h;
-    }
-  }
-  return std::numeric_limits<double>::quiet_NaN();
-}
-
-namespace detail {
-
-// Jobs posted for a batch of queries (more than any pool this library is given has threads;
-// a job that starts after the work is claimed returns at once).
-inline constexpr std::size_t max_batch_jobs = 64;
-
-// Runs fn(i) for every query i in [0, n) on the pool (on this thread without one):
-// a few jobs claim contiguous chunks of queries from a counter until none are left,
-// so a batch posts a few jobs, not one per query, and each thread's per-thread
-// scratch (scan buffers) stays warm across its chunk.
-template <class F>
-inline void for_each_query(boost::asio::thread_pool* pool, std::size_t n, F&& fn) {
-  if (pool == nullptr || n < 2) {
-    for (std::size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  const std::size_t chunk = std::clamp<std::size_t>(n / 32, 1, 16);  // >= 32 chunks: threads end together
-  const std::size_t chunks = (n + chunk - 1) / chunk;
-  std::atomic<std::size_t> next{0};
-  parallel_for(pool, std::min<std::size_t>(chunks, max_batch_jobs), [&](std::size_t) {
-    for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
-      for (std::size_t i = c * chunk, e = std::min(n, i + chunk); i < e; ++i) fn(i);
-  });
-}
-
-// search_many of a searcher (ivf_searcher, or vector_index.hpp's over several
-// segments): each query searched on one thread through for_each_query, none split.
-template <class Searcher, class Q, class Params>
-inline std::vector<std::vector<neighbor>> search_each(const Searcher& s, const Q* queries, std::size_t nq,
-                                                      std::size_t dim, const Params& sp) {
-  std::vector<std::vector<neighbor>> out(nq);
-  Params one = sp;
-  one.pool = nullptr;
-  for_each_query(sp.pool, nq, [&](std::size_t i) { out[i] = s.search(queries + i * dim, dim, one); });
-  return out;
-}
-
-}  // namespace detail
-
-// The exact k nearest of n row-major vectors (dim values of T) to a query, with
-// row ids 0..n-1 unless given: the ground truth a search is measured against.
-template <class T, class Q>
-inline std::vector<neighbor> brute_force(distance_type t, const Q* query, const T* vectors, std::size_t n,
-                                         std::size_t dim, std::size_t k, const std::uint64_t* row_ids = nullptr,
-                                         const row_filter* filter = nullptr) {
-  std::vector<double> q(dim), v(dim);
-  for (std::size_t i = 0; i < dim; ++i) q[i] = quantizer::to_work<double>(query[i]);
-  topk best(k);
-  for (std::size_t r = 0; r < n; ++r) {
-    const std::uint64_t id = row_ids ? row_ids[r] : r;
-    if (filter && !filter->contains(id)) continue;
-    for (std::size_t i = 0; i < dim; ++i) v[i] = quantizer::to_work<double>(vectors[r * dim + i]);
-    best.push(static_cast<float>(exact_distance(t, q.data(), v.data(), dim)), id);
-  }
-  return best.sorted();
-}
 
 }  // namespace lancet::index

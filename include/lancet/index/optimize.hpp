@@ -54,7 +54,7 @@
 #include "lancet/core/config.hpp"
 #include "lancet/index/build_options.hpp"
 #include "lancet/index/optimize_options.hpp"
-#include "lancet/simd/distance.hpp"
+#include "lancet/simd/distance_type.hpp"
 
 namespace lancet::index {
 

@@ -11,8 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/asio/thread_pool.hpp>
-
+#include "lancet/core/thread_pool_fwd.hpp"
 #include "lancet/index/partition_planner.hpp"
 #include "lancet/pb/table/common.hpp"
 

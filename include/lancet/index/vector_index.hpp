@@ -11,7 +11,6 @@
 //
 // This header declares the opening; vector_index_impl.hpp defines it: included here
 // in header-only mode, compiled into the library in compiled mode (core/config.hpp).
-// Searching stays here (search.hpp's templates, for the caller's query type).
 #pragma once
 
 #include <algorithm>
@@ -77,48 +76,19 @@ class segmented_searcher {
   std::size_t num_partitions() const noexcept { return segs_.back()->num_partitions(); }
   const quantizer_params& quantizer() const noexcept { return segs_.back()->quantizer(); }
 
+  // Q, a query's element type, as ivf_searcher's (LANCET_SEARCH_QUERY_TYPES).
   template <class Q>
-  std::vector<std::pair<std::uint32_t, float>> probe(const Q* query, std::size_t dim, std::size_t nprobes) const {
-    return segs_.back()->probe(query, dim, nprobes);
-  }
+  std::vector<std::pair<std::uint32_t, float>> probe(const Q* query, std::size_t dim, std::size_t nprobes) const;
 
   // The k nearest rows over every segment (each segment probes its own nprobes).
   template <class Q>
-  std::vector<neighbor> search(const Q* query, std::size_t dim, const search_params& sp) const {
-    if (segs_.size() == 1 && !addresses_) return segs_[0]->search(query, dim, sp);
-    std::vector<std::vector<neighbor>> per(segs_.size());
-    for (std::size_t i = 0; i < segs_.size(); ++i) {
-      search_params one = sp;
-      std::optional<row_filter> f;
-      if (addresses_) {
-        const auto* user = sp.filter;
-        const auto* frags = &frags_[i];
-        f.emplace(row_filter::where([user, frags](std::uint64_t id) {
-          return frags->count(id >> 32) != 0 && (!user || user->contains(id));
-        }));
-        one.filter = &*f;
-      }
-      per[i] = segs_[i]->search(query, dim, one);
-    }
-    // Newest segment first so that its entry wins a duplicate row id.
-    std::unordered_set<std::uint64_t> seen;
-    std::vector<neighbor> all;
-    for (std::size_t i = segs_.size(); i-- > 0;)
-      for (const auto& n : per[i])
-        if (seen.insert(n.row_id).second) all.push_back(n);
-    std::sort(all.begin(), all.end(), closer);
-    if (all.size() > sp.k) all.resize(sp.k);
-    return all;
-  }
+  std::vector<neighbor> search(const Q* query, std::size_t dim, const search_params& sp) const;
 
   // Many queries, batched on sp.pool as ivf_searcher::search_many does (each query on
   // one thread; a pool never splits one query here).
   template <class Q>
   std::vector<std::vector<neighbor>> search_many(const Q* queries, std::size_t nq, std::size_t dim,
-                                                 const search_params& sp) const {
-    if (segs_.size() == 1 && !addresses_) return segs_[0]->search_many(queries, nq, dim, sp);
-    return detail::search_each(*this, queries, nq, dim, sp);
-  }
+                                                 const search_params& sp) const;
 
  private:
   std::vector<std::shared_ptr<ivf_searcher>> segs_;

@@ -16,6 +16,7 @@
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/index/hnsw/index_file.hpp"
 #include "lancet/index/registry.hpp"
+#include "lancet/index/query_batch.hpp"
 #include "lancet/index/search.hpp"
 #include "lancet/index/storage_reader.hpp"
 #include "lancet/index/vector_index.hpp"
@@ -99,5 +100,46 @@ LANCET_INLINE opened_index open_vector_index(const dataset::snapshot& s, const s
 }
 
 #endif
+
+template <class Q>
+std::vector<std::pair<std::uint32_t, float>> segmented_searcher::probe(const Q* query, std::size_t dim,
+                                                                     std::size_t nprobes) const {
+  return segs_.back()->probe(query, dim, nprobes);
+}
+
+template <class Q>
+std::vector<neighbor> segmented_searcher::search(const Q* query, std::size_t dim, const search_params& sp) const {
+  if (segs_.size() == 1 && !addresses_) return segs_[0]->search(query, dim, sp);
+  std::vector<std::vector<neighbor>> per(segs_.size());
+  for (std::size_t i = 0; i < segs_.size(); ++i) {
+    search_params one = sp;
+    std::optional<row_filter> f;
+    if (addresses_) {
+      const auto* user = sp.filter;
+      const auto* frags = &frags_[i];
+      f.emplace(row_filter::where([user, frags](std::uint64_t id) {
+        return frags->count(id >> 32) != 0 && (!user || user->contains(id));
+      }));
+      one.filter = &*f;
+    }
+    per[i] = segs_[i]->search(query, dim, one);
+  }
+  // Newest segment first so that its entry wins a duplicate row id.
+  std::unordered_set<std::uint64_t> seen;
+  std::vector<neighbor> all;
+  for (std::size_t i = segs_.size(); i-- > 0;)
+    for (const auto& n : per[i])
+      if (seen.insert(n.row_id).second) all.push_back(n);
+  std::sort(all.begin(), all.end(), closer);
+  if (all.size() > sp.k) all.resize(sp.k);
+  return all;
+}
+
+template <class Q>
+std::vector<std::vector<neighbor>> segmented_searcher::search_many(const Q* queries, std::size_t nq, std::size_t dim,
+                                                                 const search_params& sp) const {
+  if (segs_.size() == 1 && !addresses_) return segs_[0]->search_many(queries, nq, dim, sp);
+  return detail::search_each(*this, queries, nq, dim, sp);
+}
 
 }  // namespace lancet::index

@@ -28,33 +28,10 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/simd/batch.hpp"
+#include "lancet/simd/distance_type.hpp"
 #include "lancet/simd/f16.hpp"
 
 namespace lancet::simd {
-
-enum class distance_type : std::uint8_t { l2, cosine, dot, hamming };
-
-inline const char* distance_name(distance_type t) noexcept {
-  switch (t) {
-    case distance_type::l2: return "l2";
-    case distance_type::cosine: return "cosine";
-    case distance_type::dot: return "dot";
-    case distance_type::hamming: return "hamming";
-  }
-  return "unknown";
-}
-
-// Accepts Lance's spellings ("l2", "euclidean", "cosine", "dot", "hamming"), any case.
-inline distance_type parse_distance_type(std::string_view s) {
-  std::string l(s);
-  for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (l == "l2" || l == "euclidean") return distance_type::l2;
-  if (l == "cosine") return distance_type::cosine;
-  if (l == "dot") return distance_type::dot;
-  if (l == "hamming") return distance_type::hamming;
-  throw invalid_input_error("unknown distance type '" + std::string(s) +
-                            "' (expected l2, euclidean, cosine, dot or hamming)");
-}
 
 template <class T>
 inline constexpr bool is_element_v = std::is_same_v<T, float> || std::is_same_v<T, double> ||
