@@ -72,10 +72,6 @@ std::vector<std::int64_t> range(std::int64_t from, std::int64_t to) {
   for (auto i = from; i < to; ++i) v.push_back(i);
   return v;
 }
-std::vector<std::int64_t> sorted(std::vector<std::int64_t> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
 std::vector<std::int64_t> operator+(std::vector<std::int64_t> a, const std::vector<std::int64_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
   std::sort(a.begin(), a.end());
