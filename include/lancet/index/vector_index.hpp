@@ -13,13 +13,10 @@
 // in header-only mode, compiled into the library in compiled mode (core/config.hpp).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
