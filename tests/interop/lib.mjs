@@ -9,6 +9,13 @@ import * as lancedb from "@lancedb/lancedb";
 
 export { arrow, lancedb };
 
+// Lance, inside LanceDB, leaves two empty ".tmpXXXXXX" directories in the temporary
+// directory of every process that builds or writes a dataset: thousands per test run.
+// Each script gets a temporary directory of its own, removed when the script exits.
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "lancet-node-"));
+process.env.TMPDIR = scratch;
+process.on("exit", () => fs.rmSync(scratch, { recursive: true, force: true }));
+
 // ---------------------------------------------------------------- CLI
 
 // Parses `positional... --flag value --switch` into {_: [...], flag: value, switch: true}.
