@@ -8,7 +8,7 @@
 //   bench_ivf [--type pq|sq|rq|flat] [--bits 8|4] [--rows 200000] [--dim 128]
 //             [--partitions 256] [--sub-vectors 16] [--queries 200] [--nprobes 20]
 //             [--refine 10] [--threads 2] [--clusters 1000] [--spread 0.25] [--seed 1]
-//             [--repeat 1] [--no-lancedb] [--no-faiss]
+//             [--repeat 1] [--seeds 0] [--no-lancedb] [--no-faiss]
 //
 // Besides one query at a time on one thread, lancet is timed batched (search_many on a
 // pool of 1 and of --threads) and with one query's partitions spread over the pool
@@ -22,8 +22,14 @@
 // vectorSearch per query, its own threads), recall@10 against exact l2 neighbours,
 // without and with refine (exact re-ranking of k * refine candidates: ours and LanceDB's
 // read the vectors from the dataset, FAISS's IndexRefineFlat keeps them in memory).
+// When another method's recall at the same nprobes is higher than lancet's, lancet is
+// timed again at the smallest nprobes that reaches it (QPS at matched recall).
+// --seeds K: recall only, over K trainings each of lancet (build_options::seed 1..K)
+// and FAISS (coarse and PQ k-means seeds 1..K), mean and standard error: whether one
+// run's recall difference is the draws' or the methods'.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -74,7 +80,7 @@ using bench::write_f32;
 
 struct options {
   std::size_t rows = 200000, dim = 128, partitions = 256, sub_vectors = 16, queries = 200, nprobes = 20, refine = 10,
-              threads = 2, clusters = 1000, repeat = 1;
+              threads = 2, clusters = 1000, repeat = 1, seeds = 0;
   float spread = 0.25f;
   unsigned seed = 1;
   bool lancedb = true, faiss = true;
@@ -87,7 +93,7 @@ struct options {
                "bench_ivf: %s\nusage: bench_ivf [--type pq|sq|rq|flat] [--bits 8|4] [--rows N] [--dim D] [--partitions P]\n"
                "                 [--sub-vectors M] [--queries Q]\n"
                "                 [--nprobes N] [--refine R] [--threads T] [--clusters C] [--spread S] [--seed S]\n"
-               "                 [--repeat R]\n"
+               "                 [--repeat R] [--seeds K]\n"
                "                 [--no-lancedb] [--no-faiss]\n",
                why.c_str());
   std::exit(2);
@@ -122,6 +128,7 @@ options parse(int argc, char** argv) {
     else if (a == "--clusters") o.clusters = num();
     else if (a == "--seed") o.seed = unsigned(num());
     else if (a == "--repeat") o.repeat = num();
+    else if (a == "--seeds") o.seeds = num();
     else if (a == "--spread") o.spread = bench::number_arg(a, v, usage);
     else usage("unknown option " + a);
   }
@@ -135,6 +142,51 @@ options parse(int argc, char** argv) {
   if (o.type == "pq" && o.bits != 8 && o.bits != 4) usage("--bits must be 8 or 4 for pq");
   if (o.type == "pq" && o.bits == 4 && o.sub_vectors % 2) usage("4-bit PQ needs an even --sub-vectors");
   return o;
+}
+
+#ifdef LANCET_BENCH_FAISS
+// The FAISS index of --type, owning its coarse quantizer, its k-means (coarse and PQ)
+// seeded with `seed` (FAISS's default is 1234).
+std::unique_ptr<faiss::IndexIVF> make_faiss(const options& o, int seed) {
+  const auto d = faiss::Index::idx_t(o.dim);
+  auto coarse = std::make_unique<faiss::IndexFlatL2>(d);
+  std::unique_ptr<faiss::IndexIVF> made;
+  if (o.type == "pq" && o.bits == 4) {
+    auto p = std::make_unique<faiss::IndexIVFPQFastScan>(coarse.get(), d, o.partitions, o.sub_vectors, 4);
+    p->pq.cp.seed = seed;
+    made = std::move(p);
+  } else if (o.type == "pq") {
+    auto p = std::make_unique<faiss::IndexIVFPQ>(coarse.get(), d, o.partitions, o.sub_vectors, 8);
+    p->pq.cp.seed = seed;
+    made = std::move(p);
+  } else if (o.type == "sq") {
+    made = std::make_unique<faiss::IndexIVFScalarQuantizer>(coarse.get(), d, o.partitions,
+                                                            faiss::ScalarQuantizer::QT_8bit, faiss::METRIC_L2, false);
+  } else {
+    made = std::make_unique<faiss::IndexIVFFlat>(coarse.get(), d, o.partitions);
+  }
+  made->cp.seed = seed;
+  made->own_fields = true;
+  coarse.release();
+  return made;
+}
+#endif
+
+// lancet's build of --type on `pool` (its default seed unless set).
+index::build_options lancet_build_options(const options& o, boost::asio::thread_pool& pool) {
+  index::build_options bo;
+  bo.column = "vector";
+  bo.type = o.type == "pq"   ? index::ivf_index_type::ivf_pq
+            : o.type == "sq" ? index::ivf_index_type::ivf_sq
+            : o.type == "rq" ? index::ivf_index_type::ivf_rq
+                             : index::ivf_index_type::ivf_flat;
+  bo.num_partitions = o.partitions;
+  if (o.type == "pq") {
+    bo.num_sub_vectors = o.sub_vectors;
+    bo.num_bits = o.bits;
+  }
+  bo.pool = &pool;
+  return bo;
 }
 
 struct search_run {
@@ -392,18 +444,7 @@ int main(int argc, char** argv) {
     method m{"lancet", -1, -1, {}, {}, {}};
     const auto root = tmp.path() / "ours";
     fs::copy(base, root, fs::copy_options::recursive);
-    index::build_options bo;
-    bo.column = "vector";
-    bo.type = o.type == "pq"   ? index::ivf_index_type::ivf_pq
-              : o.type == "sq" ? index::ivf_index_type::ivf_sq
-              : o.type == "rq" ? index::ivf_index_type::ivf_rq
-                               : index::ivf_index_type::ivf_flat;
-    bo.num_partitions = o.partitions;
-    if (o.type == "pq") {
-      bo.num_sub_vectors = o.sub_vectors;
-      bo.num_bits = o.bits;
-    }
-    bo.pool = &pool;
+    const auto bo = lancet_build_options(o, pool);
     const double c0 = cpu_now();
     const auto t0 = clock_type::now();
     index::build_ivf_index(root.string(), bo);
@@ -455,18 +496,7 @@ int main(int argc, char** argv) {
   if (o.faiss && o.type != "rq") {
     method m{faiss_name(o), -1, -1, {}, {}, {}};
     omp_set_num_threads(int(o.threads));
-    const auto d = faiss::Index::idx_t(o.dim);
-    faiss::IndexFlatL2 coarse(d);
-    std::unique_ptr<faiss::IndexIVF> made;
-    if (o.type == "pq" && o.bits == 4)
-      made = std::make_unique<faiss::IndexIVFPQFastScan>(&coarse, d, o.partitions, o.sub_vectors, 4);
-    else if (o.type == "pq")
-      made = std::make_unique<faiss::IndexIVFPQ>(&coarse, d, o.partitions, o.sub_vectors, 8);
-    else if (o.type == "sq")
-      made = std::make_unique<faiss::IndexIVFScalarQuantizer>(&coarse, d, o.partitions,
-                                                              faiss::ScalarQuantizer::QT_8bit, faiss::METRIC_L2, false);
-    else
-      made = std::make_unique<faiss::IndexIVFFlat>(&coarse, d, o.partitions);
+    const auto made = make_faiss(o, 1234);  // FAISS's default seed
     faiss::IndexIVF& ivfpq = *made;
     const double c0 = cpu_now();
     const auto t0 = clock_type::now();
@@ -541,6 +571,99 @@ int main(int argc, char** argv) {
                   "recall@10 %+.4f\n",
                   m.name.c_str(), ours.refined_files.qps / m.refined.qps, ours.refined_mapped.qps / m.refined.qps,
                   ours.refined_files.recall - m.refined.recall);
+    // QPS at matched recall. At the same nprobes the recalls differ by the trainings'
+    // draws (k-means and PQ samples, both random), either way from run to run. When
+    // lancet's is the lower one, it searches again, one query at a time as above, at
+    // growing nprobes (steps of a tenth, up to 4x) until it reaches the other's recall.
+    if (m.plain.recall > ours.plain.recall && o.nprobes >= o.partitions) {
+      std::printf("  at matched recall: lancet already probes every partition\n");
+    } else if (m.plain.recall > ours.plain.recall) {
+      options more = o;
+      const std::size_t most = std::min(o.partitions, 4 * o.nprobes);
+      search_run r;
+      bool reached = false;
+      for (more.nprobes = o.nprobes + 1; !reached && more.nprobes <= most;) {
+        r = our_search(more, tmp.path() / "ours", rows, queries, truth, 0);
+        reached = r.recall >= m.plain.recall;
+        if (!reached) more.nprobes = more.nprobes == most ? most + 1 : std::min(most, more.nprobes + (more.nprobes + 9) / 10);
+      }
+      if (reached)
+        std::printf("  at matched recall: lancet at nprobes %zu, recall %.4f (>= %.4f), %.0f QPS, p50 / p99 %.0f / "
+                    "%.0f us: lancet / %s QPS %.2fx\n",
+                    more.nprobes, r.recall, m.plain.recall, r.qps, r.p50_us, r.p99_us, m.name.c_str(),
+                    r.qps / m.plain.qps);
+      else
+        std::printf("  at matched recall: lancet does not reach %s's recall %.4f by nprobes %zu (%.4f there): its "
+                    "recall is the codes', not the partitions probed (--seeds K compares the trainings)\n",
+                    m.name.c_str(), m.plain.recall, most, r.recall);
+    } else {
+      std::printf("  lancet's recall at the same nprobes is not below %s's: the QPS ratio above is at matched recall\n",
+                  m.name.c_str());
+    }
+  }
+
+  // Recall over --seeds trainings of each (same data, queries and nprobes; no timing).
+  if (o.seeds > 0) {
+    auto summary = [](const std::vector<double>& v) {
+      double mean = 0, var = 0;
+      for (double x : v) mean += x;
+      mean /= double(v.size());
+      for (double x : v) var += (x - mean) * (x - mean);
+      const double se = v.size() > 1 ? std::sqrt(var / double(v.size() - 1) / double(v.size())) : 0.0;
+      return std::pair{mean, se};
+    };
+    auto ids_of = [&](const std::vector<std::vector<index::neighbor>>& hits) {
+      ids_t got(hits.size());
+      for (std::size_t q = 0; q < hits.size(); ++q)
+        for (const auto& h : hits[q]) got[q].push_back(h.row_id);
+      return got;
+    };
+    std::printf("\nrecall@10 over %zu training seeds (nprobes %zu, %zu queries):\n", o.seeds, o.nprobes, o.queries);
+    std::vector<double> ours_r;
+    for (std::size_t seed = 1; seed <= o.seeds; ++seed) {
+      const auto root = tmp.path() / ("seed" + std::to_string(seed));
+      fs::copy(base, root, fs::copy_options::recursive);
+      auto bo = lancet_build_options(o, pool);
+      bo.seed = seed;
+      index::build_ivf_index(root.string(), bo);
+      const auto ix = index::open_vector_index(*dataset::load_latest(root.string()), "vector");
+      index::search_params sp;
+      sp.k = 10;
+      sp.nprobes = o.nprobes;
+      sp.pool = &pool;
+      ours_r.push_back(recall(ids_of(ix.searcher->search_many(queries.data(), o.queries, o.dim, sp)), truth));
+      fs::remove_all(root);
+      std::printf("  lancet seed %zu: %.4f\n", seed, ours_r.back());
+      std::fflush(stdout);
+    }
+    const auto [om, ose] = summary(ours_r);
+    std::printf("  lancet: mean %.4f, standard error %.4f\n", om, ose);
+#ifdef LANCET_BENCH_FAISS
+    if (o.faiss && o.type != "rq") {
+      omp_set_num_threads(int(o.threads));
+      std::vector<double> theirs;
+      for (std::size_t seed = 1; seed <= o.seeds; ++seed) {
+        const auto ix = make_faiss(o, int(seed));
+        ix->train(faiss::Index::idx_t(o.rows), rows.data());
+        ix->add(faiss::Index::idx_t(o.rows), rows.data());
+        ix->nprobe = o.nprobes;
+        std::vector<faiss::Index::idx_t> labels(o.queries * 10);
+        std::vector<float> dist(o.queries * 10);
+        ix->search(faiss::Index::idx_t(o.queries), queries.data(), 10, dist.data(), labels.data());
+        ids_t got(o.queries);
+        for (std::size_t q = 0; q < o.queries; ++q)
+          for (std::size_t j = 0; j < 10; ++j)
+            if (labels[q * 10 + j] >= 0) got[q].push_back(std::uint64_t(labels[q * 10 + j]));
+        theirs.push_back(recall(got, truth));
+        std::printf("  %s seed %zu: %.4f\n", faiss_name(o).c_str(), seed, theirs.back());
+        std::fflush(stdout);
+      }
+      const auto [fm, fse] = summary(theirs);
+      std::printf("  %s: mean %.4f, standard error %.4f\n", faiss_name(o).c_str(), fm, fse);
+      std::printf("  lancet - %s: %+.4f (standard error %.4f)\n", faiss_name(o).c_str(), om - fm,
+                  std::sqrt(ose * ose + fse * fse));
+    }
+#endif
   }
   return 0;
 }
