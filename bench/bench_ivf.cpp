@@ -8,7 +8,7 @@
 //   bench_ivf [--type pq|sq|rq|flat] [--bits 8|4] [--rows 200000] [--dim 128]
 //             [--partitions 256] [--sub-vectors 16] [--queries 200] [--nprobes 20]
 //             [--refine 10] [--threads 2] [--clusters 1000] [--spread 0.25] [--seed 1]
-//             [--repeat 1] [--seeds 0] [--no-lancedb] [--no-faiss]
+//             [--repeat 1] [--seeds 0] [--no-lancedb] [--no-faiss] [--lance-codebook]
 //
 // Besides one query at a time on one thread, lancet is timed batched (search_many on a
 // pool of 1 and of --threads) and with one query's partitions spread over the pool
@@ -28,6 +28,8 @@
 // --seeds K: recall only, over K trainings each of lancet (build_options::seed 1..K)
 // and FAISS (coarse and PQ k-means seeds 1..K), mean and standard error: whether one
 // run's recall difference is the draws' or the methods'.
+// --lance-codebook: lancet's PQ codebook is where its k-means runs end, as Lance's
+// (build_options::pq_choose_iterate = false), not the iterate that ranks best.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -84,7 +86,7 @@ struct options {
               threads = 2, clusters = 1000, repeat = 1, seeds = 0;
   float spread = 0.25f;
   unsigned seed = 1;
-  bool lancedb = true, faiss = true;
+  bool lancedb = true, faiss = true, lance_codebook = false;
   std::string type = "pq";  // pq, sq, rq, flat
   std::uint32_t bits = 8;   // PQ: 8 or 4
 };
@@ -95,7 +97,7 @@ struct options {
                "                 [--sub-vectors M] [--queries Q]\n"
                "                 [--nprobes N] [--refine R] [--threads T] [--clusters C] [--spread S] [--seed S]\n"
                "                 [--repeat R] [--seeds K]\n"
-               "                 [--no-lancedb] [--no-faiss]\n",
+               "                 [--no-lancedb] [--no-faiss] [--lance-codebook]\n",
                why.c_str());
   std::exit(2);
 }
@@ -111,6 +113,10 @@ options parse(int argc, char** argv) {
     }
     if (a == "--no-faiss") {
       o.faiss = false;
+      continue;
+    }
+    if (a == "--lance-codebook") {
+      o.lance_codebook = true;
       continue;
     }
     if (i + 1 >= argc) usage("option " + a + " needs a value");
@@ -185,6 +191,7 @@ index::build_options lancet_build_options(const options& o, boost::asio::thread_
   if (o.type == "pq") {
     bo.num_sub_vectors = o.sub_vectors;
     bo.num_bits = o.bits;
+    bo.pq_choose_iterate = !o.lance_codebook;
   }
   bo.pool = &pool;
   return bo;

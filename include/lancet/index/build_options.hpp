@@ -65,6 +65,10 @@ struct build_options {
   std::size_t sample_rate = 256;
   std::uint32_t max_iters = 50;
   std::uint64_t seed = 42;
+  // PQ: keep an earlier iterate of the codebook's k-means runs where it ranks the
+  // training sample's neighbours clearly better than the runs' ends (pq::params::
+  // choose_iterate, quantizer/pq_iterate.hpp); false: always the ends, as Lance.
+  bool pq_choose_iterate = true;
   // IVF_HNSW_* graphs (Lance's HnswBuildParams; its defaults).
   std::uint32_t m = 20;
   std::uint32_t ef_construction = 150;

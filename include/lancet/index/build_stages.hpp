@@ -411,6 +411,7 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
         pp.num_sub_vectors = qc.m_sub;
         pp.num_bits = qc.bits;
         pp.max_iters = o.max_iters;
+        pp.choose_iterate = o.pq_choose_iterate;
         pp.sample_rate = o.sample_rate;
         pp.seed = o.seed;
         pp.sample_seed = quantizer::mix_seed(o.seed, 0x9c5d3e7a1b2f4068ull);  // not the IVF sample's draw

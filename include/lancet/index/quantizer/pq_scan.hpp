@@ -532,3 +532,6 @@ inline void residual_lut(const model<C>& pq, const double* qterm, const double* 
 }
 
 }  // namespace lancet::index::pq
+
+// The choice of a codebook's k-means iterate (training calls it; it needs the tables above).
+#include "lancet/index/quantizer/pq_iterate.hpp"

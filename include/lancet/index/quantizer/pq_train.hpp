@@ -63,6 +63,14 @@ struct params {
   // partitions) PQ would train on the residuals of exactly the rows the centroids were
   // fitted to, which are smaller than the other rows' residuals.
   std::optional<std::uint64_t> sample_seed;
+  // Lance's codebook is where each sub-vector's k-means run ends. Where a codebook of
+  // the same runs stopped earlier (after 1, 3 or 10 iterations) ranks the training
+  // sample's own nearest neighbours clearly better, lancet keeps that one instead
+  // (pq_iterate.hpp says how it is checked): converged code words minimise squared
+  // error, not ranking error, and on data whose neighbours sit in dense regions they
+  // spread away from them (4-bit codes: recall +0.01 to +0.03; bench/RESULTS.md "PQ
+  // codebooks: the iterate that ranks best"). false: always the ends, as Lance.
+  bool choose_iterate = true;
   // Called after each sub-vector's codebook is trained (one call at a time, from the
   // thread that trained it) with the sub-vectors done so far and in all; return
   // false to cancel (training then throws lancet::cancelled_error).
@@ -92,6 +100,9 @@ struct model {
   // vectors (Lance turns cosine into l2 when it loads a PQ index).
   distance_type distance = distance_type::l2;
   std::vector<C> codebook;  // [num_sub_vectors][2^num_bits][dimension / num_sub_vectors]
+  // When training kept an earlier iterate (params::choose_iterate): its k-means
+  // iterations; 0 for the end of the runs (Lance's codebook) or a given codebook.
+  std::uint32_t iterate = 0;
 
   std::size_t sub_dimension() const noexcept { return num_sub_vectors ? dimension / num_sub_vectors : 0; }
   std::size_t num_centroids() const noexcept { return std::size_t(1) << num_bits; }
@@ -308,7 +319,11 @@ struct subvector_kmeans {
   }
 
   // One run of Lance's k-means from the given initial centroids; returns the loss.
-  double run(std::vector<W>& cents, std::uint32_t max_iters, double tolerance) const {
+  // `iterates`, when given, receives a copy of the centroids after each iteration
+  // count in `at` (ascending), the final ones for counts the run did not reach.
+  double run(std::vector<W>& cents, std::uint32_t max_iters, double tolerance,
+             const std::vector<std::uint32_t>& at = {}, std::vector<std::vector<W>>* iterates = nullptr) const {
+    std::size_t next = 0;
     std::vector<std::uint32_t> member(n);
     std::vector<W> dist(n);
     std::vector<std::size_t> sizes(k);
@@ -330,9 +345,11 @@ struct subvector_kmeans {
           for (std::size_t t = 0; t < d; ++t)
             cents[j * d + t] = static_cast<W>(sums[j * d + t] / static_cast<double>(sizes[j]));
       split_empty(cents, sizes);
+      for (; iterates && next < at.size() && at[next] <= it; ++next) iterates->push_back(cents);
       if (std::fabs(loss - last) < tolerance * last) break;
       loss = last;
     }
+    for (; iterates && next < at.size(); ++next) iterates->push_back(cents);
     return last;
   }
 
@@ -363,6 +380,12 @@ struct subvector_kmeans {
   }
 };
 
+// pq_iterate.hpp: which earlier iterates to keep, and which codebook ranks best.
+inline std::vector<std::uint32_t> iterate_candidates(std::uint32_t max_iters, std::size_t sample_rows);
+template <class W, class T>
+std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, std::size_t n, std::uint64_t seed,
+                           boost::asio::thread_pool* pool);
+
 // Trains the codebook on prepared rows (finite, already residuals / normalised).
 template <class T>
 inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, const params& p, distance_type table_dist,
@@ -389,6 +412,10 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
                                       (sd <= 2 || (sd <= 4 && m <= 8));
   std::mutex progress_mu;
   std::size_t done = 0;
+  // The earlier iterates a recall check may prefer (pq_iterate.hpp): every
+  // sub-vector's centroids after each of these iteration counts.
+  const std::vector<std::uint32_t> at = p.choose_iterate ? iterate_candidates(p.max_iters, use) : std::vector<std::uint32_t>{};
+  std::vector<std::vector<std::vector<W>>> early(m);
   parallel_for(pool, m, [&](std::size_t s) {
     subvector_kmeans<W> km;
     km.n = use;
@@ -399,6 +426,7 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
       for (std::size_t t = 0; t < sd; ++t) km.cols[t * use + r] = quantizer::to_work<W>(rows[r * d + s * sd + t]);
     index::detail::rng64 rng(quantizer::mix_seed(p.seed, s));
     std::vector<W> best;
+    std::vector<std::vector<W>> best_early;
     double best_loss = std::numeric_limits<double>::max();
     for (std::size_t redo = 0; redo < std::max<std::size_t>(p.kmeans_redos, 1); ++redo) {
       // k-means++ rows, or k distinct random rows in row order (Lance's default).
@@ -406,13 +434,16 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
       std::vector<W> cents(k * sd);
       for (std::size_t j = 0; j < k; ++j)
         for (std::size_t t = 0; t < sd; ++t) cents[j * sd + t] = km.cols[t * use + pick[j]];
-      const double loss = km.run(cents, p.max_iters, 1e-4);
+      std::vector<std::vector<W>> its;
+      const double loss = km.run(cents, p.max_iters, 1e-4, at, &its);
       if (best.empty() || loss < best_loss) {
         best_loss = loss;
         best = std::move(cents);
+        best_early = std::move(its);
       }
     }
     for (std::size_t i = 0; i < k * sd; ++i) out.codebook[s * k * sd + i] = quantizer::from_work<T>(best[i]);
+    early[s] = std::move(best_early);
     if (p.on_progress) {
       std::lock_guard<std::mutex> lk(progress_mu);
       if (!p.on_progress(++done, m))
@@ -420,6 +451,18 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
                               " of " + std::to_string(m) + " sub-vectors");
     }
   });
+  if (!at.empty()) {
+    // Candidates in iteration order, the end of the runs last.
+    std::vector<model<T>> cands(at.size() + 1, out);
+    for (std::size_t i = 0; i < at.size(); ++i) {
+      cands[i].iterate = at[i];
+      for (std::size_t s = 0; s < m; ++s)
+        for (std::size_t j = 0; j < k * sd; ++j) cands[i].codebook[s * k * sd + j] = quantizer::from_work<T>(early[s][i][j]);
+    }
+    early = {};
+    const std::size_t pick = choose_iterate<W>(cands, rows, use, p.seed, pool);
+    if (pick < at.size()) out = std::move(cands[pick]);
+  }
   return out;
 }
 
@@ -626,3 +669,7 @@ inline model<C> from_params(const pq_params& p, distance_type index_distance) {
 }
 
 }  // namespace lancet::index::pq
+
+// choose_iterate ranks with the scan's own tables: pq_scan.hpp includes pq_iterate.hpp
+// after them (in whichever order a program includes the three).
+#include "lancet/index/quantizer/pq_scan.hpp"
