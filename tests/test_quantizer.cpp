@@ -105,6 +105,41 @@ double mse_of(const pq::model<float>& m, const std::vector<float>& rows, std::si
   return err / double(n);
 }
 
+// Rows of `blobs` Gaussian blobs (centres N(0, 1), each blob scaled by 0.5-1.5,
+// spread 0.3): the recall sweep's kind of data, where neighbours sit in dense blobs.
+std::vector<float> blob_rows(std::size_t n, std::size_t d, std::size_t blobs, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0, 1);
+  std::uniform_real_distribution<float> u(0.5f, 1.5f);
+  std::vector<float> centres(blobs * d), scale(blobs), rows(n * d);
+  for (auto& c : centres) c = g(rng);
+  for (auto& s : scale) s = u(rng);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t b = rng() % blobs;
+    for (std::size_t t = 0; t < d; ++t) rows[i * d + t] = scale[b] * (centres[b * d + t] + 0.3f * g(rng));
+  }
+  return rows;
+}
+
+// recall@10 of the codebook's asymmetric l2 ranking of `rows` for `queries` (both
+// drawn from the same data), against the exact ranking.
+double adc_recall(const pq::model<float>& m, const std::vector<float>& rows, const std::vector<float>& queries) {
+  const std::size_t d = m.dimension, n = rows.size() / d, nq = queries.size() / d;
+  std::vector<std::uint8_t> codes(n * m.code_bytes()), transposed(n * m.code_bytes());
+  pq::encode(m, rows.data(), n, codes.data());
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t b = 0; b < m.code_bytes(); ++b) transposed[b * n + r] = codes[r * m.code_bytes() + b];
+  double sum = 0;
+  std::vector<float> exact(n), approx(n);
+  for (std::size_t q = 0; q < nq; ++q) {
+    const float* x = queries.data() + q * d;
+    for (std::size_t r = 0; r < n; ++r) exact[r] = simd::l2(x, rows.data() + r * d, d);
+    pq::distance_table(m, x).scan(transposed.data(), n, approx.data());
+    sum += recall(smallest(exact, 10), smallest(approx, 10));
+  }
+  return sum / double(nq);
+}
+
 }  // namespace
 
 TEST_SUITE("pq") {
@@ -572,17 +607,8 @@ TEST_CASE("train_for_ivf trains on residuals for l2 / cosine, raw vectors for do
 // rows leave to few centroids); everything else from random rows, as Lance. Data like the recall sweep's: 32 blobs
 // with N(0, 1) centres, spread 0.3, a scale 0.5-1.5 per blob; sub-vectors of width 2.
 TEST_CASE("PQ init: k-means++ for 8-bit dot codebooks of short sub-vectors, random rows otherwise") {
-  const std::size_t n = 3000, d = 8, blobs = 32;
-  std::mt19937_64 rng(14);
-  std::normal_distribution<float> g(0, 1);
-  std::uniform_real_distribution<float> u(0.5f, 1.5f);
-  std::vector<float> centres(blobs * d), scale(blobs), rows(n * d);
-  for (auto& c : centres) c = g(rng);
-  for (auto& s : scale) s = u(rng);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t b = rng() % blobs;
-    for (std::size_t t = 0; t < d; ++t) rows[i * d + t] = scale[b] * (centres[b * d + t] + 0.3f * g(rng));
-  }
+  const std::size_t n = 3000, d = 8;
+  const auto rows = blob_rows(n, d, 32, 14);
   pq::params p;
   p.num_sub_vectors = 4;
   p.max_iters = 20;
@@ -618,41 +644,6 @@ TEST_CASE("PQ init: k-means++ for 8-bit dot codebooks of short sub-vectors, rand
   pq::params bad = p;
   bad.init = kmeans_init::given;
   CHECK_THROWS_AS(pq::train(rows.data(), n, d, bad, distance_type::dot), invalid_input_error);
-}
-
-// Rows of `blobs` Gaussian blobs (centres N(0, 1), each blob scaled by 0.5-1.5,
-// spread 0.3): the recall sweep's kind of data, where neighbours sit in dense blobs.
-std::vector<float> blob_rows(std::size_t n, std::size_t d, std::size_t blobs, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0, 1);
-  std::uniform_real_distribution<float> u(0.5f, 1.5f);
-  std::vector<float> centres(blobs * d), scale(blobs), rows(n * d);
-  for (auto& c : centres) c = g(rng);
-  for (auto& s : scale) s = u(rng);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t b = rng() % blobs;
-    for (std::size_t t = 0; t < d; ++t) rows[i * d + t] = scale[b] * (centres[b * d + t] + 0.3f * g(rng));
-  }
-  return rows;
-}
-
-// recall@10 of the codebook's asymmetric l2 ranking of `rows` for `queries` (both
-// drawn from the same data), against the exact ranking.
-double adc_recall(const pq::model<float>& m, const std::vector<float>& rows, const std::vector<float>& queries) {
-  const std::size_t d = m.dimension, n = rows.size() / d, nq = queries.size() / d;
-  std::vector<std::uint8_t> codes(n * m.code_bytes()), transposed(n * m.code_bytes());
-  pq::encode(m, rows.data(), n, codes.data());
-  for (std::size_t r = 0; r < n; ++r)
-    for (std::size_t b = 0; b < m.code_bytes(); ++b) transposed[b * n + r] = codes[r * m.code_bytes() + b];
-  double sum = 0;
-  std::vector<float> exact(n), approx(n);
-  for (std::size_t q = 0; q < nq; ++q) {
-    const float* x = queries.data() + q * d;
-    for (std::size_t r = 0; r < n; ++r) exact[r] = simd::l2(x, rows.data() + r * d, d);
-    pq::distance_table(m, x).scan(transposed.data(), n, approx.data());
-    sum += recall(smallest(exact, 10), smallest(approx, 10));
-  }
-  return sum / double(nq);
 }
 
 TEST_CASE("PQ codebook: an earlier k-means iterate where it ranks the sample clearly better, Lance's ends where not") {
