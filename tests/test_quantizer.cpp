@@ -649,7 +649,7 @@ TEST_CASE("PQ init: k-means++ for 8-bit dot codebooks of short sub-vectors, rand
 }
 
 TEST_CASE("PQ codebook: an earlier k-means iterate where it ranks the sample clearly better, Lance's ends where not") {
-  const std::size_t d = 32, n = 10000, nq = 300;
+  const std::size_t d = 32, n = 10000, nq = 200;
   // 4-bit codes of 4 values on blob data: converged code words spread away from the
   // dense blobs; an earlier iterate ranks better (bench/RESULTS.md: +0.01-0.02 recall).
   {
@@ -685,10 +685,8 @@ TEST_CASE("PQ codebook: an earlier k-means iterate where it ranks the sample cle
                                    << ", the runs' ends " << b);
       gain += (a - b) / 3;
       if (seed == 1) {
-        boost::asio::thread_pool one(1), three(3);
-        const auto c1 = pq::train(rows.data(), n, d, p, distance_type::l2, &one);
+        boost::asio::thread_pool three(3);
         const auto c3 = pq::train(rows.data(), n, d, p, distance_type::l2, &three);
-        CHECK(c1.codebook == chosen.codebook);
         CHECK(c3.codebook == chosen.codebook);
         CHECK(c3.iterate == chosen.iterate);
       }
@@ -702,6 +700,7 @@ TEST_CASE("PQ codebook: an earlier k-means iterate where it ranks the sample cle
     const auto rows = blob_rows(n, d, 64, 7);
     pq::params p;
     p.num_sub_vectors = 8;
+    p.max_iters = 20;
     pq::params lance = p;
     lance.choose_iterate = false;
     const auto chosen = pq::train(rows.data(), n, d, p);
