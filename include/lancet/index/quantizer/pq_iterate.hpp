@@ -24,17 +24,16 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
 
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/kmeans_params.hpp"
+#include "lancet/index/neighbors.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
 #include "lancet/index/quantizer/pq_scan.hpp"
@@ -57,30 +56,12 @@ inline std::vector<std::uint32_t> iterate_candidates(std::uint32_t max_iters, st
   return at;
 }
 
-// The k smallest (distance, row) pairs offered, the lower row winning a tie.
-class nearest_rows {
- public:
-  void offer(double dist, std::uint32_t row) {
-    if (n_ == iterate_check_k && !(dist < d_[n_ - 1])) return;
-    std::size_t i = n_ < iterate_check_k ? n_++ : n_ - 1;
-    for (; i > 0 && dist < d_[i - 1]; --i) {
-      d_[i] = d_[i - 1];
-      r_[i] = r_[i - 1];
-    }
-    d_[i] = dist;
-    r_[i] = row;
-  }
-  std::size_t overlap(const nearest_rows& o) const {
-    std::size_t h = 0;
-    for (std::size_t i = 0; i < n_; ++i) h += std::count(o.r_.begin(), o.r_.begin() + o.n_, r_[i]) > 0;
-    return h;
-  }
-
- private:
-  std::size_t n_ = 0;
-  std::array<double, iterate_check_k> d_{};
-  std::array<std::uint32_t, iterate_check_k> r_{};
-};
+// How many of `truth` (row ids, ascending) the collected neighbours hold.
+inline std::uint8_t hits_of(const topk& top, const std::vector<std::uint64_t>& truth) {
+  std::uint8_t h = 0;
+  for (const neighbor& nb : top.sorted()) h += std::binary_search(truth.begin(), truth.end(), nb.row_id);
+  return h;
+}
 
 // Returns the index in `cands` of the codebook to keep; the last is the runs' end.
 // `rows` are the n prepared training rows the codebooks were trained on.
@@ -101,38 +82,43 @@ std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, st
   constexpr std::size_t block = 16;  // queries per task
   const std::size_t blocks = (q + block - 1) / block;
 
-  // The exact neighbours of each query among the checked rows.
-  std::vector<nearest_rows> truth(q);
+  // The exact neighbours of each query among the checked rows (row ids, ascending).
+  std::vector<std::vector<std::uint64_t>> truth(q);
   const distance_type exact = dot ? distance_type::dot : distance_type::l2;
   parallel_for(pool, blocks, [&](std::size_t b) {
     std::vector<simd::distance_t<T>> dist(p);
     for (std::size_t qi = b * block; qi < std::min(q, (b + 1) * block); ++qi) {
       simd::distances_to_many(exact, row(qpos[qi]), base, p, d, dist.data());
+      topk top(iterate_check_k);
       for (std::size_t r = 0; r < p; ++r)
-        if (r != qpos[qi]) truth[qi].offer(static_cast<double>(dist[r]), static_cast<std::uint32_t>(r));
+        if (r != qpos[qi]) top.push(static_cast<float>(dist[r]), r);
+      for (const neighbor& nb : top.sorted()) truth[qi].push_back(nb.row_id);
+      std::sort(truth[qi].begin(), truth[qi].end());
     }
   });
-  // Per candidate, each query's hits.
-  std::vector<std::vector<std::uint8_t>> hits(cands.size(), std::vector<std::uint8_t>(q));
+  // Per candidate, each query's hits. A candidate equal to the runs' end (every run
+  // stopped before its iteration count) gains nothing and is not scanned.
+  std::vector<std::vector<std::uint8_t>> hits(cands.size());
   const std::size_t cb = last.code_bytes();
   std::vector<std::uint8_t> packed(p * cb), transposed(p * cb);
   for (std::size_t c = 0; c < cands.size(); ++c) {
     const model<T>& pq = cands[c];
+    if (c + 1 < cands.size() && pq.codebook == last.codebook) continue;
+    hits[c].resize(q);
     encode_rows<W>(pq, p, packed.data(), pool, [&](std::size_t r, W* out) {
       for (std::size_t t = 0; t < d; ++t) out[t] = quantizer::to_work<W>(row(r)[t]);
     });
-    for (std::size_t r = 0; r < p; ++r)
-      for (std::size_t b = 0; b < cb; ++b) transposed[b * p + r] = packed[r * cb + b];
-    // The search's own tables and scan, so the check ranks as a search will.
+    transpose_codes(packed.data(), p, cb, transposed.data());
+    // The search's own tables, scan and collector, so the check ranks as a search will.
     parallel_for(pool, blocks, [&](std::size_t b) {
       std::vector<float> dist(p);
       for (std::size_t qi = b * block; qi < std::min(q, (b + 1) * block); ++qi) {
         const distance_table table(pq, row(qpos[qi]));
         table.scan(transposed.data(), p, dist.data());
-        nearest_rows top;
+        topk top(iterate_check_k);
         for (std::size_t r = 0; r < p; ++r)
-          if (r != qpos[qi]) top.offer(dist[r], static_cast<std::uint32_t>(r));
-        hits[c][qi] = static_cast<std::uint8_t>(top.overlap(truth[qi]));
+          if (r != qpos[qi]) top.push(dist[r], r);
+        hits[c][qi] = hits_of(top, truth[qi]);
       }
     });
   }
@@ -141,6 +127,7 @@ std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, st
   std::size_t pick = cands.size() - 1;
   double best_gain = 0;
   for (std::size_t c = 0; c + 1 < cands.size(); ++c) {
+    if (hits[c].empty()) continue;
     double sum = 0, sumsq = 0;
     for (std::size_t qi = 0; qi < q; ++qi) {
       const double g = double(hits[c][qi]) - double(hits.back()[qi]);
