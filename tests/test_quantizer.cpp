@@ -694,6 +694,87 @@ TEST_CASE("PQ codebook: an earlier k-means iterate where it ranks the sample cle
     CHECK(kept_earlier >= 2);
     CHECK(gain > 0.005);
   }
+  // Inside an IVF index (residuals, l2): queries rank the rows of their own
+  // partition. 4-bit codes of 8 values on 16 partitions of blob data: an earlier
+  // iterate is kept and ranks held-out queries better; the same on 2 threads; and no
+  // check where partitions are too small to rank in (500 of them on 10,000 rows).
+  {
+    const std::size_t parts = 16;
+    double gain = 0;
+    int kept_earlier = 0;
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      const auto data = blob_rows(n + nq, d, 64, 200 + seed);
+      const std::vector<float> rows(data.begin(), data.begin() + std::ptrdiff_t(n * d));
+      const std::vector<float> queries(data.begin() + std::ptrdiff_t(n * d), data.end());
+      kmeans_params kp;
+      kp.seed = seed;
+      const auto ivf = train_kmeans(rows.data(), n, d, parts, kp);
+      pq::params p;
+      p.num_sub_vectors = 4;
+      p.num_bits = 4;
+      p.seed = seed;
+      pq::params lance = p;
+      lance.choose_iterate = false;
+      const auto chosen = pq::train_for_ivf(rows.data(), n, d, ivf.centroids.data(), parts, distance_type::l2, p);
+      const auto ends = pq::train_for_ivf(rows.data(), n, d, ivf.centroids.data(), parts, distance_type::l2, lance);
+      if (chosen.iterate != 0) {
+        ++kept_earlier;
+        pq::params stopped = lance;
+        stopped.max_iters = chosen.iterate;
+        CHECK(pq::train_for_ivf(rows.data(), n, d, ivf.centroids.data(), parts, distance_type::l2, stopped).codebook ==
+              chosen.codebook);
+      } else {
+        CHECK(chosen.codebook == ends.codebook);
+      }
+      // Recall@10 of held-out queries by asymmetric distances to every row's code
+      // (residual to its partition's centroid), against exact l2 neighbours.
+      std::vector<std::uint32_t> part(n);
+      simd::assign_nearest(distance_type::l2, rows.data(), n, ivf.centroids.data(), parts, d, part.data(),
+                           static_cast<float*>(nullptr));
+      auto recall = [&](const pq::model<float>& m) {
+        std::vector<std::uint8_t> codes(n * m.code_bytes());
+        pq::encode_for_ivf(m, rows.data(), n, distance_type::l2, ivf.centroids.data(), parts, part.data(), codes.data());
+        double hits = 0;
+        std::vector<float> residual(d);
+        for (std::size_t q = 0; q < nq; ++q) {
+          const float* qv = queries.data() + q * d;
+          std::vector<std::pair<float, std::size_t>> exact(n), approx(n);
+          std::vector<pq::distance_table> tables;
+          for (std::size_t c = 0; c < parts; ++c) {
+            for (std::size_t t = 0; t < d; ++t) residual[t] = qv[t] - ivf.centroids[c * d + t];
+            tables.emplace_back(m, residual.data());
+          }
+          for (std::size_t r = 0; r < n; ++r) {
+            exact[r] = {simd::l2(qv, rows.data() + r * d, d), r};
+            approx[r] = {tables[part[r]].distance(codes.data() + r * m.code_bytes()), r};
+          }
+          std::partial_sort(exact.begin(), exact.begin() + 10, exact.end());
+          std::partial_sort(approx.begin(), approx.begin() + 10, approx.end());
+          for (std::size_t i = 0; i < 10; ++i)
+            for (std::size_t j = 0; j < 10; ++j) hits += exact[i].second == approx[j].second;
+        }
+        return hits / double(nq * 10);
+      };
+      const double a = recall(chosen), b = recall(ends);
+      MESSAGE("4-bit blobs in 16 partitions, seed " << seed << ": iterate " << chosen.iterate << " recall@10 " << a
+                                                    << ", the runs' ends " << b);
+      gain += (a - b) / 3;
+      if (seed == 1) {
+        boost::asio::thread_pool two(2);
+        const auto c2 =
+            pq::train_for_ivf(rows.data(), n, d, ivf.centroids.data(), parts, distance_type::l2, p, &two);
+        CHECK(c2.codebook == chosen.codebook);
+        kmeans_params few = kp;
+        few.max_iters = 2;
+        const auto many = train_kmeans(rows.data(), n, d, 500, few, &two);
+        CHECK(pq::train_for_ivf(rows.data(), n, d, many.centroids.data(), 500, distance_type::l2, p, &two).codebook ==
+              pq::train_for_ivf(rows.data(), n, d, many.centroids.data(), 500, distance_type::l2, lance, &two)
+                  .codebook);
+      }
+    }
+    CHECK(kept_earlier >= 2);
+    CHECK(gain > 0.005);
+  }
   // 8-bit codes of 4 values on the same kind of data: the converged codebook ranks
   // as well or better, and it is kept.
   {
@@ -721,6 +802,74 @@ TEST_CASE("PQ codebook: an earlier k-means iterate where it ranks the sample cle
     const auto one = pq::train(more.data(), n, d, p);
     CHECK(one.iterate == 0);
     CHECK(one.codebook == pq::train(more.data(), n, d, lance).codebook);
+  }
+}
+
+TEST_CASE("PQ iterate check: exact neighbours, distance tables and verdicts") {
+  // The exact neighbours of queries among the checked rows (a tiled product with the
+  // queries packed): brute force's, with each query's own row left out.
+  for (const distance_type t : {distance_type::l2, distance_type::dot}) {
+    const std::size_t p = 3000, d = 24;
+    const auto rows = gaussian(p, d, 61);
+    const std::vector<std::size_t> qpos = {2999, 0, 17, 1500, 2048, 4};
+    const auto truth = pq::detail::exact_neighbors(t, rows.data(), p, d, qpos, 1, qpos.size(), nullptr);
+    boost::asio::thread_pool two(2);
+    CHECK(pq::detail::exact_neighbors(t, rows.data(), p, d, qpos, 1, qpos.size(), &two) == truth);
+    REQUIRE(truth.size() == qpos.size() - 1);
+    for (std::size_t j = 1; j < qpos.size(); ++j) {
+      std::vector<std::pair<double, std::uint64_t>> all;
+      for (std::size_t r = 0; r < p; ++r) {
+        if (r == qpos[j]) continue;
+        double dot = 0, l2 = 0;
+        for (std::size_t k = 0; k < d; ++k) {
+          dot += double(rows[qpos[j] * d + k]) * rows[r * d + k];
+          l2 += (double(rows[qpos[j] * d + k]) - rows[r * d + k]) * (double(rows[qpos[j] * d + k]) - rows[r * d + k]);
+        }
+        all.emplace_back(t == distance_type::l2 ? l2 : 1 - dot, r);
+      }
+      std::partial_sort(all.begin(), all.begin() + 10, all.end());
+      std::vector<std::uint64_t> want;
+      for (std::size_t i = 0; i < 10; ++i) want.push_back(all[i].second);
+      std::sort(want.begin(), want.end());
+      CHECK(truth[j - 1] == want);
+    }
+  }
+  // The check's batched tables hold distance_table's values (8- and 4-bit, l2 and dot).
+  for (const std::uint32_t bits : {8u, 4u})
+    for (const distance_type t : {distance_type::l2, distance_type::dot}) {
+      const auto rows = gaussian(2000, 16, 62);
+      pq::params pp;
+      pp.num_sub_vectors = 4;
+      pp.num_bits = bits;
+      pp.max_iters = 5;
+      pp.choose_iterate = false;
+      const auto m = pq::train(rows.data(), 2000, 16, pp, t);
+      const pq::detail::table_maker<float> maker(m);
+      for (std::size_t i = 0; i < 5; ++i) {
+        const float* q = rows.data() + i * 16;
+        const pq::distance_table want(m, q), got = maker.make(q);
+        CHECK(got.offset() == want.offset());
+        REQUIRE(got.table().size() == want.table().size());
+        for (std::size_t j = 0; j < want.table().size(); ++j)
+          CHECK(got.table()[j] == doctest::Approx(want.table()[j]).epsilon(1e-5));
+      }
+    }
+  // Paired gains and the verdicts of the rounds.
+  {
+    const std::vector<std::uint8_t> ends = {3, 4, 5, 6}, better = {4, 5, 6, 7}, mixed = {4, 3, 5, 6};
+    const auto all = pq::detail::gain_of(better, ends, 4);
+    CHECK(all.mean == 1.0);
+    CHECK(std::isinf(all.z));  // every query gained alike
+    const auto some = pq::detail::gain_of(mixed, ends, 4);
+    CHECK(some.mean == 0.0);
+    using pq::detail::iterate_verdict;
+    CHECK(pq::detail::verdict_of(all, 4, 4000) == iterate_verdict::won);
+    CHECK(pq::detail::verdict_of(some, 4, 4000) == iterate_verdict::lost);
+    CHECK(pq::detail::verdict_of({0.05, 3.0}, 500, 4000) == iterate_verdict::won);
+    CHECK(pq::detail::verdict_of({0.05, 1.2}, 500, 4000) == iterate_verdict::open);    // 1.2 x sqrt(8) = 3.4
+    CHECK(pq::detail::verdict_of({0.05, 0.6}, 500, 4000) == iterate_verdict::lost);    // 0.6 x sqrt(8) = 1.7
+    CHECK(pq::detail::verdict_of({0.05, 2.9}, 4000, 4000) == iterate_verdict::lost);   // no queries left
+    CHECK(pq::detail::verdict_of({-0.01, 0.0}, 500, 4000) == iterate_verdict::lost);
   }
 }
 

@@ -411,26 +411,15 @@ inline void assign_nearest(distance_type t, const T* x, std::size_t n, const C* 
   assign_nearest(pc, x, n, index, dist, pool);
 }
 
-// All n x k distances between the rows of x and the centroids, row-major into out.
-// l2 values are clamped at 0 (the norm expansion can round slightly below).
-template <class T, class C>
-inline void distances_many_to_many(distance_type t, const T* x, std::size_t n, const C* centroids,
-                                   std::size_t k, std::size_t d, work_t<T, C>* out,
+// All n x k distances between the rows of x and packed centroids (of type t, given at
+// packing), row-major into out. l2 values are clamped at 0 (the norm expansion can
+// round slightly below). Packing once serves many calls: e.g. a batch of queries
+// packed as the centroids, and the rows they rank streamed through in chunks.
+template <class T, class W>
+inline void distances_many_to_many(const packed_centroids<W>& pc, const T* x, std::size_t n, W* out,
                                    boost::asio::thread_pool* pool = nullptr) {
-  using W = work_t<T, C>;
-  if (t == distance_type::hamming) {
-    if constexpr (std::is_same_v<T, std::uint8_t> && std::is_same_v<C, std::uint8_t>) {
-      const std::size_t rb = 256;
-      parallel_for(pool, (n + rb - 1) / rb, [&](std::size_t b) {
-        for (std::size_t r = b * rb; r < std::min(n, (b + 1) * rb); ++r)
-          for (std::size_t j = 0; j < k; ++j) out[r * k + j] = hamming(x + r * d, centroids + j * d, d);
-      });
-      return;
-    } else {
-      throw invalid_input_error("hamming distance needs uint8 rows and uint8 centroids");
-    }
-  }
-  packed_centroids<W> pc(t, centroids, k, d);
+  const distance_type t = pc.type();
+  const std::size_t k = pc.k(), d = pc.dimension();
   using plan = detail::tile_plan<W>;
   const std::size_t mr = plan::mr_for(pc.nrv());
   detail::for_row_blocks<W>(x, n, d, mr, pool, [&](std::size_t r0, std::size_t rows, const W* xw) {
@@ -448,6 +437,26 @@ inline void distances_many_to_many(distance_type t, const T* x, std::size_t n, c
         for (std::size_t j = 0; j < k; ++j)
           out[(r0 + r) * k + j] = detail::exact_distance(t, xw + r * d, pc.centroid(j), d);
   });
+}
+
+// All n x k distances between the rows of x and the centroids, row-major into out.
+template <class T, class C>
+inline void distances_many_to_many(distance_type t, const T* x, std::size_t n, const C* centroids,
+                                   std::size_t k, std::size_t d, work_t<T, C>* out,
+                                   boost::asio::thread_pool* pool = nullptr) {
+  if (t == distance_type::hamming) {
+    if constexpr (std::is_same_v<T, std::uint8_t> && std::is_same_v<C, std::uint8_t>) {
+      const std::size_t rb = 256;
+      parallel_for(pool, (n + rb - 1) / rb, [&](std::size_t b) {
+        for (std::size_t r = b * rb; r < std::min(n, (b + 1) * rb); ++r)
+          for (std::size_t j = 0; j < k; ++j) out[r * k + j] = hamming(x + r * d, centroids + j * d, d);
+      });
+      return;
+    } else {
+      throw invalid_input_error("hamming distance needs uint8 rows and uint8 centroids");
+    }
+  }
+  distances_many_to_many(packed_centroids<work_t<T, C>>(t, centroids, k, d), x, n, out, pool);
 }
 
 }  // namespace lancet::simd

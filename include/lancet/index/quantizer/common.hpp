@@ -139,12 +139,14 @@ inline void round_through(W* v, std::size_t d) {
 // transform) subtracted. Values keep the element type (Lance computes residuals in
 // the vector type). Returns how many rows were kept (the first of `rows`). No second
 // copy of the rows is made: a training sample is the largest thing an index build
-// holds, and the residuals are assigned a block at a time.
+// holds, and the residuals are assigned a block at a time. With `partitions`, each
+// kept row's partition is stored there when residuals are taken (cleared otherwise).
 template <class T, class C>
 inline std::size_t prepare_training_rows_in_place(T* rows, std::size_t n, std::size_t d,
                                                   const std::vector<std::size_t>* picked, simd::distance_type dist,
                                                   const C* centroids, std::size_t k, bool residual,
-                                                  boost::asio::thread_pool* pool, std::size_t* dropped = nullptr) {
+                                                  boost::asio::thread_pool* pool, std::size_t* dropped = nullptr,
+                                                  std::vector<std::uint32_t>* partitions = nullptr) {
   using W = simd::work_t<T, C>;
   const bool cosine = dist == simd::distance_type::cosine;
   std::vector<W> tmp(d);
@@ -169,7 +171,9 @@ inline std::size_t prepare_training_rows_in_place(T* rows, std::size_t n, std::s
     ++m;
   }
   if (dropped) *dropped = lost;
+  if (partitions) partitions->clear();
   if (residual && m > 0) {
+    if (partitions) partitions->resize(m);
     if (centroids == nullptr || k == 0)
       throw invalid_input_error("quantizer training: residuals need the IVF centroids");
     const simd::packed_centroids<W> pc(simd::distance_type::l2, centroids, k, d);
@@ -178,6 +182,7 @@ inline std::size_t prepare_training_rows_in_place(T* rows, std::size_t n, std::s
     for (std::size_t r0 = 0; r0 < m; r0 += block) {
       const std::size_t cnt = std::min(block, m - r0);
       simd::assign_nearest(pc, rows + r0 * d, cnt, part.data(), static_cast<W*>(nullptr), pool);
+      if (partitions) std::copy_n(part.data(), cnt, partitions->data() + r0);
       for (std::size_t r = 0; r < cnt; ++r) {
         if (part[r] == simd::no_index) continue;  // finite rows always match; kept for safety
         const W* c = pc.centroid(part[r]);
@@ -195,12 +200,13 @@ template <class T, class C>
 inline std::vector<T> prepare_training_rows(const T* rows, std::size_t d, const std::vector<std::size_t>& picked,
                                             simd::distance_type dist, const C* centroids, std::size_t k,
                                             bool residual, boost::asio::thread_pool* pool,
-                                            std::size_t* dropped = nullptr) {
+                                            std::size_t* dropped = nullptr,
+                                            std::vector<std::uint32_t>* partitions = nullptr) {
   std::vector<T> out(picked.size() * d);
   for (std::size_t j = 0; j < picked.size(); ++j)
     std::copy(rows + picked[j] * d, rows + picked[j] * d + d, out.data() + j * d);
   const std::size_t m = prepare_training_rows_in_place<T, C>(out.data(), picked.size(), d, nullptr, dist, centroids,
-                                                             k, residual, pool, dropped);
+                                                             k, residual, pool, dropped, partitions);
   out.resize(m * d);
   return out;
 }

@@ -383,13 +383,14 @@ struct subvector_kmeans {
 // pq_iterate.hpp: which earlier iterates to keep, and which codebook ranks best.
 inline std::vector<std::uint32_t> iterate_candidates(std::uint32_t max_iters, std::size_t sample_rows);
 template <class W, class T>
-std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, std::size_t n, std::uint64_t seed,
-                           boost::asio::thread_pool* pool);
+std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, std::size_t n,
+                           const std::uint32_t* partitions, std::uint64_t seed, boost::asio::thread_pool* pool);
 
 // Trains the codebook on prepared rows (finite, already residuals / normalised).
+// `partitions` (optional): each residual row's IVF partition, for the iterate check.
 template <class T>
 inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, const params& p, distance_type table_dist,
-                               boost::asio::thread_pool* pool) {
+                               boost::asio::thread_pool* pool, const std::uint32_t* partitions = nullptr) {
   using W = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const std::size_t m = p.num_sub_vectors, k = std::size_t(1) << p.num_bits, sd = d / m;
   if (n < k)
@@ -460,7 +461,7 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
         for (std::size_t j = 0; j < k * sd; ++j) cands[i].codebook[s * k * sd + j] = quantizer::from_work<T>(early[s][i][j]);
     }
     early = {};
-    const std::size_t pick = choose_iterate<W>(cands, rows, use, p.seed, pool);
+    const std::size_t pick = choose_iterate<W>(cands, rows, use, partitions, p.seed, pool);
     if (pick < at.size()) out = std::move(cands[pick]);
   }
   return out;
@@ -517,9 +518,11 @@ inline model<T> train_for_ivf(const T* rows, std::size_t n, std::size_t dim, con
                               boost::asio::thread_pool* pool = nullptr) {
   detail::check_ivf_training(rows, n, dim, centroids, k, distance, p);
   const auto picked = quantizer::sample_rows(n, p.sample_size(), p.sample_draw());
+  std::vector<std::uint32_t> partitions;
   const auto prepared = quantizer::prepare_training_rows<T, C>(rows, dim, picked, distance, centroids, k,
-                                                               uses_residual(distance), pool);
-  return detail::train_prepared(prepared.data(), prepared.size() / dim, dim, p, detail::table_distance(distance), pool);
+                                                               uses_residual(distance), pool, nullptr, &partitions);
+  return detail::train_prepared(prepared.data(), prepared.size() / dim, dim, p, detail::table_distance(distance), pool,
+                                partitions.empty() ? nullptr : partitions.data());
 }
 
 // train_for_ivf (the same codebook) on rows the caller gives up: the sample is
@@ -532,10 +535,13 @@ inline model<T> train_for_ivf_in_place(T* rows, std::size_t n, std::size_t dim, 
   detail::check_ivf_training(rows, n, dim, centroids, k, distance, p);
   std::vector<std::size_t> picked = quantizer::sample_rows(n, p.sample_size(), p.sample_draw());
   if (picked.size() == n) picked = {};  // every row, in order
+  std::vector<std::uint32_t> partitions;
   const std::size_t kept = quantizer::prepare_training_rows_in_place<T, C>(
-      rows, n, dim, picked.empty() ? nullptr : &picked, distance, centroids, k, uses_residual(distance), pool);
+      rows, n, dim, picked.empty() ? nullptr : &picked, distance, centroids, k, uses_residual(distance), pool, nullptr,
+      &partitions);
   picked = {};
-  return detail::train_prepared(rows, kept, dim, p, detail::table_distance(distance), pool);
+  return detail::train_prepared(rows, kept, dim, p, detail::table_distance(distance), pool,
+                                partitions.empty() ? nullptr : partitions.data());
 }
 
 namespace detail {
