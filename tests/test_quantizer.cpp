@@ -11,6 +11,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
@@ -119,6 +120,25 @@ std::vector<float> blob_rows(std::size_t n, std::size_t d, std::size_t blobs, st
     for (std::size_t t = 0; t < d; ++t) rows[i * d + t] = scale[b] * (centres[b * d + t] + 0.3f * g(rng));
   }
   return rows;
+}
+
+// n rows and nq held-out queries of the same blob data (blob_rows).
+std::pair<std::vector<float>, std::vector<float>> blobs_and_queries(std::size_t n, std::size_t nq, std::size_t d,
+                                                                    std::uint64_t seed) {
+  const auto data = blob_rows(n + nq, d, 64, seed);
+  return {std::vector<float>(data.begin(), data.begin() + std::ptrdiff_t(n * d)),
+          std::vector<float>(data.begin() + std::ptrdiff_t(n * d), data.end())};
+}
+
+// 4-bit PQ parameters (m sub-vectors, a seed), and the same without the iterate check.
+std::pair<pq::params, pq::params> four_bit_params(std::size_t m, std::uint64_t seed) {
+  pq::params p;
+  p.num_sub_vectors = m;
+  p.num_bits = 4;
+  p.seed = seed;
+  pq::params lance = p;
+  lance.choose_iterate = false;
+  return {p, lance};
 }
 
 // recall@10 of the codebook's asymmetric l2 ranking of `rows` for `queries` (both
@@ -656,15 +676,8 @@ TEST_CASE("PQ codebook: an earlier k-means iterate where it ranks the sample cle
     double gain = 0;
     int kept_earlier = 0;
     for (std::uint64_t seed = 1; seed <= 3; ++seed) {
-      const auto data = blob_rows(n + nq, d, 64, 100 + seed);
-      const std::vector<float> rows(data.begin(), data.begin() + std::ptrdiff_t(n * d));
-      const std::vector<float> queries(data.begin() + std::ptrdiff_t(n * d), data.end());
-      pq::params p;
-      p.num_sub_vectors = 8;
-      p.num_bits = 4;
-      p.seed = seed;
-      pq::params lance = p;
-      lance.choose_iterate = false;
+      const auto [rows, queries] = blobs_and_queries(n, nq, d, 100 + seed);
+      const auto [p, lance] = four_bit_params(8, seed);
       const auto chosen = pq::train(rows.data(), n, d, p);
       const auto ends = pq::train(rows.data(), n, d, lance);
       CHECK(ends.iterate == 0);
@@ -703,18 +716,11 @@ TEST_CASE("PQ codebook: an earlier k-means iterate where it ranks the sample cle
     double gain = 0;
     int kept_earlier = 0;
     for (std::uint64_t seed = 1; seed <= 3; ++seed) {
-      const auto data = blob_rows(n + nq, d, 64, 200 + seed);
-      const std::vector<float> rows(data.begin(), data.begin() + std::ptrdiff_t(n * d));
-      const std::vector<float> queries(data.begin() + std::ptrdiff_t(n * d), data.end());
+      const auto [rows, queries] = blobs_and_queries(n, nq, d, 200 + seed);
       kmeans_params kp;
       kp.seed = seed;
       const auto ivf = train_kmeans(rows.data(), n, d, parts, kp);
-      pq::params p;
-      p.num_sub_vectors = 4;
-      p.num_bits = 4;
-      p.seed = seed;
-      pq::params lance = p;
-      lance.choose_iterate = false;
+      const auto [p, lance] = four_bit_params(4, seed);
       const auto chosen = pq::train_for_ivf(rows.data(), n, d, ivf.centroids.data(), parts, distance_type::l2, p);
       const auto ends = pq::train_for_ivf(rows.data(), n, d, ivf.centroids.data(), parts, distance_type::l2, lance);
       if (chosen.iterate != 0) {

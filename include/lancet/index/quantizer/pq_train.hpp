@@ -68,8 +68,9 @@ struct params {
   // sample's own nearest neighbours clearly better, lancet keeps that one instead
   // (pq_iterate.hpp says how it is checked): converged code words minimise squared
   // error, not ranking error, and on data whose neighbours sit in dense regions they
-  // spread away from them (4-bit codes: recall +0.01 to +0.03; bench/RESULTS.md "PQ
-  // codebooks: the iterate that ranks best"). false: always the ends, as Lance.
+  // spread away from them (4-bit codes: recall +0.01 to +0.04; bench_ivf's 8-bit
+  // codes +0.018; bench/RESULTS.md "PQ codebooks: the iterate that ranks best" and
+  // "... ranked within partitions"). false: always the ends, as Lance.
   bool choose_iterate = true;
   // Called after each sub-vector's codebook is trained (one call at a time, from the
   // thread that trained it) with the sub-vectors done so far and in all; return
