@@ -284,17 +284,22 @@ std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, st
     // The rows of each partition (window positions, ascending); queries are rows
     // whose partition holds enough others to rank.
     const std::uint32_t* part = partitions + first;
-    const std::size_t np = std::size_t(*std::max_element(part, part + p)) + 1;
-    std::vector<std::size_t> start(np + 1, 0), members(p);
-    for (std::size_t r = 0; r < p; ++r) ++start[part[r] + 1];
-    for (std::size_t g = 0; g < np; ++g) start[g + 1] += start[g];
-    {
-      std::vector<std::size_t> at(start.begin(), start.end() - 1);
-      for (std::size_t r = 0; r < p; ++r) members[at[part[r]]++] = r;
+    std::vector<std::size_t> members;  // window positions by partition (rows without one left out)
+    members.reserve(p);
+    for (std::size_t r = 0; r < p; ++r)
+      if (part[r] != simd::no_index) members.push_back(r);
+    std::stable_sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) { return part[a] < part[b]; });
+    std::vector<std::size_t> lo(p, 0), hi(p, 0);  // each row's partition: members[lo, hi)
+    for (std::size_t i = 0, j = 0; i < members.size(); i = j) {
+      while (j < members.size() && part[members[j]] == part[members[i]]) ++j;
+      for (std::size_t t = i; t < j; ++t) {
+        lo[members[t]] = i;
+        hi[members[t]] = j;
+      }
     }
     std::vector<std::size_t> eligible;
     for (std::size_t r = 0; r < p; ++r)
-      if (start[part[r] + 1] - start[part[r]] > iterate_check_min_partition) eligible.push_back(r);
+      if (hi[r] - lo[r] > iterate_check_min_partition) eligible.push_back(r);
     if (eligible.size() < iterate_check_min_queries) return nc - 1;
     const std::vector<std::size_t> qpos =
         shuffled(index::detail::sample_indices(eligible.size(), std::min(eligible.size(), iterate_check_partition_queries), rng));
@@ -306,8 +311,8 @@ std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, st
         std::vector<std::uint64_t> truth;
         for (std::size_t qi = q0 + b * block; qi < std::min(q1, q0 + (b + 1) * block); ++qi) {
           const std::size_t self = eligible[qpos[qi]];
-          const std::size_t* m0 = members.data() + start[part[self]];
-          const std::size_t* m1 = members.data() + start[part[self] + 1];
+          const std::size_t* m0 = members.data() + lo[self];
+          const std::size_t* m1 = members.data() + hi[self];
           // Residuals of one partition are the rows less one centroid: their l2
           // distances are the rows' own, as a search ranks within a partition.
           topk top(iterate_check_k);
