@@ -709,8 +709,9 @@ TEST_CASE("PQ codebook: an earlier k-means iterate where it ranks the sample cle
   }
   // Inside an IVF index (residuals, l2): queries rank the rows of their own
   // partition. 4-bit codes of 8 values on 16 partitions of blob data: an earlier
-  // iterate is kept and ranks held-out queries better; the same on 2 threads; and no
-  // check where partitions are too small to rank in (500 of them on 10,000 rows).
+  // iterate is kept and ranks held-out queries better; the same on 2 threads and in
+  // place; and no check where partitions are too small to rank in (500 of them on
+  // 10,000 rows).
   {
     const std::size_t parts = 16;
     double gain = 0;
@@ -770,6 +771,10 @@ TEST_CASE("PQ codebook: an earlier k-means iterate where it ranks the sample cle
         const auto c2 =
             pq::train_for_ivf(rows.data(), n, d, ivf.centroids.data(), parts, distance_type::l2, p, &two);
         CHECK(c2.codebook == chosen.codebook);
+        // The IVF builder trains in place: the same partitions reach the check.
+        auto work = rows;
+        CHECK(pq::train_for_ivf_in_place(work.data(), n, d, ivf.centroids.data(), parts, distance_type::l2, p, &two)
+                  .codebook == chosen.codebook);
         kmeans_params few = kp;
         few.max_iters = 2;
         const auto many = train_kmeans(rows.data(), n, d, 500, few, &two);
@@ -1507,6 +1512,7 @@ TEST_CASE("train_for_ivf_in_place: train_for_ivf's codebook with no copy of the 
   pq::params p;
   p.num_sub_vectors = 2;  // 16-value sub-vectors; 8 bits
   p.max_iters = 8;
+  p.choose_iterate = false;  // in place or copied; the iterate check's own test trains in place too
   const auto same_codebook = [](const auto& a, const auto& b) {
     return a.codebook.size() == b.codebook.size() &&
            std::memcmp(a.codebook.data(), b.codebook.data(), a.codebook.size() * sizeof(a.codebook[0])) == 0;
