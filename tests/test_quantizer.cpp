@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -738,27 +739,34 @@ TEST_CASE("PQ codebook: an earlier k-means iterate where it ranks the sample cle
       std::vector<std::uint32_t> part(n);
       simd::assign_nearest(distance_type::l2, rows.data(), n, ivf.centroids.data(), parts, d, part.data(),
                            static_cast<float*>(nullptr));
+      // Exact neighbours once; a codebook's ranking is by distance to each row's
+      // reconstruction (its partition's centroid plus the decoded residual), which
+      // is the asymmetric distance a search sums from its tables.
+      auto nearest = [&](const float* qv, const std::vector<float>& base) {
+        std::vector<std::pair<float, std::size_t>> all(n);
+        for (std::size_t r = 0; r < n; ++r) all[r] = {simd::l2(qv, base.data() + r * d, d), r};
+        std::partial_sort(all.begin(), all.begin() + 10, all.end());
+        std::vector<std::size_t> ids;
+        for (std::size_t i = 0; i < 10; ++i) ids.push_back(all[i].second);
+        std::sort(ids.begin(), ids.end());
+        return ids;
+      };
+      std::vector<std::vector<std::size_t>> exact(nq);
+      for (std::size_t q = 0; q < nq; ++q) exact[q] = nearest(queries.data() + q * d, rows);
       auto recall = [&](const pq::model<float>& m) {
         std::vector<std::uint8_t> codes(n * m.code_bytes());
         pq::encode_for_ivf(m, rows.data(), n, distance_type::l2, ivf.centroids.data(), parts, part.data(), codes.data());
+        std::vector<float> rebuilt(n * d);
+        for (std::size_t r = 0; r < n; ++r) {
+          pq::decode(m, codes.data() + r * m.code_bytes(), rebuilt.data() + r * d);
+          for (std::size_t t = 0; t < d; ++t) rebuilt[r * d + t] += ivf.centroids[part[r] * d + t];
+        }
         double hits = 0;
-        std::vector<float> residual(d);
         for (std::size_t q = 0; q < nq; ++q) {
-          const float* qv = queries.data() + q * d;
-          std::vector<std::pair<float, std::size_t>> exact(n), approx(n);
-          std::vector<pq::distance_table> tables;
-          for (std::size_t c = 0; c < parts; ++c) {
-            for (std::size_t t = 0; t < d; ++t) residual[t] = qv[t] - ivf.centroids[c * d + t];
-            tables.emplace_back(m, residual.data());
-          }
-          for (std::size_t r = 0; r < n; ++r) {
-            exact[r] = {simd::l2(qv, rows.data() + r * d, d), r};
-            approx[r] = {tables[part[r]].distance(codes.data() + r * m.code_bytes()), r};
-          }
-          std::partial_sort(exact.begin(), exact.begin() + 10, exact.end());
-          std::partial_sort(approx.begin(), approx.begin() + 10, approx.end());
-          for (std::size_t i = 0; i < 10; ++i)
-            for (std::size_t j = 0; j < 10; ++j) hits += exact[i].second == approx[j].second;
+          const auto got = nearest(queries.data() + q * d, rebuilt);
+          std::vector<std::size_t> both;
+          std::set_intersection(got.begin(), got.end(), exact[q].begin(), exact[q].end(), std::back_inserter(both));
+          hits += double(both.size());
         }
         return hits / double(nq * 10);
       };
