@@ -34,8 +34,9 @@
 // issue 14); the codebook may be an earlier iterate of the same k-means runs (after
 // 1, 3 or 10 iterations) where that ranks the training sample's neighbours clearly
 // better (params::choose_iterate, pq_iterate.hpp; off: Lance's ends of the runs);
-// sub-vectors train with a dedicated short-vector k-means (same algorithm, several times faster than the generic one); 4-bit scans sum exact f32
-// distances (Lance quantizes the table to u8 past the first 200 rows of a partition);
+// sub-vectors train with a dedicated short-vector k-means (same algorithm, several
+// times faster than the generic one); 4-bit scans sum exact f32 distances (Lance
+// quantizes the table to u8 past the first 200 rows of a partition);
 // params::max_sample_rows lets the IVF builder train on fewer rows than Lance's sample
 // when its memory budget cannot hold them (train_for_ivf_in_place trains without a
 // copy of its rows).

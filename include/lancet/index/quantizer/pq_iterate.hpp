@@ -79,6 +79,14 @@ inline std::uint8_t hits_of(const topk& top, const std::vector<std::uint64_t>& t
   return h;
 }
 
+// The collected neighbours' row ids, ascending (what hits_of looks them up in).
+inline std::vector<std::uint64_t> sorted_ids(const topk& top) {
+  std::vector<std::uint64_t> ids;
+  for (const neighbor& nb : top.sorted()) ids.push_back(nb.row_id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 // Collects the k nearest of n distances, skipping row `self` (the query's own row).
 // Only distances within the current k-th are offered to the collector.
 inline void collect(topk& top, const float* dist, std::size_t n, std::size_t first_row, std::size_t self) {
@@ -156,8 +164,7 @@ std::vector<std::vector<std::uint64_t>> exact_neighbors(distance_type type, cons
   for (std::size_t j = 0; j < nq; ++j) {
     topk top(iterate_check_k);
     for (std::size_t c = 0; c < chunks; ++c) top.merge(part[c][j]);
-    for (const neighbor& nb : top.sorted()) truth[j].push_back(nb.row_id);
-    std::sort(truth[j].begin(), truth[j].end());
+    truth[j] = sorted_ids(top);
   }
   return truth;
 }
@@ -308,7 +315,6 @@ std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, st
     return run_rounds(st, qpos.size(), iterate_check_partition_round, hits,
                       [&](std::size_t q0, std::size_t q1, const std::vector<iterate_verdict>& now) {
       parallel_for(pool, (q1 - q0 + block - 1) / block, [&](std::size_t b) {
-        std::vector<std::uint64_t> truth;
         for (std::size_t qi = q0 + b * block; qi < std::min(q1, q0 + (b + 1) * block); ++qi) {
           const std::size_t self = eligible[qpos[qi]];
           const std::size_t* m0 = members.data() + lo[self];
@@ -318,9 +324,7 @@ std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, st
           topk top(iterate_check_k);
           for (const std::size_t* m = m0; m != m1; ++m)
             if (*m != self) top.push(static_cast<float>(simd::l2(row(self), row(*m), d)), *m);
-          truth.clear();
-          for (const neighbor& nb : top.sorted()) truth.push_back(nb.row_id);
-          std::sort(truth.begin(), truth.end());
+          const std::vector<std::uint64_t> truth = sorted_ids(top);
           for (std::size_t c = 0; c < nc; ++c) {
             if (c + 1 < nc && now[c] != iterate_verdict::open) continue;
             const distance_table table = tables[c]->make(row(self));
