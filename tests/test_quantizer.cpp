@@ -575,6 +575,7 @@ TEST_CASE("train_for_ivf trains on residuals for l2 / cosine, raw vectors for do
   pq::params p;
   p.num_sub_vectors = 4;
   p.max_iters = 10;
+  p.choose_iterate = false;  // what is trained on, not which iterate is kept
   auto max_abs = [](const std::vector<float>& v) {
     float m = 0;
     for (float x : v) m = std::max(m, std::fabs(x));

@@ -104,6 +104,7 @@ built build(kind kd, distance_type dist, const std::vector<float>& rows, std::si
       p.num_sub_vectors = m;
       p.num_bits = pq_bits;
       p.max_iters = 15;
+      p.choose_iterate = false;  // searches Lance's codebook: the iterate check is test_quantizer's
       const auto model = pq::train_for_ivf(rows.data(), n, d, km.centroids.data(), k, dist, p);
       cb = model.code_bytes();
       codes.resize(n * cb);
