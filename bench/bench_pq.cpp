@@ -6,7 +6,10 @@
 //   - distance-table scans (codes/s) over Lance's transposed layout: the chosen
 //     kernel, each gather kernel and the scalar loop, beside memcpy of the same code
 //     bytes in the same run; 4-bit codes; RaBitQ and SQ scans.
-//   bench_pq [rows] [threads]      (defaults: 200000 2)
+//   bench_pq [rows] [threads] [dim] [sub-vectors]   (defaults: 200000 2 128 16)
+// Encoding also prints its nearest-centroid arithmetic (2 x rows x dim x 256 FLOP)
+// per CPU second as a fraction of this machine's single-core FMA peak, measured in
+// the same run (bench/fma_peak.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -25,6 +28,8 @@
 #include <lancet/index/quantizer/pq.hpp>
 #include <lancet/index/quantizer/rabitq.hpp>
 #include <lancet/index/quantizer/sq.hpp>
+
+#include "fma_peak.hpp"
 
 using namespace lancet;
 using namespace lancet::index;
@@ -89,9 +94,19 @@ void row(const std::string& what, double seconds, double items, const std::strin
 int main(int argc, char** argv) {
   const std::size_t n = argc > 1 ? std::stoul(argv[1]) : 200000;
   const std::size_t threads = argc > 2 ? std::stoul(argv[2]) : 2;
-  const std::size_t d = 128, parts = 256, m = 16;
+  const std::size_t d = argc > 3 ? std::stoul(argv[3]) : 128;
+  const std::size_t m = argc > 4 ? std::stoul(argv[4]) : 16;
+  const std::size_t parts = 256;
+  if (m == 0 || m % 2 != 0 || d % m != 0 || d % 8 != 0) {
+    std::cerr << "bench_pq: dim " << d << " must be a multiple of 8 and of the sub-vectors (" << m
+              << ", an even number)\n";
+    return 2;
+  }
+  const std::string mx = std::to_string(m) + "x";
+  const double peak = bench::measure_fma_peak();
   std::cout << "rows " << n << ", dim " << d << ", " << parts << " partitions, PQ " << m << "x8, " << threads
-            << " threads\n\n";
+            << " threads; single-core FMA peak " << std::fixed << std::setprecision(1) << peak / 1e9
+            << " GFLOP/s\n\n";
   const auto rows = clustered(n, d, 1);
   boost::asio::thread_pool pool(threads);
 
@@ -119,10 +134,10 @@ int main(int argc, char** argv) {
   const double t_train = best_seconds(1, [&] {
     model = pq::train_for_ivf(rows.data(), n, d, km.centroids.data(), parts, distance_type::l2, pp, &pool);
   });
-  row("PQ training 16x8, " + std::to_string(threads) + " threads", t_train, sample * double(pp.max_iters) * double(m),
+  row("PQ training " + mx + "8, " + std::to_string(threads) + " threads", t_train, sample * double(pp.max_iters) * double(m),
       "sub-vector-iterations");
   last_cpu = cpu_train1;
-  row("PQ training 16x8, 1 thread", t_train1, sample * double(pp.max_iters) * double(m), "sub-vector-iterations");
+  row("PQ training " + mx + "8, 1 thread", t_train1, sample * double(pp.max_iters) * double(m), "sub-vector-iterations");
 
   std::vector<std::uint8_t> codes(n * m), tcodes(n * m);
   const double t_enc = best_seconds(3, [&] {
@@ -130,6 +145,10 @@ int main(int argc, char** argv) {
                        codes.data(), &pool);
   });
   row("PQ encoding (residuals), " + std::to_string(threads) + " threads", t_enc, double(n), "rows");
+  const double enc_flop = 2.0 * double(n) * double(d) * double(model.num_centroids());
+  std::cout << "| PQ encoding: nearest-centroid FLOP per CPU second | " << std::setprecision(1)
+            << enc_flop / last_cpu / 1e9 << " GFLOP/s | " << std::setprecision(2) << enc_flop / last_cpu / peak
+            << " of the FMA peak | | |\n";
   transpose_codes(codes.data(), n, m, tcodes.data());
 
   // Scans: one query's table over all n codes, single thread.
@@ -148,7 +167,7 @@ int main(int argc, char** argv) {
     table.scan(tcodes.data(), n, out.data());
     sink = sink + out[n / 2];
   });
-  row("PQ 16x8 scan, chosen kernel", t_scan, double(n), "codes", bytes);
+  row("PQ " + mx + "8 scan, chosen kernel", t_scan, double(n), "codes", bytes);
   // The individual kernels, over the same 256-entry-per-byte tables.
   std::vector<float> lut(m * 256);
   std::copy(table.table().begin(), table.table().end(), lut.begin());
@@ -156,14 +175,14 @@ int main(int argc, char** argv) {
     pq::detail::lut_scan_scalar(lut.data(), m, tcodes.data(), n, 0, n, out.data());
     sink = sink + out[n / 2];
   });
-  row("PQ 16x8 scan, scalar loop", t_scalar, double(n), "codes", bytes);
+  row("PQ " + mx + "8 scan, scalar loop", t_scalar, double(n), "codes", bytes);
 #if defined(__AVX2__)
   const double t_avx2 = best_seconds(reps, [&] {
     const std::size_t done = pq::detail::lut_scan_avx2(lut.data(), m, tcodes.data(), n, out.data());
     pq::detail::lut_scan_scalar(lut.data(), m, tcodes.data(), n, done, n, out.data());
     sink = sink + out[n / 2];
   });
-  row("PQ 16x8 scan, AVX2 gathers", t_avx2, double(n), "codes", bytes);
+  row("PQ " + mx + "8 scan, AVX2 gathers", t_avx2, double(n), "codes", bytes);
 #endif
 #if defined(__AVX512F__)
   const double t_avx512 = best_seconds(reps, [&] {
@@ -171,13 +190,13 @@ int main(int argc, char** argv) {
     pq::detail::lut_scan_scalar(lut.data(), m, tcodes.data(), n, done, n, out.data());
     sink = sink + out[n / 2];
   });
-  row("PQ 16x8 scan, AVX-512 gathers", t_avx512, double(n), "codes", bytes);
+  row("PQ " + mx + "8 scan, AVX-512 gathers", t_avx512, double(n), "codes", bytes);
 #endif
   const double t_table = best_seconds(200, [&] {
     const pq::distance_table t(model, q.data());
     sink = sink + t.table()[7];
   });
-  std::cout << "| PQ 16x8 residual table, direct (per query and partition) | " << std::setprecision(1)
+  std::cout << "| PQ " << mx << "8 residual table, direct (per query and partition) | " << std::setprecision(1)
             << t_table * 1e6 << " us | | | |\n";
   const auto qterm = pq::query_term(model, q.data());
   const auto pterm = pq::partition_term(model, km.centroids.data());
@@ -185,46 +204,46 @@ int main(int argc, char** argv) {
     const auto t = pq::residual_table(model, qterm, pterm, q.data(), km.centroids.data());
     sink = sink + t.table()[7];
   });
-  std::cout << "| PQ 16x8 residual table from precomputed terms (per partition) | " << std::setprecision(1)
+  std::cout << "| PQ " << mx << "8 residual table from precomputed terms (per partition) | " << std::setprecision(1)
             << t_rtable * 1e6 << " us | | | |\n";
   const double t_qterm = best_seconds(200, [&] {
     const auto t = pq::query_term(model, q.data());
     sink = sink + float(t[7]);
   });
-  std::cout << "| PQ 16x8 query term (once per query) | " << std::setprecision(1) << t_qterm * 1e6
+  std::cout << "| PQ " << mx << "8 query term (once per query) | " << std::setprecision(1) << t_qterm * 1e6
             << " us | | | |\n";
 
-  // 4-bit codes (m = 16, 8 bytes per row): 16-entry tables combined per byte.
+  // 4-bit codes (m / 2 bytes per row): 16-entry tables combined per byte.
   pq::params p4 = pp;
   p4.num_bits = 4;
   const auto m4 = pq::train_for_ivf(rows.data(), n, d, km.centroids.data(), parts, distance_type::l2, p4, &pool);
-  std::vector<std::uint8_t> c4(n * 8), t4(n * 8);
+  std::vector<std::uint8_t> c4(n * m / 2), t4(n * m / 2);
   pq::encode_for_ivf(m4, rows.data(), n, distance_type::l2, km.centroids.data(), parts, part.data(), c4.data(), &pool);
-  transpose_codes(c4.data(), n, 8, t4.data());
+  transpose_codes(c4.data(), n, m / 2, t4.data());
   const pq::distance_table table4(m4, q.data());
   const double t_scan4 = best_seconds(reps, [&] {
     table4.scan(t4.data(), n, out.data());
     sink = sink + out[n / 2];
   });
-  row("PQ 16x4 scan (exact f32)", t_scan4, double(n), "codes", double(n * 8));
+  row("PQ " + mx + "4 scan (exact f32)", t_scan4, double(n), "codes", double(n * m / 2));
 
-  // RaBitQ: encode and scan (1 bit x 128 = 16 bytes per row, same bytes as PQ 16x8).
+  // RaBitQ: encode and scan (1 bit per dimension: d / 8 bytes per row; at 128, PQ 16x8's bytes).
   const auto rq = rabitq::make(d);
   rabitq::encoded_rows enc;
   const double t_rq_enc = best_seconds(3, [&] {
     rabitq::encode_for_ivf(rq, rows.data(), n, distance_type::l2, km.centroids.data(), parts, part.data(), enc, &pool);
   });
   row("RaBitQ encoding, " + std::to_string(threads) + " threads", t_rq_enc, double(n), "rows");
-  std::vector<std::uint8_t> rt(n * 16);
-  transpose_codes(enc.codes.data(), n, 16, rt.data());
+  std::vector<std::uint8_t> rt(n * d / 8);
+  transpose_codes(enc.codes.data(), n, d / 8, rt.data());
   const rabitq::query_estimator est(rq, q.data(), distance_type::l2);
   const double t_rq = best_seconds(reps, [&] {
     est.scan(rt.data(), n, enc.add_factors.data(), enc.scale_factors.data(), 1.0f, out.data());
     sink = sink + out[n / 2];
   });
-  row("RaBitQ 128-bit scan (with factors)", t_rq, double(n), "codes", double(n * 16));
+  row("RaBitQ " + std::to_string(d) + "-bit scan (with factors)", t_rq, double(n), "codes", double(n * d / 8));
 
-  // SQ: 128 bytes per row.
+  // SQ: d bytes per row.
   const auto sqm = sq::train(rows.data(), n, d, {}, distance_type::l2, &pool);
   std::vector<std::uint8_t> sc(n * d);
   sq::encode(sqm, rows.data(), n, sc.data(), &pool);
@@ -233,6 +252,6 @@ int main(int argc, char** argv) {
     se.scan(sc.data(), n, out.data());
     sink = sink + out[n / 2];
   });
-  row("SQ 8-bit scan (128 B per row)", t_sq, double(n), "codes", double(n * d));
+  row("SQ 8-bit scan (" + std::to_string(d) + " B per row)", t_sq, double(n), "codes", double(n * d));
   return 0;
 }

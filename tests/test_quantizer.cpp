@@ -909,6 +909,91 @@ TEST_CASE("non-finite rows are dropped from training and code to 0") {
   CHECK(codes[9 * 2 + 0] == 0);  // the infinite one
 }
 
+TEST_CASE("PQ encode: every code is a nearest centroid, short and long sub-vectors; non-finite ones code to 0") {
+  // Short sub-vectors (<= 16 values) are assigned column-major, long ones by the tiled
+  // kernel from rows; 1,100 rows span a full encoding block and a partial one.
+  for (const auto& [d, m] : std::vector<std::pair<std::size_t, std::size_t>>{{32, 8}, {40, 2}, {96, 2}}) {
+    CAPTURE(d);
+    const std::size_t n = 1100, sd = d / m;
+    auto rows = gaussian(n, d, 11 + d);
+    pq::params p;
+    p.num_sub_vectors = m;
+    p.max_iters = 3;
+    p.choose_iterate = false;
+    const auto model = pq::train(rows.data(), n, d, p);
+    rows[7 * d + sd + 2] = std::numeric_limits<float>::quiet_NaN();  // row 7, sub-vector 1
+    rows[1050 * d + 1] = -std::numeric_limits<float>::infinity();    // row 1050, sub-vector 0
+    std::vector<std::uint8_t> codes(n * m);
+    pq::encode(model, rows.data(), n, codes.data());
+    CHECK(codes[7 * m + 1] == 0);
+    CHECK(codes[1050 * m + 0] == 0);
+    std::size_t off = 0;
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t s = 0; s < m; ++s) {
+        if ((r == 7 && s == 1) || (r == 1050 && s == 0)) continue;
+        auto dist = [&](std::size_t j) {
+          double e = 0;
+          for (std::size_t t = 0; t < sd; ++t) {
+            const double x = rows[r * d + s * sd + t] - model.centroids(s)[j * sd + t];
+            e += x * x;
+          }
+          return e;
+        };
+        double best = dist(0);
+        for (std::size_t j = 1; j < model.num_centroids(); ++j) best = std::min(best, dist(j));
+        // float ranking by |c|^2 - 2 x.c: a near tie may go either way
+        off += dist(codes[r * m + s]) > best + 1e-4 * (1 + best);
+      }
+    CHECK(off == 0);
+
+    // nearest_centroid: rows and columns give the same assignment.
+    const pq::detail::nearest_centroid<float> near(model.centroids(0), model.num_centroids(), sd);
+    std::vector<float> sub(n * sd), cols(n * sd);
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t t = 0; t < sd; ++t) sub[r * sd + t] = cols[t * n + r] = rows[r * d + t];
+    std::vector<std::uint32_t> by_rows(n), by_cols(n);
+    near.assign_rows(sub.data(), n, by_rows.data());
+    near.assign(cols.data(), n, n, by_cols.data());
+    CHECK(by_rows == by_cols);
+    CHECK(near.prefers_rows() == (sd > 16));
+  }
+}
+
+TEST_CASE("PQ sub-vector k-means: row-major and column-major values train the same codebook") {
+  // Long sub-vectors are trained row-major (the tiled kernel reads rows), short ones
+  // column-major; either layout must give the same centroids, loss and iterates.
+  for (const std::size_t sd : {std::size_t(8), std::size_t(48)}) {
+    CAPTURE(sd);
+    const std::size_t n = 3000, k = 64;
+    const auto vals = gaussian(n, sd, 5 + sd);
+    pq::detail::subvector_kmeans<float> by_cols, by_rows;
+    for (auto* km : {&by_cols, &by_rows}) {
+      km->n = n;
+      km->d = sd;
+      km->k = k;
+    }
+    by_rows.rows = vals;
+    by_cols.cols.resize(n * sd);
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t t = 0; t < sd; ++t) by_cols.cols[t * n + r] = vals[r * sd + t];
+    CHECK(by_cols.at(17, 3) == by_rows.at(17, 3));
+    index::detail::rng64 g1(9), g2(9);
+    const auto seeds = by_cols.plus_plus_rows(g1);
+    CHECK(seeds == by_rows.plus_plus_rows(g2));
+    std::vector<float> c1(k * sd), c2;
+    for (std::size_t j = 0; j < k; ++j)
+      for (std::size_t t = 0; t < sd; ++t) c1[j * sd + t] = vals[seeds[j] * sd + t];
+    c2 = c1;
+    std::vector<std::vector<float>> it1, it2;
+    const double l1 = by_cols.run(c1, 12, 1e-4, {1, 3}, &it1);
+    const double l2 = by_rows.run(c2, 12, 1e-4, {1, 3}, &it2);
+    CHECK(l1 == l2);
+    CHECK(c1 == c2);
+    CHECK(it1 == it2);
+    CHECK(it1.size() == 2);
+  }
+}
+
 TEST_CASE("progress is reported per sub-vector; returning false cancels") {
   const auto rows = gaussian(600, 16, 3);
   pq::params p;

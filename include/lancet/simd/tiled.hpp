@@ -295,6 +295,47 @@ inline void run_panels(const packed_centroids<W>& pc, const W* xw, std::size_t r
   }
 }
 
+// Each row's nearest centroid from its NW argmin lanes: the lanes' least value, the
+// lowest index on a tie; +inf when every lane is (lanes that matched nothing stay at
+// +inf, and a value enters a lane only below it). NW rows at a time, lane l of each
+// row in one register, so the comparisons run across rows, not along one row's lanes
+// (a chain of data-dependent branches).
+template <class W, std::size_t NW>
+inline void reduce_lanes(const W* best_v, const W* best_i, std::size_t rows, W* out_v, W* out_i) {
+  std::size_t r = 0;
+  if constexpr (NW > 1) {
+    alignas(64) W tv[NW * NW], ti[NW * NW];
+    for (; r + NW <= rows; r += NW) {
+      for (std::size_t i = 0; i < NW; ++i)
+        for (std::size_t l = 0; l < NW; ++l) {
+          tv[l * NW + i] = best_v[(r + i) * NW + l];
+          ti[l * NW + i] = best_i[(r + i) * NW + l];
+        }
+      vec<W> bv = vload(tv), bi = vload(ti);
+      for (std::size_t l = 1; l < NW; ++l) {
+        const vec<W> v = vload(tv + l * NW), j = vload(ti + l * NW);
+        const auto take = (v < bv) | ((v == bv) & (j < bi));
+        bv = vselect<W>(take, v, bv);
+        bi = vselect<W>(take, j, bi);
+      }
+      vstore(out_v + r, bv);
+      vstore(out_i + r, bi);
+    }
+  }
+  for (; r < rows; ++r) {
+    W bv = best_v[r * NW], bi = best_i[r * NW];
+    for (std::size_t l = 1; l < NW; ++l) {
+      const W v = best_v[r * NW + l], j = best_i[r * NW + l];
+      if (v < bv || (v == bv && j < bi)) {
+        bv = v;
+        bi = j;
+      }
+    }
+    out_v[r] = bv;
+    out_i[r] = bi;
+  }
+}
+
 template <class W, epilogue E, class F>
 inline void dispatch_nrv(std::size_t nrv, F&& f) {
   using plan = tile_plan<W>;
@@ -346,6 +387,8 @@ inline void assign_nearest(const packed_centroids<W>& pc, const T* x, std::size_
       detail::run_panels<W, MR, NRV, detail::epilogue::argmin>(pc, xw, rows, alpha.data(), nullptr,
                                                                best_v.data(), best_i.data(), nullptr);
     });
+    detail::aligned_array<W> least_v(rows), least_i(rows);
+    detail::reduce_lanes<W, NW>(best_v.data(), best_i.data(), rows, least_v.data(), least_i.data());
     for (std::size_t r = 0; r < rows; ++r) {
       std::uint32_t bi = no_index;
       W bv = std::numeric_limits<W>::infinity();
@@ -366,14 +409,9 @@ inline void assign_nearest(const packed_centroids<W>& pc, const T* x, std::size_
                                         : detail::exact_distance(pc.type(), xr, pc.centroid(bi), d);
         continue;
       }
-      for (std::size_t l = 0; l < NW; ++l) {
-        const W v = best_v[r * NW + l];
-        if (!(v < std::numeric_limits<W>::infinity())) continue;
-        const auto j = static_cast<std::uint32_t>(best_i[r * NW + l]);
-        if (bi == no_index || v < bv || (v == bv && j < bi)) {
-          bv = v;
-          bi = j;
-        }
+      if (least_v[r] < std::numeric_limits<W>::infinity()) {
+        bv = least_v[r];
+        bi = static_cast<std::uint32_t>(least_i[r]);
       }
       index[r0 + r] = bi;
       if (dist)

@@ -182,7 +182,29 @@ class nearest_centroid {
       }
       csq_[j] = s;
     }
-    if (d > 16) tiled_ = std::make_shared<const simd::packed_centroids<W>>(distance_type::l2, cents, k, d);
+    if (reads_rows(d)) tiled_ = std::make_shared<const simd::packed_centroids<W>>(distance_type::l2, cents, k, d);
+  }
+
+  // Whether sub-vectors of d values go through the tiled kernel, which reads rows.
+  static constexpr bool reads_rows(std::size_t d) noexcept { return d > 16; }
+
+  // True when the sub-vectors are better given row-major (assign_rows): long ones go
+  // through the tiled kernel, which reads rows; short ones are scanned column-major.
+  bool prefers_rows() const noexcept { return reads_rows(d_); }
+
+  // assign for n sub-vectors stored row-major (d values each, contiguous): the same
+  // results, without a column-major copy where the tiled kernel reads rows anyway.
+  void assign_rows(const W* rows, std::size_t n, std::uint32_t* member) const {
+    if (!tiled_) {
+      std::vector<W> cols(n * d_);
+      for (std::size_t r = 0; r < n; ++r)
+        for (std::size_t t = 0; t < d_; ++t) cols[t * n + r] = rows[r * d_ + t];
+      assign(cols.data(), n, n, member);
+      return;
+    }
+    simd::assign_nearest(*tiled_, rows, n, member, static_cast<W*>(nullptr), nullptr);
+    for (std::size_t i = 0; i < n; ++i)
+      if (member[i] == simd::no_index) member[i] = 0;
   }
 
   void assign(const W* cols, std::size_t stride, std::size_t n, std::uint32_t* member) const {
@@ -196,10 +218,8 @@ class nearest_centroid {
         const std::size_t cnt = std::min(block, n - r0);
         for (std::size_t i = 0; i < cnt; ++i)
           for (std::size_t t = 0; t < d_; ++t) rows[i * d_ + t] = cols[t * stride + r0 + i];
-        simd::assign_nearest(*tiled_, rows.data(), cnt, member + r0, static_cast<W*>(nullptr), nullptr);
+        assign_rows(rows.data(), cnt, member + r0);
       }
-      for (std::size_t i = 0; i < n; ++i)
-        if (member[i] == simd::no_index) member[i] = 0;
       return;
     }
     switch (d_) {
@@ -272,11 +292,34 @@ class nearest_centroid {
 template <class W>
 struct subvector_kmeans {
   std::size_t n = 0, d = 0, k = 0;
-  std::vector<W> cols;  // d x n: value t of row r at cols[t * n + r]
+  // The sub-vector's values, in one of two layouts (the other vector stays empty):
+  // column-major (d x n: value t of row r at cols[t * n + r]) for short sub-vectors,
+  // scanned a column at a time; row-major (n x d) for the long ones the tiled kernel
+  // assigns (nearest_centroid::reads_rows), which would otherwise be copied back to
+  // rows every iteration.
+  std::vector<W> cols;
+  std::vector<W> rows;
+
+  W at(std::size_t r, std::size_t t) const { return rows.empty() ? cols[t * n + r] : rows[r * d + t]; }
 
   // For every row: the nearest centroid and its squared distance.
   void assign(const std::vector<W>& cents, std::uint32_t* member, W* dist) const {
-    nearest_centroid<W>(cents.data(), k, d).assign(cols.data(), n, n, member);
+    const nearest_centroid<W> near(cents.data(), k, d);
+    if (!rows.empty()) {
+      near.assign_rows(rows.data(), n, member);
+      for (std::size_t r = 0; r < n; ++r) {
+        const W* c = cents.data() + std::size_t(member[r]) * d;
+        const W* x = rows.data() + r * d;
+        W s = W(0);
+        for (std::size_t t = 0; t < d; ++t) {
+          const W e = x[t] - c[t];
+          s += e * e;
+        }
+        dist[r] = s;
+      }
+      return;
+    }
+    near.assign(cols.data(), n, n, member);
     for (std::size_t r = 0; r < n; ++r) {
       const W* c = cents.data() + std::size_t(member[r]) * d;
       W s = W(0);
@@ -301,12 +344,21 @@ struct subvector_kmeans {
       pick.push_back(c);
       if (j + 1 == k) break;
       std::fill(dist.begin(), dist.end(), W(0));
-      for (std::size_t t = 0; t < d; ++t) {
-        const W* col = cols.data() + t * n;
-        const W v = col[c];
-        for (std::size_t r = 0; r < n; ++r) {
-          const W e = col[r] - v;
-          dist[r] += e * e;
+      if (!rows.empty()) {
+        const W* v = rows.data() + c * d;
+        for (std::size_t r = 0; r < n; ++r)
+          for (std::size_t t = 0; t < d; ++t) {
+            const W e = rows[r * d + t] - v[t];
+            dist[r] += e * e;
+          }
+      } else {
+        for (std::size_t t = 0; t < d; ++t) {
+          const W* col = cols.data() + t * n;
+          const W v = col[c];
+          for (std::size_t r = 0; r < n; ++r) {
+            const W e = col[r] - v;
+            dist[r] += e * e;
+          }
         }
       }
       double total = 0;
@@ -337,9 +389,15 @@ struct subvector_kmeans {
       std::fill(sizes.begin(), sizes.end(), 0);
       std::fill(sums.begin(), sums.end(), 0.0);
       for (std::size_t r = 0; r < n; ++r) ++sizes[member[r]];
-      for (std::size_t t = 0; t < d; ++t) {
-        const W* col = cols.data() + t * n;
-        for (std::size_t r = 0; r < n; ++r) sums[std::size_t(member[r]) * d + t] += static_cast<double>(col[r]);
+      if (!rows.empty()) {
+        for (std::size_t r = 0; r < n; ++r)
+          for (std::size_t t = 0; t < d; ++t)
+            sums[std::size_t(member[r]) * d + t] += static_cast<double>(rows[r * d + t]);
+      } else {
+        for (std::size_t t = 0; t < d; ++t) {
+          const W* col = cols.data() + t * n;
+          for (std::size_t r = 0; r < n; ++r) sums[std::size_t(member[r]) * d + t] += static_cast<double>(col[r]);
+        }
       }
       for (std::size_t j = 0; j < k; ++j)
         if (sizes[j] > 0)
@@ -398,8 +456,9 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
     throw invalid_input_error("Not enough rows to train PQ. Requires " + std::to_string(k) + " rows but only " +
                               std::to_string(n) + " available");
   // Lance: at most sample_rate * k rows per sub-vector k-means (and 512 * k); fewer
-  // under params::max_sample_rows. One sub-vector's values (column-major, working
-  // precision) are copied per k-means running: the rows themselves are not copied.
+  // under params::max_sample_rows. One sub-vector's values (working precision;
+  // column-major, or row-major when longer than 16) are copied per k-means running:
+  // the rows themselves are not copied.
   const std::size_t use = std::min({n, p.sample_size(), k * 512});
   model<T> out;
   out.dimension = d;
@@ -423,9 +482,18 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
     km.n = use;
     km.d = sd;
     km.k = k;
-    km.cols.resize(sd * use);
-    for (std::size_t r = 0; r < use; ++r)
-      for (std::size_t t = 0; t < sd; ++t) km.cols[t * use + r] = quantizer::to_work<W>(rows[r * d + s * sd + t]);
+    if (nearest_centroid<W>::reads_rows(sd)) {
+      km.rows.resize(sd * use);
+      for (std::size_t r = 0; r < use; ++r)
+        for (std::size_t t = 0; t < sd; ++t) km.rows[r * sd + t] = quantizer::to_work<W>(rows[r * d + s * sd + t]);
+    } else {
+      km.cols.resize(sd * use);
+      // 64 rows at a time, so each column is written in runs, not a value per page.
+      for (std::size_t r0 = 0; r0 < use; r0 += 64)
+        for (std::size_t t = 0; t < sd; ++t)
+          for (std::size_t r = r0; r < std::min(use, r0 + 64); ++r)
+            km.cols[t * use + r] = quantizer::to_work<W>(rows[r * d + s * sd + t]);
+    }
     index::detail::rng64 rng(quantizer::mix_seed(p.seed, s));
     std::vector<W> best;
     std::vector<std::vector<W>> best_early;
@@ -435,7 +503,7 @@ inline model<T> train_prepared(const T* rows, std::size_t n, std::size_t d, cons
       const auto pick = plus_plus ? km.plus_plus_rows(rng) : index::detail::sample_indices(use, k, rng);
       std::vector<W> cents(k * sd);
       for (std::size_t j = 0; j < k; ++j)
-        for (std::size_t t = 0; t < sd; ++t) cents[j * sd + t] = km.cols[t * use + pick[j]];
+        for (std::size_t t = 0; t < sd; ++t) cents[j * sd + t] = km.at(pick[j], t);
       std::vector<std::vector<W>> its;
       const double loss = km.run(cents, p.max_iters, 1e-4, at, &its);
       if (best.empty() || loss < best_loss) {
@@ -548,25 +616,33 @@ inline model<T> train_for_ivf_in_place(T* rows, std::size_t n, std::size_t dim, 
 namespace detail {
 
 // Encodes rows [r0, r0 + cnt) given a function that writes row r's quantizer input
-// (working precision) into a buffer.
+// (working precision) into a buffer. The rows stay row-major; each sub-vector is
+// copied out in the layout its nearest_centroid reads (rows for long sub-vectors,
+// columns for short ones), so no copy strides across the whole block.
 template <class W, class C, class Fill>
 inline void encode_block(const model<C>& pq, const std::vector<nearest_centroid<W>>& near, std::size_t r0,
                          std::size_t cnt, std::uint8_t* codes, Fill&& fill) {
   const std::size_t d = pq.dimension, m = pq.num_sub_vectors, sd = pq.sub_dimension(), cb = pq.code_bytes();
-  std::vector<W> row(d), cols(d * cnt);  // column-major: value t of row r at cols[t * cnt + r]
-  for (std::size_t r = 0; r < cnt; ++r) {
-    fill(r0 + r, row.data());
-    for (std::size_t t = 0; t < d; ++t) cols[t * cnt + r] = row[t];
-  }
+  std::vector<W> rows(cnt * d);
+  for (std::size_t r = 0; r < cnt; ++r) fill(r0 + r, rows.data() + r * d);
+  std::vector<W> sub(cnt * sd);
   std::vector<std::uint32_t> idx(cnt);
   for (std::size_t s = 0; s < m; ++s) {
-    const W* sub = cols.data() + s * sd * cnt;
-    near[s].assign(sub, cnt, cnt, idx.data());
+    const W* first = rows.data() + s * sd;  // sub-vector s of row r at first[r * d]
+    if (near[s].prefers_rows()) {
+      for (std::size_t r = 0; r < cnt; ++r) std::copy_n(first + r * d, sd, sub.data() + r * sd);
+      near[s].assign_rows(sub.data(), cnt, idx.data());
+    } else {
+      for (std::size_t r = 0; r < cnt; ++r)
+        for (std::size_t t = 0; t < sd; ++t) sub[t * cnt + r] = first[r * d + t];
+      near[s].assign(sub.data(), cnt, cnt, idx.data());
+    }
     for (std::size_t r = 0; r < cnt; ++r) {
       // Lance: a sub-vector with no finite distance (NaN, +-inf) gets code 0.
-      for (std::size_t t = 0; t < sd; ++t)
-        if (!std::isfinite(sub[t * cnt + r])) idx[r] = 0;
-      const auto c = static_cast<std::uint8_t>(idx[r]);
+      const W* v = first + r * d;
+      bool finite = true;
+      for (std::size_t t = 0; t < sd; ++t) finite &= std::isfinite(v[t]);
+      const auto c = finite ? static_cast<std::uint8_t>(idx[r]) : std::uint8_t(0);
       std::uint8_t* code = codes + (r0 + r) * cb;
       if (pq.num_bits == 8) code[s] = c;
       else if (s % 2 == 0) code[s / 2] = c;
