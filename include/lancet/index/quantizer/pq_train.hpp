@@ -159,8 +159,9 @@ inline void check_params(const params& p, std::size_t d) {
 // rows, l2, no balance term, stop once the loss changes by less than tolerance *
 // loss); params::init may seed it with k-means++ instead. Sub-vectors are short
 // (d / m values, often 8), where a GEMM-shaped kernel spends most of its time
-// outside the multiply; this trainer keeps the sub-vectors column-major and scans
-// the centroids for a block of rows held in registers. Same
+// outside the multiply; this trainer keeps short sub-vectors column-major and scans
+// the centroids for a block of rows held in registers (longer ones, over 16 values,
+// stay row-major for the tiled kernel). Same
 // algorithm as index::train_kmeans for this case (lancet's empty-cluster rule: take
 // half of the largest cluster), sums in row order, so the result depends only on the
 // seed.
