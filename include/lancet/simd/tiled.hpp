@@ -409,10 +409,7 @@ inline void assign_nearest(const packed_centroids<W>& pc, const T* x, std::size_
                                         : detail::exact_distance(pc.type(), xr, pc.centroid(bi), d);
         continue;
       }
-      if (least_v[r] < std::numeric_limits<W>::infinity()) {
-        bv = least_v[r];
-        bi = static_cast<std::uint32_t>(least_i[r]);
-      }
+      if (least_v[r] < std::numeric_limits<W>::infinity()) bi = static_cast<std::uint32_t>(least_i[r]);
       index[r0 + r] = bi;
       if (dist)
         dist[r0 + r] = bi == no_index ? std::numeric_limits<W>::quiet_NaN()
