@@ -11,9 +11,12 @@
 // per CPU second as a fraction of this machine's single-core FMA peak, measured in
 // the same run (bench/fma_peak.hpp).
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <optional>
 #include <iomanip>
 #include <iostream>
 #include <random>
@@ -89,19 +92,56 @@ void row(const std::string& what, double seconds, double items, const std::strin
   std::cout << "\n";
 }
 
+// The whole argument as a decimal count in [lo, hi], or nothing.
+std::optional<std::size_t> parse_count(const char* text, std::size_t lo, std::size_t hi) {
+  std::size_t v = 0;
+  const char* end = text + std::strlen(text);
+  const auto [at, ec] = std::from_chars(text, end, v);
+  if (ec != std::errc() || at != end || at == text || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+int run(std::size_t n, std::size_t threads, std::size_t d, std::size_t m);
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::size_t n = argc > 1 ? std::stoul(argv[1]) : 200000;
-  const std::size_t threads = argc > 2 ? std::stoul(argv[2]) : 2;
-  const std::size_t d = argc > 3 ? std::stoul(argv[3]) : 128;
-  const std::size_t m = argc > 4 ? std::stoul(argv[4]) : 16;
-  const std::size_t parts = 256;
-  if (m == 0 || m % 2 != 0 || d % m != 0 || d % 8 != 0) {
-    std::cerr << "bench_pq: dim " << d << " must be a multiple of 8 and of the sub-vectors (" << m
+  const char* usage = "usage: bench_pq [rows] [threads] [dim] [sub-vectors]   (defaults: 200000 2 128 16)\n";
+  const char* names[] = {"rows", "threads", "dim", "sub-vectors"};
+  // rows: at least 256 (the PQ codebook's 2^8 centroids) and 256 partitions.
+  const std::size_t lo[] = {256, 1, 8, 2}, hi[] = {std::size_t(1) << 28, 256, 65536, 65536};
+  std::size_t v[] = {200000, 2, 128, 16};
+  if (argc > 5) {
+    std::cerr << usage;
+    return 2;
+  }
+  for (int i = 1; i < argc; ++i) {
+    const auto x = parse_count(argv[i], lo[i - 1], hi[i - 1]);
+    if (!x) {
+      std::cerr << "bench_pq: " << names[i - 1] << " '" << argv[i] << "' is not a whole number in [" << lo[i - 1]
+                << ", " << hi[i - 1] << "]\n"
+                << usage;
+      return 2;
+    }
+    v[i - 1] = *x;
+  }
+  if (v[3] % 2 != 0 || v[2] % v[3] != 0 || v[2] % 8 != 0) {
+    std::cerr << "bench_pq: dim " << v[2] << " must be a multiple of 8 and of the sub-vectors (" << v[3]
               << ", an even number)\n";
     return 2;
   }
+  try {
+    return run(v[0], v[1], v[2], v[3]);
+  } catch (const std::exception& e) {
+    std::cerr << "bench_pq: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+namespace {
+
+int run(std::size_t n, std::size_t threads, std::size_t d, std::size_t m) {
+  const std::size_t parts = 256;
   const std::string mx = std::to_string(m) + "x";
   const double peak = bench::measure_fma_peak();
   std::cout << "rows " << n << ", dim " << d << ", " << parts << " partitions, PQ " << m << "x8, " << threads
@@ -217,15 +257,16 @@ int main(int argc, char** argv) {
   pq::params p4 = pp;
   p4.num_bits = 4;
   const auto m4 = pq::train_for_ivf(rows.data(), n, d, km.centroids.data(), parts, distance_type::l2, p4, &pool);
-  std::vector<std::uint8_t> c4(n * m / 2), t4(n * m / 2);
+  const std::size_t cb4 = m4.code_bytes();
+  std::vector<std::uint8_t> c4(n * cb4), t4(n * cb4);
   pq::encode_for_ivf(m4, rows.data(), n, distance_type::l2, km.centroids.data(), parts, part.data(), c4.data(), &pool);
-  transpose_codes(c4.data(), n, m / 2, t4.data());
+  transpose_codes(c4.data(), n, cb4, t4.data());
   const pq::distance_table table4(m4, q.data());
   const double t_scan4 = best_seconds(reps, [&] {
     table4.scan(t4.data(), n, out.data());
     sink = sink + out[n / 2];
   });
-  row("PQ " + mx + "4 scan (exact f32)", t_scan4, double(n), "codes", double(n * m / 2));
+  row("PQ " + mx + "4 scan (exact f32)", t_scan4, double(n), "codes", double(n * cb4));
 
   // RaBitQ: encode and scan (1 bit per dimension: d / 8 bytes per row; at 128, PQ 16x8's bytes).
   const auto rq = rabitq::make(d);
@@ -234,14 +275,15 @@ int main(int argc, char** argv) {
     rabitq::encode_for_ivf(rq, rows.data(), n, distance_type::l2, km.centroids.data(), parts, part.data(), enc, &pool);
   });
   row("RaBitQ encoding, " + std::to_string(threads) + " threads", t_rq_enc, double(n), "rows");
-  std::vector<std::uint8_t> rt(n * d / 8);
-  transpose_codes(enc.codes.data(), n, d / 8, rt.data());
+  const std::size_t rcb = rq.code_bytes();
+  std::vector<std::uint8_t> rt(n * rcb);
+  transpose_codes(enc.codes.data(), n, rcb, rt.data());
   const rabitq::query_estimator est(rq, q.data(), distance_type::l2);
   const double t_rq = best_seconds(reps, [&] {
     est.scan(rt.data(), n, enc.add_factors.data(), enc.scale_factors.data(), 1.0f, out.data());
     sink = sink + out[n / 2];
   });
-  row("RaBitQ " + std::to_string(d) + "-bit scan (with factors)", t_rq, double(n), "codes", double(n * d / 8));
+  row("RaBitQ " + std::to_string(d) + "-bit scan (with factors)", t_rq, double(n), "codes", double(n * rcb));
 
   // SQ: d bytes per row.
   const auto sqm = sq::train(rows.data(), n, d, {}, distance_type::l2, &pool);
@@ -255,3 +297,5 @@ int main(int argc, char** argv) {
   row("SQ 8-bit scan (" + std::to_string(d) + " B per row)", t_sq, double(n), "codes", double(n * d));
   return 0;
 }
+
+}  // namespace

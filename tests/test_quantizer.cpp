@@ -921,41 +921,58 @@ TEST_CASE("PQ encode: every code is a nearest centroid, short and long sub-vecto
     p.max_iters = 3;
     p.choose_iterate = false;
     const auto model = pq::train(rows.data(), n, d, p);
-    rows[7 * d + sd + 2] = std::numeric_limits<float>::quiet_NaN();  // row 7, sub-vector 1
-    rows[1050 * d + 1] = -std::numeric_limits<float>::infinity();    // row 1050, sub-vector 0
+    const std::size_t k = model.num_centroids();
+    // Squared distance of sub-vector x (sd values) to centroid j of sub-vector s, and
+    // whether centroid j is a nearest one (float ranking by |c|^2 - 2 x.c: a near tie
+    // may go either way).
+    auto dist = [&](const float* x, std::size_t s, std::size_t j) {
+      double e = 0;
+      for (std::size_t t = 0; t < sd; ++t) {
+        const double v = double(x[t]) - double(model.centroids(s)[j * sd + t]);
+        e += v * v;
+      }
+      return e;
+    };
+    auto nearest = [&](const float* x, std::size_t s, std::size_t j) {
+      double best = dist(x, s, 0);
+      for (std::size_t i = 1; i < k; ++i) best = std::min(best, dist(x, s, i));
+      return dist(x, s, j) <= best + 1e-4 * (1 + best);
+    };
+    // -infinity where centroid 0's value is positive and another's negative: ranked
+    // alone, -inf would favour that other centroid, so code 0 shows the non-finite rule.
+    std::size_t inf_at = sd;
+    for (std::size_t t = 0; t < sd && inf_at == sd; ++t)
+      if (model.centroids(0)[t] > 0)
+        for (std::size_t j = 1; j < k; ++j)
+          if (model.centroids(0)[j * sd + t] < 0) {
+            inf_at = t;
+            break;
+          }
+    REQUIRE(inf_at < sd);
+    rows[7 * d + sd + 2] = std::numeric_limits<float>::quiet_NaN();     // row 7, sub-vector 1
+    rows[1050 * d + inf_at] = -std::numeric_limits<float>::infinity();  // row 1050, sub-vector 0
     std::vector<std::uint8_t> codes(n * m);
     pq::encode(model, rows.data(), n, codes.data());
     CHECK(codes[7 * m + 1] == 0);
     CHECK(codes[1050 * m + 0] == 0);
     std::size_t off = 0;
     for (std::size_t r = 0; r < n; ++r)
-      for (std::size_t s = 0; s < m; ++s) {
-        if ((r == 7 && s == 1) || (r == 1050 && s == 0)) continue;
-        auto dist = [&](std::size_t j) {
-          double e = 0;
-          for (std::size_t t = 0; t < sd; ++t) {
-            const double x = rows[r * d + s * sd + t] - model.centroids(s)[j * sd + t];
-            e += x * x;
-          }
-          return e;
-        };
-        double best = dist(0);
-        for (std::size_t j = 1; j < model.num_centroids(); ++j) best = std::min(best, dist(j));
-        // float ranking by |c|^2 - 2 x.c: a near tie may go either way
-        off += dist(codes[r * m + s]) > best + 1e-4 * (1 + best);
-      }
+      for (std::size_t s = 0; s < m; ++s)
+        if (!((r == 7 && s == 1) || (r == 1050 && s == 0))) off += !nearest(rows.data() + r * d + s * sd, s, codes[r * m + s]);
     CHECK(off == 0);
 
-    // nearest_centroid: rows and columns give the same assignment.
-    const pq::detail::nearest_centroid<float> near(model.centroids(0), model.num_centroids(), sd);
-    std::vector<float> sub(n * sd), cols(n * sd);
-    for (std::size_t r = 0; r < n; ++r)
-      for (std::size_t t = 0; t < sd; ++t) sub[r * sd + t] = cols[t * n + r] = rows[r * d + t];
-    std::vector<std::uint32_t> by_rows(n), by_cols(n);
-    near.assign_rows(sub.data(), n, by_rows.data());
-    near.assign(cols.data(), n, n, by_cols.data());
-    CHECK(by_rows == by_cols);
+    // nearest_centroid::assign_rows (the tiled kernel, or a column-major copy for
+    // short sub-vectors) against brute force, over sub-vector 0 of the finite rows.
+    const pq::detail::nearest_centroid<float> near(model.centroids(0), k, sd);
     CHECK(near.prefers_rows() == (sd > 16));
+    std::vector<float> sub(n * sd);
+    for (std::size_t r = 0; r < n; ++r) std::copy_n(rows.data() + r * d, sd, sub.data() + r * sd);
+    std::vector<std::uint32_t> member(n);
+    near.assign_rows(sub.data(), n, member.data());
+    off = 0;
+    for (std::size_t r = 0; r < n; ++r)
+      if (r != 1050) off += !nearest(sub.data() + r * sd, 0, member[r]);
+    CHECK(off == 0);
   }
 }
 
