@@ -306,26 +306,13 @@ struct subvector_kmeans {
   // For every row: the nearest centroid and its squared distance.
   void assign(const std::vector<W>& cents, std::uint32_t* member, W* dist) const {
     const nearest_centroid<W> near(cents.data(), k, d);
-    if (!rows.empty()) {
-      near.assign_rows(rows.data(), n, member);
-      for (std::size_t r = 0; r < n; ++r) {
-        const W* c = cents.data() + std::size_t(member[r]) * d;
-        const W* x = rows.data() + r * d;
-        W s = W(0);
-        for (std::size_t t = 0; t < d; ++t) {
-          const W e = x[t] - c[t];
-          s += e * e;
-        }
-        dist[r] = s;
-      }
-      return;
-    }
-    near.assign(cols.data(), n, n, member);
+    if (!rows.empty()) near.assign_rows(rows.data(), n, member);
+    else near.assign(cols.data(), n, n, member);
     for (std::size_t r = 0; r < n; ++r) {
       const W* c = cents.data() + std::size_t(member[r]) * d;
       W s = W(0);
       for (std::size_t t = 0; t < d; ++t) {
-        const W e = cols[t * n + r] - c[t];
+        const W e = at(r, t) - c[t];
         s += e * e;
       }
       dist[r] = s;
