@@ -11,12 +11,11 @@
 // per CPU second as a fraction of this machine's single-core FMA peak, measured in
 // the same run (bench/fma_peak.hpp).
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <optional>
 #include <iomanip>
 #include <iostream>
 #include <random>
@@ -33,6 +32,7 @@
 #include <lancet/index/quantizer/sq.hpp>
 
 #include "fma_peak.hpp"
+#include "vector_bench.hpp"
 
 using namespace lancet;
 using namespace lancet::index;
@@ -92,13 +92,10 @@ void row(const std::string& what, double seconds, double items, const std::strin
   std::cout << "\n";
 }
 
-// The whole argument as a decimal count in [lo, hi], or nothing.
-std::optional<std::size_t> parse_count(const char* text, std::size_t lo, std::size_t hi) {
-  std::size_t v = 0;
-  const char* end = text + std::strlen(text);
-  const auto [at, ec] = std::from_chars(text, end, v);
-  if (ec != std::errc() || at != end || at == text || v < lo || v > hi) return std::nullopt;
-  return v;
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "bench_pq: " << why
+            << "\nusage: bench_pq [rows] [threads] [dim] [sub-vectors]   (defaults: 200000 2 128 16)\n";
+  std::exit(2);
 }
 
 int run(std::size_t n, std::size_t threads, std::size_t d, std::size_t m);
@@ -106,30 +103,20 @@ int run(std::size_t n, std::size_t threads, std::size_t d, std::size_t m);
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* usage = "usage: bench_pq [rows] [threads] [dim] [sub-vectors]   (defaults: 200000 2 128 16)\n";
   const char* names[] = {"rows", "threads", "dim", "sub-vectors"};
   // rows: at least 256 (the PQ codebook's 2^8 centroids) and 256 partitions.
   const std::size_t lo[] = {256, 1, 8, 2}, hi[] = {std::size_t(1) << 28, 256, 65536, 65536};
   std::size_t v[] = {200000, 2, 128, 16};
-  if (argc > 5) {
-    std::cerr << usage;
-    return 2;
-  }
+  if (argc > 5) usage("at most four arguments");
   for (int i = 1; i < argc; ++i) {
-    const auto x = parse_count(argv[i], lo[i - 1], hi[i - 1]);
-    if (!x) {
-      std::cerr << "bench_pq: " << names[i - 1] << " '" << argv[i] << "' is not a whole number in [" << lo[i - 1]
-                << ", " << hi[i - 1] << "]\n"
-                << usage;
-      return 2;
-    }
-    v[i - 1] = *x;
+    v[i - 1] = lancet::bench::count_arg(names[i - 1], argv[i], usage);
+    if (v[i - 1] < lo[i - 1] || v[i - 1] > hi[i - 1])
+      usage(std::string(names[i - 1]) + " " + argv[i] + " is outside [" + std::to_string(lo[i - 1]) + ", " +
+            std::to_string(hi[i - 1]) + "]");
   }
-  if (v[3] % 2 != 0 || v[2] % v[3] != 0 || v[2] % 8 != 0) {
-    std::cerr << "bench_pq: dim " << v[2] << " must be a multiple of 8 and of the sub-vectors (" << v[3]
-              << ", an even number)\n";
-    return 2;
-  }
+  if (v[3] % 2 != 0 || v[2] % v[3] != 0 || v[2] % 8 != 0)
+    usage("dim " + std::to_string(v[2]) + " must be a multiple of 8 and of the sub-vectors (" + std::to_string(v[3]) +
+          ", an even number)");
   try {
     return run(v[0], v[1], v[2], v[3]);
   } catch (const std::exception& e) {
@@ -143,7 +130,7 @@ namespace {
 int run(std::size_t n, std::size_t threads, std::size_t d, std::size_t m) {
   const std::size_t parts = 256;
   const std::string mx = std::to_string(m) + "x";
-  const double peak = bench::measure_fma_peak();
+  const double peak = ::bench::measure_fma_peak();
   std::cout << "rows " << n << ", dim " << d << ", " << parts << " partitions, PQ " << m << "x8, " << threads
             << " threads; single-core FMA peak " << std::fixed << std::setprecision(1) << peak / 1e9
             << " GFLOP/s\n\n";
