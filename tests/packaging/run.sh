@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Packaging check: stages `meson install` of the (already built) build directory in a
 # temporary DESTDIR, checks what it installs (headers, lancet.pc, the CMake package,
-# bin/lancet, and no tests/examples), builds tests/packaging/consumer.cpp against the
-# staged installation twice -- with pkg-config and with CMake's find_package(lancet) --,
-# runs both consumers and reads the datasets they write back with LanceDB.
+# bin/lancet, liblancet.a for compiled mode, and no tests/examples), builds
+# tests/packaging/consumer.cpp against the staged installation four times -- with
+# pkg-config and with CMake's find_package(lancet), each header-only and in compiled
+# mode --, runs the consumers and reads the datasets they write back with LanceDB.
 #   run.sh BUILD_ROOT SOURCE_ROOT
 # Each problem prints a FAIL line; the exit status is non-zero if there was one.
 set -uo pipefail
@@ -39,8 +40,9 @@ pass "meson install staged lancet $version under $stage (prefix $prefix)"
 
 # ---- what is installed, and what is not ---------------------------------------------
 for f in "$includedir/lancet/lancet.hpp" "$includedir/lancet/dataset/write.hpp" \
-         "$libdir/pkgconfig/lancet.pc" "$libdir/cmake/lancet/lancetConfig.cmake" \
-         "$libdir/cmake/lancet/lancetConfigVersion.cmake" "$bindir/lancet"; do
+         "$libdir/pkgconfig/lancet.pc" "$libdir/pkgconfig/lancet-compiled.pc" "$libdir/liblancet.a" \
+         "$libdir/cmake/lancet/lancetConfig.cmake" "$libdir/cmake/lancet/lancetConfigVersion.cmake" \
+         "$bindir/lancet"; do
   if [[ -f $stage$f ]]; then pass "installed $f"; else fail "not installed: $f"; fi
 done
 [[ -x $stage$bindir/lancet ]] || fail "$bindir/lancet is not executable"
@@ -53,8 +55,8 @@ if [[ -n $want_headers && $want_headers == "$got_headers" ]]; then
 else
   fail "installed headers differ from include/lancet: $(diff <(echo "$want_headers") <(echo "$got_headers") | grep '^[<>]' | head -n 5 | tr '\n' ' ')"
 fi
-extra=$(cd "$stage" && find . -type f \( -name 'quickstart' -o -name 'test_*' -o -name 'bench_*' -o -name '*.a' \
-        -o -name 'doctest*' \) | head -n 5)
+extra=$(cd "$stage" && find . -type f \( -name 'quickstart' -o -name 'test_*' -o -name 'bench_*' -o -name 'doctest*' \
+        -o \( -name '*.a' ! -name 'liblancet.a' \) \) | head -n 5)
 if [[ -z $extra ]]; then pass "no tests, quickstart or benchmarks installed"; else fail "installed what should not be: $extra"; fi
 
 # ---- the installed CLI ----------------------------------------------------------------
@@ -76,8 +78,8 @@ if ! command -v node >/dev/null || [[ ! -d $root/tests/interop/node_modules/@lan
   fail "Node or tests/interop/node_modules (LanceDB) missing: run scripts/install-deps"; node_ok=0
 fi
 
-check_consumer() {  # how (pkg-config|cmake), consumer binary
-  local how=$1 bin=$2 ds="$tmp/ds-$1"
+check_consumer() {  # how (a label), consumer binary
+  local how=$1 bin=$2 ds="$tmp/ds-${1//[^A-Za-z0-9_-]/_}"
   local out st
   out=$("$bin" "$ds" 2>&1); st=$?
   if [[ $st -ne 0 || $out != "wrote 3 rows to $ds (version 1, format 2.2)" ]]; then
@@ -95,34 +97,56 @@ check_consumer() {  # how (pkg-config|cmake), consumer binary
   else fail "$how dataset: LanceDB read:"$'\n'"$out"$'\n'"  expected:"$'\n'"$expected_lancedb"; fi
 }
 
-# ---- consumer 1: pkg-config -------------------------------------------------------------
+# ---- consumers 1 and 2: pkg-config, header-only (lancet) and compiled mode (lancet-compiled) ----
 # The sysroot maps the installed paths (prefix=...) into the staging directory.
 export PKG_CONFIG_PATH="$stage$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export PKG_CONFIG_SYSROOT_DIR="$stage"
-if pcv=$(pkg-config --modversion lancet 2>"$tmp/pc.err") && [[ $pcv == "$version" ]]; then
-  pass "pkg-config --modversion lancet: $pcv"
-else
-  fail "pkg-config --modversion lancet gave '$pcv' ($(cat "$tmp/pc.err")), expected $version"
-fi
-if flags=$(pkg-config --cflags --libs lancet 2>"$tmp/pc.err"); then
-  [[ $flags == *"-I$stage$includedir"* ]] || fail "pkg-config --cflags lacks -I$stage$includedir: $flags"
-  for want in -std=c++20 -lzstd -llz4 -pthread; do
-    [[ " $flags " == *" $want "* ]] || fail "pkg-config --libs lancet lacks $want: $flags"
-  done
-  # shellcheck disable=SC2086  # the flags are words
-  # No -std here: the package's Cflags must bring C++20 (g++ 12 defaults to gnu++17).
-  if "$cxx" $opt -o "$tmp/consumer-pc" "$here/consumer.cpp" $flags >"$tmp/pc-build.log" 2>&1; then
-    pass "built the consumer with $cxx \$(pkg-config --cflags --libs lancet)"
-    check_consumer pkg-config "$tmp/consumer-pc"
+# The consumer calls dataset::dataset::open: a header-only object defines it (inline),
+# a compiled-mode object only refers to it (liblancet.a defines it).
+open_symbol='lancet::dataset::dataset::open('
+# (grep without -q: with pipefail, an early exit of grep -q would fail nm by SIGPIPE.)
+defines_open() { nm -C --defined-only "$1" | grep -F " $open_symbol" >/dev/null; }
+refers_to_open() { nm -C --undefined-only "$1" | grep -F " $open_symbol" >/dev/null; }
+for module in lancet lancet-compiled; do
+  if pcv=$(pkg-config --modversion "$module" 2>"$tmp/pc.err") && [[ $pcv == "$version" ]]; then
+    pass "pkg-config --modversion $module: $pcv"
   else
-    show "$tmp/pc-build.log"; fail "building the consumer with pkg-config flags: $flags"
+    fail "pkg-config --modversion $module gave '$pcv' ($(cat "$tmp/pc.err")), expected $version"
   fi
-else
-  fail "pkg-config --cflags --libs lancet: $(cat "$tmp/pc.err")"
-fi
+  if ! cflags=$(pkg-config --cflags "$module" 2>"$tmp/pc.err") || ! libs=$(pkg-config --libs "$module" 2>>"$tmp/pc.err"); then
+    fail "pkg-config --cflags / --libs $module: $(cat "$tmp/pc.err")"; continue
+  fi
+  flags="$cflags $libs"
+  [[ $flags == *"-I$stage$includedir"* ]] || fail "pkg-config --cflags $module lacks -I$stage$includedir: $flags"
+  wants=(-std=c++20 -lzstd -llz4 -pthread)
+  [[ $module == lancet-compiled ]] && wants+=(-DLANCET_COMPILED=1 -llancet "-L$stage$libdir")
+  for want in "${wants[@]}"; do
+    [[ " $flags " == *" $want "* ]] || fail "pkg-config --cflags --libs $module lacks $want: $flags"
+  done
+  # No -std here: the package's Cflags must bring C++20 (g++ 12 defaults to gnu++17).
+  obj="$tmp/consumer-$module.o" bin="$tmp/consumer-$module"
+  # shellcheck disable=SC2086  # the flags are words
+  if "$cxx" $opt -c -o "$obj" "$here/consumer.cpp" $cflags >"$tmp/pc-build.log" 2>&1 &&
+     "$cxx" -o "$bin" "$obj" $libs >>"$tmp/pc-build.log" 2>&1; then
+    pass "built the consumer with $cxx \$(pkg-config --cflags --libs $module)"
+    if [[ $module == lancet ]]; then
+      defines_open "$obj" && pass "header-only object defines $open_symbol...)" ||
+        fail "header-only object does not define $open_symbol...)"
+    else
+      if ! defines_open "$obj" && refers_to_open "$obj"; then
+        pass "compiled-mode object refers to $open_symbol...) and leaves its definition to liblancet.a"
+      else
+        fail "compiled-mode object defines $open_symbol...) itself (LANCET_COMPILED not in effect?)"
+      fi
+    fi
+    check_consumer "pkg-config $module" "$bin"
+  else
+    show "$tmp/pc-build.log"; fail "building the consumer with pkg-config $module: $flags"
+  fi
+done
 unset PKG_CONFIG_SYSROOT_DIR
 
-# ---- consumer 2: CMake find_package(lancet) -------------------------------------------------
+# ---- consumers 3 and 4: CMake find_package(lancet), lancet::lancet and lancet::compiled ----
 if ! command -v cmake >/dev/null; then
   fail "cmake is not installed (scripts/install-deps installs it)"
 elif cmake -S "$here" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$stage$prefix" -DCMAKE_BUILD_TYPE=None \
@@ -131,10 +155,17 @@ elif cmake -S "$here" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$stage$prefix" 
   if [[ $found == "$stage$libdir/cmake/lancet" ]]; then pass "find_package(lancet) found $found"
   else fail "find_package(lancet) used '$found', not the staged $stage$libdir/cmake/lancet"; fi
   if cmake --build "$tmp/cmake-build" >"$tmp/cmake-build.log" 2>&1; then
-    pass "built the consumer with CMake (lancet::lancet)"
-    check_consumer cmake "$tmp/cmake-build/consumer"
+    pass "built the consumer with CMake twice (lancet::lancet, lancet::compiled)"
+    check_consumer "cmake lancet::lancet" "$tmp/cmake-build/consumer"
+    check_consumer "cmake lancet::compiled" "$tmp/cmake-build/consumer_compiled"
+    cobj=$(find "$tmp/cmake-build" -path '*consumer_compiled.dir*' -name '*.o' | head -n 1)
+    if [[ -n $cobj ]] && ! defines_open "$cobj" && refers_to_open "$cobj"; then
+      pass "lancet::compiled: the object leaves $open_symbol...) to liblancet.a"
+    else
+      fail "lancet::compiled: object '${cobj:-none}' defines $open_symbol...) itself or does not call it"
+    fi
   else
-    show "$tmp/cmake-build.log"; fail "building the consumer with CMake"
+    show "$tmp/cmake-build.log"; fail "building the consumers with CMake"
   fi
 else
   show "$tmp/cmake.log"; fail "cmake configure with find_package(lancet CONFIG REQUIRED)"
