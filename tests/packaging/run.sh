@@ -107,6 +107,19 @@ open_symbol='lancet::dataset::dataset::open('
 # (grep without -q: with pipefail, an early exit of grep -q would fail nm by SIGPIPE.)
 defines_open() { nm -C --defined-only "$1" | grep -F " $open_symbol" >/dev/null; }
 refers_to_open() { nm -C --undefined-only "$1" | grep -F " $open_symbol" >/dev/null; }
+check_object() {  # mode (header-only|compiled), label, object file
+  local mode=$1 how=$2 obj=$3
+  if [[ $mode == header-only ]]; then
+    # Only at -O0: an optimised header-only build may inline open() entirely.
+    [[ $opt == -O0 ]] || return 0
+    if defines_open "$obj"; then pass "$how: the header-only object defines $open_symbol...)"
+    else fail "$how: the header-only object '$obj' does not define $open_symbol...)"; fi
+  elif [[ -n $obj ]] && ! defines_open "$obj" && refers_to_open "$obj"; then
+    pass "$how: the compiled-mode object refers to $open_symbol...) and leaves its definition to liblancet.a"
+  else
+    fail "$how: the compiled-mode object '${obj:-none}' defines $open_symbol...) itself or does not call it (LANCET_COMPILED not in effect?)"
+  fi
+}
 for module in lancet lancet-compiled; do
   if pcv=$(pkg-config --modversion "$module" 2>"$tmp/pc.err") && [[ $pcv == "$version" ]]; then
     pass "pkg-config --modversion $module: $pcv"
@@ -129,17 +142,7 @@ for module in lancet lancet-compiled; do
   if "$cxx" $opt -c -o "$obj" "$here/consumer.cpp" $cflags >"$tmp/pc-build.log" 2>&1 &&
      "$cxx" -o "$bin" "$obj" $libs >>"$tmp/pc-build.log" 2>&1; then
     pass "built the consumer with $cxx \$(pkg-config --cflags --libs $module)"
-    if [[ $module == lancet ]]; then
-      # Only at -O0: an optimised header-only build may inline open() entirely.
-      if [[ $opt == -O0 ]]; then
-        defines_open "$obj" && pass "header-only object defines $open_symbol...)" ||
-          fail "header-only object does not define $open_symbol...)"
-      fi
-    elif ! defines_open "$obj" && refers_to_open "$obj"; then
-      pass "compiled-mode object refers to $open_symbol...) and leaves its definition to liblancet.a"
-    else
-      fail "compiled-mode object defines $open_symbol...) itself or does not call it (LANCET_COMPILED not in effect?)"
-    fi
+    check_object "$([[ $module == lancet ]] && echo header-only || echo compiled)" "pkg-config $module" "$obj"
     check_consumer "pkg-config $module" "$bin"
   else
     show "$tmp/pc-build.log"; fail "building the consumer with pkg-config $module: $flags"
@@ -159,12 +162,8 @@ elif cmake -S "$here" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$stage$prefix" 
     pass "built the consumer with CMake twice (lancet::lancet, lancet::compiled)"
     check_consumer "cmake lancet::lancet" "$tmp/cmake-build/consumer"
     check_consumer "cmake lancet::compiled" "$tmp/cmake-build/consumer_compiled"
-    cobj=$(find "$tmp/cmake-build" -path '*consumer_compiled.dir*' -name '*.o' | head -n 1)
-    if [[ -n $cobj ]] && ! defines_open "$cobj" && refers_to_open "$cobj"; then
-      pass "lancet::compiled: the object leaves $open_symbol...) to liblancet.a"
-    else
-      fail "lancet::compiled: object '${cobj:-none}' defines $open_symbol...) itself or does not call it"
-    fi
+    check_object header-only "cmake lancet::lancet" "$(find "$tmp/cmake-build" -path '*/consumer.dir/*' -name '*.o' | head -n 1)"
+    check_object compiled "cmake lancet::compiled" "$(find "$tmp/cmake-build" -path '*/consumer_compiled.dir/*' -name '*.o' | head -n 1)"
   else
     show "$tmp/cmake-build.log"; fail "building the consumers with CMake"
   fi
