@@ -365,6 +365,13 @@ inline array_ptr concat_ranges(const array_ptr& a, const std::vector<std::pair<s
 
 }  // namespace detail
 
+// The rows of the runs [r.first, r.first + r.second) of `a`, in order, as one array
+// that owns exactly its bytes (a filter's selection: runs of kept rows).
+inline array_ptr take_runs(const array_ptr& a, const std::vector<std::pair<std::int64_t, std::int64_t>>& runs,
+                           const type_ptr& type) {
+  return detail::concat_ranges(a, runs, type);
+}
+
 // Rows idx[0], idx[1], ... of `a` (repeats allowed) as one array that owns exactly its
 // bytes: the same array as concat of the one-row slices, without making them.
 inline array_ptr take_rows(const array_ptr& a, std::span<const std::int64_t> idx, const type_ptr& type) {

@@ -1,0 +1,66 @@
+// A SQL filter compiled against a schema, evaluated on column batches: what scans,
+// vector-search prefilters and postfilters, and deletes by predicate use.
+//
+//   auto f = expr::filter::compile("price * 2 > 10 AND category IN ('a', 'b')", schema);
+//   f.columns();                          // {"price", "category"}: the columns it reads
+//   auto keep = f.evaluate(arrays);       // arrays of f.columns(), in that order: 1 per passing row
+//   auto rows = f.apply(batch);           // the batch's rows where the filter is true
+//
+// The grammar (expr/parse.hpp) is the WHERE clause LanceDB users write; typing follows
+// Lance 12 (expr/bind.hpp); evaluation is vectorised in blocks (expr/evaluate.hpp) with
+// SQL's three-valued logic: a row passes when the filter is true, not false or NULL.
+// Errors: expr::invalid_filter / expr::unsupported_filter with the position and token.
+//
+// Declared here; defined in filter_impl.hpp (included here in header-only programs; in
+// compiled mode the library holds the definitions).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/core/config.hpp"
+#include "lancet/expr/error.hpp"
+
+namespace lancet::expr {
+
+struct bound_filter;  // bind.hpp
+
+class filter {
+ public:
+  // Parses `sql` and types it against `schema` (invalid_filter / unsupported_filter).
+  LANCET_INLINE static filter compile(std::string_view sql, const arrow::schema& schema);
+
+  // The text it was compiled from.
+  const std::string& text() const noexcept { return text_; }
+  // The top-level columns it reads, in the order evaluate() takes their arrays.
+  LANCET_INLINE const std::vector<std::string>& columns() const noexcept;
+
+  // mask[r] = 1 for the rows [begin, begin + n) of `inputs` (arrays of columns(), in
+  // that order) where the filter is true, 0 elsewhere. invalid_filter for a row the
+  // filter cannot evaluate (an integer division by zero, an overflow).
+  LANCET_INLINE void evaluate(std::span<const arrow::array_ptr> inputs, std::int64_t begin, std::size_t n,
+                              std::uint8_t* mask) const;
+  // Every row of `inputs`.
+  LANCET_INLINE std::vector<std::uint8_t> evaluate(std::span<const arrow::array_ptr> inputs) const;
+
+  // The rows of `batch` where the filter is true (its columns are found by name).
+  LANCET_INLINE arrow::record_batch apply(const arrow::record_batch& batch) const;
+
+ private:
+  std::string text_;
+  std::shared_ptr<const bound_filter> bound_;
+};
+
+// The rows of a batch whose mask byte is 1, every column gathered once.
+LANCET_INLINE arrow::record_batch select_rows(const arrow::record_batch& batch, std::span<const std::uint8_t> mask);
+
+}  // namespace lancet::expr
+
+#if LANCET_HEADER_ONLY
+#include "lancet/expr/filter_impl.hpp"
+#endif
