@@ -350,7 +350,7 @@ TEST_CASE("cleanup: tagged versions are kept and reported") {
 TEST_CASE("cleanup: bad input is refused with nothing removed") {
   t::scratch_dir tmp("cleanup-bad");
   const auto root = tmp.sub("ds");
-  CHECK_THROWS_WITH_AS(dataset::cleanup_old_versions(root), doctest::Contains("is not a Lance dataset"), invalid_input_error);
+  CHECK_THROWS_WITH_AS(dataset::cleanup_old_versions(root), doctest::Contains("is not a Lance dataset"), not_found_error);
   write(root, 0, 10, true);
   write(root, 10, 10, false);
   write(root, 20, 10, false);

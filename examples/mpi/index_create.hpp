@@ -145,7 +145,7 @@ inline int run_index_create(const mpi::communicator& world, const std::vector<st
     if (threads > 1) pool.emplace(std::size_t(threads)), bo.pool = &*pool;
     if (world.rank() != 0) return;
     const auto latest = lancet::dataset::load_latest(root);
-    if (!latest) throw lancet::invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
+    if (!latest) lancet::dataset::throw_no_dataset(root);
     if (!replace)
       for (const auto& im : latest->file.indices)
         if (im.name == name)

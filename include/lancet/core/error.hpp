@@ -10,6 +10,7 @@ namespace lancet {
 enum class errc {
   invalid_input,  // the caller passed something lancet cannot accept
   io,             // the operating system or a sink/source failed
+  not_found,      // a file or dataset that does not exist (an I/O error of its own kind)
   corrupt,        // bytes read back do not form a valid Lance structure
   unsupported,    // valid, but not something lancet (or this format version) supports
   conflict,       // a concurrent writer committed first
@@ -21,6 +22,7 @@ inline const char* errc_name(errc c) noexcept {
   switch (c) {
     case errc::invalid_input: return "invalid input";
     case errc::io: return "I/O error";
+    case errc::not_found: return "not found";
     case errc::corrupt: return "corrupt";
     case errc::unsupported: return "unsupported";
     case errc::conflict: return "conflict";
@@ -46,6 +48,9 @@ class error : public std::runtime_error {
 template <errc Code>
 struct error_of : error {
   explicit error_of(const std::string& w) : error(Code, w) {}
+
+ protected:
+  error_of(errc refined, const std::string& w) : error(refined, w) {}  // a kind refining Code
 };
 using invalid_input_error = error_of<errc::invalid_input>;
 using io_error = error_of<errc::io>;
@@ -53,6 +58,11 @@ using corrupt_error = error_of<errc::corrupt>;
 using unsupported_error = error_of<errc::unsupported>;
 using conflict_error = error_of<errc::conflict>;
 using cancelled_error = error_of<errc::cancelled>;
+// What does not exist (a missing file, a path with no dataset): also an io_error, so
+// that code catching I/O errors keeps catching it; code() says not_found.
+struct not_found_error : io_error {
+  explicit not_found_error(const std::string& w) : io_error(errc::not_found, w) {}
+};
 // A broken invariant inside lancet, never the caller's input: distinct from the other
 // kinds so that callers do not mistake a bug for bad data.
 using internal_error = error_of<errc::internal>;

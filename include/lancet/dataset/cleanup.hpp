@@ -162,7 +162,7 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
   if (o.keep_versions && *o.keep_versions == 0)
     throw invalid_input_error("cleanup: keep_versions must be at least 1 (the latest version is always kept)");
   const auto versions = list_versions(root);
-  if (versions.empty()) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
+  if (versions.empty()) throw_no_dataset(root);
   const auto now = o.now.value_or(clock::now());
   const auto tags = detail::tagged_versions(root);
   const std::uint64_t latest = versions.back().version;

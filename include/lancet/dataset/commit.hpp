@@ -76,14 +76,27 @@ inline std::optional<snapshot> load_latest(const std::string& root, const source
   return detail::load(root, *e, sources);
 }
 
-// A given version; invalid_input_error naming the versions that exist when it does not.
+// The error for a path that holds no dataset.
+[[noreturn]] inline void throw_no_dataset(const std::string& root) {
+  throw not_found_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
+}
+
+// The newest version of the dataset at `root`; not_found_error when there is none.
+inline snapshot require_latest(const std::string& root, const source_factory& sources = {}) {
+  auto s = load_latest(root, sources);
+  if (!s) throw_no_dataset(root);
+  return std::move(*s);
+}
+
+// A given version; invalid_input_error naming the versions that exist when it does not
+// (not_found_error when the path holds no dataset).
 inline snapshot load_version(const std::string& root, std::uint64_t version, const source_factory& sources = {}) {
   auto all = list_versions(root);
   for (const auto& e : all)
     if (e.version == version) return detail::load(root, e, sources);
   std::string have;
   for (const auto& e : all) have += (have.empty() ? "" : ", ") + std::to_string(e.version);
-  if (all.empty()) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
+  if (all.empty()) throw_no_dataset(root);
   throw invalid_input_error("dataset '" + root + "' has no version " + std::to_string(version) + " (it has " + have + ")");
 }
 

@@ -132,7 +132,7 @@ template <class SinkFactory>
 std::uint64_t reserve_fragment_ids(const std::string& root, std::uint32_t n, const publish_options& po,
                                    SinkFactory& make_sink) {
   const auto latest = load_latest(root);
-  if (!latest) throw invalid_input_error("'" + root + "' is not a Lance dataset");
+  if (!latest) throw_no_dataset(root);
   std::uint64_t first = 0;
   auto build = [&](const snapshot& base, const pb::transaction& t) {
     const auto& p = base.manifest();

@@ -44,6 +44,7 @@
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/deletion.hpp"
 #include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/row_set.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/file/reader_options.hpp"
 #include "lancet/file/version.hpp"
@@ -182,6 +183,13 @@ class dataset {
 
   // The deleted row offsets of a fragment.
   LANCET_INLINE deletion_vector deleted_rows(std::uint64_t fragment_id) const;
+
+  // The id of every live row of this version (row addresses, or stable row ids):
+  // deleted rows and rows of fragments the version no longer has are not in it. Built
+  // on first use and shared by every copy of this dataset (and its queries).
+  LANCET_INLINE std::shared_ptr<const row_set> live_rows() const;
+  // Whether some fragment has deleted rows.
+  LANCET_INLINE bool has_deletions() const;
 
   LANCET_INLINE scanner scan(scan_options o = {}) const;
 

@@ -52,7 +52,8 @@ struct state {
   mutable std::unordered_map<std::uint64_t, std::shared_ptr<const deletion_vector>> deletions;
   mutable std::unordered_map<std::uint64_t, std::shared_ptr<const std::vector<std::uint64_t>>> row_ids;
   mutable std::shared_ptr<const std::unordered_map<std::uint64_t, std::uint64_t>> id_to_address;
-  mutable std::mutex cache_mutex;  // guards the three caches (copies of a dataset share them)
+  mutable std::shared_ptr<const row_set> live;
+  mutable std::mutex cache_mutex;  // guards the caches above (copies of a dataset share them)
   // Data-file readers takes keep open (opening one reads and parses the file's footer
   // and metadata), by path and reader options, least recently used first; at most
   // max_open_readers. A take drops their page caches when done, so that they hold only
@@ -162,6 +163,35 @@ struct state {
     std::lock_guard lock(cache_mutex);
     if (!id_to_address) id_to_address = std::move(m);
     return id_to_address;
+  }
+
+  // Every live row id (built once).
+  std::shared_ptr<const row_set> live_rows() const {
+    {
+      std::lock_guard lock(cache_mutex);
+      if (live) return live;
+    }
+    auto set = std::make_shared<row_set>();
+    const bool stable = stable_row_ids();
+    for (const auto& f : manifest->fragments) {
+      const auto phys = physical_rows(f);
+      const auto dv = deletions_of(f);
+      if (stable) {
+        const auto ids = row_ids_of(f);
+        for (std::size_t i = 0; i < ids->size(); ++i)
+          if (!dv->contains(i)) set->insert((*ids)[i]);
+        continue;
+      }
+      if (phys > 0xFFFFFFFFull)
+        throw corrupt_error("fragment " + std::to_string(f.id) + " has " + std::to_string(phys) +
+                            " rows, more than row addresses can name");
+      set->insert_run(row_address(f.id, 0), std::uint32_t(phys));
+      for (auto off : dv->offsets())
+        if (off < phys) set->erase(row_address(f.id, off));
+    }
+    std::lock_guard lock(cache_mutex);
+    if (!live) live = std::move(set);
+    return live;
   }
 
   std::vector<std::size_t> projection(const std::vector<std::string>& names) const {
@@ -345,7 +375,7 @@ LANCET_INLINE dataset dataset::open(const std::string& root, std::optional<std::
   std::optional<snapshot> s;
   if (version) s = load_version(root, *version, sources);
   else s = load_latest(root, sources);
-  if (!s) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
+  if (!s) throw_no_dataset(root);
   return dataset(std::move(*s), std::move(sources));
 }
 
@@ -445,6 +475,14 @@ LANCET_INLINE std::vector<std::uint64_t> dataset::fragment_row_ids(std::uint64_t
 }
 
 LANCET_INLINE deletion_vector dataset::deleted_rows(std::uint64_t fragment_id) const { return *st_->deletions_of(st_->fragment(fragment_id)); }
+
+LANCET_INLINE std::shared_ptr<const row_set> dataset::live_rows() const { return st_->live_rows(); }
+
+LANCET_INLINE bool dataset::has_deletions() const {
+  for (const auto& f : st_->manifest->fragments)
+    if (f.deletion_file && st_->deleted_rows(f) > 0) return true;
+  return false;
+}
 
 LANCET_INLINE scanner dataset::scan(scan_options o) const { return scanner(st_, std::move(o)); }
 

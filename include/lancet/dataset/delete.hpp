@@ -1,5 +1,6 @@
-// Deleting rows by row id: Lance's delete, committed as a new version with a new
-// deletion file per touched fragment (rebased on concurrent deletes, as Lance does).
+// Deleting rows by row id or by a SQL predicate: Lance's delete, committed as a new
+// version with a new deletion file per touched fragment (rebased on concurrent
+// deletes, as Lance does).
 // dataset/dataset.hpp includes this header, so that a dataset's readers find it. The
 // definitions are in delete_impl.hpp (included here in header-only programs; in compiled
 // mode the library defines delete_rows, and a program that passes its own sink factory
@@ -38,6 +39,15 @@ struct delete_result {
 // (With a sink factory of your own: delete_impl.hpp.)
 LANCET_INLINE delete_result delete_rows(const std::string& root, std::span<const std::uint64_t> row_ids,
                                         const delete_options& o = {});
+
+// Deletes the rows where `predicate` (a SQL filter, expr/filter.hpp) is true, as
+// Lance's delete(predicate): the predicate is evaluated on the latest version and
+// recorded in the Delete transaction (o.predicate is ignored); a concurrent commit that
+// preempts it makes it run again on the new version. Lance commits a version even
+// when no row matches, and so does this. Errors: expr::invalid_filter /
+// expr::unsupported_filter (nothing committed).
+LANCET_INLINE delete_result delete_where(const std::string& root, const std::string& predicate,
+                                         const delete_options& o = {});
 
 }  // namespace lancet::dataset
 

@@ -17,19 +17,28 @@
 #include "lancet/dataset/delete.hpp"
 #include "lancet/dataset/deletion.hpp"
 #include "lancet/dataset/write.hpp"
+#include "lancet/expr/filter.hpp"
 #include "lancet/io/fs.hpp"
 #include "lancet/pb/table.hpp"
 
 namespace lancet::dataset {
 
-// delete_rows (delete.hpp), writing the deletion files through make_sink.
-template <class SinkFactory>
-delete_result delete_rows(const std::string& root, std::span<const std::uint64_t> row_ids, const delete_options& o,
-                          SinkFactory&& make_sink) {
+namespace detail {
+
+// A delete of the rows select(version) names (row ids as the version names them), on
+// the latest version, committed as Lance's Delete; on a retryable conflict, selected
+// again on the new version when `reselect` (a predicate), else only when the
+// fragments holding the rows are still there. Nothing selected: no new version,
+// unless `commit_empty` (Lance commits a delete by predicate that matched nothing).
+template <class SinkFactory, class Select>
+delete_result delete_selected(const std::string& root, const delete_options& o, SinkFactory&& make_sink,
+                              Select&& select, bool reselect, bool commit_empty) {
   unsigned retries = 0;
   for (unsigned attempt = 0;; ++attempt) {
     auto d = dataset::open(root);
     const auto snap = load_version(root, d.version());
+    const std::vector<std::uint64_t> selected = select(d);
+    const std::span<const std::uint64_t> row_ids(selected);
     // Row ids -> (fragment, offset).
     std::map<std::uint64_t, std::vector<std::uint32_t>> by_fragment;
     std::unordered_map<std::uint64_t, std::uint64_t> stable;
@@ -83,7 +92,7 @@ delete_result delete_rows(const std::string& root, std::span<const std::uint64_t
         }
         updated.push_back(write_deletion_file(root, m, *frag, all, make_sink, written));
       }
-      if (updated.empty() && removed.empty()) return {m.version, 0};
+      if (updated.empty() && removed.empty() && !commit_empty) return {m.version, 0};
       commit_options co;
       co.publish.scheme = snap.entry.scheme;
       co.publish.write_version_hint = o.write_version_hint;
@@ -116,8 +125,8 @@ delete_result delete_rows(const std::string& root, std::span<const std::uint64_t
       // Both deleted a row of one fragment (or it changed otherwise): Lance runs the
       // delete again on the new version. Row addresses keep their meaning across
       // Delete / Update, not across a Rewrite (compaction moved the rows).
-      bool again = e.retryable && (e.operation == "Delete" || e.operation == "Update");
-      if (again) {  // not when a fragment holding our rows left the dataset meanwhile
+      bool again = e.retryable && (reselect || e.operation == "Delete" || e.operation == "Update");
+      if (again && !reselect) {  // not when a fragment holding our rows left the dataset meanwhile
         const auto latest = load_latest(root);
         for (const auto& [fid, offs] : by_fragment)
           again = again && latest && std::any_of(latest->manifest().fragments.begin(), latest->manifest().fragments.end(),
@@ -137,11 +146,61 @@ delete_result delete_rows(const std::string& root, std::span<const std::uint64_t
   }
 }
 
+}  // namespace detail
+
+// delete_rows (delete.hpp), writing the deletion files through make_sink.
+template <class SinkFactory>
+delete_result delete_rows(const std::string& root, std::span<const std::uint64_t> row_ids, const delete_options& o,
+                          SinkFactory&& make_sink) {
+  const std::vector<std::uint64_t> ids(row_ids.begin(), row_ids.end());
+  return detail::delete_selected(
+      root, o, make_sink, [&](const dataset&) { return ids; }, false, false);
+}
+
+// The live rows of d where `predicate` is true, by row id.
+inline std::vector<std::uint64_t> rows_where(const dataset& d, const std::string& predicate) {
+  const auto f = expr::filter::compile(predicate, d.schema());
+  std::vector<std::uint64_t> out;
+  if (f.columns().empty()) {  // a constant: every live row or none
+    std::uint8_t all = 0;
+    f.evaluate({}, 0, 1, &all);
+    if (all) out = d.live_rows()->to_vector();
+    return out;
+  }
+  scan_options so;
+  so.columns = f.columns();
+  so.with_row_id = true;
+  std::vector<std::uint8_t> mask;
+  for (auto sc = d.scan(so); auto b = sc.next();) {
+    const auto n = std::size_t(b->num_rows());
+    mask.resize(n);
+    f.evaluate(std::span<const arrow::array_ptr>(b->columns.data(), f.columns().size()), 0, n, mask.data());
+    const auto& ids = *b->columns.back();
+    for (std::size_t r = 0; r < n; ++r)
+      if (mask[r]) out.push_back(ids.value<std::uint64_t>(std::int64_t(r)));
+  }
+  return out;
+}
+
+// delete_where (delete.hpp), writing the deletion files through make_sink.
+template <class SinkFactory>
+delete_result delete_where(const std::string& root, const std::string& predicate, const delete_options& o,
+                           SinkFactory&& make_sink) {
+  delete_options with = o;
+  with.predicate = predicate;
+  return detail::delete_selected(
+      root, with, make_sink, [&](const dataset& d) { return rows_where(d, predicate); }, true, true);
+}
+
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines this
 LANCET_INLINE delete_result delete_rows(const std::string& root, std::span<const std::uint64_t> row_ids,
                                         const delete_options& o) {
   default_sink_factory f;
   return delete_rows(root, row_ids, o, f);
+}
+LANCET_INLINE delete_result delete_where(const std::string& root, const std::string& predicate, const delete_options& o) {
+  default_sink_factory f;
+  return delete_where(root, predicate, o, f);
 }
 #endif
 

@@ -45,42 +45,8 @@ inline constexpr std::string_view data_dir_name = "data";
 
 namespace detail {
 
-// An array of `length` nulls of any type (what a column missing from a fragment reads as).
-inline arrow::array_ptr null_array_of(const arrow::type_ptr& type, std::int64_t length) {
-  using arrow::type_id;
-  auto a = std::make_shared<arrow::array_data>();
-  a->type = type;
-  a->length = length;
-  a->null_count = length;
-  if (type->id == type_id::null) return a;
-  aligned_buffer validity;
-  validity.resize(std::size_t((length + 7) / 8));
-  a->buffers.push_back(shared_bytes(std::move(validity)));
-  const auto id = type->id;
-  if (arrow::is_fixed_width(*type)) {
-    aligned_buffer values;
-    values.resize(std::size_t((length * arrow::bit_width(*type) + 7) / 8));
-    a->buffers.push_back(shared_bytes(std::move(values)));
-  } else if (arrow::is_binary_like(id) || arrow::is_list_like(id)) {
-    const bool large = id == type_id::large_utf8 || id == type_id::large_binary || id == type_id::large_list;
-    aligned_buffer offsets;
-    offsets.resize(std::size_t(length + 1) * (large ? 8 : 4));
-    a->buffers.push_back(shared_bytes(std::move(offsets)));
-    if (arrow::is_binary_like(id)) a->buffers.push_back(shared_bytes());
-    else a->children.push_back(null_array_of(type->children.at(0).type, 0));
-  } else if (id == type_id::fixed_size_list) {
-    a->children.push_back(null_array_of(type->children.at(0).type, length * type->list_size));
-  } else if (id == type_id::struct_) {
-    for (const auto& c : type->children) a->children.push_back(null_array_of(c.type, length));
-  } else if (id == type_id::dictionary) {
-    // Zero indices (every slot null) into an empty dictionary of the value type.
-    aligned_buffer indices;
-    indices.resize(std::size_t(length * arrow::bit_width(*type->index_type) / 8));
-    a->buffers.push_back(shared_bytes(std::move(indices)));
-    a->children.push_back(null_array_of(type->children.at(0).type, 0));
-  }
-  return a;
-}
+// What a column missing from a fragment reads as.
+using arrow::null_array_of;
 
 inline void subtree_ids(const schema::field& f, std::unordered_set<std::int32_t>& out) {
   out.insert(f.id);

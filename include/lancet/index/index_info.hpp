@@ -29,6 +29,7 @@ struct vector_index_info {
   std::optional<pb::index::vector_index_details> details;
   std::uint64_t dataset_version = 0;
   std::vector<std::uint64_t> fragment_ids;
+  bool fragment_bitmap_present = true;  // false: an old index without one (Lance: it covers every fragment)
   std::optional<std::int32_t> index_version;
   std::optional<std::uint64_t> created_at;
   std::vector<pb::index_file> files;

@@ -156,7 +156,7 @@ inline build_result run_build(const std::string& root, const build_options& give
   if (o.column.empty()) throw invalid_input_error("build_ivf_index: no column given");
   if (o.sample_rate == 0) throw invalid_input_error("sample_rate must be positive");
   const auto base = dataset::load_latest(root);
-  if (!base) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
+  if (!base) dataset::throw_no_dataset(root);
   const auto ds = dataset::dataset::open(root, base->version());
   const std::string name = o.name.empty() ? o.column + "_idx" : o.name;
   if (!o.replace && o.commit && !train_only)

@@ -20,6 +20,7 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/core/thread_pool_fwd.hpp"
+#include "lancet/dataset/row_set.hpp"
 #include "lancet/simd/distance_type.hpp"
 
 namespace lancet::index {
@@ -37,9 +38,16 @@ inline bool closer(const neighbor& a, const neighbor& b) noexcept {
   return a.distance < b.distance || (a.distance == b.distance && a.row_id < b.row_id);
 }
 
-// The rows a search may return: an allow-list of row ids, or a predicate.
+// The rows a search may return: an allow-list of row ids, a set of them, or a predicate.
 class row_filter {
  public:
+  // Only the rows of a set (shared, not copied: a dataset's live rows, a prefilter's).
+  static row_filter in(std::shared_ptr<const dataset::row_set> rows) {
+    if (!rows) throw invalid_input_error("row_filter: the row set is null");
+    row_filter f;
+    f.set_ = std::move(rows);
+    return f;
+  }
   // Only these row ids (any order, duplicates allowed).
   static row_filter allow(std::vector<std::uint64_t> ids) {
     row_filter f;
@@ -57,15 +65,29 @@ class row_filter {
   }
 
   bool contains(std::uint64_t id) const {
+    if (set_) return set_->contains(id);
     if (pred_) return pred_(id);
     return std::binary_search(ids_.begin(), ids_.end(), id);
   }
-  // The allow-list (empty for a predicate filter).
+  // The allow-list (empty for a set or a predicate filter).
   const std::vector<std::uint64_t>& ids() const noexcept { return ids_; }
+  // How many rows pass, when the filter knows (a set, an allow-list).
+  std::optional<std::size_t> size() const noexcept {
+    if (set_) return set_->size();
+    if (pred_) return std::nullopt;
+    return ids_.size();
+  }
+  // Every row that passes, ascending (nullopt for a predicate).
+  std::optional<std::vector<std::uint64_t>> rows() const {
+    if (set_) return set_->to_vector();
+    if (pred_) return std::nullopt;
+    return ids_;
+  }
 
  private:
   row_filter() = default;
   std::vector<std::uint64_t> ids_;
+  std::shared_ptr<const dataset::row_set> set_;
   std::function<bool(std::uint64_t)> pred_;
 };
 
@@ -130,7 +152,34 @@ using vector_fetch = std::function<void(std::span<const std::uint64_t> ids, doub
 
 struct search_params {
   std::size_t k = 10;
-  std::size_t nprobes = 20;        // clamped to the number of partitions
+  // Partitions probed, nearest first (clamped to the number of partitions): nprobes
+  // first (Lance's minimum_nprobes); then, when maximum_nprobes allows more and fewer
+  // than `found_target` rows were found, one more partition at a time until that many
+  // are or maximum_nprobes were probed (Lance's late search). maximum_nprobes: nullopt
+  // = nprobes (a fixed count, LanceDB's nprobes(n)); 0 = every partition. With a
+  // maximum above nprobes, nprobes is first raised to the partitions whose centroid
+  // distance is within a factor of the nearest one's (Lance's early pruning: 0.6 for
+  // k = 1, 7 for k <= 10, 81 beyond).
+  std::size_t nprobes = 20;
+  std::optional<std::size_t> maximum_nprobes;
+  // The late search's goal: 0 = k, or the filter's row count when it is smaller.
+  std::size_t found_target = 0;
+  // Only distances in [distance_lower, distance_upper) are returned (each bound
+  // optional), checked on the index's distances and again after refine.
+  std::optional<float> distance_lower;
+  std::optional<float> distance_upper;
+  // When the late search may run and the filter keeps no more than k rows, rows of the
+  // filter the first partitions did not return are added at distance +inf instead
+  // (Lance's shortcut; they pass any distance range). A search over several index
+  // segments does this once, over all of them.
+  bool add_unfound_rows = true;
+  // false: only the first partitions (nprobes after early pruning), no late search (a
+  // search over several segments runs the late search after counting them all).
+  bool late_search = true;
+
+  bool in_range(float d) const noexcept {
+    return (!distance_lower || d >= *distance_lower) && (!distance_upper || d < *distance_upper);
+  }
   std::size_t refine_factor = 0;   // > 0: re-rank k * refine_factor candidates exactly
   std::optional<std::size_t> ef;   // IVF_HNSW_*: the beam width (Lance's ef)
   const row_filter* filter = nullptr;

@@ -140,7 +140,7 @@ LANCET_INLINE optimize_result optimize_indices(const std::string& root, const op
   if (o.retrain && o.num_indices_to_merge)
     throw invalid_input_error("optimize: retrain rebuilds the whole index; num_indices_to_merge does not apply");
   const auto base = dataset::load_latest(root);
-  if (!base) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
+  if (!base) dataset::throw_no_dataset(root);
   const auto ds = dataset::dataset::open(root, base->version());
   std::vector<std::string> names;
   for (const auto& i : list_indices(*base)) {

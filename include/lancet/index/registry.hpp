@@ -381,6 +381,7 @@ inline vector_index_info describe_index(const pb::manifest& m, const pb::index_m
   }
   info.dataset_version = im.dataset_version;
   for (auto id : dataset::index_fragment_bitmap(im).to_vector()) info.fragment_ids.push_back(id);
+  info.fragment_bitmap_present = !im.fragment_bitmap.empty();
   info.index_version = im.index_version;
   info.created_at = im.created_at;
   info.files = im.files;

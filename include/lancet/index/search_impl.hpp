@@ -134,39 +134,25 @@ class ivf_search_engine {
     if (graphs_ && ef < kk)
       throw invalid_input_error("search: ef " + std::to_string(ef) + " is below the " + std::to_string(kk) +
                                 " candidates wanted (k x refine factor); Lance requires ef >= k");
-    const auto probes = probe_prepared(q, sp.nprobes);
+    // Lance's probe counts: a fixed nprobes, or a minimum raised by early pruning and
+    // a maximum the late search may reach.
+    std::size_t max_n = std::min(sp.nprobes, num_partitions_);
+    if (sp.maximum_nprobes)
+      max_n = *sp.maximum_nprobes == 0 ? num_partitions_ : std::min(*sp.maximum_nprobes, num_partitions_);
+    std::size_t min_n = std::min(sp.nprobes, max_n);
+    const auto probes = probe_prepared(q, max_n);
+    if (max_n > min_n && !probes.empty()) {
+      const float factor = sp.k <= 1 ? 0.6f : sp.k <= 10 ? 7.0f : 81.0f;
+      const float threshold = probes[0].second * factor;
+      std::size_t pruned = 0;
+      while (pruned < probes.size() && probes[pruned].second <= threshold) ++pruned;
+      min_n = std::min(std::max(min_n, pruned), max_n);
+    }
+    const std::span<const std::pair<std::uint32_t, float>> initial(probes.data(), std::min(min_n, probes.size()));
     const auto state = query_state(q);
     topk all(kk);
-    if (!split_pays(probes, sp)) {
-      // One thread: every partition into one heap (its threshold prunes from the
-      // first partition on). The k nearest under `closer` are the same set whatever
-      // the order rows arrive in, so the result equals the parallel one.
-      for (const auto& pr : probes) scan(q, state, pr.first, pr.second, sp.filter, all, ef, nullptr);
-    } else {
-      // The calling thread and a few pool jobs, each with its own top-k, claim
-      // partitions one at a time until none are left; the smallest k-th distance any
-      // of them has reached prunes every scan. A row farther than some k rows cannot be
-      // among the k nearest, so the merged result is the single-threaded one. The
-      // calling thread scans the nearest partition first, alone: its k-th distance
-      // bounds every task from the start (tasks starting with empty top-ks would
-      // push rows the single-threaded scan prunes). It then works as task 0 and waits
-      // only for jobs that started before it ran out of partitions (a busy pool
-      // delays nothing: the caller does the work).
-      scan(q, state, probes[0].first, probes[0].second, sp.filter, all, ef, nullptr);
-      shared_bound bound;
-      if (all.full()) bound.offer(all.worst().distance);
-      const std::size_t tasks = std::min<std::size_t>(probes.size() - 1, max_query_tasks);
-      std::atomic<std::size_t> next{1};
-      std::vector<topk> local(tasks, topk(kk));
-      const auto work = [&](std::size_t t) {
-        for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < probes.size();) {
-          scan(q, state, probes[i].first, probes[i].second, sp.filter, local[t], ef, &bound);
-          if (local[t].full()) bound.offer(local[t].worst().distance);
-        }
-      };
-      run_with_helpers(*sp.pool, tasks, work);
-      for (const auto& t : local) all.merge(t);
-    }
+    scan_probes(q, state, initial, sp, all, ef);
+    if (sp.late_search && probes.size() > initial.size()) late_search(q, state, probes, initial.size(), sp, all, ef);
     auto found = all.sorted();
     if (!refine) return found;
     return refine_exact(q, found, sp);
@@ -207,6 +193,73 @@ class ivf_search_engine {
   // on one query).
   static constexpr std::size_t max_query_tasks = 8;
 
+  // Fewer than k rows found in the first partitions (a selective filter): the rows
+  // the filter keeps at +inf when it keeps no more than k, else more partitions, one
+  // at a time, until enough rows are found (Lance's late search).
+  void late_search(const prepared_query& q, const query_state_t& state,
+                   const std::vector<std::pair<std::uint32_t, float>>& probes, std::size_t from,
+                   const search_params& sp, topk& all, std::size_t ef) const {
+    const std::size_t found = std::min(all.size(), sp.k);
+    if (found >= sp.k) return;
+    const auto allowed = sp.filter ? sp.filter->size() : std::nullopt;
+    if (sp.add_unfound_rows && allowed && found < *allowed && *allowed <= sp.k) {
+      add_unfound(*sp.filter, all);
+      return;
+    }
+    std::size_t target = sp.found_target ? sp.found_target : sp.k;
+    if (allowed) target = std::min(target, *allowed);
+    for (std::size_t i = from; i < probes.size() && all.size() < target; ++i)
+      scan(q, state, probes[i].first, probes[i].second, sp, all, ef, nullptr);
+  }
+
+  // The filter's rows not yet in `all`, at distance +inf.
+  static void add_unfound(const row_filter& filter, topk& all) {
+    const auto rows = filter.rows();
+    if (!rows) return;
+    std::vector<std::uint64_t> have;
+    for (const auto& n : all.sorted()) have.push_back(n.row_id);
+    std::sort(have.begin(), have.end());
+    for (auto id : *rows)
+      if (!std::binary_search(have.begin(), have.end(), id)) all.push(std::numeric_limits<float>::infinity(), id);
+  }
+
+  // Scans the given partitions into `all`, splitting them across sp.pool when it pays.
+  void scan_probes(const prepared_query& q, const query_state_t& state,
+                   std::span<const std::pair<std::uint32_t, float>> probes, const search_params& sp, topk& all,
+                   std::size_t ef) const {
+    if (probes.empty()) return;
+    if (!split_pays(probes, sp)) {
+      // One thread: every partition into one heap (its threshold prunes from the
+      // first partition on). The k nearest under `closer` are the same set whatever
+      // the order rows arrive in, so the result equals the parallel one.
+      for (const auto& pr : probes) scan(q, state, pr.first, pr.second, sp, all, ef, nullptr);
+      return;
+    }
+    // The calling thread and a few pool jobs, each with its own top-k, claim
+    // partitions one at a time until none are left; the smallest k-th distance any
+    // of them has reached prunes every scan. A row farther than some k rows cannot be
+    // among the k nearest, so the merged result is the single-threaded one. The
+    // calling thread scans the nearest partition first, alone: its k-th distance
+    // bounds every task from the start (tasks starting with empty top-ks would
+    // push rows the single-threaded scan prunes). It then works as task 0 and waits
+    // only for jobs that started before it ran out of partitions (a busy pool
+    // delays nothing: the caller does the work).
+    scan(q, state, probes[0].first, probes[0].second, sp, all, ef, nullptr);
+    shared_bound bound;
+    if (all.full()) bound.offer(all.worst().distance);
+    const std::size_t tasks = std::min<std::size_t>(probes.size() - 1, max_query_tasks);
+    std::atomic<std::size_t> next{1};
+    std::vector<topk> local(tasks, topk(all.k()));
+    const auto work = [&](std::size_t t) {
+      for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < probes.size();) {
+        scan(q, state, probes[i].first, probes[i].second, sp, local[t], ef, &bound);
+        if (local[t].full()) bound.offer(local[t].worst().distance);
+      }
+    };
+    run_with_helpers(*sp.pool, tasks, work);
+    for (const auto& t : local) all.merge(t);
+  }
+
   // Whether search() splits one query's probed partitions across sp.pool. A split
   // costs CPU the single-threaded scan does not spend: the pool's wake-ups (a fixed
   // cost per query) and pruning with a looser bound (each thread's top-k holds only
@@ -217,7 +270,7 @@ class ivf_search_engine {
   // cost fell to ~10% of the scan on PQ 16 x 8: bench/RESULTS.md, issue 14). Partitions not yet loaded count as large (loading
   // them in parallel pays), as do IVF_HNSW partitions (a graph walk per partition,
   // not a scan of its rows). Results are the same either way.
-  bool split_pays(const std::vector<std::pair<std::uint32_t, float>>& probes, const search_params& sp) const {
+  bool split_pays(std::span<const std::pair<std::uint32_t, float>> probes, const search_params& sp) const {
     if (sp.pool == nullptr || probes.size() < 2) return false;
     if (graphs_ || !cache_enabled_) return true;
     const std::size_t row_bytes = std::max<std::size_t>(1, code_bytes(quantizer_));
@@ -566,7 +619,8 @@ class ivf_search_engine {
 
   // IVF_HNSW_*: the partition's graph searched with a beam of ef (Lance's HNSW::search).
   void scan_graph(const prepared_query& q, const query_state_t& s, std::uint32_t p, const prepared_partition& part,
-                  const row_filter* filter, topk& out, std::size_t ef) const {
+                  const search_params& sp, topk& out, std::size_t ef) const {
+    const row_filter* filter = sp.filter;
     const auto& pc = *part.data;
     const std::size_t n = pc.size();
     const auto* g = &graph_of(p);
@@ -583,33 +637,38 @@ class ivf_search_engine {
       if (filter && kept < n * 10 / 100) {
         // Few rows pass the prefilter: Lance scans them instead of walking the graph.
         for (std::uint32_t i = 0; i < n; ++i)
-          if (filter->contains(ids[i])) out.push(dist(i), ids[i]);
+          if (filter->contains(ids[i])) {
+            const float d = dist(i);
+            if (sp.in_range(d)) out.push(d, ids[i]);
+          }
         return;
       }
       thread_local hnsw::visited_set visited;
       const auto keep = [&](std::uint32_t i) { return !filter || filter->contains(ids[i]); };
-      for (const auto& r : hnsw::search(*g, ef, dist, keep, visited)) out.push(r.distance, ids[r.id]);
+      for (const auto& r : hnsw::search(*g, ef, dist, keep, visited))
+        if (sp.in_range(r.distance)) out.push(r.distance, ids[r.id]);
     });
   }
 
   void scan(const prepared_query& q, const query_state_t& s, std::uint32_t p, float dist_q_c,
-            const row_filter* filter, topk& out, std::size_t ef, const shared_bound* bound) const {
+            const search_params& sp, topk& out, std::size_t ef, const shared_bound* bound) const {
+    const row_filter* filter = sp.filter;
     std::shared_ptr<const prepared_partition> hold;
     const auto* part = &partition(p, hold);
     const auto& pc = *part->data;
     const std::size_t n = pc.size();
     if (n == 0) return;
     if (graphs_) {
-      scan_graph(q, s, p, *part, filter, out, ef);
+      scan_graph(q, s, p, *part, sp, out, ef);
       return;
     }
     if constexpr (pq::detail::has_filtered_lut_scan) {
       if (std::holds_alternative<pq_params>(quantizer_)) {
-        scan_pq_filtered(q, s, p, *part, filter, out, bound);
+        scan_pq_filtered(q, s, p, *part, sp, out, bound);
         return;
       }
       if (s.rq_est) {
-        scan_rq_filtered(s, p, dist_q_c, *part, filter, out, bound);
+        scan_rq_filtered(s, p, dist_q_c, *part, sp, out, bound);
         return;
       }
     }
@@ -618,8 +677,10 @@ class ivf_search_engine {
     if (d.size() < n) d.resize(n);
     std::visit([&](const auto& qp) { distances(qp, q, s, p, dist_q_c, *part, d.data()); }, quantizer_);
     const std::uint64_t* ids = pc.row_ids.data();
+    const bool ranged = sp.distance_lower || sp.distance_upper;
     for (std::size_t i = 0; i < n; ++i) {
       if (!(d[i] <= push_bound(out, bound))) continue;
+      if (ranged && !sp.in_range(d[i])) continue;
       if (filter && !filter->contains(ids[i])) continue;
       out.push(d[i], ids[i]);
     }
@@ -629,7 +690,8 @@ class ivf_search_engine {
   // scan_filtered): only rows that may enter `out` get their distance, the one
   // distances() computes; the result is the same as a full scan's.
   void scan_rq_filtered(const query_state_t& s, std::uint32_t p, float dist_q_c, const prepared_partition& part,
-                        const row_filter* filter, topk& out, const shared_bound* bound) const {
+                        const search_params& sp, topk& out, const shared_bound* bound) const {
+    const row_filter* filter = sp.filter;
     const auto& pc = *part.data;
     thread_local std::vector<std::uint8_t> qs;
     if (qs.size() < rq_.code_bytes() * 256) qs.resize(rq_.code_bytes() * 256);
@@ -640,6 +702,7 @@ class ivf_search_engine {
         [&] { return push_bound(out, bound); },
         [&](std::size_t r, float d) {
           if (!(d <= push_bound(out, bound))) return;
+          if (!sp.in_range(d)) return;
           if (filter && !filter->contains(ids[r])) return;
           out.push(d, ids[r]);
         });
@@ -649,8 +712,9 @@ class ivf_search_engine {
   // may enter `out` get their exact f32 distance, which is the one distances()
   // computes; the rows pushed and the result are the same as a full scan's.
   void scan_pq_filtered(const prepared_query& q, const query_state_t& s, std::uint32_t p,
-                        const prepared_partition& part, const row_filter* filter, topk& out,
+                        const prepared_partition& part, const search_params& sp, topk& out,
                         const shared_bound* bound) const {
+    const row_filter* filter = sp.filter;
     const auto& pc = *part.data;
     const std::size_t n = pc.size(), nb = pq_.code_bytes();
     thread_local std::vector<float> rl;
@@ -669,6 +733,7 @@ class ivf_search_engine {
         [&](std::size_t r, float d) {
           if (offset != 0.0f) d += offset;
           if (!(d <= push_bound(out, bound))) return;
+          if (!sp.in_range(d)) return;
           if (filter && !filter->contains(ids[r])) return;
           out.push(d, ids[r]);
         });
@@ -745,7 +810,8 @@ class ivf_search_engine {
     topk best(sp.k);
     for (std::size_t i = 0; i < cand.size(); ++i) {
       const double* v = vecs.data() + i * dim_;
-      best.push(static_cast<float>(exact_distance(distance_, q.raw.data(), v, dim_)), ids[i]);
+      const float d = static_cast<float>(exact_distance(distance_, q.raw.data(), v, dim_));
+      if (sp.in_range(d)) best.push(d, ids[i]);
     }
     return best.sorted();
   }

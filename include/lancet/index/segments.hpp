@@ -258,7 +258,7 @@ inline std::uint64_t now_ms() {
 inline segment_metadata merge_segments(const std::string& root, const std::vector<segment_metadata>& segs) {
   const auto covered = detail::check_group(root, segs, "merge_segments");
   const auto latest = dataset::load_latest(root);
-  if (!latest) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
+  if (!latest) dataset::throw_no_dataset(root);
   std::vector<storage_reader<io::file_source>> st;
   std::optional<index_file_info> info;
   std::optional<double> loss = 0.0;
@@ -324,7 +324,7 @@ inline commit_segments_result commit_segments(const std::string& root, const std
                                               unsigned max_retries = dataset::default_max_retries) {
   if (name.empty()) throw invalid_input_error("commit_segments: no index name given");
   const auto base = dataset::load_latest(root);
-  if (!base) throw invalid_input_error("'" + root + "' is not a Lance dataset (no versions)");
+  if (!base) dataset::throw_no_dataset(root);
   const std::int32_t field = column_field_id(base->manifest(), column);
   for (const auto& s : segs) {
     if (s.index.name != name)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -111,27 +112,64 @@ std::vector<std::pair<std::uint32_t, float>> segmented_searcher::probe(const Q* 
 template <class Q>
 std::vector<neighbor> segmented_searcher::search(const Q* query, std::size_t dim, const search_params& sp) const {
   if (segs_.size() == 1 && !addresses_) return segs_[0]->search(query, dim, sp);
-  std::vector<std::vector<neighbor>> per(segs_.size());
+  // Each segment answers for its own fragments (row addresses name them).
+  std::vector<std::optional<row_filter>> own(segs_.size());
+  std::vector<search_params> each(segs_.size(), sp);
   for (std::size_t i = 0; i < segs_.size(); ++i) {
-    search_params one = sp;
-    std::optional<row_filter> f;
+    each[i].add_unfound_rows = false;
     if (addresses_) {
       const auto* user = sp.filter;
       const auto* frags = &frags_[i];
-      f.emplace(row_filter::where([user, frags](std::uint64_t id) {
+      own[i].emplace(row_filter::where([user, frags](std::uint64_t id) {
         return frags->count(id >> 32) != 0 && (!user || user->contains(id));
       }));
-      one.filter = &*f;
+      each[i].filter = &*own[i];
     }
-    per[i] = segs_[i]->search(query, dim, one);
   }
   // Newest segment first so that its entry wins a duplicate row id.
-  std::unordered_set<std::uint64_t> seen;
-  std::vector<neighbor> all;
-  for (std::size_t i = segs_.size(); i-- > 0;)
-    for (const auto& n : per[i])
-      if (seen.insert(n.row_id).second) all.push_back(n);
-  std::sort(all.begin(), all.end(), closer);
+  const auto merge = [&](const std::vector<std::vector<neighbor>>& per) {
+    std::unordered_set<std::uint64_t> seen;
+    std::vector<neighbor> all;
+    for (std::size_t i = segs_.size(); i-- > 0;)
+      for (const auto& n : per[i])
+        if (seen.insert(n.row_id).second) all.push_back(n);
+    std::sort(all.begin(), all.end(), closer);
+    return all;
+  };
+  // The first partitions of every segment, then (as Lance, once all are counted) the
+  // late search where they found fewer than k rows.
+  const bool may_probe_more =
+      sp.late_search && sp.maximum_nprobes && (*sp.maximum_nprobes == 0 || *sp.maximum_nprobes > sp.nprobes);
+  std::vector<std::vector<neighbor>> per(segs_.size());
+  for (std::size_t i = 0; i < segs_.size(); ++i) {
+    search_params first = each[i];
+    first.late_search = false;
+    per[i] = segs_[i]->search(query, dim, first);
+  }
+  auto all = merge(per);
+  const std::size_t found = std::min(all.size(), sp.k);
+  if (may_probe_more && found < sp.k) {
+    const auto allowed = sp.filter ? sp.filter->size() : std::nullopt;
+    if (sp.add_unfound_rows && allowed && found < *allowed && *allowed <= sp.k) {
+      if (const auto rows = sp.filter->rows()) {
+        std::unordered_set<std::uint64_t> have;
+        for (const auto& n : all) have.insert(n.row_id);
+        for (auto id : *rows)
+          if (!have.count(id)) all.push_back({id, std::numeric_limits<float>::infinity()});
+        std::sort(all.begin(), all.end(), closer);
+      }
+    } else {
+      std::size_t target = sp.k;
+      if (allowed) target = std::min(target, *allowed);
+      for (std::size_t i = 0; i < segs_.size(); ++i) {
+        // This segment goes on until the rows of all reach the target.
+        const std::size_t others = found - std::min(found, per[i].size());
+        each[i].found_target = std::max<std::size_t>(1, target > others ? target - others : 1);
+        per[i] = segs_[i]->search(query, dim, each[i]);
+      }
+      all = merge(per);
+    }
+  }
   if (all.size() > sp.k) all.resize(sp.k);
   return all;
 }

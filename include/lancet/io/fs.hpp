@@ -56,6 +56,7 @@ inline std::string errno_text(int err) {
   msg += note;
   msg += ": ";
   msg += detail::errno_text(err);
+  if (err == ENOENT) throw not_found_error(msg);
   throw io_error(msg);
 }
 

@@ -1,0 +1,426 @@
+// query/table.hpp (unit): answers on data that has lived — rows deleted (by predicate,
+// 0 / 50 / 99 %), rows appended after the index, delta segments, compaction — checked
+// against an exact search over a model of the live rows kept by the test; filters as
+// prefilter and postfilter, fast_search, bypass_vector_index, offset / limit, distance
+// ranges, probing past nprobes, projections (nested fields, _rowid, _distance), scans,
+// delete_where and the errors. LanceDB's answers on the same data: test_interop_query.cpp.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <lancet/arrow/builder.hpp>
+#include <lancet/dataset/compact.hpp>
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/delete.hpp>
+#include <lancet/dataset/write.hpp>
+#include <lancet/expr/filter.hpp>
+#include <lancet/index/ivf_builder.hpp>
+#include <lancet/index/optimize.hpp>
+#include <lancet/query/table.hpp>
+
+#include "support/interop.hpp"
+#include "support/vector_batch.hpp"
+
+using namespace lancet;
+namespace t = lancet::testing;
+
+namespace {
+
+constexpr std::size_t dim = 16;
+
+// What the test knows of every row it wrote.
+struct row {
+  std::int64_t id = 0;
+  std::vector<float> v;
+  std::optional<std::string> category;
+  std::optional<double> price;
+  bool live = true;
+};
+
+struct model {
+  std::vector<row> rows;
+
+  // n rows from id `first` on (clustered vectors, categories c0..c4 with nulls).
+  arrow::record_batch add(std::size_t n, std::int64_t first, unsigned seed) {
+    const auto values = t::clustered(n, dim, 12, 0.15f, seed);
+    std::mt19937 rng(seed);
+    std::vector<std::optional<std::string>> cat;
+    std::vector<std::optional<double>> price;
+    std::vector<std::int64_t> ids;
+    for (std::size_t i = 0; i < n; ++i) {
+      row r;
+      r.id = first + std::int64_t(i);
+      r.v.assign(values.begin() + std::ptrdiff_t(i * dim), values.begin() + std::ptrdiff_t((i + 1) * dim));
+      if (rng() % 10 != 0) r.category = "c" + std::to_string(rng() % 5);
+      if (rng() % 8 != 0) r.price = double(rng() % 1000) / 10.0;
+      cat.push_back(r.category);
+      price.push_back(r.price);
+      ids.push_back(r.id);
+      rows.push_back(std::move(r));
+    }
+    auto b = t::id_vector_batch(values, dim, first);
+    return arrow::make_batch({{"id", b.columns[0]},
+                              {"vector", b.columns[1]},
+                              {"category", arrow::string_array(cat)},
+                              {"price", arrow::make_array<double>(price)}});
+  }
+
+  const row& by_id(std::int64_t id) const {
+    for (const auto& r : rows)
+      if (r.id == id) return r;
+    FAIL("no row " << id);
+    return rows[0];
+  }
+};
+
+float l2(const std::vector<float>& a, const std::vector<float>& b) {
+  float s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
+  return s;
+}
+
+// The ids of the k nearest live rows passing `keep`, nearest first.
+template <class Keep>
+std::vector<std::int64_t> exact(const model& m, const std::vector<float>& q, std::size_t k, Keep keep) {
+  std::vector<std::pair<float, std::int64_t>> all;
+  for (const auto& r : m.rows)
+    if (r.live && keep(r)) all.emplace_back(l2(q, r.v), r.id);
+  std::sort(all.begin(), all.end());
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < std::min(k, all.size()); ++i) out.push_back(all[i].second);
+  return out;
+}
+std::vector<std::int64_t> exact(const model& m, const std::vector<float>& q, std::size_t k) {
+  return exact(m, q, k, [](const row&) { return true; });
+}
+
+std::vector<std::int64_t> ids_of(const arrow::record_batch& b) {
+  std::size_t c = 0;
+  while (b.schema->fields.at(c).name != "id") ++c;
+  std::vector<std::int64_t> out;
+  for (std::int64_t r = 0; r < b.num_rows(); ++r) out.push_back(b.columns[c]->value<std::int64_t>(r));
+  return out;
+}
+
+const arrow::array_data& column(const arrow::record_batch& b, const std::string& name) {
+  for (std::size_t c = 0; c < b.schema->fields.size(); ++c)
+    if (b.schema->fields[c].name == name) return *b.columns[c];
+  FAIL("no column " << name);
+  return *b.columns[0];
+}
+
+// Every returned row is live and its distance is the exact one.
+void check_rows(const model& m, const arrow::record_batch& b, const std::vector<float>& q, bool exact_distances = true) {
+  const auto ids = ids_of(b);
+  const auto& d = column(b, "_distance");
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& r = m.by_id(ids[i]);
+    CHECK_MESSAGE(r.live, "deleted row " << ids[i] << " returned");
+    if (exact_distances) CHECK(std::abs(d.value<float>(std::int64_t(i)) - l2(q, r.v)) < 1e-4f);
+  }
+  for (std::size_t i = 1; i < ids.size(); ++i) CHECK(d.value<float>(std::int64_t(i - 1)) <= d.value<float>(std::int64_t(i)));
+}
+
+void delete_model(model& m, const std::string& root, const std::string& where, bool (*pred)(const row&)) {
+  const auto before = dataset::dataset::open(root).count_rows();
+  const auto r = dataset::delete_where(root, where);
+  std::uint64_t n = 0;
+  for (auto& x : m.rows)
+    if (x.live && pred(x)) {
+      x.live = false;
+      ++n;
+    }
+  CHECK(r.deleted_rows == n);
+  CHECK(dataset::dataset::open(root).count_rows() == before - n);
+}
+
+void append(model& m, const std::string& root, std::size_t n, std::int64_t first, unsigned seed) {
+  dataset::write_options wo;
+  wo.mode = dataset::write_mode::append;
+  dataset::write(root, m.add(n, first, seed), wo);
+}
+
+std::vector<float> query_near(const model& m, std::int64_t id, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0, 0.05f);
+  auto q = m.by_id(id).v;
+  for (auto& x : q) x += g(rng);
+  return q;
+}
+
+}  // namespace
+
+TEST_CASE("query: an IVF_FLAT search over every partition is exact on a dataset that has lived") {
+  t::temp_dir tmp("query");
+  const std::string root = (tmp.path() / "ds").string();
+  model m;
+  dataset::write_options wo;
+  wo.max_rows_per_file = 1000;
+  dataset::write(root, m.add(3000, 0, 1), wo);
+  index::build_options bo;
+  bo.column = "vector";
+  bo.type = index::ivf_index_type::ivf_flat;
+  bo.num_partitions = 8;
+  index::build_ivf_index(root, bo);
+  delete_model(m, root, "id % 7 = 0", [](const row& r) { return r.id % 7 == 0; });
+  delete_model(m, root, "category = 'c3' AND price > 50", [](const row& r) {
+    return r.category == "c3" && r.price && *r.price > 50;
+  });
+  append(m, root, 500, 3000, 2);  // after the index: no segment covers it
+
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    auto tbl = query::table::open(root);
+    for (std::int64_t probe : {5, 123, 2999, 3001, 3499}) {
+      CAPTURE(probe);
+      const auto q = query_near(m, probe, unsigned(probe));
+      const std::span<const float> qs(q);
+      // Every partition probed: the answer is the exact one.
+      auto b = tbl.search("vector", qs).nprobes(8).limit(10).to_batch();
+      CHECK(ids_of(b) == exact(m, q, 10));
+      check_rows(m, b, q);
+      // Prefilter (LanceDB's default).
+      b = tbl.search("vector", qs).nprobes(8).where("category = 'c1' OR price IS NULL").limit(7).to_batch();
+      CHECK(ids_of(b) ==
+            exact(m, q, 7, [](const row& r) { return r.category == "c1" || !r.price; }));
+      check_rows(m, b, q);
+      // Postfilter: the 10 nearest, then the filter.
+      b = tbl.search("vector", qs).nprobes(8).where("price < 50").postfilter().limit(10).to_batch();
+      std::vector<std::int64_t> post;
+      for (auto id : exact(m, q, 10))
+        if (m.by_id(id).price && *m.by_id(id).price < 50) post.push_back(id);
+      CHECK(ids_of(b) == post);
+      // offset / limit: rows 3..8 of the 8 nearest.
+      b = tbl.search("vector", qs).nprobes(8).offset(3).limit(5).to_batch();
+      const auto ten = exact(m, q, 8);
+      CHECK(ids_of(b) == std::vector<std::int64_t>(ten.begin() + 3, ten.end()));
+      // An exact search without the index.
+      b = tbl.search("vector", qs).bypass_vector_index().limit(10).to_batch();
+      CHECK(ids_of(b) == exact(m, q, 10));
+      // fast_search: the index alone (appended rows are not searched).
+      b = tbl.search("vector", qs).nprobes(8).fast_search().limit(10).to_batch();
+      CHECK(ids_of(b) == exact(m, q, 10, [&](const row& r) { return r.id < 3000 || round > 0; }));
+      check_rows(m, b, q);
+      // distance_range keeps [lower, upper).
+      const auto all = tbl.search("vector", qs).nprobes(8).limit(30).to_batch();
+      const auto& d = column(all, "_distance");
+      const float lo = d.value<float>(3), hi = d.value<float>(9);
+      b = tbl.search("vector", qs).nprobes(8).distance_range(lo, hi).limit(30).to_batch();
+      const auto all_ids = ids_of(all);
+      CHECK(ids_of(b) == std::vector<std::int64_t>(all_ids.begin() + 3, all_ids.begin() + 9));
+    }
+    // A vector equal to an appended row finds it at distance 0.
+    const auto& appended = m.by_id(3333).v;
+    auto b = tbl.search("vector", std::span<const float>(appended)).limit(1).to_batch();
+    REQUIRE(b.num_rows() == 1);
+    CHECK(ids_of(b)[0] == 3333);
+    CHECK(column(b, "_distance").value<float>(0) == 0.0f);
+    if (round == 0) {
+      // A delta segment covers the appended rows; then compaction rewrites fragments.
+      index::optimize_options oo;
+      oo.num_indices_to_merge = 0;
+      const auto r = index::optimize_indices(root, oo);
+      CHECK(r.indices.at(0).segments_after == 2);
+      CHECK(query::table::open(root).search("vector", std::span<const float>(m.by_id(1).v)).explain().find("unindexed") ==
+            std::string::npos);
+    } else if (round == 1) {
+      dataset::compaction_options co;
+      co.target_rows_per_fragment = 2500;
+      dataset::compact_files(root, co);
+    }
+  }
+}
+
+TEST_CASE("query: no deleted row at 0, 50 and 99 % deleted; IVF_PQ with refine; HNSW") {
+  for (auto type : {index::ivf_index_type::ivf_pq, index::ivf_index_type::ivf_hnsw_sq}) {
+    for (int share : {0, 50, 99}) {
+      CAPTURE(share);
+      CAPTURE(index::ivf_index_type_name(type));
+      t::temp_dir tmp("query-del");
+      const std::string root = (tmp.path() / "ds").string();
+      model m;
+      dataset::write_options wo;
+      wo.max_rows_per_file = 1500;
+      dataset::write(root, m.add(3000, 0, 11), wo);
+      index::build_options bo;
+      bo.column = "vector";
+      bo.type = type;
+      bo.num_partitions = 4;
+      bo.num_sub_vectors = 4;
+      index::build_ivf_index(root, bo);
+      if (share == 50) delete_model(m, root, "id % 2 = 1", [](const row& r) { return r.id % 2 == 1; });
+      if (share == 99) delete_model(m, root, "id % 100 != 0", [](const row& r) { return r.id % 100 != 0; });
+      auto tbl = query::table::open(root);
+      std::size_t found = 0, wanted = 0;
+      for (std::int64_t probe = 0; probe < 3000; probe += 300) {
+        const auto q = query_near(m, probe, unsigned(probe + 7));
+        auto b = tbl.search("vector", std::span<const float>(q)).nprobes(4).refine_factor(20).limit(10).to_batch();
+        check_rows(m, b, q);
+        const auto want = exact(m, q, 10);
+        const auto got = ids_of(b);
+        wanted += want.size();
+        for (auto id : want) found += std::count(got.begin(), got.end(), id);
+        // Without refine the distances are the index's estimates; still no deleted row.
+        b = tbl.search("vector", std::span<const float>(q)).nprobes(2).limit(10).to_batch();
+        check_rows(m, b, q, false);
+        if (share < 99) CHECK(b.num_rows() == 10);  // at 99 %, 2 of 4 partitions hold fewer live rows
+      }
+      CHECK(double(found) / double(wanted) > 0.9);
+    }
+  }
+}
+
+TEST_CASE("query: a selective prefilter probes more partitions up to maximum_nprobes") {
+  t::temp_dir tmp("query-late");
+  const std::string root = (tmp.path() / "ds").string();
+  model m;
+  dataset::write(root, m.add(4000, 0, 21));
+  index::build_options bo;
+  bo.column = "vector";
+  bo.type = index::ivf_index_type::ivf_flat;
+  bo.num_partitions = 16;
+  index::build_ivf_index(root, bo);
+  auto tbl = query::table::open(root);
+  const auto q = query_near(m, 17, 3);
+  // Few rows pass: one probed partition may hold fewer than k of them.
+  const std::string f = "id % 97 = 0";
+  const auto keep = [](const row& r) { return r.id % 97 == 0; };
+  auto fixed = tbl.search("vector", std::span<const float>(q)).nprobes(1).where(f).limit(10).to_batch();
+  CHECK(fixed.num_rows() < 10);
+  auto late = tbl.search("vector", std::span<const float>(q)).minimum_nprobes(1).maximum_nprobes(0).where(f).limit(10).to_batch();
+  CHECK(late.num_rows() == 10);
+  // Probed until 10 were found: the 10 nearest of those partitions, a superset's prefix.
+  const auto all16 = tbl.search("vector", std::span<const float>(q)).nprobes(16).where(f).limit(10).to_batch();
+  CHECK(ids_of(all16) == exact(m, q, 10, keep));
+  // Fewer rows pass than k: every one of them, the unfound at +inf.
+  const std::string few = "id IN (1, 2000, 3999)";
+  auto b = tbl.search("vector", std::span<const float>(q)).minimum_nprobes(1).maximum_nprobes(0).where(few).limit(10).to_batch();
+  auto got = ids_of(b);
+  std::sort(got.begin(), got.end());
+  CHECK(got == std::vector<std::int64_t>{1, 2000, 3999});
+  CHECK_THROWS_AS(tbl.search("vector", std::span<const float>(q)).minimum_nprobes(5).maximum_nprobes(2).to_batch(),
+                  invalid_input_error);
+}
+
+TEST_CASE("query: scans, projections and output columns") {
+  t::temp_dir tmp("query-scan");
+  const std::string root = (tmp.path() / "ds").string();
+  model m;
+  dataset::write_options wo;
+  wo.max_rows_per_file = 100;
+  auto b = m.add(300, 0, 31);
+  // A struct column beside: st {x: id, y: "r<id>"}, NULL every 10th row.
+  std::vector<std::optional<std::int64_t>> x;
+  std::vector<std::optional<std::string>> y;
+  std::vector<bool> valid;
+  for (int i = 0; i < 300; ++i) {
+    x.push_back(i % 7 == 0 ? std::nullopt : std::optional<std::int64_t>(i));
+    y.push_back("r" + std::to_string(i));
+    valid.push_back(i % 10 != 3);
+  }
+  b = arrow::make_batch({{"id", b.columns[0]}, {"vector", b.columns[1]}, {"category", b.columns[2]},
+                         {"price", b.columns[3]},
+                         {"st", arrow::struct_array({{"x", arrow::make_array<std::int64_t>(x)}, {"y", arrow::string_array(y)}},
+                                                    valid)}});
+  dataset::write(root, b, wo);
+  delete_model(m, root, "id < 10 OR id BETWEEN 150 AND 160", [](const row& r) {
+    return r.id < 10 || (r.id >= 150 && r.id <= 160);
+  });
+  auto tbl = query::table::open(root);
+  // Offset and limit count matching rows, in row order across fragments.
+  auto s = tbl.query().where("st.x % 2 = 0").select({"id"}).offset(40).limit(5).to_batch();
+  std::vector<std::int64_t> want;
+  for (const auto& r : m.rows)
+    if (r.live && r.id % 7 != 0 && r.id % 10 != 3 && r.id % 2 == 0) want.push_back(r.id);
+  CHECK(ids_of(s) == std::vector<std::int64_t>(want.begin() + 40, want.begin() + 45));
+  CHECK(s.schema->fields.size() == 1);
+  // Nested fields come out as columns named by their path; a NULL struct makes them NULL.
+  s = tbl.query().select({"st.x", "id", "st.y"}).with_row_id().limit(30).to_batch();
+  REQUIRE(s.schema->fields.size() == 4);
+  CHECK(s.schema->fields[0].name == "st.x");
+  CHECK(s.schema->fields[2].name == "st.y");
+  CHECK(s.schema->fields[3].name == "_rowid");
+  for (std::int64_t r = 0; r < s.num_rows(); ++r) {
+    const auto id = s.columns[1]->value<std::int64_t>(r);
+    CHECK(s.columns[0]->is_valid(r) == (id % 7 != 0 && id % 10 != 3));
+    CHECK(s.columns[2]->is_valid(r) == (id % 10 != 3));
+    if (s.columns[2]->is_valid(r)) CHECK(s.columns[2]->string_value(r) == "r" + std::to_string(id));
+    CHECK(s.columns[3]->value<std::uint64_t>(r) == ((std::uint64_t(id / 100) << 32) | std::uint64_t(id % 100)));
+  }
+  CHECK(s.columns[1]->value<std::int64_t>(0) == 10);  // rows 0..9 deleted
+  // A vector search: selected columns, `_distance`, then `_rowid`; `_rowid` selected keeps its place.
+  const auto q = m.by_id(42).v;
+  auto v = tbl.search("vector", std::span<const float>(q)).select({"price", "id"}).with_row_id().limit(3).to_batch();
+  REQUIRE(v.schema->fields.size() == 4);
+  CHECK(v.schema->fields[2].name == "_distance");
+  CHECK(v.schema->fields[3].name == "_rowid");
+  CHECK(ids_of(v)[0] == 42);
+  v = tbl.search("vector", std::span<const float>(q)).select({"_rowid", "id"}).limit(3).to_batch();
+  CHECK(v.schema->fields[0].name == "_rowid");
+  CHECK(v.schema->fields[2].name == "_distance");
+  v = tbl.search("vector", std::span<const float>(q)).select({"_distance", "id"}).limit(3).to_batch();
+  CHECK(v.schema->fields.size() == 2);
+  CHECK(v.schema->fields[0].name == "_distance");
+  // Every column, all rows: the live rows in order.
+  s = tbl.query().to_batch();
+  CHECK(s.num_rows() == std::int64_t(dataset::dataset::open(root).count_rows()));
+  CHECK(s.schema->fields.size() == 5);
+  // An empty answer keeps the schema.
+  v = tbl.search("vector", std::span<const float>(q)).where("id < 0").select({"id"}).to_batch();
+  CHECK(v.num_rows() == 0);
+  CHECK(v.schema->fields.size() == 2);
+  s = tbl.query().where("id < 0").to_batch();
+  CHECK(s.num_rows() == 0);
+  CHECK(s.schema->fields.size() == 5);
+  s = tbl.query().limit(0).to_batch();
+  CHECK(s.num_rows() == 0);
+}
+
+TEST_CASE("query: errors name what is wrong") {
+  t::temp_dir tmp("query-err");
+  const std::string root = (tmp.path() / "ds").string();
+  CHECK_THROWS_AS(query::table::open(root), not_found_error);
+  CHECK_THROWS_AS(dataset::dataset::open(root), not_found_error);
+  try {
+    dataset::dataset::open(root);
+  } catch (const error& e) {
+    CHECK(e.code() == errc::not_found);
+  }
+  model m;
+  dataset::write(root, m.add(200, 0, 41));
+  auto tbl = query::table::open(root);
+  const auto q = m.by_id(1).v;
+  const std::span<const float> qs(q);
+  CHECK_THROWS_WITH_AS(tbl.query().select({"nope"}).to_batch(),
+                       doctest::Contains("no column 'nope' (columns: id, vector, category, price)"), invalid_input_error);
+  CHECK_THROWS_WITH_AS(tbl.query().where("nope > 1").to_batch(), doctest::Contains("position 0"), expr::invalid_filter);
+  CHECK_THROWS_WITH_AS(tbl.search("vector", qs.first(3)).to_batch(), doctest::Contains("has 3 values"),
+                       invalid_input_error);
+  CHECK_THROWS_WITH_AS(tbl.search("category", qs).to_batch(), doctest::Contains("not a vector column"),
+                       invalid_input_error);
+  CHECK_THROWS_AS(tbl.search("vector", qs).limit(0).to_batch(), invalid_input_error);
+  CHECK_THROWS_AS(tbl.search("vector", qs).index("nosuch").to_batch(), invalid_input_error);
+  CHECK_THROWS_AS(tbl.query().select({"_distance"}).to_batch(), invalid_input_error);
+  // Without an index: an exact search; fast_search finds nothing (as Lance 12).
+  CHECK(ids_of(tbl.search("vector", qs).limit(5).to_batch()) == exact(m, q, 5));
+  CHECK(tbl.search("vector", qs).fast_search().limit(5).to_batch().num_rows() == 0);
+  // A filter error commits nothing.
+  const auto v = dataset::dataset::open(root).version();
+  CHECK_THROWS_AS(dataset::delete_where(root, "id / 0 = 1"), expr::invalid_filter);
+  CHECK_THROWS_AS(dataset::delete_where(root, "lower(category) = 'x'"), expr::unsupported_filter);
+  CHECK(dataset::dataset::open(root).version() == v);
+  // A predicate matching nothing commits a version (as Lance does); one matching all
+  // removes every fragment.
+  CHECK(dataset::delete_where(root, "id < 0").version == v + 1);
+  const auto all = dataset::delete_where(root, "true");
+  CHECK(all.deleted_rows == 200);
+  CHECK(dataset::dataset::open(root).manifest().fragments.empty());
+  CHECK(query::table::open(root).query().to_batch().num_rows() == 0);
+}
