@@ -4,7 +4,7 @@
 //                < rows.jsonl
 //   lancet write DATASET --schema SCHEMA.json --uncommitted [--mode append|overwrite] < rows.jsonl
 //   lancet commit DATASET --operation append|overwrite [--schema S] [--read-version V] FRAGMENT.json...
-//   lancet cat DATASET|FILE.lance [--columns a,b] [--offset N] [--limit N] [--version V]
+//   lancet cat DATASET|FILE.lance [--columns a,b] [--where EXPR] [--offset N] [--limit N] [--version V]
 //   lancet inspect DATASET|FILE.lance
 //   lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq
 //                [--partitions N | --target-partition-size N] [--sub-vectors M] [--bits B]
@@ -17,7 +17,9 @@
 //   lancet index optimize DATASET [--name NAME] [--merge N] [--retrain] [--target-partition-size N]
 //                [--threads T]
 //   lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R]
-//                [--columns a,b] [--index NAME]
+//                [--columns a,b] [--index NAME] [--where EXPR] [--postfilter] [--fast-search]
+//                [--bypass-index] [--distance-range LO,HI] [--offset N] [--explain]
+//   lancet delete DATASET --where EXPR
 //   lancet compact DATASET [--target-rows N]
 //   lancet cleanup DATASET [--older-than SECONDS] [--keep N] [--delete-unverified] [--dry-run]
 //   lancet help [COMMAND]      (also: lancet COMMAND --help / -h)
@@ -125,13 +127,23 @@ const std::vector<command_spec>& commands() {
        {},
        true},
       {"cat",
-       "lancet cat DATASET|FILE.lance [--columns a,b] [--offset N] [--limit N] [--version V]",
+       "lancet cat DATASET|FILE.lance [--columns a,b] [--where EXPR] [--offset N] [--limit N] [--version V]",
        "Prints rows of a dataset or of a single Lance file as JSON Lines.\n"
-       "  --columns a,b   only these columns, in this order\n"
-       "  --offset N      skip the first N rows\n"
+       "  --columns a,b   only these columns, in this order (a struct's field: st.x)\n"
+       "  --where EXPR    only rows where the SQL filter is true (e.g. \"price > 10 AND tag = 'x'\")\n"
+       "  --offset N      skip the first N (matching) rows\n"
        "  --limit N       print at most N rows\n"
        "  --version V     read version V of a dataset (default: the latest)\n",
-       {"columns", "offset", "limit", "version"},
+       {"columns", "where", "offset", "limit", "version"},
+       {}},
+      {"delete",
+       "lancet delete DATASET --where EXPR [--max-retries N]",
+       "Deletes the rows where the SQL filter is true and commits a new version (Lance's delete,\n"
+       "with the filter recorded in its transaction). Prints {\"version\", \"deleted_rows\"} as one\n"
+       "JSON line. A concurrent commit that preempts it makes it run again on the new version.\n"
+       "  --where EXPR      the rows to delete (a SQL filter; \"true\" deletes every row)\n"
+       "  --max-retries N   run again on other writers' commits at most N times (default 20)\n",
+       {"where", "max-retries"},
        {}},
       {"inspect",
        "lancet inspect DATASET|FILE.lance",
@@ -226,19 +238,33 @@ const std::vector<command_spec>& commands() {
        {"retrain"}},
       {"search",
        "lancet search DATASET --column COL --query '[...]' [--k 10] [--nprobes N] [--refine R] [--columns a,b]\n"
-       "               [--index NAME] [--ef E]",
-       "Finds the nearest rows to a query vector through the column's index; prints\n"
-       "{\"_rowid\":...,\"_distance\":...} lines, nearest first.\n"
-       "  --column COL    the indexed vector column\n"
-       "  --query JSON    the query vector, a JSON array of numbers\n"
-       "  --k N           number of results (default 10)\n"
-       "  --nprobes N     partitions searched (default 20)\n"
-       "  --refine R      re-rank k * R candidates by exact distance\n"
-       "  --columns a,b   add these columns' values to each result\n"
-       "  --index NAME    the index to use when the column has several\n"
-       "  --ef E          IVF_HNSW_* indexes: the graph search's beam width (default 1.5 x k)\n",
-       {"column", "query", "k", "nprobes", "refine", "columns", "index", "ef"},
-       {}},
+       "               [--index NAME] [--ef E] [--where EXPR] [--postfilter] [--fast-search] [--bypass-index]\n"
+       "               [--distance-range LO,HI] [--metric M] [--offset N] [--max-nprobes N] [--explain]",
+       "Finds the nearest rows to a query vector, as LanceDB does: through the column's index, rows\n"
+       "no index covers searched exactly and merged, deleted rows never returned. Prints\n"
+       "{\"_rowid\":...,\"_distance\":...} lines (and --columns' values), nearest first.\n"
+       "  --column COL          the vector column\n"
+       "  --query JSON          the query vector, a JSON array of numbers\n"
+       "  --k N                 number of results (default 10)\n"
+       "  --nprobes N           partitions searched (default 20)\n"
+       "  --max-nprobes N       search more partitions, up to N (0: all), while fewer than k rows\n"
+       "                        pass the filter (default: --nprobes)\n"
+       "  --refine R            re-rank k * R candidates by exact distance\n"
+       "  --columns a,b         add these columns' values to each result\n"
+       "  --index NAME          the index to use when the column has several\n"
+       "  --ef E                IVF_HNSW_* indexes: the graph search's beam width (default 1.5 x k)\n"
+       "  --where EXPR          a SQL filter, applied before the search (a prefilter)\n"
+       "  --postfilter          apply --where to the k nearest instead (fewer rows may come back)\n"
+       "  --fast-search         search the index only, not rows appended after it was built\n"
+       "  --bypass-index        an exact search over every row\n"
+       "  --distance-range L,H  only distances in [L, H) (either may be empty: ',0.5')\n"
+       "  --metric M            the distance (l2, cosine, dot, hamming); another than the index's\n"
+       "                        searches exactly, as LanceDB does\n"
+       "  --offset N            skip the N nearest\n"
+       "  --explain             print how the search runs to stderr\n",
+       {"column", "query", "k", "nprobes", "max-nprobes", "refine", "columns", "index", "ef", "where",
+        "distance-range", "metric", "offset"},
+       {"postfilter", "fast-search", "bypass-index", "explain"}},
       {"compact",
        "lancet compact DATASET [--target-rows N] [--max-retries N]",
        "Merges small fragments and drops deleted rows, remapping vector indexes in the same commit.\n"
@@ -530,6 +556,32 @@ int cmd_cat(const args& a) {
       if (names.empty()) total = r.num_rows();
       else for (const auto& n : names) total = std::max(total, len_of(n));
     }
+    if (auto where = a.get("where")) {
+      // Matching rows, then --offset / --limit over them.
+      const auto f = expr::filter::compile(*where, r.arrow_schema());
+      std::vector<std::string> read = names;
+      if (!read.empty())
+        for (const auto& c : f.columns())
+          if (std::find(read.begin(), read.end(), c) == read.end()) read.push_back(c);
+      std::uint64_t skip = offset, left = limit.value_or(std::numeric_limits<std::uint64_t>::max());
+      for (auto& b : r.read_batches({read, std::nullopt, std::nullopt}, 8192)) {
+        if (left == 0) break;
+        auto kept = f.apply(b);
+        const auto n = std::uint64_t(kept.num_rows());
+        const auto from = std::min(skip, n), take = std::min(left, n - from);
+        skip -= from;
+        left -= take;
+        arrow::record_batch out;
+        out.schema = std::make_shared<arrow::schema>();
+        for (std::size_t c = 0; c < kept.columns.size(); ++c) {
+          if (!names.empty() && std::find(names.begin(), names.end(), kept.schema->fields[c].name) == names.end()) continue;
+          const_cast<arrow::schema&>(*out.schema).fields.push_back(kept.schema->fields[c]);
+          out.columns.push_back(arrow::slice(kept.columns[c], std::int64_t(from), std::int64_t(take)));
+        }
+        print_batch(out);
+      }
+      return 0;
+    }
     const auto begin = std::min(offset, total);
     const auto end = limit ? std::min(total, begin + *limit) : total;
     for (auto& b : r.read_batches({names, std::pair{begin, end}, std::nullopt}, 8192)) print_batch(b);
@@ -537,13 +589,27 @@ int cmd_cat(const args& a) {
   }
   std::optional<std::uint64_t> version;
   if (a.get("version")) version = a.number("version");
-  auto ds = dataset::dataset::open(a.path, version);
-  dataset::scan_options o;
-  o.columns = columns;
-  o.offset = offset;
-  o.limit = limit;
-  auto scan = ds.scan(o);
-  while (auto b = scan.next()) print_batch(*b);
+  query::request q;
+  q.columns = columns;
+  q.filter = a.get("where").value_or("");
+  q.offset = offset;
+  q.limit = limit;
+  auto rows = query::table::open(a.path, version).execute(q);
+  while (auto b = rows.next()) print_batch(*b);
+  return 0;
+}
+
+int cmd_delete(const args& a) {
+  const auto where = a.get("where");
+  if (!where) throw usage_error("delete needs --where EXPR (\"true\" deletes every row)");
+  dataset::delete_options o;
+  if (auto n = a.number("max-retries")) o.max_retries = unsigned(*n);
+  const auto r = dataset::delete_where(a.path, *where, o);
+  report_retries(r.retries);
+  nlohmann::json j;
+  j["version"] = r.version;
+  j["deleted_rows"] = r.deleted_rows;
+  std::cout << j.dump() << "\n";
   return 0;
 }
 
@@ -842,28 +908,19 @@ int cmd_index_list(const args& a) {
   return 0;
 }
 
-// Vector values of a column, widened to double, for the given rows (refine).
-void fetch_vectors(const dataset::dataset& ds, const std::string& column, std::span<const std::uint64_t> ids,
-                   std::size_t dim, double* out) {
-  const auto b = ds.take(ids, {column});
-  const auto& col = *b.columns.at(0);
-  const auto& item = *col.children.at(0);
-  for (std::size_t r = 0; r < ids.size(); ++r) {
-    for (std::size_t j = 0; j < dim; ++j) {
-      const std::size_t i = (std::size_t(col.offset) + r) * dim + j;
-      double v = std::nan("");
-      if (r < std::size_t(col.length) && col.is_valid(std::int64_t(r))) {
-        switch (item.type->id) {
-          case arrow::type_id::float16: v = item.values<simd::f16>()[i].to_float(); break;
-          case arrow::type_id::float32: v = item.values<float>()[i]; break;
-          case arrow::type_id::float64: v = item.values<double>()[i]; break;
-          case arrow::type_id::uint8: v = item.values<std::uint8_t>()[i]; break;
-          default: break;
-        }
-      }
-      out[r * dim + j] = v;
-    }
-  }
+// "0.5,2" / ",2" / "0.5," -> the bounds of --distance-range.
+std::pair<std::optional<float>, std::optional<float>> parse_range(const std::string& text) {
+  const auto comma = text.find(',');
+  if (comma == std::string::npos) throw usage_error("--distance-range needs LO,HI (either may be empty), got '" + text + "'");
+  const auto bound = [&](const std::string& part) -> std::optional<float> {
+    if (part.empty()) return std::nullopt;
+    float v = 0;
+    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (ec != std::errc() || p != part.data() + part.size())
+      throw usage_error("--distance-range: '" + part + "' is not a number");
+    return v;
+  };
+  return {bound(text.substr(0, comma)), bound(text.substr(comma + 1))};
 }
 
 int cmd_search(const args& a) {
@@ -871,64 +928,67 @@ int cmd_search(const args& a) {
   if (!column) throw usage_error("search needs --column COL");
   const auto qtext = a.get("query");
   if (!qtext) throw usage_error("search needs --query '[v1, v2, ...]'");
-  const auto s = dataset::load_latest(a.path);
-  if (!s) throw invalid_input_error("'" + a.path + "' is not a Lance dataset");
-  auto ix = index::open_vector_index(*s, *column, a.get("index").value_or(""));
-  const std::size_t dim = ix.searcher->dimension();
   nlohmann::json q;
   try {
     q = nlohmann::json::parse(*qtext);
   } catch (const std::exception&) {
     throw invalid_input_error("--query is not JSON: '" + *qtext + "'");
   }
-  if (!q.is_array() || q.size() != dim)
-    throw invalid_input_error("--query must be a JSON array of " + std::to_string(dim) + " numbers (the dimension of '" +
-                              *column + "')");
-  std::vector<float> query;
+  if (!q.is_array()) throw invalid_input_error("--query must be a JSON array of numbers");
+  std::vector<double> vec;
   for (const auto& v : q) {
     if (!v.is_number()) throw invalid_input_error("--query holds a non-number: " + v.dump());
-    query.push_back(v.get<float>());
+    vec.push_back(v.get<double>());
   }
-  index::search_params sp;
-  sp.k = a.number("k").value_or(10);
-  sp.nprobes = a.number("nprobes").value_or(20);
-  sp.refine_factor = a.number("refine").value_or(0);
-  if (auto v = a.number("ef")) sp.ef = std::size_t(*v);
-  if (sp.k == 0) throw usage_error("--k must be positive");
-  if (sp.nprobes == 0) throw usage_error("--nprobes must be positive");
-  const auto ds = dataset::dataset::open(a.path, s->version());
-  if (sp.refine_factor > 0)
-    sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) { fetch_vectors(ds, *column, ids, dim, out); };
-  std::vector<index::neighbor> hits;
-  if (ix.index_file.distance == simd::distance_type::hamming) {
-    std::vector<std::uint8_t> qb;
-    for (float f : query) {
-      if (!(f >= 0 && f <= 255 && f == std::floor(f)))
-        throw invalid_input_error("a hamming query holds bytes (0..255), not " + std::to_string(f));
-      qb.push_back(std::uint8_t(f));
-    }
-    hits = ix.searcher->search(qb.data(), dim, sp);
-  } else {
-    hits = ix.searcher->search(query.data(), dim, sp);
+  const auto k = a.number("k").value_or(10);
+  if (k == 0) throw usage_error("--k must be positive");
+  const auto nprobes = a.number("nprobes").value_or(20);
+  if (nprobes == 0) throw usage_error("--nprobes must be positive");
+  const auto user_columns = a.get("columns") ? split_columns(*a.get("columns")) : std::vector<std::string>{};
+  auto t = query::table::open(a.path);
+  auto b = t.query().nearest(*column, std::move(vec)).k(k).nprobes(nprobes).offset(a.number("offset").value_or(0));
+  if (auto m = a.number("max-nprobes")) b.maximum_nprobes(*m);
+  if (auto r = a.number("refine")) b.refine_factor(*r);
+  if (auto e = a.number("ef")) b.ef(*e);
+  if (auto i = a.get("index")) b.index(*i);
+  if (auto w = a.get("where")) b.where(*w);
+  if (a.get("postfilter")) {
+    if (!a.get("where")) throw usage_error("--postfilter applies to --where");
+    b.postfilter();
   }
-  const auto columns = a.get("columns") ? split_columns(*a.get("columns")) : std::vector<std::string>{};
+  if (a.get("fast-search")) b.fast_search();
+  if (a.get("bypass-index")) b.bypass_vector_index();
+  if (auto r = a.get("distance-range")) {
+    const auto [lo, hi] = parse_range(*r);
+    b.distance_range(lo, hi);
+  }
+  if (auto m = a.get("metric")) b.distance_type(index::parse_distance(*m));
+  // The user's columns, then _distance and _rowid (printed first).
+  std::vector<std::string> cols = user_columns;
+  cols.push_back("_distance");
+  b.select(cols).with_row_id();
+  if (a.get("explain")) std::cerr << b.explain();
+  const auto hits = b.to_batch();
+  const auto n = user_columns.size();
   arrow::record_batch values;
-  if (!columns.empty() && !hits.empty()) {
-    std::vector<std::uint64_t> ids;
-    for (const auto& h : hits) ids.push_back(h.row_id);
-    values = ds.take(ids, columns);
+  values.schema = std::make_shared<arrow::schema>();
+  for (std::size_t c = 0; c < n; ++c) {
+    const_cast<arrow::schema&>(*values.schema).fields.push_back(hits.schema->fields[c]);
+    values.columns.push_back(hits.columns[c]);
   }
+  const auto& dist = *hits.columns[n];
+  const auto& ids = *hits.columns[n + 1];
   std::string row;
-  for (std::size_t i = 0; i < hits.size(); ++i) {
+  for (std::int64_t i = 0; i < hits.num_rows(); ++i) {
     // Distances are f32: printed in their shortest round-trip form.
+    const float d = dist.value<float>(i);
     char num[64];
-    const auto end = std::to_chars(num, num + sizeof num, hits[i].distance).ptr;
-    std::string dist(num, end);
-    if (!std::isfinite(hits[i].distance)) dist = "null";
-    std::string line = "{\"_rowid\":" + std::to_string(hits[i].row_id) + ",\"_distance\":" + dist + "}";
-    if (!columns.empty()) {
+    const auto end = std::to_chars(num, num + sizeof num, d).ptr;
+    std::string line = "{\"_rowid\":" + std::to_string(ids.value<std::uint64_t>(i)) +
+                       ",\"_distance\":" + (std::isfinite(d) ? std::string(num, end) : std::string("null")) + "}";
+    if (n > 0) {
       row.clear();
-      json::append_row(row, values, std::int64_t(i), json::write_options{});
+      json::append_row(row, values, i, json::write_options{});
       if (row.size() > 2) line = line.substr(0, line.size() - 1) + "," + row.substr(1);
     }
     std::cout << line << "\n";
@@ -1071,6 +1131,7 @@ int run(const command_spec& spec, const std::vector<std::string>& rest) {
   if (spec.name == "index list") return cmd_index_list(a);
   if (spec.name == "index optimize") return cmd_index_optimize(a);
   if (spec.name == "search") return cmd_search(a);
+  if (spec.name == "delete") return cmd_delete(a);
   if (spec.name == "compact") return cmd_compact(a);
   if (spec.name == "cleanup") return cmd_cleanup(a);
   throw std::logic_error("no handler for '" + std::string(spec.name) + "'");

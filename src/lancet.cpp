@@ -23,6 +23,7 @@
 #include "lancet/file/instances.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/index.hpp"
+#include "lancet/query.hpp"
 #include "lancet/pb/file.hpp"
 #include "lancet/pb/file2.hpp"
 #include "lancet/pb/table.hpp"

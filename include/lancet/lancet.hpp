@@ -5,3 +5,4 @@
 #include "lancet/dataset.hpp"
 #include "lancet/file.hpp"
 #include "lancet/index.hpp"
+#include "lancet/query.hpp"

@@ -111,7 +111,7 @@ err=$("$lancet" index create "$vds" --column vector --type ivf_flat --partitions
 check "more partitions than rows refused" grep -q "cannot build 601 partitions from 600" <<< "$err"
 check "refused creates leave the version" bash -c "'$lancet' inspect '$vds' | grep -q 'latest version 5:'"
 err=$("$lancet" search "$vds" --column vector --query '[1,2]' 2>&1); st=$?
-check "query of the wrong dimension refused" bash -c "test $st -eq 1 && grep -q 'array of 8 numbers' <<< \"\$0\"" "$err"
+check "query of the wrong dimension refused" bash -c "test $st -eq 1 && grep -q 'query vector has 2 values; column .vector. holds vectors of 8' <<< \"\$0\"" "$err"
 err=$("$lancet" index create "$vds" --column vector 2>&1); check "index create without --type is a usage error" test $? -eq 2
 check "index create ivf_hnsw_sq --m --ef-construction" bash -c "'$lancet' index create '$vds' --column vector --type ivf_hnsw_sq --partitions 2 --m 8 --ef-construction 40 --name hnsw 2>/dev/null"
 check "search --index hnsw --ef finds row 7" bash -c "'$lancet' search '$vds' --column vector --index hnsw --query '$q7' --k 10 --nprobes 2 --ef 30 | grep -q '\"_rowid\":7,\"_distance\"'"
@@ -212,22 +212,51 @@ err=$("$lancet" index optimize "$ods" --merge 1 --retrain 2>&1); check "--merge 
 err=$("$lancet" index optimize "$ods" --name nope 2>&1); st=$?
 check "index optimize of an unknown index fails naming it" bash -c "test $st -eq 1 && grep -q \"no index named 'nope'\" <<< \"\$0\"" "$err"
 check "index optimize --retrain rebuilds" bash -c "'$lancet' index optimize '$ods' --retrain 2>/dev/null | grep -q '\"segments_after\":1'"
+# ---- queries: filters, deletes, appended rows ------------------------------------------
+qds="$tmp/qds"
+head -n 400 "$tmp/vrows.jsonl" | "$lancet" write "$qds" --schema "$tmp/vschema.json" 2>/dev/null
+"$lancet" index create "$qds" --column vector --type ivf_flat --partitions 4 2>/dev/null
+out=$("$lancet" delete "$qds" --where "id % 6 = 1 AND id != 7"); st=$?
+check "delete --where prints the rows it deleted" bash -c "test $st -eq 0 && grep -q '\"deleted_rows\":66' <<< '$out'"
+check "LanceDB counts the rows left after delete --where" bash -c "node '$root/tests/interop/read_table.mjs' '$qds' --columns id | tail -n 1 | grep -q '\"countRows\":334'"
+out=$("$lancet" search "$qds" --column vector --query "$q7" --k 40 --nprobes 4 --columns id)
+check "search never returns a deleted row" bash -c "! grep -E '\"id\":([0-9]+)' -o <<< '$out' | cut -d: -f2 | awk '\$1 % 6 == 1 && \$1 != 7 { bad = 1 } END { exit !bad }'"
+check "search returns k rows after deletes" test "$(wc -l <<< "$out")" -eq 40
+tail -n 200 "$tmp/vrows.jsonl" | "$lancet" write "$qds" --schema "$tmp/vschema.json" --mode append 2>/dev/null
+check "search finds a row appended after the index at distance 0" bash -c "'$lancet' search '$qds' --column vector --query '$q407' --k 1 --nprobes 4 --columns id | grep -q '\"_distance\":0,\"id\":407}'"
+check "search --fast-search does not search appended rows" bash -c "! '$lancet' search '$qds' --column vector --query '$q407' --k 1 --nprobes 4 --fast-search --columns id | grep -q '\"_distance\":0,'"
+check "search --explain names the unindexed fragment" bash -c "'$lancet' search '$qds' --column vector --query '$q7' --explain 2>&1 >/dev/null | grep -q 'exact search over 1 unindexed fragments'"
+out=$("$lancet" search "$qds" --column vector --query "$q7" --k 5 --nprobes 4 --where "id >= 100 AND id % 2 = 0" --columns id)
+check "search --where: 5 rows, all matching" bash -c "test \$(wc -l <<< '$out') -eq 5 && ! grep -E '\"id\":([0-9]+)' -o <<< '$out' | cut -d: -f2 | awk '\$1 < 100 || \$1 % 2 { bad = 1 } END { exit !bad }'"
+out=$("$lancet" search "$qds" --column vector --query "$q7" --k 5 --nprobes 4 --where "id = 7" --postfilter --columns id)
+check "search --postfilter: the filter after the k nearest" bash -c "test \$(wc -l <<< '$out') -eq 1 && grep -q '\"id\":7}' <<< '$out'"
+out=$("$lancet" search "$qds" --column vector --query "$q7" --k 3 --bypass-index --offset 1 --distance-range 0.0000001, --columns id)
+check "search --bypass-index --offset --distance-range" bash -c "test \$(wc -l <<< '$out') -eq 3 && ! grep -q '\"id\":7}' <<< '$out'"
+check "cat --where --offset --limit counts matching rows" test "$("$lancet" cat "$qds" --columns id --where "id >= 390" --offset 2 --limit 3)" == $'{"id":393}\n{"id":394}\n{"id":395}'
+check "cat --where on a file" test "$("$lancet" cat "$(ls "$vds"/data/*.lance | head -n 1)" --columns id --where "id BETWEEN 3 AND 8 AND id != 7")" == $'{"id":3}\n{"id":4}\n{"id":5}\n{"id":6}\n{"id":8}'
+err=$("$lancet" cat "$qds" --where "id >" 2>&1); st=$?
+check "a malformed filter: exit 1, the position named" bash -c "test $st -eq 1 && grep -q 'at position 4' <<< \"\$0\"" "$err"
+err=$("$lancet" search "$qds" --column vector --query "$q7" --where "nope = 1" 2>&1); st=$?
+check "a filter naming an unknown column lists the columns" bash -c "test $st -eq 1 && grep -q \"no column 'nope' (columns: id, vector)\" <<< \"\$0\"" "$err"
+err=$("$lancet" delete "$qds" 2>&1); check "delete without --where is a usage error" test $? -eq 2
+err=$("$lancet" cat "$tmp/nothing-here" 2>&1); st=$?
+check "cat of a missing dataset: not found" bash -c "test $st -eq 1 && grep -q 'not found' <<< \"\$0\"" "$err"
 # ---- --version, help, unknown commands and flags --------------------------------------
 version=$(sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" "$root/meson.build" | head -n 1)
 out=$("$lancet" --version); st=$?
 check "--version prints 'lancet $version'" test "$st:$out" == "0:lancet $version"
 out=$("$lancet" help); st=$?
 check "help exits 0" test $st -eq 0
-check "help lists every command" bash -c 'for c in write cat inspect "index create" "index list" "index optimize" search compact; do
+check "help lists every command" bash -c 'for c in write cat inspect "index create" "index list" "index optimize" search delete compact; do
   grep -q "^  lancet $c " <<< "$0" || exit 1; done' "$out"
-for c in write cat inspect "index create" "index list" "index optimize" search compact; do
+for c in write cat inspect "index create" "index list" "index optimize" search delete compact; do
   for form in "help $c" "$c --help" "$c -h" "$c DATASET --help"; do
     out=$("$lancet" $form 2>/dev/null); st=$?
     check "'lancet $form' exits 0 with the usage of $c" bash -c 'test "$1" -eq 0 && head -n 1 <<< "$0" | grep -q "^usage: lancet $2 "' "$out" "$st" "$c"
   done
 done
 # The usages agree with README.md's for the one-line ones.
-for c in write cat inspect "index list" compact; do
+for c in write cat inspect "index list" compact delete; do
   line=$(grep -m 1 "^lancet $c " "$root/README.md")
   check "help $c shows README's usage line" bash -c 'test -n "$1" && grep -qxF "usage: $1" <<< "$0"' "$("$lancet" help $c)" "$line"
 done

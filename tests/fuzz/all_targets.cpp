@@ -22,6 +22,7 @@
 #include "lancet/dataset/roaring.hpp"
 #include "lancet/encoding/structural/decoder.hpp"
 #include "lancet/encoding/structural/field_encoders.hpp"
+#include "lancet/expr/filter.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/index/storage_reader.hpp"
 #include "lancet/io/source.hpp"
@@ -52,6 +53,9 @@ namespace target_deletion {
 namespace target_json {
 #include "fuzz_json.cpp"
 }
+namespace target_filter {
+#include "fuzz_filter.cpp"
+}
 // clang-format on
 
 namespace {
@@ -68,6 +72,7 @@ constexpr named_target targets[] = {
     {"fuzz_index", target_index::fuzz_index_one_input},
     {"fuzz_deletion", target_deletion::fuzz_deletion_one_input},
     {"fuzz_json", target_json::fuzz_json_one_input},
+    {"fuzz_filter", target_filter::fuzz_filter_one_input},
 };
 entry chosen = nullptr;
 

@@ -76,11 +76,6 @@ inline std::optional<snapshot> load_latest(const std::string& root, const source
   return detail::load(root, *e, sources);
 }
 
-// The error for a path that holds no dataset.
-[[noreturn]] inline void throw_no_dataset(const std::string& root) {
-  throw not_found_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
-}
-
 // The newest version of the dataset at `root`; not_found_error when there is none.
 inline snapshot require_latest(const std::string& root, const source_factory& sources = {}) {
   auto s = load_latest(root, sources);

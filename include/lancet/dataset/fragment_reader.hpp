@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "lancet/arrow/array.hpp"
+#include "lancet/arrow/builder.hpp"
 #include "lancet/arrow/compare.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/deletion.hpp"

@@ -147,6 +147,11 @@ inline std::vector<version_entry> list_versions(const std::string& root) {
   return out;
 }
 
+// The error for a path that holds no dataset.
+[[noreturn]] inline void throw_no_dataset(const std::string& root) {
+  throw not_found_error("'" + root + "' is not a Lance dataset (no versions under _versions/)");
+}
+
 // The newest version, if the dataset has any.
 inline std::optional<version_entry> latest_version(const std::string& root) {
   auto all = list_versions(root);

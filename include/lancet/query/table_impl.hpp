@@ -480,6 +480,16 @@ struct nearest_plan {
   vector_column_type column;
 };
 
+// The query's values rounded to the column's element type (f16, f32).
+inline std::vector<double> in_element_type(const std::vector<double>& v, vector_element e) {
+  std::vector<double> out(v);
+  if (e == vector_element::f32)
+    for (auto& x : out) x = double(float(x));
+  else if (e == vector_element::f16)
+    for (auto& x : out) x = double(simd::f16(float(x)).to_float());
+  return out;
+}
+
 inline nearest_plan plan_nearest(const table_state& t, const request& r) {
   const auto& n = *r.nearest;
   const auto& ds = t.ds;
@@ -550,7 +560,9 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
   if (!r.filter.empty()) filter = expr::filter::compile(r.filter, ds.schema());
   const auto cols = output_columns(ds, r);
   const auto plan = plan_nearest(t, r);
-  const double* q = n.vector.data();
+  // Lance casts the query to the column's element type first.
+  const auto cast = in_element_type(n.vector, plan.column.element);
+  const double* q = cast.data();
   const bool pre = filter && r.prefilter;
 
   std::vector<index::neighbor> hits;
