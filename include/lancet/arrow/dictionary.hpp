@@ -100,7 +100,7 @@ inline array_ptr take_flat(const array_data& values, const std::vector<std::int6
   out->length = n;
   aligned_buffer valid;
   valid.resize(std::size_t((n + 7) / 8));
-  std::memset(valid.data(), 0, valid.size());
+  if (!valid.empty()) std::memset(valid.data(), 0, valid.size());
   std::int64_t nulls = 0;
   for (std::int64_t k = 0; k < n; ++k) {
     const bool ok = idx[std::size_t(k)] >= 0 && values.is_valid(idx[std::size_t(k)]);
@@ -139,7 +139,7 @@ inline array_ptr take_flat(const array_data& values, const std::vector<std::int6
   } else if (t.id == type_id::boolean) {
     aligned_buffer bits;
     bits.resize(std::size_t((n + 7) / 8));
-    std::memset(bits.data(), 0, bits.size());
+    if (!bits.empty()) std::memset(bits.data(), 0, bits.size());
     for (std::int64_t k = 0; k < n; ++k) {
       const auto j = idx[std::size_t(k)];
       if (j >= 0 && values.is_valid(j) && values.bool_value(j)) set_bit(bits.data(), k, true);
@@ -149,7 +149,7 @@ inline array_ptr take_flat(const array_data& values, const std::vector<std::int6
     const auto w = bit_width(t) / 8;
     aligned_buffer buf;
     buf.resize(std::size_t(n * w));
-    std::memset(buf.data(), 0, buf.size());
+    if (!buf.empty()) std::memset(buf.data(), 0, buf.size());
     for (std::int64_t k = 0; k < n; ++k) {
       const auto j = idx[std::size_t(k)];
       if (j >= 0 && values.is_valid(j))
@@ -174,10 +174,10 @@ inline array_ptr dictionary_encode(const array_ptr& plain, const type_ptr& dict_
   std::vector<std::int64_t> firsts;
   aligned_buffer indices;
   indices.resize(std::size_t(n * w));
-  std::memset(indices.data(), 0, indices.size());
+  if (!indices.empty()) std::memset(indices.data(), 0, indices.size());
   aligned_buffer valid;
   valid.resize(std::size_t((n + 7) / 8));
-  std::memset(valid.data(), 0, valid.size());
+  if (!valid.empty()) std::memset(valid.data(), 0, valid.size());
   std::int64_t nulls = 0;
   const auto limit = detail::index_max(ix.id);
   for (std::int64_t i = 0; i < n; ++i) {
