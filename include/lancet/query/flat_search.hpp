@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "lancet/dataset/dataset.hpp"
-#include "lancet/expr/filter.hpp"
+#include "lancet/core/buffer.hpp"
+#include "lancet/dataset/row_set.hpp"
 #include "lancet/index/neighbors.hpp"
 #include "lancet/index/quantizer/flat.hpp"
 #include "lancet/query/vector_column.hpp"
@@ -27,7 +28,16 @@ struct flat_search_params {
   std::size_t k = 10;
   std::optional<float> distance_lower;  // [lower, upper)
   std::optional<float> distance_upper;
-  const expr::filter* filter = nullptr;  // only rows where it is true (a prefilter)
+  const dataset::row_set* allowed = nullptr;  // only these rows (a prefilter's), by row id
+};
+
+// Vectors of a dataset's rows held in memory (non-NULL ones), for repeated exact
+// searches over the same rows.
+struct vector_rows {
+  vector_column_type type;
+  std::vector<std::uint64_t> ids;  // row ids, in row order
+  aligned_buffer values;           // ids.size() x type.dimension elements, row-major
+  std::uint64_t bytes() const noexcept { return values.size() + ids.size() * sizeof(std::uint64_t); }
 };
 
 namespace detail {
@@ -40,53 +50,116 @@ inline void vector_distances(const arrow::array_data& vectors, const vector_colu
   });
 }
 
+inline std::size_t element_bytes(vector_element e) noexcept {
+  switch (e) {
+    case vector_element::f16: return 2;
+    case vector_element::f32: return 4;
+    case vector_element::f64: return 8;
+    case vector_element::u8: return 1;
+  }
+  return 4;
+}
+
+inline vector_column_type column_vector_type(const dataset::dataset& ds, const std::string& column) {
+  const auto& schema = ds.schema();
+  for (const auto& f : schema.fields)
+    if (f.name == column) return vector_type_of(*f.type, column);
+  throw invalid_input_error("dataset '" + ds.path() + "' has no column '" + column + "'");
+}
+
+// Pushes the rows of one block (distances d of rows with ids) into best.
+inline void push_block(index::topk& best, const float* d, const std::uint64_t* ids, std::size_t n,
+                       const flat_search_params& p, const std::uint8_t* valid = nullptr) {
+  for (std::size_t r = 0; r < n; ++r) {
+    const float x = d[r];
+    if (!(x <= (best.full() ? best.worst().distance : std::numeric_limits<float>::infinity()))) continue;
+    if (valid && !valid[r]) continue;
+    if ((p.distance_lower && !(x >= *p.distance_lower)) || (p.distance_upper && !(x < *p.distance_upper))) continue;
+    if (p.allowed && !p.allowed->contains(ids[r])) continue;
+    best.push(x, ids[r]);
+  }
+}
+
 }  // namespace detail
 
 // The k nearest live rows of the given fragments (all of ds when `fragments` is
-// nullopt) to `query` (vt.dimension values), nearest first.
+// nullopt) to `query` (the column's dimension of values), nearest first, read from
+// the dataset.
 inline std::vector<index::neighbor> flat_search(const dataset::dataset& ds, const std::string& column,
                                                 const std::optional<std::vector<std::uint64_t>>& fragments,
                                                 const double* query, const flat_search_params& p) {
-  const auto& schema = ds.schema();
-  std::size_t field = 0;
-  while (field < schema.fields.size() && schema.fields[field].name != column) ++field;
-  if (field == schema.fields.size()) throw invalid_input_error("dataset '" + ds.path() + "' has no column '" + column + "'");
-  const auto vt = vector_type_of(*schema.fields[field].type, column);
-  index::topk best(p.k);
+  const auto vt = detail::column_vector_type(ds, column);
   if (p.k == 0 || (fragments && fragments->empty())) return {};
+  index::topk best(p.k);
   dataset::scan_options so;
   so.columns = {column};
-  if (p.filter)
-    for (const auto& c : p.filter->columns())
-      if (c != column) so.columns.push_back(c);
   so.with_row_id = true;
   so.fragment_ids = fragments;
   std::vector<float> d;
-  std::vector<std::uint8_t> keep;
-  std::vector<arrow::array_ptr> inputs;
+  std::vector<std::uint8_t> valid;
   for (auto sc = ds.scan(so); auto b = sc.next();) {
     const auto n = std::size_t(b->num_rows());
     if (n == 0) continue;
     const auto& vec = *b->columns[0];
-    const auto& ids = *b->columns.back();
-    keep.assign(n, 1);
-    if (p.filter) {
-      inputs.clear();
-      for (const auto& c : p.filter->columns()) {
-        std::size_t k = 0;
-        while (b->schema->fields[k].name != c) ++k;
-        inputs.push_back(b->columns[k]);
-      }
-      p.filter->evaluate(inputs, 0, n, keep.data());
-    }
     d.resize(n);
     detail::vector_distances(vec, vt, p.distance, query, n, d.data());
-    for (std::size_t r = 0; r < n; ++r) {
-      if (!keep[r] || !vec.is_valid(std::int64_t(r))) continue;
-      const float x = d[r];
-      if ((p.distance_lower && !(x >= *p.distance_lower)) || (p.distance_upper && !(x < *p.distance_upper))) continue;
-      best.push(x, ids.value<std::uint64_t>(std::int64_t(r)));
+    valid.resize(n);
+    for (std::size_t r = 0; r < n; ++r) valid[r] = vec.is_valid(std::int64_t(r));
+    detail::push_block(best, d.data(), b->columns[1]->values<std::uint64_t>(), n, p, valid.data());
+  }
+  return best.sorted();
+}
+
+// The vectors of the live rows of the given fragments (NULL vectors left out).
+inline vector_rows load_vector_rows(const dataset::dataset& ds, const std::string& column,
+                                    const std::optional<std::vector<std::uint64_t>>& fragments) {
+  vector_rows out;
+  out.type = detail::column_vector_type(ds, column);
+  const std::size_t row_bytes = out.type.dimension * detail::element_bytes(out.type.element);
+  dataset::scan_options so;
+  so.columns = {column};
+  so.with_row_id = true;
+  so.fragment_ids = fragments;
+  for (auto sc = ds.scan(so); auto b = sc.next();) {
+    const auto& vec = *b->columns[0];
+    const auto* ids = b->columns[1]->values<std::uint64_t>();
+    with_vector_rows(vec, out.type.element, out.type.dimension, [&](const auto* rows) {
+      for (std::int64_t r = 0; r < b->num_rows(); ++r) {
+        if (!vec.is_valid(r)) continue;
+        out.ids.push_back(ids[r]);
+        out.values.append(reinterpret_cast<const std::uint8_t*>(rows + std::size_t(r) * out.type.dimension), row_bytes);
+      }
+    });
+  }
+  return out;
+}
+
+// The k nearest of rows held in memory, nearest first.
+inline std::vector<index::neighbor> flat_search(const vector_rows& rows, const double* query,
+                                                const flat_search_params& p) {
+  if (p.k == 0 || rows.ids.empty()) return {};
+  index::topk best(p.k);
+  constexpr std::size_t block = 4096;
+  std::vector<float> d(std::min(block, rows.ids.size()));
+  const std::size_t row_bytes = rows.type.dimension * detail::element_bytes(rows.type.element);
+  for (std::size_t at = 0; at < rows.ids.size(); at += block) {
+    const std::size_t n = std::min(block, rows.ids.size() - at);
+    const std::uint8_t* base = rows.values.data() + at * row_bytes;
+    switch (rows.type.element) {
+      case vector_element::f16:
+        index::flat::distances(p.distance, query, reinterpret_cast<const simd::f16*>(base), n, rows.type.dimension, d.data());
+        break;
+      case vector_element::f32:
+        index::flat::distances(p.distance, query, reinterpret_cast<const float*>(base), n, rows.type.dimension, d.data());
+        break;
+      case vector_element::f64:
+        index::flat::distances(p.distance, query, reinterpret_cast<const double*>(base), n, rows.type.dimension, d.data());
+        break;
+      case vector_element::u8:
+        index::flat::distances(p.distance, query, base, n, rows.type.dimension, d.data());
+        break;
     }
+    detail::push_block(best, d.data(), rows.ids.data() + at, n, p);
   }
   return best.sorted();
 }

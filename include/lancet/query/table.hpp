@@ -66,13 +66,23 @@ class batch_reader {
 
 class builder;
 
+// What a table may hold in memory for its queries.
+struct table_options {
+  // The rows each recent prefilter kept (by its text; a version's answer never changes):
+  // repeated filters skip their scan.
+  std::size_t filter_cache_entries = 32;
+  // The vectors of the rows searched exactly (fragments no index covers), held up to
+  // this many bytes; beyond it each search reads them.
+  std::uint64_t vector_cache_bytes = std::uint64_t(256) << 20;
+};
+
 class table {
  public:
   // The latest version (or `version`) of the dataset at `path` (not_found_error when
   // there is none).
   LANCET_INLINE static table open(const std::string& path, std::optional<std::uint64_t> version = std::nullopt,
-                                  dataset::source_factory sources = {});
-  LANCET_INLINE explicit table(dataset::dataset ds);
+                                  dataset::source_factory sources = {}, table_options options = {});
+  LANCET_INLINE explicit table(dataset::dataset ds, table_options options = {});
 
   LANCET_INLINE const dataset::dataset& dataset() const noexcept;
   // The newest version now, reusing the index segments this table opened.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,34 @@ struct segment_cache {
   std::map<std::string, index::index_segment> opened;
 };
 
+// The rows of the given fragments where the filter is true (live rows only).
+inline std::shared_ptr<const dataset::row_set> rows_matching(const dataset::dataset& ds, const expr::filter& f,
+                                                             const std::vector<std::uint64_t>& fragments) {
+  auto out = std::make_shared<dataset::row_set>();
+  if (fragments.empty()) return out;
+  if (f.columns().empty()) {  // a constant
+    std::uint8_t all = 0;
+    f.evaluate({}, 0, 1, &all);
+    if (!all) return out;
+  }
+  dataset::scan_options so;
+  so.columns = f.columns();
+  if (so.columns.empty()) so.columns = {ds.schema().fields.at(0).name};
+  so.with_row_id = true;
+  so.fragment_ids = fragments;
+  std::vector<std::uint8_t> mask;
+  for (auto sc = ds.scan(so); auto b = sc.next();) {
+    const auto n = std::size_t(b->num_rows());
+    mask.assign(n, 1);
+    if (!f.columns().empty())
+      f.evaluate(std::span<const arrow::array_ptr>(b->columns.data(), f.columns().size()), 0, n, mask.data());
+    const auto* ids = b->columns.back()->values<std::uint64_t>();
+    for (std::size_t r = 0; r < n; ++r)
+      if (mask[r]) out->insert(ids[r]);
+  }
+  return out;
+}
+
 // One vector index of a version, ready to search.
 struct vector_index_handle {
   std::string name;
@@ -54,12 +83,71 @@ struct vector_index_handle {
 };
 
 struct table_state {
-  explicit table_state(dataset::dataset d) : ds(std::move(d)), segments(std::make_shared<segment_cache>()) {}
+  table_state(dataset::dataset d, table_options o)
+      : ds(std::move(d)), options(o), segments(std::make_shared<segment_cache>()) {}
 
   dataset::dataset ds;
+  table_options options;
   std::shared_ptr<segment_cache> segments;
   mutable std::mutex mu;
   mutable std::map<std::pair<std::string, std::string>, std::shared_ptr<const vector_index_handle>> indexes;
+  // The rows each filter keeps (a version's answer never changes), most recent first.
+  mutable std::list<std::pair<std::string, std::shared_ptr<const dataset::row_set>>> filters;
+  // Vectors of the rows searched exactly (the unindexed fragments'), by column and fragments.
+  mutable std::map<std::string, std::shared_ptr<const vector_rows>> vectors;
+  mutable std::uint64_t vector_bytes = 0;
+
+  // The live rows where filter f is true, over every fragment.
+  std::shared_ptr<const dataset::row_set> rows_where(const expr::filter& f) const {
+    {
+      std::lock_guard lock(mu);
+      for (auto it = filters.begin(); it != filters.end(); ++it)
+        if (it->first == f.text()) {
+          filters.splice(filters.begin(), filters, it);
+          return it->second;
+        }
+    }
+    std::vector<std::uint64_t> all;
+    for (const auto& fr : ds.manifest().fragments) all.push_back(fr.id);
+    auto rows = rows_matching(ds, f, all);
+    std::lock_guard lock(mu);
+    if (options.filter_cache_entries == 0) return rows;
+    filters.emplace_front(f.text(), rows);
+    while (filters.size() > options.filter_cache_entries) filters.pop_back();
+    return rows;
+  }
+
+  // The vectors of `fragments`' rows, held while they fit the table's budget; nullptr
+  // when they do not (the search then reads them).
+  std::shared_ptr<const vector_rows> rows_of(const std::string& column, const std::vector<std::uint64_t>& fragments) const {
+    std::string key = column;
+    for (auto f : fragments) key += "," + std::to_string(f);
+    {
+      std::lock_guard lock(mu);
+      auto it = vectors.find(key);
+      if (it != vectors.end()) return it->second;
+    }
+    const auto vt = column_vector_type(ds, column);
+    std::uint64_t rows = 0;
+    for (auto f : fragments) rows += ds.physical_rows(f);
+    const std::uint64_t estimate = rows * (vt.dimension * element_bytes(vt.element) + sizeof(std::uint64_t));
+    {
+      std::lock_guard lock(mu);
+      if (vector_bytes + estimate > options.vector_cache_bytes) return nullptr;
+      vector_bytes += estimate;  // reserved while loading
+    }
+    std::shared_ptr<const vector_rows> loaded;
+    try {
+      loaded = std::make_shared<const vector_rows>(load_vector_rows(ds, column, fragments));
+    } catch (...) {
+      std::lock_guard lock(mu);
+      vector_bytes -= estimate;
+      throw;
+    }
+    std::lock_guard lock(mu);
+    vector_bytes = vector_bytes - estimate + loaded->bytes();
+    return vectors.emplace(key, std::move(loaded)).first->second;
+  }
 
   // The vector index on `column` (or named `name`); nullptr when the column has none.
   std::shared_ptr<const vector_index_handle> vector_index(const std::string& column, const std::string& name) const {
@@ -392,18 +480,18 @@ LANCET_INLINE const std::shared_ptr<const arrow::schema>& batch_reader::schema()
 LANCET_INLINE std::optional<arrow::record_batch> batch_reader::next() { return st_->next(); }
 
 LANCET_INLINE table table::open(const std::string& path, std::optional<std::uint64_t> version,
-                                dataset::source_factory sources) {
-  return table(dataset::dataset::open(path, version, std::move(sources)));
+                                dataset::source_factory sources, table_options options) {
+  return table(dataset::dataset::open(path, version, std::move(sources)), options);
 }
 
-LANCET_INLINE table::table(dataset::dataset ds) {
-  st_ = std::make_shared<detail::table_state>(std::move(ds));
+LANCET_INLINE table::table(dataset::dataset ds, table_options options) {
+  st_ = std::make_shared<detail::table_state>(std::move(ds), options);
 }
 
 LANCET_INLINE const dataset::dataset& table::dataset() const noexcept { return st_->ds; }
 
 LANCET_INLINE table table::latest() const {
-  table t(st_->ds.latest());
+  table t(st_->ds.latest(), st_->options);
   t.st_->segments = st_->segments;
   return t;
 }
@@ -422,34 +510,6 @@ LANCET_INLINE builder table::search(const std::string& column, std::span<const d
 }
 
 namespace detail {
-
-// The rows of the given fragments where the filter is true (live rows only).
-inline std::shared_ptr<const dataset::row_set> rows_matching(const dataset::dataset& ds, const expr::filter& f,
-                                                             const std::vector<std::uint64_t>& fragments) {
-  auto out = std::make_shared<dataset::row_set>();
-  if (fragments.empty()) return out;
-  if (f.columns().empty()) {  // a constant
-    std::uint8_t all = 0;
-    f.evaluate({}, 0, 1, &all);
-    if (!all) return out;
-  }
-  dataset::scan_options so;
-  so.columns = f.columns();
-  if (so.columns.empty()) so.columns = {ds.schema().fields.at(0).name};
-  so.with_row_id = true;
-  so.fragment_ids = fragments;
-  std::vector<std::uint8_t> mask;
-  for (auto sc = ds.scan(so); auto b = sc.next();) {
-    const auto n = std::size_t(b->num_rows());
-    mask.assign(n, 1);
-    if (!f.columns().empty())
-      f.evaluate(std::span<const arrow::array_ptr>(b->columns.data(), f.columns().size()), 0, n, mask.data());
-    const auto* ids = b->columns.back()->values<std::uint64_t>();
-    for (std::size_t r = 0; r < n; ++r)
-      if (mask[r]) out->insert(ids[r]);
-  }
-  return out;
-}
 
 // Keeps the rows of `hits` where the filter is true (a postfilter), in order.
 inline void postfilter(const dataset::dataset& ds, const expr::filter& f, std::vector<index::neighbor>& hits) {
@@ -564,6 +624,8 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
   const auto cast = in_element_type(n.vector, plan.column.element);
   const double* q = cast.data();
   const bool pre = filter && r.prefilter;
+  // A prefilter's rows, over every fragment (the index's and the ones searched exactly).
+  const auto allowed = pre ? t.rows_where(*filter) : nullptr;
 
   std::vector<index::neighbor> hits;
   if (plan.index) {
@@ -579,7 +641,7 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
     if (n.fetch) sp.fetch = n.fetch;
     else sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) { fetch_vectors(ds, n.column, ids, out); };
     std::optional<index::row_filter> rows;
-    if (pre) rows = index::row_filter::in(rows_matching(ds, *filter, plan.index->covered));
+    if (pre) rows = index::row_filter::in(allowed);
     else if (plan.index->needs_mask) rows = index::row_filter::in(ds.live_rows());
     sp.filter = rows ? &*rows : nullptr;
     if (sp.nprobes == 0) return output_batch(ds, cols, {}, n.column);
@@ -591,8 +653,10 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
     fp.k = k;
     fp.distance_lower = n.distance_lower;
     fp.distance_upper = n.distance_upper;
-    fp.filter = pre ? &*filter : nullptr;
-    auto exact = flat_search(ds, n.column, plan.flat_fragments, q, fp);
+    fp.allowed = allowed.get();
+    std::shared_ptr<const vector_rows> held;
+    if (plan.flat_fragments) held = t.rows_of(n.column, *plan.flat_fragments);
+    auto exact = held ? flat_search(*held, q, fp) : flat_search(ds, n.column, plan.flat_fragments, q, fp);
     if (plan.index) {
       // Lance unions both and computes every candidate's distance exactly again.
       std::vector<std::uint64_t> ids;
