@@ -311,6 +311,17 @@ TEST_CASE("query: a selective prefilter probes more partitions up to maximum_npr
   CHECK(got == std::vector<std::int64_t>{1, 2000, 3999});
   CHECK_THROWS_AS(tbl.search("vector", std::span<const float>(q)).minimum_nprobes(5).maximum_nprobes(2).to_batch(),
                   invalid_input_error);
+  // Without a maximum, IVF_FLAT over float32 starts from Lance 12's floor: 6 partitions for
+  // k <= 10 under l2 (when no more lie within its margin of the nearest centroid).
+  for (std::int64_t probe : {17, 1234, 3999}) {
+    const auto qq = query_near(m, probe, 5);
+    const auto open = tbl.search("vector", std::span<const float>(qq)).minimum_nprobes(1).maximum_nprobes(0).limit(10).to_batch();
+    const auto six = tbl.search("vector", std::span<const float>(qq)).nprobes(6).limit(10).to_batch();
+    const auto one = tbl.search("vector", std::span<const float>(qq)).nprobes(1).limit(10).to_batch();
+    CHECK(ids_of(open) == ids_of(six));
+    CHECK(ids_of(open) == exact(m, qq, 10));
+    CHECK(one.num_rows() == 10);
+  }
 }
 
 TEST_CASE("query: scans, projections and output columns") {

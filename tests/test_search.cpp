@@ -854,3 +854,77 @@ TEST_CASE("LanceDB's own index files: our search against exact search over the d
     }
   }
 }
+
+TEST_CASE("probing as Lance 12: fixed nprobes, the adaptive floor of IVF_FLAT, the legacy rule, the late search") {
+  // 20 partitions with centroids at (p, 0); the query sits on centroid 0. Partition p
+  // holds 10 rows near its centroid (ids p * 1000 + i), except that row 5000 (in
+  // partition 5) sits on the query itself: only a search that scans partition 5 finds it.
+  const std::size_t parts = 20, d = 2;
+  std::vector<float> cents;
+  std::vector<partition_contents> contents(parts);
+  for (std::size_t p = 0; p < parts; ++p) {
+    cents.insert(cents.end(), {float(p), 0.0f});
+    std::vector<float> v;
+    for (std::size_t i = 0; i < 10; ++i) {
+      contents[p].row_ids.push_back(p * 1000 + i);
+      const bool on_query = p == 5 && i == 0;
+      v.insert(v.end(), {on_query ? 0.0f : float(p) + 0.01f * float(i + 1), on_query ? 0.0f : 0.5f});
+    }
+    contents[p].codes.append(reinterpret_cast<const std::uint8_t*>(v.data()), v.size() * sizeof(float));
+  }
+  ivf_searcher s(distance_type::l2, matrix::of(cents, parts, d), flat::to_params<float>(d), contents);
+  const float q[2] = {0, 0};
+  const auto found = [&](search_params sp) {
+    std::set<std::uint64_t> ids;
+    for (const auto& n : s.search(q, d, sp)) ids.insert(n.row_id);
+    return ids.count(5000) == 1;
+  };
+  search_params sp;
+  sp.k = 5;
+  sp.nprobes = 5;
+  CHECK_FALSE(found(sp));  // fixed: partitions 0..4
+  sp.nprobes = 6;
+  CHECK(found(sp));
+  // No maximum, k <= 10, l2: at least Lance's floor of 6 partitions.
+  sp.nprobes = 1;
+  sp.maximum_nprobes = 0;
+  CHECK(found(sp));
+  // A maximum: the legacy rule (within 7x the nearest distance, 0 here: one partition);
+  // no late search, 10 rows found.
+  sp.maximum_nprobes = 20;
+  CHECK_FALSE(found(sp));
+  // A filter keeping one row per partition: the late search probes until k = 5 are found.
+  std::vector<std::uint64_t> firsts;
+  for (std::size_t p = 0; p < parts; ++p) firsts.push_back(p * 1000 + 1);
+  const auto one_each = row_filter::allow(firsts);
+  sp.filter = &one_each;
+  sp.maximum_nprobes = 20;
+  CHECK(s.search(q, d, sp).size() == 5);
+  sp.maximum_nprobes = std::nullopt;  // fixed: one partition, one row
+  CHECK(s.search(q, d, sp).size() == 1);
+  // Fewer rows pass than k: the unfound ones at +inf (Lance's shortcut), or the search
+  // goes on when the shortcut is off.
+  const auto three = row_filter::allow({1, 10001, 19001});
+  sp.filter = &three;
+  sp.maximum_nprobes = 0;
+  const auto hits = s.search(q, d, sp);
+  REQUIRE(hits.size() == 3);
+  CHECK(hits[0].row_id == 1);
+  CHECK(std::isinf(hits[1].distance));
+  CHECK(std::isinf(hits[2].distance));
+  sp.add_unfound_rows = false;
+  const auto scanned = s.search(q, d, sp);
+  REQUIRE(scanned.size() == 3);
+  CHECK(std::isfinite(scanned[2].distance));
+  // distance_range keeps [lower, upper).
+  sp = {};
+  sp.k = 10;
+  sp.nprobes = 20;
+  sp.distance_lower = 0.0f;
+  sp.distance_upper = 0.2505f;  // rows 0 and 1 of partition 0: 0.2501 and 0.2504
+  const auto ranged = s.search(q, d, sp);
+  REQUIRE(ranged.size() == 3);
+  CHECK(ranged[0].row_id == 5000);
+  CHECK(ranged[1].row_id == 0);
+  CHECK(ranged[2].row_id == 1);
+}

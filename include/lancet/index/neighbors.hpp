@@ -157,9 +157,8 @@ struct search_params {
   // than `found_target` rows were found, one more partition at a time until that many
   // are or maximum_nprobes were probed (Lance's late search). maximum_nprobes: nullopt
   // = nprobes (a fixed count, LanceDB's nprobes(n)); 0 = every partition. With a
-  // maximum above nprobes, nprobes is first raised to the partitions whose centroid
-  // distance is within a factor of the nearest one's (Lance's early pruning: 0.6 for
-  // k = 1, 7 for k <= 10, 81 beyond).
+  // maximum above nprobes, nprobes is first raised as Lance 12 raises it (its probe
+  // policies: search_impl.hpp, initial_probes).
   std::size_t nprobes = 20;
   std::optional<std::size_t> maximum_nprobes;
   // The late search's goal: 0 = k, or the filter's row count when it is smaller.

@@ -141,13 +141,7 @@ class ivf_search_engine {
       max_n = *sp.maximum_nprobes == 0 ? num_partitions_ : std::min(*sp.maximum_nprobes, num_partitions_);
     std::size_t min_n = std::min(sp.nprobes, max_n);
     const auto probes = probe_prepared(q, max_n);
-    if (max_n > min_n && !probes.empty()) {
-      const float factor = sp.k <= 1 ? 0.6f : sp.k <= 10 ? 7.0f : 81.0f;
-      const float threshold = probes[0].second * factor;
-      std::size_t pruned = 0;
-      while (pruned < probes.size() && probes[pruned].second <= threshold) ++pruned;
-      min_n = std::min(std::max(min_n, pruned), max_n);
-    }
+    if (max_n > min_n && !probes.empty()) min_n = initial_probes(q, probes, sp, min_n, max_n);
     const std::span<const std::pair<std::uint32_t, float>> initial(probes.data(), std::min(min_n, probes.size()));
     const auto state = query_state(q);
     topk all(kk);
@@ -210,6 +204,52 @@ class ivf_search_engine {
     if (allowed) target = std::min(target, *allowed);
     for (std::size_t i = from; i < probes.size() && all.size() < target; ++i)
       scan(q, state, probes[i].first, probes[i].second, sp, all, ef, nullptr);
+  }
+
+  // How many of the probed partitions (nearest first) the search scans before any late
+  // search, when the minimum and maximum differ (Lance 12's probe policies). IVF_FLAT
+  // over float32 vectors without a maximum (l2, cosine, dot; k <= 1000; refine <= 1):
+  // the partitions whose centroid distance is within a margin of the nearest one's,
+  // between a floor and a cap that depend on the metric and k (Lance's calibrated
+  // profiles). Otherwise the legacy rule: those within a factor of the nearest one's
+  // distance (0.6 for k = 1, 7 for k <= 10, 81 beyond).
+  std::size_t initial_probes(const prepared_query& q, const std::vector<std::pair<std::uint32_t, float>>& probes,
+                             const search_params& sp, std::size_t min_n, std::size_t max_n) const {
+    const auto* flat = std::get_if<flat_params>(&quantizer_);
+    const bool adaptive = flat && flat->element == element_type::f32 && !graphs_ && sp.maximum_nprobes &&
+                          *sp.maximum_nprobes == 0 && sp.k <= 1000 && sp.refine_factor <= 1 &&
+                          (distance_ == distance_type::l2 || distance_ == distance_type::cosine ||
+                           distance_ == distance_type::dot) &&
+                          std::all_of(q.raw.begin(), q.raw.end(), [](double x) { return std::isfinite(x); });
+    if (!adaptive) {
+      const float factor = sp.k <= 1 ? 0.6f : sp.k <= 10 ? 7.0f : 81.0f;
+      const float threshold = probes[0].second * factor;
+      std::size_t pruned = 0;
+      while (pruned < probes.size() && probes[pruned].second <= threshold) ++pruned;
+      return std::min(std::max(min_n, pruned), max_n);
+    }
+    const std::size_t bucket = sp.k <= 1 ? 0 : sp.k <= 10 ? 1 : sp.k <= 100 ? 2 : sp.k <= 200 ? 3 : sp.k <= 500 ? 4 : 5;
+    static constexpr double l2_margin[] = {0.2175, 0.265, 0.33, 0.375, 0.3725, 0.4175};
+    static constexpr std::size_t l2_floor[] = {5, 6, 11, 15, 22, 29}, l2_cap[] = {19, 24, 38, 56, 81, 93};
+    static constexpr double cos_margin[] = {0.235, 0.2875, 0.38, 0.415, 0.45, 0.47};
+    static constexpr std::size_t cos_floor[] = {3, 8, 7, 18, 28, 34}, cos_cap[] = {50, 77, 106, 156, 192, 248};
+    static constexpr double dot_margin[] = {0.14, 0.055, 0.0625, 0.0675, 0.07, 0.0725};
+    static constexpr std::size_t dot_floor[] = {56, 144, 200, 211, 244, 279}, dot_cap[] = {112, 432, 768, 833, 971, 1092};
+    const bool dot = distance_ == distance_type::dot, cos = distance_ == distance_type::cosine;
+    const double margin = dot ? dot_margin[bucket] : cos ? cos_margin[bucket] : l2_margin[bucket];
+    const std::size_t floor = dot ? dot_floor[bucket] : cos ? cos_floor[bucket] : l2_floor[bucket];
+    const std::size_t cap = dot ? dot_cap[bucket] : cos ? cos_cap[bucket] : l2_cap[bucket];
+    const double nearest = probes[0].second;
+    std::size_t selected = probes.size();
+    if (std::isfinite(nearest)) {
+      const double gap = margin * (dot ? std::abs(1.0 - nearest) : nearest);
+      selected = 0;
+      while (selected < probes.size() && std::isfinite(probes[selected].second) &&
+             double(probes[selected].second) - nearest <= gap)
+        ++selected;
+    }
+    selected = std::min(std::max(selected, floor), cap);
+    return std::min({std::max(min_n, selected), max_n, probes.size()});
   }
 
   // The filter's rows not yet in `all`, at distance +inf.
