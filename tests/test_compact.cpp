@@ -464,7 +464,7 @@ TEST_CASE("compact_files: an index lancet cannot remap leaves the dataset unchan
   CHECK(dataset::dataset::open(root).version() == v);
   CHECK(listing(t.path) == before);
 
-  CHECK_THROWS_AS(dataset::compact_files((t.path / "nothing").string(), {}), invalid_input_error);
+  CHECK_THROWS_AS(dataset::compact_files((t.path / "nothing").string(), {}), not_found_error);
 }
 
 namespace {

@@ -234,7 +234,7 @@ TEST_CASE("append: new fragment ids, kept storage version, Append transaction, o
   CHECK(live_ids(d.checkout(1)) == iota_ids(0, 50));
   CHECK(live_ids(ds::dataset::open(root, 2)) == iota_ids(0, 75));
   CHECK_THROWS_AS(ds::dataset::open(root, 9), invalid_input_error);
-  CHECK_THROWS_AS(ds::dataset::open(t.sub("nothing")), invalid_input_error);
+  CHECK_THROWS_AS(ds::dataset::open(t.sub("nothing")), not_found_error);
 }
 
 TEST_CASE("fragments split at max_rows_per_file across batches, and by bytes") {

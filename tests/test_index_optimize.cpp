@@ -336,7 +336,7 @@ TEST_CASE("optimize: errors name the index; nothing committed") {
   o = {};
   o.memory_budget_bytes = 1000;
   CHECK_THROWS_WITH_AS(index::optimize_indices(root, o), doctest::Contains("memory_budget_bytes"), invalid_input_error);
-  CHECK_THROWS_AS(index::optimize_indices((tmp.path() / "missing").string()), invalid_input_error);
+  CHECK_THROWS_AS(index::optimize_indices((tmp.path() / "missing").string()), not_found_error);
   CHECK_THROWS_AS(index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0}, 1), invalid_input_error);
   CHECK_THROWS_AS(index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0, 0}, 1), invalid_input_error);
 }
