@@ -117,27 +117,23 @@ class parser {
     return n;
   }
 
-  // a OR b OR c: one node of every operand (long generated chains stay one level).
-  node or_expr() {
-    depth_guard g(*this);
-    node first = and_expr();
-    if (!keyword("OR")) return first;
+  // a OP b OP c (OR, AND): one node of every operand, so long generated chains stay one level.
+  node chain(std::string_view op, node_kind kind, node (parser::*operand)()) {
+    node first = (this->*operand)();
+    if (!keyword(op)) return first;
     std::vector<node> args;
     args.push_back(std::move(first));
-    while (eat_keyword("OR")) args.push_back(and_expr());
+    while (eat_keyword(op)) args.push_back((this->*operand)());
     const auto at = args[0].position;
-    return make(node_kind::or_, at, std::move(args));
+    return make(kind, at, std::move(args));
   }
 
-  node and_expr() {
-    node first = not_expr();
-    if (!keyword("AND")) return first;
-    std::vector<node> args;
-    args.push_back(std::move(first));
-    while (eat_keyword("AND")) args.push_back(not_expr());
-    const auto at = args[0].position;
-    return make(node_kind::and_, at, std::move(args));
+  node or_expr() {
+    depth_guard g(*this);
+    return chain("OR", node_kind::or_, &parser::and_expr);
   }
+
+  node and_expr() { return chain("AND", node_kind::and_, &parser::not_expr); }
 
   node not_expr() {
     if (keyword("NOT")) {
