@@ -52,4 +52,22 @@ inline std::vector<neighbor> brute_force(distance_type t, const Q* query, const 
   return best.sorted();
 }
 
+// Refine: the candidates re-ranked by their exact distances (original vectors from
+// sp.fetch, NaN for a row it cannot find, which is dropped), those in sp's distance
+// range, the sp.k nearest.
+inline std::vector<neighbor> refine_candidates(distance_type t, const double* query, std::size_t dim,
+                                               const std::vector<neighbor>& cand, const search_params& sp) {
+  if (!sp.fetch) throw invalid_input_error("search: refine_factor needs the original vectors (search_params::fetch)");
+  std::vector<std::uint64_t> ids(cand.size());
+  for (std::size_t i = 0; i < cand.size(); ++i) ids[i] = cand[i].row_id;
+  std::vector<double> vecs(cand.size() * dim, std::numeric_limits<double>::quiet_NaN());
+  sp.fetch(ids, vecs.data());
+  topk best(sp.k);
+  for (std::size_t i = 0; i < cand.size(); ++i) {
+    const float d = static_cast<float>(exact_distance(t, query, vecs.data() + i * dim, dim));
+    if (sp.in_range(d)) best.push(d, ids[i]);
+  }
+  return best.sorted();
+}
+
 }  // namespace lancet::index

@@ -175,6 +175,9 @@ struct search_params {
   // false: only the first partitions (nprobes after early pruning), no late search (a
   // search over several segments runs the late search after counting them all).
   bool late_search = true;
+  // Return the k x refine_factor candidates unrefined (index distances): a search over
+  // several segments refines once, over the best of all of them (as Lance).
+  bool defer_refine = false;
 
   bool in_range(float d) const noexcept {
     return (!distance_lower || d >= *distance_lower) && (!distance_upper || d < *distance_upper);

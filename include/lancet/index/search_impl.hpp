@@ -127,7 +127,7 @@ class ivf_search_engine {
     if (sp.k == 0) return {};
     const bool exact_storage = std::holds_alternative<flat_params>(quantizer_);
     const bool refine = sp.refine_factor > 0 && !exact_storage;
-    if (refine && !sp.fetch)
+    if (refine && !sp.fetch && !sp.defer_refine)
       throw invalid_input_error("search: refine_factor needs the original vectors (search_params::fetch)");
     const std::size_t kk = refine ? sp.k * sp.refine_factor : sp.k;
     const std::size_t ef = sp.ef.value_or(kk + kk / 2);
@@ -148,8 +148,8 @@ class ivf_search_engine {
     scan_probes(q, state, initial, sp, all, ef);
     if (sp.late_search && probes.size() > initial.size()) late_search(q, state, probes, initial.size(), sp, all, ef);
     auto found = all.sorted();
-    if (!refine) return found;
-    return refine_exact(q, found, sp);
+    if (!refine || sp.defer_refine) return found;
+    return refine_candidates(distance_, q.raw.data(), dim_, found, sp);
   }
 
   // Many queries (nq x dim, row-major), searched in parallel on sp.pool: each query
@@ -839,21 +839,6 @@ class ivf_search_engine {
                                       distance_ == distance_type::cosine ? distance_type::l2 : distance_);
     const float qf = distance_ == distance_type::l2 ? dist_q_c : dist_q_c - 1.0f;
     est.scan(part.transposed.data(), pc.size(), pc.add_factors.data(), pc.scale_factors.data(), qf, out);
-  }
-
-  std::vector<neighbor> refine_exact(const prepared_query& q, const std::vector<neighbor>& cand,
-                                     const search_params& sp) const {
-    std::vector<std::uint64_t> ids(cand.size());
-    for (std::size_t i = 0; i < cand.size(); ++i) ids[i] = cand[i].row_id;
-    std::vector<double> vecs(cand.size() * dim_, std::numeric_limits<double>::quiet_NaN());
-    sp.fetch(ids, vecs.data());
-    topk best(sp.k);
-    for (std::size_t i = 0; i < cand.size(); ++i) {
-      const double* v = vecs.data() + i * dim_;
-      const float d = static_cast<float>(exact_distance(distance_, q.raw.data(), v, dim_));
-      if (sp.in_range(d)) best.push(d, ids[i]);
-    }
-    return best.sorted();
   }
 
   distance_type distance_;

@@ -11,11 +11,13 @@
 #include <set>
 #include <string>
 #include <unordered_set>
+#include <variant>
 #include <vector>
 
 #include "lancet/core/config.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/manifest.hpp"
+#include "lancet/index/brute_force.hpp"
 #include "lancet/index/hnsw/index_file.hpp"
 #include "lancet/index/registry.hpp"
 #include "lancet/index/query_batch.hpp"
@@ -115,8 +117,12 @@ std::vector<neighbor> segmented_searcher::search(const Q* query, std::size_t dim
   // Each segment answers for its own fragments (row addresses name them).
   std::vector<std::optional<row_filter>> own(segs_.size());
   std::vector<search_params> each(segs_.size(), sp);
+  // Refine once, over the k x refine_factor best candidates of every segment.
+  const bool refine = sp.refine_factor > 0 && !std::holds_alternative<flat_params>(quantizer());
+  const std::size_t kk = refine ? sp.k * sp.refine_factor : sp.k;
   for (std::size_t i = 0; i < segs_.size(); ++i) {
     each[i].add_unfound_rows = false;
+    each[i].defer_refine = true;
     if (addresses_) {
       const auto* user = sp.filter;
       const auto* frags = &frags_[i];
@@ -170,7 +176,12 @@ std::vector<neighbor> segmented_searcher::search(const Q* query, std::size_t dim
       all = merge(per);
     }
   }
-  if (all.size() > sp.k) all.resize(sp.k);
+  if (all.size() > kk) all.resize(kk);
+  if (refine) {
+    std::vector<double> q(dim);
+    for (std::size_t i = 0; i < dim; ++i) q[i] = quantizer::to_work<double>(query[i]);
+    return refine_candidates(distance(), q.data(), dim, all, sp);
+  }
   return all;
 }
 

@@ -97,22 +97,23 @@ struct table_state {
   mutable std::map<std::string, std::shared_ptr<const vector_rows>> vectors;
   mutable std::uint64_t vector_bytes = 0;
 
-  // The live rows where filter f is true, over every fragment.
-  std::shared_ptr<const dataset::row_set> rows_where(const expr::filter& f) const {
+  // The live rows of `fragments` where filter f is true.
+  std::shared_ptr<const dataset::row_set> rows_where(const expr::filter& f, const std::vector<std::uint64_t>& fragments) const {
+    std::string key = f.text();
+    key += '\0';
+    for (auto id : fragments) key += std::to_string(id) + ",";
     {
       std::lock_guard lock(mu);
       for (auto it = filters.begin(); it != filters.end(); ++it)
-        if (it->first == f.text()) {
+        if (it->first == key) {
           filters.splice(filters.begin(), filters, it);
           return it->second;
         }
     }
-    std::vector<std::uint64_t> all;
-    for (const auto& fr : ds.manifest().fragments) all.push_back(fr.id);
-    auto rows = rows_matching(ds, f, all);
+    auto rows = rows_matching(ds, f, fragments);
     std::lock_guard lock(mu);
     if (options.filter_cache_entries == 0) return rows;
-    filters.emplace_front(f.text(), rows);
+    filters.emplace_front(std::move(key), rows);
     while (filters.size() > options.filter_cache_entries) filters.pop_back();
     return rows;
   }
@@ -624,8 +625,6 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
   const auto cast = in_element_type(n.vector, plan.column.element);
   const double* q = cast.data();
   const bool pre = filter && r.prefilter;
-  // A prefilter's rows, over every fragment (the index's and the ones searched exactly).
-  const auto allowed = pre ? t.rows_where(*filter) : nullptr;
 
   std::vector<index::neighbor> hits;
   if (plan.index) {
@@ -640,8 +639,10 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
     sp.pool = r.pool;
     if (n.fetch) sp.fetch = n.fetch;
     else sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) { fetch_vectors(ds, n.column, ids, out); };
+    // A prefilter's rows of the fragments the index covers (as Lance's mask: its size
+    // bounds the late search), else the live rows where some are deleted.
     std::optional<index::row_filter> rows;
-    if (pre) rows = index::row_filter::in(allowed);
+    if (pre) rows = index::row_filter::in(t.rows_where(*filter, plan.index->covered));
     else if (plan.index->needs_mask) rows = index::row_filter::in(ds.live_rows());
     sp.filter = rows ? &*rows : nullptr;
     if (sp.nprobes == 0) return output_batch(ds, cols, {}, n.column);
@@ -653,6 +654,11 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
     fp.k = k;
     fp.distance_lower = n.distance_lower;
     fp.distance_upper = n.distance_upper;
+    std::vector<std::uint64_t> every;
+    if (!plan.flat_fragments)
+      for (const auto& fr : ds.manifest().fragments) every.push_back(fr.id);
+    const auto& searched = plan.flat_fragments ? *plan.flat_fragments : every;
+    const auto allowed = pre ? t.rows_where(*filter, searched) : nullptr;
     fp.allowed = allowed.get();
     std::shared_ptr<const vector_rows> held;
     if (plan.flat_fragments) held = t.rows_of(n.column, *plan.flat_fragments);
@@ -668,7 +674,11 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
         if ((n.distance_lower && !(x >= *n.distance_lower)) || (n.distance_upper && !(x < *n.distance_upper))) continue;
         best.push(x, hits[i].row_id);
       }
-      for (const auto& e : exact) best.push(e.distance, e.row_id);
+      // The two parts cover disjoint fragments: a row can come from one of them only.
+      std::unordered_set<std::uint64_t> from_index;
+      for (const auto& h : hits) from_index.insert(h.row_id);
+      for (const auto& e : exact)
+        if (!from_index.count(e.row_id)) best.push(e.distance, e.row_id);
       hits = best.sorted();
     } else {
       hits = std::move(exact);
