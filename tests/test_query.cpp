@@ -439,3 +439,67 @@ TEST_CASE("query: errors name what is wrong") {
   CHECK(dataset::dataset::open(root).manifest().fragments.empty());
   CHECK(query::table::open(root).query().to_batch().num_rows() == 0);
 }
+
+TEST_CASE("query: the exact search with distance bounds returns the plain exact search's answer") {
+  t::temp_dir tmp("query-bounds");
+  for (auto elem : {arrow::float32(), arrow::float16(), arrow::float64()}) {
+    CAPTURE(arrow::to_string(*elem));
+    const std::string root = (tmp.path() / ("ds-" + arrow::to_string(*elem))).string();
+    const std::size_t n = 6000, d = 24;
+    auto v = t::clustered(n, d, 40, 0.2f, 7);
+    v[5 * d + 3] = std::numeric_limits<float>::quiet_NaN();  // a row no bound covers
+    for (std::size_t j = 0; j < d; ++j) v[9 * d + j] = 0.0f;  // a zero row (cosine: NaN)
+    std::vector<std::int64_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = std::int64_t(i);
+    arrow::array_ptr items;
+    if (elem->id == arrow::type_id::float32) items = arrow::make_array<float>(v);
+    else if (elem->id == arrow::type_id::float64) items = arrow::make_array<double>(std::vector<double>(v.begin(), v.end()));
+    else {
+      std::vector<std::optional<float>> h(v.begin(), v.end());
+      items = arrow::float16_array(h);
+    }
+    dataset::write(root, arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)},
+                                            {"vector", arrow::make_fixed_size_list(items, std::int32_t(d))}}));
+    const auto ds = dataset::dataset::open(root);
+    auto plain = query::load_vector_rows(ds, "vector", std::nullopt);
+    std::mt19937 rng(3);
+    dataset::row_set odd;
+    for (std::size_t i = 1; i < n; i += 2) odd.insert(std::uint64_t(i));
+    for (auto metric : {simd::distance_type::l2, simd::distance_type::cosine, simd::distance_type::dot}) {
+      const std::string metric_name = simd::distance_name(metric);
+      CAPTURE(metric_name);
+      auto bounded = plain;
+      bounded.bounds = query::detail::build_bounds(bounded, metric);
+      REQUIRE(bounded.bounds);
+      for (int qi = 0; qi < 25; ++qi) {
+        std::vector<double> q(d);
+        const std::size_t near = rng() % n;
+        for (std::size_t j = 0; j < d; ++j) q[j] = double(v[near * d + j]) + (qi % 5) * 0.05 * double(int(rng() % 100) - 50) / 50.0;
+        const auto qc = query::detail::in_element_type(q, bounded.type.element);
+        query::flat_search_params p;
+        p.distance = metric;
+        p.k = qi % 3 == 0 ? 1 : 10;
+        if (qi % 4 == 1) p.allowed = &odd;
+        if (qi % 7 == 2) p.distance_lower = 0.01f;
+        const auto want = query::flat_search(plain, qc.data(), p);
+        const auto got = query::flat_search(bounded, qc.data(), p);
+        if (got != want) {
+          std::string a, b;
+          for (const auto& x : want) a += std::to_string(x.row_id) + "@" + std::to_string(x.distance) + " ";
+          for (const auto& x : got) b += std::to_string(x.row_id) + "@" + std::to_string(x.distance) + " ";
+          CAPTURE(a);
+          CAPTURE(b);
+          CHECK(got == want);
+        }
+        // A caller's bound: rows beyond it may be left out, the ones within come back.
+        if (want.size() >= 3) {
+          p.bound = want[2].distance;
+          const auto within = query::flat_search(bounded, qc.data(), p);
+          REQUIRE(within.size() >= 3);
+          CHECK(std::vector<index::neighbor>(within.begin(), within.begin() + 3) ==
+                std::vector<index::neighbor>(want.begin(), want.begin() + 3));
+        }
+      }
+    }
+  }
+}

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -18,7 +19,9 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/dataset/row_set.hpp"
 #include "lancet/index/neighbors.hpp"
+#include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/flat.hpp"
+#include "lancet/index/quantizer/pq.hpp"
 #include "lancet/query/vector_column.hpp"
 
 namespace lancet::query {
@@ -29,15 +32,39 @@ struct flat_search_params {
   std::optional<float> distance_lower;  // [lower, upper)
   std::optional<float> distance_upper;
   const dataset::row_set* allowed = nullptr;  // only these rows (a prefilter's), by row id
+  // Rows farther than this cannot matter (the k-th distance the caller already has):
+  // they may be left out of the answer. The rows that can beat it come back exactly.
+  float bound = std::numeric_limits<float>::infinity();
+};
+
+// Lower bounds of the exact distances of rows held in memory, so that an exact search
+// computes only the distances of rows that can enter its top k. The rows (normalised
+// under cosine) are product-quantized (lancet's PQ, trained on them: sub-vectors of 4
+// values, 8 bits) and each row's reconstruction error e = |x - x'| is kept (rounded
+// up). With p the query's distance to the reconstruction x' (the PQ table's sum), the
+// triangle inequality gives: l2 |q - x| >= sqrt(p) - e; cosine (l2 of the normalised
+// vectors, halved) likewise; dot 1 - q.x >= (1 - q.x') - |q| e. A row is skipped when
+// its bound exceeds the k-th distance found so far (with a margin for f32 rounding):
+// it cannot be among the k nearest, so the answer is the exact search's.
+struct distance_bounds {
+  simd::distance_type distance = simd::distance_type::l2;  // l2 and dot share one; cosine its own
+  index::pq::model<float> pq;
+  std::vector<std::uint8_t> codes;  // transposed: [code bytes][rows]
+  std::vector<float> error;         // per row
+  float max_error = 0;
+  std::uint64_t bytes() const noexcept { return codes.size() + error.size() * sizeof(float) + pq.codebook.size() * 4; }
 };
 
 // Vectors of a dataset's rows held in memory (non-NULL ones), for repeated exact
-// searches over the same rows.
+// searches over the same rows; with distance bounds when there are enough of them.
 struct vector_rows {
   vector_column_type type;
   std::vector<std::uint64_t> ids;  // row ids, in row order
   aligned_buffer values;           // ids.size() x type.dimension elements, row-major
-  std::uint64_t bytes() const noexcept { return values.size() + ids.size() * sizeof(std::uint64_t); }
+  std::shared_ptr<const distance_bounds> bounds;
+  std::uint64_t bytes() const noexcept {
+    return values.size() + ids.size() * sizeof(std::uint64_t) + (bounds ? bounds->bytes() : 0);
+  }
 };
 
 namespace detail {
@@ -134,11 +161,198 @@ inline vector_rows load_vector_rows(const dataset::dataset& ds, const std::strin
   return out;
 }
 
-// The k nearest of rows held in memory, nearest first.
+namespace detail {
+
+// PQ sub-vectors for bounds: sub-vectors of 4 values where the dimension allows (at
+// most 256 code bytes, the filtered scan's limit), else of the smallest width that does.
+inline std::size_t bound_sub_vectors(std::size_t dim) noexcept {
+  for (std::size_t width : {4u, 8u, 16u, 32u, 64u, 2u, 1u})
+    if (dim % width == 0 && dim / width <= 256) return dim / width;
+  return 0;
+}
+
+// Rows with at least this many rows get bounds (below, a plain scan is as fast).
+inline constexpr std::size_t bounds_min_rows = 4096;
+
+// Bounds of the rows of `r` (float elements) for `distance` (l2 / dot share raw rows,
+// cosine normalises them); nullptr where they cannot help (uint8 codes, hamming).
+inline std::shared_ptr<const distance_bounds> build_bounds(const vector_rows& r, simd::distance_type distance) {
+  const std::size_t n = r.ids.size(), dim = r.type.dimension;
+  const std::size_t m = bound_sub_vectors(dim);
+  if (n < bounds_min_rows || m == 0 || r.type.element == vector_element::u8 || distance == simd::distance_type::hamming)
+    return nullptr;
+  auto b = std::make_shared<distance_bounds>();
+  b->distance = distance == simd::distance_type::cosine ? distance : simd::distance_type::l2;
+  std::vector<float> work(n * dim);
+  const std::size_t eb = element_bytes(r.type.element);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t* row = r.values.data() + i * dim * eb;
+    float* w = work.data() + i * dim;
+    for (std::size_t j = 0; j < dim; ++j) {
+      switch (r.type.element) {
+        case vector_element::f16: w[j] = reinterpret_cast<const simd::f16*>(row)[j].to_float(); break;
+        case vector_element::f32: w[j] = reinterpret_cast<const float*>(row)[j]; break;
+        case vector_element::f64: w[j] = static_cast<float>(reinterpret_cast<const double*>(row)[j]); break;
+        case vector_element::u8: break;
+      }
+    }
+    if (b->distance == simd::distance_type::cosine) {
+      double norm = 0;
+      for (std::size_t j = 0; j < dim; ++j) norm += double(w[j]) * w[j];
+      if (norm > 0) {
+        const double inv = 1.0 / std::sqrt(norm);
+        for (std::size_t j = 0; j < dim; ++j) w[j] = float(w[j] * inv);
+      }
+    }
+  }
+  index::pq::params pp;
+  pp.num_sub_vectors = m;
+  pp.num_bits = 8;
+  pp.max_iters = 10;  // bounds need a fair codebook, not the best one
+  pp.choose_iterate = false;
+  b->pq = index::pq::train(work.data(), n, dim, pp, simd::distance_type::l2);
+  std::vector<std::uint8_t> codes(n * m);
+  index::pq::encode(b->pq, work.data(), n, codes.data());
+  b->codes.resize(n * m);
+  index::transpose_codes(codes.data(), n, m, b->codes.data());
+  // The reconstruction errors. The f64 source rows are what distances use: their error
+  // includes the rounding to f32 done above.
+  b->error.resize(n);
+  std::vector<double> back(dim);
+  for (std::size_t i = 0; i < n; ++i) {
+    index::pq::decode(b->pq, codes.data() + i * m, back.data());
+    double e2 = 0;
+    const std::uint8_t* row = r.values.data() + i * dim * eb;
+    double scale = 1.0;
+    if (b->distance == simd::distance_type::cosine) {
+      double norm = 0;
+      for (std::size_t j = 0; j < dim; ++j) {
+        const double x = r.type.element == vector_element::f64 ? reinterpret_cast<const double*>(row)[j] : double(work[i * dim + j]);
+        norm += x * x;
+      }
+      if (r.type.element == vector_element::f64 && norm > 0) scale = 1.0 / std::sqrt(norm);
+    }
+    for (std::size_t j = 0; j < dim; ++j) {
+      const double x = r.type.element == vector_element::f64 ? reinterpret_cast<const double*>(row)[j] * scale
+                                                             : double(work[i * dim + j]);
+      e2 += (x - back[j]) * (x - back[j]);
+    }
+    const double e = std::sqrt(e2);
+    // Rounded up, with room for the f32 sums the bound is compared through.
+    b->error[i] = std::isfinite(e) ? std::nextafter(float(e * (1.0 + 1e-6)), std::numeric_limits<float>::infinity())
+                                   : std::numeric_limits<float>::infinity();
+    if (std::isfinite(b->error[i])) b->max_error = std::max(b->max_error, b->error[i]);
+  }
+  return b;
+}
+
+// The exact distance of one row, as the plain flat search computes it (the query
+// already in T).
+template <class T>
+inline float exact_one(simd::distance_type t, const T* q, const T* row, std::size_t dim) {
+  return static_cast<float>(simd::distance_in_block(t, q, row, dim));
+}
+
+// The query as flat::distances casts it to the rows' element type.
+template <class T>
+inline std::vector<T> query_as(const double* query, std::size_t dim) {
+  std::vector<T> q(dim);
+  for (std::size_t i = 0; i < dim; ++i) q[i] = index::quantizer::from_work<T>(query[i]);
+  return q;
+}
+
+// The bounded exact search (distance_bounds) over rows of element type T.
+template <class T>
+inline void bounded_search(const vector_rows& rows, const distance_bounds& b, const double* query,
+                           const flat_search_params& p, index::topk& best) {
+  const std::size_t n = rows.ids.size(), dim = rows.type.dimension;
+  const auto qt = query_as<T>(query, dim);
+  const T* values = reinterpret_cast<const T*>(rows.values.data());
+  // The query against the codebook: normalised under cosine; dot keeps |q|.
+  std::vector<double> qb(query, query + dim);
+  double qnorm = 0;
+  for (auto x : qb) qnorm += x * x;
+  qnorm = std::sqrt(qnorm);
+  const bool cosine = b.distance == simd::distance_type::cosine;
+  if (cosine && qnorm > 0)
+    for (auto& x : qb) x /= qnorm;
+  const bool dot = p.distance == simd::distance_type::dot;
+  auto model = b.pq;
+  model.distance = dot ? simd::distance_type::dot : simd::distance_type::l2;
+  const index::pq::distance_table table(model, qb.data());
+  const float offset = table.offset();
+  constexpr double eps = 1e-4, tiny = 1e-5;
+  // The k-th distance that matters now.
+  const auto current = [&]() -> double {
+    double k = p.bound;
+    if (best.full()) k = std::min<double>(k, best.worst().distance);
+    return k;
+  };
+  // A row's bound (in the query's distance) from its PQ distance and error.
+  const auto lower = [&](double pqd, double e) -> double {
+    if (dot) return pqd - qnorm * e - eps * (std::abs(pqd) + 1.0) - tiny;
+    const double l = std::sqrt(std::max(0.0, pqd)) * (1.0 - eps) - e - tiny;
+    if (l <= 0) return -std::numeric_limits<double>::infinity();
+    return cosine ? l * l / 2.0 : l * l;
+  };
+  const auto exact = [&](std::size_t r) {
+    const float d = exact_one(p.distance, qt.data(), values + r * dim, dim);
+    if (!(d <= (best.full() ? best.worst().distance : std::numeric_limits<float>::infinity()))) return;
+    if ((p.distance_lower && !(d >= *p.distance_lower)) || (p.distance_upper && !(d < *p.distance_upper))) return;
+    best.push(d, rows.ids[r]);
+  };
+  // Rows whose error is unknown (a non-finite value) are searched exactly.
+  for (std::size_t r = 0; r < n; ++r)
+    if (!std::isfinite(b.error[r]) && (!p.allowed || p.allowed->contains(rows.ids[r]))) exact(r);
+  thread_local std::vector<std::uint8_t> qscratch;
+  const std::size_t nb = table.code_bytes();
+  if (qscratch.size() < nb * 256) qscratch.resize(nb * 256);
+  index::pq::detail::lut_scan_filtered(
+      table.lut().data(), nb, b.codes.data(), n, qscratch.data(),
+      [&]() -> float {
+        // Rows whose PQ distance exceeds this cannot be within the current k-th.
+        const double k = current();
+        if (!(k < std::numeric_limits<double>::infinity())) return std::numeric_limits<float>::infinity();
+        double t;
+        if (dot) {
+          t = k + qnorm * b.max_error + eps * (std::abs(k) + 1.0) + tiny;
+        } else {
+          const double root = std::sqrt(std::max(0.0, cosine ? 2.0 * k : k));
+          const double reach = (root + b.max_error + tiny) / (1.0 - eps);
+          t = reach * reach;
+        }
+        t = t * (1.0 + eps) + tiny - offset;
+        return t >= double(std::numeric_limits<float>::max()) ? std::numeric_limits<float>::infinity() : float(t);
+      },
+      [&](std::size_t r, float sum) {
+        const double e = b.error[r];
+        if (!std::isfinite(e)) return;  // done above
+        if (lower(double(sum) + offset, e) > current()) return;
+        if (p.allowed && !p.allowed->contains(rows.ids[r])) return;
+        exact(r);
+      });
+}
+
+}  // namespace detail
+
+// The k nearest of rows held in memory, nearest first (computing exact distances only
+// for rows that may be among them when the rows carry bounds for this distance).
 inline std::vector<index::neighbor> flat_search(const vector_rows& rows, const double* query,
                                                 const flat_search_params& p) {
   if (p.k == 0 || rows.ids.empty()) return {};
   index::topk best(p.k);
+  const bool usable = rows.bounds && (rows.bounds->distance == simd::distance_type::cosine
+                                          ? p.distance == simd::distance_type::cosine
+                                          : (p.distance == simd::distance_type::l2 || p.distance == simd::distance_type::dot));
+  if (usable) {
+    switch (rows.type.element) {
+      case vector_element::f16: detail::bounded_search<simd::f16>(rows, *rows.bounds, query, p, best); break;
+      case vector_element::f32: detail::bounded_search<float>(rows, *rows.bounds, query, p, best); break;
+      case vector_element::f64: detail::bounded_search<double>(rows, *rows.bounds, query, p, best); break;
+      case vector_element::u8: break;
+    }
+    return best.sorted();
+  }
   constexpr std::size_t block = 4096;
   std::vector<float> d(std::min(block, rows.ids.size()));
   const std::size_t row_bytes = rows.type.dimension * detail::element_bytes(rows.type.element);

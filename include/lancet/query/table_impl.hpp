@@ -120,8 +120,10 @@ struct table_state {
 
   // The vectors of `fragments`' rows, held while they fit the table's budget; nullptr
   // when they do not (the search then reads them).
-  std::shared_ptr<const vector_rows> rows_of(const std::string& column, const std::vector<std::uint64_t>& fragments) const {
-    std::string key = column;
+  std::shared_ptr<const vector_rows> rows_of(const std::string& column, const std::vector<std::uint64_t>& fragments,
+                                             simd::distance_type distance) const {
+    // Bounds differ for cosine (normalised rows) and l2 / dot (raw rows).
+    std::string key = column + (distance == simd::distance_type::cosine ? "/cosine" : "/raw");
     for (auto f : fragments) key += "," + std::to_string(f);
     {
       std::lock_guard lock(mu);
@@ -139,7 +141,9 @@ struct table_state {
     }
     std::shared_ptr<const vector_rows> loaded;
     try {
-      loaded = std::make_shared<const vector_rows>(load_vector_rows(ds, column, fragments));
+      auto rows = load_vector_rows(ds, column, fragments);
+      rows.bounds = build_bounds(rows, distance);
+      loaded = std::make_shared<const vector_rows>(std::move(rows));
     } catch (...) {
       std::lock_guard lock(mu);
       vector_bytes -= estimate;
@@ -654,35 +658,34 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
     fp.k = k;
     fp.distance_lower = n.distance_lower;
     fp.distance_upper = n.distance_upper;
+    // Lance unions both parts and computes every candidate's distance exactly: the
+    // index's candidates first, their k-th distance bounding the exact search.
+    index::topk best(k);
+    if (plan.index) {
+      std::vector<std::uint64_t> ids;
+      for (const auto& h : hits) ids.push_back(h.row_id);
+      const auto d = exact_distances(ds, n.column, ids, q, plan.metric);
+      for (std::size_t i = 0; i < hits.size(); ++i) {
+        const float x = d[i];
+        if ((n.distance_lower && !(x >= *n.distance_lower)) || (n.distance_upper && !(x < *n.distance_upper))) continue;
+        best.push(x, hits[i].row_id);
+      }
+      if (best.full()) fp.bound = best.worst().distance;
+    }
     std::vector<std::uint64_t> every;
     if (!plan.flat_fragments)
       for (const auto& fr : ds.manifest().fragments) every.push_back(fr.id);
     const auto& searched = plan.flat_fragments ? *plan.flat_fragments : every;
     const auto allowed = pre ? t.rows_where(*filter, searched) : nullptr;
     fp.allowed = allowed.get();
-    std::shared_ptr<const vector_rows> held;
-    if (plan.flat_fragments) held = t.rows_of(n.column, *plan.flat_fragments);
-    auto exact = held ? flat_search(*held, q, fp) : flat_search(ds, n.column, plan.flat_fragments, q, fp);
-    if (plan.index) {
-      // Lance unions both and computes every candidate's distance exactly again.
-      std::vector<std::uint64_t> ids;
-      for (const auto& h : hits) ids.push_back(h.row_id);
-      const auto d = exact_distances(ds, n.column, ids, q, plan.metric);
-      index::topk best(k);
-      for (std::size_t i = 0; i < hits.size(); ++i) {
-        const float x = d[i];
-        if ((n.distance_lower && !(x >= *n.distance_lower)) || (n.distance_upper && !(x < *n.distance_upper))) continue;
-        best.push(x, hits[i].row_id);
-      }
-      // The two parts cover disjoint fragments: a row can come from one of them only.
-      std::unordered_set<std::uint64_t> from_index;
-      for (const auto& h : hits) from_index.insert(h.row_id);
-      for (const auto& e : exact)
-        if (!from_index.count(e.row_id)) best.push(e.distance, e.row_id);
-      hits = best.sorted();
-    } else {
-      hits = std::move(exact);
-    }
+    const auto held = t.rows_of(n.column, searched, plan.metric);
+    const auto exact = held ? flat_search(*held, q, fp) : flat_search(ds, n.column, plan.flat_fragments, q, fp);
+    // The two parts cover disjoint fragments: a row can come from one of them only.
+    std::unordered_set<std::uint64_t> from_index;
+    for (const auto& h : hits) from_index.insert(h.row_id);
+    for (const auto& e : exact)
+      if (!from_index.count(e.row_id)) best.push(e.distance, e.row_id);
+    hits = best.sorted();
   }
   if (filter && !r.prefilter) postfilter(ds, *filter, hits);
   if (hits.size() > k) hits.resize(k);

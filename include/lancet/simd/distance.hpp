@@ -275,6 +275,58 @@ inline distance_t<T> distance(distance_type t, const T* a, const T* b, std::size
 namespace detail {
 
 // Four rows at a time share the query loads; each row keeps two accumulators.
+// One row as many_float computes each of its four (two accumulators, alternating
+// vector steps, then the tail): a row's distance does not depend on where it falls in
+// a block (distances_to_many's tail rows and distance_in_block use this).
+template <bool L2, class T>
+inline acc_t<T> row_float(const T* q, const T* y, std::size_t d) {
+  using A = acc_t<T>;
+  constexpr std::size_t W = vec<A>::size;
+  vec<A> a(A(0)), b(A(0));
+  std::size_t i = 0;
+  auto step = [&](std::size_t off, vec<A>& s) {
+    const auto x = vload_as_acc(q + off), v = vload_as_acc(y + off);
+    if constexpr (L2) {
+      const auto t = x - v;
+      s = vfma<A>(t, t, s);
+    } else {
+      s = vfma<A>(x, v, s);
+    }
+  };
+  for (; i + 2 * W <= d; i += 2 * W) {
+    step(i, a);
+    step(i + W, b);
+  }
+  for (; i + W <= d; i += W) step(i, a);
+  A s = vsum<A>(a + b);
+  for (; i < d; ++i) {
+    const A x = to_acc(q[i]), v = to_acc(y[i]);
+    s = L2 ? std::fma(x - v, x - v, s) : std::fma(x, v, s);
+  }
+  return s;
+}
+
+// x.y and y.y of one row as many_cosine computes each of its four.
+template <class T>
+inline void row_cosine_terms(const T* q, const T* y, std::size_t d, acc_t<T>& xy, acc_t<T>& yy) {
+  using A = acc_t<T>;
+  constexpr std::size_t W = vec<A>::size;
+  vec<A> p(A(0)), s(A(0));
+  std::size_t i = 0;
+  for (; i + W <= d; i += W) {
+    const auto x = vload_as_acc(q + i), v = vload_as_acc(y + i);
+    p = vfma<A>(x, v, p);
+    s = vfma<A>(v, v, s);
+  }
+  xy = vsum<A>(p);
+  yy = vsum<A>(s);
+  for (; i < d; ++i) {
+    const A x = to_acc(q[i]), v = to_acc(y[i]);
+    xy = std::fma(x, v, xy);
+    yy = std::fma(v, v, yy);
+  }
+}
+
 template <bool L2, class T>
 inline void many_float(const T* q, const T* block, std::size_t n, std::size_t d, acc_t<T>* out) {
   using A = acc_t<T>;
@@ -310,16 +362,18 @@ inline void many_float(const T* q, const T* block, std::size_t n, std::size_t d,
     for (; i + W <= d; i += W) step(i, a0, a1, a2, a3);
     A s[4] = {vsum<A>(a0 + b0), vsum<A>(a1 + b1), vsum<A>(a2 + b2), vsum<A>(a3 + b3)};
     const T* ys[4] = {y0, y1, y2, y3};
+    // Tails fused explicitly (std::fma): the same rounding whether or not the
+    // compiler contracts, so that row_float gives each row's value bit for bit.
     for (; i < d; ++i) {
       const A x = to_acc(q[i]);
       for (int k = 0; k < 4; ++k) {
         const A y = to_acc(ys[k][i]);
-        s[k] += L2 ? (x - y) * (x - y) : x * y;
+        s[k] = L2 ? std::fma(x - y, x - y, s[k]) : std::fma(x, y, s[k]);
       }
     }
     for (int k = 0; k < 4; ++k) out[r + static_cast<std::size_t>(k)] = s[k];
   }
-  for (; r < n; ++r) out[r] = L2 ? l2_float(q, block + r * d, d) : dot_float(q, block + r * d, d);
+  for (; r < n; ++r) out[r] = row_float<L2>(q, block + r * d, d);
 }
 
 // Cosine against four rows at a time: x.y and y.y for each row in one pass.
@@ -351,15 +405,15 @@ inline void many_cosine(const T* q, acc_t<T> qn, const T* block, std::size_t n, 
       const A x = to_acc(q[i]);
       for (int k = 0; k < 4; ++k) {
         const A y = to_acc(ys[k][i]);
-        xy[k] += x * y;
-        yy[k] += y * y;
+        xy[k] = std::fma(x, y, xy[k]);
+        yy[k] = std::fma(y, y, yy[k]);
       }
     }
     for (int k = 0; k < 4; ++k) out[r + static_cast<std::size_t>(k)] = A(1) - xy[k] / (qn * std::sqrt(yy[k]));
   }
   for (; r < n; ++r) {
     A xy, yy;
-    dot_and_norm_float(q, block + r * d, d, xy, yy);
+    row_cosine_terms(q, block + r * d, d, xy, yy);
     out[r] = A(1) - xy / (qn * std::sqrt(yy));
   }
 }
@@ -405,6 +459,29 @@ inline void distances_to_many(distance_type t, const T* q, const T* block, std::
       } else {
         throw invalid_input_error("hamming distance needs uint8 binary codes");
       }
+  }
+}
+
+// The distance distances_to_many reports for row y (whatever the block it is in).
+template <class T>
+inline distance_t<T> distance_in_block(distance_type t, const T* q, const T* y, std::size_t d) {
+  if constexpr (std::is_same_v<T, std::uint8_t>) {
+    distance_t<T> out;
+    distances_to_many(t, q, y, 1, d, &out);
+    return out;
+  } else {
+    using D = distance_t<T>;
+    switch (t) {
+      case distance_type::l2: return detail::row_float<true>(q, y, d);
+      case distance_type::dot: return D(1) - detail::row_float<false>(q, y, d);
+      case distance_type::cosine: {
+        D xy, yy;
+        detail::row_cosine_terms(q, y, d, xy, yy);
+        return D(1) - xy / (std::sqrt(norm_sq(q, d)) * std::sqrt(yy));
+      }
+      case distance_type::hamming: break;
+    }
+    throw invalid_input_error("hamming distance needs uint8 binary codes");
   }
 }
 
