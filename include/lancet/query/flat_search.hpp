@@ -49,10 +49,16 @@ struct flat_search_params {
 struct distance_bounds {
   simd::distance_type distance = simd::distance_type::l2;  // l2 and dot share one; cosine its own
   index::pq::model<float> pq;
-  std::vector<std::uint8_t> codes;  // transposed: [code bytes][rows]
-  std::vector<float> error;         // per row
+  // The codebook transposed, [sub-vector][value][centroid]: a query's tables are then
+  // built 256 centroids at a time.
+  std::vector<float> columns;
+  std::vector<std::uint8_t> codes;        // transposed: [code bytes][rows]
+  std::vector<float> error;               // per row
+  std::vector<std::uint32_t> unbounded;   // rows with a non-finite value: no bound, searched exactly
   float max_error = 0;
-  std::uint64_t bytes() const noexcept { return codes.size() + error.size() * sizeof(float) + pq.codebook.size() * 4; }
+  std::uint64_t bytes() const noexcept {
+    return codes.size() + (error.size() + unbounded.size() + columns.size() + pq.codebook.size()) * 4;
+  }
 };
 
 // Vectors of a dataset's rows held in memory (non-NULL ones), for repeated exact
@@ -211,6 +217,11 @@ inline std::shared_ptr<const distance_bounds> build_bounds(const vector_rows& r,
   pp.max_iters = 10;  // bounds need a fair codebook, not the best one
   pp.choose_iterate = false;
   b->pq = index::pq::train(work.data(), n, dim, pp, simd::distance_type::l2);
+  const std::size_t sd = dim / m;
+  b->columns.resize(m * sd * 256);
+  for (std::size_t sv = 0; sv < m; ++sv)
+    for (std::size_t c = 0; c < 256; ++c)
+      for (std::size_t j = 0; j < sd; ++j) b->columns[(sv * sd + j) * 256 + c] = b->pq.centroids(sv)[c * sd + j];
   std::vector<std::uint8_t> codes(n * m);
   index::pq::encode(b->pq, work.data(), n, codes.data());
   b->codes.resize(n * m);
@@ -242,6 +253,7 @@ inline std::shared_ptr<const distance_bounds> build_bounds(const vector_rows& r,
     b->error[i] = std::isfinite(e) ? std::nextafter(float(e * (1.0 + 1e-6)), std::numeric_limits<float>::infinity())
                                    : std::numeric_limits<float>::infinity();
     if (std::isfinite(b->error[i])) b->max_error = std::max(b->max_error, b->error[i]);
+    else b->unbounded.push_back(std::uint32_t(i));
   }
   return b;
 }
@@ -277,10 +289,24 @@ inline void bounded_search(const vector_rows& rows, const distance_bounds& b, co
   if (cosine && qnorm > 0)
     for (auto& x : qb) x /= qnorm;
   const bool dot = p.distance == simd::distance_type::dot;
-  auto model = b.pq;
-  model.distance = dot ? simd::distance_type::dot : simd::distance_type::l2;
-  const index::pq::distance_table table(model, qb.data());
-  const float offset = table.offset();
+  // The query's lookup tables: per sub-vector and centroid, the squared distance of the
+  // query's sub-vector to it (dot: minus their dot product; the offset 1 makes a row's
+  // sum 1 - q.x').
+  const std::size_t m = b.pq.num_sub_vectors, sd = b.pq.sub_dimension();
+  thread_local std::vector<float> lut;
+  lut.assign(m * 256, 0.0f);
+  for (std::size_t sv = 0; sv < m; ++sv) {
+    float* t = lut.data() + sv * 256;
+    for (std::size_t j = 0; j < sd; ++j) {
+      const float x = float(qb[sv * sd + j]);
+      const float* col = b.columns.data() + (sv * sd + j) * 256;
+      if (dot)
+        for (std::size_t c = 0; c < 256; ++c) t[c] -= x * col[c];
+      else
+        for (std::size_t c = 0; c < 256; ++c) t[c] += (x - col[c]) * (x - col[c]);
+    }
+  }
+  const float offset = dot ? 1.0f : 0.0f;
   constexpr double eps = 1e-4, tiny = 1e-5;
   // The k-th distance that matters now.
   const auto current = [&]() -> double {
@@ -302,13 +328,30 @@ inline void bounded_search(const vector_rows& rows, const distance_bounds& b, co
     best.push(d, rows.ids[r]);
   };
   // Rows whose error is unknown (a non-finite value) are searched exactly.
-  for (std::size_t r = 0; r < n; ++r)
-    if (!std::isfinite(b.error[r]) && (!p.allowed || p.allowed->contains(rows.ids[r]))) exact(r);
+  for (auto r : b.unbounded)
+    if (!p.allowed || p.allowed->contains(rows.ids[r])) exact(r);
+  // Without a bound from the caller, the k rows nearest by their PQ distance are searched
+  // exactly first: their k-th distance bounds the scan from its first row on.
+  std::vector<std::uint32_t> seeded;
+  if (!(p.bound < std::numeric_limits<float>::infinity()) && n > p.k) {
+    thread_local std::vector<float> approx;
+    approx.resize(n);
+    index::pq::detail::lut_scan(lut.data(), m, b.codes.data(), n, approx.data());
+    std::vector<std::uint32_t> order;
+    order.reserve(n);
+    for (std::uint32_t r = 0; r < n; ++r)
+      if (std::isfinite(b.error[r]) && (!p.allowed || p.allowed->contains(rows.ids[r]))) order.push_back(r);
+    const std::size_t take = std::min(order.size(), p.k);
+    std::nth_element(order.begin(), order.begin() + std::ptrdiff_t(take), order.end(),
+                     [&](std::uint32_t a, std::uint32_t c) { return approx[a] < approx[c]; });
+    seeded.assign(order.begin(), order.begin() + std::ptrdiff_t(take));
+    std::sort(seeded.begin(), seeded.end());
+    for (auto r : seeded) exact(r);
+  }
   thread_local std::vector<std::uint8_t> qscratch;
-  const std::size_t nb = table.code_bytes();
-  if (qscratch.size() < nb * 256) qscratch.resize(nb * 256);
+  if (qscratch.size() < m * 256) qscratch.resize(m * 256);
   index::pq::detail::lut_scan_filtered(
-      table.lut().data(), nb, b.codes.data(), n, qscratch.data(),
+      lut.data(), m, b.codes.data(), n, qscratch.data(),
       [&]() -> float {
         // Rows whose PQ distance exceeds this cannot be within the current k-th.
         const double k = current();
@@ -327,6 +370,7 @@ inline void bounded_search(const vector_rows& rows, const distance_bounds& b, co
       [&](std::size_t r, float sum) {
         const double e = b.error[r];
         if (!std::isfinite(e)) return;  // done above
+        if (!seeded.empty() && std::binary_search(seeded.begin(), seeded.end(), std::uint32_t(r))) return;
         if (lower(double(sum) + offset, e) > current()) return;
         if (p.allowed && !p.allowed->contains(rows.ids[r])) return;
         exact(r);

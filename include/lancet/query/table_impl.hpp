@@ -602,7 +602,7 @@ inline arrow::record_batch output_batch(const dataset::dataset& ds, const std::v
     dist.push_back(h.distance);
   }
   const auto names = fields_read(ds, cols, nullptr);
-  const auto read = ds.take(ids, names);
+  const auto read = names.empty() ? arrow::record_batch{} : ds.take(ids, names);
   arrow::array_ptr addrs;
   for (const auto& c : cols)
     if (c.k == output_column::kind::row_address) {

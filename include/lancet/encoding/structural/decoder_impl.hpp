@@ -35,11 +35,13 @@ inline constexpr std::uint64_t partial_page_fraction = 8;
 // so reading them one by one costs more calls than the bytes it saves (1,000 sorted
 // rows of a 0.4 MB int64 page: 4x slower chunk by chunk).
 inline constexpr std::uint64_t partial_mini_block_min_bytes = std::uint64_t(1) << 20;
-// ... but up to this many runs read only their chunks (two small reads per run) when
-// the page holds at least partial_mini_block_few_runs_min_bytes and no dictionary: a one-row take of a
-// 0.4 MB page read it whole, 26 us when the memory was warm and 1.1 ms when each read
-// landed in freshly mapped pages (a smaller page costs one read either way).
-inline constexpr std::size_t partial_mini_block_max_runs = 8;
+// ... but up to this many runs read only their chunks (the page's chunk metadata and
+// dictionary once, then one small read per run) when the page holds at least
+// partial_mini_block_few_runs_min_bytes: a one-row take of a 0.4 MB page read it whole,
+// 26 us when the memory was warm and 1.1 ms when each read landed in freshly mapped
+// pages (a smaller page costs one read either way); a vector search's k rows of a
+// 1M-row page are 3-4x faster chunk by chunk (bench/RESULTS.md, bench_query).
+inline constexpr std::size_t partial_mini_block_max_runs = 32;
 inline constexpr std::uint64_t partial_mini_block_few_runs_min_bytes = std::uint64_t(64) << 10;
 
 inline shared_bytes bytes_of(aligned_buffer&& b) { return shared_bytes(std::move(b)); }
@@ -504,6 +506,9 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
         add(std::move(*part), rows);
         continue;
       }
+    // A mini-block page's chunk metadata and dictionary, fetched once for all its runs.
+    std::optional<mini_block_index> mb_index;
+    bool mb_indexed = false;
     for (const auto& [b, e] : in_page) {
       // A small part of a full-zip page (random takes): fetch only its rows' bytes; of a
       // mini-block page: only its chunks. Larger parts (scans) fetch the whole page, which
@@ -513,12 +518,17 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
         part = read_full_zip_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
         std::uint64_t page_bytes = 0;
         for (auto n : page.buffer_sizes) page_bytes += std::min<std::uint64_t>(n, detail::partial_mini_block_min_bytes);
-        // (A dictionary would be read again for every run: those pages come whole.)
-        const auto* mb = std::get_if<enc21::mini_block_layout>(&layout.value);
         const bool few_runs = in_page.size() <= detail::partial_mini_block_max_runs &&
-                              page_bytes >= detail::partial_mini_block_few_runs_min_bytes && mb && !mb->dictionary;
-        if (!part && (page_bytes >= detail::partial_mini_block_min_bytes || few_runs))
-          part = read_mini_block_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
+                              page_bytes >= detail::partial_mini_block_few_runs_min_bytes;
+        if (!part && (page_bytes >= detail::partial_mini_block_min_bytes || few_runs)) {
+          if (!mb_indexed) {
+            mb_indexed = true;
+            mb_index = index_mini_block(layout, page.buffer_offsets, page.buffer_sizes, where, read_range);
+          }
+          if (mb_index)
+            part = read_mini_block_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where,
+                                        read_range, *mb_index);
+        }
       }
       add(part ? std::move(*part) : read_page(layout, fetch(column, p), page.length, b, e, where, read_range), e - b);
     }

@@ -190,6 +190,72 @@ inline std::optional<page_slice> read_full_zip_rows(const enc21::page_layout& la
   return read_full_zip_row_runs(layout, buffer_offsets, buffer_sizes, page_rows, row_runs(&run, 1), where, read_range);
 }
 
+// What a read of rows of a mini-block page (without repetition) needs for every run of
+// one take: its chunk metadata, parsed, with each chunk's first row, and its dictionary
+// (if any), fetched once.
+struct mini_block_index {
+  shared_bytes meta;
+  std::vector<detail::chunk_meta> chunks;
+  std::vector<std::uint64_t> first_row;  // chunks.size() + 1: where each chunk's rows begin
+  shared_bytes dictionary;
+};
+
+// The index of a mini-block page without repetition; nullopt for other pages.
+inline std::optional<mini_block_index> index_mini_block(const enc21::page_layout& layout,
+                                                        std::span<const std::uint64_t> buffer_offsets,
+                                                        std::span<const std::uint64_t> buffer_sizes,
+                                                        const std::string& where, const read_file_range& read_range) {
+  const auto* m = std::get_if<enc21::mini_block_layout>(&layout.value);
+  if (!m || !read_range || m->rep_compression || m->repetition_index_depth > 0 ||
+      buffer_offsets.size() != buffer_sizes.size())
+    return std::nullopt;
+  const level_scheme s(m->layers);
+  const std::size_t needed = m->dictionary ? 3 : 2;
+  if (s.max_rep > 0 || buffer_sizes.size() < needed) return std::nullopt;
+  mini_block_index idx;
+  idx.meta = detail::read_buffer_part(buffer_offsets, buffer_sizes, 0, 0, buffer_sizes[0], "chunk metadata", where,
+                                      read_range);
+  idx.chunks = detail::parse_chunk_meta(idx.meta, buffer_sizes[1], m->has_large_chunk, m->num_items, where);
+  idx.first_row.reserve(idx.chunks.size() + 1);
+  std::uint64_t at = 0;
+  for (const auto& c : idx.chunks) {
+    idx.first_row.push_back(at);
+    at += c.values;
+  }
+  idx.first_row.push_back(at);
+  if (m->dictionary)
+    idx.dictionary = detail::read_buffer_part(buffer_offsets, buffer_sizes, 2, 0, buffer_sizes[2], "dictionary", where,
+                                              read_range);
+  return idx;
+}
+
+// Reads rows [begin, end) of an indexed mini-block page by fetching only the chunks
+// that hold those rows.
+inline page_slice read_mini_block_rows(const enc21::page_layout& layout, std::span<const std::uint64_t> buffer_offsets,
+                                       std::span<const std::uint64_t> buffer_sizes, std::uint64_t page_rows,
+                                       std::uint64_t begin, std::uint64_t end, const std::string& where,
+                                       const read_file_range& read_range, const mini_block_index& idx) {
+  const auto& m = std::get<enc21::mini_block_layout>(layout.value);
+  if (begin >= end || end > page_rows || idx.first_row.back() < end)
+    throw corrupt_error(where + ": chunks hold fewer rows than the page's " + std::to_string(page_rows));
+  // The chunks [c0, c1) that hold rows [begin, end).
+  const auto& fr = idx.first_row;
+  const std::size_t c0 = std::size_t(std::upper_bound(fr.begin(), fr.end(), begin) - fr.begin()) - 1;
+  const std::size_t c1 = std::size_t(std::lower_bound(fr.begin(), fr.end(), end) - fr.begin());
+  const std::uint64_t first_row = fr[c0], e = fr[c1];
+  // The chosen chunks are a page of their own: their metadata words, their bytes, and
+  // (as the last chunk's value count is what the page has left) their value count.
+  const std::size_t w = m.has_large_chunk ? 4 : 2;
+  std::vector<shared_bytes> part{
+      idx.meta.slice(c0 * w, (c1 - c0) * w),
+      detail::read_buffer_part(buffer_offsets, buffer_sizes, 1, idx.chunks[c0].offset,
+                               idx.chunks[c1 - 1].offset + idx.chunks[c1 - 1].bytes, "chunk", where, read_range)};
+  if (m.dictionary) part.push_back(idx.dictionary);
+  enc21::page_layout sub = layout;
+  std::get<enc21::mini_block_layout>(sub.value).num_items = e - first_row;
+  return read_page(sub, part, e - first_row, begin - first_row, end - first_row, where, read_range);
+}
+
 // Reads rows [begin, end) of a mini-block page without repetition by fetching its
 // chunk metadata and only the chunks that hold those rows (plus the dictionary, if
 // any). Returns nullopt for other pages (read_page then reads them whole).
@@ -198,37 +264,10 @@ inline std::optional<page_slice> read_mini_block_rows(const enc21::page_layout& 
                                                       std::span<const std::uint64_t> buffer_sizes, std::uint64_t page_rows,
                                                       std::uint64_t begin, std::uint64_t end, const std::string& where,
                                                       const read_file_range& read_range) {
-  const auto* m = std::get_if<enc21::mini_block_layout>(&layout.value);
-  if (!m || !read_range || begin >= end || end > page_rows || m->rep_compression || m->repetition_index_depth > 0 ||
-      buffer_offsets.size() != buffer_sizes.size())
-    return std::nullopt;
-  const level_scheme s(m->layers);
-  const std::size_t needed = m->dictionary ? 3 : 2;
-  if (s.max_rep > 0 || buffer_sizes.size() < needed) return std::nullopt;
-  auto fetch = [&](std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what) {
-    return detail::read_buffer_part(buffer_offsets, buffer_sizes, buf, from, to, what, where, read_range);
-  };
-  const auto meta = fetch(0, 0, buffer_sizes[0], "chunk metadata");
-  const auto chunks = detail::parse_chunk_meta(meta, buffer_sizes[1], m->has_large_chunk, m->num_items, where);
-  // Values are rows: the chunks [c0, c1) that hold rows [begin, end).
-  std::uint64_t at = 0;
-  std::size_t i = 0;
-  while (i < chunks.size() && at + chunks[i].values <= begin) at += chunks[i++].values;
-  const std::size_t c0 = i;
-  const std::uint64_t first_row = at;
-  std::uint64_t e = at;
-  while (i < chunks.size() && e < end) e += chunks[i++].values;
-  const std::size_t c1 = i;
-  if (c0 >= c1 || e < end) throw corrupt_error(where + ": chunks hold fewer rows than the page's " + std::to_string(page_rows));
-  // The chosen chunks are a page of their own: their metadata words, their bytes, and
-  // (as the last chunk's value count is what the page has left) their value count.
-  const std::size_t w = m->has_large_chunk ? 4 : 2;
-  std::vector<shared_bytes> part{meta.slice(c0 * w, (c1 - c0) * w),
-                                 fetch(1, chunks[c0].offset, chunks[c1 - 1].offset + chunks[c1 - 1].bytes, "chunk")};
-  if (m->dictionary) part.push_back(fetch(2, 0, buffer_sizes[2], "dictionary"));
-  enc21::page_layout sub = layout;
-  std::get<enc21::mini_block_layout>(sub.value).num_items = e - first_row;
-  return read_page(sub, part, e - first_row, begin - first_row, end - first_row, where, read_range);
+  if (begin >= end || end > page_rows) return std::nullopt;
+  const auto idx = index_mini_block(layout, buffer_offsets, buffer_sizes, where, read_range);
+  if (!idx) return std::nullopt;
+  return read_mini_block_rows(layout, buffer_offsets, buffer_sizes, page_rows, begin, end, where, read_range, *idx);
 }
 
 }  // namespace lancet::encoding::structural
