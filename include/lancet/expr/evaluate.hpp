@@ -478,9 +478,75 @@ class evaluator {
     merge_validity(out.valid, y, n);
     const std::size_t sx = x.scalar ? 0 : 1, sy = y.scalar ? 0 : 1;
     const compare_op op = b.cmp;
+    // One loop per operator, so that its body is the comparison alone.
     const auto fill = [&](auto cmp3) {
-      for (std::size_t r = 0; r < n; ++r) out.b[r] = std::uint8_t(holds(op, cmp3(r * sx, r * sy)));
+      const auto loop = [&](auto pred) {
+        for (std::size_t r = 0; r < n; ++r) out.b[r] = std::uint8_t(pred(cmp3(r * sx, r * sy)));
+      };
+      switch (op) {
+        case compare_op::eq: loop([](int c) { return c == 0; }); break;
+        case compare_op::ne: loop([](int c) { return c != 0; }); break;
+        case compare_op::lt: loop([](int c) { return c < 0; }); break;
+        case compare_op::le: loop([](int c) { return c <= 0; }); break;
+        case compare_op::gt: loop([](int c) { return c > 0; }); break;
+        case compare_op::ge: loop([](int c) { return c >= 0; }); break;
+      }
     };
+    // A column against a constant (the common filter): values against one key, no
+    // stride, the operator outside the loop.
+    const auto against = [&](const auto* column, auto key, bool column_first) {
+      const auto loop = [&](auto pred) {
+        for (std::size_t r = 0; r < n; ++r) out.b[r] = std::uint8_t(pred(column[r], key));
+      };
+      const compare_op o = column_first ? op
+                           : op == compare_op::lt ? compare_op::gt
+                           : op == compare_op::le ? compare_op::ge
+                           : op == compare_op::gt ? compare_op::lt
+                           : op == compare_op::ge ? compare_op::le
+                                                  : op;
+      switch (o) {
+        case compare_op::eq: loop([](auto a, auto c) { return a == c; }); break;
+        case compare_op::ne: loop([](auto a, auto c) { return a != c; }); break;
+        case compare_op::lt: loop([](auto a, auto c) { return a < c; }); break;
+        case compare_op::le: loop([](auto a, auto c) { return a <= c; }); break;
+        case compare_op::gt: loop([](auto a, auto c) { return a > c; }); break;
+        case compare_op::ge: loop([](auto a, auto c) { return a >= c; }); break;
+      }
+    };
+    if (x.scalar != y.scalar) {
+      const values& col = x.scalar ? y : x;
+      const values& key = x.scalar ? x : y;
+      const bool column_first = !x.scalar;
+      using K = sql_type::kind;
+      if (b.domain.k == K::integer && col.type.k == K::integer && key.type.k == K::integer && !col.type.in_u64() &&
+          !key.type.in_u64()) {
+        against(col.i.data(), key.i[0], column_first);
+        return out;
+      }
+      if (b.domain.k == K::floating && col.type.k == K::floating && key.type.k == K::floating) {
+        // Total order through the keys of the values (zero constants equal both zeros).
+        thread_local std::vector<std::int64_t> keys;
+        keys.resize(n);
+        for (std::size_t r = 0; r < n; ++r) keys[r] = zero_key(col.f[r], b.zero_equal);
+        against(keys.data(), zero_key(key.f[0], b.zero_equal), column_first);
+        return out;
+      }
+      if (b.domain.k == K::bytes && col.type.k == K::bytes && col.idx.empty() && col.array &&
+          (col.array->type->id == arrow::type_id::utf8 || col.array->type->id == arrow::type_id::binary) &&
+          (op == compare_op::eq || op == compare_op::ne)) {
+        // Equality with a string constant: lengths first, then the bytes.
+        const auto* offs = col.array->buffers[1].as<std::int32_t>() + col.array->offset + col.base;
+        const auto* data = reinterpret_cast<const char*>(col.array->buffers[2].data());
+        const std::string_view k = key.str;
+        const auto len = std::int32_t(k.size());
+        const bool want = op == compare_op::eq;
+        for (std::size_t r = 0; r < n; ++r) {
+          const bool same = offs[r + 1] - offs[r] == len && (len == 0 || std::memcmp(data + offs[r], k.data(), k.size()) == 0);
+          out.b[r] = std::uint8_t(same == want);
+        }
+        return out;
+      }
+    }
     using K = sql_type::kind;
     switch (b.domain.k) {
       case K::boolean: fill([&](std::size_t i, std::size_t j) { return three_way(x.b[i], y.b[j]); }); break;
