@@ -85,6 +85,7 @@ namespace {
 using bench::clock_type;
 using bench::cpu_now;
 using bench::ids_t;
+using bench::recall;
 using bench::since;
 
 struct options {
@@ -365,24 +366,6 @@ void save_truths(const options& o, const truths& t) {
   const njson j = {{"key", truth_key(o)}, {"clean", t.clean}, {"clean_c2", t.clean_c2}, {"dirty", t.dirty},
                    {"dirty_c2", t.dirty_c2}};
   std::ofstream(fs::path(o.dir) / "truth.json") << j.dump() << "\n";
-}
-
-// Mean fraction of each query's true neighbours found (bench::recall with an empty
-// truth counting as found).
-double recall(const ids_t& got, const ids_t& truth) {
-  double s = 0;
-  for (std::size_t q = 0; q < truth.size(); ++q) {
-    if (truth[q].empty()) {
-      s += 1;
-      continue;
-    }
-    const std::set<std::uint64_t> tr(truth[q].begin(), truth[q].end());
-    std::size_t hit = 0;
-    if (q < got.size())
-      for (auto id : got[q]) hit += tr.count(id);
-    s += double(hit) / double(truth[q].size());
-  }
-  return s / double(truth.size());
 }
 
 // ---- measuring ----

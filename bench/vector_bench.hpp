@@ -76,10 +76,15 @@ inline void write_f32(const std::filesystem::path& p, const std::vector<float>& 
   if (!out) throw io_error("cannot write " + p.string());
 }
 
-// Mean fraction of each query's true neighbours found (a missing query counts 0).
+// Mean fraction of each query's true neighbours found (a missing query counts 0; a
+// query without true neighbours, e.g. a filter keeping no row, counts 1).
 inline double recall(const ids_t& got, const ids_t& truth) {
   double s = 0;
   for (std::size_t q = 0; q < truth.size(); ++q) {
+    if (truth[q].empty()) {
+      s += 1;
+      continue;
+    }
     const std::set<std::uint64_t> tr(truth[q].begin(), truth[q].end());
     std::size_t hit = 0;
     if (q < got.size())
