@@ -70,42 +70,31 @@ inline std::vector<token> tokenize(std::string_view text) {
       emit(token::kind::name, std::string(text.substr(at, i - at)), at);
       continue;
     }
-    if (c == '`' || c == '"') {  // quoted names: `a b` (and "a b", as SQL quotes identifiers)
-      std::string name;
-      ++i;
-      for (;;) {
-        if (i >= n) throw invalid_filter(std::string("unterminated quoted name (no closing ") + c + ")", at, std::string(1, c));
-        if (text[i] == c) {
-          if (i + 1 < n && text[i + 1] == c) {
-            name += c;
+    // Quoted text up to the closing quote, a doubled quote standing for one.
+    const auto quoted = [&](char q, const char* what) {
+      std::string out;
+      for (++i;;) {
+        if (i >= n) throw invalid_filter(std::string("unterminated ") + what + " (no closing " + q + ")", at, std::string(1, q));
+        if (text[i] == q) {
+          if (i + 1 < n && text[i + 1] == q) {
+            out += q;
             i += 2;
             continue;
           }
           ++i;
-          break;
+          return out;
         }
-        name += text[i++];
+        out += text[i++];
       }
+    };
+    if (c == '`' || c == '"') {  // quoted names: `a b` (and "a b", as SQL quotes identifiers)
+      auto name = quoted(c, "quoted name");
       emit(token::kind::quoted_name, std::move(name), at);
       continue;
     }
     if (c == '\'') {
-      std::string s;
-      ++i;
-      for (;;) {
-        if (i >= n) throw invalid_filter("unterminated string (no closing ')", at, "'");
-        if (text[i] == '\'') {
-          if (i + 1 < n && text[i + 1] == '\'') {
-            s += '\'';
-            i += 2;
-            continue;
-          }
-          ++i;
-          break;
-        }
-        s += text[i++];
-      }
-      emit(token::kind::string, std::move(s), at);
+      auto str = quoted(c, "string");
+      emit(token::kind::string, std::move(str), at);
       continue;
     }
     if (detail::digit(c) || (c == '.' && i + 1 < n && detail::digit(text[i + 1]))) {
