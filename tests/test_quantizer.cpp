@@ -388,6 +388,44 @@ TEST_CASE("lut_scan_filtered: the same top-k and exact distances as the full sca
   if (pq::detail::has_filtered_lut_scan) CHECK(emitted_total * 4 < rows_total);  // it does filter
 }
 
+// A range of the rows (any ends, not only multiples of 64) with tables quantized once:
+// the same top-k as a full scan of that range, no row outside it emitted.
+TEST_CASE("scan_quantized: a range of rows gives the full scan's top-k of that range") {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t nb = 1 + std::size_t(trial) % 20, n = 1 + std::size_t(rng() % 2000);
+    std::uniform_real_distribution<float> u(0, 1);
+    std::vector<float> lut(nb * 256);
+    for (auto& x : lut) x = u(rng);
+    std::vector<std::uint8_t> codes(nb * n);
+    for (auto& c : codes) c = std::uint8_t(rng());
+    std::vector<float> full(n);
+    pq::detail::lut_scan(lut.data(), nb, codes.data(), n, full.data());
+    std::size_t begin = rng() % n, end = rng() % (n + 1);
+    if (begin > end) std::swap(begin, end);
+    const std::size_t k = 1 + std::size_t(trial) % 20;
+    index::topk want(k), got(k);
+    std::vector<std::uint64_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = i;
+    want.push_all(full.data() + begin, ids.data() + begin, end - begin, nullptr);
+    std::vector<std::uint8_t> qs(nb * 256);
+    const auto ql = pq::detail::quantize_for_scan(lut.data(), nb, qs.data());
+    std::size_t outside = 0, inexact = 0;
+    pq::detail::scan_quantized(
+        ql, qs.data(), lut.data(), nb, codes.data(), n, begin, end,
+        [&] { return got.full() ? got.worst().distance : std::numeric_limits<float>::infinity(); },
+        [&](std::size_t r, float dist) {
+          outside += r < begin || r >= end;
+          inexact += dist != full[r];
+          got.push(dist, ids[r]);
+        });
+    INFO("trial " << trial << " n " << n << " [" << begin << ", " << end << ") bytes " << nb << " k " << k);
+    CHECK(outside == 0);
+    CHECK(inexact == 0);
+    CHECK(got.sorted() == want.sorted());
+  }
+}
+
 // The SQ estimator's integer sums (SIMD where AVX-512 BW exists) against the scalar
 // formula: dimensions around the 32-value step, the extreme codes, l2 and Lance's dot.
 TEST_CASE("SQ: integer l2 / dot distances equal the scalar formula for any dimension") {

@@ -350,31 +350,51 @@ inline void bounded_search(const vector_rows& rows, const distance_bounds& b, co
   }
   thread_local std::vector<std::uint8_t> qscratch;
   if (qscratch.size() < m * 256) qscratch.resize(m * 256);
-  index::pq::detail::lut_scan_filtered(
-      lut.data(), m, b.codes.data(), n, qscratch.data(),
-      [&]() -> float {
-        // Rows whose PQ distance exceeds this cannot be within the current k-th.
-        const double k = current();
-        if (!(k < std::numeric_limits<double>::infinity())) return std::numeric_limits<float>::infinity();
-        double t;
-        if (dot) {
-          t = k + qnorm * b.max_error + eps * (std::abs(k) + 1.0) + tiny;
-        } else {
-          const double root = std::sqrt(std::max(0.0, cosine ? 2.0 * k : k));
-          const double reach = (root + b.max_error + tiny) / (1.0 - eps);
-          t = reach * reach;
-        }
-        t = t * (1.0 + eps) + tiny - offset;
-        return t >= double(std::numeric_limits<float>::max()) ? std::numeric_limits<float>::infinity() : float(t);
-      },
-      [&](std::size_t r, float sum) {
-        const double e = b.error[r];
-        if (!std::isfinite(e)) return;  // done above
-        if (!seeded.empty() && std::binary_search(seeded.begin(), seeded.end(), std::uint32_t(r))) return;
-        if (lower(double(sum) + offset, e) > current()) return;
-        if (p.allowed && !p.allowed->contains(rows.ids[r])) return;
+  const auto ql = index::pq::detail::quantize_for_scan(lut.data(), m, qscratch.data());
+  const auto threshold = [&]() -> float {
+    // Rows whose PQ distance exceeds this cannot be within the current k-th.
+    const double k = current();
+    if (!(k < std::numeric_limits<double>::infinity())) return std::numeric_limits<float>::infinity();
+    double t;
+    if (dot) {
+      t = k + qnorm * b.max_error + eps * (std::abs(k) + 1.0) + tiny;
+    } else {
+      const double root = std::sqrt(std::max(0.0, cosine ? 2.0 * k : k));
+      const double reach = (root + b.max_error + tiny) / (1.0 - eps);
+      t = reach * reach;
+    }
+    t = t * (1.0 + eps) + tiny - offset;
+    return t >= double(std::numeric_limits<float>::max()) ? std::numeric_limits<float>::infinity() : float(t);
+  };
+  // In chunks: where the bounds leave a good share of a chunk's rows to compute exactly
+  // (the k-th distance is far, as for a query unlike these rows), they cost more than
+  // they save, and the rest of the rows are searched without them.
+  constexpr std::size_t chunk = 8192;
+  for (std::size_t from = 0; from < n; from += chunk) {
+    const std::size_t to = std::min(n, from + chunk);
+    std::size_t computed = 0;
+    index::pq::detail::scan_quantized(ql, qscratch.data(), lut.data(), m, b.codes.data(), n, from, to, threshold,
+                                      [&](std::size_t r, float sum) {
+                                        const double e = b.error[r];
+                                        if (!std::isfinite(e)) return;  // done above
+                                        if (!seeded.empty() &&
+                                            std::binary_search(seeded.begin(), seeded.end(), std::uint32_t(r)))
+                                          return;
+                                        if (lower(double(sum) + offset, e) > current()) return;
+                                        if (p.allowed && !p.allowed->contains(rows.ids[r])) return;
+                                        ++computed;
+                                        exact(r);
+                                      });
+    if (computed * 4 > to - from) {
+      for (std::size_t r = to; r < n; ++r) {
+        if (!std::isfinite(b.error[r])) continue;
+        if (!seeded.empty() && std::binary_search(seeded.begin(), seeded.end(), std::uint32_t(r))) continue;
+        if (p.allowed && !p.allowed->contains(rows.ids[r])) continue;
         exact(r);
-      });
+      }
+      break;
+    }
+  }
 }
 
 }  // namespace detail

@@ -241,17 +241,55 @@ inline void quantized_sums64(const std::uint8_t* qscratch, std::size_t nbytes, c
     acc1 = _mm512_add_epi16(acc1, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 1)));
   }
 }
+
+// The rows of [j, j + 64) whose quantized sum is <= lim (bit i: row j + i). Table
+// entries are >= 0, so a partial sum only grows: once every row's exceeds lim, the
+// remaining code bytes are not read (a tight bound skips most of a scan's bytes).
+inline std::uint64_t quantized_candidates64(const std::uint8_t* qscratch, std::size_t nbytes,
+                                            const std::uint8_t* codes, std::size_t n, std::size_t j,
+                                            std::uint16_t lim) {
+  constexpr std::size_t check_every = 8;
+  const __m512i l = _mm512_set1_epi16(static_cast<short>(lim));
+  __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
+  for (std::size_t b = 0; b < nbytes; ++b) {
+    const std::uint8_t* qt = qscratch + b * 256;
+    const __m512i idx = _mm512_loadu_si512(codes + b * n + j);
+    const __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(qt), idx, _mm512_loadu_si512(qt + 64));
+    const __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(qt + 128), idx, _mm512_loadu_si512(qt + 192));
+    const __m512i v = _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
+    acc0 = _mm512_add_epi16(acc0, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 0)));
+    acc1 = _mm512_add_epi16(acc1, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 1)));
+    if ((b + 1) % check_every == 0 && b + 1 < nbytes &&
+        (_mm512_cmple_epu16_mask(acc0, l) | _mm512_cmple_epu16_mask(acc1, l)) == 0)
+      return 0;
+  }
+  return std::uint64_t(_mm512_cmple_epu16_mask(acc0, l)) | (std::uint64_t(_mm512_cmple_epu16_mask(acc1, l)) << 32);
+}
 #endif
 
-// threshold(): the current bound (a row is needed when its distance <= it; +inf while
-// the result is not full); it may only decrease between calls. emit(r, d) receives
-// row r's exact distance d (offset not added). qscratch: nbytes * 256 bytes.
-template <class Threshold, class Emit>
-inline void lut_scan_filtered(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n,
-                              std::uint8_t* qscratch, Threshold&& threshold, Emit&& emit) {
-  std::size_t j = 0;
+// The quantized tables scan_quantized uses, written to qscratch (nbytes * 256 bytes);
+// not ok where VBMI is missing (every row is then emitted).
+inline quantized_luts quantize_for_scan(const float* lut, std::size_t nbytes, std::uint8_t* qscratch) {
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__)
-  const quantized_luts ql = n >= 64 ? quantize_luts(lut, nbytes, qscratch) : quantized_luts{};
+  return quantize_luts(lut, nbytes, qscratch);
+#else
+  (void)lut;
+  (void)nbytes;
+  (void)qscratch;
+  return {};
+#endif
+}
+
+// Rows [begin, end) of transposed codes holding `stride` rows per code byte, with the
+// tables quantize_for_scan made (ql, qscratch). threshold(): the current bound (a row
+// is needed when its distance <= it; +inf while the result is not full); it may only
+// decrease between calls. emit(r, d) receives row r's exact distance d (offset not added).
+template <class Threshold, class Emit>
+inline void scan_quantized(const quantized_luts& ql, const std::uint8_t* qscratch, const float* lut,
+                           std::size_t nbytes, const std::uint8_t* codes, std::size_t stride, std::size_t begin,
+                           std::size_t end, Threshold&& threshold, Emit&& emit) {
+  std::size_t j = begin;
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
   if (ql.ok) {
     // The u16 sum bound for a threshold: rows with sum > it cannot be <= threshold.
     auto limit = [&]() -> int {
@@ -261,28 +299,41 @@ inline void lut_scan_filtered(const float* lut, std::size_t nbytes, const std::u
       if (q < 0) return -1;
       return q >= 65535.0 ? 65535 : static_cast<int>(q);
     };
-    for (; j + 64 <= n; j += 64) {
+    // Blocks of 64 rows from a multiple of 64 (a range's ends masked off), so that only
+    // the rows past the last whole block of the array are summed one by one.
+    for (j = begin - begin % 64; j < end && j + 64 <= stride; j += 64) {
+      std::uint64_t in = ~std::uint64_t(0);
+      if (j < begin) in &= ~std::uint64_t(0) << (begin - j);
+      if (end < j + 64) in &= ~std::uint64_t(0) >> (j + 64 - end);
       const int lim = limit();
       if (lim < 0) continue;  // nothing here can qualify
-      __m512i acc0, acc1;
-      quantized_sums64(qscratch, nbytes, codes, n, j, acc0, acc1);
-      std::uint64_t mask = ~std::uint64_t(0);
-      if (lim < 65535) {
-        const __m512i l = _mm512_set1_epi16(static_cast<short>(static_cast<std::uint16_t>(lim)));
-        mask = std::uint64_t(_mm512_cmple_epu16_mask(acc0, l)) | (std::uint64_t(_mm512_cmple_epu16_mask(acc1, l)) << 32);
-      }
+      std::uint64_t mask =
+          lim < 65535 ? quantized_candidates64(qscratch, nbytes, codes, stride, j, static_cast<std::uint16_t>(lim))
+                      : ~std::uint64_t(0);
+      mask &= in;
       while (mask) {
         const std::size_t r = j + static_cast<std::size_t>(std::countr_zero(mask));
         mask &= mask - 1;
-        emit(r, lut_row(lut, nbytes, codes, n, r));
+        emit(r, lut_row(lut, nbytes, codes, stride, r));
       }
     }
   }
 #else
+  (void)ql;
   (void)qscratch;
   (void)threshold;
 #endif
-  for (; j < n; ++j) emit(j, lut_row(lut, nbytes, codes, n, j));
+  for (j = std::max(j, begin); j < end; ++j) emit(j, lut_row(lut, nbytes, codes, stride, j));
+}
+
+// All n rows of transposed codes ([nbytes][n]): scan_quantized with its own tables.
+// qscratch: nbytes * 256 bytes.
+template <class Threshold, class Emit>
+inline void lut_scan_filtered(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n,
+                              std::uint8_t* qscratch, Threshold&& threshold, Emit&& emit) {
+  const quantized_luts ql = n >= 64 ? quantize_for_scan(lut, nbytes, qscratch) : quantized_luts{};
+  scan_quantized(ql, qscratch, lut, nbytes, codes, n, 0, n, std::forward<Threshold>(threshold),
+                 std::forward<Emit>(emit));
 }
 
 }  // namespace detail

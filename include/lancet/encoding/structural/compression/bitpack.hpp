@@ -49,13 +49,19 @@ inline void unpack_fixed(const T* in, T* out) noexcept {
     std::fill(out, out + 1024, T(0));
   } else {
     constexpr T mask = W == B ? T(~T(0)) : T((T(1) << (W % B)) - 1);
-    for (unsigned lane = 0; lane < lanes; ++lane) {
-      for (unsigned row = 0; row < B; ++row) {
-        const unsigned bit = row * W;
-        const unsigned word = bit / B, shift = bit % B;
-        T v = T(in[lanes * word + lane] >> shift);
-        if (shift + W > B) v = T(v | T(in[lanes * (word + 1) + lane] << (B - shift)));
-        out[fl_order[row / 8] * 16 + (row % 8) * 128 + lane] = T(v & mask);
+    // Rows outside, lanes inside: a row's lanes read contiguous words and write
+    // contiguous values, so the inner loop vectorizes.
+    for (unsigned row = 0; row < B; ++row) {
+      const unsigned bit = row * W;
+      const unsigned word = bit / B, shift = bit % B;
+      const T* lo = in + lanes * word;
+      T* dst = out + fl_order[row / 8] * 16 + (row % 8) * 128;
+      if (shift + W > B) {
+        const T* hi = lo + lanes;
+        for (unsigned lane = 0; lane < lanes; ++lane)
+          dst[lane] = T(T(T(lo[lane] >> shift) | T(hi[lane] << (B - shift))) & mask);
+      } else {
+        for (unsigned lane = 0; lane < lanes; ++lane) dst[lane] = T(T(lo[lane] >> shift) & mask);
       }
     }
   }
