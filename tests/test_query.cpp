@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <lancet/arrow/builder.hpp>
@@ -505,5 +506,95 @@ TEST_CASE("query: the exact search with distance bounds returns the plain exact 
         }
       }
     }
+  }
+}
+
+// A table is queried from several threads at once (its documented use): each thread's
+// answers equal the ones a fresh table gives on one thread, while the threads fill and
+// evict the shared caches (prefilter rows, with fewer entries than filters in use; the
+// unindexed rows' vectors and their bounds; the index segments) and copies and
+// latest() share them.
+TEST_CASE("query: concurrent queries on one table give the single-threaded answers") {
+  t::temp_dir tmp("query-threads");
+  const std::string root = (tmp.path() / "ds").string();
+  model m;
+  dataset::write_options wo;
+  wo.max_rows_per_file = 1000;
+  dataset::write(root, m.add(3000, 0, 11), wo);
+  index::build_options bo;
+  bo.column = "vector";
+  bo.type = index::ivf_index_type::ivf_flat;
+  bo.num_partitions = 8;
+  index::build_ivf_index(root, bo);
+  delete_model(m, root, "id % 5 = 1", [](const row& r) { return r.id % 5 == 1; });
+  append(m, root, 5000, 3000, 12);  // enough unindexed rows for distance bounds
+
+  const std::vector<std::string> filters = {"", "category = 'c1'", "price > 40 AND price < 70",
+                                            "category IN ('c0', 'c4') OR price IS NULL", "id % 3 = 0"};
+  struct job {
+    std::vector<float> q;
+    std::string filter;
+    bool post = false;
+  };
+  std::vector<job> jobs;
+  for (std::int64_t probe : {7, 1500, 2998, 3100, 5555, 7999})
+    for (std::size_t f = 0; f < filters.size(); ++f)
+      jobs.push_back({query_near(m, probe, unsigned(probe + f)), filters[f], f % 2 == 1 && probe % 2 == 1});
+  const auto run = [&](const query::table& tbl, const job& j) {
+    auto b = tbl.search("vector", std::span<const float>(j.q)).nprobes(8).select({"id", "category", "_distance"}).limit(10);
+    if (!j.filter.empty()) b.where(j.filter);
+    if (j.post) b.postfilter();
+    return ids_of(b.to_batch());
+  };
+  const auto scan = [&](const query::table& tbl, const std::string& f) {
+    auto b = tbl.query().select({"id"});
+    if (!f.empty()) b.where(f);
+    return ids_of(b.to_batch());
+  };
+  std::vector<std::vector<std::int64_t>> want;
+  std::vector<std::vector<std::int64_t>> want_scans;
+  {
+    const auto fresh = query::table::open(root);
+    for (const auto& j : jobs) want.push_back(run(fresh, j));
+    for (const auto& f : filters) want_scans.push_back(scan(fresh, f));
+  }
+  // The exact answers hold (every partition probed) for the unfiltered prefilter jobs.
+  for (std::size_t i = 0; i < jobs.size(); ++i)
+    if (jobs[i].filter.empty()) CHECK(want[i] == exact(m, jobs[i].q, 10));
+
+  const auto shared = query::table::open(root, std::nullopt, {}, query::table_options{2, std::uint64_t(64) << 20});
+  constexpr int threads = 4, rounds = 3;
+  std::vector<std::vector<std::vector<std::int64_t>>> got(threads, std::vector<std::vector<std::int64_t>>(jobs.size()));
+  std::vector<std::vector<std::vector<std::int64_t>>> got_scans(threads,
+                                                                std::vector<std::vector<std::int64_t>>(filters.size()));
+  std::vector<std::string> errors(threads);
+  {
+    std::vector<std::thread> pool;
+    for (int w = 0; w < threads; ++w)
+      pool.emplace_back([&, w] {
+        try {
+          // Thread 1 queries a copy, thread 2 latest(): both share the original's caches.
+          const query::table mine = w == 1 ? query::table(shared) : w == 2 ? shared.latest() : shared;
+          for (int r = 0; r < rounds; ++r)
+            for (std::size_t i = 0; i < jobs.size(); ++i) {
+              const std::size_t at = (i * 7 + std::size_t(w) * 5 + std::size_t(r) * 3) % jobs.size();
+              got[std::size_t(w)][at] = run(mine, jobs[at]);
+              if (at % 6 == 0) got_scans[std::size_t(w)][at / 6 % filters.size()] = scan(mine, filters[at / 6 % filters.size()]);
+            }
+        } catch (const std::exception& e) {
+          errors[std::size_t(w)] = e.what();
+        }
+      });
+    for (auto& th : pool) th.join();
+  }
+  for (int w = 0; w < threads; ++w) {
+    CAPTURE(w);
+    CHECK(errors[std::size_t(w)] == "");
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      CAPTURE(i);
+      CHECK(got[std::size_t(w)][i] == want[i]);
+    }
+    for (std::size_t f = 0; f < filters.size(); ++f)
+      if (!got_scans[std::size_t(w)][f].empty()) CHECK(got_scans[std::size_t(w)][f] == want_scans[f]);
   }
 }
