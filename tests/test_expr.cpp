@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -307,5 +308,60 @@ TEST_CASE("filter: apply keeps whole rows, in blocks past 4096 rows") {
     const auto x = out.columns[0]->value<std::int64_t>(r);
     CHECK(x % 3 == 0);
     CHECK(out.columns[1]->string_value(r) == "k" + std::to_string(x % 5));
+  }
+}
+
+// Equality with a string constant (compared a word at a time where the constant is short)
+// against a direct comparison: constants of 1 to 12 bytes, values that share a prefix or
+// differ in one byte, empty values, NULLs, and values at the very end of the values
+// buffer; on a slice too.
+TEST_CASE("filter: string equality and inequality with constants of any length") {
+  std::mt19937 rng(5);
+  const std::string alphabet = "ab'\xc3\xa9";
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<std::optional<std::string>> s;
+    const std::size_t n = 1 + rng() % 300;
+    const std::size_t klen = 1 + std::size_t(trial) % 12;
+    std::string key;
+    for (std::size_t i = 0; i < klen; ++i) key += "abc"[rng() % 3];
+    for (std::size_t i = 0; i < n; ++i) {
+      const int pick = int(rng() % 6);
+      if (pick == 0) s.push_back(std::nullopt);
+      else if (pick == 1) s.push_back(key);
+      else if (pick == 2) {  // one byte off
+        std::string v = key;
+        v[rng() % v.size()] = 'x';
+        s.push_back(v);
+      } else if (pick == 3) s.push_back(key.substr(0, rng() % key.size()) + (rng() % 2 ? "" : "a"));
+      else if (pick == 4) s.push_back(std::string());
+      else {
+        std::string v;
+        for (std::size_t j = rng() % 10; j > 0; --j) v += alphabet[rng() % alphabet.size()];
+        s.push_back(v);
+      }
+    }
+    s.push_back(key);  // the values buffer ends with the constant's bytes
+    auto b = arrow::make_batch({{"s", arrow::string_array(s)}});
+    std::string literal;
+    for (char c : key) literal += c == '\'' ? std::string("''") : std::string(1, c);
+    for (const bool eq : {true, false}) {
+      const auto got = rows(std::string("s ") + (eq ? "=" : "!=") + " '" + literal + "'", b);
+      ids want;
+      for (std::size_t i = 0; i < s.size(); ++i)
+        if (s[i] && ((*s[i] == key) == eq)) want.push_back(int(i));
+      CAPTURE(trial);
+      CAPTURE(key);
+      CHECK(got == want);
+    }
+    // A slice starting inside the values (offsets not from zero).
+    if (s.size() > 3) {
+      const std::int64_t from = std::int64_t(s.size() / 2);
+      auto sliced = arrow::make_batch({{"s", arrow::slice(b.columns[0], from, std::int64_t(s.size()) - from)}});
+      const auto got = rows("s = '" + literal + "'", sliced);
+      ids want;
+      for (std::size_t i = std::size_t(from); i < s.size(); ++i)
+        if (s[i] && *s[i] == key) want.push_back(int(i - std::size_t(from)));
+      CHECK(got == want);
+    }
   }
 }

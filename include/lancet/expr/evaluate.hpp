@@ -540,6 +540,31 @@ class evaluator {
         const std::string_view k = key.str;
         const auto len = std::int32_t(k.size());
         const bool want = op == compare_op::eq;
+        if (len > 0 && len <= 8) {
+          // A short constant: a row of its length compares as one masked 8-byte word
+          // where the values buffer holds 8 bytes from the row on.
+          const std::uint64_t size = col.array->buffers[2].size();
+          unsigned char ones[8] = {};
+          std::memset(ones, 0xff, k.size());
+          std::uint64_t mask = 0, word = 0;
+          std::memcpy(&mask, ones, 8);  // the first len bytes, whatever the byte order
+          std::memcpy(&word, k.data(), k.size());
+          for (std::size_t r = 0; r < n; ++r) {
+            bool same = offs[r + 1] - offs[r] == len;
+            if (same) {
+              const std::uint64_t at = std::uint64_t(offs[r]);
+              if (at + 8 <= size) {
+                std::uint64_t v;
+                std::memcpy(&v, data + at, 8);
+                same = ((v ^ word) & mask) == 0;
+              } else {
+                same = std::memcmp(data + at, k.data(), k.size()) == 0;
+              }
+            }
+            out.b[r] = std::uint8_t(same == want);
+          }
+          return out;
+        }
         for (std::size_t r = 0; r < n; ++r) {
           const bool same = offs[r + 1] - offs[r] == len && (len == 0 || std::memcmp(data + offs[r], k.data(), k.size()) == 0);
           out.b[r] = std::uint8_t(same == want);

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -92,49 +94,89 @@ inline shared_bytes arrow_offsets(const data_block& b, bool large, const std::st
   return shared_bytes(std::move(o));
 }
 
-// Materializes dictionary indices into values.
-inline data_block resolve_dictionary(const data_block& idx, const data_block& dict, const std::string& where) {
-  if (idx.k != data_block::kind::fixed || (idx.bits_per_value != 8 && idx.bits_per_value != 16 &&
-                                           idx.bits_per_value != 32 && idx.bits_per_value != 64))
-    throw corrupt_error(where + ": dictionary indices are not 8/16/32/64-bit integers");
-  auto index = [&](std::uint64_t i) -> std::uint64_t {
-    const auto* p = idx.data.data() + i * idx.bits_per_value / 8;
-    switch (idx.bits_per_value) {
-      case 8: return *p;
-      case 16: return le::load<std::uint16_t>(p);
-      case 32: return le::load<std::uint32_t>(p);
-      default: return le::load<std::uint64_t>(p);
-    }
+// Dictionary items gathered by indices of type I (little-endian, unaligned).
+template <class I>
+inline data_block gather_dictionary(const data_block& idx, const data_block& dict, const std::string& where) {
+  const std::uint64_t n = idx.num_values, m = dict.num_values;
+  const std::uint8_t* ip = idx.data.data();
+  const auto index = [&](std::uint64_t i) -> std::uint64_t {
+    const std::uint64_t k = le::load<I>(ip + i * sizeof(I));
+    if (k >= m)
+      throw corrupt_error(where + ": dictionary index " + std::to_string(k) + " past " + std::to_string(m) + " items");
+    return k;
   };
-  const auto n = idx.num_values;
   if (dict.k == data_block::kind::variable) {
-    aligned_buffer offs, bytes;
+    // The items' places once; then the offsets (whose last is the values' size), then
+    // the values, short ones copied 16 bytes at a time from a padded copy of the items.
+    std::vector<std::uint64_t> start(m), length(m);
+    for (std::uint64_t k = 0; k < m; ++k) {
+      start[k] = dict.offset(k);
+      length[k] = dict.offset(k + 1) - start[k];
+      if (start[k] + length[k] > dict.data.size() || dict.offset(k + 1) < start[k])
+        throw corrupt_error(where + ": dictionary item " + std::to_string(k) + " lies outside its values");
+    }
     const std::uint64_t w = dict.bits_per_offset / 8;
-    offs.resize(std::size_t((n + 1) * w));
+    aligned_buffer offs;
+    offs.resize(std::size_t(checked_mul(n + 1, w, "dictionary offsets")));
+    std::uint64_t total = 0;
     for (std::uint64_t i = 0; i < n; ++i) {
-      const auto k = index(i);
-      if (k >= dict.num_values)
-        throw corrupt_error(where + ": dictionary index " + std::to_string(k) + " past " + std::to_string(dict.num_values) + " items");
-      const auto b = dict.offset(k), e = dict.offset(k + 1);
-      bytes.append(dict.data.data() + b, std::size_t(e - b));
-      if (w == 8) le::store<std::uint64_t>(offs.data() + 8 * (i + 1), bytes.size());
-      else le::store<std::uint32_t>(offs.data() + 4 * (i + 1), std::uint32_t(bytes.size()));
+      total += length[index(i)];
+      if (w == 8) {
+        le::store<std::uint64_t>(offs.data() + 8 * (i + 1), total);
+      } else {
+        if (total > std::numeric_limits<std::uint32_t>::max())
+          throw corrupt_error(where + ": dictionary values of " + std::to_string(total) +
+                              " bytes do not fit 32-bit offsets");
+        le::store<std::uint32_t>(offs.data() + 4 * (i + 1), std::uint32_t(total));
+      }
+    }
+    constexpr std::size_t pad = 16;
+    check_alloc(total, where);
+    aligned_buffer items;
+    items.resize(dict.data.size() + pad);
+    std::memcpy(items.data(), dict.data.data(), dict.data.size());
+    aligned_buffer bytes;
+    bytes.reserve(std::size_t(total) + pad);
+    bytes.resize(std::size_t(total));
+    std::uint8_t* out = bytes.data();
+    const std::uint8_t* src = items.data();
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint64_t k = le::load<I>(ip + i * sizeof(I));  // checked above
+      const std::uint64_t len = length[k];
+      if (len <= pad) std::memcpy(out, src + start[k], pad);  // within both buffers' padding
+      else std::memcpy(out, src + start[k], std::size_t(len));
+      out += len;
     }
     return data_block::variable(n, dict.bits_per_offset, bytes_of(std::move(offs)), bytes_of(std::move(bytes)));
   }
   if (dict.k == data_block::kind::fixed && dict.bits_per_value % 8 == 0) {
     const std::uint64_t w = dict.bits_per_value / 8;
+    if (checked_mul(m, w, "dictionary values") > dict.data.size())
+      throw corrupt_error(where + ": dictionary of " + std::to_string(m) + " items holds " +
+                          std::to_string(dict.data.size()) + " bytes");
     aligned_buffer out;
     out.resize(std::size_t(checked_mul(n, w, "dictionary values")));
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const auto k = index(i);
-      if (k >= dict.num_values)
-        throw corrupt_error(where + ": dictionary index " + std::to_string(k) + " past " + std::to_string(dict.num_values) + " items");
-      std::memcpy(out.data() + i * w, dict.data.data() + k * w, std::size_t(w));
-    }
+    for (std::uint64_t i = 0; i < n; ++i)
+      std::memcpy(out.data() + i * w, dict.data.data() + index(i) * w, std::size_t(w));
     return data_block::fixed(n, dict.bits_per_value, bytes_of(std::move(out)));
   }
   throw unsupported_error(where + ": dictionary of this kind of values");
+}
+
+// Materializes dictionary indices into values.
+inline data_block resolve_dictionary(const data_block& idx, const data_block& dict, const std::string& where) {
+  if (idx.k != data_block::kind::fixed)
+    throw corrupt_error(where + ": dictionary indices are not 8/16/32/64-bit integers");
+  if (idx.data.size() < checked_mul(idx.num_values, idx.bits_per_value / 8, "dictionary indices"))
+    throw corrupt_error(where + ": " + std::to_string(idx.num_values) + " dictionary indices in " +
+                        std::to_string(idx.data.size()) + " bytes");
+  switch (idx.bits_per_value) {
+    case 8: return gather_dictionary<std::uint8_t>(idx, dict, where);
+    case 16: return gather_dictionary<std::uint16_t>(idx, dict, where);
+    case 32: return gather_dictionary<std::uint32_t>(idx, dict, where);
+    case 64: return gather_dictionary<std::uint64_t>(idx, dict, where);
+    default: throw corrupt_error(where + ": dictionary indices are not 8/16/32/64-bit integers");
+  }
 }
 
 // A constant scalar repeated n times, shaped for the leaf type.
