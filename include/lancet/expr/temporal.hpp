@@ -54,6 +54,8 @@ inline bool valid_day(std::int64_t y, std::int64_t m, std::int64_t d) noexcept {
   return d <= len[m - 1] + (m == 2 && leap);
 }
 
+inline constexpr std::int64_t min_year = -262144, max_year = 262143;
+
 inline std::optional<std::int64_t> parse_day(text_cursor& c) noexcept {
   const bool neg = c.eat('-');
   auto y = c.digits(0);
@@ -63,6 +65,8 @@ inline std::optional<std::int64_t> parse_day(text_cursor& c) noexcept {
   auto d = c.digits(0);
   if (d && *d > 99) return std::nullopt;
   const std::int64_t year = neg ? -*y : *y;
+  // Arrow's parser takes the years chrono's dates hold; beyond them there is no such day.
+  if (year < min_year || year > max_year) return std::nullopt;
   if (!d || !valid_day(year, *m, *d)) return std::nullopt;
   return days_from_civil(year, unsigned(*m), unsigned(*d));
 }
