@@ -156,20 +156,26 @@ std::vector<float> query_near(const model& m, std::int64_t id, unsigned seed) {
   return q;
 }
 
-}  // namespace
-
-TEST_CASE("query: an IVF_FLAT search over every partition is exact on a dataset that has lived") {
-  t::temp_dir tmp("query");
-  const std::string root = (tmp.path() / "ds").string();
+// 3,000 rows in fragments of 1,000 with an IVF_FLAT index of 8 partitions over them.
+model indexed_ivf_flat(const std::string& root, unsigned seed) {
   model m;
   dataset::write_options wo;
   wo.max_rows_per_file = 1000;
-  dataset::write(root, m.add(3000, 0, 1), wo);
+  dataset::write(root, m.add(3000, 0, seed), wo);
   index::build_options bo;
   bo.column = "vector";
   bo.type = index::ivf_index_type::ivf_flat;
   bo.num_partitions = 8;
   index::build_ivf_index(root, bo);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("query: an IVF_FLAT search over every partition is exact on a dataset that has lived") {
+  t::temp_dir tmp("query");
+  const std::string root = (tmp.path() / "ds").string();
+  model m = indexed_ivf_flat(root, 1);
   delete_model(m, root, "id % 7 = 0", [](const row& r) { return r.id % 7 == 0; });
   delete_model(m, root, "category = 'c3' AND price > 50", [](const row& r) {
     return r.category == "c3" && r.price && *r.price > 50;
@@ -517,15 +523,7 @@ TEST_CASE("query: the exact search with distance bounds returns the plain exact 
 TEST_CASE("query: concurrent queries on one table give the single-threaded answers") {
   t::temp_dir tmp("query-threads");
   const std::string root = (tmp.path() / "ds").string();
-  model m;
-  dataset::write_options wo;
-  wo.max_rows_per_file = 1000;
-  dataset::write(root, m.add(3000, 0, 11), wo);
-  index::build_options bo;
-  bo.column = "vector";
-  bo.type = index::ivf_index_type::ivf_flat;
-  bo.num_partitions = 8;
-  index::build_ivf_index(root, bo);
+  model m = indexed_ivf_flat(root, 11);
   delete_model(m, root, "id % 5 = 1", [](const row& r) { return r.id % 5 == 1; });
   append(m, root, 5000, 3000, 12);  // enough unindexed rows for distance bounds
 
