@@ -327,9 +327,10 @@ inline void bounded_search(const vector_rows& rows, const distance_bounds& b, co
     if ((p.distance_lower && !(d >= *p.distance_lower)) || (p.distance_upper && !(d < *p.distance_upper))) return;
     best.push(d, rows.ids[r]);
   };
+  const auto allowed = [&](std::size_t r) { return !p.allowed || p.allowed->contains(rows.ids[r]); };
   // Rows whose error is unknown (a non-finite value) are searched exactly.
   for (auto r : b.unbounded)
-    if (!p.allowed || p.allowed->contains(rows.ids[r])) exact(r);
+    if (allowed(r)) exact(r);
   // Without a bound from the caller, the k rows nearest by their PQ distance are searched
   // exactly first: their k-th distance bounds the scan from its first row on.
   std::vector<std::uint32_t> seeded;
@@ -340,7 +341,7 @@ inline void bounded_search(const vector_rows& rows, const distance_bounds& b, co
     std::vector<std::uint32_t> order;
     order.reserve(n);
     for (std::uint32_t r = 0; r < n; ++r)
-      if (std::isfinite(b.error[r]) && (!p.allowed || p.allowed->contains(rows.ids[r]))) order.push_back(r);
+      if (std::isfinite(b.error[r]) && allowed(r)) order.push_back(r);
     const std::size_t take = std::min(order.size(), p.k);
     std::nth_element(order.begin(), order.begin() + std::ptrdiff_t(take), order.end(),
                      [&](std::uint32_t a, std::uint32_t c) { return approx[a] < approx[c]; });
@@ -348,6 +349,11 @@ inline void bounded_search(const vector_rows& rows, const distance_bounds& b, co
     std::sort(seeded.begin(), seeded.end());
     for (auto r : seeded) exact(r);
   }
+  // A row the scan may still give an exact distance: bounded, not seeded, allowed.
+  const auto open = [&](std::size_t r) {
+    return std::isfinite(b.error[r]) &&
+           (seeded.empty() || !std::binary_search(seeded.begin(), seeded.end(), std::uint32_t(r))) && allowed(r);
+  };
   thread_local std::vector<std::uint8_t> qscratch;
   if (qscratch.size() < m * 256) qscratch.resize(m * 256);
   const auto ql = index::pq::detail::quantize_for_scan(lut.data(), m, qscratch.data());
@@ -375,23 +381,14 @@ inline void bounded_search(const vector_rows& rows, const distance_bounds& b, co
     std::size_t computed = 0;
     index::pq::detail::scan_quantized(ql, qscratch.data(), lut.data(), m, b.codes.data(), n, from, to, threshold,
                                       [&](std::size_t r, float sum) {
-                                        const double e = b.error[r];
-                                        if (!std::isfinite(e)) return;  // done above
-                                        if (!seeded.empty() &&
-                                            std::binary_search(seeded.begin(), seeded.end(), std::uint32_t(r)))
-                                          return;
-                                        if (lower(double(sum) + offset, e) > current()) return;
-                                        if (p.allowed && !p.allowed->contains(rows.ids[r])) return;
+                                        // open(r) leaves out the unbounded rows, searched above.
+                                        if (lower(double(sum) + offset, b.error[r]) > current() || !open(r)) return;
                                         ++computed;
                                         exact(r);
                                       });
     if (computed * 4 > to - from) {
-      for (std::size_t r = to; r < n; ++r) {
-        if (!std::isfinite(b.error[r])) continue;
-        if (!seeded.empty() && std::binary_search(seeded.begin(), seeded.end(), std::uint32_t(r))) continue;
-        if (p.allowed && !p.allowed->contains(rows.ids[r])) continue;
-        exact(r);
-      }
+      for (std::size_t r = to; r < n; ++r)
+        if (open(r)) exact(r);
       break;
     }
   }

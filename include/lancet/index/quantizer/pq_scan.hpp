@@ -223,23 +223,24 @@ inline quantized_luts quantize_luts(const float* lut, std::size_t nbytes, std::u
   return out;
 }
 
+// Adds one code byte's quantized table entries (table qt, 256 bytes) for the 64 rows
+// whose codes start at `codes`: rows 0..31 to acc0, 32..63 to acc1 (u16 lanes).
+inline void add_quantized_byte(const std::uint8_t* qt, const std::uint8_t* codes, __m512i& acc0, __m512i& acc1) {
+  const __m512i idx = _mm512_loadu_si512(codes);
+  const __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(qt), idx, _mm512_loadu_si512(qt + 64));
+  const __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(qt + 128), idx, _mm512_loadu_si512(qt + 192));
+  const __m512i v = _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
+  acc0 = _mm512_add_epi16(acc0, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 0)));
+  acc1 = _mm512_add_epi16(acc1, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 1)));
+}
+
 // The quantized sums of rows [j, j + 64) of transposed codes ([nbytes][n]): rows
 // j..j+31 in acc0, j+32..j+63 in acc1 (u16 lanes). 256-entry lookups with vpermi2b.
 inline void quantized_sums64(const std::uint8_t* qscratch, std::size_t nbytes, const std::uint8_t* codes,
                              std::size_t n, std::size_t j, __m512i& acc0, __m512i& acc1) {
   acc0 = _mm512_setzero_si512();
   acc1 = _mm512_setzero_si512();
-  for (std::size_t b = 0; b < nbytes; ++b) {
-    const std::uint8_t* qt = qscratch + b * 256;
-    const __m512i t0 = _mm512_loadu_si512(qt), t1 = _mm512_loadu_si512(qt + 64);
-    const __m512i t2 = _mm512_loadu_si512(qt + 128), t3 = _mm512_loadu_si512(qt + 192);
-    const __m512i idx = _mm512_loadu_si512(codes + b * n + j);
-    const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1);
-    const __m512i hi = _mm512_permutex2var_epi8(t2, idx, t3);
-    const __m512i v = _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
-    acc0 = _mm512_add_epi16(acc0, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 0)));
-    acc1 = _mm512_add_epi16(acc1, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 1)));
-  }
+  for (std::size_t b = 0; b < nbytes; ++b) add_quantized_byte(qscratch + b * 256, codes + b * n + j, acc0, acc1);
 }
 
 // The rows of [j, j + 64) whose quantized sum is <= lim (bit i: row j + i). Table
@@ -252,13 +253,7 @@ inline std::uint64_t quantized_candidates64(const std::uint8_t* qscratch, std::s
   const __m512i l = _mm512_set1_epi16(static_cast<short>(lim));
   __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
   for (std::size_t b = 0; b < nbytes; ++b) {
-    const std::uint8_t* qt = qscratch + b * 256;
-    const __m512i idx = _mm512_loadu_si512(codes + b * n + j);
-    const __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(qt), idx, _mm512_loadu_si512(qt + 64));
-    const __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(qt + 128), idx, _mm512_loadu_si512(qt + 192));
-    const __m512i v = _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
-    acc0 = _mm512_add_epi16(acc0, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 0)));
-    acc1 = _mm512_add_epi16(acc1, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 1)));
+    add_quantized_byte(qscratch + b * 256, codes + b * n + j, acc0, acc1);
     if ((b + 1) % check_every == 0 && b + 1 < nbytes &&
         (_mm512_cmple_epu16_mask(acc0, l) | _mm512_cmple_epu16_mask(acc1, l)) == 0)
       return 0;
