@@ -32,7 +32,6 @@ struct v2_0 {
   static constexpr std::uint16_t memory_major = 2, memory_minor = 0;   // in-memory serialisations
   static constexpr bool structural = false;   // 2.1+ use structural page layouts
   static constexpr bool unstable = false;
-  static constexpr bool split_pages_on_write = true;  // max_page_bytes applies when writing
   using default_strategy = encoding::legacy::default_strategy;
   template <class Policy>
   using policy_strategy = typename detail::legacy_policy_strategy<Policy>::type;

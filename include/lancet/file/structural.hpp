@@ -31,7 +31,7 @@ struct structural_policy_strategy<Minor, Policy, false> {
 };
 
 // What the structural versions share: 2.<Minor> in files and in memory, structural
-// page layouts, pages not split when written (large pages are split on read).
+// page layouts.
 template <unsigned Minor, bool Unstable>
 struct structural_version {
   static constexpr format_version value = format_version(Minor);
@@ -39,7 +39,6 @@ struct structural_version {
   static constexpr std::uint16_t memory_major = 2, memory_minor = Minor;
   static constexpr bool structural = true;
   static constexpr bool unstable = Unstable;
-  static constexpr bool split_pages_on_write = false;
   using default_strategy = encoding::structural::default_strategy<Minor>;
   template <class Policy>
   using policy_strategy = typename structural_policy_strategy<Minor, Policy>::type;

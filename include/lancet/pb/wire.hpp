@@ -43,7 +43,8 @@ class writer {
   }
   void tag(std::uint32_t field, wire_type wt) { raw_varint((std::uint64_t(field) << 3) | std::uint8_t(wt)); }
 
-  // Scalars are written always (callers skip proto3 defaults with the *_opt forms).
+  // Scalars are written always: pb/message.hpp's field descriptors skip proto3 defaults
+  // (implicit presence); a hand-written codec may use int32_opt / string_opt below.
   void uint64(std::uint32_t f, std::uint64_t v) { tag(f, wire_type::varint); raw_varint(v); }
   // int32/int64 negative values are sign-extended to 10 bytes, as protobuf does.
   void int64(std::uint32_t f, std::int64_t v) { uint64(f, std::uint64_t(v)); }
@@ -84,13 +85,8 @@ class writer {
   void string(std::uint32_t f, std::string_view s) { bytes(f, s); }
 
   // proto3 implicit presence: zero / empty values are not written.
-  void uint64_opt(std::uint32_t f, std::uint64_t v) { if (v) uint64(f, v); }
-  void int64_opt(std::uint32_t f, std::int64_t v) { if (v) int64(f, v); }
   void int32_opt(std::uint32_t f, std::int32_t v) { if (v) int32(f, v); }
-  void uint32_opt(std::uint32_t f, std::uint32_t v) { if (v) uint32(f, v); }
-  void boolean_opt(std::uint32_t f, bool v) { if (v) boolean(f, v); }
   void string_opt(std::uint32_t f, std::string_view s) { if (!s.empty()) bytes(f, s); }
-  void float64_opt(std::uint32_t f, double v) { if (v != 0.0) float64(f, v); }
 
   // Packed repeated varints (proto3 default for repeated scalars).
   template <class Int>
@@ -99,12 +95,6 @@ class writer {
     writer inner;
     for (auto v : vs) inner.raw_varint(std::uint64_t(v));
     bytes(f, inner.bytes());
-  }
-  void packed_fixed64(std::uint32_t f, const std::vector<std::uint64_t>& vs) {
-    if (vs.empty()) return;
-    std::string b(vs.size() * 8, '\0');
-    for (std::size_t i = 0; i < vs.size(); ++i) le::store(b.data() + 8 * i, vs[i]);
-    bytes(f, b);
   }
   void packed_float32(std::uint32_t f, const std::vector<float>& vs) {
     if (vs.empty()) return;
@@ -212,12 +202,6 @@ class reader {
     expect(f, wire_type::len, "packed varints");
     reader r(f.data, depth_ + 1, what_);
     while (!r.done()) out.push_back(Int(r.raw_varint()));
-  }
-  void repeated_fixed64(const field_view& f, std::vector<std::uint64_t>& out) const {
-    if (f.type == wire_type::fixed64) { out.push_back(f.scalar); return; }
-    expect(f, wire_type::len, "packed fixed64");
-    if (f.data.size() % 8) throw corrupt_error(std::string(what_) + ": packed fixed64 size not a multiple of 8");
-    for (std::size_t i = 0; i < f.data.size(); i += 8) out.push_back(le::load<std::uint64_t>(f.data.data() + i));
   }
   // Scalar accessors that check the wire type.
   std::uint64_t varint(const field_view& f, std::string_view what) const {

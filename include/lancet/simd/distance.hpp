@@ -485,10 +485,4 @@ inline distance_t<T> distance_in_block(distance_type t, const T* q, const T* y, 
   }
 }
 
-// Squared L2 norms of n row-major vectors.
-template <class T>
-inline void norms_sq(const T* block, std::size_t n, std::size_t d, distance_t<T>* out) {
-  for (std::size_t r = 0; r < n; ++r) out[r] = norm_sq(block + r * d, d);
-}
-
 }  // namespace lancet::simd

@@ -49,9 +49,6 @@ inline std::uint16_t def_levels_of(layer l) noexcept {
 inline bool layer_nullable(layer l) noexcept {
   return l == layer::nullable_item || l == layer::nullable_list || l == layer::null_and_empty_list;
 }
-inline bool layer_emptyable(layer l) noexcept {
-  return l == layer::emptyable_list || l == layer::null_and_empty_list;
-}
 
 // Level numbers derived from a layer stack (innermost first).
 struct level_scheme {
