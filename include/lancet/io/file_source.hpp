@@ -31,8 +31,8 @@ struct file_source_options {
   // Random takes gain most: a dataset keeps its data files' readers (and so their
   // mappings) open between takes, and a mapped read costs no system call. A take of 100
   // random 128-d vectors from a 200,000-row file: ~30-40 us mapped; ~200 us with one
-  // pread per row, ~80 us with the rows' reads batched (read_into; bench/RESULTS.md,
-  // issue 14). Not the default because of the SIGBUS caveat above.
+  // pread per row, ~80 us with the rows' reads batched (read_into; bench_take in
+  // bench/RESULTS.md). Not the default because of the SIGBUS caveat above.
   bool use_mmap = false;
 };
 

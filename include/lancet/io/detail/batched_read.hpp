@@ -1,8 +1,9 @@
 // Many small reads of one file in one system call: io_uring (Linux 5.6+), one ring per
 // thread, made on first use and reused. Random takes read one small range per row (a
-// 128-d f32 vector: ~520 bytes), and on a VM a system call costs ~1.5 us: 100 reads of
-// 520 bytes took 148 us as a pread loop and 22 us as one ring submission here
-// (bench/RESULTS.md, issue 14). Where io_uring is missing or refused (old kernels,
+// 128-d f32 vector: ~520 bytes), and on a VM a system call costs ~1.5 us, so the
+// system calls, not the bytes, are the cost: 100 reads of 520 bytes at random offsets
+// took 148 us as a pread loop and 22 us as one ring submission (bench_take in
+// bench/RESULTS.md measures the takes). Where io_uring is missing or refused (old kernels,
 // container seccomp profiles, non-Linux), or for a single or large range, each range
 // is one pread.
 #pragma once
