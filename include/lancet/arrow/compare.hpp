@@ -32,22 +32,10 @@ struct compare_options {
   bool check_nested_metadata = false;
 };
 
-namespace detail {
-
-// A path to an element, rendered only when a difference is reported.
-struct diff_path {
-  const diff_path* parent = nullptr;
-  std::string_view name;   // ".name" when non-empty
-  std::int64_t index = -1; // "[index]" when >= 0
-
-  std::string render() const {
-    std::string s = parent ? parent->render() : std::string();
-    if (!name.empty()) s += "." + std::string(name);
-    if (index >= 0) s += "[" + std::to_string(index) + "]";
-    return s;
-  }
-};
-
+// Where types a and b differ, as "types differ[ at <where>]: ..." naming the first
+// difference (ids, parameters, member names, and as o asks nested nullability and
+// metadata), or nullopt when they match; `where` is the path reported for a and b
+// themselves ("" at the top), nested fields extend it.
 inline std::optional<std::string> type_difference(const data_type& a, const data_type& b,
                                                   const compare_options& o, const std::string& where) {
   auto here = [&](const std::string& what) {
@@ -81,6 +69,22 @@ inline std::optional<std::string> type_difference(const data_type& a, const data
   }
   return std::nullopt;
 }
+
+namespace detail {
+
+// A path to an element, rendered only when a difference is reported.
+struct diff_path {
+  const diff_path* parent = nullptr;
+  std::string_view name;   // ".name" when non-empty
+  std::int64_t index = -1; // "[index]" when >= 0
+
+  std::string render() const {
+    std::string s = parent ? parent->render() : std::string();
+    if (!name.empty()) s += "." + std::string(name);
+    if (index >= 0) s += "[" + std::to_string(index) + "]";
+    return s;
+  }
+};
 
 inline std::string quote_bytes(std::string_view s, bool text) {
   static const char* hex = "0123456789abcdef";
@@ -236,7 +240,7 @@ inline std::optional<std::string> diff_slot(const array_data& a, std::int64_t i,
 inline std::optional<std::string> first_difference(const array_data& a, const array_data& b,
                                                    const compare_options& o = {}) {
   if (!a.type || !b.type) return std::string(!a.type ? "the first" : "the second") + " array has no type";
-  if (auto d = detail::type_difference(*a.type, *b.type, o, "")) return d;
+  if (auto d = type_difference(*a.type, *b.type, o, "")) return d;
   if (a.length != b.length)
     return "lengths differ: " + std::to_string(a.length) + " vs " + std::to_string(b.length);
   for (std::int64_t i = 0; i < a.length; ++i) {

@@ -158,8 +158,8 @@ namespace detail {
 // (core/buffer.hpp: huge pages, freed blocks reused), not zero-filled first.
 inline shared_bytes gather_fixed_shared(const std::vector<array_ptr>& arrays, std::int64_t byte_width) {
   const auto total = std::size_t(total_length(arrays) * byte_width);
-  if (total < lancet::detail::large_alloc_threshold) return shared_bytes(gather_fixed(arrays, byte_width));
-  auto mem = lancet::detail::shared_uninitialised_bytes(total);
+  if (total < large_alloc_threshold) return shared_bytes(gather_fixed(arrays, byte_width));
+  auto mem = shared_uninitialised_bytes(total);
   std::size_t at = 0;
   for (const auto& a : arrays) {
     const auto n = std::size_t(a->length * byte_width);

@@ -81,6 +81,8 @@ inline std::int64_t index_max(type_id id) noexcept {
   }
 }
 
+}  // namespace detail
+
 // The bytes of valid slot i of a flat (fixed-width or binary-like) array.
 inline std::string_view slot_bytes(const array_data& a, std::int64_t i) {
   if (is_binary_like(a.type->id)) return a.string_value(i);
@@ -160,8 +162,6 @@ inline array_ptr take_flat(const array_data& values, const std::vector<std::int6
   return out;
 }
 
-}  // namespace detail
-
 // The dictionary array of type `dict_type` (dictionary<index, V>) holding the values of
 // `plain` (of type V): distinct values in order of first appearance; a null value is
 // a null index.
@@ -186,7 +186,7 @@ inline array_ptr dictionary_encode(const array_ptr& plain, const type_ptr& dict_
       continue;
     }
     set_bit(valid.data(), i, true);
-    auto [it, fresh] = seen.emplace(detail::slot_bytes(*plain, i), std::int64_t(firsts.size()));
+    auto [it, fresh] = seen.emplace(slot_bytes(*plain, i), std::int64_t(firsts.size()));
     if (fresh) {
       if (std::int64_t(firsts.size()) > limit)
         throw invalid_input_error("a dictionary with index type " + to_string(ix) + " cannot hold " +
@@ -203,7 +203,7 @@ inline array_ptr dictionary_encode(const array_ptr& plain, const type_ptr& dict_
   out->null_count = nulls;
   out->buffers.push_back(nulls ? shared_bytes(std::move(valid)) : shared_bytes());
   out->buffers.push_back(shared_bytes(std::move(indices)));
-  out->children.push_back(detail::take_flat(*plain, firsts));
+  out->children.push_back(take_flat(*plain, firsts));
   return out;
 }
 
@@ -212,7 +212,7 @@ inline array_ptr dictionary_decode(const array_data& a) {
   std::vector<std::int64_t> idx(std::size_t(a.length), -1);
   for (std::int64_t i = 0; i < a.length; ++i)
     if (a.is_valid(i)) idx[std::size_t(i)] = a.dictionary_index(i);
-  return detail::take_flat(*a.children.at(0), idx);
+  return take_flat(*a.children.at(0), idx);
 }
 
 // `a` with every dictionary inside it materialised (types: without_dictionaries).

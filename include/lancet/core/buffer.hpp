@@ -27,6 +27,10 @@ constexpr std::uint64_t pad_to(std::uint64_t n, std::uint64_t align) noexcept {
   return (n + align - 1) / align * align;
 }
 
+// Buffers of at least this many bytes are large blocks (see below: huge-page mappings,
+// freed blocks reused); smaller ones come from operator new.
+inline constexpr std::size_t large_alloc_threshold = std::size_t(8) << 20;
+
 namespace detail {
 
 // Large blocks (page reads, decoded pages, growing buffers) bypass malloc. glibc maps
@@ -39,7 +43,6 @@ namespace detail {
 // aligned with transparent huge pages requested (MADV_HUGEPAGE; "madvise" is a common
 // kernel default), and freed blocks wait in a small cache for the next block of about
 // their size (no new faults, no zeroing). release_free_memory() empties the cache.
-inline constexpr std::size_t large_alloc_threshold = std::size_t(8) << 20;
 inline constexpr std::size_t huge_page_bytes = std::size_t(2) << 20;
 constexpr std::size_t pad_to_huge(std::size_t n) noexcept {
   return (n + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
@@ -146,13 +149,14 @@ inline void free_bytes(std::uint8_t* p, std::size_t n) noexcept {
   large_block_cache::instance().give(base, len);
 }
 
-// n uninitialised bytes (allocate_bytes) owned by a shared pointer that frees them:
-// for buffers written in full right away (a read, a gather), which need no zero-fill.
-inline std::shared_ptr<std::uint8_t> shared_uninitialised_bytes(std::size_t n) {
-  return std::shared_ptr<std::uint8_t>(allocate_bytes(n), [n](std::uint8_t* p) { free_bytes(p, n); });
-}
-
 }  // namespace detail
+
+// n uninitialised bytes, 64-byte aligned (a large block from large_alloc_threshold on),
+// owned by a shared pointer that frees them: for buffers written in full right away (a
+// read, a gather), which need no zero-fill.
+inline std::shared_ptr<std::uint8_t> shared_uninitialised_bytes(std::size_t n) {
+  return std::shared_ptr<std::uint8_t>(detail::allocate_bytes(n), [n](std::uint8_t* p) { detail::free_bytes(p, n); });
+}
 
 // Growable byte buffer whose storage is 64-byte aligned (SIMD-friendly, and the
 // alignment Lance uses on disk).

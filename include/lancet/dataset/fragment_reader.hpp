@@ -212,7 +212,7 @@ class fragment_reader {
       s.blob_v2 = encoding::structural::is_blob_v2_field(arrow_schema_->fields[fields_[k]]) &&
                   encoding::structural::is_blob_v2_descriptions(*file_type);
       if (!s.blob_v2 && !arrow::equals(*file_type, *want)) {
-        auto d = arrow::detail::type_difference(*file_type, *want, {}, f.name);
+        auto d = arrow::type_difference(*file_type, *want, {}, f.name);
         throw unsupported_error("field '" + f.name + "' in data file '" + path + "' does not have the dataset's type (" +
                                 d.value_or("nested fields differ") + "); lancet cannot read schema changes of this kind");
       }

@@ -85,7 +85,7 @@ inline arrow::array_ptr retype(const arrow::array_ptr& a, const arrow::type_ptr&
     // Nested nullability may differ where the data respects the target; compare shapes only.
     arrow::compare_options o;
     o.check_nested_nullability = false;
-    if (auto d = arrow::detail::type_difference(*a->type, *target, o, path))
+    if (auto d = arrow::type_difference(*a->type, *target, o, path))
       throw invalid_input_error("field '" + path + "': the data is " + arrow::to_string(*a->type) +
                                 ", the dataset has " + arrow::to_string(*target));
   }

@@ -136,7 +136,7 @@ class file_reader {
     if constexpr (requires { source_.prefers_whole_reads(); })
       if (source_.prefers_whole_reads()) zero_copy = true;
     if (size <= chunk || zero_copy) return source_.read(offset, size);
-    io::check_range(offset, size, source_.size(), io::detail::source_name(source_));
+    io::check_range(offset, size, source_.size(), io::source_name(source_));
     const std::uint64_t pieces = (size + chunk - 1) / chunk;
     const std::uint64_t piece = size / pieces;
     aligned_buffer out;

@@ -72,7 +72,7 @@ class any_source {
   template <class S>
   struct model final : base {
     S s;
-    explicit model(S src) : base(detail::source_name(src)), s(std::move(src)) {}
+    explicit model(S src) : base(io::source_name(src)), s(std::move(src)) {}
     std::uint64_t size() const override { return s.size(); }
     shared_bytes read(std::uint64_t offset, std::uint64_t length) const override { return s.read(offset, length); }
     bool is_zero_copy() const noexcept override {

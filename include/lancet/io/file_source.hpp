@@ -64,7 +64,7 @@ class file_source {
     auto n = static_cast<std::size_t>(length);
     if (state_->map) return shared_bytes(state_, state_->map + offset, n);
     // Uninitialised aligned storage: pread fills it entirely or we throw.
-    auto mem = lancet::detail::shared_uninitialised_bytes(n);
+    auto mem = shared_uninitialised_bytes(n);
     std::size_t got = pread_full(state_->fd.get(), mem.get(), n, offset, state_->path);
     if (got != n) {
       throw io_error("cannot read '" + state_->path + "': file ended after " + std::to_string(got) + " of " +

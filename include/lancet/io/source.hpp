@@ -83,7 +83,7 @@ struct coalesce_options {
   std::uint64_t max_read = std::uint64_t(16) << 20;
 };
 
-namespace detail {
+// A source's name for messages: its name() when it has one, else "source".
 template <class S>
 std::string source_name(const S& s) {
   if constexpr (requires { s.name(); }) {
@@ -92,7 +92,6 @@ std::string source_name(const S& s) {
     return "source";
   }
 }
-}  // namespace detail
 
 // Reads each range, in the order given, into out, end to end (out holds the sum of the
 // lengths): the bytes of many scattered rows in one buffer. Every range is
@@ -106,12 +105,12 @@ void read_into(const S& src, std::span<const byte_range> ranges, std::uint8_t* o
     src.read_into(ranges, out);
   } else {
     const std::uint64_t size = src.size();
-    for (const auto& r : ranges) check_range(r.offset, r.length, size, detail::source_name(src));
+    for (const auto& r : ranges) check_range(r.offset, r.length, size, io::source_name(src));
     for (const auto& r : ranges) {
       const auto b = src.read(r.offset, r.length);
       if (b.size() != r.length)
         throw corrupt_error("read of " + std::to_string(r.length) + " bytes at offset " + std::to_string(r.offset) +
-                            " of '" + detail::source_name(src) + "' returned " + std::to_string(b.size()));
+                            " of '" + io::source_name(src) + "' returned " + std::to_string(b.size()));
       if (r.length) std::memcpy(out, b.data(), static_cast<std::size_t>(r.length));
       out += r.length;
     }
@@ -126,7 +125,7 @@ template <source S>
 std::vector<shared_bytes> read_ranges(const S& src, std::span<const byte_range> ranges,
                                       coalesce_options opts = {}) {
   const std::uint64_t size = src.size();
-  for (const auto& r : ranges) check_range(r.offset, r.length, size, detail::source_name(src));
+  for (const auto& r : ranges) check_range(r.offset, r.length, size, io::source_name(src));
   std::vector<shared_bytes> out(ranges.size());
 
   bool zero_copy = false;

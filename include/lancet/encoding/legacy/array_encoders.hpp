@@ -176,7 +176,7 @@ inline enc20::array_encoding encode_field_dictionary(const std::vector<array_ptr
   for (const auto& a : arrays)
     for (std::int64_t i = 0; i < a->length; ++i, ++row) {
       if (!a->is_valid(i)) { nulls = true; continue; }
-      auto [it, fresh] = seen.emplace(arrow::detail::slot_bytes(*a, i), std::int64_t(distinct.size()));
+      auto [it, fresh] = seen.emplace(arrow::slot_bytes(*a, i), std::int64_t(distinct.size()));
       if (fresh) distinct.push_back(arrow::slice(a, i, 1));
       keys[row] = it->second;
     }
@@ -197,7 +197,7 @@ inline enc20::array_encoding encode_field_dictionary(const std::vector<array_ptr
     std::memcpy(indices.data() + r * w, &k, w);  // little-endian: the low bytes
   }
   // The items: the distinct values, then the null item.
-  if (add_null) distinct.push_back(arrow::detail::take_flat(*arrays.at(0), {-1}));
+  if (add_null) distinct.push_back(arrow::take_flat(*arrays.at(0), {-1}));
   auto items = arrow::concat(distinct, value_type);
   const auto idx_buf = page.add(std::move(indices));
   enc20::dictionary d;

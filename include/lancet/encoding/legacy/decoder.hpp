@@ -235,7 +235,7 @@ class page_decoder {
         fail("dictionary index " + std::to_string(k) + " past " + std::to_string(items->length) + " items");
       take[std::size_t(i)] = std::int64_t(k);
     }
-    return arrow::detail::take_flat(*items, take);
+    return arrow::take_flat(*items, take);
   }
 
   arrow::array_ptr decode_one(const enc20::dictionary& m, std::uint64_t n, const arrow::type_ptr& type) {

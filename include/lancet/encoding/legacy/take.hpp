@@ -157,7 +157,7 @@ class page_rows {
       std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
       ranges.reserve(groups.size());
       for (const auto& [lo, hi] : groups) ranges.emplace_back(pos + lo, hi - lo);
-      auto mem = lancet::detail::shared_uninitialised_bytes(std::size_t(total));  // filled in full by the read
+      auto mem = shared_uninitialised_bytes(std::size_t(total));  // filled in full by the read
       read_ranges_(ranges, mem.get());
       const std::uint8_t* data = mem.get();
       return shared_bytes(std::move(mem), data, std::size_t(total));

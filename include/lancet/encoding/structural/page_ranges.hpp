@@ -76,7 +76,7 @@ inline shared_bytes read_buffer_parts(std::span<const std::uint64_t> buffer_offs
     total += to - from;
   }
   if (total == 0) return {};
-  auto mem = lancet::detail::shared_uninitialised_bytes(static_cast<std::size_t>(total));
+  auto mem = shared_uninitialised_bytes(static_cast<std::size_t>(total));
   read_ranges(ranges, mem.get());
   const std::uint8_t* data = mem.get();
   return shared_bytes(std::move(mem), data, static_cast<std::size_t>(total));
