@@ -55,12 +55,13 @@
 #include <lancet/dataset/fragment_json.hpp>
 #include <lancet/index/ivf_builder.hpp>
 #include <lancet/index/optimize.hpp>
+#include <lancet/index/remap.hpp>
 #include <lancet/index/segments.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/json/rows_reader.hpp>
 #include <lancet/json/rows_writer.hpp>
 #include <lancet/json/schema_json.hpp>
-#include <lancet/json/write_dataset.hpp>
+#include <lancet/dataset/write_json_lines.hpp>
 #include <lancet/lancet.hpp>
 #include <lancet/pb/encodings_v2_1.hpp>  // page layouts, for `inspect`
 
@@ -470,7 +471,7 @@ int cmd_write(const args& a) {
   else throw usage_error("--mode must be create, append or overwrite, not '" + mode + "'");
   if (auto f = a.get("format")) o.storage_version = file::parse_format_version(*f);
   if (auto n = a.number("max-retries")) o.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
-  const auto result = json::write_rows(a.path, schema, std::cin, o);
+  const auto result = dataset::write_json_lines(a.path, schema, std::cin, o);
   std::cerr << "lancet: wrote " << result.rows_written << " rows to " << a.path << " (version " << result.version
             << ", format " << file::to_string(result.storage_version) << ")\n";
   report_retries(result.retries);
@@ -1042,6 +1043,7 @@ int cmd_index_optimize(const args& a) {
 // are remapped in the same commit. Prints the metrics as one JSON line.
 int cmd_compact(const args& a) {
   dataset::compaction_options o;
+  o.remap_indexes = index::compaction_remapper();
   if (auto n = a.number("target-rows")) {
     if (*n == 0) throw usage_error("--target-rows must be positive");
     o.target_rows_per_fragment = *n;

@@ -1,7 +1,7 @@
 // lancet's compiled mode (core/config.hpp): the one translation unit that holds the
 // definitions a program in compiled mode links to instead of compiling them in every
 // translation unit: the default encoding policies and strategies, file writers of the
-// common configurations (file/instances.hpp), dataset::write's entry points (the
+// common configurations (the end of file/writer.hpp), dataset::write's entry points (the
 // storage version chosen at run time becomes a writer type here, once per program), the
 // non-template functions and members the public dataset headers declare (opening,
 // scanning and taking, deleting, compacting, distributed writes and commits), the 2.1+
@@ -20,8 +20,12 @@
 #include "lancet/encoding/structural/decoder.hpp"
 #include "lancet/encoding/structural/field_encoders.hpp"
 #include "lancet/encoding/structural/policy_impl.hpp"
-#include "lancet/file/instances.hpp"
+#include "lancet/encoding/structural/strategy.hpp"
+#include "lancet/file/legacy.hpp"
+#include "lancet/file/structural.hpp"
 #include "lancet/file/writer.hpp"
+#include "lancet/io/file_sink.hpp"
+#include "lancet/io/memory_sink.hpp"
 #include "lancet/index.hpp"
 #include "lancet/query.hpp"
 #include "lancet/pb/file.hpp"

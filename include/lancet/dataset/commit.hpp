@@ -10,8 +10,8 @@
 // A crash before 3 leaves only unreferenced files; the previous version stays the
 // latest. Two writers racing for the same version: exactly one rename succeeds, the
 // other's publish() gets conflict_error and removes what it wrote; commit_transaction
-// (conflict.hpp) then checks the winner's transaction, rebases and tries the next
-// version, as Lance does.
+// (the end of this header) then checks the winner's transaction with conflict.hpp's
+// rebase, rebases and tries the next version, as Lance does.
 //
 // What the manifest carries over (as Lance's Manifest::new_from_previous): config,
 // table metadata, base paths, branch, max_fragment_id, next_row_id, the storage
@@ -22,18 +22,24 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "lancet/core/error.hpp"
+#include "lancet/dataset/conflict.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/sink_factory.hpp"
+#include "lancet/dataset/snapshot.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/file/version.hpp"
 #include "lancet/io/file_sink.hpp"
@@ -44,56 +50,6 @@
 
 namespace lancet::dataset {
 
-
-// One version of a dataset as read from disk.
-struct snapshot {
-  std::string root;
-  version_entry entry;
-  manifest_file file;
-
-  std::uint64_t version() const noexcept { return file.manifest.version; }
-  const pb::manifest& manifest() const noexcept { return file.manifest; }
-};
-
-namespace detail {
-
-inline snapshot load(const std::string& root, const version_entry& e, const source_factory& sources) {
-  snapshot s{root, e, read_manifest_file_at(e.path, sources)};
-  if (s.file.manifest.version != e.version)
-    throw corrupt_error("'" + e.path + "' is named for version " + std::to_string(e.version) + " but holds version " +
-                        std::to_string(s.file.manifest.version));
-  return s;
-}
-
-}  // namespace detail
-
-// The newest version of the dataset at `root`, or nullopt when it has none. The manifest
-// is read through `sources`; versions are found by listing _versions/ on the local
-// file system.
-inline std::optional<snapshot> load_latest(const std::string& root, const source_factory& sources = {}) {
-  auto e = latest_version(root);
-  if (!e) return std::nullopt;
-  return detail::load(root, *e, sources);
-}
-
-// The newest version of the dataset at `root`; not_found_error when there is none.
-inline snapshot require_latest(const std::string& root, const source_factory& sources = {}) {
-  auto s = load_latest(root, sources);
-  if (!s) throw_no_dataset(root);
-  return std::move(*s);
-}
-
-// A given version; invalid_input_error naming the versions that exist when it does not
-// (not_found_error when the path holds no dataset).
-inline snapshot load_version(const std::string& root, std::uint64_t version, const source_factory& sources = {}) {
-  auto all = list_versions(root);
-  for (const auto& e : all)
-    if (e.version == version) return detail::load(root, e, sources);
-  std::string have;
-  for (const auto& e : all) have += (have.empty() ? "" : ", ") + std::to_string(e.version);
-  if (all.empty()) throw_no_dataset(root);
-  throw invalid_input_error("dataset '" + root + "' has no version " + std::to_string(version) + " (it has " + have + ")");
-}
 
 // The Lance schema a manifest stores (fields and schema metadata).
 inline schema::schema manifest_schema(const pb::manifest& m) {
@@ -382,7 +338,104 @@ void publish(const std::string& root, pending_commit& c, const publish_options& 
   }
 }
 
-}  // namespace lancet::dataset
+// Lance's SlotBackoff: the n-th retry sleeps a random one of 4 * 2^n slots, each as long
+// as the first attempt took plus 10%. (Capped at 5 s, Lance's longest plain backoff.)
+class slot_backoff {
+ public:
+  explicit slot_backoff(std::chrono::milliseconds unit) : unit_(std::max<std::int64_t>(1, unit.count())) {}
+  std::chrono::milliseconds next() {
+    const std::uint64_t slots = std::uint64_t(1) << std::min<unsigned>(attempt_ + 2, 30);
+    ++attempt_;
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    const std::uint64_t slot = std::uniform_int_distribution<std::uint64_t>(0, slots - 1)(rng);
+    return std::chrono::milliseconds(std::min<std::uint64_t>(slot * std::uint64_t(unit_), 5000));
+  }
 
-// Conflict resolution and the retrying commit (commit_transaction).
-#include "lancet/dataset/conflict.hpp"
+ private:
+  std::int64_t unit_;
+  unsigned attempt_ = 0;
+};
+
+struct commit_options {
+  // Rebase and try again this many times after losing a race (Lance's num_retries).
+  // 0: no rebase at all; losing the race is commit_conflict_error.
+  unsigned max_retries = default_max_retries;
+  publish_options publish;
+};
+
+struct commit_outcome {
+  pending_commit commit;   // what was published
+  snapshot base;           // the version it was built on (committed as base + 1)
+  unsigned retries = 0;    // commits lost to other writers before this one won
+};
+
+// Builds the manifest of `txn` on `base` (the version it commits after).
+using build_commit_fn = std::function<pending_commit(const snapshot& base, const pb::transaction& txn)>;
+
+// Commits `txn`, built against `read` (its read version), as Lance's commit_transaction
+// does: before each attempt the transactions committed after the version it is built on
+// are checked and the transaction rebased on the newest version; then `build` makes the
+// manifest and it is published as the next version. Losing the race sleeps a slot of
+// the backoff and tries again, up to o.max_retries times. With `affected`, a Delete
+// merges its deletions with those of concurrent deletes of the same fragments.
+// Files written while rebasing are removed when the commit fails.
+template <class SinkFactory>
+commit_outcome commit_transaction(const std::string& root, const snapshot& read, pb::transaction txn,
+                                  const build_commit_fn& build, const commit_options& o, SinkFactory& make_sink,
+                                  std::optional<affected_rows> affected = std::nullopt) {
+  transaction_rebase rb(read, std::move(txn), std::move(affected));
+  const bool strict_overwrite =
+      std::holds_alternative<pb::transaction::overwrite>(rb.transaction().operation) && o.max_retries == 0;
+  snapshot base = read;
+  unsigned retries = 0;
+  std::optional<slot_backoff> backoff;
+  const auto start = std::chrono::steady_clock::now();
+  auto drop_written = [&] {
+    for (const auto& p : rb.written_files()) {
+      try {
+        io::remove_file(p);
+      } catch (...) {
+      }
+    }
+  };
+  try {
+    for (;;) {
+      if (!strict_overwrite) {
+        const auto versions = list_versions(root);
+        if (!versions.empty() && versions.back().version > base.version()) {
+          for (auto& [v, other] : transactions_between(root, versions, base.version(), versions.back().version))
+            rb.check(other, v, root);
+          base = detail::load(root, versions.back(), {});
+          rb.finish(base, make_sink);
+        }
+      }
+      pending_commit c = build(base, rb.transaction());
+      try {
+        publish(root, c, o.publish, make_sink);
+        return {std::move(c), std::move(base), retries};
+      } catch (const commit_conflict_error&) {
+        throw;
+      } catch (const committed_io_error&) {
+        throw;
+      } catch (const conflict_error& e) {
+        if (retries >= o.max_retries || strict_overwrite) {
+          throw commit_conflict_error(std::string(e.what()) +
+                                          (o.max_retries ? " (gave up after " + std::to_string(retries) + " retries)" : ""),
+                                      c.manifest.version, "", o.max_retries > 0);
+        }
+        if (!backoff)
+          backoff.emplace(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              (std::chrono::steady_clock::now() - start) * 11 / 10));
+        ++retries;
+        std::this_thread::sleep_for(backoff->next());
+      }
+    }
+  } catch (const committed_io_error&) {
+    throw;
+  } catch (...) {
+    drop_written();
+    throw;
+  }
+}
+
+}  // namespace lancet::dataset

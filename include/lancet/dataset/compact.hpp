@@ -19,7 +19,8 @@
 // transaction (read version = the version planned from) replaces each task's old
 // fragments by its new ones in place, and names the rewritten indexes: every index
 // covering a rewritten fragment gets a remapped copy under a new uuid (row addresses
-// moved, deleted rows dropped; index/remap.hpp), its fragment bitmap has the old ids
+// moved, deleted rows dropped; by compaction_options::remap_indexes, which the index
+// layer supplies: index::compaction_remapper()), its fragment bitmap has the old ids
 // replaced by the new ones, and it keeps name, dataset_version, details, created_at.
 // With stable row ids, row ids survive: the new fragments carry the old rows' ids and
 // version sequences, the ids are reserved in one ReserveFragments commit, and indexes
@@ -40,7 +41,7 @@
 
 #include "lancet/core/config.hpp"
 #include "lancet/dataset/dataset.hpp"
-#include "lancet/index/remap.hpp"
+#include "lancet/dataset/index_remap.hpp"
 #include "lancet/pb/table.hpp"
 
 namespace lancet::dataset {
@@ -65,6 +66,12 @@ struct compaction_options {
   bool write_version_hint = true;
   // Called after each task's files are written: (tasks done, tasks in all).
   std::function<void(std::size_t, std::size_t)> progress;
+  // Carries the indexes covering rewritten fragments over to the new rows: set it to
+  // index::compaction_remapper() (index/remap.hpp) for vector indexes. Unset, a
+  // compaction that would rewrite indexed fragments is unsupported_error naming the
+  // index, before anything is written (with stable row ids indexes keep their rows'
+  // ids and need no remap).
+  index_remapper remap_indexes;
 };
 
 // Lance's CompactionMetrics.
@@ -90,7 +97,7 @@ struct compaction_plan {
 struct rewritten_index_info {
   std::string name;
   pb::uuid old_uuid, new_uuid;  // equal with stable row ids (the index is kept)
-  index::remap_stats stats;
+  remap_stats stats;
 };
 
 struct compaction_result {
@@ -100,7 +107,7 @@ struct compaction_result {
   // Old row address -> new row address (nullopt: deleted row dropped), for every
   // physical row of the rewritten fragments. Row ids equal addresses unless the
   // dataset uses stable row ids (which keep their ids).
-  index::row_address_map mapping;
+  row_address_map mapping;
   std::vector<rewritten_index_info> indices;
   std::vector<std::vector<std::uint64_t>> new_fragment_ids;  // per task
   unsigned retries = 0;  // commits lost to other writers before this one

@@ -20,13 +20,12 @@
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/compact.hpp"
 #include "lancet/dataset/dataset.hpp"
+#include "lancet/dataset/index_remap.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/roaring.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/write_impl.hpp"
-#include "lancet/index/registry.hpp"
-#include "lancet/index/remap.hpp"
 #include "lancet/io/fs.hpp"
 #include "lancet/pb/table.hpp"
 
@@ -189,7 +188,11 @@ compaction_result compact_files(const std::string& root, const compaction_option
       if (im.fragment_bitmap.empty())
         throw unsupported_error("cannot compact dataset '" + root + "': index '" + im.name +
                                 "' records no fragment bitmap, so it cannot be remapped");
-      if (auto why = index::remap_unsupported_reason(root, im))
+      if (!o.remap_indexes)
+        throw unsupported_error("cannot compact dataset '" + root + "': index '" + im.name +
+                                "' covers fragments this compaction rewrites, and compaction_options::remap_indexes "
+                                "is unset (index::compaction_remapper() in lancet/index/remap.hpp remaps vector indexes)");
+      if (auto why = o.remap_indexes.unsupported_reason(root, im))
         throw unsupported_error("cannot compact dataset '" + root + "': " + *why +
                                 " (drop the index, or compact with LanceDB)");
     }
@@ -349,17 +352,16 @@ compaction_result compact_files(const std::string& root, const compaction_option
       if (stable) {
         info.new_uuid = im->uuid;
       } else {
-        const auto r = index::remap_index_files(root, *im, result.mapping);
-        index_dirs.push_back(index::index_directory(root, r.new_uuid));
+        const auto r = o.remap_indexes.remap(root, *im, result.mapping);
+        index_dirs.push_back(r.directory);
         info.new_uuid = r.new_uuid;
         info.stats = r.stats;
-        replacements.push_back(index::remapped_index_metadata(*im, r, index::rewritten_fragment_bitmap(*im, groups)));
+        replacements.push_back(remapped_index_metadata(*im, r, rewritten_fragment_bitmap(*im, groups)));
         pb::transaction::rewrite::rewritten_index ri;
         ri.old_id = im->uuid;
         ri.new_id = r.new_uuid;
-        // What Lance records: empty VectorIndexDetails, vector index version 1.
-        ri.new_index_details = pb::any{std::string(pb::index::vector_index_details::type_url), {}};
-        ri.new_index_version = 1;
+        ri.new_index_details = r.transaction_details;
+        ri.new_index_version = r.transaction_index_version;
         ri.new_index_files = replacements.back().files;
         rewritten.push_back(std::move(ri));
       }
@@ -407,7 +409,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
       for (auto& im : c.indices) {
         if (stable) {
           if (!im.fragment_bitmap.empty())
-            set_index_fragment_bitmap(im, index::rewritten_fragment_bitmap(im, groups));
+            set_index_fragment_bitmap(im, rewritten_fragment_bitmap(im, groups));
           continue;
         }
         for (const auto& r : replacements)

@@ -51,9 +51,10 @@
 #include <vector>
 
 #include "lancet/core/error.hpp"
-#include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/deletion.hpp"
 #include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/sink_factory.hpp"
+#include "lancet/dataset/snapshot.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/io/fs.hpp"
 #include "lancet/pb/table.hpp"
@@ -397,105 +398,5 @@ class transaction_rebase {
   std::map<std::uint64_t, std::pair<pb::data_fragment, bool>> initial_;  // at the read version; needs a rewrite
   std::vector<std::string> written_;
 };
-
-// Lance's SlotBackoff: the n-th retry sleeps a random one of 4 * 2^n slots, each as long
-// as the first attempt took plus 10%. (Capped at 5 s, Lance's longest plain backoff.)
-class slot_backoff {
- public:
-  explicit slot_backoff(std::chrono::milliseconds unit) : unit_(std::max<std::int64_t>(1, unit.count())) {}
-  std::chrono::milliseconds next() {
-    const std::uint64_t slots = std::uint64_t(1) << std::min<unsigned>(attempt_ + 2, 30);
-    ++attempt_;
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    const std::uint64_t slot = std::uniform_int_distribution<std::uint64_t>(0, slots - 1)(rng);
-    return std::chrono::milliseconds(std::min<std::uint64_t>(slot * std::uint64_t(unit_), 5000));
-  }
-
- private:
-  std::int64_t unit_;
-  unsigned attempt_ = 0;
-};
-
-struct commit_options {
-  // Rebase and try again this many times after losing a race (Lance's num_retries).
-  // 0: no rebase at all; losing the race is commit_conflict_error.
-  unsigned max_retries = default_max_retries;
-  publish_options publish;
-};
-
-struct commit_outcome {
-  pending_commit commit;   // what was published
-  snapshot base;           // the version it was built on (committed as base + 1)
-  unsigned retries = 0;    // commits lost to other writers before this one won
-};
-
-// Builds the manifest of `txn` on `base` (the version it commits after).
-using build_commit_fn = std::function<pending_commit(const snapshot& base, const pb::transaction& txn)>;
-
-// Commits `txn`, built against `read` (its read version), as Lance's commit_transaction
-// does: before each attempt the transactions committed after the version it is built on
-// are checked and the transaction rebased on the newest version; then `build` makes the
-// manifest and it is published as the next version. Losing the race sleeps a slot of
-// the backoff and tries again, up to o.max_retries times. With `affected`, a Delete
-// merges its deletions with those of concurrent deletes of the same fragments.
-// Files written while rebasing are removed when the commit fails.
-template <class SinkFactory>
-commit_outcome commit_transaction(const std::string& root, const snapshot& read, pb::transaction txn,
-                                  const build_commit_fn& build, const commit_options& o, SinkFactory& make_sink,
-                                  std::optional<affected_rows> affected = std::nullopt) {
-  transaction_rebase rb(read, std::move(txn), std::move(affected));
-  const bool strict_overwrite =
-      std::holds_alternative<pb::transaction::overwrite>(rb.transaction().operation) && o.max_retries == 0;
-  snapshot base = read;
-  unsigned retries = 0;
-  std::optional<slot_backoff> backoff;
-  const auto start = std::chrono::steady_clock::now();
-  auto drop_written = [&] {
-    for (const auto& p : rb.written_files()) {
-      try {
-        io::remove_file(p);
-      } catch (...) {
-      }
-    }
-  };
-  try {
-    for (;;) {
-      if (!strict_overwrite) {
-        const auto versions = list_versions(root);
-        if (!versions.empty() && versions.back().version > base.version()) {
-          for (auto& [v, other] : transactions_between(root, versions, base.version(), versions.back().version))
-            rb.check(other, v, root);
-          base = detail::load(root, versions.back(), {});
-          rb.finish(base, make_sink);
-        }
-      }
-      pending_commit c = build(base, rb.transaction());
-      try {
-        publish(root, c, o.publish, make_sink);
-        return {std::move(c), std::move(base), retries};
-      } catch (const commit_conflict_error&) {
-        throw;
-      } catch (const committed_io_error&) {
-        throw;
-      } catch (const conflict_error& e) {
-        if (retries >= o.max_retries || strict_overwrite) {
-          throw commit_conflict_error(std::string(e.what()) +
-                                          (o.max_retries ? " (gave up after " + std::to_string(retries) + " retries)" : ""),
-                                      c.manifest.version, "", o.max_retries > 0);
-        }
-        if (!backoff)
-          backoff.emplace(std::chrono::duration_cast<std::chrono::milliseconds>(
-                              (std::chrono::steady_clock::now() - start) * 11 / 10));
-        ++retries;
-        std::this_thread::sleep_for(backoff->next());
-      }
-    }
-  } catch (const committed_io_error&) {
-    throw;
-  } catch (...) {
-    drop_written();
-    throw;
-  }
-}
 
 }  // namespace lancet::dataset

@@ -10,7 +10,7 @@
 //
 // One piece on purpose: this is one class (file_writer_impl, with the thin typed
 // file_writer over it). Its members are defined out of the class, below it, so that
-// compiled mode's explicit instantiations (file/instances.hpp) keep them out of user
+// compiled mode's explicit instantiations (the end of this header) keep them out of user
 // translation units; splitting them from the class would not separate a concern.
 #pragma once
 
@@ -408,7 +408,7 @@ class file_writer
 namespace detail {
 
 // Out of the class so that an explicit instantiation declaration (compiled mode,
-// file/instances.hpp) keeps them out of the user's translation units.
+// the end of this header) keeps them out of the user's translation units.
 
 template <class Sink, class Strategy>
   requires io::sink<std::remove_reference_t<Sink>>
@@ -595,7 +595,7 @@ void file_writer_impl<Sink, Strategy>::check_column(std::size_t i, const arrow::
   // a fixed-size list item's nullability (nulls are checked against the schema below).
   arrow::compare_options types_only;
   types_only.check_nested_nullability = false;
-  if (auto d = arrow::detail::type_difference(*a.type, *arrow_fields_[i].type, types_only, ""))
+  if (auto d = arrow::type_difference(*a.type, *arrow_fields_[i].type, types_only, ""))
     throw invalid_input_error("column '" + f.name + "' does not match the schema: " + *d);
   detail::check_nullability(f, a, "");
   if constexpr (requires { strategy_.validate(arrow_fields_[i], a); }) strategy_.validate(arrow_fields_[i], a);
@@ -746,6 +746,48 @@ std::string file_writer_impl<Sink, Strategy>::column_metadata_bytes(std::uint32_
 
 }  // namespace lancet::file
 
+// The configurations compiled mode (core/config.hpp) compiles once, into the library
+// (src/lancet.cpp instantiates them): a file_writer of every version to io::file_sink
+// and to io::memory_sink with the version's default strategy, and those strategies.
+// Programs in compiled mode see the `extern template` declarations below.
 #if !LANCET_HEADER_ONLY
-#include "lancet/file/instances.hpp"
+#include "lancet/encoding/structural/strategy.hpp"
+#include "lancet/file/legacy.hpp"
+#include "lancet/file/structural.hpp"
+#include "lancet/io/file_sink.hpp"
+#include "lancet/io/memory_sink.hpp"
+#endif
+
+// X(version, sink) for each precompiled file_writer.
+#define LANCET_FILE_WRITER_INSTANCES(X) \
+  X(v2_0, io::file_sink)                \
+  X(v2_1, io::file_sink)                \
+  X(v2_2, io::file_sink)                \
+  X(v2_3, io::file_sink)                \
+  X(v2_0, io::memory_sink)              \
+  X(v2_1, io::memory_sink)              \
+  X(v2_2, io::memory_sink)              \
+  X(v2_3, io::memory_sink)
+
+// X(strategy, sink) for each precompiled detail::file_writer_impl (what those writers
+// share: one per strategy class, 2.1-2.3 having one).
+#define LANCET_FILE_WRITER_IMPL_INSTANCES(X)                                         \
+  X(encoding::legacy::default_strategy, io::file_sink)                                 \
+  X(encoding::structural::structural_encodings<encoding::structural::default_policy>, io::file_sink) \
+  X(encoding::legacy::default_strategy, io::memory_sink)                               \
+  X(encoding::structural::structural_encodings<encoding::structural::default_policy>, io::memory_sink)
+
+#if !LANCET_HEADER_ONLY
+namespace lancet {
+#define LANCET_EXTERN_FILE_WRITER(V, S) extern template class file::file_writer<file::V, S>;
+LANCET_FILE_WRITER_INSTANCES(LANCET_EXTERN_FILE_WRITER)
+#undef LANCET_EXTERN_FILE_WRITER
+#define LANCET_EXTERN_FILE_WRITER_IMPL(St, S) extern template class file::detail::file_writer_impl<S, St>;
+LANCET_FILE_WRITER_IMPL_INSTANCES(LANCET_EXTERN_FILE_WRITER_IMPL)
+#undef LANCET_EXTERN_FILE_WRITER_IMPL
+extern template class encoding::structural::structural_encodings<encoding::structural::default_policy>;
+extern template class encoding::structural::structural_strategy<1, encoding::structural::default_policy>;
+extern template class encoding::structural::structural_strategy<2, encoding::structural::default_policy>;
+extern template class encoding::structural::structural_strategy<3, encoding::structural::default_policy>;
+}  // namespace lancet
 #endif

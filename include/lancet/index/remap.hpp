@@ -4,9 +4,9 @@
 // (new uuid) with the same centroids, loss, quantizer and codes, as Lance 12's remap
 // writes it:
 //
-//   index::row_address_map m = ...;                      // old address -> new or none
+//   dataset::row_address_map m = ...;                    // old address -> new or none
 //   auto r = index::remap_index_files(root, im, m);      // _indices/{r.new_uuid}/
-//   auto meta = index::remapped_index_metadata(im, r, new_fragment_bitmap);
+//   auto meta = dataset::remapped_index_metadata(im, r, new_fragment_bitmap);
 //
 // Facts checked against LanceDB 0.39 (its compaction of an IVF_FLAT index):
 //  - ids absent from the map keep their value (rows of fragments the compaction did
@@ -37,35 +37,22 @@
 #include <vector>
 
 #include "lancet/core/config.hpp"
+#include "lancet/dataset/index_remap.hpp"
 #include "lancet/index/hnsw/graph.hpp"
 #include "lancet/pb/table/common.hpp"
 #include "lancet/pb/table/index.hpp"
-
-namespace lancet::dataset {
-class roaring_bitmap;  // dataset/roaring.hpp
-}  // namespace lancet::dataset
 
 namespace lancet::index {
 
 struct index_file_info;  // index_info.hpp
 
-// Old row address -> the new one, or nullopt when the row is gone. Addresses missing
-// from the map are unchanged.
-using row_address_map = std::unordered_map<std::uint64_t, std::optional<std::uint64_t>>;
-
-struct remap_stats {
-  std::uint64_t rows_before = 0;  // entries in the old index
-  std::uint64_t rows_after = 0;   // entries in the new one
-  std::uint64_t rows_moved = 0;   // entries whose row id changed
-  std::uint64_t rows_dropped = 0; // entries mapped to nothing
-};
-
-struct remapped_index {
-  pb::uuid old_uuid, new_uuid;
-  std::vector<pb::index_file> files;  // of the new directory, as IndexMetadata lists them
-  std::size_t num_partitions = 0;
-  remap_stats stats;
-};
+// The map, the remapped copy and the manifest's side of a remap are the dataset
+// layer's (dataset/index_remap.hpp); the index layer writes the copy.
+using dataset::remap_stats;
+using dataset::remapped_index;
+using dataset::remapped_index_metadata;
+using dataset::rewritten_fragment_bitmap;
+using dataset::row_address_map;
 
 // The graph parameters an IVF_HNSW_* index.idx records in lance:hnsw (its first
 // non-empty partition entry); Lance's defaults when every partition is empty.
@@ -81,18 +68,15 @@ LANCET_INLINE std::optional<std::string> remap_unsupported_reason(const std::str
 LANCET_INLINE remapped_index remap_index_files(const std::string& root, const pb::index_metadata& im,
                                                const row_address_map& m, std::optional<pb::uuid> new_uuid = std::nullopt);
 
-// The IndexMetadata of a remapped index: the old one with the new uuid, files and
-// fragment bitmap (Lance keeps dataset_version, details, index_version, created_at).
-LANCET_INLINE pb::index_metadata remapped_index_metadata(const pb::index_metadata& old, const remapped_index& r,
-                                                         const dataset::roaring_bitmap& fragments);
-
-// Lance's recomputed fragment bitmap of an index after a rewrite: for each group
-// (old fragment ids -> new fragment ids) whose old fragments the index covers, the old
-// ids leave and the new ones join. A group only partly covered is invalid_input_error
-// (Lance refuses such a plan: it never mixes indexed and unindexed fragments).
-LANCET_INLINE dataset::roaring_bitmap rewritten_fragment_bitmap(
-    const pb::index_metadata& im,
-    const std::vector<std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>>& groups);
+// What dataset::compact_files needs to carry IVF vector indexes over the rows it
+// moves (compaction_options::remap_indexes): remap_unsupported_reason and
+// remap_index_files.
+inline dataset::index_remapper compaction_remapper() {
+  return {[](const std::string& root, const pb::index_metadata& im) { return remap_unsupported_reason(root, im); },
+          [](const std::string& root, const pb::index_metadata& im, const row_address_map& m) {
+            return remap_index_files(root, im, m);
+          }};
+}
 
 }  // namespace lancet::index
 

@@ -139,6 +139,9 @@ LANCET_INLINE remapped_index remap_index_files(const std::string& root, const pb
     throw invalid_input_error("cannot remap index '" + im.name + "' onto its own uuid " + im.uuid.to_string());
   const std::string old_dir = index_directory(root, im.uuid);
   const std::string new_dir = index_directory(root, out.new_uuid);
+  out.directory = new_dir;
+  out.transaction_details = pb::any{std::string(pb::index::vector_index_details::type_url), {}};
+  out.transaction_index_version = 1;
   if (io::path_exists(new_dir))
     throw invalid_input_error("cannot remap index '" + im.name + "': '" + new_dir + "' exists already");
   const auto info = read_index_file(old_dir + "/" + std::string(detail::index_file_name));
@@ -216,38 +219,6 @@ LANCET_INLINE remapped_index remap_index_files(const std::string& root, const pb
     throw;
   }
   out.num_partitions = info.ivf.num_partitions();
-  return out;
-}
-
-LANCET_INLINE pb::index_metadata remapped_index_metadata(const pb::index_metadata& old, const remapped_index& r,
-                                                         const dataset::roaring_bitmap& fragments) {
-  if (!(r.old_uuid == old.uuid))
-    throw invalid_input_error("remapped index " + r.new_uuid.to_string() + " was made from " + r.old_uuid.to_string() +
-                              ", not from index '" + old.name + "' (" + old.uuid.to_string() + ")");
-  pb::index_metadata out = old;
-  out.uuid = r.new_uuid;
-  out.files = r.files;
-  dataset::set_index_fragment_bitmap(out, fragments);
-  return out;
-}
-
-LANCET_INLINE dataset::roaring_bitmap rewritten_fragment_bitmap(
-    const pb::index_metadata& im,
-    const std::vector<std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>>& groups) {
-  auto bitmap = dataset::index_fragment_bitmap(im);
-  auto out = bitmap;
-  for (const auto& [olds, news] : groups) {
-    std::size_t covered = 0;
-    for (auto id : olds) covered += id <= UINT32_MAX && bitmap.contains(std::uint32_t(id));
-    if (covered == 0) continue;
-    if (covered != olds.size())
-      throw invalid_input_error("index '" + im.name + "' covers only some of the fragments rewritten together");
-    for (auto id : olds) out.remove(std::uint32_t(id));
-    for (auto id : news) {
-      if (id > UINT32_MAX) throw invalid_input_error("fragment id " + std::to_string(id) + " exceeds 32 bits");
-      out.add(std::uint32_t(id));
-    }
-  }
   return out;
 }
 
