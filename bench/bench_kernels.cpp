@@ -115,7 +115,7 @@ BENCHMARK_TEMPLATE(assign, f16)->Arg(128)->Arg(768)->Unit(benchmark::kMicrosecon
 int main(int argc, char** argv) {
   g_peak = bench::measure_fma_peak();
   std::printf("single-core FMA peak (register-only loop, %zu-lane float): %.1f GFLOP per CPU second\n",
-              lancet::simd::detail::vec<float>::size, g_peak / 1e9);
+              lancet::simd::vec<float>::size, g_peak / 1e9);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -30,8 +30,8 @@ inline double process_cpu_seconds() {
 // Best of `rounds` runs of `iters` iterations; returns FLOP per CPU second (an FMA
 // counts 2).
 inline double measure_fma_peak(long iters = 20000000, int rounds = 5) {
-  using lancet::simd::detail::vec;
-  using lancet::simd::detail::vfma;
+  using lancet::simd::vec;
+  using lancet::simd::vfma;
   constexpr int chains = 16;
   double best = 0;
   for (int round = 0; round < rounds; ++round) {

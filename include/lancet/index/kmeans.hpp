@@ -478,7 +478,7 @@ inline kmeans_result<centroid_t<T>> train_kmeans(const T* data, std::size_t n, s
         const W* row = reinterpret_cast<const W*>(data + pick[i] * d);  // used as is only when T is W
         if (!in_place) {
           W* dst = copy.get() + out * d;
-          simd::detail::convert_row(data + pick[i] * d, dst, d);
+          simd::convert_row(data + pick[i] * d, dst, d);
           row = dst;
         }
         const W nsq = simd::norm_sq(row, d);
@@ -576,7 +576,7 @@ inline void assign_partitions(const kmeans_result<C>& km, const T* rows, std::si
     std::vector<W> buf(cnt * d);
     for (std::size_t r = 0; r < cnt; ++r) {
       W* row = buf.data() + r * d;
-      simd::detail::convert_row(rows + (r0 + r) * d, row, d);
+      simd::convert_row(rows + (r0 + r) * d, row, d);
       const W nrm = std::sqrt(simd::norm_sq(row, d));
       // zero row: no match (not normalise_row: see train_kmeans's rows)
       const W inv = nrm > W(0) ? W(1) / nrm : std::numeric_limits<W>::quiet_NaN();

@@ -72,31 +72,31 @@ inline float float_at_least(double v) {
 template <class W, std::size_t MR, std::size_t NRV>
 inline void run_panels_two(const simd::packed_centroids<W>& pc, const W* xw, std::size_t rows, const W* alpha,
                            W* best_v, W* best_i, W* second_v) {
-  using simd::detail::vec;
+  using simd::vec;
   constexpr std::size_t NW = vec<W>::size;
   constexpr std::size_t NR = NRV * NW;
   const std::size_t d = pc.dimension();
   alignas(64) W iota[NW];
   for (std::size_t l = 0; l < NW; ++l) iota[l] = static_cast<W>(l);
-  const vec<W> lane = simd::detail::vload(iota);
+  const vec<W> lane = simd::vload(iota);
   auto finish = [&]<std::size_t R>(const vec<W>(&acc)[R][NRV], std::size_t r0, std::size_t p) {
     const W* ct = pc.cterm() + p * NR;
     for (std::size_t i = 0; i < R; ++i) {
       const vec<W> a(alpha[r0 + i]);
-      vec<W> bv = simd::detail::vload(best_v + (r0 + i) * NW);
-      vec<W> bi = simd::detail::vload(best_i + (r0 + i) * NW);
-      vec<W> sv = simd::detail::vload(second_v + (r0 + i) * NW);
+      vec<W> bv = simd::vload(best_v + (r0 + i) * NW);
+      vec<W> bi = simd::vload(best_i + (r0 + i) * NW);
+      vec<W> sv = simd::vload(second_v + (r0 + i) * NW);
       for (std::size_t v = 0; v < NRV; ++v) {
-        const vec<W> val = simd::detail::vfma<W>(a, acc[i][v], simd::detail::vload(ct + v * NW));
+        const vec<W> val = simd::vfma<W>(a, acc[i][v], simd::vload(ct + v * NW));
         const auto m = val < bv;
-        const vec<W> hi = simd::detail::vselect<W>(m, bv, val);  // the larger of val and the best so far
-        sv = simd::detail::vselect<W>(hi < sv, hi, sv);
-        bv = simd::detail::vselect<W>(m, val, bv);
-        bi = simd::detail::vselect<W>(m, lane + vec<W>(static_cast<W>(p * NR + v * NW)), bi);
+        const vec<W> hi = simd::vselect<W>(m, bv, val);  // the larger of val and the best so far
+        sv = simd::vselect<W>(hi < sv, hi, sv);
+        bv = simd::vselect<W>(m, val, bv);
+        bi = simd::vselect<W>(m, lane + vec<W>(static_cast<W>(p * NR + v * NW)), bi);
       }
-      simd::detail::vstore(best_v + (r0 + i) * NW, bv);
-      simd::detail::vstore(best_i + (r0 + i) * NW, bi);
-      simd::detail::vstore(second_v + (r0 + i) * NW, sv);
+      simd::vstore(best_v + (r0 + i) * NW, bv);
+      simd::vstore(best_i + (r0 + i) * NW, bi);
+      simd::vstore(second_v + (r0 + i) * NW, sv);
     }
   };
   for (std::size_t p = 0; p < pc.panels(); ++p) {
@@ -104,12 +104,12 @@ inline void run_panels_two(const simd::packed_centroids<W>& pc, const W* xw, std
     std::size_t r = 0;
     for (; r + MR <= rows; r += MR) {
       vec<W> acc[MR][NRV];
-      simd::detail::dot_tile<W, MR, NRV>(xw + r * d, d, panel, d, acc);
+      simd::dot_tile<W, MR, NRV>(xw + r * d, d, panel, d, acc);
       finish(acc, r, p);
     }
     for (; r < rows; ++r) {
       vec<W> acc[1][NRV];
-      simd::detail::dot_tile<W, 1, NRV>(xw + r * d, d, panel, d, acc);
+      simd::dot_tile<W, 1, NRV>(xw + r * d, d, panel, d, acc);
       finish(acc, r, p);
     }
   }
@@ -117,7 +117,7 @@ inline void run_panels_two(const simd::packed_centroids<W>& pc, const W* xw, std
 
 // Centroid j belongs to group j % groups (a register lane of the tiled kernel).
 template <class W>
-inline constexpr std::size_t bound_groups = simd::detail::tile_plan<W>::NW;
+inline constexpr std::size_t bound_groups = simd::tile_plan<W>::NW;
 
 // For rows rows of xw (contiguous, working precision): the centroid
 // simd::assign_nearest picks, its exact l2 distance, and per group of centroids a
@@ -126,19 +126,19 @@ inline constexpr std::size_t bound_groups = simd::detail::tile_plan<W>::NW;
 template <class W>
 inline void nearest_two(const simd::packed_centroids<W>& pc, const W* xw, std::size_t rows, const double* xnorm,
                         double cmax, std::uint32_t* index, W* dist, float* lower) {
-  using plan = simd::detail::tile_plan<W>;
+  using plan = simd::tile_plan<W>;
   constexpr std::size_t NW = plan::NW;
   static_assert(NW == bound_groups<W>);
   constexpr W inf = std::numeric_limits<W>::infinity();
   constexpr W down = W(1) - W(0x1.0p-22);
   constexpr float down_f = 1.0f - 0x1.0p-22f;
   const std::size_t d = pc.dimension();
-  simd::detail::aligned_array<W> alpha(rows), best_v(rows * NW), best_i(rows * NW), second_v(rows * NW);
-  for (std::size_t r = 0; r < rows; ++r) alpha[r] = simd::detail::row_alpha(pc.type(), xw + r * d, d);
+  simd::aligned_array<W> alpha(rows), best_v(rows * NW), best_i(rows * NW), second_v(rows * NW);
+  for (std::size_t r = 0; r < rows; ++r) alpha[r] = simd::tile_row_scale(pc.type(), xw + r * d, d);
   std::fill(best_v.data(), best_v.data() + rows * NW, inf);
   std::fill(second_v.data(), second_v.data() + rows * NW, inf);
   std::fill(best_i.data(), best_i.data() + rows * NW, W(0));
-  simd::detail::dispatch_nrv<W, simd::detail::epilogue::argmin>(pc.nrv(), [&]<std::size_t MR, std::size_t NRV>() {
+  simd::dispatch_tile_shape<W, simd::tile_epilogue::argmin>(pc.nrv(), [&]<std::size_t MR, std::size_t NRV>() {
     run_panels_two<W, MR, NRV>(pc, xw, rows, alpha.data(), best_v.data(), best_i.data(), second_v.data());
   });
   for (std::size_t r = 0; r < rows; ++r) {
@@ -241,10 +241,10 @@ struct float_algo {
   std::size_t assign_and_average(const W* centroids, std::size_t k, const W* data, std::size_t n, const W* bias,
                                  l2_bounds* bd, const double* shift, std::uint32_t* member, W* dist, W* next,
                                  chunk_sums& sums, boost::asio::thread_pool* pool) const {
-    using plan = simd::detail::tile_plan<W>;
+    using plan = simd::tile_plan<W>;
     constexpr std::size_t G = bound_groups<W>;
     const simd::packed_centroids<W> pc(dt, centroids, k, d, bd ? nullptr : bias);
-    const std::size_t rb = simd::detail::rows_per_block<W>(d, plan::mr_for(pc.nrv()));
+    const std::size_t rb = simd::tile_rows_per_block<W>(d, plan::mr_for(pc.nrv()));
     const std::size_t cr = sum_chunk_rows(rb, k);
     const std::size_t chunks = (n + cr - 1) / cr;
     if (sums.sum_size != chunks * k * d) {
@@ -326,7 +326,7 @@ struct float_algo {
       std::size_t* cnt = sums.count.data() + c * k;
       std::fill(acc, acc + k * d, 0.0);
       std::fill(cnt, cnt + k, std::size_t(0));
-      simd::detail::aligned_array<W> rows(bd ? rb * d : 0);
+      simd::aligned_array<W> rows(bd ? rb * d : 0);
       std::vector<std::size_t> which;
       std::vector<double> norms;
       std::vector<std::uint32_t> m;

@@ -12,7 +12,9 @@
 
 #include "lancet/simd/f16.hpp"
 
-namespace lancet::simd::detail {
+namespace lancet::simd {
+
+namespace detail {
 
 using arch = xsimd::default_arch;
 inline constexpr bool has_simd = !std::is_same_v<arch, xsimd::unavailable>;
@@ -47,29 +49,35 @@ struct vec_of<W, true> {
   using type = xsimd::batch<W, arch>;
 };
 
-// vec<float> / vec<double>: the widest register for the target.
-template <class W>
-using vec = typename vec_of<W>::type;
+}  // namespace detail
 
+// vec<float> / vec<double>: the widest register for the target (xsimd's batch; one
+// lane where xsimd knows no architecture), vec<W>::size lanes.
+template <class W>
+using vec = typename detail::vec_of<W>::type;
+
+// The vec<W>::size values at p (no alignment needed).
 template <class W>
 inline vec<W> vload(const W* p) {
-  if constexpr (has_simd) return vec<W>::load_unaligned(p);
-  else return scalar_vec<W>::load_unaligned(p);
+  if constexpr (detail::has_simd) return vec<W>::load_unaligned(p);
+  else return detail::scalar_vec<W>::load_unaligned(p);
 }
+// Stores x's lanes at p (no alignment needed).
 template <class W>
 inline void vstore(W* p, const vec<W>& x) {
   x.store_unaligned(p);
 }
+// a * b + c per lane, fused.
 template <class W>
 inline vec<W> vfma(const vec<W>& a, const vec<W>& b, const vec<W>& c) {
-  if constexpr (has_simd) return xsimd::fma(a, b, c);
-  else return fma(a, b, c);
+  if constexpr (detail::has_simd) return xsimd::fma(a, b, c);
+  else return detail::fma(a, b, c);
 }
 // Horizontal sum as a fixed pairwise tree (and without xsimd::hadd, whose AVX-512
 // path trips GCC 12's -Wuninitialized inside the intrinsic headers).
 template <class W>
 inline W vsum(const vec<W>& a) {
-  if constexpr (has_simd) {
+  if constexpr (detail::has_simd) {
     constexpr std::size_t n = vec<W>::size;
     alignas(64) W t[n];
     a.store_unaligned(t);
@@ -77,14 +85,17 @@ inline W vsum(const vec<W>& a) {
       for (std::size_t i = 0; i < s; ++i) t[i] += t[i + s];
     return t[0];
   } else {
-    return hadd(a);
+    return detail::hadd(a);
   }
 }
+// Per lane: a where the mask m (a comparison of vecs) is set, b elsewhere.
 template <class W, class M>
 inline vec<W> vselect(const M& m, const vec<W>& a, const vec<W>& b) {
-  if constexpr (has_simd) return xsimd::select(m, a, b);
-  else return select(m, a, b);
+  if constexpr (detail::has_simd) return xsimd::select(m, a, b);
+  else return detail::select(m, a, b);
 }
+
+namespace detail {
 
 // Loads vec<float>::size halves as floats (F16C / AVX-512 conversion when the
 // register width matches, scalar conversion otherwise).
@@ -123,4 +134,6 @@ inline vec<acc_t<T>> vload_as_acc(const T* p) {
   else return vload<T>(p);
 }
 
-}  // namespace lancet::simd::detail
+}  // namespace detail
+
+}  // namespace lancet::simd

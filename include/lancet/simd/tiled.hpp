@@ -40,6 +40,17 @@ using work_t = std::conditional_t<std::is_same_v<T, double> || std::is_same_v<C,
 
 namespace detail {
 
+// Vector registers available to a microkernel: 32 with AVX-512 (and on AArch64),
+// 16 on SSE/AVX2.
+inline constexpr std::size_t vector_registers =
+#if defined(__AVX512F__) || defined(__aarch64__)
+    32;
+#else
+    16;
+#endif
+
+}  // namespace detail
+
 // A 64-byte aligned array of trivially copyable values.
 template <class W>
 class aligned_array {
@@ -61,6 +72,7 @@ class aligned_array {
   std::size_t n_ = 0;
 };
 
+// Converts the d values at src to W into dst (f16 to float with f16_to_f32).
 template <class T, class W>
 inline void convert_row(const T* src, W* dst, std::size_t d) {
   if constexpr (std::is_same_v<T, f16> && std::is_same_v<W, float>) f16_to_f32(src, dst, d);
@@ -70,21 +82,12 @@ inline void convert_row(const T* src, W* dst, std::size_t d) {
     for (std::size_t i = 0; i < d; ++i) dst[i] = static_cast<W>(src[i]);
 }
 
-// Vector registers available to a microkernel: 32 with AVX-512 (and on AArch64),
-// 16 on SSE/AVX2.
-inline constexpr std::size_t vector_registers =
-#if defined(__AVX512F__) || defined(__aarch64__)
-    32;
-#else
-    16;
-#endif
-
 // Tile shapes (rows MR x centroid registers NRV) for a centroid count: wide panels
 // when there are many centroids, narrow ones when k is small so padding stays cheap.
 template <class W>
 struct tile_plan {
   static constexpr std::size_t NW = vec<W>::size;
-  static constexpr bool big = vector_registers >= 32;
+  static constexpr bool big = detail::vector_registers >= 32;
   static constexpr std::size_t max_nrv = big ? 4 : 2;
   static std::size_t nrv_for(std::size_t k) {
     if (k <= NW) return 1;
@@ -97,7 +100,8 @@ struct tile_plan {
   }
 };
 
-// acc[i][v] = sum_t x[i][t] * panel[t][v]  (MR rows of x with stride ldx).
+// The microkernel: acc[i][v] = sum_t x[i][t] * panel[t][v] for MR rows of x (stride
+// ldx) and the NRV registers of one packed panel (packed_centroids::panel).
 template <class W, std::size_t MR, std::size_t NRV>
 inline void dot_tile(const W* x, std::size_t ldx, const W* panel, std::size_t d, vec<W> (&acc)[MR][NRV]) {
   constexpr std::size_t NW = vec<W>::size;
@@ -119,15 +123,13 @@ inline void dot_tile(const W* x, std::size_t ldx, const W* panel, std::size_t d,
   }
 }
 
-}  // namespace detail
-
 // Centroids re-laid out for the microkernel, plus what the epilogue needs. Build once
 // and reuse for every batch of rows assigned against the same centroids.
 template <class W>
 class packed_centroids {
  public:
   static_assert(std::is_same_v<W, float> || std::is_same_v<W, double>);
-  using plan = detail::tile_plan<W>;
+  using plan = tile_plan<W>;
 
   packed_centroids() = default;
 
@@ -147,7 +149,7 @@ class packed_centroids {
     nr_ = nrv_ * plan::NW;
     panels_ = (k + nr_ - 1) / nr_;
     rows_.resize(k * d);
-    for (std::size_t j = 0; j < k; ++j) detail::convert_row(centroids + j * d, rows_.data() + j * d, d);
+    for (std::size_t j = 0; j < k; ++j) convert_row(centroids + j * d, rows_.data() + j * d, d);
     packed_.resize(panels_ * d * nr_);
     cterm_.resize(panels_ * nr_);
     bias_.resize(k);
@@ -193,7 +195,7 @@ class packed_centroids {
  private:
   distance_type type_ = distance_type::l2;
   std::size_t k_ = 0, d_ = 0, nrv_ = 1, nr_ = 0, panels_ = 0;
-  detail::aligned_array<W> rows_, packed_, cterm_, bias_;
+  aligned_array<W> rows_, packed_, cterm_, bias_;
 };
 
 namespace detail {
@@ -210,9 +212,12 @@ inline W exact_distance(distance_type t, const W* x, const W* c, std::size_t d) 
   return std::numeric_limits<W>::quiet_NaN();
 }
 
-// Rows per task: the block of converted rows stays in L2 while every panel passes.
+}  // namespace detail
+
+// Rows per task of the tiled kernel (mr rows per tile): the block of converted rows
+// stays in L2 while every panel passes.
 template <class W>
-inline std::size_t rows_per_block(std::size_t d, std::size_t mr) {
+inline std::size_t tile_rows_per_block(std::size_t d, std::size_t mr) {
   std::size_t rb = (std::size_t(192) << 10) / (std::max<std::size_t>(d, 1) * sizeof(W));
   rb = std::clamp<std::size_t>(rb, mr, 768);
   return std::max(mr, rb / mr * mr);
@@ -222,7 +227,7 @@ inline std::size_t rows_per_block(std::size_t d, std::size_t mr) {
 // -1/|x| (cosine). A row that is not finite (or, for cosine, has zero norm) gets NaN:
 // the tiles skip it and the caller handles it with exact distances.
 template <class W>
-inline W row_alpha(distance_type t, const W* x, std::size_t d) {
+inline W tile_row_scale(distance_type t, const W* x, std::size_t d) {
   const W nsq = norm_sq(x, d);
   if (!std::isfinite(nsq)) return std::numeric_limits<W>::quiet_NaN();
   if (t == distance_type::l2) return W(-2);
@@ -232,11 +237,15 @@ inline W row_alpha(distance_type t, const W* x, std::size_t d) {
   return W(-1) / n;
 }
 
-enum class epilogue { argmin, store };
+// What a tile's epilogue does with its distances: keep each lane's least one and its
+// centroid (argmin), or store them all (store).
+enum class tile_epilogue { argmin, store };
+
+namespace detail {
 
 // One block of rows (already in working precision, stride d) against every panel.
 // argmin: best_v/best_i hold NW lanes per row. store: out is rows x k, row stride k.
-template <class W, std::size_t MR, std::size_t NRV, epilogue E>
+template <class W, std::size_t MR, std::size_t NRV, tile_epilogue E>
 inline void run_panels(const packed_centroids<W>& pc, const W* xw, std::size_t rows, const W* alpha,
                        const W* add, W* best_v, W* best_i, W* out) {
   constexpr std::size_t NW = vec<W>::size;
@@ -250,7 +259,7 @@ inline void run_panels(const packed_centroids<W>& pc, const W* xw, std::size_t r
     const W* ct = pc.cterm() + p * NR;
     for (std::size_t i = 0; i < R; ++i) {
       const vec<W> a(alpha[r0 + i]);
-      if constexpr (E == epilogue::argmin) {
+      if constexpr (E == tile_epilogue::argmin) {
         vec<W> bv = vload(best_v + (r0 + i) * NW);
         vec<W> bi = vload(best_i + (r0 + i) * NW);
         for (std::size_t v = 0; v < NRV; ++v) {
@@ -336,19 +345,25 @@ inline void reduce_lanes(const W* best_v, const W* best_i, std::size_t rows, W* 
   }
 }
 
-template <class W, epilogue E, class F>
-inline void dispatch_nrv(std::size_t nrv, F&& f) {
+}  // namespace detail
+
+// Calls f.template operator()<MR, NRV>() with the tile shape tile_plan<W> gives for
+// nrv centroid registers (1, 2, or 4 where the target has the registers).
+template <class W, tile_epilogue E, class F>
+inline void dispatch_tile_shape(std::size_t nrv, F&& f) {
   using plan = tile_plan<W>;
   if (nrv == 1) f.template operator()<plan::mr_for(1), 1>();
   else if (nrv == 2) f.template operator()<plan::mr_for(2), 2>();
   else if constexpr (plan::max_nrv >= 4) f.template operator()<plan::mr_for(4), 4>();
 }
 
+namespace detail {
+
 // Runs fn(block_index, first_row, row_count, converted_rows) over row blocks.
 template <class W, class T, class F>
 inline void for_row_blocks(const T* x, std::size_t n, std::size_t d, std::size_t mr,
                            boost::asio::thread_pool* pool, F&& fn) {
-  const std::size_t rb = rows_per_block<W>(d, mr);
+  const std::size_t rb = tile_rows_per_block<W>(d, mr);
   const std::size_t blocks = (n + rb - 1) / rb;
   parallel_for(pool, blocks, [&](std::size_t b) {
     const std::size_t r0 = b * rb;
@@ -374,20 +389,20 @@ inline void assign_nearest(const packed_centroids<W>& pc, const T* x, std::size_
                            W* dist = nullptr, boost::asio::thread_pool* pool = nullptr) {
   static_assert(is_element_v<T>, "lancet::simd: element type must be float, double, f16 or uint8_t");
   static_assert(std::is_same_v<work_t<T, W>, W>, "double rows need double centroids");
-  using plan = detail::tile_plan<W>;
+  using plan = tile_plan<W>;
   constexpr std::size_t NW = plan::NW;
   const std::size_t d = pc.dimension();
   const std::size_t mr = plan::mr_for(pc.nrv());
   detail::for_row_blocks<W>(x, n, d, mr, pool, [&](std::size_t r0, std::size_t rows, const W* xw) {
-    detail::aligned_array<W> alpha(rows), best_v(rows * NW), best_i(rows * NW);
-    for (std::size_t r = 0; r < rows; ++r) alpha[r] = detail::row_alpha(pc.type(), xw + r * d, d);
+    aligned_array<W> alpha(rows), best_v(rows * NW), best_i(rows * NW);
+    for (std::size_t r = 0; r < rows; ++r) alpha[r] = tile_row_scale(pc.type(), xw + r * d, d);
     std::fill(best_v.data(), best_v.data() + rows * NW, std::numeric_limits<W>::infinity());
     std::fill(best_i.data(), best_i.data() + rows * NW, W(0));
-    detail::dispatch_nrv<W, detail::epilogue::argmin>(pc.nrv(), [&]<std::size_t MR, std::size_t NRV>() {
-      detail::run_panels<W, MR, NRV, detail::epilogue::argmin>(pc, xw, rows, alpha.data(), nullptr,
-                                                               best_v.data(), best_i.data(), nullptr);
+    dispatch_tile_shape<W, tile_epilogue::argmin>(pc.nrv(), [&]<std::size_t MR, std::size_t NRV>() {
+      detail::run_panels<W, MR, NRV, tile_epilogue::argmin>(pc, xw, rows, alpha.data(), nullptr,
+                                                            best_v.data(), best_i.data(), nullptr);
     });
-    detail::aligned_array<W> least_v(rows), least_i(rows);
+    aligned_array<W> least_v(rows), least_i(rows);
     detail::reduce_lanes<W, NW>(best_v.data(), best_i.data(), rows, least_v.data(), least_i.data());
     for (std::size_t r = 0; r < rows; ++r) {
       std::uint32_t bi = no_index;
@@ -455,17 +470,17 @@ inline void distances_many_to_many(const packed_centroids<W>& pc, const T* x, st
                                    boost::asio::thread_pool* pool = nullptr) {
   const distance_type t = pc.type();
   const std::size_t k = pc.k(), d = pc.dimension();
-  using plan = detail::tile_plan<W>;
+  using plan = tile_plan<W>;
   const std::size_t mr = plan::mr_for(pc.nrv());
   detail::for_row_blocks<W>(x, n, d, mr, pool, [&](std::size_t r0, std::size_t rows, const W* xw) {
-    detail::aligned_array<W> alpha(rows), add(rows);
+    aligned_array<W> alpha(rows), add(rows);
     for (std::size_t r = 0; r < rows; ++r) {
-      alpha[r] = detail::row_alpha(t, xw + r * d, d);
+      alpha[r] = tile_row_scale(t, xw + r * d, d);
       add[r] = t == distance_type::l2 ? norm_sq(xw + r * d, d) : W(1);
     }
-    detail::dispatch_nrv<W, detail::epilogue::store>(pc.nrv(), [&]<std::size_t MR, std::size_t NRV>() {
-      detail::run_panels<W, MR, NRV, detail::epilogue::store>(pc, xw, rows, alpha.data(), add.data(), nullptr,
-                                                              nullptr, out + r0 * k);
+    dispatch_tile_shape<W, tile_epilogue::store>(pc.nrv(), [&]<std::size_t MR, std::size_t NRV>() {
+      detail::run_panels<W, MR, NRV, tile_epilogue::store>(pc, xw, rows, alpha.data(), add.data(), nullptr,
+                                                           nullptr, out + r0 * k);
     });
     for (std::size_t r = 0; r < rows; ++r)  // rows the tiles skipped: exact distances
       if (std::isnan(alpha[r]))

@@ -73,7 +73,7 @@ inline graph build_partition(const quantizer_params& q, simd::distance_type dist
     return build(
         pc.size(), p,
         [codes, dim, scale](std::uint32_t a, std::uint32_t b) {
-          return float(simd::detail::l2_u8(codes + std::size_t(a) * dim, codes + std::size_t(b) * dim, dim)) * scale;
+          return simd::l2(codes + std::size_t(a) * dim, codes + std::size_t(b) * dim, dim) * scale;
         },
         [codes, dim](std::uint32_t a) { detail::prefetch_row(codes + std::size_t(a) * dim, dim); });
   }

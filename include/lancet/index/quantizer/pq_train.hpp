@@ -248,15 +248,15 @@ class nearest_centroid {
   // D > 0: the sub-vector length known at compile time; 0: d_ (at most 16).
   template <std::size_t D>
   std::size_t blocks(const W* cols, std::size_t stride, std::size_t n, std::uint32_t* member) const {
-    using V = simd::detail::vec<W>;
+    using V = simd::vec<W>;
     constexpr std::size_t L = V::size;
     const std::size_t d = D ? D : d_;
     std::size_t r = 0;
     for (; r + 2 * L <= n; r += 2 * L) {
       V x0[16], x1[16];
       for (std::size_t t = 0; t < d; ++t) {
-        x0[t] = simd::detail::vload(cols + t * stride + r);
-        x1[t] = simd::detail::vload(cols + t * stride + r + L);
+        x0[t] = simd::vload(cols + t * stride + r);
+        x1[t] = simd::vload(cols + t * stride + r + L);
       }
       V b0(std::numeric_limits<W>::infinity()), b1(std::numeric_limits<W>::infinity());
       V i0(W(0)), i1(W(0));
@@ -266,20 +266,20 @@ class nearest_centroid {
 #pragma GCC unroll 16
         for (std::size_t t = 0; t < (D ? D : d); ++t) {
           const V ct(c[t]);
-          a0 = simd::detail::vfma<W>(x0[t], ct, a0);
-          a1 = simd::detail::vfma<W>(x1[t], ct, a1);
+          a0 = simd::vfma<W>(x0[t], ct, a0);
+          a1 = simd::vfma<W>(x1[t], ct, a1);
         }
         const V jv(static_cast<W>(j));
         const auto m0 = a0 < b0;
         const auto m1 = a1 < b1;
-        b0 = simd::detail::vselect<W>(m0, a0, b0);
-        i0 = simd::detail::vselect<W>(m0, jv, i0);
-        b1 = simd::detail::vselect<W>(m1, a1, b1);
-        i1 = simd::detail::vselect<W>(m1, jv, i1);
+        b0 = simd::vselect<W>(m0, a0, b0);
+        i0 = simd::vselect<W>(m0, jv, i0);
+        b1 = simd::vselect<W>(m1, a1, b1);
+        i1 = simd::vselect<W>(m1, jv, i1);
       }
       alignas(64) W idx[2 * L];
-      simd::detail::vstore(idx, i0);
-      simd::detail::vstore(idx + L, i1);
+      simd::vstore(idx, i0);
+      simd::vstore(idx + L, i1);
       for (std::size_t l = 0; l < 2 * L; ++l) member[r + l] = static_cast<std::uint32_t>(idx[l]);
     }
     return r;
