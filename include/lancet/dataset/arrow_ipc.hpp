@@ -34,14 +34,12 @@
 #include "lancet/core/endian.hpp"
 #include "lancet/core/error.hpp"
 
-namespace lancet::dataset::ipc {
-
-namespace detail {
+namespace lancet::dataset::detail {
 
 // Read-only access to one flatbuffer (a table-and-vtable tree of little-endian data).
-class flatbuffer {
+class ipc_flatbuffer {
  public:
-  flatbuffer(bytes_view bytes, std::string what) : b_(bytes), what_(std::move(what)) {}
+  ipc_flatbuffer(bytes_view bytes, std::string what) : b_(bytes), what_(std::move(what)) {}
 
   [[noreturn]] void fail(const std::string& msg) const { throw corrupt_error(what_ + ": " + msg); }
 
@@ -128,21 +126,21 @@ class flatbuffer {
 };
 
 // Message.header union variants.
-inline constexpr std::uint8_t header_schema = 1, header_dictionary_batch = 2, header_record_batch = 3;
+inline constexpr std::uint8_t ipc_header_schema = 1, ipc_header_dictionary_batch = 2, ipc_header_record_batch = 3;
 // Type union variants used here.
-inline constexpr std::uint8_t type_int = 2;
+inline constexpr std::uint8_t ipc_type_int = 2;
 // BodyCompression.codec
-inline constexpr std::int8_t codec_lz4_frame = 0, codec_zstd = 1;
+inline constexpr std::int8_t ipc_codec_lz4_frame = 0, ipc_codec_zstd = 1;
 
 // The most one decompressed buffer may claim (lengths come from the file).
-inline constexpr std::int64_t max_buffer_bytes = std::int64_t(1) << 32;
+inline constexpr std::int64_t ipc_max_buffer_bytes = std::int64_t(1) << 32;
 
-inline shared_bytes decompress(std::int8_t codec, bytes_view in, const std::string& what) {
+inline shared_bytes decompress_ipc_buffer(std::int8_t codec, bytes_view in, const std::string& what) {
   if (in.size() < 8) throw corrupt_error(what + ": compressed buffer of " + std::to_string(in.size()) + " bytes has no length prefix");
   const auto n = le::load<std::int64_t>(in.data());
   const auto body = in.subspan(8);
   if (n == -1) return shared_bytes::copy_of(body);
-  if (n < 0 || n > max_buffer_bytes)
+  if (n < 0 || n > ipc_max_buffer_bytes)
     throw corrupt_error(what + ": compressed buffer claims " + std::to_string(n) + " bytes");
   // The output grows as bytes come out, never past the claimed size plus one byte (a
   // longer buffer is corrupt): a length prefix alone cannot make the reader allocate.
@@ -154,7 +152,7 @@ inline shared_bytes decompress(std::int8_t codec, bytes_view in, const std::stri
   };
   bool ok = true;
   grow();
-  if (codec == codec_zstd) {
+  if (codec == ipc_codec_zstd) {
     ZSTD_DStream* ds = ZSTD_createDStream();
     if (!ds) throw io_error("cannot create a zstd context");
     ZSTD_inBuffer ib{body.data(), body.size(), 0};
@@ -175,7 +173,7 @@ inline shared_bytes decompress(std::int8_t codec, bytes_view in, const std::stri
     ZSTD_freeDStream(ds);
     if (!ok || at != static_cast<std::size_t>(n))
       throw corrupt_error(what + ": zstd buffer does not decompress to its " + std::to_string(n) + " bytes");
-  } else if (codec == codec_lz4_frame) {
+  } else if (codec == ipc_codec_lz4_frame) {
     LZ4F_dctx* ctx = nullptr;
     if (LZ4F_isError(LZ4F_createDecompressionContext(&ctx, LZ4F_VERSION))) throw io_error("cannot create an LZ4 context");
     std::size_t src = 0;
@@ -202,7 +200,7 @@ inline shared_bytes decompress(std::int8_t codec, bytes_view in, const std::stri
   return shared_bytes(std::move(out));
 }
 
-inline arrow::type_ptr int_type(int bits, bool is_signed, const std::string& where) {
+inline arrow::type_ptr ipc_int_type(int bits, bool is_signed, const std::string& where) {
   switch (bits) {
     case 8: return is_signed ? arrow::int8() : arrow::uint8();
     case 16: return is_signed ? arrow::int16() : arrow::uint16();
@@ -212,16 +210,8 @@ inline arrow::type_ptr int_type(int bits, bool is_signed, const std::string& whe
   }
 }
 
-}  // namespace detail
-
-struct ipc_data {
-  arrow::schema schema;
-  std::vector<arrow::record_batch> batches;
-};
-
-namespace detail {
-
-inline arrow::schema parse_schema(const flatbuffer& fb, const flatbuffer::table& sch, const std::string& where) {
+inline arrow::schema parse_ipc_schema(const ipc_flatbuffer& fb, const ipc_flatbuffer::table& sch,
+                                      const std::string& where) {
   arrow::schema out;
   if (fb.scalar<std::int16_t>(sch, 0, 0) != 0) throw unsupported_error(where + ": big-endian Arrow data is not supported");
   const auto fields = fb.vector(sch, 1, 4);
@@ -233,19 +223,19 @@ inline arrow::schema parse_schema(const flatbuffer& fb, const flatbuffer::table&
     const auto tt = fb.scalar<std::uint8_t>(f, 2, 0);
     if (fb.field(f, 4)) throw unsupported_error(where + ": dictionary-encoded column '" + af.name + "'");
     if (fb.vector(f, 5, 4).count) throw unsupported_error(where + ": nested column '" + af.name + "'");
-    if (tt != type_int)
+    if (tt != ipc_type_int)
       throw unsupported_error(where + ": column '" + af.name + "' has Arrow type id " + std::to_string(tt) +
                               "; only integer columns are read");
     const auto t = fb.sub_table(f, 3);
     if (!t) fb.fail("column '" + af.name + "' has no type table");
-    af.type = int_type(fb.scalar<std::int32_t>(*t, 0, 0), fb.scalar<std::uint8_t>(*t, 1, 0) != 0, where);
+    af.type = ipc_int_type(fb.scalar<std::int32_t>(*t, 0, 0), fb.scalar<std::uint8_t>(*t, 1, 0) != 0, where);
     out.fields.push_back(std::move(af));
   }
   return out;
 }
 
-inline arrow::record_batch parse_batch(const flatbuffer& fb, const flatbuffer::table& header, bytes_view body,
-                                       const arrow::schema& schema, const std::string& where) {
+inline arrow::record_batch parse_ipc_batch(const ipc_flatbuffer& fb, const ipc_flatbuffer::table& header,
+                                           bytes_view body, const arrow::schema& schema, const std::string& where) {
   const auto length = fb.scalar<std::int64_t>(header, 0, 0);
   if (length < 0) fb.fail("negative batch length");
   const auto nodes = fb.vector(header, 1, 16);
@@ -274,7 +264,7 @@ inline arrow::record_batch parse_batch(const flatbuffer& fb, const flatbuffer::t
                 ") is outside the " + std::to_string(body.size()) + "-byte body");
       auto raw = body.subspan(std::size_t(off), std::size_t(blen));
       if (raw.empty()) buffers.emplace_back();
-      else if (codec) buffers.push_back(decompress(*codec, raw, where + " column '" + f.name + "'"));
+      else if (codec) buffers.push_back(decompress_ipc_buffer(*codec, raw, where + " column '" + f.name + "'"));
       else buffers.push_back(shared_bytes::copy_of(raw));
     }
     const auto width = std::uint64_t(arrow::bit_width(*f.type) / 8);
@@ -296,10 +286,11 @@ inline arrow::record_batch parse_batch(const flatbuffer& fb, const flatbuffer::t
 }
 
 // One encapsulated message at `pos` (within [0, end)); returns false at end of stream.
-struct message {
+struct ipc_message {
   std::uint64_t meta_pos = 0, meta_len = 0, body_pos = 0, body_len = 0;
 };
-inline bool read_message(bytes_view bytes, std::uint64_t& pos, std::uint64_t end, message& out, const std::string& what) {
+inline bool read_ipc_message(bytes_view bytes, std::uint64_t& pos, std::uint64_t end, ipc_message& out,
+                             const std::string& what) {
   if (end - pos < 4) throw corrupt_error(what + ": truncated message at byte " + std::to_string(pos));
   std::int32_t len = le::load<std::int32_t>(bytes.data() + pos);
   pos += 4;
@@ -315,7 +306,7 @@ inline bool read_message(bytes_view bytes, std::uint64_t& pos, std::uint64_t end
   out.meta_pos = pos;
   out.meta_len = std::uint64_t(len);
   pos += out.meta_len;
-  flatbuffer fb(bytes.subspan(std::size_t(out.meta_pos), std::size_t(out.meta_len)), what);
+  ipc_flatbuffer fb(bytes.subspan(std::size_t(out.meta_pos), std::size_t(out.meta_len)), what);
   const auto body_len = fb.scalar<std::int64_t>(fb.root(), 3, 0);
   if (body_len < 0 || std::uint64_t(body_len) > end - pos)
     throw corrupt_error(what + ": message body of " + std::to_string(body_len) + " bytes at byte " +
@@ -326,35 +317,42 @@ inline bool read_message(bytes_view bytes, std::uint64_t& pos, std::uint64_t end
   return true;
 }
 
-}  // namespace detail
+}  // namespace lancet::dataset::detail
+
+namespace lancet::dataset::ipc {
+
+struct ipc_data {
+  arrow::schema schema;
+  std::vector<arrow::record_batch> batches;
+};
 
 // Reads an Arrow IPC file (through its footer) or stream of flat integer columns.
 // `what` names the source in error messages.
 inline ipc_data read_ipc(bytes_view bytes, const std::string& what = "Arrow IPC data") {
-  using detail::flatbuffer;
+  using detail::ipc_flatbuffer;
   ipc_data out;
   constexpr std::string_view magic = "ARROW1";
   auto has_magic_at = [&](std::uint64_t p) {
     return p + magic.size() <= bytes.size() &&
            std::string_view(reinterpret_cast<const char*>(bytes.data() + p), magic.size()) == magic;
   };
-  auto decode_message = [&](const detail::message& msg, bool schema_ok) {
+  auto decode_message = [&](const detail::ipc_message& msg, bool schema_ok) {
     const std::string where = what + " (message at byte " + std::to_string(msg.meta_pos) + ")";
-    flatbuffer fb(bytes.subspan(std::size_t(msg.meta_pos), std::size_t(msg.meta_len)), where);
+    ipc_flatbuffer fb(bytes.subspan(std::size_t(msg.meta_pos), std::size_t(msg.meta_len)), where);
     const auto root = fb.root();
     const auto header_type = fb.scalar<std::uint8_t>(root, 1, 0);
     const auto header = fb.sub_table(root, 2);
     if (!header) fb.fail("message without a header");
     const auto body = bytes.subspan(std::size_t(msg.body_pos), std::size_t(msg.body_len));
-    if (header_type == detail::header_schema && schema_ok) {
-      out.schema = detail::parse_schema(fb, *header, where);
+    if (header_type == detail::ipc_header_schema && schema_ok) {
+      out.schema = detail::parse_ipc_schema(fb, *header, where);
       return true;
     }
-    if (header_type == detail::header_record_batch) {
-      out.batches.push_back(detail::parse_batch(fb, *header, body, out.schema, where));
+    if (header_type == detail::ipc_header_record_batch) {
+      out.batches.push_back(detail::parse_ipc_batch(fb, *header, body, out.schema, where));
       return false;
     }
-    if (header_type == detail::header_dictionary_batch) throw unsupported_error(where + ": dictionary batches are not supported");
+    if (header_type == detail::ipc_header_dictionary_batch) throw unsupported_error(where + ": dictionary batches are not supported");
     throw unsupported_error(where + ": unexpected Arrow IPC message type " + std::to_string(header_type));
   };
 
@@ -366,11 +364,11 @@ inline ipc_data read_ipc(bytes_view bytes, const std::string& what = "Arrow IPC 
     if (footer_len <= 0 || std::uint64_t(footer_len) > bytes.size() - 18)
       throw corrupt_error(what + ": footer length " + std::to_string(footer_len) + " does not fit the file");
     const std::uint64_t footer_pos = bytes.size() - 10 - std::uint64_t(footer_len);
-    flatbuffer fb(bytes.subspan(std::size_t(footer_pos), std::size_t(footer_len)), what + " (footer)");
+    ipc_flatbuffer fb(bytes.subspan(std::size_t(footer_pos), std::size_t(footer_len)), what + " (footer)");
     const auto footer = fb.root();
     const auto sch = fb.sub_table(footer, 1);
     if (!sch) fb.fail("no schema");
-    out.schema = detail::parse_schema(fb, *sch, what);
+    out.schema = detail::parse_ipc_schema(fb, *sch, what);
     if (fb.vector(footer, 2, 24).count) throw unsupported_error(what + ": dictionary batches are not supported");
     const auto blocks = fb.vector(footer, 3, 24);
     for (std::uint64_t i = 0; i < blocks.count; ++i) {
@@ -383,8 +381,8 @@ inline ipc_data read_ipc(bytes_view bytes, const std::string& what = "Arrow IPC 
         fb.fail("record batch block " + std::to_string(i) + " [" + std::to_string(off) + ", +" + std::to_string(meta) +
                 " +" + std::to_string(body) + ") is outside the file");
       std::uint64_t pos = std::uint64_t(off);
-      detail::message msg;
-      if (!detail::read_message(bytes, pos, std::uint64_t(off) + std::uint64_t(meta) + std::uint64_t(body), msg, what))
+      detail::ipc_message msg;
+      if (!detail::read_ipc_message(bytes, pos, std::uint64_t(off) + std::uint64_t(meta) + std::uint64_t(body), msg, what))
         fb.fail("record batch block " + std::to_string(i) + " holds an end-of-stream marker");
       if (decode_message(msg, false)) fb.fail("record batch block " + std::to_string(i) + " holds a schema");
     }
@@ -393,8 +391,8 @@ inline ipc_data read_ipc(bytes_view bytes, const std::string& what = "Arrow IPC 
   // Stream format: a schema message, then batches until the end-of-stream marker.
   std::uint64_t pos = 0;
   bool have_schema = false;
-  detail::message msg;
-  while (pos < bytes.size() && detail::read_message(bytes, pos, bytes.size(), msg, what)) {
+  detail::ipc_message msg;
+  while (pos < bytes.size() && detail::read_ipc_message(bytes, pos, bytes.size(), msg, what)) {
     if (!have_schema) {
       if (!decode_message(msg, true)) throw corrupt_error(what + ": a record batch before the schema");
       have_schema = true;
