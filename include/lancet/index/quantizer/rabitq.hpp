@@ -78,10 +78,15 @@ inline const char* estimator_name(estimator_type t) noexcept {
   return t == estimator_type::raw_query ? "raw_query" : "residual_query";
 }
 
-namespace detail {
-inline constexpr std::size_t fast_rotation_rounds = 4;
-inline constexpr float error_epsilon = 1.9f;  // Lance's RABIT_ERROR_EPSILON
-}  // namespace detail
+}  // namespace lancet::index::rabitq
+
+namespace lancet::index::detail {
+// Rounds of RaBitQ's fast rotation (each: sign flips, a Walsh-Hadamard transform).
+inline constexpr std::size_t rabitq_fast_rotation_rounds = 4;
+inline constexpr float rabitq_error_epsilon = 1.9f;  // Lance's RABIT_ERROR_EPSILON
+}  // namespace lancet::index::detail
+
+namespace lancet::index::rabitq {
 
 struct params {
   std::uint8_t num_bits = 1;  // lancet encodes 1 bit per dimension
@@ -117,9 +122,10 @@ struct model {
       throw invalid_input_error("RaBitQ: vector dimension must be divisible by 8 for IVF_RQ, got " +
                                 std::to_string(dimension));
     if (rotation == rotation_type::fast &&
-        fast_rotation_signs.size() != detail::fast_rotation_rounds * ((dimension + 7) / 8))
+        fast_rotation_signs.size() != detail::rabitq_fast_rotation_rounds * ((dimension + 7) / 8))
       throw invalid_input_error("RaBitQ: fast_rotation_signs has " + std::to_string(fast_rotation_signs.size()) +
-                                " bytes, expected " + std::to_string(detail::fast_rotation_rounds * ((dimension + 7) / 8)) +
+                                " bytes, expected " +
+                                std::to_string(detail::rabitq_fast_rotation_rounds * ((dimension + 7) / 8)) +
                                 " for dimension " + std::to_string(dimension));
     if (rotation == rotation_type::matrix && rotate_mat.size() != dimension * dimension)
       throw invalid_input_error("RaBitQ: rotation matrix has " + std::to_string(rotate_mat.size()) +
@@ -131,8 +137,11 @@ struct model {
   void rotate(const T* in, float* out) const;
 };
 
-namespace detail {
+}  // namespace lancet::index::rabitq
 
+namespace lancet::index::detail {
+
+// The fast Walsh-Hadamard transform of v[n] in place (n a power of two, unnormalised).
 inline void fwht(float* v, std::size_t n) noexcept {
   for (std::size_t h = 1; h < n; h *= 2)
     for (std::size_t i = 0; i < n; i += 2 * h)
@@ -143,12 +152,14 @@ inline void fwht(float* v, std::size_t n) noexcept {
       }
 }
 
-inline void flip(float* v, std::size_t n, const std::uint8_t* signs) noexcept {
+// Negates v[i] where bit i of signs is set.
+inline void flip_signs(float* v, std::size_t n, const std::uint8_t* signs) noexcept {
   for (std::size_t i = 0; i < n; ++i)
     if ((signs[i / 8] >> (i % 8)) & 1u) v[i] = -v[i];
 }
 
-inline void scale(float* v, std::size_t n, float f) noexcept {
+// Multiplies v[n] by f.
+inline void scale_in_place(float* v, std::size_t n, float f) noexcept {
   for (std::size_t i = 0; i < n; ++i) v[i] *= f;
 }
 
@@ -159,26 +170,26 @@ inline void fast_rotate(float* v, std::size_t dim, const std::uint8_t* signs) no
   const std::size_t trunc = std::bit_floor(dim);
   const float s = 1.0f / std::sqrt(static_cast<float>(trunc));
   if (trunc == dim) {
-    for (std::size_t r = 0; r < fast_rotation_rounds; ++r) {
-      flip(v, dim, signs + r * per_round);
+    for (std::size_t r = 0; r < rabitq_fast_rotation_rounds; ++r) {
+      flip_signs(v, dim, signs + r * per_round);
       fwht(v, dim);
-      scale(v, dim, s);
+      scale_in_place(v, dim, s);
     }
     return;
   }
   const std::size_t start = dim - trunc, half = dim / 2;
-  for (std::size_t r = 0; r < fast_rotation_rounds; ++r) {
-    flip(v, dim, signs + r * per_round);
+  for (std::size_t r = 0; r < rabitq_fast_rotation_rounds; ++r) {
+    flip_signs(v, dim, signs + r * per_round);
     float* block = r % 2 == 0 ? v : v + start;
     fwht(block, trunc);
-    scale(block, trunc, s);
+    scale_in_place(block, trunc, s);
     for (std::size_t i = 0; i < half; ++i) {  // Kac walk
       const float x = v[i], y = v[i + half];
       v[i] = x + y;
       v[i + half] = x - y;
     }
   }
-  scale(v, dim, 0.25f);
+  scale_in_place(v, dim, 0.25f);
 }
 
 // Standard normal deviates (Box-Muller over splitmix64), reproducible per seed.
@@ -238,7 +249,9 @@ inline std::vector<double> householder_q(std::vector<double> a, std::size_t n) {
   return q;
 }
 
-}  // namespace detail
+}  // namespace lancet::index::detail
+
+namespace lancet::index::rabitq {
 
 template <class T>
 inline void model::rotate(const T* in, float* out) const {
@@ -273,7 +286,7 @@ inline model make(std::size_t dim, const params& p = {}) {
     throw invalid_input_error("RaBitQ: vector dimension must be divisible by 8 for IVF_RQ, got " + std::to_string(dim));
   index::detail::rng64 rng(quantizer::mix_seed(p.seed, 0x5241424954ull));
   if (p.rotation == rotation_type::fast) {
-    m.fast_rotation_signs.resize(detail::fast_rotation_rounds * ((dim + 7) / 8));
+    m.fast_rotation_signs.resize(detail::rabitq_fast_rotation_rounds * ((dim + 7) / 8));
     for (auto& b : m.fast_rotation_signs) b = static_cast<std::uint8_t>(rng.next() >> 56);
   } else {
     detail::normal_rng g(rng.next());
@@ -298,20 +311,26 @@ struct encoded_rows {
   encoded_rows(std::size_t n, std::size_t code_bytes) : codes(n * code_bytes), add_factors(n), scale_factors(n), error_factors(n) {}
 };
 
-namespace detail {
+}  // namespace lancet::index::rabitq
 
-inline float ratio(float num, float den) noexcept { return den == 0.0f ? 0.0f : num / den; }
+namespace lancet::index::detail {
 
-inline float error_factor(distance_type t, float norm_sq, float x_dot_r, std::size_t d) noexcept {
+// num / den, 0 when den is 0 (Lance's rule for the RaBitQ factors).
+inline float ratio_or_zero(float num, float den) noexcept { return den == 0.0f ? 0.0f : num / den; }
+
+// A row's RaBitQ error factor (Lance's __error_factors) for the raw_query estimator.
+inline float rabitq_error_factor(distance_type t, float norm_sq, float x_dot_r, std::size_t d) noexcept {
   if (d <= 1 || !(norm_sq > 0.0f) || x_dot_r == 0.0f) return 0.0f;
   const float code_norm_sq = static_cast<float>(d) * 0.25f;
   const float alignment = norm_sq * code_norm_sq / (x_dot_r * x_dot_r);
   const float angular = std::sqrt(std::max(alignment - 1.0f, 0.0f) / (static_cast<float>(d) - 1.0f));
-  const float e = std::sqrt(norm_sq) * error_epsilon * angular;
+  const float e = std::sqrt(norm_sq) * rabitq_error_epsilon * angular;
   return t == distance_type::l2 ? 2.0f * e : e;
 }
 
-}  // namespace detail
+}  // namespace lancet::index::detail
+
+namespace lancet::index::rabitq {
 
 // Encodes n rows of an IVF index: rows (n x dim) with partitions[r] indexing the
 // num_partitions x dim centroids. distance is the index's: cosine normalises rows
@@ -388,24 +407,24 @@ inline void encode_for_ivf(const model& m, const T* rows, std::size_t n, distanc
         abs_sum += std::fabs(r[i]);
       }
       if (m.estimator == estimator_type::raw_query) {
-        const float corr = detail::ratio(norm_sq * x_dot_c, x_dot_r);
+        const float corr = detail::ratio_or_zero(norm_sq * x_dot_c, x_dot_r);
         if (dt == distance_type::l2) {
           out.add_factors[row] = norm_sq + 2.0f * corr;
-          out.scale_factors[row] = detail::ratio(-2.0f * norm_sq, x_dot_r);
+          out.scale_factors[row] = detail::ratio_or_zero(-2.0f * norm_sq, x_dot_r);
         } else {
           out.add_factors[row] = (1.0f - r_dot_c) + corr;
-          out.scale_factors[row] = detail::ratio(-norm_sq, x_dot_r);
+          out.scale_factors[row] = detail::ratio_or_zero(-norm_sq, x_dot_r);
         }
-        out.error_factors[row] = detail::error_factor(dt, norm_sq, x_dot_r, d);
+        out.error_factors[row] = detail::rabitq_error_factor(dt, norm_sq, x_dot_r, d);
       } else {
         const float ip = abs_sum / std::sqrt(static_cast<float>(d));
         if (dt == distance_type::l2) {
           out.add_factors[row] = norm_sq;
-          out.scale_factors[row] = detail::ratio(-2.0f * norm_sq, ip);
+          out.scale_factors[row] = detail::ratio_or_zero(-2.0f * norm_sq, ip);
         } else {
           const float dist_v_c = centroid_dist ? centroid_dist[row] : 1.0f - v_dot_c;
           out.add_factors[row] = dist_v_c + cn[p];
-          out.scale_factors[row] = -detail::ratio(norm_sq, ip);
+          out.scale_factors[row] = -detail::ratio_or_zero(norm_sq, ip);
         }
         out.error_factors[row] = 0.0f;
       }

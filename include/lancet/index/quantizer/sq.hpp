@@ -78,7 +78,9 @@ struct model {
   }
 };
 
-namespace detail {
+}  // namespace lancet::index::sq
+
+namespace lancet::index::detail {
 
 // Rust's `f64 as u8`: truncate toward zero, saturate, NaN -> 0.
 inline std::uint8_t saturate_u8(double v) noexcept {
@@ -96,7 +98,9 @@ inline void fold_bounds(const T* v, std::size_t count, double& lo, double& hi) {
   }
 }
 
-}  // namespace detail
+}  // namespace lancet::index::detail
+
+namespace lancet::index::sq {
 
 // Widens the bounds to cover n more rows (Lance's update_bounds / retrain). Rows
 // are taken as given (no filtering): infinities widen the bounds to infinity.
@@ -197,7 +201,9 @@ inline void decode(const model& m, const std::uint8_t* codes, std::size_t n, O* 
   for (std::size_t i = 0; i < n * m.dimension; ++i) out[i] = quantizer::from_work<O>(dequantize_value(m, codes[i]));
 }
 
-namespace detail {
+}  // namespace lancet::index::sq
+
+namespace lancet::index::detail {
 #if defined(__AVX512BW__)
 // Sum over the first (d / 32) * 32 values of (a - b)^2 (L2) or a * b (else), mod 2^32;
 // `done` is set to the number of values summed. 32 values per step widened to i16,
@@ -227,7 +233,9 @@ inline std::uint32_t u8_sums_avx512(const std::uint8_t* a, const std::uint8_t* b
   return static_cast<std::uint32_t>(_mm_cvtsi128_si32(s4));
 }
 #endif
-}  // namespace detail
+}  // namespace lancet::index::detail
+
+namespace lancet::index::sq {
 
 // How dot distances are estimated (see the top of this file).
 enum class dot_estimate : std::uint8_t {
