@@ -1,4 +1,4 @@
-// SIMD kernels against the scalar reference (simd/reference.hpp).
+// SIMD kernels against the scalar reference (tests/support/simd_reference.hpp).
 //
 // Error bounds (eps = machine epsilon of the accumulation type, float for float32,
 // float16 and uint8, double for float64; S = sum of |terms| of the sum computed):
@@ -20,7 +20,7 @@
 #include "lancet/core/parallel.hpp"
 #include "lancet/simd/distance.hpp"
 #include "lancet/simd/f16.hpp"
-#include "lancet/simd/reference.hpp"
+#include "support/simd_reference.hpp"
 #include "lancet/simd/tiled.hpp"
 #include "lancet/simd/topk.hpp"
 

@@ -13,6 +13,7 @@
 #include "lancet/dataset/distributed.hpp"
 #include "lancet/dataset/fragment_json.hpp"
 #include "lancet/dataset/write.hpp"
+#include "lancet/dataset/write_json_lines.hpp"
 #include "lancet/encoding/structural/blob.hpp"
 #include "lancet/encoding/structural/policy.hpp"
 #include "lancet/io/any_source.hpp"
