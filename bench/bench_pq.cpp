@@ -199,22 +199,22 @@ int run(std::size_t n, std::size_t threads, std::size_t d, std::size_t m) {
   std::vector<float> lut(m * 256);
   std::copy(table.table().begin(), table.table().end(), lut.begin());
   const double t_scalar = best_seconds(reps, [&] {
-    pq::detail::lut_scan_scalar(lut.data(), m, tcodes.data(), n, 0, n, out.data());
+    pq::lut_scan_scalar(lut.data(), m, tcodes.data(), n, 0, n, out.data());
     sink = sink + out[n / 2];
   });
   row("PQ " + mx + "8 scan, scalar loop", t_scalar, double(n), "codes", bytes);
 #if defined(__AVX2__)
   const double t_avx2 = best_seconds(reps, [&] {
-    const std::size_t done = pq::detail::lut_scan_avx2(lut.data(), m, tcodes.data(), n, out.data());
-    pq::detail::lut_scan_scalar(lut.data(), m, tcodes.data(), n, done, n, out.data());
+    const std::size_t done = pq::lut_scan_avx2(lut.data(), m, tcodes.data(), n, out.data());
+    pq::lut_scan_scalar(lut.data(), m, tcodes.data(), n, done, n, out.data());
     sink = sink + out[n / 2];
   });
   row("PQ " + mx + "8 scan, AVX2 gathers", t_avx2, double(n), "codes", bytes);
 #endif
 #if defined(__AVX512F__)
   const double t_avx512 = best_seconds(reps, [&] {
-    const std::size_t done = pq::detail::lut_scan_avx512(lut.data(), m, tcodes.data(), n, out.data());
-    pq::detail::lut_scan_scalar(lut.data(), m, tcodes.data(), n, done, n, out.data());
+    const std::size_t done = pq::lut_scan_avx512(lut.data(), m, tcodes.data(), n, out.data());
+    pq::lut_scan_scalar(lut.data(), m, tcodes.data(), n, done, n, out.data());
     sink = sink + out[n / 2];
   });
   row("PQ " + mx + "8 scan, AVX-512 gathers", t_avx512, double(n), "codes", bytes);

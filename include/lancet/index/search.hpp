@@ -33,7 +33,7 @@
 // thread, none split). Results do not depend on the thread count. Without a pool every partition
 // feeds one top-k, whose bound then prunes from the first partition on. IVF_PQ (8 and
 // 4 bits) and IVF_RQ (raw-query) scans where AVX-512 VBMI exists use u8-quantized
-// tables only as a filter (pq::detail::lut_scan_filtered, rabitq::query_estimator::
+// tables only as a filter (pq::lut_scan_filtered, rabitq::query_estimator::
 // scan_filtered): the rows that may enter the top-k get their exact f32 distance, so
 // results and distances are those of a full f32 scan. IVF_SQ sums its integer
 // distances with AVX-512 BW (exact: integer sums). Prepared partitions (PQ / RQ codes

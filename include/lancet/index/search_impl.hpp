@@ -702,7 +702,7 @@ class ivf_search_engine {
       scan_graph(q, s, p, *part, sp, out, ef);
       return;
     }
-    if constexpr (pq::detail::has_filtered_lut_scan) {
+    if constexpr (pq::has_filtered_lut_scan) {
       if (std::holds_alternative<pq_params>(quantizer_)) {
         scan_pq_filtered(q, s, p, *part, sp, out, bound);
         return;
@@ -748,7 +748,7 @@ class ivf_search_engine {
         });
   }
 
-  // PQ with the u8-quantized filter (pq::detail::lut_scan_filtered): only rows that
+  // PQ with the u8-quantized filter (pq::lut_scan_filtered): only rows that
   // may enter `out` get their exact f32 distance, which is the one distances()
   // computes; the rows pushed and the result are the same as a full scan's.
   void scan_pq_filtered(const prepared_query& q, const query_state_t& s, std::uint32_t p,
@@ -764,7 +764,7 @@ class ivf_search_engine {
     if (qs.size() < nb * 256) qs.resize(nb * 256);
     const std::uint64_t* ids = pc.row_ids.data();
     constexpr float inf = std::numeric_limits<float>::infinity();
-    pq::detail::lut_scan_filtered(
+    pq::lut_scan_filtered(
         lut, nb, part.transposed.data(), n, qs.data(),
         [&] {
           const float b = push_bound(out, bound);
@@ -816,7 +816,7 @@ class ivf_search_engine {
     const std::size_t nb = pq_.code_bytes();
     if (lut.size() < nb * 256) lut.resize(nb * 256);
     pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_, lut.data());
-    pq::detail::lut_scan(lut.data(), nb, part.transposed.data(), n, out);
+    pq::lut_scan(lut.data(), nb, part.transposed.data(), n, out);
   }
 
   void distances(const sq_params&, const prepared_query&, const query_state_t& s, std::uint32_t, float,

@@ -337,7 +337,7 @@ inline void bounded_search(const vector_rows& rows, const distance_bounds& b, co
   if (!(p.bound < std::numeric_limits<float>::infinity()) && n > p.k) {
     thread_local std::vector<float> approx;
     approx.resize(n);
-    index::pq::detail::lut_scan(lut.data(), m, b.codes.data(), n, approx.data());
+    index::pq::lut_scan(lut.data(), m, b.codes.data(), n, approx.data());
     std::vector<std::uint32_t> order;
     order.reserve(n);
     for (std::uint32_t r = 0; r < n; ++r)
@@ -356,7 +356,7 @@ inline void bounded_search(const vector_rows& rows, const distance_bounds& b, co
   };
   thread_local std::vector<std::uint8_t> qscratch;
   if (qscratch.size() < m * 256) qscratch.resize(m * 256);
-  const auto ql = index::pq::detail::quantize_for_scan(lut.data(), m, qscratch.data());
+  const auto ql = index::pq::quantize_for_scan(lut.data(), m, qscratch.data());
   const auto threshold = [&]() -> float {
     // Rows whose PQ distance exceeds this cannot be within the current k-th.
     const double k = current();
@@ -379,13 +379,13 @@ inline void bounded_search(const vector_rows& rows, const distance_bounds& b, co
   for (std::size_t from = 0; from < n; from += chunk) {
     const std::size_t to = std::min(n, from + chunk);
     std::size_t computed = 0;
-    index::pq::detail::scan_quantized(ql, qscratch.data(), lut.data(), m, b.codes.data(), n, from, to, threshold,
-                                      [&](std::size_t r, float sum) {
-                                        // open(r) leaves out the unbounded rows, searched above.
-                                        if (lower(double(sum) + offset, b.error[r]) > current() || !open(r)) return;
-                                        ++computed;
-                                        exact(r);
-                                      });
+    index::pq::scan_quantized(ql, qscratch.data(), lut.data(), m, b.codes.data(), n, from, to, threshold,
+                              [&](std::size_t r, float sum) {
+                                // open(r) leaves out the unbounded rows, searched above.
+                                if (lower(double(sum) + offset, b.error[r]) > current() || !open(r)) return;
+                                ++computed;
+                                exact(r);
+                              });
     if (computed * 4 > to - from) {
       for (std::size_t r = to; r < n; ++r)
         if (open(r)) exact(r);

@@ -42,8 +42,13 @@
 // copy of its rows).
 //
 // Results are identical for any thread count.
-// The model and its training are in pq_train.hpp, the scans in pq_scan.hpp.
+// The model is in pq_model.hpp, encoding in pq_encode.hpp, the scans in pq_scan.hpp,
+// the choice of iterate in pq_iterate.hpp and training in pq_train.hpp (each header
+// includes the ones before it).
 #pragma once
 
+#include "lancet/index/quantizer/pq_encode.hpp"
+#include "lancet/index/quantizer/pq_iterate.hpp"
+#include "lancet/index/quantizer/pq_model.hpp"
 #include "lancet/index/quantizer/pq_scan.hpp"
 #include "lancet/index/quantizer/pq_train.hpp"

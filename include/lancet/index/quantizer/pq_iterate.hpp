@@ -44,12 +44,13 @@
 #include "lancet/index/neighbors.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
+#include "lancet/index/quantizer/pq_encode.hpp"
+#include "lancet/index/quantizer/pq_model.hpp"
 #include "lancet/index/quantizer/pq_scan.hpp"
-#include "lancet/index/quantizer/pq_train.hpp"
 #include "lancet/simd/distance.hpp"
 #include "lancet/simd/tiled.hpp"
 
-namespace lancet::index::pq::detail {
+namespace lancet::index::detail {
 
 inline constexpr std::size_t iterate_check_rows = 65536;
 inline constexpr std::size_t iterate_check_queries = 4000;  // at most, in rounds of
@@ -73,14 +74,14 @@ inline std::vector<std::uint32_t> iterate_candidates(std::uint32_t max_iters, st
 }
 
 // How many of `truth` (row ids, ascending) the collected neighbours hold.
-inline std::uint8_t hits_of(const topk& top, const std::vector<std::uint64_t>& truth) {
+inline std::uint8_t count_hits_in_truth(const topk& top, const std::vector<std::uint64_t>& truth) {
   std::uint8_t h = 0;
   for (const neighbor& nb : top.sorted()) h += std::binary_search(truth.begin(), truth.end(), nb.row_id);
   return h;
 }
 
-// The collected neighbours' row ids, ascending (what hits_of looks them up in).
-inline std::vector<std::uint64_t> sorted_ids(const topk& top) {
+// The collected neighbours' row ids, ascending (count_hits_in_truth looks them up).
+inline std::vector<std::uint64_t> sorted_row_ids(const topk& top) {
   std::vector<std::uint64_t> ids;
   for (const neighbor& nb : top.sorted()) ids.push_back(nb.row_id);
   std::sort(ids.begin(), ids.end());
@@ -89,7 +90,8 @@ inline std::vector<std::uint64_t> sorted_ids(const topk& top) {
 
 // Collects the k nearest of n distances, skipping row `self` (the query's own row).
 // Only distances within the current k-th are offered to the collector.
-inline void collect(topk& top, const float* dist, std::size_t n, std::size_t first_row, std::size_t self) {
+inline void collect_nearest_except(topk& top, const float* dist, std::size_t n, std::size_t first_row,
+                                   std::size_t self) {
   float bound = top.full() ? top.worst().distance : HUGE_VALF;
   for (std::size_t r = 0; r < n; ++r)
     if (dist[r] <= bound && first_row + r != self) {
@@ -104,8 +106,8 @@ struct iterate_gain {
   double z = 0;  // mean / its standard error (infinite when every query gained alike)
 };
 
-inline iterate_gain gain_of(const std::vector<std::uint8_t>& cand, const std::vector<std::uint8_t>& ends,
-                            std::size_t q) {
+inline iterate_gain iterate_gain_of(const std::vector<std::uint8_t>& cand, const std::vector<std::uint8_t>& ends,
+                                    std::size_t q) {
   double sum = 0, sumsq = 0;
   for (std::size_t qi = 0; qi < q; ++qi) {
     const double g = double(cand[qi]) - double(ends[qi]);
@@ -126,7 +128,7 @@ inline iterate_gain gain_of(const std::vector<std::uint8_t>& cand, const std::ve
 // shrinks as 1 / sqrt(q)).
 enum class iterate_verdict { open, won, lost };
 
-inline iterate_verdict verdict_of(const iterate_gain& g, std::size_t q, std::size_t qmax) {
+inline iterate_verdict iterate_verdict_of(const iterate_gain& g, std::size_t q, std::size_t qmax) {
   if (g.mean > 0 && g.z >= 3.0) return iterate_verdict::won;
   if (q >= qmax || g.mean <= 0 || g.z * std::sqrt(double(qmax) / double(q)) < 2.0) return iterate_verdict::lost;
   return iterate_verdict::open;
@@ -157,27 +159,27 @@ std::vector<std::vector<std::uint64_t>> exact_neighbors(distance_type type, cons
     part[c].assign(nq, topk(iterate_check_k));
     for (std::size_t j = 0; j < nq; ++j) {
       for (std::size_t r = 0; r < rows; ++r) col[r] = static_cast<float>(dist[r * nq + j]);
-      collect(part[c][j], col.data(), rows, r0, qpos[q0 + j]);
+      collect_nearest_except(part[c][j], col.data(), rows, r0, qpos[q0 + j]);
     }
   });
   std::vector<std::vector<std::uint64_t>> truth(nq);
   for (std::size_t j = 0; j < nq; ++j) {
     topk top(iterate_check_k);
     for (std::size_t c = 0; c < chunks; ++c) top.merge(part[c][j]);
-    truth[j] = sorted_ids(top);
+    truth[j] = sorted_row_ids(top);
   }
   return truth;
 }
 
 // The distance tables of many queries against one codebook, the values
-// distance_table(pq, query) holds (its l2 or dot entries per sub-vector), from the
+// pq::distance_table(pq, query) holds (its l2 or dot entries per sub-vector), from the
 // codebook transposed once per sub-vector so each query's entries are computed a
 // row of centroids at a time.
 template <class W>
-class table_maker {
+class pq_table_maker {
  public:
   template <class T>
-  explicit table_maker(const model<T>& pq)
+  explicit pq_table_maker(const pq::model<T>& pq)
       : m_(pq.num_sub_vectors), k_(pq.num_centroids()), sd_(pq.sub_dimension()), bits_(pq.num_bits),
         dot_(pq.distance == distance_type::dot), cbt_(m_ * sd_ * k_) {
     for (std::size_t s = 0; s < m_; ++s)
@@ -187,7 +189,7 @@ class table_maker {
   }
 
   template <class Q>
-  distance_table make(const Q* query) const {
+  pq::distance_table make(const Q* query) const {
     std::vector<float> table(m_ * k_);
     std::vector<W> acc(k_);
     for (std::size_t s = 0; s < m_; ++s) {
@@ -203,7 +205,7 @@ class table_maker {
       }
       for (std::size_t j = 0; j < k_; ++j) table[s * k_ + j] = static_cast<float>(acc[j]);
     }
-    return distance_table(m_, bits_, std::move(table), dot_ ? -static_cast<float>(m_ - 1) : 0.0f);
+    return pq::distance_table(m_, bits_, std::move(table), dot_ ? -static_cast<float>(m_ - 1) : 0.0f);
   }
 
  private:
@@ -215,13 +217,13 @@ class table_maker {
 
 // Queries in rounds: rank(q0, q1, verdicts) fills hits[c][qi] for the queries of the
 // round, for the runs' end (the last candidate) and each candidate still open. After
-// each round a candidate's verdict follows its paired gain so far (verdict_of): a
+// each round a candidate's verdict follows its paired gain so far (iterate_verdict_of): a
 // clear case costs one round, a small gain gets the queries it needs. The rounds end
 // when a candidate has won or none is open; the won candidate with the largest gain
 // is returned, else the runs' end. Candidates given as lost are not ranked.
 template <class Rank>
-std::size_t run_rounds(std::vector<iterate_verdict> st, std::size_t qmax, std::size_t round,
-                       std::vector<std::vector<std::uint8_t>>& hits, Rank&& rank) {
+std::size_t run_iterate_rounds(std::vector<iterate_verdict> st, std::size_t qmax, std::size_t round,
+                               std::vector<std::vector<std::uint8_t>>& hits, Rank&& rank) {
   const std::size_t nc = st.size();
   std::vector<iterate_gain> gain(nc);
   auto undecided = [&] {
@@ -234,8 +236,8 @@ std::size_t run_rounds(std::vector<iterate_verdict> st, std::size_t qmax, std::s
     q = q1;
     for (std::size_t c = 0; c + 1 < nc; ++c) {
       if (st[c] != iterate_verdict::open) continue;
-      gain[c] = gain_of(hits[c], hits.back(), q);
-      st[c] = verdict_of(gain[c], q, qmax);
+      gain[c] = iterate_gain_of(hits[c], hits.back(), q);
+      st[c] = iterate_verdict_of(gain[c], q, qmax);
     }
   }
   std::size_t pick = nc - 1;
@@ -253,11 +255,11 @@ std::size_t run_rounds(std::vector<iterate_verdict> st, std::size_t qmax, std::s
 // `partitions` (residual rows' IVF partitions), queries rank the rows of their own
 // partition, as a search does within each partition it probes.
 template <class W, class T>
-std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, std::size_t n,
+std::size_t choose_iterate(const std::vector<pq::model<T>>& cands, const T* rows, std::size_t n,
                            const std::uint32_t* partitions, std::uint64_t seed, boost::asio::thread_pool* pool) {
-  const model<T>& last = cands.back();
+  const pq::model<T>& last = cands.back();
   const std::size_t d = last.dimension, nc = cands.size();
-  index::detail::rng64 rng(quantizer::mix_seed(seed, 0x6c8e9cf570932bd5ull));
+  rng64 rng(quantizer::mix_seed(seed, 0x6c8e9cf570932bd5ull));
   // The checked rows: a window of consecutive sample rows (the sample is a random
   // draw of the column), read where they are.
   const std::size_t p = std::min(n, iterate_check_rows);
@@ -269,7 +271,7 @@ std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, st
   // (every run stopped before its iteration count) gains nothing and is not checked.
   std::vector<iterate_verdict> st(nc, iterate_verdict::open);
   std::vector<std::vector<std::uint8_t>> codes(nc);
-  std::vector<std::optional<table_maker<W>>> tables(nc);
+  std::vector<std::optional<pq_table_maker<W>>> tables(nc);
   const std::size_t cb = last.code_bytes();
   for (std::size_t c = 0; c < nc; ++c) {
     if (c + 1 < nc && cands[c].codebook == last.codebook) {
@@ -277,7 +279,7 @@ std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, st
       continue;
     }
     codes[c].resize(p * cb);
-    encode_rows<W>(cands[c], p, codes[c].data(), pool, [&](std::size_t r, W* out) {
+    pq_encode_rows<W>(cands[c], p, codes[c].data(), pool, [&](std::size_t r, W* out) {
       for (std::size_t t = 0; t < d; ++t) out[t] = quantizer::to_work<W>(base[r * d + t]);
     });
     tables[c].emplace(cands[c]);
@@ -309,11 +311,11 @@ std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, st
       if (hi[r] - lo[r] > iterate_check_min_partition) eligible.push_back(r);
     if (eligible.size() < iterate_check_min_queries) return nc - 1;
     const std::vector<std::size_t> qpos =
-        shuffled(index::detail::sample_indices(eligible.size(), std::min(eligible.size(), iterate_check_partition_queries), rng));
+        shuffled(sample_indices(eligible.size(), std::min(eligible.size(), iterate_check_partition_queries), rng));
     std::vector<std::vector<std::uint8_t>> hits(nc, std::vector<std::uint8_t>(qpos.size()));
     constexpr std::size_t block = 64;  // queries per task
-    return run_rounds(st, qpos.size(), iterate_check_partition_round, hits,
-                      [&](std::size_t q0, std::size_t q1, const std::vector<iterate_verdict>& now) {
+    return run_iterate_rounds(st, qpos.size(), iterate_check_partition_round, hits,
+                              [&](std::size_t q0, std::size_t q1, const std::vector<iterate_verdict>& now) {
       parallel_for(pool, (q1 - q0 + block - 1) / block, [&](std::size_t b) {
         for (std::size_t qi = q0 + b * block; qi < std::min(q1, q0 + (b + 1) * block); ++qi) {
           const std::size_t self = eligible[qpos[qi]];
@@ -324,14 +326,14 @@ std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, st
           topk top(iterate_check_k);
           for (const std::size_t* m = m0; m != m1; ++m)
             if (*m != self) top.push(static_cast<float>(simd::l2(row(self), row(*m), d)), *m);
-          const std::vector<std::uint64_t> truth = sorted_ids(top);
+          const std::vector<std::uint64_t> truth = sorted_row_ids(top);
           for (std::size_t c = 0; c < nc; ++c) {
             if (c + 1 < nc && now[c] != iterate_verdict::open) continue;
-            const distance_table table = tables[c]->make(row(self));
+            const pq::distance_table table = tables[c]->make(row(self));
             topk found(iterate_check_k);
             for (const std::size_t* m = m0; m != m1; ++m)
               if (*m != self) found.push(table.distance(codes[c].data() + *m * cb), *m);
-            hits[c][qi] = hits_of(found, truth);
+            hits[c][qi] = count_hits_in_truth(found, truth);
           }
         }
       });
@@ -347,25 +349,25 @@ std::size_t choose_iterate(const std::vector<model<T>>& cands, const T* rows, st
     codes[c].swap(transposed);
   }
   const distance_type exact = last.distance == distance_type::dot ? distance_type::dot : distance_type::l2;
-  const std::vector<std::size_t> qpos = shuffled(index::detail::sample_indices(p, std::min(p, iterate_check_queries), rng));
+  const std::vector<std::size_t> qpos = shuffled(sample_indices(p, std::min(p, iterate_check_queries), rng));
   std::vector<std::vector<std::uint8_t>> hits(nc, std::vector<std::uint8_t>(qpos.size()));
   constexpr std::size_t block = 8;  // queries per task
-  return run_rounds(st, qpos.size(), iterate_check_round, hits,
-                    [&](std::size_t q0, std::size_t q1, const std::vector<iterate_verdict>& now) {
+  return run_iterate_rounds(st, qpos.size(), iterate_check_round, hits,
+                            [&](std::size_t q0, std::size_t q1, const std::vector<iterate_verdict>& now) {
     const std::vector<std::vector<std::uint64_t>> truth = exact_neighbors(exact, base, p, d, qpos, q0, q1, pool);
     parallel_for(pool, (q1 - q0 + block - 1) / block, [&](std::size_t b) {
       std::vector<float> dist(p);
       for (std::size_t qi = q0 + b * block; qi < std::min(q1, q0 + (b + 1) * block); ++qi)
         for (std::size_t c = 0; c < nc; ++c) {
           if (c + 1 < nc && now[c] != iterate_verdict::open) continue;
-          const distance_table table = tables[c]->make(row(qpos[qi]));
+          const pq::distance_table table = tables[c]->make(row(qpos[qi]));
           table.scan(codes[c].data(), p, dist.data());
           topk found(iterate_check_k);
-          collect(found, dist.data(), p, 0, qpos[qi]);
-          hits[c][qi] = hits_of(found, truth[qi - q0]);
+          collect_nearest_except(found, dist.data(), p, 0, qpos[qi]);
+          hits[c][qi] = count_hits_in_truth(found, truth[qi - q0]);
         }
     });
   });
 }
 
-}  // namespace lancet::index::pq::detail
+}  // namespace lancet::index::detail

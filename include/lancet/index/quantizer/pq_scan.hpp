@@ -1,7 +1,8 @@
 // Scanning PQ codes against a query (quantizer/pq.hpp says how it follows Lance):
 // the lookup-table scan kernels (scalar, AVX2 and AVX-512 gathers; the u8-quantized
-// filtered scan), distance_table (a query's table per code byte), and residual
-// tables built from precomputed query and partition terms.
+// filtered scan: public, for the other scans that sum code bytes' tables, RaBitQ's
+// and the exact searches' bounds), distance_table (a query's table per code byte),
+// and residual tables built from precomputed query and partition terms.
 #pragma once
 
 #include <algorithm>
@@ -28,17 +29,64 @@
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
-#include "lancet/index/quantizer/pq_train.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
+#include "lancet/index/quantizer/pq_model.hpp"
 #include "lancet/index/quantizer_storage.hpp"
 #include "lancet/simd/distance.hpp"
 #include "lancet/simd/f16.hpp"
 #include "lancet/simd/tiled.hpp"
 
-namespace lancet::index::pq {
+namespace lancet::index::detail {
 
-namespace detail {
+#if defined(__AVX512F__)
+// Masked forms with a zero source: GCC 12 warns about the undefined source
+// registers of the plain intrinsics.
+
+// The 16 bytes at p widened to i32 lanes.
+inline __m512i widen_u8_to_i32x16(const std::uint8_t* p) {
+  return _mm512_maskz_cvtepu8_epi32(static_cast<__mmask16>(0xffff), _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+// t[idx] for 16 i32 indices.
+inline __m512 gather_f32x16(const float* t, __m512i idx) {
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), static_cast<__mmask16>(0xffff), idx, t, 4);
+}
+#endif
+
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+// Adds one code byte's quantized table entries (table qt, 256 bytes) for the 64 rows
+// whose codes start at `codes`: rows 0..31 to acc0, 32..63 to acc1 (u16 lanes).
+inline void add_quantized_byte(const std::uint8_t* qt, const std::uint8_t* codes, __m512i& acc0, __m512i& acc1) {
+  const __m512i idx = _mm512_loadu_si512(codes);
+  const __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(qt), idx, _mm512_loadu_si512(qt + 64));
+  const __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(qt + 128), idx, _mm512_loadu_si512(qt + 192));
+  const __m512i v = _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
+  acc0 = _mm512_add_epi16(acc0, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 0)));
+  acc1 = _mm512_add_epi16(acc1, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 1)));
+}
+
+// The rows of [j, j + 64) whose quantized sum is <= lim (bit i: row j + i). Table
+// entries are >= 0, so a partial sum only grows: once every row's exceeds lim, the
+// remaining code bytes are not read (a tight bound skips most of a scan's bytes).
+inline std::uint64_t quantized_candidates64(const std::uint8_t* qscratch, std::size_t nbytes,
+                                            const std::uint8_t* codes, std::size_t n, std::size_t j,
+                                            std::uint16_t lim) {
+  constexpr std::size_t check_every = 8;
+  const __m512i l = _mm512_set1_epi16(static_cast<short>(lim));
+  __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
+  for (std::size_t b = 0; b < nbytes; ++b) {
+    add_quantized_byte(qscratch + b * 256, codes + b * n + j, acc0, acc1);
+    if ((b + 1) % check_every == 0 && b + 1 < nbytes &&
+        (_mm512_cmple_epu16_mask(acc0, l) | _mm512_cmple_epu16_mask(acc1, l)) == 0)
+      return 0;
+  }
+  return std::uint64_t(_mm512_cmple_epu16_mask(acc0, l)) | (std::uint64_t(_mm512_cmple_epu16_mask(acc1, l)) << 32);
+}
+#endif
+
+}  // namespace lancet::index::detail
+
+namespace lancet::index::pq {
 
 // out[j] = sum_b lut[b][codes[b * n + j]] for j in [0, n): one 256-entry f32 table
 // per code byte, codes transposed (Lance's layout). Rows are summed in byte order
@@ -59,15 +107,6 @@ inline void lut_scan_scalar(const float* lut, std::size_t nbytes, const std::uin
 }
 
 #if defined(__AVX512F__)
-// Masked forms with a zero source: GCC 12 warns about the undefined source
-// registers of the plain intrinsics.
-inline __m512i widen_u8(const std::uint8_t* p) {
-  return _mm512_maskz_cvtepu8_epi32(static_cast<__mmask16>(0xffff), _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-inline __m512 gather16(const float* t, __m512i idx) {
-  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), static_cast<__mmask16>(0xffff), idx, t, 4);
-}
-
 // 64 rows per step: four gathers in flight per code byte.
 inline std::size_t lut_scan_avx512(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n,
                                    float* out) {
@@ -77,10 +116,10 @@ inline std::size_t lut_scan_avx512(const float* lut, std::size_t nbytes, const s
     for (std::size_t b = 0; b < nbytes; ++b) {
       const float* t = lut + b * 256;
       const std::uint8_t* c = codes + b * n + j;
-      a0 = _mm512_add_ps(a0, gather16(t, widen_u8(c)));
-      a1 = _mm512_add_ps(a1, gather16(t, widen_u8(c + 16)));
-      a2 = _mm512_add_ps(a2, gather16(t, widen_u8(c + 32)));
-      a3 = _mm512_add_ps(a3, gather16(t, widen_u8(c + 48)));
+      a0 = _mm512_add_ps(a0, detail::gather_f32x16(t, detail::widen_u8_to_i32x16(c)));
+      a1 = _mm512_add_ps(a1, detail::gather_f32x16(t, detail::widen_u8_to_i32x16(c + 16)));
+      a2 = _mm512_add_ps(a2, detail::gather_f32x16(t, detail::widen_u8_to_i32x16(c + 32)));
+      a3 = _mm512_add_ps(a3, detail::gather_f32x16(t, detail::widen_u8_to_i32x16(c + 48)));
     }
     _mm512_storeu_ps(out + j, a0);
     _mm512_storeu_ps(out + j + 16, a1);
@@ -152,7 +191,8 @@ inline constexpr bool has_filtered_lut_scan =
 #endif
 
 // Exact distance of row r of transposed codes (the lut_scan sum).
-inline float lut_row(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n, std::size_t r) {
+inline float lut_scan_row(const float* lut, std::size_t nbytes, const std::uint8_t* codes, std::size_t n,
+                          std::size_t r) {
   float s = 0.0f;
   for (std::size_t b = 0; b < nbytes; ++b) s += lut[b * 256 + codes[b * n + r]];
   return s;
@@ -223,43 +263,16 @@ inline quantized_luts quantize_luts(const float* lut, std::size_t nbytes, std::u
   return out;
 }
 
-// Adds one code byte's quantized table entries (table qt, 256 bytes) for the 64 rows
-// whose codes start at `codes`: rows 0..31 to acc0, 32..63 to acc1 (u16 lanes).
-inline void add_quantized_byte(const std::uint8_t* qt, const std::uint8_t* codes, __m512i& acc0, __m512i& acc1) {
-  const __m512i idx = _mm512_loadu_si512(codes);
-  const __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(qt), idx, _mm512_loadu_si512(qt + 64));
-  const __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(qt + 128), idx, _mm512_loadu_si512(qt + 192));
-  const __m512i v = _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
-  acc0 = _mm512_add_epi16(acc0, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 0)));
-  acc1 = _mm512_add_epi16(acc1, _mm512_maskz_cvtepu8_epi16(~__mmask32(0), _mm512_maskz_extracti64x4_epi64(static_cast<__mmask8>(0xf), v, 1)));
-}
-
 // The quantized sums of rows [j, j + 64) of transposed codes ([nbytes][n]): rows
 // j..j+31 in acc0, j+32..j+63 in acc1 (u16 lanes). 256-entry lookups with vpermi2b.
 inline void quantized_sums64(const std::uint8_t* qscratch, std::size_t nbytes, const std::uint8_t* codes,
                              std::size_t n, std::size_t j, __m512i& acc0, __m512i& acc1) {
   acc0 = _mm512_setzero_si512();
   acc1 = _mm512_setzero_si512();
-  for (std::size_t b = 0; b < nbytes; ++b) add_quantized_byte(qscratch + b * 256, codes + b * n + j, acc0, acc1);
+  for (std::size_t b = 0; b < nbytes; ++b)
+    detail::add_quantized_byte(qscratch + b * 256, codes + b * n + j, acc0, acc1);
 }
 
-// The rows of [j, j + 64) whose quantized sum is <= lim (bit i: row j + i). Table
-// entries are >= 0, so a partial sum only grows: once every row's exceeds lim, the
-// remaining code bytes are not read (a tight bound skips most of a scan's bytes).
-inline std::uint64_t quantized_candidates64(const std::uint8_t* qscratch, std::size_t nbytes,
-                                            const std::uint8_t* codes, std::size_t n, std::size_t j,
-                                            std::uint16_t lim) {
-  constexpr std::size_t check_every = 8;
-  const __m512i l = _mm512_set1_epi16(static_cast<short>(lim));
-  __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
-  for (std::size_t b = 0; b < nbytes; ++b) {
-    add_quantized_byte(qscratch + b * 256, codes + b * n + j, acc0, acc1);
-    if ((b + 1) % check_every == 0 && b + 1 < nbytes &&
-        (_mm512_cmple_epu16_mask(acc0, l) | _mm512_cmple_epu16_mask(acc1, l)) == 0)
-      return 0;
-  }
-  return std::uint64_t(_mm512_cmple_epu16_mask(acc0, l)) | (std::uint64_t(_mm512_cmple_epu16_mask(acc1, l)) << 32);
-}
 #endif
 
 // The quantized tables scan_quantized uses, written to qscratch (nbytes * 256 bytes);
@@ -302,14 +315,14 @@ inline void scan_quantized(const quantized_luts& ql, const std::uint8_t* qscratc
       if (end < j + 64) in &= ~std::uint64_t(0) >> (j + 64 - end);
       const int lim = limit();
       if (lim < 0) continue;  // nothing here can qualify
-      std::uint64_t mask =
-          lim < 65535 ? quantized_candidates64(qscratch, nbytes, codes, stride, j, static_cast<std::uint16_t>(lim))
-                      : ~std::uint64_t(0);
+      std::uint64_t mask = lim < 65535 ? detail::quantized_candidates64(qscratch, nbytes, codes, stride, j,
+                                                                        static_cast<std::uint16_t>(lim))
+                                       : ~std::uint64_t(0);
       mask &= in;
       while (mask) {
         const std::size_t r = j + static_cast<std::size_t>(std::countr_zero(mask));
         mask &= mask - 1;
-        emit(r, lut_row(lut, nbytes, codes, stride, r));
+        emit(r, lut_scan_row(lut, nbytes, codes, stride, r));
       }
     }
   }
@@ -318,7 +331,7 @@ inline void scan_quantized(const quantized_luts& ql, const std::uint8_t* qscratc
   (void)qscratch;
   (void)threshold;
 #endif
-  for (j = std::max(j, begin); j < end; ++j) emit(j, lut_row(lut, nbytes, codes, stride, j));
+  for (j = std::max(j, begin); j < end; ++j) emit(j, lut_scan_row(lut, nbytes, codes, stride, j));
 }
 
 // All n rows of transposed codes ([nbytes][n]): scan_quantized with its own tables.
@@ -330,8 +343,6 @@ inline void lut_scan_filtered(const float* lut, std::size_t nbytes, const std::u
   scan_quantized(ql, qscratch, lut, nbytes, codes, n, 0, n, std::forward<Threshold>(threshold),
                  std::forward<Emit>(emit));
 }
-
-}  // namespace detail
 
 // Distances from one query to PQ codes. Construct once per (query, partition
 // centroid) — for residual indexes the query is the residual query - centroid —
@@ -419,7 +430,7 @@ class distance_table {
   // layout) into out[n].
   void scan(const std::uint8_t* transposed, std::size_t n, float* out) const {
     if (n == 0) return;
-    detail::lut_scan(lut_.data(), code_bytes(), transposed, n, out);
+    lut_scan(lut_.data(), code_bytes(), transposed, n, out);
     if (offset_ != 0.0f)
       for (std::size_t j = 0; j < n; ++j) out[j] += offset_;
   }
@@ -578,6 +589,3 @@ inline void residual_lut(const model<C>& pq, const double* qterm, const double* 
 }
 
 }  // namespace lancet::index::pq
-
-// The choice of a codebook's k-means iterate (training calls it; it needs the tables above).
-#include "lancet/index/quantizer/pq_iterate.hpp"

@@ -523,7 +523,7 @@ class query_estimator {
   void scan(const std::uint8_t* transposed, std::size_t n, const float* add, const float* scale, float qf,
             float* out) const {
     if (n == 0) return;
-    pq::detail::lut_scan(lut_.data(), d_ / 8, transposed, n, out);
+    pq::lut_scan(lut_.data(), d_ / 8, transposed, n, out);
     for (std::size_t j = 0; j < n; ++j) out[j] = distance(out[j], add[j], scale[j], qf);
   }
 
@@ -531,7 +531,7 @@ class query_estimator {
   // not full; it may only decrease between calls), each emitted once as emit(r, d)
   // with the distance scan() computes for it; the rest are skipped. Where AVX-512 VBMI
   // exists the binary inner products are bounded 64 rows at a time from u8-quantized
-  // tables (pq::detail::quantize_luts), the distance bounded over that interval with
+  // tables (pq::quantize_luts), the distance bounded over that interval with
   // the row's factors and a relative margin for f32 rounding; rows with non-finite
   // factors are always emitted. qscratch: code_bytes * 256 bytes.
   template <class Threshold, class Emit>
@@ -539,12 +539,12 @@ class query_estimator {
                      std::uint8_t* qscratch, Threshold&& threshold, Emit&& emit) const {
     const std::size_t nb = d_ / 8;
     auto exact = [&](std::size_t r) {
-      return distance(pq::detail::lut_row(lut_.data(), nb, transposed, n, r), add[r], scale[r], qf);
+      return distance(pq::lut_scan_row(lut_.data(), nb, transposed, n, r), add[r], scale[r], qf);
     };
     std::size_t j = 0;
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__)
-    const pq::detail::quantized_luts ql =
-        n >= 64 && std::isfinite(qf) ? pq::detail::quantize_luts(lut_.data(), nb, qscratch) : pq::detail::quantized_luts{};
+    const pq::quantized_luts ql =
+        n >= 64 && std::isfinite(qf) ? pq::quantize_luts(lut_.data(), nb, qscratch) : pq::quantized_luts{};
     if (ql.ok) {
       // The exact sum lies in [bias + delta S - slack, bias + delta (S + 1.01 nb) + slack];
       // w bounds its magnitude, and f32 evaluation of the interval adds 1e-6 w.
@@ -564,7 +564,7 @@ class query_estimator {
           continue;
         }
         __m512i acc[2];
-        pq::detail::quantized_sums64(qscratch, nb, transposed, n, j, acc[0], acc[1]);
+        pq::quantized_sums64(qscratch, nb, transposed, n, j, acc[0], acc[1]);
         const __m512 thrv = _mm512_set1_ps(thr);
         // Rows r0..r0+15 with quantized sums s16 (u16): those that may be <= thr.
         auto keep16 = [&](__m256i s16, std::size_t r0) -> std::uint64_t {
