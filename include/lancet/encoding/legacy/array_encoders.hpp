@@ -46,24 +46,28 @@ inline enc20::array_encoding flat(std::uint64_t bits, std::uint32_t buffer_index
                                            .compression = std::nullopt}};
 }
 
-namespace detail {
+}  // namespace lancet::encoding::legacy
 
-inline std::vector<array_ptr> fsl_children(const std::vector<array_ptr>& arrays) {
-  std::vector<array_ptr> out;
+namespace lancet::encoding::detail {
+
+inline std::vector<arrow::array_ptr> fsl_children(const std::vector<arrow::array_ptr>& arrays) {
+  std::vector<arrow::array_ptr> out;
   out.reserve(arrays.size());
   for (const auto& a : arrays) out.push_back(arrow::fsl_child(*a));
   return out;
 }
 
 // Values (no validity) of a fixed-width or boolean page.
-inline enc20::array_encoding encode_plain_values(const std::vector<array_ptr>& arrays, const arrow::data_type& type,
-                                                 page_buffers& page) {
-  if (type.id == type_id::boolean) return flat(1, page.add(arrow::gather_bits(arrays)));
+inline pb::enc20::array_encoding encode_plain_values(const std::vector<arrow::array_ptr>& arrays,
+                                                     const arrow::data_type& type, legacy::page_buffers& page) {
+  if (type.id == arrow::type_id::boolean) return legacy::flat(1, page.add(arrow::gather_bits(arrays)));
   const auto bits = arrow::bit_width(type);
-  return flat(std::uint64_t(bits), page.add(arrow::gather_fixed(arrays, bits / 8)));
+  return legacy::flat(std::uint64_t(bits), page.add(arrow::gather_fixed(arrays, bits / 8)));
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::legacy {
 
 inline enc20::array_encoding encode_array(const std::vector<array_ptr>& arrays, const arrow::data_type& type,
                                           page_buffers& page, bool top_level = true);

@@ -30,7 +30,9 @@ inline encoded_column plain_column() {
   return c;
 }
 
-namespace detail {
+}  // namespace lancet::encoding::legacy
+
+namespace lancet::encoding::detail {
 
 // Arrays waiting to become a page. Lance's accumulation queue: flushes when the
 // buffered bytes exceed the cache; copies what it keeps unless told not to.
@@ -39,7 +41,7 @@ class accumulation_queue {
   accumulation_queue(std::uint64_t cache_bytes, bool keep_original)
       : cache_bytes_(cache_bytes), keep_original_(keep_original) {}
 
-  std::optional<std::vector<array_ptr>> insert(const array_ptr& a) {
+  std::optional<std::vector<arrow::array_ptr>> insert(const arrow::array_ptr& a) {
     bytes_ += arrow::buffer_memory_size(*a);
     if (bytes_ > cache_bytes_) {
       arrays_.push_back(a);
@@ -48,29 +50,29 @@ class accumulation_queue {
     arrays_.push_back(keep_original_ ? a : arrow::deep_copy(*a));
     return std::nullopt;
   }
-  std::optional<std::vector<array_ptr>> flush() {
+  std::optional<std::vector<arrow::array_ptr>> flush() {
     if (arrays_.empty()) return std::nullopt;
     return take();
   }
 
  private:
-  std::vector<array_ptr> take() {
+  std::vector<arrow::array_ptr> take() {
     bytes_ = 0;
     return std::exchange(arrays_, {});
   }
   std::uint64_t cache_bytes_;
   bool keep_original_;
   std::uint64_t bytes_ = 0;
-  std::vector<array_ptr> arrays_;
+  std::vector<arrow::array_ptr> arrays_;
 };
 
-inline encode_task page_task(std::vector<array_ptr> arrays, arrow::type_ptr type, std::uint32_t column,
+inline encode_task page_task(std::vector<arrow::array_ptr> arrays, arrow::type_ptr type, std::uint32_t column,
                              arrow::type_ptr dictionary_index = nullptr, std::string name = {}) {
   return [arrays = std::move(arrays), type = std::move(type), column, dictionary_index = std::move(dictionary_index),
           name = std::move(name)]() {
-    page_buffers page;
-    auto enc = dictionary_index ? encode_field_dictionary(arrays, type, *dictionary_index, page, name)
-                                : encode_array(arrays, *type, page);
+    legacy::page_buffers page;
+    auto enc = dictionary_index ? legacy::encode_field_dictionary(arrays, type, *dictionary_index, page, name)
+                                : legacy::encode_array(arrays, *type, page);
     encoded_page p;
     p.buffers = std::move(page.buffers);
     p.encoding = pb::encode(pb::pack_any(enc));
@@ -80,7 +82,9 @@ inline encode_task page_task(std::vector<array_ptr> arrays, arrow::type_ptr type
   };
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::legacy {
 
 class primitive_encoder final : public field_encoder {
  public:

@@ -38,7 +38,9 @@ using byte_reader = std::function<shared_bytes(std::uint64_t offset, std::uint64
 // sizes): a take's scattered rows in one request where the source can (io::read_into).
 using byte_ranges_reader = std::function<void(std::span<const std::pair<std::uint64_t, std::uint64_t>>, std::uint8_t* out)>;
 
-namespace detail {
+}  // namespace lancet::encoding::legacy
+
+namespace lancet::encoding::detail {
 
 // Rows whose bytes lie closer than this are fetched in one read (a local read of a
 // few KiB costs about what a separate request does).
@@ -50,22 +52,23 @@ inline int value_bits(const arrow::type_ptr& type) {
 
 // The flat encoding under at most one NoNull wrapper (what Lance writes for offsets and
 // validity), or null.
-inline const enc20::flat* plain_flat(const enc20::array_encoding& e) {
-  const enc20::array_encoding* cur = &e;
-  if (const auto* nl = std::get_if<enc20::nullable>(&cur->value)) {
-    const auto* nn = std::get_if<enc20::nullable::no_null>(&nl->nullability);
+inline const pb::enc20::flat* plain_flat(const pb::enc20::array_encoding& e) {
+  const pb::enc20::array_encoding* cur = &e;
+  if (const auto* nl = std::get_if<pb::enc20::nullable>(&cur->value)) {
+    const auto* nn = std::get_if<pb::enc20::nullable::no_null>(&nl->nullability);
     if (!nn || !nn->values) return nullptr;
     cur = &*nn->values;
   }
-  const auto* f = std::get_if<enc20::flat>(&cur->value);
-  if (!f || f->compression || !f->buffer || f->buffer->type != enc20::buffer::page) return nullptr;
+  const auto* f = std::get_if<pb::enc20::flat>(&cur->value);
+  if (!f || f->compression || !f->buffer || f->buffer->type != pb::enc20::buffer::page) return nullptr;
   return f;
 }
 
 class page_rows {
  public:
   page_rows(const std::vector<std::uint64_t>& buffer_offsets, const std::vector<std::uint64_t>& buffer_sizes,
-            std::uint64_t page_length, const byte_reader& read, const byte_ranges_reader& read_ranges, std::string where)
+            std::uint64_t page_length, const legacy::byte_reader& read,
+            const legacy::byte_ranges_reader& read_ranges, std::string where)
       : offsets_(buffer_offsets),
         sizes_(buffer_sizes),
         page_length_(page_length),
@@ -73,41 +76,41 @@ class page_rows {
         read_ranges_(read_ranges),
         where_(std::move(where)) {}
 
-  static bool addressable(const enc20::array_encoding& e, const arrow::type_ptr& type) {
+  static bool addressable(const pb::enc20::array_encoding& e, const arrow::type_ptr& type) {
     using arrow::type_id;
-    if (const auto* f = std::get_if<enc20::flat>(&e.value)) {
+    if (const auto* f = std::get_if<pb::enc20::flat>(&e.value)) {
       const auto bits = value_bits(type);
       return bits > 0 && !f->compression && f->bits_per_value == std::uint64_t(bits) && f->buffer &&
-             f->buffer->type == enc20::buffer::page;
+             f->buffer->type == pb::enc20::buffer::page;
     }
-    if (const auto* nl = std::get_if<enc20::nullable>(&e.value)) {
-      if (std::holds_alternative<enc20::nullable::all_null>(nl->nullability)) return true;
-      if (const auto* nn = std::get_if<enc20::nullable::no_null>(&nl->nullability))
+    if (const auto* nl = std::get_if<pb::enc20::nullable>(&e.value)) {
+      if (std::holds_alternative<pb::enc20::nullable::all_null>(nl->nullability)) return true;
+      if (const auto* nn = std::get_if<pb::enc20::nullable::no_null>(&nl->nullability))
         return nn->values && addressable(*nn->values, type);
-      if (const auto* sn = std::get_if<enc20::nullable::some_null>(&nl->nullability)) {
+      if (const auto* sn = std::get_if<pb::enc20::nullable::some_null>(&nl->nullability)) {
         if (!sn->validity || !sn->values) return false;
         const auto* v = plain_flat(*sn->validity);
         return v && v->bits_per_value == 1 && addressable(*sn->values, type);
       }
       return false;
     }
-    if (const auto* l = std::get_if<enc20::fixed_size_list>(&e.value))
-      return type->id == type_id::fixed_size_list && !l->has_validity && l->items &&
+    if (const auto* l = std::get_if<pb::enc20::fixed_size_list>(&e.value))
+      return type->id == arrow::type_id::fixed_size_list && !l->has_validity && l->items &&
              l->dimension == std::uint32_t(type->list_size) && l->dimension > 0 &&
              addressable(*l->items, type->children.at(0).type);
-    if (const auto* b = std::get_if<enc20::binary>(&e.value)) {
+    if (const auto* b = std::get_if<pb::enc20::binary>(&e.value)) {
       if (!arrow::is_binary_like(type->id) || !b->indices || !b->bytes) return false;
       const auto* idx = plain_flat(*b->indices);
-      const auto* bytes = std::get_if<enc20::flat>(&b->bytes->value);
+      const auto* bytes = std::get_if<pb::enc20::flat>(&b->bytes->value);
       return idx && idx->bits_per_value == 64 && bytes && bytes->bits_per_value == 8 && !bytes->compression &&
-             bytes->buffer && bytes->buffer->type == enc20::buffer::page;
+             bytes->buffer && bytes->buffer->type == pb::enc20::buffer::page;
     }
     return false;
   }
 
   // The rows (page-relative, ascending, repeats allowed) of a page encoded as `e`;
   // `e` must be addressable.
-  arrow::array_ptr take(const enc20::array_encoding& e, const arrow::type_ptr& type,
+  arrow::array_ptr take(const pb::enc20::array_encoding& e, const arrow::type_ptr& type,
                         const std::vector<std::uint64_t>& rows) const {
     for (auto r : rows)
       if (r >= page_length_) fail("row " + std::to_string(r) + " is past the page's " + std::to_string(page_length_) + " rows");
@@ -118,9 +121,9 @@ class page_rows {
   [[noreturn]] void fail(const std::string& msg) const { throw corrupt_error(where_ + ": " + msg); }
 
   // Buffer `index` of the page as (absolute position, size), checked to hold `need` bytes.
-  std::pair<std::uint64_t, std::uint64_t> buffer_at(const std::optional<enc20::buffer>& b, std::uint64_t need,
+  std::pair<std::uint64_t, std::uint64_t> buffer_at(const std::optional<pb::enc20::buffer>& b, std::uint64_t need,
                                                     const char* what) const {
-    if (!b || b->type != enc20::buffer::page) fail(std::string(what) + " has no page buffer");
+    if (!b || b->type != pb::enc20::buffer::page) fail(std::string(what) + " has no page buffer");
     if (b->buffer_index >= offsets_.size())
       fail(std::string(what) + " refers to buffer " + std::to_string(b->buffer_index) + " but the page has " +
            std::to_string(offsets_.size()));
@@ -217,11 +220,11 @@ class page_rows {
 
   // Values [r * per_row, (r + 1) * per_row) for each row r, of an encoding holding
   // page_length_ * per_row values of `type`.
-  arrow::array_ptr take_values(const enc20::array_encoding& e, const arrow::type_ptr& type,
+  arrow::array_ptr take_values(const pb::enc20::array_encoding& e, const arrow::type_ptr& type,
                                const std::vector<std::uint64_t>& rows, std::uint64_t per_row) const {
     const std::uint64_t values = page_length_ * per_row;
     const std::uint64_t n = rows.size() * per_row;
-    if (const auto* f = std::get_if<enc20::flat>(&e.value)) {
+    if (const auto* f = std::get_if<pb::enc20::flat>(&e.value)) {
       const auto bits = std::uint64_t(value_bits(type));
       const auto [pos, size] = buffer_at(f->buffer, bytes_for(values, bits), "values");
       (void)size;
@@ -232,22 +235,22 @@ class page_rows {
       out->buffers = {shared_bytes(), shared_bytes(gather_bits(pos, rows, bits * per_row))};
       return out;
     }
-    if (const auto* nl = std::get_if<enc20::nullable>(&e.value)) {
-      if (std::holds_alternative<enc20::nullable::all_null>(nl->nullability)) {
+    if (const auto* nl = std::get_if<pb::enc20::nullable>(&e.value)) {
+      if (std::holds_alternative<pb::enc20::nullable::all_null>(nl->nullability)) {
         const std::vector<shared_bytes> no_buffers;
-        page_decoder none(no_buffers, where_);
+        legacy::page_decoder none(no_buffers, where_);
         return none.decode(e, n, type);
       }
-      if (const auto* nn = std::get_if<enc20::nullable::no_null>(&nl->nullability))
+      if (const auto* nn = std::get_if<pb::enc20::nullable::no_null>(&nl->nullability))
         return take_values(*nn->values, type, rows, per_row);
-      const auto& sn = std::get<enc20::nullable::some_null>(nl->nullability);
+      const auto& sn = std::get<pb::enc20::nullable::some_null>(nl->nullability);
       const auto* vf = plain_flat(*sn.validity);
       const auto [pos, size] = buffer_at(vf->buffer, bytes_for(values, 1), "validity");
       (void)size;
       auto validity = shared_bytes(gather_bits(pos, rows, per_row));
-      return with_validity(*take_values(*sn.values, type, rows, per_row), std::move(validity), type);
+      return legacy::with_validity(*take_values(*sn.values, type, rows, per_row), std::move(validity), type);
     }
-    if (const auto* l = std::get_if<enc20::fixed_size_list>(&e.value)) {
+    if (const auto* l = std::get_if<pb::enc20::fixed_size_list>(&e.value)) {
       auto out = std::make_shared<arrow::array_data>();
       out->type = type;
       out->length = std::int64_t(n);
@@ -256,7 +259,7 @@ class page_rows {
       out->children = {take_values(*l->items, type->children.at(0).type, rows, per_row * l->dimension)};
       return out;
     }
-    if (const auto* b = std::get_if<enc20::binary>(&e.value)) {
+    if (const auto* b = std::get_if<pb::enc20::binary>(&e.value)) {
       if (per_row != 1) fail("a binary page inside a fixed-size list");
       return take_binary(*b, type, rows);
     }
@@ -265,7 +268,7 @@ class page_rows {
 
   // Strings and binaries: the end offsets of each row and of the row before it, then
   // the rows' bytes.
-  arrow::array_ptr take_binary(const enc20::binary& m, const arrow::type_ptr& type,
+  arrow::array_ptr take_binary(const pb::enc20::binary& m, const arrow::type_ptr& type,
                                const std::vector<std::uint64_t>& rows) const {
     const auto* idx = plain_flat(*m.indices);
     const auto [ipos, isize] = buffer_at(idx->buffer, bytes_for(page_length_, 64), "binary offsets");
@@ -286,7 +289,7 @@ class page_rows {
     };
     const std::uint64_t adj = m.null_adjustment;
     auto plain = [&](std::uint64_t e) { return adj != 0 && e >= adj ? e - adj : e; };
-    const auto* bf = std::get_if<enc20::flat>(&m.bytes->value);
+    const auto* bf = std::get_if<pb::enc20::flat>(&m.bytes->value);
     std::vector<std::pair<std::uint64_t, std::uint64_t>> spans(rows.size());
     std::uint64_t max_end = 0;
     const std::size_t n = rows.size();
@@ -343,18 +346,20 @@ class page_rows {
           at += len;
         }
     }
-    return binary_array(type, n, nulls, std::move(validity), std::move(offs), shared_bytes(std::move(bytes)));
+    return legacy::binary_array(type, n, nulls, std::move(validity), std::move(offs), shared_bytes(std::move(bytes)));
   }
 
   const std::vector<std::uint64_t>& offsets_;
   const std::vector<std::uint64_t>& sizes_;
   std::uint64_t page_length_;
-  const byte_reader& read_;
-  const byte_ranges_reader& read_ranges_;
+  const legacy::byte_reader& read_;
+  const legacy::byte_ranges_reader& read_ranges_;
   std::string where_;
 };
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::legacy {
 
 // Whether rows of a page encoded as `e` (values of `type`) can be read in place.
 inline bool rows_addressable(const enc20::array_encoding& e, const arrow::type_ptr& type) {

@@ -196,23 +196,25 @@ inline blob_store local_blob_store(const std::filesystem::path& data_file, io::f
   return s;
 }
 
-namespace detail {
+}  // namespace lancet::encoding::structural
 
-inline shared_bytes read_blob(const blob_description& b, const blob_store& store, const std::string& where) {
+namespace lancet::encoding::detail {
+
+inline shared_bytes read_blob(const structural::blob_description& b, const structural::blob_store& store, const std::string& where) {
   shared_bytes v;
   switch (b.kind) {
-    case blob_kind::inline_data:
+    case structural::blob_kind::inline_data:
       if (b.size == 0) return {};
       if (!store.read_data_file) throw unsupported_error(where + ": no reader for the data file's inline blobs");
       v = store.read_data_file(b.position, b.size);
       break;
-    case blob_kind::packed:
-    case blob_kind::dedicated:
+    case structural::blob_kind::packed:
+    case structural::blob_kind::dedicated:
       if (b.blob_id == 0) throw corrupt_error(where + ": blob id 0 is reserved");
       if (!store.read_blob_file) throw unsupported_error(where + ": no reader for blob files");
       v = store.read_blob_file(b.blob_id, b.position, b.size);
       break;
-    case blob_kind::external:
+    case structural::blob_kind::external:
       if (b.uri.empty()) throw corrupt_error(where + ": external blob without a URI");
       if (!store.read_external)
         throw unsupported_error(where + ": external blob '" + b.uri + "' (pass blob_store::read_external to read it)");
@@ -251,7 +253,9 @@ inline arrow::array_ptr large_binary_of(const std::vector<std::optional<shared_b
   return a;
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
 
 // The values of blob v2 descriptions: a large_binary array, null where the description
 // is null. External blobs need store.read_external.

@@ -14,13 +14,13 @@
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/structural/data_block.hpp"
 
-namespace lancet::encoding::structural::detail {
+namespace lancet::encoding::detail {
 
 // Concatenates data blocks of one kind.
-inline data_block concat_blocks(std::vector<data_block>& parts) {
+inline structural::data_block concat_blocks(std::vector<structural::data_block>& parts) {
   if (parts.empty()) return {};
   if (parts.size() == 1) return std::move(parts[0]);
-  data_block out;
+  structural::data_block out;
   out.k = parts[0].k;
   out.bits_per_value = parts[0].bits_per_value;
   out.bits_per_offset = parts[0].bits_per_offset;
@@ -34,7 +34,7 @@ inline data_block concat_blocks(std::vector<data_block>& parts) {
   out.num_values = n;
   auto bits_concat = [&](auto get_bits, std::uint64_t bits_each) {
     aligned_buffer b;
-    b.resize(std::size_t((checked_mul(n, bits_each, "values") + 7) / 8));
+    b.resize(std::size_t((structural::checked_mul(n, bits_each, "values") + 7) / 8));
     std::uint64_t at = 0;
     for (auto& p : parts) {
       const auto cnt = p.num_values * bits_each;
@@ -45,16 +45,17 @@ inline data_block concat_blocks(std::vector<data_block>& parts) {
     return shared_bytes(std::move(b));
   };
   switch (out.k) {
-    case data_block::kind::fixed:
+    case structural::data_block::kind::fixed:
       if (out.bits_per_value % 8 == 0) {
         aligned_buffer b;
         for (auto& p : parts) b.append(p.data.data(), std::size_t(p.num_values * p.bits_per_value / 8));
         out.data = shared_bytes(std::move(b));
       } else {
-        out.data = bits_concat([](const data_block& p) -> const shared_bytes& { return p.data; }, out.bits_per_value);
+        out.data =
+            bits_concat([](const structural::data_block& p) -> const shared_bytes& { return p.data; }, out.bits_per_value);
       }
       break;
-    case data_block::kind::variable: {
+    case structural::data_block::kind::variable: {
       const std::uint64_t w = out.bits_per_offset / 8;
       aligned_buffer offs, bytes;
       offs.resize(std::size_t((n + 1) * w));
@@ -76,7 +77,7 @@ inline data_block concat_blocks(std::vector<data_block>& parts) {
       out.data = shared_bytes(std::move(bytes));
       break;
     }
-    case data_block::kind::fixed_size_list: {
+    case structural::data_block::kind::fixed_size_list: {
       out.fsl = parts[0].fsl;
       std::uint64_t cum = 1;
       for (std::size_t l = 0; l < out.fsl.size(); ++l) {
@@ -85,14 +86,14 @@ inline data_block concat_blocks(std::vector<data_block>& parts) {
           if (p.fsl[l].dimension != out.fsl[l].dimension || p.fsl[l].has_validity != out.fsl[l].has_validity)
             throw corrupt_error("chunks of one page disagree on a fixed-size list's layout");
         if (out.fsl[l].has_validity)
-          out.fsl[l].validity = bits_concat([l](const data_block& p) -> const shared_bytes& { return p.fsl[l].validity; }, cum);
+          out.fsl[l].validity = bits_concat([l](const structural::data_block& p) -> const shared_bytes& { return p.fsl[l].validity; }, cum);
       }
       if ((cum * out.bits_per_value) % 8 == 0) {
         aligned_buffer b;
         for (auto& p : parts) b.append(p.data.data(), std::size_t(p.num_values * cum * p.bits_per_value / 8));
         out.data = shared_bytes(std::move(b));
       } else {
-        out.data = bits_concat([](const data_block& p) -> const shared_bytes& { return p.data; }, cum * out.bits_per_value);
+        out.data = bits_concat([](const structural::data_block& p) -> const shared_bytes& { return p.data; }, cum * out.bits_per_value);
       }
       break;
     }
@@ -102,9 +103,9 @@ inline data_block concat_blocks(std::vector<data_block>& parts) {
 }
 
 // Values [first, first + count) of a block (copies where bit offsets demand it).
-inline data_block slice_block(const data_block& b, std::uint64_t first, std::uint64_t count) {
+inline structural::data_block slice_block(const structural::data_block& b, std::uint64_t first, std::uint64_t count) {
   if (first == 0 && count == b.num_values) return b;
-  data_block out = b;
+  structural::data_block out = b;
   out.num_values = count;
   auto bits_slice = [&](const shared_bytes& src, std::uint64_t bits_each) {
     if ((first * bits_each) % 8 == 0)
@@ -115,8 +116,8 @@ inline data_block slice_block(const data_block& b, std::uint64_t first, std::uin
     return shared_bytes(std::move(c));
   };
   switch (b.k) {
-    case data_block::kind::fixed: out.data = bits_slice(b.data, b.bits_per_value); break;
-    case data_block::kind::variable: {
+    case structural::data_block::kind::fixed: out.data = bits_slice(b.data, b.bits_per_value); break;
+    case structural::data_block::kind::variable: {
       const std::uint64_t w = b.bits_per_offset / 8;
       const auto base = b.offset(first);
       aligned_buffer offs;
@@ -130,7 +131,7 @@ inline data_block slice_block(const data_block& b, std::uint64_t first, std::uin
       out.data = b.data.slice(std::size_t(base), std::size_t(b.offset(first + count) - base));
       break;
     }
-    case data_block::kind::fixed_size_list: {
+    case structural::data_block::kind::fixed_size_list: {
       std::uint64_t cum = 1;
       for (auto& l : out.fsl) {
         cum *= l.dimension;
@@ -153,4 +154,4 @@ inline data_block slice_block(const data_block& b, std::uint64_t first, std::uin
   return out;
 }
 
-}  // namespace lancet::encoding::structural::detail
+}  // namespace lancet::encoding::detail

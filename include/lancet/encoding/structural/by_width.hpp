@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace lancet::encoding::structural::detail {
+namespace lancet::encoding::detail {
 
 template <class F>
 inline decltype(auto) by_width(std::uint64_t bits, F&& f) {
@@ -17,4 +17,4 @@ inline decltype(auto) by_width(std::uint64_t bits, F&& f) {
   }
 }
 
-}  // namespace lancet::encoding::structural::detail
+}  // namespace lancet::encoding::detail

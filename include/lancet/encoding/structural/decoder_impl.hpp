@@ -25,9 +25,7 @@
 #include "lancet/encoding/structural/repdef.hpp"
 #include "lancet/pb/file2.hpp"
 
-namespace lancet::encoding::structural {
-
-namespace detail {
+namespace lancet::encoding::detail {
 
 // A read of at most 1/partial_page_fraction of a page's rows fetches just those rows'
 // bytes (full-zip) or chunks (mini-block) instead of the page.
@@ -48,7 +46,7 @@ inline constexpr std::uint64_t partial_mini_block_few_runs_min_bytes = std::uint
 
 inline shared_bytes bytes_of(aligned_buffer&& b) { return shared_bytes(std::move(b)); }
 
-inline void append_node(node_elements& acc, node_elements&& part, bool list) {
+inline void append_node(structural::node_elements& acc, structural::node_elements&& part, bool list) {
   if (acc.length == 0 && acc.offsets.empty()) {
     acc = std::move(part);
     return;
@@ -72,7 +70,7 @@ inline void append_node(node_elements& acc, node_elements&& part, bool list) {
   }
 }
 
-inline shared_bytes validity_buffer(const node_elements& n) {
+inline shared_bytes validity_buffer(const structural::node_elements& n) {
   if (n.null_count == 0) return {};
   aligned_buffer copy;
   copy.append(n.validity.view());
@@ -80,7 +78,7 @@ inline shared_bytes validity_buffer(const node_elements& n) {
 }
 
 // Variable values as Arrow offsets (32- or 64-bit as the type needs).
-inline shared_bytes arrow_offsets(const data_block& b, bool large, const std::string& where) {
+inline shared_bytes arrow_offsets(const structural::data_block& b, bool large, const std::string& where) {
   aligned_buffer o;
   o.resize(std::size_t((b.num_values + 1) * (large ? 8 : 4)));
   for (std::uint64_t i = 0; i <= b.num_values; ++i) {
@@ -96,7 +94,8 @@ inline shared_bytes arrow_offsets(const data_block& b, bool large, const std::st
 
 // Dictionary items gathered by indices of type I (little-endian, unaligned).
 template <class I>
-inline data_block gather_dictionary(const data_block& idx, const data_block& dict, const std::string& where) {
+inline structural::data_block gather_dictionary(const structural::data_block& idx, const structural::data_block& dict,
+                                                const std::string& where) {
   const std::uint64_t n = idx.num_values, m = dict.num_values;
   const std::uint8_t* ip = idx.data.data();
   const auto index = [&](std::uint64_t i) -> std::uint64_t {
@@ -105,7 +104,7 @@ inline data_block gather_dictionary(const data_block& idx, const data_block& dic
       throw corrupt_error(where + ": dictionary index " + std::to_string(k) + " past " + std::to_string(m) + " items");
     return k;
   };
-  if (dict.k == data_block::kind::variable) {
+  if (dict.k == structural::data_block::kind::variable) {
     // The items' places once; then the offsets (whose last is the values' size), then
     // the values, short ones copied 16 bytes at a time from a padded copy of the items.
     std::vector<std::uint64_t> start(m), length(m);
@@ -117,7 +116,7 @@ inline data_block gather_dictionary(const data_block& idx, const data_block& dic
     }
     const std::uint64_t w = dict.bits_per_offset / 8;
     aligned_buffer offs;
-    offs.resize(std::size_t(checked_mul(n + 1, w, "dictionary offsets")));
+    offs.resize(std::size_t(structural::checked_mul(n + 1, w, "dictionary offsets")));
     std::uint64_t total = 0;
     for (std::uint64_t i = 0; i < n; ++i) {
       total += length[index(i)];
@@ -131,7 +130,7 @@ inline data_block gather_dictionary(const data_block& idx, const data_block& dic
       }
     }
     constexpr std::size_t pad = 16;
-    check_alloc(total, where);
+    structural::check_alloc(total, where);
     aligned_buffer items;
     items.resize(dict.data.size() + pad);
     std::memcpy(items.data(), dict.data.data(), dict.data.size());
@@ -147,27 +146,28 @@ inline data_block gather_dictionary(const data_block& idx, const data_block& dic
       else std::memcpy(out, src + start[k], std::size_t(len));
       out += len;
     }
-    return data_block::variable(n, dict.bits_per_offset, bytes_of(std::move(offs)), bytes_of(std::move(bytes)));
+    return structural::data_block::variable(n, dict.bits_per_offset, bytes_of(std::move(offs)), bytes_of(std::move(bytes)));
   }
-  if (dict.k == data_block::kind::fixed && dict.bits_per_value % 8 == 0) {
+  if (dict.k == structural::data_block::kind::fixed && dict.bits_per_value % 8 == 0) {
     const std::uint64_t w = dict.bits_per_value / 8;
-    if (checked_mul(m, w, "dictionary values") > dict.data.size())
+    if (structural::checked_mul(m, w, "dictionary values") > dict.data.size())
       throw corrupt_error(where + ": dictionary of " + std::to_string(m) + " items holds " +
                           std::to_string(dict.data.size()) + " bytes");
     aligned_buffer out;
-    out.resize(std::size_t(checked_mul(n, w, "dictionary values")));
+    out.resize(std::size_t(structural::checked_mul(n, w, "dictionary values")));
     for (std::uint64_t i = 0; i < n; ++i)
       std::memcpy(out.data() + i * w, dict.data.data() + index(i) * w, std::size_t(w));
-    return data_block::fixed(n, dict.bits_per_value, bytes_of(std::move(out)));
+    return structural::data_block::fixed(n, dict.bits_per_value, bytes_of(std::move(out)));
   }
   throw unsupported_error(where + ": dictionary of this kind of values");
 }
 
 // Materializes dictionary indices into values.
-inline data_block resolve_dictionary(const data_block& idx, const data_block& dict, const std::string& where) {
-  if (idx.k != data_block::kind::fixed)
+inline structural::data_block resolve_dictionary(const structural::data_block& idx, const structural::data_block& dict,
+                                                 const std::string& where) {
+  if (idx.k != structural::data_block::kind::fixed)
     throw corrupt_error(where + ": dictionary indices are not 8/16/32/64-bit integers");
-  if (idx.data.size() < checked_mul(idx.num_values, idx.bits_per_value / 8, "dictionary indices"))
+  if (idx.data.size() < structural::checked_mul(idx.num_values, idx.bits_per_value / 8, "dictionary indices"))
     throw corrupt_error(where + ": " + std::to_string(idx.num_values) + " dictionary indices in " +
                         std::to_string(idx.data.size()) + " bytes");
   switch (idx.bits_per_value) {
@@ -180,41 +180,41 @@ inline data_block resolve_dictionary(const data_block& idx, const data_block& di
 }
 
 // A constant scalar repeated n times, shaped for the leaf type.
-inline data_block expand_constant(const std::string& v, const arrow::data_type& t, std::uint64_t n, const std::string& where) {
-  check_alloc(checked_mul(n, std::max<std::uint64_t>(v.size(), 8), "constant values"), where);
+inline structural::data_block expand_constant(const std::string& v, const arrow::data_type& t, std::uint64_t n, const std::string& where) {
+  structural::check_alloc(structural::checked_mul(n, std::max<std::uint64_t>(v.size(), 8), "constant values"), where);
   if (arrow::is_binary_like(t.id)) {
     const bool large = arrow::is_large_binary_like(t.id);
     aligned_buffer offs, bytes;
     offs.resize(std::size_t((n + 1) * (large ? 8 : 4)));
-    bytes.reserve(std::size_t(checked_mul(n, v.size(), "constant values")));
+    bytes.reserve(std::size_t(structural::checked_mul(n, v.size(), "constant values")));
     for (std::uint64_t i = 0; i < n; ++i) {
       bytes.append(std::string_view(v));
       if (large) le::store<std::uint64_t>(offs.data() + 8 * (i + 1), bytes.size());
       else le::store<std::uint32_t>(offs.data() + 4 * (i + 1), std::uint32_t(bytes.size()));
     }
-    return data_block::variable(n, large ? 64 : 32, bytes_of(std::move(offs)), bytes_of(std::move(bytes)));
+    return structural::data_block::variable(n, large ? 64 : 32, bytes_of(std::move(offs)), bytes_of(std::move(bytes)));
   }
   if (t.id == arrow::type_id::boolean) {
     if (v.size() != 1) throw corrupt_error(where + ": boolean constant of " + std::to_string(v.size()) + " bytes");
     aligned_buffer b;
     b.resize(std::size_t((n + 7) / 8));
     if (v[0] & 1) arrow::set_bits(b.data(), 0, std::int64_t(n));
-    return data_block::fixed(n, 1, bytes_of(std::move(b)));
+    return structural::data_block::fixed(n, 1, bytes_of(std::move(b)));
   }
   const auto w = std::uint64_t(arrow::bit_width(t) / 8);
   if (w == 0 || v.size() != w)
     throw corrupt_error(where + ": constant of " + std::to_string(v.size()) + " bytes for " + arrow::to_string(t));
   aligned_buffer b;
-  b.reserve(std::size_t(checked_mul(n, w, "constant values")));
+  b.reserve(std::size_t(structural::checked_mul(n, w, "constant values")));
   for (std::uint64_t i = 0; i < n; ++i) b.append(std::string_view(v));
-  return data_block::fixed(n, w * 8, bytes_of(std::move(b)));
+  return structural::data_block::fixed(n, w * 8, bytes_of(std::move(b)));
 }
 
 inline arrow::array_ptr zeroed(const arrow::type_ptr& t, std::uint64_t n);
 
 // A fixed-size list array from a block (layer `l` of its fsl layers).
-inline arrow::array_ptr fsl_array(const arrow::type_ptr& t, const data_block& b, std::size_t l, std::uint64_t rows,
-                                  shared_bytes validity, std::int64_t nulls, const std::string& where) {
+inline arrow::array_ptr fsl_array(const arrow::type_ptr& t, const structural::data_block& b, std::size_t l,
+                                  std::uint64_t rows, shared_bytes validity, std::int64_t nulls, const std::string& where) {
   const auto& item = t->children.at(0);
   const std::uint64_t dim = std::uint64_t(t->list_size);
   auto out = std::make_shared<arrow::array_data>();
@@ -258,16 +258,16 @@ inline arrow::array_ptr fsl_array(const arrow::type_ptr& t, const data_block& b,
 // (decoded by the member's own codec). `out` carries the struct's length, validity and
 // null count; the members come back valid (an empty row, as full-zip stores a null
 // struct, reads as zeros and empty values).
-inline arrow::array_ptr split_variable_packed(const arrow::type_ptr& t, const variable_packed_layout& vp,
-                                              const data_block& b, std::shared_ptr<arrow::array_data> out,
+inline arrow::array_ptr split_variable_packed(const arrow::type_ptr& t, const structural::variable_packed_layout& vp,
+                                              const structural::data_block& b, std::shared_ptr<arrow::array_data> out,
                                               const std::string& where) {
   const auto n = std::uint64_t(out->length);
   if (vp.members.size() != t->children.size())
     throw corrupt_error(where + ": packed struct of " + std::to_string(vp.members.size()) + " members, the schema has " +
                         std::to_string(t->children.size()));
-  if (b.k != data_block::kind::variable || b.num_values != n)
+  if (b.k != structural::data_block::kind::variable || b.num_values != n)
     throw corrupt_error(where + ": packed struct rows do not match the struct's " + std::to_string(n) + " slots");
-  check_offsets(b, b.data.size(), (where + " (packed struct rows)").c_str());
+  structural::check_offsets(b, b.data.size(), (where + " (packed struct rows)").c_str());
   struct member {
     bool large = false;  // variable: 64-bit Arrow offsets
     aligned_buffer values, offsets;
@@ -282,7 +282,7 @@ inline arrow::array_ptr split_variable_packed(const arrow::type_ptr& t, const va
       if (w <= 0 || std::uint64_t(w) != f.width * 8 || c.type->id == arrow::type_id::boolean)
         throw corrupt_error(where + ": packed struct member '" + c.name + "' stored in " + std::to_string(f.width) +
                             " bytes is " + arrow::to_string(*c.type));
-      m.values.reserve(std::size_t(checked_mul(n, f.width, "packed struct member")));
+      m.values.reserve(std::size_t(structural::checked_mul(n, f.width, "packed struct member")));
     } else {
       if (!arrow::is_binary_like(c.type->id))
         throw corrupt_error(where + ": variable packed struct member '" + c.name + "' is " + arrow::to_string(*c.type));
@@ -317,7 +317,7 @@ inline arrow::array_ptr split_variable_packed(const arrow::type_ptr& t, const va
             throw corrupt_error(where + ": packed struct row " + std::to_string(i) + " member '" + name + "' of " +
                                 std::to_string(vlen) + " bytes runs past its row of " + std::to_string(len));
           f.values.decode_value(bytes_view(row + pos, std::size_t(vlen)), m.values);
-          check_alloc(m.values.size(), where + " (packed struct member '" + name + "')");
+          structural::check_alloc(m.values.size(), where + " (packed struct member '" + name + "')");
           pos += vlen;
         }
         const auto at = m.offsets.size();
@@ -349,8 +349,8 @@ inline arrow::array_ptr split_variable_packed(const arrow::type_ptr& t, const va
 }
 
 // The leaf array: values (n of them) with the leaf node's validity.
-inline arrow::array_ptr make_leaf(const arrow::type_ptr& t, page_slice& p, const node_elements& node,
-                                  const std::string& where) {
+inline arrow::array_ptr make_leaf(const arrow::type_ptr& t, structural::page_slice& p,
+                                  const structural::node_elements& node, const std::string& where) {
   const std::uint64_t n = node.length;
   auto out = std::make_shared<arrow::array_data>();
   out->type = t;
@@ -368,9 +368,9 @@ inline arrow::array_ptr make_leaf(const arrow::type_ptr& t, page_slice& p, const
     out->buffers = {validity};
     return out;
   }
-  data_block b;
+  structural::data_block b;
   if (p.constant) b = expand_constant(*p.constant, *t, n, where);
-  else if (p.values.k == data_block::kind::empty) {
+  else if (p.values.k == structural::data_block::kind::empty) {
     if (node.null_count != n) throw corrupt_error(where + ": a page without values has valid slots");
     return zeroed(t, n);
   } else if (p.dictionary) b = resolve_dictionary(p.values, *p.dictionary, where);
@@ -388,7 +388,7 @@ inline arrow::array_ptr make_leaf(const arrow::type_ptr& t, page_slice& p, const
         throw unsupported_error(where + ": packed struct member '" + c.name + "' of type " + arrow::to_string(*c.type));
       row += std::uint64_t(w / 8);
     }
-    if (b.k != data_block::kind::fixed || b.bits_per_value != row * 8)
+    if (b.k != structural::data_block::kind::fixed || b.bits_per_value != row * 8)
       throw corrupt_error(where + ": packed struct rows of " + std::to_string(b.bits_per_value) + " bits, its members need " +
                           std::to_string(row * 8));
     out->buffers = {validity};
@@ -409,9 +409,9 @@ inline arrow::array_ptr make_leaf(const arrow::type_ptr& t, page_slice& p, const
     return out;
   }
   if (id == arrow::type_id::fixed_size_list) {
-    if (b.k == data_block::kind::fixed) {  // flattened rows
-      data_block f;
-      f.k = data_block::kind::fixed_size_list;
+    if (b.k == structural::data_block::kind::fixed) {  // flattened rows
+      structural::data_block f;
+      f.k = structural::data_block::kind::fixed_size_list;
       f.num_values = b.num_values;
       const arrow::data_type* cur = t.get();
       std::uint64_t cum = 1;
@@ -425,24 +425,24 @@ inline arrow::array_ptr make_leaf(const arrow::type_ptr& t, page_slice& p, const
       f.data = b.data;
       b = std::move(f);
     }
-    if (b.k != data_block::kind::fixed_size_list) throw corrupt_error(where + ": fixed-size list page without list values");
+    if (b.k != structural::data_block::kind::fixed_size_list) throw corrupt_error(where + ": fixed-size list page without list values");
     return fsl_array(t, b, 0, n, validity, out->null_count, where);
   }
   if (arrow::is_binary_like(id)) {
-    if (b.k != data_block::kind::variable) throw corrupt_error(where + ": " + arrow::to_string(*t) + " page with fixed-width values");
+    if (b.k != structural::data_block::kind::variable) throw corrupt_error(where + ": " + arrow::to_string(*t) + " page with fixed-width values");
     out->buffers = {validity, arrow_offsets(b, arrow::is_large_binary_like(id), where), b.data};
     return out;
   }
   const auto bits = id == arrow::type_id::boolean ? 1 : arrow::bit_width(*t);
   if (bits <= 0) throw unsupported_error(where + ": cannot decode " + arrow::to_string(*t) + " leaves");
-  if (b.k != data_block::kind::fixed || b.bits_per_value != std::uint64_t(bits))
+  if (b.k != structural::data_block::kind::fixed || b.bits_per_value != std::uint64_t(bits))
     throw corrupt_error(where + ": " + arrow::to_string(*t) + " page holds values of " + std::to_string(b.bits_per_value) + " bits");
   out->buffers = {validity, b.data};
   return out;
 }
 
 inline arrow::array_ptr zeroed(const arrow::type_ptr& t, std::uint64_t n) {
-  check_alloc(checked_mul(n, std::max<std::uint64_t>(std::uint64_t(arrow::bit_width(*t) / 8), 8), "null values"), "all-null values");
+  structural::check_alloc(structural::checked_mul(n, std::max<std::uint64_t>(std::uint64_t(arrow::bit_width(*t) / 8), 8), "null values"), "all-null values");
   auto out = std::make_shared<arrow::array_data>();
   out->type = t;
   out->length = std::int64_t(n);
@@ -472,30 +472,32 @@ inline arrow::array_ptr zeroed(const arrow::type_ptr& t, std::uint64_t n) {
 }
 
 // The decoded layout of page p of a column (kept in col.layouts when given).
-inline page_layout_cache::layout_ptr page_layout_of(const column_pages& col, std::size_t p, const std::string& where) {
+inline structural::page_layout_cache::layout_ptr page_layout_of(const structural::column_pages& col, std::size_t p,
+                                                                const std::string& where) {
   if (col.layouts)
     if (auto l = col.layouts->find(p)) return l;
   const auto& page = col.metadata->pages[p];
   if (!page.encoding) throw corrupt_error(where + " has no encoding");
   const auto any = page.encoding->direct_any();
-  if (any.type_url != enc21::page_layout::type_url)
-    throw corrupt_error(where + ": expected a " + std::string(enc21::page_layout::type_url) + " page, found '" +
+  if (any.type_url != pb::enc21::page_layout::type_url)
+    throw corrupt_error(where + ": expected a " + std::string(pb::enc21::page_layout::type_url) + " page, found '" +
                         any.type_url + "'");
-  auto l = std::make_shared<const enc21::page_layout>(pb::unpack_any<enc21::page_layout>(any));
+  auto l = std::make_shared<const pb::enc21::page_layout>(pb::unpack_any<pb::enc21::page_layout>(any));
   return col.layouts ? col.layouts->keep(p, std::move(l)) : l;
 }
 
 struct decoded_leaf {
-  std::vector<node_elements> nodes;  // by layer (0 = leaf)
+  std::vector<structural::node_elements> nodes;  // by layer (0 = leaf)
   arrow::array_ptr leaf;
 };
 
 // Decodes the rows of `runs` (ascending, disjoint [begin, end) pairs) of one leaf
 // column; the column must have at least `end` rows.
-inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow::type_ptr& leaf_type, const column_pages& col,
-                                std::uint32_t column, row_runs runs, std::uint64_t end,
-                                const fetch_page_buffers& fetch, const read_file_range& read_range,
-                                const read_file_ranges& read_ranges) {
+inline decoded_leaf decode_leaf(const std::vector<structural::path_node>& path, const arrow::type_ptr& leaf_type,
+                                const structural::column_pages& col, std::uint32_t column, structural::row_runs runs,
+                                std::uint64_t end, const structural::fetch_page_buffers& fetch,
+                                const structural::read_file_range& read_range,
+                                const structural::read_file_ranges& read_ranges) {
   decoded_leaf out;
   out.nodes.resize(path.size());
   const auto& starts = col.page_starts;
@@ -522,42 +524,43 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
     const auto& page = pages[p];
     const auto layout_ptr = page_layout_of(col, p, where);
     const auto& layout = *layout_ptr;
-    auto add = [&](page_slice&& slice, std::uint64_t n) {
+    auto add = [&](structural::page_slice&& slice, std::uint64_t n) {
       if (slice.layers.size() != path.size())
         throw corrupt_error(where + ": " + std::to_string(slice.layers.size()) + " layers for a field path of depth " +
                             std::to_string(path.size()));
       for (std::size_t k = 0; k < path.size(); ++k) {
         const bool list_node = arrow::is_list_like(path[path.size() - 1 - k].id);
-        if (list_node != is_list_layer(slice.layers[k]))
+        if (list_node != structural::is_list_layer(slice.layers[k]))
           throw corrupt_error(where + ": layer " + std::to_string(k) + " does not match the schema's nesting");
       }
-      const level_scheme scheme(slice.layers);
-      auto nodes = unravel(scheme, slice.rep.empty() ? nullptr : slice.rep.data(),
-                           slice.def.empty() ? nullptr : slice.def.data(), std::size_t(slice.num_slots), where);
+      const structural::level_scheme scheme(slice.layers);
+      auto nodes = structural::unravel(scheme, slice.rep.empty() ? nullptr : slice.rep.data(),
+                                       slice.def.empty() ? nullptr : slice.def.data(), std::size_t(slice.num_slots),
+                                       where);
       if (nodes.back().length != n)
         throw corrupt_error(where + ": levels describe " + std::to_string(nodes.back().length) + " rows, " +
                             std::to_string(n) + " expected");
       leaves.push_back(make_leaf(leaf_type, slice, nodes[0], where));
-      for (std::size_t k = 0; k < path.size(); ++k) append_node(out.nodes[k], std::move(nodes[k]), is_list_layer(slice.layers[k]));
+      for (std::size_t k = 0; k < path.size(); ++k) append_node(out.nodes[k], std::move(nodes[k]), structural::is_list_layer(slice.layers[k]));
     };
     // Several small runs of a full-zip page (a take of scattered rows): their rows'
     // bytes, fetched run by run, decoded together as one page.
-    if (in_page.size() > 1 && read_range && checked_mul(rows, detail::partial_page_fraction, "rows") <= page.length)
-      if (auto part = read_full_zip_row_runs(layout, page.buffer_offsets, page.buffer_sizes, page.length, in_page, where,
-                                             read_range, read_ranges)) {
+    if (in_page.size() > 1 && read_range && structural::checked_mul(rows, detail::partial_page_fraction, "rows") <= page.length)
+      if (auto part = structural::read_full_zip_row_runs(layout, page.buffer_offsets, page.buffer_sizes, page.length,
+                                                         in_page, where, read_range, read_ranges)) {
         add(std::move(*part), rows);
         continue;
       }
     // A mini-block page's chunk metadata and dictionary, fetched once for all its runs.
-    std::optional<mini_block_index> mb_index;
+    std::optional<structural::mini_block_index> mb_index;
     bool mb_indexed = false;
     for (const auto& [b, e] : in_page) {
       // A small part of a full-zip page (random takes): fetch only its rows' bytes; of a
       // mini-block page: only its chunks. Larger parts (scans) fetch the whole page, which
       // the page cache keeps for the next read.
-      std::optional<page_slice> part;
-      if (read_range && checked_mul(e - b, detail::partial_page_fraction, "rows") <= page.length) {
-        part = read_full_zip_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
+      std::optional<structural::page_slice> part;
+      if (read_range && structural::checked_mul(e - b, detail::partial_page_fraction, "rows") <= page.length) {
+        part = structural::read_full_zip_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
         std::uint64_t page_bytes = 0;
         for (auto n : page.buffer_sizes) page_bytes += std::min<std::uint64_t>(n, detail::partial_mini_block_min_bytes);
         const bool few_runs = in_page.size() <= detail::partial_mini_block_max_runs &&
@@ -565,14 +568,14 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
         if (!part && (page_bytes >= detail::partial_mini_block_min_bytes || few_runs)) {
           if (!mb_indexed) {
             mb_indexed = true;
-            mb_index = index_mini_block(layout, page.buffer_offsets, page.buffer_sizes, where, read_range);
+            mb_index = structural::index_mini_block(layout, page.buffer_offsets, page.buffer_sizes, where, read_range);
           }
           if (mb_index)
-            part = read_mini_block_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where,
-                                        read_range, *mb_index);
+            part = structural::read_mini_block_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e,
+                                                    where, read_range, *mb_index);
         }
       }
-      add(part ? std::move(*part) : read_page(layout, fetch(column, p), page.length, b, e, where, read_range), e - b);
+      add(part ? std::move(*part) : structural::read_page(layout, fetch(column, p), page.length, b, e, where, read_range), e - b);
     }
   }
   for (std::size_t k = 0; k < path.size(); ++k)
@@ -584,12 +587,12 @@ inline decoded_leaf decode_leaf(const std::vector<path_node>& path, const arrow:
 }
 
 inline arrow::array_ptr assemble(const arrow::field& f, std::size_t depth, std::vector<decoded_leaf>& leaves,
-                                 const std::vector<std::vector<path_node>>& paths, std::size_t& next) {
+                                 const std::vector<std::vector<structural::path_node>>& paths, std::size_t& next) {
   const std::size_t col = next;
   auto& leaf = leaves.at(col);
   const std::size_t k = paths[col].size() - 1 - depth;
   const auto id = f.type->id;
-  if (id == arrow::type_id::struct_ && !f.type->children.empty() && !is_packed_struct(f)) {
+  if (id == arrow::type_id::struct_ && !f.type->children.empty() && !structural::is_packed_struct(f)) {
     const auto& node = leaf.nodes[k];
     auto out = std::make_shared<arrow::array_data>();
     out->type = f.type;
@@ -629,7 +632,9 @@ inline arrow::array_ptr assemble(const arrow::field& f, std::size_t depth, std::
   return leaf.leaf;
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
 
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
 LANCET_INLINE std::uint32_t column_count(const arrow::field& f) { return std::uint32_t(leaf_paths(f).size()); }

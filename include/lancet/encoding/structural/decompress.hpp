@@ -29,9 +29,11 @@ namespace lancet::encoding::structural {
 namespace enc21 = pb::enc21;
 using compressive = enc21::compressive_encoding;
 
-namespace detail {
+}  // namespace lancet::encoding::structural
 
-inline const char* encoding_name(const compressive& e) noexcept {
+namespace lancet::encoding::detail {
+
+inline const char* encoding_name(const structural::compressive& e) noexcept {
   static constexpr const char* names[] = {"(none)",         "Flat",          "Variable",      "Constant",
                                           "OutOfLineBitpacking", "InlineBitpacking", "Fsst", "Dictionary",
                                           "Rle",            "ByteStreamSplit", "General",     "FixedSizeList",
@@ -54,8 +56,8 @@ inline void require_bytes(const shared_bytes& b, std::uint64_t need, const std::
                         " needed");
 }
 
-inline std::uint64_t flat_bits(const compressive& e, const std::string& where, const char* what) {
-  const auto* f = std::get_if<enc21::flat>(&e.value);
+inline std::uint64_t flat_bits(const structural::compressive& e, const std::string& where, const char* what) {
+  const auto* f = std::get_if<pb::enc21::flat>(&e.value);
   if (!f) throw unsupported_error(where + ": " + what + " must be Flat, found " + encoding_name(e));
   if (f->data) throw unsupported_error(where + ": " + what + " with per-buffer compression");
   return f->bits_per_value;
@@ -67,15 +69,15 @@ inline void check_word_bits(std::uint64_t bits, const std::string& where, const 
 }
 
 // n fixed-width values of `bits` each at the start of `b` (`what` names them in errors).
-inline data_block flat_values(const shared_bytes& b, std::uint64_t n, std::uint64_t bits, const std::string& where,
-                              const char* what) {
-  const auto need = (checked_mul(n, bits, where.c_str()) + 7) / 8;
+inline structural::data_block flat_values(const shared_bytes& b, std::uint64_t n, std::uint64_t bits,
+                                          const std::string& where, const char* what) {
+  const auto need = (structural::checked_mul(n, bits, where.c_str()) + 7) / 8;
   require_bytes(b, need, where + ": " + what);
-  return data_block::fixed(n, bits, b.slice(0, std::size_t(need)));
+  return structural::data_block::fixed(n, bits, b.slice(0, std::size_t(need)));
 }
 
 // The offset width of a Variable encoding: 32 or 64 bits, its offsets uncompressed.
-inline std::uint64_t variable_offset_bits(const enc21::variable& v, const std::string& where) {
+inline std::uint64_t variable_offset_bits(const pb::enc21::variable& v, const std::string& where) {
   const auto bits = flat_bits(v.offsets.value(where + ": Variable.offsets"), where, "Variable offsets");
   if (bits != 32 && bits != 64) throw corrupt_error(where + ": Variable offsets of " + std::to_string(bits) + " bits");
   return bits;
@@ -83,9 +85,9 @@ inline std::uint64_t variable_offset_bits(const enc21::variable& v, const std::s
 
 // Rebases n + 1 offsets read from `src` (width bits, relative to base) to start at 0,
 // producing a variable block over data[first, last).
-inline data_block variable_from(const std::uint8_t* offs, std::uint32_t width, std::uint64_t n,
-                                const shared_bytes& holder, std::uint64_t data_begin, std::uint64_t data_limit,
-                                const std::string& where) {
+inline structural::data_block variable_from(const std::uint8_t* offs, std::uint32_t width, std::uint64_t n,
+                                            const shared_bytes& holder, std::uint64_t data_begin,
+                                            std::uint64_t data_limit, const std::string& where) {
   const std::uint64_t bw = width / 8;
   aligned_buffer out;
   out.resize(std::size_t((n + 1) * bw));
@@ -103,11 +105,13 @@ inline data_block variable_from(const std::uint8_t* offs, std::uint32_t width, s
     if (width == 64) le::store<std::uint64_t>(out.data() + 8 * i, o - first);
     else le::store<std::uint32_t>(out.data() + 4 * i, std::uint32_t(o - first));
   }
-  return data_block::variable(n, width, owned(std::move(out)),
-                              holder.slice(std::size_t(data_begin + first), std::size_t(prev - first)));
+  return structural::data_block::variable(n, width, owned(std::move(out)),
+                                          holder.slice(std::size_t(data_begin + first), std::size_t(prev - first)));
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
 
 // ---- mini-block --------------------------------------------------------------------
 

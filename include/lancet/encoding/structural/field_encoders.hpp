@@ -38,10 +38,13 @@ namespace lancet::encoding::structural {
 // Plans and encodes one page of one leaf with a policy. A policy's own lancet::error
 // passes through; any other exception it throws becomes invalid_input_error naming the
 // column, and so does a plan the page cannot be encoded with.
-namespace detail {
+}  // namespace lancet::encoding::structural
+
+namespace lancet::encoding::detail {
 
 // `values` with each null slot (of the leaf's visible values) holding the first valid value.
-inline data_block fill_null_slots(const data_block& values, const shredded_leaf& sh) {
+inline structural::data_block fill_null_slots(const structural::data_block& values,
+                                              const structural::shredded_leaf& sh) {
   std::vector<bool> valid;
   valid.reserve(std::size_t(sh.num_values));
   for (const auto& r : sh.values)
@@ -49,15 +52,15 @@ inline data_block fill_null_slots(const data_block& values, const shredded_leaf&
   std::uint64_t first = 0;
   while (first < valid.size() && !valid[std::size_t(first)]) ++first;
   if (first == valid.size() || valid.size() != values.num_values) return values;
-  if (values.k == data_block::kind::fixed && values.bits_per_value % 8 == 0) {
+  if (values.k == structural::data_block::kind::fixed && values.bits_per_value % 8 == 0) {
     const std::size_t w = std::size_t(values.bits_per_value / 8);
     aligned_buffer out;
     out.append(values.data.data(), std::size_t(values.num_values) * w);
     for (std::size_t i = 0; i < valid.size(); ++i)
       if (!valid[i]) std::memcpy(out.data() + i * w, values.data.data() + first * w, w);
-    return data_block::fixed(values.num_values, values.bits_per_value, shared_bytes(std::move(out)));
+    return structural::data_block::fixed(values.num_values, values.bits_per_value, shared_bytes(std::move(out)));
   }
-  if (values.k == data_block::kind::variable) {
+  if (values.k == structural::data_block::kind::variable) {
     const std::uint64_t w = values.bits_per_offset / 8;
     const auto fb = values.offset(first), fe = values.offset(first + 1);
     aligned_buffer offs, bytes;
@@ -69,13 +72,15 @@ inline data_block fill_null_slots(const data_block& values, const shredded_leaf&
       if (w == 8) le::store<std::uint64_t>(offs.data() + 8 * (i + 1), bytes.size());
       else le::store<std::uint32_t>(offs.data() + 4 * (i + 1), std::uint32_t(bytes.size()));
     }
-    return data_block::variable(values.num_values, values.bits_per_offset, shared_bytes(std::move(offs)),
-                                shared_bytes(std::move(bytes)));
+    return structural::data_block::variable(values.num_values, values.bits_per_offset, shared_bytes(std::move(offs)),
+                                            shared_bytes(std::move(bytes)));
   }
   return values;
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
 
 template <structural_policy Policy>
 encoded_page encode_page_with(const Policy& policy, const std::vector<path_node>& path, const leaf_info& leaf,

@@ -251,7 +251,7 @@ inline mini_compressed bitpack_inline(const data_block& b, std::uint64_t max_val
   out.encoding = compressive{ib};
   const std::uint64_t per = std::min<std::uint64_t>(bitpack::chunk_values, std::bit_floor(std::max<std::uint64_t>(2, max_values)));
   aligned_buffer buf;
-  structural::detail::by_width(b.bits_per_value, [&](auto t) {
+  detail::by_width(b.bits_per_value, [&](auto t) {
     using T = decltype(t);
     const T* v = reinterpret_cast<const T*>(b.data.data());
     for (std::uint64_t at = 0; at < b.num_values; at += per) {

@@ -52,7 +52,9 @@ struct page_slice {
   std::shared_ptr<const variable_packed_layout> packed;
 };
 
-namespace detail {
+}  // namespace lancet::encoding::structural
+
+namespace lancet::encoding::detail {
 
 inline std::uint64_t pad8(std::uint64_t n) noexcept { return (n + 7) & ~std::uint64_t(7); }
 
@@ -103,10 +105,10 @@ inline std::vector<chunk_meta> parse_chunk_meta(const shared_bytes& meta, const 
 struct decoded_chunk {
   std::vector<std::uint16_t> rep, def;
   std::uint64_t levels = 0;
-  data_block values;
+  structural::data_block values;
 };
 
-inline decoded_chunk decode_chunk(const enc21::mini_block_layout& m, const shared_bytes& data, const chunk_meta& c,
+inline decoded_chunk decode_chunk(const pb::enc21::mini_block_layout& m, const shared_bytes& data, const chunk_meta& c,
                                   bool large, const std::string& where) {
   decoded_chunk out;
   const auto chunk = data.slice(std::size_t(c.offset), std::size_t(c.bytes));
@@ -138,19 +140,19 @@ inline decoded_chunk decode_chunk(const enc21::mini_block_layout& m, const share
   if (m.def_compression) def_buf = take(def_bytes);
   std::vector<shared_bytes> bufs;
   for (auto s : sizes) bufs.push_back(take(s));
-  if (m.rep_compression) out.rep = decode_levels(*m.rep_compression, rep_buf, num_levels, where + " (repetition)");
-  if (m.def_compression) out.def = decode_levels(*m.def_compression, def_buf, num_levels, where + " (definition)");
+  if (m.rep_compression) out.rep = structural::decode_levels(*m.rep_compression, rep_buf, num_levels, where + " (repetition)");
+  if (m.def_compression) out.def = structural::decode_levels(*m.def_compression, def_buf, num_levels, where + " (definition)");
   std::size_t at = 0;
   if (!m.value_compression) throw corrupt_error(where + ": mini-block layout without a value compression");
-  out.values = decode_miniblock(*m.value_compression, bufs, at, c.values, where);
+  out.values = structural::decode_miniblock(*m.value_compression, bufs, at, c.values, where);
   out.levels = (m.rep_compression || m.def_compression) ? num_levels : c.values;
   if (!(m.rep_compression || m.def_compression) && num_levels != 0 && num_levels != c.values)
     throw corrupt_error(where + ": chunk without levels says it has " + std::to_string(num_levels));
   return out;
 }
 
-inline std::uint64_t visible_count(const level_scheme& s, const std::vector<std::uint16_t>& def, std::uint64_t from,
-                                   std::uint64_t to) {
+inline std::uint64_t visible_count(const structural::level_scheme& s, const std::vector<std::uint16_t>& def,
+                                   std::uint64_t from, std::uint64_t to) {
   if (def.empty() || s.max_visible_def == s.max_def) return to - from;
   std::uint64_t n = 0;
   for (auto i = from; i < to; ++i) n += def[std::size_t(i)] <= s.max_visible_def;
@@ -176,7 +178,9 @@ inline std::pair<std::uint64_t, std::uint64_t> row_slots(const std::vector<std::
   return {sb, se};
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
 
 
 // Reads rows [begin, end) of a page of `page_rows` rows.

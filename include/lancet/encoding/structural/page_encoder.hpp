@@ -27,11 +27,9 @@
 #include "lancet/encoding/structural/repdef.hpp"
 #include "lancet/pb/file2.hpp"
 
-namespace lancet::encoding::structural {
+namespace lancet::encoding::detail {
 
-namespace detail {
-
-inline std::string page_encoding(const enc21::page_layout& l) { return pb::encode(pb::pack_any(l)); }
+inline std::string page_encoding(const pb::enc21::page_layout& l) { return pb::encode(pb::pack_any(l)); }
 
 inline shared_bytes to_shared(aligned_buffer&& b) { return shared_bytes(std::move(b)); }
 
@@ -42,9 +40,9 @@ inline aligned_buffer raw_levels(const std::vector<std::uint16_t>& v) {
 }
 
 // Is every value the same (and is it a scalar the constant layout can hold)?
-inline std::optional<std::string> constant_value(const data_block& b) {
+inline std::optional<std::string> constant_value(const structural::data_block& b) {
   if (b.num_values == 0) return std::nullopt;
-  if (b.k == data_block::kind::fixed) {
+  if (b.k == structural::data_block::kind::fixed) {
     if (b.bits_per_value == 1) {
       const bool first = arrow::get_bit(b.data.data(), 0);
       for (std::uint64_t i = 1; i < b.num_values; ++i)
@@ -57,7 +55,7 @@ inline std::optional<std::string> constant_value(const data_block& b) {
       if (std::memcmp(b.data.data(), b.data.data() + i * w, w) != 0) return std::nullopt;
     return std::string(reinterpret_cast<const char*>(b.data.data()), w);
   }
-  if (b.k == data_block::kind::variable) {
+  if (b.k == structural::data_block::kind::variable) {
     const auto len = b.offset(1) - b.offset(0);
     // Empty values may come with no data buffer at all (a null pointer memcmp may not see).
     if (len == 0) {
@@ -78,7 +76,8 @@ inline std::optional<std::string> constant_value(const data_block& b) {
 // Dictionary-encodes variable or 128-bit values: i32 indices (first-seen order) and
 // the distinct values.
 // `index_bits` (8, 16, 32, 64) is the width of the indices (a dictionary field's index type).
-inline std::pair<data_block, data_block> dictionary_encode(const data_block& b, std::uint32_t index_bits = 32) {
+inline std::pair<structural::data_block, structural::data_block> dictionary_encode(const structural::data_block& b,
+                                                                                   std::uint32_t index_bits = 32) {
   aligned_buffer idx;
   const std::size_t iw = index_bits / 8;
   idx.resize(std::size_t(b.num_values * iw));
@@ -86,7 +85,7 @@ inline std::pair<data_block, data_block> dictionary_encode(const data_block& b, 
     const std::uint64_t v = std::uint64_t(std::uint32_t(k));
     std::memcpy(idx.data() + i * iw, &v, iw);  // little-endian: the low bytes
   };
-  if (b.k == data_block::kind::variable) {
+  if (b.k == structural::data_block::kind::variable) {
     std::unordered_map<std::string_view, std::int32_t> seen;
     aligned_buffer offs, bytes;
     const std::uint64_t w = b.bits_per_offset / 8;
@@ -104,8 +103,8 @@ inline std::pair<data_block, data_block> dictionary_encode(const data_block& b, 
       }
       put(i, it->second);
     }
-    auto dict = data_block::variable(seen.size(), b.bits_per_offset, to_shared(std::move(offs)), to_shared(std::move(bytes)));
-    return {data_block::fixed(b.num_values, index_bits, to_shared(std::move(idx))), std::move(dict)};
+    auto dict = structural::data_block::variable(seen.size(), b.bits_per_offset, to_shared(std::move(offs)), to_shared(std::move(bytes)));
+    return {structural::data_block::fixed(b.num_values, index_bits, to_shared(std::move(idx))), std::move(dict)};
   }
   std::unordered_map<std::string_view, std::int32_t> seen;
   aligned_buffer values;
@@ -116,18 +115,19 @@ inline std::pair<data_block, data_block> dictionary_encode(const data_block& b, 
     if (fresh) values.append(key);
     put(i, it->second);
   }
-  auto dict = data_block::fixed(seen.size(), b.bits_per_value, to_shared(std::move(values)));
-  return {data_block::fixed(b.num_values, index_bits, to_shared(std::move(idx))), std::move(dict)};
+  auto dict = structural::data_block::fixed(seen.size(), b.bits_per_value, to_shared(std::move(values)));
+  return {structural::data_block::fixed(b.num_values, index_bits, to_shared(std::move(idx))), std::move(dict)};
 }
 
 // The block form of a dictionary: 2.1 plain, 2.2+ LZ4-compressed (as Lance 12 writes).
 // `field_dictionary`: a dictionary field's own dictionary, whose fixed-width values
 // Lance 12 LZ4-compresses (2.2+) when bit-packing does not make them smaller.
-inline std::pair<aligned_buffer, compressive> dictionary_block(const data_block& d, unsigned minor,
-                                                               bool field_dictionary = false) {
+inline std::pair<aligned_buffer, structural::compressive> dictionary_block(const structural::data_block& d,
+                                                                           unsigned minor,
+                                                                           bool field_dictionary = false) {
   aligned_buffer raw;
-  compressive e;
-  if (d.k == data_block::kind::variable) {
+  structural::compressive e;
+  if (d.k == structural::data_block::kind::variable) {
     const std::uint64_t w = d.bits_per_offset / 8;
     const std::uint64_t start = 2 * w + (d.num_values + 1) * w;
     std::uint8_t b[8];
@@ -135,30 +135,30 @@ inline std::pair<aligned_buffer, compressive> dictionary_block(const data_block&
     else { le::store<std::uint32_t>(b, 32); raw.append(b, 4); le::store<std::uint32_t>(b, std::uint32_t(start)); raw.append(b, 4); }
     raw.append(d.offsets.data(), std::size_t((d.num_values + 1) * w));
     raw.append(d.data.data(), std::size_t(d.value_bytes()));
-    e = enc::variable(d.bits_per_offset);
+    e = structural::enc::variable(d.bits_per_offset);
   } else {
     raw.append(d.data.data(), std::size_t(d.num_values * d.bits_per_value / 8));
-    e = enc::flat(d.bits_per_value);
+    e = structural::enc::flat(d.bits_per_value);
     // 2.2+: fixed-width dictionaries are bit-packed when that is smaller (never LZ4).
     const auto bits = d.bits_per_value;
     if (minor >= 2 && (bits == 8 || bits == 16 || bits == 32 || bits == 64)) {
       aligned_buffer packed;
-      compressive pe;
-      structural::detail::by_width(bits, [&](auto t) {
+      structural::compressive pe;
+      detail::by_width(bits, [&](auto t) {
         using T = decltype(t);
         const T* v = reinterpret_cast<const T*>(d.data.data());
-        if (d.num_values <= bitpack::chunk_values) {
-          bitpack::append_inline_chunk<T>(v, std::size_t(d.num_values), packed);
-          enc21::inline_bitpacking ib;
+        if (d.num_values <= structural::bitpack::chunk_values) {
+          structural::bitpack::append_inline_chunk<T>(v, std::size_t(d.num_values), packed);
+          pb::enc21::inline_bitpacking ib;
           ib.uncompressed_bits_per_value = bits;
-          pe = compressive{ib};
+          pe = structural::compressive{ib};
         } else {
-          const auto w = bitpack::needed_width(v, std::size_t(d.num_values));
-          packed = bitpack::encode_out_of_line<T>(v, std::size_t(d.num_values), w);
-          enc21::out_of_line_bitpacking ob;
+          const auto w = structural::bitpack::needed_width(v, std::size_t(d.num_values));
+          packed = structural::bitpack::encode_out_of_line<T>(v, std::size_t(d.num_values), w);
+          pb::enc21::out_of_line_bitpacking ob;
           ob.uncompressed_bits_per_value = bits;
-          ob.values = enc::flat(w);
-          pe = compressive{std::move(ob)};
+          ob.values = structural::enc::flat(w);
+          pe = structural::compressive{std::move(ob)};
         }
         return 0;
       });
@@ -168,33 +168,36 @@ inline std::pair<aligned_buffer, compressive> dictionary_block(const data_block&
   }
   if (minor < 2) return {std::move(raw), std::move(e)};
   aligned_buffer packed;
-  general::compress(enc21::compression_scheme::lz4, std::nullopt, raw.view(), packed);
-  return {std::move(packed), enc::general(enc21::compression_scheme::lz4, std::nullopt, std::move(e))};
+  structural::general::compress(pb::enc21::compression_scheme::lz4, std::nullopt, raw.view(), packed);
+  return {std::move(packed), structural::enc::general(pb::enc21::compression_scheme::lz4, std::nullopt, std::move(e))};
 }
 
-inline mini_compressed compress_values(const data_block& v, const page_plan& plan, std::uint64_t max_values) {
+inline structural::mini_compressed compress_values(const structural::data_block& v, const structural::page_plan& plan,
+                                                   std::uint64_t max_values) {
   // The minichunk size steers variable-width chunks; fixed-width chunks stay ~4 KiB (as in Lance 12).
-  const auto target = v.k == data_block::kind::variable ? plan.minichunk_bytes : default_minichunk_bytes;
-  mini_compressed mc;
-  if (v.k == data_block::kind::fixed_size_list) mc = mini::fsl(v, target, max_values);
-  else if (v.k == data_block::kind::variable) {
-    mc = plan.codec == value_codec::fsst ? mini::fsst_variable(v, target, max_values) : mini::variable(v, target, max_values);
+  const auto target = v.k == structural::data_block::kind::variable ? plan.minichunk_bytes : structural::default_minichunk_bytes;
+  structural::mini_compressed mc;
+  if (v.k == structural::data_block::kind::fixed_size_list) mc = structural::mini::fsl(v, target, max_values);
+  else if (v.k == structural::data_block::kind::variable) {
+    mc = plan.codec == structural::value_codec::fsst ? structural::mini::fsst_variable(v, target, max_values) : structural::mini::variable(v, target, max_values);
   } else {
     const bool word = v.bits_per_value == 8 || v.bits_per_value == 16 || v.bits_per_value == 32 || v.bits_per_value == 64;
-    switch (word ? plan.codec : value_codec::flat) {
-      case value_codec::bitpack: mc = mini::bitpack_inline(v, max_values); break;
-      case value_codec::rle: mc = mini::rle(v, 8186, max_values); break;
-      case value_codec::bss:
-        mc = (v.bits_per_value == 32 || v.bits_per_value == 64) ? mini::bss(v, max_values) : mini::flat(v, target, max_values);
+    switch (word ? plan.codec : structural::value_codec::flat) {
+      case structural::value_codec::bitpack: mc = structural::mini::bitpack_inline(v, max_values); break;
+      case structural::value_codec::rle: mc = structural::mini::rle(v, 8186, max_values); break;
+      case structural::value_codec::bss:
+        mc = (v.bits_per_value == 32 || v.bits_per_value == 64) ? structural::mini::bss(v, max_values) : structural::mini::flat(v, target, max_values);
         break;
-      default: mc = mini::flat(v, target, max_values); break;
+      default: mc = structural::mini::flat(v, target, max_values); break;
     }
   }
-  if (plan.general) mc = mini::general(std::move(mc), *plan.general, plan.general_level);
+  if (plan.general) mc = structural::mini::general(std::move(mc), *plan.general, plan.general_level);
   return mc;
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
 
 // Encodes one page of a leaf column.
 inline encoded_page encode_leaf_page(const level_scheme& s, const std::vector<std::uint16_t>& rep,

@@ -26,9 +26,7 @@
 #include "lancet/encoding/structural/page_decoder.hpp"
 #include "lancet/encoding/structural/read_callbacks.hpp"
 
-namespace lancet::encoding::structural {
-
-namespace detail {
+namespace lancet::encoding::detail {
 
 // The absolute file offset of bytes [from, to) of page buffer `buf`, checked against
 // the buffer's recorded size (corrupt_error naming `what` and `where`).
@@ -48,7 +46,7 @@ inline std::uint64_t buffer_part_offset(std::span<const std::uint64_t> buffer_of
 // the buffer's recorded size.
 inline shared_bytes read_buffer_part(std::span<const std::uint64_t> buffer_offsets, std::span<const std::uint64_t> buffer_sizes,
                                      std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what,
-                                     const std::string& where, const read_file_range& read_range) {
+                                     const std::string& where, const structural::read_file_range& read_range) {
   const auto offset = buffer_part_offset(buffer_offsets, buffer_sizes, buf, from, to, what, where);
   auto bytes = read_range(offset, to - from);
   if (bytes.size() != to - from)
@@ -57,16 +55,12 @@ inline shared_bytes read_buffer_part(std::span<const std::uint64_t> buffer_offse
   return bytes;
 }
 
-}  // namespace detail
-
-
-namespace detail {
-
 // Parts [from, to) of page buffer `buf` (page-relative pairs), bounds-checked, read end
 // to end into one buffer with one read_ranges call.
 inline shared_bytes read_buffer_parts(std::span<const std::uint64_t> buffer_offsets, std::span<const std::uint64_t> buffer_sizes,
                                       std::size_t buf, std::span<const std::pair<std::uint64_t, std::uint64_t>> parts,
-                                      const char* what, const std::string& where, const read_file_ranges& read_ranges) {
+                                      const char* what, const std::string& where,
+                                      const structural::read_file_ranges& read_ranges) {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
   ranges.reserve(parts.size());
   std::uint64_t total = 0;
@@ -82,7 +76,9 @@ inline shared_bytes read_buffer_parts(std::span<const std::uint64_t> buffer_offs
   return shared_bytes(std::move(mem), data, static_cast<std::size_t>(total));
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
 
 // Reads the rows of `runs` of a full-zip page by fetching only their bytes: a row's
 // position is a fixed stride (no repetition) or comes from the page's repetition

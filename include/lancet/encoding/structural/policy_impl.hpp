@@ -17,23 +17,21 @@
 #include "lancet/encoding/structural/page_encoder.hpp"
 #include "lancet/encoding/structural/policy.hpp"
 
-namespace lancet::encoding::structural {
+namespace lancet::encoding::detail {
 
-namespace detail {
-
-inline std::uint64_t run_count(const data_block& b) {
-  return rle::count_runs(b.data.data(), std::size_t(b.num_values), std::size_t(b.bits_per_value / 8));
+inline std::uint64_t run_count(const structural::data_block& b) {
+  return structural::rle::count_runs(b.data.data(), std::size_t(b.num_values), std::size_t(b.bits_per_value / 8));
 }
 
 // Bytes of inline bit-packing (1024-value chunks, each with its width word).
-inline std::uint64_t bitpacked_size(const data_block& b) {
+inline std::uint64_t bitpacked_size(const structural::data_block& b) {
   std::uint64_t packed = 0;
-  structural::detail::by_width(b.bits_per_value, [&](auto t) {
+  detail::by_width(b.bits_per_value, [&](auto t) {
     using T = decltype(t);
     const T* v = reinterpret_cast<const T*>(b.data.data());
     for (std::uint64_t at = 0; at < b.num_values; at += 1024) {
-      const auto w = bitpack::needed_width(v + at, std::size_t(std::min<std::uint64_t>(1024, b.num_values - at)));
-      packed += (1 + bitpack::packed_words<T>(w)) * sizeof(T);
+      const auto w = structural::bitpack::needed_width(v + at, std::size_t(std::min<std::uint64_t>(1024, b.num_values - at)));
+      packed += (1 + structural::bitpack::packed_words<T>(w)) * sizeof(T);
     }
     return 0;
   });
@@ -41,7 +39,7 @@ inline std::uint64_t bitpacked_size(const data_block& b) {
 }
 
 // Average Shannon entropy (bits) per byte position over the first 64 values (Lance's BSS test).
-inline double byte_position_entropy(const data_block& b) {
+inline double byte_position_entropy(const structural::data_block& b) {
   const std::size_t w = std::size_t(b.bits_per_value / 8);
   const std::size_t n = std::size_t(std::min<std::uint64_t>(b.num_values, 64));
   if (n == 0) return 8.0;
@@ -60,14 +58,14 @@ inline double byte_position_entropy(const data_block& b) {
   return sum / double(w);
 }
 
-inline std::uint64_t max_value_length(const data_block& b) {
-  if (b.k == data_block::kind::variable) {
+inline std::uint64_t max_value_length(const structural::data_block& b) {
+  if (b.k == structural::data_block::kind::variable) {
     std::uint64_t m = 0;
     for (std::uint64_t i = 0; i < b.num_values; ++i) m = std::max(m, b.offset(i + 1) - b.offset(i));
     return m;
   }
-  if (b.k == data_block::kind::fixed) return b.bits_per_value / 8;
-  if (b.k == data_block::kind::fixed_size_list) {
+  if (b.k == structural::data_block::kind::fixed) return b.bits_per_value / 8;
+  if (b.k == structural::data_block::kind::fixed_size_list) {
     std::uint64_t cum = 1, v = 0;
     for (const auto& l : b.fsl) {
       cum *= l.dimension;
@@ -82,11 +80,11 @@ inline std::uint64_t max_value_length(const data_block& b) {
 // below `ratio` of the plain size.
 // Fixed-width values qualify from 128 bits in 2.1 and from 64 bits in 2.2+ (i32 indices
 // cannot make narrower values smaller).
-inline bool should_dictionary(const data_block& b, double ratio, unsigned minor) {
+inline bool should_dictionary(const structural::data_block& b, double ratio, unsigned minor) {
   if (b.num_values < 100) return false;
-  const bool var = b.k == data_block::kind::variable;
+  const bool var = b.k == structural::data_block::kind::variable;
   const std::uint64_t min_bits = minor >= 2 ? 64 : 128;
-  if (!var && !(b.k == data_block::kind::fixed && b.bits_per_value >= min_bits && b.bits_per_value % 8 == 0 &&
+  if (!var && !(b.k == structural::data_block::kind::fixed && b.bits_per_value >= min_bits && b.bits_per_value % 8 == 0 &&
                 b.bits_per_value <= 256))
     return false;
   const std::uint64_t data_size = b.data_size();
@@ -124,10 +122,10 @@ inline bool should_dictionary(const data_block& b, double ratio, unsigned minor)
   return estimate(seen.size()) < limit;
 }
 
-inline std::optional<enc21::compression_scheme> general_of(const field_compression& p) {
+inline std::optional<pb::enc21::compression_scheme> general_of(const field_compression& p) {
   if (!p.compression) return std::nullopt;
-  if (*p.compression == "lz4") return enc21::compression_scheme::lz4;
-  if (*p.compression == "zstd") return enc21::compression_scheme::zstd;
+  if (*p.compression == "lz4") return pb::enc21::compression_scheme::lz4;
+  if (*p.compression == "zstd") return pb::enc21::compression_scheme::zstd;
   return std::nullopt;
 }
 
@@ -137,7 +135,9 @@ inline std::optional<std::string_view> meta(const arrow::metadata& md, std::stri
   return std::nullopt;
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
 
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
 LANCET_INLINE page_plan default_policy::plan_page(const leaf_info& leaf, const data_block& values,

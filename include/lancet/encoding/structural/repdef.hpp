@@ -162,14 +162,17 @@ struct shredded_leaf {
   std::uint64_t num_levels() const noexcept { return std::max(rep.size(), def.size()); }
 };
 
-namespace detail {
+}  // namespace lancet::encoding::structural
+
+namespace lancet::encoding::detail {
 
 // Arrays covering each node of the path (per input batch), for computing layer kinds.
 inline bool node_has_nulls(const arrow::array_data& a) { return a.count_nulls() > 0; }
 
 class shredder {
  public:
-  shredder(const std::vector<path_node>& path, const level_scheme& scheme, shredded_leaf& out)
+  shredder(const std::vector<structural::path_node>& path, const structural::level_scheme& scheme,
+           structural::shredded_leaf& out)
       : path_(path), s_(scheme), out_(out), depth_(path.size() - 1) {}
 
   void row(const arrow::array_ptr& a, std::int64_t i) { walk(0, a, i, s_.max_rep, 0); }
@@ -189,7 +192,7 @@ class shredder {
     const std::size_t k = depth_ - d;
     const auto& n = path_[d];
     if (d == depth_) {
-      if (def == 0 && s_.max_def && layer_nullable(s_.layers[0]) && a->is_null(i)) def = s_.null_level(0);
+      if (def == 0 && s_.max_def && structural::layer_nullable(s_.layers[0]) && a->is_null(i)) def = s_.null_level(0);
       if (def) ++out_.leaf_nulls;
       emit(rep, def);
       value(a, i);
@@ -206,19 +209,15 @@ class shredder {
       return;
     }
     // struct
-    if (def == 0 && layer_nullable(s_.layers[k]) && a->is_null(i)) def = s_.null_level(k);
+    if (def == 0 && structural::layer_nullable(s_.layers[k]) && a->is_null(i)) def = s_.null_level(k);
     walk(d + 1, a->children[n.child], a->offset + i, rep, def);
   }
 
-  const std::vector<path_node>& path_;
-  const level_scheme& s_;
-  shredded_leaf& out_;
+  const std::vector<structural::path_node>& path_;
+  const structural::level_scheme& s_;
+  structural::shredded_leaf& out_;
   std::size_t depth_;
 };
-
-}  // namespace detail
-
-namespace detail {
 
 // Which nodes of a path hold a null or an empty list, seen the way Lance sees them: a
 // struct's nulls are pushed down into its children (through nested structs, into a list
@@ -228,7 +227,7 @@ namespace detail {
 // list layer that is all-valid would be taken for a visible item.
 class layer_scan {
  public:
-  layer_scan(const std::vector<path_node>& path, std::vector<bool>& nulls, std::vector<bool>& empties)
+  layer_scan(const std::vector<structural::path_node>& path, std::vector<bool>& nulls, std::vector<bool>& empties)
       : path_(path), nulls_(nulls), empties_(empties), last_(path.size() - 1) {}
 
   // Every element of `a` (a node at depth d), none of them masked from above.
@@ -266,13 +265,15 @@ class layer_scan {
     one(d + 1, a->children[n.child], a->offset + i, null);
   }
 
-  const std::vector<path_node>& path_;
+  const std::vector<structural::path_node>& path_;
   std::vector<bool>& nulls_;
   std::vector<bool>& empties_;
   std::size_t last_;
 };
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
 
 // The layers a leaf column takes for these batches (chosen from the data, as Lance does,
 // struct nulls pushed down into children: see detail::layer_scan).

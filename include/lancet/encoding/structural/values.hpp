@@ -18,25 +18,23 @@
 #include "lancet/encoding/structural/data_block.hpp"
 #include "lancet/encoding/structural/repdef.hpp"
 
-namespace lancet::encoding::structural {
+namespace lancet::encoding::detail {
 
-namespace detail {
-
-inline void gather_fsl(const arrow::data_type& t, const std::vector<shredded_leaf::run>& runs, std::uint64_t rows,
-                       data_block& out) {
+inline void gather_fsl(const arrow::data_type& t, const std::vector<structural::shredded_leaf::run>& runs, std::uint64_t rows,
+                       structural::data_block& out) {
   // Runs of rows -> runs of items, one layer at a time.
-  std::vector<shredded_leaf::run> cur = runs;
+  std::vector<structural::shredded_leaf::run> cur = runs;
   const arrow::data_type* type = &t;
   std::uint64_t items = rows;
   while (type->id == arrow::type_id::fixed_size_list) {
     const auto dim = std::int64_t(type->list_size);
     items *= std::uint64_t(dim);
-    std::vector<shredded_leaf::run> next;
+    std::vector<structural::shredded_leaf::run> next;
     for (const auto& r : cur) {
       const auto& child = r.array->children.at(0);
       next.push_back({child, (r.array->offset + r.begin) * dim, r.count * dim});
     }
-    fsl_layer layer;
+    structural::fsl_layer layer;
     layer.dimension = std::uint64_t(dim);
     std::int64_t nulls = 0;
     for (const auto& r : next) {
@@ -91,7 +89,9 @@ inline void gather_fsl(const arrow::data_type& t, const std::vector<shredded_lea
   out.data = shared_bytes(std::move(data));
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
 
 // The visible values of a shredded leaf whose Arrow type is `t`.
 inline data_block gather_values(const arrow::data_type& t, const shredded_leaf& leaf) {

@@ -39,11 +39,13 @@ constexpr std::size_t packed_words(unsigned width) noexcept {
   return chunk_values * width / word_bits<T>;
 }
 
-namespace detail {
+}  // namespace lancet::encoding::structural::bitpack
+
+namespace lancet::encoding::detail {
 
 template <class T, unsigned W>
 inline void unpack_fixed(const T* in, T* out) noexcept {
-  constexpr unsigned B = word_bits<T>;
+  constexpr unsigned B = structural::bitpack::word_bits<T>;
   constexpr unsigned lanes = 1024 / B;
   if constexpr (W == 0) {
     std::fill(out, out + 1024, T(0));
@@ -55,7 +57,7 @@ inline void unpack_fixed(const T* in, T* out) noexcept {
       const unsigned bit = row * W;
       const unsigned word = bit / B, shift = bit % B;
       const T* lo = in + lanes * word;
-      T* dst = out + fl_order[row / 8] * 16 + (row % 8) * 128;
+      T* dst = out + structural::bitpack::fl_order[row / 8] * 16 + (row % 8) * 128;
       if (shift + W > B) {
         const T* hi = lo + lanes;
         for (unsigned lane = 0; lane < lanes; ++lane)
@@ -72,7 +74,9 @@ inline void unpack_dispatch(unsigned w, const T* in, T* out, std::integer_sequen
   (void)((w == Ws ? (unpack_fixed<T, Ws>(in, out), true) : false) || ...);
 }
 
-}  // namespace detail
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural::bitpack {
 
 // Packs exactly 1024 values to `width` bits (width <= bits of T) into packed_words<T>(width) words.
 // One loop for every width (not a copy per width: that was ~100 functions of compile
