@@ -17,14 +17,14 @@
 #include <lancet/dataset/write.hpp>
 #include <lancet/encoding/structural/policy.hpp>
 
-namespace v21 = lancet::encoding::structural;
+namespace structural = lancet::encoding::structural;  // the encodings of 2.1 and later
 
-struct zstd9_names : v21::default_policy {
-  v21::page_plan plan_page(const v21::leaf_info& leaf, const v21::data_block& values,
-                           const v21::page_facts& facts) const {
-    v21::page_plan plan = default_policy::plan_page(leaf, values, facts);
-    if (leaf.column == "name" && plan.layout == v21::page_plan::layout_kind::miniblock) {
-      plan.general = v21::compression_scheme::zstd;
+struct zstd9_names : structural::default_policy {
+  structural::page_plan plan_page(const structural::leaf_info& leaf, const structural::data_block& values,
+                                  const structural::page_facts& facts) const {
+    structural::page_plan plan = default_policy::plan_page(leaf, values, facts);
+    if (leaf.column == "name" && plan.layout == structural::page_plan::layout_kind::miniblock) {
+      plan.general = structural::compression_scheme::zstd;
       plan.general_level = 9;
     }
     return plan;
