@@ -213,6 +213,202 @@ inline std::size_t sum_chunk_rows(std::size_t block_rows, std::size_t k) {
   return (want + block_rows - 1) / block_rows * block_rows;
 }
 
+// Sizes the chunks' sums and counts for chunks chunks of k centroids of d values
+// (the sums are reallocated only when their size changes).
+inline void size_chunk_sums(chunk_sums& sums, std::size_t chunks, std::size_t k, std::size_t d) {
+  if (sums.sum_size != chunks * k * d) {
+    sums.sum.reset(new double[chunks * k * d]);
+    sums.sum_size = chunks * k * d;
+  }
+  sums.count.resize(chunks * k);
+}
+
+// On the first call of a run (bd's rows not yet sized): the rows' norms, and zero
+// bounds, each chunk written by the task that later reads it (see l2_bounds).
+template <class W>
+inline void init_row_norms(l2_bounds& bd, const W* data, std::size_t n, std::size_t d, std::size_t chunks,
+                           std::size_t cr, boost::asio::thread_pool* pool) {
+  constexpr std::size_t G = bound_groups<W>;
+  if (bd.xnorm.size() == n) return;
+  bd.xnorm.resize(n);
+  bd.lower.reset(new float[n * G]);
+  bd.ready = false;
+  parallel_for(pool, chunks, [&](std::size_t c) {
+    const std::size_t r0 = c * cr, r1 = std::min(n, (c + 1) * cr);
+    std::fill(bd.lower.get() + r0 * G, bd.lower.get() + r1 * G, 0.0f);
+    for (std::size_t r = r0; r < r1; ++r) {
+      double s = 0;
+      for (std::size_t t = 0; t < d; ++t) s += static_cast<double>(data[r * d + t]) * data[r * d + t];
+      bd.xnorm[r] = std::sqrt(s);
+    }
+  });
+}
+
+// The largest l2 norm of the k centroids (in double).
+template <class W>
+inline double max_centroid_norm(const W* centroids, std::size_t k, std::size_t d) {
+  double cmax = 0;
+  for (std::size_t j = 0; j < k; ++j) {
+    double s = 0;
+    for (std::size_t t = 0; t < d; ++t) s += static_cast<double>(centroids[j * d + t]) * centroids[j * d + t];
+    cmax = std::max(cmax, std::sqrt(s));
+  }
+  return cmax;
+}
+
+// What one pruned pass needs to know about how the centroids moved (see the comment
+// on exact pruning above): per group of centroids, the largest and second largest
+// shift, the centroid that moved most, how far the group's bounds drop, and the
+// groups whose top mover is checked exactly.
+template <class W>
+struct prune_plan {
+  static constexpr std::size_t G = bound_groups<W>;
+  // (lo - s) rounded to float can exceed the exact difference by half an ulp:
+  // shrinking a positive result by 2^-20 makes it a true lower bound again (and a
+  // bound <= 0 never prunes).
+  static constexpr float shrink = 1.0f - 0x1.0p-20f;
+  double cmax = 0;  // the largest centroid norm
+  std::vector<float> s1 = std::vector<float>(G, 0.0f), s2 = std::vector<float>(G, 0.0f);
+  std::vector<std::size_t> top, outliers;
+  std::vector<float> drop = std::vector<float>(G, 0.0f);
+  bool prune = false;  // rows may be skipped (shifts given, bounds ready)
+  double dist_slack = 0;
+
+  prune_plan(std::size_t k, std::size_t d)
+      : top(G, k),
+        dist_slack(1.0 + 2.0 * static_cast<double>(d + 2) * static_cast<double>(std::numeric_limits<W>::epsilon())) {}
+
+  // Per group, the largest and second largest shift (rounded up to float): a row's
+  // other centroids in a group moved at most the largest, or the second largest
+  // when its own centroid is the one that moved most.
+  void rank_shifts(const double* shift, std::size_t k) {
+    for (std::size_t j = 0; j < k; ++j) {
+      const std::size_t g = j % G;
+      const float sj = float_at_least(shift[j]);
+      if (sj > s1[g]) {
+        s2[g] = s1[g];
+        s1[g] = sj;
+        top[g] = j;
+      } else if (sj > s2[g]) {
+        s2[g] = sj;
+      }
+    }
+  }
+
+  // Groups whose largest shift stands out (above twice the runner-up, e.g. a
+  // centroid re-seeded from an empty cluster): rather than letting that one
+  // centroid lower every row's bound for the group, its distance is computed
+  // exactly for the rows that would otherwise be skipped, and the group's bound
+  // drops by the runner-up's shift. At most 4 such groups, the largest shifts.
+  void pick_outliers() {
+    drop = s1;
+    if (!prune) return;
+    for (std::size_t g = 0; g < G; ++g)
+      if (s1[g] > 2.0f * s2[g]) outliers.push_back(g);
+    std::sort(outliers.begin(), outliers.end(), [&](std::size_t a, std::size_t b) { return s1[a] > s1[b]; });
+    if (outliers.size() > 4) outliers.resize(4);
+    for (std::size_t g : outliers) drop[g] = s2[g];
+  }
+
+  // Whether row x (norm xnorm), a member of centroid a < k with bounds low, keeps
+  // its centroid for certain; then low holds the bounds after the move and *da the
+  // exact distance to a. Otherwise low and *da are left as they were.
+  bool keeps_centroid(const W* x, std::uint32_t a, float* low, double xnorm, const W* centroids, std::size_t d,
+                      W* da_out) const {
+    float moved[G];
+    for (std::size_t g = 0; g < G; ++g) moved[g] = (low[g] - drop[g]) * shrink;
+    const std::size_t ga = a % G;
+    if (top[ga] == a) moved[ga] = (low[ga] - s2[ga]) * shrink;
+    float lb = moved[0];
+    for (std::size_t g = 1; g < G; ++g) lb = std::min(lb, moved[g]);
+    if (!(lb > 0.0f)) return false;
+    const W da = simd::l2(x, centroids + a * d, d);
+    const double ub2 = static_cast<double>(da) * dist_slack;
+    const double lbd = static_cast<double>(lb);
+    const double margin = 2.0 * kernel_error<W>(d, xnorm, cmax);
+    bool keep = lbd * lbd - ub2 > margin;
+    for (std::size_t i = 0; keep && i < outliers.size(); ++i) {
+      const std::size_t g = outliers[i], j = top[g];
+      if (j == a) continue;
+      const float full = (low[g] - s1[g]) * shrink;  // the bound counting the top mover's shift
+      if (full > 0.0f && static_cast<double>(full) * full - ub2 > margin) {
+        moved[g] = full;
+        continue;
+      }
+      // simd::l2 is within the same relative slack of the true distance.
+      const float lj = float_at_most(std::sqrt(static_cast<double>(simd::l2(x, centroids + j * d, d)) / dist_slack) *
+                                     (1.0 - 0x1.0p-40));
+      keep = static_cast<double>(lj) * lj - ub2 > margin;
+      moved[g] = std::min(moved[g], lj);
+    }
+    if (!keep) return false;
+    std::copy(moved, moved + G, low);
+    *da_out = da;
+    return true;
+  }
+};
+
+// One task's buffers for the rows of a block that are not skipped (allocated once
+// per chunk).
+template <class W>
+struct bounded_block_scratch {
+  simd::aligned_array<W> rows;  // the rows gathered, contiguous
+  std::vector<std::size_t> which;
+  std::vector<double> norms;
+  std::vector<std::uint32_t> m;
+  std::vector<W> dd;
+  std::vector<float> lo;
+  explicit bounded_block_scratch(std::size_t values) : rows(values) {}
+};
+
+// Adds rows b0..b1 (assigned in member) to a chunk's centroid sums acc and counts cnt.
+template <class W>
+inline void add_block_to_sums(const W* data, std::size_t d, std::size_t b0, std::size_t b1,
+                              const std::uint32_t* member, double* acc, std::size_t* cnt) {
+  for (std::size_t r = b0; r < b1; ++r) {
+    const std::uint32_t mr = member[r];
+    if (mr == simd::no_index) continue;
+    double* a = acc + mr * d;
+    const W* row = data + r * d;
+    std::size_t t = 0;
+    for (; t + 8 <= d; t += 8)  // fixed-width chunks: GCC vectorises these at -O2
+      for (std::size_t u = 0; u < 8; ++u) a[t + u] += static_cast<double>(row[t + u]);
+    for (; t < d; ++t) a[t] += static_cast<double>(row[t]);
+    ++cnt[mr];
+  }
+}
+
+// The means: per centroid the chunks' sums added in chunk order, divided by the
+// count (zeros for an empty cluster), per range of centroids.
+template <class W>
+inline void average_chunk_sums(const chunk_sums& sums, std::size_t chunks, std::size_t k, std::size_t d, W* next,
+                               boost::asio::thread_pool* pool) {
+  const std::size_t per = pool ? std::max<std::size_t>(1, (k + 7) / 8) : k;
+  parallel_for(pool, (k + per - 1) / per, [&](std::size_t b) {
+    std::vector<double> s(d);
+    for (std::size_t j = b * per; j < std::min(k, (b + 1) * per); ++j) {
+      std::fill(s.begin(), s.end(), 0.0);
+      std::size_t total = 0;
+      for (std::size_t c = 0; c < chunks; ++c) {
+        const double* a = sums.sum.get() + (c * k + j) * d;
+        for (std::size_t t = 0; t < d; ++t) s[t] += a[t];
+        total += sums.count[c * k + j];
+      }
+      const double inv = total ? 1.0 / static_cast<double>(total) : 0.0;
+      for (std::size_t t = 0; t < d; ++t) next[j * d + t] = static_cast<W>(s[t] * inv);
+    }
+  });
+}
+
+// The next pass claims the chunks with the most rows computed in this one first
+// (see chunk_sums::order).
+inline void order_chunks_by_work(chunk_sums& sums, const std::vector<std::size_t>& skipped, std::size_t n,
+                                 std::size_t cr) {
+  const auto computed = [&](std::size_t c) { return std::min(n, (c + 1) * cr) - c * cr - skipped[c]; };
+  std::stable_sort(sums.order.begin(), sums.order.end(),
+                   [&](std::size_t a, std::size_t b) { return computed(a) > computed(b); });
+}
+
 // ---- algorithms: float rows (l2 / dot) and binary codes (hamming, k-modes) ---------
 
 template <class W>
@@ -242,77 +438,20 @@ struct float_algo {
                                  l2_bounds* bd, const double* shift, std::uint32_t* member, W* dist, W* next,
                                  chunk_sums& sums, boost::asio::thread_pool* pool) const {
     using plan = simd::tile_plan<W>;
-    constexpr std::size_t G = bound_groups<W>;
     const simd::packed_centroids<W> pc(dt, centroids, k, d, bd ? nullptr : bias);
     const std::size_t rb = simd::tile_rows_per_block<W>(d, plan::mr_for(pc.nrv()));
     const std::size_t cr = sum_chunk_rows(rb, k);
     const std::size_t chunks = (n + cr - 1) / cr;
-    if (sums.sum_size != chunks * k * d) {
-      sums.sum.reset(new double[chunks * k * d]);
-      sums.sum_size = chunks * k * d;
-    }
-    sums.count.resize(chunks * k);
+    size_chunk_sums(sums, chunks, k, d);
 
-    double cmax = 0;
-    std::vector<float> s1(G, 0.0f), s2(G, 0.0f);
-    std::vector<std::size_t> top(G, k), outliers;
-    std::vector<float> drop(G, 0.0f);
-    bool prune = false;
+    prune_plan<W> pp(k, d);
     if (bd) {
-      if (bd->xnorm.size() != n) {
-        bd->xnorm.resize(n);
-        bd->lower.reset(new float[n * G]);
-        bd->ready = false;
-        parallel_for(pool, chunks, [&](std::size_t c) {
-          const std::size_t r0 = c * cr, r1 = std::min(n, (c + 1) * cr);
-          std::fill(bd->lower.get() + r0 * G, bd->lower.get() + r1 * G, 0.0f);
-          for (std::size_t r = r0; r < r1; ++r) {
-            double s = 0;
-            for (std::size_t t = 0; t < d; ++t) s += static_cast<double>(data[r * d + t]) * data[r * d + t];
-            bd->xnorm[r] = std::sqrt(s);
-          }
-        });
-      }
-      for (std::size_t j = 0; j < k; ++j) {
-        double s = 0;
-        for (std::size_t t = 0; t < d; ++t) s += static_cast<double>(centroids[j * d + t]) * centroids[j * d + t];
-        cmax = std::max(cmax, std::sqrt(s));
-      }
-      // Per group, the largest and second largest shift (rounded up to float): a
-      // row's other centroids in a group moved at most the largest, or the second
-      // largest when its own centroid is the one that moved most.
-      prune = shift != nullptr && bd->ready;
-      if (prune)
-        for (std::size_t j = 0; j < k; ++j) {
-          const std::size_t g = j % G;
-          const float sj = float_at_least(shift[j]);
-          if (sj > s1[g]) {
-            s2[g] = s1[g];
-            s1[g] = sj;
-            top[g] = j;
-          } else if (sj > s2[g]) {
-            s2[g] = sj;
-          }
-        }
-      // Groups whose largest shift stands out (above twice the runner-up, e.g. a
-      // centroid re-seeded from an empty cluster): rather than letting that one
-      // centroid lower every row's bound for the group, its distance is computed
-      // exactly for the rows that would otherwise be skipped, and the group's bound
-      // drops by the runner-up's shift. At most 4 such groups, the largest shifts.
-      drop = s1;
-      if (prune) {
-        for (std::size_t g = 0; g < G; ++g)
-          if (s1[g] > 2.0f * s2[g]) outliers.push_back(g);
-        std::sort(outliers.begin(), outliers.end(), [&](std::size_t a, std::size_t b) { return s1[a] > s1[b]; });
-        if (outliers.size() > 4) outliers.resize(4);
-        for (std::size_t g : outliers) drop[g] = s2[g];
-      }
+      init_row_norms(*bd, data, n, d, chunks, cr, pool);
+      pp.cmax = max_centroid_norm(centroids, k, d);
+      pp.prune = shift != nullptr && bd->ready;
+      if (pp.prune) pp.rank_shifts(shift, k);
+      pp.pick_outliers();
     }
-    // (lo - s) rounded to float can exceed the exact difference by half an ulp:
-    // shrinking a positive result by 2^-20 makes it a true lower bound again (and a
-    // bound <= 0 never prunes).
-    constexpr float shrink = 1.0f - 0x1.0p-20f;
-    const double dist_slack = 1.0 + 2.0 * static_cast<double>(d + 2) * static_cast<double>(std::numeric_limits<W>::epsilon());
 
     std::vector<std::size_t> skipped(chunks, 0);
     if (sums.order.size() != chunks) {
@@ -326,113 +465,61 @@ struct float_algo {
       std::size_t* cnt = sums.count.data() + c * k;
       std::fill(acc, acc + k * d, 0.0);
       std::fill(cnt, cnt + k, std::size_t(0));
-      simd::aligned_array<W> rows(bd ? rb * d : 0);
-      std::vector<std::size_t> which;
-      std::vector<double> norms;
-      std::vector<std::uint32_t> m;
-      std::vector<W> dd;
-      std::vector<float> lo;
+      bounded_block_scratch<W> scratch(bd ? rb * d : 0);
       for (std::size_t b0 = c0; b0 < c1; b0 += rb) {
         const std::size_t b1 = std::min(c1, b0 + rb);
-        if (!bd) {
+        if (!bd)
           simd::assign_nearest(pc, data + b0 * d, b1 - b0, member + b0, dist + b0);
-        } else {
-          which.clear();
-          norms.clear();
-          for (std::size_t r = b0; r < b1; ++r) {
-            const W* x = data + r * d;
-            const std::uint32_t a = member[r];
-            if (prune && a < k) {
-              float* low = bd->lower.get() + r * G;
-              float moved[G];
-              for (std::size_t g = 0; g < G; ++g) moved[g] = (low[g] - drop[g]) * shrink;
-              const std::size_t ga = a % G;
-              if (top[ga] == a) moved[ga] = (low[ga] - s2[ga]) * shrink;
-              float lb = moved[0];
-              for (std::size_t g = 1; g < G; ++g) lb = std::min(lb, moved[g]);
-              if (lb > 0.0f) {
-                const W da = simd::l2(x, centroids + a * d, d);
-                const double ub2 = static_cast<double>(da) * dist_slack;
-                const double lbd = static_cast<double>(lb);
-                const double margin = 2.0 * kernel_error<W>(d, bd->xnorm[r], cmax);
-                bool keep = lbd * lbd - ub2 > margin;
-                for (std::size_t i = 0; keep && i < outliers.size(); ++i) {
-                  const std::size_t g = outliers[i], j = top[g];
-                  if (j == a) continue;
-                  const float full = (low[g] - s1[g]) * shrink;  // the bound counting the top mover's shift
-                  if (full > 0.0f && static_cast<double>(full) * full - ub2 > margin) {
-                    moved[g] = full;
-                    continue;
-                  }
-                  // simd::l2 is within the same relative slack of the true distance.
-                  const float lj = float_at_most(
-                      std::sqrt(static_cast<double>(simd::l2(x, centroids + j * d, d)) / dist_slack) * (1.0 - 0x1.0p-40));
-                  keep = static_cast<double>(lj) * lj - ub2 > margin;
-                  moved[g] = std::min(moved[g], lj);
-                }
-                if (keep) {
-                  std::copy(moved, moved + G, low);
-                  dist[r] = da;
-                  ++skipped[c];
-                  continue;
-                }
-              }
-            }
-            std::copy(x, x + d, rows.data() + which.size() * d);
-            which.push_back(r);
-            norms.push_back(bd->xnorm[r]);
-          }
-          if (!which.empty()) {
-            m.resize(which.size());
-            dd.resize(which.size());
-            lo.resize(which.size() * G);
-            nearest_two(pc, rows.data(), which.size(), norms.data(), cmax, m.data(), dd.data(), lo.data());
-            for (std::size_t i = 0; i < which.size(); ++i) {
-              member[which[i]] = m[i];
-              dist[which[i]] = dd[i];
-              std::copy(lo.data() + i * G, lo.data() + (i + 1) * G, bd->lower.get() + which[i] * G);
-            }
-          }
-        }
-        for (std::size_t r = b0; r < b1; ++r) {  // the block's rows into the chunk's sums
-          const std::uint32_t mr = member[r];
-          if (mr == simd::no_index) continue;
-          double* a = acc + mr * d;
-          const W* row = data + r * d;
-          std::size_t t = 0;
-          for (; t + 8 <= d; t += 8)  // fixed-width chunks: GCC vectorises these at -O2
-            for (std::size_t u = 0; u < 8; ++u) a[t + u] += static_cast<double>(row[t + u]);
-          for (; t < d; ++t) a[t] += static_cast<double>(row[t]);
-          ++cnt[mr];
-        }
+        else
+          skipped[c] += assign_block_bounded(pc, pp, centroids, k, data, b0, b1, *bd, member, dist, scratch);
+        add_block_to_sums(data, d, b0, b1, member, acc, cnt);
       }
     });
     if (bd) {
       bd->ready = true;
-      const auto computed = [&](std::size_t c) { return std::min(n, (c + 1) * cr) - c * cr - skipped[c]; };
-      std::stable_sort(sums.order.begin(), sums.order.end(),
-                       [&](std::size_t a, std::size_t b) { return computed(a) > computed(b); });
+      order_chunks_by_work(sums, skipped, n, cr);
     }
 
-    // Means: chunk sums added in chunk order, per range of centroids.
-    const std::size_t per = pool ? std::max<std::size_t>(1, (k + 7) / 8) : k;
-    parallel_for(pool, (k + per - 1) / per, [&](std::size_t b) {
-      std::vector<double> s(d);
-      for (std::size_t j = b * per; j < std::min(k, (b + 1) * per); ++j) {
-        std::fill(s.begin(), s.end(), 0.0);
-        std::size_t total = 0;
-        for (std::size_t c = 0; c < chunks; ++c) {
-          const double* a = sums.sum.get() + (c * k + j) * d;
-          for (std::size_t t = 0; t < d; ++t) s[t] += a[t];
-          total += sums.count[c * k + j];
-        }
-        const double inv = total ? 1.0 / static_cast<double>(total) : 0.0;
-        for (std::size_t t = 0; t < d; ++t) next[j * d + t] = static_cast<W>(s[t] * inv);
-      }
-    });
+    average_chunk_sums(sums, chunks, k, d, next, pool);
     std::size_t total = 0;
     for (auto s : skipped) total += s;
     return total;
+  }
+
+  // Assigns rows b0..b1 with bounds: the rows that keep their centroid for certain
+  // are skipped (their distance and bounds updated), the others gathered and
+  // assigned by nearest_two, which also gives their new bounds. Returns how many
+  // rows were skipped.
+  std::size_t assign_block_bounded(const simd::packed_centroids<W>& pc, const prune_plan<W>& pp, const W* centroids,
+                                   std::size_t k, const W* data, std::size_t b0, std::size_t b1, l2_bounds& bd,
+                                   std::uint32_t* member, W* dist, bounded_block_scratch<W>& s) const {
+    constexpr std::size_t G = bound_groups<W>;
+    std::size_t skipped = 0;
+    s.which.clear();
+    s.norms.clear();
+    for (std::size_t r = b0; r < b1; ++r) {
+      const W* x = data + r * d;
+      const std::uint32_t a = member[r];
+      if (pp.prune && a < k && pp.keeps_centroid(x, a, bd.lower.get() + r * G, bd.xnorm[r], centroids, d, dist + r)) {
+        ++skipped;
+        continue;
+      }
+      std::copy(x, x + d, s.rows.data() + s.which.size() * d);
+      s.which.push_back(r);
+      s.norms.push_back(bd.xnorm[r]);
+    }
+    if (!s.which.empty()) {
+      s.m.resize(s.which.size());
+      s.dd.resize(s.which.size());
+      s.lo.resize(s.which.size() * G);
+      nearest_two(pc, s.rows.data(), s.which.size(), s.norms.data(), pp.cmax, s.m.data(), s.dd.data(), s.lo.data());
+      for (std::size_t i = 0; i < s.which.size(); ++i) {
+        member[s.which[i]] = s.m[i];
+        dist[s.which[i]] = s.dd[i];
+        std::copy(s.lo.data() + i * G, s.lo.data() + (i + 1) * G, bd.lower.get() + s.which[i] * G);
+      }
+    }
+    return skipped;
   }
 
   // Re-seeds empty cluster i from cluster j (Lance's split: scale the coordinates by
