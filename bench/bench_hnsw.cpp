@@ -46,8 +46,8 @@
 #include <nlohmann/json.hpp>
 
 #include <lancet/dataset/dataset.hpp>
-#include <lancet/index/ivf_builder.hpp>
-#include <lancet/index/vector_index.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/search/vector_index.hpp>
 #include <lancet/simd/distance.hpp>
 #include <lancet/simd/topk.hpp>
 

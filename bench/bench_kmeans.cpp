@@ -42,7 +42,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "fma_peak.hpp"
-#include "lancet/index/kmeans.hpp"
+#include "lancet/index/kmeans/kmeans.hpp"
 #include "lancet/simd/tiled.hpp"
 
 namespace {

@@ -33,8 +33,8 @@
 
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/ivf_builder.hpp>
-#include <lancet/index/optimize.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/optimize/optimize_indices.hpp>
 
 #include "../tests/support/interop.hpp"
 #include "../tests/support/vector_batch.hpp"

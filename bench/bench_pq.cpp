@@ -26,7 +26,7 @@
 
 #include <boost/asio/thread_pool.hpp>
 
-#include <lancet/index/kmeans.hpp>
+#include <lancet/index/kmeans/kmeans.hpp>
 #include <lancet/index/quantizer/pq.hpp>
 #include <lancet/index/quantizer/rabitq.hpp>
 #include <lancet/index/quantizer/sq.hpp>

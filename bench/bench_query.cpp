@@ -68,7 +68,7 @@
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/delete.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/ivf_builder.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
 #include <lancet/query/table.hpp>
 #include <lancet/simd/distance.hpp>
 #include <lancet/simd/topk.hpp>

@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "lancet/dataset/dataset.hpp"
-#include "lancet/index/vector_index.hpp"
+#include "lancet/index/search/vector_index.hpp"
 
 namespace {
 

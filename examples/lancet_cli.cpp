@@ -53,10 +53,10 @@
 #include <lancet/dataset/distributed.hpp>
 #include <lancet/dataset/distributed_impl.hpp>  // write_fragments from a batch generator
 #include <lancet/dataset/fragment_json.hpp>
-#include <lancet/index/ivf_builder.hpp>
-#include <lancet/index/optimize.hpp>
-#include <lancet/index/remap.hpp>
-#include <lancet/index/segments.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/optimize/optimize_indices.hpp>
+#include <lancet/index/optimize/remap.hpp>
+#include <lancet/index/distributed/segments.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/json/rows_reader.hpp>
 #include <lancet/json/rows_writer.hpp>

@@ -53,7 +53,7 @@ template class encoding::structural::structural_encodings<encoding::structural::
 template class encoding::structural::structural_strategy<1, encoding::structural::default_policy>;
 template class encoding::structural::structural_strategy<2, encoding::structural::default_policy>;
 template class encoding::structural::structural_strategy<3, encoding::structural::default_policy>;
-// Searches for every query type (index/search.hpp, index/vector_index.hpp).
+// Searches for every query type (index/search/ivf_searcher.hpp, index/search/vector_index.hpp).
 #define LANCET_INSTANTIATE_SEARCH_IN(S, Q)                                                                      \
   template std::vector<std::pair<std::uint32_t, float>> index::S::probe<Q>(const Q*, std::size_t, std::size_t) \
       const;                                                                                                    \

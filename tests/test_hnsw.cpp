@@ -22,9 +22,9 @@
 #include <lancet/index/hnsw/index_file.hpp>
 #include <lancet/index/hnsw/partition_graphs.hpp>
 #include <lancet/index/hnsw/search.hpp>
-#include <lancet/index/ivf_builder.hpp>
-#include <lancet/index/optimize.hpp>
-#include <lancet/index/vector_index.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/optimize/optimize_indices.hpp>
+#include <lancet/index/search/vector_index.hpp>
 
 #include "support/peak_memory.hpp"
 #include "support/temp_dir.hpp"

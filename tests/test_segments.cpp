@@ -1,4 +1,4 @@
-// Distributed index building (index/model_file.hpp, index/segments.hpp): the model's
+// Distributed index building (index/distributed/model_file.hpp, index/distributed/segments.hpp): the model's
 // serialised form, segments built separately and committed (or merged) equal to a
 // one-shot build with the same model, and bad input refused with nothing committed.
 #include <doctest/doctest.h>
@@ -14,7 +14,7 @@
 
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/segments.hpp>
+#include <lancet/index/distributed/segments.hpp>
 
 #include "support/interop.hpp"
 

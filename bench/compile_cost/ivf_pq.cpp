@@ -3,7 +3,7 @@
 #if __has_include(<lancet/index.hpp>)
 #include <lancet/index.hpp>
 #else
-#include <lancet/index/ivf_builder.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
 #endif
 
 #include <string>

@@ -29,8 +29,8 @@
 #include <boost/serialization/vector.hpp>
 
 #include <lancet/dataset/dataset.hpp>
-#include <lancet/index/model_file.hpp>
-#include <lancet/index/segments.hpp>
+#include <lancet/index/distributed/model_file.hpp>
+#include <lancet/index/distributed/segments.hpp>
 
 #include "common.hpp"
 

@@ -4,9 +4,9 @@
 // built apart and committed as one index).
 #pragma once
 
-#include "lancet/index/ivf_builder.hpp"
-#include "lancet/index/model_file.hpp"
-#include "lancet/index/optimize.hpp"
-#include "lancet/index/remap.hpp"
-#include "lancet/index/segments.hpp"
-#include "lancet/index/vector_index.hpp"
+#include "lancet/index/build/ivf_builder.hpp"
+#include "lancet/index/distributed/model_file.hpp"
+#include "lancet/index/optimize/optimize_indices.hpp"
+#include "lancet/index/optimize/remap.hpp"
+#include "lancet/index/distributed/segments.hpp"
+#include "lancet/index/search/vector_index.hpp"

@@ -44,9 +44,9 @@ done < <(find "$inc" -name '*_impl.hpp' | sort)
 # What the umbrella must not parse in compiled mode: the implementations above, and the
 # internals they include (readers and decoders, writers' commit paths, index builders).
 heavy=(lancet/dataset/fragment_reader.hpp lancet/encoding/structural/page_decoder.hpp
-       lancet/encoding/structural/decompress.hpp lancet/index/build_stages.hpp lancet/index/shuffler.hpp
-       lancet/index/storage_writer.hpp lancet/index/storage_reader.hpp lancet/index/registry.hpp
-       lancet/index/kmeans.hpp lancet/index/quantizer/pq.hpp lancet/simd/distance.hpp lancet/core/parallel.hpp)
+       lancet/encoding/structural/decompress.hpp lancet/index/build/stages.hpp lancet/index/build/shuffler.hpp
+       lancet/index/ivf/storage_writer.hpp lancet/index/ivf/storage_reader.hpp lancet/index/registry.hpp
+       lancet/index/kmeans/kmeans.hpp lancet/index/quantizer/pq.hpp lancet/simd/distance.hpp lancet/core/parallel.hpp)
 # ... nor the SIMD library and the thread pool, which only the kernels and the code that
 # runs on a pool need (declaring a search or a build option names a pool, no more).
 heavy_deps='/xsimd/xsimd\.hpp$|/boost/asio/thread_pool\.hpp$'

@@ -24,7 +24,7 @@
 #include "lancet/encoding/structural/field_encoders.hpp"
 #include "lancet/expr/filter.hpp"
 #include "lancet/file/reader.hpp"
-#include "lancet/index/storage_reader.hpp"
+#include "lancet/index/ivf/storage_reader.hpp"
 #include "lancet/io/source.hpp"
 #include "lancet/json/rows_reader.hpp"
 #include "lancet/json/schema_json.hpp"

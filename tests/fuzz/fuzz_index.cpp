@@ -11,7 +11,7 @@
 #include <cstdio>
 
 #include "lancet/core/error.hpp"
-#include "lancet/index/storage_reader.hpp"
+#include "lancet/index/ivf/storage_reader.hpp"
 #include "lancet/io/source.hpp"
 #include "fuzz_target.hpp"
 

@@ -67,7 +67,7 @@ struct compaction_options {
   // Called after each task's files are written: (tasks done, tasks in all).
   std::function<void(std::size_t, std::size_t)> progress;
   // Carries the indexes covering rewritten fragments over to the new rows: set it to
-  // index::compaction_remapper() (index/remap.hpp) for vector indexes. Unset, a
+  // index::compaction_remapper() (index/optimize/remap.hpp) for vector indexes. Unset, a
   // compaction that would rewrite indexed fragments is unsupported_error naming the
   // index, before anything is written (with stable row ids indexes keep their rows'
   // ids and need no remap).

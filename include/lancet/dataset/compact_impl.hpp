@@ -191,7 +191,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
       if (!o.remap_indexes)
         throw unsupported_error("cannot compact dataset '" + root + "': index '" + im.name +
                                 "' covers fragments this compaction rewrites, and compaction_options::remap_indexes "
-                                "is unset (index::compaction_remapper() in lancet/index/remap.hpp remaps vector indexes)");
+                                "is unset (index::compaction_remapper() in lancet/index/optimize/remap.hpp remaps vector indexes)");
       if (auto why = o.remap_indexes.unsupported_reason(root, im))
         throw unsupported_error("cannot compact dataset '" + root + "': " + *why +
                                 " (drop the index, or compact with LanceDB)");

@@ -1,6 +1,6 @@
 // How an operation that moves rows (compaction) carries the dataset's indexes along.
 // The dataset layer knows the manifest's IndexMetadata but no index format, so the
-// index layer supplies the remapper (index::compaction_remapper(), index/remap.hpp),
+// index layer supplies the remapper (index::compaction_remapper(), index/optimize/remap.hpp),
 // and this header holds what both sides share: the old -> new row address map, the
 // remapped copy an index gets, and the manifest's side of the change (the new
 // IndexMetadata and fragment bitmap, as Lance 12 records them).

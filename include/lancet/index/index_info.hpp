@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "lancet/file/version.hpp"
-#include "lancet/index/ivf_model.hpp"
+#include "lancet/index/ivf/model.hpp"
 #include "lancet/pb/index.hpp"
 #include "lancet/pb/table/common.hpp"
 #include "lancet/pb/table/index.hpp"

@@ -1,7 +1,7 @@
 // The IVF index types lancet builds (ivf_index_type), and how Lance names them:
 // "IVF_" or "IVF_HNSW_", then the quantizer's name ("FLAT", "PQ", "SQ", "RQ").
 // index_type_name below is the one place that composes a name; the quantizer's part
-// comes from its quantizer_traits (quantizer/storage.hpp: ivf_index_type_name,
+// comes from its quantizer_traits (quantizer/traits.hpp: ivf_index_type_name,
 // index_type_name of a quantizer or of a manifest's VectorIndexDetails).
 #pragma once
 

@@ -18,7 +18,7 @@
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/core/buffer.hpp"
 #include "lancet/dataset/row_set.hpp"
-#include "lancet/index/neighbors.hpp"
+#include "lancet/index/search/neighbors.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/flat.hpp"
 #include "lancet/index/quantizer/pq.hpp"

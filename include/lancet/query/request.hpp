@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "lancet/core/thread_pool_fwd.hpp"
-#include "lancet/index/neighbors.hpp"
+#include "lancet/index/search/neighbors.hpp"
 #include "lancet/simd/distance_type.hpp"
 
 namespace lancet::query {

@@ -26,7 +26,7 @@
 #include "lancet/dataset/row_set.hpp"
 #include "lancet/expr/filter.hpp"
 #include "lancet/index/registry.hpp"
-#include "lancet/index/vector_index.hpp"
+#include "lancet/index/search/vector_index.hpp"
 #include "lancet/query/flat_search.hpp"
 #include "lancet/query/table.hpp"
 #include "lancet/query/vector_column.hpp"

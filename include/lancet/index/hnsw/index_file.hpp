@@ -16,8 +16,8 @@
 
 #include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/hnsw/graph.hpp"
-#include "lancet/index/storage_reader.hpp"
-#include "lancet/index/storage_writer.hpp"
+#include "lancet/index/ivf/storage_reader.hpp"
+#include "lancet/index/ivf/storage_writer.hpp"
 
 namespace lancet::index::hnsw {
 

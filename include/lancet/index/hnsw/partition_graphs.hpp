@@ -19,8 +19,8 @@
 #include "lancet/core/parallel.hpp"
 #include "lancet/core/release_memory.hpp"
 #include "lancet/index/hnsw/builder.hpp"
-#include "lancet/index/quantizer/storage.hpp"
-#include "lancet/index/storage_reader.hpp"
+#include "lancet/index/quantizer/traits.hpp"
+#include "lancet/index/ivf/storage_reader.hpp"
 #include "lancet/simd/distance.hpp"
 #include "lancet/simd/f16.hpp"
 

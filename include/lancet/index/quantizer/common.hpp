@@ -20,7 +20,7 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
-#include "lancet/index/kmeans.hpp"
+#include "lancet/index/kmeans/kmeans.hpp"
 #include "lancet/simd/distance.hpp"
 #include "lancet/simd/f16.hpp"
 #include "lancet/simd/tiled.hpp"

@@ -17,7 +17,7 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/index/quantizer/common.hpp"
-#include "lancet/index/quantizer_storage.hpp"
+#include "lancet/index/quantizer/params.hpp"
 #include "lancet/simd/distance.hpp"
 
 namespace lancet::index::flat {

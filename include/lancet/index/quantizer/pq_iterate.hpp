@@ -40,8 +40,8 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "lancet/core/parallel.hpp"
-#include "lancet/index/kmeans_params.hpp"
-#include "lancet/index/neighbors.hpp"
+#include "lancet/index/kmeans/params.hpp"
+#include "lancet/index/search/neighbors.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
 #include "lancet/index/quantizer/pq_encode.hpp"

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "lancet/core/error.hpp"
-#include "lancet/index/kmeans_params.hpp"
+#include "lancet/index/kmeans/params.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
-#include "lancet/index/quantizer_storage.hpp"
+#include "lancet/index/quantizer/params.hpp"
 #include "lancet/simd/distance.hpp"
 
 namespace lancet::index::pq {
@@ -128,7 +128,7 @@ inline void decode(const model<C>& pq, const std::uint8_t* code_row, O* out) {
   }
 }
 
-// ---- the shared storage description (quantizer_storage.hpp) ----------------------
+// ---- the shared storage description (quantizer/params.hpp) ----------------------
 
 // What the index files record about the quantizer.
 template <class C>

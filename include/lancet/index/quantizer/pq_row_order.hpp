@@ -31,7 +31,7 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
-#include "lancet/index/quantizer_storage.hpp"
+#include "lancet/index/quantizer/params.hpp"
 #include "lancet/simd/distance.hpp"
 
 namespace lancet::index::pq {

@@ -32,7 +32,7 @@
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
 #include "lancet/index/quantizer/pq_model.hpp"
-#include "lancet/index/quantizer_storage.hpp"
+#include "lancet/index/quantizer/params.hpp"
 #include "lancet/simd/distance.hpp"
 #include "lancet/simd/f16.hpp"
 #include "lancet/simd/tiled.hpp"

@@ -18,7 +18,7 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
-#include "lancet/index/kmeans.hpp"
+#include "lancet/index/kmeans/kmeans.hpp"
 #include "lancet/index/quantizer/common.hpp"
 #include "lancet/index/quantizer/pq_encode.hpp"
 #include "lancet/index/quantizer/pq_iterate.hpp"

@@ -59,11 +59,11 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
-#include "lancet/index/kmeans.hpp"
+#include "lancet/index/kmeans/kmeans.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
 #include "lancet/index/quantizer/pq.hpp"
-#include "lancet/index/quantizer_storage.hpp"
+#include "lancet/index/quantizer/params.hpp"
 #include "lancet/simd/distance.hpp"
 
 namespace lancet::index::rabitq {
@@ -617,7 +617,7 @@ class query_estimator {
   float sum_q_ = 0.0f, mul_ = 1.0f, off_ = 0.0f;
 };
 
-// ---- the shared storage description (quantizer_storage.hpp) ----------------------
+// ---- the shared storage description (quantizer/params.hpp) ----------------------
 
 inline rq_params to_params(const model& m) {
   m.validate();

@@ -37,7 +37,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/quantizer/common.hpp"
-#include "lancet/index/quantizer_storage.hpp"
+#include "lancet/index/quantizer/params.hpp"
 #include "lancet/simd/distance.hpp"
 
 #if defined(__AVX512BW__)
@@ -318,7 +318,7 @@ class distance_estimator {
   float value_[256] = {};
 };
 
-// ---- the shared storage description (quantizer_storage.hpp) ----------------------
+// ---- the shared storage description (quantizer/params.hpp) ----------------------
 
 inline sq_params to_params(const model& m) {
   m.validate();
