@@ -57,6 +57,7 @@
 #include <lancet/index/optimize/optimize_indices.hpp>
 #include <lancet/index/optimize/remap.hpp>
 #include <lancet/index/distributed/segments.hpp>
+#include <lancet/index/registry.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/json/rows_reader.hpp>
 #include <lancet/json/rows_writer.hpp>

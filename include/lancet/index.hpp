@@ -6,7 +6,8 @@
 
 #include "lancet/index/build/ivf_builder.hpp"
 #include "lancet/index/distributed/model_file.hpp"
+#include "lancet/index/distributed/segments.hpp"
+#include "lancet/index/index_type.hpp"
 #include "lancet/index/optimize/optimize_indices.hpp"
 #include "lancet/index/optimize/remap.hpp"
-#include "lancet/index/distributed/segments.hpp"
 #include "lancet/index/search/vector_index.hpp"
