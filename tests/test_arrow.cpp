@@ -9,29 +9,17 @@
 #include <lancet/arrow/half.hpp>
 #include <lancet/arrow/validate.hpp>
 
+#include "support/message_of.hpp"
+#include "support/text.hpp"
+
 using namespace lancet;
 using namespace lancet::arrow;
 
 namespace {
 
-std::vector<std::uint8_t> bytes_of(const shared_bytes& b) { return {b.data(), b.data() + b.size()}; }
-
-// Runs f and returns the exception message of type E (fails the test otherwise).
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("wrong exception type: " << e.what());
-    return {};
-  }
-  FAIL("no exception thrown");
-  return {};
-}
-
-bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+using lancet::testing::byte_vector;
+using lancet::testing::contains;
+using lancet::testing::message_of;
 
 }  // namespace
 
@@ -83,7 +71,7 @@ TEST_CASE("make_array builds values, validity and null counts") {
   CHECK(a->value<std::int32_t>(1) == 0);  // zero under the null
   CHECK(a->value<std::int32_t>(2) == 3);
   REQUIRE(a->buffers.size() == 2);
-  CHECK(bytes_of(a->buffers[0]) == std::vector<std::uint8_t>{0b101});
+  CHECK(byte_vector(a->buffers[0]) == std::vector<std::uint8_t>{0b101});
   validate(a);
 
   auto b = make_array<std::uint64_t>({1, 2});
@@ -118,10 +106,10 @@ TEST_CASE("make_array with an explicit type: temporal and float16") {
   CHECK(h->is_null(1));
 
   // Width or kind mismatches are refused.
-  CHECK(contains(error_of<invalid_input_error>([] { make_array<std::int32_t>({1}, int64()); }), "int64"));
-  error_of<invalid_input_error>([] { make_array<std::int32_t>({1}, float32()); });
-  error_of<invalid_input_error>([] { make_array<float>({1}, int32()); });
-  error_of<invalid_input_error>([] { primitive_builder<std::int64_t> b(utf8()); });
+  CHECK(contains(message_of<invalid_input_error>([] { make_array<std::int32_t>({1}, int64()); }), "int64"));
+  message_of<invalid_input_error>([] { make_array<std::int32_t>({1}, float32()); });
+  message_of<invalid_input_error>([] { make_array<float>({1}, int32()); });
+  message_of<invalid_input_error>([] { primitive_builder<std::int64_t> b(utf8()); });
 }
 
 TEST_CASE("generic builder: append, append_null, append_nulls, finish resets") {
@@ -143,8 +131,8 @@ TEST_CASE("generic builder: append, append_null, append_nulls, finish resets") {
   bb.append(true).append_null().append(false).append(true);
   auto ba = bb.finish();
   CHECK(ba->type->id == type_id::boolean);
-  CHECK(bytes_of(ba->buffers[1]) == std::vector<std::uint8_t>{0b1001});
-  CHECK(bytes_of(ba->buffers[0]) == std::vector<std::uint8_t>{0b1101});
+  CHECK(byte_vector(ba->buffers[1]) == std::vector<std::uint8_t>{0b1001});
+  CHECK(byte_vector(ba->buffers[0]) == std::vector<std::uint8_t>{0b1101});
   CHECK(ba->null_count == 1);
 
   builder<std::string> sb;
@@ -206,7 +194,7 @@ TEST_CASE("binary-like arrays: utf8, large_utf8, binary, large_binary, fixed_siz
   CHECK(f->type->byte_width == 3);
   CHECK(f->fixed_binary_value(2) == "xyz");
   CHECK(f->buffers[1].size() == 9);
-  CHECK(contains(error_of<invalid_input_error>([] { fixed_size_binary_array(3, {"ab"}); }), "has 2 bytes"));
+  CHECK(contains(message_of<invalid_input_error>([] { fixed_size_binary_array(3, {"ab"}); }), "has 2 bytes"));
   validate(f);
 
   auto strs = string_array(std::vector<std::optional<std::string>>{"x", std::nullopt});
@@ -240,8 +228,8 @@ TEST_CASE("decimals: little-endian two's complement, sign-extended to 256 bits")
   std::vector<std::uint8_t> bytes(32, 0xAB);
   raw.append_bytes(bytes_view(bytes.data(), bytes.size()));
   auto r = raw.finish();
-  CHECK(bytes_of(r->buffers[1]) == bytes);
-  CHECK(contains(error_of<invalid_input_error>([&] { raw.append_bytes(bytes_view(bytes.data(), 16)); }),
+  CHECK(byte_vector(r->buffers[1]) == bytes);
+  CHECK(contains(message_of<invalid_input_error>([&] { raw.append_bytes(bytes_view(bytes.data(), 16)); }),
                  "expected 32"));
   validate(d);
   validate(d256);
@@ -263,11 +251,11 @@ TEST_CASE("lists, large lists, fixed-size lists and structs") {
   CHECK(ll->value_offset(1) == 5);
   validate(ll);
 
-  CHECK(contains(error_of<invalid_input_error>([&] { make_list(items, {0, 3, 2}); }), "decrease"));
-  CHECK(contains(error_of<invalid_input_error>([&] { make_list(items, {0, 6}); }), "past the child"));
-  CHECK(contains(error_of<invalid_input_error>([&] { make_list(items, {}); }), "at least one"));
-  CHECK(contains(error_of<invalid_input_error>([&] { make_list(items, {0, 1}, {true, true}); }), "validity"));
-  CHECK(contains(error_of<invalid_input_error>([&] { make_list(field{"item", int64(), true, {}}, items, {0, 1}); }),
+  CHECK(contains(message_of<invalid_input_error>([&] { make_list(items, {0, 3, 2}); }), "decrease"));
+  CHECK(contains(message_of<invalid_input_error>([&] { make_list(items, {0, 6}); }), "past the child"));
+  CHECK(contains(message_of<invalid_input_error>([&] { make_list(items, {}); }), "at least one"));
+  CHECK(contains(message_of<invalid_input_error>([&] { make_list(items, {0, 1}, {true, true}); }), "validity"));
+  CHECK(contains(message_of<invalid_input_error>([&] { make_list(field{"item", int64(), true, {}}, items, {0, 1}); }),
                  "int64"));
 
   auto vec = make_fixed_size_list(make_array<float>({1, 2, 3, 4, 5, 6}), 3, {true, false});
@@ -276,7 +264,7 @@ TEST_CASE("lists, large lists, fixed-size lists and structs") {
   CHECK(vec->length == 2);
   CHECK(vec->null_count == 1);
   validate(vec);
-  CHECK(contains(error_of<invalid_input_error>([] { make_fixed_size_list(make_array<float>({1, 2, 3}), 2); }),
+  CHECK(contains(message_of<invalid_input_error>([] { make_fixed_size_list(make_array<float>({1, 2, 3}), 2); }),
                  "multiple"));
 
   auto st = struct_array({{"a", make_array<std::int32_t>({1, 2})}, {"s", string_array({"x", std::nullopt})}},
@@ -287,7 +275,7 @@ TEST_CASE("lists, large lists, fixed-size lists and structs") {
   CHECK(st->length == 2);
   CHECK(st->null_count == 1);
   validate(st);
-  CHECK(contains(error_of<invalid_input_error>([] {
+  CHECK(contains(message_of<invalid_input_error>([] {
                    struct_array({{"a", make_array<std::int32_t>({1, 2})}, {"b", make_array<std::int32_t>({1})}});
                  }),
                  "'b' has length 1"));
@@ -315,12 +303,12 @@ TEST_CASE("record batches from named columns or a schema") {
   REQUIRE(rb.schema->fields.size() == 2);
   CHECK(rb.schema->fields[1].name == "b");
   validate(rb);
-  CHECK(contains(error_of<invalid_input_error>([] {
+  CHECK(contains(message_of<invalid_input_error>([] {
                    make_batch({{"a", make_array<std::int32_t>({1, 2})}, {"b", string_array({"x"})}});
                  }),
                  "'b' has 1 rows"));
   auto s = std::make_shared<arrow::schema>(arrow::schema{{field{"a", int64(), false, {}}}, {}});
-  CHECK(contains(error_of<invalid_input_error>([&] { make_batch(s, {make_array<std::int32_t>({1})}); }), "int64"));
+  CHECK(contains(message_of<invalid_input_error>([&] { make_batch(s, {make_array<std::int32_t>({1})}); }), "int64"));
   auto ok = make_batch(s, {make_array<std::int64_t>({1})});
   CHECK(ok.num_rows() == 1);
 }
@@ -420,47 +408,47 @@ TEST_CASE("validate refuses malformed arrays with a message naming the problem")
     auto a = mutable_copy(make_array<std::int32_t>({1, 2, 3}));
     a->length = 4;
     a->null_count = -1;
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a, "col"); }),
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*a, "col"); }),
                    "array 'col': values buffer holds 12 bytes, needs 16"));
   }
   SUBCASE("offset past the buffers") {
     auto a = mutable_copy(make_array<std::int32_t>({1, 2, 3}));
     a->offset = 2;
     a->null_count = -1;
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "needs 20"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*a); }), "needs 20"));
   }
   SUBCASE("negative length and offset") {
     auto a = mutable_copy(make_array<std::int32_t>({1}));
     a->length = -1;
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "negative length"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*a); }), "negative length"));
     a->length = 1;
     a->offset = -1;
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "negative offset"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*a); }), "negative offset"));
   }
   SUBCASE("wrong null count") {
     auto a = mutable_copy(make_array<std::int32_t>({1, std::nullopt}));
     a->null_count = 0;
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "bitmap has 1 nulls"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*a); }), "bitmap has 1 nulls"));
     a->buffers[0] = shared_bytes();
     a->null_count = 1;
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "no validity bitmap"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*a); }), "no validity bitmap"));
   }
   SUBCASE("string offsets decreasing, negative or past the data") {
     auto s = mutable_copy(string_array({"ab", "c"}));
     s->buffers[1] = buffer_of<std::int32_t>({0, 2, 1});
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "offsets decrease at slot 1"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*s); }), "offsets decrease at slot 1"));
     s->buffers[1] = buffer_of<std::int32_t>({-1, 2, 3});
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "negative"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*s); }), "negative"));
     s->buffers[1] = buffer_of<std::int32_t>({0, 2, 4});
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "last offset 4 is past the end"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*s); }), "last offset 4 is past the end"));
     s->buffers[1] = buffer_of<std::int32_t>({0, 2});
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "offsets buffer holds 8 bytes, needs 12"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*s); }), "offsets buffer holds 8 bytes, needs 12"));
     s->buffers.pop_back();
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "needs 3 buffers"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*s); }), "needs 3 buffers"));
   }
   SUBCASE("invalid UTF-8 in utf8, but not in binary or under a null") {
     auto s = string_array({"ok", "\xC3\x28"});
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(s); }), "value 1 is not valid UTF-8"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(s); }), "value 1 is not valid UTF-8"));
     validate_options o;
     o.check_utf8 = false;
     validate(s, "s", o);
@@ -474,43 +462,43 @@ TEST_CASE("validate refuses malformed arrays with a message naming the problem")
   SUBCASE("list offsets past the items, wrong child type") {
     auto l = mutable_copy(make_list(make_array<std::int32_t>({1, 2, 3}), {0, 1, 3}));
     l->buffers[1] = buffer_of<std::int32_t>({0, 1, 4});
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*l, "l"); }), "past the end of the item array (3)"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*l, "l"); }), "past the end of the item array (3)"));
     auto l2 = mutable_copy(make_list(make_array<std::int32_t>({1, 2, 3}), {0, 1, 3}));
     l2->children[0] = make_array<std::int64_t>({1, 2, 3});
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*l2, "l"); }), "array 'l.item': the array is int64"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*l2, "l"); }), "array 'l.item': the array is int64"));
   }
   SUBCASE("fixed-size list and struct children too short") {
     auto f = mutable_copy(make_fixed_size_list(make_array<float>({1, 2, 3, 4}), 2));
     f->length = 3;
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*f); }), "has 4 values, needs 6"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*f); }), "has 4 values, needs 6"));
     auto s = mutable_copy(struct_array({{"a", make_array<std::int32_t>({1, 2})}}));
     s->offset = 1;
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s); }), "member 'a' has 2 values, needs 3"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*s); }), "member 'a' has 2 values, needs 3"));
   }
   SUBCASE("nested errors name the path") {
     auto bad_child = mutable_copy(string_array({"x"}));
     bad_child->buffers[1] = buffer_of<std::int32_t>({0, 5});
     auto s = std::make_shared<array_data>(*struct_array({{"inner", string_array({"y"})}}));
     s->children[0] = bad_child;
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*s, "top"); }), "array 'top.inner': last offset 5"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*s, "top"); }), "array 'top.inner': last offset 5"));
   }
   SUBCASE("misaligned typed buffers are refused") {
     auto a = mutable_copy(make_array<std::int64_t>({1, 2}));
     aligned_buffer b(17);
     a->buffers[1] = shared_bytes(std::move(b)).slice(1, 16);
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(*a); }), "not aligned to 8"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(*a); }), "not aligned to 8"));
   }
   SUBCASE("bad types") {
     auto t = make_array<std::int32_t>({1}, time32(time_unit::micro));
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(t); }), "time32 takes seconds"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(t); }), "time32 takes seconds"));
     auto d = decimal128_array(39, 0, {1});
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(d); }), "precision"));
-    CHECK(contains(error_of<invalid_input_error>([] { validate(array_ptr{}, "z"); }), "'z' is null"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(d); }), "precision"));
+    CHECK(contains(message_of<invalid_input_error>([] { validate(array_ptr{}, "z"); }), "'z' is null"));
   }
   SUBCASE("record batches") {
     auto rb = make_batch({{"a", make_array<std::int32_t>({1, 2})}});
     rb.columns.push_back(make_array<std::int32_t>({1}));
-    CHECK(contains(error_of<invalid_input_error>([&] { validate(rb); }), "1 fields but 2 columns"));
+    CHECK(contains(message_of<invalid_input_error>([&] { validate(rb); }), "1 fields but 2 columns"));
   }
   SUBCASE("valid slices and empty arrays pass") {
     validate(slice(string_array({"a", "bb", "ccc"}), 1, 2));
@@ -718,11 +706,11 @@ TEST_CASE("C data: dictionary arrays export their values as `dictionary`, and ne
   ArrowArray moved_out = *ca.dictionary;
   ca.dictionary->release = nullptr;
   ca.dictionary = nullptr;
-  CHECK(contains(error_of<invalid_input_error>([&] { import_array(&ca, t); }), "needs its dictionary array"));
+  CHECK(contains(message_of<invalid_input_error>([&] { import_array(&ca, t); }), "needs its dictionary array"));
   release(&moved_out);
   // A plain type given an array with a dictionary is refused too.
   export_array(a, &ca);
-  CHECK(contains(error_of<invalid_input_error>([&] { import_array(&ca, int16()); }), "has a dictionary"));
+  CHECK(contains(message_of<invalid_input_error>([&] { import_array(&ca, int16()); }), "has a dictionary"));
 }
 
 TEST_CASE("C data: every type round-trips through export and import, whole and sliced") {
@@ -822,7 +810,7 @@ TEST_CASE("C data: malformed foreign arrays are refused and still released once"
     auto* f = make_foreign(2, 0, 0, {{}, le_bytes<std::int32_t>({0, 3, 1}), {'a', 'b', 'c'}}, {true});
     ArrowArray m = f->arr;
     f->arr.release = nullptr;
-    CHECK(contains(error_of<invalid_input_error>([&] { import_array(&m, utf8()); }), "offsets decrease"));
+    CHECK(contains(message_of<invalid_input_error>([&] { import_array(&m, utf8()); }), "offsets decrease"));
     CHECK(g_foreign_releases == 1);
   }
   SUBCASE("wrong buffer count") {
@@ -830,7 +818,7 @@ TEST_CASE("C data: malformed foreign arrays are refused and still released once"
     auto* f = make_foreign(1, 0, 0, {{}, le_bytes<std::int32_t>({0, 1})}, {true});
     ArrowArray m = f->arr;
     f->arr.release = nullptr;
-    CHECK(contains(error_of<invalid_input_error>([&] { import_array(&m, utf8()); }), "needs 3 buffers"));
+    CHECK(contains(message_of<invalid_input_error>([&] { import_array(&m, utf8()); }), "needs 3 buffers"));
     CHECK(g_foreign_releases == 1);
   }
   SUBCASE("nulls claimed without a bitmap") {
@@ -838,7 +826,7 @@ TEST_CASE("C data: malformed foreign arrays are refused and still released once"
     auto* f = make_foreign(2, 0, 1, {{}, le_bytes<std::int32_t>({1, 2})}, {true});
     ArrowArray m = f->arr;
     f->arr.release = nullptr;
-    CHECK(contains(error_of<invalid_input_error>([&] { import_array(&m, int32()); }), "no validity bitmap"));
+    CHECK(contains(message_of<invalid_input_error>([&] { import_array(&m, int32()); }), "no validity bitmap"));
     CHECK(g_foreign_releases == 1);
   }
   SUBCASE("null value buffer in a non-empty array") {
@@ -846,12 +834,12 @@ TEST_CASE("C data: malformed foreign arrays are refused and still released once"
     auto* f = make_foreign(2, 0, 0, {{}, {}}, {true, true});
     ArrowArray m = f->arr;
     f->arr.release = nullptr;
-    CHECK(contains(error_of<invalid_input_error>([&] { import_array(&m, int32()); }), "values buffer is null"));
+    CHECK(contains(message_of<invalid_input_error>([&] { import_array(&m, int32()); }), "values buffer is null"));
     CHECK(g_foreign_releases == 1);
   }
   SUBCASE("already released") {
     ArrowArray m{};
-    CHECK(contains(error_of<invalid_input_error>([&] { import_array(&m, int32()); }), "already released"));
+    CHECK(contains(message_of<invalid_input_error>([&] { import_array(&m, int32()); }), "already released"));
   }
   SUBCASE("empty arrays may leave every buffer null") {
     g_foreign_releases = 0;
@@ -991,13 +979,13 @@ TEST_CASE("C data: parsing format strings from a foreign schema") {
   auto float_values = leaf_schema("u");
   auto float_dict = leaf_schema("f");  // indices must be integers
   float_dict.dictionary = &float_values;
-  CHECK(contains(error_of<invalid_input_error>([&] { import_field(&float_dict); }), "must be an integer type"));
+  CHECK(contains(message_of<invalid_input_error>([&] { import_field(&float_dict); }), "must be an integer type"));
   auto map_no_child = leaf_schema("+m");  // maps are imported (an entries struct child)
-  CHECK(contains(error_of<invalid_input_error>([&] { import_field(&map_no_child); }), "needs 1 children"));
+  CHECK(contains(message_of<invalid_input_error>([&] { import_field(&map_no_child); }), "needs 1 children"));
   auto list_no_child = leaf_schema("+l");
-  CHECK(contains(error_of<invalid_input_error>([&] { import_field(&list_no_child); }), "needs 1 children"));
+  CHECK(contains(message_of<invalid_input_error>([&] { import_field(&list_no_child); }), "needs 1 children"));
   auto not_struct = leaf_schema("i");
-  CHECK(contains(error_of<invalid_input_error>([&] { import_schema(&not_struct); }), "must be a struct"));
+  CHECK(contains(message_of<invalid_input_error>([&] { import_schema(&not_struct); }), "must be a struct"));
 }
 
 TEST_CASE("C data: record batches as struct arrays") {
@@ -1027,5 +1015,5 @@ TEST_CASE("C data: record batches as struct arrays") {
   // Null rows cannot be a batch.
   ArrowArray na;
   export_array(struct_array({{"a", make_array<std::int32_t>({1})}}, {false}), &na);
-  CHECK(contains(error_of<invalid_input_error>([&] { import_record_batch(&na, sch); }), "null rows"));
+  CHECK(contains(message_of<invalid_input_error>([&] { import_record_batch(&na, sch); }), "null rows"));
 }

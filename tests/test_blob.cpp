@@ -26,6 +26,8 @@
 #include <lancet/io/memory_sink.hpp>
 #include <lancet/io/source.hpp>
 
+#include "support/blob_values.hpp"
+#include "support/files.hpp"
 #include "support/interop.hpp"
 
 using namespace lancet;
@@ -34,26 +36,23 @@ namespace v21 = lancet::encoding::structural;
 
 namespace {
 
-const fs::path fixture = fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "structural" / "blob_2.2";
+using lancet::testing::blob_value;
+using lancet::testing::files_under;
+
+const fs::path blob_fixture = fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "structural" / "blob_2.2";
 const std::vector<std::optional<std::size_t>> fixture_sizes = {0, std::nullopt, 10, 1000, 65537, 5};
 
 fs::path fixture_data_file() {
-  for (const auto& e : fs::directory_iterator(fixture / "data"))
+  for (const auto& e : fs::directory_iterator(blob_fixture / "data"))
     if (e.path().extension() == ".lance") return e.path();
   FAIL("no data file in the fixture");
   return {};
 }
 
-std::string value_of(std::size_t size, std::size_t g) {
-  std::string v(size, '\0');
-  for (std::size_t k = 0; k < size; ++k) v[k] = char((k * 7 + g) & 255);
-  return v;
-}
-
 arrow::array_ptr expected_values(std::size_t begin, std::size_t end) {
   std::vector<std::optional<std::string>> vals;
   for (std::size_t g = begin; g < end; ++g)
-    vals.push_back(fixture_sizes[g] ? std::optional(value_of(*fixture_sizes[g], g)) : std::nullopt);
+    vals.push_back(fixture_sizes[g] ? std::optional(blob_value(*fixture_sizes[g], g)) : std::nullopt);
   return arrow::large_binary_array(vals);
 }
 
@@ -137,7 +136,7 @@ TEST_CASE("blob v2 data file (LanceDB, 2.2): descriptions as Lance's scan shows 
 }
 
 TEST_CASE("blob v2 dataset (LanceDB, 2.2): a scan returns struct<data, uri> with the bytes") {
-  auto ds = dataset::dataset::open(fixture.string());
+  auto ds = dataset::dataset::open(blob_fixture.string());
   auto b = ds.to_batch();
   const auto& col = b.columns.at(1);
   REQUIRE(col->type->id == arrow::type_id::struct_);
@@ -245,7 +244,7 @@ TEST_CASE("legacy blob columns (2.1) are written out of line and read back; othe
   arrow::schema legacy;
   legacy.fields = {arrow::field{"id", arrow::int64(), false, {}},
                    arrow::field{"video", arrow::large_binary(), true, {{"lance-encoding:blob", "true"}}}};
-  auto vals = arrow::large_binary_array({"hello", std::nullopt, "", value_of(5000, 3), "z"});
+  auto vals = arrow::large_binary_array({"hello", std::nullopt, "", blob_value(5000, 3), "z"});
   arrow::record_batch batch = arrow::make_batch(std::make_shared<arrow::schema>(legacy),
                                                 {arrow::make_array<std::int64_t>({0, 1, 2, 3, 4}), vals});
   file::file_writer<file::v2_1, io::memory_sink> w(io::memory_sink{}, schema::from_arrow(legacy));
@@ -262,7 +261,7 @@ TEST_CASE("legacy blob columns (2.1) are written out of line and read back; othe
   const auto* bl = std::get_if<pb::enc21::blob_layout>(&layout.value);
   REQUIRE(bl);
   CHECK(bl->layers == std::vector<pb::enc21::rep_def_layer>{pb::enc21::rep_def_layer::nullable_item});
-  CHECK_FALSE(arrow::first_difference(arrow::large_binary_array({"hello", std::nullopt, "", value_of(5000, 3), "z", value_of(5000, 3), "z"}),
+  CHECK_FALSE(arrow::first_difference(arrow::large_binary_array({"hello", std::nullopt, "", blob_value(5000, 3), "z", blob_value(5000, 3), "z"}),
                                       r.read().columns.at(1)));
   // Encoding on a pool (pages written in order, values written as rows arrive), with a
   // small page cache so that the blob column spans several pages among other columns'.
@@ -276,7 +275,7 @@ TEST_CASE("legacy blob columns (2.1) are written out of line and read back; othe
     std::vector<std::int64_t> ids;
     for (std::size_t g = 0; g < 300; ++g) {
       ids.push_back(std::int64_t(g));
-      many.push_back(g % 11 == 5 ? std::nullopt : std::optional(value_of(g * 37 % 3000, g)));
+      many.push_back(g % 11 == 5 ? std::nullopt : std::optional(blob_value(g * 37 % 3000, g)));
     }
     auto all = arrow::large_binary_array(many);
     auto id_col = arrow::make_array<std::int64_t>(ids);
@@ -403,13 +402,6 @@ arrow::record_batch blob_v2_rows(const std::vector<std::optional<std::size_t>>& 
                                     arrow::make_struct(members, {arrow::large_binary_array(data), arrow::string_array(uris)}, valid)});
 }
 
-std::vector<std::string> files_under(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) out.push_back(e.path().lexically_relative(dir).generic_string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("blob v2 files of a dataset (2.2): written next to their data file, gone with it on cleanup and on a failed write") {
@@ -418,7 +410,7 @@ TEST_CASE("blob v2 files of a dataset (2.2): written next to their data file, go
   dataset::write_options o;
   o.storage_version = file::format_version::v2_2;
   dataset::write(root, blob_v2_rows({100 * 1024, 5u << 20, 10, std::nullopt}), o);
-  auto first = files_under(fs::path(root) / "data");
+  auto first = files_under(fs::path(root) / "data", true);
   REQUIRE(first.size() == 4);  // the data file, its directory, a pack file and a dedicated file
   CHECK(first[2].ends_with("/01000000000000000000000000000000.blob"));  // blob 2: the 5 MiB value alone
   CHECK(first[3].ends_with("/10000000000000000000000000000000.blob"));  // blob 1: the pack
@@ -433,7 +425,7 @@ TEST_CASE("blob v2 files of a dataset (2.2): written next to their data file, go
   co.keep_versions = 1;
   const auto st = dataset::cleanup_old_versions(root, co);
   CHECK(std::count_if(st.removed_files.begin(), st.removed_files.end(), [](const std::string& f) { return f.ends_with(".blob"); }) == 2);
-  const auto after = files_under(fs::path(root) / "data");
+  const auto after = files_under(fs::path(root) / "data", true);
   REQUIRE(after.size() == 3);
   for (const auto& f : first) CHECK(std::find(after.begin(), after.end(), f) == after.end());
   // A write that fails after blob files were written leaves none behind.
@@ -441,7 +433,7 @@ TEST_CASE("blob v2 files of a dataset (2.2): written next to their data file, go
   o.mode = dataset::write_mode::create;
   const std::vector<arrow::record_batch> batches{blob_v2_rows({5u << 20, 100 * 1024}, false), blob_v2_rows({5u << 20, std::nullopt}, false)};
   CHECK_THROWS_WITH_AS(dataset::write(failed, batches, o), doctest::Contains("'blob'"), invalid_input_error);
-  CHECK((!fs::exists(fs::path(failed) / "data") || files_under(fs::path(failed) / "data").empty()));
+  CHECK((!fs::exists(fs::path(failed) / "data") || files_under(fs::path(failed) / "data", true).empty()));
 }
 
 TEST_CASE("blob v2 (2.2): compaction rewrites the values into the new data file's own blob files") {
@@ -454,7 +446,7 @@ TEST_CASE("blob v2 (2.2): compaction rewrites the values into the new data file'
     o.mode = f ? dataset::write_mode::append : dataset::write_mode::create;
     dataset::write(root, blob_v2_rows(sizes), o);
   }
-  const auto before = files_under(fs::path(root) / "data");
+  const auto before = files_under(fs::path(root) / "data", true);
   const auto r = dataset::compact_files(root);
   CHECK(r.metrics.fragments_removed == 3);
   CHECK(r.metrics.fragments_added == 1);
@@ -462,7 +454,7 @@ TEST_CASE("blob v2 (2.2): compaction rewrites the values into the new data file'
   co.keep_versions = 1;
   dataset::cleanup_old_versions(root, co);
   // Only the new data file, its directory, its pack file and its 3 dedicated files.
-  const auto after = files_under(fs::path(root) / "data");
+  const auto after = files_under(fs::path(root) / "data", true);
   REQUIRE(after.size() == 6);
   for (const auto& f : before) CHECK(std::find(after.begin(), after.end(), f) == after.end());
   const auto b = dataset::dataset::open(root).to_batch();

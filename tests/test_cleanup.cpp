@@ -26,7 +26,10 @@
 #include <lancet/index/registry.hpp>
 #include <lancet/index/vector_index.hpp>
 
+#include "support/dataset_writes.hpp"
+#include "support/files.hpp"
 #include "support/interop.hpp"
+#include "support/vector_batch.hpp"
 
 using namespace lancet;
 namespace fs = std::filesystem;
@@ -35,29 +38,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::size_t dim = 4;
-
-// Rows [first, first + n): id = i, vector = a point of cluster i % 3.
-arrow::record_batch rows(std::int64_t first, std::size_t n) {
-  std::vector<std::int64_t> ids(n);
-  std::vector<float> v(n * dim);
-  for (std::size_t r = 0; r < n; ++r) {
-    const auto i = first + std::int64_t(r);
-    ids[r] = i;
-    for (std::size_t j = 0; j < dim; ++j) v[r * dim + j] = float(i % 3) * 10.0f + float((i * 7 + std::int64_t(j) * 13) % 17) * 0.05f;
-  }
-  arrow::field vf("vector", arrow::fixed_size_list(arrow::float32(), std::int32_t(dim)), true);
-  arrow::record_batch b;
-  b.schema = std::make_shared<arrow::schema>(arrow::schema{{arrow::field("id", arrow::int64(), false), vf}, {}});
-  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
-               index::detail::fsl_array(vf, index::detail::copy_span(std::span<const float>(v)), n)};
-  return b;
-}
-
 void write(const std::string& root, std::int64_t first, std::size_t n, bool create) {
   dataset::write_options o;
   o.mode = create ? dataset::write_mode::create : dataset::write_mode::append;
-  dataset::write(root, rows(first, n), o);
+  dataset::write(root, t::three_cluster_rows(first, n), o);
 }
 
 std::vector<std::int64_t> ids_at(const std::string& root, std::optional<std::uint64_t> version = std::nullopt) {
@@ -69,28 +53,8 @@ std::vector<std::int64_t> ids_at(const std::string& root, std::optional<std::uin
   return out;
 }
 
-// Deletes the rows whose id is a multiple of k.
-void delete_multiples(const std::string& root, std::int64_t k) {
-  auto d = dataset::dataset::open(root);
-  auto b = d.to_batch({.columns = {"id"}, .with_row_id = true});
-  const auto* ids = b.columns[0]->values<std::int64_t>();
-  const auto* rid = b.columns[1]->values<std::uint64_t>();
-  std::vector<std::uint64_t> del;
-  for (std::int64_t i = 0; i < b.columns[0]->length; ++i)
-    if (ids[i] % k == 0) del.push_back(rid[i]);
-  dataset::delete_rows(root, del);
-}
-
-// Every regular file under root, relative, sorted.
-std::set<std::string> files_of(const std::string& root) {
-  std::set<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(root))
-    if (e.is_regular_file()) out.insert(fs::path(e.path()).lexically_relative(root).generic_string());
-  return out;
-}
-
 // The files a version's manifest references (relative), manifest and index files included.
-std::set<std::string> referenced_by(const std::string& root, std::uint64_t version) {
+std::set<std::string> files_referenced_by(const std::string& root, std::uint64_t version) {
   std::set<std::string> out;
   const auto v = dataset::find_version(root, version);
   REQUIRE(v);
@@ -145,7 +109,7 @@ TEST_CASE("cleanup keeping 2 versions: old manifests and only-their files go; ke
   const auto root = tmp.sub("ds");
   write(root, 0, 120, true);                      // v1
   write(root, 120, 120, false);                   // v2
-  delete_multiples(root, 5);                      // v3: deletion files
+  t::delete_where(root, [](std::int64_t id) { return id % 5 == 0; });  // v3: deletion files
   index::build_options bo;
   bo.column = "vector";
   bo.type = index::ivf_index_type::ivf_flat;
@@ -158,15 +122,15 @@ TEST_CASE("cleanup keeping 2 versions: old manifests and only-their files go; ke
   const std::uint64_t latest = c + 1;
   REQUIRE(version_count(root) == latest);
 
-  const auto before = files_of(root);
-  const auto keep5 = referenced_by(root, c), keep6 = referenced_by(root, latest);
+  const auto before = t::files_under(root, true, true);
+  const auto keep5 = files_referenced_by(root, c), keep6 = files_referenced_by(root, latest);
   const auto ids5 = ids_at(root, c), ids6 = ids_at(root, latest);
   REQUIRE(ids6.size() == 240 - 48 + 30);
   // Files only the old versions referenced: their manifests, the first fragments' data
   // and deletion files, the old versions' transactions, the index before its remap.
   std::set<std::string> only_old;
   for (std::uint64_t v = 1; v < c; ++v)
-    for (const auto& f : referenced_by(root, v))
+    for (const auto& f : files_referenced_by(root, v))
       if (!keep5.count(f) && !keep6.count(f)) only_old.insert(f);
   REQUIRE(std::count_if(only_old.begin(), only_old.end(), [](const std::string& f) { return f.rfind("data/", 0) == 0; }) >= 2);
   REQUIRE(std::count_if(only_old.begin(), only_old.end(), [](const std::string& f) { return f.rfind("_deletions/", 0) == 0; }) >= 1);
@@ -180,7 +144,7 @@ TEST_CASE("cleanup keeping 2 versions: old manifests and only-their files go; ke
   o.keep_versions = 2;
   o.dry_run = true;
   const auto dry = dataset::cleanup_old_versions(root, o);
-  CHECK(files_of(root) == before);  // a dry run removes nothing
+  CHECK(t::files_under(root, true, true) == before);  // a dry run removes nothing
   o.dry_run = false;
   const auto st = dataset::cleanup_old_versions(root, o);
   CHECK(st.removed_files == dry.removed_files);
@@ -191,7 +155,7 @@ TEST_CASE("cleanup keeping 2 versions: old manifests and only-their files go; ke
   CHECK(st.old_versions == c - 1);
   CHECK(st.removed_versions == old_versions);
   CHECK(st.latest_version == latest);
-  const auto after = files_of(root);
+  const auto after = t::files_under(root, true, true);
   std::set<std::string> gone;
   std::set_difference(before.begin(), before.end(), after.begin(), after.end(), std::inserter(gone, gone.end()));
   std::set<std::string> want_gone = only_old;
@@ -200,8 +164,8 @@ TEST_CASE("cleanup keeping 2 versions: old manifests and only-their files go; ke
   CHECK(st.files_removed == only_old.size() - (c - 1));  // only_old holds the old manifests too
   CHECK(std::set<std::string>(st.removed_files.begin(), st.removed_files.end()) == want_gone);
   CHECK(st.bytes_removed == want_bytes);
-  for (const auto& f : keep5) CHECK_MESSAGE(after.count(f), f);
-  for (const auto& f : keep6) CHECK_MESSAGE(after.count(f), f);
+  for (const auto& f : keep5) CHECK_MESSAGE(std::binary_search(after.begin(), after.end(), f), f);
+  for (const auto& f : keep6) CHECK_MESSAGE(std::binary_search(after.begin(), after.end(), f), f);
   // No empty directory left for a removed index.
   for (const auto& e : fs::directory_iterator(fs::path(root) / "_indices")) CHECK_FALSE(fs::is_empty(e.path()));
 
@@ -210,7 +174,7 @@ TEST_CASE("cleanup keeping 2 versions: old manifests and only-their files go; ke
   CHECK(ids_at(root, latest) == ids6);
   CHECK_THROWS(dataset::dataset::open(root, c - 1));
   auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
-  std::vector<float> q(dim, 10.0f);
+  std::vector<float> q(t::three_cluster_dim, 10.0f);
   index::search_params sp;
   sp.k = 5;
   CHECK(ix.searcher->search(q.data(), q.size(), sp).size() == 5);
@@ -219,7 +183,7 @@ TEST_CASE("cleanup keeping 2 versions: old manifests and only-their files go; ke
   const auto again = dataset::cleanup_old_versions(root, o);
   CHECK(again.old_versions == 0);
   CHECK(again.files_removed == 0);
-  CHECK(files_of(root) == after);
+  CHECK(t::files_under(root, true, true) == after);
 
   // LanceDB reads both kept versions.
   const auto [lids, lcount] = lancedb_ids(root);
@@ -233,7 +197,7 @@ TEST_CASE("cleanup: leftovers of killed writes go when old enough or unverified 
   const auto root = tmp.sub("ds");
   write(root, 0, 10, true);
   write(root, 10, 10, false);
-  const auto committed = files_of(root);
+  const auto committed = t::files_under(root, true, true);
   const auto uuid = pb::uuid::generate_v4().to_string();
   const fs::path r(root);
   // Old leftovers (30 days): a data file, lancet's temporary files, a transaction, an index directory.
@@ -342,9 +306,9 @@ TEST_CASE("cleanup: tagged versions are kept and reported") {
   // A tag file without a version stops the cleanup before anything goes.
   std::ofstream(fs::path(root) / "_refs" / "tags" / "bad.json") << "{\"branch\":null}";
   write(root, 30, 10, false);
-  const auto files = files_of(root);
+  const auto files = t::files_under(root, true, true);
   CHECK_THROWS_WITH_AS(dataset::cleanup_old_versions(root, o), doctest::Contains("bad.json"), corrupt_error);
-  CHECK(files_of(root) == files);
+  CHECK(t::files_under(root, true, true) == files);
 }
 
 TEST_CASE("cleanup: bad input is refused with nothing removed") {
@@ -364,8 +328,8 @@ TEST_CASE("cleanup: bad input is refused with nothing removed") {
   std::string bytes = dataset::read_small_file(v1->path);
   bytes[bytes.size() - 2] = 'X';  // the LANC magic
   std::ofstream(v1->path, std::ios::binary | std::ios::trunc) << bytes;
-  const auto files = files_of(root);
+  const auto files = t::files_under(root, true, true);
   o.keep_versions = 1;
   CHECK_THROWS_AS(dataset::cleanup_old_versions(root, o), corrupt_error);
-  CHECK(files_of(root) == files);
+  CHECK(t::files_under(root, true, true) == files);
 }

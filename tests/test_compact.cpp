@@ -26,46 +26,28 @@
 #include <lancet/index/ivf_builder.hpp>
 #include <lancet/index/remap.hpp>
 #include <lancet/index/vector_index.hpp>
+#include "support/dataset_writes.hpp"
 #include "support/failing_sink.hpp"
+#include "support/files.hpp"
+#include "support/temp_dir.hpp"
+#include "support/vector_batch.hpp"
 
 using namespace lancet;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct tmp_dir {
+using lancet::testing::delete_where;
+using lancet::testing::files_under;
+using lancet::testing::three_cluster_dim;
+using lancet::testing::three_cluster_rows;
+
+// A scratch directory (removed at the end of the scope) whose path is a member.
+struct tmp_dir : lancet::testing::scratch_dir {
   fs::path path;
-  explicit tmp_dir(const std::string& tag) {
-    std::string t = (fs::temp_directory_path() / ("lancet-compact-" + tag + "-XXXXXX")).string();
-    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    path = t;
-  }
-  ~tmp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+  explicit tmp_dir(const std::string& tag) : scratch_dir("compact-" + tag), path(scratch_dir::path()) {}
   std::string str() const { return path.string(); }
 };
-
-constexpr std::size_t dim = 4;
-
-// Rows [first, first + n): id = i, vector = a point of cluster i % 3 (deterministic).
-arrow::record_batch rows(std::int64_t first, std::size_t n) {
-  std::vector<std::int64_t> ids(n);
-  std::vector<float> v(n * dim);
-  for (std::size_t r = 0; r < n; ++r) {
-    const auto i = first + std::int64_t(r);
-    ids[r] = i;
-    const float c = float(i % 3) * 10.0f;
-    for (std::size_t j = 0; j < dim; ++j) v[r * dim + j] = c + float((i * 7 + std::int64_t(j) * 13) % 17) * 0.05f;
-  }
-  arrow::field vf("vector", arrow::fixed_size_list(arrow::float32(), std::int32_t(dim)), true);
-  arrow::record_batch b;
-  b.schema = std::make_shared<arrow::schema>(arrow::schema{{arrow::field("id", arrow::int64(), false), vf}, {}});
-  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
-               index::detail::fsl_array(vf, index::detail::copy_span(std::span<const float>(v)), n)};
-  return b;
-}
 
 // `frags` fragments of `per` rows each.
 void make_dataset(const std::string& root, std::size_t frags, std::size_t per, bool stable = false) {
@@ -73,11 +55,11 @@ void make_dataset(const std::string& root, std::size_t frags, std::size_t per, b
     dataset::write_options o;
     o.mode = f == 0 ? dataset::write_mode::create : dataset::write_mode::append;
     o.enable_stable_row_ids = stable && f == 0;
-    dataset::write(root, rows(std::int64_t(f * per), per), o);
+    dataset::write(root, three_cluster_rows(std::int64_t(f * per), per), o);
   }
 }
 
-std::vector<std::int64_t> ids_of(const dataset::dataset& d) {
+std::vector<std::int64_t> dataset_ids(const dataset::dataset& d) {
   auto b = d.to_batch({.columns = {"id"}});
   const auto* v = b.columns[0]->values<std::int64_t>();
   return std::vector<std::int64_t>(v, v + b.columns[0]->length);
@@ -87,20 +69,8 @@ std::vector<float> vectors_of(const dataset::dataset& d) {
   auto b = d.to_batch({.columns = {"vector"}});
   const auto& a = *b.columns[0];
   const auto& item = *a.children[0];
-  const float* p = item.values<float>() + (item.offset + a.offset * std::int64_t(dim));
-  return std::vector<float>(p, p + a.length * std::int64_t(dim));
-}
-
-// Deletes the rows whose id satisfies `pred` (row ids are addresses here).
-void delete_where(const std::string& root, bool (*pred)(std::int64_t)) {
-  auto d = dataset::dataset::open(root);
-  auto b = d.to_batch({.columns = {"id"}, .with_row_id = true});
-  const auto* ids = b.columns[0]->values<std::int64_t>();
-  const auto* rid = b.columns[1]->values<std::uint64_t>();
-  std::vector<std::uint64_t> del;
-  for (std::int64_t i = 0; i < b.columns[0]->length; ++i)
-    if (pred(ids[i])) del.push_back(rid[i]);
-  dataset::delete_rows(root, del);
+  const float* p = item.values<float>() + (item.offset + a.offset * std::int64_t(three_cluster_dim));
+  return std::vector<float>(p, p + a.length * std::int64_t(three_cluster_dim));
 }
 
 std::vector<std::string> listing(const fs::path& p) {
@@ -120,7 +90,7 @@ TEST_CASE("plan_compaction: Lance's candidates, bins and task sizes") {
   {
     dataset::write_options o;
     o.mode = dataset::write_mode::append;
-    dataset::write(root, rows(500, 400), o);
+    dataset::write(root, three_cluster_rows(500, 400), o);
   }
   auto d = dataset::dataset::open(root);
   dataset::compaction_options o;
@@ -168,7 +138,7 @@ TEST_CASE("compact_files: small fragments merged, deleted rows dropped, the addr
   make_dataset(root, 5, 60);
   delete_where(root, [](std::int64_t id) { return id % 7 == 2; });
   const auto before = dataset::dataset::open(root);
-  const auto ids_before = ids_of(before);
+  const auto ids_before = dataset_ids(before);
   const auto vec_before = vectors_of(before);
   const auto old_frags = before.fragments();
   std::uint64_t old_files = 0;
@@ -190,7 +160,7 @@ TEST_CASE("compact_files: small fragments merged, deleted rows dropped, the addr
   CHECK(after.version() == r.version);
   CHECK(r.version == before.version() + r.new_fragment_ids.size() + 1);
   CHECK(progress_calls == r.new_fragment_ids.size());
-  CHECK(ids_of(after) == ids_before);
+  CHECK(dataset_ids(after) == ids_before);
   CHECK(vectors_of(after) == vec_before);
   CHECK(after.count_rows() == before.count_rows());
   for (const auto& f : after.fragments()) {
@@ -263,7 +233,7 @@ TEST_CASE("compact_files: stable row ids survive with their versions") {
   CHECK(r.version == before.version() + 2);  // one ReserveFragments, one Rewrite
   REQUIRE(after.fragments().size() == 1);
   CHECK(after.fragments()[0].physical_rows == before.count_rows());
-  CHECK(ids_of(after) == ids_of(before));
+  CHECK(dataset_ids(after) == dataset_ids(before));
   // Every row keeps its id.
   auto b1 = after.to_batch({.columns = {"id"}, .with_row_id = true});
   REQUIRE(b1.columns[1]->length == b0.columns[1]->length);
@@ -375,11 +345,11 @@ TEST_CASE("compact_files: an IVF index is remapped in the Rewrite commit") {
     sp.k = 5;
     sp.nprobes = 3;
     for (std::size_t q = 0; q < 3; ++q) {
-      const float* query = vecs.data() + q * 37 * dim;
+      const float* query = vecs.data() + q * 37 * three_cluster_dim;
       std::vector<std::uint64_t> a0, a1;
-      for (const auto& h : ix0.searcher->search(query, dim, sp))
+      for (const auto& h : ix0.searcher->search(query, three_cluster_dim, sp))
         if (!before.deleted_rows(h.row_id >> 32).contains(h.row_id & 0xFFFFFFFF)) a0.push_back(h.row_id);
-      for (const auto& h : ix1.searcher->search(query, dim, sp)) a1.push_back(h.row_id);
+      for (const auto& h : ix1.searcher->search(query, three_cluster_dim, sp)) a1.push_back(h.row_id);
       a0.resize(std::min(a0.size(), a1.size()));
       a1.resize(a0.size());
       auto i0 = before.take_addresses(a0, {"id"});
@@ -481,14 +451,6 @@ struct failing_factory {
   }
 };
 
-std::vector<std::string> files_under(const fs::path& p) {
-  std::vector<std::string> out;
-  if (!fs::exists(p)) return out;
-  for (const auto& e : fs::directory_iterator(p)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("compact_files: a failing write leaves no data or index files behind") {
@@ -502,7 +464,7 @@ TEST_CASE("compact_files: a failing write leaves no data or index files behind")
   const auto built = index::build_ivf_index(root, bo);
   delete_where(root, [](std::int64_t id) { return id % 3 == 0; });
   const auto v0 = dataset::dataset::open(root).version();
-  const auto ids0 = ids_of(dataset::dataset::open(root));
+  const auto ids0 = dataset_ids(dataset::dataset::open(root));
   const auto data0 = files_under(t.path / "data");
   const auto indices0 = files_under(t.path / "_indices");
 
@@ -518,7 +480,7 @@ TEST_CASE("compact_files: a failing write leaves no data or index files behind")
   const auto d = dataset::dataset::open(root);
   CHECK(d.version() == v0 + 1);
   CHECK(std::holds_alternative<pb::transaction::reserve_fragments>(d.transaction()->operation));
-  CHECK(ids_of(d) == ids0);
+  CHECK(dataset_ids(d) == ids0);
   CHECK(files_under(t.path / "data") == data0);
   CHECK(files_under(t.path / "_indices") == indices0);
   REQUIRE(d.indices().size() == 1);
@@ -527,6 +489,6 @@ TEST_CASE("compact_files: a failing write leaves no data or index files behind")
   // And then it works.
   const auto r = dataset::compact_files(root, {});
   CHECK(r.version == v0 + 3);
-  CHECK(ids_of(dataset::dataset::open(root)) == ids0);
+  CHECK(dataset_ids(dataset::dataset::open(root)) == ids0);
   CHECK(files_under(t.path / "_indices").size() == indices0.size() + 1);
 }

@@ -1,4 +1,4 @@
-// Concurrent commits resolved as Lance 12 resolves them (issue #12): each case lets a
+// Concurrent commits resolved as Lance 12 resolves them: each case lets a
 // rival writer commit while our operation is under way (just before our manifest is
 // published, or from a progress callback) and checks what both left: rows, fragments,
 // deletions, indices, or the typed conflict and an unchanged dataset. Then real
@@ -28,6 +28,9 @@
 #include <lancet/index/registry.hpp>
 #include <lancet/io/file_sink.hpp>
 
+#include "support/dataset_writes.hpp"
+#include "support/files.hpp"
+#include "support/ids.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace lancet;
@@ -37,10 +40,14 @@ namespace ds = lancet::dataset;
 
 namespace {
 
-using temp_dir = lancet::testing::scratch_dir;
+using lancet::testing::files_under;
+using lancet::testing::iota_ids;
+using lancet::testing::opts;
+using lancet::testing::racing_factory;
+using lancet::testing::scratch_dir;
 
 // id: int64 start..start+n, vec: fixed_size_list<float32, 4> (clustered, for the IVF tests).
-record_batch batch(std::int64_t start, std::int64_t n) {
+record_batch clustered_batch(std::int64_t start, std::int64_t n) {
   std::vector<std::int64_t> ids;
   std::vector<float> vec;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -51,28 +58,17 @@ record_batch batch(std::int64_t start, std::int64_t n) {
   return make_batch({{"id", make_array<std::int64_t>(ids)}, {"vec", make_fixed_size_list(make_array<float>(vec), 4)}});
 }
 
-ds::write_options opts(ds::write_mode mode, std::uint64_t rows_per_file = ds::default_max_rows_per_file) {
-  ds::write_options o;
-  o.mode = mode;
-  o.max_rows_per_file = rows_per_file;
-  return o;
-}
-
-std::vector<std::int64_t> live_ids(const ds::dataset& d) {
+std::vector<std::int64_t> sorted_live_ids(const ds::dataset& d) {
   std::vector<std::int64_t> out;
   auto b = d.to_batch();
   for (std::int64_t i = 0; i < b.num_rows(); ++i) out.push_back(b.columns[0]->value<std::int64_t>(i));
   std::sort(out.begin(), out.end());
   return out;
 }
-std::vector<std::int64_t> live_ids(const std::string& root) { return live_ids(ds::dataset::open(root)); }
+std::vector<std::int64_t> sorted_live_ids(const std::string& root) { return sorted_live_ids(ds::dataset::open(root)); }
 
-std::vector<std::int64_t> range(std::int64_t from, std::int64_t to) {
-  std::vector<std::int64_t> v;
-  for (auto i = from; i < to; ++i) v.push_back(i);
-  return v;
-}
-std::vector<std::int64_t> operator+(std::vector<std::int64_t> a, const std::vector<std::int64_t>& b) {
+// a then b, sorted.
+std::vector<std::int64_t> sorted_concat(std::vector<std::int64_t> a, const std::vector<std::int64_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
   std::sort(a.begin(), a.end());
   return a;
@@ -82,14 +78,6 @@ std::vector<std::uint64_t> fragment_ids(const std::string& root) {
   std::vector<std::uint64_t> out;
   const auto d = ds::dataset::open(root);
   for (const auto& f : d.manifest().fragments) out.push_back(f.id);
-  return out;
-}
-
-std::set<std::string> files_under(const std::string& dir) {
-  std::set<std::string> out;
-  if (!fs::exists(dir)) return out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) out.insert(fs::relative(e.path(), dir).string());
   return out;
 }
 
@@ -103,12 +91,12 @@ struct state {
 };
 state state_of(const std::string& root) {
   auto d = ds::dataset::open(root);
-  state s{d.version(), live_ids(d), fragment_ids(root), {}};
+  state s{d.version(), sorted_live_ids(d), fragment_ids(root), {}};
   const auto latest = ds::load_latest(root);
   for (const auto& im : latest->file.indices) s.indices.push_back(im.uuid.to_string());
   return s;
 }
-void check_same(const state& a, const state& b) {
+void check_same_state(const state& a, const state& b) {
   CHECK(a.version == b.version);
   CHECK(a.ids == b.ids);
   CHECK(a.fragments == b.fragments);
@@ -118,11 +106,9 @@ void check_same(const state& a, const state& b) {
 // Data and deletion files no version of the dataset refers to (what a failed commit
 // must not leave behind).
 std::set<std::string> unreferenced_files(const std::string& root) {
-  std::set<std::string> on_disk = files_under(root + "/data"), used;
-  std::set<std::string> dels = files_under(root + "/_deletions");
-  on_disk.clear();
-  for (const auto& f : files_under(root + "/data")) on_disk.insert("data/" + f);
-  for (const auto& f : dels) on_disk.insert("_deletions/" + f);
+  std::set<std::string> on_disk, used;
+  for (const auto& f : files_under(root + "/data", true, true)) on_disk.insert("data/" + f);
+  for (const auto& f : files_under(root + "/_deletions", true, true)) on_disk.insert("_deletions/" + f);
   for (const auto& e : ds::list_versions(root)) {
     const auto s = ds::load_version(root, e.version);
     for (const auto& f : s.manifest().fragments) {
@@ -145,21 +131,8 @@ std::string operation_of(const std::string& root, std::uint64_t version) {
   return ds::operation_name(ds::dataset::open(root, version).transaction()->operation);
 }
 
-// Lets a rival commit just before this writer publishes its (first) manifest.
-struct racing_factory {
-  std::function<void()> rival;
-  bool done = false;
-  io::file_sink operator()(const std::string& path, const io::file_sink_options& o) {
-    if (!done && path.find("/_versions/") != std::string::npos) {
-      done = true;
-      rival();
-    }
-    return io::file_sink(path, o);
-  }
-};
-
-void append(const std::string& root, std::int64_t start, std::int64_t n, std::uint64_t rows_per_file = 1 << 20) {
-  ds::write(root, batch(start, n), opts(ds::write_mode::append, rows_per_file));
+void append_rows(const std::string& root, std::int64_t start, std::int64_t n, std::uint64_t rows_per_file = 1 << 20) {
+  ds::write(root, clustered_batch(start, n), opts(ds::write_mode::append, rows_per_file));
 }
 
 index::build_options flat_index() {
@@ -199,40 +172,40 @@ ds::commit_conflict_error expect_conflict(F&& f, const std::string& op) {
 }  // namespace
 
 TEST_CASE("Append vs Append: both committed, ours rebased on the next version and fragment id") {
-  temp_dir t("c-aa");
+  scratch_dir t("c-aa");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 10));
-  racing_factory f{[&] { append(root, 100, 5); }};
-  auto r = ds::write(root, batch(10, 7), opts(ds::write_mode::append), f);
+  ds::write(root, clustered_batch(0, 10));
+  racing_factory f{[&] { append_rows(root, 100, 5); }};
+  auto r = ds::write(root, clustered_batch(10, 7), opts(ds::write_mode::append), f);
   CHECK(r.version == 3);
   CHECK(r.retries == 1);
   REQUIRE(r.fragments.size() == 1);
   CHECK(r.fragments[0].id == 2);  // after the rival's fragment 1
-  CHECK(live_ids(root) == range(0, 17) + range(100, 105));
+  CHECK(sorted_live_ids(root) == sorted_concat(iota_ids(0, 17), iota_ids(100, 105)));
   CHECK(fragment_ids(root) == std::vector<std::uint64_t>{0, 1, 2});
   CHECK(ds::dataset::open(root, 2).count_rows() == 15);
   auto d = ds::dataset::open(root);
   CHECK(d.transaction()->read_version == 1);  // an Append keeps its read version, as Lance's
   CHECK(operation_of(root, 3) == "Append");
   // One transaction file per version: the loser's first attempt left none behind.
-  CHECK(files_under(root + "/_transactions").size() == 3);
+  CHECK(files_under(root + "/_transactions", true, true).size() == 3);
 }
 
 TEST_CASE("Append vs Delete: both committed, the deletions stay") {
-  temp_dir t("c-ad");
+  scratch_dir t("c-ad");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 10), opts(ds::write_mode::create, 5));
+  ds::write(root, clustered_batch(0, 10), opts(ds::write_mode::create, 5));
   racing_factory f{[&] {
     const std::vector<std::uint64_t> del{ds::row_address(0, 1), ds::row_address(1, 2)};
     ds::delete_rows(root, del);
   }};
-  auto r = ds::write(root, batch(10, 3), opts(ds::write_mode::append), f);
+  auto r = ds::write(root, clustered_batch(10, 3), opts(ds::write_mode::append), f);
   CHECK(r.version == 3);
   CHECK(r.retries == 1);
-  auto want = range(0, 13);
+  auto want = iota_ids(0, 13);
   want.erase(std::find(want.begin(), want.end(), 7));
   want.erase(std::find(want.begin(), want.end(), 1));
-  CHECK(live_ids(root) == want);
+  CHECK(sorted_live_ids(root) == want);
   CHECK(deleted_of(root, 0) == std::vector<std::uint32_t>{1});
   CHECK(deleted_of(root, 1) == std::vector<std::uint32_t>{2});
   CHECK(fragment_ids(root) == std::vector<std::uint64_t>{0, 1, 2});
@@ -240,29 +213,29 @@ TEST_CASE("Append vs Delete: both committed, the deletions stay") {
 }
 
 TEST_CASE("Append vs CreateIndex: both committed, the new rows unindexed") {
-  temp_dir t("c-ai");
+  scratch_dir t("c-ai");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 64));
+  ds::write(root, clustered_batch(0, 64));
   racing_factory f{[&] { index::build_ivf_index(root, flat_index()); }};
-  auto r = ds::write(root, batch(64, 16), opts(ds::write_mode::append), f);
+  auto r = ds::write(root, clustered_batch(64, 16), opts(ds::write_mode::append), f);
   CHECK(r.version == 3);
   auto s = *ds::load_latest(root);
   REQUIRE(s.file.indices.size() == 1);
   CHECK(indexed_fragments(s) == std::vector<std::uint32_t>{0});
   CHECK(s.file.indices[0].dataset_version == 1);
-  CHECK(live_ids(root) == range(0, 80));
+  CHECK(sorted_live_ids(root) == iota_ids(0, 80));
   CHECK(fragment_ids(root) == std::vector<std::uint64_t>{0, 1});
 }
 
 TEST_CASE("Append vs Rewrite (compaction): both committed, every row once") {
-  temp_dir t("c-ar");
+  scratch_dir t("c-ar");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 12), opts(ds::write_mode::create, 3));
+  ds::write(root, clustered_batch(0, 12), opts(ds::write_mode::create, 3));
   REQUIRE(fragment_ids(root).size() == 4);
   racing_factory f{[&] { ds::compact_files(root, {}); }};
-  auto r = ds::write(root, batch(12, 4), opts(ds::write_mode::append), f);
+  auto r = ds::write(root, clustered_batch(12, 4), opts(ds::write_mode::append), f);
   CHECK(r.retries >= 1);
-  CHECK(live_ids(root) == range(0, 16));
+  CHECK(sorted_live_ids(root) == iota_ids(0, 16));
   // The compaction's fragment (after its reserved id) and ours after it.
   auto frags = fragment_ids(root);
   CHECK(frags.size() == 2);
@@ -272,27 +245,27 @@ TEST_CASE("Append vs Rewrite (compaction): both committed, every row once") {
 }
 
 TEST_CASE("Append vs Overwrite: conflict naming the Overwrite; the dataset is as the overwrite left it") {
-  temp_dir t("c-ao");
+  scratch_dir t("c-ao");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 10));
+  ds::write(root, clustered_batch(0, 10));
   state after_rival;
   racing_factory f{[&] {
-    ds::write(root, batch(500, 3), opts(ds::write_mode::overwrite));
+    ds::write(root, clustered_batch(500, 3), opts(ds::write_mode::overwrite));
     after_rival = state_of(root);
   }};
-  auto e = expect_conflict([&] { ds::write(root, batch(10, 7), opts(ds::write_mode::append), f); }, "Overwrite");
+  auto e = expect_conflict([&] { ds::write(root, clustered_batch(10, 7), opts(ds::write_mode::append), f); }, "Overwrite");
   CHECK(e.version == 2);
   CHECK_FALSE(e.retryable);
-  check_same(state_of(root), after_rival);
+  check_same_state(state_of(root), after_rival);
   CHECK(unreferenced_files(root).empty());
-  CHECK(live_ids(root) == range(500, 503));
-  CHECK(files_under(root + "/_transactions").size() == 2);
+  CHECK(sorted_live_ids(root) == iota_ids(500, 503));
+  CHECK(files_under(root + "/_transactions", true, true).size() == 2);
 }
 
 TEST_CASE("Delete vs Delete on other fragments: both committed") {
-  temp_dir t("c-dd");
+  scratch_dir t("c-dd");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 10), opts(ds::write_mode::create, 5));
+  ds::write(root, clustered_batch(0, 10), opts(ds::write_mode::create, 5));
   racing_factory f{[&] {
     const std::vector<std::uint64_t> del{ds::row_address(1, 0)};
     ds::delete_rows(root, del);
@@ -304,16 +277,16 @@ TEST_CASE("Delete vs Delete on other fragments: both committed") {
   CHECK(r.deleted_rows == 1);
   CHECK(deleted_of(root, 0) == std::vector<std::uint32_t>{4});
   CHECK(deleted_of(root, 1) == std::vector<std::uint32_t>{0});
-  auto want = range(0, 10);
+  auto want = iota_ids(0, 10);
   want.erase(std::find(want.begin(), want.end(), 5));
   want.erase(std::find(want.begin(), want.end(), 4));
-  CHECK(live_ids(root) == want);
+  CHECK(sorted_live_ids(root) == want);
 }
 
 TEST_CASE("Delete vs Delete on the same fragment: deletion vectors merged as Lance merges them") {
-  temp_dir t("c-dds");
+  scratch_dir t("c-dds");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 10));
+  ds::write(root, clustered_batch(0, 10));
   SUBCASE("other rows: merged into a new deletion file") {
     racing_factory f{[&] {
       const std::vector<std::uint64_t> del{ds::row_address(0, 1), ds::row_address(0, 2)};
@@ -327,7 +300,7 @@ TEST_CASE("Delete vs Delete on the same fragment: deletion vectors merged as Lan
     auto d = ds::dataset::open(root);
     CHECK(d.manifest().fragments.at(0).deletion_file->num_deleted_rows == 3);
     CHECK(d.transaction()->read_version == 2);  // a rebased Delete reads the version it merged, as Lance's
-    CHECK(live_ids(root) == std::vector<std::int64_t>{0, 3, 4, 6, 7, 8, 9});
+    CHECK(sorted_live_ids(root) == std::vector<std::int64_t>{0, 3, 4, 6, 7, 8, 9});
     CHECK(unreferenced_files(root).empty());  // the deletion file of the first attempt removed
   }
   SUBCASE("a row both deleted: Lance's retryable conflict, the delete runs again on the new version") {
@@ -354,7 +327,7 @@ TEST_CASE("Delete vs Delete on the same fragment: deletion vectors merged as Lan
     ds::delete_options o;
     o.max_retries = 0;
     CHECK_THROWS_AS(ds::delete_rows(root, mine, o, f), conflict_error);
-    check_same(state_of(root), after_rival);
+    check_same_state(state_of(root), after_rival);
     CHECK(unreferenced_files(root).empty());
   }
   SUBCASE("the fragment removed meanwhile: conflict") {
@@ -371,15 +344,15 @@ TEST_CASE("Delete vs Delete on the same fragment: deletion vectors merged as Lan
 }
 
 TEST_CASE("CreateIndex vs Append: the index commits covering the rows it read") {
-  temp_dir t("c-ia");
+  scratch_dir t("c-ia");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 64));
+  ds::write(root, clustered_batch(0, 64));
   auto o = flat_index();
   bool once = false;
   o.on_progress = [&](const index::build_progress&) {
     if (!once) {
       once = true;
-      append(root, 64, 8);
+      append_rows(root, 64, 8);
     }
   };
   auto r = index::build_ivf_index(root, o);
@@ -388,22 +361,22 @@ TEST_CASE("CreateIndex vs Append: the index commits covering the rows it read") 
   CHECK(r.retries == 0);  // the append came before the commit's first attempt: rebased, no retry
   // A rival taking the version at the moment of the commit's rename: one retry, counted.
   const auto raced = t.sub("raced");
-  ds::write(raced, batch(0, 64));
+  ds::write(raced, clustered_batch(0, 64));
   auto seg = flat_index();
   seg.commit = false;
   const auto built = index::build_ivf_index(raced, seg);
   unsigned retries = 0;
-  racing_factory f{[&] { append(raced, 64, 8); }};
+  racing_factory f{[&] { append_rows(raced, 64, 8); }};
   const auto after = index::commit_index(raced, ds::load_version(raced, built.version), built.index, {}, f, &retries);
   CHECK(retries == 1);
   CHECK(after.version() == 3);
   CHECK(indexed_fragments(after) == std::vector<std::uint32_t>{0});
-  CHECK(live_ids(raced) == range(0, 72));
+  CHECK(sorted_live_ids(raced) == iota_ids(0, 72));
   auto s = *ds::load_latest(root);
   CHECK(s.version() == 3);
   CHECK(indexed_fragments(s) == std::vector<std::uint32_t>{0});
   CHECK(s.file.indices.at(0).dataset_version == 1);
-  CHECK(live_ids(root) == range(0, 72));
+  CHECK(sorted_live_ids(root) == iota_ids(0, 72));
   CHECK(operation_of(root, 3) == "CreateIndex");
   // The index is usable: a search over it finds indexed rows only.
   auto ix = index::open_vector_index(s, "vec");
@@ -416,17 +389,17 @@ TEST_CASE("CreateIndex vs Append: the index commits covering the rows it read") 
 }
 
 TEST_CASE("index optimize vs Append: committed over the fragments it read") {
-  temp_dir t("c-oa");
+  scratch_dir t("c-oa");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 64));
+  ds::write(root, clustered_batch(0, 64));
   index::build_ivf_index(root, flat_index());
-  append(root, 64, 16);  // fragment 1, unindexed
+  append_rows(root, 64, 16);  // fragment 1, unindexed
   index::optimize_options oo;
   bool once = false;
   oo.on_progress = [&](const index::optimize_progress&) {
     if (!once) {
       once = true;
-      append(root, 80, 8);  // fragment 2, committed while the optimize runs
+      append_rows(root, 80, 8);  // fragment 2, committed while the optimize runs
     }
   };
   auto r = index::optimize_indices(root, oo);
@@ -439,13 +412,13 @@ TEST_CASE("index optimize vs Append: committed over the fragments it read") {
   const auto covered = indexed_fragments(s);
   CHECK(std::find(covered.begin(), covered.end(), 1u) != covered.end());
   CHECK(std::find(covered.begin(), covered.end(), 2u) == covered.end());
-  CHECK(live_ids(root) == range(0, 88));
+  CHECK(sorted_live_ids(root) == iota_ids(0, 88));
 }
 
 TEST_CASE("CreateIndex vs Rewrite of the fragments it indexed: conflict, the dataset as the rewrite left it") {
-  temp_dir t("c-ir");
+  scratch_dir t("c-ir");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 64), opts(ds::write_mode::create, 16));
+  ds::write(root, clustered_batch(0, 64), opts(ds::write_mode::create, 16));
   state after_rival;
   auto o = flat_index();
   bool once = false;
@@ -458,16 +431,16 @@ TEST_CASE("CreateIndex vs Rewrite of the fragments it indexed: conflict, the dat
   };
   auto e = expect_conflict([&] { index::build_ivf_index(root, o); }, "Rewrite");
   CHECK(e.retryable);
-  check_same(state_of(root), after_rival);
+  check_same_state(state_of(root), after_rival);
   CHECK(unreferenced_files(root).empty());
   CHECK(ds::load_latest(root)->file.indices.empty());
-  CHECK(live_ids(root) == range(0, 64));
+  CHECK(sorted_live_ids(root) == iota_ids(0, 64));
 }
 
 TEST_CASE("Rewrite (compaction) vs Delete on its fragments: conflict; vs Append: both committed") {
-  temp_dir t("c-rd");
+  scratch_dir t("c-rd");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 12), opts(ds::write_mode::create, 3));
+  ds::write(root, clustered_batch(0, 12), opts(ds::write_mode::create, 3));
   SUBCASE("Delete of a fragment it rewrites") {
     ds::compaction_options co;
     std::vector<std::int64_t> rows_after;
@@ -476,14 +449,14 @@ TEST_CASE("Rewrite (compaction) vs Delete on its fragments: conflict; vs Append:
       if (done == 1) {
         const std::vector<std::uint64_t> del{ds::row_address(1, 0)};
         ds::delete_rows(root, del);
-        rows_after = live_ids(root);
+        rows_after = sorted_live_ids(root);
         frags_after = fragment_ids(root);
       }
     };
     auto e = expect_conflict([&] { ds::compact_files(root, co); }, "Delete");
     CHECK(e.retryable);
     CHECK(e.version == 2);
-    CHECK(live_ids(root) == rows_after);
+    CHECK(sorted_live_ids(root) == rows_after);
     CHECK(fragment_ids(root) == frags_after);
     CHECK(unreferenced_files(root).empty());  // the compaction's files removed
     CHECK(deleted_of(root, 1) == std::vector<std::uint32_t>{0});
@@ -491,25 +464,25 @@ TEST_CASE("Rewrite (compaction) vs Delete on its fragments: conflict; vs Append:
   SUBCASE("Append meanwhile") {
     ds::compaction_options co;
     co.progress = [&](std::size_t done, std::size_t) {
-      if (done == 1) append(root, 12, 5);
+      if (done == 1) append_rows(root, 12, 5);
     };
     auto r = ds::compact_files(root, co);
     CHECK(r.version == ds::dataset::open(root).version());
     CHECK(operation_of(root, r.version) == "Rewrite");
-    CHECK(live_ids(root) == range(0, 17));
+    CHECK(sorted_live_ids(root) == iota_ids(0, 17));
     CHECK(fragment_ids(root).size() == 2);
   }
 }
 
 TEST_CASE("Overwrite vs Append: the overwrite wins its own version") {
-  temp_dir t("c-oa2");
+  scratch_dir t("c-oa2");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 10));
-  racing_factory f{[&] { append(root, 100, 5); }};
-  auto r = ds::write(root, batch(1000, 4), opts(ds::write_mode::overwrite), f);
+  ds::write(root, clustered_batch(0, 10));
+  racing_factory f{[&] { append_rows(root, 100, 5); }};
+  auto r = ds::write(root, clustered_batch(1000, 4), opts(ds::write_mode::overwrite), f);
   CHECK(r.version == 3);
   CHECK(r.retries == 1);
-  CHECK(live_ids(root) == range(1000, 1004));
+  CHECK(sorted_live_ids(root) == iota_ids(1000, 1004));
   CHECK(ds::dataset::open(root, 2).count_rows() == 15);
   CHECK(operation_of(root, 3) == "Overwrite");
   // An Overwrite numbers its fragments from 0 again, as Lance's.
@@ -517,10 +490,10 @@ TEST_CASE("Overwrite vs Append: the overwrite wins its own version") {
 }
 
 TEST_CASE("transactions lancet writes carry read_version, uuid and operation as Lance reads them") {
-  temp_dir t("c-tx");
+  scratch_dir t("c-tx");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 4));
-  append(root, 4, 4);
+  ds::write(root, clustered_batch(0, 4));
+  append_rows(root, 4, 4);
   for (const auto& e : ds::list_versions(root)) {
     auto txn = ds::read_version_transaction(root, e);
     CHECK(txn.read_version == e.version - 1);
@@ -531,9 +504,9 @@ TEST_CASE("transactions lancet writes carry read_version, uuid and operation as 
 }
 
 TEST_CASE("concurrent appends from 4 processes x 25: none fails, every row once, every version opens") {
-  temp_dir t("c-proc");
+  scratch_dir t("c-proc");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 1));
+  ds::write(root, clustered_batch(0, 1));
   constexpr int procs = 4, appends = 25, rows = 3;
   std::vector<pid_t> kids;
   for (int p = 0; p < procs; ++p) {
@@ -543,7 +516,7 @@ TEST_CASE("concurrent appends from 4 processes x 25: none fails, every row once,
       int failed = 0;
       for (int i = 0; i < appends; ++i) {
         try {
-          append(root, 1000 + (p * appends + i) * rows, rows);
+          append_rows(root, 1000 + (p * appends + i) * rows, rows);
         } catch (...) {
           ++failed;
         }
@@ -560,7 +533,7 @@ TEST_CASE("concurrent appends from 4 processes x 25: none fails, every row once,
     failures += WEXITSTATUS(status);
   }
   CHECK(failures == 0);
-  auto ids = live_ids(root);
+  auto ids = sorted_live_ids(root);
   std::vector<std::int64_t> want{0};
   for (int k = 0; k < procs * appends * rows; ++k) want.push_back(1000 + k);
   CHECK(ids.size() == want.size());
@@ -576,9 +549,9 @@ TEST_CASE("concurrent appends from 4 processes x 25: none fails, every row once,
 }
 
 TEST_CASE("readers during writes: a version's row count never changes once seen") {
-  temp_dir t("c-read");
+  scratch_dir t("c-read");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 5));
+  ds::write(root, clustered_batch(0, 5));
   constexpr int writers = 3, appends = 12;
   std::vector<pid_t> kids;
   for (int p = 0; p < writers; ++p) {
@@ -588,7 +561,7 @@ TEST_CASE("readers during writes: a version's row count never changes once seen"
       int failed = 0;
       for (int i = 0; i < appends; ++i) {
         try {
-          append(root, 1000 * (p + 1) + i * 2, 2);
+          append_rows(root, 1000 * (p + 1) + i * 2, 2);
         } catch (...) {
           ++failed;
         }

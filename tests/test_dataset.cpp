@@ -32,9 +32,13 @@
 #include <lancet/file/reader.hpp>
 #include <lancet/io/file_sink.hpp>
 
-#include "support/temp_dir.hpp"
+#include "support/array_checks.hpp"
+#include "support/dataset_writes.hpp"
+#include "support/files.hpp"
+#include "support/ids.hpp"
 #include "support/kill_child.hpp"
 #include "support/random_data.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace lancet;
 using namespace lancet::arrow;
@@ -43,7 +47,12 @@ namespace ds = lancet::dataset;
 
 namespace {
 
-using temp_dir = lancet::testing::scratch_dir;
+using lancet::testing::check_same;
+using lancet::testing::files_under;
+using lancet::testing::iota_ids;
+using lancet::testing::opts;
+using lancet::testing::racing_factory;
+using lancet::testing::scratch_dir;
 
 // id: int64 (start..start+n), name: utf8 with nulls, vec: fixed_size_list<float32, 4>.
 record_batch sample_batch(std::int64_t start, std::int64_t n) {
@@ -61,36 +70,16 @@ record_batch sample_batch(std::int64_t start, std::int64_t n) {
                      {"vec", make_fixed_size_list(make_array<float>(vec), 4)}});
 }
 
-std::vector<std::int64_t> ids_of(const record_batch& b, std::size_t col = 0) {
+std::vector<std::int64_t> column_ids(const record_batch& b, std::size_t col = 0) {
   std::vector<std::int64_t> out;
   for (std::int64_t i = 0; i < b.num_rows(); ++i) out.push_back(b.columns[col]->value<std::int64_t>(i));
   return out;
 }
 
-std::vector<std::int64_t> iota_ids(std::int64_t from, std::int64_t to) {
-  std::vector<std::int64_t> v;
-  for (auto i = from; i < to; ++i) v.push_back(i);
-  return v;
-}
-
-std::vector<std::string> dir_names(const std::string& dir) {
-  std::vector<std::string> out;
-  if (!fs::exists(dir)) return out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-void check_same(const array_ptr& expected, const array_ptr& actual, const std::string& what) {
-  auto diff = first_difference(expected, actual);
-  INFO(what << ": " << diff.value_or(""));
-  CHECK_FALSE(diff.has_value());
-}
-
 }  // namespace
 
 TEST_CASE("create: one fragment, manifest and transaction as Lance 12 writes them") {
-  temp_dir t("create");
+  scratch_dir t("create");
   const auto root = t.sub("ds");
   auto r = ds::write(root, sample_batch(0, 100));
   CHECK(r.version == 1);
@@ -99,17 +88,17 @@ TEST_CASE("create: one fragment, manifest and transaction as Lance 12 writes the
   CHECK(r.fragments[0].id == 0);
 
   // Layout: v2 manifest name, hint, transaction file, one data file with a Lance-style name.
-  CHECK(dir_names(root + "/_versions") ==
+  CHECK(files_under(root + "/_versions") ==
         std::vector<std::string>{"18446744073709551614.manifest", "latest_version_hint.json"});
   std::ifstream hint(root + "/_versions/latest_version_hint.json");
   std::string hint_text((std::istreambuf_iterator<char>(hint)), std::istreambuf_iterator<char>());
   CHECK(hint_text == "{\"version\":1}");
-  auto data = dir_names(root + "/data");
+  auto data = files_under(root + "/data");
   REQUIRE(data.size() == 1);
   CHECK(data[0].size() == 50 + 6);
   CHECK(data[0].substr(0, 24).find_first_not_of("01") == std::string::npos);
   CHECK(data[0].substr(24, 26).find_first_not_of("0123456789abcdef") == std::string::npos);
-  auto txns = dir_names(root + "/_transactions");
+  auto txns = files_under(root + "/_transactions");
   REQUIRE(txns.size() == 1);
   CHECK(txns[0].rfind("0-", 0) == 0);
   CHECK(txns[0].size() == 2 + 36 + 4);
@@ -161,42 +150,27 @@ TEST_CASE("create: one fragment, manifest and transaction as Lance 12 writes the
 
 namespace {
 
-ds::write_options opts(ds::write_mode mode, std::uint64_t max_rows = ds::default_max_rows_per_file) {
-  ds::write_options o;
-  o.mode = mode;
-  o.max_rows_per_file = max_rows;
-  return o;
-}
-
 ds::scan_options scan_cols(std::vector<std::string> cols) {
   ds::scan_options o;
   o.columns = std::move(cols);
   return o;
 }
 
-std::vector<std::int64_t> live_ids(const ds::dataset& d) { return ids_of(d.to_batch(scan_cols({"id"}))); }
+std::vector<std::int64_t> live_ids(const ds::dataset& d) { return column_ids(d.to_batch(scan_cols({"id"}))); }
 
-fs::path fixture(const std::string& name) { return fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "datasets" / name; }
+fs::path dataset_fixture(const std::string& name) { return fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / "datasets" / name; }
 
 // A copy of a fixture dataset that a test may change.
-std::string copy_fixture(const temp_dir& t, const std::string& name) {
+std::string copy_fixture(const scratch_dir& t, const std::string& name) {
   const auto dst = t.sub(name);
-  fs::copy(fixture(name), dst, fs::copy_options::recursive);
+  fs::copy(dataset_fixture(name), dst, fs::copy_options::recursive);
   return dst;
-}
-
-// Files of a dataset directory tree (relative paths), for "nothing changed" checks.
-std::set<std::string> tree(const std::string& root) {
-  std::set<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(root))
-    if (e.is_regular_file()) out.insert(fs::relative(e.path(), root).string());
-  return out;
 }
 
 }  // namespace
 
 TEST_CASE("append: new fragment ids, kept storage version, Append transaction, old versions stay") {
-  temp_dir t("append");
+  scratch_dir t("append");
   const auto root = t.sub("ds");
   ds::write(root, sample_batch(0, 50));
   auto r = ds::write(root, std::vector<record_batch>{sample_batch(50, 20), sample_batch(70, 5)}, opts(ds::write_mode::append));
@@ -221,7 +195,7 @@ TEST_CASE("append: new fragment ids, kept storage version, Append transaction, o
   REQUIRE(op->fragments.size() == 1);
   CHECK(op->fragments[0].id == 0);  // unassigned in the transaction, as Lance records it
   CHECK(op->fragments[0].physical_rows == 5);
-  CHECK(dir_names(root + "/_transactions").size() == 3);
+  CHECK(files_under(root + "/_transactions").size() == 3);
 
   // Every version opens and keeps its rows.
   auto vs = d.versions();
@@ -238,7 +212,7 @@ TEST_CASE("append: new fragment ids, kept storage version, Append transaction, o
 }
 
 TEST_CASE("fragments split at max_rows_per_file across batches, and by bytes") {
-  temp_dir t("split");
+  scratch_dir t("split");
   const auto root = t.sub("ds");
   std::vector<record_batch> batches{sample_batch(0, 17), sample_batch(17, 45), sample_batch(62, 0), sample_batch(62, 38)};
   auto r = ds::write(root, batches, opts(ds::write_mode::create, 30));
@@ -250,7 +224,7 @@ TEST_CASE("fragments split at max_rows_per_file across batches, and by bytes") {
   CHECK(d.fragments().size() == 4);
   CHECK(d.fragments()[3].id == 3);
   CHECK(live_ids(d) == iota_ids(0, 100));
-  CHECK(dir_names(root + "/data").size() == 4);
+  CHECK(files_under(root + "/data").size() == 4);
 
   // ~8 + 4 + 16 bytes a row: a 1,000-byte limit closes files every ~35 rows.
   const auto root2 = t.sub("bytes");
@@ -265,7 +239,7 @@ TEST_CASE("fragments split at max_rows_per_file across batches, and by bytes") {
 }
 
 TEST_CASE("a large batch reaches the file writer max_rows_per_group rows at a time: 2.2 pages close near 8 MiB") {
-  temp_dir t("groups");
+  scratch_dir t("groups");
   const auto root = t.sub("ds");
   constexpr std::int64_t n = 40000, dim = 128;  // 512 bytes a row, 20 MB in one batch
   std::vector<std::int64_t> ids(n);
@@ -295,7 +269,7 @@ TEST_CASE("a large batch reaches the file writer max_rows_per_group rows at a ti
 }
 
 TEST_CASE("overwrite: new schema and fragments from id 0, history kept, indices dropped") {
-  temp_dir t("overwrite");
+  scratch_dir t("overwrite");
   const auto root = t.sub("ds");
   ds::write(root, sample_batch(0, 10), opts(ds::write_mode::create, 4));
   CHECK(ds::dataset::open(root).manifest().max_fragment_id == std::optional<std::uint32_t>(2));
@@ -320,10 +294,10 @@ TEST_CASE("overwrite: new schema and fragments from id 0, history kept, indices 
 }
 
 TEST_CASE("schema checks: create on an existing dataset, differing schemas name the field") {
-  temp_dir t("schema");
+  scratch_dir t("schema");
   const auto root = t.sub("ds");
   ds::write(root, sample_batch(0, 10));
-  const auto before = tree(root);
+  const auto before = files_under(root, true, true);
   auto expect_error = [&](const record_batch& b, const std::string& needle) {
     try {
       ds::write(root, b, opts(ds::write_mode::append));
@@ -332,7 +306,7 @@ TEST_CASE("schema checks: create on an existing dataset, differing schemas name 
       INFO(e.what());
       CHECK(std::string(e.what()).find(needle) != std::string::npos);
     }
-    CHECK(tree(root) == before);  // nothing written, nothing left behind
+    CHECK(files_under(root, true, true) == before);  // nothing written, nothing left behind
   };
   CHECK_THROWS_AS(ds::write(root, sample_batch(0, 1)), invalid_input_error);
   auto full = sample_batch(0, 3);
@@ -358,7 +332,7 @@ TEST_CASE("schema checks: create on an existing dataset, differing schemas name 
 }
 
 TEST_CASE("non-nullable fields: nulls refused with the field named, the dataset unchanged") {
-  temp_dir t("nonnull");
+  scratch_dir t("nonnull");
   const auto root = t.sub("ds");
   auto s = std::make_shared<arrow::schema>();
   s->fields.push_back(field{"id", int32(), false, {}});
@@ -366,7 +340,7 @@ TEST_CASE("non-nullable fields: nulls refused with the field named, the dataset 
   auto good = make_batch(s, {make_array<std::int32_t>({1, 2}), make_struct({field{"a", int32(), false, {}}},
                                                                           {make_array<std::int32_t>({5, 6})})});
   ds::write(root, std::vector<record_batch>{good, good}, opts(ds::write_mode::create, 3));
-  const auto before = tree(root);
+  const auto before = files_under(root, true, true);
   auto bad_top = make_batch({{"id", make_array<std::int32_t>({1, std::nullopt})}, {"st", good.columns[1]}});
   try {
     ds::write(root, std::vector<record_batch>{good, bad_top}, opts(ds::write_mode::append, 3));
@@ -374,7 +348,7 @@ TEST_CASE("non-nullable fields: nulls refused with the field named, the dataset 
   } catch (const invalid_input_error& e) {
     CHECK(std::string(e.what()).find("'id'") != std::string::npos);
   }
-  CHECK(tree(root) == before);
+  CHECK(files_under(root, true, true) == before);
   auto bad_nested = make_batch({{"id", make_array<std::int32_t>({1, 2})},
                                 {"st", struct_array({{"a", make_array<std::int32_t>({std::nullopt, 1})}})}});
   try {
@@ -383,12 +357,12 @@ TEST_CASE("non-nullable fields: nulls refused with the field named, the dataset 
   } catch (const invalid_input_error& e) {
     CHECK(std::string(e.what()).find("st.a") != std::string::npos);
   }
-  CHECK(tree(root) == before);
+  CHECK(files_under(root, true, true) == before);
   CHECK(ds::dataset::open(root).count_rows() == 4);
 }
 
 TEST_CASE("empty writes: a schema without rows, and no schema at all") {
-  temp_dir t("empty");
+  scratch_dir t("empty");
   const auto root = t.sub("ds");
   auto o = opts(ds::write_mode::create);
   o.schema = *sample_batch(0, 0).schema;
@@ -406,20 +380,20 @@ TEST_CASE("empty writes: a schema without rows, and no schema at all") {
 }
 
 TEST_CASE("v1 manifest names on request; a dataset keeps its naming") {
-  temp_dir t("naming");
+  scratch_dir t("naming");
   const auto root = t.sub("ds");
   auto o = opts(ds::write_mode::create);
   o.naming = ds::naming_scheme::v1;
   ds::write(root, sample_batch(0, 3), o);
   ds::write(root, sample_batch(3, 3), opts(ds::write_mode::append));
-  CHECK(dir_names(root + "/_versions") ==
+  CHECK(files_under(root + "/_versions") ==
         std::vector<std::string>{"1.manifest", "2.manifest", "latest_version_hint.json"});
   CHECK(ds::dataset::open(root).manifest_naming() == ds::naming_scheme::v1);
   CHECK(live_ids(ds::dataset::open(root)) == iota_ids(0, 6));
 }
 
 TEST_CASE("scan: projection, offset/limit across fragments, batch size, row ids and addresses") {
-  temp_dir t("scan");
+  scratch_dir t("scan");
   const auto root = t.sub("ds");
   ds::write(root, sample_batch(0, 100), opts(ds::write_mode::create, 30));
   auto d = ds::dataset::open(root);
@@ -456,7 +430,7 @@ TEST_CASE("scan: projection, offset/limit across fragments, batch size, row ids 
   // Limits at the edges, offsets past the end, one fragment only.
   ds::scan_options o2;
   o2.offset = 99;
-  CHECK(ids_of(d.to_batch(o2)) == std::vector<std::int64_t>{99});
+  CHECK(column_ids(d.to_batch(o2)) == std::vector<std::int64_t>{99});
   o2.offset = 100;
   CHECK(d.to_batch(o2).num_rows() == 0);
   o2.offset = 0;
@@ -464,7 +438,7 @@ TEST_CASE("scan: projection, offset/limit across fragments, batch size, row ids 
   CHECK(d.to_batch(o2).num_rows() == 0);
   ds::scan_options o3;
   o3.fragment_ids = std::vector<std::uint64_t>{2, 0};
-  CHECK(ids_of(d.to_batch(o3)) == [] {
+  CHECK(column_ids(d.to_batch(o3)) == [] {
     auto v = iota_ids(60, 90);
     auto w = iota_ids(0, 30);
     v.insert(v.end(), w.begin(), w.end());
@@ -480,7 +454,7 @@ TEST_CASE("scan: projection, offset/limit across fragments, batch size, row ids 
   // take: by row id (= address here), in the given order, repeats allowed.
   std::vector<std::uint64_t> want{rowids[5], rowids[0], rowids[5], ds::row_address(3, 9)};
   auto tk = d.take(want, {"id", "vec"});
-  CHECK(ids_of(tk) == std::vector<std::int64_t>{30, 25, 30, 99});
+  CHECK(column_ids(tk) == std::vector<std::int64_t>{30, 25, 30, 99});
   auto all = sample_batch(0, 100);
   check_same(slice(all.columns[2], 99, 1), slice(tk.columns[1], 3, 1), "vec of row 99");
   CHECK(d.take_addresses(std::vector<std::uint64_t>{ds::row_address(1, 0)}).num_rows() == 1);
@@ -511,7 +485,7 @@ std::vector<std::int64_t> fixture_deletions_ids() {
 }  // namespace
 
 TEST_CASE("Arrow IPC deletion files LanceDB wrote: uncompressed and ZSTD bodies") {
-  const auto dir = fixture("deletions_2.0") / "_deletions";
+  const auto dir = dataset_fixture("deletions_2.0") / "_deletions";
   int arrow_files = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".arrow") continue;
@@ -561,7 +535,7 @@ TEST_CASE("Arrow IPC deletion files LanceDB wrote: uncompressed and ZSTD bodies"
 // Found by tests/fuzz/fuzz_deletion: a compressed buffer's length prefix claiming 4 GiB
 // made the reader allocate (and zero) 4 GiB before finding the data was 5,800 bytes.
 TEST_CASE("Arrow IPC: a compressed buffer's claimed length is checked against its data, not allocated") {
-  const auto path = fixture("deletions_2.0") / "_deletions" / "2-5-16639781602694490982.arrow";
+  const auto path = dataset_fixture("deletions_2.0") / "_deletions" / "2-5-16639781602694490982.arrow";
   const auto bytes = ds::read_small_file(path.string());
   const std::string prefix("\xa8\x16\0\0\0\0\0\0", 8);  // 5,800 bytes: 1,450 uint32 offsets, ZSTD
   const auto at = bytes.find(prefix);
@@ -586,7 +560,7 @@ TEST_CASE("Arrow IPC: a compressed buffer's claimed length is checked against it
 }
 
 TEST_CASE("deletions LanceDB wrote (Arrow and bitmap kinds) are skipped by scans, counts and takes") {
-  auto d = ds::dataset::open(fixture("deletions_2.0").string());
+  auto d = ds::dataset::open(dataset_fixture("deletions_2.0").string());
   CHECK(d.version() == 6);
   CHECK(d.count_rows() == 3640);
   const auto want = fixture_deletions_ids();
@@ -633,7 +607,7 @@ TEST_CASE("deletions LanceDB wrote (Arrow and bitmap kinds) are skipped by scans
 }
 
 TEST_CASE("stable row ids LanceDB wrote: ids survive updates; take by id") {
-  auto d = ds::dataset::open(fixture("stable_ids_2.0").string());
+  auto d = ds::dataset::open(dataset_fixture("stable_ids_2.0").string());
   CHECK(d.stable_row_ids());
   CHECK(d.count_rows() == 18);
   ds::scan_options o;
@@ -656,7 +630,7 @@ TEST_CASE("stable row ids LanceDB wrote: ids survive updates; take by id") {
 }
 
 TEST_CASE("appending to and deleting from datasets LanceDB wrote, with and without stable row ids") {
-  temp_dir t("lancedb");
+  scratch_dir t("lancedb");
   {
     const auto root = copy_fixture(t, "stable_ids_2.0");
     auto b = make_batch({{"id", make_array<std::int32_t>({500, 501})}});
@@ -757,17 +731,17 @@ std::vector<record_batch> append_batches(std::int64_t start, int n, std::int64_t
 }  // namespace
 
 TEST_CASE("crash safety: a sink failing at any byte of an append leaves the dataset as it was") {
-  temp_dir t("failing");
+  scratch_dir t("failing");
   const auto root = t.sub("ds");
   ds::write(root, sample_batch(0, 40), opts(ds::write_mode::create, 16));
   const auto batches = append_batches(40, 3, 25);  // 75 rows -> 3 data files of <= 30 rows
-  const auto before = tree(root);
+  const auto before = files_under(root, true, true);
 
   // A successful append through the same sinks: how many bytes and sinks it takes.
   std::uint64_t total = 0;
   int sinks = 0;
   {
-    temp_dir t2("failing-probe");
+    scratch_dir t2("failing-probe");
     fs::copy(root, t2.sub("ds"), fs::copy_options::recursive);
     budget b;
     auto r = ds::write(t2.sub("ds"), batches, opts(ds::write_mode::append, 30), budget_factory{&b});
@@ -787,7 +761,7 @@ TEST_CASE("crash safety: a sink failing at any byte of an append leaves the data
     budget b;
     b.bytes_left = cut;
     CHECK_THROWS_AS(ds::write(root, batches, opts(ds::write_mode::append, 30), budget_factory{&b}), io_error);
-    CHECK(tree(root) == before);
+    CHECK(files_under(root, true, true) == before);
     auto d = ds::dataset::open(root);
     CHECK(d.version() == 1);
     CHECK(live_ids(d) == iota_ids(0, 40));
@@ -797,7 +771,7 @@ TEST_CASE("crash safety: a sink failing at any byte of an append leaves the data
     budget b;
     b.fail_finish_of = k;
     CHECK_THROWS_AS(ds::write(root, batches, opts(ds::write_mode::append, 30), budget_factory{&b}), io_error);
-    CHECK(tree(root) == before);
+    CHECK(files_under(root, true, true) == before);
     CHECK(ds::dataset::open(root).version() == 1);
   }
   // A data or transaction file that fails after its rename: nothing committed, all removed.
@@ -805,11 +779,11 @@ TEST_CASE("crash safety: a sink failing at any byte of an append leaves the data
     budget b;
     b.fail_after_finish_of = k;
     CHECK_THROWS_AS(ds::write(root, batches, opts(ds::write_mode::append, 30), budget_factory{&b}), io_error);
-    CHECK(tree(root) == before);
+    CHECK(files_under(root, true, true) == before);
   }
   // The manifest failing after its rename: the version is committed and keeps its files.
   {
-    temp_dir t3("failing-committed");
+    scratch_dir t3("failing-committed");
     const auto copy = t3.sub("ds");
     fs::copy(root, copy, fs::copy_options::recursive);
     budget b;
@@ -831,29 +805,11 @@ TEST_CASE("crash safety: a sink failing at any byte of an append leaves the data
   CHECK(live_ids(ds::dataset::open(root)) == iota_ids(0, 115));
 }
 
-namespace {
-
-// Lets another writer commit first, just before this writer publishes its manifest.
-struct racing_factory {
-  std::string root;
-  std::function<void()> rival;
-  bool done = false;
-  io::file_sink operator()(const std::string& path, const io::file_sink_options& o) {
-    if (!done && path.find("/_versions/") != std::string::npos) {
-      done = true;
-      rival();
-    }
-    return io::file_sink(path, o);
-  }
-};
-
-}  // namespace
-
 TEST_CASE("racing writers: the loser gets conflict_error naming the version, nothing is corrupted") {
-  temp_dir t("race");
+  scratch_dir t("race");
   const auto root = t.sub("ds");
   ds::write(root, sample_batch(0, 10));
-  racing_factory f{root, [&] { ds::write(root, sample_batch(100, 5), opts(ds::write_mode::append)); }};
+  racing_factory f{[&] { ds::write(root, sample_batch(100, 5), opts(ds::write_mode::append)); }};
   std::set<std::string> after_rival;
   auto no_retry = opts(ds::write_mode::append);
   no_retry.max_retries = 0;  // losing the race without a rebase is a conflict
@@ -870,12 +826,12 @@ TEST_CASE("racing writers: the loser gets conflict_error naming the version, not
   auto d = ds::dataset::open(root);
   CHECK(d.version() == 2);
   CHECK(live_ids(d) == std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 100, 101, 102, 103, 104});
-  CHECK(dir_names(root + "/data").size() == 2);
-  CHECK(dir_names(root + "/_transactions").size() == 2);
-  for (const auto& n : tree(root)) CHECK(n.find(".tmp") == std::string::npos);
+  CHECK(files_under(root + "/data").size() == 2);
+  CHECK(files_under(root + "/_transactions").size() == 2);
+  for (const auto& n : files_under(root, true, true)) CHECK(n.find(".tmp") == std::string::npos);
 
   // With a retry the loser rebases on the winner and commits the next version.
-  racing_factory f2{root, [&] { ds::write(root, sample_batch(200, 2), opts(ds::write_mode::append)); }};
+  racing_factory f2{[&] { ds::write(root, sample_batch(200, 2), opts(ds::write_mode::append)); }};
   auto o = opts(ds::write_mode::append);
   o.max_retries = 2;
   auto r = ds::write(root, sample_batch(10, 7), o, f2);
@@ -888,13 +844,13 @@ TEST_CASE("racing writers: the loser gets conflict_error naming the version, not
 
   // Two creators: one wins, the other gets conflict_error.
   const auto root2 = t.sub("create");
-  racing_factory f3{root2, [&] { ds::write(root2, sample_batch(0, 1)); }};
+  racing_factory f3{[&] { ds::write(root2, sample_batch(0, 1)); }};
   CHECK_THROWS_AS(ds::write(root2, sample_batch(5, 3), opts(ds::write_mode::create), f3), conflict_error);
   CHECK(ds::dataset::open(root2).count_rows() == 1);
-  CHECK(dir_names(root2 + "/data").size() == 1);
+  CHECK(files_under(root2 + "/data").size() == 1);
 
   // A rival that overwrote with another schema cannot be rebased on.
-  racing_factory f4{root, [&] {
+  racing_factory f4{[&] {
                       ds::write(root, make_batch({{"z", make_array<std::int8_t>({1})}}), opts(ds::write_mode::overwrite));
                     }};
   CHECK_THROWS_AS(ds::write(root, sample_batch(0, 1), o, f4), conflict_error);
@@ -902,7 +858,7 @@ TEST_CASE("racing writers: the loser gets conflict_error naming the version, not
 }
 
 TEST_CASE("racing writers in threads: every commit is whole, losers get conflict_error") {
-  temp_dir t("threads");
+  scratch_dir t("threads");
   const auto root = t.sub("ds");
   ds::write(root, sample_batch(0, 5));
   std::uint64_t versions = 1, rows = 5;
@@ -935,11 +891,11 @@ TEST_CASE("racing writers in threads: every commit is whole, losers get conflict
     CHECK(live_ids(d).size() == rows);
   }
   // Losers removed their data files: one file per committed version.
-  CHECK(dir_names(root + "/data").size() == versions);
+  CHECK(files_under(root + "/data").size() == versions);
 }
 
 TEST_CASE("crash safety: a writer killed (SIGKILL) at 20 random moments of a large append") {
-  temp_dir t("kill");
+  scratch_dir t("kill");
   const auto root = t.sub("ds");
   ds::write(root, sample_batch(0, 1000));
   // 100,000 rows (~3 MB) in 7 data files: long enough to be killed in every phase.
@@ -948,7 +904,7 @@ TEST_CASE("crash safety: a writer killed (SIGKILL) at 20 random moments of a lar
   // How long an append takes here (sanitizers and loaded machines vary a lot).
   double append_seconds = 0;
   {
-    temp_dir probe("kill-probe");
+    scratch_dir probe("kill-probe");
     fs::copy(root, probe.sub("ds"), fs::copy_options::recursive);
     const auto t0 = std::chrono::steady_clock::now();
     ds::write(probe.sub("ds"), batches, o);
@@ -1008,7 +964,7 @@ TEST_CASE("storage versions: chosen at create, kept on append and overwrite; dat
   };
   for (auto v : {file::format_version::v2_0, file::format_version::v2_1, file::format_version::v2_2}) {
     CAPTURE(file::to_string(v));
-    temp_dir t("versions");
+    scratch_dir t("versions");
     const auto root = t.sub("ds");
     const bool struct_nulls = v != file::format_version::v2_0;
     auto o = opts(ds::write_mode::create, 20);
@@ -1042,16 +998,16 @@ TEST_CASE("storage versions: chosen at create, kept on append and overwrite; dat
     CHECK(ds::dataset::open(root).storage_version() == v);
   }
   // 2.0 refuses null structs, naming the field; nothing is left behind.
-  temp_dir t("versions-2.0");
+  scratch_dir t("versions-2.0");
   auto o = opts(ds::write_mode::create);
   o.storage_version = file::format_version::v2_0;
   CHECK_THROWS_AS(ds::write(t.sub("ds"), make(0, 10, true), o), invalid_input_error);
-  CHECK(dir_names(t.sub("ds") + "/data").empty());
+  CHECK(files_under(t.sub("ds") + "/data").empty());
   CHECK(!fs::exists(t.sub("ds") + "/_versions"));
 }
 
 TEST_CASE("fields found by id: renamed columns, and columns no data file holds read as nulls") {
-  temp_dir t("byid");
+  scratch_dir t("byid");
   const auto root = t.sub("ds");
   ds::write(root, make_batch({{"id", make_array<std::int64_t>({1, 2, 3})}, {"a", string_array({"x", std::nullopt, "z"})}}),
             opts(ds::write_mode::create, 2));
@@ -1100,8 +1056,8 @@ TEST_CASE("fields found by id: renamed columns, and columns no data file holds r
 }
 
 TEST_CASE("one dataset object read from several threads") {
-  const auto d = ds::dataset::open(fixture("deletions_2.0").string());
-  const auto s = ds::dataset::open(fixture("stable_ids_2.0").string());
+  const auto d = ds::dataset::open(dataset_fixture("deletions_2.0").string());
+  const auto s = ds::dataset::open(dataset_fixture("stable_ids_2.0").string());
   const auto want = fixture_deletions_ids();
   std::atomic<int> bad{0};
   std::vector<std::thread> ts;
@@ -1159,10 +1115,11 @@ std::string first_page_compression(const std::string& root, std::uint32_t c) {
   if (mb.dictionary) return "dictionary";
   return std::string(mb.value_compression->value.index() == 0 ? "none" : "") + std::to_string(mb.value_compression->value.index());
 }
+
 }  // namespace
 
 TEST_CASE("dataset::write and json::write_rows take an encoding policy; 2.0 datasets refuse one") {
-  temp_dir t("policy");
+  scratch_dir t("policy");
   // Low-cardinality names: Lance 12 (the default policy) dictionary-encodes them.
   std::string rows;
   for (int i = 0; i < 2000; ++i) rows += "{\"id\": " + std::to_string(i) + ", \"name\": \"a-rather-long-category-" + std::to_string(i % 5) + "\"}\n";

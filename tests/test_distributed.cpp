@@ -1,4 +1,4 @@
-// Distributed writes (issue #13): write_fragments on several "workers", the fragment
+// Distributed writes: write_fragments on several "workers", the fragment
 // metadata's Lance JSON form, and the coordinator's commit (append / overwrite with a
 // read version), its rebase on concurrent writers, and each bad input refused with
 // nothing committed.
@@ -24,10 +24,10 @@ namespace ds = lancet::dataset;
 
 namespace {
 
-using temp_dir = lancet::testing::scratch_dir;
+using lancet::testing::scratch_dir;
 
 // id: int64 start..start+n, vec: fixed_size_list<float32, 2> = (id, -id).
-record_batch batch(std::int64_t start, std::int64_t n) {
+record_batch id_pair_batch(std::int64_t start, std::int64_t n) {
   std::vector<std::int64_t> ids;
   std::vector<float> vec;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -42,37 +42,37 @@ ds::write_options mode(ds::write_mode m, std::uint64_t rows_per_file = ds::defau
   ds::write_options o;
   o.mode = m;
   o.max_rows_per_file = rows_per_file;
-  o.schema = *batch(0, 1).schema;
+  o.schema = *id_pair_batch(0, 1).schema;
   return o;
 }
 
 // (id, vec[0], vec[1]) of every row, sorted by id: values, not only counts.
-struct row {
+struct id_pair_row {
   std::int64_t id;
   float a, b;
-  friend bool operator==(const row&, const row&) = default;
+  friend bool operator==(const id_pair_row&, const id_pair_row&) = default;
 };
-std::vector<row> rows_of(const std::string& root, std::optional<std::uint64_t> version = std::nullopt) {
+std::vector<id_pair_row> rows_of(const std::string& root, std::optional<std::uint64_t> version = std::nullopt) {
   auto b = ds::dataset::open(root, version).to_batch();
-  std::vector<row> out;
+  std::vector<id_pair_row> out;
   const auto& vec = *b.columns[1];
   const auto& items = *vec.children[0];
   for (std::int64_t i = 0; i < b.num_rows(); ++i) {
     const auto at = (vec.offset + i) * 2;
     out.push_back({b.columns[0]->value<std::int64_t>(i), items.values<float>()[at], items.values<float>()[at + 1]});
   }
-  std::sort(out.begin(), out.end(), [](const row& x, const row& y) { return x.id < y.id; });
+  std::sort(out.begin(), out.end(), [](const id_pair_row& x, const id_pair_row& y) { return x.id < y.id; });
   return out;
 }
-std::vector<row> expected(std::vector<std::pair<std::int64_t, std::int64_t>> ranges) {
-  std::vector<row> out;
+std::vector<id_pair_row> expected_rows(std::vector<std::pair<std::int64_t, std::int64_t>> ranges) {
+  std::vector<id_pair_row> out;
   for (auto [from, to] : ranges)
     for (auto i = from; i < to; ++i) out.push_back({i, float(i), -float(i)});
-  std::sort(out.begin(), out.end(), [](const row& x, const row& y) { return x.id < y.id; });
+  std::sort(out.begin(), out.end(), [](const id_pair_row& x, const id_pair_row& y) { return x.id < y.id; });
   return out;
 }
 
-std::uint64_t version_of(const std::string& root) {
+std::uint64_t latest_version_of(const std::string& root) {
   auto e = ds::latest_version(root);
   return e ? e->version : 0;
 }
@@ -192,12 +192,12 @@ TEST_CASE("fragment JSON: malformed and mistyped input names the key, line and c
 }
 
 TEST_CASE("write_fragments writes data files only; commit overwrite creates, append adds, ids assigned at commit") {
-  temp_dir t("dist");
+  scratch_dir t("dist");
   const auto root = t.sub("ds");
   // Three workers write against a dataset that does not exist yet.
   std::vector<pb::data_fragment> all;
   for (int w = 0; w < 3; ++w) {
-    auto r = ds::write_fragments(root, batch(w * 100, 100), mode(ds::write_mode::append, 60));
+    auto r = ds::write_fragments(root, id_pair_batch(w * 100, 100), mode(ds::write_mode::append, 60));
     CHECK_FALSE(r.read_version);
     CHECK(r.rows_written == 100);
     REQUIRE(r.fragments.size() == 2);  // 60 + 40 rows
@@ -213,24 +213,24 @@ TEST_CASE("write_fragments writes data files only; commit overwrite creates, app
       all.push_back(ds::fragment_from_json(ds::to_json(f)));
     }
   }
-  CHECK(version_of(root) == 0);  // nothing committed
+  CHECK(latest_version_of(root) == 0);  // nothing committed
   CHECK_FALSE(fs::exists(fs::path(root) / "_versions"));
 
   ds::fragment_commit_options co;
   co.read_version = 0;
-  auto c = ds::commit(root, ds::operation::overwrite{*batch(0, 1).schema}, all, co);
+  auto c = ds::commit(root, ds::operation::overwrite{*id_pair_batch(0, 1).schema}, all, co);
   CHECK(c.version == 1);
   CHECK(c.read_version == 0);
   CHECK(c.rows == 300);
   std::vector<std::uint64_t> ids;
   for (const auto& f : c.fragments) ids.push_back(f.id);
   CHECK(ids == std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5});
-  CHECK(rows_of(root) == expected({{0, 300}}));
+  CHECK(rows_of(root) == expected_rows({{0, 300}}));
 
   // Append: two more workers, against version 1's schema.
   std::vector<pb::data_fragment> more;
   for (int w = 0; w < 2; ++w) {
-    auto r = ds::write_fragments(root, batch(1000 + w * 10, 10), mode(ds::write_mode::append));
+    auto r = ds::write_fragments(root, id_pair_batch(1000 + w * 10, 10), mode(ds::write_mode::append));
     CHECK(r.read_version == std::optional<std::uint64_t>(1));
     more.insert(more.end(), r.fragments.begin(), r.fragments.end());
   }
@@ -242,7 +242,7 @@ TEST_CASE("write_fragments writes data files only; commit overwrite creates, app
   REQUIRE(c.fragments.size() == 2);
   CHECK(c.fragments[0].id == 6);
   CHECK(c.fragments[1].id == 7);
-  CHECK(rows_of(root) == expected({{0, 300}, {1000, 1020}}));
+  CHECK(rows_of(root) == expected_rows({{0, 300}, {1000, 1020}}));
   const auto d = ds::dataset::open(root);
   CHECK(d.manifest().fragments.size() == 8);
 
@@ -259,17 +259,17 @@ TEST_CASE("write_fragments writes data files only; commit overwrite creates, app
   REQUIRE(b.num_rows() == 3);
   CHECK(b.schema->fields.at(0).name == "name");
   CHECK(b.columns[0]->string_value(2) == "c");
-  CHECK(rows_of(root, 2) == expected({{0, 300}, {1000, 1020}}));  // the old version still reads
+  CHECK(rows_of(root, 2) == expected_rows({{0, 300}, {1000, 1020}}));  // the old version still reads
 }
 
 TEST_CASE("commit rebases on a concurrent writer after its read version; an overwrite meanwhile is a conflict") {
-  temp_dir t("dist");
+  scratch_dir t("dist");
   const auto root = t.sub("ds");
-  ds::write(root, batch(0, 10), mode(ds::write_mode::create));
-  auto w = ds::write_fragments(root, batch(100, 20), mode(ds::write_mode::append));
+  ds::write(root, id_pair_batch(0, 10), mode(ds::write_mode::create));
+  auto w = ds::write_fragments(root, id_pair_batch(100, 20), mode(ds::write_mode::append));
   REQUIRE(w.read_version == std::optional<std::uint64_t>(1));
   // Another writer appends before the coordinator commits.
-  ds::write(root, batch(500, 5), mode(ds::write_mode::append));
+  ds::write(root, id_pair_batch(500, 5), mode(ds::write_mode::append));
   ds::fragment_commit_options co;
   co.read_version = 1;
   auto c = ds::commit(root, ds::operation::append{}, w.fragments, co);
@@ -278,31 +278,31 @@ TEST_CASE("commit rebases on a concurrent writer after its read version; an over
   CHECK(c.retries == 0);  // a commit made before the first attempt is rebased on without a retry
   REQUIRE(c.fragments.size() == 1);
   CHECK(c.fragments[0].id == 2);
-  CHECK(rows_of(root) == expected({{0, 10}, {100, 120}, {500, 505}}));
+  CHECK(rows_of(root) == expected_rows({{0, 10}, {100, 120}, {500, 505}}));
 
   // An overwrite after the read version: the append cannot be rebased on it.
-  auto w2 = ds::write_fragments(root, batch(700, 3), mode(ds::write_mode::append));
-  ds::write(root, batch(900, 2), mode(ds::write_mode::overwrite));
+  auto w2 = ds::write_fragments(root, id_pair_batch(700, 3), mode(ds::write_mode::append));
+  ds::write(root, id_pair_batch(900, 2), mode(ds::write_mode::overwrite));
   co.read_version = 3;
   CHECK_THROWS_AS(ds::commit(root, ds::operation::append{}, w2.fragments, co), ds::commit_conflict_error);
-  CHECK(version_of(root) == 4);
-  CHECK(rows_of(root) == expected({{900, 902}}));
+  CHECK(latest_version_of(root) == 4);
+  CHECK(rows_of(root) == expected_rows({{900, 902}}));
 }
 
 TEST_CASE("commit refuses bad fragments and commits nothing") {
-  temp_dir t("dist");
+  scratch_dir t("dist");
   const auto root = t.sub("ds"), elsewhere = t.sub("other");
-  ds::write(root, batch(0, 10), mode(ds::write_mode::create));
-  const auto good = ds::write_fragments(root, batch(100, 10), mode(ds::write_mode::append)).fragments;
+  ds::write(root, id_pair_batch(0, 10), mode(ds::write_mode::create));
+  const auto good = ds::write_fragments(root, id_pair_batch(100, 10), mode(ds::write_mode::append)).fragments;
   REQUIRE(good.size() == 1);
   auto unchanged = [&] {
-    CHECK(version_of(root) == 1);
-    CHECK(rows_of(root) == expected({{0, 10}}));
+    CHECK(latest_version_of(root) == 1);
+    CHECK(rows_of(root) == expected_rows({{0, 10}}));
   };
 
   SUBCASE("data files written for another dataset") {
-    ds::write(elsewhere, batch(0, 1), mode(ds::write_mode::create));
-    const auto foreign = ds::write_fragments(elsewhere, batch(50, 5), mode(ds::write_mode::append)).fragments;
+    ds::write(elsewhere, id_pair_batch(0, 1), mode(ds::write_mode::create));
+    const auto foreign = ds::write_fragments(elsewhere, id_pair_batch(50, 5), mode(ds::write_mode::append)).fragments;
     refused([&] { ds::commit(root, ds::operation::append{}, foreign); },
             {"data file '" + foreign[0].files[0].path + "'", "does not exist", "another dataset"});
   }
@@ -353,20 +353,20 @@ TEST_CASE("commit refuses bad fragments and commits nothing") {
   }
   SUBCASE("fragments committed before") {
     ds::commit(root, ds::operation::append{}, good);
-    CHECK(version_of(root) == 2);
+    CHECK(latest_version_of(root) == 2);
     refused([&] { ds::commit(root, ds::operation::append{}, good); },
             {"already part of version 2", "committed before"});
-    CHECK(version_of(root) == 2);
+    CHECK(latest_version_of(root) == 2);
     return;
   }
   unchanged();
   // The good fragments still commit afterwards.
   CHECK(ds::commit(root, ds::operation::append{}, good).version == 2);
-  CHECK(rows_of(root) == expected({{0, 10}, {100, 110}}));
+  CHECK(rows_of(root) == expected_rows({{0, 10}, {100, 110}}));
 }
 
 TEST_CASE("nested columns: a struct's data lives in its members' columns, and commits") {
-  temp_dir t("dist");
+  scratch_dir t("dist");
   const auto root = t.sub("ds");
   auto nested = [](std::int64_t start) {
     std::vector<std::int64_t> ids{start, start + 1, start + 2};

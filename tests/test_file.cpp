@@ -18,13 +18,18 @@
 #include <lancet/io/memory_sink.hpp>
 #include <lancet/io/source.hpp>
 
+#include "support/array_checks.hpp"
 #include "support/random_data.hpp"
+#include "support/text.hpp"
 
 using namespace lancet;
 using namespace lancet::arrow;
 namespace fs = std::filesystem;
 
 namespace {
+
+using lancet::testing::check_same;
+using lancet::testing::hex;
 
 using writer20 = file::file_writer<file::v2_0, io::memory_sink>;
 
@@ -37,14 +42,8 @@ file::file_reader<io::memory_source> open_bytes(const shared_bytes& b) {
   return file::file_reader<io::memory_source>(io::memory_source(b));
 }
 
-void check_same(const array_ptr& expected, const array_ptr& actual, const std::string& what) {
-  auto diff = first_difference(expected, actual);
-  INFO(what << ": " << diff.value_or(""));
-  CHECK_FALSE(diff.has_value());
-}
-
 // Writes `batches` as 2.0 and reads everything back, comparing column by column.
-void round_trip(const std::vector<record_batch>& batches, file::writer_options o = {}) {
+void round_trip_20(const std::vector<record_batch>& batches, file::writer_options o = {}) {
   writer20 w(io::memory_sink{}, o);
   for (const auto& b : batches) w.write_batch(b);
   auto bytes = finish_to_bytes(w);
@@ -62,22 +61,11 @@ void round_trip(const std::vector<record_batch>& batches, file::writer_options o
   }
 }
 
-std::string hex(std::string_view s) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    if (!out.empty()) out += ' ';
-    out += d[c >> 4];
-    out += d[c & 15];
-  }
-  return out;
-}
-
 // The ArrayEncoding bytes (Any value) of a column's first page.
 std::string page_encoding_hex(const file::file_reader<io::memory_source>& r, std::size_t col, std::size_t page = 0) {
   auto any = r.column(col).metadata.pages.at(page).encoding->direct_any();
   CHECK(any.type_url == "/lance.encodings.ArrayEncoding");
-  return hex(any.value);
+  return hex(any.value, " ");
 }
 
 }  // namespace
@@ -90,7 +78,7 @@ TEST_CASE("2.0: every leaf type round trips with nulls, in several batches") {
     s->fields.push_back(field{"x", t, true, {}});
     std::vector<record_batch> batches;
     for (int b = 0; b < 3; ++b) batches.push_back(make_batch(s, {gen.random_sliced_array(t, 50 + 17 * b)}));
-    round_trip(batches);
+    round_trip_20(batches);
   }
 }
 
@@ -109,7 +97,7 @@ TEST_CASE("2.0: random nested schemas round trip (structs without struct nulls)"
       batches.push_back(make_batch(s, cols));
     }
     CAPTURE(i);
-    round_trip(batches);
+    round_trip_20(batches);
   }
 }
 
@@ -117,7 +105,7 @@ TEST_CASE("2.0: empty lists, null lists and empty strings are kept apart") {
   auto items = make_array<std::int32_t>({1, std::nullopt, 3});
   auto lists = make_list(items, {0, 2, 2, 2, 3}, {true, false, true, true});  // [1,null], null, [], [3]
   auto strs = string_array({"", std::nullopt, "abc", ""});
-  round_trip({make_batch({{"l", lists}, {"s", strs}})});
+  round_trip_20({make_batch({{"l", lists}, {"s", strs}})});
 }
 
 TEST_CASE("2.0: encodings are byte for byte what Lance 12 writes") {
@@ -141,7 +129,7 @@ TEST_CASE("2.0: encodings are byte for byte what Lance 12 writes") {
   // Every column carries ColumnEncoding{values{}}.
   auto ce = r.column(1).metadata.encoding->direct_any();
   CHECK(ce.type_url == "/lance.encodings.ColumnEncoding");
-  CHECK(hex(ce.value) == "0a 00");
+  CHECK(hex(ce.value, " ") == "0a 00");
   CHECK(r.major() == 0);
   CHECK(r.minor() == 3);
 }

@@ -1,4 +1,4 @@
-// Vector index files (index/storage_writer.hpp, storage_reader.hpp, quantizer/storage.hpp, quantizer/code_layout.hpp, ivf_model.hpp, pb/index.hpp): protobuf
+// Vector index files (index/ivf/storage_writer.hpp, storage_reader.hpp, quantizer/traits.hpp, quantizer/code_layout.hpp, ivf/model.hpp, pb/index.hpp): protobuf
 // messages, the JSON Lance keeps in schema metadata, code layouts, and index.idx /
 // auxiliary.idx written by us equal, byte for byte, to the files LanceDB 0.39
 // (Lance 12) wrote for the same content (tests/fixtures/indexes, made with
@@ -28,10 +28,14 @@
 #include "lancet/io/source.hpp"
 #include "lancet/pb/index.hpp"
 
+#include "support/text.hpp"
+
 using namespace lancet;
 namespace fs = std::filesystem;
 
 namespace {
+
+using lancet::testing::view;
 
 std::string fixtures() { return std::string(LANCET_SOURCE_ROOT) + "/tests/fixtures/indexes"; }
 
@@ -47,8 +51,6 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-bytes_view view(const std::string& s) { return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()}; }
-bytes_view view(const aligned_buffer& b) { return b.view(); }
 
 std::string to_string(bytes_view b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
 
@@ -365,7 +367,7 @@ TEST_CASE("LanceDB's index files, decoded and written again, are byte-identical"
     CHECK(r.num_rows() == 512);
     CHECK(r.num_partitions() == 4);
     const auto ours_aux = write_storage<file::v2_0>(r);
-    check_same_file(view(ours_aux), view(aux), name + " auxiliary.idx");
+    check_same_file(ours_aux.view(), view(aux), name + " auxiliary.idx");
 
     const auto info = index::read_index_file(io::memory_source(shared_bytes::copy_of(view(idx))));
     CHECK(info.index_type == index::index_type_name(r.quantizer()));
@@ -405,7 +407,7 @@ TEST_CASE("LanceDB's index files, decoded and written again, are byte-identical"
     // Same layout, encodings, buffers and column metadata; 4 bytes of padding differ:
     // Lance 12 pads the header of a 2.2 mini-block chunk without levels with 0xFE,
     // lancet's 2.2 writer with 0x00 (a file-writer matter, reported; any padding reads).
-    if (ours) check_same_file(view(*ours), view(aux), "ivf_pq_2.2 auxiliary.idx", false);
+    if (ours) check_same_file(ours->view(), view(aux), "ivf_pq_2.2 auxiliary.idx", false);
     const auto info = index::read_index_file(io::memory_source(shared_bytes::copy_of(view(idx))));
     CHECK(info.version == file::format_version::v2_2);
     io::memory_sink sink;
@@ -419,7 +421,7 @@ TEST_CASE("LanceDB's index files, decoded and written again, are byte-identical"
     REQUIRE(sq);
     CHECK(sq->dimension == 16);
     CHECK(sq->lower < sq->upper);
-    check_same_file(view(write_storage<file::v2_0>(r)), view(aux), "hnsw_sq auxiliary.idx");
+    check_same_file(write_storage<file::v2_0>(r).view(), view(aux), "hnsw_sq auxiliary.idx");
   }
 }
 

@@ -1,4 +1,4 @@
-// index/optimize.hpp (unit): the split/join planner (partition_planner.hpp: Lance's
+// index/optimize/optimize_indices.hpp (unit): the split/join planner (partition_planner.hpp: Lance's
 // scenario 9 and more), indexes over given centroids (the builder's, under a budget),
 // delta segments, merging, searching several segments, rows deleted since, errors;
 // IVF_HNSW_* indexes through optimize (delta, splits) and remap (compaction).
@@ -30,30 +30,6 @@ namespace {
 
 std::vector<std::uint64_t> sizes(std::initializer_list<std::uint64_t> l) { return l; }
 
-// n 4-d rows at `at` + uniform [0, 0.1) noise.
-std::vector<float> cluster(std::size_t n, float at, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(0, 0.1f);
-  std::vector<float> v(n * 4);
-  for (auto& x : v) x = at + u(rng);
-  return v;
-}
-
-arrow::record_batch batch(const std::vector<float>& values, std::int64_t first_id) {
-  return t::id_vector_batch(values, 4, first_id);
-}
-
-std::vector<float> concat(std::vector<float> a, const std::vector<float>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-void append(const std::string& root, const std::vector<float>& v, std::int64_t first_id) {
-  dataset::write_options wo;
-  wo.mode = dataset::write_mode::append;
-  dataset::write(root, batch(v, first_id), wo);
-}
-
 std::size_t segments(const std::string& root, const std::string& name = "vector_idx") {
   const auto s = *dataset::load_latest(root);
   return std::size_t(std::count_if(s.file.indices.begin(), s.file.indices.end(),
@@ -65,7 +41,7 @@ struct index_view {
   std::vector<std::vector<std::uint64_t>> sizes;  // per segment
   std::multiset<std::uint64_t> rows;
 };
-index_view view(const std::string& root) {
+index_view index_view_of(const std::string& root) {
   index_view v;
   auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
   for (const auto& s : ix.segments) {
@@ -142,9 +118,9 @@ TEST_CASE("create_ivf_flat_with_centroids: the builder with given centroids, und
   t::temp_dir tmp("optgiven");
   const std::string root = (tmp.path() / "ds").string();
   // 24,000 rows around 0, 10 and 20: more encoded rows than a 1 MiB budget buffers.
-  auto v = concat(concat(cluster(8000, 0, 1), cluster(8000, 10, 2)), cluster(8000, 20, 3));
+  auto v = t::concat(t::concat(t::cluster_at(8000, 0, 1), t::cluster_at(8000, 10, 2)), t::cluster_at(8000, 20, 3));
   v[5 * 4 + 1] = std::numeric_limits<float>::quiet_NaN();  // row 5: not indexed
-  dataset::write(root, batch(v, 0));
+  dataset::write(root, t::id_vector_batch(v, 4, 0));
   const std::vector<float> c = {0.05f, 0.05f, 0.05f, 0.05f, 10, 10, 10, 10, 20, 20, 20, 20};
   const auto big = index::create_ivf_flat_with_centroids(root, "vector", c, 3);
   const auto small = index::create_ivf_flat_with_centroids(root, "vector", c, 3, simd::distance_type::l2, "small", {},
@@ -199,9 +175,9 @@ TEST_CASE("create_ivf_flat_with_centroids: the builder with given centroids, und
 TEST_CASE("optimize: delta segment, search over segments, steady state (scenario 4)") {
   t::temp_dir tmp("opt4");
   const std::string root = (tmp.path() / "ds").string();
-  dataset::write(root, batch(concat(cluster(1500, 0, 1), cluster(1500, 1000, 2)), 0));
+  dataset::write(root, t::id_vector_batch(t::concat(t::cluster_at(1500, 0, 1), t::cluster_at(1500, 1000, 2)), 4, 0));
   index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0, 0, 1000, 1000, 1000, 1000}, 2);
-  append(root, concat(cluster(100, 0, 3), cluster(100, 1000, 4)), 3000);
+  t::append_id_vectors(root, t::concat(t::cluster_at(100, 0, 3), t::cluster_at(100, 1000, 4)), 4, 3000);
   std::vector<std::string> stages;
   index::optimize_options o;
   o.on_progress = [&](const index::optimize_progress& p) { stages.push_back(std::string(index::optimize_stage_name(p.stage))); };
@@ -212,7 +188,7 @@ TEST_CASE("optimize: delta segment, search over segments, steady state (scenario
   CHECK(r.indices[0].segments_after == 2);
   CHECK(std::find(stages.begin(), stages.end(), "scan_unindexed") != stages.end());
   CHECK(segments(root) == 2);
-  auto v = view(root);
+  auto v = index_view_of(root);
   REQUIRE(v.sizes.size() == 2);
   CHECK(v.sizes[0] == std::vector<std::uint64_t>{1500, 1500});
   CHECK(v.sizes[1] == std::vector<std::uint64_t>{100, 100});
@@ -246,7 +222,7 @@ TEST_CASE("optimize: delta segment, search over segments, steady state (scenario
   o.num_indices_to_merge = 2;
   r = index::optimize_indices(root, o);
   CHECK(r.indices.at(0).segments_after == 1);
-  v = view(root);
+  v = index_view_of(root);
   REQUIRE(v.sizes.size() == 1);
   CHECK(v.sizes[0] == std::vector<std::uint64_t>{1600, 1600});
 }
@@ -254,9 +230,9 @@ TEST_CASE("optimize: delta segment, search over segments, steady state (scenario
 TEST_CASE("optimize: merged segments drop deleted rows; delta + merge 1") {
   t::temp_dir tmp("optdel");
   const std::string root = (tmp.path() / "ds").string();
-  dataset::write(root, batch(concat(cluster(300, 0, 1), cluster(300, 10, 2)), 0));
+  dataset::write(root, t::id_vector_batch(t::concat(t::cluster_at(300, 0, 1), t::cluster_at(300, 10, 2)), 4, 0));
   index::create_ivf_flat_with_centroids(root, "vector", {0, 0, 0, 0, 10, 10, 10, 10}, 2);
-  append(root, cluster(50, 0, 3), 600);
+  t::append_id_vectors(root, t::cluster_at(50, 0, 3), 4, 600);
   index::optimize_options o;
   o.target_partition_size = 100;  // 300 rows are normal-sized
   index::optimize_indices(root, o);  // delta
@@ -266,19 +242,19 @@ TEST_CASE("optimize: merged segments drop deleted rows; delta + merge 1") {
   for (std::uint64_t i = 0; i < 10; ++i) del.push_back(dataset::row_address(0, i));
   for (std::uint64_t i = 0; i < 5; ++i) del.push_back(dataset::row_address(1, i));
   dataset::delete_rows(root, del);
-  append(root, cluster(20, 10, 4), 650);
+  t::append_id_vectors(root, t::cluster_at(20, 10, 4), 4, 650);
   o.num_indices_to_merge = 1;  // the newest (fragment 1) with the delta (fragment 2)
   auto r = index::optimize_indices(root, o);
   CHECK(r.indices.at(0).rows_dropped == 5);
   CHECK(r.indices.at(0).rows_added == 20);
   CHECK(segments(root) == 2);
-  auto v = view(root);
+  auto v = index_view_of(root);
   REQUIRE(v.sizes.size() == 2);
   CHECK(v.sizes[1][0] + v.sizes[1][1] == 65);
   o.num_indices_to_merge = 5;  // all
   r = index::optimize_indices(root, o);
   CHECK(r.indices.at(0).rows_dropped == 10);
-  v = view(root);
+  v = index_view_of(root);
   REQUIRE(v.sizes.size() == 1);
   CHECK(v.rows.size() == 600 - 10 + 50 - 5 + 20);
   CHECK(std::set<std::uint64_t>(v.rows.begin(), v.rows.end()).size() == v.rows.size());
@@ -288,16 +264,16 @@ TEST_CASE("optimize: merged segments drop deleted rows; delta + merge 1") {
 TEST_CASE("optimize: join of small partitions, renumbered survivors (scenario 3 shape)") {
   t::temp_dir tmp("optjoin");
   const std::string root = (tmp.path() / "ds").string();
-  auto v = concat(concat(cluster(2000, 0, 1), cluster(100, 1000, 2)), concat(cluster(100, 2000, 3), cluster(100, 3000, 4)));
-  dataset::write(root, batch(v, 0));
+  auto v = t::concat(t::concat(t::cluster_at(2000, 0, 1), t::cluster_at(100, 1000, 2)), t::concat(t::cluster_at(100, 2000, 3), t::cluster_at(100, 3000, 4)));
+  dataset::write(root, t::id_vector_batch(v, 4, 0));
   std::vector<float> c;
   for (float x : {0.f, 1000.f, 2000.f, 3000.f})
     for (int j = 0; j < 4; ++j) c.push_back(x);
   index::create_ivf_flat_with_centroids(root, "vector", c, 4);
-  append(root, cluster(10, 0, 5), 2300);
+  t::append_id_vectors(root, t::cluster_at(10, 0, 5), 4, 2300);
   auto r = index::optimize_indices(root);
   CHECK(r.indices.at(0).joins == std::vector<std::uint32_t>{1, 2, 3});
-  auto iv = view(root);
+  auto iv = index_view_of(root);
   REQUIRE(iv.sizes.size() == 1);
   CHECK(iv.sizes[0] == std::vector<std::uint64_t>{2310});
   auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
@@ -319,7 +295,7 @@ TEST_CASE("optimize: join of small partitions, renumbered survivors (scenario 3 
 TEST_CASE("optimize: errors name the index; nothing committed") {
   t::temp_dir tmp("opterr");
   const std::string root = (tmp.path() / "ds").string();
-  dataset::write(root, batch(cluster(100, 0, 1), 0));
+  dataset::write(root, t::id_vector_batch(t::cluster_at(100, 0, 1), 4, 0));
   index::optimize_options o;
   o.name = "nope";
   CHECK_THROWS_AS(index::optimize_indices(root, o), invalid_input_error);
@@ -345,10 +321,10 @@ TEST_CASE("optimize: the target partition size recorded in the details (field 2)
   t::temp_dir tmp("opttps");
   const std::string root = (tmp.path() / "ds").string();
   std::vector<float> v, c;
-  for (int i = 0; i < 20; ++i) v = concat(v, cluster(24, float(i * 10), 100 + unsigned(i)));
+  for (int i = 0; i < 20; ++i) v = t::concat(v, t::cluster_at(24, float(i * 10), 100 + unsigned(i)));
   for (int i = 0; i < 20; ++i)
     for (int j = 0; j < 4; ++j) c.push_back(float(i * 10) + 0.05f);
-  dataset::write(root, batch(v, 0));
+  dataset::write(root, t::id_vector_batch(v, 4, 0));
   index::create_ivf_flat_with_centroids(root, "vector", c, 20, simd::distance_type::l2, {}, 100);
   {
     const auto s = *dataset::load_latest(root);
@@ -358,10 +334,10 @@ TEST_CASE("optimize: the target partition size recorded in the details (field 2)
     const auto info = index::describe_index(s.manifest(), s.file.indices[0]);
     CHECK(info.index_type == "IVF_FLAT");
   }
-  append(root, cluster(1, 70, 7), 480);
+  t::append_id_vectors(root, t::cluster_at(1, 70, 7), 4, 480);
   const auto r = index::optimize_indices(root);  // target 100 from the details: joins
   CHECK(r.indices.at(0).joins.size() == 18);
-  auto iv = view(root);
+  auto iv = index_view_of(root);
   REQUIRE(iv.sizes.size() == 1);
   CHECK(iv.sizes[0].size() == 2);
   const auto s = *dataset::load_latest(root);
@@ -378,8 +354,8 @@ TEST_CASE("build_ivf_index records a given target partition size in the details;
   t::temp_dir tmp("buildtps");
   const std::string root = (tmp.path() / "ds").string();
   std::vector<float> v;
-  for (int i = 0; i < 4; ++i) v = concat(v, cluster(100, float(i * 10), 200 + unsigned(i)));
-  dataset::write(root, batch(v, 0));
+  for (int i = 0; i < 4; ++i) v = t::concat(v, t::cluster_at(100, float(i * 10), 200 + unsigned(i)));
+  dataset::write(root, t::id_vector_batch(v, 4, 0));
   index::build_options o;
   o.column = "vector";
   o.type = index::ivf_index_type::ivf_flat;
@@ -558,8 +534,8 @@ TEST_CASE("optimize: multivector rows keep every vector through delta, merge, de
     for (std::size_t r = first; r < first + n; ++r) {
       std::vector<float> v;
       if (r != 5)
-        for (std::size_t j = 0; j < r % 3 + 1; ++j) v = concat(v, vec(r < 60 ? 0 : 1));
-      if (r == 6) v = concat(v, {0, 0, 0, 0});
+        for (std::size_t j = 0; j < r % 3 + 1; ++j) v = t::concat(v, vec(r < 60 ? 0 : 1));
+      if (r == 6) v = t::concat(v, {0, 0, 0, 0});
       rows.push_back(v);
     }
     return rows;

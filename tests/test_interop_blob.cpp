@@ -21,6 +21,7 @@
 #include <map>
 #include <sstream>
 
+#include "support/blob_values.hpp"
 #include "support/interop.hpp"
 
 using namespace lancet;
@@ -31,23 +32,20 @@ using njson = nlohmann::json;
 
 namespace {
 
-std::string value_of(std::size_t size, std::size_t g) {
-  std::string v(size, '\0');
-  for (std::size_t k = 0; k < size; ++k) v[k] = char((k * 7 + g) & 255);
-  return v;
-}
+using lancet::testing::blob_value;
+using lancet::testing::fnv1a;
 
 // Values of rows with the given ids, as blob_write.mjs made them.
-arrow::array_ptr expected(const njson& rows, const std::vector<std::int64_t>& ids) {
+arrow::array_ptr expected_blobs(const njson& rows, const std::vector<std::int64_t>& ids) {
   std::vector<std::optional<std::string>> vals;
   for (auto g : ids) {
     const auto& s = rows.at(std::size_t(g));
-    vals.push_back(s.is_null() ? std::nullopt : std::optional(value_of(s.get<std::size_t>(), std::size_t(g))));
+    vals.push_back(s.is_null() ? std::nullopt : std::optional(blob_value(s.get<std::size_t>(), std::size_t(g))));
   }
   return arrow::large_binary_array(vals);
 }
 
-std::vector<std::int64_t> ids_of(const arrow::array_ptr& a) {
+std::vector<std::int64_t> blob_ids(const arrow::array_ptr& a) {
   std::vector<std::int64_t> out;
   for (std::int64_t i = 0; i < a->length; ++i)
     out.push_back(le::load<std::int64_t>(a->buffers.at(1).data() + 8 * (a->offset + i)));
@@ -60,7 +58,7 @@ struct written {
   njson out;
 };
 
-written lancedb_write(const std::string& version, int fragments, const std::string& sizes = "") {
+written lancedb_write_blobs(const std::string& version, int fragments, const std::string& sizes = "") {
   written w;
   w.dir = std::make_unique<t::temp_dir>("interop-blob");
   w.path = w.dir->path() / "ds";
@@ -74,7 +72,7 @@ written lancedb_write(const std::string& version, int fragments, const std::stri
 }  // namespace
 
 TEST_CASE("legacy blob columns (2.1) LanceDB writes read as their bytes, by file and by dataset") {
-  auto w = lancedb_write("2.1", 3);
+  auto w = lancedb_write_blobs("2.1", 3);
   const auto& rows = w.out.at("rows");
   // LanceDB's own scan shows (position, size) descriptions for the column.
   for (std::size_t g = 0; g < rows.size(); ++g) {
@@ -89,23 +87,23 @@ TEST_CASE("legacy blob columns (2.1) LanceDB writes read as their bytes, by file
   for (const auto& f : files) {
     file::file_reader<io::file_source> r{io::file_source(f.string())};
     auto b = r.read();
-    const auto ids = ids_of(b.columns.at(0));
-    CHECK_FALSE(arrow::first_difference(expected(rows, ids), b.columns.at(1)));
+    const auto ids = blob_ids(b.columns.at(0));
+    CHECK_FALSE(arrow::first_difference(expected_blobs(rows, ids), b.columns.at(1)));
     // A range inside the file, and read_blob_values (legacy columns are values already).
     if (r.num_rows() >= 3) {
       std::vector<std::int64_t> mid(ids.begin() + 1, ids.begin() + 3);
-      CHECK_FALSE(arrow::first_difference(expected(rows, mid), v21::read_blob_values(r, f, "blob", 1, 3)));
+      CHECK_FALSE(arrow::first_difference(expected_blobs(rows, mid), v21::read_blob_values(r, f, "blob", 1, 3)));
     }
     seen += ids.size();
   }
   CHECK(seen == rows.size());
   auto ds = dataset::dataset::open(w.path.string());
   auto b = ds.to_batch();
-  CHECK_FALSE(arrow::first_difference(expected(rows, ids_of(b.columns.at(0))), b.columns.at(1)));
+  CHECK_FALSE(arrow::first_difference(expected_blobs(rows, blob_ids(b.columns.at(0))), b.columns.at(1)));
 }
 
 TEST_CASE("blob v2 columns (2.2) LanceDB writes: descriptions as LanceDB shows them, values from data and blob files") {
-  auto w = lancedb_write("2.2", 3);
+  auto w = lancedb_write_blobs("2.2", 3);
   const auto& rows = w.out.at("rows");
   const auto& scan = w.out.at("scan");
   const auto files = t::data_files(w.path);
@@ -115,7 +113,7 @@ TEST_CASE("blob v2 columns (2.2) LanceDB writes: descriptions as LanceDB shows t
     CAPTURE(f);
     file::file_reader<io::file_source> r{io::file_source(f.string())};
     auto b = r.read();
-    const auto ids = ids_of(b.columns.at(0));
+    const auto ids = blob_ids(b.columns.at(0));
     REQUIRE(v21::is_blob_v2_descriptions(*b.columns.at(1)->type));
     const auto ds = v21::blob_descriptions(*b.columns.at(1), "blob");
     for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -135,10 +133,10 @@ TEST_CASE("blob v2 columns (2.2) LanceDB writes: descriptions as LanceDB shows t
       packed_n += ds[i]->kind == v21::blob_kind::packed;
       dedicated_n += ds[i]->kind == v21::blob_kind::dedicated;
     }
-    CHECK_FALSE(arrow::first_difference(expected(rows, ids), v21::read_blob_values(r, f, "blob", 0, r.num_rows())));
+    CHECK_FALSE(arrow::first_difference(expected_blobs(rows, ids), v21::read_blob_values(r, f, "blob", 0, r.num_rows())));
     if (r.num_rows() >= 3) {
       std::vector<std::int64_t> mid(ids.begin() + 1, ids.begin() + 3);
-      CHECK_FALSE(arrow::first_difference(expected(rows, mid), v21::read_blob_values(r, f, "blob", 1, 3)));
+      CHECK_FALSE(arrow::first_difference(expected_blobs(rows, mid), v21::read_blob_values(r, f, "blob", 1, 3)));
     }
     seen += ids.size();
   }
@@ -152,14 +150,14 @@ TEST_CASE("blob v2 columns (2.2) LanceDB writes: descriptions as LanceDB shows t
   auto b = ds.to_batch();
   const auto& col = b.columns.at(1);
   REQUIRE(col->type->id == arrow::type_id::struct_);
-  const auto ids = ids_of(b.columns.at(0));
-  CHECK_FALSE(arrow::first_difference(expected(rows, ids), col->children.at(0)));
+  const auto ids = blob_ids(b.columns.at(0));
+  CHECK_FALSE(arrow::first_difference(expected_blobs(rows, ids), col->children.at(0)));
   for (std::size_t i = 0; i < ids.size(); ++i) CHECK(col->is_valid(std::int64_t(i)) == !rows.at(std::size_t(ids[i])).is_null());
   CHECK(col->children.at(1)->count_nulls() == col->length);
   // Row addresses (fragment << 32 | offset): ids 7 (packed) and 8 (dedicated).
   auto tk = ds.take({(std::uint64_t(1) << 32) | 3, std::uint64_t(2) << 32}, {"id", "blob"});
-  CHECK(ids_of(tk.columns.at(0)) == std::vector<std::int64_t>{7, 8});
-  CHECK_FALSE(arrow::first_difference(expected(rows, ids_of(tk.columns.at(0))), tk.columns.at(1)->children.at(0)));
+  CHECK(blob_ids(tk.columns.at(0)) == std::vector<std::int64_t>{7, 8});
+  CHECK_FALSE(arrow::first_difference(expected_blobs(rows, blob_ids(tk.columns.at(0))), tk.columns.at(1)->children.at(0)));
 }
 
 TEST_CASE("variable packed structs (2.2, the encoding of blob v2 descriptions): plain, FSST and zstd members") {
@@ -201,13 +199,13 @@ TEST_CASE("variable packed structs (2.2, the encoding of blob v2 descriptions): 
 
 TEST_CASE("legacy blob columns (2.1) lancet writes: byte-identical to LanceDB's file, and LanceDB reads them") {
   // The rows blob_write.mjs makes (its default sizes), written by lancet in one file.
-  const auto theirs = lancedb_write("2.1", 1);
+  const auto theirs = lancedb_write_blobs("2.1", 1);
   const auto& rows = theirs.out.at("rows");
   std::vector<std::optional<std::string>> vals;
   std::vector<std::int64_t> ids;
   for (std::size_t g = 0; g < rows.size(); ++g) {
     ids.push_back(std::int64_t(g));
-    vals.push_back(rows[g].is_null() ? std::nullopt : std::optional(value_of(rows[g].get<std::size_t>(), g)));
+    vals.push_back(rows[g].is_null() ? std::nullopt : std::optional(blob_value(rows[g].get<std::size_t>(), g)));
   }
   auto schema = std::make_shared<arrow::schema>();
   schema->fields = {arrow::field{"id", arrow::int64(), false, {}},
@@ -241,12 +239,6 @@ TEST_CASE("legacy blob columns (2.1) lancet writes: byte-identical to LanceDB's 
 }
 
 namespace {
-
-std::uint32_t fnv1a(std::string_view s) {
-  std::uint32_t h = 0x811c9dc5u;
-  for (unsigned char c : s) h = (h ^ c) * 0x01000193u;
-  return h;
-}
 
 // A 2.x file's bytes split into its schema (global buffer 0) and everything else.
 struct schema_split {
@@ -283,14 +275,14 @@ TEST_CASE("blob v2 columns (2.2) lancet writes: inline, packed and dedicated as 
   // 10 B, 100 KiB and 20 MiB, and each side of Lance 12's thresholds (64 KiB inline,
   // 4 MiB packed), null and empty values.
   const std::string sizes = "[10, 102400, 20971520, 65536, 65537, 4194304, 4194305, null, 0, 5, 70000, 102400]";
-  const auto theirs = lancedb_write("2.2", 1, sizes);
+  const auto theirs = lancedb_write_blobs("2.2", 1, sizes);
   const auto& rows = theirs.out.at("rows");
   std::vector<std::optional<std::string>> data, uris;
   std::vector<std::int64_t> ids;
   std::vector<bool> valid;
   for (std::size_t g = 0; g < rows.size(); ++g) {
     ids.push_back(std::int64_t(g));
-    data.push_back(rows[g].is_null() ? std::nullopt : std::optional(value_of(rows[g].get<std::size_t>(), g)));
+    data.push_back(rows[g].is_null() ? std::nullopt : std::optional(blob_value(rows[g].get<std::size_t>(), g)));
     uris.push_back(std::nullopt);
     valid.push_back(!rows[g].is_null());
   }
@@ -349,5 +341,5 @@ TEST_CASE("blob v2 columns (2.2) lancet writes: inline, packed and dedicated as 
   }
   // And a lancet scan of our dataset returns them.
   auto back = dataset::dataset::open(ours.string()).to_batch();
-  CHECK_FALSE(arrow::first_difference(expected(rows, ids_of(back.columns.at(0))), back.columns.at(1)->children.at(0)));
+  CHECK_FALSE(arrow::first_difference(expected_blobs(rows, blob_ids(back.columns.at(0))), back.columns.at(1)->children.at(0)));
 }

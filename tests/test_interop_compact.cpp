@@ -28,6 +28,7 @@
 #include <lancet/index/vector_index.hpp>
 
 #include "support/interop.hpp"
+#include "support/neighbours.hpp"
 #include "support/vector_batch.hpp"
 
 using namespace lancet;
@@ -37,35 +38,20 @@ using njson = nlohmann::json;
 
 namespace {
 
-constexpr std::size_t dim = 16;
+using lancet::testing::write_f32;
+
+constexpr std::size_t compact_dim = 16;
 
 // 8 clusters, spread 0.15: the data both compaction cases index.
-std::vector<float> clustered(std::size_t n, unsigned seed) { return t::clustered(n, dim, 8, 0.15f, seed); }
-
-arrow::record_batch batch(const std::vector<float>& v) {
-  const std::size_t n = v.size() / dim;
-  std::vector<std::int64_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) ids[i] = std::int64_t(i);
-  arrow::field vf("vector", arrow::fixed_size_list(arrow::float32(), std::int32_t(dim)), true);
-  arrow::record_batch b;
-  b.schema = std::make_shared<arrow::schema>(arrow::schema{{arrow::field("id", arrow::int64(), false), vf}, {}});
-  b.columns = {index::detail::primitive_array(arrow::int64(), index::detail::copy_span(std::span<const std::int64_t>(ids)), n),
-               index::detail::fsl_array(vf, index::detail::copy_span(std::span<const float>(v)), n)};
-  return b;
-}
-
-void write_f32(const fs::path& p, const std::vector<float>& v) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
-}
+std::vector<float> compact_vectors(std::size_t n, unsigned seed) { return t::clustered(n, compact_dim, 8, 0.15f, seed); }
 
 // Queries near some rows of the data.
 std::vector<float> queries_from(const std::vector<float>& data, std::size_t nq) {
   std::vector<float> q;
-  const std::size_t rows = data.size() / dim;
+  const std::size_t rows = data.size() / compact_dim;
   for (std::size_t i = 0; i < nq; ++i) {
     const std::size_t r = (i * 397 + 11) % rows;
-    for (std::size_t j = 0; j < dim; ++j) q.push_back(data[r * dim + j] + 0.01f * float(j % 3));
+    for (std::size_t j = 0; j < compact_dim; ++j) q.push_back(data[r * compact_dim + j] + 0.01f * float(j % 3));
   }
   return q;
 }
@@ -74,10 +60,10 @@ njson info(const fs::path& ds) { return njson::parse(t::node("compact_check.mjs"
 
 // LanceDB's results (id values), one list per query, sorted (row order may differ
 // between equal distances once addresses change). `plan` gets the explain output.
-std::vector<std::vector<std::int64_t>> lancedb_search(const fs::path& ds, const fs::path& queries, std::size_t k,
-                                                      std::size_t nprobes, std::string* plan = nullptr) {
-  std::vector<std::string> args{"search", ds.string(), "--queries", queries.string(), "--dim", std::to_string(dim),
-                                "--k", std::to_string(k), "--nprobes", std::to_string(nprobes)};
+std::vector<std::vector<std::int64_t>> lancedb_id_values(const fs::path& ds, const fs::path& queries, std::size_t k,
+                                                         std::size_t nprobes, std::string* plan = nullptr) {
+  std::vector<std::string> args{"search", ds.string(), "--queries", queries.string(), "--dim",
+                                std::to_string(compact_dim), "--k", std::to_string(k), "--nprobes", std::to_string(nprobes)};
   if (plan) args.push_back("--explain");
   std::istringstream in(t::node("compact_check.mjs", args));
   std::vector<std::vector<std::int64_t>> out;
@@ -96,19 +82,16 @@ std::vector<std::vector<std::int64_t>> lancedb_search(const fs::path& ds, const 
 }
 
 // Our search over the dataset's newest version, as sorted id values.
-std::vector<std::vector<std::int64_t>> our_search(const fs::path& ds, const std::vector<float>& queries, std::size_t k,
-                                                  std::size_t nprobes) {
-  const auto snap = *dataset::load_latest(ds.string());
+std::vector<std::vector<std::int64_t>> our_id_values(const fs::path& ds, const std::vector<float>& queries, std::size_t k,
+                                                     std::size_t nprobes) {
   const auto d = dataset::dataset::open(ds.string());
-  auto ix = index::open_vector_index(snap, "vector");
-  index::search_params sp;
-  sp.k = 2 * k;  // deleted rows the index still holds are skipped below
-  sp.nprobes = nprobes;
+  // deleted rows the index still holds are skipped below
+  const auto hits = t::our_search(ds, queries, compact_dim, 2 * k, nprobes);
   std::vector<std::vector<std::int64_t>> out;
-  for (std::size_t q = 0; q < queries.size() / dim; ++q) {
+  for (const auto& found : hits.ids) {
     std::vector<std::uint64_t> addrs;
-    for (const auto& h : ix.searcher->search(queries.data() + q * dim, dim, sp))
-      if (addrs.size() < k && !d.deleted_rows(h.row_id >> 32).contains(h.row_id & 0xFFFFFFFFull)) addrs.push_back(h.row_id);
+    for (const auto a : found)
+      if (addrs.size() < k && !d.deleted_rows(a >> 32).contains(a & 0xFFFFFFFFull)) addrs.push_back(a);
     auto b = d.take_addresses(addrs, {"id"});
     const auto* v = b.columns[0]->values<std::int64_t>();
     std::vector<std::int64_t> ids(v, v + b.columns[0]->length);
@@ -120,10 +103,10 @@ std::vector<std::vector<std::int64_t>> our_search(const fs::path& ds, const std:
 
 // Our dataset: 6 fragments of 400 rows, an index of `type`, then ids % 5 == 0 deleted.
 std::vector<float> make_ours(const fs::path& ds, index::ivf_index_type type, index::build_result* built = nullptr) {
-  const auto data = clustered(2400, 7);
+  const auto data = compact_vectors(2400, 7);
   dataset::write_options wo;
   wo.max_rows_per_file = 400;
-  dataset::write(ds.string(), batch(data), wo);
+  dataset::write(ds.string(), t::id_vector_batch(data, compact_dim, 0), wo);
   index::build_options bo;
   bo.column = "vector";
   bo.type = type;
@@ -152,8 +135,8 @@ TEST_CASE("interop: LanceDB reads and searches a dataset compacted by lancet (ou
 
     const auto info0 = info(ds);
     REQUIRE(info0["countRows"] == 1920);
-    const auto before = lancedb_search(ds, qfile, 10, 4);
-    const auto ours_before = our_search(ds, queries, 10, 4);
+    const auto before = lancedb_id_values(ds, qfile, 10, 4);
+    const auto ours_before = our_id_values(ds, queries, 10, 4);
     REQUIRE(before.size() == 6);
     for (const auto& b : before) {
       CHECK(b.size() == 10);
@@ -181,11 +164,11 @@ TEST_CASE("interop: LanceDB reads and searches a dataset compacted by lancet (ou
     CHECK(ix["stats"]["numUnindexedRows"] == 0);
 
     std::string plan;
-    const auto after = lancedb_search(ds, qfile, 10, 4, &plan);
+    const auto after = lancedb_id_values(ds, qfile, 10, 4, &plan);
     CHECK(plan.find("ANNIvfPartition") != std::string::npos);
     CHECK(plan.find(r.indices[0].new_uuid.to_string()) != std::string::npos);
     CHECK(after == before);
-    CHECK(our_search(ds, queries, 10, 4) == ours_before);
+    CHECK(our_id_values(ds, queries, 10, 4) == ours_before);
     if (type == index::ivf_index_type::ivf_flat) CHECK(ours_before == before);  // exact within the probed partitions
   }
 }
@@ -193,16 +176,16 @@ TEST_CASE("interop: LanceDB reads and searches a dataset compacted by lancet (ou
 TEST_CASE("interop: lancet compacts a LanceDB dataset and remaps LanceDB's IVF_PQ index") {
   t::temp_dir tmp("compact-lancedb");
   const auto ds = tmp.path() / "ds";
-  const auto data = clustered(2000, 11);
+  const auto data = compact_vectors(2000, 11);
   const auto vfile = tmp.path() / "v.f32";
   write_f32(vfile, data);
   const auto qfile = tmp.path() / "q.f32";
   write_f32(qfile, queries_from(data, 5));
-  t::node("compact_check.mjs", {"create", ds.string(), "--vectors", vfile.string(), "--dim", std::to_string(dim),
+  t::node("compact_check.mjs", {"create", ds.string(), "--vectors", vfile.string(), "--dim", std::to_string(compact_dim),
                                 "--fragments", "5", "--partitions", "4", "--sub-vectors", "4", "--delete-mod", "5"});
   const auto info0 = info(ds);
   REQUIRE(info0["countRows"] == 1600);
-  const auto before = lancedb_search(ds, qfile, 10, 4);
+  const auto before = lancedb_id_values(ds, qfile, 10, 4);
   REQUIRE(before.size() == 5);
   for (const auto& b : before) CHECK(b.size() == 10);
 
@@ -221,7 +204,7 @@ TEST_CASE("interop: lancet compacts a LanceDB dataset and remaps LanceDB's IVF_P
   CHECK(info1["indices"][0]["indexUuid"] == r.indices[0].new_uuid.to_string());
   CHECK(info1["indices"][0]["stats"]["numIndexedRows"] == 1600);
   CHECK(info1["indices"][0]["stats"]["numUnindexedRows"] == 0);
-  CHECK(lancedb_search(ds, qfile, 10, 4) == before);
+  CHECK(lancedb_id_values(ds, qfile, 10, 4) == before);
 }
 
 TEST_CASE("interop: LanceDB's optimize() on a dataset carrying our index; we read and search the result") {
@@ -232,7 +215,7 @@ TEST_CASE("interop: LanceDB's optimize() on a dataset carrying our index; we rea
   const auto queries = queries_from(data, 6);
   write_f32(qfile, queries);
   const auto info0 = info(ds);
-  const auto before = lancedb_search(ds, qfile, 10, 4);
+  const auto before = lancedb_id_values(ds, qfile, 10, 4);
 
   const auto opt = njson::parse(t::node("compact_check.mjs", {"optimize", ds.string()}));
   CHECK(opt["compaction"]["fragmentsRemoved"] == 6);
@@ -255,7 +238,7 @@ TEST_CASE("interop: LanceDB's optimize() on a dataset carrying our index; we rea
   for (auto n : ix.storage->ivf().lengths) entries += n;
   CHECK(entries == 1920);
   // Every partition probed: exact neighbours, the same as LanceDB's before.
-  CHECK(our_search(ds, queries, 10, ix.storage->num_partitions()) == before);
+  CHECK(our_id_values(ds, queries, 10, ix.storage->num_partitions()) == before);
 
   // Already compact: ours does nothing.
   const auto r = dataset::compact_files(ds.string());

@@ -1,4 +1,4 @@
-// Crash safety of the maintenance operations (issue #12, kill -9): a process running
+// Crash safety of the maintenance operations (kill -9): a process running
 // index::build_ivf_index, index::optimize_indices or dataset::compact_files is killed
 // (SIGKILL) at 20 random moments each, on one dataset of 20,000+ rows x 32-d float
 // vectors with an IVF_PQ index (16 partitions, 8 sub-vectors). As the append test of
@@ -43,8 +43,10 @@
 #include <lancet/index/optimize.hpp>
 #include <lancet/index/vector_index.hpp>
 
+#include "support/ids.hpp"
 #include "support/interop.hpp"
 #include "support/kill_child.hpp"
+#include "support/neighbours.hpp"
 #include "support/vector_batch.hpp"
 
 using namespace lancet;
@@ -54,28 +56,30 @@ using njson = nlohmann::json;
 
 namespace {
 
-constexpr std::size_t dim = 32;
+using lancet::testing::iota_ids;
+
+constexpr std::size_t crash_dim = 32;
 
 // n vectors around 16 fixed centres (seeded by the first id).
 std::vector<float> vectors(std::size_t n, std::int64_t first_id) {
   std::mt19937 centres_rng(7);
   std::uniform_real_distribution<float> cu(0, 10);
-  std::vector<float> centres(16 * dim);
+  std::vector<float> centres(16 * crash_dim);
   for (auto& c : centres) c = cu(centres_rng);
   std::mt19937 rng(std::uint32_t(first_id) * 2654435761u + 1);
   std::normal_distribution<float> noise(0, 0.5f);
-  std::vector<float> v(n * dim);
+  std::vector<float> v(n * crash_dim);
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t c = rng() % 16;
-    for (std::size_t j = 0; j < dim; ++j) v[i * dim + j] = centres[c * dim + j] + noise(rng);
+    for (std::size_t j = 0; j < crash_dim; ++j) v[i * crash_dim + j] = centres[c * crash_dim + j] + noise(rng);
   }
   return v;
 }
 
-void append(const std::string& root, std::size_t n, std::int64_t first_id) {
+void append_vectors(const std::string& root, std::size_t n, std::int64_t first_id) {
   dataset::write_options wo;
   wo.mode = dataset::write_mode::append;
-  dataset::write(root, t::id_vector_batch(vectors(n, first_id), dim, first_id), wo);
+  dataset::write(root, t::id_vector_batch(vectors(n, first_id), crash_dim, first_id), wo);
 }
 
 index::build_options build_opts(bool replace) {
@@ -109,7 +113,7 @@ std::set<std::string> disk_files(const std::string& root) {
 }
 
 // What the manifests of `versions` (all when empty) reference.
-dataset::detail::referenced referenced_by(const std::string& root, const std::set<std::uint64_t>& versions = {}) {
+dataset::detail::referenced referenced_by_versions(const std::string& root, const std::set<std::uint64_t>& versions = {}) {
   dataset::detail::referenced r;
   for (const auto& v : dataset::list_versions(root)) {
     if (!versions.empty() && !versions.count(v.version)) continue;
@@ -131,7 +135,7 @@ bool is_referenced(const dataset::detail::referenced& r, const std::string& rel)
 // Every file the manifests of `versions` reference exists (an index: its directory
 // with index.idx).
 void check_references_exist(const std::string& root, const std::set<std::uint64_t>& versions = {}) {
-  const auto r = referenced_by(root, versions);
+  const auto r = referenced_by_versions(root, versions);
   for (const auto* s : {&r.data, &r.deletions, &r.transactions})
     for (const auto& rel : *s) {
       INFO("referenced: " << rel);
@@ -153,12 +157,6 @@ std::vector<std::int64_t> sorted_ids(const dataset::dataset& d) {
   return ids;
 }
 
-std::vector<std::int64_t> iota_ids(std::uint64_t n) {
-  std::vector<std::int64_t> v(n);
-  for (std::uint64_t i = 0; i < n; ++i) v[i] = std::int64_t(i);
-  return v;
-}
-
 // Every recorded version reads whole: ids 0..rows-1 (appends only ever add the next
 // ids; index builds, optimisations and compactions keep the rows).
 void check_versions(const std::string& root, const std::map<std::uint64_t, std::uint64_t>& committed) {
@@ -167,7 +165,7 @@ void check_versions(const std::string& root, const std::map<std::uint64_t, std::
     INFO("version " << v);
     auto dv = d.checkout(v);
     CHECK(dv.count_rows() == rows);
-    CHECK(sorted_ids(dv) == iota_ids(rows));
+    CHECK(sorted_ids(dv) == iota_ids(0, std::int64_t(rows)));
   }
 }
 
@@ -252,10 +250,10 @@ crash_stats kill_rounds(const std::string& what, const std::string& root, std::m
     // What the round left without committing is referenced by no manifest.
     // (Committed reservations reference their transaction files, nothing else.)
     if (!rewritten) {
-      const auto r = referenced_by(root);
+      const auto r = referenced_by_versions(root);
       std::set<std::uint64_t> reserved;
       for (auto v = latest + 1; v <= d.version(); ++v) reserved.insert(v);
-      const auto reservations = reserved.empty() ? dataset::detail::referenced{} : referenced_by(root, reserved);
+      const auto reservations = reserved.empty() ? dataset::detail::referenced{} : referenced_by_versions(root, reserved);
       for (const auto& f : disk_files(root))
         if (!before.count(f) && !reservations.transactions.count(f)) {
           INFO("left by the killed round: " << f);
@@ -277,7 +275,7 @@ TEST_CASE("crash safety: index build, optimize and compaction killed (SIGKILL) a
   const std::string root = (tmp.path() / "ds").string();
   const auto t0 = std::chrono::steady_clock::now();
   std::uint64_t rows = 20'000;
-  dataset::write(root, t::id_vector_batch(vectors(rows, 0), dim, 0));
+  dataset::write(root, t::id_vector_batch(vectors(rows, 0), crash_dim, 0));
   std::map<std::uint64_t, std::uint64_t> committed{{1, rows}};
   std::mt19937_64 rng(20261201);
 
@@ -293,7 +291,7 @@ TEST_CASE("crash safety: index build, optimize and compaction killed (SIGKILL) a
   kill_rounds(
       "optimize_indices", root, committed, rows, rng,
       [&] {
-        append(root, 500, std::int64_t(rows));
+        append_vectors(root, 500, std::int64_t(rows));
         rows += 500;
       },
       [](const std::string& r) { index::optimize_indices(r); });
@@ -303,7 +301,7 @@ TEST_CASE("crash safety: index build, optimize and compaction killed (SIGKILL) a
       "compact_files", root, committed, rows, rng,
       [&] {
         for (int k = 0; k < 4; ++k) {
-          append(root, 300, std::int64_t(rows));
+          append_vectors(root, 300, std::int64_t(rows));
           rows += 300;
           committed[dataset::dataset::open(root).version()] = rows;
         }
@@ -313,7 +311,7 @@ TEST_CASE("crash safety: index build, optimize and compaction killed (SIGKILL) a
   // Leftovers of the killed operations: on disk, referenced by no manifest.
   std::set<std::string> leftovers;
   {
-    const auto r = referenced_by(root);
+    const auto r = referenced_by_versions(root);
     for (const auto& f : disk_files(root))
       if (!is_referenced(r, f)) leftovers.insert(f);
   }
@@ -321,18 +319,18 @@ TEST_CASE("crash safety: index build, optimize and compaction killed (SIGKILL) a
   CHECK(!leftovers.empty());  // dozens of kills before committing leave some
 
   // Three clean commits after every kill: the versions cleanup keeps.
-  append(root, 100, std::int64_t(rows));
+  append_vectors(root, 100, std::int64_t(rows));
   rows += 100;
   committed[dataset::dataset::open(root).version()] = rows;
   index::optimize_indices(root);
   committed[dataset::dataset::open(root).version()] = rows;
-  append(root, 50, std::int64_t(rows));
+  append_vectors(root, 50, std::int64_t(rows));
   rows += 50;
   const auto latest = dataset::dataset::open(root).version();
   committed[latest] = rows;
   const std::set<std::uint64_t> kept = {latest - 2, latest - 1, latest};
   for (auto v : kept) REQUIRE(committed.count(v));
-  const auto kept_refs = referenced_by(root, kept);
+  const auto kept_refs = referenced_by_versions(root, kept);
 
   dataset::cleanup_options co;
   co.keep_versions = 3;
@@ -383,7 +381,7 @@ TEST_CASE("crash safety: index build, optimize and compaction killed (SIGKILL) a
     sp.k = 10;
     sp.nprobes = 16;
     for (std::size_t q = 0; q < 5; ++q) {
-      const auto res = ix.searcher->search(queries.data() + q * dim, dim, sp);
+      const auto res = ix.searcher->search(queries.data() + q * crash_dim, crash_dim, sp);
       CHECK(res.size() == 10);
       for (const auto& n : res) CHECK(live.count(n.row_id));
     }
@@ -403,7 +401,7 @@ TEST_CASE("crash safety: index build, optimize and compaction killed (SIGKILL) a
     }
     std::sort(ids.begin(), ids.end());
     CHECK(count == rows);
-    CHECK(ids == iota_ids(rows));
+    CHECK(ids == iota_ids(0, std::int64_t(rows)));
   }
   {
     const auto listing = njson::parse(t::node("list_indices.mjs", {root}));
@@ -415,34 +413,26 @@ TEST_CASE("crash safety: index build, optimize and compaction killed (SIGKILL) a
     CHECK(st["numUnindexedRows"].get<std::uint64_t>() == 50);
   }
   {
-    const auto qfile = (tmp.path() / "q.f32").string();
-    {
-      std::ofstream f(qfile, std::ios::binary);
-      f.write(reinterpret_cast<const char*>(queries.data()), std::streamsize(queries.size() * sizeof(float)));
-    }
-    std::istringstream out(t::node("search.mjs", {root, "--queries", qfile, "--dim", std::to_string(dim), "--k", "10",
-                                                  "--nprobes", "16", "--refine", "2"}));
-    std::string line;
-    std::size_t qi = 0;
-    while (std::getline(out, line)) {
-      const auto j = njson::parse(line);
-      REQUIRE(j["rowids"].size() == 10);
+    const auto qfile = tmp.path() / "q.f32";
+    t::write_f32(qfile, queries);
+    const auto hits = t::lancedb_search(root, qfile, crash_dim, 10, {"--nprobes", "16", "--refine", "2"});
+    for (std::size_t qi = 0; qi < hits.ids.size(); ++qi) {
+      REQUIRE(hits.ids[qi].size() == 10);
       for (std::size_t i = 0; i < 10; ++i) {
-        const auto rid = std::stoull(j["rowids"][i].get<std::string>());
+        const auto rid = hits.ids[qi][i];
         INFO("query " << qi << " row " << rid);
         REQUIRE(live.count(rid));
         const auto b = d.take({rid}, {"vector"});
-        const auto* v = b.columns[0]->children[0]->values<float>() + b.columns[0]->offset * dim;
+        const auto* v = b.columns[0]->children[0]->values<float>() + b.columns[0]->offset * crash_dim;
         double dist = 0;
-        for (std::size_t k = 0; k < dim; ++k) {
-          const double x = double(v[k]) - double(queries[qi * dim + k]);
+        for (std::size_t k = 0; k < crash_dim; ++k) {
+          const double x = double(v[k]) - double(queries[qi * crash_dim + k]);
           dist += x * x;
         }
-        CHECK(j["distances"][i].get<double>() == doctest::Approx(dist).epsilon(1e-3));
+        CHECK(hits.distances[qi][i] == doctest::Approx(dist).epsilon(1e-3));
       }
-      ++qi;
     }
-    CHECK(qi == 5);
+    CHECK(hits.ids.size() == 5);
   }
   MESSAGE("total " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
 }

@@ -41,6 +41,7 @@
 #include <lancet/index/registry.hpp>
 
 #include "support/interop.hpp"
+#include "support/neighbours.hpp"
 #include "support/vector_batch.hpp"
 
 using namespace lancet;
@@ -51,48 +52,18 @@ using njson = nlohmann::json;
 namespace {
 
 using lancet::testing::clustered;
+using lancet::testing::lancedb_search;
+using lancet::testing::neighbour_lists;
+using lancet::testing::write_f32;
 
-void write_f32(const fs::path& p, const std::vector<float>& v) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4));
-}
-
-struct search_result {
-  std::vector<std::uint64_t> rowids;
-  std::vector<double> distances;
-};
-
-// LanceDB's answers for every query (and the plan of the first when asked).
-std::vector<search_result> lancedb_search(const fs::path& ds, const fs::path& queries, std::size_t dim, std::size_t k,
-                                          std::vector<std::string> extra, std::string* plan = nullptr) {
-  std::vector<std::string> args = {ds.string(), "--queries", queries.string(), "--dim", std::to_string(dim), "--k",
-                                   std::to_string(k)};
-  args.insert(args.end(), extra.begin(), extra.end());
-  if (plan) args.push_back("--explain");
-  std::istringstream lines(t::node("search.mjs", args));
-  std::vector<search_result> out;
-  for (std::string line; std::getline(lines, line);) {
-    const auto j = njson::parse(line);
-    if (j.contains("plan")) {
-      if (plan) *plan = j["plan"].get<std::string>();
-      continue;
-    }
-    search_result r;
-    for (const auto& id : j["rowids"]) r.rowids.push_back(std::stoull(id.get<std::string>()));
-    for (const auto& d : j["distances"]) r.distances.push_back(d.get<double>());
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
-void check_same_results(const std::vector<search_result>& a, const std::vector<search_result>& b, double tol) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t q = 0; q < a.size(); ++q) {
+void check_same_results(const neighbour_lists& a, const neighbour_lists& b, double tol) {
+  REQUIRE(a.ids.size() == b.ids.size());
+  for (std::size_t q = 0; q < a.ids.size(); ++q) {
     INFO("query " << q);
-    CHECK(a[q].rowids == b[q].rowids);
-    REQUIRE(a[q].distances.size() == b[q].distances.size());
-    for (std::size_t i = 0; i < a[q].distances.size(); ++i)
-      CHECK(std::abs(a[q].distances[i] - b[q].distances[i]) <= tol * std::max(1.0, std::abs(b[q].distances[i])));
+    CHECK(a.ids[q] == b.ids[q]);
+    REQUIRE(a.distances[q].size() == b.distances[q].size());
+    for (std::size_t i = 0; i < a.distances[q].size(); ++i)
+      CHECK(std::abs(a.distances[q][i] - b.distances[q][i]) <= tol * std::max(1.0, std::abs(b.distances[q][i])));
   }
 }
 
@@ -100,18 +71,18 @@ void check_same_results(const std::vector<search_result>& a, const std::vector<s
 // rows scanned first, so a new row order moves distances by a few percent (up to 2.5%
 // seen): rows found by both agree within 5%, and at least 70% of the rows are found
 // by both. (A wrong layout scores random codes and fails this by far.)
-void check_close_results(const std::vector<search_result>& a, const std::vector<search_result>& b) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t q = 0; q < a.size(); ++q) {
+void check_close_results(const neighbour_lists& a, const neighbour_lists& b) {
+  REQUIRE(a.ids.size() == b.ids.size());
+  for (std::size_t q = 0; q < a.ids.size(); ++q) {
     INFO("query " << q);
     std::size_t common = 0;
-    for (std::size_t i = 0; i < a[q].rowids.size(); ++i)
-      for (std::size_t j = 0; j < b[q].rowids.size(); ++j)
-        if (a[q].rowids[i] == b[q].rowids[j]) {
+    for (std::size_t i = 0; i < a.ids[q].size(); ++i)
+      for (std::size_t j = 0; j < b.ids[q].size(); ++j)
+        if (a.ids[q][i] == b.ids[q][j]) {
           ++common;
-          CHECK(std::abs(a[q].distances[i] - b[q].distances[j]) <= 0.05 * std::max(1.0, std::abs(b[q].distances[j])));
+          CHECK(std::abs(a.distances[q][i] - b.distances[q][j]) <= 0.05 * std::max(1.0, std::abs(b.distances[q][j])));
         }
-    CHECK(common * 10 >= b[q].rowids.size() * 7);
+    CHECK(common * 10 >= b.ids[q].size() * 7);
   }
 }
 
@@ -228,7 +199,7 @@ TEST_CASE("LanceDB searches IVF_FLAT indexes we build and register") {
     CHECK(plan.find("ANNIvfPartition: uuid=" + uuid.to_string()) != std::string::npos);
     const auto exact =
         lancedb_search(ds, tmp.path() / "queries.f32", dim, 10, {"--bypass", "--metric", v.metric_name});
-    REQUIRE(ours.size() == nq);
+    REQUIRE(ours.ids.size() == nq);
     check_same_results(ours, exact, 1e-4);
 
     // A second index of the same name is refused unless replaced; the dataset keeps
@@ -403,8 +374,8 @@ TEST_CASE("IVF_SQ: SQ storage with our flat sub-index, registered as IVF_SQ") {
   const auto exact = lancedb_search(ds, tmp.path() / "queries.f32", dim, 10, {"--bypass"});
   std::size_t hits = 0;
   for (std::size_t q = 0; q < nq; ++q) {
-    std::set<std::uint64_t> truth(exact[q].rowids.begin(), exact[q].rowids.end());
-    for (auto id : ours[q].rowids) hits += truth.count(id);
+    std::set<std::uint64_t> truth(exact.ids[q].begin(), exact.ids[q].end());
+    for (auto id : ours.ids[q]) hits += truth.count(id);
   }
   CHECK(double(hits) / double(nq * 10) >= 0.9);
 }
@@ -482,7 +453,7 @@ TEST_CASE("an index in two segments over several fragments, then deletions") {
 
   // Delete every row LanceDB found for the first three queries (both segments are hit).
   std::vector<std::uint64_t> doomed;
-  for (std::size_t q = 0; q < 3; ++q) doomed.insert(doomed.end(), ours[q].rowids.begin(), ours[q].rowids.end());
+  for (std::size_t q = 0; q < 3; ++q) doomed.insert(doomed.end(), ours.ids[q].begin(), ours.ids[q].end());
   std::sort(doomed.begin(), doomed.end());
   doomed.erase(std::unique(doomed.begin(), doomed.end()), doomed.end());
   dataset::delete_rows(ds.string(), doomed);
@@ -490,6 +461,6 @@ TEST_CASE("an index in two segments over several fragments, then deletions") {
   const auto exact_again = lancedb_search(ds, tmp.path() / "queries.f32", dim, 10, {"--bypass"});
   check_same_results(again, exact_again, 1e-4);
   for (std::size_t q = 0; q < 3; ++q)
-    for (auto id : again[q].rowids) CHECK(!std::binary_search(doomed.begin(), doomed.end(), id));
+    for (auto id : again.ids[q]) CHECK(!std::binary_search(doomed.begin(), doomed.end(), id));
   CHECK(list_indices(ds)["indices"][0]["stats"]["numIndexedRows"] == n - doomed.size());
 }

@@ -1,4 +1,4 @@
-// Acceptance of the IVF index builder (issue 6), LanceDB 0.39 (Lance 12) as the oracle
+// Acceptance of the IVF index builder, LanceDB 0.39 (Lance 12) as the oracle
 // (`npm install` in tests/interop first; the Node side is tests/interop/ivf_acceptance.mjs).
 //
 // For each scenario LanceDB writes one dataset; every index is built on its own copy:
@@ -39,6 +39,10 @@
 #include <lancet/index/ivf_builder.hpp>
 
 #include "support/interop.hpp"
+#include "support/nearest.hpp"
+#include "support/neighbours.hpp"
+#include "support/node_json.hpp"
+#include "support/vector_batch.hpp"
 
 using namespace lancet;
 namespace fs = std::filesystem;
@@ -47,113 +51,12 @@ using njson = nlohmann::json;
 
 namespace {
 
-using ids_t = std::vector<std::vector<std::uint64_t>>;
-
-// n vectors around `clusters` centres uniform in [-1, 1)^dim, Gaussian spread; the
-// queries are drawn the same way (other draws) after the rows.
-struct clustered_data {
-  std::vector<float> rows, queries;
-};
-
-clustered_data clustered(std::size_t n, std::size_t nq, std::size_t dim, std::size_t clusters, float spread,
-                         unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::normal_distribution<float> g(0, spread);
-  std::vector<float> centres(clusters * dim);
-  for (auto& c : centres) c = u(rng);
-  auto draw = [&](std::size_t count) {
-    std::vector<float> out(count * dim);
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t c = rng() % clusters;
-      for (std::size_t j = 0; j < dim; ++j) out[i * dim + j] = centres[c * dim + j] + g(rng);
-    }
-    return out;
-  };
-  clustered_data d;
-  d.rows = draw(n);
-  d.queries = draw(nq);
-  return d;
-}
-
-void write_f32(const fs::path& p, const std::vector<float>& v) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4));
-  REQUIRE(out.good());
-}
+using lancet::testing::mean_recall;
+using lancet::testing::node_json;
+using lancet::testing::recalls;
+using lancet::testing::write_f32;
 
 std::string script() { return "ivf_acceptance.mjs"; }
-
-// Runs a Node script and parses its JSON lines; a line that does not parse fails the
-// test with the line itself.
-std::vector<njson> node_json(const std::string& name, const std::vector<std::string>& args) {
-  std::istringstream lines(t::node(name, args));
-  std::vector<njson> out;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty()) continue;
-    try {
-      out.push_back(njson::parse(line));
-    } catch (const njson::parse_error& e) {
-      FAIL(name << ": line " << out.size() + 1 << " is not JSON (" << e.what() << "): '" << line.substr(0, 600) << "'");
-    }
-  }
-  return out;
-}
-
-struct lance_search_result {
-  ids_t ids;
-  std::vector<std::vector<double>> distances;
-  std::string explain, analyze;
-};
-
-lance_search_result lance_search(const fs::path& ds, const fs::path& queries, std::size_t dim,
-                                 simd::distance_type metric, std::optional<std::size_t> nprobes, bool plan) {
-  std::vector<std::string> args = {"search", ds.string(), "--queries", queries.string(), "--dim", std::to_string(dim),
-                                   "--k", "10", "--metric", std::string(simd::distance_name(metric))};
-  if (nprobes) {
-    args.push_back("--nprobes");
-    args.push_back(std::to_string(*nprobes));
-  } else {
-    args.push_back("--bypass");
-  }
-  if (plan) args.push_back("--plan");
-  lance_search_result out;
-  for (const auto& j : node_json(script(), args)) {
-    if (j.contains("explain")) {
-      out.explain = j["explain"].get<std::string>();
-      out.analyze = j["analyze"].get<std::string>();
-    } else if (j.contains("rowids")) {
-      std::vector<std::uint64_t> ids;
-      for (const auto& id : j["rowids"]) ids.push_back(std::stoull(id.get<std::string>()));
-      out.ids.push_back(std::move(ids));
-      std::vector<double> d;
-      for (const auto& x : j["distances"]) d.push_back(x.is_number() ? x.get<double>() : NAN);
-      out.distances.push_back(std::move(d));
-    }
-  }
-  return out;
-}
-
-// Recall@10 of each query against the exact neighbours.
-std::vector<double> recalls(const ids_t& got, const ids_t& truth) {
-  REQUIRE(got.size() == truth.size());
-  std::vector<double> out;
-  for (std::size_t q = 0; q < truth.size(); ++q) {
-    const std::set<std::uint64_t> tr(truth[q].begin(), truth[q].end());
-    std::size_t hit = 0;
-    for (auto id : got[q]) hit += tr.count(id);
-    out.push_back(double(hit) / double(truth[q].size()));
-  }
-  return out;
-}
-
-double mean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0 : s / double(v.size());
-}
-
-double recall(const ids_t& got, const ids_t& truth) { return mean(recalls(got, truth)); }
 
 // Standard error of the mean per-query difference of two recall lists (paired).
 double paired_se(const std::vector<double>& a, const std::vector<double>& b) {
@@ -167,69 +70,7 @@ double paired_se(const std::vector<double>& a, const std::vector<double>& b) {
   return std::sqrt(v / double(n - 1) / double(n));
 }
 
-struct our_result {
-  ids_t ids;
-  std::vector<std::vector<double>> distances;
-};
-
-our_result our_search(const fs::path& root, const std::vector<float>& queries, std::size_t dim, std::size_t nprobes) {
-  const auto s = *dataset::load_latest(root.string());
-  auto ix = index::open_vector_index(s, "vector");
-  index::search_params sp;
-  sp.k = 10;
-  sp.nprobes = nprobes;
-  our_result out;
-  for (std::size_t q = 0; q < queries.size() / dim; ++q) {
-    std::vector<std::uint64_t> ids;
-    std::vector<double> d;
-    for (const auto& h : ix.searcher->search(queries.data() + q * dim, dim, sp)) {
-      ids.push_back(h.row_id);
-      d.push_back(h.distance);
-    }
-    out.ids.push_back(std::move(ids));
-    out.distances.push_back(std::move(d));
-  }
-  return out;
-}
-
-// Queries whose neighbours (row ids, in order) are the same as LanceDB's. A query also
-// counts when the ids differ only where the distances at every rank agree within
-// `tie` (relative): LanceDB sums in f32, we in double, so rows a float ulp apart can
-// tie in one and not in the other (seen: 1 query in 200, 12k x 32 cosine). The first
-// few that differ are shown with both distance lists.
-std::size_t same_neighbours(const our_result& ours, const lance_search_result& lance, double tie = 1e-6) {
-  std::size_t same = 0, shown = 0, exact = 0;
-  for (std::size_t q = 0; q < ours.ids.size(); ++q) {
-    if (ours.ids[q] == lance.ids[q]) {
-      ++same;
-      ++exact;
-      continue;
-    }
-    bool close = ours.ids[q].size() == lance.ids[q].size();
-    for (std::size_t i = 0; close && i < ours.ids[q].size(); ++i) {
-      const double a = ours.distances[q][i], b = lance.distances[q][i];
-      close = std::abs(a - b) <= tie * std::max({std::abs(a), std::abs(b), 1e-3});
-    }
-    if (close) {
-      ++same;
-      continue;
-    }
-    if (shown++ >= 3) continue;
-    std::ostringstream m;
-    m.precision(9);
-    m << "query " << q << " differs:";
-    for (std::size_t i = 0; i < ours.ids[q].size() || i < lance.ids[q].size(); ++i) {
-      m << "\n  ";
-      if (i < ours.ids[q].size()) m << "ours " << ours.ids[q][i] << " " << ours.distances[q][i];
-      if (i < lance.ids[q].size()) m << "   lance " << lance.ids[q][i] << " " << lance.distances[q][i];
-    }
-    MESSAGE(m.str());
-  }
-  if (exact < same) MESSAGE((same - exact) << " of " << ours.ids.size() << " queries differ only by ties within float rounding");
-  return same;
-}
-
-std::string lancedb_type(index::ivf_index_type t) {
+std::string acceptance_index_type(index::ivf_index_type t) {
   switch (t) {
     case index::ivf_index_type::ivf_flat: return "ivf_flat";
     case index::ivf_index_type::ivf_pq: return "ivf_pq";
@@ -251,7 +92,7 @@ std::string list_type(index::ivf_index_type t) {
   return "";
 }
 
-struct scenario {
+struct ivf_scenario {
   std::string label;
   std::size_t n = 0, dim = 0, clusters = 0;
   float spread = 0;
@@ -267,14 +108,15 @@ struct scenario {
 };
 
 constexpr std::size_t nq = 200, nprobes = 20;
-constexpr double tolerance = 0.01;
+constexpr double recall_tolerance = 0.01;
 
-void run(const scenario& sc) {
-  const auto data = clustered(sc.n, nq, sc.dim, sc.clusters, sc.spread, sc.seed);
+void run_ivf_scenario(const ivf_scenario& sc) {
+  t::cluster_draws<> draws(sc.dim, sc.clusters, sc.spread, sc.seed);
+  const auto rows = draws.draw(sc.n), queries = draws.draw(nq);
   t::temp_dir tmp("ivfacc");
   const auto vf = tmp.path() / "vectors.f32", qf = tmp.path() / "queries.f32";
-  write_f32(vf, data.rows);
-  write_f32(qf, data.queries);
+  write_f32(vf, rows);
+  write_f32(qf, queries);
   const auto base = tmp.path() / "base";
   std::vector<std::string> cargs = {"create", base.string(), "--vectors", vf.string(), "--dim",
                                     std::to_string(sc.dim), "--element", sc.element};
@@ -301,7 +143,7 @@ void run(const scenario& sc) {
 
   for (const auto metric : sc.metrics) {
     const std::string mname(simd::distance_name(metric));
-    const auto exact = lance_search(base, qf, sc.dim, metric, std::nullopt, false);
+    const auto exact = t::acceptance_search(base, qf, sc.dim, metric, std::nullopt, std::nullopt, false);
     REQUIRE(exact.ids.size() == nq);
     for (const auto& e : exact.ids) REQUIRE(e.size() == 10);
     for (const auto type : sc.types) {
@@ -332,24 +174,24 @@ void run(const scenario& sc) {
       CHECK(ix["stats"]["numIndexedRows"] == live);
       CHECK(ix["stats"]["numUnindexedRows"] == 0);
 
-      const auto lance_on_ours = lance_search(ours, qf, sc.dim, metric, nprobes, true);
+      const auto lance_on_ours = t::acceptance_search(ours, qf, sc.dim, metric, nprobes, std::nullopt, true);
       CHECK(lance_on_ours.explain.find("ANNIvfPartition: uuid=" + uuid) != std::string::npos);
       CHECK(lance_on_ours.analyze.find("uuid=" + uuid) != std::string::npos);
       CHECK(lance_on_ours.analyze.find("partitions_searched=" + std::to_string(nprobes)) != std::string::npos);
-      const double rc_lance_ours = recall(lance_on_ours.ids, exact.ids);
-      const auto ours_on_ours = our_search(ours, data.queries, sc.dim, nprobes);
-      const double rc_ours_ours = recall(ours_on_ours.ids, exact.ids);
-      if (type == index::ivf_index_type::ivf_flat) CHECK(same_neighbours(ours_on_ours, lance_on_ours) == nq);
-      CHECK(std::abs(rc_ours_ours - rc_lance_ours) <= tolerance);
+      const double rc_lance_ours = mean_recall(exact.ids, lance_on_ours.ids);
+      const auto ours_on_ours = t::our_search(ours, queries, sc.dim, 10, nprobes);
+      const double rc_ours_ours = mean_recall(exact.ids, ours_on_ours.ids);
+      if (type == index::ivf_index_type::ivf_flat) CHECK(t::same_neighbours(ours_on_ours, lance_on_ours) == nq);
+      CHECK(std::abs(rc_ours_ours - rc_lance_ours) <= recall_tolerance);
 
-      if (lancedb_type(type).empty()) {
+      if (acceptance_index_type(type).empty()) {
         MESSAGE(label << " recall@10: LanceDB on ours " << rc_lance_ours << ", ours on ours " << rc_ours_ours
                       << " (LanceDB builds no IVF_SQ)");
         continue;
       }
       // LanceDB's, on an identical copy.
       const auto theirs = copy_base();
-      std::vector<std::string> iargs = {"index", theirs.string(), "--type", lancedb_type(type), "--partitions",
+      std::vector<std::string> iargs = {"index", theirs.string(), "--type", acceptance_index_type(type), "--partitions",
                                         std::to_string(sc.partitions), "--metric", mname};
       if (type == index::ivf_index_type::ivf_pq) {
         iargs.push_back("--sub-vectors");
@@ -357,11 +199,11 @@ void run(const scenario& sc) {
       }
       const auto lb = node_json(script(), iargs).at(0);
       REQUIRE(lb["indices"].size() == 1);
-      const auto lance_on_theirs = lance_search(theirs, qf, sc.dim, metric, nprobes, false);
-      const double rc_lance_theirs = recall(lance_on_theirs.ids, exact.ids);
-      const double se = paired_se(recalls(lance_on_ours.ids, exact.ids), recalls(lance_on_theirs.ids, exact.ids));
-      const auto ours_on_theirs = our_search(theirs, data.queries, sc.dim, nprobes);
-      const double rc_ours_theirs = recall(ours_on_theirs.ids, exact.ids);
+      const auto lance_on_theirs = t::acceptance_search(theirs, qf, sc.dim, metric, nprobes, std::nullopt, false);
+      const double rc_lance_theirs = mean_recall(exact.ids, lance_on_theirs.ids);
+      const double se = paired_se(recalls(exact.ids, lance_on_ours.ids), recalls(exact.ids, lance_on_theirs.ids));
+      const auto ours_on_theirs = t::our_search(theirs, queries, sc.dim, 10, nprobes);
+      const double rc_ours_theirs = mean_recall(exact.ids, ours_on_theirs.ids);
       MESSAGE(label << " recall@10 (nprobes " << nprobes << " of " << sc.partitions << "): LanceDB on ours "
                     << rc_lance_ours << ", ours on ours " << rc_ours_ours << ", LanceDB on its own " << rc_lance_theirs
                     << ", ours on LanceDB's " << rc_ours_theirs << " (paired standard error of the difference "
@@ -369,21 +211,21 @@ void run(const scenario& sc) {
       // Two independently trained indexes (LanceDB's k-means and quantizer draw from OS
       // entropy): ours may not be worse by more than 0.01 beyond twice the sampling error.
       CHECK(rc_lance_ours >= rc_lance_theirs - sc.cross_tolerance - 2 * se);
-      CHECK(std::abs(rc_ours_theirs - rc_lance_theirs) <= tolerance);
-      if (type == index::ivf_index_type::ivf_flat) CHECK(same_neighbours(ours_on_theirs, lance_on_theirs) == nq);
+      CHECK(std::abs(rc_ours_theirs - rc_lance_theirs) <= recall_tolerance);
+      if (type == index::ivf_index_type::ivf_flat) CHECK(t::same_neighbours(ours_on_theirs, lance_on_theirs) == nq);
       fs::remove_all(theirs);
       fs::remove_all(ours);
     }
   }
 }
 
-const std::vector<index::ivf_index_type> all_types = {index::ivf_index_type::ivf_flat, index::ivf_index_type::ivf_pq,
+const std::vector<index::ivf_index_type> ivf_types = {index::ivf_index_type::ivf_flat, index::ivf_index_type::ivf_pq,
                                                       index::ivf_index_type::ivf_sq, index::ivf_index_type::ivf_rq};
 
 }  // namespace
 
 TEST_CASE("ivf acceptance: 100,000 x 128 f32, l2, every index type") {
-  scenario sc;
+  ivf_scenario sc;
   sc.label = "100k x 128";
   sc.n = 100000;
   sc.dim = 128;
@@ -392,12 +234,12 @@ TEST_CASE("ivf acceptance: 100,000 x 128 f32, l2, every index type") {
   sc.partitions = 128;
   sc.sub_vectors = 16;
   sc.metrics = {simd::distance_type::l2};
-  sc.types = all_types;
-  run(sc);
+  sc.types = ivf_types;
+  run_ivf_scenario(sc);
 }
 
 TEST_CASE("ivf acceptance: cosine and dot, f32") {
-  scenario sc;
+  ivf_scenario sc;
   sc.label = "12k x 32 f32";
   sc.n = 12000;
   sc.dim = 32;
@@ -408,12 +250,12 @@ TEST_CASE("ivf acceptance: cosine and dot, f32") {
   sc.partitions = 48;
   sc.sub_vectors = 8;
   sc.metrics = {simd::distance_type::cosine, simd::distance_type::dot};
-  sc.types = all_types;
-  run(sc);
+  sc.types = ivf_types;
+  run_ivf_scenario(sc);
 }
 
 TEST_CASE("ivf acceptance: f16 vectors, l2 and cosine") {
-  scenario sc;
+  ivf_scenario sc;
   sc.label = "12k x 32 f16";
   sc.n = 12000;
   sc.dim = 32;
@@ -425,12 +267,12 @@ TEST_CASE("ivf acceptance: f16 vectors, l2 and cosine") {
   sc.partitions = 48;
   sc.sub_vectors = 8;
   sc.metrics = {simd::distance_type::l2, simd::distance_type::cosine};
-  sc.types = all_types;
-  run(sc);
+  sc.types = ivf_types;
+  run_ivf_scenario(sc);
 }
 
 TEST_CASE("ivf acceptance: 3 fragments with deleted rows") {
-  scenario sc;
+  ivf_scenario sc;
   sc.label = "12k x 32, 3 fragments, deletions";
   sc.n = 12000;
   sc.dim = 32;
@@ -443,6 +285,6 @@ TEST_CASE("ivf acceptance: 3 fragments with deleted rows") {
   sc.partitions = 48;
   sc.sub_vectors = 8;
   sc.metrics = {simd::distance_type::l2};
-  sc.types = all_types;
-  run(sc);
+  sc.types = ivf_types;
+  run_ivf_scenario(sc);
 }

@@ -57,6 +57,7 @@
 #include <lancet/index/vector_index.hpp>
 
 #include "support/interop.hpp"
+#include "support/neighbours.hpp"
 #include "support/peak_memory.hpp"
 #include "support/vector_batch.hpp"
 
@@ -66,28 +67,7 @@ using njson = nlohmann::json;
 
 namespace {
 
-std::vector<float> cluster(std::size_t n, float at, unsigned seed, float spread = 0.1f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(0, spread);
-  std::vector<float> v(n * 4);
-  for (auto& x : v) x = at + u(rng);
-  return v;
-}
 std::vector<float> repeat(std::size_t n, float at) { return std::vector<float>(n * 4, at); }
-std::vector<float> operator+(std::vector<float> a, const std::vector<float>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-arrow::record_batch batch(const std::vector<float>& values, std::int64_t first_id) {
-  return t::id_vector_batch(values, 4, first_id);
-}
-
-void append(const std::string& root, const std::vector<float>& v, std::int64_t first_id) {
-  dataset::write_options wo;
-  wo.mode = dataset::write_mode::append;
-  dataset::write(root, batch(v, first_id), wo);
-}
 
 std::vector<float> centroids_at(std::initializer_list<float> at) {
   std::vector<float> c;
@@ -125,14 +105,6 @@ float first_component(const dataset::dataset& ds, std::uint64_t row_id) {
   return b.columns[0]->children[0]->values<float>()[b.columns[0]->offset * 4];
 }
 
-std::vector<index::neighbor> our_search(const std::string& root, const float* q, std::size_t k, std::size_t nprobes) {
-  auto ix = index::open_vector_index(*dataset::load_latest(root), "vector");
-  index::search_params sp;
-  sp.k = k;
-  sp.nprobes = nprobes;
-  return ix.searcher->search(q, 4, sp);
-}
-
 // LanceDB's listing of the index, and its search against ours for a few queries
 // (every partition probed): same rows (or, with ties, same distances).
 void check_lancedb(const std::string& root, std::uint64_t rows, std::size_t segments,
@@ -147,27 +119,19 @@ void check_lancedb(const std::string& root, std::uint64_t rows, std::size_t segm
   CHECK(st["numIndices"].get<std::size_t>() == segments);
 
   t::temp_dir tmp("optq");
-  const auto qfile = (tmp.path() / "q.f32").string();
-  {
-    std::ofstream f(qfile, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(queries.data()), std::streamsize(queries.size() * sizeof(float)));
-  }
+  const auto qfile = tmp.path() / "q.f32";
+  t::write_f32(qfile, queries);
   const std::size_t k = 10, nprobes = 2048;
-  std::istringstream out(t::node("search.mjs", {root, "--queries", qfile, "--dim", "4", "--k", std::to_string(k),
-                                                "--nprobes", std::to_string(nprobes)}));
-  std::string line;
-  std::size_t qi = 0;
-  while (std::getline(out, line)) {
-    const auto j = njson::parse(line);
-    const auto ours = our_search(root, queries.data() + qi * 4, k, nprobes);
-    REQUIRE(j["rowids"].size() == ours.size());
-    for (std::size_t i = 0; i < ours.size(); ++i) {
-      CHECK(j["distances"][i].get<double>() == doctest::Approx(ours[i].distance).epsilon(1e-4));
-      if (!ties) CHECK(std::stoull(j["rowids"][i].get<std::string>()) == ours[i].row_id);
+  const auto theirs = t::lancedb_search(root, qfile, 4, k, {"--nprobes", std::to_string(nprobes)});
+  const auto ours = t::our_search(root, queries, 4, k, nprobes);
+  REQUIRE(theirs.ids.size() == queries.size() / 4);
+  for (std::size_t qi = 0; qi < theirs.ids.size(); ++qi) {
+    REQUIRE(theirs.ids[qi].size() == ours.ids[qi].size());
+    for (std::size_t i = 0; i < ours.ids[qi].size(); ++i) {
+      CHECK(theirs.distances[qi][i] == doctest::Approx(ours.distances[qi][i]).epsilon(1e-4));
+      if (!ties) CHECK(theirs.ids[qi][i] == ours.ids[qi][i]);
     }
-    ++qi;
   }
-  CHECK(qi == queries.size() / 4);
 }
 
 }  // namespace
@@ -175,13 +139,13 @@ void check_lancedb(const std::string& root, std::uint64_t rows, std::size_t segm
 TEST_CASE("scenario 1: a 5-way split in one pass") {
   t::temp_dir tmp("opt1");
   const std::string root = (tmp.path() / "ds").string();
-  dataset::write(root, batch(cluster(15000, 0, 1) + cluster(1500, 1000, 2), 0));
+  dataset::write(root, t::id_vector_batch(t::concat(t::cluster_at(15000, 0, 1), t::cluster_at(1500, 1000, 2)), 4, 0));
   index::build_options b;
   b.column = "vector";
   b.type = index::ivf_index_type::ivf_flat;
   b.num_partitions = 2;
   index::build_ivf_index(root, b);
-  append(root, cluster(3000, 0, 3), 16500);
+  t::append_id_vectors(root, t::cluster_at(3000, 0, 3), 4, 16500);
   const auto r = index::optimize_indices(root);
   REQUIRE(r.indices.size() == 1);
   REQUIRE(r.indices[0].splits.size() == 1);
@@ -190,15 +154,15 @@ TEST_CASE("scenario 1: a 5-way split in one pass") {
   CHECK(s.segments == 1);
   CHECK(s.sizes.size() == 6);
   CHECK(s.rows == 19500);
-  check_lancedb(root, 19500, 1, cluster(2, 0, 9) + cluster(1, 1000, 10));
+  check_lancedb(root, 19500, 1, t::concat(t::cluster_at(2, 0, 9), t::cluster_at(1, 1000, 10)));
 }
 
 TEST_CASE("scenario 2: a 9-way split, 1-probe search near the split cluster") {
   t::temp_dir tmp("opt2");
   const std::string root = (tmp.path() / "ds").string();
-  dataset::write(root, batch(cluster(15000, 0, 1) + cluster(1500, 1000, 2), 0));
+  dataset::write(root, t::id_vector_batch(t::concat(t::cluster_at(15000, 0, 1), t::cluster_at(1500, 1000, 2)), 4, 0));
   index::create_ivf_flat_with_centroids(root, "vector", centroids_at({0.05f, 1000.05f}), 2);
-  append(root, cluster(21000, 0, 3), 16500);
+  t::append_id_vectors(root, t::cluster_at(21000, 0, 3), 4, 16500);
   const auto r = index::optimize_indices(root);
   REQUIRE(r.indices.at(0).splits.size() == 1);
   CHECK(r.indices[0].splits[0].ways == 9);
@@ -207,47 +171,45 @@ TEST_CASE("scenario 2: a 9-way split, 1-probe search near the split cluster") {
   CHECK(s.sizes.size() == 10);
   CHECK(s.rows == 37500);
   CHECK(*std::max_element(s.sizes.begin(), s.sizes.end()) <= 16384);
-  const float q[4] = {3, 3, 3, 3};
-  const auto hits = our_search(root, q, 5, 1);
+  const auto hits = t::our_search(root, {3, 3, 3, 3}, 4, 5, 1).ids.at(0);
   REQUIRE(hits.size() == 5);
   const auto ds = dataset::dataset::open(root);
-  for (const auto& h : hits) {
-    const float x = first_component(ds, h.row_id);
+  for (const auto id : hits) {
+    const float x = first_component(ds, id);
     CHECK(x >= 0.0f);
     CHECK(x <= 3.6f);
   }
-  check_lancedb(root, 37500, 1, repeat(1, 3) + cluster(1, 0, 11));
+  check_lancedb(root, 37500, 1, t::concat(repeat(1, 3), t::cluster_at(1, 0, 11)));
 }
 
 TEST_CASE("scenario 3: small partitions joined into one") {
   t::temp_dir tmp("opt3");
   const std::string root = (tmp.path() / "ds").string();
-  dataset::write(root, batch(cluster(2000, 0, 1) + cluster(100, 1000, 2) + cluster(100, 2000, 3) + cluster(100, 3000, 4), 0));
+  dataset::write(root, t::id_vector_batch(t::concat(t::concat(t::concat(t::cluster_at(2000, 0, 1), t::cluster_at(100, 1000, 2)), t::cluster_at(100, 2000, 3)), t::cluster_at(100, 3000, 4)), 4, 0));
   index::create_ivf_flat_with_centroids(root, "vector", centroids_at({0, 1000, 2000, 3000}), 4);
-  append(root, cluster(10, 0, 5), 2300);
+  t::append_id_vectors(root, t::cluster_at(10, 0, 5), 4, 2300);
   const auto r = index::optimize_indices(root);
   CHECK(r.indices.at(0).joins == std::vector<std::uint32_t>{1, 2, 3});
   const auto s = summarise(root);
   CHECK(s.segments == 1);
   CHECK(s.sizes == std::vector<std::uint64_t>{2310});
-  const float q[4] = {3000, 3000, 3000, 3000};
-  const auto hits = our_search(root, q, 3, 1);
+  const auto hits = t::our_search(root, {3000, 3000, 3000, 3000}, 4, 3, 1).ids.at(0);
   REQUIRE(hits.size() == 3);
   const auto ds = dataset::dataset::open(root);
-  for (const auto& h : hits) {
-    const float x = first_component(ds, h.row_id);
+  for (const auto id : hits) {
+    const float x = first_component(ds, id);
     CHECK(x >= 3000.0f);
     CHECK(x <= 3000.1f);
   }
-  check_lancedb(root, 2310, 1, repeat(1, 3000) + cluster(1, 1000, 12));
+  check_lancedb(root, 2310, 1, t::concat(repeat(1, 3000), t::cluster_at(1, 1000, 12)));
 }
 
 TEST_CASE("scenario 4: delta segments in a steady state") {
   t::temp_dir tmp("opt4");
   const std::string root = (tmp.path() / "ds").string();
-  dataset::write(root, batch(cluster(1500, 0, 1) + cluster(1500, 1000, 2), 0));
+  dataset::write(root, t::id_vector_batch(t::concat(t::cluster_at(1500, 0, 1), t::cluster_at(1500, 1000, 2)), 4, 0));
   index::create_ivf_flat_with_centroids(root, "vector", centroids_at({0.05f, 1000.05f}), 2);
-  append(root, cluster(100, 0, 3) + cluster(100, 1000, 4), 3000);
+  t::append_id_vectors(root, t::concat(t::cluster_at(100, 0, 3), t::cluster_at(100, 1000, 4)), 4, 3000);
   index::optimize_indices(root);
   auto s = summarise(root);
   CHECK(s.segments == 2);
@@ -259,7 +221,7 @@ TEST_CASE("scenario 4: delta segments in a steady state") {
   CHECK(s.segments == 2);
   CHECK(s.sizes.size() == 4);
   CHECK(s.max_partitions == 2);
-  check_lancedb(root, 3200, 2, cluster(1, 0, 13) + cluster(1, 1000, 14));
+  check_lancedb(root, 3200, 2, t::concat(t::cluster_at(1, 0, 13), t::cluster_at(1, 1000, 14)));
 
   // Cross-check: LanceDB's own optimize on the dataset with our two segments.
   const auto after = njson::parse(t::node("optimize.mjs", {root}));
@@ -268,18 +230,17 @@ TEST_CASE("scenario 4: delta segments in a steady state") {
   CHECK(after["indices"][0]["stats"]["numIndexedRows"].get<std::uint64_t>() == 3200);
   const auto ours = summarise(root);
   CHECK(ours.rows == 3200);
-  const float q[4] = {1000, 1000, 1000, 1000};
-  const auto hits = our_search(root, q, 10, 4);
+  const auto hits = t::our_search(root, {1000, 1000, 1000, 1000}, 4, 10, 4).ids.at(0);
   CHECK(hits.size() == 10);
-  for (const auto& h : hits) CHECK(first_component(dataset::dataset::open(root), h.row_id) >= 1000.0f);
+  for (const auto id : hits) CHECK(first_component(dataset::dataset::open(root), id) >= 1000.0f);
 }
 
 TEST_CASE("scenario 5: target partition size 1,024") {
   t::temp_dir tmp("opt5");
   const std::string root = (tmp.path() / "ds").string();
-  dataset::write(root, batch(cluster(5000, 0, 1) + cluster(500, 1000, 2), 0));
+  dataset::write(root, t::id_vector_batch(t::concat(t::cluster_at(5000, 0, 1), t::cluster_at(500, 1000, 2)), 4, 0));
   index::create_ivf_flat_with_centroids(root, "vector", centroids_at({0.05f, 1000.05f}), 2);
-  append(root, cluster(10, 0, 3), 5500);
+  t::append_id_vectors(root, t::cluster_at(10, 0, 3), 4, 5500);
   index::optimize_options o;
   o.target_partition_size = 1024;
   index::optimize_indices(root, o);
@@ -287,18 +248,18 @@ TEST_CASE("scenario 5: target partition size 1,024") {
   CHECK(s.segments == 1);
   CHECK(s.sizes.size() == 6);
   CHECK(s.rows == 5510);
-  check_lancedb(root, 5510, 1, cluster(2, 0, 15));
+  check_lancedb(root, 5510, 1, t::cluster_at(2, 0, 15));
 }
 
 TEST_CASE("scenario 6: twenty small clusters joined with room") {
   t::temp_dir tmp("opt6");
   const std::string root = (tmp.path() / "ds").string();
   std::vector<float> v, c;
-  for (int i = 0; i < 20; ++i) v = v + cluster(24, float(i * 10), 100 + unsigned(i));
-  for (int i = 0; i < 20; ++i) c = c + centroids_at({float(i * 10) + 0.05f});
-  dataset::write(root, batch(v, 0));
+  for (int i = 0; i < 20; ++i) v = t::concat(v, t::cluster_at(24, float(i * 10), 100 + unsigned(i)));
+  for (int i = 0; i < 20; ++i) c = t::concat(c, centroids_at({float(i * 10) + 0.05f}));
+  dataset::write(root, t::id_vector_batch(v, 4, 0));
   index::create_ivf_flat_with_centroids(root, "vector", c, 20);
-  append(root, cluster(1, 70, 7), 480);
+  t::append_id_vectors(root, t::cluster_at(1, 70, 7), 4, 480);
   index::optimize_options o;
   o.target_partition_size = 100;
   const auto r = index::optimize_indices(root, o);
@@ -307,7 +268,7 @@ TEST_CASE("scenario 6: twenty small clusters joined with room") {
   CHECK(s.rows == 481);
   CHECK(s.sizes.size() < 20);
   CHECK(*std::max_element(s.sizes.begin(), s.sizes.end()) <= 400);
-  check_lancedb(root, 481, 1, cluster(1, 55, 16) + cluster(1, 190, 17));
+  check_lancedb(root, 481, 1, t::concat(t::cluster_at(1, 55, 16), t::cluster_at(1, 190, 17)));
 }
 
 namespace {
@@ -331,7 +292,7 @@ TEST_CASE("scenario 7: multivector rows joined, each vector with its own window"
   std::vector<std::vector<float>> rows;
   for (int r = 0; r < 20; ++r) {
     auto v = jitter(c0, rng);
-    for (int j = 0; j < 18; ++j) v = v + jitter(c1, rng);
+    for (int j = 0; j < 18; ++j) v = t::concat(v, jitter(c1, rng));
     rows.push_back(v);
   }
   for (int r = 0; r < 380; ++r) rows.push_back(jitter(c2, rng));
@@ -384,7 +345,7 @@ TEST_CASE("scenario 7: multivector rows joined, each vector with its own window"
   CHECK(listing["indices"][0]["stats"]["numIndexedRows"].get<std::uint64_t>() == 401);
   CHECK(listing["indices"][0]["stats"]["numUnindexedRows"].get<std::uint64_t>() == 0);
   CHECK(listing["indices"][0]["stats"]["numIndices"].get<std::size_t>() == 1);
-  const auto qs = jitter(c0, rng) + jitter(c1, rng) + jitter(c2, rng);
+  const auto qs = t::concat(t::concat(jitter(c0, rng), jitter(c1, rng)), jitter(c2, rng));
   const auto qfile = (tmp.path() / "q.f32").string();
   {
     std::ofstream f(qfile, std::ios::binary);
@@ -419,10 +380,10 @@ TEST_CASE("scenario 7: multivector rows joined, each vector with its own window"
 TEST_CASE("scenario 8: duplicates are not split") {
   t::temp_dir tmp("opt8");
   const std::string root = (tmp.path() / "ds").string();
-  const auto v = repeat(240, 1) + repeat(240, 2) + repeat(240, 3) + repeat(240, 4) + repeat(240, 5) + repeat(10, 100);
-  dataset::write(root, batch(v, 0));
+  const auto v = t::concat(t::concat(t::concat(t::concat(t::concat(repeat(240, 1), repeat(240, 2)), repeat(240, 3)), repeat(240, 4)), repeat(240, 5)), repeat(10, 100));
+  dataset::write(root, t::id_vector_batch(v, 4, 0));
   index::create_ivf_flat_with_centroids(root, "vector", centroids_at({1, 2, 3, 4, 5, 100}), 6);
-  append(root, repeat(10, 3), 1210);
+  t::append_id_vectors(root, repeat(10, 3), 4, 1210);
   index::optimize_options o;
   o.target_partition_size = 4;
   const auto r = index::optimize_indices(root, o);
@@ -430,11 +391,10 @@ TEST_CASE("scenario 8: duplicates are not split") {
   auto s = summarise(root);
   std::sort(s.sizes.begin(), s.sizes.end());
   CHECK(s.sizes == std::vector<std::uint64_t>{10, 240, 240, 240, 240, 250});
-  const float q[4] = {3, 3, 3, 3};
-  const auto hits = our_search(root, q, 5, 1);
+  const auto hits = t::our_search(root, {3, 3, 3, 3}, 4, 5, 1).ids.at(0);
   REQUIRE(hits.size() == 5);
   const auto ds = dataset::dataset::open(root);
-  for (const auto& h : hits) CHECK(first_component(ds, h.row_id) == 3.0f);
+  for (const auto id : hits) CHECK(first_component(ds, id) == 3.0f);
   check_lancedb(root, 1220, 1, repeat(1, 3), true);
 }
 
@@ -445,7 +405,7 @@ TEST_CASE("cross-check: LanceDB optimizes a dataset carrying our IVF_PQ index; w
   std::normal_distribution<float> g(0, 1);
   std::vector<float> v(4000 * 4);
   for (auto& x : v) x = g(rng);
-  dataset::write(root, batch(v, 0));
+  dataset::write(root, t::id_vector_batch(v, 4, 0));
   index::build_options b;
   b.column = "vector";
   b.type = index::ivf_index_type::ivf_pq;
@@ -454,7 +414,7 @@ TEST_CASE("cross-check: LanceDB optimizes a dataset carrying our IVF_PQ index; w
   index::build_ivf_index(root, b);
   std::vector<float> more(400 * 4);
   for (auto& x : more) x = g(rng);
-  append(root, more, 4000);
+  t::append_id_vectors(root, more, 4, 4000);
   // Our delta segment first (partitions of ~1,100 are normal at target 1,000), then
   // LanceDB's optimize over both.
   index::optimize_options o;
@@ -464,7 +424,7 @@ TEST_CASE("cross-check: LanceDB optimizes a dataset carrying our IVF_PQ index; w
   const auto listing = njson::parse(t::node("list_indices.mjs", {root}));
   CHECK(listing["indices"][0]["stats"]["numIndexedRows"].get<std::uint64_t>() == 4400);
   CHECK(listing["indices"][0]["stats"]["numIndices"].get<std::size_t>() == 2);
-  append(root, std::vector<float>(more.begin(), more.begin() + 400), 4400);
+  t::append_id_vectors(root, std::vector<float>(more.begin(), more.begin() + 400), 4, 4400);
   const auto after = njson::parse(t::node("optimize.mjs", {root}));
   INFO(after.dump());
   CHECK(after["indices"][0]["stats"]["numIndexedRows"].get<std::uint64_t>() == 4500);
@@ -481,7 +441,7 @@ TEST_CASE("cross-check: LanceDB optimizes a dataset carrying our IVF_PQ index; w
   const auto hits = ix.searcher->search(v.data(), 4, sp);
   CHECK(hits.size() == 10);
   // And our optimize runs on what LanceDB left.
-  append(root, std::vector<float>(more.begin(), more.begin() + 40), 4500);
+  t::append_id_vectors(root, std::vector<float>(more.begin(), more.begin() + 40), 4, 4500);
   const auto r2 = index::optimize_indices(root, o);
   CHECK(r2.indices.at(0).rows_added == 10);
 }

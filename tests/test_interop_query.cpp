@@ -57,6 +57,7 @@
 #include <lancet/query/table.hpp>
 
 #include "support/interop.hpp"
+#include "support/nearest.hpp"
 #include "support/vector_batch.hpp"
 
 using namespace lancet;
@@ -66,7 +67,9 @@ using njson = nlohmann::json;
 
 namespace {
 
-constexpr std::size_t dim = 16;
+using lancet::testing::l2;
+
+constexpr std::size_t table_dim = 16;
 
 void write_text(const fs::path& p, const std::string& s) {
   std::ofstream out(p, std::ios::binary);
@@ -282,12 +285,12 @@ std::string signature(const njson& f) {
   return ty;
 }
 
-std::string columns_of(const arrow::schema& s) {
+std::string column_names_of(const arrow::schema& s) {
   std::string out;
   for (const auto& f : s.fields) out += (out.empty() ? "" : ", ") + f.name + ": " + signature(*f.type);
   return out;
 }
-std::string columns_of(const njson& fields) {
+std::string column_names_of(const njson& fields) {
   std::string out;
   for (const auto& f : fields) out += (out.empty() ? "" : ", ") + f["name"].get<std::string>() + ": " + signature(f);
   return out;
@@ -333,7 +336,7 @@ struct tally {
 
 // Lancet's answer equals LanceDB's: both refuse, or the same columns (names and types)
 // and the same rows in the same order, every value equal (`_distance` within `tol`).
-void check_same(const answer& theirs, const our_answer& ours, const njson& spec, tally* n = nullptr,
+void check_answer(const answer& theirs, const our_answer& ours, const njson& spec, tally* n = nullptr,
                 float tol = 1e-4f) {
   INFO("query " << short_text(spec.dump(), 900));
   if (n) ++n->compared;
@@ -355,7 +358,7 @@ void check_same(const answer& theirs, const our_answer& ours, const njson& spec,
   }
   if (theirs.count == 0) return;  // LanceDB's empty answer has no columns
   if (n) ++n->nonempty;
-  const auto want = columns_of(theirs.fields), got = columns_of(*b.schema);
+  const auto want = column_names_of(theirs.fields), got = column_names_of(*b.schema);
   if (want != got) {
     FAIL_CHECK("columns: LanceDB (" << want << "); lancet (" << got << ")");
     return;
@@ -403,7 +406,7 @@ round_answers run_both(const std::string& root, const njson& specs, const fs::pa
   const auto tbl = query::table::open(root);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     r.ours.push_back(run_ours(tbl, specs[i]));
-    check_same(r.theirs[i], r.ours[i], specs[i], n);
+    check_answer(r.theirs[i], r.ours[i], specs[i], n);
   }
   return r;
 }
@@ -432,11 +435,11 @@ void check_loose(const answer& theirs, const our_answer& ours, const njson& spec
 // later by either side come from the same clusters as the indexed ones.
 struct table_data {
   std::vector<float> vectors;
-  explicit table_data(std::size_t max_rows, unsigned seed) : vectors(t::clustered(max_rows, dim, 12, 0.15f, seed)) {}
+  explicit table_data(std::size_t max_rows, unsigned seed) : vectors(t::clustered(max_rows, table_dim, 12, 0.15f, seed)) {}
 
   std::vector<float> vector_of(std::int64_t id) const {
-    return {vectors.begin() + std::ptrdiff_t(std::size_t(id) * dim),
-            vectors.begin() + std::ptrdiff_t(std::size_t(id + 1) * dim)};
+    return {vectors.begin() + std::ptrdiff_t(std::size_t(id) * table_dim),
+            vectors.begin() + std::ptrdiff_t(std::size_t(id + 1) * table_dim)};
   }
 
   // Rows first .. first + n - 1: id (int64, not null), vector, then one column per
@@ -481,9 +484,9 @@ struct table_data {
       sy.push_back(coin(0.1) ? std::nullopt : std::optional<std::string>(word(rng)));
     }
     const auto iv =
-        t::id_vector_batch(std::vector<float>(vectors.begin() + std::ptrdiff_t(std::size_t(first) * dim),
-                                              vectors.begin() + std::ptrdiff_t((std::size_t(first) + n) * dim)),
-                           dim, first);
+        t::id_vector_batch(std::vector<float>(vectors.begin() + std::ptrdiff_t(std::size_t(first) * table_dim),
+                                              vectors.begin() + std::ptrdiff_t((std::size_t(first) + n) * table_dim)),
+                           table_dim, first);
     std::vector<std::pair<std::string, arrow::array_ptr>> cols{
         {"i8", arrow::make_array<std::int8_t>(ints.template operator()<std::int8_t>(-128, 127, 0.12))},
         {"i16", arrow::make_array<std::int16_t>(ints.template operator()<std::int16_t>(-20000, 20000, 0.1))},
@@ -555,16 +558,10 @@ std::map<std::int64_t, std::vector<float>> live_vectors(const std::string& root)
   const auto& items = *v.children.at(0);
   const float* x = items.values<float>();
   for (std::int64_t r = 0; r < b.num_rows(); ++r) {
-    const std::size_t at = std::size_t(items.offset + (v.offset + r) * std::int64_t(dim));
-    out[b.columns[0]->value<std::int64_t>(r)] = std::vector<float>(x + at, x + at + dim);
+    const std::size_t at = std::size_t(items.offset + (v.offset + r) * std::int64_t(table_dim));
+    out[b.columns[0]->value<std::int64_t>(r)] = std::vector<float>(x + at, x + at + table_dim);
   }
   return out;
-}
-
-float l2(const std::vector<float>& a, const std::vector<float>& b) {
-  float s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
-  return s;
 }
 
 // (distance, id) of every live row, nearest first.
@@ -585,7 +582,7 @@ std::vector<std::int64_t> exact_ids(const std::map<std::int64_t, std::vector<flo
 }
 
 // A query near a live row (Gaussian noise 0.05 per coordinate).
-std::vector<float> query_near(const std::map<std::int64_t, std::vector<float>>& live, std::mt19937_64& rng) {
+std::vector<float> query_near_live(const std::map<std::int64_t, std::vector<float>>& live, std::mt19937_64& rng) {
   auto it = live.begin();
   std::advance(it, std::ptrdiff_t(rng() % live.size()));
   std::normal_distribution<float> g(0, 0.05f);
@@ -830,13 +827,13 @@ class filter_generator {
 
 // ---- index builds ---------------------------------------------------------------------------
 
-struct index_spec {
+struct query_index_spec {
   index::ivf_index_type type;
   bool lancedb_builds;
   std::size_t partitions = 4;
 };
 
-const char* lancedb_type(index::ivf_index_type t) {
+const char* mutate_index_type(index::ivf_index_type t) {
   switch (t) {
     case index::ivf_index_type::ivf_flat: return "ivf_flat";
     case index::ivf_index_type::ivf_pq: return "ivf_pq";
@@ -845,9 +842,9 @@ const char* lancedb_type(index::ivf_index_type t) {
   }
 }
 
-void build_index(const std::string& root, const index_spec& s) {
+void build_index(const std::string& root, const query_index_spec& s) {
   if (s.lancedb_builds) {
-    const char* ty = lancedb_type(s.type);
+    const char* ty = mutate_index_type(s.type);
     REQUIRE(ty != nullptr);
     njson op = {{"op", "index"}, {"type", ty}, {"partitions", s.partitions}};
     if (s.type == index::ivf_index_type::ivf_pq) op["subVectors"] = 4;
@@ -863,7 +860,7 @@ void build_index(const std::string& root, const index_spec& s) {
   }
 }
 
-std::string describe(const index_spec& s) {
+std::string describe(const query_index_spec& s) {
   return std::string(index::ivf_index_type_name(s.type)) + " built by " + (s.lancedb_builds ? "LanceDB" : "lancet");
 }
 
@@ -932,7 +929,7 @@ TEST_CASE("interop query: IVF_FLAT probing every partition answers as LanceDB on
     std::vector<std::vector<std::int64_t>> exact;  // per query vector: the 10 nearest
     const int queries = 10;
     for (int i = 0; i < queries; ++i) {
-      const auto q = query_near(live, rng);
+      const auto q = query_near_live(live, rng);
       const auto r = ranked(live, q);
       exact.push_back(exact_ids(live, q, 10));
       const njson all = {{"nprobes", 64}};
@@ -1107,7 +1104,7 @@ TEST_CASE("interop query: random filters: scans, limit / offset scans, prefilter
   njson specs = njson::array();
   constexpr std::size_t per_filter = 4;
   for (const auto& f : filters) {
-    const auto q = query_near(live, rng);
+    const auto q = query_near_live(live, rng);
     specs.push_back({{"where", f}});
     specs.push_back({{"where", f},
                      {"columns", {"id", "st.x", "tag value", "d", "ts"}},
@@ -1170,7 +1167,7 @@ TEST_CASE("interop query: random filters: scans, limit / offset scans, prefilter
 // ---- quantized indexes: recall ------------------------------------------------------------------------
 
 TEST_CASE("interop query: IVF_PQ, IVF_SQ and IVF_HNSW_SQ: lancet's recall@10 is LanceDB's, no deleted row") {
-  const std::vector<index_spec> indexes{{index::ivf_index_type::ivf_pq, true},
+  const std::vector<query_index_spec> indexes{{index::ivf_index_type::ivf_pq, true},
                                         {index::ivf_index_type::ivf_pq, false},
                                         {index::ivf_index_type::ivf_sq, false},
                                         {index::ivf_index_type::ivf_hnsw_sq, true},
@@ -1210,7 +1207,7 @@ TEST_CASE("interop query: IVF_PQ, IVF_SQ and IVF_HNSW_SQ: lancet's recall@10 is 
       njson specs = njson::array();
       std::vector<std::vector<std::vector<std::int64_t>>> truth(variants.size());
       for (int i = 0; i < queries; ++i) {
-        const auto q = query_near(live, rng);
+        const auto q = query_near_live(live, rng);
         for (std::size_t v = 0; v < variants.size(); ++v) {
           njson s = {{"nearest", nearest(q, variants[v].knobs)}, {"limit", 10}, {"columns", {"id"}}};
           const bool filtered = variants[v].name.find("prefilter") != std::string::npos;
@@ -1267,8 +1264,8 @@ TEST_CASE("interop query: IVF_PQ, IVF_SQ and IVF_HNSW_SQ: lancet's recall@10 is 
 
 TEST_CASE("interop query: no deleted row at 0, 50 and 99 % deleted, by lancet and by LanceDB") {
   for (int share : {0, 50, 99}) {
-    for (const index_spec ix :
-         {index_spec{index::ivf_index_type::ivf_flat, false, 4}, index_spec{index::ivf_index_type::ivf_pq, true, 4}}) {
+    for (const query_index_spec ix :
+         {query_index_spec{index::ivf_index_type::ivf_flat, false, 4}, query_index_spec{index::ivf_index_type::ivf_pq, true, 4}}) {
       CAPTURE(share);
       CAPTURE(describe(ix));
       const bool flat = ix.type == index::ivf_index_type::ivf_flat;
@@ -1295,7 +1292,7 @@ TEST_CASE("interop query: no deleted row at 0, 50 and 99 % deleted, by lancet an
         exact_specs.push_back({{"columns", {"id"}}, {"withRowId", true}, {"offset", 5}, {"limit", 100}});
         exact_specs.push_back({{"where", "i8 > 0"}});
         for (int i = 0; i < 20; ++i) {
-          const auto q = query_near(live, rng);
+          const auto q = query_near_live(live, rng);
           exact_specs.push_back(
               {{"nearest", nearest(q, {{"bypassVectorIndex", true}})}, {"limit", 10}, {"columns", {"id"}}});
           njson& target = flat ? exact_specs : index_specs;

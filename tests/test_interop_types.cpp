@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "support/blob_values.hpp"
 #include "support/interop.hpp"
 
 using namespace lancet;
@@ -75,7 +76,7 @@ std::vector<std::string> our_rows(const arrow::record_batch& b) {
   return out;
 }
 
-void check_rows(const std::vector<std::string>& got, const std::vector<std::string>& expected) {
+void check_lancedb_rows(const std::vector<std::string>& got, const std::vector<std::string>& expected) {
   REQUIRE(got.size() == expected.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     CAPTURE(i);
@@ -83,7 +84,7 @@ void check_rows(const std::vector<std::string>& got, const std::vector<std::stri
   }
 }
 
-file::format_version version_of(const std::string& v) {
+file::format_version file_version_of(const std::string& v) {
   return v == "2.0" ? file::format_version::v2_0 : v == "2.1" ? file::format_version::v2_1 : file::format_version::v2_2;
 }
 
@@ -107,7 +108,7 @@ TEST_CASE("interop map 2.2: we read LanceDB's map columns, LanceDB reads ours") 
   CHECK(view.rows.at(1) == R"({"id":1,"m":null,"m2":[]})");
   CHECK(view.rows.at(3) ==
         R"({"id":3,"m":[{"key":"q","value":null},{"key":"r","value":5}],"m2":[{"key":"30","value":"vq"},{"key":"31","value":null}]})");
-  check_rows(our_rows(batch), view.rows);
+  check_lancedb_rows(our_rows(batch), view.rows);
 
   // Our 2.2 dataset of the same batch: LanceDB reads the same rows and map types.
   const auto ours_path = dir.path() / "ours";
@@ -116,7 +117,7 @@ TEST_CASE("interop map 2.2: we read LanceDB's map columns, LanceDB reads ours") 
   dataset::write(ours_path.string(), batch, o);
   const auto back = lancedb_read(ours_path);
   CHECK(back.schema == view.schema);
-  check_rows(back.rows, view.rows);
+  check_lancedb_rows(back.rows, view.rows);
   // Our file's schema and column layout are Lance's (same fields, same page layouts).
   const auto our_files = t::data_files(ours_path);
   REQUIRE(our_files.size() == 1);
@@ -154,7 +155,7 @@ void check_dictionary_interop(const std::string& version) {
   const auto files = t::data_files(theirs_path);
   REQUIRE(files.size() == 1);
   lance_reader r{io::file_source(files[0].string())};
-  CHECK(r.version() == version_of(version));
+  CHECK(r.version() == file_version_of(version));
   auto batch = r.read();
   REQUIRE(batch.columns.size() == 5);
   // Reading gives dictionary-typed arrays, at every nesting level.
@@ -167,16 +168,16 @@ void check_dictionary_interop(const std::string& version) {
   for (const auto& c : batch.columns) CHECK_NOTHROW(arrow::validate(c));
   const auto view = lancedb_read(theirs_path);
   CHECK(view.schema.find("\"type\":\"dictionary\"") != std::string::npos);
-  check_rows(our_rows(batch), view.rows);
+  check_lancedb_rows(our_rows(batch), view.rows);
 
   // Our dataset of the same batch: LanceDB reads dictionaries with the same values.
   const auto ours_path = dir.path() / "ours";
   dataset::write_options o;
-  o.storage_version = version_of(version);
+  o.storage_version = file_version_of(version);
   dataset::write(ours_path.string(), batch, o);
   const auto back = lancedb_read(ours_path);
   CHECK(back.schema == view.schema);
-  check_rows(back.rows, view.rows);
+  check_lancedb_rows(back.rows, view.rows);
   const auto our_files = t::data_files(ours_path);
   REQUIRE(our_files.size() == 1);
   lance_reader mine{io::file_source(our_files[0].string())};
@@ -211,17 +212,8 @@ TEST_CASE("interop dictionary 2.2") { check_dictionary_interop("2.2"); }
 
 namespace {
 
-std::uint32_t fnv1a(std::string_view s) {
-  std::uint32_t h = 0x811c9dc5u;
-  for (unsigned char c : s) h = (h ^ c) * 0x01000193u;
-  return h;
-}
-
-std::string blob_bytes(std::size_t size, std::uint64_t g) {
-  std::string v(size, '\0');
-  for (std::size_t k = 0; k < size; ++k) v[k] = char((k * 7 + g) & 255);
-  return v;
-}
+using lancet::testing::blob_value;
+using lancet::testing::fnv1a;
 
 }  // namespace
 
@@ -234,7 +226,7 @@ TEST_CASE("interop blob v2 2.2: LanceDB reads the bytes of blobs we wrote (10 B,
   std::vector<bool> valid;
   for (std::size_t g = 0; g < sizes.size(); ++g) {
     ids.push_back(std::int64_t(g));
-    data.push_back(sizes[g] ? std::optional<std::string>(blob_bytes(*sizes[g], g)) : std::nullopt);
+    data.push_back(sizes[g] ? std::optional<std::string>(blob_value(*sizes[g], g)) : std::nullopt);
     uris.push_back(std::nullopt);
     valid.push_back(sizes[g].has_value());
   }
@@ -309,16 +301,16 @@ TEST_CASE("interop random tables with maps and dictionaries, both directions") {
         batches.push_back(r.read());
       }
       REQUIRE(batches.size() == 1);
-      check_rows(our_rows(batches[0]), views[c].rows);
+      check_lancedb_rows(our_rows(batches[0]), views[c].rows);
       dataset::write_options o;
-      o.storage_version = version_of(version);
+      o.storage_version = file_version_of(version);
       dataset::write(ours_paths[c].string(), batches[0], o);
     }
     const auto backs = lancedb_read_many(ours_paths);
     for (int c = 0; c < cases; ++c) {
       CAPTURE(c);
       CHECK(backs[c].schema == views[c].schema);
-      check_rows(backs[c].rows, views[c].rows);
+      check_lancedb_rows(backs[c].rows, views[c].rows);
     }
   }
 }
@@ -393,7 +385,7 @@ TEST_CASE("interop large_list: LanceDB writes it from Arrow IPC and reads ours, 
       const auto files = t::data_files(s.dir);
       REQUIRE(files.size() == 1);
       lance_reader r{io::file_source(files[0].string())};
-      CHECK(r.version() == version_of(version));
+      CHECK(r.version() == file_version_of(version));
       const auto batch = r.read();
       // Our reader gives the types and values sent.
       REQUIRE(batch.schema->fields.size() == s.types.size());
@@ -405,11 +397,11 @@ TEST_CASE("interop large_list: LanceDB writes it from Arrow IPC and reads ours, 
         CHECK_NOTHROW(arrow::validate(batch.columns[c]));
         columns += (c ? "," : "") + s.types[c].first;
       }
-      check_rows(our_rows(batch), s.rows);
+      check_lancedb_rows(our_rows(batch), s.rows);
       // Our dataset of the batch (LanceDB reads both, below).
       const auto ours = dir.path() / ("ours-" + std::to_string(n++));
       dataset::write_options o;
-      o.storage_version = version_of(version);
+      o.storage_version = file_version_of(version);
       dataset::write(ours.string(), batch, o);
       to_read.emplace_back(s.dir, columns);
       to_read.emplace_back(ours, columns);
@@ -444,9 +436,9 @@ TEST_CASE("interop large_list: LanceDB writes it from Arrow IPC and reads ours, 
       const auto& view = views[2 * i];
       const auto& back = views[2 * i + 1];
       CHECK(view.schema.find("LargeList(") != std::string::npos);
-      check_rows(view.rows, sent[i].rows);
+      check_lancedb_rows(view.rows, sent[i].rows);
       CHECK(back.schema == view.schema);
-      check_rows(back.rows, sent[i].rows);
+      check_lancedb_rows(back.rows, sent[i].rows);
     }
   }
 }

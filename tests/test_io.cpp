@@ -27,6 +27,10 @@
 #include <lancet/io/abortable_sink.hpp>
 #include <lancet/io/asio_sink.hpp>
 #include "support/failing_sink.hpp"
+#include "support/files.hpp"
+#include "support/message_of.hpp"
+#include "support/temp_dir.hpp"
+#include "support/text.hpp"
 #include <lancet/io/file_sink.hpp>
 #include <lancet/io/file_source.hpp>
 #include <lancet/io/any_source.hpp>
@@ -41,31 +45,17 @@ using lancet::testing::failure_plan;
 
 namespace {
 
-// A fresh directory under TMPDIR, removed with everything in it at scope exit.
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/lancet-io-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    REQUIRE(::mkdtemp(buf.data()) != nullptr);
-    path = buf.data();
-  }
-  ~temp_dir() { std::system(("rm -rf '" + path + "'").c_str()); }
+using lancet::testing::byte_vector;
+using lancet::testing::contains;
+using lancet::testing::message_of;
+
+// A scratch directory (removed at the end of the scope) with its path as a member, its
+// entries' paths and names.
+struct io_temp_dir : lancet::testing::scratch_dir {
+  std::string path = scratch_dir::path();
+  io_temp_dir() : scratch_dir("io") {}
   std::string operator/(const std::string& name) const { return path + "/" + name; }
-  std::vector<std::string> list() const {
-    std::vector<std::string> names;
-    if (DIR* d = ::opendir(path.c_str())) {
-      while (dirent* e = ::readdir(d)) {
-        std::string n = e->d_name;
-        if (n != "." && n != "..") names.push_back(n);
-      }
-      ::closedir(d);
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-  }
+  std::vector<std::string> list() const { return lancet::testing::files_under(path); }
 };
 
 std::vector<std::uint8_t> pattern(std::size_t n, std::uint32_t seed = 1) {
@@ -81,29 +71,11 @@ std::vector<std::uint8_t> pattern(std::size_t n, std::uint32_t seed = 1) {
 bytes_view bv(const std::vector<std::uint8_t>& v) { return {v.data(), v.size()}; }
 bytes_view bv(std::string_view s) { return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()}; }
 
-std::vector<std::uint8_t> slurp(const std::string& path) {
+std::vector<std::uint8_t> read_bytes(const std::string& path) {
   file_source src(path);
   auto b = src.read_all();
   return {b.data(), b.data() + b.size()};
 }
-
-std::vector<std::uint8_t> vec(const shared_bytes& b) { return {b.data(), b.data() + b.size()}; }
-
-// Runs f, requires it to throw E, returns the message.
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("wrong exception type: " << e.what());
-  }
-  FAIL("no exception thrown");
-  return {};
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -144,7 +116,7 @@ TEST_CASE("memory_sink appends, reports position and hands the bytes over") {
   CHECK(s.position() == 0);
   s.write(bv("xy"));
   auto shared = s.take_shared();
-  CHECK(vec(shared) == std::vector<std::uint8_t>{'x', 'y'});
+  CHECK(byte_vector(shared) == std::vector<std::uint8_t>{'x', 'y'});
 }
 
 // ---------------------------------------------------------------- fs helpers
@@ -169,25 +141,25 @@ TEST_CASE("fs: path pieces and unique temporary names") {
 }
 
 TEST_CASE("fs: rename_noreplace publishes once and reports the loser") {
-  temp_dir d;
+  io_temp_dir d;
   write_file(d / "a", bv("first"), {.sync = false});
   write_file(d / "b", bv("second"), {.sync = false});
   CHECK(rename_noreplace(d / "a", d / "final"));
   CHECK_FALSE(path_exists(d / "a"));
   CHECK_FALSE(rename_noreplace(d / "b", d / "final"));
   CHECK(path_exists(d / "b"));  // the loser keeps its file
-  CHECK(slurp(d / "final") == std::vector<std::uint8_t>{'f', 'i', 'r', 's', 't'});
+  CHECK(read_bytes(d / "final") == std::vector<std::uint8_t>{'f', 'i', 'r', 's', 't'});
   CHECK_THROWS_WITH_AS(publish(d / "b", d / "final", true), doctest::Contains("already exists"),
                        conflict_error);
   publish(d / "b", d / "final", false);
-  CHECK(slurp(d / "final") == std::vector<std::uint8_t>{'s', 'e', 'c', 'o', 'n', 'd'});
+  CHECK(read_bytes(d / "final") == std::vector<std::uint8_t>{'s', 'e', 'c', 'o', 'n', 'd'});
   auto msg = message_of<io_error>([&] { rename_noreplace(d / "missing", d / "other"); });
   CHECK(contains(msg, d / "missing"));
   CHECK(contains(msg, "No such file or directory"));
 }
 
 TEST_CASE("fs: directories, fsync, remove, write_all") {
-  temp_dir d;
+  io_temp_dir d;
   make_directories(d / "x/y/z");
   CHECK(path_exists(d / "x/y/z"));
   make_directories(d / "x/y/z/");  // exists: fine
@@ -213,7 +185,7 @@ TEST_CASE("fs: directories, fsync, remove, write_all") {
     want.insert(want.end(), b.begin(), b.end());
     want.insert(want.end(), a.begin(), a.end());
     want.insert(want.end(), b.begin(), b.end());
-    CHECK(slurp(d / "g") == want);
+    CHECK(read_bytes(d / "g") == want);
   }
 }
 
@@ -290,7 +262,7 @@ TEST_CASE("file_sink round trip with every write size against the buffer and wri
       CAPTURE(cap);
       CAPTURE(wb);
       CAPTURE(rename);
-      temp_dir d;
+      io_temp_dir d;
       std::vector<std::uint8_t> want;
       {
         file_sink s(d / "out.lance", {.buffer_bytes = cap, .publish_by_rename = rename, .writeback_bytes = wb});
@@ -306,13 +278,13 @@ TEST_CASE("file_sink round trip with every write size against the buffer and wri
         CHECK(s.finished());
         CHECK(s.position() == want.size());
       }
-      CHECK(slurp(d / "out.lance") == want);
+      CHECK(read_bytes(d / "out.lance") == want);
       CHECK(d.list() == std::vector<std::string>{"out.lance"});
     }
 }
 
 TEST_CASE("file_sink publish by rename: nothing at the final path until finish") {
-  temp_dir d;
+  io_temp_dir d;
   const std::string final_path = d / "data.lance";
   file_sink s(final_path, {.buffer_bytes = 16});
   CHECK(s.path() == final_path);
@@ -327,32 +299,32 @@ TEST_CASE("file_sink publish by rename: nothing at the final path until finish")
   CHECK(path_exists(final_path));
   CHECK_FALSE(path_exists(temp));
   CHECK(d.list() == std::vector<std::string>{"data.lance"});
-  CHECK(slurp(final_path).size() == 36);
+  CHECK(read_bytes(final_path).size() == 36);
 }
 
 TEST_CASE("file_sink replaces an existing file atomically unless exclusive") {
-  temp_dir d;
+  io_temp_dir d;
   write_file(d / "f", bv("old contents"));
   {
     file_sink s(d / "f");
     s.write(bv("new"));
     // Readers still see the old file while the new one is written.
-    CHECK(slurp(d / "f").size() == 12);
+    CHECK(read_bytes(d / "f").size() == 12);
     s.finish();
   }
-  CHECK(slurp(d / "f") == std::vector<std::uint8_t>{'n', 'e', 'w'});
+  CHECK(read_bytes(d / "f") == std::vector<std::uint8_t>{'n', 'e', 'w'});
 
   auto msg = message_of<conflict_error>([&] { file_sink s(d / "f", {.exclusive = true}); });
   CHECK(contains(msg, d / "f"));
   msg = message_of<conflict_error>(
       [&] { file_sink s(d / "f", {.publish_by_rename = false, .exclusive = true}); });
   CHECK(contains(msg, d / "f"));
-  CHECK(slurp(d / "f") == std::vector<std::uint8_t>{'n', 'e', 'w'});
+  CHECK(read_bytes(d / "f") == std::vector<std::uint8_t>{'n', 'e', 'w'});
   CHECK(d.list() == std::vector<std::string>{"f"});
 }
 
 TEST_CASE("file_sink exclusive: of two concurrent writers exactly one publishes") {
-  temp_dir d;
+  io_temp_dir d;
   const std::string manifest = d / "3.manifest";
   file_sink a(manifest, {.exclusive = true});
   file_sink b(manifest, {.exclusive = true});
@@ -361,14 +333,14 @@ TEST_CASE("file_sink exclusive: of two concurrent writers exactly one publishes"
   a.finish();
   auto msg = message_of<conflict_error>([&] { b.finish(); });
   CHECK(contains(msg, manifest));
-  CHECK(slurp(manifest) == vec(shared_bytes::copy_of(bv("writer A"))));
+  CHECK(read_bytes(manifest) == byte_vector(shared_bytes::copy_of(bv("writer A"))));
   CHECK(d.list() == std::vector<std::string>{"3.manifest"});  // B's temp file is gone
   CHECK_THROWS_AS(b.write(bv("x")), io_error);
   CHECK_THROWS_AS(b.finish(), io_error);
 }
 
 TEST_CASE("file_sink destroyed or aborted before finish leaves nothing behind") {
-  temp_dir d;
+  io_temp_dir d;
   {
     file_sink s(d / "a.lance");
     s.write(bv(pattern(5 << 20)));
@@ -403,7 +375,7 @@ TEST_CASE("file_sink destroyed or aborted before finish leaves nothing behind") 
 }
 
 TEST_CASE("file_sink moves keep one owner of the temporary file") {
-  temp_dir d;
+  io_temp_dir d;
   file_sink a(d / "m");
   a.write(bv("hello"));
   file_sink b(std::move(a));
@@ -415,11 +387,11 @@ TEST_CASE("file_sink moves keep one owner of the temporary file") {
   c = std::move(b);  // c's own temp file is discarded
   c.finish();
   CHECK(d.list() == std::vector<std::string>{"m"});
-  CHECK(slurp(d / "m") == vec(shared_bytes::copy_of(bv("hello world"))));
+  CHECK(read_bytes(d / "m") == byte_vector(shared_bytes::copy_of(bv("hello world"))));
 }
 
 TEST_CASE("file_sink errors are typed and name the path") {
-  temp_dir d;
+  io_temp_dir d;
   auto msg = message_of<io_error>([&] { file_sink s(d / "no/such/dir/f.lance"); });
   CHECK(contains(msg, d / "no/such/dir/f.lance"));
   CHECK(contains(msg, "No such file or directory"));
@@ -431,7 +403,7 @@ TEST_CASE("file_sink errors are typed and name the path") {
   file_sink s(d / "deep/er/f.lance", {.create_directories = true});
   s.write(bv("x"));
   s.finish();
-  CHECK(slurp(d / "deep/er/f.lance").size() == 1);
+  CHECK(read_bytes(d / "deep/er/f.lance").size() == 1);
 
   if (::geteuid() != 0) {  // root ignores directory permissions
     make_directories(d / "ro");
@@ -445,7 +417,7 @@ TEST_CASE("file_sink errors are typed and name the path") {
 TEST_CASE("file_sink: a failing write is an io_error, the sink is poisoned, nothing is published") {
   // RLIMIT_FSIZE makes write(2) fail with EFBIG once the file would grow past the limit
   // (with SIGXFSZ ignored): a real kernel write error, no mocks.
-  temp_dir d;
+  io_temp_dir d;
   struct rlimit old;
   REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
   auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
@@ -498,7 +470,7 @@ TEST_CASE("failing_sink fails at exactly N bytes, forwarding the bytes before it
   CHECK(contains(msg, "byte 10"));
   CHECK(inner.position() == 10);
   CHECK(f.position() == 10);
-  CHECK(vec(shared_bytes::copy_of(inner.view())) == vec(shared_bytes::copy_of(bv("0123456789"))));
+  CHECK(byte_vector(shared_bytes::copy_of(inner.view())) == byte_vector(shared_bytes::copy_of(bv("0123456789"))));
   CHECK_THROWS_AS(f.write(bv("x")), io_error);  // stays full
   f.write(bytes_view{});                         // an empty write is not a write
   CHECK(f.failures() == 2);
@@ -536,7 +508,7 @@ TEST_CASE("failing_sink fails on finish on demand and can change its plan") {
 }
 
 TEST_CASE("failing_sink over a file_sink: the failure leaves nothing at the final path") {
-  temp_dir d;
+  io_temp_dir d;
   {
     failing_sink f(file_sink(d / "x.lance", {.buffer_bytes = 64}), {.fail_after_bytes = 1000});
     f.write(bv(pattern(999)));
@@ -704,7 +676,7 @@ TEST_CASE("memory_source reads zero-copy slices and bounds-checks") {
   CHECK(src.size() == 100);
   auto r = src.read(10, 20);
   CHECK(r.data() == src.bytes().data() + 10);
-  CHECK(vec(r) == std::vector<std::uint8_t>(p.begin() + 10, p.begin() + 30));
+  CHECK(byte_vector(r) == std::vector<std::uint8_t>(p.begin() + 10, p.begin() + 30));
   CHECK(src.read(100, 0).size() == 0);
   auto msg = message_of<corrupt_error>([&] { src.read(90, 11); });
   CHECK(contains(msg, "11 bytes"));
@@ -717,7 +689,7 @@ TEST_CASE("memory_source reads zero-copy slices and bounds-checks") {
 }
 
 TEST_CASE("file_source reads with pread and with a shared mapping") {
-  temp_dir d;
+  io_temp_dir d;
   auto p = pattern(100000, 3);
   write_file(d / "f.bin", bv(p));
   for (bool mm : {false, true}) {
@@ -728,24 +700,24 @@ TEST_CASE("file_source reads with pread and with a shared mapping") {
       CHECK(src.size() == p.size());
       CHECK(src.is_zero_copy() == mm);
       auto r = src.read(12345, 5000);
-      CHECK(vec(r) == std::vector<std::uint8_t>(p.begin() + 12345, p.begin() + 17345));
+      CHECK(byte_vector(r) == std::vector<std::uint8_t>(p.begin() + 12345, p.begin() + 17345));
       CHECK(reinterpret_cast<std::uintptr_t>(src.read(0, 10).data()) % 64 == 0);
-      CHECK(vec(src.read_all()) == p);
+      CHECK(byte_vector(src.read_all()) == p);
       auto msg = message_of<corrupt_error>([&] { src.read(99999, 2); });
       CHECK(contains(msg, d / "f.bin"));
       CHECK(contains(msg, "offset 99999"));
       CHECK(contains(msg, "size 100000"));
       kept = src.read(99000, 1000);
       file_source copy = src;  // copies share the descriptor / mapping
-      CHECK(vec(copy.read(0, 3)) == std::vector<std::uint8_t>(p.begin(), p.begin() + 3));
+      CHECK(byte_vector(copy.read(0, 3)) == std::vector<std::uint8_t>(p.begin(), p.begin() + 3));
     }
     // The bytes outlive the source (for a mapping: the mapping stays alive).
-    CHECK(vec(kept) == std::vector<std::uint8_t>(p.begin() + 99000, p.end()));
+    CHECK(byte_vector(kept) == std::vector<std::uint8_t>(p.begin() + 99000, p.end()));
   }
 }
 
 TEST_CASE("file_source: a large read lands in a huge-page block, byte for byte") {
-  temp_dir d;
+  io_temp_dir d;
   const std::size_t n = lancet::detail::large_alloc_threshold + 3 * 4096 + 17;
   auto p = pattern(n, 5);
   write_file(d / "big.bin", bv(p));
@@ -756,13 +728,13 @@ TEST_CASE("file_source: a large read lands in a huge-page block, byte for byte")
     CHECK((reinterpret_cast<std::uintptr_t>(kept.data()) - lancet::detail::large_block_header) %
               lancet::detail::huge_page_bytes ==
           0);
-    CHECK(vec(src.read(5, n - 5)) == std::vector<std::uint8_t>(p.begin() + 5, p.end()));
+    CHECK(byte_vector(src.read(5, n - 5)) == std::vector<std::uint8_t>(p.begin() + 5, p.end()));
   }
-  CHECK(vec(kept) == p);  // outlives the source; unmapped with the last view
+  CHECK(byte_vector(kept) == p);  // outlives the source; unmapped with the last view
 }
 
 TEST_CASE("file_source errors: missing, directory, empty, truncated under us") {
-  temp_dir d;
+  io_temp_dir d;
   auto msg = message_of<io_error>([&] { file_source s(d / "missing.lance"); });
   CHECK(contains(msg, d / "missing.lance"));
   CHECK(contains(msg, "No such file or directory"));
@@ -786,7 +758,7 @@ TEST_CASE("file_source errors: missing, directory, empty, truncated under us") {
 }
 
 TEST_CASE("read_into: many ranges end to end, batched for files, from every kind of source") {
-  temp_dir d;
+  io_temp_dir d;
   const std::size_t n = 3 << 20;
   auto p = pattern(n, 11);
   write_file(d / "r.bin", bv(p));
@@ -864,7 +836,7 @@ TEST_CASE("read_into: many ranges end to end, batched for files, from every kind
 
 namespace {
 // A non-zero-copy source that counts reads, to observe coalescing.
-struct counting_source {
+struct range_log_source {
   memory_source inner;
   mutable std::vector<byte_range> reads;
   std::uint64_t size() const { return inner.size(); }
@@ -877,7 +849,7 @@ struct counting_source {
 
 TEST_CASE("read_ranges returns ranges in order and coalesces nearby ones") {
   auto p = pattern(1 << 20, 9);
-  counting_source src{memory_source(shared_bytes::copy_of(bv(p)), "counted"), {}};
+  range_log_source src{memory_source(shared_bytes::copy_of(bv(p)), "counted"), {}};
   std::vector<byte_range> ranges = {
       {500, 100}, {0, 100}, {100, 50}, {150, 0}, {120, 10}, {4000, 10}, {900000, 64}, {600, 0},
   };
@@ -885,7 +857,7 @@ TEST_CASE("read_ranges returns ranges in order and coalesces nearby ones") {
   REQUIRE(out.size() == ranges.size());
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     CAPTURE(i);
-    CHECK(vec(out[i]) == std::vector<std::uint8_t>(p.begin() + static_cast<long>(ranges[i].offset),
+    CHECK(byte_vector(out[i]) == std::vector<std::uint8_t>(p.begin() + static_cast<long>(ranges[i].offset),
                                                    p.begin() + static_cast<long>(ranges[i].end())));
   }
   // [0,150) + [120,130) + [500,600) + [4000,4010) merge (gaps <= 4096); 900000 stands alone.
@@ -911,11 +883,11 @@ TEST_CASE("read_ranges returns ranges in order and coalesces nearby ones") {
   CHECK(z[1].data() == m.bytes().data() + 1);
 
   // And over a file.
-  temp_dir d;
+  io_temp_dir d;
   write_file(d / "r", bv(p));
   file_source f(d / "r");
   auto fr = read_ranges(f, {{1000, 24}, {0, 8}, {(1 << 20) - 8, 8}});
-  CHECK(vec(fr[0]) == std::vector<std::uint8_t>(p.begin() + 1000, p.begin() + 1024));
-  CHECK(vec(fr[1]) == std::vector<std::uint8_t>(p.begin(), p.begin() + 8));
-  CHECK(vec(fr[2]) == std::vector<std::uint8_t>(p.end() - 8, p.end()));
+  CHECK(byte_vector(fr[0]) == std::vector<std::uint8_t>(p.begin() + 1000, p.begin() + 1024));
+  CHECK(byte_vector(fr[1]) == std::vector<std::uint8_t>(p.begin(), p.begin() + 8));
+  CHECK(byte_vector(fr[2]) == std::vector<std::uint8_t>(p.end() - 8, p.end()));
 }

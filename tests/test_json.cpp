@@ -22,6 +22,7 @@
 #include <lancet/json/rows_writer.hpp>
 #include <lancet/json/schema_json.hpp>
 
+#include "support/message_of.hpp"
 #include "support/random_data.hpp"
 
 using namespace lancet;
@@ -29,26 +30,14 @@ using namespace lancet::arrow;
 
 namespace {
 
-template <class E = invalid_input_error, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("wrong exception type: " << e.what());
-    return {};
-  }
-  FAIL("no exception thrown");
-  return {};
-}
+using lancet::testing::message_of;
 
 std::shared_ptr<const arrow::schema> schema_of(std::string_view text) {
   return std::make_shared<const arrow::schema>(json::parse_schema(text));
 }
 
 std::string schema_error(std::string_view text) {
-  return error_of([&] { json::parse_schema(text); });
+  return message_of([&] { json::parse_schema(text); });
 }
 
 // One-field schema around a type given in JSON ("int32", {"list": ...}, ...).
@@ -64,7 +53,7 @@ std::string through(const std::shared_ptr<const arrow::schema>& s, std::string_v
 }
 
 std::string row_error(const std::shared_ptr<const arrow::schema>& s, std::string_view lines) {
-  return error_of([&] { json::read_rows(s, lines); });
+  return message_of([&] { json::read_rows(s, lines); });
 }
 
 // The single value column x of a one-row batch written as JSON.
@@ -258,7 +247,7 @@ TEST_CASE("schema: read_schema_file names the file") {
     std::ofstream out(path);
     out << R"({"fields": [{"name": "a", "type": "int33"}]})";
   }
-  CHECK(error_of([&] { json::read_schema_file(path); }) ==
+  CHECK(message_of([&] { json::read_schema_file(path); }) ==
         "invalid input: test_json_schema.json: schema: field 'a': unknown type name \"int33\"");
   {
     std::ofstream out(path);
@@ -266,7 +255,7 @@ TEST_CASE("schema: read_schema_file names the file") {
   }
   CHECK(json::read_schema_file(path).fields.at(0).type->id == type_id::int32);
   std::remove(path.c_str());
-  CHECK(error_of<io_error>([&] { json::read_schema_file("no/such/schema.json"); }) ==
+  CHECK(message_of<io_error>([&] { json::read_schema_file("no/such/schema.json"); }) ==
         "I/O error: cannot open schema file 'no/such/schema.json'");
 }
 
@@ -385,11 +374,11 @@ TEST_CASE("schema: nesting is bounded") {
 }
 
 TEST_CASE("schema: schema_to_json refuses what it cannot write") {
-  CHECK(error_of([] { json::schema_to_json(arrow::schema{{field{"a", nullptr, true, {}}}, {}}); }) ==
+  CHECK(message_of([] { json::schema_to_json(arrow::schema{{field{"a", nullptr, true, {}}}, {}}); }) ==
         "invalid input: schema_to_json: field 'a' has no type");
-  CHECK(error_of([] { json::schema_to_json(arrow::schema{{field{"a", time32(time_unit::nano), true, {}}}, {}}); }) ==
+  CHECK(message_of([] { json::schema_to_json(arrow::schema{{field{"a", time32(time_unit::nano), true, {}}}, {}}); }) ==
         "invalid input: type 'a': time32 takes seconds or milliseconds, not ns");
-  CHECK(error_of([] { json::schema_to_json(arrow::schema{{field{"\xff", int32(), true, {}}}, {}}); }) ==
+  CHECK(message_of([] { json::schema_to_json(arrow::schema{{field{"\xff", int32(), true, {}}}, {}}); }) ==
         "invalid input: schema_to_json: the name of field '\xff' is not valid UTF-8");
 }
 
@@ -898,7 +887,7 @@ TEST_CASE("rows_reader: an error returns no partial batch; reading can go on aft
   json::read_options o;
   o.batch_size = 10;
   json::rows_reader r(s, in, o);
-  CHECK(error_of([&] { r.next(); }) == "invalid input: line 3, field 'a': expected an integer, got \"x\"");
+  CHECK(message_of([&] { r.next(); }) == "invalid input: line 3, field 'a': expected an integer, got \"x\"");
   CHECK(r.lines_read() == 3);
   auto b = r.next();  // the rows before and after the bad line
   REQUIRE(b.has_value());
@@ -939,7 +928,7 @@ TEST_CASE("rows_reader: max_batch_bytes ends batches early, one row alone may no
         "{\"s\":\"abcd\",\"l\":null,\"big\":null}\n{\"s\":\"efgh\",\"l\":null,\"big\":null}\n"
         "{\"s\":\"ijkl\",\"l\":[\"AAAA\",\"AAAA\"],\"big\":null}\n"
         "{\"s\":null,\"l\":[\"AAAAAAAA\",\"AAAA\"],\"big\":null}\n{\"s\":\"z\",\"l\":null,\"big\":null}\n");
-  CHECK(error_of([&] { json::read_rows(s, R"({"s": "abcdef"})" "\n" R"({"s": "abcdef"})", o); }) ==
+  CHECK(message_of([&] { json::read_rows(s, R"({"s": "abcdef"})" "\n" R"({"s": "abcdef"})", o); }) ==
         "invalid input: line 2: the rows do not fit one batch (32-bit offsets or max_batch_bytes); use rows_reader");
 }
 
@@ -948,9 +937,9 @@ TEST_CASE("row_builder: a rejected row changes nothing, even deep inside nested 
                                     {"name": "v", "type": {"fixed_size_list": "int8", "size": 2}}]})");
   json::row_builder b(s);
   CHECK(b.append(R"({"l": [{"x": "a", "y": 1}], "v": [1, 2]})", 1));
-  CHECK(error_of([&] { b.append(R"({"l": [{"x": "b", "y": 2}, {"x": "c", "y": 300}], "v": [3, 4]})", 2); }) ==
+  CHECK(message_of([&] { b.append(R"({"l": [{"x": "b", "y": 2}, {"x": "c", "y": 300}], "v": [3, 4]})", 2); }) ==
         "invalid input: line 2, field 'l[1].y': 300 is out of range for int8");
-  CHECK(error_of([&] { b.append(R"({"v": [5, 6], "l": [{"x": "d"}, 1]})", 3); }) ==
+  CHECK(message_of([&] { b.append(R"({"v": [5, 6], "l": [{"x": "d"}, 1]})", 3); }) ==
         "invalid input: line 3, field 'l[1]': expected an object, got 1");
   CHECK(b.append(R"({"l": null, "v": [7, 8]})", 4));
   CHECK(b.num_rows() == 2);
@@ -966,16 +955,16 @@ TEST_CASE("rows: bad options and schemas are refused") {
   std::istringstream in("");
   json::read_options o;
   o.batch_size = 0;
-  CHECK(error_of([&] { json::rows_reader(s, in, o); }) == "invalid input: JSON rows: batch_size must be at least 1, got 0");
-  CHECK(error_of([&] { json::row_builder(nullptr); }) == "invalid input: JSON rows: the schema is null");
+  CHECK(message_of([&] { json::rows_reader(s, in, o); }) == "invalid input: JSON rows: batch_size must be at least 1, got 0");
+  CHECK(message_of([&] { json::row_builder(nullptr); }) == "invalid input: JSON rows: the schema is null");
   o.batch_size = 1;
   o.max_batch_bytes = -1;
-  CHECK(error_of([&] { json::row_builder(s, o); }) == "invalid input: JSON rows: max_batch_bytes must not be negative, got -1");
-  CHECK(error_of([&] { json::row_builder(std::make_shared<const arrow::schema>(arrow::schema{{field{"a", nullptr, true, {}}}, {}})); }) ==
+  CHECK(message_of([&] { json::row_builder(s, o); }) == "invalid input: JSON rows: max_batch_bytes must not be negative, got -1");
+  CHECK(message_of([&] { json::row_builder(std::make_shared<const arrow::schema>(arrow::schema{{field{"a", nullptr, true, {}}}, {}})); }) ==
         "invalid input: JSON rows: field 'a' has no type");
-  CHECK(error_of([&] { json::row_builder(std::make_shared<const arrow::schema>(arrow::schema{{field{"a", int8(), true, {}}, field{"a", utf8(), true, {}}}, {}})); }) ==
+  CHECK(message_of([&] { json::row_builder(std::make_shared<const arrow::schema>(arrow::schema{{field{"a", int8(), true, {}}, field{"a", utf8(), true, {}}}, {}})); }) ==
         "invalid input: JSON rows: two fields named 'a'");
-  CHECK(error_of([&] {
+  CHECK(message_of([&] {
           json::row_builder(std::make_shared<const arrow::schema>(
               arrow::schema{{field{"s", struct_({field{"b", int8(), true, {}}, field{"b", int8(), true, {}}}), true, {}}}, {}}));
         }) == "invalid input: JSON rows: two fields named 'b' in struct 's'");
@@ -999,24 +988,24 @@ TEST_CASE("write_rows: slices, streams and refused values") {
   std::string one_row;
   json::append_row(one_row, rb, 1);
   CHECK(one_row == "{\"i\":3,\"l\":null,\"st\":{\"i\":3,\"s\":null},\"f\":[5,6]}");
-  CHECK(error_of([&] { json::append_row(one_row, rb, 3); }) == "invalid input: JSON rows: row 3 is outside a batch of 3 rows");
+  CHECK(message_of([&] { json::append_row(one_row, rb, 3); }) == "invalid input: JSON rows: row 3 is outside a batch of 3 rows");
 
   // Invalid UTF-8 in a utf8 column: the rows before it are written whole, then the error.
   auto bad = make_batch({{"s", struct_array({{"t", string_array({"ok", "\xc3\x28"})}})}});
   std::ostringstream os2;
-  CHECK(error_of([&] { json::write_rows(os2, bad); }) ==
+  CHECK(message_of([&] { json::write_rows(os2, bad); }) ==
         "invalid input: JSON rows: row 1, field 's.t': the utf8 value is not valid UTF-8");
   CHECK(os2.str() == "{\"s\":{\"t\":\"ok\"}}\n");
 
   // A failing stream.
   std::ostringstream os3;
   os3.setstate(std::ios::badbit);
-  CHECK(error_of<io_error>([&] { json::write_rows(os3, rb); }) == "I/O error: JSON rows: writing to the output stream failed");
+  CHECK(message_of<io_error>([&] { json::write_rows(os3, rb); }) == "I/O error: JSON rows: writing to the output stream failed");
 
   // Batches that do not match their schema.
   record_batch broken = rb;
   broken.columns.pop_back();
-  CHECK(error_of([&] { json::rows_to_json(broken); }) ==
+  CHECK(message_of([&] { json::rows_to_json(broken); }) ==
         "invalid input: JSON rows: the schema has 4 fields but the batch has 3 columns");
   CHECK(json::rows_to_json(make_batch({{"i", make_array<std::int32_t>(std::vector<std::int32_t>{})}})) == "");
 }
@@ -1174,7 +1163,7 @@ TEST_CASE("json module: parse errors name the offset, line and column") {
   std::string deep(100000, '[');
   CHECK(parse_error(deep).message == "nested deeper than 256 levels");
   // Stored metadata: corrupt_error naming the text and the offset.
-  CHECK(error_of<corrupt_error>([] { json::parse("[1,,]", "'x.idx' lance:ivf"); }) ==
+  CHECK(message_of<corrupt_error>([] { json::parse("[1,,]", "'x.idx' lance:ivf"); }) ==
         "corrupt: 'x.idx' lance:ivf: invalid JSON at character 3: unexpected ','; expected a value");
 }
 
@@ -1191,21 +1180,21 @@ TEST_CASE("json module: typed access to stored JSON") {
   CHECK(json::as_bool(json::member(v, "b", "meta"), "b", "meta"));
   CHECK(json::as_bytes(json::member(v, "bytes", "meta"), "bytes", "meta") == std::vector<std::uint8_t>{0, 255});
   CHECK(json::as_bytes(json::member(v, "nb", "meta"), "nb", "meta").empty());
-  CHECK(error_of<corrupt_error>([&] { json::member(v, "zz", "meta"); }) == "corrupt: meta: missing \"zz\"");
-  CHECK(error_of<corrupt_error>([&] { json::as_u32(json::member(v, "big", "meta"), "big", "meta"); }) ==
+  CHECK(message_of<corrupt_error>([&] { json::member(v, "zz", "meta"); }) == "corrupt: meta: missing \"zz\"");
+  CHECK(message_of<corrupt_error>([&] { json::as_u32(json::member(v, "big", "meta"), "big", "meta"); }) ==
         "corrupt: meta: \"big\" = 4294967296 is too large");
-  CHECK(error_of<corrupt_error>([&] { json::as_u64(json::member(v, "neg", "meta"), "neg", "meta"); }) ==
+  CHECK(message_of<corrupt_error>([&] { json::as_u64(json::member(v, "neg", "meta"), "neg", "meta"); }) ==
         "corrupt: meta: \"neg\" is not a non-negative integer");
-  CHECK(error_of<corrupt_error>([&] { json::as_u64(json::member(v, "f", "meta"), "f", "meta"); }) ==
+  CHECK(message_of<corrupt_error>([&] { json::as_u64(json::member(v, "f", "meta"), "f", "meta"); }) ==
         "corrupt: meta: \"f\" is not a non-negative integer");
-  CHECK(error_of<corrupt_error>([&] { json::as_bytes(json::member(v, "bad", "meta"), "bad", "meta"); }) ==
+  CHECK(message_of<corrupt_error>([&] { json::as_bytes(json::member(v, "bad", "meta"), "bad", "meta"); }) ==
         "corrupt: meta: \"bad\" holds 256, not a byte");
-  CHECK(error_of<corrupt_error>([&] { json::as_string(json::member(v, "n", "meta"), "n", "meta"); }) ==
+  CHECK(message_of<corrupt_error>([&] { json::as_string(json::member(v, "n", "meta"), "n", "meta"); }) ==
         "corrupt: meta: \"n\" is not a string");
   CHECK(json::parse_string_list(json::string_list({"", "a\"b", "{\"x\":1}"}), "l") ==
         std::vector<std::string>{"", "a\"b", "{\"x\":1}"});
   CHECK(json::string_list({"", "{\"x\":1}"}) == R"(["","{\"x\":1}"])");
-  CHECK(error_of<corrupt_error>([] { json::parse_string_list("[1]", "l"); }) == "corrupt: l: expected a JSON array of strings");
+  CHECK(message_of<corrupt_error>([] { json::parse_string_list("[1]", "l"); }) == "corrupt: l: expected a JSON array of strings");
 }
 
 TEST_CASE("json module: numbers as serde_json writes them") {

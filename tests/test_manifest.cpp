@@ -31,10 +31,15 @@
 #define LANCET_TEST_HAVE_PB_FILE 1
 #endif
 
+#include "support/temp_dir.hpp"
+#include "support/text.hpp"
+
 using namespace lancet;
 namespace fs = std::filesystem;
 
 namespace {
+
+using lancet::testing::view;
 
 // tests/fixtures/manifests, found from the source file's location or by walking up
 // from the working directory (meson runs tests inside the build tree).
@@ -61,8 +66,6 @@ std::string read_fixture(const std::string& name) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-bytes_view view(const std::string& s) { return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()}; }
-
 // The `name` (field 2) of an encoded lance.file.Field.
 std::string field_name(const std::string& raw) {
   pb::reader r(raw);
@@ -73,17 +76,10 @@ std::string field_name(const std::string& raw) {
   return {};
 }
 
-struct temp_dir {
+// A scratch directory (removed at the end of the scope) to write files into.
+struct manifest_dir : lancet::testing::scratch_dir {
   fs::path path;
-  temp_dir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("lancet_manifest_test_" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+  manifest_dir() : scratch_dir("manifest"), path(scratch_dir::path()) {}
   void touch(const std::string& rel, const std::string& content = "x") const {
     fs::create_directories((path / rel).parent_path());
     std::ofstream(path / rel, std::ios::binary) << content;
@@ -874,7 +870,7 @@ TEST_CASE("manifest file: corrupt files are refused, never crash") {
 }
 
 TEST_CASE("manifest file: read from disk") {
-  temp_dir d;
+  manifest_dir d;
   std::string bytes = read_fixture("create_v1.manifest");
   d.touch("m.manifest", bytes);
   auto f = dataset::read_manifest_file_at((d.path / "m.manifest").string());
@@ -929,7 +925,7 @@ TEST_CASE("versions: both naming schemes, parse and produce") {
 
 TEST_CASE("versions: listing, latest, and refusing to mix schemes") {
   using dataset::naming_scheme;
-  temp_dir d;
+  manifest_dir d;
   const std::string root = d.path.string();
   CHECK(dataset::list_versions(root).empty());
   CHECK_FALSE(dataset::latest_version(root).has_value());
@@ -958,7 +954,7 @@ TEST_CASE("versions: listing, latest, and refusing to mix schemes") {
   d.touch("_versions/11.manifest");
   CHECK_THROWS_AS(dataset::list_versions(root), corrupt_error);
 
-  temp_dir v1;
+  manifest_dir v1;
   for (std::uint64_t v : {1, 2, 9, 10}) v1.touch("_versions/" + dataset::manifest_file_name(naming_scheme::v1, v));
   CHECK(dataset::latest_version(v1.path.string())->version == 10);  // numeric, not lexical
   CHECK(dataset::naming_scheme_for_write(v1.path.string()) == naming_scheme::v1);

@@ -25,6 +25,8 @@
 #include "lancet/index/quantizer/rabitq.hpp"
 #include "lancet/index/quantizer/sq.hpp"
 
+#include "support/nearest.hpp"
+
 using namespace lancet;
 using namespace lancet::index;
 using lancet::simd::distance_type;
@@ -32,10 +34,12 @@ using lancet::simd::f16;
 
 namespace {
 
+using lancet::testing::recall;
+
 // `clusters` centres uniform in [-1, 1]^d; each row = centre + low-rank variation
 // (rank `rank`, scale `spread`) + small isotropic noise: clustered data whose
 // neighbourhoods PQ can resolve.
-std::vector<float> clustered(std::size_t n, std::size_t d, std::size_t clusters, float spread, std::size_t rank,
+std::vector<float> low_rank_clustered(std::size_t n, std::size_t d, std::size_t clusters, float spread, std::size_t rank,
                              float noise, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -73,13 +77,6 @@ std::vector<std::size_t> smallest(const std::vector<float>& v, std::size_t k) {
                     [&](std::size_t a, std::size_t b) { return v[a] < v[b] || (v[a] == v[b] && a < b); });
   idx.resize(std::min(k, v.size()));
   return idx;
-}
-
-double recall(const std::vector<std::size_t>& truth, const std::vector<std::size_t>& got) {
-  std::set<std::size_t> t(truth.begin(), truth.end());
-  std::size_t hit = 0;
-  for (auto g : got) hit += t.count(g);
-  return double(hit) / double(truth.size());
 }
 
 template <class T>
@@ -542,7 +539,7 @@ TEST_CASE("cosine trains l2 tables (Lance searches cosine PQ as l2 over normalis
 
 TEST_CASE("training and encoding are identical for any thread count") {
   const std::size_t n = 4000, d = 32;
-  const auto rows = clustered(n, d, 10, 1.0f, 4, 0.05f, 4);
+  const auto rows = low_rank_clustered(n, d, 10, 1.0f, 4, 0.05f, 4);
   pq::params p;
   p.num_sub_vectors = 8;
   p.max_iters = 10;
@@ -563,7 +560,7 @@ TEST_CASE("training and encoding are identical for any thread count") {
 
 TEST_CASE("f16 and f64 vectors: codebook in the element type, same quality") {
   const std::size_t n = 2000, d = 16;
-  const auto rows = clustered(n, d, 8, 1.0f, 3, 0.05f, 9);
+  const auto rows = low_rank_clustered(n, d, 8, 1.0f, 3, 0.05f, 9);
   pq::params p;
   p.num_sub_vectors = 4;
   p.max_iters = 10;
@@ -663,8 +660,8 @@ TEST_CASE("train_for_ivf trains on residuals for l2 / cosine, raw vectors for do
   CHECK(diff <= a.size() / 1000);  // rounding of the normalisation may flip a near tie
 }
 
-// Issue 14: 8-bit dot-product codebooks of short sub-vectors (2 values; 4 when there
-// are at most 8) start from k-means++ seeding (their top dot products sit in the tails of the data, which random
+// 8-bit dot-product codebooks of short sub-vectors (2 values; 4 when there are at
+// most 8) start from k-means++ seeding (their top dot products sit in the tails of the data, which random
 // rows leave to few centroids); everything else from random rows, as Lance. Data like the recall sweep's: 32 blobs
 // with N(0, 1) centres, spread 0.3, a scale 0.5-1.5 per blob; sub-vectors of width 2.
 TEST_CASE("PQ init: k-means++ for 8-bit dot codebooks of short sub-vectors, random rows otherwise") {
@@ -1307,7 +1304,7 @@ TEST_CASE("fast rotation is orthogonal (power-of-two and Kac dimensions); matrix
 
 TEST_CASE("the raw-query estimator is unbiased and tracks exact distances (l2, dot, cosine)") {
   const std::size_t d = 128, n = 3000, k = 4;
-  const auto rows = clustered(n, d, k, 1.0f, 8, 0.3f, 77);
+  const auto rows = low_rank_clustered(n, d, k, 1.0f, 8, 0.3f, 77);
   // Centroids: the cluster means, rows assigned to the nearest.
   const auto km = train_kmeans(rows.data(), n, d, k);
   for (auto dist : {distance_type::l2, distance_type::dot, distance_type::cosine}) {
@@ -1333,7 +1330,7 @@ TEST_CASE("the raw-query estimator is unbiased and tracks exact distances (l2, d
       const auto m = rabitq::make(d, p);
       rabitq::encoded_rows enc;
       rabitq::encode_for_ivf(m, rows.data(), n, dist, cents.data(), k, part.data(), enc);
-      const auto q = clustered(1, d, k, 1.0f, 8, 0.3f, 500 + seed);
+      const auto q = low_rank_clustered(1, d, k, 1.0f, 8, 0.3f, 500 + seed);
       std::vector<float> qn(q);
       quantizer::normalise_row(qn.data(), d);
       rabitq::query_estimator est(m, q.data(), dist);
@@ -1495,7 +1492,7 @@ std::vector<float> tensor_values(const nlohmann::json& t) {
   return out;
 }
 
-struct fixture {
+struct quantizer_fixture {
   nlohmann::json j;
   bool half = false;  // float16 vectors, centroids and codebook
   std::size_t dim = 0;
@@ -1504,7 +1501,7 @@ struct fixture {
   std::vector<std::uint64_t> lengths;
   distance_type distance = distance_type::l2;
 
-  explicit fixture(const std::string& name) {
+  explicit quantizer_fixture(const std::string& name) {
     std::ifstream f(std::string(LANCET_SOURCE_ROOT) + "/tests/fixtures/quantizer/" + name + ".json");
     REQUIRE(f.good());
     j = nlohmann::json::parse(f);
@@ -1538,7 +1535,7 @@ TEST_CASE("RaBitQ: our codes, packing and factors equal LanceDB's for its rotati
   for (const char* name : {"rq_l2_32", "rq_l2_24", "rq_dot_24", "rq_cos_24", "rq_l2_24_f16", "rq_cos_24_f16"}) {
     const std::string label = name;
     CAPTURE(label);
-    const fixture fx(name);
+    const quantizer_fixture fx(name);
     const auto& sm = fx.j["storage_metadata"];
     CHECK(sm["rotation_type"] == "fast");
     CHECK(sm["query_estimator"] == "raw_query");
@@ -1593,7 +1590,7 @@ TEST_CASE("PQ: our codes equal LanceDB's for its codebook (8 and 4 bits; l2, dot
   for (const char* name : {"pq_l2_16", "pq_dot_16", "pq_cos_16", "pq4_l2_16", "pq_l2_16_f16", "pq_cos_16_f16"}) {
     const std::string label = name;
     CAPTURE(label);
-    const fixture fx(name);
+    const quantizer_fixture fx(name);
     const auto& sm = fx.j["storage_metadata"];
     CHECK(sm["transposed"] == true);
     pq::model<float> m;
@@ -1638,7 +1635,7 @@ TEST_CASE("PQ: our codes equal LanceDB's for its codebook (8 and 4 bits; l2, dot
 }
 
 TEST_CASE("SQ: our bounds and codes equal LanceDB's") {
-  const fixture fx("sq_l2_16");
+  const quantizer_fixture fx("sq_l2_16");
   const auto& sm = fx.j["storage_metadata"];
   const auto m = sq::train(fx.vectors.data(), fx.vectors.size() / fx.dim, fx.dim);
   CHECK(m.lower == sm["bounds"]["start"].get<double>());
@@ -1653,8 +1650,8 @@ TEST_CASE("SQ: our bounds and codes equal LanceDB's") {
 }  // TEST_SUITE("lancedb fixtures")
 
 TEST_CASE("train_for_ivf_in_place: train_for_ivf's codebook with no copy of the rows; max_sample_rows caps the sample") {
-  // The IVF builder trains PQ on its own training rows in place (issue 15 follow-up:
-  // the residuals were a second full copy of a 65,536-row sample).
+  // The IVF builder trains PQ on its own training rows in place, so that it holds no
+  // second full copy of a 65,536-row sample as residuals.
   const std::size_t n = 5000, d = 32, k = 4;
   const auto rows = gaussian(n, d, 31);
   const std::vector<float> cents(rows.begin() + 10 * d, rows.begin() + std::ptrdiff_t((10 + k) * d));

@@ -27,6 +27,7 @@
 #include <lancet/query/table.hpp>
 
 #include "support/interop.hpp"
+#include "support/nearest.hpp"
 #include "support/vector_batch.hpp"
 
 using namespace lancet;
@@ -34,10 +35,12 @@ namespace t = lancet::testing;
 
 namespace {
 
-constexpr std::size_t dim = 16;
+using lancet::testing::l2;
+
+constexpr std::size_t model_dim = 16;
 
 // What the test knows of every row it wrote.
-struct row {
+struct model_row {
   std::int64_t id = 0;
   std::vector<float> v;
   std::optional<std::string> category;
@@ -46,19 +49,19 @@ struct row {
 };
 
 struct model {
-  std::vector<row> rows;
+  std::vector<model_row> rows;
 
   // n rows from id `first` on (clustered vectors, categories c0..c4 with nulls).
   arrow::record_batch add(std::size_t n, std::int64_t first, unsigned seed) {
-    const auto values = t::clustered(n, dim, 12, 0.15f, seed);
+    const auto values = t::clustered(n, model_dim, 12, 0.15f, seed);
     std::mt19937 rng(seed);
     std::vector<std::optional<std::string>> cat;
     std::vector<std::optional<double>> price;
     std::vector<std::int64_t> ids;
     for (std::size_t i = 0; i < n; ++i) {
-      row r;
+      model_row r;
       r.id = first + std::int64_t(i);
-      r.v.assign(values.begin() + std::ptrdiff_t(i * dim), values.begin() + std::ptrdiff_t((i + 1) * dim));
+      r.v.assign(values.begin() + std::ptrdiff_t(i * model_dim), values.begin() + std::ptrdiff_t((i + 1) * model_dim));
       if (rng() % 10 != 0) r.category = "c" + std::to_string(rng() % 5);
       if (rng() % 8 != 0) r.price = double(rng() % 1000) / 10.0;
       cat.push_back(r.category);
@@ -66,26 +69,20 @@ struct model {
       ids.push_back(r.id);
       rows.push_back(std::move(r));
     }
-    auto b = t::id_vector_batch(values, dim, first);
+    auto b = t::id_vector_batch(values, model_dim, first);
     return arrow::make_batch({{"id", b.columns[0]},
                               {"vector", b.columns[1]},
                               {"category", arrow::string_array(cat)},
                               {"price", arrow::make_array<double>(price)}});
   }
 
-  const row& by_id(std::int64_t id) const {
+  const model_row& by_id(std::int64_t id) const {
     for (const auto& r : rows)
       if (r.id == id) return r;
     FAIL("no row " << id);
     return rows[0];
   }
 };
-
-float l2(const std::vector<float>& a, const std::vector<float>& b) {
-  float s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
-  return s;
-}
 
 // The ids of the k nearest live rows passing `keep`, nearest first.
 template <class Keep>
@@ -99,10 +96,10 @@ std::vector<std::int64_t> exact(const model& m, const std::vector<float>& q, std
   return out;
 }
 std::vector<std::int64_t> exact(const model& m, const std::vector<float>& q, std::size_t k) {
-  return exact(m, q, k, [](const row&) { return true; });
+  return exact(m, q, k, [](const model_row&) { return true; });
 }
 
-std::vector<std::int64_t> ids_of(const arrow::record_batch& b) {
+std::vector<std::int64_t> id_values(const arrow::record_batch& b) {
   std::size_t c = 0;
   while (b.schema->fields.at(c).name != "id") ++c;
   std::vector<std::int64_t> out;
@@ -118,8 +115,8 @@ const arrow::array_data& column(const arrow::record_batch& b, const std::string&
 }
 
 // Every returned row is live and its distance is the exact one.
-void check_rows(const model& m, const arrow::record_batch& b, const std::vector<float>& q, bool exact_distances = true) {
-  const auto ids = ids_of(b);
+void check_model_rows(const model& m, const arrow::record_batch& b, const std::vector<float>& q, bool exact_distances = true) {
+  const auto ids = id_values(b);
   const auto& d = column(b, "_distance");
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto& r = m.by_id(ids[i]);
@@ -129,7 +126,7 @@ void check_rows(const model& m, const arrow::record_batch& b, const std::vector<
   for (std::size_t i = 1; i < ids.size(); ++i) CHECK(d.value<float>(std::int64_t(i - 1)) <= d.value<float>(std::int64_t(i)));
 }
 
-void delete_model(model& m, const std::string& root, const std::string& where, bool (*pred)(const row&)) {
+void delete_model(model& m, const std::string& root, const std::string& where, bool (*pred)(const model_row&)) {
   const auto before = dataset::dataset::open(root).count_rows();
   const auto r = dataset::delete_where(root, where);
   std::uint64_t n = 0;
@@ -142,13 +139,13 @@ void delete_model(model& m, const std::string& root, const std::string& where, b
   CHECK(dataset::dataset::open(root).count_rows() == before - n);
 }
 
-void append(model& m, const std::string& root, std::size_t n, std::int64_t first, unsigned seed) {
+void append_model(model& m, const std::string& root, std::size_t n, std::int64_t first, unsigned seed) {
   dataset::write_options wo;
   wo.mode = dataset::write_mode::append;
   dataset::write(root, m.add(n, first, seed), wo);
 }
 
-std::vector<float> query_near(const model& m, std::int64_t id, unsigned seed) {
+std::vector<float> model_query_near(const model& m, std::int64_t id, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> g(0, 0.05f);
   auto q = m.by_id(id).v;
@@ -176,11 +173,11 @@ TEST_CASE("query: an IVF_FLAT search over every partition is exact on a dataset 
   t::temp_dir tmp("query");
   const std::string root = (tmp.path() / "ds").string();
   model m = indexed_ivf_flat(root, 1);
-  delete_model(m, root, "id % 7 = 0", [](const row& r) { return r.id % 7 == 0; });
-  delete_model(m, root, "category = 'c3' AND price > 50", [](const row& r) {
+  delete_model(m, root, "id % 7 = 0", [](const model_row& r) { return r.id % 7 == 0; });
+  delete_model(m, root, "category = 'c3' AND price > 50", [](const model_row& r) {
     return r.category == "c3" && r.price && *r.price > 50;
   });
-  append(m, root, 500, 3000, 2);  // after the index: no segment covers it
+  append_model(m, root, 500, 3000, 2);  // after the index: no segment covers it
 
   for (int round = 0; round < 3; ++round) {
     CAPTURE(round);
@@ -189,49 +186,49 @@ TEST_CASE("query: an IVF_FLAT search over every partition is exact on a dataset 
     auto lean = query::table::open(root, std::nullopt, {}, query::table_options{0, 0});
     for (std::int64_t probe : {5, 123, 2999, 3001, 3499}) {
       CAPTURE(probe);
-      const auto q = query_near(m, probe, unsigned(probe));
+      const auto q = model_query_near(m, probe, unsigned(probe));
       const std::span<const float> qs(q);
       // Every partition probed: the answer is the exact one.
       auto b = tbl.search("vector", qs).nprobes(8).limit(10).to_batch();
-      CHECK(ids_of(b) == exact(m, q, 10));
-      check_rows(m, b, q);
+      CHECK(id_values(b) == exact(m, q, 10));
+      check_model_rows(m, b, q);
       // Prefilter (LanceDB's default).
       b = tbl.search("vector", qs).nprobes(8).where("category = 'c1' OR price IS NULL").limit(7).to_batch();
-      CHECK(ids_of(b) ==
-            exact(m, q, 7, [](const row& r) { return r.category == "c1" || !r.price; }));
-      check_rows(m, b, q);
-      CHECK(ids_of(lean.search("vector", qs).nprobes(8).where("category = 'c1' OR price IS NULL").limit(7).to_batch()) ==
-            ids_of(b));
+      CHECK(id_values(b) ==
+            exact(m, q, 7, [](const model_row& r) { return r.category == "c1" || !r.price; }));
+      check_model_rows(m, b, q);
+      CHECK(id_values(lean.search("vector", qs).nprobes(8).where("category = 'c1' OR price IS NULL").limit(7).to_batch()) ==
+            id_values(b));
       // Postfilter: the 10 nearest, then the filter.
       b = tbl.search("vector", qs).nprobes(8).where("price < 50").postfilter().limit(10).to_batch();
       std::vector<std::int64_t> post;
       for (auto id : exact(m, q, 10))
         if (m.by_id(id).price && *m.by_id(id).price < 50) post.push_back(id);
-      CHECK(ids_of(b) == post);
+      CHECK(id_values(b) == post);
       // offset / limit: rows 3..8 of the 8 nearest.
       b = tbl.search("vector", qs).nprobes(8).offset(3).limit(5).to_batch();
       const auto ten = exact(m, q, 8);
-      CHECK(ids_of(b) == std::vector<std::int64_t>(ten.begin() + 3, ten.end()));
+      CHECK(id_values(b) == std::vector<std::int64_t>(ten.begin() + 3, ten.end()));
       // An exact search without the index.
       b = tbl.search("vector", qs).bypass_vector_index().limit(10).to_batch();
-      CHECK(ids_of(b) == exact(m, q, 10));
+      CHECK(id_values(b) == exact(m, q, 10));
       // fast_search: the index alone (appended rows are not searched).
       b = tbl.search("vector", qs).nprobes(8).fast_search().limit(10).to_batch();
-      CHECK(ids_of(b) == exact(m, q, 10, [&](const row& r) { return r.id < 3000 || round > 0; }));
-      check_rows(m, b, q);
+      CHECK(id_values(b) == exact(m, q, 10, [&](const model_row& r) { return r.id < 3000 || round > 0; }));
+      check_model_rows(m, b, q);
       // distance_range keeps [lower, upper).
       const auto all = tbl.search("vector", qs).nprobes(8).limit(30).to_batch();
       const auto& d = column(all, "_distance");
       const float lo = d.value<float>(3), hi = d.value<float>(9);
       b = tbl.search("vector", qs).nprobes(8).distance_range(lo, hi).limit(30).to_batch();
-      const auto all_ids = ids_of(all);
-      CHECK(ids_of(b) == std::vector<std::int64_t>(all_ids.begin() + 3, all_ids.begin() + 9));
+      const auto all_ids = id_values(all);
+      CHECK(id_values(b) == std::vector<std::int64_t>(all_ids.begin() + 3, all_ids.begin() + 9));
     }
     // A vector equal to an appended row finds it at distance 0.
     const auto& appended = m.by_id(3333).v;
     auto b = tbl.search("vector", std::span<const float>(appended)).limit(1).to_batch();
     REQUIRE(b.num_rows() == 1);
-    CHECK(ids_of(b)[0] == 3333);
+    CHECK(id_values(b)[0] == 3333);
     CHECK(column(b, "_distance").value<float>(0) == 0.0f);
     if (round == 0) {
       // A delta segment covers the appended rows; then compaction rewrites fragments.
@@ -266,21 +263,21 @@ TEST_CASE("query: no deleted row at 0, 50 and 99 % deleted; IVF_PQ with refine; 
       bo.num_partitions = 4;
       bo.num_sub_vectors = 4;
       index::build_ivf_index(root, bo);
-      if (share == 50) delete_model(m, root, "id % 2 = 1", [](const row& r) { return r.id % 2 == 1; });
-      if (share == 99) delete_model(m, root, "id % 100 != 0", [](const row& r) { return r.id % 100 != 0; });
+      if (share == 50) delete_model(m, root, "id % 2 = 1", [](const model_row& r) { return r.id % 2 == 1; });
+      if (share == 99) delete_model(m, root, "id % 100 != 0", [](const model_row& r) { return r.id % 100 != 0; });
       auto tbl = query::table::open(root);
       std::size_t found = 0, wanted = 0;
       for (std::int64_t probe = 0; probe < 3000; probe += 300) {
-        const auto q = query_near(m, probe, unsigned(probe + 7));
+        const auto q = model_query_near(m, probe, unsigned(probe + 7));
         auto b = tbl.search("vector", std::span<const float>(q)).nprobes(4).refine_factor(20).limit(10).to_batch();
-        check_rows(m, b, q);
+        check_model_rows(m, b, q);
         const auto want = exact(m, q, 10);
-        const auto got = ids_of(b);
+        const auto got = id_values(b);
         wanted += want.size();
         for (auto id : want) found += std::count(got.begin(), got.end(), id);
         // Without refine the distances are the index's estimates; still no deleted row.
         b = tbl.search("vector", std::span<const float>(q)).nprobes(2).limit(10).to_batch();
-        check_rows(m, b, q, false);
+        check_model_rows(m, b, q, false);
         if (share < 99) CHECK(b.num_rows() == 10);  // at 99 %, 2 of 4 partitions hold fewer live rows
       }
       CHECK(double(found) / double(wanted) > 0.9);
@@ -299,21 +296,21 @@ TEST_CASE("query: a selective prefilter probes more partitions up to maximum_npr
   bo.num_partitions = 16;
   index::build_ivf_index(root, bo);
   auto tbl = query::table::open(root);
-  const auto q = query_near(m, 17, 3);
+  const auto q = model_query_near(m, 17, 3);
   // Few rows pass: one probed partition may hold fewer than k of them.
   const std::string f = "id % 97 = 0";
-  const auto keep = [](const row& r) { return r.id % 97 == 0; };
+  const auto keep = [](const model_row& r) { return r.id % 97 == 0; };
   auto fixed = tbl.search("vector", std::span<const float>(q)).nprobes(1).where(f).limit(10).to_batch();
   CHECK(fixed.num_rows() < 10);
   auto late = tbl.search("vector", std::span<const float>(q)).minimum_nprobes(1).maximum_nprobes(0).where(f).limit(10).to_batch();
   CHECK(late.num_rows() == 10);
   // Probed until 10 were found: the 10 nearest of those partitions, a superset's prefix.
   const auto all16 = tbl.search("vector", std::span<const float>(q)).nprobes(16).where(f).limit(10).to_batch();
-  CHECK(ids_of(all16) == exact(m, q, 10, keep));
+  CHECK(id_values(all16) == exact(m, q, 10, keep));
   // Fewer rows pass than k: every one of them, the unfound at +inf.
   const std::string few = "id IN (1, 2000, 3999)";
   auto b = tbl.search("vector", std::span<const float>(q)).minimum_nprobes(1).maximum_nprobes(0).where(few).limit(10).to_batch();
-  auto got = ids_of(b);
+  auto got = id_values(b);
   std::sort(got.begin(), got.end());
   CHECK(got == std::vector<std::int64_t>{1, 2000, 3999});
   CHECK_THROWS_AS(tbl.search("vector", std::span<const float>(q)).minimum_nprobes(5).maximum_nprobes(2).to_batch(),
@@ -321,12 +318,12 @@ TEST_CASE("query: a selective prefilter probes more partitions up to maximum_npr
   // Without a maximum, IVF_FLAT over float32 starts from Lance 12's floor: 6 partitions for
   // k <= 10 under l2 (when no more lie within its margin of the nearest centroid).
   for (std::int64_t probe : {17, 1234, 3999}) {
-    const auto qq = query_near(m, probe, 5);
+    const auto qq = model_query_near(m, probe, 5);
     const auto open = tbl.search("vector", std::span<const float>(qq)).minimum_nprobes(1).maximum_nprobes(0).limit(10).to_batch();
     const auto six = tbl.search("vector", std::span<const float>(qq)).nprobes(6).limit(10).to_batch();
     const auto one = tbl.search("vector", std::span<const float>(qq)).nprobes(1).limit(10).to_batch();
-    CHECK(ids_of(open) == ids_of(six));
-    CHECK(ids_of(open) == exact(m, qq, 10));
+    CHECK(id_values(open) == id_values(six));
+    CHECK(id_values(open) == exact(m, qq, 10));
     CHECK(one.num_rows() == 10);
   }
 }
@@ -352,7 +349,7 @@ TEST_CASE("query: scans, projections and output columns") {
                          {"st", arrow::struct_array({{"x", arrow::make_array<std::int64_t>(x)}, {"y", arrow::string_array(y)}},
                                                     valid)}});
   dataset::write(root, b, wo);
-  delete_model(m, root, "id < 10 OR id BETWEEN 150 AND 160", [](const row& r) {
+  delete_model(m, root, "id < 10 OR id BETWEEN 150 AND 160", [](const model_row& r) {
     return r.id < 10 || (r.id >= 150 && r.id <= 160);
   });
   auto tbl = query::table::open(root);
@@ -361,7 +358,7 @@ TEST_CASE("query: scans, projections and output columns") {
   std::vector<std::int64_t> want;
   for (const auto& r : m.rows)
     if (r.live && r.id % 7 != 0 && r.id % 10 != 3 && r.id % 2 == 0) want.push_back(r.id);
-  CHECK(ids_of(s) == std::vector<std::int64_t>(want.begin() + 40, want.begin() + 45));
+  CHECK(id_values(s) == std::vector<std::int64_t>(want.begin() + 40, want.begin() + 45));
   CHECK(s.schema->fields.size() == 1);
   // Nested fields come out as columns named by their path; a NULL struct makes them NULL.
   s = tbl.query().select({"st.x", "id", "st.y"}).with_row_id().limit(30).to_batch();
@@ -383,7 +380,7 @@ TEST_CASE("query: scans, projections and output columns") {
   REQUIRE(v.schema->fields.size() == 4);
   CHECK(v.schema->fields[2].name == "_distance");
   CHECK(v.schema->fields[3].name == "_rowid");
-  CHECK(ids_of(v)[0] == 42);
+  CHECK(id_values(v)[0] == 42);
   v = tbl.search("vector", std::span<const float>(q)).select({"_rowid", "id"}).limit(3).to_batch();
   CHECK(v.schema->fields[0].name == "_rowid");
   CHECK(v.schema->fields[2].name == "_distance");
@@ -431,7 +428,7 @@ TEST_CASE("query: errors name what is wrong") {
   CHECK_THROWS_AS(tbl.search("vector", qs).index("nosuch").to_batch(), invalid_input_error);
   CHECK_THROWS_AS(tbl.query().select({"_distance"}).to_batch(), invalid_input_error);
   // Without an index: an exact search; fast_search finds nothing (as Lance 12).
-  CHECK(ids_of(tbl.search("vector", qs).limit(5).to_batch()) == exact(m, q, 5));
+  CHECK(id_values(tbl.search("vector", qs).limit(5).to_batch()) == exact(m, q, 5));
   CHECK(tbl.search("vector", qs).fast_search().limit(5).to_batch().num_rows() == 0);
   // A filter error commits nothing.
   const auto v = dataset::dataset::open(root).version();
@@ -524,8 +521,8 @@ TEST_CASE("query: concurrent queries on one table give the single-threaded answe
   t::temp_dir tmp("query-threads");
   const std::string root = (tmp.path() / "ds").string();
   model m = indexed_ivf_flat(root, 11);
-  delete_model(m, root, "id % 5 = 1", [](const row& r) { return r.id % 5 == 1; });
-  append(m, root, 5000, 3000, 12);  // enough unindexed rows for distance bounds
+  delete_model(m, root, "id % 5 = 1", [](const model_row& r) { return r.id % 5 == 1; });
+  append_model(m, root, 5000, 3000, 12);  // enough unindexed rows for distance bounds
 
   const std::vector<std::string> filters = {"", "category = 'c1'", "price > 40 AND price < 70",
                                             "category IN ('c0', 'c4') OR price IS NULL", "id % 3 = 0"};
@@ -537,17 +534,17 @@ TEST_CASE("query: concurrent queries on one table give the single-threaded answe
   std::vector<job> jobs;
   for (std::int64_t probe : {7, 1500, 2998, 3100, 5555, 7999})
     for (std::size_t f = 0; f < filters.size(); ++f)
-      jobs.push_back({query_near(m, probe, unsigned(probe + f)), filters[f], f % 2 == 1 && probe % 2 == 1});
+      jobs.push_back({model_query_near(m, probe, unsigned(probe + f)), filters[f], f % 2 == 1 && probe % 2 == 1});
   const auto run = [&](const query::table& tbl, const job& j) {
     auto b = tbl.search("vector", std::span<const float>(j.q)).nprobes(8).select({"id", "category", "_distance"}).limit(10);
     if (!j.filter.empty()) b.where(j.filter);
     if (j.post) b.postfilter();
-    return ids_of(b.to_batch());
+    return id_values(b.to_batch());
   };
   const auto scan = [&](const query::table& tbl, const std::string& f) {
     auto b = tbl.query().select({"id"});
     if (!f.empty()) b.where(f);
-    return ids_of(b.to_batch());
+    return id_values(b.to_batch());
   };
   std::vector<std::vector<std::int64_t>> want;
   std::vector<std::vector<std::int64_t>> want_scans;

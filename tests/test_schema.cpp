@@ -7,6 +7,9 @@
 #include <lancet/pb/file.hpp>
 #include <lancet/schema/lance_schema.hpp>
 
+#include "support/message_of.hpp"
+#include "support/text.hpp"
+
 using namespace lancet;
 namespace ar = lancet::arrow;
 namespace ls = lancet::schema;
@@ -14,40 +17,19 @@ namespace pf = lancet::pb::file;
 
 namespace {
 
+using lancet::testing::contains;
+using lancet::testing::hex;
+using lancet::testing::message_of;
+
 std::string unhex(std::string_view h) {
   std::string out;
   auto nib = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
   for (std::size_t i = 0; i + 1 < h.size(); i += 2) out.push_back(char(nib(h[i]) * 16 + nib(h[i + 1])));
   return out;
 }
-std::string hex(std::string_view b) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : b) {
-    out.push_back(d[c >> 4]);
-    out.push_back(d[c & 15]);
-  }
-  return out;
-}
-
 ar::field F(std::string name, ar::type_ptr t, bool nullable = true, ar::metadata md = {}) {
   return ar::field{std::move(name), std::move(t), nullable, std::move(md)};
 }
-
-template <class E, class Fn>
-std::string error_of(Fn&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("wrong exception type: " << e.what());
-    return {};
-  }
-  FAIL("no exception thrown");
-  return {};
-}
-bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
 
 // The schema of a table LanceDB 0.39 created (tests/interop style, apache-arrow 18),
 // and the lance.file.Field messages it wrote into the manifest, in order.
@@ -313,41 +295,41 @@ TEST_CASE("what Lance cannot store is refused, naming the field") {
     return ls::from_arrow(s);
   };
   // Verified: Lance 12 writes "timestamp:ns:+05:30" and then fails to read it.
-  CHECK(contains(error_of<unsupported_error>([&] { conv(F("t", timestamp(time_unit::nano, "+05:30"))); }),
+  CHECK(contains(message_of<unsupported_error>([&] { conv(F("t", timestamp(time_unit::nano, "+05:30"))); }),
                  "field 't': timezone '+05:30'"));
   // Verified: Lance 12 rejects these ("Unsupported data type").
-  CHECK(contains(error_of<unsupported_error>([&] { conv(F("v", fixed_size_list(list(int32()), 2))); }),
+  CHECK(contains(message_of<unsupported_error>([&] { conv(F("v", fixed_size_list(list(int32()), 2))); }),
                  "field 'v'"));
-  CHECK(contains(error_of<unsupported_error>([&] {
+  CHECK(contains(message_of<unsupported_error>([&] {
                    conv(F("v", fixed_size_list(fixed_size_list(struct_({F("x", int32())}), 3), 2)));
                  }),
                  "fixed_size_list of"));
-  CHECK(contains(error_of<unsupported_error>([&] {
+  CHECK(contains(message_of<unsupported_error>([&] {
                    conv(F("s", struct_({F("deep", fixed_size_list(large_list(int8()), 2))})));
                  }),
                  "field 's.deep'"));
   CHECK(contains(
-      error_of<unsupported_error>([&] { conv(F("j", utf8(), true, {{"ARROW:extension:name", "arrow.json"}})); }),
+      message_of<unsupported_error>([&] { conv(F("j", utf8(), true, {{"ARROW:extension:name", "arrow.json"}})); }),
       "field 'j': arrow.json"));
   // Invalid schemas.
   ar::schema dots;
   dots.fields = {F("a.b", int32())};
-  CHECK(contains(error_of<invalid_input_error>([&] { ls::from_arrow(dots); }), "'a.b' cannot contain '.'"));
+  CHECK(contains(message_of<invalid_input_error>([&] { ls::from_arrow(dots); }), "'a.b' cannot contain '.'"));
   ar::schema dup;
   dup.fields = {F("a", int32()), F("a", int64())};
-  CHECK(contains(error_of<invalid_input_error>([&] { ls::from_arrow(dup); }), "duplicate field name 'a'"));
-  CHECK(contains(error_of<invalid_input_error>([&] { conv(F("t", time32(time_unit::nano))); }), "time32"));
-  CHECK(contains(error_of<invalid_input_error>([&] { conv(F("t", nullptr)); }), "'t' has no type"));
+  CHECK(contains(message_of<invalid_input_error>([&] { ls::from_arrow(dup); }), "duplicate field name 'a'"));
+  CHECK(contains(message_of<invalid_input_error>([&] { conv(F("t", time32(time_unit::nano))); }), "time32"));
+  CHECK(contains(message_of<invalid_input_error>([&] { conv(F("t", nullptr)); }), "'t' has no type"));
   // Primary keys: leaf, not nullable (nor any ancestor), not in a list.
   const ar::metadata pk{{"lance-schema:unenforced-primary-key", "TRUE"}};
   auto ok = conv(F("id", int64(), false, pk));
   CHECK(ok.fields[0].unenforced_primary_key);
-  CHECK(contains(error_of<invalid_input_error>([&] { conv(F("id", int64(), true, pk)); }), "must not be nullable"));
-  CHECK(contains(error_of<invalid_input_error>([&] { conv(F("s", struct_({F("id", int64(), false, pk)}), true)); }),
+  CHECK(contains(message_of<invalid_input_error>([&] { conv(F("id", int64(), true, pk)); }), "must not be nullable"));
+  CHECK(contains(message_of<invalid_input_error>([&] { conv(F("s", struct_({F("id", int64(), false, pk)}), true)); }),
                  "'s.id' and all its ancestors"));
-  CHECK(contains(error_of<invalid_input_error>([&] { conv(F("l", list(F("id", int64(), false, pk)), false)); }),
+  CHECK(contains(message_of<invalid_input_error>([&] { conv(F("l", list(F("id", int64(), false, pk)), false)); }),
                  "inside a list"));
-  CHECK(contains(error_of<invalid_input_error>([&] { conv(F("s", struct_({F("x", int8(), false)}), false, pk)); }), "must be a leaf"));
+  CHECK(contains(message_of<invalid_input_error>([&] { conv(F("s", struct_({F("x", int8(), false)}), false, pk)); }), "must be a leaf"));
   // Nested names may contain dots, repeat, or be empty (Lance 12 accepts them).
   conv(F("s", struct_({F("x.y", int32()), F("x", int32()), F("x", int8()), F("", int8())})));
 }
@@ -393,10 +375,10 @@ TEST_CASE("field ids: depth first, parents before children, from 0; parent ids")
   CHECK(t.fields[1].parent_id == -1);
   ls::validate(t);
   t.fields[1].id = 12;
-  CHECK(contains(error_of<invalid_input_error>([&] { ls::validate(t); }), "'b' reuses field id 12"));
+  CHECK(contains(message_of<invalid_input_error>([&] { ls::validate(t); }), "'b' reuses field id 12"));
   t.fields[1].id = 13;
   t.fields[1].parent_id = 3;
-  CHECK(contains(error_of<invalid_input_error>([&] { ls::validate(t); }), "'b' has parent_id 3"));
+  CHECK(contains(message_of<invalid_input_error>([&] { ls::validate(t); }), "'b' has parent_id 3"));
 }
 
 TEST_CASE("our Field bytes equal LanceDB's for a table of every type") {
@@ -548,31 +530,31 @@ TEST_CASE("reading a schema: Lance's extension_name becomes metadata; unsupporte
     return f;
   };
   // Types lancet does not know; maps and dictionaries it does (tests/test_types.cpp).
-  CHECK(contains(error_of<unsupported_error>([&] { ls::from_pb_fields({leaf("u", 0, -1, "union")}); }),
+  CHECK(contains(message_of<unsupported_error>([&] { ls::from_pb_fields({leaf("u", 0, -1, "union")}); }),
                  "field 'u': Lance logical type 'union'"));
-  CHECK(contains(error_of<corrupt_error>([&] { ls::from_pb_fields({leaf("m", 0, -1, "map")}); }),
+  CHECK(contains(message_of<corrupt_error>([&] { ls::from_pb_fields({leaf("m", 0, -1, "map")}); }),
                  "field 'm' of logical type 'map' has 0 child fields, expected 1"));
   CHECK(ar::to_string(*ls::to_arrow(ls::from_pb_fields({leaf("d", 0, -1, "dict:string:int32:false")})).fields.at(0).type) ==
         "dictionary<int32, utf8>");
   // Structure that cannot be a schema.
-  CHECK(contains(error_of<corrupt_error>([&] { ls::from_pb_fields({leaf("a", 0, -1, "int8"), leaf("b", 0, -1, "int8")}); }),
+  CHECK(contains(message_of<corrupt_error>([&] { ls::from_pb_fields({leaf("a", 0, -1, "int8"), leaf("b", 0, -1, "int8")}); }),
                  "reuses field id 0"));
-  CHECK(contains(error_of<corrupt_error>([&] { ls::from_pb_fields({leaf("a", 1, 5, "int8")}); }),
+  CHECK(contains(message_of<corrupt_error>([&] { ls::from_pb_fields({leaf("a", 1, 5, "int8")}); }),
                  "names parent 5, which does not precede it"));
-  CHECK(contains(error_of<corrupt_error>([&] { ls::from_pb_fields({leaf("a", 1, 1, "int8")}); }), "does not precede"));
-  CHECK(contains(error_of<corrupt_error>([&] { ls::from_pb_fields({leaf("l", 0, -1, "list")}); }),
+  CHECK(contains(message_of<corrupt_error>([&] { ls::from_pb_fields({leaf("a", 1, 1, "int8")}); }), "does not precede"));
+  CHECK(contains(message_of<corrupt_error>([&] { ls::from_pb_fields({leaf("l", 0, -1, "list")}); }),
                  "'l' of logical type 'list' has 0 child fields"));
-  CHECK(contains(error_of<corrupt_error>([&] {
+  CHECK(contains(message_of<corrupt_error>([&] {
                    ls::from_pb_fields({leaf("l", 0, -1, "list.struct"), leaf("item", 1, 0, "int8")});
                  }),
                  "has an item of type int8"));
-  CHECK(contains(error_of<corrupt_error>([&] { ls::from_pb_fields({leaf("x", 0, -1, "int8"), leaf("y", 1, 0, "int8")}); }),
+  CHECK(contains(message_of<corrupt_error>([&] { ls::from_pb_fields({leaf("x", 0, -1, "int8"), leaf("y", 1, 0, "int8")}); }),
                  "'x' of logical type 'int8' has 1 child"));
-  CHECK(contains(error_of<corrupt_error>([&] { ls::from_pb_fields({leaf("d", 0, -1, "decimal:128:x:1")}); }),
+  CHECK(contains(message_of<corrupt_error>([&] { ls::from_pb_fields({leaf("d", 0, -1, "decimal:128:x:1")}); }),
                  "malformed logical type"));
-  CHECK(contains(error_of<corrupt_error>([&] { ls::from_pb_fields({leaf("t", 0, -1, "timestamp:xs:-")}); }),
+  CHECK(contains(message_of<corrupt_error>([&] { ls::from_pb_fields({leaf("t", 0, -1, "timestamp:xs:-")}); }),
                  "malformed"));
-  CHECK(contains(error_of<corrupt_error>([&] { ls::from_pb_fields({leaf("f", 0, -1, "fixed_size_list:float")}); }),
+  CHECK(contains(message_of<corrupt_error>([&] { ls::from_pb_fields({leaf("f", 0, -1, "fixed_size_list:float")}); }),
                  "malformed"));
   // A deep chain of structs is bounded.
   std::vector<pf::field> chain;

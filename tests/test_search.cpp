@@ -21,6 +21,9 @@
 #include "lancet/index/search.hpp"
 #include "lancet/index/vector_index.hpp"
 
+#include "support/nearest.hpp"
+#include "support/vector_batch.hpp"
+
 using namespace lancet;
 using namespace lancet::index;
 using lancet::simd::distance_type;
@@ -28,18 +31,7 @@ using lancet::simd::f16;
 
 namespace {
 
-std::vector<float> clustered(std::size_t n, std::size_t d, std::size_t clusters, float sigma, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::normal_distribution<float> g(0, sigma);
-  std::vector<float> centres(clusters * d), out(n * d);
-  for (auto& c : centres) c = u(rng);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t c = rng() % clusters;
-    for (std::size_t t = 0; t < d; ++t) out[i * d + t] = centres[c * d + t] + g(rng);
-  }
-  return out;
-}
+using lancet::testing::recall;
 
 // `clusters` groups of `per` rows (sigma around centres uniform in [-1, 1]^d), rows
 // in cluster order, and one query per cluster near its centre: the 10 nearest rows of
@@ -145,14 +137,6 @@ built build(kind kd, distance_type dist, const std::vector<float>& rows, std::si
 
 ivf_searcher searcher_of(const built& b, distance_type dist) { return ivf_searcher(dist, b.centroids, b.q, b.parts); }
 
-double recall(const std::vector<neighbor>& truth, const std::vector<neighbor>& got) {
-  std::set<std::uint64_t> t;
-  for (const auto& n : truth) t.insert(n.row_id);
-  std::size_t hit = 0;
-  for (const auto& n : got) hit += t.count(n.row_id);
-  return truth.empty() ? 1.0 : double(hit) / double(truth.size());
-}
-
 vector_fetch fetch_from(const std::vector<float>& rows, std::size_t d) {
   return [&rows, d](std::span<const std::uint64_t> ids, double* out) {
     for (std::size_t i = 0; i < ids.size(); ++i)
@@ -163,7 +147,7 @@ vector_fetch fetch_from(const std::vector<float>& rows, std::size_t d) {
 }  // namespace
 
 TEST_CASE("topk: smallest first, lowest row id wins ties, NaN never enters") {
-  topk t(3);
+  index::topk t(3);
   t.push(2.0f, 10);
   t.push(1.0f, 7);
   t.push(std::numeric_limits<float>::quiet_NaN(), 1);
@@ -175,14 +159,14 @@ TEST_CASE("topk: smallest first, lowest row id wins ties, NaN never enters") {
   CHECK(s[0] == neighbor{99, 0.5f});
   CHECK(s[1] == neighbor{5, 1.0f});
   CHECK(s[2] == neighbor{6, 1.0f});
-  topk u(3);
+  index::topk u(3);
   u.push(1.0f, 4);
   u.push(std::numeric_limits<float>::infinity(), 0);
   t.merge(u);
   const auto m = t.sorted();
   CHECK(m[1] == neighbor{4, 1.0f});
   CHECK(m[2] == neighbor{5, 1.0f});
-  topk none(0);
+  index::topk none(0);
   none.push(1.0f, 1);
   CHECK(none.sorted().empty());
 }
@@ -200,7 +184,7 @@ TEST_CASE("row_filter: allow-lists and predicates") {
 
 TEST_CASE("IVF_FLAT with every partition probed equals brute force (l2, cosine, dot), ties by row id") {
   const std::size_t d = 16, n = 2000, k = 8;
-  auto rows = clustered(n, d, 10, 0.2f, 3);
+  auto rows = testing::clustered<std::mt19937_64>(n, d, 10, 0.2f, 3);
   // Duplicates: rows 100..104 repeat row 7, so equal distances must order by row id.
   for (std::size_t r = 100; r < 105; ++r) std::copy(rows.begin() + 7 * d, rows.begin() + 8 * d, rows.begin() + std::ptrdiff_t(r * d));
   for (auto dist : {distance_type::l2, distance_type::cosine, distance_type::dot}) {
@@ -234,7 +218,7 @@ TEST_CASE("IVF_FLAT with every partition probed equals brute force (l2, cosine, 
 
 TEST_CASE("nprobes: partitions nearest the query first; fewer probes search fewer rows") {
   const std::size_t d = 8, n = 1000, k = 10;
-  const auto rows = clustered(n, d, 10, 0.05f, 9);
+  const auto rows = testing::clustered<std::mt19937_64>(n, d, 10, 0.05f, 9);
   const auto b = build(kind::flat, distance_type::l2, rows, d, k);
   const auto s = searcher_of(b, distance_type::l2);
   const auto pr = s.probe(rows.data(), d, 3);
@@ -254,7 +238,7 @@ TEST_CASE("nprobes: partitions nearest the query first; fewer probes search fewe
 
 TEST_CASE("prefilter: only allowed rows come back, and all the nearest allowed ones") {
   const std::size_t d = 16, n = 3000, k = 6;
-  const auto rows = clustered(n, d, 6, 0.3f, 4);
+  const auto rows = testing::clustered<std::mt19937_64>(n, d, 6, 0.3f, 4);
   const auto b = build(kind::flat, distance_type::l2, rows, d, k);
   const auto s = searcher_of(b, distance_type::l2);
   std::vector<std::uint64_t> allowed;
@@ -326,7 +310,7 @@ TEST_CASE("IVF_PQ / IVF_SQ / IVF_RQ: recall@10 against exact search at nprobes 8
 
 TEST_CASE("results are identical for any thread count; search_many equals one by one") {
   const std::size_t d = 16, n = 4000, k = 12;
-  const auto rows = clustered(n, d, 12, 0.3f, 8);
+  const auto rows = testing::clustered<std::mt19937_64>(n, d, 12, 0.3f, 8);
   for (auto kd : {kind::flat, kind::pq, kind::rq}) {
     const auto b = build(kd, distance_type::l2, rows, d, k);
     const auto s = searcher_of(b, distance_type::l2);
@@ -375,7 +359,7 @@ std::vector<neighbor> reference_search(kind kd, distance_type dist, const built&
   const auto probes = s.probe(query, d, np);
   std::vector<float> cents(np * d);
   for (std::size_t i = 0; i < cents.size(); ++i) cents[i] = static_cast<float>(b.centroids.at(i / d, i % d));
-  topk best(kk);
+  index::topk best(kk);
   for (const auto& [p, dist_q_c] : probes) {
     const auto& pc = b.parts[p];
     const std::size_t n = pc.size();
@@ -436,12 +420,12 @@ std::vector<neighbor> reference_search(kind kd, distance_type dist, const built&
 
 TEST_CASE("scan kernels equal the reference scans (PQ 8 / 4 bits, SQ, RQ, flat; l2, cosine, dot), 1 and 2 threads, batched") {
   const std::size_t d = 32, k = 5;
-  auto rows = clustered(2400, d, 8, 0.4f, 21);
+  auto rows = testing::clustered<std::mt19937_64>(2400, d, 8, 0.4f, 21);
   // Ties: 300 rows repeated three times (same codes, same distances: row id decides).
   for (std::size_t r = 0; r < 300; ++r)
     for (int rep = 0; rep < 2; ++rep) rows.insert(rows.end(), rows.begin() + std::ptrdiff_t(r * d), rows.begin() + std::ptrdiff_t((r + 1) * d));
   const std::size_t n = rows.size() / d;
-  const auto queries = clustered(6, d, 3, 0.5f, 22);
+  const auto queries = testing::clustered<std::mt19937_64>(6, d, 3, 0.5f, 22);
   boost::asio::thread_pool pool(2), pool1(1);
   struct variant {
     kind kd;
@@ -515,7 +499,7 @@ TEST_CASE("scan kernels equal the reference scans (PQ 8 / 4 bits, SQ, RQ, flat; 
 
 TEST_CASE("element types: f16 and f64 queries and vectors; hamming over uint8 codes") {
   const std::size_t d = 16, n = 800, k = 4;
-  const auto rows = clustered(n, d, 4, 0.3f, 12);
+  const auto rows = testing::clustered<std::mt19937_64>(n, d, 4, 0.3f, 12);
   // f16 vectors stored flat: the query is cast to f16 as Lance does.
   const auto km = train_kmeans(rows.data(), n, d, k);
   std::vector<std::uint32_t> part(n);
@@ -574,7 +558,7 @@ TEST_CASE("element types: f16 and f64 queries and vectors; hamming over uint8 co
 
 TEST_CASE("bad input: dimension, refine without vectors, zero cosine query, mismatched parts") {
   const std::size_t d = 8, n = 600, k = 4;
-  const auto rows = clustered(n, d, 4, 0.3f, 1);
+  const auto rows = testing::clustered<std::mt19937_64>(n, d, 4, 0.3f, 1);
   const auto b = build(kind::pq, distance_type::cosine, rows, d, k, 4);
   const auto s = searcher_of(b, distance_type::cosine);
   search_params sp;

@@ -35,13 +35,13 @@ namespace ds = lancet::dataset;
 
 namespace {
 
-using temp_dir = lancet::testing::scratch_dir;
+using lancet::testing::scratch_dir;
 
-fs::path fixture(const std::string& dir, const std::string& name) {
+fs::path source_fixture(const std::string& dir, const std::string& name) {
   return fs::path(LANCET_SOURCE_ROOT) / "tests" / "fixtures" / dir / name;
 }
 
-shared_bytes bytes_of(const std::string& s) {
+shared_bytes shared_bytes_of(const std::string& s) {
   aligned_buffer b;
   b.append(reinterpret_cast<const std::uint8_t*>(s.data()), s.size());
   return shared_bytes(std::move(b));
@@ -121,7 +121,7 @@ arrow::record_batch table(std::int64_t from, std::int64_t to) {
   return arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)}, {"name", arrow::string_array(names)}});
 }
 
-void check_same(const arrow::record_batch& want, const arrow::record_batch& got) {
+void check_same_batch(const arrow::record_batch& want, const arrow::record_batch& got) {
   REQUIRE(want.columns.size() == got.columns.size());
   for (std::size_t c = 0; c < want.columns.size(); ++c) {
     auto d = arrow::first_difference(want.columns[c], got.columns[c]);
@@ -131,7 +131,7 @@ void check_same(const arrow::record_batch& want, const arrow::record_batch& got)
 }
 
 // A dataset of two fragments (ids 0..299, 300..499) with rows 5 and 310 deleted.
-std::string sample_dataset(const temp_dir& t) {
+std::string sample_dataset(const scratch_dir& t) {
   const auto root = t.sub("ds");
   ds::write(root, table(0, 300), {.mode = ds::write_mode::create});
   ds::write(root, table(300, 500), {.mode = ds::write_mode::append});
@@ -143,12 +143,12 @@ std::string sample_dataset(const temp_dir& t) {
 }  // namespace
 
 TEST_CASE("any_source forwards size, reads, name and the optional capabilities") {
-  temp_dir t;
+  scratch_dir t;
   const auto path = t.sub("f.bin");
   std::ofstream(path, std::ios::binary) << "0123456789abcdef";
 
   {  // a memory source: zero-copy, named
-    io::any_source s = io::memory_source(bytes_of("hello world"), "mem");
+    io::any_source s = io::memory_source(shared_bytes_of("hello world"), "mem");
     CHECK(s.size() == 11);
     CHECK(text_of(s.read(6, 5)) == "world");
     CHECK(s.is_zero_copy());
@@ -175,7 +175,7 @@ TEST_CASE("any_source forwards size, reads, name and the optional capabilities")
     CHECK(s.prefers_whole_reads());
   }
   {  // a source with only size() and read(): the defaults
-    io::any_source s = bare_source{bytes_of("xyz")};
+    io::any_source s = bare_source{shared_bytes_of("xyz")};
     CHECK(text_of(s.read(1, 2)) == "yz");
     CHECK_FALSE(s.is_zero_copy());
     CHECK_FALSE(s.prefers_whole_reads());
@@ -187,7 +187,7 @@ TEST_CASE("any_source forwards size, reads, name and the optional capabilities")
   }
   {  // a source's own prefers_whole_reads() answer is what counts
     counters c;
-    io::any_source yes = counting_source(bare_source{bytes_of("ab")}, c, true);
+    io::any_source yes = counting_source(bare_source{shared_bytes_of("ab")}, c, true);
     io::any_source no = counting_source(io::file_source(path), c, false);
     CHECK(yes.prefers_whole_reads());
     CHECK_FALSE(no.prefers_whole_reads());
@@ -195,7 +195,7 @@ TEST_CASE("any_source forwards size, reads, name and the optional capabilities")
 }
 
 TEST_CASE("read_ranges through an any_source merges ranges exactly as through the source") {
-  temp_dir t;
+  scratch_dir t;
   const auto path = t.sub("f.bin");
   std::ofstream(path, std::ios::binary) << std::string(10000, 'x');
   const std::vector<io::byte_range> ranges{{0, 10}, {100, 10}, {9000, 10}};
@@ -216,7 +216,7 @@ TEST_CASE("read_ranges through an any_source merges ranges exactly as through th
 }
 
 TEST_CASE("file_reader<any_source> reads a data file as file_reader<file_source> does") {
-  temp_dir t;
+  scratch_dir t;
   const auto root = sample_dataset(t);
   for (const auto& frag : ds::dataset::open(root).fragments())
     for (const auto& path : frag.data_files) {
@@ -224,14 +224,14 @@ TEST_CASE("file_reader<any_source> reads a data file as file_reader<file_source>
       file::file_reader<io::any_source> erased{io::any_source(io::file_source(path))};
       CHECK(erased.num_rows() == local.num_rows());
       CHECK(erased.source().name() == path);
-      check_same(local.read(), erased.read());
-      check_same(local.read({.indices = std::vector<std::uint64_t>{1, 2, 50}}),
+      check_same_batch(local.read(), erased.read());
+      check_same_batch(local.read({.indices = std::vector<std::uint64_t>{1, 2, 50}}),
                  erased.read({.indices = std::vector<std::uint64_t>{1, 2, 50}}));
     }
 }
 
 TEST_CASE("a dataset opened with a source factory reads every file through it") {
-  temp_dir t;
+  scratch_dir t;
   const auto root = sample_dataset(t);
   const auto local = ds::dataset::open(root);
   CHECK(local.sources().is_local());
@@ -242,14 +242,14 @@ TEST_CASE("a dataset opened with a source factory reads every file through it") 
   CHECK(d.version() == local.version());
   CHECK(c.opened_any("/_versions/"));  // the manifest
   CHECK(d.count_rows() == 498);
-  check_same(local.to_batch(), d.to_batch());
+  check_same_batch(local.to_batch(), d.to_batch());
   for (const auto& f : d.fragments()) {
     for (const auto& p : f.data_files) CHECK(c.opened_path(p));
     REQUIRE(f.deletion_file.has_value());
     CHECK(c.opened_path(*f.deletion_file));
   }
   const std::vector<std::uint64_t> rows{ds::row_address(1, 199), 0, 6, ds::row_address(1, 0)};
-  check_same(local.take(rows), d.take(rows));
+  check_same_batch(local.take(rows), d.take(rows));
   CHECK(c.reads > 0);
   CHECK(c.bytes > 0);
 
@@ -276,38 +276,38 @@ TEST_CASE("a dataset opened with a source factory reads every file through it") 
 
 TEST_CASE("datasets LanceDB wrote read through a factory: deletion files, stable row ids, blob files") {
   {  // Arrow and bitmap deletion files
-    const auto root = fixture("datasets", "deletions_2.0").string();
+    const auto root = source_fixture("datasets", "deletions_2.0").string();
     counters c;
     const auto d = ds::dataset::open(root, std::nullopt, counting_factory(c));
     const auto local = ds::dataset::open(root);
     CHECK(d.count_rows() == local.count_rows());
-    check_same(local.to_batch(), d.to_batch());
+    check_same_batch(local.to_batch(), d.to_batch());
     CHECK(c.opened_any(".arrow"));
     CHECK(c.opened_any(".bin"));
   }
   {  // stable row ids
-    const auto root = fixture("datasets", "stable_ids_2.0").string();
+    const auto root = source_fixture("datasets", "stable_ids_2.0").string();
     counters c;
     const auto d = ds::dataset::open(root, std::nullopt, counting_factory(c));
     const auto local = ds::dataset::open(root);
-    check_same(local.to_batch({.with_row_id = true}), d.to_batch({.with_row_id = true}));
+    check_same_batch(local.to_batch({.with_row_id = true}), d.to_batch({.with_row_id = true}));
     const std::vector<std::uint64_t> ids{0, 9, 12};
-    check_same(local.take(ids), d.take(ids));
+    check_same_batch(local.take(ids), d.take(ids));
   }
   {  // blob v2 values in a blob file
-    const auto root = fixture("structural", "blob_2.2").string();
+    const auto root = source_fixture("structural", "blob_2.2").string();
     counters c;
     const auto d = ds::dataset::open(root, std::nullopt, counting_factory(c));
     const auto local = ds::dataset::open(root);
-    check_same(local.to_batch(), d.to_batch());
+    check_same_batch(local.to_batch(), d.to_batch());
     CHECK(c.opened_any(".blob"));
     const std::vector<std::uint64_t> rows{4, 5};
-    check_same(local.take(rows, {"blob"}), d.take(rows, {"blob"}));
+    check_same_batch(local.take(rows, {"blob"}), d.take(rows, {"blob"}));
   }
 }
 
 TEST_CASE("sources that prefer whole reads get large page buffers in one read, others in read_chunk_size pieces") {
-  temp_dir t;
+  scratch_dir t;
   const auto root = t.sub("big");
   // Incompressible-ish values: one page buffer well over 64 KiB.
   std::vector<std::int64_t> v(60000);
@@ -324,13 +324,13 @@ TEST_CASE("sources that prefer whole reads get large page buffers in one read, o
   {
     counters c;  // like a local file: no splitting
     const auto got = ds::dataset::open(root, std::nullopt, counting_factory(c, true)).to_batch(o);
-    check_same(want, got);
+    check_same_batch(want, got);
     CHECK(c.largest > chunk);
   }
   {
     counters c;  // a remote-like source: reads of at most read_chunk_size (as Lance)
     const auto got = ds::dataset::open(root, std::nullopt, counting_factory(c, false)).to_batch(o);
-    check_same(want, got);
+    check_same_batch(want, got);
     CHECK(c.largest <= chunk);
     CHECK(c.reads > 4);
   }
@@ -342,7 +342,7 @@ TEST_CASE("sources that prefer whole reads get large page buffers in one read, o
 }
 
 TEST_CASE("a dataset served from memory reads nothing from the files on disk") {
-  temp_dir t;
+  scratch_dir t;
   const auto root = sample_dataset(t);
   const auto want = ds::dataset::open(root).to_batch();
   // Load every file, then damage the data files on disk (same sizes).
@@ -360,11 +360,11 @@ TEST_CASE("a dataset served from memory reads nothing from the files on disk") {
     return io::memory_source(it->second, path);
   };
   const auto d = ds::dataset::open(root, std::nullopt, from_memory);
-  check_same(want, d.to_batch());
+  check_same_batch(want, d.to_batch());
 }
 
 TEST_CASE("errors of a user's source keep their kind and name the file") {
-  temp_dir t;
+  scratch_dir t;
   const auto root = sample_dataset(t);
   const auto fr = ds::dataset::open(root).fragments();
   const auto data0 = fr.at(0).data_files.at(0);

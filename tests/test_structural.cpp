@@ -28,6 +28,7 @@
 #include "lancet/json/base64.hpp"
 #include "lancet/json/rows_reader.hpp"
 #include "lancet/schema/lance_schema.hpp"
+#include "support/file_bytes.hpp"
 #include "support/interop.hpp"
 #include "support/random_data.hpp"
 #include "lancet/dataset/dataset.hpp"
@@ -511,14 +512,7 @@ TEST_CASE("our pages vs Lance's for generated files" * doctest::skip(std::getenv
 
 namespace {
 
-template <class Version, class Strategy = typename Version::default_strategy>
-shared_bytes write_file(const std::vector<arrow::record_batch>& batches, file::writer_options o = {},
-                        Strategy strategy = {}) {
-  file::file_writer<Version, io::memory_sink, Strategy> w(io::memory_sink{}, o, std::move(strategy));
-  for (const auto& b : batches) w.write_batch(b);
-  w.finish();
-  return w.sink().take_shared();
-}
+using lancet::testing::write_file;
 
 template <class Version>
 void check_file_round_trip(const std::vector<arrow::record_batch>& batches, file::writer_options o = {}) {

@@ -24,6 +24,7 @@
 #include "lancet/io/source.hpp"
 #include "lancet/pb/file2.hpp"
 #include "lancet/schema/lance_schema.hpp"
+#include "support/file_bytes.hpp"
 #include "support/interop.hpp"
 #include "support/random_data.hpp"
 
@@ -31,16 +32,10 @@ using namespace lancet;
 
 namespace {
 
-template <class Version>
-shared_bytes write_file(const std::vector<arrow::record_batch>& batches, file::writer_options o = {}) {
-  file::file_writer<Version, io::memory_sink> w(io::memory_sink{}, o);
-  for (const auto& b : batches) w.write_batch(b);
-  w.finish();
-  return w.sink().take_shared();
-}
+using lancet::testing::write_file;
 
 // Counts the bytes and reads asked of a memory source.
-struct counting_source {
+struct byte_counting_source {
   io::memory_source inner;
   std::shared_ptr<std::atomic<std::uint64_t>> bytes = std::make_shared<std::atomic<std::uint64_t>>(0);
   std::shared_ptr<std::atomic<std::uint64_t>> reads = std::make_shared<std::atomic<std::uint64_t>>(0);
@@ -51,7 +46,7 @@ struct counting_source {
     return inner.read(offset, length);
   }
 };
-static_assert(io::source<counting_source>);
+static_assert(io::source<byte_counting_source>);
 
 std::vector<std::uint64_t> random_indices(std::mt19937_64& rng, std::uint64_t rows, std::size_t n) {
   std::vector<std::uint64_t> idx(n);
@@ -96,7 +91,7 @@ void check_random_takes(const arrow::record_batch& batch, std::uint64_t seed, fi
 arrow::type_ptr vector_type(int dim = 128) { return arrow::fixed_size_list(arrow::float32(), dim, true); }
 
 // The columns of a 2.1+ file as the tests need them (page positions and layouts).
-std::vector<pb::file2::column_metadata> columns_of(const shared_bytes& bytes) {
+std::vector<pb::file2::column_metadata> page_columns_of(const shared_bytes& bytes) {
   const auto foot = file::footer::decode(bytes.view().subspan(bytes.size() - 40), bytes.size());
   const auto cmo = file::decode_offset_table(bytes.view().subspan(foot.column_meta_offsets), foot.num_columns, bytes.size(), "cm");
   std::vector<pb::file2::column_metadata> out;
@@ -178,14 +173,14 @@ TEST_CASE_TEMPLATE("take: a few rows of a large full-zip page read only their by
                                      return arrow::large_binary_array(v);
                                    }()}});
   const auto bytes = write_file<V>({batch}, one_page());
-  const auto cols = columns_of(bytes);
+  const auto cols = page_columns_of(bytes);
   REQUIRE(cols.size() == 2);
   REQUIRE(cols[0].pages.size() == 1);
   const auto page_bytes = cols[0].pages[0].buffer_sizes.at(0);
   REQUIRE(page_bytes >= std::uint64_t(rows) * 512);
 
-  counting_source src{io::memory_source(bytes)};
-  file::file_reader<counting_source> r(src);
+  byte_counting_source src{io::memory_source(bytes)};
+  file::file_reader<byte_counting_source> r(src);
   const auto opened = src.bytes->load();
   std::mt19937_64 rng(16);
   const auto idx = random_indices(rng, std::uint64_t(rows), 10);
@@ -221,12 +216,12 @@ TEST_CASE_TEMPLATE("take: a few rows of a large full-zip page read only their by
     auto ints = arrow::make_batch({{"i", rd.random_array(arrow::int64(), 160000, true)},
                                    {"w", arrow::string_array(words)}});
     const auto ib = write_file<V>({ints}, one_page());
-    const auto icols = columns_of(ib);
+    const auto icols = page_columns_of(ib);
     REQUIRE(icols.at(0).pages.size() == 1);
     std::uint64_t page_total = 0;
     for (auto b : icols[0].pages[0].buffer_sizes) page_total += b;
-    counting_source isrc{io::memory_source(ib)};
-    file::file_reader<counting_source> ir(isrc);
+    byte_counting_source isrc{io::memory_source(ib)};
+    file::file_reader<byte_counting_source> ir(isrc);
     const auto full = ir.read();
     const auto opened_i = isrc.bytes->load();
     (void)ir.read({{"i"}, std::nullopt, std::vector<std::uint64_t>{12345}});
@@ -245,13 +240,13 @@ TEST_CASE_TEMPLATE("take: a few rows of a large full-zip page read only their by
   {
     auto small = arrow::make_batch({{"i", rd.random_array(arrow::int64(), 40000, false)}});
     const auto sb = write_file<V>({small}, one_page());
-    const auto scols = columns_of(sb);
+    const auto scols = page_columns_of(sb);
     REQUIRE(scols.at(0).pages.size() == 1);
     std::uint64_t page_total = 0;
     for (auto b : scols[0].pages[0].buffer_sizes) page_total += b;
     REQUIRE(page_total < encoding::structural::detail::partial_mini_block_min_bytes);
-    counting_source ssrc{io::memory_source(sb)};
-    file::file_reader<counting_source> sr(ssrc);
+    byte_counting_source ssrc{io::memory_source(sb)};
+    file::file_reader<byte_counting_source> sr(ssrc);
     const auto full = sr.read();
     auto before = ssrc.bytes->load();
     (void)sr.read({{"i"}, std::nullopt, std::vector<std::uint64_t>{777, 30000}});
@@ -262,8 +257,8 @@ TEST_CASE_TEMPLATE("take: a few rows of a large full-zip page read only their by
     check_take(sr, full, {777, 30000});
     check_take(sr, full, {0, 39999});
     const auto many_rows = random_indices(g, 40000, 100);
-    counting_source fresh_src{io::memory_source(sb)};
-    file::file_reader<counting_source> fresh(fresh_src);  // no page cached by a full read
+    byte_counting_source fresh_src{io::memory_source(sb)};
+    file::file_reader<byte_counting_source> fresh(fresh_src);  // no page cached by a full read
     before = fresh_src.bytes->load();
     const auto reads = fresh_src.reads->load();
     (void)fresh.read({{"i"}, std::nullopt, many_rows});
@@ -284,7 +279,7 @@ TEST_CASE_TEMPLATE("take: a repetition index pointing outside the page is corrup
   for (int i = 0; i < 400; ++i) v.push_back(std::string(300 + i, char(i)));
   auto batch = arrow::make_batch({{"blob", arrow::large_binary_array(v)}});
   const auto bytes = write_file<V>({batch});
-  const auto cols = columns_of(bytes);
+  const auto cols = page_columns_of(bytes);
   REQUIRE(cols.size() == 1);
   const auto& page = cols[0].pages.at(0);
   REQUIRE(page.buffer_sizes.size() >= 2);
@@ -385,7 +380,7 @@ TEST_CASE("take: 2.0 files, every column type, one page and many pages") {
   tiny.data_cache_bytes = 32 << 10;
   tiny.max_page_bytes = 32 << 10;  // many pages per column
   const auto bytes = write_file<file::v2_0>({batch}, tiny);
-  REQUIRE(columns_of(bytes).at(0).pages.size() > 10);
+  REQUIRE(page_columns_of(bytes).at(0).pages.size() > 10);
   check_random_takes<file::v2_0>(batch, 3, tiny);
 }
 
@@ -491,15 +486,15 @@ TEST_CASE("take: a few rows of a large 2.0 page read only their bytes") {
                                   {"nvec", rd.random_array(vector_type(), rows, true)},
                                   {"blob", arrow::large_binary_array(blobs)}});
   const auto bytes = write_file<file::v2_0>({batch}, one_page());
-  const auto cols = columns_of(bytes);
+  const auto cols = page_columns_of(bytes);
   REQUIRE(cols.size() == 3);
   for (const auto& c : cols) REQUIRE(c.pages.size() == 1);
   // The items' validity bitmap and the values.
   REQUIRE(cols[0].pages[0].buffer_sizes.size() == 2);
   REQUIRE(cols[0].pages[0].buffer_sizes.at(1) >= std::uint64_t(rows) * 512);
 
-  counting_source src{io::memory_source(bytes)};
-  file::file_reader<counting_source> r(src);
+  byte_counting_source src{io::memory_source(bytes)};
+  file::file_reader<byte_counting_source> r(src);
   const auto full = file::file_reader<io::memory_source>{io::memory_source(bytes)}.read();
   const std::vector<std::uint64_t> idx{0, 1, 7, 4242, 9999, 10000, 17777, 19999};
   for (std::size_t c = 0; c < 3; ++c) {
@@ -529,7 +524,7 @@ TEST_CASE("take: a 2.0 page whose buffer is shorter than its rows is corrupt_err
   const auto bytes = write_file<file::v2_0>({batch});
   file::file_reader<io::memory_source> good{io::memory_source(bytes)};
   // The same file with the page's buffer size halved in the column metadata.
-  auto cols = columns_of(bytes);
+  auto cols = page_columns_of(bytes);
   REQUIRE(cols.size() == 1);
   auto& page = cols[0].pages.at(0);
   REQUIRE(page.buffer_sizes.size() == 2);  // the items' validity and values

@@ -22,21 +22,17 @@
 #include "lancet/json/schema_json.hpp"
 #include "lancet/schema/lance_schema.hpp"
 
+#include "support/file_bytes.hpp"
+
 using namespace lancet;
 
 namespace {
 
-template <class V>
-shared_bytes write_file(const arrow::record_batch& b) {
-  file::file_writer<V, io::memory_sink> w(io::memory_sink{});
-  w.write_batch(b);
-  w.finish();
-  return w.sink().take_shared();
-}
+using lancet::testing::write_file;
 
 template <class V>
-arrow::record_batch round_trip(const arrow::record_batch& b) {
-  file::file_reader<io::memory_source> r{io::memory_source(write_file<V>(b))};
+arrow::record_batch file_round_trip(const arrow::record_batch& b) {
+  file::file_reader<io::memory_source> r{io::memory_source(write_file<V>({b}))};
   return r.read();
 }
 
@@ -107,7 +103,7 @@ TEST_CASE("map: Lance schema as Lance 12 stores it") {
 
 TEST_CASE("map: 2.2 round trips (nulls, empty maps, null values, nesting)") {
   auto m = sample_map();
-  check_equal(round_trip<file::v2_2>(batch_of({{"m", m}})), batch_of({{"m", m}}));
+  check_equal(file_round_trip<file::v2_2>(batch_of({{"m", m}})), batch_of({{"m", m}}));
   // Non-null map, int64 keys, string values; many rows over several chunks.
   std::vector<std::optional<std::int64_t>> ks;
   std::vector<std::optional<std::string>> vs;
@@ -124,25 +120,25 @@ TEST_CASE("map: 2.2 round trips (nulls, empty maps, null values, nesting)") {
   }
   auto m2 = arrow::make_map(arrow::make_array_from<std::int64_t>(ks), arrow::string_array(vs), offs, valid);
   auto b2 = batch_of({{"m2", m2}, {"id", arrow::make_array<std::int32_t>(std::vector<std::int32_t>(5000, 7))}});
-  check_equal(round_trip<file::v2_2>(b2), b2);
+  check_equal(file_round_trip<file::v2_2>(b2), b2);
   // A map in a struct and a list of maps.
   auto st = arrow::struct_array({{"m", m}, {"x", arrow::make_array<std::int32_t>({1, 2, 3, 4, 5})}});
   auto lm = arrow::make_list(m, {0, 2, 2, 5});
   auto b3 = batch_of({{"st", st}});
-  check_equal(round_trip<file::v2_2>(b3), b3);
+  check_equal(file_round_trip<file::v2_2>(b3), b3);
   auto b4 = batch_of({{"lm", lm}});
-  check_equal(round_trip<file::v2_2>(b4), b4);
+  check_equal(file_round_trip<file::v2_2>(b4), b4);
   // A sliced map.
   auto b5 = batch_of({{"m", arrow::slice(m, 1, 3)}});
-  check_equal(round_trip<file::v2_2>(b5), b5);
+  check_equal(file_round_trip<file::v2_2>(b5), b5);
 }
 
 TEST_CASE("map: 2.0 and 2.1 refuse maps, naming the column") {
   auto b = batch_of({{"mymap", sample_map()}});
   for (int v = 0; v < 2; ++v) {
     try {
-      if (v == 0) (void)write_file<file::v2_0>(b);
-      else (void)write_file<file::v2_1>(b);
+      if (v == 0) (void)write_file<file::v2_0>({b});
+      else (void)write_file<file::v2_1>({b});
       FAIL("a map was written at 2." << v);
     } catch (const unsupported_error& e) {
       const std::string what = e.what();
@@ -205,7 +201,7 @@ void dict_round_trips() {
   auto st = arrow::struct_array({{"x", arrow::make_array<std::int32_t>({1, 2, 3, 4, 5, 6, 7})}, {"d", sample_dict()}});
   auto l = arrow::make_list(sample_dict(), {0, 2, 2, 5, 5, 6, 6, 7}, {true, true, false, true, true, true, true});
   auto b = batch_of({{"d", d}, {"e", e}, {"bin", bin}, {"st", st}, {"l", l}});
-  auto back = round_trip<V>(b);
+  auto back = file_round_trip<V>(b);
   check_equal(back, b);
   // Values come back dictionary-encoded, in the field's index type.
   CHECK(arrow::to_string(*back.columns[0]->type) == "dictionary<int32, utf8>");
@@ -219,7 +215,7 @@ void dict_round_trips() {
   auto big = arrow::make_dictionary(arrow::make_array_from<std::int32_t>(many),
                                     arrow::string_array({"zero", "one", "two", "three", "four"}));
   auto bb = batch_of({{"big", big}});
-  check_equal(round_trip<V>(bb), bb);
+  check_equal(file_round_trip<V>(bb), bb);
 }
 
 }  // namespace

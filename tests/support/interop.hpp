@@ -1,13 +1,16 @@
 // Helpers for interop tests that drive LanceDB through the Node scripts in
-// tests/interop/: run a command and capture its output, temporary directories.
+// tests/interop/: run a command and capture its output, temporary directories, the
+// raw vector files the scripts read.
 #pragma once
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -74,6 +77,13 @@ inline std::vector<std::filesystem::path> data_files(const std::filesystem::path
     if (e.path().extension() == ".lance") out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// Writes `v` as raw little-endian float32 (the scripts' --vectors and --queries files).
+inline void write_f32(const std::filesystem::path& p, const std::vector<float>& v) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+  if (!out.good()) throw std::runtime_error("cannot write " + p.string());
 }
 
 }  // namespace lancet::testing
