@@ -68,7 +68,7 @@ void check_rewrite_matches(const lance_reader& theirs, const std::string& what) 
     if (a[c] == b[c]) continue;
     // FSST symbol tables are trained from the data: ours may pick other symbols than
     // Lance's. Then the layout must match in shape (same encoding size, same buffer
-    // count) and our compressed bytes stay within 5% of Lance's (the size target;
+    // count) and our compressed bytes stay within 5% of Lance's (the size target;
     // the long_utf8 column measured 0.99 of Lance's after the table got one-byte codes
     // for every sampled byte, 1.095 before).
     REQUIRE(a[c].size() == b[c].size());

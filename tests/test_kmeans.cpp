@@ -536,7 +536,7 @@ kmeans_result<centroid_t<T>> check_pruned_equals_plain(const std::vector<T>& row
 
 TEST_CASE("pruned iterations give exactly plain Lloyd's result") {
   // Small shapes on purpose (this case runs under ASan at -O0 in CI); each still
-  // fails with a bound that is too loose (see bench/RESULTS.md, issue 14).
+  // fails with a bound that is too loose (see bench/RESULTS.md).
   kmeans_params p;
   p.max_iters = 20;
   p.tolerance = 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Concurrent writers through the CLI (issue #12): 4 `lancet write --mode append`
+# Concurrent writers through the CLI: 4 `lancet write --mode append`
 # processes x 25 appends to one dataset, then lancet processes and LanceDB (Node
 # table.add) appending at the same time. Every append must commit (Lance rebases
 # appends on appends), every row must be present exactly once (checked by lancet and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Distributed writes through the CLI (issue #13): 3 separate `lancet write --uncommitted`
+# Distributed writes through the CLI: 3 separate `lancet write --uncommitted`
 # processes write fragments, `lancet commit` commits them in one transaction, and
 # LanceDB 0.39 reads every row with its values; then an append the same way, an
 # overwrite with a new schema, and bad input refused with the dataset unchanged. The

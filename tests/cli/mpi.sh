@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The MPI driver (issue #13): `mpirun -np 4 lancet-mpi write` over a temporary directory
+# The MPI driver: `mpirun -np 4 lancet-mpi write` over a temporary directory
 # creates a dataset and appends to it from 4 ranks, each commit one version; LanceDB 0.39
 # reads every row with its values. A rank whose input has a bad row makes every rank
 # exit non-zero, the dataset stays at its previous version and the data files the

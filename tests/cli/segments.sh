@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A distributed index through the CLI (issue #13): `lancet index train` once, two
+# A distributed index through the CLI: `lancet index train` once, two
 # `lancet index create --uncommitted` processes over disjoint fragments, `lancet index
 # commit`. LanceDB 0.39 must list the index with 2 segments covering every row, and
 # its recall@10 (nprobes 20) over it must be within 0.01 of a single-process lancet

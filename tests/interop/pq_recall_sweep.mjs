@@ -1,4 +1,4 @@
-// IVF_PQ recall sweep, lancet vs LanceDB 0.39 (issue 14): driven by bench/pq_recall_sweep.sh.
+// IVF_PQ recall sweep, lancet vs LanceDB 0.39: driven by bench/pq_recall_sweep.sh.
 //
 //   node pq_recall_sweep.mjs --lancet PATH/examples/lancet --work DIR --out RESULTS.jsonl
 //        [--dims 16,32,128,768] [--widths 2,4,8,16] [--bits 4,8] [--metrics l2,cosine,dot]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lancet-mpi index create (issue #13): 4 ranks build an IVF_PQ index over 100k x 64
+# lancet-mpi index create: 4 ranks build an IVF_PQ index over 100k x 64
 # clustered vectors in 8 fragments (written by `lancet-mpi write`). LanceDB 0.39 must
 # list it over every row (4 segments; 1 with --merge) and its recall@10 (nprobes 20)
 # must be within 0.01 of a single-process `lancet index create`. A rank killed
