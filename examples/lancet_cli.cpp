@@ -66,18 +66,17 @@
 #include <lancet/lancet.hpp>
 #include <lancet/pb/encodings_v2_1.hpp>  // page layouts, for `inspect`
 
+#include "tool_args.hpp"
+
 #ifndef LANCET_VERSION_STRING
 #define LANCET_VERSION_STRING "0.1.0"  // Meson passes the project's version (examples/meson.build)
 #endif
 
 namespace fs = std::filesystem;
 using namespace lancet;
+using namespace lancet_tools;
 
 namespace {
-
-struct usage_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // One command: its name ("cat", "index create"), usage and help text, and the options
 // it takes ("--name value") and its flags ("--name").
@@ -313,120 +312,6 @@ void print_command_help(const command_spec& c) {
   std::cout << "usage: " << c.usage << "\n\n" << c.help;
 }
 
-bool is_help(std::string_view a) { return a == "--help" || a == "-h"; }
-
-// Edit distance, for "did you mean" suggestions.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// The command's arguments: one positional (the dataset or file) and options, in any
-// order ("--name value" or "--name=value"); after "--" everything is positional.
-// --help or -h where an option or the dataset may stand asks for the command's help.
-struct args {
-  std::string command;
-  std::string path;
-  std::vector<std::string> files;  // after the path (commands with more_files)
-  std::map<std::string, std::string> options;
-  bool help = false;
-
-  static args parse(const command_spec& spec, const std::vector<std::string>& argv) {
-    args a;
-    a.command = std::string(spec.name);
-    const std::string cmd(spec.name);
-    std::vector<std::string> positional;
-    bool options_done = false;
-    auto known = [](const std::vector<std::string_view>& v, const std::string& k) {
-      return std::find(v.begin(), v.end(), k) != v.end();
-    };
-    for (std::size_t i = 0; i < argv.size(); ++i) {
-      std::string k = argv[i];
-      if (options_done || k.size() < 2 || k[0] != '-') {
-        positional.push_back(k);
-        continue;
-      }
-      if (k == "--") {
-        options_done = true;
-        continue;
-      }
-      if (is_help(k)) {
-        a.help = true;
-        return a;
-      }
-      if (k.rfind("--", 0) != 0) throw usage_error(cmd + ": unknown flag '" + k + "'");
-      std::optional<std::string> inline_value;
-      if (const auto eq = k.find('='); eq != std::string::npos) {
-        inline_value = k.substr(eq + 1);
-        k.resize(eq);
-      }
-      const std::string name = k.substr(2);
-      if (known(spec.flags, name)) {
-        if (inline_value) throw usage_error(cmd + ": flag '" + k + "' takes no value");
-        a.options[name] = "1";
-        continue;
-      }
-      if (!known(spec.options, name)) {
-        std::string msg = cmd + ": unknown flag '" + k + "'";
-        std::string best;
-        std::size_t best_d = 3;
-        for (const auto* list : {&spec.options, &spec.flags})
-          for (auto o : *list)
-            if (const auto d = edit_distance(name, o); d < best_d) best_d = d, best = std::string(o);
-        if (!best.empty()) msg += " (did you mean '--" + best + "'?)";
-        throw usage_error(msg);
-      }
-      if (inline_value) {
-        a.options[name] = *inline_value;
-      } else {
-        if (i + 1 >= argv.size()) throw usage_error(cmd + ": option '" + k + "' needs a value");
-        a.options[name] = argv[++i];
-      }
-    }
-    if (positional.empty()) throw usage_error(cmd + ": missing arguments");
-    if (positional.size() > 1 && !spec.more_files)
-      throw usage_error(cmd + ": unexpected argument '" + positional[1] + "'");
-    a.path = positional[0];
-    a.files.assign(positional.begin() + 1, positional.end());
-    return a;
-  }
-  std::optional<std::string> get(const std::string& k) const {
-    auto it = options.find(k);
-    if (it == options.end()) return std::nullopt;
-    return it->second;
-  }
-  std::optional<std::uint64_t> number(const std::string& k) const {
-    auto v = get(k);
-    if (!v) return std::nullopt;
-    std::uint64_t n = 0;
-    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-    if (ec != std::errc() || p != v->data() + v->size())
-      throw usage_error("--" + k + " needs a non-negative integer, got '" + *v + "'");
-    return n;
-  }
-};
-
-std::vector<std::string> split_columns(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',') { out.push_back(cur); cur.clear(); }
-    else cur += c;
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 bool is_file(const std::string& path) { return fs::is_regular_file(path); }
 
 // Other writers committed first this many times; the commit was rebased each time.
@@ -539,7 +424,7 @@ void print_batch(const arrow::record_batch& b) {
 }
 
 int cmd_cat(const args& a) {
-  const auto columns = a.get("columns") ? split_columns(*a.get("columns")) : std::vector<std::string>{};
+  const auto columns = a.get("columns") ? split_list(*a.get("columns")) : std::vector<std::string>{};
   const auto offset = a.number("offset").value_or(0);
   const auto limit = a.number("limit");
   if (is_file(a.path)) {
@@ -709,56 +594,6 @@ struct progress_bar {
   }
 };
 
-// "0,1,5" -> {0, 1, 5}.
-std::vector<std::uint64_t> parse_fragment_list(const std::string& text) {
-  std::vector<std::uint64_t> out;
-  for (const auto& item : split_columns(text)) {
-    std::uint64_t n = 0;
-    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
-    if (item.empty() || ec != std::errc() || p != item.data() + item.size())
-      throw usage_error("--fragments needs fragment ids like 0,1,5, got '" + text + "'");
-    out.push_back(n);
-  }
-  if (out.empty()) throw usage_error("--fragments needs at least one fragment id");
-  return out;
-}
-
-// The build flags index create and index train share; `model` (when given) supplies
-// what the flags leave out.
-index::build_options build_flags(const args& a, const index::trained_model* model) {
-  index::build_options o;
-  o.column = a.get("column").value_or(model ? model->column : "");
-  if (o.column.empty()) throw usage_error(a.command + " needs --column COL");
-  const auto type = a.get("type");
-  if (!type && !model)
-    throw usage_error(a.command + " needs --type ivf_flat|ivf_pq|ivf_sq|ivf_rq|ivf_hnsw_flat|ivf_hnsw_sq|ivf_hnsw_pq");
-  o.type = type ? index::parse_ivf_index_type(*type) : model->type;
-  if ((a.get("m") || a.get("ef-construction")) && !index::is_hnsw(o.type))
-    throw usage_error("--m and --ef-construction apply to ivf_hnsw_* indexes only");
-  if (auto v = a.number("m")) o.m = std::uint32_t(*v);
-  if (auto v = a.number("ef-construction")) o.ef_construction = std::uint32_t(*v);
-  if (a.get("partitions") && a.get("target-partition-size"))
-    throw usage_error("give --partitions or --target-partition-size, not both");
-  if (auto v = a.number("partitions")) o.num_partitions = std::size_t(*v);
-  if (auto v = a.number("target-partition-size")) o.target_partition_size = std::size_t(*v);
-  if (auto v = a.number("sub-vectors")) o.num_sub_vectors = std::size_t(*v);
-  if (auto v = a.number("bits")) o.num_bits = std::uint32_t(*v);
-  if (auto m = a.get("metric")) o.metric = index::parse_distance(*m);
-  else if (model) o.metric = model->metric;
-  if (auto v = a.number("memory-budget")) o.memory_budget_bytes = *v;
-  if (auto f = a.get("fragments")) o.fragment_ids = parse_fragment_list(*f);
-  if (auto v = a.number("seed")) o.seed = *v;
-  return o;
-}
-
-// A thread pool of --threads workers (default: the cores); none for 1.
-std::optional<boost::asio::thread_pool>& worker_pool(const args& a, std::optional<boost::asio::thread_pool>& pool) {
-  const auto threads = a.number("threads").value_or(std::max(1u, std::thread::hardware_concurrency()));
-  if (threads == 0) throw usage_error("--threads must be positive");
-  if (threads > 1) pool.emplace(std::size_t(threads));
-  return pool;
-}
-
 int cmd_index_create(const args& a) {
   std::optional<index::trained_model> model;
   if (auto m = a.get("model")) model = index::read_model_file(*m);
@@ -774,7 +609,7 @@ int cmd_index_create(const args& a) {
     throw usage_error("the model fixes the partitions and the quantizer: drop --partitions / --target-partition-size / "
                       "--sub-vectors / --bits");
   std::optional<boost::asio::thread_pool> pool;
-  if (worker_pool(a, pool)) o.pool = &*pool;
+  o.pool = worker_pool(a, pool);
   progress_bar bar;
   o.on_progress = [&](const index::build_progress& p) { bar(p); };
   try {
@@ -823,7 +658,7 @@ int cmd_index_train(const args& a) {
   if (!out) throw usage_error("index train needs --out MODEL");
   index::build_options o = build_flags(a, nullptr);
   std::optional<boost::asio::thread_pool> pool;
-  if (worker_pool(a, pool)) o.pool = &*pool;
+  o.pool = worker_pool(a, pool);
   progress_bar bar;
   o.on_progress = [&](const index::build_progress& p) { bar(p); };
   index::trained_model m;
@@ -946,7 +781,7 @@ int cmd_search(const args& a) {
   if (k == 0) throw usage_error("--k must be positive");
   const auto nprobes = a.number("nprobes").value_or(20);
   if (nprobes == 0) throw usage_error("--nprobes must be positive");
-  const auto user_columns = a.get("columns") ? split_columns(*a.get("columns")) : std::vector<std::string>{};
+  const auto user_columns = a.get("columns") ? split_list(*a.get("columns")) : std::vector<std::string>{};
   auto t = query::table::open(a.path);
   auto b = t.query().nearest(*column, std::move(vec)).k(k).nprobes(nprobes).offset(a.number("offset").value_or(0));
   if (auto m = a.number("max-nprobes")) b.maximum_nprobes(*m);
@@ -1010,13 +845,8 @@ int cmd_index_optimize(const args& a) {
     if (*n == 0) throw usage_error("--target-partition-size must be positive");
     o.target_partition_size = std::size_t(*n);
   }
-  const auto threads = a.number("threads").value_or(std::max(1u, std::thread::hardware_concurrency()));
-  if (threads == 0) throw usage_error("--threads must be positive");
   std::optional<boost::asio::thread_pool> pool;
-  if (threads > 1) {
-    pool.emplace(std::size_t(threads));
-    o.pool = &*pool;
-  }
+  o.pool = worker_pool(a, pool);
   const auto r = index::optimize_indices(a.path, o);
   report_retries(r.retries);
   for (const auto& i : r.indices) {
@@ -1118,7 +948,7 @@ int naming_file(const std::string& path, F&& f) {
 }
 
 int run(const command_spec& spec, const std::vector<std::string>& rest) {
-  const auto a = args::parse(spec, rest);
+  const auto a = args::parse({spec.name, spec.options, spec.flags, spec.more_files}, rest);
   if (a.help) {
     print_command_help(spec);
     return 0;

@@ -1,5 +1,5 @@
-// What every lancet-mpi subcommand shares: the subcommand table entry, option parsing,
-// and the all-or-nothing step that turns one rank's failure into every rank's.
+// What every lancet-mpi subcommand shares: the subcommand table entry (option parsing
+// is examples/tool_args.hpp, shared with the lancet CLI), and the all-or-nothing step that turns one rank's failure into every rank's.
 //
 // Every rank runs the same command line, so usage errors happen on all ranks at once
 // (rank 0 prints them). Anything else that can fail runs inside step(): each rank
@@ -11,13 +11,9 @@
 // and only after every rank's step succeeded.
 #pragma once
 
-#include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <exception>
 #include <iostream>
-#include <map>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -29,13 +25,13 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include "../tool_args.hpp"
+
 namespace lancet_mpi {
 
 namespace mpi = boost::mpi;
 
-struct usage_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using lancet_tools::usage_error;
 
 // Some rank failed a step; every failure has been reported by rank 0.
 struct step_failed : std::runtime_error {
@@ -79,56 +75,8 @@ void step(const mpi::communicator& world, std::string_view what, F&& f) {
                       std::to_string(world.size()) + " ranks");
 }
 
-// Command-line options: one positional (the dataset), "--name value" or "--name=value".
-struct options {
-  std::string path;
-  std::map<std::string, std::string> values;
-
-  static options parse(std::string_view cmd, const std::vector<std::string>& argv,
-                       const std::vector<std::string_view>& known) {
-    options o;
-    std::vector<std::string> positional;
-    for (std::size_t i = 0; i < argv.size(); ++i) {
-      std::string k = argv[i];
-      if (k.size() < 2 || k.rfind("--", 0) != 0) {
-        if (!k.empty() && k[0] == '-' && k.size() > 1) throw usage_error(std::string(cmd) + ": unknown flag '" + k + "'");
-        positional.push_back(k);
-        continue;
-      }
-      std::optional<std::string> inline_value;
-      if (const auto eq = k.find('='); eq != std::string::npos) {
-        inline_value = k.substr(eq + 1);
-        k.resize(eq);
-      }
-      const std::string name = k.substr(2);
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        std::string list;
-        for (auto n : known) list += (list.empty() ? "--" : ", --") + std::string(n);
-        throw usage_error(std::string(cmd) + ": unknown flag '" + k + "' (it takes " + list + ")");
-      }
-      if (inline_value) o.values[name] = *inline_value;
-      else if (i + 1 < argv.size()) o.values[name] = argv[++i];
-      else throw usage_error(std::string(cmd) + ": option '" + k + "' needs a value");
-    }
-    if (positional.empty()) throw usage_error(std::string(cmd) + ": missing the DATASET argument");
-    if (positional.size() > 1) throw usage_error(std::string(cmd) + ": unexpected argument '" + positional[1] + "'");
-    o.path = positional[0];
-    return o;
-  }
-  std::optional<std::string> get(const std::string& k) const {
-    auto it = values.find(k);
-    if (it == values.end()) return std::nullopt;
-    return it->second;
-  }
-  std::optional<std::uint64_t> number(const std::string& k) const {
-    auto v = get(k);
-    if (!v) return std::nullopt;
-    std::uint64_t n = 0;
-    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-    if (ec != std::errc() || p != v->data() + v->size())
-      throw usage_error("--" + k + " needs a non-negative integer, got '" + *v + "'");
-    return n;
-  }
-};
+// Command-line parsing is the tools' shared parser (examples/tool_args.hpp).
+using lancet_tools::args;
+using lancet_tools::arg_spec;
 
 }  // namespace lancet_mpi

@@ -105,34 +105,25 @@ inline void remove_segment(const std::string& root, const std::optional<lancet::
 
 }  // namespace index_create_detail
 
-inline int run_index_create(const mpi::communicator& world, const std::vector<std::string>& argv_in) {
+inline int run_index_create(const mpi::communicator& world, const std::vector<std::string>& argv) {
   namespace ix = lancet::index;
   using namespace index_create_detail;
-  // The flags (no value) first; options::parse takes "--name value" pairs.
-  bool merge = false, replace = false;
-  std::vector<std::string> argv;
-  for (const auto& a : argv_in) {
-    if (a == "--merge") merge = true;
-    else if (a == "--replace") replace = true;
-    else argv.push_back(a);
-  }
-  const auto o = options::parse("index create", argv,
-                                {"column", "type", "partitions", "target-partition-size", "sub-vectors", "bits", "metric",
-                                 "name", "memory-budget", "threads", "model-out"});
+  const auto o = args::parse({"index create",
+                              {"column", "type", "partitions", "target-partition-size", "sub-vectors", "bits", "metric",
+                               "name", "memory-budget", "threads", "model-out"},
+                              {"merge", "replace"}},
+                             argv);
+  const bool merge = o.has("merge"), replace = o.has("replace");
+  // The build flags; every rank parses the same, so a bad --type or --metric is a usage
+  // error on all of them at once.
   ix::build_options bo;
-  bo.column = o.get("column").value_or("");
-  if (bo.column.empty()) throw usage_error("index create needs --column COL");
-  const auto type = o.get("type");
-  if (!type) throw usage_error("index create needs --type ivf_flat|ivf_pq|ivf_sq|ivf_rq");
-  if (o.get("partitions") && o.get("target-partition-size"))
-    throw usage_error("give --partitions or --target-partition-size, not both");
-  if (auto v = o.number("partitions")) bo.num_partitions = std::size_t(*v);
-  if (auto v = o.number("target-partition-size")) bo.target_partition_size = std::size_t(*v);
-  if (auto v = o.number("sub-vectors")) bo.num_sub_vectors = std::size_t(*v);
-  if (auto v = o.number("bits")) bo.num_bits = std::uint32_t(*v);
-  if (auto v = o.number("memory-budget")) bo.memory_budget_bytes = *v;
-  const auto threads = o.number("threads").value_or(1);
-  if (threads == 0) throw usage_error("--threads must be positive");
+  try {
+    bo = lancet_tools::build_flags(o, nullptr);
+  } catch (const usage_error&) {
+    throw;
+  } catch (const lancet::error& e) {
+    throw usage_error(e.what());
+  }
   const std::string name = o.get("name").value_or(bo.column + "_idx");
   bo.name = name;
   const auto& root = o.path;
@@ -140,9 +131,7 @@ inline int run_index_create(const mpi::communicator& world, const std::vector<st
   std::optional<boost::asio::thread_pool> pool;
   plan p;
   step(world, "planning", [&] {
-    bo.type = ix::parse_ivf_index_type(*type);
-    if (auto m = o.get("metric")) bo.metric = ix::parse_distance(*m);
-    if (threads > 1) pool.emplace(std::size_t(threads)), bo.pool = &*pool;
+    bo.pool = lancet_tools::worker_pool(o, pool, 1);
     if (world.rank() != 0) return;
     const auto latest = lancet::dataset::load_latest(root);
     if (!latest) lancet::dataset::throw_no_dataset(root);

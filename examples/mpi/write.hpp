@@ -131,8 +131,8 @@ class files_source {
 
 inline int run_write(const mpi::communicator& world, const std::vector<std::string>& argv) {
   namespace ds = lancet::dataset;
-  const auto o = options::parse("write", argv,
-                                {"schema", "input", "operation", "format", "max-rows-per-file", "max-retries"});
+  const auto o = args::parse({"write", {"schema", "input", "operation", "format", "max-rows-per-file", "max-retries"}, {}},
+                             argv);
   const auto schema_path = o.get("schema");
   if (!schema_path) throw usage_error("write needs --schema SCHEMA.json");
   const auto pattern = o.get("input");
@@ -141,10 +141,7 @@ inline int run_write(const mpi::communicator& world, const std::vector<std::stri
   if (op && *op != "append" && *op != "overwrite")
     throw usage_error("--operation must be append or overwrite, not '" + *op + "'");
   ds::write_options wo;
-  if (auto n = o.number("max-rows-per-file")) {
-    if (*n == 0) throw usage_error("--max-rows-per-file must be positive");
-    wo.max_rows_per_file = *n;
-  }
+  if (auto n = o.number<std::uint64_t>("max-rows-per-file", 1)) wo.max_rows_per_file = *n;
   ds::fragment_commit_options co;
   if (auto n = o.number("max-retries")) co.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
   const auto& root = o.path;
