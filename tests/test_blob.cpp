@@ -25,6 +25,7 @@
 #include <lancet/io/file_source.hpp>
 #include <lancet/io/memory_sink.hpp>
 #include <lancet/io/source.hpp>
+#include <lancet/index/optimize/remap.hpp>
 
 #include "support/blob_values.hpp"
 #include "support/files.hpp"
@@ -447,7 +448,7 @@ TEST_CASE("blob v2 (2.2): compaction rewrites the values into the new data file'
     dataset::write(root, blob_v2_rows(sizes), o);
   }
   const auto before = files_under(fs::path(root) / "data", true);
-  const auto r = dataset::compact_files(root);
+  const auto r = dataset::compact_files(root, {.remap_indexes = lancet::index::compaction_remapper()});
   CHECK(r.metrics.fragments_removed == 3);
   CHECK(r.metrics.fragments_added == 1);
   dataset::cleanup_options co;

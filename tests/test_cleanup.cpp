@@ -22,9 +22,10 @@
 #include <vector>
 
 #include <lancet/dataset.hpp>
-#include <lancet/index/ivf_builder.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
 #include <lancet/index/registry.hpp>
-#include <lancet/index/vector_index.hpp>
+#include <lancet/index/search/vector_index.hpp>
+#include <lancet/index/optimize/remap.hpp>
 
 #include "support/dataset_writes.hpp"
 #include "support/files.hpp"
@@ -116,7 +117,7 @@ TEST_CASE("cleanup keeping 2 versions: old manifests and only-their files go; ke
   bo.num_partitions = 2;
   index::build_ivf_index(root, bo);               // v4: an index
   // ReserveFragments + Rewrite: two versions, the fragments rewritten, the index remapped.
-  const std::uint64_t c = dataset::compact_files(root, {}).version;
+  const std::uint64_t c = dataset::compact_files(root, {.remap_indexes = lancet::index::compaction_remapper()}).version;
   REQUIRE(c >= 5);
   write(root, 240, 30, false);                    // the latest
   const std::uint64_t latest = c + 1;

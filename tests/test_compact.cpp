@@ -23,9 +23,9 @@
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/ivf_builder.hpp>
-#include <lancet/index/remap.hpp>
-#include <lancet/index/vector_index.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/optimize/remap.hpp>
+#include <lancet/index/search/vector_index.hpp>
 #include "support/dataset_writes.hpp"
 #include "support/failing_sink.hpp"
 #include "support/files.hpp"
@@ -94,6 +94,7 @@ TEST_CASE("plan_compaction: Lance's candidates, bins and task sizes") {
   }
   auto d = dataset::dataset::open(root);
   dataset::compaction_options o;
+  o.remap_indexes = lancet::index::compaction_remapper();
   o.target_rows_per_fragment = 250;
   auto plan = dataset::plan_compaction(d, o);
   CHECK(plan.read_version == d.version());
@@ -146,6 +147,7 @@ TEST_CASE("compact_files: small fragments merged, deleted rows dropped, the addr
   auto addr_batch = before.to_batch({.columns = {"id"}, .with_row_address = true});
 
   dataset::compaction_options o;
+  o.remap_indexes = lancet::index::compaction_remapper();
   o.target_rows_per_fragment = 120;
   std::size_t progress_calls = 0;
   o.progress = [&](std::size_t done, std::size_t total) {
@@ -228,7 +230,7 @@ TEST_CASE("compact_files: stable row ids survive with their versions") {
   const auto before = dataset::dataset::open(root);
   REQUIRE(before.stable_row_ids());
   auto b0 = before.to_batch({.columns = {"id"}, .with_row_id = true});
-  const auto r = dataset::compact_files(root, {});
+  const auto r = dataset::compact_files(root, {.remap_indexes = lancet::index::compaction_remapper()});
   const auto after = dataset::dataset::open(root);
   CHECK(r.version == before.version() + 2);  // one ReserveFragments, one Rewrite
   REQUIRE(after.fragments().size() == 1);
@@ -276,7 +278,7 @@ TEST_CASE("compact_files: an IVF index is remapped in the Rewrite commit") {
     for (auto n : parts0) entries0 += n;
     CHECK(entries0 == 360);
 
-    const auto r = dataset::compact_files(root, {});
+    const auto r = dataset::compact_files(root, {.remap_indexes = lancet::index::compaction_remapper()});
     const auto after = dataset::dataset::open(root);
     REQUIRE(r.indices.size() == 1);
     CHECK(r.indices[0].name == "vector_idx");
@@ -426,7 +428,7 @@ TEST_CASE("compact_files: an index lancet cannot remap leaves the dataset unchan
   const auto before = listing(t.path);
   const auto v = dataset::dataset::open(root).version();
   try {
-    dataset::compact_files(root, {});
+    dataset::compact_files(root, {.remap_indexes = lancet::index::compaction_remapper()});
     FAIL("expected unsupported_error");
   } catch (const unsupported_error& e) {
     CHECK(std::string(e.what()).find("id_idx") != std::string::npos);
@@ -435,6 +437,35 @@ TEST_CASE("compact_files: an index lancet cannot remap leaves the dataset unchan
   CHECK(listing(t.path) == before);
 
   CHECK_THROWS_AS(dataset::compact_files((t.path / "nothing").string(), {}), not_found_error);
+}
+
+TEST_CASE("compact_files: without an index remapper, indexed fragments are refused up front") {
+  tmp_dir t("no-remapper");
+  const auto root = t.str();
+  make_dataset(root, 4, 90);
+  index::build_options bo;
+  bo.column = "vector";
+  bo.num_partitions = 3;
+  index::build_ivf_index(root, bo);
+  const auto before = listing(t.path);
+  const auto v = dataset::dataset::open(root).version();
+  try {
+    dataset::compact_files(root, {});
+    FAIL("expected unsupported_error");
+  } catch (const unsupported_error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("'vector_idx'") != std::string::npos);
+    CHECK(what.find("remap_indexes") != std::string::npos);
+  }
+  CHECK(dataset::dataset::open(root).version() == v);
+  CHECK(listing(t.path) == before);
+
+  // A dataset without indexes needs none.
+  tmp_dir u("no-index");
+  make_dataset(u.str(), 4, 90);
+  const auto r = dataset::compact_files(u.str(), {});
+  CHECK(r.metrics.fragments_removed == 4);
+  CHECK(r.metrics.fragments_added == 1);
 }
 
 namespace {
@@ -469,14 +500,14 @@ TEST_CASE("compact_files: a failing write leaves no data or index files behind")
   const auto indices0 = files_under(t.path / "_indices");
 
   // A data file fails: nothing committed.
-  CHECK_THROWS_AS(dataset::compact_files(root, {}, failing_factory{"/data/", 1}), io_error);
+  CHECK_THROWS_AS(dataset::compact_files(root, {.remap_indexes = lancet::index::compaction_remapper()}, failing_factory{"/data/", 1}), io_error);
   CHECK(dataset::dataset::open(root).version() == v0);
   CHECK(files_under(t.path / "data") == data0);
   CHECK(files_under(t.path / "_indices") == indices0);
 
   // The Rewrite manifest fails (the ReserveFragments one went through, as in Lance a
   // reservation stays): rows, index and files as before.
-  CHECK_THROWS_AS(dataset::compact_files(root, {}, failing_factory{"/_versions/", 2}), io_error);
+  CHECK_THROWS_AS(dataset::compact_files(root, {.remap_indexes = lancet::index::compaction_remapper()}, failing_factory{"/_versions/", 2}), io_error);
   const auto d = dataset::dataset::open(root);
   CHECK(d.version() == v0 + 1);
   CHECK(std::holds_alternative<pb::transaction::reserve_fragments>(d.transaction()->operation));
@@ -487,7 +518,7 @@ TEST_CASE("compact_files: a failing write leaves no data or index files behind")
   CHECK(d.indices()[0].uuid == built.index.uuid);
 
   // And then it works.
-  const auto r = dataset::compact_files(root, {});
+  const auto r = dataset::compact_files(root, {.remap_indexes = lancet::index::compaction_remapper()});
   CHECK(r.version == v0 + 3);
   CHECK(dataset_ids(dataset::dataset::open(root)) == ids0);
   CHECK(files_under(t.path / "_indices").size() == indices0.size() + 1);

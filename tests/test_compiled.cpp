@@ -183,7 +183,7 @@ TEST_CASE("compiled mode: the dataset layer's functions come from the library") 
   CHECK(ds.count_rows() == 4998);
   CHECK_THROWS_AS(ds.take({0}), invalid_input_error);
 
-  const auto c = dataset::compact_files(root, {.target_rows_per_fragment = 10000});
+  const auto c = dataset::compact_files(root, {.target_rows_per_fragment = 10000, .remap_indexes = lancet::index::compaction_remapper()});
   CHECK(c.metrics.fragments_removed == 3);
   CHECK(c.metrics.fragments_added == 1);
   ds = ds.latest();

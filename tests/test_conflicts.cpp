@@ -23,10 +23,11 @@
 #include <lancet/dataset/conflict.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/ivf_builder.hpp>
-#include <lancet/index/optimize.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/optimize/optimize_indices.hpp>
 #include <lancet/index/registry.hpp>
 #include <lancet/io/file_sink.hpp>
+#include <lancet/index/optimize/remap.hpp>
 
 #include "support/dataset_writes.hpp"
 #include "support/files.hpp"
@@ -232,7 +233,7 @@ TEST_CASE("Append vs Rewrite (compaction): both committed, every row once") {
   const auto root = t.sub("ds");
   ds::write(root, clustered_batch(0, 12), opts(ds::write_mode::create, 3));
   REQUIRE(fragment_ids(root).size() == 4);
-  racing_factory f{[&] { ds::compact_files(root, {}); }};
+  racing_factory f{[&] { ds::compact_files(root, {.remap_indexes = lancet::index::compaction_remapper()}); }};
   auto r = ds::write(root, clustered_batch(12, 4), opts(ds::write_mode::append), f);
   CHECK(r.retries >= 1);
   CHECK(sorted_live_ids(root) == iota_ids(0, 16));
@@ -425,7 +426,7 @@ TEST_CASE("CreateIndex vs Rewrite of the fragments it indexed: conflict, the dat
   o.on_progress = [&](const index::build_progress&) {
     if (!once) {
       once = true;
-      ds::compact_files(root, {});
+      ds::compact_files(root, {.remap_indexes = lancet::index::compaction_remapper()});
       after_rival = state_of(root);
     }
   };
@@ -443,6 +444,7 @@ TEST_CASE("Rewrite (compaction) vs Delete on its fragments: conflict; vs Append:
   ds::write(root, clustered_batch(0, 12), opts(ds::write_mode::create, 3));
   SUBCASE("Delete of a fragment it rewrites") {
     ds::compaction_options co;
+    co.remap_indexes = lancet::index::compaction_remapper();
     std::vector<std::int64_t> rows_after;
     std::vector<std::uint64_t> frags_after;
     co.progress = [&](std::size_t done, std::size_t) {
@@ -463,6 +465,7 @@ TEST_CASE("Rewrite (compaction) vs Delete on its fragments: conflict; vs Append:
   }
   SUBCASE("Append meanwhile") {
     ds::compaction_options co;
+    co.remap_indexes = lancet::index::compaction_remapper();
     co.progress = [&](std::size_t done, std::size_t) {
       if (done == 1) append_rows(root, 12, 5);
     };

@@ -33,13 +33,13 @@ TEST_CASE("aligned_buffer is 64-byte aligned, zero-fills and grows") {
 }
 
 TEST_CASE("large blocks: own huge-page mappings, reused through a small cache, released on request") {
-  // From detail::large_alloc_threshold on, storage is an anonymous 2 MiB-aligned
+  // From lancet::large_alloc_threshold on, storage is an anonymous 2 MiB-aligned
   // mapping (huge pages requested) behind a 64-byte header; everything else behaves as
   // for small buffers.
   release_free_memory();
   auto& cache = detail::large_block_cache::instance();
   REQUIRE(cache.kept_blocks() == 0);
-  const std::size_t big = detail::large_alloc_threshold + 12345;
+  const std::size_t big = lancet::large_alloc_threshold + 12345;
   auto mapped_at = [](const std::uint8_t* p) {
     return reinterpret_cast<std::uintptr_t>(p) % 64 == 0 &&
            (reinterpret_cast<std::uintptr_t>(p) - detail::large_block_header) % detail::huge_page_bytes == 0;
@@ -62,9 +62,9 @@ TEST_CASE("large blocks: own huge-page mappings, reused through a small cache, r
     CHECK(c.data() != b.data());
     CHECK(c[big - 1] == 42);
     CHECK(c[999] == std::uint8_t(999 * 7));
-    b.append_zeros(detail::large_alloc_threshold);  // growth moves the bytes to a larger block
+    b.append_zeros(lancet::large_alloc_threshold);  // growth moves the bytes to a larger block
     CHECK(b[big - 1] == 42);
-    CHECK(b.size() == big + detail::large_alloc_threshold);
+    CHECK(b.size() == big + lancet::large_alloc_threshold);
     shared_bytes s(std::move(c));  // the block now belongs to the shared view
     CHECK(s.size() == big);
     CHECK(s.data()[big - 1] == 42);
@@ -84,16 +84,16 @@ TEST_CASE("large blocks: own huge-page mappings, reused through a small cache, r
   release_free_memory();
   CHECK(cache.kept_blocks() == 0);
   // Blocks far larger than a cached one are not served from it.
-  std::uint8_t* small_block = detail::allocate_bytes(detail::large_alloc_threshold);
-  detail::free_bytes(small_block, detail::large_alloc_threshold);
+  std::uint8_t* small_block = detail::allocate_bytes(lancet::large_alloc_threshold);
+  detail::free_bytes(small_block, lancet::large_alloc_threshold);
   REQUIRE(cache.kept_blocks() == 1);
-  std::uint8_t* huge = detail::allocate_bytes(5 * detail::large_alloc_threshold);
+  std::uint8_t* huge = detail::allocate_bytes(5 * lancet::large_alloc_threshold);
   CHECK(huge != small_block);
   CHECK(cache.kept_blocks() == 1);
-  huge[5 * detail::large_alloc_threshold - 1] = 7;
-  detail::free_bytes(huge, 5 * detail::large_alloc_threshold);
-  for (std::size_t n : {std::size_t(64), detail::large_alloc_threshold - 1, detail::large_alloc_threshold,
-                        detail::large_alloc_threshold + 1, 3 * detail::huge_page_bytes * 20 + 5}) {
+  huge[5 * lancet::large_alloc_threshold - 1] = 7;
+  detail::free_bytes(huge, 5 * lancet::large_alloc_threshold);
+  for (std::size_t n : {std::size_t(64), lancet::large_alloc_threshold - 1, lancet::large_alloc_threshold,
+                        lancet::large_alloc_threshold + 1, 3 * detail::huge_page_bytes * 20 + 5}) {
     CAPTURE(n);
     std::uint8_t* p = detail::allocate_bytes(n);
     CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);

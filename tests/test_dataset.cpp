@@ -24,7 +24,7 @@
 #include <lancet/dataset/deletion.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/encoding/structural/policy.hpp>
-#include <lancet/json/write_dataset.hpp>
+#include <lancet/dataset/write_json_lines.hpp>
 #include <lancet/pb/file2.hpp>
 #include <lancet/pb/encodings_v2_1.hpp>
 #include <lancet/io/file_source.hpp>
@@ -1118,7 +1118,7 @@ std::string first_page_compression(const std::string& root, std::uint32_t c) {
 
 }  // namespace
 
-TEST_CASE("dataset::write and json::write_rows take an encoding policy; 2.0 datasets refuse one") {
+TEST_CASE("dataset::write and dataset::write_json_lines take an encoding policy; 2.0 datasets refuse one") {
   scratch_dir t("policy");
   // Low-cardinality names: Lance 12 (the default policy) dictionary-encodes them.
   std::string rows;
@@ -1126,13 +1126,13 @@ TEST_CASE("dataset::write and json::write_rows take an encoding policy; 2.0 data
   const arrow::schema schema{{arrow::field{"id", arrow::int64(), false, {}}, arrow::field{"name", arrow::utf8(), true, {}}}, {}};
   {
     std::istringstream in(rows);
-    auto r = lancet::json::write_rows(t.sub("default"), schema, in);
+    auto r = lancet::dataset::write_json_lines(t.sub("default"), schema, in);
     CHECK(r.rows_written == 2000);
     CHECK(first_page_compression(t.sub("default"), 1) == "dictionary");
   }
   {
     std::istringstream in(rows);
-    auto r = lancet::json::write_rows(t.sub("plain"), schema, in, {}, plain_names{});
+    auto r = lancet::dataset::write_json_lines(t.sub("plain"), schema, in, {}, plain_names{});
     CHECK(r.rows_written == 2000);
     CHECK(first_page_compression(t.sub("plain"), 1) != "dictionary");
     auto back = ds::dataset::open(t.sub("plain")).to_batch({});

@@ -17,8 +17,9 @@
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/optimize.hpp>
-#include <lancet/index/vector_index.hpp>
+#include <lancet/index/optimize/optimize_indices.hpp>
+#include <lancet/index/search/vector_index.hpp>
+#include <lancet/index/optimize/remap.hpp>
 
 #include "support/interop.hpp"
 #include "support/vector_batch.hpp"
@@ -867,7 +868,7 @@ TEST_CASE("compaction remaps an IVF_HNSW_SQ index: deleted rows gone, moved rows
   std::set<std::int64_t> gone;
   for (std::uint64_t i = 0; i < 1000; i += 10) del.push_back(dataset::row_address(1, i)), gone.insert(std::int64_t(1000 + i));
   dataset::delete_rows(root, del);
-  const auto c = dataset::compact_files(root);
+  const auto c = dataset::compact_files(root, {.remap_indexes = lancet::index::compaction_remapper()});
   CHECK(c.metrics.fragments_removed == 3);
   CHECK(c.metrics.fragments_added == 1);
   const auto seen = hnsw_segments(root, "IVF_HNSW_SQ", 10, 40);

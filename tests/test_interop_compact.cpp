@@ -24,8 +24,9 @@
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/ivf_builder.hpp>
-#include <lancet/index/vector_index.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/search/vector_index.hpp>
+#include <lancet/index/optimize/remap.hpp>
 
 #include "support/interop.hpp"
 #include "support/neighbours.hpp"
@@ -143,7 +144,7 @@ TEST_CASE("interop: LanceDB reads and searches a dataset compacted by lancet (ou
       for (auto id : b) CHECK(id % 5 != 0);  // deleted rows are not found
     }
 
-    const auto r = dataset::compact_files(ds.string());
+    const auto r = dataset::compact_files(ds.string(), {.remap_indexes = lancet::index::compaction_remapper()});
     CHECK(r.metrics.fragments_removed == 6);
     CHECK(r.metrics.fragments_added == 1);
     CHECK(r.metrics.files_removed == 12);  // 6 data files + 6 deletion files
@@ -189,7 +190,7 @@ TEST_CASE("interop: lancet compacts a LanceDB dataset and remaps LanceDB's IVF_P
   REQUIRE(before.size() == 5);
   for (const auto& b : before) CHECK(b.size() == 10);
 
-  const auto r = dataset::compact_files(ds.string());
+  const auto r = dataset::compact_files(ds.string(), {.remap_indexes = lancet::index::compaction_remapper()});
   CHECK(r.metrics.fragments_removed == 5);
   CHECK(r.metrics.fragments_added == 1);
   REQUIRE(r.indices.size() == 1);
@@ -241,7 +242,7 @@ TEST_CASE("interop: LanceDB's optimize() on a dataset carrying our index; we rea
   CHECK(our_id_values(ds, queries, 10, ix.storage->num_partitions()) == before);
 
   // Already compact: ours does nothing.
-  const auto r = dataset::compact_files(ds.string());
+  const auto r = dataset::compact_files(ds.string(), {.remap_indexes = lancet::index::compaction_remapper()});
   CHECK(r.version == d.version());
   CHECK(r.metrics.fragments_removed == 0);
 }

@@ -39,9 +39,10 @@
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/ivf_builder.hpp>
-#include <lancet/index/optimize.hpp>
-#include <lancet/index/vector_index.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/optimize/optimize_indices.hpp>
+#include <lancet/index/search/vector_index.hpp>
+#include <lancet/index/optimize/remap.hpp>
 
 #include "support/ids.hpp"
 #include "support/interop.hpp"
@@ -306,7 +307,7 @@ TEST_CASE("crash safety: index build, optimize and compaction killed (SIGKILL) a
           committed[dataset::dataset::open(root).version()] = rows;
         }
       },
-      [](const std::string& r) { dataset::compact_files(r); }, true);
+      [](const std::string& r) { dataset::compact_files(r, {.remap_indexes = lancet::index::compaction_remapper()}); }, true);
 
   // Leftovers of the killed operations: on disk, referenced by no manifest.
   std::set<std::string> leftovers;

@@ -32,7 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include <lancet/dataset/dataset.hpp>
-#include <lancet/index/ivf_builder.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
 
 #include "support/interop.hpp"
 #include "support/nearest.hpp"

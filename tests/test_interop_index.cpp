@@ -35,9 +35,9 @@
 #include <lancet/dataset/commit.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/storage_reader.hpp>
-#include <lancet/index/storage_writer.hpp>
-#include <lancet/index/kmeans.hpp>
+#include <lancet/index/ivf/storage_reader.hpp>
+#include <lancet/index/ivf/storage_writer.hpp>
+#include <lancet/index/kmeans/kmeans.hpp>
 #include <lancet/index/registry.hpp>
 
 #include "support/interop.hpp"

@@ -52,9 +52,9 @@
 
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/ivf_builder.hpp>
-#include <lancet/index/optimize.hpp>
-#include <lancet/index/vector_index.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/optimize/optimize_indices.hpp>
+#include <lancet/index/search/vector_index.hpp>
 
 #include "support/interop.hpp"
 #include "support/neighbours.hpp"

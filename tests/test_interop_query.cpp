@@ -50,11 +50,12 @@
 #include <lancet/dataset/delete.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/expr/filter.hpp>
-#include <lancet/index/ivf_builder.hpp>
-#include <lancet/index/optimize.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/optimize/optimize_indices.hpp>
 #include <lancet/json/rows_reader.hpp>
 #include <lancet/json/rows_writer.hpp>
 #include <lancet/query/table.hpp>
+#include <lancet/index/optimize/remap.hpp>
 
 #include "support/interop.hpp"
 #include "support/nearest.hpp"
@@ -883,6 +884,7 @@ std::size_t lancet_delta_segment(const std::string& root) {
 
 void lancet_compact(const std::string& root, std::uint64_t target_rows) {
   dataset::compaction_options co;
+  co.remap_indexes = lancet::index::compaction_remapper();
   co.target_rows_per_fragment = target_rows;
   const auto r = dataset::compact_files(root, co);
   CHECK(r.metrics.fragments_removed > 0);

@@ -718,7 +718,7 @@ TEST_CASE("file_source reads with pread and with a shared mapping") {
 
 TEST_CASE("file_source: a large read lands in a huge-page block, byte for byte") {
   io_temp_dir d;
-  const std::size_t n = lancet::detail::large_alloc_threshold + 3 * 4096 + 17;
+  const std::size_t n = lancet::large_alloc_threshold + 3 * 4096 + 17;
   auto p = pattern(n, 5);
   write_file(d / "big.bin", bv(p));
   shared_bytes kept;

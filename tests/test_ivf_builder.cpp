@@ -37,7 +37,7 @@
 
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/ivf_builder.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
 
 #include "support/files.hpp"
 #include "support/interop.hpp"

@@ -1227,3 +1227,29 @@ TEST_CASE("json module: numbers as serde_json writes them") {
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("json: object_writer writes members in order, escaped, with no spaces") {
+  CHECK(json::object_writer{}.str() == "{}");
+  json::object_writer o;
+  o.field("version", std::uint64_t(3))
+      .field("name", std::string("a\"b\\c\n"))
+      .field("ok", true)
+      .field("neg", std::int64_t(-7))
+      .field("ids", std::vector<std::uint64_t>{1, 2})
+      .field("none", std::vector<std::uint32_t>{})
+      .field("cols", std::vector<std::string>{"x", "y\"z"})
+      .field("key \"q\"", "v")
+      .raw("nested", json::object_writer{}.field("p", 1).str())
+      .raw("list", json::raw_list({"1", "{}"}));
+  const auto text = o.str();
+  CHECK(text ==
+        "{\"version\":3,\"name\":\"a\\\"b\\\\c\\n\",\"ok\":true,\"neg\":-7,\"ids\":[1,2],\"none\":[],"
+        "\"cols\":[\"x\",\"y\\\"z\"],\"key \\\"q\\\"\":\"v\",\"nested\":{\"p\":1},\"list\":[1,{}]}");
+  // What it writes parses back, names and values intact.
+  const auto v = json::parse(text, "object_writer output");
+  REQUIRE(v.find("name") != nullptr);
+  CHECK(v.find("name")->text == "a\"b\\c\n");
+  CHECK(v.find("key \"q\"")->text == "v");
+  CHECK(v.find("ids")->items.size() == 2);
+  CHECK(v.find("ok")->b);
+}

@@ -14,7 +14,7 @@
 
 #include <boost/asio/thread_pool.hpp>
 
-#include "lancet/index/kmeans.hpp"
+#include "lancet/index/kmeans/kmeans.hpp"
 #include "lancet/simd/tiled.hpp"
 
 using namespace lancet;

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "lancet/index/quantizer/pq.hpp"
-#include "lancet/index/search.hpp"
+#include "lancet/index/search/ivf_searcher.hpp"
 #include "lancet/index/quantizer/rabitq.hpp"
 #include "lancet/index/quantizer/sq.hpp"
 
@@ -359,7 +359,7 @@ TEST_CASE("lut_scan_filtered: the same top-k and exact distances as the full sca
     std::vector<std::uint8_t> codes(nb * n);
     for (auto& c : codes) c = std::uint8_t(rng());
     std::vector<float> full(n);
-    pq::detail::lut_scan(lut.data(), nb, codes.data(), n, full.data());
+    pq::lut_scan(lut.data(), nb, codes.data(), n, full.data());
     const std::size_t k = 1 + std::size_t(trial) % 40;
     index::topk want(k), got(k);
     std::vector<std::uint64_t> ids(n);
@@ -367,7 +367,7 @@ TEST_CASE("lut_scan_filtered: the same top-k and exact distances as the full sca
     want.push_all(full.data(), ids.data(), n, nullptr);
     std::vector<std::uint8_t> qs(nb * 256);
     std::size_t emitted = 0, inexact = 0;
-    pq::detail::lut_scan_filtered(
+    pq::lut_scan_filtered(
         lut.data(), nb, codes.data(), n, qs.data(),
         [&] { return got.full() ? got.worst().distance : std::numeric_limits<float>::infinity(); },
         [&](std::size_t r, float dist) {
@@ -382,7 +382,7 @@ TEST_CASE("lut_scan_filtered: the same top-k and exact distances as the full sca
     rows_total += n;
   }
   MESSAGE("filtered scan: " << emitted_total << " of " << rows_total << " rows given exact distances");
-  if (pq::detail::has_filtered_lut_scan) CHECK(emitted_total * 4 < rows_total);  // it does filter
+  if (pq::has_filtered_lut_scan) CHECK(emitted_total * 4 < rows_total);  // it does filter
 }
 
 // A range of the rows (any ends, not only multiples of 64) with tables quantized once:
@@ -397,7 +397,7 @@ TEST_CASE("scan_quantized: a range of rows gives the full scan's top-k of that r
     std::vector<std::uint8_t> codes(nb * n);
     for (auto& c : codes) c = std::uint8_t(rng());
     std::vector<float> full(n);
-    pq::detail::lut_scan(lut.data(), nb, codes.data(), n, full.data());
+    pq::lut_scan(lut.data(), nb, codes.data(), n, full.data());
     std::size_t begin = rng() % n, end = rng() % (n + 1);
     if (begin > end) std::swap(begin, end);
     const std::size_t k = 1 + std::size_t(trial) % 20;
@@ -406,9 +406,9 @@ TEST_CASE("scan_quantized: a range of rows gives the full scan's top-k of that r
     for (std::size_t i = 0; i < n; ++i) ids[i] = i;
     want.push_all(full.data() + begin, ids.data() + begin, end - begin, nullptr);
     std::vector<std::uint8_t> qs(nb * 256);
-    const auto ql = pq::detail::quantize_for_scan(lut.data(), nb, qs.data());
+    const auto ql = pq::quantize_for_scan(lut.data(), nb, qs.data());
     std::size_t outside = 0, inexact = 0;
-    pq::detail::scan_quantized(
+    pq::scan_quantized(
         ql, qs.data(), lut.data(), nb, codes.data(), n, begin, end,
         [&] { return got.full() ? got.worst().distance : std::numeric_limits<float>::infinity(); },
         [&](std::size_t r, float dist) {
@@ -526,7 +526,7 @@ TEST_CASE("RaBitQ scan_filtered: the same top-k and distances as scan (l2, dot, 
     rows_total += n;
   }
   MESSAGE("RaBitQ filtered scan: " << emitted_total << " of " << rows_total << " rows given exact distances");
-  if (pq::detail::has_filtered_lut_scan) CHECK(emitted_total * 2 < rows_total);  // it does filter
+  if (pq::has_filtered_lut_scan) CHECK(emitted_total * 2 < rows_total);  // it does filter
 }
 
 TEST_CASE("cosine trains l2 tables (Lance searches cosine PQ as l2 over normalised vectors)") {
@@ -867,9 +867,9 @@ TEST_CASE("PQ iterate check: exact neighbours, distance tables and verdicts") {
     const std::size_t p = 3000, d = 24;
     const auto rows = gaussian(p, d, 61);
     const std::vector<std::size_t> qpos = {2999, 0, 17, 1500, 2048, 4};
-    const auto truth = pq::detail::exact_neighbors(t, rows.data(), p, d, qpos, 1, qpos.size(), nullptr);
+    const auto truth = index::detail::exact_neighbors(t, rows.data(), p, d, qpos, 1, qpos.size(), nullptr);
     boost::asio::thread_pool two(2);
-    CHECK(pq::detail::exact_neighbors(t, rows.data(), p, d, qpos, 1, qpos.size(), &two) == truth);
+    CHECK(index::detail::exact_neighbors(t, rows.data(), p, d, qpos, 1, qpos.size(), &two) == truth);
     REQUIRE(truth.size() == qpos.size() - 1);
     for (std::size_t j = 1; j < qpos.size(); ++j) {
       std::vector<std::pair<double, std::uint64_t>> all;
@@ -899,7 +899,7 @@ TEST_CASE("PQ iterate check: exact neighbours, distance tables and verdicts") {
       pp.max_iters = 5;
       pp.choose_iterate = false;
       const auto m = pq::train(rows.data(), 2000, 16, pp, t);
-      const pq::detail::table_maker<float> maker(m);
+      const index::detail::pq_table_maker<float> maker(m);
       for (std::size_t i = 0; i < 5; ++i) {
         const float* q = rows.data() + i * 16;
         const pq::distance_table want(m, q), got = maker.make(q);
@@ -912,19 +912,19 @@ TEST_CASE("PQ iterate check: exact neighbours, distance tables and verdicts") {
   // Paired gains and the verdicts of the rounds.
   {
     const std::vector<std::uint8_t> ends = {3, 4, 5, 6}, better = {4, 5, 6, 7}, mixed = {4, 3, 5, 6};
-    const auto all = pq::detail::gain_of(better, ends, 4);
+    const auto all = index::detail::iterate_gain_of(better, ends, 4);
     CHECK(all.mean == 1.0);
     CHECK(std::isinf(all.z));  // every query gained alike
-    const auto some = pq::detail::gain_of(mixed, ends, 4);
+    const auto some = index::detail::iterate_gain_of(mixed, ends, 4);
     CHECK(some.mean == 0.0);
-    using pq::detail::iterate_verdict;
-    CHECK(pq::detail::verdict_of(all, 4, 4000) == iterate_verdict::won);
-    CHECK(pq::detail::verdict_of(some, 4, 4000) == iterate_verdict::lost);
-    CHECK(pq::detail::verdict_of({0.05, 3.0}, 500, 4000) == iterate_verdict::won);
-    CHECK(pq::detail::verdict_of({0.05, 1.2}, 500, 4000) == iterate_verdict::open);    // 1.2 x sqrt(8) = 3.4
-    CHECK(pq::detail::verdict_of({0.05, 0.6}, 500, 4000) == iterate_verdict::lost);    // 0.6 x sqrt(8) = 1.7
-    CHECK(pq::detail::verdict_of({0.05, 2.9}, 4000, 4000) == iterate_verdict::lost);   // no queries left
-    CHECK(pq::detail::verdict_of({-0.01, 0.0}, 500, 4000) == iterate_verdict::lost);
+    using index::detail::iterate_verdict;
+    CHECK(index::detail::iterate_verdict_of(all, 4, 4000) == iterate_verdict::won);
+    CHECK(index::detail::iterate_verdict_of(some, 4, 4000) == iterate_verdict::lost);
+    CHECK(index::detail::iterate_verdict_of({0.05, 3.0}, 500, 4000) == iterate_verdict::won);
+    CHECK(index::detail::iterate_verdict_of({0.05, 1.2}, 500, 4000) == iterate_verdict::open);    // 1.2 x sqrt(8) = 3.4
+    CHECK(index::detail::iterate_verdict_of({0.05, 0.6}, 500, 4000) == iterate_verdict::lost);    // 0.6 x sqrt(8) = 1.7
+    CHECK(index::detail::iterate_verdict_of({0.05, 2.9}, 4000, 4000) == iterate_verdict::lost);   // no queries left
+    CHECK(index::detail::iterate_verdict_of({-0.01, 0.0}, 500, 4000) == iterate_verdict::lost);
   }
 }
 
@@ -998,7 +998,7 @@ TEST_CASE("PQ encode: every code is a nearest centroid, short and long sub-vecto
 
     // nearest_centroid::assign_rows (the tiled kernel, or a column-major copy for
     // short sub-vectors) against brute force, over sub-vector 0 of the finite rows.
-    const pq::detail::nearest_centroid<float> near(model.centroids(0), k, sd);
+    const index::detail::subvector_nearest_centroid<float> near(model.centroids(0), k, sd);
     CHECK(near.prefers_rows() == (sd > 16));
     std::vector<float> sub(n * sd);
     for (std::size_t r = 0; r < n; ++r) std::copy_n(rows.data() + r * d, sd, sub.data() + r * sd);
@@ -1018,7 +1018,7 @@ TEST_CASE("PQ sub-vector k-means: row-major and column-major values train the sa
     CAPTURE(sd);
     const std::size_t n = 3000, k = 64;
     const auto vals = gaussian(n, sd, 5 + sd);
-    pq::detail::subvector_kmeans<float> by_cols, by_rows;
+    index::detail::subvector_kmeans<float> by_cols, by_rows;
     for (auto* km : {&by_cols, &by_rows}) {
       km->n = n;
       km->d = sd;

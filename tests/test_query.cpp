@@ -22,9 +22,10 @@
 #include <lancet/dataset/delete.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/expr/filter.hpp>
-#include <lancet/index/ivf_builder.hpp>
-#include <lancet/index/optimize.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/optimize/optimize_indices.hpp>
 #include <lancet/query/table.hpp>
+#include <lancet/index/optimize/remap.hpp>
 
 #include "support/interop.hpp"
 #include "support/nearest.hpp"
@@ -240,6 +241,7 @@ TEST_CASE("query: an IVF_FLAT search over every partition is exact on a dataset 
             std::string::npos);
     } else if (round == 1) {
       dataset::compaction_options co;
+      co.remap_indexes = lancet::index::compaction_remapper();
       co.target_rows_per_fragment = 2500;
       dataset::compact_files(root, co);
     }

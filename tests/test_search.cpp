@@ -17,9 +17,9 @@
 #include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
-#include "lancet/index/kmeans.hpp"
-#include "lancet/index/search.hpp"
-#include "lancet/index/vector_index.hpp"
+#include "lancet/index/kmeans/kmeans.hpp"
+#include "lancet/index/search/ivf_searcher.hpp"
+#include "lancet/index/search/vector_index.hpp"
 
 #include "support/nearest.hpp"
 #include "support/vector_batch.hpp"
@@ -744,7 +744,7 @@ TEST_CASE("our search over LanceDB's indexes returns LanceDB's neighbours") {
 #include <filesystem>
 
 #include "lancet/file/reader.hpp"
-#include "lancet/index/storage_reader.hpp"
+#include "lancet/index/ivf/storage_reader.hpp"
 #include "lancet/io/file_source.hpp"
 
 namespace {

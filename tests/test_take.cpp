@@ -244,7 +244,7 @@ TEST_CASE_TEMPLATE("take: a few rows of a large full-zip page read only their by
     REQUIRE(scols.at(0).pages.size() == 1);
     std::uint64_t page_total = 0;
     for (auto b : scols[0].pages[0].buffer_sizes) page_total += b;
-    REQUIRE(page_total < encoding::structural::detail::partial_mini_block_min_bytes);
+    REQUIRE(page_total < encoding::detail::partial_mini_block_min_bytes);
     byte_counting_source ssrc{io::memory_source(sb)};
     file::file_reader<byte_counting_source> sr(ssrc);
     const auto full = sr.read();

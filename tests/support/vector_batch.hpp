@@ -15,7 +15,7 @@
 #include <lancet/arrow/type.hpp>
 #include <lancet/core/buffer.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/storage_writer.hpp>
+#include <lancet/index/ivf/storage_writer.hpp>
 
 namespace lancet::testing {
 
