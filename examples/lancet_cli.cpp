@@ -45,7 +45,6 @@
 #include <cstdio>
 
 #include <boost/asio/thread_pool.hpp>
-#include <nlohmann/json.hpp>
 
 #include <lancet/dataset/cleanup.hpp>
 #include <lancet/dataset/compact.hpp>
@@ -59,9 +58,11 @@
 #include <lancet/index/distributed/segments.hpp>
 #include <lancet/index/registry.hpp>
 #include <lancet/dataset/write.hpp>
+#include <lancet/json/parse.hpp>
 #include <lancet/json/rows_reader.hpp>
 #include <lancet/json/rows_writer.hpp>
 #include <lancet/json/schema_json.hpp>
+#include <lancet/json/write.hpp>
 #include <lancet/dataset/write_json_lines.hpp>
 #include <lancet/lancet.hpp>
 #include <lancet/pb/encodings_v2_1.hpp>  // page layouts, for `inspect`
@@ -401,14 +402,11 @@ int cmd_commit(const args& a) {
   }
   const auto r = dataset::commit(a.path, op, std::move(fragments), o);
   report_retries(r.retries);
-  nlohmann::json j;
-  j["version"] = r.version;
-  j["read_version"] = r.read_version;
   std::vector<std::uint64_t> ids;
   for (const auto& f : r.fragments) ids.push_back(f.id);
-  j["fragments"] = ids;
-  j["rows"] = r.rows;
-  std::cout << j.dump() << "\n";
+  json::object_writer j;  // members in name order, as before
+  j.field("fragments", ids).field("read_version", r.read_version).field("rows", r.rows).field("version", r.version);
+  std::cout << j.str() << "\n";
   std::cerr << "lancet: committed " << r.fragments.size() << " fragment(s), " << r.rows << " rows, to " << a.path
             << " as version " << r.version << " (" << *op_name << ")\n";
   return 0;
@@ -493,10 +491,7 @@ int cmd_delete(const args& a) {
   if (auto n = a.number("max-retries")) o.max_retries = unsigned(*n);
   const auto r = dataset::delete_where(a.path, *where, o);
   report_retries(r.retries);
-  nlohmann::json j;
-  j["version"] = r.version;
-  j["deleted_rows"] = r.deleted_rows;
-  std::cout << j.dump() << "\n";
+  std::cout << json::object_writer{}.field("deleted_rows", r.deleted_rows).field("version", r.version).str() << "\n";
   return 0;
 }
 
@@ -670,15 +665,15 @@ int cmd_index_train(const args& a) {
   }
   bar.finish();
   index::write_model_file(*out, m);
-  nlohmann::json j;
-  j["model"] = *out;
-  j["fingerprint"] = index::model_fingerprint(m);
-  j["column"] = m.column;
-  j["type"] = std::string(index::ivf_index_type_name(m.type));
-  j["distance_type"] = std::string(simd::distance_name(m.metric));
-  j["partitions"] = m.ivf.centroids.rows;
-  j["dimension"] = m.ivf.centroids.cols;
-  std::cout << j.dump() << "\n";
+  json::object_writer j;
+  j.field("column", m.column)
+      .field("dimension", m.ivf.centroids.cols)
+      .field("distance_type", simd::distance_name(m.metric))
+      .field("fingerprint", index::model_fingerprint(m))
+      .field("model", *out)
+      .field("partitions", m.ivf.centroids.rows)
+      .field("type", index::ivf_index_type_name(m.type));
+  std::cout << j.str() << "\n";
   std::cerr << "lancet: trained " << index::ivf_index_type_name(m.type) << " model (" << m.ivf.centroids.rows
             << " partitions) of '" << m.column << "' on " << a.path << " into " << *out << "\n";
   return 0;
@@ -715,14 +710,12 @@ int cmd_index_commit(const args& a) {
   const auto segs = read_segments(a);
   const auto r = index::commit_segments(a.path, *name, *column, segs);
   report_retries(r.retries);
-  nlohmann::json j;
-  j["version"] = r.snapshot.version();
-  j["name"] = *name;
-  j["segments"] = nlohmann::json::array();
-  for (const auto& s : segs) j["segments"].push_back(s.index.uuid.to_string());
-  j["replaced"] = nlohmann::json::array();
-  for (const auto& im : r.replaced) j["replaced"].push_back(im.uuid.to_string());
-  std::cout << j.dump() << "\n";
+  std::vector<std::string> seg_uuids, replaced;
+  for (const auto& s : segs) seg_uuids.push_back(s.index.uuid.to_string());
+  for (const auto& im : r.replaced) replaced.push_back(im.uuid.to_string());
+  json::object_writer j;
+  j.field("name", *name).field("replaced", replaced).field("segments", seg_uuids).field("version", r.snapshot.version());
+  std::cout << j.str() << "\n";
   std::cerr << "lancet: committed " << segs.size() << " segment(s) as index '" << *name << "' on " << a.path
             << ", version " << r.snapshot.version() << "\n";
   return 0;
@@ -732,15 +725,11 @@ int cmd_index_list(const args& a) {
   const auto s = dataset::load_latest(a.path);
   if (!s) throw invalid_input_error("'" + a.path + "' is not a Lance dataset");
   for (const auto& i : index::list_indices(*s)) {
-    nlohmann::json j;
-    j["name"] = i.name;
-    j["uuid"] = i.uuid.to_string();
-    j["type"] = i.index_type;
-    j["columns"] = i.columns;
-    if (i.distance) j["distance"] = std::string(index::distance_type_name(*i.distance));
-    j["dataset_version"] = i.dataset_version;
-    j["fragments"] = i.fragment_ids;
-    std::cout << j.dump() << "\n";
+    json::object_writer j;
+    j.field("columns", i.columns).field("dataset_version", i.dataset_version);
+    if (i.distance) j.field("distance", index::distance_type_name(*i.distance));
+    j.field("fragments", i.fragment_ids).field("name", i.name).field("type", i.index_type).field("uuid", i.uuid.to_string());
+    std::cout << j.str() << "\n";
   }
   return 0;
 }
@@ -765,17 +754,16 @@ int cmd_search(const args& a) {
   if (!column) throw usage_error("search needs --column COL");
   const auto qtext = a.get("query");
   if (!qtext) throw usage_error("search needs --query '[v1, v2, ...]'");
-  nlohmann::json q;
-  try {
-    q = nlohmann::json::parse(*qtext);
-  } catch (const std::exception&) {
-    throw invalid_input_error("--query is not JSON: '" + *qtext + "'");
-  }
-  if (!q.is_array()) throw invalid_input_error("--query must be a JSON array of numbers");
+  json::value q;
+  json::syntax_error bad;
+  if (!json::try_parse(*qtext, q, bad)) throw invalid_input_error("--query is not JSON: '" + *qtext + "'");
+  if (q.k != json::value::kind::array) throw invalid_input_error("--query must be a JSON array of numbers");
   std::vector<double> vec;
-  for (const auto& v : q) {
-    if (!v.is_number()) throw invalid_input_error("--query holds a non-number: " + v.dump());
-    vec.push_back(v.get<double>());
+  for (const auto& v : q.items) {
+    if (v.k == json::value::kind::integer) vec.push_back(double(v.i));
+    else if (v.k == json::value::kind::unsigned_) vec.push_back(double(v.u));
+    else if (v.k == json::value::kind::number) vec.push_back(std::strtod(v.text.c_str(), nullptr));
+    else throw invalid_input_error("--query holds a non-number: " + json::write(v));
   }
   const auto k = a.number("k").value_or(10);
   if (k == 0) throw usage_error("--k must be positive");
@@ -821,8 +809,10 @@ int cmd_search(const args& a) {
     const float d = dist.value<float>(i);
     char num[64];
     const auto end = std::to_chars(num, num + sizeof num, d).ptr;
-    std::string line = "{\"_rowid\":" + std::to_string(ids.value<std::uint64_t>(i)) +
-                       ",\"_distance\":" + (std::isfinite(d) ? std::string(num, end) : std::string("null")) + "}";
+    std::string line = json::object_writer{}
+                           .field("_rowid", ids.value<std::uint64_t>(i))
+                           .raw("_distance", std::isfinite(d) ? std::string_view(num, std::size_t(end - num)) : "null")
+                           .str();
     if (n > 0) {
       row.clear();
       json::append_row(row, values, i, json::write_options{});
@@ -850,20 +840,20 @@ int cmd_index_optimize(const args& a) {
   const auto r = index::optimize_indices(a.path, o);
   report_retries(r.retries);
   for (const auto& i : r.indices) {
-    nlohmann::json j;
-    j["name"] = i.name;
-    j["changed"] = i.changed;
-    j["segments_before"] = i.segments_before;
-    j["segments_after"] = i.segments_after;
-    j["segments_merged"] = i.segments_merged;
-    j["rows_added"] = i.rows_added;
-    j["rows_dropped"] = i.rows_dropped;
-    if (i.uuid) j["uuid"] = i.uuid->to_string();
-    if (i.changed) j["partitions"] = i.num_partitions, j["rows"] = i.rows_in_segment;
-    j["splits"] = nlohmann::json::array();
-    for (const auto& s : i.splits) j["splits"].push_back({{"partition", s.partition}, {"ways", s.ways}});
-    j["joins"] = i.joins;
-    std::cout << j.dump() << "\n";
+    std::vector<std::string> splits;
+    for (const auto& s : i.splits)
+      splits.push_back(json::object_writer{}.field("partition", s.partition).field("ways", s.ways).str());
+    json::object_writer j;  // members in name order, as before
+    j.field("changed", i.changed).field("joins", i.joins).field("name", i.name);
+    if (i.changed) j.field("partitions", i.num_partitions).field("rows", i.rows_in_segment);
+    j.field("rows_added", i.rows_added)
+        .field("rows_dropped", i.rows_dropped)
+        .field("segments_after", i.segments_after)
+        .field("segments_before", i.segments_before)
+        .field("segments_merged", i.segments_merged)
+        .raw("splits", json::raw_list(splits));
+    if (i.uuid) j.field("uuid", i.uuid->to_string());
+    std::cout << j.str() << "\n";
   }
   if (r.indices.empty()) std::cerr << "lancet: " << a.path << " has no vector index to optimise\n";
   else std::cerr << "lancet: optimised " << r.indices.size() << " index(es) of " << a.path << ", version " << r.version << "\n";
@@ -882,18 +872,24 @@ int cmd_compact(const args& a) {
   if (auto n = a.number("max-retries")) o.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
   const auto r = dataset::compact_files(a.path, o);
   report_retries(r.retries);
-  nlohmann::json j;
-  j["read_version"] = r.read_version;
-  j["version"] = r.version;
-  j["fragments_removed"] = r.metrics.fragments_removed;
-  j["fragments_added"] = r.metrics.fragments_added;
-  j["files_removed"] = r.metrics.files_removed;
-  j["files_added"] = r.metrics.files_added;
-  j["indices"] = nlohmann::json::array();
+  std::vector<std::string> indices;
   for (const auto& i : r.indices)
-    j["indices"].push_back({{"name", i.name}, {"old_uuid", i.old_uuid.to_string()}, {"new_uuid", i.new_uuid.to_string()},
-                            {"rows", i.stats.rows_after}, {"rows_dropped", i.stats.rows_dropped}});
-  std::cout << j.dump() << "\n";
+    indices.push_back(json::object_writer{}
+                          .field("name", i.name)
+                          .field("new_uuid", i.new_uuid.to_string())
+                          .field("old_uuid", i.old_uuid.to_string())
+                          .field("rows", i.stats.rows_after)
+                          .field("rows_dropped", i.stats.rows_dropped)
+                          .str());
+  json::object_writer j;  // members in name order, as before
+  j.field("files_added", r.metrics.files_added)
+      .field("files_removed", r.metrics.files_removed)
+      .field("fragments_added", r.metrics.fragments_added)
+      .field("fragments_removed", r.metrics.fragments_removed)
+      .raw("indices", json::raw_list(indices))
+      .field("read_version", r.read_version)
+      .field("version", r.version);
+  std::cout << j.str() << "\n";
   if (r.version == r.read_version) std::cerr << "lancet: " << a.path << " needs no compaction (version " << r.version << ")\n";
   else
     std::cerr << "lancet: compacted " << a.path << ": " << r.metrics.fragments_removed << " fragments into "
@@ -914,16 +910,16 @@ int cmd_cleanup(const args& a) {
   o.delete_unverified = a.get("delete-unverified").has_value();
   o.dry_run = a.get("dry-run").has_value();
   const auto st = dataset::cleanup_old_versions(a.path, o);
-  nlohmann::json j;
-  j["dry_run"] = o.dry_run;
-  j["latest_version"] = st.latest_version;
-  j["old_versions"] = st.old_versions;
-  j["files_removed"] = st.files_removed;
-  j["bytes_removed"] = st.bytes_removed;
-  j["removed_versions"] = st.removed_versions;
-  j["tagged_versions_kept"] = st.tagged_versions_kept;
-  j["removed_files"] = st.removed_files;
-  std::cout << j.dump() << "\n";
+  json::object_writer j;  // members in name order, as before
+  j.field("bytes_removed", st.bytes_removed)
+      .field("dry_run", o.dry_run)
+      .field("files_removed", st.files_removed)
+      .field("latest_version", st.latest_version)
+      .field("old_versions", st.old_versions)
+      .field("removed_files", st.removed_files)
+      .field("removed_versions", st.removed_versions)
+      .field("tagged_versions_kept", st.tagged_versions_kept);
+  std::cout << j.str() << "\n";
   std::cerr << "lancet: " << (o.dry_run ? "would remove " : "removed ") << st.old_versions << " old version(s) and "
             << st.files_removed << " file(s), " << st.bytes_removed << " bytes, from " << a.path << "\n";
   return 0;

@@ -31,6 +31,7 @@
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/index/distributed/model_file.hpp>
 #include <lancet/index/distributed/segments.hpp>
+#include <lancet/json/write.hpp>
 
 #include "common.hpp"
 
@@ -213,11 +214,17 @@ inline int run_index_create(const mpi::communicator& world, const std::vector<st
   if (world.rank() == 0) {
     std::uint64_t rows = 0;
     for (const auto& s : segs) rows += s.rows_indexed;
-    std::cout << "{\"version\":" << result.snapshot.version() << ",\"name\":\"" << name << "\",\"segments\":"
-              << (merged ? 1 : segs.size()) << ",\"rows\":" << rows << ",\"ranks\":" << world.size()
-              << ",\"partitions\":" << model.ivf.centroids.rows << ",\"sample_rows\":" << p.sample_rows
-              << ",\"model\":\"" << ix::model_fingerprint(model) << "\",\"retries\":" << result.retries << "}"
-              << std::endl;
+    lancet::json::object_writer j;  // the name escaped
+    j.field("version", result.snapshot.version())
+        .field("name", name)
+        .field("segments", merged ? std::size_t(1) : segs.size())
+        .field("rows", rows)
+        .field("ranks", world.size())
+        .field("partitions", model.ivf.centroids.rows)
+        .field("sample_rows", p.sample_rows)
+        .field("model", ix::model_fingerprint(model))
+        .field("retries", result.retries);
+    std::cout << j.str() << std::endl;
     std::cerr << "lancet-mpi: built " << ix::ivf_index_type_name(bo.type) << " index '" << name << "' over " << rows
               << " rows on " << world.size() << " ranks (" << (merged ? 1 : segs.size()) << " segment(s)), version "
               << result.snapshot.version() << "\n";

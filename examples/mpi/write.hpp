@@ -23,6 +23,7 @@
 #include <lancet/dataset/fragment_json.hpp>
 #include <lancet/json/rows_reader.hpp>
 #include <lancet/json/schema_json.hpp>
+#include <lancet/json/write.hpp>
 
 #include "common.hpp"
 
@@ -210,10 +211,15 @@ inline int run_write(const mpi::communicator& world, const std::vector<std::stri
     throw;
   }
   if (world.rank() == 0) {
-    std::cout << "{\"version\":" << result.version << ",\"read_version\":" << result.read_version
-              << ",\"fragments\":" << result.fragments.size() << ",\"rows\":" << result.rows
-              << ",\"files\":" << p.total_files << ",\"ranks\":" << world.size() << ",\"retries\":" << result.retries
-              << "}" << std::endl;
+    lancet::json::object_writer j;
+    j.field("version", result.version)
+        .field("read_version", result.read_version)
+        .field("fragments", result.fragments.size())
+        .field("rows", result.rows)
+        .field("files", p.total_files)
+        .field("ranks", world.size())
+        .field("retries", result.retries);
+    std::cout << j.str() << std::endl;
     if (result.retries)
       std::cerr << "lancet-mpi: committed after " << result.retries << (result.retries == 1 ? " retry" : " retries")
                 << " (other writers committed first; rebased on their commits)\n";
