@@ -38,6 +38,7 @@
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/distributed/segments.hpp>
 
 #include "support/files.hpp"
 #include "support/interop.hpp"
@@ -592,7 +593,7 @@ TEST_CASE("interop: our IVF partitions are as good as LanceDB's own (mean over i
     o.type = index::ivf_index_type::ivf_flat;
     o.num_partitions = parts;
     o.seed = seed;
-    const auto model = index::train_ivf_model(ours_ds.string(), o);
+    const auto model = index::train_model(ours_ds.string(), o).ivf;
     const auto q = judge.judge(model.centroids.values<float>(), queries, nprobes);
     report("ours, seed " + std::to_string(seed), q);
     for (std::size_t i = 0; i < nprobes.size(); ++i) ours.recall[i] += q.recall[i] / double(seeds.size());
@@ -722,7 +723,7 @@ TEST_CASE("build_ivf_index: a spilled shuffle writes the same index as an in-mem
       o.metric = metric;
       o.num_partitions = 8;
       if (type == index::ivf_index_type::ivf_pq) o.num_sub_vectors = 4;
-      const auto model = index::train_ivf_model(root, o);
+      const auto model = index::train_model(root, o).ivf;
       CHECK(model.centroids.rows == 8);
       CHECK(model.centroids.cols == dim);
       CHECK(index::index_type_name(model.quantizer) == std::string(index::ivf_index_type_name(type)));
@@ -822,7 +823,7 @@ TEST_CASE("build_ivf_index: precomputed partitions and precomputed shuffle buffe
   o.column = "vector";
   o.type = index::ivf_index_type::ivf_flat;
   o.num_partitions = 4;
-  const auto model = index::train_ivf_model(root, o);
+  const auto model = index::train_model(root, o).ivf;
 
   SUBCASE("precomputed partitions: rows go where the map says, others are assigned") {
     const auto ds = dataset::dataset::open(root);
@@ -910,33 +911,28 @@ TEST_CASE("build_ivf_index: segments over disjoint fragments committed as one in
   o.type = index::ivf_index_type::ivf_pq;
   o.num_partitions = 4;
   o.num_sub_vectors = 4;
-  const auto model = index::train_ivf_model(root, o);
-  o.ivf_centroids = model.centroids;
-  o.quantizer = model.quantizer;
-  o.commit = false;
-  std::vector<index::build_result> segs;
+  const auto model = index::train_model(root, o);
+  std::vector<index::segment_metadata> segs;
   const auto frags = dataset::dataset::open(root).fragments();
   REQUIRE(frags.size() == 3);
   for (const auto& f : frags) {
-    o.fragment_ids = std::vector<std::uint64_t>{f.id};
-    segs.push_back(index::build_ivf_index(root, o));
+    segs.push_back(index::build_segment(root, o, model, {f.id}));
     CHECK(segs.back().rows_indexed == 1000);
     CHECK(dataset::index_fragment_bitmap(segs.back().index).to_vector() == std::vector<std::uint32_t>{std::uint32_t(f.id)});
   }
   CHECK(dataset::load_latest(root)->version() == 3);
   // Overlapping or differently named segments are refused.
-  CHECK_THROWS_WITH_AS(index::commit_index_segments(root, {segs[0], segs[0]}), doctest::Contains("both cover"),
-                       invalid_input_error);
+  CHECK_THROWS_WITH_AS(index::commit_segments(root, "vector_idx", "vector", {segs[0], segs[0]}),
+                       doctest::Contains("is given twice"), invalid_input_error);
   auto renamed = segs[1];
   renamed.index.name = "other";
-  CHECK_THROWS_AS(index::commit_index_segments(root, {segs[0], renamed}), invalid_input_error);
-  const auto after = index::commit_index_segments(root, segs);
+  CHECK_THROWS_AS(index::commit_segments(root, "vector_idx", "vector", {segs[0], renamed}), invalid_input_error);
+  const auto after = index::commit_segments(root, "vector_idx", "vector", segs).snapshot;
   CHECK(after.version() == 4);
   REQUIRE(after.file.indices.size() == 3);
   for (const auto& im : after.file.indices) CHECK(im.name == "vector_idx");
   // Unknown fragment: refused.
-  o.fragment_ids = std::vector<std::uint64_t>{99};
-  CHECK_THROWS_WITH_AS(index::build_ivf_index(root, o), doctest::Contains("fragment 99"), invalid_input_error);
+  CHECK_THROWS_WITH_AS(index::build_segment(root, o, model, {99}), doctest::Contains("fragment 99"), invalid_input_error);
 }
 
 namespace {
@@ -1006,16 +1002,11 @@ TEST_CASE("interop: LanceDB searches an index committed as segments built separa
   o.column = "vector";
   o.type = index::ivf_index_type::ivf_flat;
   o.num_partitions = parts;
-  const auto model = index::train_ivf_model(root, o);
-  o.ivf_centroids = model.centroids;
-  o.quantizer = model.quantizer;
-  o.commit = false;
-  std::vector<index::build_result> segs;
-  for (const auto& f : dataset::dataset::open(root).fragments()) {
-    o.fragment_ids = std::vector<std::uint64_t>{f.id};
-    segs.push_back(index::build_ivf_index(root, o));  // each its own build, as separate processes would
-  }
-  index::commit_index_segments(root, segs);
+  const auto model = index::train_model(root, o);
+  std::vector<index::segment_metadata> segs;
+  for (const auto& f : dataset::dataset::open(root).fragments())
+    segs.push_back(index::build_segment(root, o, model, {f.id}));  // each its own build, as separate processes would
+  index::commit_segments(root, "vector_idx", "vector", segs);
   const auto li = njson::parse(t::node("list_indices.mjs", {root}));
   MESSAGE("LanceDB lists: " << li["indices"].dump());
   REQUIRE(li["indices"].size() >= 1);
@@ -1314,12 +1305,12 @@ TEST_CASE("build_ivf_index: PQ trains on Lance's sample when the budget holds it
   std::vector<std::string> warnings;
   const auto prev = set_warning_handler(
       [](std::string_view m, void* c) { static_cast<std::vector<std::string>*>(c)->emplace_back(m); }, &warnings);
-  const auto full = index::train_ivf_model(root, o);
+  const auto full = index::train_model(root, o).ivf;
   CHECK(warnings.empty());
   o.memory_budget_bytes = std::uint64_t(2) << 20;
   const std::size_t cut = index::pq_training_rows(o, dim, sizeof(float));
   CHECK(cut == (std::uint64_t(2) << 20) / (dim * 4 + 16 + 64 + 8));  // one trainer without a pool
-  const auto small = index::train_ivf_model(root, o);
+  const auto small = index::train_model(root, o).ivf;
   set_warning_handler(prev.first, prev.second);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("column 'vector'") != std::string::npos);

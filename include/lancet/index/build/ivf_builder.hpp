@@ -26,9 +26,9 @@
 // Null vectors, vectors with a non-finite value, and (cosine) zero vectors are not
 // indexed. A multivector column (a list of fixed-size-list vectors per row) indexes
 // every vector under its row's id, with cosine distance only (Lance's rule).
-// Distributed builds: train_ivf_model once, build segments over disjoint
-// fragment_ids with commit = false (separate processes may do this), then
-// commit_index_segments commits them as one index (same name, one IndexMetadata each).
+// Distributed builds (a model trained once, segments built apart and committed as one
+// index) are distributed/model_file.hpp and distributed/segments.hpp; they build each
+// segment with build_options::fragment_ids and commit = false.
 // The dataset is only changed by the final commit: any error before it leaves it as it
 // was (a half-written index directory and the spilled runs are removed).
 // Its options are in build/options.hpp, its stages in build/stages.hpp. This header
@@ -44,10 +44,6 @@
 #include "lancet/core/config.hpp"
 #include "lancet/index/build/options.hpp"
 
-namespace lancet::dataset {
-struct snapshot;
-}  // namespace lancet::dataset
-
 namespace lancet::index {
 
 // How many rows PQ trains on for o (IVF_PQ) over vectors of dimension `dim` whose
@@ -60,19 +56,6 @@ LANCET_INLINE std::size_t pq_training_rows(const build_options& o, std::size_t d
 // without replace), conflict_error (the dataset changed meanwhile), io/corrupt errors
 // of the dataset; in every case the dataset is left unchanged.
 LANCET_INLINE build_result build_ivf_index(const std::string& root, const build_options& o);
-
-// Trains the IVF centroids and the quantizer as build_ivf_index would (over
-// o.fragment_ids when given) without writing anything: the shared model of a
-// distributed build. Pass it back as o.ivf_centroids / o.quantizer for each segment.
-LANCET_INLINE ivf_training train_ivf_model(const std::string& root, const build_options& o);
-
-// Commits segments built separately (build_options::commit = false, each over its own
-// fragments, from the same dataset version) as one index in one new version: several
-// IndexMetadata entries with the same name and disjoint fragment bitmaps, as Lance
-// does. Errors (nothing committed): no segments, different names / columns / versions,
-// overlapping fragments, conflict_error when the dataset changed since.
-LANCET_INLINE dataset::snapshot commit_index_segments(const std::string& root, const std::vector<build_result>& segments,
-                                                      bool replace = false);
 
 }  // namespace lancet::index
 

@@ -205,36 +205,17 @@ LANCET_INLINE build_result build_ivf_index(const std::string& root, const build_
   return detail::run_build(root, o, nullptr);
 }
 
-LANCET_INLINE ivf_training train_ivf_model(const std::string& root, const build_options& o) {
+namespace detail {
+
+// The IVF centroids and the quantizer build_ivf_index would train, without writing
+// anything: what distributed/model_file.hpp's train_model shares with every segment.
+inline ivf_training train_ivf_model(const std::string& root, const build_options& o) {
   ivf_training t;
-  detail::run_build(root, o, &t);
+  run_build(root, o, &t);
   return t;
 }
 
-LANCET_INLINE dataset::snapshot commit_index_segments(const std::string& root, const std::vector<build_result>& segments,
-                                                      bool replace) {
-  if (segments.empty()) throw invalid_input_error("commit_index_segments: no segments");
-  const auto& first = segments.front().index;
-  std::set<std::uint64_t> covered;
-  std::vector<pb::index_metadata> metas;
-  for (const auto& s : segments) {
-    const auto& im = s.index;
-    if (im.name != first.name)
-      throw invalid_input_error("segments of one index must share its name: '" + im.name + "' and '" + first.name + "'");
-    if (im.fields != first.fields) throw invalid_input_error("segments of index '" + im.name + "' cover different columns");
-    if (im.dataset_version != first.dataset_version)
-      throw invalid_input_error("segments of index '" + im.name + "' were built from versions " +
-                                std::to_string(im.dataset_version) + " and " + std::to_string(first.dataset_version));
-    for (auto f : dataset::index_fragment_bitmap(im).to_vector())
-      if (!covered.insert(f).second)
-        throw invalid_input_error("segments of index '" + im.name + "' both cover fragment " + std::to_string(f));
-    metas.push_back(im);
-  }
-  const auto base = dataset::load_version(root, first.dataset_version);
-  commit_index_options co;
-  co.replace = replace;
-  return commit_index(root, base, std::move(metas), co);
-}
+}  // namespace detail
 #endif
 
 }  // namespace lancet::index

@@ -99,12 +99,14 @@ struct build_options {
   std::vector<std::string> precomputed_shuffle_buffers;
 
   // Distributed building: index only these fragments (a segment), and commit=false
-  // to write the segment's files without committing (see commit_index_segments).
+  // to write the segment's files without committing (distributed/segments.hpp's
+  // build_segment sets both; commit_segments commits the segments).
   std::optional<std::vector<std::uint64_t>> fragment_ids;
   bool commit = true;
 };
 
-// A trained model shared by the segments of a distributed build (train_ivf_model).
+// The IVF centroids and the quantizer shared by the segments of a distributed build
+// (distributed/model_file.hpp's trained_model holds one).
 struct ivf_training {
   matrix centroids;
   quantizer_params quantizer;

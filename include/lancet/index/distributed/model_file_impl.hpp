@@ -213,7 +213,7 @@ LANCET_INLINE trained_model train_model(const std::string& root, const build_opt
   m.column = o.column;
   m.type = o.type;
   m.metric = o.metric;
-  m.ivf = train_ivf_model(root, o);
+  m.ivf = detail::train_ivf_model(root, o);
   return m;
 }
 
