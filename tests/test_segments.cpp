@@ -298,3 +298,26 @@ TEST_CASE("a model trained on samples gathered from workers' fragments builds se
   CHECK_THROWS_WITH_AS(index::train_model_from_rows(o, 16, std::span<const float>(rows.data(), 16 * 3), total),
                        doctest::Contains("cannot build 6 partitions"), invalid_input_error);
 }
+
+TEST_CASE("remove_uncommitted_segment: removes a segment's directory, refuses a committed one") {
+  t::temp_dir tmp("seg-remove");
+  const std::string root = (tmp.path() / "ds").string();
+  write_dataset(root, 2, 300, 16, 5);
+  auto o = options(index::ivf_index_type::ivf_flat);
+  o.name = "vidx";
+  const auto m = index::train_model(root, o);
+  const auto a = index::build_segment(root, o, m, {0});
+  const auto b = index::build_segment(root, o, m, {1});
+  const auto dir_a = index::index_directory(root, a.index.uuid);
+  REQUIRE(std::filesystem::is_directory(dir_a));
+  CHECK(index::remove_uncommitted_segment(root, a));
+  CHECK_FALSE(std::filesystem::exists(dir_a));
+  CHECK_FALSE(index::remove_uncommitted_segment(root, a));  // already gone: nothing to do
+  // A committed segment is the dataset's: refused, its files kept.
+  index::commit_segments(root, "vidx", "vector", {b});
+  const std::string committed = "segment " + b.index.uuid.to_string() + " of index 'vidx'";
+  CHECK_THROWS_WITH_AS(index::remove_uncommitted_segment(root, b), doctest::Contains(committed.c_str()),
+                       invalid_input_error);
+  CHECK(std::filesystem::is_directory(index::index_directory(root, b.index.uuid)));
+  CHECK_THROWS_AS(index::remove_uncommitted_segment("", a), invalid_input_error);
+}

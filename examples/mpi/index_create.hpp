@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -98,10 +97,16 @@ inline void deal(const std::vector<lancet::dataset::fragment_info>& fragments, i
   for (auto& v : p.frags) std::sort(v.begin(), v.end());
 }
 
-inline void remove_segment(const std::string& root, const std::optional<lancet::index::segment_metadata>& s) {
+// Removes a segment this rank wrote that will not be committed (index::
+// remove_uncommitted_segment); on the way out of a failure, so a failure to remove is
+// reported, not thrown.
+inline void remove_segment(const std::string& root, const std::optional<lancet::index::segment_metadata>& s) noexcept {
   if (!s) return;
-  std::error_code ec;
-  std::filesystem::remove_all(lancet::index::index_directory(root, s->index.uuid), ec);
+  try {
+    lancet::index::remove_uncommitted_segment(root, *s);
+  } catch (const std::exception& e) {
+    std::cerr << "lancet-mpi: warning: " << e.what() << "\n";
+  }
 }
 
 }  // namespace index_create_detail

@@ -97,6 +97,13 @@ LANCET_INLINE commit_segments_result commit_segments(const std::string& root, co
                                                      const std::string& column, const std::vector<segment_metadata>& segs,
                                                      unsigned max_retries = dataset::default_max_retries);
 
+// Removes the directory of a segment that was built but will not be committed (a
+// failed or merged-away distributed build). Returns whether there was one to remove.
+// Refuses (invalid_input_error naming the segment, nothing removed) a segment the
+// latest version of `root` references; io_error naming the directory when it cannot be
+// removed.
+LANCET_INLINE bool remove_uncommitted_segment(const std::string& root, const segment_metadata& s);
+
 }  // namespace lancet::index
 
 #if LANCET_HEADER_ONLY

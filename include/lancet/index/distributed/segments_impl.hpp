@@ -325,4 +325,18 @@ LANCET_INLINE commit_segments_result commit_segments(const std::string& root, co
   return r;
 }
 
+LANCET_INLINE bool remove_uncommitted_segment(const std::string& root, const segment_metadata& s) {
+  if (root.empty()) throw invalid_input_error("cannot remove " + s.label() + ": the dataset path is empty");
+  if (const auto latest = dataset::load_latest(root))
+    for (const auto& im : latest->file.indices)
+      if (im.uuid.to_string() == s.index.uuid.to_string())
+        throw invalid_input_error("cannot remove " + s.label() + " of index '" + im.name + "': version " +
+                                  std::to_string(latest->version()) + " of '" + root + "' references it (committed)");
+  const std::string dir = index_directory(root, s.index.uuid);
+  std::error_code ec;
+  const auto removed = std::filesystem::remove_all(dir, ec);
+  if (ec) throw io_error("cannot remove the uncommitted segment directory '" + dir + "': " + ec.message());
+  return removed != 0 && removed != static_cast<std::uintmax_t>(-1);
+}
+
 }  // namespace lancet::index
