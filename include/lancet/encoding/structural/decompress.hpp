@@ -1,7 +1,8 @@
-// Reading CompressiveEncoding trees back into data blocks, in the three roles Lance
-// uses them: mini-block (a chunk's value buffers), block (one opaque buffer: rep/def
-// levels, dictionaries) and per-value (full-zip values). Every size is checked; what
-// lancet cannot decode is an unsupported_error naming the encoding.
+// Reading CompressiveEncoding trees back into data blocks, in two of the three roles
+// Lance uses them: mini-block (a chunk's value buffers) and block (one opaque buffer:
+// rep/def levels, dictionaries); the third, per-value (full-zip values), is read in
+// fullzip_reader.hpp. Every size is checked; what lancet cannot decode is an
+// unsupported_error naming the encoding.
 #pragma once
 
 #include <cstdint>
@@ -113,145 +114,199 @@ inline structural::data_block variable_from(const std::uint8_t* offs, std::uint3
 
 namespace lancet::encoding::structural {
 
-// ---- mini-block --------------------------------------------------------------------
-
 // Decodes the value buffers of one chunk (bufs[at...]) holding n values.
 inline data_block decode_miniblock(const compressive& e, std::vector<shared_bytes>& bufs, std::size_t& at,
+                                   std::uint64_t n, const std::string& where);
+
+}  // namespace lancet::encoding::structural
+
+namespace lancet::encoding::detail {
+
+// ---- mini-block, one function per encoding ---------------------------------------
+// Each takes the chunk buffers it uses from bufs[at...] (advancing at) and decodes n
+// values; the ones wrapping an inner encoding decode it with decode_miniblock.
+
+// The next chunk buffer (`what` names its user when the layout declared too few).
+inline shared_bytes& next_chunk_buffer(std::vector<shared_bytes>& bufs, std::size_t& at, const char* what,
+                                       const std::string& where) {
+  if (at >= bufs.size())
+    throw corrupt_error(where + ": " + what + " needs a chunk buffer beyond the " + std::to_string(bufs.size()) +
+                        " the layout declares");
+  return bufs[at++];
+}
+
+inline structural::data_block mini_variable(const pb::enc21::variable& v, std::vector<shared_bytes>& bufs,
+                                            std::size_t& at, std::uint64_t n, const std::string& where) {
+  const auto bits = variable_offset_bits(v, where);
+  if (v.values) throw unsupported_error(where + ": Variable values with per-buffer compression");
+  const auto& b = next_chunk_buffer(bufs, at, "Variable", where);
+  require_bytes(b, structural::checked_mul(n + 1, bits / 8, where.c_str()), where + ": Variable offsets");
+  return variable_from(b.data(), std::uint32_t(bits), n, b, 0, b.size(), where);
+}
+
+inline structural::data_block mini_inline_bitpacking(const pb::enc21::inline_bitpacking& ib,
+                                                     std::vector<shared_bytes>& bufs, std::size_t& at, std::uint64_t n,
+                                                     const std::string& where) {
+  const auto bits = ib.uncompressed_bits_per_value;
+  check_word_bits(bits, where, "InlineBitpacking");
+  const auto& b = next_chunk_buffer(bufs, at, "InlineBitpacking", where);
+  if (n > structural::bitpack::chunk_values)
+    throw corrupt_error(where + ": inline bit-packed chunk of " + std::to_string(n) + " values (at most 1024)");
+  aligned_buffer out;
+  out.resize(std::size_t(n * bits / 8));
+  by_width(bits, [&](auto t) {
+    using T = decltype(t);
+    structural::bitpack::decode_inline_chunk<T>(b.view(), std::size_t(n), out.data());
+    return 0;
+  });
+  return structural::data_block::fixed(n, bits, owned(std::move(out)));
+}
+
+inline structural::data_block mini_rle(const pb::enc21::rle& r, std::vector<shared_bytes>& bufs, std::size_t& at,
+                                       std::uint64_t n, const std::string& where) {
+  const auto bits = flat_bits(r.values.value(where + ": Rle.values"), where, "Rle values");
+  check_word_bits(bits, where, "Rle values");
+  if (r.run_lengths && flat_bits(*r.run_lengths, where, "Rle run lengths") != 8)
+    throw unsupported_error(where + ": Rle run lengths wider than 8 bits");
+  const auto& values = next_chunk_buffer(bufs, at, "Rle values", where);
+  const auto& lengths = next_chunk_buffer(bufs, at, "Rle run lengths", where);
+  if (n > 255 * std::uint64_t(lengths.size()))
+    throw corrupt_error(where + ": " + std::to_string(lengths.size()) + " RLE runs cannot hold " + std::to_string(n) + " values");
+  structural::check_alloc(structural::checked_mul(n, bits / 8, where.c_str()), where);
+  aligned_buffer out;
+  out.resize(std::size_t(structural::checked_mul(n, bits / 8, where.c_str())));
+  structural::rle::decode(values.view(), lengths.view(), std::size_t(n), std::size_t(bits / 8), out.data());
+  return structural::data_block::fixed(n, bits, owned(std::move(out)));
+}
+
+inline structural::data_block mini_byte_stream_split(const pb::enc21::byte_stream_split& s,
+                                                     std::vector<shared_bytes>& bufs, std::size_t& at, std::uint64_t n,
+                                                     const std::string& where) {
+  const auto bits = flat_bits(s.values.value(where + ": ByteStreamSplit.values"), where, "ByteStreamSplit values");
+  check_word_bits(bits, where, "ByteStreamSplit values");
+  const auto& b = next_chunk_buffer(bufs, at, "ByteStreamSplit", where);
+  const auto need = structural::checked_mul(n, bits / 8, where.c_str());
+  require_bytes(b, need, where + ": ByteStreamSplit values");
+  aligned_buffer out;
+  out.resize(std::size_t(need));
+  structural::bss::join(b.data(), std::size_t(n), std::size_t(bits / 8), out.data());
+  return structural::data_block::fixed(n, bits, owned(std::move(out)));
+}
+
+// General compression of the chunk's next buffer: decompressed in place, then decoded
+// by the inner encoding.
+inline structural::data_block mini_general(const pb::enc21::general& g, std::vector<shared_bytes>& bufs,
+                                           std::size_t& at, std::uint64_t n, const std::string& where) {
+  if (!g.compression) throw corrupt_error(where + ": General without a compression");
+  if (at >= bufs.size()) throw corrupt_error(where + ": General has no chunk buffer");
+  aligned_buffer out;
+  structural::general::decompress(g.compression->scheme, bufs[at].view(), out);
+  bufs[at] = owned(std::move(out));
+  return structural::decode_miniblock(g.values.value(where + ": General.values"), bufs, at, n, where);
+}
+
+// FSST: the inner variable values, each decompressed with the chunk's symbol table.
+inline structural::data_block mini_fsst(const pb::enc21::fsst& fs, std::vector<shared_bytes>& bufs, std::size_t& at,
+                                        std::uint64_t n, const std::string& where) {
+  using structural::data_block;
+  auto inner = structural::decode_miniblock(fs.values.value(where + ": Fsst.values"), bufs, at, n, where);
+  if (inner.k != data_block::kind::variable) throw corrupt_error(where + ": Fsst over non-variable values");
+  const auto table = structural::fsst::symbol_table::parse(fs.symbol_table);
+  if (!table.compressing()) return inner;
+  aligned_buffer bytes, offs;
+  offs.resize(std::size_t((n + 1) * (inner.bits_per_offset / 8)));
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const auto b = inner.offset(i), e2 = inner.offset(i + 1);
+    table.decompress(inner.data.data() + b, std::size_t(e2 - b), bytes);
+    if (inner.bits_per_offset == 64) le::store<std::uint64_t>(offs.data() + 8 * (i + 1), bytes.size());
+    else {
+      if (bytes.size() > 0xFFFFFFFFull) throw corrupt_error(where + ": FSST output exceeds 32-bit offsets");
+      le::store<std::uint32_t>(offs.data() + 4 * (i + 1), std::uint32_t(bytes.size()));
+    }
+  }
+  return data_block::variable(n, inner.bits_per_offset, owned(std::move(offs)), owned(std::move(bytes)));
+}
+
+// A fixed-size list layer (its item validity, if any, in the chunk's next buffer) over
+// fixed-width items or further layers.
+inline structural::data_block mini_fixed_size_list(const pb::enc21::fixed_size_list& l, std::vector<shared_bytes>& bufs,
+                                                   std::size_t& at, std::uint64_t n, const std::string& where) {
+  using structural::data_block;
+  if (l.items_per_value == 0) throw corrupt_error(where + ": FixedSizeList of dimension 0");
+  const auto items = structural::checked_mul(n, l.items_per_value, where.c_str());
+  structural::fsl_layer layer;
+  layer.dimension = l.items_per_value;
+  if (l.has_validity) {
+    const auto& v = next_chunk_buffer(bufs, at, "FixedSizeList validity", where);
+    require_bytes(v, (items + 7) / 8, where + ": FixedSizeList validity");
+    layer.has_validity = true;
+    layer.validity = v.slice(0, std::size_t((items + 7) / 8));
+  }
+  auto inner = structural::decode_miniblock(l.values.value(where + ": FixedSizeList.values"), bufs, at, items, where);
+  data_block out;
+  out.k = data_block::kind::fixed_size_list;
+  out.num_values = n;
+  out.fsl.push_back(std::move(layer));
+  if (inner.k == data_block::kind::fixed) {
+    out.bits_per_value = inner.bits_per_value;
+    out.data = std::move(inner.data);
+  } else if (inner.k == data_block::kind::fixed_size_list) {
+    out.bits_per_value = inner.bits_per_value;
+    out.data = std::move(inner.data);
+    for (auto& il : inner.fsl) out.fsl.push_back(std::move(il));
+  } else {
+    throw unsupported_error(where + ": FixedSizeList over variable-width items");
+  }
+  return out;
+}
+
+// Rows of the fields' values side by side; kept as one fixed-width value per row.
+inline structural::data_block mini_packed_struct(const pb::enc21::packed_struct& ps, std::vector<shared_bytes>& bufs,
+                                                 std::size_t& at, std::uint64_t n, const std::string& where) {
+  std::uint64_t bits = 0;
+  for (auto b : ps.bits_per_value) {
+    if (b % 8) throw unsupported_error(where + ": packed struct fields of " + std::to_string(b) + " bits");
+    bits += b;
+  }
+  auto inner = structural::decode_miniblock(ps.values.value(where + ": PackedStruct.values"), bufs, at, n, where);
+  if (inner.k != structural::data_block::kind::fixed || inner.bits_per_value != bits)
+    throw corrupt_error(where + ": packed struct rows of " + std::to_string(inner.bits_per_value) + " bits, its fields sum to " +
+                        std::to_string(bits));
+  return inner;
+}
+
+// n copies of the scalar (no buffer).
+inline structural::data_block mini_constant(const pb::enc21::constant& c, std::uint64_t n, const std::string& where) {
+  const std::string& v = c.value.value_or(std::string());
+  structural::check_alloc(structural::checked_mul(n, v.size(), where.c_str()), where);
+  aligned_buffer out;
+  out.reserve(std::size_t(structural::checked_mul(n, v.size(), where.c_str())));
+  for (std::uint64_t i = 0; i < n; ++i) out.append(std::string_view(v));
+  return structural::data_block::fixed(n, v.size() * 8, owned(std::move(out)));
+}
+
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
+
+// ---- mini-block --------------------------------------------------------------------
+
+inline data_block decode_miniblock(const compressive& e, std::vector<shared_bytes>& bufs, std::size_t& at,
                                    std::uint64_t n, const std::string& where) {
-  auto take = [&](const char* what) -> shared_bytes& {
-    if (at >= bufs.size())
-      throw corrupt_error(where + ": " + what + " needs a chunk buffer beyond the " + std::to_string(bufs.size()) +
-                          " the layout declares");
-    return bufs[at++];
-  };
   using namespace detail;
   if (const auto* f = std::get_if<enc21::flat>(&e.value)) {
     if (f->data) throw unsupported_error(where + ": Flat values with per-buffer compression");
-    return flat_values(take("Flat"), n, f->bits_per_value, where, "Flat values");
+    return flat_values(next_chunk_buffer(bufs, at, "Flat", where), n, f->bits_per_value, where, "Flat values");
   }
-  if (const auto* v = std::get_if<enc21::variable>(&e.value)) {
-    const auto bits = variable_offset_bits(*v, where);
-    if (v->values) throw unsupported_error(where + ": Variable values with per-buffer compression");
-    const auto& b = take("Variable");
-    require_bytes(b, checked_mul(n + 1, bits / 8, where.c_str()), where + ": Variable offsets");
-    return variable_from(b.data(), std::uint32_t(bits), n, b, 0, b.size(), where);
-  }
-  if (const auto* ib = std::get_if<enc21::inline_bitpacking>(&e.value)) {
-    const auto bits = ib->uncompressed_bits_per_value;
-    check_word_bits(bits, where, "InlineBitpacking");
-    const auto& b = take("InlineBitpacking");
-    if (n > bitpack::chunk_values)
-      throw corrupt_error(where + ": inline bit-packed chunk of " + std::to_string(n) + " values (at most 1024)");
-    aligned_buffer out;
-    out.resize(std::size_t(n * bits / 8));
-    by_width(bits, [&](auto t) {
-      using T = decltype(t);
-      bitpack::decode_inline_chunk<T>(b.view(), std::size_t(n), out.data());
-      return 0;
-    });
-    return data_block::fixed(n, bits, owned(std::move(out)));
-  }
-  if (const auto* r = std::get_if<enc21::rle>(&e.value)) {
-    const auto bits = flat_bits(r->values.value(where + ": Rle.values"), where, "Rle values");
-    check_word_bits(bits, where, "Rle values");
-    if (r->run_lengths && flat_bits(*r->run_lengths, where, "Rle run lengths") != 8)
-      throw unsupported_error(where + ": Rle run lengths wider than 8 bits");
-    const auto& values = take("Rle values");
-    const auto& lengths = take("Rle run lengths");
-    if (n > 255 * std::uint64_t(lengths.size()))
-      throw corrupt_error(where + ": " + std::to_string(lengths.size()) + " RLE runs cannot hold " + std::to_string(n) + " values");
-    check_alloc(checked_mul(n, bits / 8, where.c_str()), where);
-    aligned_buffer out;
-    out.resize(std::size_t(checked_mul(n, bits / 8, where.c_str())));
-    rle::decode(values.view(), lengths.view(), std::size_t(n), std::size_t(bits / 8), out.data());
-    return data_block::fixed(n, bits, owned(std::move(out)));
-  }
-  if (const auto* s = std::get_if<enc21::byte_stream_split>(&e.value)) {
-    const auto bits = flat_bits(s->values.value(where + ": ByteStreamSplit.values"), where, "ByteStreamSplit values");
-    check_word_bits(bits, where, "ByteStreamSplit values");
-    const auto& b = take("ByteStreamSplit");
-    const auto need = checked_mul(n, bits / 8, where.c_str());
-    require_bytes(b, need, where + ": ByteStreamSplit values");
-    aligned_buffer out;
-    out.resize(std::size_t(need));
-    bss::join(b.data(), std::size_t(n), std::size_t(bits / 8), out.data());
-    return data_block::fixed(n, bits, owned(std::move(out)));
-  }
-  if (const auto* g = std::get_if<enc21::general>(&e.value)) {
-    if (!g->compression) throw corrupt_error(where + ": General without a compression");
-    if (at >= bufs.size()) throw corrupt_error(where + ": General has no chunk buffer");
-    aligned_buffer out;
-    general::decompress(g->compression->scheme, bufs[at].view(), out);
-    bufs[at] = owned(std::move(out));
-    return decode_miniblock(g->values.value(where + ": General.values"), bufs, at, n, where);
-  }
-  if (const auto* fs = std::get_if<enc21::fsst>(&e.value)) {
-    auto inner = decode_miniblock(fs->values.value(where + ": Fsst.values"), bufs, at, n, where);
-    if (inner.k != data_block::kind::variable) throw corrupt_error(where + ": Fsst over non-variable values");
-    const auto table = fsst::symbol_table::parse(fs->symbol_table);
-    if (!table.compressing()) return inner;
-    aligned_buffer bytes, offs;
-    offs.resize(std::size_t((n + 1) * (inner.bits_per_offset / 8)));
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const auto b = inner.offset(i), e2 = inner.offset(i + 1);
-      table.decompress(inner.data.data() + b, std::size_t(e2 - b), bytes);
-      if (inner.bits_per_offset == 64) le::store<std::uint64_t>(offs.data() + 8 * (i + 1), bytes.size());
-      else {
-        if (bytes.size() > 0xFFFFFFFFull) throw corrupt_error(where + ": FSST output exceeds 32-bit offsets");
-        le::store<std::uint32_t>(offs.data() + 4 * (i + 1), std::uint32_t(bytes.size()));
-      }
-    }
-    return data_block::variable(n, inner.bits_per_offset, owned(std::move(offs)), owned(std::move(bytes)));
-  }
-  if (const auto* l = std::get_if<enc21::fixed_size_list>(&e.value)) {
-    if (l->items_per_value == 0) throw corrupt_error(where + ": FixedSizeList of dimension 0");
-    const auto items = checked_mul(n, l->items_per_value, where.c_str());
-    fsl_layer layer;
-    layer.dimension = l->items_per_value;
-    if (l->has_validity) {
-      const auto& v = take("FixedSizeList validity");
-      require_bytes(v, (items + 7) / 8, where + ": FixedSizeList validity");
-      layer.has_validity = true;
-      layer.validity = v.slice(0, std::size_t((items + 7) / 8));
-    }
-    auto inner = decode_miniblock(l->values.value(where + ": FixedSizeList.values"), bufs, at, items, where);
-    data_block out;
-    out.k = data_block::kind::fixed_size_list;
-    out.num_values = n;
-    out.fsl.push_back(std::move(layer));
-    if (inner.k == data_block::kind::fixed) {
-      out.bits_per_value = inner.bits_per_value;
-      out.data = std::move(inner.data);
-    } else if (inner.k == data_block::kind::fixed_size_list) {
-      out.bits_per_value = inner.bits_per_value;
-      out.data = std::move(inner.data);
-      for (auto& il : inner.fsl) out.fsl.push_back(std::move(il));
-    } else {
-      throw unsupported_error(where + ": FixedSizeList over variable-width items");
-    }
-    return out;
-  }
-  if (const auto* ps = std::get_if<enc21::packed_struct>(&e.value)) {
-    // Rows of the fields' values side by side; kept as one fixed-width value per row.
-    std::uint64_t bits = 0;
-    for (auto b : ps->bits_per_value) {
-      if (b % 8) throw unsupported_error(where + ": packed struct fields of " + std::to_string(b) + " bits");
-      bits += b;
-    }
-    auto inner = decode_miniblock(ps->values.value(where + ": PackedStruct.values"), bufs, at, n, where);
-    if (inner.k != data_block::kind::fixed || inner.bits_per_value != bits)
-      throw corrupt_error(where + ": packed struct rows of " + std::to_string(inner.bits_per_value) + " bits, its fields sum to " +
-                          std::to_string(bits));
-    return inner;
-  }
-  if (const auto* c = std::get_if<enc21::constant>(&e.value)) {
-    const std::string& v = c->value.value_or(std::string());
-    check_alloc(checked_mul(n, v.size(), where.c_str()), where);
-    aligned_buffer out;
-    out.reserve(std::size_t(checked_mul(n, v.size(), where.c_str())));
-    for (std::uint64_t i = 0; i < n; ++i) out.append(std::string_view(v));
-    return data_block::fixed(n, v.size() * 8, owned(std::move(out)));
-  }
+  if (const auto* v = std::get_if<enc21::variable>(&e.value)) return mini_variable(*v, bufs, at, n, where);
+  if (const auto* ib = std::get_if<enc21::inline_bitpacking>(&e.value)) return mini_inline_bitpacking(*ib, bufs, at, n, where);
+  if (const auto* r = std::get_if<enc21::rle>(&e.value)) return mini_rle(*r, bufs, at, n, where);
+  if (const auto* s = std::get_if<enc21::byte_stream_split>(&e.value)) return mini_byte_stream_split(*s, bufs, at, n, where);
+  if (const auto* g = std::get_if<enc21::general>(&e.value)) return mini_general(*g, bufs, at, n, where);
+  if (const auto* fs = std::get_if<enc21::fsst>(&e.value)) return mini_fsst(*fs, bufs, at, n, where);
+  if (const auto* l = std::get_if<enc21::fixed_size_list>(&e.value)) return mini_fixed_size_list(*l, bufs, at, n, where);
+  if (const auto* ps = std::get_if<enc21::packed_struct>(&e.value)) return mini_packed_struct(*ps, bufs, at, n, where);
+  if (const auto* c = std::get_if<enc21::constant>(&e.value)) return mini_constant(*c, n, where);
   throw unsupported_error(where + ": mini-block values encoded as " + detail::encoding_name(e) +
                           " are not supported by lancet");
 }
@@ -369,127 +424,6 @@ inline std::vector<std::uint16_t> decode_levels(const compressive& e, const shar
     throw corrupt_error(where + ": levels must decode to 16-bit values");
   std::vector<std::uint16_t> out(static_cast<std::size_t>(n));
   if (n) std::memcpy(out.data(), b.data.data(), std::size_t(n) * 2);
-  return out;
-}
-
-// ---- per-value (full zip) ---------------------------------------------------------
-
-struct variable_packed_layout;
-
-// How a full-zip page's values decode: fixed width (bits per value known from the
-// layout) or variable (each value compressed on its own).
-struct per_value_decoder {
-  enum class kind : std::uint8_t { fixed, variable };
-  kind k = kind::fixed;
-  // fixed
-  std::uint64_t bits_per_value = 0;    // per value, including per-value validity bytes
-  std::uint64_t item_bits = 0;         // innermost item width
-  std::vector<fsl_layer> fsl;          // layers (validity placeholders) when a fixed_size_list
-  // variable
-  std::uint32_t bits_per_offset = 32;
-  std::optional<fsst::symbol_table> table;
-  std::optional<enc21::compression_scheme> general;
-  // set: each value is a row of struct members side by side (2.2 VariablePackedStruct,
-  // e.g. blob v2 descriptions); the rows are kept whole and split by the field decoder.
-  std::shared_ptr<const variable_packed_layout> packed;
-
-  static std::shared_ptr<const variable_packed_layout> parse_variable_packed(const enc21::variable_packed_struct& vp,
-                                                                             const std::string& where);
-
-  static per_value_decoder from(const compressive& e, const std::string& where) {
-    per_value_decoder d;
-    if (const auto* vp = std::get_if<enc21::variable_packed_struct>(&e.value)) {
-      d.k = kind::variable;
-      d.bits_per_offset = 64;
-      d.packed = parse_variable_packed(*vp, where);
-      return d;
-    }
-    if (const auto* f = std::get_if<enc21::flat>(&e.value)) {
-      if (f->data) throw unsupported_error(where + ": per-value Flat with buffer compression");
-      d.bits_per_value = d.item_bits = f->bits_per_value;
-      return d;
-    }
-    if (const auto* l = std::get_if<enc21::fixed_size_list>(&e.value)) {
-      const compressive* cur = &e;
-      std::uint64_t cum = 1, validity_bytes = 0;
-      while (const auto* fl = std::get_if<enc21::fixed_size_list>(&cur->value)) {
-        if (fl->items_per_value == 0) throw corrupt_error(where + ": FixedSizeList of dimension 0");
-        cum = checked_mul(cum, fl->items_per_value, where.c_str());
-        fsl_layer layer;
-        layer.dimension = fl->items_per_value;
-        layer.has_validity = fl->has_validity;
-        if (fl->has_validity) validity_bytes += (cum + 7) / 8;
-        d.fsl.push_back(layer);
-        cur = &fl->values.value(where + ": FixedSizeList.values");
-      }
-      d.item_bits = detail::flat_bits(*cur, where, "FixedSizeList items");
-      d.bits_per_value = validity_bytes * 8 + checked_mul(cum, d.item_bits, where.c_str());
-      (void)l;
-      return d;
-    }
-    d.k = kind::variable;
-    const compressive* cur = &e;
-    if (const auto* fs = std::get_if<enc21::fsst>(&cur->value)) {
-      d.table = fsst::symbol_table::parse(fs->symbol_table);
-      cur = &fs->values.value(where + ": Fsst.values");
-    } else if (const auto* g = std::get_if<enc21::general>(&cur->value)) {
-      if (!g->compression) throw corrupt_error(where + ": General without a compression");
-      d.general = g->compression->scheme;
-      cur = &g->values.value(where + ": General.values");
-    }
-    const auto* v = std::get_if<enc21::variable>(&cur->value);
-    if (!v) throw unsupported_error(where + ": full-zip values encoded as " + detail::encoding_name(*cur));
-    const auto bits = detail::flat_bits(v->offsets.value(where + ": Variable.offsets"), where, "Variable offsets");
-    if (bits != 32 && bits != 64) throw corrupt_error(where + ": Variable offsets of " + std::to_string(bits) + " bits");
-    d.bits_per_offset = std::uint32_t(bits);
-    return d;
-  }
-
-  // Turns one stored variable value into its bytes (appended to out).
-  void decode_value(bytes_view stored, aligned_buffer& out) const {
-    if (table && table->compressing()) table->decompress(stored.data(), stored.size(), out);
-    else if (general) general::decompress(*general, stored, out);
-    else out.append(stored);
-  }
-};
-
-// The members of a 2.2 VariablePackedStruct row: a fixed member is `width` bytes as
-// they are; a variable one is a `prefix`-byte length and that many stored bytes, which
-// its own per-value decoder (plain, FSST or general compression) turns into the value.
-struct variable_packed_layout {
-  struct member {
-    std::uint64_t width = 0;   // fixed: bytes per value
-    std::uint64_t prefix = 0;  // variable: bytes of the length prefix
-    per_value_decoder values;  // variable
-  };
-  std::vector<member> members;
-};
-
-inline std::shared_ptr<const variable_packed_layout> per_value_decoder::parse_variable_packed(
-    const enc21::variable_packed_struct& vp, const std::string& where) {
-  auto out = std::make_shared<variable_packed_layout>();
-  for (std::size_t i = 0; i < vp.fields.size(); ++i) {
-    const auto& f = vp.fields[i];
-    const std::string fw = where + ": packed struct member " + std::to_string(i);
-    const auto& enc = f.value.value(fw + " without an encoding");
-    variable_packed_layout::member m;
-    if (f.bits_per_value) {
-      const auto bits = detail::flat_bits(enc, fw, "fixed member");
-      if (bits != *f.bits_per_value || bits == 0 || bits % 8)
-        throw unsupported_error(fw + " of " + std::to_string(*f.bits_per_value) + " bits (flat " + std::to_string(bits) + ")");
-      m.width = bits / 8;
-    } else if (f.bits_per_length) {
-      const auto bl = *f.bits_per_length;
-      if (bl != 8 && bl != 16 && bl != 32 && bl != 64) throw corrupt_error(fw + ": length prefix of " + std::to_string(bl) + " bits");
-      m.prefix = bl / 8;
-      m.values = per_value_decoder::from(enc, fw);
-      if (m.values.k != kind::variable || m.values.packed)
-        throw unsupported_error(fw + " is variable width but encoded as " + detail::encoding_name(enc));
-    } else {
-      throw corrupt_error(fw + " has neither a value width nor a length width");
-    }
-    out->members.push_back(std::move(m));
-  }
   return out;
 }
 

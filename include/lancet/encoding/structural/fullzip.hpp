@@ -30,92 +30,118 @@ struct fullzip_page {
   enc21::full_zip_layout layout;
 };
 
-inline fullzip_page encode_fullzip(const data_block& values, const level_scheme& s, const std::vector<std::uint16_t>& rep,
-                                   const std::vector<std::uint16_t>& def, const per_value_codec& codec) {
-  fullzip_page out;
-  auto& z = out.layout;
-  z.layers = s.layers;
+}  // namespace lancet::encoding::structural
+
+namespace lancet::encoding::detail {
+
+// How a page's slots are zipped: control word bits and bytes, and the bytes of each
+// value (fixed width) or of each value's length (variable width).
+struct fullzip_shape {
+  unsigned bits_rep = 0, bits_def = 0;
+  std::size_t cw = 0;     // control word bytes (0: no levels)
+  std::size_t slots = 0;  // level slots (values when there are no levels)
+  bool fixed = false;
+  std::uint64_t vbytes = 0;                   // fixed: bytes per value, item validity included
+  std::vector<std::uint64_t> validity_bytes;  // fixed-size lists: per layer, its item validity bytes per value
+  std::uint64_t item_bytes = 0;               // fixed: bytes of a value's items
+  std::uint64_t lbytes = 0;                   // variable: bytes per length
+};
+
+// The control word: as few bits as the largest levels need, in 1, 2 or 4 bytes; the
+// layout's level bits and item counts.
+inline void plan_fullzip_levels(const structural::data_block& values, const std::vector<std::uint16_t>& rep,
+                                const std::vector<std::uint16_t>& def, fullzip_shape& f,
+                                pb::enc21::full_zip_layout& z) {
   std::uint16_t max_r = 0, max_d = 0;
   for (auto r : rep) max_r = std::max(max_r, r);
   for (auto d : def) max_d = std::max(max_d, d);
-  const unsigned bits_rep = rep.empty() ? 0 : unsigned(std::bit_width(unsigned(max_r)));
-  const unsigned bits_def = def.empty() ? 0 : unsigned(std::bit_width(unsigned(max_d)));
-  const unsigned total = bits_rep + bits_def;
-  const std::size_t cw = total == 0 ? 0 : total <= 8 ? 1 : total <= 16 ? 2 : 4;
-  z.bits_rep = bits_rep;
-  z.bits_def = bits_def;
-  const std::size_t slots = rep.empty() && def.empty() ? std::size_t(values.num_values) : std::max(rep.size(), def.size());
-  if (slots > 0xFFFFFFFFull || values.num_values > 0xFFFFFFFFull)
+  f.bits_rep = rep.empty() ? 0 : unsigned(std::bit_width(unsigned(max_r)));
+  f.bits_def = def.empty() ? 0 : unsigned(std::bit_width(unsigned(max_d)));
+  const unsigned total = f.bits_rep + f.bits_def;
+  f.cw = total == 0 ? 0 : total <= 8 ? 1 : total <= 16 ? 2 : 4;
+  z.bits_rep = f.bits_rep;
+  z.bits_def = f.bits_def;
+  f.slots = rep.empty() && def.empty() ? std::size_t(values.num_values) : std::max(rep.size(), def.size());
+  if (f.slots > 0xFFFFFFFFull || values.num_values > 0xFFFFFFFFull)
     throw invalid_input_error("a full-zip page holds at most 2^32 values");
-  z.num_items = std::uint32_t(rep.empty() ? values.num_values : slots);
+  z.num_items = std::uint32_t(rep.empty() ? values.num_values : f.slots);
   z.num_visible_items = std::uint32_t(values.num_values);
+}
 
-  // Value bytes.
-  const bool fixed = values.k != data_block::kind::variable;
-  std::uint64_t vbytes = 0;
-  std::vector<std::uint64_t> validity_bytes;  // fsl layers with item validity
-  if (fixed) {
-    if (values.k == data_block::kind::fixed_size_list) {
-      std::uint64_t cum = 1;
-      compressive e = enc::flat(values.bits_per_value);
-      for (const auto& l : values.fsl) {
-        cum *= l.dimension;
-        validity_bytes.push_back(l.has_validity ? (cum + 7) / 8 : 0);
-      }
-      if ((cum * values.bits_per_value) % 8) throw unsupported_error("full-zip fixed-size lists of sub-byte items");
-      vbytes = cum * values.bits_per_value / 8;
-      for (auto v : validity_bytes) vbytes += v;
-      z.value_compression = enc::fixed_size_lists(std::move(e), values.fsl);
-    } else {
-      if (values.bits_per_value % 8) throw unsupported_error("full-zip pages of sub-byte values");
-      vbytes = values.bits_per_value / 8;
-      z.value_compression = enc::flat(values.bits_per_value);
+// Fixed-width values: bytes per value (a fixed-size list's item validity bytes, per
+// layer that has it, then its items) and their encoding.
+inline void plan_fullzip_fixed_values(const structural::data_block& values, fullzip_shape& f,
+                                      pb::enc21::full_zip_layout& z) {
+  namespace enc = structural::enc;
+  if (values.k == structural::data_block::kind::fixed_size_list) {
+    std::uint64_t cum = 1;
+    structural::compressive e = enc::flat(values.bits_per_value);
+    for (const auto& l : values.fsl) {
+      cum *= l.dimension;
+      f.validity_bytes.push_back(l.has_validity ? (cum + 7) / 8 : 0);
     }
-    if (vbytes * 8 > 0xFFFFFFFFull) throw invalid_input_error("values too wide for a full-zip page");
-    z.bits_per_value = std::uint32_t(vbytes * 8);
+    if ((cum * values.bits_per_value) % 8) throw unsupported_error("full-zip fixed-size lists of sub-byte items");
+    f.vbytes = cum * values.bits_per_value / 8;
+    for (auto v : f.validity_bytes) f.vbytes += v;
+    z.value_compression = enc::fixed_size_lists(std::move(e), values.fsl);
   } else {
-    z.bits_per_offset = values.bits_per_offset;
+    if (values.bits_per_value % 8) throw unsupported_error("full-zip pages of sub-byte values");
+    f.vbytes = values.bits_per_value / 8;
+    z.value_compression = enc::flat(values.bits_per_value);
   }
+  if (f.vbytes * 8 > 0xFFFFFFFFull) throw invalid_input_error("values too wide for a full-zip page");
+  z.bits_per_value = std::uint32_t(f.vbytes * 8);
+}
 
-  // Variable values, compressed value by value.
+// The FSST symbol table variable values are compressed with, trained on the page's
+// values (none when the codec is not FSST or the page is too small to gain).
+inline std::optional<structural::fsst::symbol_table> train_fullzip_fsst(const structural::data_block& values, bool fixed,
+                                                                        const structural::per_value_codec& codec) {
+  namespace fsst = structural::fsst;
   std::optional<fsst::symbol_table> table;
-  const bool fsst_on = !fixed && codec.k == per_value_codec::kind::fsst && values.value_bytes() >= fsst::least_input_size;
+  const bool fsst_on = !fixed && codec.k == structural::per_value_codec::kind::fsst && values.value_bytes() >= fsst::least_input_size;
   if (fsst_on) {
     if (values.bits_per_offset == 64)
       table = fsst::symbol_table::train(reinterpret_cast<const std::uint64_t*>(values.offsets.data()), std::size_t(values.num_values), values.data.data());
     else
       table = fsst::symbol_table::train(reinterpret_cast<const std::uint32_t*>(values.offsets.data()), std::size_t(values.num_values), values.data.data());
   }
-  if (!fixed) {
-    compressive e = enc::variable(values.bits_per_offset);
-    if (codec.k == per_value_codec::kind::fsst) {
-      enc21::fsst f;
-      f.symbol_table = table ? table->serialize() : fsst::symbol_table().serialize();
-      f.values = std::move(e);
-      e = compressive{std::move(f)};
-    } else if (codec.k == per_value_codec::kind::general) {
-      e = enc::general(codec.scheme, codec.level, std::move(e));
-    }
-    z.value_compression = std::move(e);
-  }
+  return table;
+}
 
-  const std::uint64_t lbytes = fixed ? 0 : values.bits_per_offset / 8;
-  // Fixed-width values without levels or item validity: the zipped buffer is the values.
-  bool any_validity = false;
-  for (const auto& l : values.fsl) any_validity |= l.has_validity;
-  if (fixed && cw == 0 && !any_validity) {
-    out.buffers.push_back(values.data.slice(0, std::size_t(values.num_values * vbytes)));
-    return out;
+// The encoding of variable values: Variable, inside FSST (its table, or an empty one)
+// or general compression as the codec says.
+inline structural::compressive fullzip_variable_encoding(const structural::data_block& values,
+                                                         const structural::per_value_codec& codec,
+                                                         const std::optional<structural::fsst::symbol_table>& table) {
+  namespace enc = structural::enc;
+  structural::compressive e = enc::variable(values.bits_per_offset);
+  if (codec.k == structural::per_value_codec::kind::fsst) {
+    pb::enc21::fsst f;
+    f.symbol_table = table ? table->serialize() : structural::fsst::symbol_table().serialize();
+    f.values = std::move(e);
+    e = structural::compressive{std::move(f)};
+  } else if (codec.k == structural::per_value_codec::kind::general) {
+    e = enc::general(codec.scheme, codec.level, std::move(e));
   }
-  const std::uint64_t bound = fixed ? values.num_values * vbytes + cw * slots
-                                    : values.value_bytes() + cw * slots + lbytes * values.num_values;
-  aligned_buffer zipped;
-  zipped.reserve(std::size_t(bound));
-  const bool need_index = !rep.empty() || !fixed;
-  std::vector<std::uint64_t> row_starts;
-  std::uint64_t cum_items = 1;
-  for (const auto& l : values.fsl) cum_items *= l.dimension;
-  const std::uint64_t item_bytes = fixed && values.k == data_block::kind::fixed_size_list ? cum_items * values.bits_per_value / 8 : vbytes;
+  return e;
+}
+
+// Appends the zipped slots: per slot its control word, then, when visible, its value
+// (fixed: item validity bytes, then items; variable and valid: a length, then the
+// bytes, compressed value by value). With need_index, row_starts gets each row's
+// first byte.
+inline void zip_fullzip_slots(const structural::data_block& values, const structural::level_scheme& s,
+                              const std::vector<std::uint16_t>& rep, const std::vector<std::uint16_t>& def,
+                              const fullzip_shape& f, const std::optional<structural::fsst::symbol_table>& table,
+                              const structural::per_value_codec& codec, bool need_index, aligned_buffer& zipped,
+                              std::vector<std::uint64_t>& row_starts) {
+  // The loop reads these as locals (as registers), not through the references.
+  const unsigned bits_rep = f.bits_rep, bits_def = f.bits_def;
+  const std::size_t cw = f.cw, slots = f.slots;
+  const bool fixed = f.fixed;
+  const std::uint64_t item_bytes = f.item_bytes, lbytes = f.lbytes;
+  const auto& validity_bytes = f.validity_bytes;
   aligned_buffer scratch;
   std::uint64_t v = 0;
   for (std::size_t i = 0; i < slots; ++i) {
@@ -130,7 +156,7 @@ inline fullzip_page encode_fullzip(const data_block& values, const level_scheme&
     }
     if (d > s.max_visible_def) continue;
     if (fixed) {
-      if (values.k == data_block::kind::fixed_size_list) {
+      if (values.k == structural::data_block::kind::fixed_size_list) {
         std::uint64_t c = 1;
         for (std::size_t l = 0; l < values.fsl.size(); ++l) {
           c *= values.fsl[l].dimension;
@@ -150,9 +176,9 @@ inline fullzip_page encode_fullzip(const data_block& values, const level_scheme&
         table->compress(p, len, scratch);
         p = scratch.data();
         len = scratch.size();
-      } else if (codec.k == per_value_codec::kind::general) {
+      } else if (codec.k == structural::per_value_codec::kind::general) {
         scratch.clear();
-        general::compress(codec.scheme, codec.level, bytes_view(p, len), scratch);
+        structural::general::compress(codec.scheme, codec.level, bytes_view(p, len), scratch);
         p = scratch.data();
         len = scratch.size();
       }
@@ -164,20 +190,67 @@ inline fullzip_page encode_fullzip(const data_block& values, const level_scheme&
     }
     ++v;
   }
-  out.buffers.push_back(shared_bytes(std::move(zipped)));
-  if (need_index) {
-    row_starts.push_back(out.buffers[0].size());
-    const std::uint64_t max_val = std::max<std::uint64_t>(bound, out.buffers[0].size());
-    const std::size_t w = max_val <= 0xFF ? 1 : max_val <= 0xFFFF ? 2 : max_val <= 0xFFFFFFFFull ? 4 : 8;
-    aligned_buffer ri;
-    ri.resize(row_starts.size() * w);
-    for (std::size_t i = 0; i < row_starts.size(); ++i) {
-      std::uint8_t b[8];
-      le::store<std::uint64_t>(b, row_starts[i]);
-      std::memcpy(ri.data() + i * w, b, w);
-    }
-    out.buffers.push_back(shared_bytes(std::move(ri)));
+}
+
+// The repetition index: each row's first byte, then the end, in entries as wide as
+// the buffer's size bound needs (as Lance writes it).
+inline shared_bytes fullzip_repetition_index(std::vector<std::uint64_t>& row_starts, std::uint64_t bound,
+                                             std::uint64_t zipped_bytes) {
+  row_starts.push_back(zipped_bytes);
+  const std::uint64_t max_val = std::max<std::uint64_t>(bound, zipped_bytes);
+  const std::size_t w = max_val <= 0xFF ? 1 : max_val <= 0xFFFF ? 2 : max_val <= 0xFFFFFFFFull ? 4 : 8;
+  aligned_buffer ri;
+  ri.resize(row_starts.size() * w);
+  for (std::size_t i = 0; i < row_starts.size(); ++i) {
+    std::uint8_t b[8];
+    le::store<std::uint64_t>(b, row_starts[i]);
+    std::memcpy(ri.data() + i * w, b, w);
   }
+  return shared_bytes(std::move(ri));
+}
+
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
+
+inline fullzip_page encode_fullzip(const data_block& values, const level_scheme& s, const std::vector<std::uint16_t>& rep,
+                                   const std::vector<std::uint16_t>& def, const per_value_codec& codec) {
+  using namespace detail;
+  fullzip_page out;
+  auto& z = out.layout;
+  z.layers = s.layers;
+  fullzip_shape f;
+  plan_fullzip_levels(values, rep, def, f, z);
+
+  // Value bytes.
+  f.fixed = values.k != data_block::kind::variable;
+  if (f.fixed) plan_fullzip_fixed_values(values, f, z);
+  else z.bits_per_offset = values.bits_per_offset;
+
+  // Variable values, compressed value by value.
+  const auto table = train_fullzip_fsst(values, f.fixed, codec);
+  if (!f.fixed) z.value_compression = fullzip_variable_encoding(values, codec, table);
+
+  f.lbytes = f.fixed ? 0 : values.bits_per_offset / 8;
+  // Fixed-width values without levels or item validity: the zipped buffer is the values.
+  bool any_validity = false;
+  for (const auto& l : values.fsl) any_validity |= l.has_validity;
+  if (f.fixed && f.cw == 0 && !any_validity) {
+    out.buffers.push_back(values.data.slice(0, std::size_t(values.num_values * f.vbytes)));
+    return out;
+  }
+  const std::uint64_t bound = f.fixed ? values.num_values * f.vbytes + f.cw * f.slots
+                                      : values.value_bytes() + f.cw * f.slots + f.lbytes * values.num_values;
+  aligned_buffer zipped;
+  zipped.reserve(std::size_t(bound));
+  const bool need_index = !rep.empty() || !f.fixed;
+  std::vector<std::uint64_t> row_starts;
+  std::uint64_t cum_items = 1;
+  for (const auto& l : values.fsl) cum_items *= l.dimension;
+  f.item_bytes = f.fixed && values.k == data_block::kind::fixed_size_list ? cum_items * values.bits_per_value / 8 : f.vbytes;
+  zip_fullzip_slots(values, s, rep, def, f, table, codec, need_index, zipped, row_starts);
+  out.buffers.push_back(shared_bytes(std::move(zipped)));
+  if (need_index) out.buffers.push_back(fullzip_repetition_index(row_starts, bound, out.buffers[0].size()));
   return out;
 }
 

@@ -9,10 +9,8 @@
 //   rep, pad 8, def, pad 8, each value buffer, pad 8.
 //   repetition index: (depth + 1) u64 per chunk: rows completed in the chunk, then the
 //   levels of a trailing partial row.
-// Full-zip pages: [zipped values][repetition index?]: per level slot a control word
-//   (rep << bits_def | def, 1, 2 or 4 bytes, absent without levels), then for a visible
-//   slot the value: fixed width, or (variable) for a valid slot a length prefix and bytes.
-//   The repetition index has rows + 1 byte offsets (1, 2, 4 or 8 bytes each).
+// Full-zip pages: [zipped values][repetition index?], written by fullzip.hpp (which
+//   describes the layout) and parsed by fullzip_reader.hpp.
 // Constant pages (AllNullLayout/ConstantLayout): no values (all null) or one scalar
 //   (inline_value, or a one-buffer scalar) for every slot, with optional rep/def buffers.
 #pragma once
@@ -34,6 +32,7 @@
 #include "lancet/encoding/structural/block_ops.hpp"
 #include "lancet/encoding/structural/data_block.hpp"
 #include "lancet/encoding/structural/decompress.hpp"
+#include "lancet/encoding/structural/fullzip_reader.hpp"
 #include "lancet/encoding/structural/read_callbacks.hpp"
 #include "lancet/encoding/structural/repdef.hpp"
 #include "lancet/pb/encodings_v2_1.hpp"
@@ -178,428 +177,368 @@ inline std::pair<std::uint64_t, std::uint64_t> row_slots(const std::vector<std::
   return {sb, se};
 }
 
+// The page has at least n buffers (`what` names the layout).
+inline void check_page_buffers(const std::vector<shared_bytes>& buffers, std::size_t n, const char* what,
+                               const std::string& where) {
+  if (buffers.size() < n)
+    throw corrupt_error(where + ": " + what + " needs " + std::to_string(n) + " buffers, the page has " +
+                        std::to_string(buffers.size()));
+}
+
+// ---- mini-block pages ------------------------------------------------------------------
+
+// The chunks [c0, c1) to decode for a row range; first_row: the number of the first
+// row that starts in chunk c0.
+struct chunk_span {
+  std::size_t c0 = 0, c1 = 0;
+  std::uint64_t first_row = 0;
+};
+
+// The chunks holding rows [begin, end) (begin < end) of a page with repetition, from
+// its repetition index ri: per chunk the rows it completes, and the levels of a row it
+// leaves unfinished.
+inline chunk_span chunks_by_repetition_index(const pb::enc21::mini_block_layout& m, const std::vector<chunk_meta>& chunks,
+                                             const shared_bytes& ri, std::uint64_t page_rows, std::uint64_t begin,
+                                             std::uint64_t end, const std::string& where) {
+  chunk_span out;
+  const std::uint64_t stride = 8 * (std::uint64_t(m.repetition_index_depth) + 1);
+  if (ri.size() < chunks.size() * stride)
+    throw corrupt_error(where + ": repetition index of " + std::to_string(ri.size()) + " bytes for " +
+                        std::to_string(chunks.size()) + " chunks");
+  std::vector<std::uint64_t> rows_before(chunks.size() + 1, 0), leftover(chunks.size(), 0);
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const auto r = le::load<std::uint64_t>(ri.data() + i * stride);
+    leftover[i] = le::load<std::uint64_t>(ri.data() + i * stride + stride - 8);
+    rows_before[i + 1] = rows_before[i] + r;
+    if (rows_before[i + 1] < rows_before[i]) throw corrupt_error(where + ": repetition index overflows");
+  }
+  if (rows_before.back() != page_rows)
+    throw corrupt_error(where + ": repetition index counts " + std::to_string(rows_before.back()) + " rows, the page has " +
+                        std::to_string(page_rows));
+  // Chunk where row `begin` completes, walked back to where it starts.
+  std::size_t i = 0;
+  while (i < chunks.size() && rows_before[i + 1] <= begin) ++i;
+  while (i > 0 && leftover[i - 1] > 0 && rows_before[i] == begin) --i;
+  out.c0 = i;
+  out.first_row = rows_before[i] + ((i > 0 && leftover[i - 1] > 0) ? 1 : 0);
+  std::size_t j = out.c0;
+  while (j < chunks.size() && rows_before[j + 1] < end) ++j;
+  out.c1 = std::min(chunks.size(), j + 1);
+  return out;
+}
+
+// The chunks to decode for rows [begin, end): none for no rows; without repetition
+// values are rows; with repetition the index narrows them down, else all of them.
+inline chunk_span mini_block_chunks_of_rows(const pb::enc21::mini_block_layout& m, const structural::level_scheme& s,
+                                            const std::vector<chunk_meta>& chunks,
+                                            const std::vector<shared_bytes>& buffers, std::uint64_t page_rows,
+                                            std::uint64_t begin, std::uint64_t end, const std::string& where) {
+  chunk_span out{0, chunks.size(), 0};
+  if (begin == end) {
+    out.c1 = out.c0;
+  } else if (s.max_rep == 0) {
+    // Values are rows.
+    std::uint64_t at = 0;
+    std::size_t i = 0;
+    while (i < chunks.size() && at + chunks[i].values <= begin) at += chunks[i++].values;
+    out.c0 = i;
+    out.first_row = at;
+    std::uint64_t e = at;
+    while (i < chunks.size() && e < end) e += chunks[i++].values;
+    out.c1 = i;
+  } else if (m.repetition_index_depth > 0) {
+    const std::size_t dict_buffers = m.dictionary ? 1 : 0;
+    out = chunks_by_repetition_index(m, chunks, buffers[2 + dict_buffers], page_rows, begin, end, where);
+  }
+  return out;
+}
+
+// Chunks [c0, c1) decoded and put together: their levels and values.
+struct decoded_chunks {
+  std::vector<std::uint16_t> rep, def;
+  structural::data_block values;
+};
+
+inline decoded_chunks decode_chunks(const pb::enc21::mini_block_layout& m, const shared_bytes& data,
+                                    const std::vector<chunk_meta>& chunks, std::size_t c0, std::size_t c1,
+                                    const std::string& where) {
+  decoded_chunks out;
+  std::vector<structural::data_block> parts;
+  for (std::size_t i = c0; i < c1; ++i) {
+    auto d = decode_chunk(m, data, chunks[i], m.has_large_chunk, where + " chunk " + std::to_string(i));
+    if (m.rep_compression) out.rep.insert(out.rep.end(), d.rep.begin(), d.rep.end());
+    if (m.def_compression) out.def.insert(out.def.end(), d.def.begin(), d.def.end());
+    if (!m.rep_compression && !m.def_compression) {
+      // no levels: slots are values
+    }
+    parts.push_back(std::move(d.values));
+  }
+  out.values = concat_blocks(parts);
+  return out;
+}
+
+// Rows [begin, end) of a mini-block page: buffers [chunk metadata][chunk data]
+// [dictionary?][repetition index?].
+inline structural::page_slice read_mini_block_page(const pb::enc21::mini_block_layout& m,
+                                                   const std::vector<shared_bytes>& buffers, std::uint64_t page_rows,
+                                                   std::uint64_t begin, std::uint64_t end, const std::string& where) {
+  structural::page_slice out;
+  out.layers = m.layers;
+  const structural::level_scheme s(m.layers);
+  if (bool(m.rep_compression) != (s.max_rep > 0))
+    throw corrupt_error(where + ": repetition levels and list layers disagree");
+  if (m.def_compression && s.max_def == 0) throw corrupt_error(where + ": definition levels without nullable layers");
+  const std::size_t dict_buffers = m.dictionary ? 1 : 0;
+  const bool has_rep_index = m.repetition_index_depth > 0;
+  check_page_buffers(buffers, 2 + dict_buffers + (has_rep_index ? 1 : 0), "a mini-block page", where);
+  if (m.dictionary) {
+    out.dictionary = structural::decode_block(*m.dictionary, buffers[2], m.num_dictionary_items, where + " (dictionary)");
+  }
+  const auto chunks = parse_chunk_meta(buffers[0], buffers[1], m.has_large_chunk, m.num_items, where);
+  const auto [c0, c1, first_row] = mini_block_chunks_of_rows(m, s, chunks, buffers, page_rows, begin, end, where);
+  auto [rep, def, values] = decode_chunks(m, buffers[1], chunks, c0, c1, where);
+  std::uint64_t total_slots = (m.rep_compression || m.def_compression) ? std::max(rep.size(), def.size()) : values.num_values;
+  if (!rep.empty() && !def.empty() && rep.size() != def.size())
+    throw corrupt_error(where + ": " + std::to_string(rep.size()) + " repetition but " + std::to_string(def.size()) +
+                        " definition levels");
+  // Slot range of the requested rows.
+  std::uint64_t sb, se;
+  if (s.max_rep == 0) {
+    sb = begin - first_row;
+    se = end - first_row;
+    if (se > total_slots) throw corrupt_error(where + ": chunks hold fewer rows than the page says");
+  } else {
+    if (!rep.empty() && first_row == 0 && c0 == 0 && rep[0] != s.max_rep)
+      throw corrupt_error(where + ": the page's levels do not start with a row");
+    // Skip continuation slots of a row started in an earlier chunk.
+    std::size_t lead = 0;
+    if (c0 > 0 && first_row > 0) {
+      // when chunk c0 - 1 left a partial row, slots before the first row start belong to it
+      while (lead < rep.size() && rep[lead] != s.max_rep) ++lead;
+    }
+    auto [b2, e2] = row_slots(rep, s.max_rep, first_row, begin, end, where);
+    (void)lead;
+    sb = b2;
+    se = e2;
+  }
+  out.num_slots = se - sb;
+  if (!rep.empty()) out.rep.assign(rep.begin() + std::ptrdiff_t(sb), rep.begin() + std::ptrdiff_t(se));
+  if (!def.empty()) out.def.assign(def.begin() + std::ptrdiff_t(sb), def.begin() + std::ptrdiff_t(se));
+  const auto vb = visible_count(s, def, 0, sb), vc = visible_count(s, def, sb, se);
+  if (vb + vc > values.num_values) throw corrupt_error(where + ": levels need more values than the chunks hold");
+  out.values = slice_block(values, vb, vc);
+  return out;
+}
+
+// ---- full-zip pages (parsed by fullzip_reader.hpp) ----------------------------------------
+
+// Cuts rows [begin, end) out of a slice of a whole page: its levels and its values.
+inline void keep_rows(structural::page_slice& out, const structural::level_scheme& s, std::uint64_t begin,
+                      std::uint64_t end, const std::string& where) {
+  std::uint64_t sb = begin, se = end;
+  if (s.max_rep) std::tie(sb, se) = row_slots(out.rep, s.max_rep, 0, begin, end, where);
+  const auto vb = visible_count(s, out.def, 0, sb), vc = visible_count(s, out.def, sb, se);
+  if (!out.rep.empty()) out.rep = std::vector<std::uint16_t>(out.rep.begin() + std::ptrdiff_t(sb), out.rep.begin() + std::ptrdiff_t(se));
+  if (!out.def.empty()) out.def = std::vector<std::uint16_t>(out.def.begin() + std::ptrdiff_t(sb), out.def.begin() + std::ptrdiff_t(se));
+  out.num_slots = se - sb;
+  out.values = slice_block(out.values, vb, vc);
+}
+
+inline structural::page_slice read_full_zip_page(const pb::enc21::full_zip_layout& z,
+                                                 const std::vector<shared_bytes>& buffers, std::uint64_t page_rows,
+                                                 std::uint64_t begin, std::uint64_t end, const std::string& where) {
+  structural::page_slice out;
+  out.layers = z.layers;
+  const structural::level_scheme s(z.layers);
+  check_page_buffers(buffers, 1, "a full-zip page", where);
+  auto part = structural::read_full_zip_slots(z, s, buffers, page_rows, begin, end, where);
+  out.rep = std::move(part.rep);
+  out.def = std::move(part.def);
+  out.num_slots = part.num_slots;
+  out.values = std::move(part.values);
+  out.packed = std::move(part.packed);
+  if (part.whole_page) keep_rows(out, s, begin, end, where);
+  return out;
+}
+
+// ---- constant / all-null pages -----------------------------------------------------------
+
+// The scalar of a constant page stored in a buffer: u32 count, then per sub-buffer u32
+// length + bytes; the value bytes are the last sub-buffer.
+inline std::string parse_constant_scalar(const shared_bytes& b, const std::string& where) {
+  if (b.size() < 4) throw corrupt_error(where + ": constant scalar buffer of " + std::to_string(b.size()) + " bytes");
+  const auto count = le::load<std::uint32_t>(b.data());
+  std::uint64_t pos = 4;
+  std::string last;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (pos + 4 > b.size()) throw corrupt_error(where + ": constant scalar buffer is truncated");
+    const auto len = le::load<std::uint32_t>(b.data() + pos);
+    pos += 4;
+    if (len > b.size() - pos) throw corrupt_error(where + ": constant scalar buffer is truncated");
+    last.assign(reinterpret_cast<const char*>(b.data() + pos), len);
+    pos += len;
+  }
+  if (count == 0) throw corrupt_error(where + ": constant scalar buffer without a value");
+  return last;
+}
+
+// The levels of rows [begin, end) of a constant page from its rep / def buffers (rb,
+// db); returns how many of the slots are visible.
+inline std::uint64_t constant_page_levels(const pb::enc21::constant_layout& c, const structural::level_scheme& s,
+                                          const shared_bytes& rb, const shared_bytes& db, std::uint64_t begin,
+                                          std::uint64_t end, const std::string& where, structural::page_slice& out) {
+  auto levels = [&](const std::optional<structural::compressive>& comp, const shared_bytes& b, std::uint64_t n) {
+    structural::check_alloc(structural::checked_mul(n, 2, "levels"), where + " levels");
+    if (comp) return structural::decode_levels(*comp, b, n, where);
+    if (b.size() % 2) throw corrupt_error(where + ": level buffer of odd size");
+    std::vector<std::uint16_t> v(b.size() / 2);
+    if (!v.empty()) std::memcpy(v.data(), b.data(), b.size());
+    return v;
+  };
+  auto rep = rb.empty() && !c.rep_compression ? std::vector<std::uint16_t>{}
+                                              : levels(c.rep_compression, rb, c.num_rep_values ? c.num_rep_values : rb.size() / 2);
+  auto def = db.empty() && !c.def_compression ? std::vector<std::uint16_t>{}
+                                              : levels(c.def_compression, db, c.num_def_values ? c.num_def_values : db.size() / 2);
+  if (!rep.empty() && !def.empty() && rep.size() != def.size())
+    throw corrupt_error(where + ": constant layout with " + std::to_string(rep.size()) + " repetition and " +
+                        std::to_string(def.size()) + " definition levels");
+  std::uint64_t sb = 0, se = std::max(rep.size(), def.size());
+  if (s.max_rep) {
+    if (rep.empty()) throw corrupt_error(where + ": constant layout with lists but no repetition levels");
+    auto [b2, e2] = row_slots(rep, s.max_rep, 0, begin, end, where);
+    sb = b2;
+    se = e2;
+  } else {
+    if (def.size() < end) throw corrupt_error(where + ": constant layout with fewer levels than rows");
+    sb = begin;
+    se = end;
+  }
+  if (!rep.empty()) out.rep.assign(rep.begin() + std::ptrdiff_t(sb), rep.begin() + std::ptrdiff_t(se));
+  if (!def.empty()) out.def.assign(def.begin() + std::ptrdiff_t(sb), def.begin() + std::ptrdiff_t(se));
+  out.num_slots = se - sb;
+  return visible_count(s, out.def, 0, out.num_slots);
+}
+
+// Rows [begin, end) of a constant page (AllNullLayout / ConstantLayout): no values (all
+// null) or one scalar, inline or in a buffer, for every visible slot.
+inline structural::page_slice read_constant_page(const pb::enc21::constant_layout& c,
+                                                 const std::vector<shared_bytes>& buffers, std::uint64_t begin,
+                                                 std::uint64_t end, const std::string& where) {
+  using structural::layer;
+  structural::page_slice out;
+  out.layers = c.layers.empty() ? std::vector<layer>{layer::nullable_item} : c.layers;
+  const structural::level_scheme s(out.layers);
+  std::size_t level_buf = 0;
+  std::optional<std::string> scalar = c.inline_value;
+  if (scalar) {
+    if (buffers.size() != 0 && buffers.size() != 2)
+      throw corrupt_error(where + ": constant layout with an inline value and " + std::to_string(buffers.size()) + " buffers");
+  } else if (buffers.size() == 1 || buffers.size() == 3) {
+    scalar = parse_constant_scalar(buffers[0], where);
+    level_buf = 1;
+  }
+  const bool has_levels = buffers.size() >= level_buf + 2;
+  std::uint64_t visible = 0;
+  if (has_levels) {
+    visible = constant_page_levels(c, s, buffers[level_buf], buffers[level_buf + 1], begin, end, where, out);
+  } else {
+    out.num_slots = end - begin;
+    if (s.max_rep) throw corrupt_error(where + ": constant layout with lists but no levels");
+    if (!scalar && s.max_def) out.def.assign(std::size_t(out.num_slots), s.null_level(0));
+    visible = out.num_slots;
+  }
+  if (scalar) {
+    out.constant = std::move(scalar);
+    out.values.num_values = visible;
+  } else {
+    out.values.num_values = visible;  // empty block: all null
+  }
+  return out;
+}
+
 }  // namespace lancet::encoding::detail
 
 namespace lancet::encoding::structural {
 
-
 // Reads rows [begin, end) of a page of `page_rows` rows.
 inline page_slice read_page(const enc21::page_layout& layout, const std::vector<shared_bytes>& buffers,
                             std::uint64_t page_rows, std::uint64_t begin, std::uint64_t end, const std::string& where,
-                            const read_file_range& read_range = {}) {
-  using namespace detail;
+                            const read_file_range& read_range = {});
+
+}  // namespace lancet::encoding::structural
+
+namespace lancet::encoding::detail {
+
+// ---- legacy blob pages (2.1) ---------------------------------------------------------------
+
+// Rows [begin, end) of a 2.1 blob page: the inner page holds a (position u64, size u64)
+// description per row; the bytes live elsewhere in the file (read with read_range).
+// size 0 is an empty value (position 0) or a null (position = def << 16 | rep).
+inline structural::page_slice read_legacy_blob_page(const pb::enc21::blob_layout& bl,
+                                                    const std::vector<shared_bytes>& buffers, std::uint64_t page_rows,
+                                                    std::uint64_t begin, std::uint64_t end, const std::string& where,
+                                                    const structural::read_file_range& read_range) {
+  using structural::data_block;
+  using structural::layer;
+  if (!bl.inner_layout) throw corrupt_error(where + ": blob layout without an inner layout");
+  if (!read_range) throw unsupported_error(where + ": blob values need the file's bytes (pass read_range to the decoder)");
+  auto inner = structural::read_page(*bl.inner_layout, buffers, page_rows, begin, end, where + " (blob descriptions)");
+  if (!inner.rep.empty() || !inner.def.empty() || inner.values.k != data_block::kind::fixed || inner.values.bits_per_value != 128)
+    throw corrupt_error(where + ": blob descriptions are not 128-bit (position, size) rows without levels");
+  structural::page_slice out;
+  out.layers = bl.layers.empty() ? std::vector<layer>{layer::nullable_item} : bl.layers;
+  const structural::level_scheme s(out.layers);
+  if (s.max_rep) throw unsupported_error(where + ": blobs inside lists");
+  const auto n = inner.values.num_values;
+  aligned_buffer offs, bytes;
+  offs.resize(std::size_t((n + 1) * 8));
+  std::vector<std::uint16_t> def;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const auto* d = inner.values.data.data() + 16 * i;
+    const auto pos = le::load<std::uint64_t>(d), size = le::load<std::uint64_t>(d + 8);
+    std::uint16_t level = 0;
+    if (size == 0 && pos != 0) {
+      level = std::uint16_t((pos >> 16) & 0xFFFF);
+      if (level == 0 || level > s.max_def) throw corrupt_error(where + ": blob null marker " + std::to_string(pos));
+    } else if (size) {
+      structural::check_alloc(bytes.size() + size, where + " (blob value)");
+      shared_bytes v;
+      try {
+        v = read_range(pos, size);
+      } catch (const corrupt_error& e) {  // name the row and its description, not just the file range
+        throw corrupt_error(where + ": blob value of row " + std::to_string(begin + i) + " (" + std::to_string(size) +
+                            " bytes at file offset " + std::to_string(pos) + "): " + e.what());
+      }
+      if (v.size() != size) throw corrupt_error(where + ": blob value at " + std::to_string(pos) + " is truncated");
+      bytes.append(v.view());
+    }
+    def.push_back(level);
+    le::store<std::uint64_t>(offs.data() + 8 * (i + 1), bytes.size());
+  }
+  if (s.max_def) out.def = std::move(def);
+  out.num_slots = n;
+  out.values = data_block::variable(n, 64, shared_bytes(std::move(offs)), shared_bytes(std::move(bytes)));
+  return out;
+}
+
+}  // namespace lancet::encoding::detail
+
+namespace lancet::encoding::structural {
+
+inline page_slice read_page(const enc21::page_layout& layout, const std::vector<shared_bytes>& buffers,
+                            std::uint64_t page_rows, std::uint64_t begin, std::uint64_t end, const std::string& where,
+                            const read_file_range& read_range) {
   if (begin > end || end > page_rows)
     throw corrupt_error(where + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") outside a page of " +
                         std::to_string(page_rows));
-  page_slice out;
-  auto need_buffers = [&](std::size_t n, const char* what) {
-    if (buffers.size() < n)
-      throw corrupt_error(where + ": " + what + " needs " + std::to_string(n) + " buffers, the page has " +
-                          std::to_string(buffers.size()));
-  };
-  // ---- mini-block ----
-  if (const auto* m = std::get_if<enc21::mini_block_layout>(&layout.value)) {
-    out.layers = m->layers;
-    const level_scheme s(m->layers);
-    if (bool(m->rep_compression) != (s.max_rep > 0))
-      throw corrupt_error(where + ": repetition levels and list layers disagree");
-    if (m->def_compression && s.max_def == 0) throw corrupt_error(where + ": definition levels without nullable layers");
-    const std::size_t dict_buffers = m->dictionary ? 1 : 0;
-    const bool has_rep_index = m->repetition_index_depth > 0;
-    need_buffers(2 + dict_buffers + (has_rep_index ? 1 : 0), "a mini-block page");
-    if (m->dictionary) {
-      out.dictionary = decode_block(*m->dictionary, buffers[2], m->num_dictionary_items, where + " (dictionary)");
-    }
-    const auto chunks = parse_chunk_meta(buffers[0], buffers[1], m->has_large_chunk, m->num_items, where);
-    std::size_t c0 = 0, c1 = chunks.size();  // chunk range to decode
-    std::uint64_t first_row = 0;             // row number of the first row starting in chunk c0
-    if (begin == end) { c1 = c0; }
-    else if (s.max_rep == 0) {
-      // Values are rows.
-      std::uint64_t at = 0;
-      std::size_t i = 0;
-      while (i < chunks.size() && at + chunks[i].values <= begin) at += chunks[i++].values;
-      c0 = i;
-      first_row = at;
-      std::uint64_t e = at;
-      while (i < chunks.size() && e < end) e += chunks[i++].values;
-      c1 = i;
-    } else if (has_rep_index) {
-      const std::uint64_t stride = 8 * (std::uint64_t(m->repetition_index_depth) + 1);
-      const auto& ri = buffers[2 + dict_buffers];
-      if (ri.size() < chunks.size() * stride)
-        throw corrupt_error(where + ": repetition index of " + std::to_string(ri.size()) + " bytes for " +
-                            std::to_string(chunks.size()) + " chunks");
-      std::vector<std::uint64_t> rows_before(chunks.size() + 1, 0), leftover(chunks.size(), 0);
-      for (std::size_t i = 0; i < chunks.size(); ++i) {
-        const auto r = le::load<std::uint64_t>(ri.data() + i * stride);
-        leftover[i] = le::load<std::uint64_t>(ri.data() + i * stride + stride - 8);
-        rows_before[i + 1] = rows_before[i] + r;
-        if (rows_before[i + 1] < rows_before[i]) throw corrupt_error(where + ": repetition index overflows");
-      }
-      if (rows_before.back() != page_rows)
-        throw corrupt_error(where + ": repetition index counts " + std::to_string(rows_before.back()) + " rows, the page has " +
-                            std::to_string(page_rows));
-      // Chunk where row `begin` completes, walked back to where it starts.
-      std::size_t i = 0;
-      while (i < chunks.size() && rows_before[i + 1] <= begin) ++i;
-      while (i > 0 && leftover[i - 1] > 0 && rows_before[i] == begin) --i;
-      c0 = i;
-      first_row = rows_before[i] + ((i > 0 && leftover[i - 1] > 0) ? 1 : 0);
-      std::size_t j = c0;
-      while (j < chunks.size() && rows_before[j + 1] < end) ++j;
-      c1 = std::min(chunks.size(), j + 1);
-    }
-    std::vector<data_block> parts;
-    std::vector<std::uint16_t> rep, def;
-    for (std::size_t i = c0; i < c1; ++i) {
-      auto d = decode_chunk(*m, buffers[1], chunks[i], m->has_large_chunk, where + " chunk " + std::to_string(i));
-      if (m->rep_compression) rep.insert(rep.end(), d.rep.begin(), d.rep.end());
-      if (m->def_compression) def.insert(def.end(), d.def.begin(), d.def.end());
-      if (!m->rep_compression && !m->def_compression) {
-        // no levels: slots are values
-      }
-      parts.push_back(std::move(d.values));
-    }
-    auto values = concat_blocks(parts);
-    std::uint64_t total_slots = (m->rep_compression || m->def_compression) ? std::max(rep.size(), def.size()) : values.num_values;
-    if (!rep.empty() && !def.empty() && rep.size() != def.size())
-      throw corrupt_error(where + ": " + std::to_string(rep.size()) + " repetition but " + std::to_string(def.size()) +
-                          " definition levels");
-    // Slot range of the requested rows.
-    std::uint64_t sb, se;
-    if (s.max_rep == 0) {
-      sb = begin - first_row;
-      se = end - first_row;
-      if (se > total_slots) throw corrupt_error(where + ": chunks hold fewer rows than the page says");
-    } else {
-      if (!rep.empty() && first_row == 0 && c0 == 0 && rep[0] != s.max_rep)
-        throw corrupt_error(where + ": the page's levels do not start with a row");
-      // Skip continuation slots of a row started in an earlier chunk.
-      std::size_t lead = 0;
-      if (c0 > 0 && first_row > 0) {
-        // when chunk c0 - 1 left a partial row, slots before the first row start belong to it
-        while (lead < rep.size() && rep[lead] != s.max_rep) ++lead;
-      }
-      auto [b2, e2] = row_slots(rep, s.max_rep, first_row, begin, end, where);
-      (void)lead;
-      sb = b2;
-      se = e2;
-    }
-    out.num_slots = se - sb;
-    if (!rep.empty()) out.rep.assign(rep.begin() + std::ptrdiff_t(sb), rep.begin() + std::ptrdiff_t(se));
-    if (!def.empty()) out.def.assign(def.begin() + std::ptrdiff_t(sb), def.begin() + std::ptrdiff_t(se));
-    const auto vb = visible_count(s, def, 0, sb), vc = visible_count(s, def, sb, se);
-    if (vb + vc > values.num_values) throw corrupt_error(where + ": levels need more values than the chunks hold");
-    out.values = slice_block(values, vb, vc);
-    return out;
-  }
-  // ---- full-zip ----
-  if (const auto* z = std::get_if<enc21::full_zip_layout>(&layout.value)) {
-    out.layers = z->layers;
-    const level_scheme s(z->layers);
-    need_buffers(1, "a full-zip page");
-    const auto& zipped = buffers[0];
-    const unsigned cw_bits = z->bits_rep + z->bits_def;
-    if (z->bits_rep > 16 || z->bits_def > 16) throw corrupt_error(where + ": control word of " + std::to_string(cw_bits) + " bits");
-    const std::uint64_t cw = cw_bits == 0 ? 0 : cw_bits <= 8 ? 1 : cw_bits <= 16 ? 2 : 4;
-    if (!z->value_compression) throw corrupt_error(where + ": full-zip layout without a value compression");
-    const auto dec = per_value_decoder::from(*z->value_compression, where);
-    out.packed = dec.packed;
-    const bool fixed = z->bits_per_value.has_value();
-    if (fixed == z->bits_per_offset.has_value()) throw corrupt_error(where + ": full-zip layout needs exactly one of bits per value / offset");
-    if (fixed && dec.k != per_value_decoder::kind::fixed) throw corrupt_error(where + ": fixed full-zip with variable values");
-    if (!fixed && dec.k != per_value_decoder::kind::variable) throw corrupt_error(where + ": variable full-zip with fixed values");
-    if (fixed && *z->bits_per_value % 8 != 0) throw unsupported_error(where + ": bit-packed full-zip values");
-    const std::uint64_t vbytes = fixed ? *z->bits_per_value / 8 : 0;
-    if (fixed && vbytes == 0 && cw == 0) throw corrupt_error(where + ": full-zip values of zero width without control words");
-    const std::uint64_t lbytes = fixed ? 0 : *z->bits_per_offset / 8;
-    if (!fixed && lbytes != 1 && lbytes != 2 && lbytes != 4 && lbytes != 8)
-      throw corrupt_error(where + ": full-zip lengths of " + std::to_string(*z->bits_per_offset) + " bits");
-    if (fixed && dec.bits_per_value != *z->bits_per_value)
-      throw corrupt_error(where + ": full-zip values of " + std::to_string(*z->bits_per_value) + " bits, the encoding has " +
-                          std::to_string(dec.bits_per_value));
-    // Byte range of the requested rows.
-    std::uint64_t pb = 0, pe = zipped.size();
-    bool ranged = true;  // false: the whole page is parsed, rows are cut afterwards
-    const bool simple_rows = s.max_rep == 0 && fixed;
-    if (begin == end) { pb = pe = 0; }
-    else if (simple_rows) {
-      const auto row_bytes = cw + vbytes;
-      pb = checked_mul(begin, row_bytes, "full-zip rows");
-      pe = checked_mul(end, row_bytes, "full-zip rows");
-      if (pe > zipped.size()) throw corrupt_error(where + ": full-zip buffer of " + std::to_string(zipped.size()) + " bytes for " +
-                                                  std::to_string(page_rows) + " rows of " + std::to_string(row_bytes));
-    } else if (buffers.size() >= 2 && (begin > 0 || end < page_rows)) {
-      const auto& ri = buffers[1];
-      const std::uint64_t entries = page_rows + 1;
-      const std::uint64_t w = ri.size() % entries == 0 ? ri.size() / entries : 0;
-      if (w != 1 && w != 2 && w != 4 && w != 8)
-        throw corrupt_error(where + ": full-zip repetition index of " + std::to_string(ri.size()) + " bytes for " +
-                            std::to_string(page_rows) + " rows");
-      auto get = [&](std::uint64_t i) -> std::uint64_t {
-        const auto* p = ri.data() + i * w;
-        switch (w) { case 1: return *p; case 2: return le::load<std::uint16_t>(p); case 4: return le::load<std::uint32_t>(p); default: return le::load<std::uint64_t>(p); }
-      };
-      pb = get(begin);
-      pe = get(end);
-      if (pb > pe || pe > zipped.size()) throw corrupt_error(where + ": full-zip repetition index points outside the values");
-    } else if (begin > 0 || end < page_rows) {
-      ranged = false;
-    }
-    const std::uint64_t want_rows = ranged ? end - begin : page_rows;
-    // Fixed-width values without levels or item validity are the zipped bytes themselves.
-    bool any_validity = false;
-    for (const auto& l : dec.fsl) any_validity |= l.has_validity;
-    if (fixed && cw == 0 && !any_validity) {
-      if (!simple_rows || vbytes == 0) throw corrupt_error(where + ": full-zip values of zero width");
-      out.num_slots = end - begin;
-      const auto n = end - begin;
-      auto bytes = zipped.slice(std::size_t(pb), std::size_t(pe - pb));
-      if (dec.fsl.empty()) {
-        out.values = data_block::fixed(n, dec.bits_per_value, bytes);
-      } else {
-        out.values.k = data_block::kind::fixed_size_list;
-        out.values.num_values = n;
-        out.values.bits_per_value = dec.item_bits;
-        out.values.fsl = dec.fsl;
-        out.values.data = bytes;
-      }
-      return out;
-    }
-    const std::uint16_t def_mask = std::uint16_t((1u << z->bits_def) - 1);
-    std::vector<std::uint16_t> rep, def;
-    aligned_buffer fixed_values, var_bytes, var_offs;
-    const std::uint32_t out_offset_bits = dec.bits_per_offset;
-    if (!fixed) var_offs.resize(out_offset_bits / 8);
-    std::uint64_t nvals = 0, rows_seen = 0;
-    std::uint64_t pos = pb;
-    const std::uint8_t* base = zipped.data();
-    while (pos < pe) {
-      std::uint16_t r = 0, d = 0;
-      if (cw) {
-        if (pos + cw > pe) throw corrupt_error(where + ": control word past the end of the values");
-        const std::uint32_t word = cw == 1 ? base[pos] : cw == 2 ? le::load<std::uint16_t>(base + pos) : le::load<std::uint32_t>(base + pos);
-        pos += cw;
-        if (z->bits_rep && z->bits_def) { r = std::uint16_t(word >> z->bits_def); d = std::uint16_t(word & def_mask); }
-        else if (z->bits_rep) r = std::uint16_t(word);
-        else d = std::uint16_t(word);
-      }
-      if (s.max_rep) rep.push_back(r);
-      else ++rows_seen;
-      if (s.max_def) def.push_back(d);
-      if (d > s.max_visible_def) continue;
-      ++nvals;
-      if (fixed) {
-        if (pos + vbytes > pe) throw corrupt_error(where + ": full-zip value past the end of the buffer");
-        fixed_values.append(base + pos, std::size_t(vbytes));
-        pos += vbytes;
-      } else {
-        if (d == 0) {
-          if (pos + lbytes > pe) throw corrupt_error(where + ": full-zip length past the end of the buffer");
-          std::uint64_t len = lbytes == 1 ? base[pos] : lbytes == 2 ? le::load<std::uint16_t>(base + pos)
-                            : lbytes == 4 ? le::load<std::uint32_t>(base + pos) : le::load<std::uint64_t>(base + pos);
-          pos += lbytes;
-          if (len > pe - pos) throw corrupt_error(where + ": full-zip value of " + std::to_string(len) + " bytes past the end of the buffer");
-          dec.decode_value(bytes_view(base + pos, std::size_t(len)), var_bytes);
-          pos += len;
-        }
-        const std::size_t at = var_offs.size();
-        var_offs.resize(at + out_offset_bits / 8);
-        if (out_offset_bits == 64) le::store<std::uint64_t>(var_offs.data() + at, var_bytes.size());
-        else {
-          if (var_bytes.size() > 0xFFFFFFFFull) throw corrupt_error(where + ": values exceed 32-bit offsets");
-          le::store<std::uint32_t>(var_offs.data() + at, std::uint32_t(var_bytes.size()));
-        }
-      }
-    }
-    // Rows: with repetition the range came from the index (or is the whole page).
-    if (s.max_rep) {
-      std::uint64_t rows = 0;
-      for (auto r : rep) rows += r == s.max_rep;
-      if (!rep.empty() && rep[0] != s.max_rep) throw corrupt_error(where + ": full-zip levels do not start with a row");
-      if (rows != want_rows) throw corrupt_error(where + ": full-zip data holds " + std::to_string(rows) + " rows, " + std::to_string(want_rows) + " expected");
-    } else if (rows_seen != want_rows) {
-      throw corrupt_error(where + ": full-zip data holds " + std::to_string(rows_seen) + " rows, " + std::to_string(want_rows) + " expected");
-    }
-    out.rep = std::move(rep);
-    out.def = std::move(def);
-    out.num_slots = s.max_rep ? out.rep.size() : want_rows;
-    if (fixed) {
-      if (dec.fsl.empty()) {
-        out.values = data_block::fixed(nvals, dec.bits_per_value, shared_bytes(std::move(fixed_values)));
-      } else {
-        // Split [validity bytes per layer][items] rows into a fixed-size list block.
-        data_block b;
-        b.k = data_block::kind::fixed_size_list;
-        b.num_values = nvals;
-        b.bits_per_value = dec.item_bits;
-        b.fsl = dec.fsl;
-        std::uint64_t cum = 1;
-        std::vector<std::uint64_t> vbytes_per_layer;
-        for (auto& l : b.fsl) { cum *= l.dimension; vbytes_per_layer.push_back(l.has_validity ? (cum + 7) / 8 : 0); }
-        const std::uint64_t item_bytes = cum * dec.item_bits / 8;
-        if ((cum * dec.item_bits) % 8) throw unsupported_error(where + ": full-zip fixed-size list of sub-byte items");
-        std::vector<aligned_buffer> vals(b.fsl.size());
-        aligned_buffer items;
-        const std::uint64_t row_bytes = dec.bits_per_value / 8;
-        std::uint64_t cum2 = 1;
-        for (std::size_t l = 0; l < b.fsl.size(); ++l) {
-          cum2 *= b.fsl[l].dimension;
-          if (b.fsl[l].has_validity) vals[l].resize(std::size_t((nvals * cum2 + 7) / 8));
-        }
-        for (std::uint64_t r = 0; r < nvals; ++r) {
-          const std::uint8_t* row = fixed_values.data() + r * row_bytes;
-          std::uint64_t off = 0, c = 1;
-          for (std::size_t l = 0; l < b.fsl.size(); ++l) {
-            c *= b.fsl[l].dimension;
-            if (b.fsl[l].has_validity) {
-              arrow::copy_bits(row + off, 0, vals[l].data(), std::int64_t(r * c), std::int64_t(c));
-              off += vbytes_per_layer[l];
-            }
-          }
-          items.append(row + off, std::size_t(item_bytes));
-        }
-        for (std::size_t l = 0; l < b.fsl.size(); ++l)
-          if (b.fsl[l].has_validity) b.fsl[l].validity = shared_bytes(std::move(vals[l]));
-        b.data = shared_bytes(std::move(items));
-        out.values = std::move(b);
-      }
-    } else {
-      out.values = data_block::variable(nvals, out_offset_bits, shared_bytes(std::move(var_offs)), shared_bytes(std::move(var_bytes)));
-    }
-    if (!ranged) {
-      std::uint64_t sb = begin, se = end;
-      if (s.max_rep) std::tie(sb, se) = row_slots(out.rep, s.max_rep, 0, begin, end, where);
-      const auto vb = visible_count(s, out.def, 0, sb), vc = visible_count(s, out.def, sb, se);
-      if (!out.rep.empty()) out.rep = std::vector<std::uint16_t>(out.rep.begin() + std::ptrdiff_t(sb), out.rep.begin() + std::ptrdiff_t(se));
-      if (!out.def.empty()) out.def = std::vector<std::uint16_t>(out.def.begin() + std::ptrdiff_t(sb), out.def.begin() + std::ptrdiff_t(se));
-      out.num_slots = se - sb;
-      out.values = slice_block(out.values, vb, vc);
-    }
-    return out;
-  }
-  // ---- constant / all-null ----
-  if (const auto* c = std::get_if<enc21::constant_layout>(&layout.value)) {
-    out.layers = c->layers.empty() ? std::vector<layer>{layer::nullable_item} : c->layers;
-    const level_scheme s(out.layers);
-    std::size_t level_buf = 0;
-    std::optional<std::string> scalar = c->inline_value;
-    if (scalar) {
-      if (buffers.size() != 0 && buffers.size() != 2)
-        throw corrupt_error(where + ": constant layout with an inline value and " + std::to_string(buffers.size()) + " buffers");
-    } else if (buffers.size() == 1 || buffers.size() == 3) {
-      // A scalar in a buffer: u32 count, then per sub-buffer u32 length + bytes; the
-      // value bytes are the last sub-buffer.
-      const auto& b = buffers[0];
-      if (b.size() < 4) throw corrupt_error(where + ": constant scalar buffer of " + std::to_string(b.size()) + " bytes");
-      const auto count = le::load<std::uint32_t>(b.data());
-      std::uint64_t pos = 4;
-      std::string last;
-      for (std::uint32_t i = 0; i < count; ++i) {
-        if (pos + 4 > b.size()) throw corrupt_error(where + ": constant scalar buffer is truncated");
-        const auto len = le::load<std::uint32_t>(b.data() + pos);
-        pos += 4;
-        if (len > b.size() - pos) throw corrupt_error(where + ": constant scalar buffer is truncated");
-        last.assign(reinterpret_cast<const char*>(b.data() + pos), len);
-        pos += len;
-      }
-      if (count == 0) throw corrupt_error(where + ": constant scalar buffer without a value");
-      scalar = std::move(last);
-      level_buf = 1;
-    }
-    const bool has_levels = buffers.size() >= level_buf + 2;
-    std::uint64_t visible = 0;
-    if (has_levels) {
-      const auto& rb = buffers[level_buf];
-      const auto& db = buffers[level_buf + 1];
-      auto levels = [&](const std::optional<compressive>& comp, const shared_bytes& b, std::uint64_t n) {
-        check_alloc(checked_mul(n, 2, "levels"), where + " levels");
-        if (comp) return decode_levels(*comp, b, n, where);
-        if (b.size() % 2) throw corrupt_error(where + ": level buffer of odd size");
-        std::vector<std::uint16_t> v(b.size() / 2);
-        if (!v.empty()) std::memcpy(v.data(), b.data(), b.size());
-        return v;
-      };
-      auto rep = rb.empty() && !c->rep_compression ? std::vector<std::uint16_t>{}
-                                                   : levels(c->rep_compression, rb, c->num_rep_values ? c->num_rep_values : rb.size() / 2);
-      auto def = db.empty() && !c->def_compression ? std::vector<std::uint16_t>{}
-                                                   : levels(c->def_compression, db, c->num_def_values ? c->num_def_values : db.size() / 2);
-      if (!rep.empty() && !def.empty() && rep.size() != def.size())
-        throw corrupt_error(where + ": constant layout with " + std::to_string(rep.size()) + " repetition and " +
-                            std::to_string(def.size()) + " definition levels");
-      std::uint64_t sb = 0, se = std::max(rep.size(), def.size());
-      if (s.max_rep) {
-        if (rep.empty()) throw corrupt_error(where + ": constant layout with lists but no repetition levels");
-        auto [b2, e2] = row_slots(rep, s.max_rep, 0, begin, end, where);
-        sb = b2;
-        se = e2;
-      } else {
-        if (def.size() < end) throw corrupt_error(where + ": constant layout with fewer levels than rows");
-        sb = begin;
-        se = end;
-      }
-      if (!rep.empty()) out.rep.assign(rep.begin() + std::ptrdiff_t(sb), rep.begin() + std::ptrdiff_t(se));
-      if (!def.empty()) out.def.assign(def.begin() + std::ptrdiff_t(sb), def.begin() + std::ptrdiff_t(se));
-      out.num_slots = se - sb;
-      visible = visible_count(s, out.def, 0, out.num_slots);
-    } else {
-      out.num_slots = end - begin;
-      if (s.max_rep) throw corrupt_error(where + ": constant layout with lists but no levels");
-      if (!scalar && s.max_def) out.def.assign(std::size_t(out.num_slots), s.null_level(0));
-      visible = out.num_slots;
-    }
-    if (scalar) {
-      out.constant = std::move(scalar);
-      out.values.num_values = visible;
-    } else {
-      out.values.num_values = visible;  // empty block: all null
-    }
-    return out;
-  }
-  if (const auto* bl = std::get_if<enc21::blob_layout>(&layout.value)) {
-    // Legacy blobs (2.1): the inner page holds a (position u64, size u64) descriptor per
-    // row; the bytes live elsewhere in the file. size 0 is an empty value (position 0)
-    // or a null (position = def << 16 | rep).
-    if (!bl->inner_layout) throw corrupt_error(where + ": blob layout without an inner layout");
-    if (!read_range) throw unsupported_error(where + ": blob values need the file's bytes (pass read_range to the decoder)");
-    auto inner = read_page(*bl->inner_layout, buffers, page_rows, begin, end, where + " (blob descriptions)");
-    if (!inner.rep.empty() || !inner.def.empty() || inner.values.k != data_block::kind::fixed || inner.values.bits_per_value != 128)
-      throw corrupt_error(where + ": blob descriptions are not 128-bit (position, size) rows without levels");
-    out.layers = bl->layers.empty() ? std::vector<layer>{layer::nullable_item} : bl->layers;
-    const level_scheme s(out.layers);
-    if (s.max_rep) throw unsupported_error(where + ": blobs inside lists");
-    const auto n = inner.values.num_values;
-    aligned_buffer offs, bytes;
-    offs.resize(std::size_t((n + 1) * 8));
-    std::vector<std::uint16_t> def;
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const auto* d = inner.values.data.data() + 16 * i;
-      const auto pos = le::load<std::uint64_t>(d), size = le::load<std::uint64_t>(d + 8);
-      std::uint16_t level = 0;
-      if (size == 0 && pos != 0) {
-        level = std::uint16_t((pos >> 16) & 0xFFFF);
-        if (level == 0 || level > s.max_def) throw corrupt_error(where + ": blob null marker " + std::to_string(pos));
-      } else if (size) {
-        check_alloc(bytes.size() + size, where + " (blob value)");
-        shared_bytes v;
-        try {
-          v = read_range(pos, size);
-        } catch (const corrupt_error& e) {  // name the row and its description, not just the file range
-          throw corrupt_error(where + ": blob value of row " + std::to_string(begin + i) + " (" + std::to_string(size) +
-                              " bytes at file offset " + std::to_string(pos) + "): " + e.what());
-        }
-        if (v.size() != size) throw corrupt_error(where + ": blob value at " + std::to_string(pos) + " is truncated");
-        bytes.append(v.view());
-      }
-      def.push_back(level);
-      le::store<std::uint64_t>(offs.data() + 8 * (i + 1), bytes.size());
-    }
-    if (s.max_def) out.def = std::move(def);
-    out.num_slots = n;
-    out.values = data_block::variable(n, 64, shared_bytes(std::move(offs)), shared_bytes(std::move(bytes)));
-    return out;
-  }
+  if (const auto* m = std::get_if<enc21::mini_block_layout>(&layout.value))
+    return detail::read_mini_block_page(*m, buffers, page_rows, begin, end, where);
+  if (const auto* z = std::get_if<enc21::full_zip_layout>(&layout.value))
+    return detail::read_full_zip_page(*z, buffers, page_rows, begin, end, where);
+  if (const auto* c = std::get_if<enc21::constant_layout>(&layout.value))
+    return detail::read_constant_page(*c, buffers, begin, end, where);
+  if (const auto* bl = std::get_if<enc21::blob_layout>(&layout.value))
+    return detail::read_legacy_blob_page(*bl, buffers, page_rows, begin, end, where, read_range);
   if (std::holds_alternative<enc21::sparse_layout>(layout.value))
     throw unsupported_error(where + ": sparse layouts (Lance 2.3) are not supported by lancet's reader");
   throw corrupt_error(where + ": page layout is empty");

@@ -20,6 +20,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/encoding/structural/data_block.hpp"
 #include "lancet/encoding/structural/decompress.hpp"
+#include "lancet/encoding/structural/fullzip_reader.hpp"
 #include "lancet/encoding/structural/repdef.hpp"
 #include "lancet/pb/encodings_v2_1.hpp"
 
@@ -80,10 +81,10 @@ inline shared_bytes read_buffer_parts(std::span<const std::uint64_t> buffer_offs
 
 namespace lancet::encoding::structural {
 
-// Reads the rows of `runs` of a full-zip page by fetching only their bytes: a row's
-// position is a fixed stride (no repetition) or comes from the page's repetition
-// index (entry i = byte offset of row i in the values, page_rows + 1 entries). The
-// runs' bytes, put together, are a page of their own of those rows, decoded as one.
+// Reads the rows of `runs` of a full-zip page by fetching only their bytes, found by
+// full_zip_row_locator (fullzip_reader.hpp): at a fixed stride, or through the page's
+// repetition index, of which only the runs' entries are fetched. The runs' bytes, put
+// together, are a page of their own of those rows, decoded as one.
 // `buffer_offsets` / `buffer_sizes` are the page buffers' absolute file positions.
 // Returns nullopt when the page is not full-zip or its rows cannot be located
 // without the whole buffer (read_page then reads it, and validates it, as a whole).
@@ -102,57 +103,37 @@ inline std::optional<page_slice> read_full_zip_row_runs(const enc21::page_layout
   auto fetch = [&](std::size_t buf, std::uint64_t from, std::uint64_t to, const char* what) {
     return detail::read_buffer_part(buffer_offsets, buffer_sizes, buf, from, to, what, where, read_range);
   };
-  const level_scheme s(z->layers);
   // Byte range [pb, pe) of the values of each run.
+  const auto loc = full_zip_row_locator::of(*z, buffer_sizes, page_rows, where);
+  if (loc.how == full_zip_row_locator::by::none) return std::nullopt;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> bytes(runs.size());
   std::uint64_t n = 0;
   for (const auto& [begin, end] : runs) n += end - begin;
-  if (z->bits_per_value && s.max_rep == 0) {
-    if (z->bits_rep > 16 || z->bits_def > 16 || *z->bits_per_value % 8 != 0) return std::nullopt;
-    const unsigned cw_bits = z->bits_rep + z->bits_def;
-    const std::uint64_t cw = cw_bits == 0 ? 0 : cw_bits <= 8 ? 1 : cw_bits <= 16 ? 2 : 4;
-    const std::uint64_t row_bytes = cw + *z->bits_per_value / 8;
-    if (row_bytes == 0) return std::nullopt;
-    for (std::size_t r = 0; r < runs.size(); ++r)
-      bytes[r] = {checked_mul(runs[r].first, row_bytes, "full-zip rows"), checked_mul(runs[r].second, row_bytes, "full-zip rows")};
-  } else if (buffer_sizes.size() >= 2) {
-    const std::uint64_t entries = page_rows + 1;
-    const std::uint64_t w = buffer_sizes[1] % entries == 0 ? buffer_sizes[1] / entries : 0;
-    if (w != 1 && w != 2 && w != 4 && w != 8)
-      throw corrupt_error(where + ": full-zip repetition index of " + std::to_string(buffer_sizes[1]) + " bytes for " +
-                          std::to_string(page_rows) + " rows");
+  if (loc.how == full_zip_row_locator::by::stride) {
+    for (std::size_t r = 0; r < runs.size(); ++r) bytes[r] = loc.stride_bytes(runs[r].first, runs[r].second);
+  } else {
     // Entries begin..end of each run (a small part of the page), all runs' in one request
     // when the source can.
     shared_bytes all_entries;
     if (read_ranges && runs.size() > 1) {
       std::vector<std::pair<std::uint64_t, std::uint64_t>> parts;
       parts.reserve(runs.size());
-      for (const auto& [begin, end] : runs) parts.emplace_back(begin * w, (end + 1) * w);
+      for (const auto& [begin, end] : runs) parts.push_back(loc.entries_of(begin, end));
       all_entries = detail::read_buffer_parts(buffer_offsets, buffer_sizes, 1, parts, "repetition index", where, read_ranges);
     }
     std::uint64_t entries_at = 0;
     for (std::size_t r = 0; r < runs.size(); ++r) {
       const auto [begin, end] = runs[r];
+      const auto [from, to] = loc.entries_of(begin, end);
       shared_bytes ri;
       if (all_entries.size()) {
-        ri = all_entries.slice(static_cast<std::size_t>(entries_at), static_cast<std::size_t>((end + 1 - begin) * w));
-        entries_at += (end + 1 - begin) * w;
+        ri = all_entries.slice(static_cast<std::size_t>(entries_at), static_cast<std::size_t>(to - from));
+        entries_at += to - from;
       } else {
-        ri = fetch(1, begin * w, (end + 1) * w, "repetition index");
+        ri = fetch(1, from, to, "repetition index");
       }
-      auto get = [&](std::uint64_t i) -> std::uint64_t {
-        const auto* p = ri.data() + i * w;
-        switch (w) { case 1: return *p; case 2: return le::load<std::uint16_t>(p); case 4: return le::load<std::uint32_t>(p); default: return le::load<std::uint64_t>(p); }
-      };
-      const auto pb = get(0), pe = get(end - begin);
-      if (pb > pe || pe > buffer_sizes[0])
-        throw corrupt_error(where + ": full-zip repetition index gives rows " + std::to_string(begin) + ".." +
-                            std::to_string(end) + " bytes [" + std::to_string(pb) + ", " + std::to_string(pe) +
-                            "), the values hold " + std::to_string(buffer_sizes[0]));
-      bytes[r] = {pb, pe};
+      bytes[r] = loc.indexed_bytes(ri, begin, end, buffer_sizes[0], where);
     }
-  } else {
-    return std::nullopt;
   }
   // The fetched rows are a page of their own: read_page parses and validates them.
   std::vector<shared_bytes> part;
