@@ -155,27 +155,12 @@ inline bool same_fragment(const pb::data_fragment& a, const pb::data_fragment& b
   return a.id == b.id && a.files == b.files && a.deletion_file == b.deletion_file && a.physical_rows == b.physical_rows;
 }
 
-}  // namespace detail
-
-// Compacts the newest version of the dataset at `root` (see the top of this file).
-// Fails before committing anything when an index to be remapped is one lancet cannot
-// remap (unsupported_error naming it). On failure, the files written are removed.
-template <class SinkFactory>
-compaction_result compact_files(const std::string& root, const compaction_options& o, SinkFactory&& make_sink) {
-  detail::check(o);
-  const auto d = dataset::open(root);
-  const auto snap = load_version(root, d.version());
-  const auto& m0 = snap.manifest();
-  if (!can_write_dataset(m0.writer_feature_flags))
-    throw unsupported_error("cannot compact dataset '" + root + "': it uses Lance features lancet does not know (writer flags " +
-                            std::to_string(m0.writer_feature_flags) + ")");
-  compaction_result result;
-  result.read_version = result.version = d.version();
-  const auto plan = plan_compaction(d, o);
-  if (plan.tasks.empty()) return result;
-  const bool stable = d.stable_row_ids();
-
-  // The indexes to remap, checked before anything is written.
+// The indexes covering fragments the plan rewrites, which the Rewrite commit remaps.
+// Without stable row ids each must be one that can be remapped: checked here, before
+// anything is written.
+inline std::vector<const pb::index_metadata*> indexes_to_remap(const std::string& root, const snapshot& snap,
+                                                               const compaction_plan& plan, bool stable,
+                                                               const compaction_options& o) {
   std::set<std::uint64_t> affected;
   for (const auto& t : plan.tasks) affected.insert(t.fragment_ids.begin(), t.fragment_ids.end());
   std::vector<const pb::index_metadata*> to_remap;
@@ -198,6 +183,275 @@ compaction_result compact_files(const std::string& root, const compaction_option
     }
     to_remap.push_back(&im);
   }
+  return to_remap;
+}
+
+// Step 1 for one task: its live rows, scanned with their addresses, written into new
+// data files (their writer's file removal joins cleanups before anything is written).
+template <class V, class SinkFactory>
+written_task rewrite_task(const dataset& d, const std::string& root, const pb::manifest& m0, const compaction_task& task,
+                          const schema::schema& target, const std::shared_ptr<const arrow::schema>& arrow_target,
+                          const write_options& wo, const compaction_options& o, const std::string& context,
+                          SinkFactory& make_sink, std::vector<std::function<void()>>& cleanups) {
+  written_task w;
+  for (auto id : task.fragment_ids)
+    for (const auto& f : m0.fragments)
+      if (f.id == id) w.old_fragments.push_back(f);
+  auto fw = std::make_shared<fragment_writer<V, SinkFactory>>(root, target, wo, make_sink);
+  cleanups.push_back([fw]() { fw->remove_files(); });
+  scan_options so;
+  so.fragment_ids = task.fragment_ids;
+  so.batch_size = o.max_rows_per_group;
+  so.with_row_address = true;
+  auto sc = d.scan(so);
+  while (auto b = sc.next()) {
+    const auto& addr = *b->columns.back();
+    const auto* a = addr.values<std::uint64_t>();
+    w.old_addresses.insert(w.old_addresses.end(), a, a + addr.length);
+    b->columns.pop_back();
+    b->schema = arrow_target;
+    fw->write(conform(*b, arrow_target, context));
+  }
+  w.new_fragments = fw->finish();
+  std::uint64_t written = 0;
+  for (const auto& f : w.new_fragments) written += f.physical_rows;
+  if (written != w.old_addresses.size())
+    throw corrupt_error(context + ": wrote " + std::to_string(written) + " rows but read " +
+                        std::to_string(w.old_addresses.size()));
+  return w;
+}
+
+// Step 2: reserves the new fragments' ids (per task without stable row ids, at once
+// with them, as Lance does) and assigns them in order.
+template <class SinkFactory>
+void assign_fragment_ids(std::vector<written_task>& done, bool stable, const std::string& root, const publish_options& po,
+                         SinkFactory& make_sink) {
+  auto assign = [&](written_task& w, std::uint64_t first) {
+    for (auto& f : w.new_fragments) f.id = first++;
+  };
+  if (!stable) {
+    for (auto& w : done)
+      if (!w.new_fragments.empty())
+        assign(w, reserve_fragment_ids(root, std::uint32_t(w.new_fragments.size()), po, make_sink));
+  } else {
+    std::uint64_t n = 0;
+    for (auto& w : done) n += w.new_fragments.size();
+    if (n) {
+      std::uint64_t first = reserve_fragment_ids(root, std::uint32_t(n), po, make_sink);
+      for (auto& w : done) {
+        assign(w, first);
+        first += w.new_fragments.size();
+      }
+    }
+  }
+}
+
+// Step 3: the old -> new address of each row of a task's old fragments (deleted rows
+// map to nothing).
+inline void map_task_addresses(const dataset& d, const written_task& w, row_address_map& mapping,
+                               const std::string& context) {
+  std::size_t k = 0;
+  std::vector<std::uint64_t> new_addrs;
+  new_addrs.reserve(w.old_addresses.size());
+  for (const auto& f : w.new_fragments)
+    for (std::uint64_t i = 0; i < f.physical_rows; ++i) new_addrs.push_back(row_address(f.id, i));
+  for (const auto& f : w.old_fragments) {
+    const auto phys = d.physical_rows(f.id);
+    for (std::uint64_t i = 0; i < phys; ++i) {
+      const auto a = row_address(f.id, i);
+      if (k < w.old_addresses.size() && w.old_addresses[k] == a) mapping[a] = new_addrs[k++];
+      else mapping[a] = std::nullopt;
+    }
+  }
+  if (k != w.old_addresses.size()) throw corrupt_error(context + ": scanned rows out of fragment order");
+}
+
+// Step 3 with stable row ids: the new fragments' row-id and version sequences, those
+// of the old fragments' live rows in the order written.
+inline void carry_row_sequences(const std::string& root, const dataset& d, written_task& w) {
+  std::vector<std::uint64_t> ids, created, updated;
+  for (const auto& f : w.old_fragments) {
+    const auto phys = d.physical_rows(f.id);
+    const auto dv = d.deleted_rows(f.id);
+    const auto fid = d.fragment_row_ids(f.id);
+    const auto cv = row_versions(root, f, f.created_at_version_sequence, phys, 1);
+    const auto uv = std::holds_alternative<std::monostate>(f.last_updated_at_version_sequence)
+                        ? cv
+                        : row_versions(root, f, f.last_updated_at_version_sequence, phys, 1);
+    for (std::uint64_t i = 0; i < phys; ++i)
+      if (!dv.contains(i)) {
+        ids.push_back(fid[std::size_t(i)]);
+        created.push_back(cv[std::size_t(i)]);
+        updated.push_back(uv[std::size_t(i)]);
+      }
+  }
+  std::size_t at = 0;
+  for (auto& f : w.new_fragments) {
+    const auto n = std::size_t(f.physical_rows);
+    std::vector<std::uint64_t> part(ids.begin() + std::ptrdiff_t(at), ids.begin() + std::ptrdiff_t(at + n));
+    pb::row_id_sequence seq;
+    seq.segments.push_back(segment_of(part));
+    f.row_id_sequence = pb::encode(seq);
+    f.created_at_version_sequence = pb::encode(version_sequence(std::span<const std::uint64_t>(created).subspan(at, n)));
+    f.last_updated_at_version_sequence =
+        pb::encode(version_sequence(std::span<const std::uint64_t>(updated).subspan(at, n)));
+    at += n;
+  }
+}
+
+// Old fragment ids -> new fragment ids, per task (what an index's fragment bitmap is
+// rewritten by).
+using fragment_groups = std::vector<std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>>;
+
+inline fragment_groups groups_of(const std::vector<written_task>& done) {
+  fragment_groups groups;
+  for (const auto& w : done) {
+    std::vector<std::uint64_t> olds, news;
+    for (const auto& f : w.old_fragments) olds.push_back(f.id);
+    for (const auto& f : w.new_fragments) news.push_back(f.id);
+    groups.emplace_back(std::move(olds), std::move(news));
+  }
+  return groups;
+}
+
+// The indexes remapped for the Rewrite commit: its rewritten_indices entries and the
+// new metadata of each remapped index.
+struct remapped_indexes {
+  std::vector<pb::transaction::rewrite::rewritten_index> rewritten;
+  std::vector<pb::index_metadata> replacements;
+};
+
+// Step 4: remapped copies of the indexes (new uuids), without stable row ids; with
+// them an index keeps its uuid. Each copy's directory joins index_dirs as soon as it
+// exists (removed if the compaction fails); each index is reported in result.indices.
+inline remapped_indexes remap_touched_indexes(const std::string& root, const compaction_options& o,
+                                              const std::vector<const pb::index_metadata*>& to_remap, bool stable,
+                                              const fragment_groups& groups, compaction_result& result,
+                                              std::vector<std::string>& index_dirs) {
+  remapped_indexes out;
+  for (const auto* im : to_remap) {
+    rewritten_index_info info;
+    info.name = im->name;
+    info.old_uuid = im->uuid;
+    if (stable) {
+      info.new_uuid = im->uuid;
+    } else {
+      const auto r = o.remap_indexes.remap(root, *im, result.mapping);
+      index_dirs.push_back(r.directory);
+      info.new_uuid = r.new_uuid;
+      info.stats = r.stats;
+      out.replacements.push_back(remapped_index_metadata(*im, r, rewritten_fragment_bitmap(*im, groups)));
+      pb::transaction::rewrite::rewritten_index ri;
+      ri.old_id = im->uuid;
+      ri.new_id = r.new_uuid;
+      ri.new_index_details = r.transaction_details;
+      ri.new_index_version = r.transaction_index_version;
+      ri.new_index_files = out.replacements.back().files;
+      out.rewritten.push_back(std::move(ri));
+    }
+    result.indices.push_back(std::move(info));
+  }
+  return out;
+}
+
+// The tasks' old fragments must be untouched in manifest p since the read version.
+inline void check_old_fragments_unchanged(const pb::manifest& p, const std::vector<written_task>& done,
+                                          const std::string& context, std::uint64_t read_version) {
+  for (const auto& w : done)
+    for (const auto& f : w.old_fragments) {
+      auto it = std::find_if(p.fragments.begin(), p.fragments.end(), [&](const pb::data_fragment& x) { return x.id == f.id; });
+      if (it == p.fragments.end() || !same_fragment(*it, f))
+        throw conflict_error(context + ": fragment " + std::to_string(f.id) + " was changed by version " +
+                             std::to_string(p.version) + " since version " + std::to_string(read_version) +
+                             " was planned; nothing was compacted (run it again)");
+    }
+}
+
+// Each task's new fragments in place of its old ones: where the old ones were when
+// they are still side by side, else at the end.
+inline void replace_rewritten_fragments(std::vector<pb::data_fragment>& frags, const std::vector<written_task>& done) {
+  for (const auto& w : done) {
+    const auto first = std::find_if(frags.begin(), frags.end(),
+                                    [&](const pb::data_fragment& x) { return x.id == w.old_fragments.front().id; });
+    bool contiguous = first != frags.end() && std::size_t(frags.end() - first) >= w.old_fragments.size();
+    for (std::size_t i = 0; contiguous && i < w.old_fragments.size(); ++i)
+      contiguous = (first + std::ptrdiff_t(i))->id == w.old_fragments[i].id;
+    if (contiguous) {
+      const auto at = first - frags.begin();
+      frags.erase(first, first + std::ptrdiff_t(w.old_fragments.size()));
+      frags.insert(frags.begin() + at, w.new_fragments.begin(), w.new_fragments.end());
+    } else {
+      for (const auto& f : w.old_fragments)
+        frags.erase(std::remove_if(frags.begin(), frags.end(), [&](const pb::data_fragment& x) { return x.id == f.id; }),
+                    frags.end());
+      frags.insert(frags.end(), w.new_fragments.begin(), w.new_fragments.end());
+    }
+  }
+}
+
+// The indexes of the commit after the rewrite: with stable row ids their fragment
+// bitmaps rewritten; without, each remapped index replaced by its copy (a conflict
+// when a copy's uuid exists already, or a remapped index is gone from base).
+inline void rewrite_commit_indexes(std::vector<pb::index_metadata>& indices, const snapshot& base, bool stable,
+                                   const std::vector<const pb::index_metadata*>& to_remap, const remapped_indexes& ri,
+                                   const fragment_groups& groups, const std::string& context,
+                                   std::uint64_t read_version) {
+  for (auto& im : indices) {
+    if (stable) {
+      if (!im.fragment_bitmap.empty())
+        set_index_fragment_bitmap(im, rewritten_fragment_bitmap(im, groups));
+      continue;
+    }
+    for (const auto& r : ri.replacements)
+      if (im.uuid == r.uuid) throw conflict_error(context + ": index " + r.uuid.to_string() + " exists already");
+    auto it = std::find_if(to_remap.begin(), to_remap.end(), [&](const pb::index_metadata* x) { return x->uuid == im.uuid; });
+    if (it == to_remap.end()) continue;
+    const auto k = std::size_t(it - to_remap.begin());
+    im = ri.replacements[k];
+  }
+  if (!stable)
+    for (const auto* old : to_remap)
+      if (std::none_of(base.file.indices.begin(), base.file.indices.end(),
+                       [&](const pb::index_metadata& x) { return x.uuid == old->uuid; }))
+        throw conflict_error(context + ": index '" + old->name + "' was replaced or dropped since version " +
+                             std::to_string(read_version) + "; nothing was compacted (run it again)");
+}
+
+// The compaction's metrics and new fragment ids, per task.
+inline void report_rewrites(const std::vector<written_task>& done, compaction_result& result) {
+  for (const auto& w : done) {
+    result.metrics.fragments_removed += w.old_fragments.size();
+    result.metrics.fragments_added += w.new_fragments.size();
+    for (const auto& f : w.old_fragments) result.metrics.files_removed += files_of(f);
+    for (const auto& f : w.new_fragments) result.metrics.files_added += files_of(f);
+    std::vector<std::uint64_t> ids;
+    for (const auto& f : w.new_fragments) ids.push_back(f.id);
+    result.new_fragment_ids.push_back(std::move(ids));
+  }
+}
+
+}  // namespace detail
+
+// Compacts the newest version of the dataset at `root` (see the top of this file).
+// Fails before committing anything when an index to be remapped is one lancet cannot
+// remap (unsupported_error naming it). On failure, the files written are removed.
+template <class SinkFactory>
+compaction_result compact_files(const std::string& root, const compaction_options& o, SinkFactory&& make_sink) {
+  detail::check(o);
+  const auto d = dataset::open(root);
+  const auto snap = load_version(root, d.version());
+  const auto& m0 = snap.manifest();
+  if (!can_write_dataset(m0.writer_feature_flags))
+    throw unsupported_error("cannot compact dataset '" + root + "': it uses Lance features lancet does not know (writer flags " +
+                            std::to_string(m0.writer_feature_flags) + ")");
+  compaction_result result;
+  result.read_version = result.version = d.version();
+  const auto plan = plan_compaction(d, o);
+  if (plan.tasks.empty()) return result;
+  const bool stable = d.stable_row_ids();
+
+  // The indexes to remap, checked before anything is written.
+  const auto to_remap = detail::indexes_to_remap(root, snap, plan, stable, o);
 
   const auto storage = manifest_storage_version(m0);
   const schema::schema target = d.lance_schema();
@@ -232,199 +486,40 @@ compaction_result compact_files(const std::string& root, const compaction_option
     // 1. Rewrite each task's live rows into new data files.
     file::with_version(storage, [&]<class V>() {
       for (std::size_t ti = 0; ti < plan.tasks.size(); ++ti) {
-        const auto& task = plan.tasks[ti];
-        detail::written_task w;
-        for (auto id : task.fragment_ids)
-          for (const auto& f : m0.fragments)
-            if (f.id == id) w.old_fragments.push_back(f);
-        auto fw = std::make_shared<detail::fragment_writer<V, std::remove_reference_t<SinkFactory>>>(root, target, wo,
-                                                                                                         make_sink);
-        cleanups.push_back([fw]() { fw->remove_files(); });
-        scan_options so;
-        so.fragment_ids = task.fragment_ids;
-        so.batch_size = o.max_rows_per_group;
-        so.with_row_address = true;
-        auto sc = d.scan(so);
-        while (auto b = sc.next()) {
-          const auto& addr = *b->columns.back();
-          const auto* a = addr.values<std::uint64_t>();
-          w.old_addresses.insert(w.old_addresses.end(), a, a + addr.length);
-          b->columns.pop_back();
-          b->schema = arrow_target;
-          fw->write(detail::conform(*b, arrow_target, context));
-        }
-        w.new_fragments = fw->finish();
-        std::uint64_t written = 0;
-        for (const auto& f : w.new_fragments) written += f.physical_rows;
-        if (written != w.old_addresses.size())
-          throw corrupt_error(context + ": wrote " + std::to_string(written) + " rows but read " +
-                              std::to_string(w.old_addresses.size()));
-        done.push_back(std::move(w));
+        done.push_back(detail::rewrite_task<V>(d, root, m0, plan.tasks[ti], target, arrow_target, wo, o, context,
+                                               make_sink, cleanups));
         if (o.progress) o.progress(ti + 1, plan.tasks.size());
       }
     });
 
-    // 2. Reserve the new fragments' ids (per task without stable row ids, at once
-    //    with them, as Lance does) and assign them in order.
-    auto assign = [&](detail::written_task& w, std::uint64_t first) {
-      for (auto& f : w.new_fragments) f.id = first++;
-    };
-    if (!stable) {
-      for (auto& w : done)
-        if (!w.new_fragments.empty())
-          assign(w, detail::reserve_fragment_ids(root, std::uint32_t(w.new_fragments.size()), po, make_sink));
-    } else {
-      std::uint64_t n = 0;
-      for (auto& w : done) n += w.new_fragments.size();
-      if (n) {
-        std::uint64_t first = detail::reserve_fragment_ids(root, std::uint32_t(n), po, make_sink);
-        for (auto& w : done) {
-          assign(w, first);
-          first += w.new_fragments.size();
-        }
-      }
-    }
+    // 2. Reserve the new fragments' ids and assign them in order.
+    detail::assign_fragment_ids(done, stable, root, po, make_sink);
 
     // 3. The old -> new address map (deleted rows map to nothing); with stable row
     //    ids, the new fragments' row-id and version sequences.
     for (auto& w : done) {
-      std::size_t k = 0;
-      std::vector<std::uint64_t> new_addrs;
-      new_addrs.reserve(w.old_addresses.size());
-      for (const auto& f : w.new_fragments)
-        for (std::uint64_t i = 0; i < f.physical_rows; ++i) new_addrs.push_back(row_address(f.id, i));
-      for (const auto& f : w.old_fragments) {
-        const auto phys = d.physical_rows(f.id);
-        for (std::uint64_t i = 0; i < phys; ++i) {
-          const auto a = row_address(f.id, i);
-          if (k < w.old_addresses.size() && w.old_addresses[k] == a) result.mapping[a] = new_addrs[k++];
-          else result.mapping[a] = std::nullopt;
-        }
-      }
-      if (k != w.old_addresses.size()) throw corrupt_error(context + ": scanned rows out of fragment order");
-      if (stable) {
-        std::vector<std::uint64_t> ids, created, updated;
-        for (const auto& f : w.old_fragments) {
-          const auto phys = d.physical_rows(f.id);
-          const auto dv = d.deleted_rows(f.id);
-          const auto fid = d.fragment_row_ids(f.id);
-          const auto cv = detail::row_versions(root, f, f.created_at_version_sequence, phys, 1);
-          const auto uv = std::holds_alternative<std::monostate>(f.last_updated_at_version_sequence)
-                              ? cv
-                              : detail::row_versions(root, f, f.last_updated_at_version_sequence, phys, 1);
-          for (std::uint64_t i = 0; i < phys; ++i)
-            if (!dv.contains(i)) {
-              ids.push_back(fid[std::size_t(i)]);
-              created.push_back(cv[std::size_t(i)]);
-              updated.push_back(uv[std::size_t(i)]);
-            }
-        }
-        std::size_t at = 0;
-        for (auto& f : w.new_fragments) {
-          const auto n = std::size_t(f.physical_rows);
-          std::vector<std::uint64_t> part(ids.begin() + std::ptrdiff_t(at), ids.begin() + std::ptrdiff_t(at + n));
-          pb::row_id_sequence seq;
-          seq.segments.push_back(detail::segment_of(part));
-          f.row_id_sequence = pb::encode(seq);
-          f.created_at_version_sequence =
-              pb::encode(detail::version_sequence(std::span<const std::uint64_t>(created).subspan(at, n)));
-          f.last_updated_at_version_sequence =
-              pb::encode(detail::version_sequence(std::span<const std::uint64_t>(updated).subspan(at, n)));
-          at += n;
-        }
-      }
+      detail::map_task_addresses(d, w, result.mapping, context);
+      if (stable) detail::carry_row_sequences(root, d, w);
     }
 
     // 4. Remapped copies of the indexes (new uuids), without stable row ids.
-    std::vector<std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>> groups;
-    for (const auto& w : done) {
-      std::vector<std::uint64_t> olds, news;
-      for (const auto& f : w.old_fragments) olds.push_back(f.id);
-      for (const auto& f : w.new_fragments) news.push_back(f.id);
-      groups.emplace_back(std::move(olds), std::move(news));
-    }
-    std::vector<pb::transaction::rewrite::rewritten_index> rewritten;
-    std::vector<pb::index_metadata> replacements;  // the new metadata of each remapped index
-    for (const auto* im : to_remap) {
-      rewritten_index_info info;
-      info.name = im->name;
-      info.old_uuid = im->uuid;
-      if (stable) {
-        info.new_uuid = im->uuid;
-      } else {
-        const auto r = o.remap_indexes.remap(root, *im, result.mapping);
-        index_dirs.push_back(r.directory);
-        info.new_uuid = r.new_uuid;
-        info.stats = r.stats;
-        replacements.push_back(remapped_index_metadata(*im, r, rewritten_fragment_bitmap(*im, groups)));
-        pb::transaction::rewrite::rewritten_index ri;
-        ri.old_id = im->uuid;
-        ri.new_id = r.new_uuid;
-        ri.new_index_details = r.transaction_details;
-        ri.new_index_version = r.transaction_index_version;
-        ri.new_index_files = replacements.back().files;
-        rewritten.push_back(std::move(ri));
-      }
-      result.indices.push_back(std::move(info));
-    }
+    const auto groups = detail::groups_of(done);
+    const auto remapped = detail::remap_touched_indexes(root, o, to_remap, stable, groups, result, index_dirs);
 
     // 5. The Rewrite commit, on the newest version (after the reservations).
     pb::transaction::rewrite op;
     for (const auto& w : done) op.groups.push_back({w.old_fragments, w.new_fragments});
-    op.rewritten_indices = rewritten;
+    op.rewritten_indices = remapped.rewritten;
     // Lance's commit: the Rewrite is checked against every commit since the read
     // version (the reservations included) and applied on the newest.
     auto build = [&](const snapshot& base, const pb::transaction& t) {
-      const snapshot* latest = &base;
-      const auto& p = latest->manifest();
-      // Our old fragments must be untouched since the read version.
-      for (const auto& w : done)
-        for (const auto& f : w.old_fragments) {
-          auto it = std::find_if(p.fragments.begin(), p.fragments.end(), [&](const pb::data_fragment& x) { return x.id == f.id; });
-          if (it == p.fragments.end() || !detail::same_fragment(*it, f))
-            throw conflict_error(context + ": fragment " + std::to_string(f.id) + " was changed by version " +
-                                 std::to_string(p.version) + " since version " + std::to_string(plan.read_version) +
-                                 " was planned; nothing was compacted (run it again)");
-        }
-      pending_commit c = commit_after(*latest, t);
+      const auto& p = base.manifest();
+      detail::check_old_fragments_unchanged(p, done, context, plan.read_version);
+      pending_commit c = commit_after(base, t);
       std::vector<pb::data_fragment> frags = p.fragments;
-      for (const auto& w : done) {
-        const auto first = std::find_if(frags.begin(), frags.end(),
-                                        [&](const pb::data_fragment& x) { return x.id == w.old_fragments.front().id; });
-        bool contiguous = first != frags.end() && std::size_t(frags.end() - first) >= w.old_fragments.size();
-        for (std::size_t i = 0; contiguous && i < w.old_fragments.size(); ++i)
-          contiguous = (first + std::ptrdiff_t(i))->id == w.old_fragments[i].id;
-        if (contiguous) {
-          const auto at = first - frags.begin();
-          frags.erase(first, first + std::ptrdiff_t(w.old_fragments.size()));
-          frags.insert(frags.begin() + at, w.new_fragments.begin(), w.new_fragments.end());
-        } else {
-          for (const auto& f : w.old_fragments)
-            frags.erase(std::remove_if(frags.begin(), frags.end(), [&](const pb::data_fragment& x) { return x.id == f.id; }),
-                        frags.end());
-          frags.insert(frags.end(), w.new_fragments.begin(), w.new_fragments.end());
-        }
-      }
+      detail::replace_rewritten_fragments(frags, done);
       c.manifest.fragments = std::move(frags);
-      for (auto& im : c.indices) {
-        if (stable) {
-          if (!im.fragment_bitmap.empty())
-            set_index_fragment_bitmap(im, rewritten_fragment_bitmap(im, groups));
-          continue;
-        }
-        for (const auto& r : replacements)
-          if (im.uuid == r.uuid) throw conflict_error(context + ": index " + r.uuid.to_string() + " exists already");
-        auto it = std::find_if(to_remap.begin(), to_remap.end(), [&](const pb::index_metadata* x) { return x->uuid == im.uuid; });
-        if (it == to_remap.end()) continue;
-        const auto k = std::size_t(it - to_remap.begin());
-        im = replacements[k];
-      }
-      if (!stable)
-        for (const auto* old : to_remap)
-          if (std::none_of(latest->file.indices.begin(), latest->file.indices.end(),
-                           [&](const pb::index_metadata& x) { return x.uuid == old->uuid; }))
-            throw conflict_error(context + ": index '" + old->name + "' was replaced or dropped since version " +
-                                 std::to_string(plan.read_version) + "; nothing was compacted (run it again)");
+      detail::rewrite_commit_indexes(c.indices, base, stable, to_remap, remapped, groups, context, plan.read_version);
       finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
                                      c.transaction);
       return c;
@@ -443,15 +538,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
     throw;
   }
 
-  for (const auto& w : done) {
-    result.metrics.fragments_removed += w.old_fragments.size();
-    result.metrics.fragments_added += w.new_fragments.size();
-    for (const auto& f : w.old_fragments) result.metrics.files_removed += detail::files_of(f);
-    for (const auto& f : w.new_fragments) result.metrics.files_added += detail::files_of(f);
-    std::vector<std::uint64_t> ids;
-    for (const auto& f : w.new_fragments) ids.push_back(f.id);
-    result.new_fragment_ids.push_back(std::move(ids));
-  }
+  detail::report_rewrites(done, result);
   return result;
 }
 
