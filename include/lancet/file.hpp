@@ -1,7 +1,9 @@
 // lancet's file layer: arrays (and the Arrow C Data Interface), Lance files written and
-// read (every version, and one batch encoded in memory), sinks (the Asio one too),
-// sources, encoding policies, and JSON: rows as JSON Lines and schema files. A program that writes one version may include less:
-// file/writer.hpp, file/structural.hpp (2.1-2.3) or file/legacy.hpp (2.0), one sink.
+// read (every version, and one batch encoded in memory), sinks, sources, encoding
+// policies, and JSON: rows as JSON Lines and schema files. io/asio_sink.hpp (a sink
+// over Boost.Asio) is for programs that include it: no other header brings Boost.Asio.
+// A program that writes one version may include less: file/writer.hpp,
+// file/structural.hpp (2.1-2.3) or file/legacy.hpp (2.0), one sink.
 #pragma once
 
 #include "lancet/arrow/array.hpp"
@@ -19,7 +21,6 @@
 #include "lancet/file/reader.hpp"
 #include "lancet/file/versions.hpp"
 #include "lancet/file/writer.hpp"
-#include "lancet/io/asio_sink.hpp"
 #include "lancet/io/file_sink.hpp"
 #include "lancet/io/file_source.hpp"
 #include "lancet/io/memory_sink.hpp"

@@ -28,10 +28,13 @@
 #include <vector>
 
 #include "lancet/core/config.hpp"
-#include "lancet/dataset/dataset.hpp"
 #include "lancet/index/build/options.hpp"
 #include "lancet/index/quantizer/params.hpp"
-#include "lancet/simd/distance.hpp"
+#include "lancet/simd/distance_type.hpp"
+
+namespace lancet::dataset {
+class dataset;  // dataset/dataset.hpp
+}  // namespace lancet::dataset
 
 namespace lancet::index {
 

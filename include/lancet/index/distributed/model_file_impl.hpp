@@ -14,10 +14,11 @@
 #include <vector>
 
 #include "lancet/core/error.hpp"
+#include "lancet/dataset/dataset.hpp"
 #include "lancet/index/build/ivf_builder_impl.hpp"
 #include "lancet/index/distributed/model_file.hpp"
-#include "lancet/index/quantizer/traits.hpp"
 #include "lancet/index/quantizer/params.hpp"
+#include "lancet/index/quantizer/traits.hpp"
 #include "lancet/simd/distance.hpp"
 
 namespace lancet::index {

@@ -32,12 +32,13 @@
 #include <vector>
 
 #include "lancet/core/config.hpp"
-#include "lancet/dataset/commit.hpp"
+#include "lancet/dataset/conflict.hpp"
 #include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/snapshot.hpp"
 #include "lancet/index/build/options.hpp"
 #include "lancet/index/distributed/model_file.hpp"
 #include "lancet/pb/table.hpp"
-#include "lancet/simd/distance.hpp"
+#include "lancet/simd/distance_type.hpp"
 
 namespace lancet::index {
 

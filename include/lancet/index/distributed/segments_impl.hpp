@@ -15,11 +15,12 @@
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/index/build/ivf_builder_impl.hpp"
 #include "lancet/index/distributed/model_file.hpp"
-#include "lancet/index/registry.hpp"
 #include "lancet/index/distributed/segments.hpp"
 #include "lancet/index/ivf/storage_reader.hpp"
 #include "lancet/index/ivf/storage_writer.hpp"
+#include "lancet/index/registry.hpp"
 #include "lancet/json/base64.hpp"
+#include "lancet/simd/distance.hpp"
 
 namespace lancet::index {
 
