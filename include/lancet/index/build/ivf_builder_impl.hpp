@@ -193,6 +193,15 @@ inline build_result run_build(const std::string& root, const build_options& give
   }
 }
 
+
+// The IVF centroids and the quantizer build_ivf_index would train, without writing
+// anything: what distributed/model_file.hpp's train_model shares with every segment.
+inline ivf_training train_ivf_model(const std::string& root, const build_options& o) {
+  ivf_training t;
+  run_build(root, o, &t);
+  return t;
+}
+
 }  // namespace detail
 
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
@@ -205,17 +214,6 @@ LANCET_INLINE build_result build_ivf_index(const std::string& root, const build_
   return detail::run_build(root, o, nullptr);
 }
 
-namespace detail {
-
-// The IVF centroids and the quantizer build_ivf_index would train, without writing
-// anything: what distributed/model_file.hpp's train_model shares with every segment.
-inline ivf_training train_ivf_model(const std::string& root, const build_options& o) {
-  ivf_training t;
-  run_build(root, o, &t);
-  return t;
-}
-
-}  // namespace detail
 #endif
 
 }  // namespace lancet::index
