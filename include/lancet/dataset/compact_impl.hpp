@@ -155,6 +155,36 @@ inline bool same_fragment(const pb::data_fragment& a, const pb::data_fragment& b
   return a.id == b.id && a.files == b.files && a.deletion_file == b.deletion_file && a.physical_rows == b.physical_rows;
 }
 
+// How the rewritten rows are written: appended, in files of the target's rows (and
+// bytes, when set).
+inline write_options rewrite_write_options(const compaction_options& o) {
+  write_options wo;
+  wo.mode = write_mode::append;
+  wo.max_rows_per_file = o.target_rows_per_fragment;
+  if (o.max_bytes_per_file) wo.max_bytes_per_file = *o.max_bytes_per_file;
+  return wo;
+}
+
+// What a failed compaction removes: the data files written (each fragment writer's
+// cleanup) and the directories of the remapped indexes.
+struct compaction_leftovers {
+  std::vector<std::function<void()>> cleanups;
+  std::vector<std::string> index_dirs;
+
+  void remove() noexcept {
+    for (auto& c : cleanups) {
+      try {
+        c();
+      } catch (...) {
+      }
+    }
+    for (const auto& dir : index_dirs) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+};
+
 // The indexes covering fragments the plan rewrites, which the Rewrite commit remaps.
 // Without stable row ids each must be one that can be remapped: checked here, before
 // anything is written.
@@ -457,29 +487,13 @@ compaction_result compact_files(const std::string& root, const compaction_option
   const schema::schema target = d.lance_schema();
   const auto arrow_target = std::make_shared<const arrow::schema>(d.schema());
   const std::string context = "cannot compact dataset '" + root + "'";
-  write_options wo;
-  wo.mode = write_mode::append;
-  wo.max_rows_per_file = o.target_rows_per_fragment;
-  if (o.max_bytes_per_file) wo.max_bytes_per_file = *o.max_bytes_per_file;
+  const write_options wo = detail::rewrite_write_options(o);
   publish_options po;
   po.scheme = snap.entry.scheme;
   po.write_version_hint = o.write_version_hint;
 
   std::vector<detail::written_task> done;
-  std::vector<std::string> index_dirs;
-  std::vector<std::function<void()>> cleanups;
-  auto clean = [&]() noexcept {
-    for (auto& c : cleanups) {
-      try {
-        c();
-      } catch (...) {
-      }
-    }
-    for (const auto& dir : index_dirs) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  };
+  detail::compaction_leftovers left;
 
   try {
     io::make_directories((std::filesystem::path(root) / data_dir_name).string());
@@ -487,7 +501,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
     file::with_version(storage, [&]<class V>() {
       for (std::size_t ti = 0; ti < plan.tasks.size(); ++ti) {
         done.push_back(detail::rewrite_task<V>(d, root, m0, plan.tasks[ti], target, arrow_target, wo, o, context,
-                                               make_sink, cleanups));
+                                               make_sink, left.cleanups));
         if (o.progress) o.progress(ti + 1, plan.tasks.size());
       }
     });
@@ -504,7 +518,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
 
     // 4. Remapped copies of the indexes (new uuids), without stable row ids.
     const auto groups = detail::groups_of(done);
-    const auto remapped = detail::remap_touched_indexes(root, o, to_remap, stable, groups, result, index_dirs);
+    const auto remapped = detail::remap_touched_indexes(root, o, to_remap, stable, groups, result, left.index_dirs);
 
     // 5. The Rewrite commit, on the newest version (after the reservations).
     pb::transaction::rewrite op;
@@ -534,7 +548,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
   } catch (const committed_io_error&) {
     throw;
   } catch (...) {
-    clean();
+    left.remove();
     throw;
   }
 
