@@ -15,16 +15,11 @@
 // programs; compiled into the library in compiled mode, core/config.hpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <fstream>
-#include <iterator>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
-#include <variant>
 #include <vector>
 
 #include "lancet/core/config.hpp"

@@ -22,11 +22,8 @@
 // programs; compiled into the library in compiled mode, core/config.hpp).
 #pragma once
 
-#include <algorithm>
-#include <chrono>
+#include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
