@@ -1,4 +1,4 @@
-// IVF_HNSW_SQ build and search (issue 15's benchmark), one run, same data for all:
+// IVF_HNSW_SQ build and search, one run, same data for all:
 //  - build time: lancet's build_ivf_index (IVF_HNSW_SQ) against LanceDB 0.39's createIndex
 //    (Index.hnswSq, driven through Node, tests/interop/ivf_acceptance.mjs), and the
 //    ratio; the peak RSS of our build (run in a forked child: its ru_maxrss, next to

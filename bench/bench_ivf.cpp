@@ -1,6 +1,6 @@
 // IVF build and search: lancet against LanceDB 0.39 (createIndex / vectorSearch,
 // driven through Node in the same run, tests/interop/ivf_acceptance.mjs) and FAISS
-// 1.7.3, on the same clustered vectors (issue 6's benchmark). --type picks the index:
+// 1.7.3, on the same clustered vectors. --type picks the index:
 // pq (FAISS IndexIVFPQ; with --bits 4 IndexIVFPQFastScan), sq (IndexIVFScalarQuantizer
 // QT_8bit, not by residual, as Lance's SQ; LanceDB's Node API builds no IVF_SQ), rq
 // (RaBitQ: no FAISS 1.7.3 counterpart) or flat (IndexIVFFlat).

@@ -1,5 +1,5 @@
 // Quantizer throughput on clustered vectors (default 200,000 x 128, 256 IVF
-// partitions, PQ 16 x 8 as the IVF_PQ benchmark of issue 6):
+// partitions, PQ 16 x 8 as bench_ivf's IVF_PQ case):
 //   - PQ codebook training as Lance does it (65,536-row residual sample, 16 k-means of
 //     k = 256 over 8-d sub-vectors, 50 iterations), on 1 and on T threads;
 //   - PQ encoding (residual to the row's centroid, nearest centroid per sub-vector);

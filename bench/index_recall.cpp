@@ -12,7 +12,7 @@
 //   "lance_4bit_kernel_recall": R                 with --rows, for a 4-bit IVF_PQ dot index
 //
 // lance_4bit_kernel_recall models how Lance 12 scans 4-bit PQ codes (the scan LanceDB
-// 0.39 runs; compared with its searches in bench/RESULTS.md, issue 14): in each
+// 0.39 runs; compared with its searches in bench/RESULTS.md, pq_recall_sweep): in each
 // partition the first 200 rows (in stored order) get their exact f32 distance; their
 // largest is qmax; every table entry d becomes round((d - qmin) * 255 / (qmax - qmin)),
 // qmin the smallest entry of the whole table; every other row's distance is the

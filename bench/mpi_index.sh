@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #13 bench: `mpirun -np 1,2,4 lancet-mpi index create` (IVF_PQ) against a
+# Distributed build bench: `mpirun -np 1,2,4 lancet-mpi index create` (IVF_PQ) against a
 # single-process `lancet index create` with the same parameters. For each build:
 # wall time, peak RSS per rank (/usr/bin/time -f %M around every rank) and LanceDB
 # 0.39's recall@10 at nprobes 20 (brute-force ground truth from LanceDB's own

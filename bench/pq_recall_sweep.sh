@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # IVF_PQ recall, lancet vs LanceDB 0.39, over dimensions x sub-vector widths x bits x
-# metrics (issue 14): tests/interop/pq_recall_sweep.mjs does the work (see its header).
+# metrics: tests/interop/pq_recall_sweep.mjs does the work (see its header).
 #
 #   bench/pq_recall_sweep.sh BUILD_DIR [OUT.jsonl] [extra pq_recall_sweep.mjs options]
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compile-cost benchmark (issue #10): how long and how much memory it takes to compile a
+# Compile-cost benchmark: how long and how much memory it takes to compile a
 # translation unit that uses lancet, relative to a baseline TU that uses only lancet's
 # third-party dependencies (Boost.Asio, xsimd, zstd) and the standard library.
 #
@@ -12,7 +12,7 @@
 # working tree is being changed; the TUs themselves always come from this directory.
 #
 # TUs are compiled one after the other (never in parallel), compile only (-c, no link),
-# with the flags of the project's test build (scripts/test: -O2, the level issue #10's
+# with the flags of the project's test build (scripts/test: -O2, the level the recorded
 # figures were measured at; b_ndebug=false -> no -DNDEBUG, warning_level=3, native_arch
 # -> -march=native). OPT=-O3 measures at meson's release default instead.
 # When src/lancet.cpp exists (lancet's "compiled mode"), each lancet TU is compiled a

@@ -30,8 +30,8 @@
 // centroids our codes equal LanceDB's byte for byte (8 and 4 bits; l2, dot, cosine;
 // f32 and f16), and our scans return LanceDB's neighbours with its distances.
 // Where lancet differs: training is seeded (Lance uses OS entropy); 8-bit dot
-// codebooks of short sub-vectors start from k-means++ seeding (bench/RESULTS.md
-// issue 14); the codebook may be an earlier iterate of the same k-means runs (after
+// codebooks of short sub-vectors start from k-means++ seeding (bench/RESULTS.md,
+// pq_recall_sweep); the codebook may be an earlier iterate of the same k-means runs (after
 // 1, 3 or 10 iterations) where that ranks the training sample's neighbours clearly
 // better (params::choose_iterate, pq_iterate.hpp; off: Lance's ends of the runs);
 // sub-vectors train with a dedicated short-vector k-means (same algorithm, several

@@ -38,7 +38,7 @@ struct params {
   // 8-bit codes and sub-vectors of 2 values, or of 4 values when there are at most 8
   // sub-vectors (raw vectors, whose top dot products sit in the tails that D^2
   // seeding covers: recall +0.04-0.09 at width 2 for 16-768 dimensions, +0.03-0.04
-  // at width 4 for 16-32; bench/RESULTS.md issue 14 "PQ recall"); random rows
+  // at width 4 for 16-32; bench/RESULTS.md, pq_recall_sweep); random rows
   // otherwise (on l2 residuals, 4-bit codes, wider or more sub-vectors k-means++
   // lowers the distortion, not the recall).
   std::optional<kmeans_init> init;

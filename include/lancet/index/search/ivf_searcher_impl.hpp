@@ -307,7 +307,7 @@ class ivf_search_engine {
   // It pays in wall time only where that is small beside the scan, i.e. when the scan
   // reads many bytes: split when the probed partitions hold >= sp.split_min_bytes
   // code bytes (rows x bytes per row; the default is where the split's fixed CPU
-  // cost fell to ~10% of the scan on PQ 16 x 8: bench/RESULTS.md, issue 14). Partitions not yet loaded count as large (loading
+  // cost fell to ~10% of the scan on PQ 16 x 8: bench/RESULTS.md, bench_ivf). Partitions not yet loaded count as large (loading
   // them in parallel pays), as do IVF_HNSW partitions (a graph walk per partition,
   // not a scan of its rows). Results are the same either way.
   bool split_pays(std::span<const std::pair<std::uint32_t, float>> probes, const search_params& sp) const {
