@@ -380,13 +380,16 @@ class evaluator {
     if (b.type.k == K::wide) {
       out.w.resize(n);
       for (std::size_t r = 0; r < n; ++r) {
+        // DataFusion's decimal arithmetic is checked: past 128 bits is an error, not a wrap.
         const arrow::int128_t p = x.wide(r * sx), q = y.wide(r * sy);
+        bool overflow = false;
         switch (b.arith) {
-          case arith_op::add: out.w[r] = p + q; break;
-          case arith_op::sub: out.w[r] = p - q; break;
-          case arith_op::mul: out.w[r] = p * q; break;
+          case arith_op::add: overflow = __builtin_add_overflow(p, q, &out.w[r]); break;
+          case arith_op::sub: overflow = __builtin_sub_overflow(p, q, &out.w[r]); break;
+          case arith_op::mul: overflow = __builtin_mul_overflow(p, q, &out.w[r]); break;
           default: arith_error(b, "unsupported arithmetic");
         }
+        if (overflow && live(r)) arith_error(b, "arithmetic overflow");
       }
       return out;
     }
