@@ -27,9 +27,9 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include <lancet/index/kmeans/kmeans.hpp>
-#include <lancet/index/quantizer/pq.hpp>
-#include <lancet/index/quantizer/rabitq.hpp>
-#include <lancet/index/quantizer/sq.hpp>
+#include <lancet/index/quantizer/pq/pq.hpp>
+#include <lancet/index/quantizer/rabitq/rabitq.hpp>
+#include <lancet/index/quantizer/sq/sq.hpp>
 
 #include "fma_peak.hpp"
 #include "vector_bench.hpp"

@@ -766,7 +766,7 @@ TEST_CASE("build_ivf_index: a spilled shuffle writes the same index as an in-mem
 }
 
 // Lance's 4-bit scan ranks the first 200 rows of a partition exactly (quantizer/
-// pq_row_order.hpp): 4-bit l2 / cosine partitions go nearest to the centroid first, by
+// quantizer/pq/row_order.hpp): 4-bit l2 / cosine partitions go nearest to the centroid first, by
 // the norm of the reconstructed residual. Dot partitions and 8-bit ones keep the
 // shuffle's order (row ids ascending).
 TEST_CASE("build_ivf_index: 4-bit l2 / cosine PQ partitions are stored nearest to their centroid first") {
@@ -1338,9 +1338,11 @@ TEST_CASE("IVF_PQ training: the PQ sample is not the IVF k-means sample") {
     o.num_sub_vectors = 8;
     o.num_bits = 4;
     o.max_iters = 10;
-    const auto qc = index::detail::check_parameters(o, dim);
-    const auto built = index::detail::train_on_rows<float>(o, qc, dim, static_cast<const float*>(rows.data()), n, k);
-    REQUIRE(built.pqm.has_value());
+    index::detail::check_parameters(o, dim);
+    const auto built = index::detail::train_on_rows<float>(o, dim, static_cast<const float*>(rows.data()), n, k);
+    REQUIRE(built.codec.has_value());
+    const auto* pq_codec = std::get_if<index::pq::codec<float>>(&*built.codec);
+    REQUIRE(pq_codec != nullptr);
     // PQ trained on the same centroids with the IVF sample's draw (the old behaviour).
     index::pq::params p;
     p.num_sub_vectors = 8;
@@ -1353,9 +1355,9 @@ TEST_CASE("IVF_PQ training: the PQ sample is not the IVF k-means sample") {
     p.sample_seed = index::quantizer::mix_seed(o.seed, 1);
     CHECK(p.sample_draw() == index::quantizer::mix_seed(o.seed, 1));
     if (n > 256 * 16) {
-      CHECK(built.pqm->codebook != same_draw.codebook);  // another sample
+      CHECK(pq_codec->pq_model().codebook != same_draw.codebook);  // another sample
     } else {
-      CHECK(built.pqm->codebook == same_draw.codebook);  // every row either way
+      CHECK(pq_codec->pq_model().codebook == same_draw.codebook);  // every row either way
     }
   }
 }

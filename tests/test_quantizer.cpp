@@ -20,10 +20,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "lancet/index/quantizer/pq.hpp"
+#include "lancet/index/quantizer/pq/pq.hpp"
 #include "lancet/index/search/ivf_searcher.hpp"
-#include "lancet/index/quantizer/rabitq.hpp"
-#include "lancet/index/quantizer/sq.hpp"
+#include "lancet/index/quantizer/rabitq/rabitq.hpp"
+#include "lancet/index/quantizer/sq/sq.hpp"
 
 #include "support/nearest.hpp"
 

@@ -46,7 +46,7 @@ done < <(find "$inc" -name '*_impl.hpp' | sort)
 heavy=(lancet/dataset/fragment_reader.hpp lancet/encoding/structural/page_decoder.hpp
        lancet/encoding/structural/decompress.hpp lancet/index/build/stages.hpp lancet/index/build/shuffler.hpp
        lancet/index/ivf/storage_writer.hpp lancet/index/ivf/storage_reader.hpp lancet/index/registry.hpp
-       lancet/index/kmeans/kmeans.hpp lancet/index/quantizer/pq.hpp lancet/simd/distance.hpp lancet/core/parallel.hpp)
+       lancet/index/kmeans/kmeans.hpp lancet/index/quantizer/pq/pq.hpp lancet/simd/distance.hpp lancet/core/parallel.hpp)
 # ... nor the SIMD library and the thread pool, which only the kernels and the code that
 # runs on a pool need (declaring a search or a build option names a pool, no more).
 heavy_deps='/xsimd/xsimd\.hpp$|/boost/asio/thread_pool\.hpp$'

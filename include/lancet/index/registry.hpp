@@ -50,19 +50,6 @@ inline std::string index_directory(const std::string& root, const pb::uuid& uuid
   return (std::filesystem::path(root) / detail::indices_dir_name / uuid.to_string()).string();
 }
 
-// Build parameters Lance records as runtime hints (its defaults here).
-struct build_hints {
-  std::uint32_t ivf_max_iters = 50;
-  std::uint32_t ivf_sample_rate = 256;
-  std::uint32_t pq_max_iters = 50;
-  std::uint32_t pq_sample_rate = 256;
-  std::uint32_t pq_kmeans_redos = 1;
-  std::uint32_t sq_sample_rate = 256;
-  // Lance's shuffle settings; recorded so that Lance's own optimize reuses them.
-  std::uint32_t shuffle_partition_batches = 10240;
-  std::uint32_t shuffle_partition_concurrency = 2;
-};
-
 inline pb::index::metric_type metric_of(simd::distance_type d) {
   switch (d) {
     case simd::distance_type::l2: return pb::index::metric_type::l2;
@@ -97,18 +84,9 @@ inline pb::index::vector_index_details make_vector_index_details(
   hint("lance.ivf.shuffle_partition_batches", h.shuffle_partition_batches);
   hint("lance.ivf.shuffle_partition_concurrency", h.shuffle_partition_concurrency);
   if (hnsw) hint("lance.hnsw.prefetch_distance", 2);
-  std::visit(
-      [&](const auto& p) {
-        using P = std::remove_cvref_t<decltype(p)>;
-        if constexpr (std::is_same_v<P, pq_params>) {
-          hint("lance.pq.kmeans_redos", h.pq_kmeans_redos);
-          hint("lance.pq.max_iters", h.pq_max_iters);
-          hint("lance.pq.sample_rate", h.pq_sample_rate);
-        } else if constexpr (std::is_same_v<P, sq_params>) {
-          hint("lance.sq.sample_rate", h.sq_sample_rate);
-        }
-      },
-      q);
+  std::visit([&](const auto& p) {
+    for (auto& [k, v] : traits_of<decltype(p)>::runtime_hints(h)) hint(std::move(k), v);
+  }, q);
   out.runtime_hints.emplace_back("lance.skip_transpose", "false");
   return out;
 }

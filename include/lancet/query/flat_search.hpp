@@ -20,8 +20,8 @@
 #include "lancet/dataset/row_set.hpp"
 #include "lancet/index/search/neighbors.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
-#include "lancet/index/quantizer/flat.hpp"
-#include "lancet/index/quantizer/pq.hpp"
+#include "lancet/index/quantizer/flat/distances.hpp"
+#include "lancet/index/quantizer/pq/pq.hpp"
 #include "lancet/query/vector_column.hpp"
 
 namespace lancet::query {

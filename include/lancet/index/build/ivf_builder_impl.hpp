@@ -35,7 +35,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
                                     : "hamming distance needs a column of uint8 vectors ('" + o.column + "' is not)");
   if (is_u8 && o.type != ivf_index_type::ivf_flat)
     throw invalid_input_error(std::string(ivf_index_type_name(o.type)) + " does not support hamming distance");
-  const auto qc = check_parameters(o, dim);
+  check_parameters(o, dim);
   const bool given_shuffle = !o.precomputed_shuffle_buffers.empty();
   if (given_shuffle && (!o.ivf_centroids || (!o.quantizer && o.type != ivf_index_type::ivf_flat)))
     throw invalid_input_error("precomputed shuffle buffers need the IVF centroids and the quantizer they were built with");
@@ -53,9 +53,8 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
     throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " + std::to_string(live_rows) +
                               " rows of column '" + o.column + "'");
 
-  auto enc = train_stage<T>(ds, o, qc, dim, frags, live_rows, k);
+  auto enc = train_stage<T>(ds, o, dim, frags, live_rows, k);
   release_free_memory();
-  if (o.type == ivf_index_type::ivf_flat && !o.quantizer) enc.params = flat::to_params<T>(dim), enc.width = code_bytes(enc.params);
   if (train_only) {
     train_only->centroids = matrix::of(enc.km.centroids, enc.km.k, enc.km.dimension);
     train_only->quantizer = enc.params;
@@ -207,7 +206,8 @@ inline ivf_training train_ivf_model(const std::string& root, const build_options
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
 
 LANCET_INLINE std::size_t pq_training_rows(const build_options& o, std::size_t dim, std::size_t element_bytes) {
-  return detail::pq_sample_rows(o, detail::check_parameters(o, dim), dim, element_bytes);
+  detail::check_parameters(o, dim);
+  return quantizer_traits<pq_params>::training_rows(o, dim, element_bytes);
 }
 
 LANCET_INLINE build_result build_ivf_index(const std::string& root, const build_options& o) {

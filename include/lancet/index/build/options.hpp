@@ -67,7 +67,7 @@ struct build_options {
   std::uint64_t seed = 42;
   // PQ: keep an earlier iterate of the codebook's k-means runs where it ranks the
   // training sample's neighbours clearly better than the runs' ends (pq::params::
-  // choose_iterate, quantizer/pq_iterate.hpp); false: always the ends, as Lance.
+  // choose_iterate, quantizer/pq/iterate.hpp); false: always the ends, as Lance.
   bool pq_choose_iterate = true;
   // IVF_HNSW_* graphs (Lance's HnswBuildParams; its defaults).
   std::uint32_t m = 20;

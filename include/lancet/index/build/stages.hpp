@@ -39,10 +39,7 @@
 #include "lancet/index/ivf/storage_writer.hpp"
 #include "lancet/index/ivf/model.hpp"
 #include "lancet/index/kmeans/kmeans.hpp"
-#include "lancet/index/quantizer/flat.hpp"
-#include "lancet/index/quantizer/pq.hpp"
-#include "lancet/index/quantizer/rabitq.hpp"
-#include "lancet/index/quantizer/sq.hpp"
+#include "lancet/index/quantizer/traits.hpp"
 #include "lancet/index/registry.hpp"
 #include "lancet/index/search/ivf_searcher.hpp"
 #include "lancet/index/build/shuffler.hpp"
@@ -107,40 +104,15 @@ inline void report_build_progress(const build_options& o, build_stage s, std::ui
 // encoded batches of many sizes are allocated and freed all along).
 using lancet::release_free_memory;
 
-// The quantizer parameters build_options asks for, checked before any work.
-struct quantizer_choice {
-  std::size_t m_sub = 0;
-  std::uint32_t bits = 0;
-};
-
-inline quantizer_choice check_parameters(const build_options& o, std::size_t dim) {
-  quantizer_choice c;
-  if (o.type == ivf_index_type::ivf_pq) {
-    c.m_sub = o.num_sub_vectors.value_or(dim % 16 == 0 ? dim / 16 : dim % 8 == 0 ? dim / 8 : 1);
-    c.bits = o.num_bits.value_or(8);
-    if (c.m_sub == 0 || dim % c.m_sub != 0)
-      throw invalid_input_error("IVF_PQ: num_sub_vectors " + std::to_string(c.m_sub) + " does not divide dimension " +
-                                std::to_string(dim) + " of column '" + o.column + "'");
-    if (c.bits != 8 && c.bits != 4)
-      throw invalid_input_error("IVF_PQ: num_bits " + std::to_string(c.bits) + " is not supported (4 or 8)");
-    if (c.bits == 4 && c.m_sub % 2)
-      throw invalid_input_error("IVF_PQ: 4-bit codes need an even num_sub_vectors, got " + std::to_string(c.m_sub));
-  } else if (o.type == ivf_index_type::ivf_sq) {
-    c.bits = o.num_bits.value_or(8);
-    if (c.bits != 8) throw invalid_input_error("IVF_SQ: num_bits " + std::to_string(c.bits) + " is not supported (8)");
-  } else if (o.type == ivf_index_type::ivf_rq) {
-    c.bits = o.num_bits.value_or(1);
-    if (c.bits != 1) throw invalid_input_error("IVF_RQ: lancet builds 1-bit codes, not " + std::to_string(c.bits));
-    if (dim % 8) throw invalid_input_error("IVF_RQ: dimension " + std::to_string(dim) + " is not a multiple of 8");
-  } else if (o.num_sub_vectors || o.num_bits) {
-    throw invalid_input_error("IVF_FLAT takes no num_sub_vectors / num_bits");
-  }
+// The build options checked before any work: the quantizer's (its check_build) and
+// the partition count's and budget's.
+inline void check_parameters(const build_options& o, std::size_t dim) {
+  check_quantizer_build(o.type, o, dim);
   if (o.num_partitions && o.target_partition_size)
     throw invalid_input_error("give num_partitions or target_partition_size, not both");
   if (o.num_partitions && *o.num_partitions == 0) throw invalid_input_error("num_partitions must be positive");
   if (o.memory_budget_bytes < (std::uint64_t(1) << 20))
     throw invalid_input_error("memory_budget_bytes must be at least 1 MiB, got " + std::to_string(o.memory_budget_bytes));
-  return c;
 }
 
 // A trained (or given) IVF model and quantizer, ready to assign and encode rows:
@@ -151,13 +123,10 @@ struct ivf_encoder {
   static constexpr bool is_u8 = std::is_same_v<T, std::uint8_t>;
   using centroid_type = std::conditional_t<is_u8, std::uint8_t, centroid_t<T>>;
   kmeans_result<centroid_type> km;
-  ivf_index_type type = ivf_index_type::ivf_flat;
   simd::distance_type metric = simd::distance_type::l2;
-  quantizer_params params;
-  std::size_t width = 0;  // code bytes per row
-  std::optional<pq::model<T>> pqm;
-  std::optional<sq::model> sqm;
-  std::optional<rabitq::model> rqm;
+  std::optional<quantizer_codec<T>> codec;
+  quantizer_params params;  // codec's
+  std::size_t width = 0;    // code bytes per row
   // Row id -> partition (Lance's precomputed_partitions); other rows are assigned.
   const std::unordered_map<std::uint64_t, std::uint32_t>* precomputed = nullptr;
 
@@ -193,33 +162,18 @@ struct ivf_encoder {
     out.row_ids.insert(out.row_ids.end(), ids, ids + n);
     out.codes.resize((at + n) * width);
     std::uint8_t* codes = out.codes.data() + at * width;
-    if (type == ivf_index_type::ivf_flat) {
-      if constexpr (!is_u8) {
-        if (metric == simd::distance_type::cosine) {
-          std::vector<T> tmp(rows, rows + n * d);
-          for (std::size_t r = 0; r < n; ++r) quantizer::normalise_row_double(tmp.data() + r * d, d);
-          std::memcpy(codes, tmp.data(), n * width);
-          return;
-        }
-      }
-      std::memcpy(codes, rows, n * width);
-      return;
-    }
-    if constexpr (!is_u8) {
-      const auto* cents = km.centroids.data();
-      if (pqm) {
-        pq::encode_for_ivf(*pqm, rows, n, metric, cents, k, part.data(), codes, pool);
-      } else if (sqm) {
-        sq::encode_for_ivf(*sqm, rows, n, metric, codes, pool);
-      } else if (rqm) {
-        rabitq::encoded_rows er;
-        rabitq::encode_for_ivf(*rqm, rows, n, metric, cents, k, part.data(), er, pool);
-        std::memcpy(codes, er.codes.data(), n * width);
-        out.add_factors.insert(out.add_factors.end(), er.add_factors.begin(), er.add_factors.end());
-        out.scale_factors.insert(out.scale_factors.end(), er.scale_factors.begin(), er.scale_factors.end());
-        out.error_factors.insert(out.error_factors.end(), er.error_factors.begin(), er.error_factors.end());
-      }
-    }
+    std::visit(
+        [&](const auto& c) {
+          c.encode(rows, nullptr, n, km.centroids.data(), k, part.data(), codes,
+                   row_factors{&out.add_factors, &out.scale_factors, &out.error_factors}, pool);
+        },
+        *codec);
+  }
+
+  void use(quantizer_codec<T> c) {
+    params = codec_params<T>(c);
+    width = code_bytes(params);
+    codec = std::move(c);
   }
 };
 
@@ -258,38 +212,7 @@ inline void use_given_quantizer(ivf_encoder<T>& e, const quantizer_params& q, co
   const std::string want(ivf_index_type_name(o.type));
   if (index_type_name(q) != want)
     throw invalid_input_error("the given quantizer is for " + index_type_name(q) + ", the index is " + want);
-  e.params = q;
-  std::visit(
-      [&](const auto& qp) {
-        using P = std::remove_cvref_t<decltype(qp)>;
-        if constexpr (std::is_same_v<P, flat_params>) {
-          if (qp.dimension != dim)
-            throw invalid_input_error("the given flat storage has dimension " + std::to_string(qp.dimension) +
-                                      ", column '" + o.column + "' has " + std::to_string(dim));
-        } else if constexpr (std::is_same_v<T, std::uint8_t>) {
-          // uint8 vectors (hamming): no PQ / SQ / RaBitQ model to prepare.
-        } else if constexpr (std::is_same_v<P, pq_params>) {
-          if (qp.dimension != dim)
-            throw invalid_input_error("the given PQ codebook has dimension " + std::to_string(qp.dimension) +
-                                      ", column '" + o.column + "' has " + std::to_string(dim));
-          e.pqm = pq::from_params<T>(qp, o.metric);
-        } else if constexpr (std::is_same_v<P, sq_params>) {
-          if (qp.dimension != dim)
-            throw invalid_input_error("the given SQ bounds have dimension " + std::to_string(qp.dimension) +
-                                      ", column '" + o.column + "' has " + std::to_string(dim));
-          e.sqm = sq::from_params(qp);
-        } else {
-          if (qp.num_bits != 1)
-            throw invalid_input_error("the given RaBitQ model has " + std::to_string(qp.num_bits) +
-                                      "-bit codes; lancet builds 1-bit codes");
-          e.rqm = rabitq::from_params(qp);
-          if (e.rqm->dimension != dim)
-            throw invalid_input_error("the given RaBitQ model has dimension " + std::to_string(e.rqm->dimension) +
-                                      ", column '" + o.column + "' has " + std::to_string(dim));
-        }
-      },
-      q);
-  e.width = code_bytes(q);
+  e.use(make_codec<T>(q, dim, o.metric, o.column));
 }
 
 // The rows a build reads: every fragment, or o.fragment_ids (a segment).
@@ -335,44 +258,21 @@ inline bool is_multivector(const dataset::dataset& ds, const std::string& column
   return false;
 }
 
-// The rows PQ trains on: Lance's sample (sample_rate x 2^bits) when the memory
-// budget holds its training, else as many as it holds, at least the 2^bits a codebook
-// needs (a lancet deviation, warned about in train_on_rows). A training row holds its
-// decoded vector and row id (the builder's sample), its index in the PQ sample, and,
-// in each sub-vector k-means running at once (one per core, at most num_sub_vectors),
-// its sub-vector in working precision plus an assignment and a distance.
-inline std::size_t pq_sample_rows(const build_options& o, const quantizer_choice& qc, std::size_t dim,
-                                  std::size_t element_bytes) {
-  const std::size_t lance = o.sample_rate << qc.bits;
-  const std::uint64_t work = element_bytes == 8 ? 8 : 4;  // double, else float
-  const std::uint64_t trainers =
-      o.pool ? std::clamp<std::uint64_t>(std::thread::hardware_concurrency(), 1, std::max<std::size_t>(qc.m_sub, 1)) : 1;
-  const std::uint64_t sub = dim / std::max<std::size_t>(qc.m_sub, 1);
-  const std::uint64_t per_row = dim * element_bytes + 8 + 8 + trainers * (sub * work + 4 + work);
-  return std::size_t(std::clamp<std::uint64_t>(o.memory_budget_bytes / per_row, std::uint64_t(1) << qc.bits, lance));
-}
-
-// Rows a sampled training reads: max(sample_rate x k, the quantizer's sample; for
-// PQ, what the budget holds of it: pq_sample_rows).
-inline std::size_t training_sample_size(const build_options& o, const quantizer_choice& qc, std::size_t k,
-                                        std::size_t dim, std::size_t element_bytes) {
-  std::size_t want = o.sample_rate * k;
-  if (o.type == ivf_index_type::ivf_pq) want = std::max(want, pq_sample_rows(o, qc, dim, element_bytes));
-  if (o.type == ivf_index_type::ivf_sq) want = std::max(want, o.sample_rate << qc.bits);
-  return want;
+// Rows a sampled training reads: max(sample_rate x k, the quantizer's sample).
+inline std::size_t training_sample_size(const build_options& o, std::size_t k, std::size_t dim,
+                                        std::size_t element_bytes) {
+  return std::max(o.sample_rate * k, quantizer_training_rows(o.type, o, dim, element_bytes));
 }
 
 // Stage 1 + 2 on training rows in memory (n usable rows, row-major): k-means and
 // the quantizer, unless given. Writable rows (R = T) are PQ's to prepare in place
 // (left as residuals); const rows are copied.
 template <class T, class R>
-inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choice& qc, std::size_t dim, R* rows,
-                                    std::size_t n, std::size_t k) {
+inline ivf_encoder<T> train_on_rows(const build_options& o, std::size_t dim, R* rows, std::size_t n, std::size_t k) {
   static_assert(std::is_same_v<std::remove_const_t<R>, T>, "training rows of the column's element type");
   constexpr bool is_u8 = std::is_same_v<T, std::uint8_t>;
   const auto metric = o.metric;
   ivf_encoder<T> e;
-  e.type = o.type;
   e.metric = metric;
   const bool need_ivf = !o.ivf_centroids;
 
@@ -404,41 +304,11 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
   if (o.quantizer) {
     use_given_quantizer(e, *o.quantizer, o, dim);
   } else {
-    if constexpr (!is_u8) {
-      const auto* cents = e.km.centroids.data();
-      if (o.type == ivf_index_type::ivf_pq) {
-        pq::params pp;
-        pp.num_sub_vectors = qc.m_sub;
-        pp.num_bits = qc.bits;
-        pp.max_iters = o.max_iters;
-        pp.choose_iterate = o.pq_choose_iterate;
-        pp.sample_rate = o.sample_rate;
-        pp.seed = o.seed;
-        pp.sample_seed = quantizer::mix_seed(o.seed, 0x9c5d3e7a1b2f4068ull);  // not the IVF sample's draw
-        pp.max_sample_rows = pq_sample_rows(o, qc, dim, sizeof(T));
-        if (pp.max_sample_rows < (o.sample_rate << qc.bits) && n >= pp.max_sample_rows)
-          warn("PQ codebook of the index on column '" + o.column + "': PQ trained on " + std::to_string(pp.max_sample_rows) +
-               " rows, not Lance's " + std::to_string(o.sample_rate << qc.bits) + ": memory_budget_bytes (" +
-               std::to_string(o.memory_budget_bytes >> 20) + " MiB) holds no more (raise it for Lance's sample)");
-        if constexpr (std::is_const_v<R>) e.pqm = pq::train_for_ivf(rows, n, dim, cents, e.km.k, metric, pp, o.pool);
-        else e.pqm = pq::train_for_ivf_in_place(rows, n, dim, cents, e.km.k, metric, pp, o.pool);
-        e.params = pq::to_params(*e.pqm);
-      } else if (o.type == ivf_index_type::ivf_sq) {
-        sq::params sp;
-        sp.num_bits = qc.bits;
-        sp.sample_rate = o.sample_rate;
-        sp.seed = o.seed;
-        e.sqm = sq::train(rows, n, dim, sp, metric, o.pool);
-        e.params = sq::to_params(*e.sqm);
-      } else if (o.type == ivf_index_type::ivf_rq) {
-        rabitq::params rp;
-        rp.seed = o.seed;
-        e.rqm = rabitq::make<T>(dim, rp);
-        e.params = rabitq::to_params(*e.rqm);
-      }
-    }
-    if (o.type == ivf_index_type::ivf_flat) e.params = flat::to_params<T>(dim);
-    e.width = code_bytes(e.params);
+    const ivf_index_type base = hnsw_base_type(o.type);
+    for_each_quantizer([&]<class P>() {
+      if (quantizer_traits<P>::type == base)
+        e.use(quantizer_traits<P>::template codec<T>::train(o, dim, rows, n, e.km.centroids.data(), e.km.k));
+    });
   }
   report_build_progress(o, build_stage::train_quantizer, 1, 1);
   return e;
@@ -449,12 +319,11 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, const quantizer_choi
 // max(sample_rate * k, the quantizer's sample) live rows), then k-means and the
 // quantizer, unless given.
 template <class T>
-inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_options& o, const quantizer_choice& qc,
-                                  std::size_t dim, const std::vector<std::uint64_t>& frags, std::uint64_t live_rows,
+inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_options& o, std::size_t dim, const std::vector<std::uint64_t>& frags, std::uint64_t live_rows,
                                   std::size_t k) {
   const auto metric = o.metric;
   const bool need_ivf = !o.ivf_centroids;
-  const bool need_q = !o.quantizer && o.type != ivf_index_type::ivf_flat && o.type != ivf_index_type::ivf_rq;
+  const bool need_q = !o.quantizer && quantizer_training_rows(o.type, o, dim, sizeof(T)) > 0;
   vectors<T> vs;
   vs.dim = dim;
   if (need_ivf || need_q) {
@@ -465,7 +334,7 @@ inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_option
       vs.values.reserve(std::size_t(live_rows) * dim);
       while (auto b = sc.next()) gather(*b, dim, metric, vs);
     } else {
-      const std::size_t want = training_sample_size(o, qc, k, dim, sizeof(T));
+      const std::size_t want = training_sample_size(o, k, dim, sizeof(T));
       detail::rng64 rng(o.seed ^ 0x5a3c9e1b7d24f681ull);
       const auto picked = detail::sample_indices(std::size_t(live_rows), want, rng);
       const std::vector<std::uint64_t> pick(picked.begin(), picked.end());
@@ -485,7 +354,7 @@ inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_option
       throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " +
                                 std::to_string(vs.rows()) + " indexable vectors of column '" + o.column + "'");
   }
-  return train_on_rows<T>(o, qc, dim, vs.values.data(), vs.rows(), k);
+  return train_on_rows<T>(o, dim, vs.values.data(), vs.rows(), k);
 }
 
 // Stage 3: streams the column in batches (bounded by the budget), assigns and

@@ -224,8 +224,8 @@ LANCET_INLINE std::size_t partitions_for(const build_options& o, std::uint64_t t
 }
 
 LANCET_INLINE std::size_t training_sample_rows(const build_options& o, std::size_t dim, std::uint64_t total_rows) {
-  const auto qc = detail::check_parameters(o, dim);
-  return detail::training_sample_size(o, qc, partitions_for(o, total_rows), dim, sizeof(float));
+  detail::check_parameters(o, dim);
+  return detail::training_sample_size(o, partitions_for(o, total_rows), dim, sizeof(float));
 }
 
 LANCET_INLINE std::size_t float_vector_dimension(const dataset::dataset& ds, const std::string& column) {
@@ -269,14 +269,14 @@ LANCET_INLINE trained_model train_model_from_rows(const build_options& o, std::s
   refuse_distributed_hnsw(o.type);
   if (o.metric == simd::distance_type::hamming) throw invalid_input_error("hamming indexes are trained on uint8 vectors");
   if (dim == 0 || rows.size() % dim) throw invalid_input_error("training rows do not split into vectors of dimension " + std::to_string(dim));
-  const auto qc = detail::check_parameters(o, dim);
+  detail::check_parameters(o, dim);
   const std::size_t n = rows.size() / dim;
   const std::size_t k = partitions_for(o, total_rows);
   if (n == 0) throw invalid_input_error("column '" + o.column + "' has no vectors to index");
   if (k > n)
     throw invalid_input_error("cannot build " + std::to_string(k) + " partitions from " + std::to_string(n) +
                               " sampled vectors of column '" + o.column + "'");
-  auto e = detail::train_on_rows<float>(o, qc, dim, rows.data(), n, k);
+  auto e = detail::train_on_rows<float>(o, dim, rows.data(), n, k);
   trained_model m;
   m.column = o.column;
   m.type = o.type;

@@ -43,7 +43,7 @@
 #include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/ivf/model.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
-#include "lancet/index/quantizer/pq_row_order.hpp"
+#include "lancet/index/quantizer/pq/row_order.hpp"
 #include "lancet/index/quantizer/traits.hpp"
 #include "lancet/index/quantizer/params.hpp"
 #include "lancet/io/file_sink.hpp"
@@ -168,7 +168,7 @@ class storage_writer {
   std::uint64_t rows_written() const noexcept { return ivf_.num_rows(); }
 
   // From now on, stores the rows of each 4-bit l2 / cosine PQ partition nearest to
-  // its centroid first, for Lance's 4-bit scan (quantizer/pq_row_order.hpp says why).
+  // its centroid first, for Lance's 4-bit scan (quantizer/pq/row_order.hpp says why).
   // Other indexes keep the given order; without this call every partition does (a
   // file read and written again is then byte-identical). The builder calls it; a
   // rewrite of existing partitions (remap, optimize, segment merge) does not, since an

@@ -116,7 +116,7 @@ class rng64 {
 // k-means++'s D^2 draw: a row with probability proportional to mind[r] (its squared
 // distance to the nearest centroid so far; `total` their sum), or a uniform row when
 // every row sits on a centroid. Used by plus_plus below and by PQ's sub-vector
-// k-means (quantizer/pq.hpp).
+// k-means (quantizer/pq/pq.hpp).
 template <class D>
 inline std::size_t d2_draw(const D* mind, std::size_t n, double total, rng64& rng) {
   if (!(total > 0)) return static_cast<std::size_t>(rng.below(n));

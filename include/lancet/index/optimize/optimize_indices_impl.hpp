@@ -82,7 +82,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
     }
   } guard{run.spill, dir};
 
-  const encoder enc(ix.q, ix.metric, ix.cents, ix.dim);  // also refuses what lancet cannot re-encode
+  const encoder enc(ix.q, ix.metric, ix.cents, ix.dim, ix.column);  // also refuses what lancet cannot re-encode
   shuffler delta_sh(ix.k0, ix.q, run.spill + "/delta", o.memory_budget_bytes, o.pool);
   auto delta = scan_delta(run, enc, cov.unindexed, delta_sh);
   res.rows_added = delta.count;

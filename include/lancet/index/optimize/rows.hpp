@@ -35,9 +35,7 @@
 #include "lancet/index/kmeans/kmeans.hpp"
 #include "lancet/index/optimize/options.hpp"
 #include "lancet/index/optimize/partition_planner.hpp"
-#include "lancet/index/quantizer/pq.hpp"
-#include "lancet/index/quantizer/rabitq.hpp"
-#include "lancet/index/quantizer/sq.hpp"
+#include "lancet/index/quantizer/traits.hpp"
 #include "lancet/index/registry.hpp"
 #include "lancet/index/optimize/remap_impl.hpp"
 #include "lancet/index/search/vector_index_impl.hpp"
@@ -218,58 +216,11 @@ struct encoder {
   std::vector<float> cents;
   std::size_t dim = 0;
   std::size_t width = 0;
-  std::optional<pq::model<float>> pqm;
-  std::optional<sq::model> sqm;
-  std::optional<rabitq::model> rqm;
+  quantizer_codec<float> codec;
 
-  encoder(quantizer_params qp, simd::distance_type m, std::vector<float> c, std::size_t d)
-      : q(std::move(qp)), metric(m), cents(std::move(c)), dim(d), width(code_bytes(q)) {
-    std::visit(
-        [this](const auto& qp) {
-          using P = std::remove_cvref_t<decltype(qp)>;
-          if constexpr (std::is_same_v<P, flat_params>) {
-            if (qp.element == element_type::u8)
-              throw unsupported_error("optimize: lancet re-encodes IVF_FLAT indexes over float vectors only (this one "
-                                      "stores uint8)");
-          } else if constexpr (std::is_same_v<P, pq_params>) {
-            pqm = pq::from_params<float>(qp, metric);
-          } else if constexpr (std::is_same_v<P, sq_params>) {
-            sqm = sq::from_params(qp);
-          } else {
-            if (qp.num_bits != 1)
-              throw unsupported_error("optimize: lancet re-encodes 1-bit IVF_RQ indexes only (this one has " +
-                                      std::to_string(qp.num_bits) + " bits)");
-            rqm = rabitq::from_params(qp);
-          }
-        },
-        q);
-  }
-
-  // The flat quantizer's codes: the raw vectors in the stored element type
-  // (normalised under cosine, in that type's precision as the builder does).
-  void flat_codes(const float* rows, const double* wide, std::size_t n, std::uint8_t* codes) const {
-    const auto el = std::get<flat_params>(q).element;
-    const bool cos = metric == simd::distance_type::cosine;
-    if (el == element_type::f64) {
-      std::vector<double> v(n * dim);
-      for (std::size_t i = 0; i < v.size(); ++i) v[i] = wide ? wide[i] : double(rows[i]);
-      if (cos)
-        for (std::size_t r = 0; r < n; ++r) quantizer::normalise_row_double(v.data() + r * dim, dim);
-      std::memcpy(codes, v.data(), n * width);
-      return;
-    }
-    std::vector<float> v(rows, rows + n * dim);
-    if (cos)
-      for (std::size_t i = 0; i < n; ++i) quantizer::normalise_row_double(v.data() + i * dim, dim);
-    if (el == element_type::f32) {
-      std::memcpy(codes, v.data(), n * width);
-      return;
-    }
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      const simd::f16 h(v[i]);
-      std::memcpy(codes + i * 2, &h, 2);
-    }
-  }
+  encoder(quantizer_params qp, simd::distance_type m, std::vector<float> c, std::size_t d, std::string_view column)
+      : q(std::move(qp)), metric(m), cents(std::move(c)), dim(d), width(code_bytes(q)),
+        codec(make_codec<float>(q, d, m, column)) {}
 
   // rows: n x dim floats (raw); wide: the same as float64 when the column holds them
   // (else nullptr); part[i] < k. Appended to out (codes row-major).
@@ -282,20 +233,12 @@ struct encoder {
     out.row_ids.insert(out.row_ids.end(), ids, ids + n);
     out.codes.resize((at + n) * width);
     std::uint8_t* codes = out.codes.data() + at * width;
-    if (pqm) {
-      pq::encode_for_ivf(*pqm, rows, n, metric, cents.data(), k, part, codes, pool);
-    } else if (sqm) {
-      sq::encode_for_ivf(*sqm, rows, n, metric, codes, pool);
-    } else if (rqm) {
-      rabitq::encoded_rows er;
-      rabitq::encode_for_ivf(*rqm, rows, n, metric, cents.data(), k, part, er, pool);
-      std::memcpy(codes, er.codes.data(), n * width);
-      out.add_factors.insert(out.add_factors.end(), er.add_factors.begin(), er.add_factors.end());
-      out.scale_factors.insert(out.scale_factors.end(), er.scale_factors.begin(), er.scale_factors.end());
-      out.error_factors.insert(out.error_factors.end(), er.error_factors.begin(), er.error_factors.end());
-    } else {
-      flat_codes(rows, wide, n, codes);  // the flat quantizer: no model
-    }
+    std::visit(
+        [&](const auto& c) {
+          c.encode(rows, wide, n, cents.data(), k, part, codes,
+                   row_factors{&out.add_factors, &out.scale_factors, &out.error_factors}, pool);
+        },
+        codec);
   }
   void encode(const entry_batch& b, shuffle_batch& out, boost::asio::thread_pool* pool) const {
     encode(b.rows.data(), b.wide_data(), b.size(), b.part.data(), b.ids.data(), out, pool);

@@ -470,7 +470,7 @@ inline void reencode_stage(const optimize_run& run, const reindex_rows& want, co
   const std::size_t dim = ix.dim;
   const std::uint64_t rows_wanted = want.rows.size();
   run.report(optimize_stage::reassign, 0, rows_wanted);
-  encoder e2(ix.q, ix.metric, cents, dim);
+  encoder e2(ix.q, ix.metric, cents, dim, ix.column);
   std::uint64_t done = 0;
   auto sc = run.scan_vectors(std::move(fragment_ids));
   entry_batch eb;

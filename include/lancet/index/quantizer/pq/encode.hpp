@@ -1,4 +1,4 @@
-// Encoding rows to product-quantization codes (quantizer/pq.hpp says how it follows
+// Encoding rows to product-quantization codes (quantizer/pq/pq.hpp says how it follows
 // Lance): each sub-vector's nearest code word under l2, rows as given or prepared as
 // an IVF index's (residuals, normalised).
 #pragma once
@@ -17,7 +17,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/quantizer/common.hpp"
-#include "lancet/index/quantizer/pq_model.hpp"
+#include "lancet/index/quantizer/pq/model.hpp"
 #include "lancet/simd/distance.hpp"
 #include "lancet/simd/tiled.hpp"
 

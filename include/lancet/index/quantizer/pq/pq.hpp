@@ -33,7 +33,7 @@
 // codebooks of short sub-vectors start from k-means++ seeding (bench/RESULTS.md,
 // pq_recall_sweep); the codebook may be an earlier iterate of the same k-means runs (after
 // 1, 3 or 10 iterations) where that ranks the training sample's neighbours clearly
-// better (params::choose_iterate, pq_iterate.hpp; off: Lance's ends of the runs);
+// better (params::choose_iterate, iterate.hpp; off: Lance's ends of the runs);
 // sub-vectors train with a dedicated short-vector k-means (same algorithm, several
 // times faster than the generic one); 4-bit scans sum exact f32 distances (Lance
 // quantizes the table to u8 past the first 200 rows of a partition);
@@ -42,13 +42,13 @@
 // copy of its rows).
 //
 // Results are identical for any thread count.
-// The model is in pq_model.hpp, encoding in pq_encode.hpp, the scans in pq_scan.hpp,
-// the choice of iterate in pq_iterate.hpp and training in pq_train.hpp (each header
+// The model is in model.hpp, encoding in encode.hpp, the scans in scan.hpp,
+// the choice of iterate in iterate.hpp and training in train.hpp (each header
 // includes the ones before it).
 #pragma once
 
-#include "lancet/index/quantizer/pq_encode.hpp"
-#include "lancet/index/quantizer/pq_iterate.hpp"
-#include "lancet/index/quantizer/pq_model.hpp"
-#include "lancet/index/quantizer/pq_scan.hpp"
-#include "lancet/index/quantizer/pq_train.hpp"
+#include "lancet/index/quantizer/pq/encode.hpp"
+#include "lancet/index/quantizer/pq/iterate.hpp"
+#include "lancet/index/quantizer/pq/model.hpp"
+#include "lancet/index/quantizer/pq/scan.hpp"
+#include "lancet/index/quantizer/pq/train.hpp"

@@ -1,7 +1,7 @@
-// Training product quantizers (quantizer/pq.hpp says how it follows Lance): one
+// Training product quantizers (quantizer/pq/pq.hpp says how it follows Lance): one
 // k-means per sub-vector on a sample of rows as given (train) or prepared as an IVF
 // index's (train_for_ivf, train_for_ivf_in_place), and the choice of the iterate that
-// ranks best (pq_iterate.hpp).
+// ranks best (iterate.hpp).
 #pragma once
 
 #include <algorithm>
@@ -20,9 +20,9 @@
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/kmeans/kmeans.hpp"
 #include "lancet/index/quantizer/common.hpp"
-#include "lancet/index/quantizer/pq_encode.hpp"
-#include "lancet/index/quantizer/pq_iterate.hpp"
-#include "lancet/index/quantizer/pq_model.hpp"
+#include "lancet/index/quantizer/pq/encode.hpp"
+#include "lancet/index/quantizer/pq/iterate.hpp"
+#include "lancet/index/quantizer/pq/model.hpp"
 
 namespace lancet::index::detail {
 
@@ -225,7 +225,7 @@ inline pq::model<T> train_pq_prepared(const T* rows, std::size_t n, std::size_t 
                                       (sd <= 2 || (sd <= 4 && m <= 8));
   std::mutex progress_mu;
   std::size_t done = 0;
-  // The earlier iterates a recall check may prefer (pq_iterate.hpp): every
+  // The earlier iterates a recall check may prefer (iterate.hpp): every
   // sub-vector's centroids after each of these iteration counts.
   const std::vector<std::uint32_t> at = p.choose_iterate ? iterate_candidates(p.max_iters, use) : std::vector<std::uint32_t>{};
   std::vector<std::vector<std::vector<W>>> early(m);

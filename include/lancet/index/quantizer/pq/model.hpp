@@ -1,7 +1,7 @@
-// Product quantization's model (quantizer/pq.hpp says how it follows Lance): params,
+// Product quantization's model (quantizer/pq/pq.hpp says how it follows Lance): params,
 // the codebook model, decoding codes, and the model to / from the stored pq_params.
-// Encoding is in pq_encode.hpp, scanning codes in pq_scan.hpp, training in
-// pq_train.hpp.
+// Encoding is in encode.hpp, scanning codes in scan.hpp, training in
+// train.hpp.
 #pragma once
 
 #include <algorithm>
@@ -52,7 +52,7 @@ struct params {
   // Lance's codebook is where each sub-vector's k-means run ends. Where a codebook of
   // the same runs stopped earlier (after 1, 3 or 10 iterations) ranks the training
   // sample's own nearest neighbours clearly better, lancet keeps that one instead
-  // (pq_iterate.hpp says how it is checked): converged code words minimise squared
+  // (iterate.hpp says how it is checked): converged code words minimise squared
   // error, not ranking error, and on data whose neighbours sit in dense regions they
   // spread away from them (4-bit codes: recall +0.01 to +0.04; bench_ivf's 8-bit
   // codes +0.018; bench/RESULTS.md "PQ codebooks: the iterate that ranks best" and

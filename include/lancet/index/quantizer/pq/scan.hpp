@@ -1,4 +1,4 @@
-// Scanning PQ codes against a query (quantizer/pq.hpp says how it follows Lance):
+// Scanning PQ codes against a query (quantizer/pq/pq.hpp says how it follows Lance):
 // the lookup-table scan kernels (scalar, AVX2 and AVX-512 gathers; the u8-quantized
 // filtered scan: public, for the other scans that sum code bytes' tables, RaBitQ's
 // and the exact searches' bounds), distance_table (a query's table per code byte),
@@ -31,7 +31,7 @@
 #include "lancet/core/parallel.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
-#include "lancet/index/quantizer/pq_model.hpp"
+#include "lancet/index/quantizer/pq/model.hpp"
 #include "lancet/index/quantizer/params.hpp"
 #include "lancet/simd/distance.hpp"
 #include "lancet/simd/f16.hpp"

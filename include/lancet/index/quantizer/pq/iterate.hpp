@@ -44,9 +44,9 @@
 #include "lancet/index/search/neighbors.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
-#include "lancet/index/quantizer/pq_encode.hpp"
-#include "lancet/index/quantizer/pq_model.hpp"
-#include "lancet/index/quantizer/pq_scan.hpp"
+#include "lancet/index/quantizer/pq/encode.hpp"
+#include "lancet/index/quantizer/pq/model.hpp"
+#include "lancet/index/quantizer/pq/scan.hpp"
 #include "lancet/simd/distance.hpp"
 #include "lancet/simd/tiled.hpp"
 

@@ -62,7 +62,7 @@
 #include "lancet/index/kmeans/kmeans.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/common.hpp"
-#include "lancet/index/quantizer/pq.hpp"
+#include "lancet/index/quantizer/pq/pq.hpp"
 #include "lancet/index/quantizer/params.hpp"
 #include "lancet/simd/distance.hpp"
 
