@@ -138,7 +138,7 @@ struct ivf_encoder {
   // (rows with a precomputed partition add nothing).
   void encode(const T* rows, std::size_t n, const std::uint64_t* ids, shuffle_batch& out, double& loss,
               boost::asio::thread_pool* pool = nullptr) const {
-    const std::size_t d = km.dimension, k = km.k;
+    const std::size_t k = km.k;
     std::vector<std::uint32_t> part(n);
     using W = simd::work_t<T, centroid_type>;
     std::vector<W> dist(n);

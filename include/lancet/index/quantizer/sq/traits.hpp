@@ -63,7 +63,7 @@ struct quantizer_traits<sq_params> : detail::plain_storage {
   }
   static constexpr std::string_view code_column = detail::sq_code_column;
   template <class FileReader>
-  static stored_quantizer read_metadata(const FileReader& file, const json::value& v, const std::string& file_what) {
+  static stored_quantizer read_metadata(const FileReader&, const json::value& v, const std::string& file_what) {
     const std::string what = file_what + " storage_metadata";
     [[maybe_unused]] bool lance_layout = true;
     sq_params s;
