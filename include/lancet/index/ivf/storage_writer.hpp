@@ -251,10 +251,9 @@ class storage_writer {
   // reordered rows kept in ids and codes; or `given` itself.
   partition_data scan_ordered(const partition_data& given, std::vector<std::uint64_t>& ids,
                               aligned_buffer& codes) const {
-    const auto* pq = std::get_if<pq_params>(&q_);
-    if (!nearest_first_ || pq == nullptr) return given;
-    const std::size_t n = given.size(), w = pq->code_bytes();
-    const auto order = pq::scan_order(*pq, distance_, given.codes, n);
+    if (!nearest_first_) return given;
+    const std::size_t n = given.size(), w = code_bytes(q_);
+    const auto order = stored_row_order(q_, distance_, given.codes, n);
     if (order.empty()) return given;
     ids.resize(n);
     codes.resize(n * w);

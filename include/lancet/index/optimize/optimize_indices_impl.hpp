@@ -189,7 +189,7 @@ LANCET_INLINE optimize_result optimize_indices(const std::string& root, const op
         b.max_level = gp.max_level;
       }
       b.num_partitions = seg.searcher->num_partitions();
-      if (const auto* p = std::get_if<pq_params>(&q)) b.num_sub_vectors = p->num_sub_vectors, b.num_bits = p->num_bits;
+      rebuild_options(q, b);
       const auto built = build_ivf_index(root, b);
       c.result.segments_merged = c.result.segments_before;
       c.result.segments_after = 1;

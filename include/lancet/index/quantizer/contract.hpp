@@ -24,6 +24,8 @@
 //   store_codes      row-major codes [n][w] -> the stored layout (code_layout.hpp)
 //   load_codes       the stored layout -> row-major; `lance_layout` false for files
 //                    of older Lance versions, which store the codes row-major
+//   row_order        the order auxiliary.idx stores a partition's n rows in (empty:
+//                    as given; PQ: Lance's scan order, pq/row_order.hpp)
 //   decode_rows      n stored rows (row-major codes) -> n x dim f32 (HNSW graphs
 //                    link these: flat as stored, SQ dequantized, PQ the codebook
 //                    entries; RaBitQ has no HNSW sub-index and throws)
@@ -31,9 +33,21 @@
 //                    (build_hints), as (key, value) pairs
 //   put_model        its fields in a lancet model file (model_file.hpp), after the
 //   get_model        quantizer's index in quantizer_params; read back
+// How it is searched: scanner, set up from P and scan_setup (its dimension checked):
+//     exact                  its distances are exact (no refine needed)
+//     supports_graphs        HNSW graphs may link its rows
+//     adaptive_probes()      Lance's adaptive probe counts apply (IVF_FLAT over f32)
+//     query prepare(scan_query)                          per-query state
+//     partition prepare_partition(p, contents)           per-partition state (checked)
+//     distances(q, state, p, dist_q_c, contents, part, out)   every row's distance
+//     scan_filtered(q, state, p, dist_q_c, contents, part, bound, push) -> bool
+//                    the rows that may beat bound() only, pushed as push(row, d);
+//                    false when it has no such scan (distances() then)
+//     with_row_distance(q, state, p, contents, part, f)   f(distance of row i)
 // How it is built (from a build's options, build_options):
 //   check_build      the options' checks for it (num_bits, num_sub_vectors, ...)
 //   training_rows    rows its training wants (0: it needs none)
+//   rebuild_options  the options that build another index of P's shape
 //   codec<T>         the trained quantizer, ready to encode rows of element type T
 //                    (float, double, f16; uint8 for hamming, flat only):
 //     codec::train(options, dim, rows, n, centroids, k)   trained on n rows (row-major;
@@ -95,6 +109,23 @@ struct build_hints {
   // Lance's shuffle settings; recorded so that Lance's own optimize reuses them.
   std::uint32_t shuffle_partition_batches = 10240;
   std::uint32_t shuffle_partition_concurrency = 2;
+};
+
+// A query as every scanner sees it: widened to double, normalised under cosine, and
+// as bytes for hamming.
+struct scan_query {
+  std::vector<double> raw;          // as given
+  std::vector<double> used;         // normalised under cosine, else raw
+  std::vector<std::uint8_t> bytes;  // hamming
+};
+
+// What a scanner is set up with: the index's metric and its IVF centroids (widened
+// to float; empty for hamming indexes).
+struct scan_setup {
+  simd::distance_type distance = simd::distance_type::l2;
+  const float* centroids = nullptr;
+  std::size_t num_partitions = 0;
+  std::size_t dim = 0;
 };
 
 // Per-row factors an encoding appends (RaBitQ's add / scale / error).
@@ -170,7 +201,7 @@ template <class P>
 concept ivf_quantizer = requires(const P& p, arrow::schema& s, const std::uint8_t* in, std::uint8_t* out, float* f,
                                  const build_options& o, const detail::concept_file_reader& file,
                                  const json::value& metadata, detail::concept_model_io& io, const float* rows,
-                                 const std::uint32_t* parts, row_factors factors) {
+                                 const std::uint32_t* parts, row_factors factors, build_options& mutable_options) {
   { quantizer_traits<P>::type } -> std::convertible_to<ivf_index_type>;
   { quantizer_traits<P>::name } -> std::convertible_to<std::string_view>;
   { quantizer_traits<P>::code_column } -> std::convertible_to<std::string_view>;
@@ -189,9 +220,22 @@ concept ivf_quantizer = requires(const P& p, arrow::schema& s, const std::uint8_
   { quantizer_traits<P>::runtime_hints(build_hints{}) } -> std::same_as<std::vector<std::pair<std::string, std::uint64_t>>>;
   { quantizer_traits<P>::get_model(io) } -> std::same_as<P>;
   quantizer_traits<P>::check_build(o, std::size_t(0));
+  { quantizer_traits<P>::row_order(p, simd::distance_type::l2, bytes_view(), std::size_t(0)) }
+      -> std::same_as<std::vector<std::uint32_t>>;
+  quantizer_traits<P>::rebuild_options(p, mutable_options);
   { quantizer_traits<P>::training_rows(o, std::size_t(0), std::size_t(0)) } -> std::convertible_to<std::size_t>;
   { quantizer_traits<P>::template codec<float>::of(p, std::size_t(0), simd::distance_type::l2, std::string_view()) };
   { quantizer_traits<P>::template codec<float>::train(o, std::size_t(0), rows, std::size_t(0), rows, std::size_t(0)) };
+  requires std::constructible_from<typename quantizer_traits<P>::scanner, const P&, const scan_setup&>;
+  { quantizer_traits<P>::scanner::exact } -> std::convertible_to<bool>;
+  { quantizer_traits<P>::scanner::supports_graphs } -> std::convertible_to<bool>;
+  requires requires(const typename quantizer_traits<P>::scanner& sc, const scan_query& q,
+                    const partition_contents& pc) {
+    { sc.adaptive_probes() } -> std::convertible_to<bool>;
+    { sc.prepare(q) } -> std::same_as<typename quantizer_traits<P>::scanner::query>;
+    { sc.prepare_partition(std::uint32_t(0), pc) } -> std::same_as<typename quantizer_traits<P>::scanner::partition>;
+    sc.distances(q, sc.prepare(q), std::uint32_t(0), 0.0f, pc, sc.prepare_partition(std::uint32_t(0), pc), f);
+  };
   requires requires(const typename quantizer_traits<P>::template codec<float>& c) {
     { c.params() } -> std::convertible_to<const P&>;
     c.encode(rows, static_cast<const double*>(nullptr), std::size_t(0), rows, std::size_t(0), parts, out, factors,

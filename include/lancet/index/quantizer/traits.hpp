@@ -66,9 +66,39 @@ template <class T, class... P>
 struct codecs_of<T, std::variant<P...>> {
   using type = std::variant<typename quantizer_traits<P>::template codec<T>...>;
 };
+template <class V>
+struct scanners_of;
+template <class... P>
+struct scanners_of<std::variant<P...>> {
+  using type = std::variant<typename quantizer_traits<P>::scanner...>;
+};
 }  // namespace detail
 static_assert(detail::all_quantizers<quantizer_params>::value,
               "every quantizer of quantizer_params meets the contract of quantizer/contract.hpp");
+
+// The partition scanner of any quantizer, and the one for stored parameters q.
+using quantizer_scanner = typename detail::scanners_of<quantizer_params>::type;
+inline quantizer_scanner make_scanner(const quantizer_params& q, const scan_setup& s) {
+  return std::visit(
+      [&](const auto& p) -> quantizer_scanner { return typename traits_of<decltype(p)>::scanner(p, s); }, q);
+}
+
+// Whether quantizer q's distances are exact (IVF_FLAT: a refine has nothing to add).
+inline bool exact_distances(const quantizer_params& q) {
+  return std::visit([](const auto& p) { return traits_of<decltype(p)>::scanner::exact; }, q);
+}
+
+// The order auxiliary.idx stores a partition's rows in (quantizer_traits::row_order;
+// empty: as given).
+inline std::vector<std::uint32_t> stored_row_order(const quantizer_params& q, simd::distance_type d, bytes_view codes,
+                                                   std::size_t n) {
+  return std::visit([&](const auto& p) { return traits_of<decltype(p)>::row_order(p, d, codes, n); }, q);
+}
+
+// Build options that give another index of quantizer q's shape (rebuild_options).
+inline void rebuild_options(const quantizer_params& q, build_options& o) {
+  std::visit([&](const auto& p) { traits_of<decltype(p)>::rebuild_options(p, o); }, q);
+}
 
 // One trained quantizer of any kind, encoding rows of element type T.
 template <class T>

@@ -1,12 +1,11 @@
 // The definitions behind ivf_searcher.hpp: ivf_searcher's engine (query setup, the
-// per-quantizer partition scans, the HNSW walk, the partition cache) and the
-// searcher's members. Included by ivf_searcher.hpp in header-only mode; in compiled mode the
-// library defines them, the searches for every query type of LANCET_SEARCH_QUERY_TYPES.
-// One cohesive piece, longer than most headers: the engine is one class whose
-// query setup, per-quantizer partition scans (flat, PQ, SQ, RaBitQ, each with its
-// pruned and SIMD-filtered form), HNSW walk and partition cache share the searcher's
-// prepared query, per-query state and cached partitions; splitting it would expose
-// those private structures. What every searcher shares is in neighbors.hpp.
+// probes, the partition scans through the quantizer's scanner, the HNSW walk, the
+// partition cache) and the searcher's members. Included by ivf_searcher.hpp in
+// header-only mode; in compiled mode the library defines them, the searches for every
+// query type of LANCET_SEARCH_QUERY_TYPES. Each quantizer's scan (its query and
+// partition state, distances, filtered scan, HNSW distance) is its scanner
+// (quantizer/<name>/scanner.hpp, quantizer/contract.hpp); the engine visits it once
+// per partition. What every searcher shares is in neighbors.hpp.
 #pragma once
 
 #include <algorithm>
@@ -41,11 +40,8 @@
 #include "lancet/index/search/neighbors.hpp"
 #include "lancet/index/hnsw/search.hpp"
 #include "lancet/index/quantizer/common.hpp"
-#include "lancet/index/quantizer/flat/distances.hpp"
-#include "lancet/index/quantizer/pq/pq.hpp"
-#include "lancet/index/quantizer/rabitq/rabitq.hpp"
-#include "lancet/index/quantizer/sq/sq.hpp"
 #include "lancet/index/quantizer/params.hpp"
+#include "lancet/index/quantizer/traits.hpp"
 #include "lancet/index/search/query_batch.hpp"
 #include "lancet/index/search/ivf_searcher.hpp"
 #include "lancet/simd/distance.hpp"
@@ -84,7 +80,7 @@ class ivf_search_engine {
       cents_.resize(num_partitions_ * dim_);
       for (std::size_t i = 0; i < cents_.size(); ++i) cents_[i] = static_cast<float>(centroids.at(i / dim_, i % dim_));
     }
-    std::visit([&](const auto& q) { setup(q); }, quantizer_);
+    scanner_.emplace(make_scanner(quantizer_, scan_setup{distance, cents_.data(), num_partitions_, dim_}));
     cache_.resize(num_partitions_);
     cached_ = std::make_unique<std::atomic<const prepared_partition*>[]>(num_partitions_);
   }
@@ -98,8 +94,10 @@ class ivf_search_engine {
   // it may be called from several threads at once.
   using graph_loader = ivf_searcher::graph_loader;
   void with_graphs(graph_loader graphs) {
-    if (std::holds_alternative<rq_params>(quantizer_) || distance_ == distance_type::hamming)
-      throw invalid_input_error("ivf_searcher: HNSW graphs over RaBitQ or hamming storage are not supported");
+    const bool graphs_fit = std::visit([](const auto& sc) { return std::remove_cvref_t<decltype(sc)>::supports_graphs; }, *scanner_);
+    if (!graphs_fit || distance_ == distance_type::hamming)
+      throw invalid_input_error("ivf_searcher: HNSW graphs over " + index_type_name(quantizer_) +
+                                " or hamming storage are not supported");
     graphs_ = std::move(graphs);
     graph_cache_.assign(num_partitions_, nullptr);
     graph_cached_ = std::make_unique<std::atomic<const hnsw::graph*>[]>(num_partitions_);
@@ -125,7 +123,7 @@ class ivf_search_engine {
     if (sp.nprobes == 0) throw invalid_input_error("search: nprobes must be positive");
     const auto q = prepare_query(query, dim);
     if (sp.k == 0) return {};
-    const bool exact_storage = std::holds_alternative<flat_params>(quantizer_);
+    const bool exact_storage = exact_distances(quantizer_);
     const bool refine = sp.refine_factor > 0 && !exact_storage;
     if (refine && !sp.fetch && !sp.defer_refine)
       throw invalid_input_error("search: refine_factor needs the original vectors (search_params::fetch)");
@@ -162,26 +160,24 @@ class ivf_search_engine {
   }
 
  private:
-  // A query widened to double, plus its normalised form (cosine).
-  struct prepared_query {
-    std::vector<double> raw;   // as given
-    std::vector<double> used;  // normalised under cosine, else raw
-    std::vector<std::uint8_t> bytes;  // hamming
+  using prepared_query = scan_query;
+
+  // The scanners' per-partition and per-query states, one alternative per quantizer.
+  template <class V>
+  struct scanner_states;
+  template <class... S>
+  struct scanner_states<std::variant<S...>> {
+    using partition = std::variant<typename S::partition...>;
+    using query = std::variant<typename S::query...>;
   };
 
   struct prepared_partition {
     std::shared_ptr<const partition_contents> data;
-    std::vector<std::uint8_t> transposed;  // PQ / RQ codes, [code_bytes][n]
-    std::vector<double> pq_term;           // residual PQ: 2 c_s.p (pq::partition_term)
+    typename scanner_states<quantizer_scanner>::partition extra;  // the scanner's
   };
 
-  // Per-query state shared by every partition.
-  struct query_state_t {
-    std::shared_ptr<pq::distance_table> pq_table;      // dot: one table for all partitions
-    std::vector<double> pq_qterm;                      // residual PQ: |p|^2 - 2 q_s.p
-    std::shared_ptr<sq::distance_estimator> sq_est;
-    std::shared_ptr<rabitq::query_estimator> rq_est;   // raw_query estimator
-  };
+  // Per-query state shared by every partition (the scanner's).
+  using query_state_t = typename scanner_states<quantizer_scanner>::query;
 
   // Jobs posted for one query's partitions on a pool (at most this many threads work
   // on one query).
@@ -215,8 +211,8 @@ class ivf_search_engine {
   // distance (0.6 for k = 1, 7 for k <= 10, 81 beyond).
   std::size_t initial_probes(const prepared_query& q, const std::vector<std::pair<std::uint32_t, float>>& probes,
                              const search_params& sp, std::size_t min_n, std::size_t max_n) const {
-    const auto* flat = std::get_if<flat_params>(&quantizer_);
-    const bool adaptive = flat && flat->element == element_type::f32 && !graphs_ && sp.maximum_nprobes &&
+    const bool adaptive = std::visit([](const auto& sc) { return sc.adaptive_probes(); }, *scanner_) && !graphs_ &&
+                          sp.maximum_nprobes &&
                           *sp.maximum_nprobes == 0 && sp.k <= 1000 && sp.refine_factor <= 1 &&
                           (distance_ == distance_type::l2 || distance_ == distance_type::cosine ||
                            distance_ == distance_type::dot) &&
@@ -399,29 +395,6 @@ class ivf_search_engine {
     return [shared](std::size_t p) { return (*shared)[p]; };
   }
 
-  void setup(const flat_params& f) {
-    if (f.dimension != dim_) dimension_mismatch("flat", f.dimension);
-  }
-  void setup(const pq_params& p) {
-    pq_ = pq::from_params<float>(p, distance_);
-    if (pq_.dimension != dim_) dimension_mismatch("PQ", pq_.dimension);
-    pq_qplan_ = pq::query_term_plan(pq_);
-  }
-  void setup(const sq_params& p) {
-    sq_ = sq::from_params(p);
-    if (sq_.dimension != dim_) dimension_mismatch("SQ", sq_.dimension);
-  }
-  void setup(const rq_params& p) {
-    rq_ = rabitq::from_params(p);
-    if (rq_.dimension != dim_) dimension_mismatch("RaBitQ", rq_.dimension);
-    rq_cents_.resize(num_partitions_ * dim_);
-    for (std::size_t c = 0; c < num_partitions_; ++c) rq_.rotate(cents_.data() + c * dim_, rq_cents_.data() + c * dim_);
-  }
-  [[noreturn]] void dimension_mismatch(const char* what, std::size_t d) const {
-    throw invalid_input_error(std::string("ivf_searcher: ") + what + " quantizer of dimension " + std::to_string(d) +
-                              " under centroids of dimension " + std::to_string(dim_));
-  }
-
   template <class Q>
   prepared_query prepare_query(const Q* query, std::size_t dim) const {
     static_assert(simd::is_element_v<Q>, "queries are float, double, f16 or uint8");
@@ -467,26 +440,7 @@ class ivf_search_engine {
   }
 
   query_state_t query_state(const prepared_query& q) const {
-    query_state_t s;
-    std::visit(
-        [&](const auto& qp) {
-          using P = std::remove_cvref_t<decltype(qp)>;
-          if constexpr (std::is_same_v<P, pq_params>) {
-            if (pq::uses_residual(distance_)) {
-              s.pq_qterm.resize(pq_.num_sub_vectors * pq_.num_centroids());
-              pq_qplan_.compute(q.used.data(), s.pq_qterm.data());
-            } else {
-              s.pq_table = std::make_shared<pq::distance_table>(pq_, q.used.data());
-            }
-          } else if constexpr (std::is_same_v<P, sq_params>) {
-            s.sq_est = std::make_shared<sq::distance_estimator>(sq_, q.used.data(), distance_);
-          } else if constexpr (std::is_same_v<P, rq_params>) {
-            if (rq_.estimator == rabitq::estimator_type::raw_query)
-              s.rq_est = std::make_shared<rabitq::query_estimator>(rq_, q.raw.data(), distance_);
-          }
-        },
-        quantizer_);
-    return s;
+    return std::visit([&](const auto& sc) -> query_state_t { return sc.prepare(q); }, *scanner_);
   }
 
   // Partition p, prepared. A cached one is found without a lock or a reference count
@@ -513,23 +467,8 @@ class ivf_search_engine {
     if (pc.codes.size() != n * cb)
       throw corrupt_error("partition " + std::to_string(p) + ": " + std::to_string(pc.codes.size()) +
                           " code bytes for " + std::to_string(n) + " rows of " + std::to_string(cb));
-    // PQ and RaBitQ scan transposed codes ([code byte][row]).
-    std::visit(
-        [&](const auto& qp) {
-          using P = std::remove_cvref_t<decltype(qp)>;
-          if constexpr (std::is_same_v<P, pq_params> || std::is_same_v<P, rq_params>) {
-            prep->transposed.resize(n * cb);
-            transpose_codes(pc.codes.data(), n, cb, prep->transposed.data());
-          }
-          if constexpr (std::is_same_v<P, pq_params>) {
-            if (pq::uses_residual(distance_)) prep->pq_term = pq::partition_term(pq_, cents_.data() + p * dim_);
-          } else if constexpr (std::is_same_v<P, rq_params>) {
-            if (pc.add_factors.size() != n || pc.scale_factors.size() != n)
-              throw corrupt_error("partition " + std::to_string(p) + ": RaBitQ factors for " +
-                                  std::to_string(pc.add_factors.size()) + " of " + std::to_string(n) + " rows");
-          }
-        },
-        quantizer_);
+    prep->extra = std::visit(
+        [&](const auto& sc) -> decltype(prep->extra) { return sc.prepare_partition(std::uint32_t(p), pc); }, *scanner_);
     std::shared_ptr<const prepared_partition> out = std::move(prep);
     if (cache_enabled_) {
       std::lock_guard<std::mutex> lk(mu_);
@@ -555,106 +494,18 @@ class ivf_search_engine {
     return *graph_cache_[p];
   }
 
-  // The query for f16 storage. Lance casts the query to the column's type before the
-  // index normalises it (cosine, in f32, the result in f16 again) and its f16 kernels
-  // take two f16 vectors: the same roundings here, so near-ties order as there.
-  std::vector<double> f16_query(const prepared_query& q) const {
-    std::vector<double> q16(dim_);
-    float norm2 = 0.0f;
-    for (std::size_t i = 0; i < dim_; ++i) {
-      const float h = simd::f16(static_cast<float>(q.raw[i])).to_float();
-      q16[i] = h;
-      norm2 += h * h;
-    }
-    if (distance_ == distance_type::cosine && norm2 > 0.0f) {
-      const float norm = std::sqrt(norm2);
-      for (auto& x : q16) x = simd::f16(static_cast<float>(x) / norm).to_float();
-    }
-    return q16;
-  }
-
   // Distance of the query to row i of a partition, as the full scan computes it
-  // (the HNSW walk's distance; graphs exist over flat, SQ and PQ storage only).
+  // (the HNSW walk's distance): f(distance function), from the scanner.
   template <class F>
   void with_row_distance(const prepared_query& q, const query_state_t& s, std::uint32_t p,
                          const prepared_partition& part, F&& f) const {
-    const auto& pc = *part.data;
-    std::visit([&](const auto& qp) { row_distance(qp, q, s, p, part, pc, f); }, quantizer_);
-  }
-  template <class F>
-  void row_distance(const flat_params& fp, const prepared_query& q, const query_state_t&, std::uint32_t,
-                    const prepared_partition&, const partition_contents& pc, F& f) const {
-    const std::uint8_t* v = pc.codes.data();
-    switch (fp.element) {
-      case element_type::f32:
-        return f([&, v](std::uint32_t i) {
-          float d = 0;
-          flat::distances(distance_, q.used.data(), reinterpret_cast<const float*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
-          return d;
-        });
-      case element_type::f64:
-        return f([&, v](std::uint32_t i) {
-          float d = 0;
-          flat::distances(distance_, q.used.data(), reinterpret_cast<const double*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
-          return d;
-        });
-      case element_type::f16: {
-        const auto q16 = f16_query(q);  // as distances() rounds it for f16 storage
-        return f([&, v](std::uint32_t i) {
-          float d = 0;
-          flat::distances(distance_, q16.data(), reinterpret_cast<const simd::f16*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
-          return d;
-        });
-      }
-      case element_type::u8:
-        return f([&, v](std::uint32_t i) {
-          float d = 0;
-          flat::distances(distance_, q.used.data(), v + std::size_t(i) * dim_, 1, dim_, &d);
-          return d;
-        });
-    }
-  }
-  template <class F>
-  void row_distance(const sq_params&, const prepared_query&, const query_state_t& s, std::uint32_t,
-                    const prepared_partition&, const partition_contents& pc, F& f) const {
-    const std::uint8_t* c = pc.codes.data();
-    const auto* est = s.sq_est.get();
-    return f([c, est, this](std::uint32_t i) { return est->distance(c + std::size_t(i) * dim_); });
-  }
-  // The PQ lookup table for partition p: the query's one table (dot), else its
-  // residual table, built in `scratch` (grown to fit); `offset` is the table's.
-  const float* pq_lut(const prepared_query& q, const query_state_t& s, std::uint32_t p, const prepared_partition& part,
-                      std::vector<float>& scratch, float& offset) const {
-    if (s.pq_table) {
-      offset = s.pq_table->offset();
-      return s.pq_table->lut().data();
-    }
-    const std::size_t nb = pq_.code_bytes();
-    if (scratch.size() < nb * 256) scratch.resize(nb * 256);
-    pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_,
-                     scratch.data());
-    return scratch.data();
-  }
-  // PQ: the query's lookup table (one 256-entry table per code byte).
-  template <class F>
-  void row_distance(const pq_params&, const prepared_query& q, const query_state_t& s, std::uint32_t p,
-                    const prepared_partition& part, const partition_contents& pc, F& f) const {
-    const std::size_t nb = pq_.code_bytes();
-    std::vector<float> own;
-    float offset = 0.0f;
-    const float* lut = pq_lut(q, s, p, part, own, offset);
-    const std::uint8_t* c = pc.codes.data();
-    return f([c, lut, offset, nb](std::uint32_t i) {
-      const std::uint8_t* row = c + std::size_t(i) * nb;
-      float d = 0.0f;
-      for (std::size_t b = 0; b < nb; ++b) d += lut[b * 256 + row[b]];
-      return d + offset;
-    });
-  }
-  template <class F>
-  void row_distance(const rq_params&, const prepared_query&, const query_state_t&, std::uint32_t,
-                    const prepared_partition&, const partition_contents&, F&) const {
-    throw unsupported_error("ivf_searcher: HNSW graphs over RaBitQ storage are not supported");
+    std::visit(
+        [&](const auto& sc) {
+          using S = std::remove_cvref_t<decltype(sc)>;
+          sc.with_row_distance(q, std::get<typename S::query>(s), p, *part.data,
+                               std::get<typename S::partition>(part.extra), f);
+        },
+        *scanner_);
   }
 
   // IVF_HNSW_*: the partition's graph searched with a beam of ef (Lance's HNSW::search).
@@ -702,143 +553,35 @@ class ivf_search_engine {
       scan_graph(q, s, p, *part, sp, out, ef);
       return;
     }
-    if constexpr (pq::has_filtered_lut_scan) {
-      if (std::holds_alternative<pq_params>(quantizer_)) {
-        scan_pq_filtered(q, s, p, *part, sp, out, bound);
-        return;
-      }
-      if (s.rq_est) {
-        scan_rq_filtered(s, p, dist_q_c, *part, sp, out, bound);
-        return;
-      }
-    }
-    // Per-thread scratch: no allocation per partition once warm.
-    thread_local std::vector<float> d;
-    if (d.size() < n) d.resize(n);
-    std::visit([&](const auto& qp) { distances(qp, q, s, p, dist_q_c, *part, d.data()); }, quantizer_);
     const std::uint64_t* ids = pc.row_ids.data();
     const bool ranged = sp.distance_lower || sp.distance_upper;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!(d[i] <= push_bound(out, bound))) continue;
-      if (ranged && !sp.in_range(d[i])) continue;
-      if (filter && !filter->contains(ids[i])) continue;
-      out.push(d[i], ids[i]);
-    }
-  }
-
-  // RaBitQ (raw_query) with the u8-quantized filter (rabitq::query_estimator::
-  // scan_filtered): only rows that may enter `out` get their distance, the one
-  // distances() computes; the result is the same as a full scan's.
-  void scan_rq_filtered(const query_state_t& s, std::uint32_t p, float dist_q_c, const prepared_partition& part,
-                        const search_params& sp, topk& out, const shared_bound* bound) const {
-    const row_filter* filter = sp.filter;
-    const auto& pc = *part.data;
-    thread_local std::vector<std::uint8_t> qs;
-    if (qs.size() < rq_.code_bytes() * 256) qs.resize(rq_.code_bytes() * 256);
-    const float qf = s.rq_est->query_factor(dist_q_c, rq_cents_.data() + std::size_t(p) * dim_);
-    const std::uint64_t* ids = pc.row_ids.data();
-    s.rq_est->scan_filtered(
-        part.transposed.data(), pc.size(), pc.add_factors.data(), pc.scale_factors.data(), qf, qs.data(),
-        [&] { return push_bound(out, bound); },
-        [&](std::size_t r, float d) {
-          if (!(d <= push_bound(out, bound))) return;
-          if (!sp.in_range(d)) return;
-          if (filter && !filter->contains(ids[r])) return;
-          out.push(d, ids[r]);
-        });
-  }
-
-  // PQ with the u8-quantized filter (pq::lut_scan_filtered): only rows that
-  // may enter `out` get their exact f32 distance, which is the one distances()
-  // computes; the rows pushed and the result are the same as a full scan's.
-  void scan_pq_filtered(const prepared_query& q, const query_state_t& s, std::uint32_t p,
-                        const prepared_partition& part, const search_params& sp, topk& out,
-                        const shared_bound* bound) const {
-    const row_filter* filter = sp.filter;
-    const auto& pc = *part.data;
-    const std::size_t n = pc.size(), nb = pq_.code_bytes();
-    thread_local std::vector<float> rl;
-    thread_local std::vector<std::uint8_t> qs;
-    float offset = 0.0f;
-    const float* lut = pq_lut(q, s, p, part, rl, offset);
-    if (qs.size() < nb * 256) qs.resize(nb * 256);
-    const std::uint64_t* ids = pc.row_ids.data();
-    constexpr float inf = std::numeric_limits<float>::infinity();
-    pq::lut_scan_filtered(
-        lut, nb, part.transposed.data(), n, qs.data(),
-        [&] {
-          const float b = push_bound(out, bound);
-          return b < inf ? b - offset : inf;
+    std::visit(
+        [&](const auto& sc) {
+          using S = std::remove_cvref_t<decltype(sc)>;
+          const auto& qs = std::get<typename S::query>(s);
+          const auto& ex = std::get<typename S::partition>(part->extra);
+          // Scanners with a filtered scan give distances only to rows that may enter
+          // `out`, the same distances as distances(): the result is a full scan's.
+          if (sc.scan_filtered(q, qs, p, dist_q_c, pc, ex, [&] { return push_bound(out, bound); },
+                               [&](std::size_t r, float d) {
+                                 if (!(d <= push_bound(out, bound))) return;
+                                 if (!sp.in_range(d)) return;
+                                 if (filter && !filter->contains(ids[r])) return;
+                                 out.push(d, ids[r]);
+                               }))
+            return;
+          // Per-thread scratch: no allocation per partition once warm.
+          thread_local std::vector<float> d;
+          if (d.size() < n) d.resize(n);
+          sc.distances(q, qs, p, dist_q_c, pc, ex, d.data());
+          for (std::size_t i = 0; i < n; ++i) {
+            if (!(d[i] <= push_bound(out, bound))) continue;
+            if (ranged && !sp.in_range(d[i])) continue;
+            if (filter && !filter->contains(ids[i])) continue;
+            out.push(d[i], ids[i]);
+          }
         },
-        [&](std::size_t r, float d) {
-          if (offset != 0.0f) d += offset;
-          if (!(d <= push_bound(out, bound))) return;
-          if (!sp.in_range(d)) return;
-          if (filter && !filter->contains(ids[r])) return;
-          out.push(d, ids[r]);
-        });
-  }
-
-  void distances(const flat_params& f, const prepared_query& q, const query_state_t&, std::uint32_t,
-                 float, const prepared_partition& part, float* out) const {
-    const auto& pc = *part.data;
-    const std::size_t n = pc.size();
-    const std::uint8_t* v = pc.codes.data();
-    switch (f.element) {
-      case element_type::f32:
-        flat::distances(distance_, q.used.data(), reinterpret_cast<const float*>(v), n, dim_, out);
-        break;
-      case element_type::f64:
-        flat::distances(distance_, q.used.data(), reinterpret_cast<const double*>(v), n, dim_, out);
-        break;
-      case element_type::f16: {
-        const auto q16 = f16_query(q);
-        flat::distances(distance_, q16.data(), reinterpret_cast<const simd::f16*>(v), n, dim_, out);
-        break;
-      }
-      case element_type::u8:
-        if (distance_ == distance_type::hamming) flat::distances(distance_, q.bytes.data(), v, n, dim_, out);
-        else flat::distances(distance_, q.used.data(), v, n, dim_, out);
-        break;
-    }
-  }
-
-  void distances(const pq_params&, const prepared_query& q, const query_state_t& s, std::uint32_t p, float,
-                 const prepared_partition& part, float* out) const {
-    const std::size_t n = part.data->size();
-    if (s.pq_table) {
-      s.pq_table->scan(part.transposed.data(), n, out);
-      return;
-    }
-    // The residual query's table from the query and partition terms, written in
-    // lookup form into per-thread scratch (the values of pq::residual_table).
-    thread_local std::vector<float> lut;
-    const std::size_t nb = pq_.code_bytes();
-    if (lut.size() < nb * 256) lut.resize(nb * 256);
-    pq::residual_lut(pq_, s.pq_qterm.data(), part.pq_term.data(), q.used.data(), cents_.data() + p * dim_, lut.data());
-    pq::lut_scan(lut.data(), nb, part.transposed.data(), n, out);
-  }
-
-  void distances(const sq_params&, const prepared_query&, const query_state_t& s, std::uint32_t, float,
-                 const prepared_partition& part, float* out) const {
-    s.sq_est->scan(part.data->codes.data(), part.data->size(), out);
-  }
-
-  void distances(const rq_params&, const prepared_query& q, const query_state_t& s, std::uint32_t p,
-                 float dist_q_c, const prepared_partition& part, float* out) const {
-    const auto& pc = *part.data;
-    if (s.rq_est) {
-      const float qf = s.rq_est->query_factor(dist_q_c, rq_cents_.data() + std::size_t(p) * dim_);
-      s.rq_est->scan(part.transposed.data(), pc.size(), pc.add_factors.data(), pc.scale_factors.data(), qf, out);
-      return;
-    }
-    // residual_query (older indexes): the estimator of the residual query.
-    std::vector<double> r(dim_);
-    for (std::size_t i = 0; i < dim_; ++i) r[i] = q.used[i] - double(cents_[p * dim_ + i]);
-    const rabitq::query_estimator est(rq_, r.data(),
-                                      distance_ == distance_type::cosine ? distance_type::l2 : distance_);
-    const float qf = distance_ == distance_type::l2 ? dist_q_c : dist_q_c - 1.0f;
-    est.scan(part.transposed.data(), pc.size(), pc.add_factors.data(), pc.scale_factors.data(), qf, out);
+        *scanner_);
   }
 
   distance_type distance_;
@@ -848,11 +591,7 @@ class ivf_search_engine {
   std::size_t num_partitions_ = 0, dim_ = 0;
   std::vector<float> cents_;
   std::vector<std::uint8_t> cents_u8_;
-  pq::model<float> pq_;
-  pq::query_term_plan pq_qplan_;
-  sq::model sq_;
-  rabitq::model rq_;
-  std::vector<float> rq_cents_;
+  std::optional<quantizer_scanner> scanner_;  // over cents_, which stay put
   mutable std::mutex mu_;
   mutable std::vector<std::shared_ptr<const prepared_partition>> cache_;  // owners (under mu_)
   std::unique_ptr<std::atomic<const prepared_partition*>[]> cached_;     // cache_[p].get() once set

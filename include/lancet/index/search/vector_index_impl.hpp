@@ -118,7 +118,7 @@ std::vector<neighbor> segmented_searcher::search(const Q* query, std::size_t dim
   std::vector<std::optional<row_filter>> own(segs_.size());
   std::vector<search_params> each(segs_.size(), sp);
   // Refine once, over the k x refine_factor best candidates of every segment.
-  const bool refine = sp.refine_factor > 0 && !std::holds_alternative<flat_params>(quantizer());
+  const bool refine = sp.refine_factor > 0 && !exact_distances(quantizer());
   const std::size_t kk = refine ? sp.k * sp.refine_factor : sp.k;
   for (std::size_t i = 0; i < segs_.size(); ++i) {
     each[i].add_unfound_rows = false;

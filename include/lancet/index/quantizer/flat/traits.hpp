@@ -16,6 +16,7 @@
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/contract.hpp"
 #include "lancet/index/quantizer/flat/codec.hpp"
+#include "lancet/index/quantizer/flat/scanner.hpp"
 #include "lancet/json/access.hpp"
 #include "lancet/json/write.hpp"
 
@@ -91,8 +92,13 @@ struct quantizer_traits<flat_params> : detail::plain_storage {
   static std::vector<std::pair<std::string, std::uint64_t>> runtime_hints(const build_hints&) {
     return {};
   }
+  static std::vector<std::uint32_t> row_order(const flat_params&, simd::distance_type, bytes_view, std::size_t) {
+    return {};
+  }
+  static void rebuild_options(const flat_params&, build_options&) {}
   template <class T>
   using codec = flat::codec<T>;
+  using scanner = flat::scanner;
 };
 
 }  // namespace lancet::index

@@ -16,6 +16,8 @@
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/contract.hpp"
 #include "lancet/index/quantizer/pq/codec.hpp"
+#include "lancet/index/quantizer/pq/row_order.hpp"
+#include "lancet/index/quantizer/pq/scanner.hpp"
 #include "lancet/json/access.hpp"
 #include "lancet/json/write.hpp"
 
@@ -135,8 +137,17 @@ struct quantizer_traits<pq_params> {
             {"lance.pq.max_iters", h.pq_max_iters},
             {"lance.pq.sample_rate", h.pq_sample_rate}};
   }
+  static std::vector<std::uint32_t> row_order(const pq_params& p, simd::distance_type d, bytes_view codes,
+                                              std::size_t n) {
+    return pq::scan_order(p, d, codes, n);
+  }
+  static void rebuild_options(const pq_params& p, build_options& o) {
+    o.num_sub_vectors = p.num_sub_vectors;
+    o.num_bits = p.num_bits;
+  }
   template <class T>
   using codec = pq::codec<T>;
+  using scanner = pq::scanner;
 };
 
 }  // namespace lancet::index

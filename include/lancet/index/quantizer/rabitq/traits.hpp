@@ -16,6 +16,7 @@
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/contract.hpp"
 #include "lancet/index/quantizer/rabitq/codec.hpp"
+#include "lancet/index/quantizer/rabitq/scanner.hpp"
 #include "lancet/json/access.hpp"
 #include "lancet/json/write.hpp"
 
@@ -151,8 +152,13 @@ struct quantizer_traits<rq_params> {
   static std::vector<std::pair<std::string, std::uint64_t>> runtime_hints(const build_hints&) {
     return {};
   }
+  static std::vector<std::uint32_t> row_order(const rq_params&, simd::distance_type, bytes_view, std::size_t) {
+    return {};
+  }
+  static void rebuild_options(const rq_params&, build_options&) {}
   template <class T>
   using codec = rabitq::codec<T>;
+  using scanner = rabitq::scanner;
 };
 
 }  // namespace lancet::index

@@ -16,6 +16,7 @@
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/contract.hpp"
 #include "lancet/index/quantizer/sq/codec.hpp"
+#include "lancet/index/quantizer/sq/scanner.hpp"
 #include "lancet/json/access.hpp"
 #include "lancet/json/write.hpp"
 
@@ -85,8 +86,13 @@ struct quantizer_traits<sq_params> : detail::plain_storage {
   static std::vector<std::pair<std::string, std::uint64_t>> runtime_hints(const build_hints& h) {
     return {{"lance.sq.sample_rate", h.sq_sample_rate}};
   }
+  static std::vector<std::uint32_t> row_order(const sq_params&, simd::distance_type, bytes_view, std::size_t) {
+    return {};
+  }
+  static void rebuild_options(const sq_params&, build_options&) {}
   template <class T>
   using codec = sq::codec<T>;
+  using scanner = sq::scanner;
 };
 
 }  // namespace lancet::index
