@@ -67,6 +67,19 @@ class scanner {
     return false;
   }
 
+ private:
+  // The distance to row i of a partition of T vectors (defined before its use: its
+  // return type is deduced).
+  template <class T>
+  auto row_distance(const double* query, const std::uint8_t* v) const {
+    return [this, query, v](std::uint32_t i) {
+      float d = 0;
+      flat::distances(distance_, query, reinterpret_cast<const T*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
+      return d;
+    };
+  }
+
+ public:
   template <class F>
   void with_row_distance(const scan_query& q, const query& s, std::uint32_t, const partition_contents& pc,
                          const partition&, F&& f) const {
@@ -80,15 +93,6 @@ class scanner {
   }
 
  private:
-  template <class T>
-  auto row_distance(const double* query, const std::uint8_t* v) const {
-    return [this, query, v](std::uint32_t i) {
-      float d = 0;
-      flat::distances(distance_, query, reinterpret_cast<const T*>(v) + std::size_t(i) * dim_, 1, dim_, &d);
-      return d;
-    };
-  }
-
   // The query for f16 storage. Lance casts the query to the column's type before the
   // index normalises it (cosine, in f32, the result in f16 again) and its f16 kernels
   // take two f16 vectors: the same roundings here, so near-ties order as there.
