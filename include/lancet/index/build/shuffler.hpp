@@ -42,6 +42,7 @@
 #include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/ivf/storage_writer.hpp"
 #include "lancet/index/quantizer/params.hpp"
+#include "lancet/index/quantizer/traits.hpp"
 #include "lancet/io/file_sink.hpp"
 #include "lancet/io/file_source.hpp"
 #include "lancet/schema/lance_schema.hpp"
@@ -59,6 +60,26 @@ struct shuffle_batch {
   double loss = 0;  // sum of the rows' distances to their centroids (the IVF loss)
   std::size_t size() const noexcept { return row_ids.size(); }
 };
+
+// Appends n rows assigned to `part` (under k centroids) to out: their partitions, ids
+// and codec c's codes (width bytes each) and factors. `wide`: the rows as float64 when
+// the column holds them, else nullptr.
+template <class T, class C>
+inline void append_encoded(shuffle_batch& out, const quantizer_codec<T>& c, std::size_t width, const T* rows,
+                           const double* wide, std::size_t n, const C* cents, std::size_t k,
+                           const std::uint32_t* part, const std::uint64_t* ids, boost::asio::thread_pool* pool) {
+  const std::size_t at = out.size();
+  out.partitions.insert(out.partitions.end(), part, part + n);
+  out.row_ids.insert(out.row_ids.end(), ids, ids + n);
+  out.codes.resize((at + n) * width);
+  std::uint8_t* codes = out.codes.data() + at * width;
+  std::visit(
+      [&](const auto& q) {
+        q.encode(rows, wide, n, cents, k, part, codes, row_factors{&out.add_factors, &out.scale_factors,
+                                                                   &out.error_factors}, pool);
+      },
+      c);
+}
 
 // The schema of a run / shuffle buffer file for quantizer q.
 inline arrow::schema shuffle_schema(const quantizer_params& q) {

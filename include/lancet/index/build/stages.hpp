@@ -157,17 +157,7 @@ struct ivf_encoder {
     }
     for (std::size_t i = 0; i < n; ++i)
       if (part[i] != simd::no_index && !std::isnan(double(dist[i]))) loss += double(dist[i]);
-    const std::size_t at = out.size();
-    out.partitions.insert(out.partitions.end(), part.begin(), part.end());
-    out.row_ids.insert(out.row_ids.end(), ids, ids + n);
-    out.codes.resize((at + n) * width);
-    std::uint8_t* codes = out.codes.data() + at * width;
-    std::visit(
-        [&](const auto& c) {
-          c.encode(rows, nullptr, n, km.centroids.data(), k, part.data(), codes,
-                   row_factors{&out.add_factors, &out.scale_factors, &out.error_factors}, pool);
-        },
-        *codec);
+    append_encoded(out, *codec, width, rows, nullptr, n, km.centroids.data(), k, part.data(), ids, pool);
   }
 
   void use(quantizer_codec<T> c) {
@@ -304,10 +294,8 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, std::size_t dim, R* 
   if (o.quantizer) {
     use_given_quantizer(e, *o.quantizer, o, dim);
   } else {
-    const ivf_index_type base = hnsw_base_type(o.type);
-    for_each_quantizer([&]<class P>() {
-      if (quantizer_traits<P>::type == base)
-        e.use(quantizer_traits<P>::template codec<T>::train(o, dim, rows, n, e.km.centroids.data(), e.km.k));
+    visit_quantizer_type(o.type, [&]<class P>() {
+      e.use(quantizer_traits<P>::template codec<T>::train(o, dim, rows, n, e.km.centroids.data(), e.km.k));
     });
   }
   report_build_progress(o, build_stage::train_quantizer, 1, 1);
@@ -319,8 +307,8 @@ inline ivf_encoder<T> train_on_rows(const build_options& o, std::size_t dim, R* 
 // max(sample_rate * k, the quantizer's sample) live rows), then k-means and the
 // quantizer, unless given.
 template <class T>
-inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_options& o, std::size_t dim, const std::vector<std::uint64_t>& frags, std::uint64_t live_rows,
-                                  std::size_t k) {
+inline ivf_encoder<T> train_stage(const dataset::dataset& ds, const build_options& o, std::size_t dim,
+                                  const std::vector<std::uint64_t>& frags, std::uint64_t live_rows, std::size_t k) {
   const auto metric = o.metric;
   const bool need_ivf = !o.ivf_centroids;
   const bool need_q = !o.quantizer && quantizer_training_rows(o.type, o, dim, sizeof(T)) > 0;

@@ -43,7 +43,6 @@
 #include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/ivf/model.hpp"
 #include "lancet/index/quantizer/code_layout.hpp"
-#include "lancet/index/quantizer/pq/row_order.hpp"
 #include "lancet/index/quantizer/traits.hpp"
 #include "lancet/index/quantizer/params.hpp"
 #include "lancet/io/file_sink.hpp"

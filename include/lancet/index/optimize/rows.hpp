@@ -211,34 +211,21 @@ inline void fetch_vectors_chunked(const dataset::dataset& ds, const std::string&
 
 // Encodes float rows assigned to `part` (under the model's centroids) into buffers.
 struct encoder {
-  quantizer_params q;
-  simd::distance_type metric;
   std::vector<float> cents;
   std::size_t dim = 0;
   std::size_t width = 0;
   quantizer_codec<float> codec;
 
-  encoder(quantizer_params qp, simd::distance_type m, std::vector<float> c, std::size_t d, std::string_view column)
-      : q(std::move(qp)), metric(m), cents(std::move(c)), dim(d), width(code_bytes(q)),
-        codec(make_codec<float>(q, d, m, column)) {}
+  encoder(const quantizer_params& q, simd::distance_type metric, std::vector<float> c, std::size_t d,
+          std::string_view column)
+      : cents(std::move(c)), dim(d), width(code_bytes(q)), codec(make_codec<float>(q, d, metric, column)) {}
 
   // rows: n x dim floats (raw); wide: the same as float64 when the column holds them
   // (else nullptr); part[i] < k. Appended to out (codes row-major).
   void encode(const float* rows, const double* wide, std::size_t n, const std::uint32_t* part,
               const std::uint64_t* ids, shuffle_batch& out, boost::asio::thread_pool* pool) const {
     if (n == 0) return;
-    const std::size_t k = cents.size() / dim;
-    const std::size_t at = out.size();
-    out.partitions.insert(out.partitions.end(), part, part + n);
-    out.row_ids.insert(out.row_ids.end(), ids, ids + n);
-    out.codes.resize((at + n) * width);
-    std::uint8_t* codes = out.codes.data() + at * width;
-    std::visit(
-        [&](const auto& c) {
-          c.encode(rows, wide, n, cents.data(), k, part, codes,
-                   row_factors{&out.add_factors, &out.scale_factors, &out.error_factors}, pool);
-        },
-        codec);
+    append_encoded(out, codec, width, rows, wide, n, cents.data(), cents.size() / dim, part, ids, pool);
   }
   void encode(const entry_batch& b, shuffle_batch& out, boost::asio::thread_pool* pool) const {
     encode(b.rows.data(), b.wide_data(), b.size(), b.part.data(), b.ids.data(), out, pool);

@@ -53,6 +53,21 @@ inline bool visit_quantizer_kind(std::size_t kind, F&& f) {
   return found;
 }
 
+// Calls f.template operator()<P>() for the quantizer P that index type t stores (an
+// IVF_HNSW_* type: its base type's); false when no quantizer has that type.
+template <class F>
+inline bool visit_quantizer_type(ivf_index_type t, F&& f) {
+  const ivf_index_type base = hnsw_base_type(t);
+  bool found = false;
+  for_each_quantizer([&]<class P>() {
+    if (!found && quantizer_traits<P>::type == base) {
+      found = true;
+      f.template operator()<P>();
+    }
+  });
+  return found;
+}
+
 namespace detail {
 template <class V>
 struct all_quantizers;
@@ -122,16 +137,12 @@ inline quantizer_params codec_params(const quantizer_codec<T>& c) {
 // The build options' checks for the quantizer of index type t, and the rows its
 // training wants (0: none).
 inline void check_quantizer_build(ivf_index_type t, const build_options& o, std::size_t dim) {
-  for_each_quantizer([&]<class P>() {
-    if (quantizer_traits<P>::type == hnsw_base_type(t)) quantizer_traits<P>::check_build(o, dim);
-  });
+  visit_quantizer_type(t, [&]<class P>() { quantizer_traits<P>::check_build(o, dim); });
 }
 inline std::size_t quantizer_training_rows(ivf_index_type t, const build_options& o, std::size_t dim,
                                            std::size_t element_bytes) {
   std::size_t rows = 0;
-  for_each_quantizer([&]<class P>() {
-    if (quantizer_traits<P>::type == hnsw_base_type(t)) rows = quantizer_traits<P>::training_rows(o, dim, element_bytes);
-  });
+  visit_quantizer_type(t, [&]<class P>() { rows = quantizer_traits<P>::training_rows(o, dim, element_bytes); });
   return rows;
 }
 
@@ -147,11 +158,8 @@ inline std::string index_type_name(const quantizer_params& q, bool hnsw = false)
 }
 inline std::string hnsw_index_type_name(const quantizer_params& q) { return index_type_name(q, true); }
 inline std::string ivf_index_type_name(ivf_index_type t) {
-  const ivf_index_type base = hnsw_base_type(t);
   std::string_view q;
-  for_each_quantizer([&]<class P>() {
-    if (quantizer_traits<P>::type == base) q = quantizer_traits<P>::name;
-  });
+  visit_quantizer_type(t, [&]<class P>() { q = quantizer_traits<P>::name; });
   return q.empty() ? "?" : index_type_name(q, is_hnsw(t));
 }
 // Details that record no compression are IVF_FLAT's.

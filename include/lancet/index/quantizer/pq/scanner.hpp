@@ -71,13 +71,12 @@ class scanner {
       s.table->scan(part.transposed.data(), n, out);
       return;
     }
-    // The residual query's table from the query and partition terms, written in
-    // lookup form into per-thread scratch (the values of residual_table).
-    thread_local std::vector<float> lut;
-    const std::size_t nb = pq_.code_bytes();
-    if (lut.size() < nb * 256) lut.resize(nb * 256);
-    residual_lut(pq_, s.qterm.data(), part.term.data(), q.used.data(), cents_ + std::size_t(p) * dim_, lut.data());
-    lut_scan(lut.data(), nb, part.transposed.data(), n, out);
+    // The residual query's table, in per-thread scratch (no offset: residual tables
+    // hold the whole distance).
+    thread_local std::vector<float> scratch;
+    float offset = 0.0f;
+    const float* lut = lookup_table(q, s, p, part, scratch, offset);
+    lut_scan(lut, pq_.code_bytes(), part.transposed.data(), n, out);
   }
 
   // The u8-quantized filter (lut_scan_filtered): only rows that may beat bound() get
