@@ -729,6 +729,12 @@ TEST_CASE("storage files we write read back; empty partitions; errors") {
     CHECK_THROWS_WITH_AS((index::storage_writer<file::v2_0, io::memory_sink&>(
                              sink, index::flat_params{8, index::element_type::f32}, simd::distance_type::hamming)),
                          doctest::Contains("hamming distance needs uint8 vectors"), invalid_input_error);
+    CHECK_THROWS_WITH_AS((index::storage_writer<file::v2_0, io::memory_sink&>(
+                             sink, index::flat_params{8, index::element_type::u8}, simd::distance_type::l2)),
+                         doctest::Contains("IVF_FLAT over uint8 vectors needs hamming distance"), invalid_input_error);
+    CHECK_THROWS_WITH_AS((index::storage_writer<file::v2_0, io::memory_sink&>(sink, index::sq_params{8, 8, 0, 1},
+                                                                               simd::distance_type::hamming)),
+                         doctest::Contains("IVF_SQ does not support hamming distance"), invalid_input_error);
     CHECK_THROWS_AS((index::storage_writer<file::v2_0, io::memory_sink&>(sink, index::sq_params{8, 8, 2, 1},
                                                                           simd::distance_type::l2)),
                     invalid_input_error);

@@ -707,6 +707,62 @@ void check_same_storage(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+TEST_CASE("build_ivf_index: a given quantizer needs the IVF centroids only when its codes depend on them") {
+  const std::size_t dim = 16;
+  t::temp_dir tmp("ivfb-given");
+  const std::string root = (tmp.path() / "ds").string();
+  write_clustered_dataset(root, 2, 1000, dim, 9);
+  index::build_options o;
+  o.column = "vector";
+  o.num_partitions = 4;
+  o.commit = false;
+  for (auto type : {index::ivf_index_type::ivf_pq, index::ivf_index_type::ivf_rq}) {
+    INFO(index::ivf_index_type_name(type));
+    o.type = type;
+    o.quantizer.reset();
+    o.quantizer = index::train_model(root, o).ivf.quantizer;
+    CHECK_THROWS_WITH_AS(index::build_ivf_index(root, o), doctest::Contains("needs the IVF centroids it was trained with"),
+                         invalid_input_error);
+  }
+  // SQ's codes and flat's are the vectors' own: the IVF centroids are trained here.
+  o.type = index::ivf_index_type::ivf_sq;
+  o.quantizer.reset();
+  const auto sq = index::train_model(root, o).ivf.quantizer;
+  o.quantizer = sq;
+  auto r = index::build_ivf_index(root, o);
+  CHECK(r.rows_indexed == 2000);
+  CHECK(index::storage_reader<io::file_source>(io::file_source(r.directory + "/auxiliary.idx")).quantizer() == sq);
+
+  // Flat storage of another element type than the column's: float32 rows stored as f16.
+  o.type = index::ivf_index_type::ivf_flat;
+  o.quantizer = index::flat_params{std::uint32_t(dim), index::element_type::f16};
+  r = index::build_ivf_index(root, o);
+  CHECK(r.rows_indexed == 2000);
+  const auto ds = dataset::dataset::open(root);
+  const auto rows = ds.to_batch({.columns = {"vector"}, .with_row_id = true});
+  const float* values = rows.columns[0]->children[0]->values<float>();
+  const auto* row_ids = rows.columns[1]->values<std::uint64_t>();
+  std::map<std::uint64_t, std::size_t> at;
+  for (std::int64_t i = 0; i < rows.num_rows(); ++i) at[row_ids[i]] = std::size_t(i);
+  std::size_t parts = 0, checked = 0;
+  partition_of(r.directory, 0, &parts);
+  for (std::size_t p = 0; p < parts; ++p) {
+    const auto c = partition_of(r.directory, p);
+    REQUIRE(c.codes.size() == c.size() * dim * 2);
+    for (std::size_t i = 0; i < c.size(); ++i, ++checked)
+      for (std::size_t j = 0; j < dim; ++j) {
+        simd::f16 h;
+        std::memcpy(&h, c.codes.data() + (i * dim + j) * 2, 2);
+        CHECK(h.bits == simd::f16(values[at.at(c.row_ids[i]) * dim + j]).bits);
+      }
+  }
+  CHECK(checked == 2000);
+  // uint8 storage is for uint8 (hamming) columns only.
+  o.quantizer = index::flat_params{std::uint32_t(dim), index::element_type::u8};
+  CHECK_THROWS_WITH_AS(index::build_ivf_index(root, o), doctest::Contains("encoded from rows of the same kind"),
+                       unsupported_error);
+}
+
 TEST_CASE("build_ivf_index: a spilled shuffle writes the same index as an in-memory one") {
   const std::size_t dim = 32;
   t::temp_dir tmp("ivfb-spill");

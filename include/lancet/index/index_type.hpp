@@ -2,23 +2,30 @@
 // "IVF_" or "IVF_HNSW_", then the quantizer's name ("FLAT", "PQ", "SQ", "RQ").
 // index_type_name below is the one place that composes a name; the quantizer's part
 // comes from its quantizer_traits (quantizer/traits.hpp: ivf_index_type_name,
-// index_type_name of a quantizer or of a manifest's VectorIndexDetails).
+// index_type_name of a quantizer or of a manifest's VectorIndexDetails, and
+// parse_ivf_index_type).
 #pragma once
 
-#include <cctype>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "lancet/core/error.hpp"
 
 namespace lancet::index {
 
 // The IVF_HNSW_* types are an HNSW graph per partition over flat / SQ / PQ storage;
-// the builder trains and stores them as their base type (hnsw_base_type).
+// the builder trains and stores them as their base type (hnsw_base_type). A quantizer
+// registered by a program (docs/quantizers.md) takes a value of its own from 64 up.
 enum class ivf_index_type : std::uint8_t { ivf_flat, ivf_pq, ivf_sq, ivf_rq, ivf_hnsw_flat, ivf_hnsw_sq, ivf_hnsw_pq };
 
-inline bool is_hnsw(ivf_index_type t) noexcept { return t >= ivf_index_type::ivf_hnsw_flat; }
+inline bool is_hnsw(ivf_index_type t) noexcept {
+  switch (t) {
+    case ivf_index_type::ivf_hnsw_flat:
+    case ivf_index_type::ivf_hnsw_sq:
+    case ivf_index_type::ivf_hnsw_pq: return true;
+    default: return false;
+  }
+}
 inline ivf_index_type hnsw_base_type(ivf_index_type t) noexcept {
   switch (t) {
     case ivf_index_type::ivf_hnsw_flat: return ivf_index_type::ivf_flat;
@@ -44,18 +51,5 @@ inline std::string index_type_name(std::string_view quantizer, bool hnsw) {
   return (hnsw ? "IVF_HNSW_" : "IVF_") + std::string(quantizer);
 }
 
-inline ivf_index_type parse_ivf_index_type(std::string_view s) {
-  std::string l(s);
-  for (auto& c : l) c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (l == "ivf_flat") return ivf_index_type::ivf_flat;
-  if (l == "ivf_pq") return ivf_index_type::ivf_pq;
-  if (l == "ivf_sq") return ivf_index_type::ivf_sq;
-  if (l == "ivf_rq") return ivf_index_type::ivf_rq;
-  if (l == "ivf_hnsw_flat") return ivf_index_type::ivf_hnsw_flat;
-  if (l == "ivf_hnsw_sq") return ivf_index_type::ivf_hnsw_sq;
-  if (l == "ivf_hnsw_pq") return ivf_index_type::ivf_hnsw_pq;
-  throw invalid_input_error("unknown index type '" + std::string(s) +
-                            "' (expected ivf_flat, ivf_pq, ivf_sq, ivf_rq, ivf_hnsw_flat, ivf_hnsw_sq or ivf_hnsw_pq)");
-}
 
 }  // namespace lancet::index

@@ -33,13 +33,13 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
   if (is_u8 != (metric == simd::distance_type::hamming))
     throw invalid_input_error(is_u8 ? "column '" + o.column + "' holds uint8 vectors: only ivf_flat with hamming distance"
                                     : "hamming distance needs a column of uint8 vectors ('" + o.column + "' is not)");
-  if (is_u8 && o.type != ivf_index_type::ivf_flat)
+  if (is_u8 && !supports_hamming(o.type))
     throw invalid_input_error(std::string(ivf_index_type_name(o.type)) + " does not support hamming distance");
   check_parameters(o, dim);
   const bool given_shuffle = !o.precomputed_shuffle_buffers.empty();
-  if (given_shuffle && (!o.ivf_centroids || (!o.quantizer && o.type != ivf_index_type::ivf_flat)))
+  if (given_shuffle && (!o.ivf_centroids || (!o.quantizer && quantizer_is_trained(o.type))))
     throw invalid_input_error("precomputed shuffle buffers need the IVF centroids and the quantizer they were built with");
-  if (o.quantizer && !o.ivf_centroids && o.type != ivf_index_type::ivf_sq)
+  if (o.quantizer && !o.ivf_centroids && codes_need_centroids(o.type))
     throw invalid_input_error("a given " + std::string(ivf_index_type_name(o.type)) +
                               " quantizer needs the IVF centroids it was trained with");
 
@@ -100,8 +100,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
     spec.hints.ivf_sample_rate = o.sample_rate;
     spec.hints.ivf_max_iters = o.max_iters;
     if (graph) spec.hnsw = pb::index::vector_index_details::hnsw_params{graph->m, graph->ef_construction, graph->max_level};
-    if (o.type == ivf_index_type::ivf_pq) spec.hints.pq_sample_rate = o.sample_rate, spec.hints.pq_max_iters = o.max_iters;
-    if (o.type == ivf_index_type::ivf_sq) spec.hints.sq_sample_rate = o.sample_rate;
+    record_build_hints(o.type, o, spec.hints);
     if (o.fragment_ids) spec.fragment_ids = frags;
     auto meta = make_index_metadata(base.manifest(), spec, uuid, files);
     // Lance's optimize plans splits and joins around the target the index was built for.

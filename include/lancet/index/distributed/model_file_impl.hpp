@@ -160,8 +160,8 @@ LANCET_INLINE trained_model parse_model(std::string_view bytes, const std::strin
   trained_model m;
   m.column = i.str();
   const auto t = i.get<std::uint8_t>();
-  if (t > std::uint8_t(ivf_index_type::ivf_rq)) i.fail("unknown index type " + std::to_string(t));
   m.type = ivf_index_type(t);
+  if (is_hnsw(m.type) || !visit_quantizer_type(m.type, []<class P>() {})) i.fail("unknown index type " + std::to_string(t));
   const auto d = i.get<std::uint8_t>();
   if (d > std::uint8_t(simd::distance_type::hamming)) i.fail("unknown distance type " + std::to_string(d));
   m.metric = simd::distance_type(d);

@@ -26,12 +26,6 @@
 
 namespace lancet::index::hnsw {
 
-// The distance Lance's storage measures between two stored rows.
-inline simd::distance_type graph_distance(const quantizer_params& q, simd::distance_type d) {
-  if (d == simd::distance_type::cosine && !std::holds_alternative<flat_params>(q)) return simd::distance_type::l2;
-  return d;
-}
-
 inline float row_distance(simd::distance_type d, const float* a, const float* b, std::size_t dim) {
   switch (d) {
     case simd::distance_type::l2: return simd::l2(a, b, dim);
@@ -61,21 +55,16 @@ namespace lancet::index::hnsw {
 inline graph build_partition(const quantizer_params& q, simd::distance_type distance, const partition_contents& pc,
                              std::size_t dim, const build_params& p) {
   const auto d = graph_distance(q, distance);
-  if (const auto* s = std::get_if<sq_params>(&q); s && d == simd::distance_type::l2) {
-    // SQ's one pair of bounds makes the l2 of two dequantized rows the integer l2 of
-    // their codes times a constant (as Lance's SQ storage measures it): a quarter of
-    // the bytes per distance, no decoded copy.
-    const auto m = sq::from_params(*s);
-    m.validate();
-    const double step = (m.upper - m.lower) / 255.0;
-    const float scale = float(step * step);
+  if (const auto scale = graph_code_scale(q, d)) {
+    // Measured on the codes (SQ: a quarter of the bytes per distance), no decoded copy.
     const std::uint8_t* codes = pc.codes.data();
+    const std::size_t w = code_bytes(q);
     return build(
         pc.size(), p,
-        [codes, dim, scale](std::uint32_t a, std::uint32_t b) {
-          return simd::l2(codes + std::size_t(a) * dim, codes + std::size_t(b) * dim, dim) * scale;
+        [codes, w, s = *scale](std::uint32_t a, std::uint32_t b) {
+          return simd::l2(codes + std::size_t(a) * w, codes + std::size_t(b) * w, w) * s;
         },
-        [codes, dim](std::uint32_t a) { detail::prefetch_row(codes + std::size_t(a) * dim, dim); });
+        [codes, w](std::uint32_t a) { detail::prefetch_row(codes + std::size_t(a) * w, w); });
   }
   const auto rows = decode_rows(q, pc.codes.data(), pc.size(), dim);
   return build(
@@ -93,7 +82,7 @@ inline graph build_partition(const quantizer_params& q, simd::distance_type dist
 // and level) and its columns while index.idx takes them (two copies of the lists).
 inline std::uint64_t partition_graph_bytes(const quantizer_params& q, simd::distance_type distance, std::size_t rows,
                                            std::size_t dim, const build_params& p) {
-  const bool on_codes = std::holds_alternative<sq_params>(q) && graph_distance(q, distance) == simd::distance_type::l2;
+  const bool on_codes = graph_code_scale(q, graph_distance(q, distance)).has_value();
   const std::uint64_t list = (std::uint64_t(p.max_neighbors(0)) + 1) * sizeof(edge);
   const std::uint64_t per_row = code_bytes(q) + sizeof(std::uint64_t) + (on_codes ? 0 : dim * sizeof(float)) + 4 * list + 256;
   return std::uint64_t(rows) * per_row;

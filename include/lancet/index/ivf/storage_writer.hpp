@@ -149,17 +149,12 @@ class storage_writer {
         w_(std::forward<Sink>(sink), schema::from_arrow(schema_), std::move(options)) {
     // Hamming distance: flat uint8 vectors only.
     const bool hamming = distance == simd::distance_type::hamming;
-    std::visit(
-        [&](const auto& p) {
-          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(p)>, flat_params>) {
-            if ((p.element == element_type::u8) != hamming)
-              throw invalid_input_error(p.element == element_type::u8 ? "IVF_FLAT over uint8 vectors needs hamming distance"
-                                                                      : "hamming distance needs uint8 vectors");
-          } else if (hamming) {
-            throw invalid_input_error(index_type_name(q_) + " does not support hamming distance");
-          }
-        },
-        q_);
+    if (binary_rows(q_) != hamming) {
+      const auto type = ivf_index_type_of(q_);
+      throw invalid_input_error(!hamming               ? index_type_name(q_) + " over uint8 vectors needs hamming distance"
+                                : supports_hamming(type) ? "hamming distance needs uint8 vectors"
+                                                         : index_type_name(q_) + " does not support hamming distance");
+    }
   }
 
   const quantizer_params& quantizer() const noexcept { return q_; }

@@ -29,6 +29,12 @@
 //   decode_rows      n stored rows (row-major codes) -> n x dim f32 (HNSW graphs
 //                    link these: flat as stored, SQ dequantized, PQ the codebook
 //                    entries; RaBitQ has no HNSW sub-index and throws)
+//   graph_distance   the distance HNSW graphs measure between two stored rows under
+//                    the index's metric (cosine rows quantized after normalising: l2)
+//   graph_code_scale when set, the graph distance of two rows is the l2 of their codes
+//                    (as bytes) times it: graphs are built on the codes, no decoded copy
+//   binary           whether the rows are bit vectors measured by hamming distance
+//   supports_hamming whether any of its parameters make binary rows
 //   runtime_hints    its build parameters Lance records in the index details
 //                    (build_hints), as (key, value) pairs
 //   put_model        its fields in a lancet model file (model_file.hpp), after the
@@ -46,7 +52,12 @@
 //     with_row_distance(q, state, p, contents, part, f)   f(distance of row i)
 // How it is built (from a build's options, build_options):
 //   check_build      the options' checks for it (num_bits, num_sub_vectors, ...)
+//   trained          false when its parameters follow from the column alone (flat):
+//                    precomputed shuffle buffers then need no given quantizer
+//   codes_need_centroids  whether its codes depend on the IVF centroids (residuals,
+//                    rotations about them): a given quantizer then needs them too
 //   training_rows    rows its training wants (0: it needs none)
+//   record_hints     its build options into the build_hints Lance records
 //   rebuild_options  the options that build another index of P's shape
 //   codec<T>         the trained quantizer, ready to encode rows of element type T
 //                    (float, double, f16; uint8 for hamming, flat only):
@@ -201,7 +212,8 @@ template <class P>
 concept ivf_quantizer = requires(const P& p, arrow::schema& s, const std::uint8_t* in, std::uint8_t* out, float* f,
                                  const build_options& o, const detail::concept_file_reader& file,
                                  const json::value& metadata, detail::concept_model_io& io, const float* rows,
-                                 const std::uint32_t* parts, row_factors factors, build_options& mutable_options) {
+                                 const std::uint32_t* parts, row_factors factors, build_options& mutable_options,
+                                 build_hints& hints) {
   { quantizer_traits<P>::type } -> std::convertible_to<ivf_index_type>;
   { quantizer_traits<P>::name } -> std::convertible_to<std::string_view>;
   { quantizer_traits<P>::code_column } -> std::convertible_to<std::string_view>;
@@ -216,6 +228,13 @@ concept ivf_quantizer = requires(const P& p, arrow::schema& s, const std::uint8_
   quantizer_traits<P>::store_codes(in, std::size_t(0), std::size_t(0), out);
   quantizer_traits<P>::load_codes(in, std::size_t(0), std::size_t(0), out, true);
   quantizer_traits<P>::decode_rows(p, in, std::size_t(0), std::size_t(0), f);
+  { quantizer_traits<P>::graph_distance(simd::distance_type::l2) } -> std::same_as<simd::distance_type>;
+  { quantizer_traits<P>::graph_code_scale(p, simd::distance_type::l2) } -> std::same_as<std::optional<float>>;
+  { quantizer_traits<P>::binary(p) } -> std::same_as<bool>;
+  { quantizer_traits<P>::supports_hamming } -> std::convertible_to<bool>;
+  { quantizer_traits<P>::trained } -> std::convertible_to<bool>;
+  { quantizer_traits<P>::codes_need_centroids } -> std::convertible_to<bool>;
+  quantizer_traits<P>::record_hints(o, hints);
   quantizer_traits<P>::put_model(io, p);
   { quantizer_traits<P>::runtime_hints(build_hints{}) } -> std::same_as<std::vector<std::pair<std::string, std::uint64_t>>>;
   { quantizer_traits<P>::get_model(io) } -> std::same_as<P>;

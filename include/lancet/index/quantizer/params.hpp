@@ -34,18 +34,34 @@
 #include <vector>
 
 #include "lancet/core/buffer.hpp"
+#include "lancet/core/config.hpp"
 #include "lancet/index/quantizer/flat/params.hpp"
 #include "lancet/index/quantizer/matrix.hpp"
 #include "lancet/index/quantizer/pq/params.hpp"
 #include "lancet/index/quantizer/rabitq/params.hpp"
 #include "lancet/index/quantizer/sq/params.hpp"
 
+// A program registers quantizers of its own (docs/quantizers.md) by defining
+// LANCET_QUANTIZER_EXTENSION, for every translation unit, as a header that declares
+// their parameters and defines LANCET_EXTENSION_QUANTIZERS (", my_params, ...") and
+// LANCET_EXTENSION_QUANTIZER_TRAITS (the header of their quantizer_traits, which
+// quantizer/traits.hpp includes). The compiled library is built without them.
+#ifdef LANCET_QUANTIZER_EXTENSION
+#if defined(LANCET_COMPILED)
+#error "LANCET_QUANTIZER_EXTENSION needs header-only mode (the compiled library knows only lancet's quantizers)"
+#endif
+#include LANCET_QUANTIZER_EXTENSION
+#endif
+#ifndef LANCET_EXTENSION_QUANTIZERS
+#define LANCET_EXTENSION_QUANTIZERS
+#endif
+
 namespace lancet::index {
 
 // Every quantizer, in the order model files number them: adding one is its folder
-// (quantizer/<name>/: params, codec, traits; quantizer/contract.hpp says what they
-// hold) plus its entry here and its traits' include in quantizer/traits.hpp.
-using quantizer_params = std::variant<flat_params, pq_params, sq_params, rq_params>;
+// (quantizer/<name>/: params, codec, scanner, traits; quantizer/contract.hpp says what
+// they hold) plus its entry here and its traits' include in quantizer/traits.hpp.
+using quantizer_params = std::variant<flat_params, pq_params, sq_params, rq_params LANCET_EXTENSION_QUANTIZERS>;
 
 // Bytes per row of the code column.
 inline std::size_t code_bytes(const quantizer_params& q) {

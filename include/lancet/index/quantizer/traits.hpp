@@ -6,6 +6,7 @@
 // the codec variant (quantizer_codec<T>) a build or optimize encodes with.
 #pragma once
 
+#include <cctype>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@
 #include "lancet/index/quantizer/pq/traits.hpp"
 #include "lancet/index/quantizer/rabitq/traits.hpp"
 #include "lancet/index/quantizer/sq/traits.hpp"
+#ifdef LANCET_EXTENSION_QUANTIZER_TRAITS
+#include LANCET_EXTENSION_QUANTIZER_TRAITS
+#endif
 #include "lancet/json/parse.hpp"
 #include "lancet/pb/index.hpp"
 
@@ -182,6 +186,70 @@ inline std::vector<float> decode_rows(const quantizer_params& q, const std::uint
   std::vector<float> out(n * dim);
   std::visit([&](const auto& p) { traits_of<decltype(p)>::decode_rows(p, codes, n, dim, out.data()); }, q);
   return out;
+}
+
+// The distance HNSW graphs measure between two rows of quantizer q under metric d,
+// and, when set, the factor that makes it the l2 of two rows' codes
+// (quantizer_traits::graph_distance, graph_code_scale).
+inline simd::distance_type graph_distance(const quantizer_params& q, simd::distance_type d) {
+  return std::visit([d](const auto& p) { return traits_of<decltype(p)>::graph_distance(d); }, q);
+}
+inline std::optional<float> graph_code_scale(const quantizer_params& q, simd::distance_type graph_d) {
+  return std::visit([graph_d](const auto& p) { return traits_of<decltype(p)>::graph_code_scale(p, graph_d); }, q);
+}
+
+// Whether quantizer q's rows are bit vectors (hamming distance), and whether any
+// quantizer of index type t has such rows.
+inline bool binary_rows(const quantizer_params& q) {
+  return std::visit([](const auto& p) { return traits_of<decltype(p)>::binary(p); }, q);
+}
+inline bool supports_hamming(ivf_index_type t) {
+  bool yes = false;
+  visit_quantizer_type(t, [&]<class P>() { yes = quantizer_traits<P>::supports_hamming; });
+  return yes;
+}
+
+// Whether the quantizer of index type t is trained (not given by the column alone),
+// and whether its codes depend on the IVF centroids.
+inline bool quantizer_is_trained(ivf_index_type t) {
+  bool yes = false;
+  visit_quantizer_type(t, [&]<class P>() { yes = quantizer_traits<P>::trained; });
+  return yes;
+}
+inline bool codes_need_centroids(ivf_index_type t) {
+  bool yes = false;
+  visit_quantizer_type(t, [&]<class P>() { yes = quantizer_traits<P>::codes_need_centroids; });
+  return yes;
+}
+
+// Build options of an index of type t into the hints Lance records.
+inline void record_build_hints(ivf_index_type t, const build_options& o, build_hints& h) {
+  visit_quantizer_type(t, [&]<class P>() { quantizer_traits<P>::record_hints(o, h); });
+}
+
+// An index type from Lance's name ("IVF_PQ", "ivf_hnsw_sq", ...): "IVF_" or, for a
+// quantizer whose rows graphs may link, "IVF_HNSW_", then a registered quantizer's name.
+inline ivf_index_type parse_ivf_index_type(std::string_view s) {
+  const auto lower = [](std::string_view v) {
+    std::string l(v);
+    for (auto& c : l) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return l;
+  };
+  const std::string want = lower(s);
+  std::optional<ivf_index_type> found;
+  std::string names;
+  for_each_quantizer([&]<class P>() {
+    using traits = quantizer_traits<P>;
+    const auto consider = [&](bool hnsw, ivf_index_type t) {
+      const std::string name = lower(index_type_name(traits::name, hnsw));
+      if (name == want) found = t;
+      names += (names.empty() ? "" : ", ") + name;
+    };
+    consider(false, traits::type);
+    if (traits::scanner::supports_graphs) consider(true, with_hnsw(traits::type));
+  });
+  if (!found) throw invalid_input_error("unknown index type '" + std::string(s) + "' (expected one of " + names + ")");
+  return *found;
 }
 
 // Checks that the parameters describe something Lance can store.

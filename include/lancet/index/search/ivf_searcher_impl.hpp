@@ -67,8 +67,7 @@ class ivf_search_engine {
     num_partitions_ = centroids.rows;
     dim_ = centroids.cols;
     if (num_partitions_ == 0 || dim_ == 0) throw invalid_input_error("ivf_searcher: the IVF model has no centroids");
-    const auto* flat = std::get_if<flat_params>(&quantizer_);
-    const bool u8_flat = flat && flat->element == element_type::u8;  // binary vectors (hamming)
+    const bool u8_flat = binary_rows(quantizer_);  // IVF_FLAT over uint8 (hamming)
     if (distance == distance_type::hamming) {
       if (!u8_flat || centroids.type != element_type::u8)
         throw invalid_input_error("ivf_searcher: hamming indexes are IVF_FLAT over uint8 codes");

@@ -27,6 +27,9 @@ template <>
 struct quantizer_traits<flat_params> : detail::plain_storage {
   static constexpr ivf_index_type type = ivf_index_type::ivf_flat;
   static constexpr std::string_view name = "FLAT";
+  static constexpr bool trained = false;
+  static constexpr bool codes_need_centroids = false;
+  static constexpr bool supports_hamming = true;
   using compression_type = pb::index::vector_index_details::flat_compression;
   static void validate(const flat_params& f) {
     if (f.dimension == 0) throw invalid_input_error("IVF_FLAT: the dimension must be positive");
@@ -48,6 +51,9 @@ struct quantizer_traits<flat_params> : detail::plain_storage {
         case element_type::u8: out[i] = float(b[i]); break;
       }
   }
+  static simd::distance_type graph_distance(simd::distance_type d) { return d; }
+  static std::optional<float> graph_code_scale(const flat_params&, simd::distance_type) { return std::nullopt; }
+  static bool binary(const flat_params& f) { return f.element == element_type::u8; }
   template <class Out>
   static void put_model(Out& o, const flat_params& f) {
     o.template put<std::uint32_t>(f.dimension);
@@ -89,6 +95,7 @@ struct quantizer_traits<flat_params> : detail::plain_storage {
     if (o.num_sub_vectors || o.num_bits) throw invalid_input_error("IVF_FLAT takes no num_sub_vectors / num_bits");
   }
   static std::size_t training_rows(const build_options&, std::size_t, std::size_t) { return 0; }
+  static void record_hints(const build_options&, build_hints&) {}
   static std::vector<std::pair<std::string, std::uint64_t>> runtime_hints(const build_hints&) {
     return {};
   }

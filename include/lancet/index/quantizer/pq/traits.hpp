@@ -28,6 +28,8 @@ template <>
 struct quantizer_traits<pq_params> {
   static constexpr ivf_index_type type = ivf_index_type::ivf_pq;
   static constexpr std::string_view name = "PQ";
+  static constexpr bool trained = true;
+  static constexpr bool codes_need_centroids = true;  // residuals for l2 / cosine
   using compression_type = pb::index::vector_index_details::pq_compression;
   static constexpr std::int32_t index_version = 1;
   static constexpr bool has_factors = false;
@@ -75,6 +77,13 @@ struct quantizer_traits<pq_params> {
     const std::size_t w = m.code_bytes();
     for (std::size_t i = 0; i < n; ++i) pq::decode(m, codes + i * w, out + i * dim);
   }
+  // Cosine rows were normalised before quantizing: l2 ranks them alike.
+  static simd::distance_type graph_distance(simd::distance_type d) {
+    return d == simd::distance_type::cosine ? simd::distance_type::l2 : d;
+  }
+  static std::optional<float> graph_code_scale(const pq_params&, simd::distance_type) { return std::nullopt; }
+  static bool binary(const pq_params&) { return false; }
+  static constexpr bool supports_hamming = false;
   template <class Out>
   static void put_model(Out& o, const pq_params& p) {
     o.template put<std::uint32_t>(p.num_sub_vectors);
@@ -131,6 +140,10 @@ struct quantizer_traits<pq_params> {
   static void check_build(const build_options& o, std::size_t dim) { pq::build_choice(o, dim); }
   static std::size_t training_rows(const build_options& o, std::size_t dim, std::size_t element_bytes) {
     return pq::training_rows(o, dim, element_bytes);
+  }
+  static void record_hints(const build_options& o, build_hints& h) {
+    h.pq_sample_rate = o.sample_rate;
+    h.pq_max_iters = o.max_iters;
   }
   static std::vector<std::pair<std::string, std::uint64_t>> runtime_hints(const build_hints& h) {
     return {{"lance.pq.kmeans_redos", h.pq_kmeans_redos},

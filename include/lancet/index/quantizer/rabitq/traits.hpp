@@ -28,6 +28,8 @@ template <>
 struct quantizer_traits<rq_params> {
   static constexpr ivf_index_type type = ivf_index_type::ivf_rq;
   static constexpr std::string_view name = "RQ";
+  static constexpr bool trained = true;
+  static constexpr bool codes_need_centroids = true;  // rotated residuals
   using compression_type = pb::index::vector_index_details::rq_compression;
   static constexpr std::int32_t index_version = 2;
   static constexpr bool has_factors = true;
@@ -85,6 +87,13 @@ struct quantizer_traits<rq_params> {
   [[noreturn]] static void decode_rows(const rq_params&, const std::uint8_t*, std::size_t, std::size_t, float*) {
     throw unsupported_error("HNSW over RaBitQ storage is not supported (Lance 12 has no IVF_HNSW_RQ)");
   }
+  // Cosine rows were normalised before quantizing: l2 ranks them alike.
+  static simd::distance_type graph_distance(simd::distance_type d) {
+    return d == simd::distance_type::cosine ? simd::distance_type::l2 : d;
+  }
+  static std::optional<float> graph_code_scale(const rq_params&, simd::distance_type) { return std::nullopt; }
+  static bool binary(const rq_params&) { return false; }
+  static constexpr bool supports_hamming = false;
   template <class Out>
   static void put_model(Out& o, const rq_params& r) {
     o.template put<std::uint32_t>(r.code_dim);
@@ -149,6 +158,7 @@ struct quantizer_traits<rq_params> {
   }
   // A random rotation: nothing to train.
   static std::size_t training_rows(const build_options&, std::size_t, std::size_t) { return 0; }
+  static void record_hints(const build_options&, build_hints&) {}
   static std::vector<std::pair<std::string, std::uint64_t>> runtime_hints(const build_hints&) {
     return {};
   }

@@ -27,6 +27,8 @@ template <>
 struct quantizer_traits<sq_params> : detail::plain_storage {
   static constexpr ivf_index_type type = ivf_index_type::ivf_sq;
   static constexpr std::string_view name = "SQ";
+  static constexpr bool trained = true;
+  static constexpr bool codes_need_centroids = false;  // one global range, no residuals
   using compression_type = pb::index::vector_index_details::sq_compression;
   static void validate(const sq_params& s) {
     if (s.dimension == 0) throw invalid_input_error("IVF_SQ: the dimension must be positive");
@@ -46,6 +48,21 @@ struct quantizer_traits<sq_params> : detail::plain_storage {
   static void decode_rows(const sq_params& s, const std::uint8_t* codes, std::size_t n, std::size_t, float* out) {
     sq::decode(sq::from_params(s), codes, n, out);
   }
+  // Cosine rows were normalised before quantizing: l2 ranks them alike.
+  static simd::distance_type graph_distance(simd::distance_type d) {
+    return d == simd::distance_type::cosine ? simd::distance_type::l2 : d;
+  }
+  // One pair of bounds makes the l2 of two dequantized rows the integer l2 of their
+  // codes times a constant, as Lance's SQ storage measures it.
+  static std::optional<float> graph_code_scale(const sq_params& s, simd::distance_type d) {
+    if (d != simd::distance_type::l2) return std::nullopt;
+    const auto m = sq::from_params(s);
+    m.validate();
+    const double step = (m.upper - m.lower) / 255.0;
+    return float(step * step);
+  }
+  static bool binary(const sq_params&) { return false; }
+  static constexpr bool supports_hamming = false;
   template <class Out>
   static void put_model(Out& o, const sq_params& s) {
     o.template put<std::uint32_t>(s.dimension);
@@ -83,6 +100,7 @@ struct quantizer_traits<sq_params> : detail::plain_storage {
   static std::size_t training_rows(const build_options& o, std::size_t, std::size_t) {
     return o.sample_rate << o.num_bits.value_or(8);
   }
+  static void record_hints(const build_options& o, build_hints& h) { h.sq_sample_rate = o.sample_rate; }
   static std::vector<std::pair<std::string, std::uint64_t>> runtime_hints(const build_hints& h) {
     return {{"lance.sq.sample_rate", h.sq_sample_rate}};
   }
