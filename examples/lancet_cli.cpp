@@ -428,48 +428,8 @@ int cmd_cat(const args& a) {
   if (is_file(a.path)) {
     if (a.get("version")) throw usage_error("--version applies to datasets, not to a single file");
     file::file_reader<io::file_source> r{io::file_source(a.path)};
-    std::vector<std::string> names = columns;
-    std::uint64_t total = 0;
-    {
-      file::read_request probe{names, std::nullopt, std::nullopt};
-      // Resolve the length of the projection (Lance's rules on unequal columns apply).
-      auto len_of = [&](const std::string& n) {
-        for (std::size_t i = 0; i < r.schema().fields.size(); ++i)
-          if (r.schema().fields[i].name == n) return r.field_length(i);
-        throw invalid_input_error("the file has no column '" + n + "'");
-      };
-      if (names.empty()) total = r.num_rows();
-      else for (const auto& n : names) total = std::max(total, len_of(n));
-    }
-    if (auto where = a.get("where")) {
-      // Matching rows, then --offset / --limit over them.
-      const auto f = expr::filter::compile(*where, r.arrow_schema());
-      std::vector<std::string> read = names;
-      if (!read.empty())
-        for (const auto& c : f.columns())
-          if (std::find(read.begin(), read.end(), c) == read.end()) read.push_back(c);
-      std::uint64_t skip = offset, left = limit.value_or(std::numeric_limits<std::uint64_t>::max());
-      for (auto& b : r.read_batches({read, std::nullopt, std::nullopt}, 8192)) {
-        if (left == 0) break;
-        auto kept = f.apply(b);
-        const auto n = std::uint64_t(kept.num_rows());
-        const auto from = std::min(skip, n), take = std::min(left, n - from);
-        skip -= from;
-        left -= take;
-        arrow::record_batch out;
-        out.schema = std::make_shared<arrow::schema>();
-        for (std::size_t c = 0; c < kept.columns.size(); ++c) {
-          if (!names.empty() && std::find(names.begin(), names.end(), kept.schema->fields[c].name) == names.end()) continue;
-          const_cast<arrow::schema&>(*out.schema).fields.push_back(kept.schema->fields[c]);
-          out.columns.push_back(arrow::slice(kept.columns[c], std::int64_t(from), std::int64_t(take)));
-        }
-        print_batch(out);
-      }
-      return 0;
-    }
-    const auto begin = std::min(offset, total);
-    const auto end = limit ? std::min(total, begin + *limit) : total;
-    for (auto& b : r.read_batches({names, std::pair{begin, end}, std::nullopt}, 8192)) print_batch(b);
+    query::file_rows rows(r, {columns, a.get("where").value_or(""), offset, limit});
+    while (auto b = rows.next()) print_batch(*b);
     return 0;
   }
   std::optional<std::uint64_t> version;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <lancet/core/buffer.hpp>
+#include <lancet/core/deal.hpp>
 #include <lancet/core/endian.hpp>
 #include <lancet/core/error.hpp>
 #include <lancet/core/executor.hpp>
@@ -186,4 +187,22 @@ TEST_CASE("executor_ref posts to a pool found by argument-dependent lookup, and 
   CHECK(ran == 2);
   CHECK(p.posted == 2);
   CHECK(ex.target() == &p);
+}
+
+TEST_CASE("deal_by_weight: heaviest first, each to the least loaded worker") {
+  // 9, 8, 7 to workers 0, 1, 2; then 4 to worker 2 (at 7), the first 3 to worker 1 (at 8),
+  // the second to worker 0 (at 9), and 0 to worker 1 (the lower of two at 11).
+  const std::vector<std::uint64_t> w = {3, 9, 4, 7, 8, 3, 0};
+  const auto d = lancet::deal_by_weight(w, 3);
+  CHECK(d.items == std::vector<std::vector<std::size_t>>{{1, 5}, {0, 4, 6}, {2, 3}});
+  CHECK(d.load == std::vector<std::uint64_t>{12, 11, 11});
+  // Every item once; loads add up.
+  const auto one = lancet::deal_by_weight(w, 1);
+  CHECK(one.items == std::vector<std::vector<std::size_t>>{{0, 1, 2, 3, 4, 5, 6}});
+  CHECK(one.load == std::vector<std::uint64_t>{34});
+  // More workers than items: the rest get nothing.
+  const auto many = lancet::deal_by_weight(std::vector<std::uint64_t>{5, 5}, 4);
+  CHECK(many.items == std::vector<std::vector<std::size_t>>{{0}, {1}, {}, {}});
+  CHECK(lancet::deal_by_weight({}, 2).load == std::vector<std::uint64_t>{0, 0});
+  CHECK_THROWS_WITH_AS(lancet::deal_by_weight(w, 0), doctest::Contains("0 workers"), lancet::invalid_input_error);
 }

@@ -15,6 +15,7 @@
 #include <lancet/arrow/validate.hpp>
 #include <lancet/json/access.hpp>
 #include <lancet/json/base64.hpp>
+#include <lancet/json/files_reader.hpp>
 #include <lancet/json/parse.hpp>
 #include <lancet/json/value.hpp>
 #include <lancet/json/write.hpp>
@@ -22,6 +23,7 @@
 #include <lancet/json/rows_writer.hpp>
 #include <lancet/json/schema_json.hpp>
 
+#include "support/interop.hpp"
 #include "support/message_of.hpp"
 #include "support/random_data.hpp"
 
@@ -1252,4 +1254,36 @@ TEST_CASE("json: object_writer writes members in order, escaped, with no spaces"
   CHECK(v.find("key \"q\"")->text == "v");
   CHECK(v.find("ids")->items.size() == 2);
   CHECK(v.find("ok")->b);
+}
+
+TEST_CASE("json: files_reader reads several JSON Lines files as one stream; errors name the file") {
+  lancet::testing::temp_dir tmp("json-files");
+  const auto write = [&](const std::string& name, const std::string& text) {
+    const auto p = (tmp.path() / name).string();
+    std::ofstream(p) << text;
+    return p;
+  };
+  const auto schema = std::make_shared<const arrow::schema>(
+      arrow::schema{{arrow::field("id", arrow::int64(), false), arrow::field("s", arrow::utf8(), true)}, {}});
+  const auto a = write("a.jsonl", "{\"id\": 1, \"s\": \"x\"}\n{\"id\": 2}\n{\"id\": 3, \"s\": \"z\"}\n");
+  const auto empty = write("empty.jsonl", "");
+  const auto b = write("b.jsonl", "\n{\"id\": 4, \"s\": \"w\"}\n");
+  json::files_reader rows(schema, {a, empty, b}, {.batch_size = 2});
+  std::vector<std::int64_t> ids, sizes;
+  while (auto batch = rows.next()) {  // a batch never spans two files
+    sizes.push_back(batch->num_rows());
+    for (std::int64_t i = 0; i < batch->num_rows(); ++i) ids.push_back(batch->columns[0]->value<std::int64_t>(i));
+  }
+  CHECK(ids == std::vector<std::int64_t>{1, 2, 3, 4});
+  CHECK(sizes == std::vector<std::int64_t>{2, 1, 1});
+  CHECK_FALSE(rows().has_value());
+
+  const auto bad = write("bad.jsonl", "{\"id\": 5}\n{\"id\": \"six\"}\n");
+  json::files_reader with_bad(schema, {a, bad});
+  CHECK(with_bad.next()->num_rows() == 3);
+  CHECK_THROWS_WITH_AS(with_bad.next(), doctest::Contains(("input '" + bad + "': line 2, field 'id'").c_str()),
+                       invalid_input_error);
+  json::files_reader missing(schema, {a, (tmp.path() / "nope.jsonl").string()});
+  CHECK(missing.next()->num_rows() == 3);
+  CHECK_THROWS_WITH_AS(missing.next(), doctest::Contains("cannot open input"), io_error);
 }

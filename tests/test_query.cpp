@@ -24,9 +24,12 @@
 #include <lancet/expr/filter.hpp>
 #include <lancet/index/build/ivf_builder.hpp>
 #include <lancet/index/optimize/optimize_indices.hpp>
+#include <lancet/file/structural.hpp>
+#include <lancet/query/file_rows.hpp>
 #include <lancet/query/table.hpp>
 #include <lancet/index/optimize/remap.hpp>
 
+#include "support/file_bytes.hpp"
 #include "support/interop.hpp"
 #include "support/nearest.hpp"
 #include "support/vector_batch.hpp"
@@ -594,4 +597,77 @@ TEST_CASE("query: concurrent queries on one table give the single-threaded answe
     for (std::size_t f = 0; f < filters.size(); ++f)
       if (!got_scans[std::size_t(w)][f].empty()) CHECK(got_scans[std::size_t(w)][f] == want_scans[f]);
   }
+}
+
+TEST_CASE("query: file_rows reads one file's filtered, projected rows with offset and limit, a batch at a time") {
+  // 10,000 rows: id, name "n<id>" (null for every 7th), price id % 100.
+  std::vector<std::int64_t> ids;
+  std::vector<std::optional<std::string>> names;
+  std::vector<double> prices;
+  for (std::int64_t i = 0; i < 10000; ++i) {
+    ids.push_back(i);
+    names.push_back(i % 7 == 0 ? std::nullopt : std::optional<std::string>("n" + std::to_string(i)));
+    prices.push_back(double(i % 100));
+  }
+  const auto bytes = t::write_file<file::v2_1>({arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)},
+                                                                   {"name", arrow::string_array(names)},
+                                                                   {"price", arrow::make_array<double>(prices)}})});
+  const file::file_reader<io::memory_source> reader{io::memory_source(bytes)};
+  // Every batch's rows of `column` (int64), and the batches' sizes and column names.
+  struct result {
+    std::vector<std::int64_t> ids;
+    std::vector<std::int64_t> sizes;
+    std::vector<std::string> columns;
+  };
+  const auto run = [&](query::file_request r) {
+    result out;
+    query::file_rows rows(reader, std::move(r));
+    while (auto b = rows.next()) {
+      out.sizes.push_back(b->num_rows());
+      out.columns.clear();
+      for (const auto& f : b->schema->fields) out.columns.push_back(f.name);
+      for (std::size_t c = 0; c < b->columns.size(); ++c)
+        if (b->schema->fields[c].name == "id")
+          for (std::int64_t i = 0; i < b->num_rows(); ++i) out.ids.push_back(b->columns[c]->value<std::int64_t>(i));
+    }
+    return out;
+  };
+  const auto range = [](std::int64_t from, std::int64_t to, std::int64_t step = 1) {
+    std::vector<std::int64_t> v;
+    for (auto i = from; i < to; i += step) v.push_back(i);
+    return v;
+  };
+
+  // No filter: offset / limit are a range, read in batches.
+  auto r = run({{"id"}, "", 9000, 1500, 400});
+  CHECK(r.ids == range(9000, 10000));
+  CHECK(r.sizes == std::vector<std::int64_t>{400, 400, 200});
+  CHECK(r.columns == std::vector<std::string>{"id"});
+  CHECK(run({{}, "", 0, std::nullopt, 8192}).ids == range(0, 10000));
+  CHECK(run({{"price", "id"}, "", 0, 3, 8192}).columns == std::vector<std::string>{"price", "id"});
+
+  // A filter on a column not shown; offset and limit count matching rows only.
+  r = run({{"id", "name"}, "price = 42", 10, 20, 1000});
+  CHECK(r.ids == range(1042, 3042, 100));
+  CHECK(r.columns == std::vector<std::string>{"id", "name"});
+  CHECK(run({{"id"}, "name IS NULL AND id >= 9000", 0, std::nullopt, 333}).ids == range(9002, 10000, 7));
+  r = run({{}, "price > 97", 0, std::nullopt, 8192});
+  CHECK(r.columns == std::vector<std::string>{"id", "name", "price"});
+  CHECK(r.ids.size() == 200);
+
+  // Nothing left: one empty batch that still names the columns.
+  r = run({{"id"}, "", 20000, 5, 8192});
+  CHECK(r.sizes == std::vector<std::int64_t>{0});
+  CHECK(r.columns == std::vector<std::string>{"id"});
+  r = run({{"name"}, "price > 1000", 0, std::nullopt, 8192});
+  CHECK(r.sizes == std::vector<std::int64_t>{0});
+  CHECK(r.columns == std::vector<std::string>{"name"});
+  CHECK(run({{"id"}, "price < 50", 0, 0, 8192}).sizes == std::vector<std::int64_t>{0});
+
+  // Errors name what is wrong.
+  CHECK_THROWS_WITH_AS(run({{"id", "nope"}, "", 0, std::nullopt, 8192}), doctest::Contains("no column 'nope'"),
+                       invalid_input_error);
+  CHECK_THROWS_WITH_AS(run({{"id"}, "cost > 1", 0, std::nullopt, 8192}), doctest::Contains("cost"),
+                       expr::invalid_filter);
+  CHECK_THROWS_WITH_AS(run({{"id"}, "", 0, std::nullopt, 0}), doctest::Contains("batch size"), invalid_input_error);
 }

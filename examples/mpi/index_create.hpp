@@ -27,6 +27,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <lancet/core/deal.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/index/distributed/model_file.hpp>
 #include <lancet/index/distributed/segments.hpp>
@@ -80,21 +81,18 @@ struct plan {
   }
 };
 
-// Fragments by live rows, largest first, each to the rank with the fewest rows so far.
+// Fragments with live rows, dealt out by live rows (lancet::deal_by_weight).
 inline void deal(const std::vector<lancet::dataset::fragment_info>& fragments, int ranks, plan& p) {
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> by_rows;  // (rows, id)
+  std::vector<std::uint64_t> ids, rows;
   for (const auto& f : fragments)
-    if (f.live_rows() > 0) by_rows.push_back({f.live_rows(), f.id});
-  std::sort(by_rows.begin(), by_rows.end(),
-            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    if (f.live_rows() > 0) ids.push_back(f.id), rows.push_back(f.live_rows());
+  const auto d = lancet::deal_by_weight(rows, std::size_t(ranks));
+  p.rows = d.load;
   p.frags.assign(std::size_t(ranks), {});
-  p.rows.assign(std::size_t(ranks), 0);
-  for (const auto& [n, id] : by_rows) {
-    const auto r = std::size_t(std::min_element(p.rows.begin(), p.rows.end()) - p.rows.begin());
-    p.rows[r] += n;
-    p.frags[r].push_back(id);
+  for (std::size_t r = 0; r < d.items.size(); ++r) {
+    for (const auto i : d.items[r]) p.frags[r].push_back(ids[i]);
+    std::sort(p.frags[r].begin(), p.frags[r].end());
   }
-  for (auto& v : p.frags) std::sort(v.begin(), v.end());
 }
 
 // Removes a segment this rank wrote that will not be committed (index::

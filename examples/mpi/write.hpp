@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -21,7 +20,8 @@
 
 #include <lancet/dataset/distributed.hpp>
 #include <lancet/dataset/fragment_json.hpp>
-#include <lancet/json/rows_reader.hpp>
+#include <lancet/core/deal.hpp>
+#include <lancet/json/files_reader.hpp>
 #include <lancet/json/schema_json.hpp>
 #include <lancet/json/write.hpp>
 
@@ -74,59 +74,22 @@ inline std::vector<std::string> expand_glob(const std::string& pattern) {
   return out;
 }
 
-// Largest file first, each to the rank with the fewest bytes so far.
+// The files dealt out by size (lancet::deal_by_weight; + 1 byte each, so that empty
+// files still spread out), each rank's in name order.
 inline std::vector<std::vector<std::string>> deal(std::vector<std::string> files, int ranks) {
-  std::vector<std::pair<std::uintmax_t, std::string>> sized;
-  for (auto& f : files) {
+  std::vector<std::uint64_t> sizes;
+  for (const auto& f : files) {
     if (!std::filesystem::is_regular_file(f)) throw lancet::invalid_input_error("input '" + f + "' is not a file");
-    sized.emplace_back(std::filesystem::file_size(f), std::move(f));
+    sizes.push_back(std::uint64_t(std::filesystem::file_size(f)) + 1);
   }
-  std::sort(sized.begin(), sized.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
-  std::vector<std::vector<std::string>> out(static_cast<std::size_t>(ranks));
-  std::vector<std::uintmax_t> load(static_cast<std::size_t>(ranks), 0);
-  for (auto& [size, name] : sized) {
-    const auto r = std::size_t(std::min_element(load.begin(), load.end()) - load.begin());
-    load[r] += size + 1;  // + 1: empty files still spread out
-    out[r].push_back(std::move(name));
+  const auto d = lancet::deal_by_weight(sizes, std::size_t(ranks));
+  std::vector<std::vector<std::string>> out(d.items.size());
+  for (std::size_t r = 0; r < d.items.size(); ++r) {
+    for (const auto i : d.items[r]) out[r].push_back(files[i]);
+    std::sort(out[r].begin(), out[r].end());
   }
-  for (auto& v : out) std::sort(v.begin(), v.end());
   return out;
 }
-
-// The rows of several JSON Lines files, one after another; errors name the file.
-class files_source {
- public:
-  files_source(std::shared_ptr<const lancet::arrow::schema> schema, std::vector<std::string> files)
-      : schema_(std::move(schema)), files_(std::move(files)) {}
-
-  std::optional<lancet::arrow::record_batch> operator()() {
-    for (;;) {
-      if (!reader_) {
-        if (next_ >= files_.size()) return std::nullopt;
-        in_ = std::make_unique<std::ifstream>(files_[next_]);
-        if (!*in_) throw lancet::io_error("cannot open input '" + files_[next_] + "'");
-        reader_ = std::make_unique<lancet::json::rows_reader>(schema_, *in_);
-        ++next_;
-      }
-      try {
-        if (auto b = reader_->next()) return b;
-      } catch (const lancet::error& e) {
-        throw lancet::invalid_input_error("input '" + files_[next_ - 1] + "': " + e.message());
-      }
-      reader_.reset();
-      in_.reset();
-    }
-  }
-
- private:
-  std::shared_ptr<const lancet::arrow::schema> schema_;
-  std::vector<std::string> files_;
-  std::size_t next_ = 0;
-  std::unique_ptr<std::ifstream> in_;
-  std::unique_ptr<lancet::json::rows_reader> reader_;
-};
 
 }  // namespace write_detail
 
@@ -174,7 +137,7 @@ inline int run_write(const mpi::communicator& world, const std::vector<std::stri
     step(world, "writing fragments", [&] {
       const auto& files = p.files.at(std::size_t(world.rank()));
       if (files.empty()) return;  // more ranks than files
-      mine = ds::write_fragments(root, write_detail::files_source(schema, files), wo);
+      mine = ds::write_fragments(root, lancet::json::files_reader(schema, files), wo);
       json = ds::fragments_to_json_lines(mine.fragments);
     });
   } catch (const step_failed&) {
