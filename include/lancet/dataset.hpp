@@ -6,6 +6,7 @@
 
 #include "lancet/arrow/array.hpp"
 #include "lancet/arrow/builder.hpp"
+#include "lancet/core/deal.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/cleanup.hpp"
 #include "lancet/dataset/compact.hpp"

@@ -13,7 +13,6 @@
 #include "lancet/arrow/compare.hpp"
 #include "lancet/arrow/type.hpp"
 #include "lancet/core/buffer.hpp"
-#include "lancet/core/deal.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/core/executor.hpp"
 #include "lancet/core/warning.hpp"
