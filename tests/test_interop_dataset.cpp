@@ -30,6 +30,7 @@
 #include <lancet/io/file_source.hpp>
 #include <lancet/json/rows_reader.hpp>
 
+#include "support/batch_columns.hpp"
 #include "support/interop.hpp"
 
 using namespace lancet;
@@ -169,14 +170,6 @@ record_batch take_rows(const record_batch& b, const std::vector<std::int64_t>& r
                                         : arrow::concat(parts, b.schema->fields[c].type));
   }
   return out;
-}
-
-std::vector<std::int64_t> id_column(const record_batch& b, const std::string& name = "id") {
-  std::size_t c = 0;
-  while (b.schema->fields.at(c).name != name) ++c;
-  std::vector<std::int64_t> v;
-  for (std::int64_t i = 0; i < b.num_rows(); ++i) v.push_back(b.columns[c]->value<std::int64_t>(i));
-  return v;
 }
 
 // ---- random data that LanceDB's JS client round-trips ----------------------------------
@@ -529,7 +522,7 @@ TEST_CASE("interop: LanceDB reads our dataset of every type (several fragments a
       if (f.keep(i)) want.push_back(i);
     CHECK(out.count_rows == std::int64_t(want.size()));
     auto got = parse_rows(s, out.rows);
-    CHECK(id_column(got) == want);
+    CHECK(lancet::testing::int64_values(got) == want);
     check_batches(take_rows(all, want), got, "filter " + f.where);
   }
 }
@@ -568,7 +561,7 @@ TEST_CASE("interop: LanceDB appends to and deletes from our dataset; we read it 
   CHECK(res["version"] == 3);
   std::vector<std::int64_t> keep;
   for (std::int64_t i = 0; i < expected.num_rows(); ++i)
-    if (id_column(expected)[std::size_t(i)] % 3 != 0) keep.push_back(i);
+    if (lancet::testing::int64_values(expected)[std::size_t(i)] % 3 != 0) keep.push_back(i);
   CHECK(res["countRows"] == keep.size());
   d = ds::dataset::open(root);
   CHECK(d.count_rows() == keep.size());
@@ -639,7 +632,7 @@ TEST_CASE("interop: bitmap deletions LanceDB writes into our dataset") {
   CHECK(frags[1].deletion_file->ends_with(".arrow"));
   std::vector<std::int64_t> want;
   for (std::int64_t i = 5500; i < 11999; ++i) want.push_back(i);
-  CHECK(id_column(d.to_batch()) == want);
+  CHECK(lancet::testing::int64_values(d.to_batch()) == want);
   CHECK(d.count_rows() == want.size());
 }
 
@@ -729,13 +722,13 @@ TEST_CASE("interop: stable row ids in our dataset agree with LanceDB's, across a
   auto mine = d.to_batch(so);
   CHECK(out.count_rows == std::int64_t(d.count_rows()));
   REQUIRE(lance.num_rows() == mine.num_rows());
-  CHECK(id_column(lance) == id_column(mine));
+  CHECK(lancet::testing::int64_values(lance) == lancet::testing::int64_values(mine));
   for (std::int64_t i = 0; i < mine.num_rows(); ++i)
     CHECK(lance.columns[2]->value<std::uint64_t>(i) == mine.columns[2]->value<std::uint64_t>(i));
   // Row ids of rows we wrote first are their positions; LanceDB's appended ones follow.
   CHECK(mine.columns[2]->value<std::uint64_t>(0) == 0);
   auto take = d.take({43, 0, 51});
-  CHECK(id_column(take) == std::vector<std::int64_t>{103, 0, 201});
+  CHECK(lancet::testing::int64_values(take) == std::vector<std::int64_t>{103, 0, 201});
   CHECK_THROWS_AS(d.take({41}), invalid_input_error);  // id 101, deleted by LanceDB
 }
 

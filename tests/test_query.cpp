@@ -29,6 +29,7 @@
 #include <lancet/query/table.hpp>
 #include <lancet/index/optimize/remap.hpp>
 
+#include "support/batch_columns.hpp"
 #include "support/file_bytes.hpp"
 #include "support/interop.hpp"
 #include "support/nearest.hpp"
@@ -103,25 +104,10 @@ std::vector<std::int64_t> exact(const model& m, const std::vector<float>& q, std
   return exact(m, q, k, [](const model_row&) { return true; });
 }
 
-std::vector<std::int64_t> id_values(const arrow::record_batch& b) {
-  std::size_t c = 0;
-  while (b.schema->fields.at(c).name != "id") ++c;
-  std::vector<std::int64_t> out;
-  for (std::int64_t r = 0; r < b.num_rows(); ++r) out.push_back(b.columns[c]->value<std::int64_t>(r));
-  return out;
-}
-
-const arrow::array_data& column(const arrow::record_batch& b, const std::string& name) {
-  for (std::size_t c = 0; c < b.schema->fields.size(); ++c)
-    if (b.schema->fields[c].name == name) return *b.columns[c];
-  FAIL("no column " << name);
-  return *b.columns[0];
-}
-
 // Every returned row is live and its distance is the exact one.
 void check_model_rows(const model& m, const arrow::record_batch& b, const std::vector<float>& q, bool exact_distances = true) {
-  const auto ids = id_values(b);
-  const auto& d = column(b, "_distance");
+  const auto ids = t::int64_values(b);
+  const auto& d = t::column_of(b, "_distance");
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto& r = m.by_id(ids[i]);
     CHECK_MESSAGE(r.live, "deleted row " << ids[i] << " returned");
@@ -194,46 +180,46 @@ TEST_CASE("query: an IVF_FLAT search over every partition is exact on a dataset 
       const std::span<const float> qs(q);
       // Every partition probed: the answer is the exact one.
       auto b = tbl.search("vector", qs).nprobes(8).limit(10).to_batch();
-      CHECK(id_values(b) == exact(m, q, 10));
+      CHECK(t::int64_values(b) == exact(m, q, 10));
       check_model_rows(m, b, q);
       // Prefilter (LanceDB's default).
       b = tbl.search("vector", qs).nprobes(8).where("category = 'c1' OR price IS NULL").limit(7).to_batch();
-      CHECK(id_values(b) ==
+      CHECK(t::int64_values(b) ==
             exact(m, q, 7, [](const model_row& r) { return r.category == "c1" || !r.price; }));
       check_model_rows(m, b, q);
-      CHECK(id_values(lean.search("vector", qs).nprobes(8).where("category = 'c1' OR price IS NULL").limit(7).to_batch()) ==
-            id_values(b));
+      CHECK(t::int64_values(lean.search("vector", qs).nprobes(8).where("category = 'c1' OR price IS NULL").limit(7).to_batch()) ==
+            t::int64_values(b));
       // Postfilter: the 10 nearest, then the filter.
       b = tbl.search("vector", qs).nprobes(8).where("price < 50").postfilter().limit(10).to_batch();
       std::vector<std::int64_t> post;
       for (auto id : exact(m, q, 10))
         if (m.by_id(id).price && *m.by_id(id).price < 50) post.push_back(id);
-      CHECK(id_values(b) == post);
+      CHECK(t::int64_values(b) == post);
       // offset / limit: rows 3..8 of the 8 nearest.
       b = tbl.search("vector", qs).nprobes(8).offset(3).limit(5).to_batch();
       const auto ten = exact(m, q, 8);
-      CHECK(id_values(b) == std::vector<std::int64_t>(ten.begin() + 3, ten.end()));
+      CHECK(t::int64_values(b) == std::vector<std::int64_t>(ten.begin() + 3, ten.end()));
       // An exact search without the index.
       b = tbl.search("vector", qs).bypass_vector_index().limit(10).to_batch();
-      CHECK(id_values(b) == exact(m, q, 10));
+      CHECK(t::int64_values(b) == exact(m, q, 10));
       // fast_search: the index alone (appended rows are not searched).
       b = tbl.search("vector", qs).nprobes(8).fast_search().limit(10).to_batch();
-      CHECK(id_values(b) == exact(m, q, 10, [&](const model_row& r) { return r.id < 3000 || round > 0; }));
+      CHECK(t::int64_values(b) == exact(m, q, 10, [&](const model_row& r) { return r.id < 3000 || round > 0; }));
       check_model_rows(m, b, q);
       // distance_range keeps [lower, upper).
       const auto all = tbl.search("vector", qs).nprobes(8).limit(30).to_batch();
-      const auto& d = column(all, "_distance");
+      const auto& d = t::column_of(all, "_distance");
       const float lo = d.value<float>(3), hi = d.value<float>(9);
       b = tbl.search("vector", qs).nprobes(8).distance_range(lo, hi).limit(30).to_batch();
-      const auto all_ids = id_values(all);
-      CHECK(id_values(b) == std::vector<std::int64_t>(all_ids.begin() + 3, all_ids.begin() + 9));
+      const auto all_ids = t::int64_values(all);
+      CHECK(t::int64_values(b) == std::vector<std::int64_t>(all_ids.begin() + 3, all_ids.begin() + 9));
     }
     // A vector equal to an appended row finds it at distance 0.
     const auto& appended = m.by_id(3333).v;
     auto b = tbl.search("vector", std::span<const float>(appended)).limit(1).to_batch();
     REQUIRE(b.num_rows() == 1);
-    CHECK(id_values(b)[0] == 3333);
-    CHECK(column(b, "_distance").value<float>(0) == 0.0f);
+    CHECK(t::int64_values(b)[0] == 3333);
+    CHECK(t::column_of(b, "_distance").value<float>(0) == 0.0f);
     if (round == 0) {
       // A delta segment covers the appended rows; then compaction rewrites fragments.
       index::optimize_options oo;
@@ -277,7 +263,7 @@ TEST_CASE("query: no deleted row at 0, 50 and 99 % deleted; IVF_PQ with refine; 
         auto b = tbl.search("vector", std::span<const float>(q)).nprobes(4).refine_factor(20).limit(10).to_batch();
         check_model_rows(m, b, q);
         const auto want = exact(m, q, 10);
-        const auto got = id_values(b);
+        const auto got = t::int64_values(b);
         wanted += want.size();
         for (auto id : want) found += std::count(got.begin(), got.end(), id);
         // Without refine the distances are the index's estimates; still no deleted row.
@@ -311,11 +297,11 @@ TEST_CASE("query: a selective prefilter probes more partitions up to maximum_npr
   CHECK(late.num_rows() == 10);
   // Probed until 10 were found: the 10 nearest of those partitions, a superset's prefix.
   const auto all16 = tbl.search("vector", std::span<const float>(q)).nprobes(16).where(f).limit(10).to_batch();
-  CHECK(id_values(all16) == exact(m, q, 10, keep));
+  CHECK(t::int64_values(all16) == exact(m, q, 10, keep));
   // Fewer rows pass than k: every one of them, the unfound at +inf.
   const std::string few = "id IN (1, 2000, 3999)";
   auto b = tbl.search("vector", std::span<const float>(q)).minimum_nprobes(1).maximum_nprobes(0).where(few).limit(10).to_batch();
-  auto got = id_values(b);
+  auto got = t::int64_values(b);
   std::sort(got.begin(), got.end());
   CHECK(got == std::vector<std::int64_t>{1, 2000, 3999});
   CHECK_THROWS_AS(tbl.search("vector", std::span<const float>(q)).minimum_nprobes(5).maximum_nprobes(2).to_batch(),
@@ -327,8 +313,8 @@ TEST_CASE("query: a selective prefilter probes more partitions up to maximum_npr
     const auto open = tbl.search("vector", std::span<const float>(qq)).minimum_nprobes(1).maximum_nprobes(0).limit(10).to_batch();
     const auto six = tbl.search("vector", std::span<const float>(qq)).nprobes(6).limit(10).to_batch();
     const auto one = tbl.search("vector", std::span<const float>(qq)).nprobes(1).limit(10).to_batch();
-    CHECK(id_values(open) == id_values(six));
-    CHECK(id_values(open) == exact(m, qq, 10));
+    CHECK(t::int64_values(open) == t::int64_values(six));
+    CHECK(t::int64_values(open) == exact(m, qq, 10));
     CHECK(one.num_rows() == 10);
   }
 }
@@ -363,7 +349,7 @@ TEST_CASE("query: scans, projections and output columns") {
   std::vector<std::int64_t> want;
   for (const auto& r : m.rows)
     if (r.live && r.id % 7 != 0 && r.id % 10 != 3 && r.id % 2 == 0) want.push_back(r.id);
-  CHECK(id_values(s) == std::vector<std::int64_t>(want.begin() + 40, want.begin() + 45));
+  CHECK(t::int64_values(s) == std::vector<std::int64_t>(want.begin() + 40, want.begin() + 45));
   CHECK(s.schema->fields.size() == 1);
   // Nested fields come out as columns named by their path; a NULL struct makes them NULL.
   s = tbl.query().select({"st.x", "id", "st.y"}).with_row_id().limit(30).to_batch();
@@ -385,7 +371,7 @@ TEST_CASE("query: scans, projections and output columns") {
   REQUIRE(v.schema->fields.size() == 4);
   CHECK(v.schema->fields[2].name == "_distance");
   CHECK(v.schema->fields[3].name == "_rowid");
-  CHECK(id_values(v)[0] == 42);
+  CHECK(t::int64_values(v)[0] == 42);
   v = tbl.search("vector", std::span<const float>(q)).select({"_rowid", "id"}).limit(3).to_batch();
   CHECK(v.schema->fields[0].name == "_rowid");
   CHECK(v.schema->fields[2].name == "_distance");
@@ -433,7 +419,7 @@ TEST_CASE("query: errors name what is wrong") {
   CHECK_THROWS_AS(tbl.search("vector", qs).index("nosuch").to_batch(), invalid_input_error);
   CHECK_THROWS_AS(tbl.query().select({"_distance"}).to_batch(), invalid_input_error);
   // Without an index: an exact search; fast_search finds nothing (as Lance 12).
-  CHECK(id_values(tbl.search("vector", qs).limit(5).to_batch()) == exact(m, q, 5));
+  CHECK(t::int64_values(tbl.search("vector", qs).limit(5).to_batch()) == exact(m, q, 5));
   CHECK(tbl.search("vector", qs).fast_search().limit(5).to_batch().num_rows() == 0);
   // A filter error commits nothing.
   const auto v = dataset::dataset::open(root).version();
@@ -544,12 +530,12 @@ TEST_CASE("query: concurrent queries on one table give the single-threaded answe
     auto b = tbl.search("vector", std::span<const float>(j.q)).nprobes(8).select({"id", "category", "_distance"}).limit(10);
     if (!j.filter.empty()) b.where(j.filter);
     if (j.post) b.postfilter();
-    return id_values(b.to_batch());
+    return t::int64_values(b.to_batch());
   };
   const auto scan = [&](const query::table& tbl, const std::string& f) {
     auto b = tbl.query().select({"id"});
     if (!f.empty()) b.where(f);
-    return id_values(b.to_batch());
+    return t::int64_values(b.to_batch());
   };
   std::vector<std::vector<std::int64_t>> want;
   std::vector<std::vector<std::int64_t>> want_scans;

@@ -27,6 +27,7 @@
 #include <lancet/index/search/vector_index.hpp>
 #include <lancet/query/table.hpp>
 
+#include "support/batch_columns.hpp"
 #include "support/interop.hpp"
 #include "support/nearest.hpp"
 #include "support/vector_batch.hpp"
@@ -63,20 +64,6 @@ std::vector<std::int64_t> exact(const rows& r, std::span<const float> q, std::si
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < std::min(k, all.size()); ++i) out.push_back(all[i].second);
   return out;
-}
-
-std::vector<std::int64_t> ids_of(const arrow::record_batch& b) {
-  std::size_t c = 0;
-  while (b.schema->fields.at(c).name != "id") ++c;
-  std::vector<std::int64_t> out;
-  for (std::int64_t i = 0; i < b.num_rows(); ++i) out.push_back(b.columns[c]->value<std::int64_t>(i));
-  return out;
-}
-
-float distance_at(const arrow::record_batch& b, std::int64_t i) {
-  std::size_t c = 0;
-  while (b.schema->fields.at(c).name != "_distance") ++c;
-  return b.columns[c]->value<float>(i);
 }
 
 // The l2 between q and row v as the toy stores it (each value at its nearest level).
@@ -158,15 +145,15 @@ TEST_CASE("toy quantizer: build, search, optimize and remap on a dataset that ha
       const auto q = query(i);
       const auto truth = exact(r, q, 10);
       const auto b = tbl.search("vector", q).nprobes(8).limit(10).to_batch();
-      const auto got = ids_of(b);
+      const auto got = t::int64_values(b);
       REQUIRE(got.size() == 10);
       for (std::size_t j = 0; j < got.size(); ++j) {
         CHECK_MESSAGE(!r.deleted.count(got[j]), "deleted row " << got[j] << " returned");
         // The distance is the toy scanner's: the query against the row's levels.
-        CHECK(distance_at(b, std::int64_t(j)) == doctest::Approx(q4_distance(trained, r.of(got[j]), q)).epsilon(1e-4));
+        CHECK(t::column_of(b, "_distance").value<float>(std::int64_t(j)) == doctest::Approx(q4_distance(trained, r.of(got[j]), q)).epsilon(1e-4));
       }
       recall += t::recall(truth, got);
-      refined += t::recall(truth, ids_of(tbl.search("vector", q).nprobes(8).refine_factor(10).limit(10).to_batch()));
+      refined += t::recall(truth, t::int64_values(tbl.search("vector", q).nprobes(8).refine_factor(10).limit(10).to_batch()));
     }
     CHECK(recall / 20 >= 0.6);  // 16 levels a dimension: coarse
     CHECK(refined / 20 >= 0.99);
@@ -179,8 +166,8 @@ TEST_CASE("toy quantizer: build, search, optimize and remap on a dataset that ha
   t::append_id_vectors(root, std::vector<float>(more.begin() + 3000 * dim, more.end()), dim, 3000);
   const auto appended = r.of(3333);
   auto flat = query::table::open(root).search("vector", appended);
-  CHECK(ids_of(flat.limit(1).to_batch()) == std::vector<std::int64_t>{3333});
-  const auto fast = ids_of(query::table::open(root).search("vector", appended).nprobes(8).fast_search().limit(5).to_batch());
+  CHECK(t::int64_values(flat.limit(1).to_batch()) == std::vector<std::int64_t>{3333});
+  const auto fast = t::int64_values(query::table::open(root).search("vector", appended).nprobes(8).fast_search().limit(5).to_batch());
   CHECK(std::find(fast.begin(), fast.end(), 3333) == fast.end());
 
   index::optimize_options oo;
@@ -193,7 +180,7 @@ TEST_CASE("toy quantizer: build, search, optimize and remap on a dataset that ha
     CHECK(stored_q4(ix) == trained);  // the delta is encoded with the index's ranges
   }
   auto fast_after = query::table::open(root).search("vector", appended).nprobes(8).fast_search();
-  CHECK(ids_of(fast_after.refine_factor(5).limit(1).to_batch()) == std::vector<std::int64_t>{3333});
+  CHECK(t::int64_values(fast_after.refine_factor(5).limit(1).to_batch()) == std::vector<std::int64_t>{3333});
   check_search(query::table::open(root), "optimized");
 
   // Compaction rewrites every fragment; the index's row ids follow the rows.
@@ -208,7 +195,7 @@ TEST_CASE("toy quantizer: build, search, optimize and remap on a dataset that ha
     CHECK(tbl.search("vector", query(0)).nprobes(8).explain().find("unindexed") == std::string::npos);
     for (std::int64_t id : {1, 777, 2999, 3333, 3499}) {
       CAPTURE(id);
-      CHECK(ids_of(tbl.search("vector", r.of(id)).nprobes(8).fast_search().refine_factor(5).limit(1).to_batch()) ==
+      CHECK(t::int64_values(tbl.search("vector", r.of(id)).nprobes(8).fast_search().refine_factor(5).limit(1).to_batch()) ==
             std::vector<std::int64_t>{id});
     }
     check_search(tbl, "compacted");
@@ -247,5 +234,5 @@ TEST_CASE("toy quantizer: distributed builds train it once and share it through 
   CHECK(stored_q4(ix) == std::get<q4_params>(m.ivf.quantizer));
   const std::span<const float> row1234(v.data() + 1234 * dim, dim);
   auto hits = query::table::open(root).search("vector", row1234).fast_search().nprobes(4).refine_factor(5);
-  CHECK(ids_of(hits.limit(1).to_batch()) == std::vector<std::int64_t>{1234});
+  CHECK(t::int64_values(hits.limit(1).to_batch()) == std::vector<std::int64_t>{1234});
 }
