@@ -7,12 +7,7 @@
 #   conflicts.sh LANCET_BINARY SOURCE_ROOT
 set -uo pipefail
 lancet=$1; root=$2
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-check() {  # description, command...
-  local what=$1; shift
-  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAILED: $what"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 echo '{"fields": [{"name": "id", "type": "int64"}]}' > "$tmp/schema.json"
 ds="$tmp/ds"
 printf '{"id":0}\n' | "$lancet" write "$ds" --schema "$tmp/schema.json" 2>/dev/null
@@ -164,5 +159,4 @@ sys.exit(0 if got and all(i in live for i in got) and int(sys.argv[3]) not in go
 else
   check "maintenance: an index was committed" false
 fi
-echo "conflicts: $pass passed, $fail failed"
-test $fail -eq 0
+finish conflicts

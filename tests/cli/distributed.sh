@@ -8,12 +8,7 @@
 #   distributed.sh LANCET_BINARY SOURCE_ROOT
 set -uo pipefail
 lancet=$1; root=$2
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-check() {  # description, command...
-  local what=$1; shift
-  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAILED: $what"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 echo '{"fields": [{"name": "id", "type": "int64", "nullable": false}, {"name": "s", "type": "utf8"},
                   {"name": "n", "type": "int32"}]}' > "$tmp/schema.json"
 ds="$tmp/ds"
@@ -112,5 +107,4 @@ check "overwrite commits version 4, ids from 0 ($out)" test "$out" == '{"fragmen
 check "LanceDB reads the new schema's rows" test "$(lancedb_rows "$ds" | tr '\n' ' ')" == '{"k":"w0-a"} {"k":"w0-b"} {"k":"w1-a"} {"k":"w1-b"} '
 check "LanceDB reads version 3 as before" bash -c "node '$root/tests/interop/read_table.mjs' '$ds' --version 3 | tail -n 1 | grep -q '\"countRows\":1510'"
 check "help commit" bash -c "'$lancet' help commit | head -n 1 | grep -q '^usage: lancet commit DATASET --operation'"
-echo "cli_distributed: $pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+finish cli_distributed

@@ -7,12 +7,7 @@
 #   mpi.sh LANCET_MPI_BINARY MPIRUN SOURCE_ROOT
 set -uo pipefail
 lancet_mpi=$1; mpirun=$2; root=$3
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-check() {  # description, command...
-  local what=$1; shift
-  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAILED: $what"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 # Root in CI containers; 4 ranks on 2 cores.
 run() { "$mpirun" --allow-run-as-root --oversubscribe -np "$@"; }
 echo '{"fields": [{"name": "id", "type": "int64", "nullable": false}, {"name": "s", "type": "utf8"},
@@ -89,5 +84,4 @@ wait $mp; st=$?
 check "a killed rank: mpirun exits non-zero" test $st -ne 0
 check "a killed rank: nothing reported committed" test ! -s "$tmp/out"
 check "a killed rank: LanceDB still sees version 3 of 300 rows" bash -c 'grep -q "\"version\":3,\"countRows\":300," <<< "$0"' "$(info "$ds")"
-echo "mpi: $pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+finish mpi

@@ -4,12 +4,7 @@
 #   run.sh LANCET_BINARY SOURCE_ROOT
 set -uo pipefail
 lancet=$1; root=$2
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-check() {  # description, command...
-  local what=$1; shift
-  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAILED: $what"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 cat > "$tmp/schema.json" <<'JSON'
 {"fields": [{"name": "id", "type": "int64", "nullable": false},
             {"name": "name", "type": "utf8"},
@@ -284,5 +279,4 @@ check "--name=value options" test "$("$lancet" cat "$tmp/ds-2.2" --columns=id --
 check "options before the dataset" test "$("$lancet" cat --columns id --limit 1 "$tmp/ds-2.2")" == '{"id":1}'
 err=$("$lancet" cat "$tmp/ds-2.2" --limit 2>&1 >/dev/null); st=$?
 check "option without its value: exit 2, named" bash -c "test $st -eq 2 && grep -qF \"option '--limit' needs a value\" <<< \"\$0\"" "$err"
-echo "cli: $pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+finish cli

@@ -9,12 +9,7 @@
 #   segments.sh LANCET_BINARY SOURCE_ROOT
 set -uo pipefail
 lancet=$1; root=$2
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-check() {  # description, command...
-  local what=$1; shift
-  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAILED: $what"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 dim=32; frags=4; rows=3000; nq=100
 echo "{\"fields\": [{\"name\": \"id\", \"type\": \"int64\"}, {\"name\": \"vector\", \"type\": {\"fixed_size_list\": \"float32\", \"size\": $dim}}]}" > "$tmp/schema.json"
 
@@ -146,5 +141,4 @@ echo "recall@10 (nprobes 20): merged $r_m"
 check "recall of the merged index within 0.01 of the single build ($r_m vs $r_one)" \
   awk -v a="$r_m" -v b="$r_one" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 && a > 0.5) }'
 
-echo "segments.sh: $pass passed, $fail failed"
-test $fail -eq 0
+finish segments.sh

@@ -7,12 +7,7 @@
 #   index_create.sh LANCET_MPI LANCET SOURCE_ROOT
 set -uo pipefail
 mpi_bin=$1; lancet=$2; root=$3
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-check() {  # description, command...
-  local what=$1; shift
-  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAILED: $what"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../cli/checks.sh"
 mpirun_np() { mpirun --allow-run-as-root --oversubscribe -np "$@"; }
 dim=64; files=8; rows=12500; nq=200
 echo "{\"fields\": [{\"name\": \"id\", \"type\": \"int64\"}, {\"name\": \"vector\", \"type\": {\"fixed_size_list\": \"float32\", \"size\": $dim}}]}" > "$tmp/schema.json"
@@ -143,5 +138,4 @@ check "LanceDB reads it, without an index" \
   bash -c 'out=$(node "$0/tests/interop/list_indices.mjs" "$1") && grep -q "\"indices\":\[\]" <<< "$out" && grep -q "\"countRows\":$2" <<< "$out"' \
   "$root" "$tmp/killed" $total
 
-echo "index_create.sh: $pass passed, $fail failed"
-test $fail -eq 0
+finish index_create.sh
