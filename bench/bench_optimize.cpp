@@ -53,21 +53,6 @@ struct options {
   index::ivf_index_type type = index::ivf_index_type::ivf_pq;
 };
 
-std::vector<float> clustered(std::size_t n, std::size_t dim, unsigned seed) {
-  std::mt19937 rng(7);  // the same centres for every batch
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> centres(1000 * dim);
-  for (auto& c : centres) c = u(rng);
-  std::mt19937 r2(seed);
-  std::normal_distribution<float> g(0, 0.25f);
-  std::vector<float> out(n * dim);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t c = r2() % 1000;
-    for (std::size_t j = 0; j < dim; ++j) out[i * dim + j] = centres[c * dim + j] + g(r2);
-  }
-  return out;
-}
-
 arrow::record_batch batch(const std::vector<float>& values, std::size_t dim, std::int64_t first_id) {
   return lancet::testing::id_vector_batch(values, dim, first_id);
 }
@@ -110,7 +95,10 @@ int main(int argc, char** argv) try {
   testing::temp_dir tmp("bench-opt");
   const std::string base = (tmp.path() / "base").string();
   auto t0 = clk::now();
-  dataset::write(base, batch(clustered(o.rows, o.dim, 1), o.dim, 0));
+  // 1,000 Gaussian clusters (sigma 0.25); appended rows come from the same centres.
+  testing::cluster_draws<> draws(o.dim, 1000, 0.25f, 7);
+  dataset::write(base, batch(draws.draw(o.rows), o.dim, 0));
+  const auto after_base = draws;
   std::printf("dataset: %zu x %zu written in %.2f s\n", o.rows, o.dim, seconds_since(t0));
   boost::asio::thread_pool pool(o.threads);
   index::build_options b;
@@ -127,7 +115,8 @@ int main(int argc, char** argv) try {
               seconds_since(t0));
   for (double g : o.growth) {
     const std::size_t added = std::size_t(double(o.rows) * g);
-    const auto more = clustered(added, o.dim, 2);
+    auto appended = after_base;  // every growth appends the same first rows
+    const auto more = appended.draw(added);
     const std::string ours = (tmp.path() / "ours").string(), theirs = (tmp.path() / "lancedb").string();
     fs::remove_all(ours), fs::remove_all(theirs);
     fs::copy(base, ours, fs::copy_options::recursive);

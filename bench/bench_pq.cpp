@@ -33,6 +33,7 @@
 
 #include "fma_peak.hpp"
 #include "vector_bench.hpp"
+#include "../tests/support/vector_batch.hpp"
 
 using namespace lancet;
 using namespace lancet::index;
@@ -65,21 +66,6 @@ double best_seconds(int reps, F&& f) {
     }
   }
   return best;
-}
-
-// 1,000 Gaussian clusters (sigma 0.25) around centres uniform in [-1, 1]^d.
-std::vector<float> clustered(std::size_t n, std::size_t d, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::normal_distribution<float> g(0, 0.25f);
-  const std::size_t clusters = 1000;
-  std::vector<float> centres(clusters * d), out(n * d);
-  for (auto& c : centres) c = u(rng);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t c = rng() % clusters;
-    for (std::size_t t = 0; t < d; ++t) out[i * d + t] = centres[c * d + t] + g(rng);
-  }
-  return out;
 }
 
 volatile float sink = 0;
@@ -134,7 +120,8 @@ int run(std::size_t n, std::size_t threads, std::size_t d, std::size_t m) {
   std::cout << "rows " << n << ", dim " << d << ", " << parts << " partitions, PQ " << m << "x8, " << threads
             << " threads; single-core FMA peak " << std::fixed << std::setprecision(1) << peak / 1e9
             << " GFLOP/s\n\n";
-  const auto rows = clustered(n, d, 1);
+  // 1,000 Gaussian clusters (sigma 0.25) around centres uniform in [-1, 1]^d.
+  const auto rows = lancet::testing::clustered<std::mt19937_64>(n, d, 1000, 0.25f, 1);
   boost::asio::thread_pool pool(threads);
 
   kmeans_params kp;

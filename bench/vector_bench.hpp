@@ -21,6 +21,8 @@
 #include <lancet/simd/distance.hpp>
 #include <lancet/simd/topk.hpp>
 
+#include "../tests/support/f32_file.hpp"
+
 namespace lancet::bench {
 
 using clock_type = std::chrono::steady_clock;
@@ -70,11 +72,7 @@ inline void generate(const clustered_data& p, std::vector<float>& rows, std::vec
 }
 
 // Raw little-endian f32 (what the Node scripts read with --queries FILE).
-inline void write_f32(const std::filesystem::path& p, const std::vector<float>& v) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4));
-  if (!out) throw io_error("cannot write " + p.string());
-}
+using lancet::testing::write_f32;
 
 // Mean fraction of each query's true neighbours found (a missing query counts 0; a
 // query without true neighbours, e.g. a filter keeping no row, counts 1).

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "f32_file.hpp"
 #include "temp_dir.hpp"
 
 #ifndef LANCET_SOURCE_ROOT
@@ -77,13 +78,6 @@ inline std::vector<std::filesystem::path> data_files(const std::filesystem::path
     if (e.path().extension() == ".lance") out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
-}
-
-// Writes `v` as raw little-endian float32 (the scripts' --vectors and --queries files).
-inline void write_f32(const std::filesystem::path& p, const std::vector<float>& v) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
-  if (!out.good()) throw std::runtime_error("cannot write " + p.string());
 }
 
 }  // namespace lancet::testing
