@@ -12,6 +12,7 @@
 #include <lancet/io/object_store/crypto.hpp>
 #include <lancet/io/object_store/location.hpp>
 #include <lancet/io/object_store/options.hpp>
+#include <lancet/io/object_store/s3_client.hpp>
 #include <lancet/io/object_store/sigv4.hpp>
 
 #include "support/interop.hpp"
@@ -216,4 +217,34 @@ TEST_CASE("object store: Azure options, and the emulator's defaults") {
   CHECK_FALSE(a.client.allow_http);
   CHECK_THROWS_WITH_AS(os::read_azure_options({{"aws_region", "x"}}, env_of({})),
                        doctest::Contains("unknown Azure storage option 'aws_region'"), invalid_input_error);
+}
+
+TEST_CASE("object store: endpoints and S3's XML") {
+  auto e = os::parse_endpoint("http://127.0.0.1:4568/", true);
+  CHECK((e.host == "127.0.0.1" && e.port == "4568" && e.path.empty() && !e.tls));
+  CHECK(e.host_header() == "127.0.0.1:4568");
+  e = os::parse_endpoint("http://127.0.0.1:10000/devstoreaccount1", true);
+  CHECK((e.port == "10000" && e.path == "/devstoreaccount1"));
+  CHECK(os::parse_endpoint("http://minio", true).host_header() == "minio");
+  CHECK_THROWS_WITH_AS(os::parse_endpoint("http://127.0.0.1:4568", false), doctest::Contains("allow_http=true"),
+                       invalid_input_error);
+  CHECK_THROWS_WITH_AS(os::parse_endpoint("ftp://x", true), doctest::Contains("expected http:// or https://"),
+                       invalid_input_error);
+  CHECK_THROWS_WITH_AS(os::parse_endpoint("http://x:80a", true), doctest::Contains("port '80a' is not a number"),
+                       invalid_input_error);
+  CHECK_THROWS_WITH_AS(os::parse_endpoint("https://s3.us-east-1.amazonaws.com", true),
+                       doctest::Contains("https is not supported yet"), unsupported_error);
+
+  const std::string xml =
+      "<?xml version=\"1.0\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+      "<IsTruncated>true</IsTruncated><Contents><Key>a&amp;b &lt;1&gt; &#233;&#x4E2D;</Key><Size>3</Size></Contents>"
+      "<Contents><Key>c</Key><Size>10</Size></Contents><NextContinuationToken>t/1+</NextContinuationToken>"
+      "</ListBucketResult>";
+  const auto contents = io::detail::xml_elements(xml, "Contents");
+  REQUIRE(contents.size() == 2);
+  CHECK(io::detail::xml_first(contents[0], "Key") == "a&b <1> \xc3\xa9\xe4\xb8\xad");
+  CHECK(io::detail::xml_first(contents[1], "Size") == "10");
+  CHECK(io::detail::xml_first(xml, "NextContinuationToken") == "t/1+");
+  CHECK(io::detail::xml_first(xml, "Missing").empty());
+  CHECK(io::detail::xml_escaped("\"e&<>\"") == "&quot;e&amp;&lt;&gt;&quot;");
 }

@@ -1,0 +1,207 @@
+// HTTP/1.1 requests to an object store, over Boost.Beast: one keep-alive connection per
+// http_connection, every step (resolve, connect, write, read) under a deadline. What an
+// object store may answer transiently (5xx, 429, a dropped or timed-out connection) the
+// clients retry, signing each attempt anew, after backoff_delay.
+//
+//   object_store::http_connection c(object_store::parse_endpoint("http://127.0.0.1:4568", true), client);
+//   auto r = c.send("GET", "/bucket/key", {{"range", "bytes=0-99"}}, {});
+//
+// https endpoints are refused (unsupported_error naming the URL) until TLS is added;
+// an http:// endpoint needs allow_http, as in LanceDB.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "lancet/core/error.hpp"
+#include "lancet/io/object_store/options.hpp"
+#include "lancet/io/object_store/sigv4.hpp"
+
+namespace lancet::io::object_store {
+
+struct http_endpoint {
+  std::string url;   // as given, for messages
+  bool tls = false;
+  std::string host;  // name or address
+  std::string port;  // "80", "443", or as given
+  std::string path;  // a base path ("/devstoreaccount1"), no trailing '/'; may be empty
+
+  // The Host header: the port only when it is not the scheme's default.
+  std::string host_header() const {
+    return (tls ? port == "443" : port == "80") ? host : host + ":" + port;
+  }
+};
+
+inline http_endpoint parse_endpoint(std::string_view url, bool allow_http) {
+  http_endpoint e;
+  e.url = std::string(url);
+  const auto bad = [&](const std::string& why) { return invalid_input_error("endpoint '" + e.url + "': " + why); };
+  std::string_view rest;
+  if (url.starts_with("https://")) {
+    e.tls = true;
+    rest = url.substr(8);
+  } else if (url.starts_with("http://")) {
+    if (!allow_http) throw bad("http is not allowed (set the storage option allow_http=true)");
+    rest = url.substr(7);
+  } else {
+    throw bad("expected http:// or https://");
+  }
+  if (e.tls) throw unsupported_error("endpoint '" + e.url + "': https is not supported yet (plain http endpoints only)");
+  const auto slash = rest.find('/');
+  const std::string_view authority = rest.substr(0, slash);
+  e.path = slash == std::string_view::npos ? "" : std::string(rest.substr(slash));
+  while (!e.path.empty() && e.path.back() == '/') e.path.pop_back();
+  const auto colon = authority.rfind(':');
+  if (colon != std::string_view::npos && authority.find(']') == std::string_view::npos) {
+    e.host = std::string(authority.substr(0, colon));
+    e.port = std::string(authority.substr(colon + 1));
+    if (e.port.empty() || e.port.find_first_not_of("0123456789") != std::string::npos || e.port.size() > 5)
+      throw bad("port '" + e.port + "' is not a number");
+  } else {
+    e.host = std::string(authority);
+    e.port = e.tls ? "443" : "80";
+  }
+  if (e.host.empty()) throw bad("no host");
+  return e;
+}
+
+struct http_response {
+  unsigned status = 0;
+  header_list headers;  // names lowercase
+  std::string body;
+
+  std::string header(std::string_view name) const {
+    for (const auto& [k, v] : headers)
+      if (k == name) return v;
+    return {};
+  }
+};
+
+// A transport failure (connection refused or dropped, a deadline passed): retried.
+struct transport_error : io_error {
+  explicit transport_error(const std::string& w) : io_error(w) {}
+};
+
+class http_connection {
+ public:
+  http_connection(http_endpoint ep, client_options o) : ep_(std::move(ep)), o_(o) {}
+
+  const http_endpoint& endpoint() const noexcept { return ep_; }
+  const client_options& options() const noexcept { return o_; }
+
+  // One attempt. Throws transport_error when no answer came; an HTTP error status is
+  // an answer (the caller decides).
+  http_response send(std::string_view method, const std::string& target, const header_list& headers,
+                     std::string_view body) {
+    namespace http = boost::beast::http;
+    try {
+      if (!stream_) connect();
+      http::request<http::string_body> req;
+      req.method_string(boost::beast::string_view(method.data(), method.size()));
+      req.target(target);
+      req.version(11);
+      req.set(http::field::host, ep_.host_header());
+      req.set(http::field::user_agent, "lancet");
+      for (const auto& [k, v] : headers) req.set(k, v);
+      req.body() = std::string(body);
+      req.prepare_payload();
+      stream_->expires_after(o_.timeout);
+      boost::beast::error_code ec;
+      http::async_write(*stream_, req, [&](boost::beast::error_code e, std::size_t) { ec = e; });
+      run();
+      if (ec) fail("sending " + std::string(method) + " " + target, ec);
+      http::response_parser<http::string_body> parser;
+      parser.body_limit(std::uint64_t(1) << 40);
+      if (method == "HEAD") parser.skip(true);
+      buffer_.clear();
+      http::async_read(*stream_, buffer_, parser, [&](boost::beast::error_code e, std::size_t) { ec = e; });
+      run();
+      if (ec) fail("reading the answer to " + std::string(method) + " " + target, ec);
+      auto& res = parser.get();
+      http_response out;
+      out.status = res.result_int();
+      for (const auto& f : res) {
+        std::string name(f.name_string());
+        for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+        out.headers.emplace_back(std::move(name), std::string(f.value()));
+      }
+      out.body = std::move(res.body());
+      if (!res.keep_alive()) close();
+      return out;
+    } catch (const transport_error&) {
+      close();
+      throw;
+    }
+  }
+
+  // Answers an object store may give transiently: retried by the clients.
+  static bool transient(unsigned status) noexcept { return status >= 500 || status == 429 || status == 408; }
+
+ private:
+  void connect() {
+    boost::asio::ip::tcp::resolver resolver(ioc_);
+    boost::beast::error_code ec;
+    boost::asio::ip::tcp::resolver::results_type found;
+    resolver.async_resolve(ep_.host, ep_.port, [&](boost::beast::error_code e, auto results) {
+      ec = e;
+      found = std::move(results);
+    });
+    run();
+    if (ec) fail("resolving " + ep_.host, ec);
+    stream_.emplace(ioc_);
+    stream_->expires_after(o_.connect_timeout);
+    stream_->async_connect(found, [&](boost::beast::error_code e, const auto&) { ec = e; });
+    run();
+    if (ec) fail("connecting to " + ep_.host_header(), ec);
+  }
+
+  void run() {
+    ioc_.restart();
+    ioc_.run();
+  }
+
+  void close() noexcept {
+    if (stream_) {
+      boost::beast::error_code ignored;
+      stream_->socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+      stream_.reset();
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& what, const boost::beast::error_code& ec) {
+    const bool timed_out = ec == boost::beast::error::timeout;
+    throw transport_error(ep_.url + ": " + what + ": " + (timed_out ? "timed out" : ec.message()));
+  }
+
+  http_endpoint ep_;
+  client_options o_;
+  boost::asio::io_context ioc_;
+  std::optional<boost::beast::tcp_stream> stream_;
+  boost::beast::flat_buffer buffer_;
+};
+
+// The pause before retry number attempt + 1: 100 ms x 2^attempt, at most 5 s, jittered
+// down to half so that clients that failed together do not retry together.
+inline std::chrono::milliseconds backoff_delay(unsigned attempt) {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  const auto base = std::min<std::int64_t>(5000, std::int64_t(100) << std::min(attempt, 6u));
+  return std::chrono::milliseconds(std::uniform_int_distribution<std::int64_t>(base / 2, base)(rng));
+}
+
+}  // namespace lancet::io::object_store

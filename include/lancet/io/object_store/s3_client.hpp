@@ -1,0 +1,284 @@
+// The S3 operations Lance's files and commits need, signed with SigV4 (signed payload
+// hashes, as object_store sends them), path-style unless virtual-hosted requests are
+// asked for: PUT (and PUT If-None-Match: * for a manifest), ranged GET, HEAD,
+// ListObjectsV2 over every page, DELETE, and multipart uploads (start, parts, complete,
+// abort). Errors name the object's URI and the HTTP status with S3's error code:
+// not_found_error for 404, io_error otherwise; a lost conditional PUT is `false` from
+// put_if_absent, never an error.
+//
+//   object_store::s3_client s3(object_store::read_s3_options(options), "bucket");
+//   s3.put("db/data/0.lance", bytes);
+//   auto head = s3.get("db/data/0.lance", std::pair{0, 64});
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "lancet/core/error.hpp"
+#include "lancet/io/object_store/http.hpp"
+#include "lancet/io/object_store/options.hpp"
+#include "lancet/io/object_store/sigv4.hpp"
+
+namespace lancet::io::detail {
+
+// The text of each <tag>...</tag> in `xml`, in order (S3's answers: flat, no CDATA;
+// the namespace is not looked at, s3rver's differs from S3's).
+inline std::vector<std::string_view> xml_elements(std::string_view xml, std::string_view tag) {
+  std::vector<std::string_view> out;
+  const std::string open = "<" + std::string(tag) + ">", close = "</" + std::string(tag) + ">";
+  for (std::size_t at = 0;;) {
+    const auto b = xml.find(open, at);
+    if (b == std::string_view::npos) return out;
+    const auto e = xml.find(close, b + open.size());
+    if (e == std::string_view::npos) return out;
+    out.push_back(xml.substr(b + open.size(), e - b - open.size()));
+    at = e + close.size();
+  }
+}
+
+// XML's five entities and numeric references decoded.
+inline std::string xml_text(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '&') {
+      out += s[i];
+      continue;
+    }
+    const auto semi = s.find(';', i);
+    if (semi == std::string_view::npos) {
+      out += s[i];
+      continue;
+    }
+    const auto name = s.substr(i + 1, semi - i - 1);
+    if (name == "amp") out += '&';
+    else if (name == "lt") out += '<';
+    else if (name == "gt") out += '>';
+    else if (name == "quot") out += '"';
+    else if (name == "apos") out += '\'';
+    else if (name.size() > 1 && name[0] == '#') {
+      const bool hex = name[1] == 'x' || name[1] == 'X';
+      const unsigned long cp = std::stoul(std::string(name.substr(hex ? 2 : 1)), nullptr, hex ? 16 : 10);
+      if (cp < 0x80) out += char(cp);
+      else if (cp < 0x800) out += char(0xc0 | (cp >> 6)), out += char(0x80 | (cp & 0x3f));
+      else if (cp < 0x10000)
+        out += char(0xe0 | (cp >> 12)), out += char(0x80 | ((cp >> 6) & 0x3f)), out += char(0x80 | (cp & 0x3f));
+      else
+        out += char(0xf0 | (cp >> 18)), out += char(0x80 | ((cp >> 12) & 0x3f)),
+            out += char(0x80 | ((cp >> 6) & 0x3f)), out += char(0x80 | (cp & 0x3f));
+    } else {
+      out.append(s.substr(i, semi - i + 1));
+    }
+    i = semi;
+  }
+  return out;
+}
+
+inline std::string xml_first(std::string_view xml, std::string_view tag) {
+  const auto v = xml_elements(xml, tag);
+  return v.empty() ? std::string() : xml_text(v.front());
+}
+
+inline std::string xml_escaped(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace lancet::io::detail
+
+namespace lancet::io::object_store {
+
+struct listed_object {
+  std::string key;
+  std::uint64_t size = 0;
+};
+
+class s3_client {
+ public:
+  s3_client(s3_options o, std::string bucket)
+      : o_(std::move(o)), bucket_(std::move(bucket)),
+        http_(endpoint_of(o_, bucket_), o_.client) {
+    if (o_.region.empty()) o_.region = "us-east-1";
+  }
+
+  const std::string& bucket() const noexcept { return bucket_; }
+  std::string uri(std::string_view key) const { return "s3://" + bucket_ + "/" + std::string(key); }
+  // Requests retried so far (transient answers and dropped connections).
+  unsigned retries() const noexcept { return retries_; }
+
+  // Stores `body` at `key`; returns the ETag.
+  std::string put(const std::string& key, std::string_view body) {
+    auto r = call("PUT", key, {}, {}, body);
+    check(r, "PUT", key);
+    return r.header("etag");
+  }
+
+  // Stores `body` at `key` unless something is there already (Lance's manifest
+  // commit): false when it is (412, or 409 ConditionalRequestConflict).
+  bool put_if_absent(const std::string& key, std::string_view body) {
+    auto r = call("PUT", key, {}, {{"if-none-match", "*"}}, body);
+    if (r.status == 412 || r.status == 409) return false;
+    check(r, "PUT (If-None-Match: *)", key);
+    return true;
+  }
+
+  // The bytes [begin, end) of `key`, or all of it.
+  std::string get(const std::string& key, std::optional<std::pair<std::uint64_t, std::uint64_t>> range = std::nullopt) {
+    header_list h;
+    if (range) {
+      if (range->second <= range->first) return {};
+      h.emplace_back("range", "bytes=" + std::to_string(range->first) + "-" + std::to_string(range->second - 1));
+    }
+    auto r = call("GET", key, {}, h, {});
+    check(r, "GET", key);
+    if (range && r.body.size() != range->second - range->first)
+      throw io_error(uri(key) + ": GET of bytes [" + std::to_string(range->first) + ", " + std::to_string(range->second) +
+                     ") returned " + std::to_string(r.body.size()) + " bytes");
+    return std::move(r.body);
+  }
+
+  // The size of `key`, or nullopt when there is no such object.
+  std::optional<std::uint64_t> size(const std::string& key) {
+    auto r = call("HEAD", key, {}, {}, {});
+    if (r.status == 404) return std::nullopt;
+    check(r, "HEAD", key);
+    return std::stoull(r.header("content-length").empty() ? "0" : r.header("content-length"));
+  }
+
+  // Every object whose key starts with `prefix`, in S3's order, over all pages.
+  std::vector<listed_object> list(const std::string& prefix) {
+    std::vector<listed_object> out;
+    std::string token;
+    for (;;) {
+      header_list q = {{"list-type", "2"}, {"prefix", prefix}};
+      if (!token.empty()) q.emplace_back("continuation-token", token);
+      auto r = call("GET", "", q, {}, {});
+      check(r, "LIST", prefix);
+      for (const auto c : detail::xml_elements(r.body, "Contents")) {
+        listed_object o;
+        o.key = detail::xml_first(c, "Key");
+        const auto size = detail::xml_first(c, "Size");
+        o.size = size.empty() ? 0 : std::stoull(size);
+        out.push_back(std::move(o));
+      }
+      if (detail::xml_first(r.body, "IsTruncated") != "true") return out;
+      token = detail::xml_first(r.body, "NextContinuationToken");
+      if (token.empty()) throw io_error(uri(prefix) + ": a truncated listing without NextContinuationToken");
+    }
+  }
+
+  // Deletes `key` (no error when it does not exist).
+  void remove(const std::string& key) {
+    auto r = call("DELETE", key, {}, {}, {});
+    if (r.status == 404) return;
+    check(r, "DELETE", key);
+  }
+
+  // Multipart uploads: the upload id of a new upload of `key`; each part's ETag;
+  // complete with the parts' ETags in order (part numbers 1, 2, ...); abort.
+  std::string start_upload(const std::string& key) {
+    auto r = call("POST", key, {{"uploads", ""}}, {}, {});
+    check(r, "POST ?uploads", key);
+    auto id = detail::xml_first(r.body, "UploadId");
+    if (id.empty()) throw io_error(uri(key) + ": starting a multipart upload returned no UploadId");
+    return id;
+  }
+  std::string upload_part(const std::string& key, const std::string& upload_id, unsigned part_number,
+                          std::string_view body) {
+    auto r = call("PUT", key, {{"partNumber", std::to_string(part_number)}, {"uploadId", upload_id}}, {}, body);
+    check(r, "PUT part " + std::to_string(part_number), key);
+    return r.header("etag");
+  }
+  void complete_upload(const std::string& key, const std::string& upload_id, const std::vector<std::string>& etags) {
+    std::string xml = "<CompleteMultipartUpload>";
+    for (std::size_t i = 0; i < etags.size(); ++i)
+      xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + detail::xml_escaped(etags[i]) +
+             "</ETag></Part>";
+    xml += "</CompleteMultipartUpload>";
+    auto r = call("POST", key, {{"uploadId", upload_id}}, {{"content-type", "application/xml"}}, xml);
+    check(r, "POST ?uploadId (complete)", key);
+    // S3 may answer 200 with an error document when completing fails late.
+    if (r.body.find("<Error>") != std::string::npos) fail(r, "POST ?uploadId (complete)", key);
+  }
+  void abort_upload(const std::string& key, const std::string& upload_id) {
+    auto r = call("DELETE", key, {{"uploadId", upload_id}}, {}, {});
+    if (r.status == 404) return;
+    check(r, "DELETE ?uploadId (abort)", key);
+  }
+
+ private:
+  static http_endpoint endpoint_of(const s3_options& o, const std::string& bucket) {
+    const std::string region = o.region.empty() ? "us-east-1" : o.region;
+    auto e = parse_endpoint(o.endpoint.empty() ? "https://s3." + region + ".amazonaws.com" : o.endpoint,
+                            o.client.allow_http);
+    if (o.virtual_hosted_style) e.host = bucket + "." + e.host;
+    return e;
+  }
+
+  // The request path of `key` (the bucket's when empty), encoded once.
+  std::string path_of(const std::string& key) const {
+    std::string p = http_.endpoint().path;
+    if (!o_.virtual_hosted_style) p += "/" + uri_encode(bucket_, false);
+    return p + "/" + uri_encode(key, true);
+  }
+
+  http_response call(std::string_view method, const std::string& key, const header_list& query,
+                     const header_list& headers, std::string_view body) {
+    const std::string path = path_of(key);
+    std::string target = path;
+    for (std::size_t i = 0; i < query.size(); ++i)
+      target += (i ? "&" : "?") + uri_encode(query[i].first, false) + "=" + uri_encode(query[i].second, false);
+    const std::string payload = to_hex(sha256(body));
+    // Signed anew for each attempt: the date moves.
+    for (unsigned attempt = 0;; ++attempt) {
+      signed_request sr{std::string(method), http_.endpoint().host_header(), path, query, headers};
+      const aws_credentials c{o_.access_key_id, o_.secret_access_key, o_.session_token};
+      auto h = headers;
+      for (auto& kv : sign_v4(sr, c, o_.region, "s3", amz_date(std::chrono::system_clock::now()), payload))
+        h.push_back(std::move(kv));
+      try {
+        auto r = http_.send(method, target, h, body);
+        if (!http_connection::transient(r.status) || attempt >= o_.client.max_retries) return r;
+      } catch (const transport_error& e) {
+        if (attempt >= o_.client.max_retries)
+          throw io_error(uri(key) + ": " + e.message() + " (after " + std::to_string(attempt + 1) + " attempts)");
+      }
+      ++retries_;
+      std::this_thread::sleep_for(backoff_delay(attempt));
+    }
+  }
+
+  void check(const http_response& r, const std::string& what, const std::string& key) const {
+    if (r.status >= 200 && r.status < 300) return;
+    fail(r, what, key);
+  }
+
+  [[noreturn]] void fail(const http_response& r, const std::string& what, const std::string& key) const {
+    const auto code = detail::xml_first(r.body, "Code"), message = detail::xml_first(r.body, "Message");
+    const std::string m = uri(key) + ": " + what + " answered HTTP " + std::to_string(r.status) +
+                          (code.empty() ? "" : " " + code) + (message.empty() ? "" : " (" + message + ")");
+    if (r.status == 404) throw not_found_error(m);
+    throw io_error(m);
+  }
+
+  s3_options o_;
+  std::string bucket_;
+  http_connection http_;
+  unsigned retries_ = 0;
+};
+
+}  // namespace lancet::io::object_store

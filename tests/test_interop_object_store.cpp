@@ -1,0 +1,106 @@
+// io/object_store against an S3 emulator (s3rver 3.7.1 from tests/interop, started on a
+// free port of 127.0.0.1 and stopped by the test): objects written, read whole and by
+// range, sized, listed over several pages, deleted; multipart uploads; errors that name
+// the object and the HTTP status; retries of a server that does not answer.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <lancet/io/object_store/s3_client.hpp>
+
+#include "support/emulator.hpp"
+#include "support/interop.hpp"
+
+using namespace lancet;
+namespace os = lancet::io::object_store;
+namespace t = lancet::testing;
+
+namespace {
+
+os::s3_options s3rver_options(const t::emulator& e) {
+  return os::read_s3_options({{"aws_access_key_id", "S3RVER"},
+                              {"aws_secret_access_key", "S3RVER"},
+                              {"aws_endpoint", e.url()},
+                              {"aws_region", "us-east-1"},
+                              {"allow_http", "true"}},
+                             [](const std::string&) { return std::nullopt; });
+}
+
+std::string bytes(std::size_t n, unsigned seed) {
+  std::string s(n, '\0');
+  std::uint32_t x = seed * 2654435761u + 1;
+  for (auto& c : s) c = char((x = x * 1664525u + 1013904223u) >> 24);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("object store: S3 operations against s3rver") {
+  t::temp_dir tmp("s3rver");
+  t::emulator server({"node", "--openssl-legacy-provider", (t::interop_dir() / "s3rver.mjs").string(),
+                      (tmp.path() / "s3").string(), "lance"});
+  os::s3_client s3(s3rver_options(server), "lance");
+
+  // Whole objects and ranges; names that need encoding.
+  const auto a = bytes(100000, 1);
+  CHECK(!s3.put("db/data/a file+1.lance", a).empty());
+  CHECK(s3.get("db/data/a file+1.lance") == a);
+  CHECK(s3.get("db/data/a file+1.lance", std::pair<std::uint64_t, std::uint64_t>{1000, 1010}) == a.substr(1000, 10));
+  CHECK(s3.get("db/data/a file+1.lance", std::pair<std::uint64_t, std::uint64_t>{99990, 100000}) == a.substr(99990));
+  CHECK(s3.size("db/data/a file+1.lance") == 100000u);
+  CHECK_FALSE(s3.size("db/data/none.lance").has_value());
+  CHECK(s3.put_if_absent("db/_versions/1.manifest", "m1"));
+  CHECK(s3.get("db/_versions/1.manifest") == "m1");
+
+  // A listing of more than one page (S3's pages hold 1,000 keys).
+  for (int i = 0; i < 1005; ++i) s3.put("db/many/" + std::to_string(100000 + i), std::to_string(i));
+  const auto listed = s3.list("db/many/");
+  REQUIRE(listed.size() == 1005);
+  CHECK(listed.front().key == "db/many/100000");
+  CHECK(listed.back().key == "db/many/101004");
+  CHECK(listed[7].size == 1);
+  CHECK(s3.list("db/data/").size() == 1);
+  CHECK(s3.list("nothing/").empty());
+
+  // Multipart: a 5 MiB part and a short last one.
+  const auto p1 = bytes(5 << 20, 2), p2 = bytes(12345, 3);
+  const auto id = s3.start_upload("db/data/big.lance");
+  const std::vector<std::string> etags = {s3.upload_part("db/data/big.lance", id, 1, p1),
+                                          s3.upload_part("db/data/big.lance", id, 2, p2)};
+  s3.complete_upload("db/data/big.lance", id, etags);
+  CHECK(s3.size("db/data/big.lance") == p1.size() + p2.size());
+  CHECK(s3.get("db/data/big.lance", std::pair<std::uint64_t, std::uint64_t>{(5 << 20) - 3, (5 << 20) + 3}) ==
+        p1.substr(p1.size() - 3) + p2.substr(0, 3));
+
+  // Deletes, and deleting what is not there.
+  s3.remove("db/data/a file+1.lance");
+  CHECK_FALSE(s3.size("db/data/a file+1.lance").has_value());
+  s3.remove("db/data/a file+1.lance");
+
+  // Errors name the object and the answer.
+  CHECK_THROWS_WITH_AS(s3.get("db/missing"), doctest::Contains("s3://lance/db/missing: GET answered HTTP 404 NoSuchKey"),
+                       not_found_error);
+  os::s3_client other(s3rver_options(server), "no-such-bucket");
+  CHECK_THROWS_WITH_AS(other.list("x/"), doctest::Contains("HTTP 404 NoSuchBucket"), not_found_error);
+  auto wrong = s3rver_options(server);
+  wrong.access_key_id = "NOBODY";
+  os::s3_client denied(wrong, "lance");
+  CHECK_THROWS_WITH_AS(denied.get("db/_versions/1.manifest"), doctest::Contains("HTTP 403 InvalidAccessKeyId"), io_error);
+  CHECK(s3.retries() == 0);
+}
+
+TEST_CASE("object store: a server that is not there is retried, then named") {
+  // A port nothing listens on: connections are refused at once.
+  auto o = os::read_s3_options({{"aws_endpoint", "http://127.0.0.1:9"}, {"allow_http", "true"},
+                                {"client_max_retries", "2"}, {"aws_access_key_id", "k"}, {"aws_secret_access_key", "s"}},
+                               [](const std::string&) { return std::nullopt; });
+  os::s3_client s3(o, "lance");
+  CHECK_THROWS_WITH_AS(s3.get("db/x"), doctest::Contains("s3://lance/db/x: http://127.0.0.1:9: connecting to 127.0.0.1:9"),
+                       io_error);
+  CHECK(s3.retries() == 2);
+  CHECK_THROWS_WITH_AS(os::s3_client(os::read_s3_options({{"aws_endpoint", "http://127.0.0.1:9"}},
+                                                         [](const std::string&) { return std::nullopt; }),
+                                     "lance"),
+                       doctest::Contains("http is not allowed"), invalid_input_error);
+}
