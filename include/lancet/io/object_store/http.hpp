@@ -32,6 +32,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/io/object_store/options.hpp"
 #include "lancet/io/object_store/sigv4.hpp"
+#include "lancet/io/object_store/xml.hpp"
 
 namespace lancet::io::object_store {
 
@@ -196,12 +197,51 @@ class http_connection {
   boost::beast::flat_buffer buffer_;
 };
 
+// "?k=v&..." with keys and values percent-encoded (empty when there are none).
+inline std::string query_string(const header_list& query) {
+  std::string q;
+  for (std::size_t i = 0; i < query.size(); ++i)
+    q += (i ? "&" : "?") + uri_encode(query[i].first, false) + "=" + uri_encode(query[i].second, false);
+  return q;
+}
+
+// The error an object store's answer means, naming `what` ("s3://b/k: GET"), the HTTP
+// status and the store's error code and message (both stores answer <Error><Code>,
+// <Message>): not_found_error for 404, io_error otherwise.
+[[noreturn]] inline void throw_http_error(const http_response& r, const std::string& what) {
+  const auto code = detail::xml_first(r.body, "Code"), message = detail::xml_first(r.body, "Message");
+  std::string m = what + " answered HTTP " + std::to_string(r.status) + (code.empty() ? "" : " " + code);
+  if (!message.empty()) m += " (" + message.substr(0, message.find('\n')) + ")";
+  if (r.status == 404) throw not_found_error(m);
+  throw io_error(m);
+}
+
 // The pause before retry number attempt + 1: 100 ms x 2^attempt, at most 5 s, jittered
 // down to half so that clients that failed together do not retry together.
 inline std::chrono::milliseconds backoff_delay(unsigned attempt) {
   thread_local std::minstd_rand rng{std::random_device{}()};
   const auto base = std::min<std::int64_t>(5000, std::int64_t(100) << std::min(attempt, 6u));
   return std::chrono::milliseconds(std::uniform_int_distribution<std::int64_t>(base / 2, base)(rng));
+}
+
+// One request, sent until its answer is not transient or 1 + max_retries attempts were
+// made (then the last answer is returned, or an io_error naming `uri` thrown when no
+// attempt was answered). `headers()` gives each attempt's headers (signed anew: the
+// signing date moves); `retries` counts the attempts after the first.
+template <class Headers>
+http_response send_with_retries(http_connection& c, std::string_view method, const std::string& target,
+                                std::string_view body, const std::string& uri, unsigned& retries, Headers&& headers) {
+  for (unsigned attempt = 0;; ++attempt) {
+    try {
+      auto r = c.send(method, target, headers(), body);
+      if (!http_connection::transient(r.status) || attempt >= c.options().max_retries) return r;
+    } catch (const transport_error& e) {
+      if (attempt >= c.options().max_retries)
+        throw io_error(uri + ": " + e.message() + " (after " + std::to_string(attempt + 1) + " attempts)");
+    }
+    ++retries;
+    std::this_thread::sleep_for(backoff_delay(attempt));
+  }
 }
 
 }  // namespace lancet::io::object_store

@@ -16,7 +16,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -24,81 +23,7 @@
 #include "lancet/io/object_store/http.hpp"
 #include "lancet/io/object_store/options.hpp"
 #include "lancet/io/object_store/sigv4.hpp"
-
-namespace lancet::io::detail {
-
-// The text of each <tag>...</tag> in `xml`, in order (S3's answers: flat, no CDATA;
-// the namespace is not looked at, s3rver's differs from S3's).
-inline std::vector<std::string_view> xml_elements(std::string_view xml, std::string_view tag) {
-  std::vector<std::string_view> out;
-  const std::string open = "<" + std::string(tag) + ">", close = "</" + std::string(tag) + ">";
-  for (std::size_t at = 0;;) {
-    const auto b = xml.find(open, at);
-    if (b == std::string_view::npos) return out;
-    const auto e = xml.find(close, b + open.size());
-    if (e == std::string_view::npos) return out;
-    out.push_back(xml.substr(b + open.size(), e - b - open.size()));
-    at = e + close.size();
-  }
-}
-
-// XML's five entities and numeric references decoded.
-inline std::string xml_text(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '&') {
-      out += s[i];
-      continue;
-    }
-    const auto semi = s.find(';', i);
-    if (semi == std::string_view::npos) {
-      out += s[i];
-      continue;
-    }
-    const auto name = s.substr(i + 1, semi - i - 1);
-    if (name == "amp") out += '&';
-    else if (name == "lt") out += '<';
-    else if (name == "gt") out += '>';
-    else if (name == "quot") out += '"';
-    else if (name == "apos") out += '\'';
-    else if (name.size() > 1 && name[0] == '#') {
-      const bool hex = name[1] == 'x' || name[1] == 'X';
-      const unsigned long cp = std::stoul(std::string(name.substr(hex ? 2 : 1)), nullptr, hex ? 16 : 10);
-      if (cp < 0x80) out += char(cp);
-      else if (cp < 0x800) out += char(0xc0 | (cp >> 6)), out += char(0x80 | (cp & 0x3f));
-      else if (cp < 0x10000)
-        out += char(0xe0 | (cp >> 12)), out += char(0x80 | ((cp >> 6) & 0x3f)), out += char(0x80 | (cp & 0x3f));
-      else
-        out += char(0xf0 | (cp >> 18)), out += char(0x80 | ((cp >> 12) & 0x3f)),
-            out += char(0x80 | ((cp >> 6) & 0x3f)), out += char(0x80 | (cp & 0x3f));
-    } else {
-      out.append(s.substr(i, semi - i + 1));
-    }
-    i = semi;
-  }
-  return out;
-}
-
-inline std::string xml_first(std::string_view xml, std::string_view tag) {
-  const auto v = xml_elements(xml, tag);
-  return v.empty() ? std::string() : xml_text(v.front());
-}
-
-inline std::string xml_escaped(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace lancet::io::detail
+#include "lancet/io/object_store/xml.hpp"
 
 namespace lancet::io::object_store {
 
@@ -212,7 +137,7 @@ class s3_client {
     auto r = call("POST", key, {{"uploadId", upload_id}}, {{"content-type", "application/xml"}}, xml);
     check(r, "POST ?uploadId (complete)", key);
     // S3 may answer 200 with an error document when completing fails late.
-    if (r.body.find("<Error>") != std::string::npos) fail(r, "POST ?uploadId (complete)", key);
+    if (r.body.find("<Error>") != std::string::npos) throw_http_error(r, uri(key) + ": POST ?uploadId (complete)");
   }
   void abort_upload(const std::string& key, const std::string& upload_id) {
     auto r = call("DELETE", key, {{"uploadId", upload_id}}, {}, {});
@@ -239,40 +164,19 @@ class s3_client {
   http_response call(std::string_view method, const std::string& key, const header_list& query,
                      const header_list& headers, std::string_view body) {
     const std::string path = path_of(key);
-    std::string target = path;
-    for (std::size_t i = 0; i < query.size(); ++i)
-      target += (i ? "&" : "?") + uri_encode(query[i].first, false) + "=" + uri_encode(query[i].second, false);
     const std::string payload = to_hex(sha256(body));
-    // Signed anew for each attempt: the date moves.
-    for (unsigned attempt = 0;; ++attempt) {
+    const aws_credentials c{o_.access_key_id, o_.secret_access_key, o_.session_token};
+    return send_with_retries(http_, method, path + query_string(query), body, uri(key), retries_, [&] {
       signed_request sr{std::string(method), http_.endpoint().host_header(), path, query, headers};
-      const aws_credentials c{o_.access_key_id, o_.secret_access_key, o_.session_token};
       auto h = headers;
       for (auto& kv : sign_v4(sr, c, o_.region, "s3", amz_date(std::chrono::system_clock::now()), payload))
         h.push_back(std::move(kv));
-      try {
-        auto r = http_.send(method, target, h, body);
-        if (!http_connection::transient(r.status) || attempt >= o_.client.max_retries) return r;
-      } catch (const transport_error& e) {
-        if (attempt >= o_.client.max_retries)
-          throw io_error(uri(key) + ": " + e.message() + " (after " + std::to_string(attempt + 1) + " attempts)");
-      }
-      ++retries_;
-      std::this_thread::sleep_for(backoff_delay(attempt));
-    }
+      return h;
+    });
   }
 
   void check(const http_response& r, const std::string& what, const std::string& key) const {
-    if (r.status >= 200 && r.status < 300) return;
-    fail(r, what, key);
-  }
-
-  [[noreturn]] void fail(const http_response& r, const std::string& what, const std::string& key) const {
-    const auto code = detail::xml_first(r.body, "Code"), message = detail::xml_first(r.body, "Message");
-    const std::string m = uri(key) + ": " + what + " answered HTTP " + std::to_string(r.status) +
-                          (code.empty() ? "" : " " + code) + (message.empty() ? "" : " (" + message + ")");
-    if (r.status == 404) throw not_found_error(m);
-    throw io_error(m);
+    if (r.status < 200 || r.status >= 300) throw_http_error(r, uri(key) + ": " + what);
   }
 
   s3_options o_;
