@@ -21,16 +21,12 @@
 
 #include "lancet/core/error.hpp"
 #include "lancet/io/object_store/http.hpp"
+#include "lancet/io/object_store/listing.hpp"
 #include "lancet/io/object_store/options.hpp"
 #include "lancet/io/object_store/sigv4.hpp"
 #include "lancet/io/object_store/xml.hpp"
 
 namespace lancet::io::object_store {
-
-struct listed_object {
-  std::string key;
-  std::uint64_t size = 0;
-};
 
 class s3_client {
  public:

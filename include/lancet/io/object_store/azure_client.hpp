@@ -1,0 +1,197 @@
+// The Azure Blob operations Lance's files and commits need, authorized with Shared Key
+// (x-ms-version 2023-11-03, as object_store sends) or a SAS token: Put Blob (and Put
+// Blob If-None-Match: * for a manifest), ranged Get Blob, Get Blob Properties, List
+// Blobs over every page, Delete Blob, and large blobs as Put Block + Put Block List.
+// Errors name the blob's URI and the HTTP status with Azure's error code:
+// not_found_error for 404, io_error otherwise; a lost conditional put is `false` from
+// put_if_absent (409 BlobAlreadyExists, or 412), never an error.
+//
+//   object_store::azure_client az(object_store::read_azure_options(options), "container");
+//   az.put("db/data/0.lance", bytes);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "lancet/core/error.hpp"
+#include "lancet/io/object_store/azure_shared_key.hpp"
+#include "lancet/io/object_store/http.hpp"
+#include "lancet/io/object_store/listing.hpp"
+#include "lancet/io/object_store/options.hpp"
+#include "lancet/io/object_store/xml.hpp"
+#include "lancet/json/base64.hpp"
+
+namespace lancet::io::object_store {
+
+// "Sun, 06 Dec 2026 15:21:43 GMT" (RFC 1123, UTC).
+inline std::string http_date(std::chrono::system_clock::time_point t) {
+  static constexpr const char* days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static constexpr const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon],
+                tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return buf;
+}
+
+// Block n's id within a blob: the same length for every block, as Azure requires.
+inline std::string block_id(std::uint32_t n) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "block-%08u", n);
+  return json::base64_encode(buf);
+}
+
+class azure_client {
+ public:
+  azure_client(azure_options o, std::string container)
+      : o_(std::move(o)), container_(std::move(container)), http_(endpoint_of(o_, container_), o_.client) {
+    std::string_view sas = o_.sas_token;
+    if (!sas.empty() && sas.front() == '?') sas.remove_prefix(1);
+    while (!sas.empty()) {
+      const auto amp = sas.find('&');
+      const auto pair = sas.substr(0, amp);
+      const auto eq = pair.find('=');
+      sas_.emplace_back(std::string(pair.substr(0, eq)), eq == std::string_view::npos ? "" : std::string(pair.substr(eq + 1)));
+      sas = amp == std::string_view::npos ? std::string_view() : sas.substr(amp + 1);
+    }
+  }
+
+  const std::string& container() const noexcept { return container_; }
+  std::string uri(std::string_view key) const { return "az://" + container_ + "/" + std::string(key); }
+  unsigned retries() const noexcept { return retries_; }
+
+  std::string put(const std::string& key, std::string_view body) {
+    auto r = call("PUT", key, {}, {{"x-ms-blob-type", "BlockBlob"}}, body);
+    check(r, "Put Blob", key);
+    return r.header("etag");
+  }
+
+  bool put_if_absent(const std::string& key, std::string_view body) {
+    auto r = call("PUT", key, {}, {{"x-ms-blob-type", "BlockBlob"}, {"If-None-Match", "*"}}, body);
+    if (r.status == 409 || r.status == 412) return false;
+    check(r, "Put Blob (If-None-Match: *)", key);
+    return true;
+  }
+
+  std::string get(const std::string& key, std::optional<std::pair<std::uint64_t, std::uint64_t>> range = std::nullopt) {
+    header_list h;
+    if (range) {
+      if (range->second <= range->first) return {};
+      h.emplace_back("Range", "bytes=" + std::to_string(range->first) + "-" + std::to_string(range->second - 1));
+    }
+    auto r = call("GET", key, {}, h, {});
+    check(r, "Get Blob", key);
+    if (range && r.body.size() != range->second - range->first)
+      throw io_error(uri(key) + ": Get Blob of bytes [" + std::to_string(range->first) + ", " +
+                     std::to_string(range->second) + ") returned " + std::to_string(r.body.size()) + " bytes");
+    return std::move(r.body);
+  }
+
+  std::optional<std::uint64_t> size(const std::string& key) {
+    auto r = call("HEAD", key, {}, {}, {});
+    if (r.status == 404) return std::nullopt;
+    check(r, "Get Blob Properties", key);
+    const auto n = r.header("content-length");
+    return std::stoull(n.empty() ? "0" : n);
+  }
+
+  // Every blob whose name starts with `prefix`, in name order, over all pages (of at
+  // most page_size blobs when given; Azure's pages hold up to 5,000).
+  std::vector<listed_object> list(const std::string& prefix, std::uint32_t page_size = 0) {
+    std::vector<listed_object> out;
+    std::string marker;
+    for (;;) {
+      header_list q = {{"restype", "container"}, {"comp", "list"}, {"prefix", prefix}};
+      if (!marker.empty()) q.emplace_back("marker", marker);
+      if (page_size) q.emplace_back("maxresults", std::to_string(page_size));
+      auto r = call("GET", std::nullopt, q, {}, {});
+      check(r, "List Blobs", prefix);
+      for (const auto b : detail::xml_elements(r.body, "Blob")) {
+        listed_object o;
+        o.key = detail::xml_first(b, "Name");
+        const auto n = detail::xml_first(b, "Content-Length");
+        o.size = n.empty() ? 0 : std::stoull(n);
+        out.push_back(std::move(o));
+      }
+      marker = detail::xml_first(r.body, "NextMarker");
+      if (marker.empty()) return out;
+    }
+  }
+
+  void remove(const std::string& key) {
+    auto r = call("DELETE", key, {}, {}, {});
+    if (r.status == 404) return;
+    check(r, "Delete Blob", key);
+  }
+
+  // Large blobs: blocks staged by number (0, 1, ...), then committed in that order.
+  void put_block(const std::string& key, std::uint32_t n, std::string_view body) {
+    auto r = call("PUT", key, {{"comp", "block"}, {"blockid", block_id(n)}}, {}, body);
+    check(r, "Put Block " + std::to_string(n), key);
+  }
+  std::string put_block_list(const std::string& key, std::uint32_t blocks) {
+    std::string xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>";
+    for (std::uint32_t i = 0; i < blocks; ++i) xml += "<Latest>" + block_id(i) + "</Latest>";
+    xml += "</BlockList>";
+    auto r = call("PUT", key, {{"comp", "blocklist"}}, {{"Content-Type", "application/xml"}}, xml);
+    check(r, "Put Block List", key);
+    return r.header("etag");
+  }
+
+ private:
+  // The endpoint, once the options name an account and credentials.
+  static http_endpoint endpoint_of(const azure_options& o, const std::string& container) {
+    if (o.account_name.empty())
+      throw invalid_input_error("az://" + container + ": no storage account (azure_storage_account_name)");
+    if (o.account_key.empty() && o.sas_token.empty())
+      throw invalid_input_error("az://" + container +
+                                ": no credentials (azure_storage_account_key or azure_storage_sas_token)");
+    return parse_endpoint(o.endpoint.empty() ? "https://" + o.account_name + ".blob.core.windows.net" : o.endpoint,
+                          o.client.allow_http);
+  }
+
+  // key: a blob; nullopt: the container itself.
+  http_response call(std::string_view method, const std::optional<std::string>& key, const header_list& query,
+                     const header_list& headers, std::string_view body) {
+    std::string path = http_.endpoint().path + "/" + uri_encode(container_, false);
+    if (key) path += "/" + uri_encode(*key, true);
+    header_list q = query;
+    if (o_.account_key.empty()) q.insert(q.end(), sas_.begin(), sas_.end());  // SAS: no Authorization
+    std::string target = path;
+    for (std::size_t i = 0; i < q.size(); ++i)
+      target += (i ? "&" : "?") + uri_encode(q[i].first, false) + "=" +
+                (i >= query.size() ? q[i].second : uri_encode(q[i].second, false));  // SAS values come encoded
+    return send_with_retries(http_, method, target, body, uri(key.value_or("")), retries_, [&] {
+      header_list h = headers;
+      h.emplace_back("x-ms-version", "2023-11-03");
+      h.emplace_back("x-ms-date", http_date(std::chrono::system_clock::now()));
+      if (!o_.account_key.empty()) {
+        const azure_request ar{std::string(method), path, query, h, body.size()};
+        h.emplace_back("Authorization", shared_key_authorization(ar, o_.account_name, o_.account_key));
+      }
+      return h;
+    });
+  }
+
+  void check(const http_response& r, const std::string& what, const std::string& key) const {
+    if (r.status < 200 || r.status >= 300) throw_http_error(r, uri(key) + ": " + what);
+  }
+
+  azure_options o_;
+  std::string container_;
+  http_connection http_;
+  header_list sas_;
+  unsigned retries_ = 0;
+};
+
+}  // namespace lancet::io::object_store
