@@ -134,19 +134,26 @@ class azure_client {
     check(r, "Delete Blob", key);
   }
 
-  // Large blobs: blocks staged by number (0, 1, ...), then committed in that order.
-  void put_block(const std::string& key, std::uint32_t n, std::string_view body) {
-    auto r = call("PUT", key, {{"comp", "block"}, {"blockid", block_id(n)}}, {}, body);
-    check(r, "Put Block " + std::to_string(n), key);
+  // Large blobs as blocks: start_upload has nothing to start (""), parts are staged as
+  // blocks by index (0, 1, ...) and committed in order by complete_upload; abort_upload
+  // leaves the staged blocks to Azure, which discards uncommitted blocks (after a week,
+  // or when the blob is next written).
+  std::string start_upload(const std::string&) { return {}; }
+  std::string upload_part(const std::string& key, const std::string&, std::uint32_t index, std::string_view body) {
+    if (index >= 50000) throw invalid_input_error(uri(key) + ": Azure blobs have at most 50,000 blocks");
+    const auto id = block_id(index);
+    auto r = call("PUT", key, {{"comp", "block"}, {"blockid", id}}, {}, body);
+    check(r, "Put Block " + std::to_string(index), key);
+    return id;
   }
-  std::string put_block_list(const std::string& key, std::uint32_t blocks) {
+  void complete_upload(const std::string& key, const std::string&, const std::vector<std::string>& blocks) {
     std::string xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>";
-    for (std::uint32_t i = 0; i < blocks; ++i) xml += "<Latest>" + block_id(i) + "</Latest>";
+    for (const auto& id : blocks) xml += "<Latest>" + detail::xml_escaped(id) + "</Latest>";
     xml += "</BlockList>";
     auto r = call("PUT", key, {{"comp", "blocklist"}}, {{"Content-Type", "application/xml"}}, xml);
     check(r, "Put Block List", key);
-    return r.header("etag");
   }
+  void abort_upload(const std::string&, const std::string&) {}
 
  private:
   // The endpoint, once the options name an account and credentials.

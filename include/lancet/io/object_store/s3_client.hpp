@@ -109,8 +109,9 @@ class s3_client {
     check(r, "DELETE", key);
   }
 
-  // Multipart uploads: the upload id of a new upload of `key`; each part's ETag;
-  // complete with the parts' ETags in order (part numbers 1, 2, ...); abort.
+  // Multipart uploads: an upload of `key` started (its upload id), parts uploaded by
+  // index (0, 1, ...: S3's part numbers 1, 2, ...; each but the last at least 5 MiB),
+  // completed with the parts' ETags in order, or aborted.
   std::string start_upload(const std::string& key) {
     auto r = call("POST", key, {{"uploads", ""}}, {}, {});
     check(r, "POST ?uploads", key);
@@ -118,10 +119,11 @@ class s3_client {
     if (id.empty()) throw io_error(uri(key) + ": starting a multipart upload returned no UploadId");
     return id;
   }
-  std::string upload_part(const std::string& key, const std::string& upload_id, unsigned part_number,
+  std::string upload_part(const std::string& key, const std::string& upload_id, std::uint32_t index,
                           std::string_view body) {
-    auto r = call("PUT", key, {{"partNumber", std::to_string(part_number)}, {"uploadId", upload_id}}, {}, body);
-    check(r, "PUT part " + std::to_string(part_number), key);
+    if (index >= 10000) throw invalid_input_error(uri(key) + ": S3 uploads have at most 10,000 parts");
+    auto r = call("PUT", key, {{"partNumber", std::to_string(index + 1)}, {"uploadId", upload_id}}, {}, body);
+    check(r, "PUT part " + std::to_string(index + 1), key);
     return r.header("etag");
   }
   void complete_upload(const std::string& key, const std::string& upload_id, const std::vector<std::string>& etags) {

@@ -1,0 +1,195 @@
+// Objects of a store as lancet's sinks and sources (io/sink.hpp, io/source.hpp), over
+// any client meeting object_client (s3_client, azure_client):
+//   client_pool     clients of one store for many threads (a client holds one
+//                   connection; each call borrows an idle one, or makes one)
+//   object_source   an object's size (asked once) and ranged reads; thread-safe
+//   object_sink     bytes appended in memory up to part_size, then uploaded part by part
+//                   (multipart on S3, blocks on Azure); finish() completes the upload, or
+//                   puts a small object whole, with If-None-Match: * when asked (a
+//                   manifest: conflict_error naming the URI when the key exists). A sink
+//                   destroyed unfinished aborts its upload: nothing appears at the key.
+#pragma once
+
+#include <algorithm>
+#include <concepts>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "lancet/core/buffer.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/io/object_store/listing.hpp"
+#include "lancet/io/source.hpp"
+
+namespace lancet::io::object_store {
+
+template <class C>
+concept object_client = requires(C& c, const std::string& key, std::string_view body, std::uint32_t index,
+                                 const std::vector<std::string>& parts) {
+  { c.uri(key) } -> std::convertible_to<std::string>;
+  { c.put(key, body) } -> std::convertible_to<std::string>;
+  { c.put_if_absent(key, body) } -> std::same_as<bool>;
+  { c.get(key, std::optional<std::pair<std::uint64_t, std::uint64_t>>()) } -> std::same_as<std::string>;
+  { c.size(key) } -> std::same_as<std::optional<std::uint64_t>>;
+  { c.list(key) } -> std::same_as<std::vector<listed_object>>;
+  c.remove(key);
+  { c.start_upload(key) } -> std::same_as<std::string>;
+  { c.upload_part(key, key, index, body) } -> std::same_as<std::string>;
+  c.complete_upload(key, key, parts);
+  c.abort_upload(key, key);
+};
+
+template <object_client Client>
+class client_pool {
+ public:
+  explicit client_pool(std::function<std::unique_ptr<Client>()> make) : make_(std::move(make)) {}
+
+  // f(client) on a client no other thread uses meanwhile.
+  template <class F>
+  decltype(auto) with(F&& f) {
+    std::unique_ptr<Client> c;
+    {
+      std::lock_guard lock(mu_);
+      if (!idle_.empty()) {
+        c = std::move(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    if (!c) c = make_();
+    struct give_back {
+      client_pool* pool;
+      std::unique_ptr<Client>* c;
+      ~give_back() {
+        std::lock_guard lock(pool->mu_);
+        pool->idle_.push_back(std::move(*c));
+      }
+    } back{this, &c};
+    return f(*c);
+  }
+
+ private:
+  std::function<std::unique_ptr<Client>()> make_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Client>> idle_;
+};
+
+template <object_client Client>
+class object_source {
+ public:
+  object_source(std::shared_ptr<client_pool<Client>> pool, std::string key) : pool_(std::move(pool)), key_(std::move(key)) {
+    pool_->with([&](Client& c) {
+      name_ = c.uri(key_);
+      const auto n = c.size(key_);
+      if (!n) throw not_found_error(name_ + ": no such object");
+      size_ = *n;
+    });
+  }
+
+  std::uint64_t size() const noexcept { return size_; }
+  const std::string& name() const noexcept { return name_; }
+
+  shared_bytes read(std::uint64_t offset, std::uint64_t length) const {
+    check_range(offset, length, size_, name_);
+    aligned_buffer out;
+    out.resize(std::size_t(length));
+    if (length == 0) return shared_bytes(std::move(out));
+    const auto bytes = pool_->with([&](Client& c) { return c.get(key_, std::pair{offset, offset + length}); });
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return shared_bytes(std::move(out));
+  }
+
+ private:
+  std::shared_ptr<client_pool<Client>> pool_;
+  std::string key_, name_;
+  std::uint64_t size_ = 0;
+};
+
+struct object_sink_options {
+  // Bytes buffered before a part is uploaded; S3 needs at least 5 MiB for every part but
+  // the last (Lance uploads 5 MiB parts).
+  std::uint64_t part_size = std::uint64_t(5) << 20;
+  // Put the object only if its key is free (Lance's manifest commit).
+  bool if_absent = false;
+};
+
+template <object_client Client>
+class object_sink {
+ public:
+  object_sink(std::shared_ptr<client_pool<Client>> pool, std::string key, object_sink_options o = {})
+      : pool_(std::move(pool)), key_(std::move(key)), o_(o) {
+    if (o_.part_size < (std::uint64_t(5) << 20))
+      throw invalid_input_error("object_sink: part_size " + std::to_string(o_.part_size) + " is below 5 MiB");
+    if (o_.if_absent && o_.part_size < (std::uint64_t(1) << 62)) o_.part_size = std::uint64_t(1) << 62;  // one PUT
+  }
+  object_sink(object_sink&& o) noexcept
+      : pool_(std::move(o.pool_)), key_(std::move(o.key_)), o_(o.o_), buffer_(std::move(o.buffer_)),
+        position_(o.position_), upload_(std::exchange(o.upload_, std::nullopt)), parts_(std::move(o.parts_)),
+        finished_(std::exchange(o.finished_, true)) {}
+  object_sink& operator=(object_sink&&) = delete;
+  ~object_sink() {
+    if (!finished_ && upload_) {
+      try {
+        pool_->with([&](Client& c) { c.abort_upload(key_, *upload_); });
+      } catch (...) {
+        // The upload stays incomplete (invisible); the store's lifecycle or cleanup removes it.
+      }
+    }
+  }
+
+  void write(bytes_view bytes) {
+    if (finished_) throw io_error(uri() + ": write after finish");
+    buffer_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    position_ += bytes.size();
+    while (buffer_.size() >= o_.part_size) {
+      upload(std::string_view(buffer_).substr(0, std::size_t(o_.part_size)));
+      buffer_.erase(0, std::size_t(o_.part_size));
+    }
+  }
+
+  std::uint64_t position() const noexcept { return position_; }
+
+  void finish() {
+    if (finished_) throw io_error(uri() + ": finished twice");
+    pool_->with([&](Client& c) {
+      if (!upload_) {
+        if (!o_.if_absent) c.put(key_, buffer_);
+        else if (!c.put_if_absent(key_, buffer_))
+          throw conflict_error(c.uri(key_) + ": already exists (another writer committed it first)");
+      } else {
+        if (!buffer_.empty() || parts_.empty()) parts_.push_back(c.upload_part(key_, *upload_, std::uint32_t(parts_.size()), buffer_));
+        c.complete_upload(key_, *upload_, parts_);
+      }
+    });
+    buffer_.clear();
+    buffer_.shrink_to_fit();
+    finished_ = true;
+  }
+
+ private:
+  std::string uri() { return pool_->with([&](Client& c) { return c.uri(key_); }); }
+
+  void upload(std::string_view part) {
+    pool_->with([&](Client& c) {
+      if (!upload_) upload_ = c.start_upload(key_);
+      parts_.push_back(c.upload_part(key_, *upload_, std::uint32_t(parts_.size()), part));
+    });
+  }
+
+  std::shared_ptr<client_pool<Client>> pool_;
+  std::string key_;
+  object_sink_options o_;
+  std::string buffer_;
+  std::uint64_t position_ = 0;
+  std::optional<std::string> upload_;
+  std::vector<std::string> parts_;
+  bool finished_ = false;
+};
+
+}  // namespace lancet::io::object_store
