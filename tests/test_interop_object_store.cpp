@@ -252,3 +252,48 @@ TEST_CASE("object store: Lance files written and read through object sinks and s
   CHECK_THROWS_WITH_AS((os::object_source<os::s3_client>(s3, "db/none.lance")),
                        doctest::Contains("s3://lance/db/none.lance: no such object"), not_found_error);
 }
+
+TEST_CASE("object store: https, with the server's certificate verified against the trust store") {
+  t::temp_dir tmp("azurite-tls");
+  const auto cert = (tmp.path() / "cert.pem").string(), key = (tmp.path() / "key.pem").string();
+  // A certificate for 127.0.0.1 (an IP subjectAltName), trusted only where the test says.
+  REQUIRE(t::run("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=lancet-test -addext "
+                 "subjectAltName=IP:127.0.0.1 -keyout " + t::quote(key) + " -out " + t::quote(cert) + " 2>/dev/null")
+              .status == 0);
+  t::emulator server({"node", (t::interop_dir() / "azurite.mjs").string(), "--tls", cert, key,
+                      (tmp.path() / "az").string(), "lance"});
+  const std::string https = "https://127.0.0.1:" + std::to_string(server.port()) + "/devstoreaccount1";
+  const auto client = [&](bool allow_invalid) {
+    return os::azure_client(os::read_azure_options({{"azure_storage_account_name", "devstoreaccount1"},
+                                                    {"azure_storage_account_key", std::string(os::emulator_key)},
+                                                    {"azure_storage_endpoint", https},
+                                                    {"allow_invalid_certificates", allow_invalid ? "true" : "false"},
+                                                    {"client_max_retries", "0"}},
+                                                   [](const std::string&) { return std::nullopt; }),
+                            "lance");
+  };
+  const char* old = std::getenv("SSL_CERT_FILE");
+  const std::string saved = old ? old : "";
+  // Not trusted: refused, naming the endpoint.
+  ::setenv("SSL_CERT_FILE", "/nonexistent.pem", 1);
+  {
+    auto az = client(false);
+    CHECK_THROWS_WITH_AS(az.put("db/x", "x"), doctest::Contains("TLS handshake with 127.0.0.1:"), io_error);
+  }
+  // Trusted through SSL_CERT_FILE: the same requests go through.
+  ::setenv("SSL_CERT_FILE", cert.c_str(), 1);
+  {
+    auto az = client(false);
+    az.put("db/x", "over tls");
+    CHECK(az.get("db/x") == "over tls");
+    CHECK(az.get("db/x", std::pair<std::uint64_t, std::uint64_t>{5, 8}) == "tls");
+  }
+  // allow_invalid_certificates: no verification at all.
+  ::setenv("SSL_CERT_FILE", "/nonexistent.pem", 1);
+  {
+    auto az = client(true);
+    CHECK(az.get("db/x") == "over tls");
+  }
+  if (old) ::setenv("SSL_CERT_FILE", saved.c_str(), 1);
+  else ::unsetenv("SSL_CERT_FILE");
+}

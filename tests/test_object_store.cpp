@@ -232,8 +232,9 @@ TEST_CASE("object store: endpoints and S3's XML") {
                        invalid_input_error);
   CHECK_THROWS_WITH_AS(os::parse_endpoint("http://x:80a", true), doctest::Contains("port '80a' is not a number"),
                        invalid_input_error);
-  CHECK_THROWS_WITH_AS(os::parse_endpoint("https://s3.us-east-1.amazonaws.com", true),
-                       doctest::Contains("https is not supported yet"), unsupported_error);
+  e = os::parse_endpoint("https://s3.us-east-1.amazonaws.com", false);
+  CHECK((e.tls && e.port == "443" && e.host_header() == "s3.us-east-1.amazonaws.com"));
+  CHECK(os::parse_endpoint("https://127.0.0.1:8443/", false).host_header() == "127.0.0.1:8443");
 
   const std::string xml =
       "<?xml version=\"1.0\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"

@@ -6,13 +6,16 @@
 //   object_store::http_connection c(object_store::parse_endpoint("http://127.0.0.1:4568", true), client);
 //   auto r = c.send("GET", "/bucket/key", {{"range", "bytes=0-99"}}, {});
 //
-// https endpoints are refused (unsupported_error naming the URL) until TLS is added;
-// an http:// endpoint needs allow_http, as in LanceDB.
+// https goes through OpenSSL (a program that includes this header links -lssl
+// -lcrypto): the peer's certificate is verified against the system's trust store
+// (SSL_CERT_FILE / SSL_CERT_DIR name others) and the endpoint's host name or address,
+// unless allow_invalid_certificates. An http:// endpoint needs allow_http, as in LanceDB.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -22,12 +25,17 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include "lancet/core/error.hpp"
 #include "lancet/io/object_store/options.hpp"
@@ -63,7 +71,6 @@ inline http_endpoint parse_endpoint(std::string_view url, bool allow_http) {
   } else {
     throw bad("expected http:// or https://");
   }
-  if (e.tls) throw unsupported_error("endpoint '" + e.url + "': https is not supported yet (plain http endpoints only)");
   const auto slash = rest.find('/');
   const std::string_view authority = rest.substr(0, slash);
   e.path = slash == std::string_view::npos ? "" : std::string(rest.substr(slash));
@@ -101,7 +108,16 @@ struct transport_error : io_error {
 
 class http_connection {
  public:
-  http_connection(http_endpoint ep, client_options o) : ep_(std::move(ep)), o_(o) {}
+  http_connection(http_endpoint ep, client_options o) : ep_(std::move(ep)), o_(o) {
+    if (ep_.tls) {
+      namespace ssl = boost::asio::ssl;
+      tls_context_ = std::make_unique<ssl::context>(ssl::context::tls_client);
+      boost::system::error_code ec;
+      tls_context_->set_default_verify_paths(ec);
+      if (ec) throw io_error(ep_.url + ": cannot load the system's trusted certificates: " + ec.message());
+      tls_context_->set_verify_mode(o_.allow_invalid_certificates ? ssl::verify_none : ssl::verify_peer);
+    }
+  }
 
   const http_endpoint& endpoint() const noexcept { return ep_; }
   const client_options& options() const noexcept { return o_; }
@@ -112,7 +128,7 @@ class http_connection {
                      std::string_view body) {
     namespace http = boost::beast::http;
     try {
-      if (!stream_) connect();
+      if (!connected()) connect();
       http::request<http::string_body> req;
       req.method_string(boost::beast::string_view(method.data(), method.size()));
       req.target(target);
@@ -122,16 +138,17 @@ class http_connection {
       for (const auto& [k, v] : headers) req.set(k, v);
       req.body() = std::string(body);
       req.prepare_payload();
-      stream_->expires_after(o_.timeout);
+      tcp().expires_after(o_.timeout);
       boost::beast::error_code ec;
-      http::async_write(*stream_, req, [&](boost::beast::error_code e, std::size_t) { ec = e; });
+      with_stream([&](auto& s) { http::async_write(s, req, [&](boost::beast::error_code e, std::size_t) { ec = e; }); });
       run();
       if (ec) fail("sending " + std::string(method) + " " + target, ec);
       http::response_parser<http::string_body> parser;
       parser.body_limit(std::uint64_t(1) << 40);
       if (method == "HEAD") parser.skip(true);
       buffer_.clear();
-      http::async_read(*stream_, buffer_, parser, [&](boost::beast::error_code e, std::size_t) { ec = e; });
+      with_stream(
+          [&](auto& s) { http::async_read(s, buffer_, parser, [&](boost::beast::error_code e, std::size_t) { ec = e; }); });
       run();
       if (ec) fail("reading the answer to " + std::string(method) + " " + target, ec);
       auto& res = parser.get();
@@ -165,11 +182,35 @@ class http_connection {
     });
     run();
     if (ec) fail("resolving " + ep_.host, ec);
-    stream_.emplace(ioc_);
-    stream_->expires_after(o_.connect_timeout);
-    stream_->async_connect(found, [&](boost::beast::error_code e, const auto&) { ec = e; });
+    if (ep_.tls) {
+      tls_.emplace(ioc_, *tls_context_);
+      boost::system::error_code not_ip;
+      boost::asio::ip::make_address(ep_.host, not_ip);
+      // SNI names hosts, not addresses.
+      if (not_ip && !SSL_set_tlsext_host_name(tls_->native_handle(), ep_.host.c_str()))
+        throw transport_error(ep_.url + ": cannot set the TLS server name");
+      if (!o_.allow_invalid_certificates) tls_->set_verify_callback(boost::asio::ssl::host_name_verification(ep_.host));
+    } else {
+      plain_.emplace(ioc_);
+    }
+    tcp().expires_after(o_.connect_timeout);
+    tcp().async_connect(found, [&](boost::beast::error_code e, const auto&) { ec = e; });
     run();
     if (ec) fail("connecting to " + ep_.host_header(), ec);
+    if (tls_) {
+      tcp().expires_after(o_.connect_timeout);
+      tls_->async_handshake(boost::asio::ssl::stream_base::client, [&](boost::beast::error_code e) { ec = e; });
+      run();
+      if (ec) fail("TLS handshake with " + ep_.host_header(), ec);
+    }
+  }
+
+  bool connected() const noexcept { return plain_.has_value() || tls_.has_value(); }
+  boost::beast::tcp_stream& tcp() { return tls_ ? boost::beast::get_lowest_layer(*tls_) : *plain_; }
+  template <class F>
+  void with_stream(F&& f) {
+    if (tls_) f(*tls_);
+    else f(*plain_);
   }
 
   void run() {
@@ -178,11 +219,12 @@ class http_connection {
   }
 
   void close() noexcept {
-    if (stream_) {
+    if (connected()) {
       boost::beast::error_code ignored;
-      stream_->socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
-      stream_.reset();
+      tcp().socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
     }
+    tls_.reset();
+    plain_.reset();
   }
 
   [[noreturn]] void fail(const std::string& what, const boost::beast::error_code& ec) {
@@ -193,7 +235,9 @@ class http_connection {
   http_endpoint ep_;
   client_options o_;
   boost::asio::io_context ioc_;
-  std::optional<boost::beast::tcp_stream> stream_;
+  std::unique_ptr<boost::asio::ssl::context> tls_context_;
+  std::optional<boost::beast::tcp_stream> plain_;
+  std::optional<boost::beast::ssl_stream<boost::beast::tcp_stream>> tls_;
   boost::beast::flat_buffer buffer_;
 };
 

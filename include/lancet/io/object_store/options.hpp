@@ -34,6 +34,7 @@ inline std::optional<std::string> process_environment(const std::string& name) {
 // What every store takes.
 struct client_options {
   bool allow_http = false;                              // an http:// endpoint is refused unless set
+  bool allow_invalid_certificates = false;              // https without verifying the server
   std::chrono::milliseconds timeout{30000};             // one request, start to end
   std::chrono::milliseconds connect_timeout{5000};
   unsigned max_retries = 10;                            // on 5xx, 429 and dropped connections
@@ -110,6 +111,7 @@ using key_aliases = std::vector<std::pair<std::string_view, std::vector<std::str
 
 inline const key_aliases& client_keys() {
   static const key_aliases k = {{"allow_http", {"allow_http", "aws_allow_http", "azure_allow_http"}},
+                                {"allow_invalid_certificates", {"allow_invalid_certificates"}},
                                 {"timeout", {"timeout", "request_timeout"}},
                                 {"connect_timeout", {"connect_timeout"}},
                                 {"client_max_retries", {"client_max_retries", "max_retries"}}};
@@ -153,6 +155,8 @@ inline object_store::client_options read_client(const std::map<std::string, std:
   else
     for (const char* e : allow_http_env)
       if (auto v = env(e)) c.allow_http = c.allow_http || parse_bool(e, *v);
+  if (auto v = get("allow_invalid_certificates"))
+    c.allow_invalid_certificates = parse_bool("allow_invalid_certificates", *v);
   if (auto v = get("timeout")) c.timeout = parse_duration("timeout", *v);
   if (auto v = get("connect_timeout")) c.connect_timeout = parse_duration("connect_timeout", *v);
   if (auto v = get("client_max_retries")) c.max_retries = parse_count("client_max_retries", *v);
