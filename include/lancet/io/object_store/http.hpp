@@ -268,6 +268,20 @@ inline std::chrono::milliseconds backoff_delay(unsigned attempt) {
   return std::chrono::milliseconds(std::uniform_int_distribution<std::int64_t>(base / 2, base)(rng));
 }
 
+using byte_span = std::optional<std::pair<std::uint64_t, std::uint64_t>>;  // [begin, end); none: all
+
+// The Range header's value for bytes [begin, end) (HTTP ranges are inclusive).
+inline std::string range_header(const std::pair<std::uint64_t, std::uint64_t>& r) {
+  return "bytes=" + std::to_string(r.first) + "-" + std::to_string(r.second - 1);
+}
+
+// A ranged read's body checked to hold exactly the range.
+inline void check_range_body(const http_response& r, const byte_span& range, const std::string& what) {
+  if (range && r.body.size() != range->second - range->first)
+    throw io_error(what + " of bytes [" + std::to_string(range->first) + ", " + std::to_string(range->second) +
+                   ") returned " + std::to_string(r.body.size()) + " bytes");
+}
+
 // One request, sent until its answer is not transient or 1 + max_retries attempts were
 // made (then the last answer is returned, or an io_error naming `uri` thrown when no
 // attempt was answered). `headers()` gives each attempt's headers (signed anew: the

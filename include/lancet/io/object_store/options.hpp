@@ -143,6 +143,15 @@ inline std::map<std::string, std::string> canonical_options(const object_store::
   return out;
 }
 
+// The option `key`, else the first of the environment variables that is set, else "".
+inline std::string option_or_environment(const std::map<std::string, std::string>& o, const char* key,
+                                         std::initializer_list<const char*> vars, const object_store::environment& env) {
+  if (const auto it = o.find(key); it != o.end()) return it->second;
+  for (const char* v : vars)
+    if (auto e = env(v)) return *e;
+  return {};
+}
+
 inline object_store::client_options read_client(const std::map<std::string, std::string>& o,
                                                 const object_store::environment& env,
                                   std::initializer_list<const char*> allow_http_env) {
@@ -200,11 +209,8 @@ inline s3_options read_s3_options(const storage_options& given, const environmen
       {"aws_endpoint", {"aws_endpoint", "aws_endpoint_url", "endpoint_url", "endpoint", "aws_endpoint_url_s3"}},
       {"aws_virtual_hosted_style_request", {"aws_virtual_hosted_style_request", "virtual_hosted_style_request"}}};
   const auto o = detail::canonical_options(given, keys, "S3");
-  const auto pick = [&](const char* key, std::initializer_list<const char*> vars) -> std::string {
-    if (const auto it = o.find(key); it != o.end()) return it->second;
-    for (const char* v : vars)
-      if (auto e = env(v)) return *e;
-    return {};
+  const auto pick = [&](const char* key, std::initializer_list<const char*> vars) {
+    return detail::option_or_environment(o, key, vars, env);
   };
   s3_options s;
   s.access_key_id = pick("aws_access_key_id", {"AWS_ACCESS_KEY_ID"});
@@ -244,11 +250,8 @@ inline azure_options read_azure_options(const storage_options& given, const envi
       {"azure_storage_endpoint", {"azure_storage_endpoint", "azure_endpoint", "endpoint"}},
       {"azure_storage_use_emulator", {"azure_storage_use_emulator", "use_emulator"}}};
   const auto o = detail::canonical_options(given, keys, "Azure");
-  const auto pick = [&](const char* key, std::initializer_list<const char*> vars) -> std::string {
-    if (const auto it = o.find(key); it != o.end()) return it->second;
-    for (const char* v : vars)
-      if (auto e = env(v)) return *e;
-    return {};
+  const auto pick = [&](const char* key, std::initializer_list<const char*> vars) {
+    return detail::option_or_environment(o, key, vars, env);
   };
   azure_options a;
   a.account_name = pick("azure_storage_account_name", {"AZURE_STORAGE_ACCOUNT_NAME"});

@@ -58,17 +58,15 @@ class s3_client {
   }
 
   // The bytes [begin, end) of `key`, or all of it.
-  std::string get(const std::string& key, std::optional<std::pair<std::uint64_t, std::uint64_t>> range = std::nullopt) {
+  std::string get(const std::string& key, byte_span range = std::nullopt) {
     header_list h;
     if (range) {
       if (range->second <= range->first) return {};
-      h.emplace_back("range", "bytes=" + std::to_string(range->first) + "-" + std::to_string(range->second - 1));
+      h.emplace_back("range", range_header(*range));
     }
     auto r = call("GET", key, {}, h, {});
     check(r, "GET", key);
-    if (range && r.body.size() != range->second - range->first)
-      throw io_error(uri(key) + ": GET of bytes [" + std::to_string(range->first) + ", " + std::to_string(range->second) +
-                     ") returned " + std::to_string(r.body.size()) + " bytes");
+    check_range_body(r, range, uri(key) + ": GET");
     return std::move(r.body);
   }
 
