@@ -297,3 +297,23 @@ TEST_CASE("object store: https, with the server's certificate verified against t
   if (old) ::setenv("SSL_CERT_FILE", saved.c_str(), 1);
   else ::unsetenv("SSL_CERT_FILE");
 }
+
+TEST_CASE("object store: a conditional put whose answer was lost is not mistaken for a lost race") {
+  t::temp_dir tmp("drop-proxy");
+  t::emulator azurite({"node", (t::interop_dir() / "azurite.mjs").string(), (tmp.path() / "az").string(), "lance"});
+  t::emulator proxy({"node", (t::interop_dir() / "drop_proxy.mjs").string(), std::to_string(azurite.port())});
+  os::azure_client az(os::read_azure_options({{"azure_storage_account_name", "devstoreaccount1"},
+                                              {"azure_storage_account_key", std::string(os::emulator_key)},
+                                              {"azure_storage_endpoint", proxy.url() + "/devstoreaccount1"},
+                                              {"allow_http", "true"}},
+                                             [](const std::string&) { return std::nullopt; }),
+                      "lance");
+  // The first attempt stores the manifest and its answer is dropped; the retry is refused
+  // (409): the manifest holds our bytes, so the commit is ours.
+  CHECK(az.put_if_absent("db/_versions/18446744073709551614.manifest", "ours"));
+  CHECK(az.retries() == 1);
+  CHECK(az.get("db/_versions/18446744073709551614.manifest") == "ours");
+  // Another writer's manifest for the same version is refused.
+  CHECK_FALSE(az.put_if_absent("db/_versions/18446744073709551614.manifest", "theirs"));
+  CHECK(az.get("db/_versions/18446744073709551614.manifest") == "ours");
+}

@@ -51,8 +51,11 @@ class s3_client {
   // Stores `body` at `key` unless something is there already (Lance's manifest
   // commit): false when it is (412, or 409 ConditionalRequestConflict).
   bool put_if_absent(const std::string& key, std::string_view body) {
+    const unsigned before = retries_;
     auto r = call("PUT", key, {}, {{"if-none-match", "*"}}, body);
-    if (r.status == 412 || r.status == 409) return false;
+    // A retried put may be refused by its own first attempt, whose answer was lost: the
+    // key then holds our bytes (two writers' manifests never match byte for byte).
+    if (r.status == 412 || r.status == 409) return retries_ != before && get(key) == body;
     check(r, "PUT (If-None-Match: *)", key);
     return true;
   }
