@@ -4,7 +4,9 @@
 //                   connection; each call borrows an idle one, or makes one)
 //   object_source   an object's size (asked once) and ranged reads; thread-safe
 //   object_sink     bytes appended in memory up to part_size, then uploaded part by part
-//                   (multipart on S3, blocks on Azure); finish() completes the upload, or
+//                   (multipart on S3, blocks on Azure), up to parts_in_flight parts at
+//                   once on threads of their own (memory: at most parts_in_flight + 1
+//                   parts); finish() waits for them and completes the upload, or
 //                   puts a small object whole, with If-None-Match: * when asked (a
 //                   manifest: conflict_error naming the URI when the key exists). A sink
 //                   destroyed unfinished aborts its upload: nothing appears at the key.
@@ -15,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -115,6 +118,8 @@ struct object_sink_options {
   // Bytes buffered before a part is uploaded; S3 needs at least 5 MiB for every part but
   // the last (Lance uploads 5 MiB parts).
   std::uint64_t part_size = std::uint64_t(5) << 20;
+  // Parts uploading at once (Lance: 10); 1 uploads each part before the writer goes on.
+  std::uint32_t parts_in_flight = 4;
   // Put the object only if its key is free (Lance's manifest commit).
   bool if_absent = false;
 };
@@ -126,14 +131,16 @@ class object_sink {
       : pool_(std::move(pool)), key_(std::move(key)), o_(o) {
     if (o_.part_size < (std::uint64_t(5) << 20))
       throw invalid_input_error("object_sink: part_size " + std::to_string(o_.part_size) + " is below 5 MiB");
+    if (o_.parts_in_flight == 0) throw invalid_input_error("object_sink: parts_in_flight must be at least 1");
     if (o_.if_absent && o_.part_size < (std::uint64_t(1) << 62)) o_.part_size = std::uint64_t(1) << 62;  // one PUT
   }
   object_sink(object_sink&& o) noexcept
       : pool_(std::move(o.pool_)), key_(std::move(o.key_)), o_(o.o_), buffer_(std::move(o.buffer_)),
         position_(o.position_), upload_(std::exchange(o.upload_, std::nullopt)), parts_(std::move(o.parts_)),
-        finished_(std::exchange(o.finished_, true)) {}
+        in_flight_(std::move(o.in_flight_)), finished_(std::exchange(o.finished_, true)) {}
   object_sink& operator=(object_sink&&) = delete;
   ~object_sink() {
+    for (auto& f : in_flight_) f.wait();  // their threads use this sink's key and pool
     if (!finished_ && upload_) {
       try {
         pool_->with([&](Client& c) { c.abort_upload(key_, *upload_); });
@@ -148,7 +155,7 @@ class object_sink {
     buffer_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     position_ += bytes.size();
     while (buffer_.size() >= o_.part_size) {
-      upload(std::string_view(buffer_).substr(0, std::size_t(o_.part_size)));
+      upload(buffer_.substr(0, std::size_t(o_.part_size)));
       buffer_.erase(0, std::size_t(o_.part_size));
     }
   }
@@ -163,7 +170,8 @@ class object_sink {
         else if (!c.put_if_absent(key_, buffer_))
           throw conflict_error(c.uri(key_) + ": already exists (another writer committed it first)");
       } else {
-        if (!buffer_.empty() || parts_.empty()) parts_.push_back(c.upload_part(key_, *upload_, std::uint32_t(parts_.size()), buffer_));
+        if (!buffer_.empty() || parts_.size() + in_flight_.size() == 0) upload(std::string(buffer_));
+        while (!in_flight_.empty()) settle_oldest();
         c.complete_upload(key_, *upload_, parts_);
       }
     });
@@ -175,11 +183,29 @@ class object_sink {
  private:
   std::string uri() { return pool_->with([&](Client& c) { return c.uri(key_); }); }
 
-  void upload(std::string_view part) {
-    pool_->with([&](Client& c) {
-      if (!upload_) upload_ = c.start_upload(key_);
-      parts_.push_back(c.upload_part(key_, *upload_, std::uint32_t(parts_.size()), part));
-    });
+  // Starts uploading the next part (the upload itself first, on the first part), after
+  // waiting for the oldest part when parts_in_flight are on their way.
+  void upload(std::string part) {
+    if (!upload_) upload_ = pool_->with([&](Client& c) { return c.start_upload(key_); });
+    while (in_flight_.size() >= o_.parts_in_flight) settle_oldest();
+    const auto index = std::uint32_t(parts_.size() + in_flight_.size());
+    in_flight_.push_back(std::async(std::launch::async, [pool = pool_, key = key_, id = *upload_, index,
+                                                         body = std::move(part)] {
+      return pool->with([&](Client& c) { return c.upload_part(key, id, index, body); });
+    }));
+  }
+
+  // The oldest part's token; its error, if it failed (the others are waited for first).
+  void settle_oldest() {
+    try {
+      parts_.push_back(in_flight_.front().get());
+      in_flight_.erase(in_flight_.begin());
+    } catch (...) {
+      in_flight_.erase(in_flight_.begin());
+      for (auto& f : in_flight_) f.wait();
+      in_flight_.clear();
+      throw;
+    }
   }
 
   std::shared_ptr<client_pool<Client>> pool_;
@@ -188,7 +214,8 @@ class object_sink {
   std::string buffer_;
   std::uint64_t position_ = 0;
   std::optional<std::string> upload_;
-  std::vector<std::string> parts_;
+  std::vector<std::string> parts_;              // tokens of the parts uploaded, in order
+  std::vector<std::future<std::string>> in_flight_;  // the parts after them, oldest first
   bool finished_ = false;
 };
 
