@@ -331,3 +331,33 @@ TEST_CASE("object store: a conditional put whose answer was lost is not mistaken
   CHECK_FALSE(az.put_if_absent("db/_versions/18446744073709551614.manifest", "theirs"));
   CHECK(az.get("db/_versions/18446744073709551614.manifest") == "ours");
 }
+
+// io::read_into takes the source's own batched read.
+static_assert(requires(const os::object_source<os::s3_client>& s, std::span<const io::byte_range> r, std::uint8_t* o) {
+  s.read_into(r, o);
+});
+
+TEST_CASE("object store: many ranges read at once, merged and fetched concurrently") {
+  t::temp_dir tmp("read-into");
+  t::emulator server({"node", "--openssl-legacy-provider", (t::interop_dir() / "s3rver.mjs").string(),
+                      (tmp.path() / "s3").string(), "lance"});
+  const auto options = s3rver_options(server);
+  auto pool = std::make_shared<os::client_pool<os::s3_client>>([&] { return std::make_unique<os::s3_client>(options, "lance"); });
+  const auto data = bytes(40 << 20, 11);
+  pool->with([&](os::s3_client& c) { c.put("db/data/ranges.bin", data); });
+  const os::object_source<os::s3_client> src(pool, "db/data/ranges.bin");
+  // Out of order, overlapping, empty, far apart (separate requests) and close (merged).
+  std::vector<io::byte_range> ranges = {{30u << 20, 100}, {5, 10}, {0, 0}, {8, 20}, {(40u << 20) - 7, 7},
+                                        {1000, 4096}, {17u << 20, 3 << 20}, {2 << 20, 1}};
+  for (std::uint64_t i = 0; i < 20; ++i) ranges.push_back({(i * 1999993) % (39u << 20), 333});
+  std::uint64_t total = 0;
+  for (const auto& r : ranges) total += r.length;
+  std::vector<std::uint8_t> out(total);
+  io::read_into(src, ranges, out.data());
+  std::string want;
+  for (const auto& r : ranges) want += data.substr(std::size_t(r.offset), std::size_t(r.length));
+  CHECK(std::string(out.begin(), out.end()) == want);
+  const std::vector<io::byte_range> past = {{0, 10}, {(40u << 20) - 5, 10}};
+  CHECK_THROWS_WITH_AS(io::read_into(src, past, out.data()), doctest::Contains("past the end of 's3://lance/db/data/ranges.bin'"),
+                       corrupt_error);
+}

@@ -2,7 +2,9 @@
 // any client meeting object_client (s3_client, azure_client):
 //   client_pool     clients of one store for many threads (a client holds one
 //                   connection; each call borrows an idle one, or makes one)
-//   object_source   an object's size (asked once) and ranged reads; thread-safe
+//   object_source   an object's size (asked once) and ranged reads; thread-safe; many
+//                   ranges at once (read_into) merged where they lie close and fetched
+//                   by up to 8 requests at a time
 //   object_sink     bytes appended in memory up to part_size, then uploaded part by part
 //                   (multipart on S3, blocks on Azure), up to parts_in_flight parts at
 //                   once on threads of their own (memory: at most parts_in_flight + 1
@@ -21,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -106,6 +109,57 @@ class object_source {
     const auto bytes = pool_->with([&](Client& c) { return c.get(key_, std::pair{offset, offset + length}); });
     std::memcpy(out.data(), bytes.data(), bytes.size());
     return shared_bytes(std::move(out));
+  }
+
+  // io::read_into's member: every range checked first, then ranges less than 1 MiB
+  // apart fetched together (one request of at most 16 MiB), up to 8 requests at a time.
+  void read_into(std::span<const byte_range> ranges, std::uint8_t* out) const {
+    for (const auto& r : ranges) check_range(r.offset, r.length, size_, name_);
+    std::vector<std::uint64_t> at(ranges.size());  // where each range goes in `out`
+    std::vector<std::size_t> order;
+    for (std::uint64_t i = 0, pos = 0; i < ranges.size(); pos += ranges[i].length, ++i) {
+      at[i] = pos;
+      if (ranges[i].length) order.push_back(i);
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ranges[a].offset < ranges[b].offset; });
+    struct request {
+      std::uint64_t begin = 0, end = 0;
+      std::vector<std::size_t> ranges;
+    };
+    std::vector<request> requests;
+    constexpr std::uint64_t gap = std::uint64_t(1) << 20, most = std::uint64_t(16) << 20;
+    for (const auto i : order) {
+      const auto& r = ranges[i];
+      if (requests.empty() || r.offset > requests.back().end + gap ||
+          std::max(requests.back().end, r.end()) - requests.back().begin > most)
+        requests.push_back({r.offset, r.end(), {}});
+      auto& q = requests.back();
+      q.end = std::max(q.end, r.end());
+      q.ranges.push_back(i);
+    }
+    const auto fetch = [&](const request& q) {
+      const auto bytes = pool_->with([&](Client& c) { return c.get(key_, std::pair{q.begin, q.end}); });
+      for (const auto i : q.ranges)
+        std::memcpy(out + at[i], bytes.data() + (ranges[i].offset - q.begin), std::size_t(ranges[i].length));
+    };
+    constexpr std::size_t concurrent = 8;
+    for (std::size_t first = 0; first < requests.size(); first += concurrent) {
+      std::vector<std::future<void>> running;
+      const auto last = std::min(requests.size(), first + concurrent);
+      for (std::size_t k = first + 1; k < last; ++k) running.push_back(std::async(std::launch::async, fetch, std::cref(requests[k])));
+      std::exception_ptr failed;
+      try {
+        fetch(requests[first]);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      for (auto& f : running) try {
+          f.get();
+        } catch (...) {
+          if (!failed) failed = std::current_exception();
+        }
+      if (failed) std::rethrow_exception(failed);
+    }
   }
 
  private:
