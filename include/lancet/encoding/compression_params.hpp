@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "lancet/core/ascii.hpp"
 #include "lancet/arrow/type.hpp"
 #include "lancet/core/error.hpp"
 
@@ -82,8 +83,7 @@ inline void check(const field_compression& p, std::string_view column) {
 }
 
 inline std::optional<bss_mode> parse_bss(std::string_view v) {
-  std::string s(v);
-  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const std::string s = ascii_lower(v);
   if (s == "off") return bss_mode::off;
   if (s == "on") return bss_mode::on;
   if (s == "auto") return bss_mode::automatic;
@@ -143,9 +143,7 @@ inline field_compression from_field_metadata(const arrow::metadata& md, std::str
   field_compression p;
   for (const auto& [k, v] : md) {
     if (k == compression_key) {
-      std::string s = v;
-      for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-      p.compression = s;
+      p.compression = ascii_lower(v);
     } else if (k == compression_level_key) {
       p.level = detail::parse_number<std::int32_t>(column, k, v);
     } else if (k == rle_threshold_key) {

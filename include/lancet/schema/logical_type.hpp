@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "lancet/core/ascii.hpp"
 #include "lancet/arrow/type.hpp"
 #include "lancet/arrow/validate.hpp"
 #include "lancet/core/buffer.hpp"
@@ -131,8 +132,7 @@ inline pb::file::field_encoding encoding_of(const arrow::data_type& t) {
 }
 
 inline bool is_truthy(std::string_view v) {
-  std::string s(v);
-  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const std::string s = ascii_lower(v);
   return s == "true" || s == "1" || s == "yes";
 }
 

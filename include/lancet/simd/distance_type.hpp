@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "lancet/core/ascii.hpp"
 #include "lancet/core/error.hpp"
 
 namespace lancet::simd {
@@ -26,8 +27,7 @@ inline const char* distance_name(distance_type t) noexcept {
 
 // Accepts Lance's spellings ("l2", "euclidean", "cosine", "dot", "hamming"), any case.
 inline distance_type parse_distance_type(std::string_view s) {
-  std::string l(s);
-  for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string l = ascii_lower(s);
   if (l == "l2" || l == "euclidean") return distance_type::l2;
   if (l == "cosine") return distance_type::cosine;
   if (l == "dot") return distance_type::dot;

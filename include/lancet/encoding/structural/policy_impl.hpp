@@ -12,6 +12,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "lancet/core/ascii.hpp"
 #include "lancet/core/config.hpp"
 #include "lancet/encoding/structural/compression/fsst.hpp"
 #include "lancet/encoding/structural/page_encoder.hpp"
@@ -217,8 +218,7 @@ LANCET_INLINE page_plan default_policy::plan_page(const leaf_info& leaf, const d
   const auto max_len = detail::max_value_length(values);
   bool miniblock = max_len < 256;
   if (auto s = detail::meta(leaf.metadata, structural_encoding_key)) {
-    std::string v(*s);
-    for (auto& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
+    const std::string v = ascii_lower(*s);
     if (v == "miniblock") miniblock = true;
     else if (v == "fullzip") miniblock = false;
     else

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "lancet/core/ascii.hpp"
 #include "lancet/arrow/array.hpp"
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/error.hpp"
@@ -108,8 +109,7 @@ inline bool is_packed_struct(const arrow::field& f) {
   if (f.type->id != arrow::type_id::struct_ || f.type->children.empty()) return false;
   for (const auto& [k, v] : f.metadata) {
     if (k != "lance-encoding:packed" && k != "packed") continue;
-    std::string s = v;
-    for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    const std::string s = ascii_lower(v);
     if (s == "true" || s == "1" || s == "yes") return true;
   }
   return false;

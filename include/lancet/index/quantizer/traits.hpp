@@ -6,7 +6,6 @@
 // the codec variant (quantizer_codec<T>) a build or optimize encodes with.
 #pragma once
 
-#include <cctype>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "lancet/core/ascii.hpp"
 #include "lancet/arrow/type.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/index/detail/storage_names.hpp"
@@ -230,18 +230,13 @@ inline void record_build_hints(ivf_index_type t, const build_options& o, build_h
 // An index type from Lance's name ("IVF_PQ", "ivf_hnsw_sq", ...): "IVF_" or, for a
 // quantizer whose rows graphs may link, "IVF_HNSW_", then a registered quantizer's name.
 inline ivf_index_type parse_ivf_index_type(std::string_view s) {
-  const auto lower = [](std::string_view v) {
-    std::string l(v);
-    for (auto& c : l) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return l;
-  };
-  const std::string want = lower(s);
+  const std::string want = ascii_lower(s);
   std::optional<ivf_index_type> found;
   std::string names;
   for_each_quantizer([&]<class P>() {
     using traits = quantizer_traits<P>;
     const auto consider = [&](bool hnsw, ivf_index_type t) {
-      const std::string name = lower(index_type_name(traits::name, hnsw));
+      const std::string name = ascii_lower(index_type_name(traits::name, hnsw));
       if (name == want) found = t;
       names += (names.empty() ? "" : ", ") + name;
     };

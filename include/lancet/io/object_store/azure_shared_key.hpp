@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "lancet/core/ascii.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/io/object_store/crypto.hpp"
 #include "lancet/io/object_store/sigv4.hpp"
@@ -37,8 +38,7 @@ struct azure_request {
 inline std::string shared_key_string_to_sign(const azure_request& r, std::string_view account) {
   std::map<std::string, std::string> h;
   for (const auto& [k, v] : r.headers) {
-    std::string name = k;
-    for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+    const std::string name = ascii_lower(k);
     if (!h.emplace(name, v).second) throw invalid_input_error("Shared Key: header '" + name + "' given twice");
   }
   const auto get = [&](const char* name) {
@@ -56,9 +56,7 @@ inline std::string shared_key_string_to_sign(const azure_request& r, std::string
   s += "/" + std::string(account) + r.path;
   std::map<std::string, std::vector<std::string>> q;
   for (const auto& [k, v] : r.query) {
-    std::string name = k;
-    for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
-    q[name].push_back(v);
+    q[ascii_lower(k)].push_back(v);
   }
   for (auto& [k, values] : q) {
     std::sort(values.begin(), values.end());

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "lancet/core/ascii.hpp"
 #include "lancet/core/error.hpp"
 
 namespace lancet::io::object_store {
@@ -49,8 +50,7 @@ namespace lancet::io::object_store {
 inline location parse_location(std::string_view uri) {
   const auto scheme_end = uri.find("://");
   if (scheme_end == std::string_view::npos) return {store_kind::local, {}, {}, std::string(uri)};
-  std::string scheme(uri.substr(0, scheme_end));
-  for (auto& c : scheme) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const std::string scheme = ascii_lower(uri.substr(0, scheme_end));
   const std::string_view rest = uri.substr(scheme_end + 3);
   const auto bad = [&](const std::string& why) {
     return invalid_input_error("storage URI '" + std::string(uri) + "': " + why);

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "lancet/core/ascii.hpp"
 #include "lancet/core/error.hpp"
 
 namespace lancet::io::object_store {
@@ -64,14 +65,8 @@ inline constexpr std::string_view emulator_key =
 
 namespace lancet::io::detail {
 
-inline std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 inline bool parse_bool(const std::string& key, const std::string& v) {
-  const auto l = lower(v);
+  const auto l = ascii_lower(v);
   if (l == "true" || l == "1" || l == "yes") return true;
   if (l == "false" || l == "0" || l == "no") return false;
   throw invalid_input_error("storage option '" + key + "': '" + v + "' is not a boolean (true / false)");
@@ -86,7 +81,7 @@ inline std::chrono::milliseconds parse_duration(const std::string& key, const st
   } catch (const std::exception&) {
     end = 0;
   }
-  const std::string unit = lower(std::string_view(v).substr(end));
+  const std::string unit = ascii_lower(std::string_view(v).substr(end));
   const double ms = unit == "ms" ? n : unit == "" || unit == "s" ? n * 1000 : unit == "m" ? n * 60000 : -1;
   if (end == 0 || !(ms >= 0) || ms > 1e12)
     throw invalid_input_error("storage option '" + key + "': '" + v + "' is not a duration (e.g. 30s, 500ms)");
@@ -124,7 +119,7 @@ inline std::map<std::string, std::string> canonical_options(const object_store::
                                                             std::string_view store) {
   std::map<std::string, std::string> out;
   for (const auto& [given, value] : o) {
-    const auto k = lower(given);
+    const auto k = ascii_lower(given);
     std::string_view name;
     for (const auto* table : {&keys, &client_keys()})
       for (const auto& [canonical, spellings] : *table)
@@ -191,7 +186,7 @@ inline std::map<std::string, std::string> aws_credentials_file(const std::string
     auto k = t.substr(0, eq), v = t.substr(eq + 1);
     k.erase(k.find_last_not_of(" \t") + 1);
     v.erase(0, v.find_first_not_of(" \t"));
-    out[lower(k)] = v;
+    out[ascii_lower(k)] = v;
   }
   return out;
 }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "lancet/core/ascii.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/io/object_store/crypto.hpp"
 
@@ -92,7 +93,7 @@ inline std::string trim_collapse(std::string_view v) {
 
 inline object_store::header_list lowercase_sorted(object_store::header_list h) {
   for (auto& [k, v] : h) {
-    for (auto& c : k) c = char(std::tolower(static_cast<unsigned char>(c)));
+    k = ascii_lower(k);
     v = trim_collapse(v);
   }
   std::sort(h.begin(), h.end());
