@@ -247,5 +247,7 @@ TEST_CASE("object store: endpoints and S3's XML") {
   CHECK(io::detail::xml_first(contents[1], "Size") == "10");
   CHECK(io::detail::xml_first(xml, "NextContinuationToken") == "t/1+");
   CHECK(io::detail::xml_first(xml, "Missing").empty());
+  // References that are not characters stay as written (a server's malformed text is no crash).
+  CHECK(io::detail::xml_text("&#;a&#xZZ;&#65;&#x1F600;&#99999999999;") == "&#;a&#xZZ;A\xf0\x9f\x98\x80&#99999999999;");
   CHECK(io::detail::xml_escaped("\"e&<>\"") == "&quot;e&amp;&lt;&gt;&quot;");
 }

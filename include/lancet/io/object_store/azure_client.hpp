@@ -173,12 +173,9 @@ class azure_client {
                      const header_list& headers, std::string_view body) {
     std::string path = http_.endpoint().path + "/" + uri_encode(container_, false);
     if (key) path += "/" + uri_encode(*key, true);
-    header_list q = query;
-    if (o_.account_key.empty()) q.insert(q.end(), sas_.begin(), sas_.end());  // SAS: no Authorization
-    std::string target = path;
-    for (std::size_t i = 0; i < q.size(); ++i)
-      target += (i ? "&" : "?") + uri_encode(q[i].first, false) + "=" +
-                (i >= query.size() ? q[i].second : uri_encode(q[i].second, false));  // SAS values come encoded
+    std::string target = path + query_string(query);
+    if (o_.account_key.empty())  // SAS: its parameters (already encoded) instead of Authorization
+      for (const auto& [k, v] : sas_) target += (target.size() == path.size() ? "?" : "&") + k + "=" + v;
     return send_with_retries(http_, method, target, body, uri(key.value_or("")), retries_, [&] {
       header_list h = headers;
       h.emplace_back("x-ms-version", "2023-11-03");

@@ -33,10 +33,12 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/span_body.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
+#include "lancet/core/ascii.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/io/object_store/options.hpp"
 #include "lancet/io/object_store/sigv4.hpp"
@@ -129,14 +131,14 @@ class http_connection {
     namespace http = boost::beast::http;
     try {
       if (!connected()) connect();
-      http::request<http::string_body> req;
+      http::request<http::span_body<const char>> req;  // the caller's bytes, not a copy
       req.method_string(boost::beast::string_view(method.data(), method.size()));
       req.target(target);
       req.version(11);
       req.set(http::field::host, ep_.host_header());
       req.set(http::field::user_agent, "lancet");
       for (const auto& [k, v] : headers) req.set(k, v);
-      req.body() = std::string(body);
+      req.body() = boost::beast::span<const char>(body.data(), body.size());
       req.prepare_payload();
       tcp().expires_after(o_.timeout);
       boost::beast::error_code ec;
@@ -155,9 +157,8 @@ class http_connection {
       http_response out;
       out.status = res.result_int();
       for (const auto& f : res) {
-        std::string name(f.name_string());
-        for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
-        out.headers.emplace_back(std::move(name), std::string(f.value()));
+        const auto name = f.name_string();
+        out.headers.emplace_back(ascii_lower(std::string_view(name.data(), name.size())), std::string(f.value()));
       }
       out.body = std::move(res.body());
       if (!res.keep_alive()) close();

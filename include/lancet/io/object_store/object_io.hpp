@@ -183,13 +183,14 @@ class object_sink {
  public:
   object_sink(std::shared_ptr<client_pool<Client>> pool, std::string key, object_sink_options o = {})
       : pool_(std::move(pool)), key_(std::move(key)), o_(o) {
+    name_ = pool_->with([&](Client& c) { return c.uri(key_); });
     if (o_.part_size < (std::uint64_t(5) << 20))
       throw invalid_input_error("object_sink: part_size " + std::to_string(o_.part_size) + " is below 5 MiB");
     if (o_.parts_in_flight == 0) throw invalid_input_error("object_sink: parts_in_flight must be at least 1");
     if (o_.if_absent && o_.part_size < (std::uint64_t(1) << 62)) o_.part_size = std::uint64_t(1) << 62;  // one PUT
   }
   object_sink(object_sink&& o) noexcept
-      : pool_(std::move(o.pool_)), key_(std::move(o.key_)), o_(o.o_), buffer_(std::move(o.buffer_)),
+      : pool_(std::move(o.pool_)), key_(std::move(o.key_)), name_(std::move(o.name_)), o_(o.o_), buffer_(std::move(o.buffer_)),
         position_(o.position_), upload_(std::exchange(o.upload_, std::nullopt)), parts_(std::move(o.parts_)),
         in_flight_(std::move(o.in_flight_)), finished_(std::exchange(o.finished_, true)) {}
   object_sink& operator=(object_sink&&) = delete;
@@ -205,7 +206,7 @@ class object_sink {
   }
 
   void write(bytes_view bytes) {
-    if (finished_) throw io_error(uri() + ": write after finish");
+    if (finished_) throw io_error(name_ + ": write after finish");
     buffer_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     position_ += bytes.size();
     while (buffer_.size() >= o_.part_size) {
@@ -217,12 +218,12 @@ class object_sink {
   std::uint64_t position() const noexcept { return position_; }
 
   void finish() {
-    if (finished_) throw io_error(uri() + ": finished twice");
+    if (finished_) throw io_error(name_ + ": finished twice");
     pool_->with([&](Client& c) {
       if (!upload_) {
         if (!o_.if_absent) c.put(key_, buffer_);
         else if (!c.put_if_absent(key_, buffer_))
-          throw conflict_error(c.uri(key_) + ": already exists (another writer committed it first)");
+          throw conflict_error(name_ + ": already exists (another writer committed it first)");
       } else {
         if (!buffer_.empty() || parts_.size() + in_flight_.size() == 0) upload(std::string(buffer_));
         while (!in_flight_.empty()) settle_oldest();
@@ -235,8 +236,6 @@ class object_sink {
   }
 
  private:
-  std::string uri() { return pool_->with([&](Client& c) { return c.uri(key_); }); }
-
   // Starts uploading the next part (the upload itself first, on the first part), after
   // waiting for the oldest part when parts_in_flight are on their way.
   void upload(std::string part) {
@@ -263,7 +262,7 @@ class object_sink {
   }
 
   std::shared_ptr<client_pool<Client>> pool_;
-  std::string key_;
+  std::string key_, name_;  // name_: the object's URI, for messages
   object_sink_options o_;
   std::string buffer_;
   std::uint64_t position_ = 0;

@@ -26,6 +26,24 @@ inline std::vector<std::string_view> xml_elements(std::string_view xml, std::str
 }
 
 // XML's five entities and numeric references decoded.
+// The code point of a character reference's name ("#233", "#xE9"); 0 when it is none
+// (kept as written).
+inline unsigned long char_reference(std::string_view name) {
+  if (name.size() < 2 || name[0] != '#') return 0;
+  const bool hex = name[1] == 'x' || name[1] == 'X';
+  const auto digits = name.substr(hex ? 2 : 1);
+  if (digits.empty() || digits.size() > 8) return 0;
+  unsigned long cp = 0;
+  for (const char c : digits) {
+    const int d = c >= '0' && c <= '9' ? c - '0'
+                  : hex && c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : hex && c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return 0;
+    cp = cp * (hex ? 16 : 10) + unsigned(d);
+  }
+  return cp <= 0x10ffff ? cp : 0;
+}
+
 inline std::string xml_text(std::string_view s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -44,9 +62,7 @@ inline std::string xml_text(std::string_view s) {
     else if (name == "gt") out += '>';
     else if (name == "quot") out += '"';
     else if (name == "apos") out += '\'';
-    else if (name.size() > 1 && name[0] == '#') {
-      const bool hex = name[1] == 'x' || name[1] == 'X';
-      const unsigned long cp = std::stoul(std::string(name.substr(hex ? 2 : 1)), nullptr, hex ? 16 : 10);
+    else if (const auto cp = char_reference(name)) {
       if (cp < 0x80) out += char(cp);
       else if (cp < 0x800) out += char(0xc0 | (cp >> 6)), out += char(0x80 | (cp & 0x3f));
       else if (cp < 0x10000)
