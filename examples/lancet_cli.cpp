@@ -384,7 +384,7 @@ int cmd_commit(const args& a) {
   dataset::fragment_commit_options o;
   if (a.get("read-version")) o.read_version = a.number("read-version");
   if (auto n = a.number("max-retries")) o.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
-  std::vector<pb::data_fragment> fragments;
+  std::vector<dataset::fragment_metadata> fragments;
   bool stdin_read = false;
   for (const auto& f : a.files) {
     std::string text;
@@ -403,7 +403,7 @@ int cmd_commit(const args& a) {
   const auto r = dataset::commit(a.path, op, std::move(fragments), o);
   report_retries(r.retries);
   std::vector<std::uint64_t> ids;
-  for (const auto& f : r.fragments) ids.push_back(f.id);
+  for (const auto& f : r.fragments) ids.push_back(f.id());
   json::object_writer j;  // members in name order, as before
   j.field("fragments", ids).field("read_version", r.read_version).field("rows", r.rows).field("version", r.version);
   std::cout << j.str() << "\n";

@@ -199,7 +199,7 @@ TEST_CASE("cleanup: leftovers of killed writes go when old enough or unverified 
   write(root, 0, 10, true);
   write(root, 10, 10, false);
   const auto committed = t::files_under(root, true, true);
-  const auto uuid = pb::uuid::generate_v4().to_string();
+  const auto uuid = lancet::uuid::generate_v4().to_string();
   const fs::path r(root);
   // Old leftovers (30 days): a data file, lancet's temporary files, a transaction, an index directory.
   const std::vector<std::string> old_left = {

@@ -406,7 +406,7 @@ TEST_CASE("remap_index_files: explicit maps, and what it refuses") {
   CHECK_THROWS_AS(index::remap_index_files(root, scalar, m), unsupported_error);
   // Missing files.
   auto gone = built.index;
-  gone.uuid = pb::uuid::generate_v4();
+  gone.uuid = lancet::uuid::generate_v4();
   CHECK(index::remap_unsupported_reason(root, gone).has_value());
   CHECK_THROWS_AS(index::remap_index_files(root, gone, m), unsupported_error);
 }
@@ -418,7 +418,7 @@ TEST_CASE("compact_files: an index lancet cannot remap leaves the dataset unchan
   // A scalar index (as LanceDB would register a BTREE) over every fragment.
   auto snap = *dataset::load_latest(root);
   pb::index_metadata im;
-  im.uuid = pb::uuid::generate_v4();
+  im.uuid = lancet::uuid::generate_v4();
   im.fields = {0};
   im.name = "id_idx";
   im.dataset_version = snap.version();

@@ -102,6 +102,11 @@ void refused(F&& f, std::vector<std::string> pieces) {
   }
 }
 
+// The stored form of a fragment, which these tests build or edit to plant faults.
+pb::data_fragment& st(ds::fragment_metadata& f) { return ds::detail::fragment_access::stored(f); }
+const pb::data_fragment& st(const ds::fragment_metadata& f) { return ds::detail::fragment_access::stored(f); }
+ds::fragment_metadata wrap(pb::data_fragment f) { return ds::detail::fragment_access::make(std::move(f)); }
+
 }  // namespace
 
 TEST_CASE("fragment JSON: Lance's keys and order, nulls for defaults, and a round trip") {
@@ -120,7 +125,7 @@ TEST_CASE("fragment JSON: Lance's keys and order, nulls for defaults, and a roun
   d.base_id = 3;
   f.files.push_back(d);
   f.physical_rows = 1234;
-  const std::string plain = ds::to_json(f);
+  const std::string plain = ds::to_json(wrap(f));
   // Keys as pylance's FragmentMetadata.to_json and serde's Fragment / DataFile
   // (rust/lance-table/src/format/fragment.rs; python/python/lance/fragment.py).
   const auto v = parse(plain);
@@ -134,7 +139,7 @@ TEST_CASE("fragment JSON: Lance's keys and order, nulls for defaults, and a roun
   CHECK(plain.find("\"deletion_file\":null,\"row_id_meta\":null,\"created_at_version_meta\":null,"
                    "\"last_updated_at_version_meta\":null}") != std::string::npos);
   CHECK(v.find("physical_rows")->u == 1234);
-  CHECK(ds::fragment_from_json(plain) == f);
+  CHECK(st(ds::fragment_from_json(plain)) == f);
 
   // Everything set: a deletion file and the serde forms of the sequences.
   pb::deletion_file del;
@@ -146,26 +151,26 @@ TEST_CASE("fragment JSON: Lance's keys and order, nulls for defaults, and a roun
   f.row_id_sequence = std::string("\x01\x02\xff", 3);
   f.created_at_version_sequence = pb::external_file{"_rowids/x.bin", 10, 20};
   f.last_updated_at_version_sequence = std::string("\x00\x07", 2);
-  const std::string full = ds::to_json(f);
+  const std::string full = ds::to_json(wrap(f));
   CHECK(full.find("\"deletion_file\":{\"read_version\":4,\"id\":99,\"file_type\":\"bitmap\",\"num_deleted_rows\":5,"
                   "\"base_id\":null}") != std::string::npos);
   CHECK(full.find("\"row_id_meta\":{\"Inline\":[1,2,255]}") != std::string::npos);
   CHECK(full.find("\"created_at_version_meta\":{\"External\":{\"path\":\"_rowids/x.bin\",\"offset\":10,\"size\":20}}") !=
         std::string::npos);
-  CHECK(ds::fragment_from_json(full) == f);
+  CHECK(st(ds::fragment_from_json(full)) == f);
 
   // pylance's minimal form (optional keys absent) reads too.
   const auto minimal = ds::fragment_from_json(R"({"id": 0, "files": [{"path": "a.lance", "fields": [0]}], "physical_rows": 3})");
-  CHECK(minimal.files.at(0).path == "a.lance");
-  CHECK(minimal.files[0].column_indices.empty());
-  CHECK(minimal.physical_rows == 3);
+  CHECK(minimal.data_files() == std::vector<std::string>{"a.lance"});
+  CHECK(st(minimal).files[0].column_indices.empty());
+  CHECK(minimal.physical_rows() == 3);
 
   // Several: an array, or JSON Lines (what `lancet write --uncommitted` prints).
   f.id = 1;
-  const std::vector<pb::data_fragment> two{f, minimal};
+  const std::vector<ds::fragment_metadata> two{wrap(f), minimal};
   CHECK(ds::fragments_from_json(ds::fragments_to_json_lines(two)) == two);
-  CHECK(ds::fragments_from_json("[" + ds::to_json(f) + ",\n" + ds::to_json(minimal) + "]") == two);
-  CHECK(ds::fragments_from_json("\n" + ds::to_json(f) + "\n\n") == std::vector<pb::data_fragment>{f});
+  CHECK(ds::fragments_from_json("[" + ds::to_json(two[0]) + ",\n" + ds::to_json(minimal) + "]") == two);
+  CHECK(ds::fragments_from_json("\n" + ds::to_json(two[0]) + "\n\n") == std::vector<ds::fragment_metadata>{two[0]});
 }
 
 TEST_CASE("fragment JSON: malformed and mistyped input names the key, line and column") {
@@ -195,22 +200,23 @@ TEST_CASE("write_fragments writes data files only; commit overwrite creates, app
   scratch_dir t("dist");
   const auto root = t.sub("ds");
   // Three workers write against a dataset that does not exist yet.
-  std::vector<pb::data_fragment> all;
+  std::vector<ds::fragment_metadata> all;
   for (int w = 0; w < 3; ++w) {
     auto r = ds::write_fragments(root, id_pair_batch(w * 100, 100), mode(ds::write_mode::append, 60));
     CHECK_FALSE(r.read_version);
     CHECK(r.rows_written == 100);
     REQUIRE(r.fragments.size() == 2);  // 60 + 40 rows
-    CHECK(r.fragments[0].physical_rows == 60);
-    CHECK(r.fragments[1].physical_rows == 40);
-    for (const auto& f : r.fragments) {
-      CHECK(f.id == 0);
+    CHECK(r.fragments[0].physical_rows() == 60);
+    CHECK(r.fragments[1].physical_rows() == 40);
+    for (const auto& m : r.fragments) {
+      CHECK(m.id() == 0);
+      const auto& f = st(m);
       REQUIRE(f.files.size() == 1);
       CHECK(fs::exists(fs::path(root) / "data" / f.files[0].path));
       CHECK(f.files[0].file_size_bytes == fs::file_size(fs::path(root) / "data" / f.files[0].path));
       CHECK(f.files[0].fields == std::vector<std::int32_t>{0, 1});  // ids as Lance assigns them
       // Through the JSON a coordinator receives.
-      all.push_back(ds::fragment_from_json(ds::to_json(f)));
+      all.push_back(ds::fragment_from_json(ds::to_json(m)));
     }
   }
   CHECK(latest_version_of(root) == 0);  // nothing committed
@@ -223,25 +229,25 @@ TEST_CASE("write_fragments writes data files only; commit overwrite creates, app
   CHECK(c.read_version == 0);
   CHECK(c.rows == 300);
   std::vector<std::uint64_t> ids;
-  for (const auto& f : c.fragments) ids.push_back(f.id);
+  for (const auto& f : c.fragments) ids.push_back(f.id());
   CHECK(ids == std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5});
   CHECK(rows_of(root) == expected_rows({{0, 300}}));
 
   // Append: two more workers, against version 1's schema.
-  std::vector<pb::data_fragment> more;
+  std::vector<ds::fragment_metadata> more;
   for (int w = 0; w < 2; ++w) {
     auto r = ds::write_fragments(root, id_pair_batch(1000 + w * 10, 10), mode(ds::write_mode::append));
     CHECK(r.read_version == std::optional<std::uint64_t>(1));
     more.insert(more.end(), r.fragments.begin(), r.fragments.end());
   }
-  more[1].id = 3;  // ids the metadata carries are replaced at commit
+  st(more[1]).id = 3;  // ids the metadata carries are replaced at commit
   c = ds::commit(root, ds::operation::append{}, more);
   CHECK(c.version == 2);
   CHECK(c.read_version == 1);
   CHECK(c.retries == 0);
   REQUIRE(c.fragments.size() == 2);
-  CHECK(c.fragments[0].id == 6);
-  CHECK(c.fragments[1].id == 7);
+  CHECK(c.fragments[0].id() == 6);
+  CHECK(c.fragments[1].id() == 7);
   CHECK(rows_of(root) == expected_rows({{0, 300}, {1000, 1020}}));
   const auto d = ds::dataset::open(root);
   CHECK(d.manifest().fragments.size() == 8);
@@ -254,7 +260,7 @@ TEST_CASE("write_fragments writes data files only; commit overwrite creates, app
   c = ds::commit(root, ds::operation::overwrite{*other.schema}, w.fragments);
   CHECK(c.version == 3);
   REQUIRE(c.fragments.size() == 1);
-  CHECK(c.fragments[0].id == 0);
+  CHECK(c.fragments[0].id() == 0);
   const auto b = ds::dataset::open(root).to_batch();
   REQUIRE(b.num_rows() == 3);
   CHECK(b.schema->fields.at(0).name == "name");
@@ -277,7 +283,7 @@ TEST_CASE("commit rebases on a concurrent writer after its read version; an over
   CHECK(c.read_version == 1);
   CHECK(c.retries == 0);  // a commit made before the first attempt is rebased on without a retry
   REQUIRE(c.fragments.size() == 1);
-  CHECK(c.fragments[0].id == 2);
+  CHECK(c.fragments[0].id() == 2);
   CHECK(rows_of(root) == expected_rows({{0, 10}, {100, 120}, {500, 505}}));
 
   // An overwrite after the read version: the append cannot be rebased on it.
@@ -304,7 +310,7 @@ TEST_CASE("commit refuses bad fragments and commits nothing") {
     ds::write(elsewhere, id_pair_batch(0, 1), mode(ds::write_mode::create));
     const auto foreign = ds::write_fragments(elsewhere, id_pair_batch(50, 5), mode(ds::write_mode::append)).fragments;
     refused([&] { ds::commit(root, ds::operation::append{}, foreign); },
-            {"data file '" + foreign[0].files[0].path + "'", "does not exist", "another dataset"});
+            {"data file '" + st(foreign[0]).files[0].path + "'", "does not exist", "another dataset"});
   }
   SUBCASE("fields that are not the dataset's") {
     // Same field ids, other columns: written as an overwrite with another schema.
@@ -315,32 +321,32 @@ TEST_CASE("commit refuses bad fragments and commits nothing") {
     refused([&] { ds::commit(root, ds::operation::append{}, frags); },
             {"field id 1 as 'name' (string)", "the dataset's schema has 'vec'"});
     auto missing = good;
-    missing[0].files[0].fields = {0, 7};
+    st(missing[0]).files[0].fields = {0, 7};
     refused([&] { ds::commit(root, ds::operation::append{}, missing); }, {"field id 7", "does not have"});
     auto partial = good;
-    partial[0].files[0].fields = {0};
-    partial[0].files[0].column_indices = {0};
+    st(partial[0]).files[0].fields = {0};
+    st(partial[0]).files[0].column_indices = {0};
     refused([&] { ds::commit(root, ds::operation::append{}, partial); }, {"no data for field 'vec'"});
   }
   SUBCASE("the same fragment twice in one commit") {
     refused([&] { ds::commit(root, ds::operation::append{}, {good[0], good[0]}); },
-            {"data file '" + good[0].files[0].path + "' of fragment 1 is also in fragment 0"});
+            {"data file '" + st(good[0]).files[0].path + "' of fragment 1 is also in fragment 0"});
   }
   SUBCASE("metadata that does not match its file") {
     auto rows = good;
-    rows[0].physical_rows = 11;
+    st(rows[0]).physical_rows = 11;
     refused([&] { ds::commit(root, ds::operation::append{}, rows); }, {"holds 10 rows", "physical_rows 11"});
     auto size = good;
-    size[0].files[0].file_size_bytes += 1;
+    st(size[0]).files[0].file_size_bytes += 1;
     refused([&] { ds::commit(root, ds::operation::append{}, size); }, {"bytes, the metadata says"});
     auto version = good;
-    version[0].files[0].file_minor_version = 0;
+    st(version[0]).files[0].file_minor_version = 0;
     refused([&] { ds::commit(root, ds::operation::append{}, version); }, {"is a Lance 2.0 file", "the dataset stores 2."});
     auto path = good;
-    path[0].files[0].path = "../" + path[0].files[0].path;
+    st(path[0]).files[0].path = "../" + st(path[0]).files[0].path;
     refused([&] { ds::commit(root, ds::operation::append{}, path); }, {"plain file name under data/"});
     auto del = good;
-    del[0].deletion_file = pb::deletion_file{};
+    st(del[0]).deletion_file = pb::deletion_file{};
     refused([&] { ds::commit(root, ds::operation::append{}, del); }, {"has a deletion file"});
   }
   SUBCASE("append to no dataset, or to a read version that does not exist") {
@@ -374,7 +380,7 @@ TEST_CASE("nested columns: a struct's data lives in its members' columns, and co
     return make_batch({{"id", make_array<std::int64_t>(ids)},
                        {"pt", struct_array({{"x", make_array<std::int32_t>(xs)}, {"tag", string_array({"a", "b", "c"})}})}});
   };
-  std::vector<pb::data_fragment> all;
+  std::vector<ds::fragment_metadata> all;
   for (int w = 0; w < 2; ++w) {
     ds::write_options o;
     o.mode = ds::write_mode::overwrite;

@@ -856,7 +856,7 @@ TEST_CASE("registry: IndexMetadata as Lance records it, CreateIndex commits, lis
 
   SUBCASE("a second index, then replacing one, then a stale base") {
     auto second = meta;
-    second.uuid = pb::uuid::generate_v4();
+    second.uuid = lancet::uuid::generate_v4();
     second.name = "second";
     CHECK_THROWS_WITH_AS(index::commit_index(root.string(), v2, meta), doctest::Contains("already has an index named 'vector_idx'"),
                          invalid_input_error);
@@ -877,7 +877,7 @@ TEST_CASE("registry: IndexMetadata as Lance records it, CreateIndex commits, lis
     CHECK(fs::exists(dataset::transaction_path(root.string(), v3.manifest().transaction_file)));
 
     auto replacement = meta;
-    replacement.uuid = pb::uuid::generate_v4();
+    replacement.uuid = lancet::uuid::generate_v4();
     index::commit_index_options o;
     o.replace = true;
     const auto v4 = index::commit_index(root.string(), v3, replacement, o);
@@ -892,7 +892,7 @@ TEST_CASE("registry: IndexMetadata as Lance records it, CreateIndex commits, lis
     // compatible in Lance, so it is rebased on version 4 and keeps version 4's indexes.
     auto late = second;
     late.name = "late";
-    late.uuid = pb::uuid::generate_v4();
+    late.uuid = lancet::uuid::generate_v4();
     const auto v5 = index::commit_index(root.string(), v3, late);
     CHECK(v5.version() == 5);
     REQUIRE(v5.file.indices.size() == 3);
@@ -901,7 +901,7 @@ TEST_CASE("registry: IndexMetadata as Lance records it, CreateIndex commits, lis
     CHECK(v5.file.indices[2] == late);
     // A second index of a name committed meanwhile is a conflict, and commits nothing.
     auto clash = late;
-    clash.uuid = pb::uuid::generate_v4();
+    clash.uuid = lancet::uuid::generate_v4();
     CHECK_THROWS_AS(index::commit_index(root.string(), v4, clash), conflict_error);
     CHECK(dataset::load_latest(root.string())->version() == 5);
     std::size_t txns = 0;

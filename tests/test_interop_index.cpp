@@ -146,7 +146,7 @@ TEST_CASE("LanceDB searches IVF_FLAT indexes we build and register") {
     auto ivf = index::ivf_model::from_kmeans(km);
     ivf.loss = 0;  // Lance records the assignment loss (l2: sum of squared distances)
     for (auto d : dist) *ivf.loss += d;
-    const auto uuid = pb::uuid::generate_v4();
+    const auto uuid = lancet::uuid::generate_v4();
     const index::flat_params flat{std::uint32_t(dim), index::element_type::f32};
     const auto files = index::write_index_directory(
         index::index_directory(ds.string(), uuid), storage_version, ivf, flat, v.metric,
@@ -246,7 +246,7 @@ TEST_CASE("LanceDB's quantized indexes written again by us (rows reversed) searc
     const std::string dir = index_dir(ds, theirs);
     auto reader = index::open_storage(dir + "/auxiliary.idx");
     const auto info = index::read_index_file(dir + "/index.idx");
-    const auto uuid = pb::uuid::generate_v4();
+    const auto uuid = lancet::uuid::generate_v4();
     const auto files = index::write_index_directory(
         index::index_directory(ds.string(), uuid), dataset::manifest_storage_version(base.manifest()), info.ivf,
         reader.quantizer(), reader.distance(), [&](auto& aux) {
@@ -349,7 +349,7 @@ TEST_CASE("IVF_SQ: SQ storage with our flat sub-index, registered as IVF_SQ") {
   CHECK(info.index_type == "IVF_HNSW_SQ");
   CHECK(info.sub_index_key == "lance:hnsw");
   REQUIRE(info.ivf.centroids);
-  const auto uuid = pb::uuid::generate_v4();
+  const auto uuid = lancet::uuid::generate_v4();
   const auto files = index::write_index_directory(
       index::index_directory(ds.string(), uuid), file::format_version::v2_0, info.ivf, reader.quantizer(),
       reader.distance(), [&](auto& aux) {
@@ -412,7 +412,7 @@ TEST_CASE("an index in two segments over several fragments, then deletions") {
   const index::flat_params flat{std::uint32_t(dim), index::element_type::f32};
   std::vector<pb::index_metadata> segments;
   for (const auto& frags : std::vector<std::vector<std::uint64_t>>{{0, 1}, {2}}) {
-    const auto uuid = pb::uuid::generate_v4();
+    const auto uuid = lancet::uuid::generate_v4();
     const auto files = index::write_index_directory(
         index::index_directory(ds.string(), uuid), dataset::manifest_storage_version(base.manifest()),
         index::ivf_model::from_kmeans(km), flat, simd::distance_type::l2, [&](auto& aux) {

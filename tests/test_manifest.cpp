@@ -95,8 +95,8 @@ std::string u32le(std::uint32_t v) { return u16le(std::uint16_t(v)) + u16le(std:
 TEST_SUITE("manifest") {
 
 TEST_CASE("uuid: v4 bits, text form and parse") {
-  auto a = pb::uuid::generate_v4();
-  auto b = pb::uuid::generate_v4();
+  auto a = lancet::uuid::generate_v4();
+  auto b = lancet::uuid::generate_v4();
   CHECK(a != b);
   CHECK((a.bytes[6] >> 4) == 4);
   CHECK((a.bytes[8] & 0xC0) == 0x80);
@@ -104,18 +104,18 @@ TEST_CASE("uuid: v4 bits, text form and parse") {
   REQUIRE(s.size() == 36);
   CHECK(s[8] == '-');
   CHECK(s[14] == '4');
-  CHECK(pb::uuid::parse(s) == a);
-  auto u = pb::uuid::parse("EC06D4B1-1FEE-482A-9AA8-5D56F6A80EDA");
+  CHECK(lancet::uuid::parse(s) == a);
+  auto u = lancet::uuid::parse("EC06D4B1-1FEE-482A-9AA8-5D56F6A80EDA");
   CHECK(u.to_string() == "ec06d4b1-1fee-482a-9aa8-5d56f6a80eda");
-  CHECK(pb::uuid::parse("ec06d4b11fee482a9aa85d56f6a80eda") == u);
-  CHECK_THROWS_AS(pb::uuid::parse("ec06d4b1-1fee-482a-9aa8-5d56f6a80ed"), invalid_input_error);
-  CHECK_THROWS_AS(pb::uuid::parse("ec06d4b1x1fee-482a-9aa8-5d56f6a80eda"), invalid_input_error);
-  CHECK_THROWS_AS(pb::uuid::parse("gc06d4b1-1fee-482a-9aa8-5d56f6a80eda"), invalid_input_error);
+  CHECK(lancet::uuid::parse("ec06d4b11fee482a9aa85d56f6a80eda") == u);
+  CHECK_THROWS_AS(lancet::uuid::parse("ec06d4b1-1fee-482a-9aa8-5d56f6a80ed"), invalid_input_error);
+  CHECK_THROWS_AS(lancet::uuid::parse("ec06d4b1x1fee-482a-9aa8-5d56f6a80eda"), invalid_input_error);
+  CHECK_THROWS_AS(lancet::uuid::parse("gc06d4b1-1fee-482a-9aa8-5d56f6a80eda"), invalid_input_error);
   // UUID message: 16 bytes or corrupt.
   pb::writer w;
   w.bytes(1, std::string_view("short"));
-  CHECK_THROWS_AS(pb::decode<pb::uuid>(pb::reader(w.bytes())), corrupt_error);
-  CHECK_THROWS_AS(pb::decode<pb::uuid>(pb::reader(std::string_view())), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<lancet::uuid>(pb::reader(w.bytes())), corrupt_error);
+  CHECK_THROWS_AS(pb::decode<lancet::uuid>(pb::reader(std::string_view())), corrupt_error);
 }
 
 TEST_CASE("data file and deletion file: hand-checked bytes") {
@@ -230,7 +230,7 @@ TEST_CASE("row-id segments: all shapes") {
 
 TEST_CASE("index metadata and section round trip, optional presence kept") {
   pb::index_metadata m;
-  m.uuid = pb::uuid::generate_v4();
+  m.uuid = lancet::uuid::generate_v4();
   m.fields = {2};
   m.name = "vec_idx";
   m.dataset_version = 3;
@@ -259,7 +259,7 @@ TEST_CASE("transactions: every operation round trips; unknown or missing operati
   frag.files.push_back({"f.lance", {0}, {0}, 2, 1, 10, std::nullopt});
   frag.physical_rows = 3;
   pb::index_metadata idx;
-  idx.uuid = pb::uuid::generate_v4();
+  idx.uuid = lancet::uuid::generate_v4();
   idx.name = "i";
 
   std::vector<pb::transaction::operation_t> ops;
@@ -269,7 +269,7 @@ TEST_CASE("transactions: every operation round trips; unknown or missing operati
   ops.emplace_back(pb::transaction::create_index{{idx}, {idx}});
   pb::transaction::rewrite rw;
   rw.groups.push_back({{frag}, {frag}});
-  rw.rewritten_indices.push_back({idx.uuid, pb::uuid::generate_v4(), pb::any{"t", "v"}, 2, {{"index.idx", 123}}});
+  rw.rewritten_indices.push_back({idx.uuid, lancet::uuid::generate_v4(), pb::any{"t", "v"}, 2, {{"index.idx", 123}}});
   ops.emplace_back(rw);
   ops.emplace_back(pb::transaction::merge{{frag}, {"\x12\x01y"}, {{"a", "b"}}});
   ops.emplace_back(pb::transaction::restore{3});
@@ -725,7 +725,7 @@ TEST_CASE("manifest file: writing sets section positions and reads back") {
   CHECK(m.reader_feature_flags == 0);
 
   pb::index_metadata idx;
-  idx.uuid = pb::uuid::generate_v4();
+  idx.uuid = lancet::uuid::generate_v4();
   idx.name = "i";
   idx.fields = {0};
   idx.dataset_version = 3;

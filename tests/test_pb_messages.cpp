@@ -777,7 +777,7 @@ pb::data_fragment sample_fragment() {
 
 pb::index_metadata sample_index() {
   pb::index_metadata m;
-  m.uuid = pb::uuid::parse("01234567-89ab-cdef-0123-456789abcdef");
+  m.uuid = lancet::uuid::parse("01234567-89ab-cdef-0123-456789abcdef");
   m.fields = {1, -1};
   m.name = "v_idx";
   m.dataset_version = 5;
@@ -792,7 +792,7 @@ pb::index_metadata sample_index() {
 }  // namespace
 
 TEST_CASE("table messages: every message round trips; truncated bytes are corrupt") {
-  encoded(pb::uuid::generate_v4());
+  encoded(lancet::uuid::generate_v4());
   encoded(pb::timestamp::from_unix_nanos(-1));
   encoded(pb::external_file{"p", 1, 2});
   encoded(pb::base_path{3, std::string("n"), true, "/root"});
@@ -851,7 +851,7 @@ TEST_CASE("transaction messages: every operation and its parts round trip") {
   encoded(T::delete_rows{{frag}, {4, 5}, "id > 3"});
   encoded(T::overwrite{{frag}, {"\x12\x01x"}, {{"k", "v"}}, {{"lance.x", "1"}}, {{1, "b", true, "/p"}}});
   encoded(T::create_index{{sample_index()}, {sample_index()}});
-  T::rewrite::rewritten_index ri{pb::uuid::generate_v4(), pb::uuid::generate_v4(), pb::any{"t", "v"}, 2, {{"i", 1}}};
+  T::rewrite::rewritten_index ri{lancet::uuid::generate_v4(), lancet::uuid::generate_v4(), pb::any{"t", "v"}, 2, {{"i", 1}}};
   encoded(ri);
   encoded(T::rewrite::rewrite_group{{frag}, {frag}});
   encoded(T::rewrite{{frag}, {}, {{{frag}, {frag}}}, {ri}});
@@ -959,8 +959,8 @@ TEST_CASE("descriptor features: maps, numbered oneofs, required fields, fixed by
     CHECK(pb::decode<pb::transaction>(hex_to_bytes("c2 0c 00 da 06 00")).operation.index() == 8);  // 200 skipped
   }
   SUBCASE("required fields and oneofs") {
-    CHECK_THROWS_AS(pb::decode<pb::uuid>(std::string()), corrupt_error);
-    CHECK_THROWS_AS(pb::decode<pb::uuid>(hex_to_bytes("0a 02 01 02")), corrupt_error);  // not 16 bytes
+    CHECK_THROWS_AS(pb::decode<lancet::uuid>(std::string()), corrupt_error);
+    CHECK_THROWS_AS(pb::decode<lancet::uuid>(hex_to_bytes("0a 02 01 02")), corrupt_error);  // not 16 bytes
     CHECK_THROWS_AS(pb::decode<pb::row_dataset_version_run>(hex_to_bytes("10 01")), corrupt_error);  // no span
     CHECK_THROWS_AS(pb::decode<pb::u64_segment>(std::string()), corrupt_error);
     CHECK_THROWS_AS(pb::decode<pb::encoded_u64_array>(std::string()), corrupt_error);
@@ -968,7 +968,7 @@ TEST_CASE("descriptor features: maps, numbered oneofs, required fields, fixed by
     CHECK_THROWS_AS(pb::decode<pb::u64_segment>(hex_to_bytes("12 04 08 01 10 02")), corrupt_error);  // no holes
     CHECK_THROWS_AS(pb::decode<pb::index_metadata>(hex_to_bytes("1a 01 78")), corrupt_error);  // no uuid
     // A zero UUID is still written: the field is a message.
-    CHECK(hex(pb::encode(pb::uuid{}), " ") == "0a 10 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00");
+    CHECK(hex(pb::encode(lancet::uuid{}), " ") == "0a 10 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00");
   }
   SUBCASE("enum values out of range") {
     CHECK_THROWS_AS(pb::decode<pb::index::tensor>(hex_to_bytes("08 08")), corrupt_error);      // no data type 8
@@ -998,7 +998,7 @@ TEST_CASE("errors name the message, the field or oneof, and the offset") {
         }) == "invalid input: FullZipLayout.details: both alternatives of a oneof are set");
   CHECK(what_of([] { (void)pb::decode<pb::index_metadata>(hex_to_bytes("1a 01 78")); }) ==
         "corrupt: IndexMetadata.uuid is missing");
-  CHECK(what_of([] { (void)pb::decode<pb::uuid>(hex_to_bytes("0a 02 01 02")); }) ==
+  CHECK(what_of([] { (void)pb::decode<lancet::uuid>(hex_to_bytes("0a 02 01 02")); }) ==
         "corrupt: UUID.uuid: 2 bytes, expected 16");
   CHECK(what_of([] { (void)pb::decode<pb::encoded_u64_array>(std::string()); }) ==
         "corrupt: EncodedU64Array is missing");

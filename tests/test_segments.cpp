@@ -229,7 +229,7 @@ TEST_CASE("bad segments are refused and nothing is committed") {
   refused({a, liar}, "vector_idx", "vector", "files hold model");
   // A segment whose files are gone.
   auto ghost = b;
-  ghost.index.uuid = pb::uuid::generate_v4();
+  ghost.index.uuid = lancet::uuid::generate_v4();
   refused({a, ghost}, "vector_idx", "vector", "does not exist");
   // Different names among the segments.
   auto renamed = b;

@@ -152,7 +152,7 @@ inline int run_write(const mpi::communicator& world, const std::vector<std::stri
   try {
     step(world, "committing", [&] {
       if (world.rank() != 0) return;
-      std::vector<lancet::pb::data_fragment> all;
+      std::vector<ds::fragment_metadata> all;
       for (std::size_t r = 0; r < gathered.size(); ++r) {
         if (gathered[r].empty()) continue;
         auto frags = ds::fragments_from_json(gathered[r], "fragments of rank " + std::to_string(r));

@@ -13,6 +13,7 @@
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/dataset/distributed.hpp"
 #include "lancet/dataset/fragment_json.hpp"
+#include "lancet/dataset/fragment_metadata.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/write_json_lines.hpp"
 #include "lancet/encoding/structural/blob.hpp"

@@ -96,7 +96,7 @@ struct compaction_plan {
 
 struct rewritten_index_info {
   std::string name;
-  pb::uuid old_uuid, new_uuid;  // equal with stable row ids (the index is kept)
+  lancet::uuid old_uuid, new_uuid;  // equal with stable row ids (the index is kept)
   remap_stats stats;
 };
 

@@ -43,6 +43,7 @@
 #include "lancet/core/config.hpp"
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/fragment_json.hpp"
+#include "lancet/dataset/fragment_metadata.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/file/version.hpp"
 #include "lancet/pb/table.hpp"
@@ -52,7 +53,7 @@ namespace lancet::dataset {
 
 // What write_fragments wrote: fragments (id 0) ready for commit.
 struct fragments_written {
-  std::vector<pb::data_fragment> fragments;
+  std::vector<fragment_metadata> fragments;
   std::uint64_t rows_written = 0;
   file::format_version storage_version = file::format_version::v2_0;
   // The version whose schema the files follow (nullopt: the dataset did not exist).
@@ -77,7 +78,7 @@ LANCET_INLINE fragments_written write_fragments(const std::string& root, const a
 // Removes the data files of fragments that were written but will not be committed
 // (a failed distributed write). Missing files are skipped; returns how many went.
 LANCET_INLINE std::size_t remove_uncommitted(const std::string& root,
-                                             const std::vector<pb::data_fragment>& fragments) noexcept;
+                                             const std::vector<fragment_metadata>& fragments) noexcept;
 
 // The operations a coordinator commits fragments with (Lance's LanceOperation).
 namespace operation {
@@ -109,13 +110,13 @@ struct fragment_commit_result {
   std::uint64_t read_version = 0;  // 0: the dataset did not exist
   unsigned retries = 0;            // commits lost to other writers before this one won
   std::uint64_t rows = 0;          // physical rows of the committed fragments
-  std::vector<pb::data_fragment> fragments;  // as committed, with their ids
+  std::vector<fragment_metadata> fragments;  // as committed, with their ids
 };
 
 // Commits fragments written by write_fragments (on any number of workers) as one new
 // version: Lance's commit of an Append or Overwrite with a read version.
 LANCET_INLINE fragment_commit_result commit(const std::string& root, const commit_operation& op,
-                                            std::vector<pb::data_fragment> fragments,
+                                            std::vector<fragment_metadata> fragments,
                                             const fragment_commit_options& o = {});
 
 }  // namespace lancet::dataset

@@ -63,7 +63,8 @@ fragments_written write_fragments(const std::string& root, Next&& next, const wr
   }
   auto written =
       detail::write_data_files(root, std::move(first), next, out.schema, out.storage_version, o, make_sink, policy, context);
-  out.fragments = std::move(written.fragments);
+  out.fragments.reserve(written.fragments.size());
+  for (auto& f : written.fragments) out.fragments.push_back(detail::fragment_access::make(std::move(f)));
   out.rows_written = written.rows;
   return out;
 }
@@ -203,10 +204,10 @@ LANCET_INLINE fragments_written write_fragments(const std::string& root, const a
   return write_fragments(root, std::span<const arrow::record_batch>(&batch, 1), o);
 }
 
-LANCET_INLINE std::size_t remove_uncommitted(const std::string& root, const std::vector<pb::data_fragment>& fragments) noexcept {
+LANCET_INLINE std::size_t remove_uncommitted(const std::string& root, const std::vector<fragment_metadata>& fragments) noexcept {
   std::size_t n = 0;
-  for (const auto& f : fragments)
-    for (const auto& d : f.files) {
+  for (const auto& m : fragments)
+    for (const auto& d : detail::fragment_access::stored(m).files) {
       try {
         if (!d.base_id && io::remove_file((std::filesystem::path(root) / data_dir_name / d.path).string())) ++n;
       } catch (...) {
@@ -216,8 +217,11 @@ LANCET_INLINE std::size_t remove_uncommitted(const std::string& root, const std:
 }
 
 LANCET_INLINE fragment_commit_result commit(const std::string& root, const commit_operation& op,
-                                     std::vector<pb::data_fragment> fragments, const fragment_commit_options& o) {
+                                     std::vector<fragment_metadata> given, const fragment_commit_options& o) {
   using namespace detail;
+  std::vector<pb::data_fragment> fragments;
+  fragments.reserve(given.size());
+  for (auto& m : given) fragments.push_back(std::move(fragment_access::stored(m)));
   if (root.empty()) throw invalid_input_error("dataset path is empty");
   const bool append = std::holds_alternative<operation::append>(op);
   const std::string context = std::string("cannot commit ") + (append ? "an append" : "an overwrite") + " to dataset '" +
@@ -277,9 +281,10 @@ LANCET_INLINE fragment_commit_result commit(const std::string& root, const commi
   r.read_version = read ? read->version() : 0;
   r.retries = outcome.retries;
   const auto& all = outcome.commit.manifest.fragments;
-  if (append) r.fragments.assign(all.end() - std::ptrdiff_t(fragments.size()), all.end());
-  else r.fragments = all;
-  for (const auto& f : r.fragments) r.rows += f.physical_rows;
+  for (auto it = append ? all.end() - std::ptrdiff_t(fragments.size()) : all.begin(); it != all.end(); ++it) {
+    r.rows += it->physical_rows;
+    r.fragments.push_back(fragment_access::make(*it));
+  }
   return r;
 }
 #endif

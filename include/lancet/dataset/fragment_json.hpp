@@ -42,6 +42,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/json/parse.hpp"
 #include "lancet/json/value.hpp"
+#include "lancet/dataset/fragment_metadata.hpp"
 #include "lancet/pb/table.hpp"
 
 namespace lancet::dataset {
@@ -238,8 +239,9 @@ inline json::value parse(std::string_view text, const std::string& context, std:
 }  // namespace detail
 
 // One fragment as Lance's FragmentMetadata.to_json() writes it (one line, no spaces).
-inline std::string to_json(const pb::data_fragment& f) {
+inline std::string to_json(const fragment_metadata& m) {
   using namespace detail;
+  const pb::data_fragment& f = fragment_access::stored(m);
   std::string out = "{\"id\":" + std::to_string(f.id) + ",\"files\":[";
   for (std::size_t i = 0; i < f.files.size(); ++i) {
     const auto& d = f.files[i];
@@ -280,18 +282,18 @@ inline std::string to_json(const pb::data_fragment& f) {
 
 // One fragment from its JSON object (FragmentMetadata.from_json's input). `context`
 // starts error messages (e.g. the file it came from).
-inline pb::data_fragment fragment_from_json(std::string_view text, const std::string& context = "fragment JSON") {
+inline fragment_metadata fragment_from_json(std::string_view text, const std::string& context = "fragment JSON") {
   using namespace detail;
-  return reader(context).fragment(parse(text, context), "");
+  return fragment_access::make(reader(context).fragment(parse(text, context), ""));
 }
 
 // Fragments from a text holding one fragment object, a JSON array of them, or JSON
 // Lines with one object per line (what `lancet write --uncommitted` prints). Blank
 // lines are skipped; errors name the line.
-inline std::vector<pb::data_fragment> fragments_from_json(std::string_view text,
+inline std::vector<fragment_metadata> fragments_from_json(std::string_view text,
                                                           const std::string& context = "fragment JSON") {
   using namespace detail;
-  std::vector<pb::data_fragment> out;
+  std::vector<fragment_metadata> out;
   std::size_t start = 0;
   while (start < text.size() && (text[start] == ' ' || text[start] == '\t' || text[start] == '\r' || text[start] == '\n'))
     ++start;
@@ -299,7 +301,7 @@ inline std::vector<pb::data_fragment> fragments_from_json(std::string_view text,
   if (text[start] == '[') {
     const auto v = parse(text, context);
     reader r(context);
-    for (std::size_t i = 0; i < v.items.size(); ++i) out.push_back(r.fragment(v.items[i], "[" + std::to_string(i) + "]"));
+    for (std::size_t i = 0; i < v.items.size(); ++i) out.push_back(fragment_access::make(r.fragment(v.items[i], "[" + std::to_string(i) + "]")));
     if (out.empty()) throw invalid_input_error(context + ": the array holds no fragment");
     return out;
   }
@@ -309,7 +311,7 @@ inline std::vector<pb::data_fragment> fragments_from_json(std::string_view text,
     json::value v;
     json::syntax_error err;
     if (json::try_parse(text, v, err)) {
-      out.push_back(reader(context).fragment(v, ""));
+      out.push_back(fragment_access::make(reader(context).fragment(v, "")));
       return out;
     }
     auto first_end = text.find('\n', start);
@@ -327,13 +329,13 @@ inline std::vector<pb::data_fragment> fragments_from_json(std::string_view text,
     pos = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     const auto v = parse(line, context, line_no);
-    out.push_back(reader(context + " (line " + std::to_string(line_no) + ")").fragment(v, ""));
+    out.push_back(fragment_access::make(reader(context + " (line " + std::to_string(line_no) + ")").fragment(v, "")));
   }
   return out;
 }
 
 // Fragments as JSON Lines: one to_json object per line.
-inline std::string fragments_to_json_lines(const std::vector<pb::data_fragment>& fragments) {
+inline std::string fragments_to_json_lines(const std::vector<fragment_metadata>& fragments) {
   std::string out;
   for (const auto& f : fragments) out += to_json(f) + "\n";
   return out;

@@ -34,7 +34,7 @@ struct remap_stats {
 
 // An index's remapped copy, written beside the old one under a new uuid.
 struct remapped_index {
-  pb::uuid old_uuid, new_uuid;
+  lancet::uuid old_uuid, new_uuid;
   std::vector<pb::index_file> files;  // of the new directory, as IndexMetadata lists them
   std::string directory;              // where they are: {root}/_indices/{new_uuid}
   std::size_t num_partitions = 0;

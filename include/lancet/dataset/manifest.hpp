@@ -448,7 +448,7 @@ inline pb::transaction decode_transaction_file(std::string_view bytes) { return 
 inline pb::transaction make_transaction(std::uint64_t read_version, pb::transaction::operation_t op) {
   pb::transaction t;
   t.read_version = read_version;
-  t.uuid = pb::uuid::generate_v4().to_string();
+  t.uuid = lancet::uuid::generate_v4().to_string();
   t.operation = std::move(op);
   return t;
 }

@@ -60,7 +60,7 @@ inline file::format_version default_storage_version() {
 // A Lance-style data file name (without ".lance"): the first 3 bytes of a v4 UUID
 // as 24 binary digits, the other 13 as hex.
 inline std::string random_data_file_stem() {
-  const auto u = pb::uuid::generate_v4();
+  const auto u = lancet::uuid::generate_v4();
   std::string out;
   out.reserve(50);
   for (std::size_t i = 0; i < 3; ++i)

@@ -21,7 +21,7 @@ namespace lancet::index {
 // An index as the manifest lists it (vector indices with their type and metric).
 struct vector_index_info {
   std::string name;
-  pb::uuid uuid;
+  lancet::uuid uuid;
   std::vector<std::int32_t> fields;
   std::vector<std::string> columns;  // dotted names of `fields`
   std::string index_type;            // "IVF_PQ", "IVF_HNSW_SQ", ... ("" for non-vector indices)

@@ -46,7 +46,7 @@ namespace lancet::index {
 
 
 // {root}/_indices/{uuid}
-inline std::string index_directory(const std::string& root, const pb::uuid& uuid) {
+inline std::string index_directory(const std::string& root, const lancet::uuid& uuid) {
   return (std::filesystem::path(root) / detail::indices_dir_name / uuid.to_string()).string();
 }
 
@@ -145,7 +145,7 @@ struct index_spec {
 };
 
 // The IndexMetadata of a new index over `m` (the manifest it was built from).
-inline pb::index_metadata make_index_metadata(const pb::manifest& m, const index_spec& spec, const pb::uuid& uuid,
+inline pb::index_metadata make_index_metadata(const pb::manifest& m, const index_spec& spec, const lancet::uuid& uuid,
                                               std::vector<pb::index_file> files) {
   validate(spec.quantizer);
   pb::index_metadata out;

@@ -31,6 +31,8 @@
 //   W to_wire() const + static M from_wire(W)
 //                                    M is written as message W (its own struct on the
 //                                    wire: a different shape than the one users see)
+// A value type declared below pb becomes a message through a specialisation of
+// pb::message_traits (its name and descriptors), as core's uuid does.
 // A type outside the library may still bring its own codec, `void encode(writer&) const`
 // and `static M decode(reader)`; pb::encode / pb::decode call those.
 //
@@ -81,6 +83,14 @@
 #include "lancet/pb/wire.hpp"
 
 namespace lancet::pb {
+
+// A message's name and descriptors. A message declares them as members; a value type
+// declared below pb (core's uuid) is made a message by specialising this template.
+template <class M>
+struct message_traits {
+  static constexpr std::string_view message_name = M::message_name;
+  static constexpr auto proto_fields() { return M::proto_fields(); }
+};
 
 // A message's descriptors, as proto_fields() returns them: pb::fields(d0, d1, ...).
 // Not a std::tuple: proto_fields()'s return type is deduced where its message is
@@ -634,7 +644,7 @@ inline void decode_fields(reader& r, void* m, const decode_entry* t, std::size_t
 // ---- building a message's tables from its descriptors (at compile time) ---------------
 
 template <class M>
-inline constexpr auto descriptors = M::proto_fields();
+inline constexpr auto descriptors = message_traits<M>::proto_fields();
 
 template <class D> struct is_oneof_desc : std::false_type {};
 template <class M, class V> struct is_oneof_desc<oneof_desc<M, V>> : std::true_type {};
@@ -795,11 +805,11 @@ void encode(writer& w, const Msg& m) {
 // Parses a message (nesting depth starts at 0; errors name the message).
 template <class Msg>
 Msg decode(bytes_view data) {
-  return detail::read_message<Msg>(reader(data, 0, Msg::message_name));
+  return detail::read_message<Msg>(reader(data, 0, message_traits<Msg>::message_name));
 }
 template <class Msg>
 Msg decode(std::string_view data) {
-  return detail::read_message<Msg>(reader(data, 0, Msg::message_name));
+  return detail::read_message<Msg>(reader(data, 0, message_traits<Msg>::message_name));
 }
 // Parses a message from a reader: its depth and its name in errors are the reader's.
 // (R is deduced, not converted to: a string still picks the overload above.)

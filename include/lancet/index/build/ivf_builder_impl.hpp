@@ -62,7 +62,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
   }
   enc.precomputed = o.precomputed_partitions.get();
 
-  const auto uuid = pb::uuid::generate_v4();
+  const auto uuid = lancet::uuid::generate_v4();
   const std::string dir = index_directory(root, uuid);
   const std::string spill = o.spill_directory.empty() ? dir + "/_shuffle"
                                                       : o.spill_directory + "/lancet-shuffle-" + uuid.to_string();

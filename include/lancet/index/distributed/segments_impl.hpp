@@ -72,7 +72,7 @@ LANCET_INLINE segment_metadata segment_from_json(std::string_view text, const st
   segment_metadata s;
   auto& im = s.index;
   try {
-    im.uuid = pb::uuid::parse(as_string(member(v, "uuid", what), "uuid", what));
+    im.uuid = lancet::uuid::parse(as_string(member(v, "uuid", what), "uuid", what));
   } catch (const error& e) {
     throw corrupt_error(what + ": \"uuid\": " + e.what());
   }
@@ -229,7 +229,7 @@ LANCET_INLINE segment_metadata merge_segments(const std::string& root, const std
       throw corrupt_error("merge_segments: " + s.label() + " has " + std::to_string(st.back().num_partitions()) +
                           " partitions, the model " + std::to_string(info->ivf.num_partitions()));
   }
-  const auto uuid = pb::uuid::generate_v4();
+  const auto uuid = lancet::uuid::generate_v4();
   const std::string dir = index_directory(root, uuid);
   segment_metadata out = segs.front();
   std::uint64_t rows = 0;

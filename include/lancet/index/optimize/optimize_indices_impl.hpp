@@ -67,7 +67,7 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
 
   // The new segment's directory; the shuffles spill under it (or o.spill_directory)
   // and are removed when done, the directory too unless the segment was written.
-  const auto uuid = pb::uuid::generate_v4();
+  const auto uuid = lancet::uuid::generate_v4();
   const std::string dir = index_directory(root, uuid);
   const optimize_run run{ds, o, ix, detail::is_multivector(ds, ix.column),
                          o.spill_directory.empty() ? dir + "/_shuffle"

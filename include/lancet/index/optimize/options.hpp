@@ -76,7 +76,7 @@ struct index_optimize_result {
   std::vector<partition_split> splits;   // executed (ways = pieces kept)
   std::vector<std::uint32_t> joins;      // executed
   std::uint64_t overflow_rows = 0;       // joined rows placed without room
-  std::optional<pb::uuid> uuid;          // the new segment
+  std::optional<lancet::uuid> uuid;          // the new segment
 };
 
 struct optimize_result {

@@ -66,7 +66,7 @@ LANCET_INLINE std::optional<std::string> remap_unsupported_reason(const std::str
 // _indices/{new_uuid} (a fresh v4 uuid when not given). Reads one partition at a
 // time. On failure the new directory is removed and the old index is untouched.
 LANCET_INLINE remapped_index remap_index_files(const std::string& root, const pb::index_metadata& im,
-                                               const row_address_map& m, std::optional<pb::uuid> new_uuid = std::nullopt);
+                                               const row_address_map& m, std::optional<lancet::uuid> new_uuid = std::nullopt);
 
 // What dataset::compact_files needs to carry IVF vector indexes over the rows it
 // moves (compaction_options::remap_indexes): remap_unsupported_reason and

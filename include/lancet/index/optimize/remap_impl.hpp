@@ -130,11 +130,11 @@ LANCET_INLINE std::optional<std::string> remap_unsupported_reason(const std::str
 }
 
 LANCET_INLINE remapped_index remap_index_files(const std::string& root, const pb::index_metadata& im,
-                                               const row_address_map& m, std::optional<pb::uuid> new_uuid) {
+                                               const row_address_map& m, std::optional<lancet::uuid> new_uuid) {
   if (auto why = remap_unsupported_reason(root, im)) throw unsupported_error("cannot remap " + *why);
   remapped_index out;
   out.old_uuid = im.uuid;
-  out.new_uuid = new_uuid ? *new_uuid : pb::uuid::generate_v4();
+  out.new_uuid = new_uuid ? *new_uuid : lancet::uuid::generate_v4();
   if (out.new_uuid == out.old_uuid)
     throw invalid_input_error("cannot remap index '" + im.name + "' onto its own uuid " + im.uuid.to_string());
   const std::string old_dir = index_directory(root, im.uuid);

@@ -598,7 +598,7 @@ inline matrix new_centroids(const index_segments& ix, const partition_moves& m, 
 // shuffler, index.idx; IVF_HNSW_*: the partitions' graphs over the rows as stored)
 // and its metadata, covering the merged segments' fragments and the delta's, with the
 // original build's details and index version.
-inline pb::index_metadata write_segment(const optimize_run& run, const dataset::snapshot& base, const pb::uuid& uuid,
+inline pb::index_metadata write_segment(const optimize_run& run, const dataset::snapshot& base, const lancet::uuid& uuid,
                                         const std::string& dir, matrix centroids, shuffler& out_sh,
                                         std::vector<std::uint64_t> fragments) {  // sorted
   const auto& ix = run.ix;

@@ -36,7 +36,7 @@ struct index_metadata {
   static constexpr std::uint32_t f_uuid = 1, f_fields = 2, f_name = 3, f_dataset_version = 4,
                                  f_fragment_bitmap = 5, f_index_details = 6, f_index_version = 7,
                                  f_created_at = 8, f_base_id = 9, f_files = 10;
-  pb::uuid uuid;
+  lancet::uuid uuid;
   std::vector<std::int32_t> fields;  // field ids the index covers
   std::string name;
   std::uint64_t dataset_version = 0;  // version the index was built from

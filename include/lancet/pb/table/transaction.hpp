@@ -86,7 +86,7 @@ struct transaction {
       static constexpr std::string_view message_name = "RewrittenIndex";
       static constexpr std::uint32_t f_old_id = 1, f_new_id = 2, f_new_index_details = 3, f_new_index_version = 4,
                                      f_new_index_files = 5;
-      pb::uuid old_id, new_id;
+      lancet::uuid old_id, new_id;
       std::optional<any> new_index_details;
       std::uint32_t new_index_version = 0;
       std::vector<index_file> new_index_files;
