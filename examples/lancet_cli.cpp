@@ -581,7 +581,7 @@ int cmd_index_create(const args& a) {
       const auto seg = index::build_segment(a.path, o, *model, frags);
       bar.finish();
       std::cout << index::segment_to_json(seg) << "\n";
-      std::cerr << "lancet: built segment " << seg.index.uuid.to_string() << " of index '" << seg.index.name << "' ("
+      std::cerr << "lancet: built segment " << seg.uuid().to_string() << " of index '" << seg.name() << "' ("
                 << seg.num_partitions << " partitions, " << seg.rows_indexed << " rows, " << frags.size()
                 << " fragments) on " << a.path << "; not committed\n";
       return 0;
@@ -656,8 +656,8 @@ int cmd_index_merge_segments(const args& a) {
   const auto segs = read_segments(a);
   const auto m = index::merge_segments(a.path, segs);
   std::cout << index::segment_to_json(m) << "\n";
-  std::cerr << "lancet: merged " << segs.size() << " segments of index '" << m.index.name << "' into segment "
-            << m.index.uuid.to_string() << " (" << m.rows_indexed << " rows, " << m.fragment_ids().size()
+  std::cerr << "lancet: merged " << segs.size() << " segments of index '" << m.name() << "' into segment "
+            << m.uuid().to_string() << " (" << m.rows_indexed << " rows, " << m.fragment_ids().size()
             << " fragments); not committed\n";
   return 0;
 }
@@ -671,13 +671,13 @@ int cmd_index_commit(const args& a) {
   const auto r = index::commit_segments(a.path, *name, *column, segs);
   report_retries(r.retries);
   std::vector<std::string> seg_uuids, replaced;
-  for (const auto& s : segs) seg_uuids.push_back(s.index.uuid.to_string());
+  for (const auto& s : segs) seg_uuids.push_back(s.uuid().to_string());
   for (const auto& im : r.replaced) replaced.push_back(im.uuid.to_string());
   json::object_writer j;
-  j.field("name", *name).field("replaced", replaced).field("segments", seg_uuids).field("version", r.snapshot.version());
+  j.field("name", *name).field("replaced", replaced).field("segments", seg_uuids).field("version", r.version);
   std::cout << j.str() << "\n";
   std::cerr << "lancet: committed " << segs.size() << " segment(s) as index '" << *name << "' on " << a.path
-            << ", version " << r.snapshot.version() << "\n";
+            << ", version " << r.version << "\n";
   return 0;
 }
 

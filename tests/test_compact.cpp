@@ -29,6 +29,7 @@
 #include "support/dataset_writes.hpp"
 #include "support/failing_sink.hpp"
 #include "support/files.hpp"
+#include "support/stored_index.hpp"
 #include "support/temp_dir.hpp"
 #include "support/vector_batch.hpp"
 
@@ -39,6 +40,7 @@ namespace {
 
 using lancet::testing::delete_where;
 using lancet::testing::files_under;
+using lancet::testing::stored_index;
 using lancet::testing::three_cluster_dim;
 using lancet::testing::three_cluster_rows;
 
@@ -268,6 +270,7 @@ TEST_CASE("compact_files: an IVF index is remapped in the Rewrite commit") {
     bo.num_partitions = 3;
     if (type == index::ivf_index_type::ivf_pq) bo.num_sub_vectors = 2;
     const auto built = index::build_ivf_index(root, bo);
+    const auto built_im = stored_index(root, built.index.uuid);
     // Deleted after the index was built: the index still holds those rows.
     delete_where(root, [](std::int64_t id) { return id % 4 == 1; });
     const auto before = dataset::dataset::open(root);
@@ -300,7 +303,7 @@ TEST_CASE("compact_files: an IVF index is remapped in the Rewrite commit") {
     CHECK(im.name == built.index.name);
     CHECK(im.dataset_version == built.index.dataset_version);
     CHECK(im.created_at == built.index.created_at);
-    CHECK(im.index_details->value == built.index.index_details->value);
+    CHECK(im.index_details->value == built_im.index_details->value);
     CHECK(dataset::index_fragment_bitmap(im).to_vector() == std::vector<std::uint32_t>{std::uint32_t(after.fragments()[0].id)});
     CHECK(im.files == index::index_files_in(index::index_directory(root, im.uuid)));
     // The old index directory stays (older versions use it).
@@ -371,11 +374,12 @@ TEST_CASE("remap_index_files: explicit maps, and what it refuses") {
   bo.type = index::ivf_index_type::ivf_flat;
   bo.num_partitions = 2;
   const auto built = index::build_ivf_index(root, bo);
+  const auto built_im = stored_index(root, built.index.uuid);
   index::row_address_map m;
   m[0] = std::nullopt;                        // dropped
   m[1] = dataset::row_address(7, 0);          // moved
   m[dataset::row_address(1, 5)] = dataset::row_address(1, 5);  // same
-  const auto r = index::remap_index_files(root, built.index, m);
+  const auto r = index::remap_index_files(root, built_im, m);
   CHECK(r.stats.rows_before == 80);
   CHECK(r.stats.rows_after == 79);
   CHECK(r.stats.rows_dropped == 1);
@@ -390,22 +394,22 @@ TEST_CASE("remap_index_files: explicit maps, and what it refuses") {
   CHECK(ids.count(dataset::row_address(7, 0)) == 1);
   CHECK(ids.count(dataset::row_address(1, 5)) == 1);
   CHECK(ids.size() == 79);
-  const auto meta = index::remapped_index_metadata(built.index, r, dataset::roaring_bitmap{0, 7});
+  const auto meta = index::remapped_index_metadata(built_im, r, dataset::roaring_bitmap{0, 7});
   CHECK(meta.uuid == r.new_uuid);
-  CHECK(meta.name == built.index.name);
+  CHECK(meta.name == built_im.name);
   CHECK(dataset::index_fragment_bitmap(meta).to_vector() == std::vector<std::uint32_t>{0, 7});
   CHECK_THROWS_AS(index::remapped_index_metadata(meta, r, {}), invalid_input_error);
 
   // Onto an existing directory or its own uuid: refused.
-  CHECK_THROWS_AS(index::remap_index_files(root, built.index, m, r.new_uuid), invalid_input_error);
-  CHECK_THROWS_AS(index::remap_index_files(root, built.index, m, built.index.uuid), invalid_input_error);
+  CHECK_THROWS_AS(index::remap_index_files(root, built_im, m, r.new_uuid), invalid_input_error);
+  CHECK_THROWS_AS(index::remap_index_files(root, built_im, m, built_im.uuid), invalid_input_error);
   // Not a vector index.
-  auto scalar = built.index;
+  auto scalar = built_im;
   scalar.index_details = pb::any{"/lance.table.BTreeIndexDetails", {}};
   CHECK(index::remap_unsupported_reason(root, scalar).has_value());
   CHECK_THROWS_AS(index::remap_index_files(root, scalar, m), unsupported_error);
   // Missing files.
-  auto gone = built.index;
+  auto gone = built_im;
   gone.uuid = lancet::uuid::generate_v4();
   CHECK(index::remap_unsupported_reason(root, gone).has_value());
   CHECK_THROWS_AS(index::remap_index_files(root, gone, m), unsupported_error);

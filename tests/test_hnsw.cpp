@@ -394,11 +394,10 @@ TEST_CASE("hnsw: IVF_HNSW_FLAT / SQ / PQ built from a dataset, listed, searched 
     CHECK(ix.info.index_type == c.name);
     CHECK(ix.index_file.index_type == c.name);
     CHECK(ix.index_file.sub_index_key == "lance:hnsw");
-    const auto details = pb::unpack_any<pb::index::vector_index_details>(*r.index.index_details);
-    REQUIRE(details.hnsw);
-    CHECK(details.hnsw->max_connections == 12);
-    CHECK(details.hnsw->construction_ef == 80);
-    CHECK(details.hnsw->max_level == 7);
+    REQUIRE(r.index.hnsw);  // from the manifest's VectorIndexDetails
+    CHECK(r.index.hnsw->m == 12);
+    CHECK(r.index.hnsw->ef_construction == 80);
+    CHECK(r.index.hnsw->max_level == 7);
     index::search_params sp;
     sp.k = k;
     sp.nprobes = 4;

@@ -22,6 +22,7 @@
 #include <lancet/index/optimize/remap.hpp>
 
 #include "support/interop.hpp"
+#include "support/stored_index.hpp"
 #include "support/vector_batch.hpp"
 
 using namespace lancet;
@@ -363,12 +364,12 @@ TEST_CASE("build_ivf_index records a given target partition size in the details;
   o.target_partition_size = 100;
   auto r = index::build_ivf_index(root, o);
   CHECK(r.num_partitions == 4);
-  CHECK(index::persisted_target_partition_size(r.index) == std::optional<std::uint64_t>(100));
+  CHECK(r.index.target_partition_size == std::optional<std::uint64_t>(100));
   o.target_partition_size.reset();
   o.num_partitions = 2;
   o.replace = true;
   r = index::build_ivf_index(root, o);
-  CHECK_FALSE(index::persisted_target_partition_size(r.index).has_value());
+  CHECK_FALSE(r.index.target_partition_size.has_value());
 }
 
 namespace {
@@ -629,9 +630,8 @@ hnsw_segments_seen hnsw_segments(const std::string& root, const std::string& typ
     CHECK(seg.info.index_type == type);
     CHECK(seg.index_file.index_type == type);
     REQUIRE(seg.index_file.sub_index_key == "lance:hnsw");
-    REQUIRE(seg.info.details);
-    REQUIRE(seg.info.details->hnsw);
-    CHECK(seg.info.details->hnsw->max_connections == m);
+    REQUIRE(seg.info.hnsw);
+    CHECK(seg.info.hnsw->m == m);
     const std::string path = index::index_directory(root, seg.info.uuid) + "/index.idx";
     const file::file_reader<io::file_source> r{io::file_source(path)};
     out.partitions = seg.storage->num_partitions();
@@ -799,7 +799,7 @@ TEST_CASE("remap: IVF_HNSW_SQ keeps the graphs of partitions that lost no row, r
   std::set<std::uint64_t> dropped(p0.row_ids.begin(), p0.row_ids.begin() + 20);
   for (std::uint64_t id = 0; id < 2000; ++id)
     m[id] = dropped.count(id) ? std::optional<std::uint64_t>() : std::optional<std::uint64_t>(id + 5000);
-  const auto r = index::remap_index_files(root, built.index, m);
+  const auto r = index::remap_index_files(root, t::stored_index(root, built.index.uuid), m);
   CHECK(r.stats.rows_dropped == 20);
   CHECK(r.stats.rows_after == 1980);
   const std::string new_dir = index::index_directory(root, r.new_uuid);
@@ -840,7 +840,7 @@ TEST_CASE("remap: IVF_HNSW_SQ keeps the graphs of partitions that lost no row, r
     }
     CHECK(same);
   }
-  CHECK_FALSE(index::remap_unsupported_reason(root, built.index).has_value());
+  CHECK_FALSE(index::remap_unsupported_reason(root, t::stored_index(root, built.index.uuid)).has_value());
 }
 
 TEST_CASE("compaction remaps an IVF_HNSW_SQ index: deleted rows gone, moved rows found under their new addresses") {

@@ -130,7 +130,9 @@ TEST_CASE("build_ivf_index: every type over f32, files and search") {
       CHECK(li[0].columns == std::vector<std::string>{"vector"});
       CHECK(li[0].index_type == std::string(index::ivf_index_type_name(type)));
       CHECK(li[0].distance == metric);
-      CHECK(li[0].files == index::index_files_in(r.directory));
+      std::vector<index::vector_index_info::file> files;
+      for (const auto& f : index::index_files_in(r.directory)) files.push_back({f.path, f.size_bytes});
+      CHECK(li[0].files == files);
 
       auto ix = index::open_vector_index(s, "vector");
       CHECK(ix.index_file.index_type == std::string(index::ivf_index_type_name(type)));
@@ -974,16 +976,16 @@ TEST_CASE("build_ivf_index: segments over disjoint fragments committed as one in
   for (const auto& f : frags) {
     segs.push_back(index::build_segment(root, o, model, {f.id}));
     CHECK(segs.back().rows_indexed == 1000);
-    CHECK(dataset::index_fragment_bitmap(segs.back().index).to_vector() == std::vector<std::uint32_t>{std::uint32_t(f.id)});
+    CHECK(segs.back().fragment_ids() == std::vector<std::uint64_t>{f.id});
   }
   CHECK(dataset::load_latest(root)->version() == 3);
   // Overlapping or differently named segments are refused.
   CHECK_THROWS_WITH_AS(index::commit_segments(root, "vector_idx", "vector", {segs[0], segs[0]}),
                        doctest::Contains("is given twice"), invalid_input_error);
   auto renamed = segs[1];
-  renamed.index.name = "other";
+  index::detail::segment_access::stored(renamed).name = "other";
   CHECK_THROWS_AS(index::commit_segments(root, "vector_idx", "vector", {segs[0], renamed}), invalid_input_error);
-  const auto after = index::commit_segments(root, "vector_idx", "vector", segs).snapshot;
+  const auto after = dataset::load_version(root, index::commit_segments(root, "vector_idx", "vector", segs).version);
   CHECK(after.version() == 4);
   REQUIRE(after.file.indices.size() == 3);
   for (const auto& im : after.file.indices) CHECK(im.name == "vector_idx");
@@ -1074,7 +1076,7 @@ TEST_CASE("interop: LanceDB searches an index committed as segments built separa
   const auto lance = lancedb_search(root, qf, dim, 10, {"--nprobes", std::to_string(parts)}, &plan);
   MESSAGE("plan: " << plan);
   // LanceDB plans the segments as deltas of one index (named by its first segment).
-  CHECK(plan.find("ANNIvfPartition: uuid=" + segs[0].index.uuid.to_string()) != std::string::npos);
+  CHECK(plan.find("ANNIvfPartition: uuid=" + segs[0].uuid().to_string()) != std::string::npos);
   CHECK(plan.find("deltas=3") != std::string::npos);
   CHECK(li["indices"][0]["stats"]["numIndices"] == 3);
   const auto exact = lancedb_search(root, qf, dim, 10, {"--bypass"});

@@ -153,8 +153,8 @@ TEST_CASE("segments built separately and committed equal a one-shot build with t
     const auto one = index::build_ivf_index(root, full);
     CHECK(latest_version(root) == v0);
 
-    auto both = entries(index::index_directory(root, a.index.uuid));
-    for (auto& e : entries(index::index_directory(root, b.index.uuid))) CHECK(both.insert(e).second);
+    auto both = entries(index::index_directory(root, a.uuid()));
+    for (auto& e : entries(index::index_directory(root, b.uuid()))) CHECK(both.insert(e).second);
     CHECK(both == entries(one.directory));
 
     // merge: one physical segment, the same entries.
@@ -162,31 +162,31 @@ TEST_CASE("segments built separately and committed equal a one-shot build with t
     CHECK(merged.fragment_ids() == std::vector<std::uint64_t>{0, 1, 2, 3});
     CHECK(merged.rows_indexed == 2000);
     CHECK(merged.model == a.model);
-    CHECK(!(merged.index.uuid == a.index.uuid));
-    CHECK(entries(index::index_directory(root, merged.index.uuid)) == both);
+    CHECK(!(merged.uuid() == a.uuid()));
+    CHECK(entries(index::index_directory(root, merged.uuid())) == both);
     CHECK(latest_version(root) == v0);
 
     // Committed as two segments of one index, in one version.
     const auto r = index::commit_segments(root, o.name, "vector", {a, b});
-    CHECK(r.snapshot.version() == v0 + 1);
+    CHECK(r.version == v0 + 1);
     CHECK(r.replaced.empty());
     std::vector<std::string> uuids;
-    for (const auto& im : r.snapshot.file.indices)
+    for (const auto& im : dataset::load_version(root, r.version).file.indices)
       if (im.name == o.name) uuids.push_back(im.uuid.to_string());
-    CHECK(uuids == std::vector<std::string>{a.index.uuid.to_string(), b.index.uuid.to_string()});
+    CHECK(uuids == std::vector<std::string>{a.uuid().to_string(), b.uuid().to_string()});
     // The merged segment covers both: committing it replaces them.
     const auto r2 = index::commit_segments(root, o.name, "vector", {merged});
-    CHECK(r2.snapshot.version() == v0 + 2);
+    CHECK(r2.version == v0 + 2);
     CHECK(r2.replaced.size() == 2);
     std::size_t n = 0;
-    for (const auto& im : r2.snapshot.file.indices)
+    for (const auto& im : dataset::load_version(root, r2.version).file.indices)
       if (im.name == o.name) {
         ++n;
-        CHECK(im.uuid == merged.index.uuid);
+        CHECK(im.uuid == merged.uuid());
       }
     CHECK(n == 1);
     // Searchable through lancet's reader.
-    const auto ix = index::open_vector_index(r2.snapshot, "", o.name);
+    const auto ix = index::open_vector_index(dataset::load_version(root, r2.version), "", o.name);
     CHECK(ix.segments.size() == 1);
   }
 }
@@ -229,11 +229,11 @@ TEST_CASE("bad segments are refused and nothing is committed") {
   refused({a, liar}, "vector_idx", "vector", "files hold model");
   // A segment whose files are gone.
   auto ghost = b;
-  ghost.index.uuid = lancet::uuid::generate_v4();
+  index::detail::segment_access::stored(ghost).uuid = lancet::uuid::generate_v4();
   refused({a, ghost}, "vector_idx", "vector", "does not exist");
   // Different names among the segments.
   auto renamed = b;
-  renamed.index.name = "x";
+  index::detail::segment_access::stored(renamed).name = "x";
   CHECK_THROWS_WITH_AS(index::merge_segments(root, {a, renamed}), doctest::Contains("belongs to index 'x'"),
                        invalid_input_error);
   // IVF_HNSW_* indexes are built in one process: no model, no segment.
@@ -268,7 +268,7 @@ TEST_CASE("bad segments are refused and nothing is committed") {
   const auto e = index::build_segment(root, o, m, {3});
   const auto r = index::commit_segments(root, "vector_idx", "vector", {e});
   CHECK(r.replaced.empty());
-  CHECK(r.snapshot.file.indices.size() == 2);
+  CHECK(dataset::load_version(root, r.version).file.indices.size() == 2);
 }
 
 TEST_CASE("a model trained on samples gathered from workers' fragments builds segments") {
@@ -292,7 +292,7 @@ TEST_CASE("a model trained on samples gathered from workers' fragments builds se
   const auto b = index::build_segment(root, o, m, {1});
   CHECK(a.model == b.model);
   const auto r = index::commit_segments(root, "vector_idx", "vector", {a, b});
-  CHECK(r.snapshot.version() == v + 1);
+  CHECK(r.version == v + 1);
   // A sample smaller than the fragments: about the count asked for.
   CHECK(index::sample_vectors(root, v, o, {0}, 100, 2).size() == 100 * 16);
   CHECK_THROWS_WITH_AS(index::train_model_from_rows(o, 16, std::span<const float>(rows.data(), 16 * 3), total),
@@ -308,16 +308,16 @@ TEST_CASE("remove_uncommitted_segment: removes a segment's directory, refuses a 
   const auto m = index::train_model(root, o);
   const auto a = index::build_segment(root, o, m, {0});
   const auto b = index::build_segment(root, o, m, {1});
-  const auto dir_a = index::index_directory(root, a.index.uuid);
+  const auto dir_a = index::index_directory(root, a.uuid());
   REQUIRE(std::filesystem::is_directory(dir_a));
   CHECK(index::remove_uncommitted_segment(root, a));
   CHECK_FALSE(std::filesystem::exists(dir_a));
   CHECK_FALSE(index::remove_uncommitted_segment(root, a));  // already gone: nothing to do
   // A committed segment is the dataset's: refused, its files kept.
   index::commit_segments(root, "vidx", "vector", {b});
-  const std::string committed = "segment " + b.index.uuid.to_string() + " of index 'vidx'";
+  const std::string committed = "segment " + b.uuid().to_string() + " of index 'vidx'";
   CHECK_THROWS_WITH_AS(index::remove_uncommitted_segment(root, b), doctest::Contains(committed.c_str()),
                        invalid_input_error);
-  CHECK(std::filesystem::is_directory(index::index_directory(root, b.index.uuid)));
+  CHECK(std::filesystem::is_directory(index::index_directory(root, b.uuid())));
   CHECK_THROWS_AS(index::remove_uncommitted_segment("", a), invalid_input_error);
 }

@@ -218,7 +218,7 @@ inline int run_index_create(const mpi::communicator& world, const std::vector<st
     std::uint64_t rows = 0;
     for (const auto& s : segs) rows += s.rows_indexed;
     lancet::json::object_writer j;  // the name escaped
-    j.field("version", result.snapshot.version())
+    j.field("version", result.version)
         .field("name", name)
         .field("segments", merged ? std::size_t(1) : segs.size())
         .field("rows", rows)
@@ -230,7 +230,7 @@ inline int run_index_create(const mpi::communicator& world, const std::vector<st
     std::cout << j.str() << std::endl;
     std::cerr << "lancet-mpi: built " << ix::ivf_index_type_name(bo.type) << " index '" << name << "' over " << rows
               << " rows on " << world.size() << " ranks (" << (merged ? 1 : segs.size()) << " segment(s)), version "
-              << result.snapshot.version() << "\n";
+              << result.version << "\n";
   }
   return 0;
 }

@@ -229,7 +229,7 @@ TEST_CASE("toy quantizer: distributed builds train it once and share it through 
   const auto b = index::build_segment(root, o, m, {2, 3});
   CHECK(a.index_type == "IVF_Q4");
   const auto c = index::commit_segments(root, "q4", "vector", {a, b});
-  const auto ix = index::open_vector_index(c.snapshot, "", "q4");
+  const auto ix = index::open_vector_index(dataset::load_version(root, c.version), "", "q4");
   CHECK(ix.segments.size() == 2);
   CHECK(stored_q4(ix) == std::get<q4_params>(m.ivf.quantizer));
   const std::span<const float> row1234(v.data() + 1234 * dim, dim);

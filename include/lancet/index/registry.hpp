@@ -353,16 +353,28 @@ inline vector_index_info describe_index(const pb::manifest& m, const pb::index_m
   const auto s = dataset::manifest_schema(m);
   for (auto f : im.fields) info.columns.push_back(column_name_of(s, f));
   if (im.index_details && im.index_details->type_url == pb::index::vector_index_details::type_url) {
-    info.details = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
-    info.index_type = index_type_name(*info.details);
-    info.distance = distance_of(info.details->metric);
+    const auto d = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
+    info.index_type = index_type_name(d);
+    info.distance = distance_of(d.metric);
+    if (d.hnsw) info.hnsw = vector_index_info::hnsw_graph{d.hnsw->max_connections, d.hnsw->construction_ef, d.hnsw->max_level};
+    using details = pb::index::vector_index_details;
+    if (const auto* pq = std::get_if<details::pq_compression>(&d.compression)) {
+      info.num_bits = pq->num_bits;
+      info.num_sub_vectors = pq->num_sub_vectors;
+    } else if (const auto* sq = std::get_if<details::sq_compression>(&d.compression)) {
+      info.num_bits = sq->num_bits;
+    } else if (const auto* rq = std::get_if<details::rq_compression>(&d.compression)) {
+      info.num_bits = rq->num_bits;
+    }
+    info.runtime_hints = d.runtime_hints;
+    info.target_partition_size = persisted_target_partition_size(im);
   }
   info.dataset_version = im.dataset_version;
   for (auto id : dataset::index_fragment_bitmap(im).to_vector()) info.fragment_ids.push_back(id);
   info.fragment_bitmap_present = !im.fragment_bitmap.empty();
   info.index_version = im.index_version;
   info.created_at = im.created_at;
-  info.files = im.files;
+  for (const auto& f : im.files) info.files.push_back({f.path, f.size_bytes});
   return info;
 }
 

@@ -27,7 +27,8 @@ namespace detail {
 template <class T>
 inline build_result build_typed(const std::string& root, const dataset::snapshot& base, const dataset::dataset& ds,
                                  const build_options& o, const std::string& index_name, std::size_t dim,
-                                 const std::optional<hnsw::build_params>& graph, ivf_training* train_only = nullptr) {
+                                 const std::optional<hnsw::build_params>& graph, ivf_training* train_only = nullptr,
+                                 pb::index_metadata* stored = nullptr) {
   constexpr bool is_u8 = std::is_same_v<T, std::uint8_t>;
   const auto metric = o.metric;
   if (is_u8 != (metric == simd::distance_type::hamming))
@@ -114,7 +115,8 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
     r.shuffle_runs = runs;
     r.version = base.version();
     if (!o.commit) {
-      r.index = std::move(meta);
+      r.index = describe_index(base.manifest(), meta);
+      if (stored) *stored = std::move(meta);
       return r;
     }
     // Register on the version built from, rebased as Lance does on what other writers
@@ -123,9 +125,11 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
     commit_index_options co;
     co.replace = o.replace;
     const auto after = commit_index(root, base, meta, co, dataset::default_sink_factory{}, &r.retries);
-    r.index = after.file.indices.back();
+    const pb::index_metadata* committed = &after.file.indices.back();
     for (const auto& im : after.file.indices)
-      if (im.uuid == uuid) r.index = im;
+      if (im.uuid == uuid) committed = &im;
+    r.index = describe_index(after.manifest(), *committed);
+    if (stored) *stored = *committed;
     r.version = after.version();
     return r;
   } catch (...) {
@@ -135,7 +139,9 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
   }
 }
 
-inline build_result run_build(const std::string& root, const build_options& given, ivf_training* train_only) {
+// `stored`, when given, receives the index's IndexMetadata.
+inline build_result run_build(const std::string& root, const build_options& given, ivf_training* train_only,
+                              pb::index_metadata* stored = nullptr) {
   // IVF_HNSW_*: trained and stored as the base type, plus the graphs.
   build_options o = given;
   std::optional<hnsw::build_params> graph;
@@ -181,10 +187,10 @@ inline build_result run_build(const std::string& root, const build_options& give
   const std::size_t dim = std::size_t(t.list_size);
   if (dim == 0) throw invalid_input_error("column '" + o.column + "' has vectors of dimension 0");
   switch (t.children[0].type->id) {
-    case arrow::type_id::float16: return build_typed<simd::f16>(root, *base, ds, o, name, dim, graph, train_only);
-    case arrow::type_id::float32: return build_typed<float>(root, *base, ds, o, name, dim, graph, train_only);
-    case arrow::type_id::float64: return build_typed<double>(root, *base, ds, o, name, dim, graph, train_only);
-    case arrow::type_id::uint8: return build_typed<std::uint8_t>(root, *base, ds, o, name, dim, graph, train_only);
+    case arrow::type_id::float16: return build_typed<simd::f16>(root, *base, ds, o, name, dim, graph, train_only, stored);
+    case arrow::type_id::float32: return build_typed<float>(root, *base, ds, o, name, dim, graph, train_only, stored);
+    case arrow::type_id::float64: return build_typed<double>(root, *base, ds, o, name, dim, graph, train_only, stored);
+    case arrow::type_id::uint8: return build_typed<std::uint8_t>(root, *base, ds, o, name, dim, graph, train_only, stored);
     default:
       throw invalid_input_error("column '" + o.column + "' is " + arrow::to_string(t) +
                                 ": vectors must be float16, float32, float64 (or uint8 for hamming)");

@@ -17,7 +17,7 @@
 #include "lancet/core/thread_pool_fwd.hpp"
 #include "lancet/index/index_type.hpp"
 #include "lancet/index/quantizer/params.hpp"
-#include "lancet/pb/table/index.hpp"
+#include "lancet/index/index_info.hpp"
 #include "lancet/simd/distance_type.hpp"
 
 namespace lancet::index {
@@ -113,7 +113,7 @@ struct ivf_training {
 };
 
 struct build_result {
-  pb::index_metadata index;       // as committed
+  vector_index_info index;        // as committed
   std::uint64_t version = 0;      // the dataset version that has the index
   std::size_t num_partitions = 0;
   std::uint64_t rows_indexed = 0;
@@ -121,8 +121,8 @@ struct build_result {
   std::string directory;           // _indices/<uuid>
   std::size_t shuffle_runs = 0;    // temporary files spilled under the memory budget
   unsigned retries = 0;            // commits lost to other writers before this one won
-  // With build_options::commit = false: index is the segment's IndexMetadata, not
-  // committed, and version the dataset version it was built from.
+  // With build_options::commit = false: index describes the uncommitted index, and
+  // version is the dataset version it was built from.
 };
 
 }  // namespace lancet::index

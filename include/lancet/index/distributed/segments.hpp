@@ -34,14 +34,26 @@
 #include "lancet/dataset/snapshot.hpp"
 #include "lancet/index/build/options.hpp"
 #include "lancet/index/distributed/model_file.hpp"
+#include "lancet/index/index_info.hpp"
 #include "lancet/pb/table.hpp"
 #include "lancet/simd/distance_type.hpp"
 
 namespace lancet::index {
 
-// One uncommitted segment: its IndexMetadata and what a coordinator checks.
-struct segment_metadata {
-  pb::index_metadata index;  // uuid, name, fields, fragment bitmap, details, version, files
+class segment_metadata;
+
+namespace detail {
+// A segment's IndexMetadata, for the index module's own code.
+struct segment_access {
+  static inline const pb::index_metadata& stored(const segment_metadata& s) noexcept;
+  static inline pb::index_metadata& stored(segment_metadata& s) noexcept;
+};
+}  // namespace detail
+
+// One uncommitted segment: what a coordinator checks and commits (its IndexMetadata,
+// uuid, name, fields, fragments, details and files, is kept inside).
+class segment_metadata {
+ public:
   std::string column;
   std::string index_type;    // "IVF_PQ", ...
   simd::distance_type metric = simd::distance_type::l2;
@@ -49,13 +61,26 @@ struct segment_metadata {
   std::uint64_t rows_indexed = 0;
   std::size_t num_partitions = 0;
 
+  const lancet::uuid& uuid() const noexcept { return index_.uuid; }
+  const std::string& name() const noexcept { return index_.name; }
+  // The dataset version it was built from.
+  std::uint64_t dataset_version() const noexcept { return index_.dataset_version; }
   std::vector<std::uint64_t> fragment_ids() const {
     std::vector<std::uint64_t> out;
-    for (auto f : dataset::index_fragment_bitmap(index).to_vector()) out.push_back(f);
+    for (auto f : dataset::index_fragment_bitmap(index_).to_vector()) out.push_back(f);
     return out;
   }
-  std::string label() const { return "segment " + index.uuid.to_string(); }
+  std::string label() const { return "segment " + index_.uuid.to_string(); }
+
+ private:
+  friend struct detail::segment_access;
+  pb::index_metadata index_;
 };
+
+namespace detail {
+inline const pb::index_metadata& segment_access::stored(const segment_metadata& s) noexcept { return s.index_; }
+inline pb::index_metadata& segment_access::stored(segment_metadata& s) noexcept { return s.index_; }
+}  // namespace detail
 
 // ---------------------------------------------------------------------------------
 // JSON
@@ -82,9 +107,9 @@ LANCET_INLINE segment_metadata build_segment(const std::string& root, build_opti
 LANCET_INLINE segment_metadata merge_segments(const std::string& root, const std::vector<segment_metadata>& segs);
 
 struct commit_segments_result {
-  dataset::snapshot snapshot;                   // the version committed
-  std::vector<pb::index_metadata> replaced;     // existing segments it removed
-  unsigned retries = 0;                         // commits lost to other writers first
+  std::uint64_t version = 0;                  // the version committed
+  std::vector<vector_index_info> replaced;    // existing segments it removed
+  unsigned retries = 0;                       // commits lost to other writers first
 };
 
 // Commits segments as index `name` on `column` of the latest version in one

@@ -31,7 +31,7 @@ inline constexpr std::uint32_t segment_json_version = 1;
 
 LANCET_INLINE std::string segment_to_json(const segment_metadata& s) {
   using json::quote;
-  const auto& im = s.index;
+  const auto& im = detail::segment_access::stored(s);
   std::string j = "{\"lancet_segment\":" + std::to_string(detail::segment_json_version);
   j += ",\"uuid\":" + quote(im.uuid.to_string());
   j += ",\"name\":" + quote(im.name);
@@ -70,7 +70,7 @@ LANCET_INLINE segment_metadata segment_from_json(std::string_view text, const st
     throw invalid_input_error(what + ": segment format " + std::to_string(ver) + ", this lancet reads " +
                               std::to_string(detail::segment_json_version));
   segment_metadata s;
-  auto& im = s.index;
+  auto& im = detail::segment_access::stored(s);
   try {
     im.uuid = lancet::uuid::parse(as_string(member(v, "uuid", what), "uuid", what));
   } catch (const error& e) {
@@ -128,9 +128,8 @@ LANCET_INLINE segment_metadata build_segment(const std::string& root, build_opti
   o.target_partition_size.reset();
   o.fragment_ids = std::move(fragment_ids);
   o.commit = false;
-  const auto r = build_ivf_index(root, o);
   segment_metadata s;
-  s.index = r.index;
+  const auto r = detail::run_build(root, o, nullptr, &detail::segment_access::stored(s));
   s.column = o.column;
   s.index_type = std::string(ivf_index_type_name(m.type));
   s.metric = m.metric;
@@ -145,9 +144,9 @@ namespace detail {
 // The fingerprint of the model a segment's files hold (index.idx's centroids and
 // metric, auxiliary.idx's quantizer): its JSON may say anything.
 inline std::string files_fingerprint(const std::string& root, const segment_metadata& s) {
-  const std::string dir = index_directory(root, s.index.uuid);
+  const std::string dir = index_directory(root, detail::segment_access::stored(s).uuid);
   if (!std::filesystem::is_directory(dir))
-    throw invalid_input_error(s.label() + " (index '" + s.index.name + "'): its directory '" + dir + "' does not exist");
+    throw invalid_input_error(s.label() + " (index '" + detail::segment_access::stored(s).name + "'): its directory '" + dir + "' does not exist");
   const auto info = read_index_file(dir + "/" + std::string(detail::index_file_name));
   const auto st = open_storage(dir + "/" + std::string(detail::auxiliary_file_name));
   if (!info.ivf.centroids) throw corrupt_error(s.label() + ": index.idx has no centroids");
@@ -163,11 +162,11 @@ inline std::set<std::uint64_t> check_group(const std::string& root, const std::v
   std::set<std::uint64_t> covered;
   std::set<std::string> uuids;
   for (const auto& s : segs) {
-    if (!uuids.insert(s.index.uuid.to_string()).second) throw invalid_input_error(what + ": " + s.label() + " is given twice");
-    if (s.index.name != first.index.name)
-      throw invalid_input_error(what + ": " + s.label() + " belongs to index '" + s.index.name + "', " + first.label() +
-                                " to '" + first.index.name + "'");
-    if (s.index.fields != first.index.fields || s.column != first.column)
+    if (!uuids.insert(detail::segment_access::stored(s).uuid.to_string()).second) throw invalid_input_error(what + ": " + s.label() + " is given twice");
+    if (detail::segment_access::stored(s).name != detail::segment_access::stored(first).name)
+      throw invalid_input_error(what + ": " + s.label() + " belongs to index '" + detail::segment_access::stored(s).name + "', " + first.label() +
+                                " to '" + detail::segment_access::stored(first).name + "'");
+    if (detail::segment_access::stored(s).fields != detail::segment_access::stored(first).fields || s.column != first.column)
       throw invalid_input_error(what + ": " + s.label() + " indexes column '" + s.column + "', " + first.label() +
                                 " column '" + first.column + "'");
     if (s.model != first.model)
@@ -215,11 +214,11 @@ LANCET_INLINE segment_metadata merge_segments(const std::string& root, const std
   std::optional<index_file_info> info;
   std::optional<double> loss = 0.0;
   for (const auto& s : segs) {
-    if (s.index.dataset_version > latest->version())
+    if (detail::segment_access::stored(s).dataset_version > latest->version())
       throw invalid_input_error("merge_segments: " + s.label() + " was built from version " +
-                                std::to_string(s.index.dataset_version) + ", newer than the dataset's " +
+                                std::to_string(detail::segment_access::stored(s).dataset_version) + ", newer than the dataset's " +
                                 std::to_string(latest->version()));
-    const std::string dir = index_directory(root, s.index.uuid);
+    const std::string dir = index_directory(root, detail::segment_access::stored(s).uuid);
     auto i = read_index_file(dir + "/" + std::string(detail::index_file_name));
     if (loss && i.ivf.loss) *loss += *i.ivf.loss;
     else loss.reset();
@@ -245,12 +244,12 @@ LANCET_INLINE segment_metadata merge_segments(const std::string& root, const std
                                                  detail::release_free_memory();
                                                }
                                              });
-    out.index.uuid = uuid;
-    out.index.files = files;
+    detail::segment_access::stored(out).uuid = uuid;
+    detail::segment_access::stored(out).files = files;
     const std::vector<std::uint64_t> frags(covered.begin(), covered.end());
-    dataset::set_index_fragment_bitmap(out.index, dataset::roaring_bitmap::from_values(frags));
-    for (const auto& s : segs) out.index.dataset_version = std::min(out.index.dataset_version, s.index.dataset_version);
-    out.index.created_at = detail::now_ms();
+    dataset::set_index_fragment_bitmap(detail::segment_access::stored(out), dataset::roaring_bitmap::from_values(frags));
+    for (const auto& s : segs) detail::segment_access::stored(out).dataset_version = std::min(detail::segment_access::stored(out).dataset_version, detail::segment_access::stored(s).dataset_version);
+    detail::segment_access::stored(out).created_at = detail::now_ms();
     out.rows_indexed = rows;
     out.num_partitions = model.num_partitions();
   } catch (...) {
@@ -269,21 +268,21 @@ LANCET_INLINE commit_segments_result commit_segments(const std::string& root, co
   if (!base) dataset::throw_no_dataset(root);
   const std::int32_t field = column_field_id(base->manifest(), column);
   for (const auto& s : segs) {
-    if (s.index.name != name)
-      throw invalid_input_error("commit_segments: " + s.label() + " was built as index '" + s.index.name +
+    if (detail::segment_access::stored(s).name != name)
+      throw invalid_input_error("commit_segments: " + s.label() + " was built as index '" + detail::segment_access::stored(s).name +
                                 "', not '" + name + "'");
-    if (s.index.fields != std::vector<std::int32_t>{field})
+    if (detail::segment_access::stored(s).fields != std::vector<std::int32_t>{field})
       throw invalid_input_error("commit_segments: " + s.label() + " indexes column '" + s.column + "' (field " +
-                                (s.index.fields.empty() ? std::string("none") : std::to_string(s.index.fields[0])) +
+                                (detail::segment_access::stored(s).fields.empty() ? std::string("none") : std::to_string(detail::segment_access::stored(s).fields[0])) +
                                 "), not '" + column + "' (field " + std::to_string(field) + ")");
   }
   const auto covered = detail::check_group(root, segs, "commit_segments");
   std::set<std::uint64_t> present;
   for (const auto& f : base->manifest().fragments) present.insert(f.id);
   for (const auto& s : segs) {
-    if (s.index.dataset_version > base->version())
+    if (detail::segment_access::stored(s).dataset_version > base->version())
       throw invalid_input_error("commit_segments: " + s.label() + " was built from version " +
-                                std::to_string(s.index.dataset_version) + ", newer than the dataset's " +
+                                std::to_string(detail::segment_access::stored(s).dataset_version) + ", newer than the dataset's " +
                                 std::to_string(base->version()));
     for (auto f : s.fragment_ids())
       if (!present.count(f))
@@ -317,12 +316,13 @@ LANCET_INLINE commit_segments_result commit_segments(const std::string& root, co
     }
     removed.push_back(im);
   }
-  for (const auto& s : segs) added.push_back(s.index);
+  for (const auto& s : segs) added.push_back(detail::segment_access::stored(s));
   commit_segments_result r;
-  r.replaced = removed;
+  for (const auto& im : removed) r.replaced.push_back(describe_index(base->manifest(), im));
   dataset::default_sink_factory sinks;
-  r.snapshot = publish_index_change(root, *base, std::move(kept), std::move(added), removed, {}, sinks, max_retries,
-                                    &r.retries);
+  r.version = publish_index_change(root, *base, std::move(kept), std::move(added), removed, {}, sinks, max_retries,
+                                   &r.retries)
+                  .version();
   return r;
 }
 
@@ -330,10 +330,10 @@ LANCET_INLINE bool remove_uncommitted_segment(const std::string& root, const seg
   if (root.empty()) throw invalid_input_error("cannot remove " + s.label() + ": the dataset path is empty");
   if (const auto latest = dataset::load_latest(root))
     for (const auto& im : latest->file.indices)
-      if (im.uuid.to_string() == s.index.uuid.to_string())
+      if (im.uuid.to_string() == detail::segment_access::stored(s).uuid.to_string())
         throw invalid_input_error("cannot remove " + s.label() + " of index '" + im.name + "': version " +
                                   std::to_string(latest->version()) + " of '" + root + "' references it (committed)");
-  const std::string dir = index_directory(root, s.index.uuid);
+  const std::string dir = index_directory(root, detail::segment_access::stored(s).uuid);
   std::error_code ec;
   const auto removed = std::filesystem::remove_all(dir, ec);
   if (ec) throw io_error("cannot remove the uncommitted segment directory '" + dir + "': " + ec.message());
