@@ -219,7 +219,7 @@ build_run forked_build(const fs::path& root, const index::build_options& bo, std
 // lancet's searcher over the dataset's index, one query at a time on this thread.
 run our_search(const options& o, const fs::path& root, const std::vector<float>& queries, const ids_t& truth,
                std::optional<std::size_t> ef) {
-  const auto s = *dataset::load_latest(root.string());
+  const auto s = dataset::dataset::open(root.string());
   auto ix = index::open_vector_index(s, "vector");
   index::search_params sp;
   sp.k = 10;

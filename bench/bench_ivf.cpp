@@ -232,7 +232,7 @@ std::string faiss_name(const options& o) {
 search_run our_search(const options& o, const fs::path& root, const std::vector<float>& rows,
                       const std::vector<float>& queries, const ids_t& truth, std::size_t refine,
                       boost::asio::thread_pool* pool = nullptr, bool from_files = false, bool mapped = false) {
-  const auto s = *dataset::load_latest(root.string());
+  const auto s = dataset::dataset::open(root.string());
   auto ix = index::open_vector_index(s, "vector");
   index::search_params sp;
   sp.k = 10;
@@ -280,7 +280,7 @@ search_run our_search(const options& o, const fs::path& root, const std::vector<
 // pool (automatic rule, and forced). Best of `repeat` rounds by CPU time; the batched
 // results are checked against the plain loop's (ids and distances).
 void threading_runs(const options& o, const fs::path& root, const std::vector<float>& queries, const ids_t& truth) {
-  const auto s = *dataset::load_latest(root.string());
+  const auto s = dataset::dataset::open(root.string());
   auto ix = index::open_vector_index(s, "vector");
   index::search_params sp;
   sp.k = 10;
@@ -634,7 +634,7 @@ int main(int argc, char** argv) {
       auto bo = lancet_build_options(o, pool);
       bo.seed = seed;
       index::build_ivf_index(root.string(), bo);
-      const auto ix = index::open_vector_index(*dataset::load_latest(root.string()), "vector");
+      const auto ix = index::open_vector_index(dataset::dataset::open(root.string()), "vector");
       index::search_params sp;
       sp.k = 10;
       sp.nprobes = o.nprobes;

@@ -163,9 +163,7 @@ int run(int argc, char** argv) {
                  "                    [--kernel-codebook-from DATASET2] [--kernel-order stored|row-id]\n";
     return 2;
   }
-  const auto snap = lancet::dataset::load_latest(pos[0]);
-  if (!snap) throw std::runtime_error("'" + pos[0] + "' is not a Lance dataset");
-  const auto ix = lancet::index::open_vector_index(*snap, column);
+  const auto ix = lancet::index::open_vector_index(lancet::dataset::dataset::open(pos[0]), column);
   const std::size_t dim = ix.searcher->dimension();
   const auto queries = read_all<float>(pos[1]);
   const auto truth = read_all<std::uint32_t>(pos[2]);
@@ -197,9 +195,7 @@ int run(int argc, char** argv) {
     if (rows.size() % dim != 0) throw std::runtime_error(rows_path + " does not hold " + std::to_string(dim) + "-d vectors");
     std::optional<lancet::index::opened_index> other;
     if (!codebook_from.empty()) {
-      const auto s2 = lancet::dataset::load_latest(codebook_from);
-      if (!s2) throw std::runtime_error("'" + codebook_from + "' is not a Lance dataset");
-      other.emplace(lancet::index::open_vector_index(*s2, column));
+      other.emplace(lancet::index::open_vector_index(lancet::dataset::dataset::open(codebook_from), column));
     }
     kernel_recall = lance_4bit_kernel_recall(ix, other ? *other : ix, order == "row-id", rows, queries, truth, k);
   }

@@ -682,9 +682,7 @@ int cmd_index_commit(const args& a) {
 }
 
 int cmd_index_list(const args& a) {
-  const auto s = dataset::load_latest(a.path);
-  if (!s) throw invalid_input_error("'" + a.path + "' is not a Lance dataset");
-  for (const auto& i : index::list_indices(*s)) {
+  for (const auto& i : index::list_indices(dataset::dataset::open(a.path))) {
     json::object_writer j;
     j.field("columns", i.columns).field("dataset_version", i.dataset_version);
     if (i.distance) j.field("distance", index::distance_type_name(*i.distance));

@@ -181,7 +181,7 @@ TEST_CASE("Append vs Append: both committed, ours rebased on the next version an
   CHECK(r.version == 3);
   CHECK(r.retries == 1);
   REQUIRE(r.fragments.size() == 1);
-  CHECK(r.fragments[0].id == 2);  // after the rival's fragment 1
+  CHECK(r.fragments[0].id() == 2);  // after the rival's fragment 1
   CHECK(sorted_live_ids(root) == sorted_concat(iota_ids(0, 17), iota_ids(100, 105)));
   CHECK(fragment_ids(root) == std::vector<std::uint64_t>{0, 1, 2});
   CHECK(ds::dataset::open(root, 2).count_rows() == 15);
@@ -240,8 +240,8 @@ TEST_CASE("Append vs Rewrite (compaction): both committed, every row once") {
   // The compaction's fragment (after its reserved id) and ours after it.
   auto frags = fragment_ids(root);
   CHECK(frags.size() == 2);
-  CHECK(frags.back() == r.fragments.at(0).id);
-  CHECK(r.fragments.at(0).id > frags.front());
+  CHECK(frags.back() == r.fragments.at(0).id());
+  CHECK(r.fragments.at(0).id() > frags.front());
   CHECK(operation_of(root, r.version - 1) == "Rewrite");
 }
 
@@ -365,10 +365,11 @@ TEST_CASE("CreateIndex vs Append: the index commits covering the rows it read") 
   ds::write(raced, clustered_batch(0, 64));
   auto seg = flat_index();
   seg.commit = false;
-  const auto built = index::build_ivf_index(raced, seg);
+  pb::index_metadata im;  // the uncommitted index's IndexMetadata
+  const auto built = index::detail::run_build(raced, seg, nullptr, &im);
   unsigned retries = 0;
   racing_factory f{[&] { append_rows(raced, 64, 8); }};
-  const auto after = index::commit_index(raced, ds::load_version(raced, built.version), built.index, {}, f, &retries);
+  const auto after = index::commit_index(raced, ds::load_version(raced, built.version), im, {}, f, &retries);
   CHECK(retries == 1);
   CHECK(after.version() == 3);
   CHECK(indexed_fragments(after) == std::vector<std::uint32_t>{0});

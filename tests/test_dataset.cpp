@@ -85,7 +85,7 @@ TEST_CASE("create: one fragment, manifest and transaction as Lance 12 writes the
   CHECK(r.version == 1);
   CHECK(r.rows_written == 100);
   REQUIRE(r.fragments.size() == 1);
-  CHECK(r.fragments[0].id == 0);
+  CHECK(r.fragments[0].id() == 0);
 
   // Layout: v2 manifest name, hint, transaction file, one data file with a Lance-style name.
   CHECK(files_under(root + "/_versions") ==
@@ -177,10 +177,10 @@ TEST_CASE("append: new fragment ids, kept storage version, Append transaction, o
   CHECK(r.version == 2);
   CHECK(r.rows_written == 25);
   REQUIRE(r.fragments.size() == 1);
-  CHECK(r.fragments[0].id == 1);
+  CHECK(r.fragments[0].id() == 1);
   auto r3 = ds::write(root, sample_batch(75, 5), opts(ds::write_mode::append));
   CHECK(r3.version == 3);
-  CHECK(r3.fragments.at(0).id == 2);
+  CHECK(r3.fragments.at(0).id() == 2);
 
   auto d = ds::dataset::open(root);
   CHECK(d.version() == 3);
@@ -218,7 +218,7 @@ TEST_CASE("fragments split at max_rows_per_file across batches, and by bytes") {
   auto r = ds::write(root, batches, opts(ds::write_mode::create, 30));
   REQUIRE(r.fragments.size() == 4);
   std::vector<std::uint64_t> rows;
-  for (const auto& f : r.fragments) rows.push_back(f.physical_rows);
+  for (const auto& f : r.fragments) rows.push_back(f.physical_rows());
   CHECK(rows == std::vector<std::uint64_t>{30, 30, 30, 10});
   auto d = ds::dataset::open(root);
   CHECK(d.fragments().size() == 4);
@@ -232,7 +232,7 @@ TEST_CASE("fragments split at max_rows_per_file across batches, and by bytes") {
   o.max_bytes_per_file = 1000;
   auto r2 = ds::write(root2, sample_batch(0, 200), o);
   CHECK(r2.fragments.size() >= 5);
-  for (const auto& f : r2.fragments) CHECK(f.physical_rows <= 50);
+  for (const auto& f : r2.fragments) CHECK(f.physical_rows() <= 50);
   CHECK(live_ids(ds::dataset::open(root2)) == iota_ids(0, 200));
 
   CHECK_THROWS_AS(ds::write(t.sub("bad"), sample_batch(0, 1), opts(ds::write_mode::create, 0)), invalid_input_error);
@@ -277,7 +277,7 @@ TEST_CASE("overwrite: new schema and fragments from id 0, history kept, indices 
   auto r = ds::write(root, b, opts(ds::write_mode::overwrite));
   CHECK(r.version == 2);
   REQUIRE(r.fragments.size() == 1);
-  CHECK(r.fragments[0].id == 0);
+  CHECK(r.fragments[0].id() == 0);
   auto d = ds::dataset::open(root);
   REQUIRE(d.schema().fields.size() == 1);
   CHECK(d.schema().fields[0].name == "x");
@@ -374,7 +374,7 @@ TEST_CASE("empty writes: a schema without rows, and no schema at all") {
   CHECK(d.schema().fields.size() == 3);
   CHECK(!d.manifest().max_fragment_id.has_value());
   CHECK(d.to_batch().num_rows() == 0);
-  CHECK(ds::write(root, sample_batch(0, 3), opts(ds::write_mode::append)).fragments.at(0).id == 0);
+  CHECK(ds::write(root, sample_batch(0, 3), opts(ds::write_mode::append)).fragments.at(0).id() == 0);
   CHECK_THROWS_AS(ds::write(t.sub("none"), std::vector<record_batch>{}), invalid_input_error);
   CHECK(!fs::exists(t.sub("none") + "/_versions"));
 }
@@ -640,7 +640,7 @@ TEST_CASE("appending to and deleting from datasets LanceDB wrote, with and witho
     CHECK(d.count_rows() == 20);
     CHECK(d.manifest().next_row_id == 22);
     // New rows get the next stable ids, as Lance assigns them.
-    CHECK(d.fragment_row_ids(r.fragments.at(0).id) == std::vector<std::uint64_t>{20, 21});
+    CHECK(d.fragment_row_ids(r.fragments.at(0).id()) == std::vector<std::uint64_t>{20, 21});
     CHECK(i32_ids(d.take({21, 7})) == std::vector<std::int64_t>{501, 107});
     auto del = ds::delete_rows(root, std::vector<std::uint64_t>{20, 7});
     CHECK(del.version == 6);
@@ -670,7 +670,7 @@ TEST_CASE("appending to and deleting from datasets LanceDB wrote, with and witho
     CHECK_THROWS_AS(ds::delete_rows(root, std::vector<std::uint64_t>{ds::row_address(0, 100)}), invalid_input_error);
     CHECK_THROWS_AS(ds::delete_rows(root, std::vector<std::uint64_t>{ds::row_address(8, 0)}), invalid_input_error);
     auto r = ds::write(root, make_batch({{"id", make_array<std::int32_t>({-1})}}), opts(ds::write_mode::append));
-    CHECK(r.fragments.at(0).id == 3);
+    CHECK(r.fragments.at(0).id() == 3);
     CHECK(ds::dataset::open(root).count_rows() == 3639);
   }
 }
@@ -836,7 +836,7 @@ TEST_CASE("racing writers: the loser gets conflict_error naming the version, not
   o.max_retries = 2;
   auto r = ds::write(root, sample_batch(10, 7), o, f2);
   CHECK(r.version == 4);
-  CHECK(r.fragments.at(0).id == 3);
+  CHECK(r.fragments.at(0).id() == 3);
   auto d4 = ds::dataset::open(root);
   CHECK(d4.count_rows() == 24);
   CHECK(d4.transaction()->read_version == 2);  // an Append keeps its read version, as Lance's
@@ -1047,7 +1047,7 @@ TEST_CASE("fields found by id: renamed columns, and columns no data file holds r
   auto r = ds::write(root, make_batch({{"id", make_array<std::int64_t>({4})}, {"b", string_array({"w"})},
                                        {"c", list_array<std::int32_t>({{1, 2}})}}),
                      opts(ds::write_mode::append));
-  CHECK(r.fragments.at(0).files.at(0).fields ==
+  CHECK(ds::detail::fragment_access::stored(r.fragments.at(0)).files.at(0).fields ==
         (ds::dataset::open(root).storage_version() == file::format_version::v2_0 ? std::vector<std::int32_t>{0, 1, 2, 3}
                                                                                  : std::vector<std::int32_t>{0, 1, 3}));
   auto all = ds::dataset::open(root).to_batch();

@@ -137,15 +137,13 @@ inline int run_index_create(const mpi::communicator& world, const std::vector<st
   step(world, "planning", [&] {
     bo.pool = lancet_tools::worker_pool(o, pool, 1);
     if (world.rank() != 0) return;
-    const auto latest = lancet::dataset::load_latest(root);
-    if (!latest) lancet::dataset::throw_no_dataset(root);
+    const auto ds = lancet::dataset::dataset::open(root);
     if (!replace)
-      for (const auto& im : latest->file.indices)
-        if (im.name == name)
+      for (const auto& i : ix::list_indices(ds))
+        if (i.name == name)
           throw lancet::invalid_input_error("the dataset already has an index named '" + name +
                                             "' (--replace it, or choose another --name)");
-    const auto ds = lancet::dataset::dataset::open(root, latest->version());
-    p.version = latest->version();
+    p.version = ds.version();
     p.dim = ix::float_vector_dimension(ds, bo.column);
     deal(ds.fragments(), world.size(), p);
     for (auto n : p.rows) p.total_rows += n;

@@ -157,6 +157,9 @@ class dataset {
 
   LANCET_INLINE const std::string& path() const noexcept;
   LANCET_INLINE std::uint64_t version() const noexcept;
+  // The version as Lance stored it: its Manifest, IndexMetadata and Transaction
+  // messages (format level, following Lance's protos; the index and query layers read
+  // them). index::list_indices(ds) describes the indexes with library types.
   LANCET_INLINE const pb::manifest& manifest() const noexcept;
   LANCET_INLINE const std::vector<pb::index_metadata>& indices() const noexcept;
   LANCET_INLINE const std::optional<pb::transaction>& transaction() const noexcept;

@@ -24,6 +24,7 @@
 
 #include "lancet/arrow/array.hpp"
 #include "lancet/core/config.hpp"
+#include "lancet/dataset/fragment_metadata.hpp"
 #include "lancet/dataset/sink_factory.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/file/version.hpp"
@@ -79,7 +80,7 @@ struct write_result {
   std::uint64_t version = 0;          // the version this write committed
   std::uint64_t rows_written = 0;
   file::format_version storage_version = file::format_version::v2_0;
-  std::vector<pb::data_fragment> fragments;  // the new fragments, with their ids
+  std::vector<fragment_metadata> fragments;  // the new fragments, with their ids
   unsigned retries = 0;               // commits lost to other writers before this one
 };
 

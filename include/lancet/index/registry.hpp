@@ -379,10 +379,11 @@ inline vector_index_info describe_index(const pb::manifest& m, const pb::index_m
 }
 
 // Every index of a dataset version (vector indices with their type and metric).
-inline std::vector<vector_index_info> list_indices(const dataset::snapshot& s) {
+inline std::vector<vector_index_info> list_indices(const pb::manifest& m, const std::vector<pb::index_metadata>& indices) {
   std::vector<vector_index_info> out;
-  for (const auto& im : s.file.indices) out.push_back(describe_index(s.manifest(), im));
+  for (const auto& im : indices) out.push_back(describe_index(m, im));
   return out;
 }
+inline std::vector<vector_index_info> list_indices(const dataset::snapshot& s) { return list_indices(s.manifest(), s.file.indices); }
 
 }  // namespace lancet::index

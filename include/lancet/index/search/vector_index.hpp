@@ -28,7 +28,8 @@
 #include "lancet/io/source.hpp"
 
 namespace lancet::dataset {
-struct snapshot;  // dataset/commit.hpp
+struct snapshot;  // dataset/snapshot.hpp
+class dataset;    // dataset/dataset.hpp
 }  // namespace lancet::dataset
 
 namespace lancet::index {
@@ -107,8 +108,13 @@ struct opened_index {
 // One segment, opened: index.idx read, auxiliary.idx opened, a searcher over it.
 LANCET_INLINE index_segment open_index_segment(const std::string& root, const vector_index_info& i);
 
-// The index on `column` (or named `name` when given) of snapshot s, all its segments;
+// Every index of a dataset version (vector indices with their type, metric and parameters).
+LANCET_INLINE std::vector<vector_index_info> list_indices(const dataset::dataset& ds);
+
+// The index on `column` (or named `name` when given) of a dataset version, all its segments;
 // invalid_input_error naming the indexes there are when none matches.
+LANCET_INLINE opened_index open_vector_index(const dataset::dataset& ds, const std::string& column,
+                                             const std::string& name = {});
 LANCET_INLINE opened_index open_vector_index(const dataset::snapshot& s, const std::string& column,
                                              const std::string& name = {});
 

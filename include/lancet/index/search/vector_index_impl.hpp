@@ -16,6 +16,7 @@
 
 #include "lancet/core/config.hpp"
 #include "lancet/core/error.hpp"
+#include "lancet/dataset/dataset.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/index/search/brute_force.hpp"
 #include "lancet/index/hnsw/index_file.hpp"
@@ -70,9 +71,9 @@ LANCET_INLINE index_segment open_index_segment(const std::string& root, const ve
   return seg;
 }
 
-LANCET_INLINE opened_index open_vector_index(const dataset::snapshot& s, const std::string& column,
-                                             const std::string& name) {
-  const auto all = list_indices(s);
+namespace detail {
+inline opened_index open_vector_index(const std::string& root, const std::vector<vector_index_info>& all,
+                                      bool stable_row_ids, const std::string& column, const std::string& name) {
   std::string names;
   std::string chosen;
   for (const auto& i : all) {
@@ -89,7 +90,7 @@ LANCET_INLINE opened_index open_vector_index(const dataset::snapshot& s, const s
   std::vector<std::vector<std::uint64_t>> frags;
   for (const auto& i : all) {
     if (i.name != chosen) continue;
-    o.segments.push_back(open_index_segment(s.root, i));
+    o.segments.push_back(open_index_segment(root, i));
     searchers.push_back(o.segments.back().searcher);
     frags.push_back(i.fragment_ids);
   }
@@ -98,9 +99,22 @@ LANCET_INLINE opened_index open_vector_index(const dataset::snapshot& s, const s
   o.index_file = newest.index_file;
   o.storage = newest.storage;
   // Several segments and row addresses: each segment answers for its own fragments.
-  const bool addresses = o.segments.size() > 1 && !dataset::uses_stable_row_ids(s.manifest());
+  const bool addresses = o.segments.size() > 1 && !stable_row_ids;
   o.searcher = std::make_unique<segmented_searcher>(std::move(searchers), std::move(frags), addresses);
   return o;
+}
+}  // namespace detail
+
+LANCET_INLINE std::vector<vector_index_info> list_indices(const dataset::dataset& ds) {
+  return list_indices(ds.manifest(), ds.indices());
+}
+LANCET_INLINE opened_index open_vector_index(const dataset::dataset& ds, const std::string& column,
+                                             const std::string& name) {
+  return detail::open_vector_index(ds.path(), list_indices(ds), ds.stable_row_ids(), column, name);
+}
+LANCET_INLINE opened_index open_vector_index(const dataset::snapshot& s, const std::string& column,
+                                             const std::string& name) {
+  return detail::open_vector_index(s.root, list_indices(s), dataset::uses_stable_row_ids(s.manifest()), column, name);
 }
 
 #endif
