@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "lancet/core/error.hpp"
+#include "lancet/dataset/commit_retries.hpp"
 #include "lancet/dataset/deletion.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/sink_factory.hpp"
@@ -57,8 +58,6 @@
 
 namespace lancet::dataset {
 
-// Lance's default number of commit retries (CommitConfig::num_retries).
-inline constexpr unsigned default_max_retries = 20;
 // The name of Lance's fragment-reuse index (FRAG_REUSE_INDEX_NAME).
 inline constexpr std::string_view frag_reuse_index_name = "__lance_frag_reuse";
 

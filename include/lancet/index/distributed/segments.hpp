@@ -29,13 +29,11 @@
 #include <vector>
 
 #include "lancet/core/config.hpp"
-#include "lancet/dataset/conflict.hpp"
-#include "lancet/dataset/manifest.hpp"
-#include "lancet/dataset/snapshot.hpp"
+#include "lancet/dataset/commit_retries.hpp"
 #include "lancet/index/build/options.hpp"
 #include "lancet/index/distributed/model_file.hpp"
 #include "lancet/index/index_info.hpp"
-#include "lancet/pb/table.hpp"
+#include "lancet/pb/table/index.hpp"
 #include "lancet/simd/distance_type.hpp"
 
 namespace lancet::index {
@@ -65,11 +63,7 @@ class segment_metadata {
   const std::string& name() const noexcept { return index_.name; }
   // The dataset version it was built from.
   std::uint64_t dataset_version() const noexcept { return index_.dataset_version; }
-  std::vector<std::uint64_t> fragment_ids() const {
-    std::vector<std::uint64_t> out;
-    for (auto f : dataset::index_fragment_bitmap(index_).to_vector()) out.push_back(f);
-    return out;
-  }
+  LANCET_INLINE std::vector<std::uint64_t> fragment_ids() const;
   std::string label() const { return "segment " + index_.uuid.to_string(); }
 
  private:

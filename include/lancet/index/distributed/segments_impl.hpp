@@ -29,6 +29,12 @@ inline constexpr std::uint32_t segment_json_version = 1;
 }  // namespace detail
 
 
+LANCET_INLINE std::vector<std::uint64_t> segment_metadata::fragment_ids() const {
+  std::vector<std::uint64_t> out;
+  for (auto f : dataset::index_fragment_bitmap(index_).to_vector()) out.push_back(f);
+  return out;
+}
+
 LANCET_INLINE std::string segment_to_json(const segment_metadata& s) {
   using json::quote;
   const auto& im = detail::segment_access::stored(s);
