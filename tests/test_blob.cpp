@@ -21,7 +21,7 @@
 #include <tuple>
 #include <lancet/file/reader.hpp>
 #include <lancet/file/writer.hpp>
-#include "lancet/file/versions.hpp"
+#include "lancet/file/with_version.hpp"
 #include <lancet/io/file_source.hpp>
 #include <lancet/io/memory_sink.hpp>
 #include <lancet/io/source.hpp>

@@ -11,7 +11,7 @@
 #include <lancet/arrow/compare.hpp>
 #include <lancet/file/reader.hpp>
 #include <lancet/file/writer.hpp>
-#include "lancet/file/versions.hpp"
+#include "lancet/file/with_version.hpp"
 #include "support/failing_sink.hpp"
 #include <lancet/io/file_sink.hpp>
 #include <lancet/io/file_source.hpp>

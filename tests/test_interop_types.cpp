@@ -10,7 +10,7 @@
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/file/reader.hpp>
-#include <lancet/file/versions.hpp>
+#include <lancet/file/with_version.hpp>
 #include <lancet/file/writer.hpp>
 #include <lancet/io/file_source.hpp>
 #include <lancet/json/rows_writer.hpp>
@@ -27,6 +27,26 @@ namespace t = lancet::testing;
 namespace {
 
 using lance_reader = file::file_reader<io::file_source>;
+
+// The one data file of our dataset at `ours` has the schema and page layouts of Lance's
+// file `theirs` (same fields, same encodings, same buffer sizes page by page).
+void check_same_layout(const lance_reader& theirs, const std::filesystem::path& ours) {
+  const auto our_files = t::data_files(ours);
+  REQUIRE(our_files.size() == 1);
+  lance_reader mine{io::file_source(our_files[0].string())};
+  CHECK(mine.schema() == theirs.schema());
+  REQUIRE(mine.num_columns() == theirs.num_columns());
+  for (std::size_t c = 0; c < theirs.num_columns(); ++c) {
+    CAPTURE(c);
+    const auto& a = theirs.column(c).metadata.pages;
+    const auto& b = mine.column(c).metadata.pages;
+    REQUIRE(a.size() == b.size());
+    for (std::size_t p = 0; p < a.size(); ++p) {
+      CHECK(a[p].encoding->direct_any().value == b[p].encoding->direct_any().value);
+      CHECK(a[p].buffer_sizes == b[p].buffer_sizes);
+    }
+  }
+}
 
 struct lancedb_view {
   std::string schema;               // the {"schema": ...} line
@@ -119,21 +139,7 @@ TEST_CASE("interop map 2.2: we read LanceDB's map columns, LanceDB reads ours") 
   CHECK(back.schema == view.schema);
   check_lancedb_rows(back.rows, view.rows);
   // Our file's schema and column layout are Lance's (same fields, same page layouts).
-  const auto our_files = t::data_files(ours_path);
-  REQUIRE(our_files.size() == 1);
-  lance_reader mine{io::file_source(our_files[0].string())};
-  CHECK(mine.schema() == r.schema());
-  REQUIRE(mine.num_columns() == r.num_columns());
-  for (std::size_t c = 0; c < r.num_columns(); ++c) {
-    CAPTURE(c);
-    const auto& a = r.column(c).metadata.pages;
-    const auto& b = mine.column(c).metadata.pages;
-    REQUIRE(a.size() == b.size());
-    for (std::size_t p = 0; p < a.size(); ++p) {
-      CHECK(a[p].encoding->direct_any().value == b[p].encoding->direct_any().value);
-      CHECK(a[p].buffer_sizes == b[p].buffer_sizes);
-    }
-  }
+  check_same_layout(r, ours_path);
 }
 
 TEST_CASE("interop map: LanceDB refuses maps at 2.1, so do we") {
@@ -412,21 +418,7 @@ TEST_CASE("interop large_list: LanceDB writes it from Arrow IPC and reads ours, 
       REQUIRE(their_manifest.fields.size() == s.types.size());
       for (std::size_t c = 0; c < s.types.size(); ++c)
         if (s.types[c].second.starts_with("large_list<")) CHECK(their_manifest.fields[c].logical_type.starts_with("large_list"));
-      const auto our_files = t::data_files(ours);
-      REQUIRE(our_files.size() == 1);
-      lance_reader mine{io::file_source(our_files[0].string())};
-      CHECK(mine.schema() == r.schema());
-      REQUIRE(mine.num_columns() == r.num_columns());
-      for (std::size_t c = 0; c < r.num_columns(); ++c) {
-        CAPTURE(c);
-        const auto& a = r.column(c).metadata.pages;
-        const auto& b = mine.column(c).metadata.pages;
-        REQUIRE(a.size() == b.size());
-        for (std::size_t p = 0; p < a.size(); ++p) {
-          CHECK(a[p].encoding->direct_any().value == b[p].encoding->direct_any().value);
-          CHECK(a[p].buffer_sizes == b[p].buffer_sizes);
-        }
-      }
+      check_same_layout(r, ours);
     }
     // LanceDB reads its own datasets (LargeList types, the values sent) and ours (the
     // same types and values), all in one process.

@@ -23,7 +23,7 @@
 #include "lancet/file/footer.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/file/writer.hpp"
-#include "lancet/file/versions.hpp"
+#include "lancet/file/with_version.hpp"
 #include "lancet/io/memory_sink.hpp"
 #include "lancet/json/base64.hpp"
 #include "lancet/json/rows_reader.hpp"

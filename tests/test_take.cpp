@@ -19,7 +19,7 @@
 #include "lancet/file/footer.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/file/writer.hpp"
-#include "lancet/file/versions.hpp"
+#include "lancet/file/with_version.hpp"
 #include "lancet/io/memory_sink.hpp"
 #include "lancet/io/source.hpp"
 #include "lancet/pb/file2.hpp"

@@ -19,7 +19,7 @@
 #include "lancet/encoding/structural/policy.hpp"
 #include "lancet/file/encoded_batch.hpp"
 #include "lancet/file/reader.hpp"
-#include "lancet/file/versions.hpp"
+#include "lancet/file/with_version.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/io/file_sink.hpp"
 #include "lancet/io/file_source.hpp"

@@ -31,7 +31,7 @@
 #include "lancet/dataset/versions.hpp"
 #include "lancet/arrow/concat.hpp"
 #include "lancet/encoding/structural/blob.hpp"
-#include "lancet/file/versions.hpp"
+#include "lancet/file/with_version.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/io/file_sink.hpp"
 #include "lancet/io/fs.hpp"

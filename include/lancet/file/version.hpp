@@ -47,7 +47,7 @@ inline std::optional<format_version> version_from_footer(std::uint16_t major, st
 // only for the versions it writes:
 //   lancet/file/legacy.hpp       v2_0 (2.0, the legacy array encodings)
 //   lancet/file/structural.hpp   v2_1, v2_2, v2_3 (structural encodings)
-//   lancet/file/versions.hpp     all of them, and with_version (a runtime choice)
+//   lancet/file/with_version.hpp     all of them, and with_version (a runtime choice)
 struct v2_0;
 struct v2_1;
 struct v2_2;

@@ -38,7 +38,7 @@
 #include "lancet/arrow/type.hpp"
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/error.hpp"
-#include "lancet/file/versions.hpp"
+#include "lancet/file/with_version.hpp"
 #include "lancet/file/writer.hpp"
 #include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/ivf/model.hpp"
