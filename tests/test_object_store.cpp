@@ -10,6 +10,7 @@
 
 #include <lancet/io/object_store/azure_shared_key.hpp>
 #include <lancet/io/object_store/crypto.hpp>
+#include <lancet/io/object_store/listing.hpp>
 #include <lancet/io/object_store/location.hpp>
 #include <lancet/io/object_store/options.hpp>
 #include <lancet/io/object_store/s3_client.hpp>
@@ -250,4 +251,20 @@ TEST_CASE("object store: endpoints and S3's XML") {
   // References that are not characters stay as written (a server's malformed text is no crash).
   CHECK(io::detail::xml_text("&#;a&#xZZ;&#65;&#x1F600;&#99999999999;") == "&#;a&#xZZ;A\xf0\x9f\x98\x80&#99999999999;");
   CHECK(io::detail::xml_escaped("\"e&<>\"") == "&quot;e&amp;&lt;&gt;&quot;");
+}
+
+TEST_CASE("listing times: S3's ISO 8601 and Azure's RFC 1123, both UTC; anything else is left unset") {
+  using namespace std::chrono;
+  const auto want = sys_days(year(2026) / 12 / 6) + hours(19) + minutes(45) + seconds(26);
+  CHECK(os::parse_iso8601_utc("2026-12-06T19:45:26.000Z") == want);
+  CHECK(os::parse_iso8601_utc("2026-12-06T19:45:26Z") == want);
+  CHECK(os::parse_rfc1123("Sun, 06 Dec 2026 19:45:26 GMT") == want);
+  CHECK(os::parse_rfc1123("Thu, 29 Feb 2024 00:00:00 GMT") == sys_days(year(2024) / 2 / 29));
+  CHECK(os::parse_rfc1123("Thu, 01 Jan 1970 00:00:00 GMT") == system_clock::time_point());
+  for (const char* bad : {"", "2026-12-06T19:45:26", "2026-13-06T19:45:26Z", "2026-12-06 19:45:26Z", "2026-12-06T24:00:00Z",
+                          "2026-02-30T00:00:00Z", "20x6-12-06T19:45:26Z"})
+    CHECK_MESSAGE(!os::parse_iso8601_utc(bad).has_value(), bad);
+  for (const char* bad : {"Sun, 06 Dex 2026 19:45:26 GMT", "Sun, 06 Dec 2026 19:45:26 UTC", "Sun, 31 Apr 2026 19:45:26 GMT",
+                          "Sun 06 Dec 2026 19:45:26 GMT", "Sun, 06 anF 2026 19:45:26 GMT"})
+    CHECK_MESSAGE(!os::parse_rfc1123(bad).has_value(), bad);
 }

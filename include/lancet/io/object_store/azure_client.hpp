@@ -122,6 +122,7 @@ class azure_client {
         o.key = detail::xml_first(b, "Name");
         const auto n = detail::xml_first(b, "Content-Length");
         o.size = n.empty() ? 0 : std::stoull(n);
+        o.last_modified = parse_rfc1123(detail::xml_first(b, "Last-Modified"));
         out.push_back(std::move(o));
       }
       marker = detail::xml_first(r.body, "NextMarker");

@@ -98,6 +98,12 @@ class object_source {
     });
   }
 
+  // An object whose size is known (from a listing or a manifest): no request to open it.
+  object_source(std::shared_ptr<client_pool<Client>> pool, std::string key, std::uint64_t size)
+      : pool_(std::move(pool)), key_(std::move(key)), size_(size) {
+    name_ = pool_->with([&](Client& c) { return c.uri(key_); });
+  }
+
   std::uint64_t size() const noexcept { return size_; }
   const std::string& name() const noexcept { return name_; }
 
@@ -194,8 +200,13 @@ class object_sink {
         position_(o.position_), upload_(std::exchange(o.upload_, std::nullopt)), parts_(std::move(o.parts_)),
         in_flight_(std::move(o.in_flight_)), finished_(std::exchange(o.finished_, true)) {}
   object_sink& operator=(object_sink&&) = delete;
-  ~object_sink() {
+  ~object_sink() { abort(); }
+
+  // Gives up: parts on their way are waited for and the upload aborted, so nothing
+  // appears at the key. A no-op once finished; never throws.
+  void abort() noexcept {
     for (auto& f : in_flight_) f.wait();  // their threads use this sink's key and pool
+    in_flight_.clear();
     if (!finished_ && upload_) {
       try {
         pool_->with([&](Client& c) { c.abort_upload(key_, *upload_); });
@@ -203,6 +214,9 @@ class object_sink {
         // The upload stays incomplete (invisible); the store's lifecycle or cleanup removes it.
       }
     }
+    upload_.reset();
+    buffer_.clear();
+    finished_ = true;
   }
 
   void write(bytes_view bytes) {

@@ -95,6 +95,7 @@ class s3_client {
         o.key = detail::xml_first(c, "Key");
         const auto size = detail::xml_first(c, "Size");
         o.size = size.empty() ? 0 : std::stoull(size);
+        o.last_modified = parse_iso8601_utc(detail::xml_first(c, "LastModified"));
         out.push_back(std::move(o));
       }
       if (detail::xml_first(r.body, "IsTruncated") != "true") return out;
