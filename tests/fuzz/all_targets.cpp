@@ -29,6 +29,7 @@
 #include "lancet/json/rows_reader.hpp"
 #include "lancet/json/schema_json.hpp"
 #include "lancet/pb/table.hpp"
+#include "../support/mem_columns.hpp"
 #include "../support/random_data.hpp"
 
 #define LANCET_FUZZ_ALL

@@ -15,8 +15,7 @@
 #include "lancet/arrow/compare.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/arrow/concat.hpp"
-#include "lancet/encoding/structural/decoder.hpp"
-#include "lancet/encoding/structural/field_encoders.hpp"
+#include "../support/mem_columns.hpp"
 #include "../support/random_data.hpp"
 #include "fuzz_target.hpp"
 
@@ -25,46 +24,7 @@ namespace {
 using namespace lancet;
 namespace v21 = lancet::encoding::structural;
 
-struct pages {
-  std::vector<pb::file2::column_metadata> meta;
-  std::vector<std::vector<std::vector<shared_bytes>>> buffers;  // [column][page]
-  std::vector<std::vector<std::uint64_t>> starts;
-};
-
-template <class Strategy>
-pages encode(const arrow::field& f, const arrow::array_ptr& a) {
-  std::vector<std::int32_t> ids(256);
-  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int32_t(i);
-  encoding::field_id_cursor cursor(ids);
-  encoding::column_index_sequence seq;
-  Strategy s;
-  auto enc = s.make_field_encoder(f, cursor, seq, encoding::encoding_options{});
-  pages m;
-  m.meta.resize(enc->num_columns());
-  m.buffers.resize(enc->num_columns());
-  m.starts.assign(enc->num_columns(), {0});
-  auto add = [&](std::vector<encoding::encode_task> tasks) {
-    for (auto& page : encoding::run_inline(tasks)) {
-      pb::file2::column_metadata::page pg;
-      pg.length = page.num_rows;
-      pg.encoding = pb::file2::encoding::direct_of(pb::decode<pb::any>(pb::reader(std::string_view(page.encoding), 0, "Any")));
-      const auto c = page.column_index;
-      m.meta[c].pages.push_back(pg);
-      m.buffers[c].push_back(page.buffers);
-      m.starts[c].push_back(m.starts[c].back() + page.num_rows);
-    }
-  };
-  s.validate(f, *a);
-  add(enc->maybe_encode(a, 0, std::uint64_t(a->length)));
-  add(enc->flush());
-  return m;
-}
-
-arrow::array_ptr decode(const arrow::field& f, const pages& m, std::uint64_t b, std::uint64_t e) {
-  std::vector<v21::column_pages> cols;
-  for (std::size_t c = 0; c < m.meta.size(); ++c) cols.push_back({&m.meta[c], m.starts[c]});
-  return v21::decode_field(f, cols, 0, b, e, [&m](std::uint32_t c, std::size_t p) { return m.buffers.at(c).at(p); });
-}
+using testing::mem_columns;
 
 }  // namespace
 
@@ -78,9 +38,9 @@ LANCET_FUZZ_TARGET(fuzz_page)(const std::uint8_t* data, std::size_t size) {
   const auto type = rd.random_type();
   const auto array = rd.random_array(type, rows);
   const arrow::field f{"f", type, true, {}};
-  pages m;
+  mem_columns m;
   try {
-    m = v22 ? encode<v21::default_strategy<2>>(f, array) : encode<v21::default_strategy<1>>(f, array);
+    m = v22 ? testing::encode_field(f, {array}, v21::default_strategy<2>{}) : testing::encode_field(f, {array}, v21::default_strategy<1>{});
   } catch (const lancet::unsupported_error&) {
     return 0;  // a type the 2.1+ writer refuses, with a typed error
   }
@@ -111,7 +71,7 @@ LANCET_FUZZ_TARGET(fuzz_page)(const std::uint8_t* data, std::size_t size) {
   for (auto [b, e] : ranges) {
     if (b > e) continue;
     try {
-      auto got = decode(f, m, b, e);
+      auto got = m.read(f, b, e);
       if (!edited) {
         const auto want = arrow::slice(array, std::int64_t(b), std::int64_t(e - b));
         if (auto d = arrow::first_difference(want, got)) {
