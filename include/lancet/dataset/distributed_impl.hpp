@@ -280,11 +280,8 @@ LANCET_INLINE fragment_commit_result commit(const std::string& root, const commi
   r.version = outcome.commit.manifest.version;
   r.read_version = read ? read->version() : 0;
   r.retries = outcome.retries;
-  const auto& all = outcome.commit.manifest.fragments;
-  for (auto it = append ? all.end() - std::ptrdiff_t(fragments.size()) : all.begin(); it != all.end(); ++it) {
-    r.rows += it->physical_rows;
-    r.fragments.push_back(fragment_access::make(*it));
-  }
+  r.fragments = committed_fragments(outcome.commit.manifest.fragments, append, fragments.size());
+  for (const auto& f : r.fragments) r.rows += f.physical_rows();
   return r;
 }
 #endif

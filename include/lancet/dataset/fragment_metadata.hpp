@@ -3,6 +3,7 @@
 // Its stored form (the manifest's DataFragment message) stays inside the dataset module.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -55,6 +56,16 @@ inline fragment_metadata fragment_access::make(pb::data_fragment f) {
   fragment_metadata m;
   m.f_ = std::move(f);
   return m;
+}
+
+// The fragments a commit added, as the new manifest lists them: its last `added` after
+// an append, all of them after an overwrite.
+inline std::vector<fragment_metadata> committed_fragments(const std::vector<pb::data_fragment>& all, bool append,
+                                                          std::size_t added) {
+  std::vector<fragment_metadata> out;
+  for (auto it = append ? all.end() - std::ptrdiff_t(added) : all.begin(); it != all.end(); ++it)
+    out.push_back(fragment_access::make(*it));
+  return out;
 }
 }  // namespace detail
 

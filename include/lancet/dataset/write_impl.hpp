@@ -515,9 +515,7 @@ write_result write(const std::string& root, Next&& next, const write_options& o,
     const auto& c = out.commit;
     result.version = c.manifest.version;
     result.retries = out.retries;
-    const auto& all = c.manifest.fragments;
-    for (auto it = append ? all.end() - std::ptrdiff_t(fragments.size()) : all.begin(); it != all.end(); ++it)
-      result.fragments.push_back(detail::fragment_access::make(*it));
+    result.fragments = detail::committed_fragments(c.manifest.fragments, append, fragments.size());
   } catch (const committed_io_error&) {
     throw;  // committed: the data files belong to the dataset now
   } catch (...) {

@@ -345,27 +345,24 @@ inline dataset::snapshot commit_index(const std::string& root, const dataset::sn
 // Listing
 // ---------------------------------------------------------------------------------
 
-inline vector_index_info describe_index(const pb::manifest& m, const pb::index_metadata& im) {
+// An index of a version whose Lance schema is `s` (its columns are named from it).
+inline vector_index_info describe_index(const schema::schema& s, const pb::index_metadata& im) {
   vector_index_info info;
   info.name = im.name;
   info.uuid = im.uuid;
   info.fields = im.fields;
-  const auto s = dataset::manifest_schema(m);
   for (auto f : im.fields) info.columns.push_back(column_name_of(s, f));
   if (im.index_details && im.index_details->type_url == pb::index::vector_index_details::type_url) {
     const auto d = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
     info.index_type = index_type_name(d);
     info.distance = distance_of(d.metric);
     if (d.hnsw) info.hnsw = vector_index_info::hnsw_graph{d.hnsw->max_connections, d.hnsw->construction_ef, d.hnsw->max_level};
-    using details = pb::index::vector_index_details;
-    if (const auto* pq = std::get_if<details::pq_compression>(&d.compression)) {
-      info.num_bits = pq->num_bits;
-      info.num_sub_vectors = pq->num_sub_vectors;
-    } else if (const auto* sq = std::get_if<details::sq_compression>(&d.compression)) {
-      info.num_bits = sq->num_bits;
-    } else if (const auto* rq = std::get_if<details::rq_compression>(&d.compression)) {
-      info.num_bits = rq->num_bits;
-    }
+    std::visit(  // whichever compression case the quantizer records
+        [&](const auto& c) {
+          if constexpr (requires { c.num_bits; }) info.num_bits = c.num_bits;
+          if constexpr (requires { c.num_sub_vectors; }) info.num_sub_vectors = c.num_sub_vectors;
+        },
+        d.compression);
     info.runtime_hints = d.runtime_hints;
     info.target_partition_size = persisted_target_partition_size(im);
   }
@@ -378,12 +375,18 @@ inline vector_index_info describe_index(const pb::manifest& m, const pb::index_m
   return info;
 }
 
+inline vector_index_info describe_index(const pb::manifest& m, const pb::index_metadata& im) {
+  return describe_index(dataset::manifest_schema(m), im);
+}
+
 // Every index of a dataset version (vector indices with their type and metric).
-inline std::vector<vector_index_info> list_indices(const pb::manifest& m, const std::vector<pb::index_metadata>& indices) {
+inline std::vector<vector_index_info> list_indices(const schema::schema& s, const std::vector<pb::index_metadata>& indices) {
   std::vector<vector_index_info> out;
-  for (const auto& im : indices) out.push_back(describe_index(m, im));
+  for (const auto& im : indices) out.push_back(describe_index(s, im));
   return out;
 }
-inline std::vector<vector_index_info> list_indices(const dataset::snapshot& s) { return list_indices(s.manifest(), s.file.indices); }
+inline std::vector<vector_index_info> list_indices(const dataset::snapshot& s) {
+  return list_indices(dataset::manifest_schema(s.manifest()), s.file.indices);
+}
 
 }  // namespace lancet::index

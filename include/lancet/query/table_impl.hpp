@@ -169,8 +169,7 @@ struct table_state {
 
  private:
   std::shared_ptr<const vector_index_handle> open_index(const std::string& column, const std::string& name) const {
-    std::vector<index::vector_index_info> all;
-    for (const auto& im : ds.indices()) all.push_back(index::describe_index(ds.manifest(), im));
+    const auto all = index::list_indices(ds);
     std::string chosen, names;
     for (const auto& i : all) {
       names += (names.empty() ? "" : ", ") + i.name;

@@ -150,9 +150,9 @@ namespace detail {
 // The fingerprint of the model a segment's files hold (index.idx's centroids and
 // metric, auxiliary.idx's quantizer): its JSON may say anything.
 inline std::string files_fingerprint(const std::string& root, const segment_metadata& s) {
-  const std::string dir = index_directory(root, detail::segment_access::stored(s).uuid);
+  const std::string dir = index_directory(root, s.uuid());
   if (!std::filesystem::is_directory(dir))
-    throw invalid_input_error(s.label() + " (index '" + detail::segment_access::stored(s).name + "'): its directory '" + dir + "' does not exist");
+    throw invalid_input_error(s.label() + " (index '" + s.name() + "'): its directory '" + dir + "' does not exist");
   const auto info = read_index_file(dir + "/" + std::string(detail::index_file_name));
   const auto st = open_storage(dir + "/" + std::string(detail::auxiliary_file_name));
   if (!info.ivf.centroids) throw corrupt_error(s.label() + ": index.idx has no centroids");
@@ -168,10 +168,10 @@ inline std::set<std::uint64_t> check_group(const std::string& root, const std::v
   std::set<std::uint64_t> covered;
   std::set<std::string> uuids;
   for (const auto& s : segs) {
-    if (!uuids.insert(detail::segment_access::stored(s).uuid.to_string()).second) throw invalid_input_error(what + ": " + s.label() + " is given twice");
-    if (detail::segment_access::stored(s).name != detail::segment_access::stored(first).name)
-      throw invalid_input_error(what + ": " + s.label() + " belongs to index '" + detail::segment_access::stored(s).name + "', " + first.label() +
-                                " to '" + detail::segment_access::stored(first).name + "'");
+    if (!uuids.insert(s.uuid().to_string()).second) throw invalid_input_error(what + ": " + s.label() + " is given twice");
+    if (s.name() != first.name())
+      throw invalid_input_error(what + ": " + s.label() + " belongs to index '" + s.name() + "', " + first.label() +
+                                " to '" + first.name() + "'");
     if (detail::segment_access::stored(s).fields != detail::segment_access::stored(first).fields || s.column != first.column)
       throw invalid_input_error(what + ": " + s.label() + " indexes column '" + s.column + "', " + first.label() +
                                 " column '" + first.column + "'");
@@ -220,11 +220,11 @@ LANCET_INLINE segment_metadata merge_segments(const std::string& root, const std
   std::optional<index_file_info> info;
   std::optional<double> loss = 0.0;
   for (const auto& s : segs) {
-    if (detail::segment_access::stored(s).dataset_version > latest->version())
+    if (s.dataset_version() > latest->version())
       throw invalid_input_error("merge_segments: " + s.label() + " was built from version " +
-                                std::to_string(detail::segment_access::stored(s).dataset_version) + ", newer than the dataset's " +
+                                std::to_string(s.dataset_version()) + ", newer than the dataset's " +
                                 std::to_string(latest->version()));
-    const std::string dir = index_directory(root, detail::segment_access::stored(s).uuid);
+    const std::string dir = index_directory(root, s.uuid());
     auto i = read_index_file(dir + "/" + std::string(detail::index_file_name));
     if (loss && i.ivf.loss) *loss += *i.ivf.loss;
     else loss.reset();
@@ -250,12 +250,13 @@ LANCET_INLINE segment_metadata merge_segments(const std::string& root, const std
                                                  detail::release_free_memory();
                                                }
                                              });
-    detail::segment_access::stored(out).uuid = uuid;
-    detail::segment_access::stored(out).files = files;
+    auto& im = detail::segment_access::stored(out);
+    im.uuid = uuid;
+    im.files = files;
     const std::vector<std::uint64_t> frags(covered.begin(), covered.end());
-    dataset::set_index_fragment_bitmap(detail::segment_access::stored(out), dataset::roaring_bitmap::from_values(frags));
-    for (const auto& s : segs) detail::segment_access::stored(out).dataset_version = std::min(detail::segment_access::stored(out).dataset_version, detail::segment_access::stored(s).dataset_version);
-    detail::segment_access::stored(out).created_at = detail::now_ms();
+    dataset::set_index_fragment_bitmap(im, dataset::roaring_bitmap::from_values(frags));
+    for (const auto& s : segs) im.dataset_version = std::min(im.dataset_version, s.dataset_version());
+    im.created_at = detail::now_ms();
     out.rows_indexed = rows;
     out.num_partitions = model.num_partitions();
   } catch (...) {
@@ -274,21 +275,22 @@ LANCET_INLINE commit_segments_result commit_segments(const std::string& root, co
   if (!base) dataset::throw_no_dataset(root);
   const std::int32_t field = column_field_id(base->manifest(), column);
   for (const auto& s : segs) {
-    if (detail::segment_access::stored(s).name != name)
-      throw invalid_input_error("commit_segments: " + s.label() + " was built as index '" + detail::segment_access::stored(s).name +
-                                "', not '" + name + "'");
-    if (detail::segment_access::stored(s).fields != std::vector<std::int32_t>{field})
+    if (s.name() != name)
+      throw invalid_input_error("commit_segments: " + s.label() + " was built as index '" + s.name() + "', not '" + name +
+                                "'");
+    const auto& fields = detail::segment_access::stored(s).fields;
+    if (fields != std::vector<std::int32_t>{field})
       throw invalid_input_error("commit_segments: " + s.label() + " indexes column '" + s.column + "' (field " +
-                                (detail::segment_access::stored(s).fields.empty() ? std::string("none") : std::to_string(detail::segment_access::stored(s).fields[0])) +
-                                "), not '" + column + "' (field " + std::to_string(field) + ")");
+                                (fields.empty() ? std::string("none") : std::to_string(fields[0])) + "), not '" + column +
+                                "' (field " + std::to_string(field) + ")");
   }
   const auto covered = detail::check_group(root, segs, "commit_segments");
   std::set<std::uint64_t> present;
   for (const auto& f : base->manifest().fragments) present.insert(f.id);
   for (const auto& s : segs) {
-    if (detail::segment_access::stored(s).dataset_version > base->version())
+    if (s.dataset_version() > base->version())
       throw invalid_input_error("commit_segments: " + s.label() + " was built from version " +
-                                std::to_string(detail::segment_access::stored(s).dataset_version) + ", newer than the dataset's " +
+                                std::to_string(s.dataset_version()) + ", newer than the dataset's " +
                                 std::to_string(base->version()));
     for (auto f : s.fragment_ids())
       if (!present.count(f))
@@ -336,10 +338,10 @@ LANCET_INLINE bool remove_uncommitted_segment(const std::string& root, const seg
   if (root.empty()) throw invalid_input_error("cannot remove " + s.label() + ": the dataset path is empty");
   if (const auto latest = dataset::load_latest(root))
     for (const auto& im : latest->file.indices)
-      if (im.uuid.to_string() == detail::segment_access::stored(s).uuid.to_string())
+      if (im.uuid == s.uuid())
         throw invalid_input_error("cannot remove " + s.label() + " of index '" + im.name + "': version " +
                                   std::to_string(latest->version()) + " of '" + root + "' references it (committed)");
-  const std::string dir = index_directory(root, detail::segment_access::stored(s).uuid);
+  const std::string dir = index_directory(root, s.uuid());
   std::error_code ec;
   const auto removed = std::filesystem::remove_all(dir, ec);
   if (ec) throw io_error("cannot remove the uncommitted segment directory '" + dir + "': " + ec.message());

@@ -39,9 +39,10 @@ inline index_segments open_segments(const std::string& root, const dataset::snap
                                     const optimize_options& o) {
   index_segments ix;
   ix.name = name;
+  const auto lance_schema = dataset::manifest_schema(base.manifest());
   for (const auto& im : base.file.indices) {
     if (im.name != name) continue;
-    ix.segs.push_back(open_index_segment(root, describe_index(base.manifest(), im)));
+    ix.segs.push_back(open_index_segment(root, describe_index(lance_schema, im)));
     ix.metas.push_back(&im);
   }
   if (ix.segs.empty()) throw invalid_input_error("no index named '" + name + "'");

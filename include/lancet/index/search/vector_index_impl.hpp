@@ -106,7 +106,7 @@ inline opened_index open_vector_index(const std::string& root, const std::vector
 }  // namespace detail
 
 LANCET_INLINE std::vector<vector_index_info> list_indices(const dataset::dataset& ds) {
-  return list_indices(ds.manifest(), ds.indices());
+  return list_indices(ds.lance_schema(), ds.indices());
 }
 LANCET_INLINE opened_index open_vector_index(const dataset::dataset& ds, const std::string& column,
                                              const std::string& name) {

@@ -59,8 +59,7 @@ class object_backend final : public storage::backend {
     return pool_->with([&](Client& c) { return c.size(key); });
   }
   std::vector<stored_file> list(const std::string& dir, bool recursive) const override {
-    const auto key = key_of(dir);
-    const std::string prefix = key.empty() ? std::string() : key + "/";
+    const auto prefix = prefix_of(dir);
     const auto listed = pool_->with([&](Client& c) { return c.list(prefix); });
     std::vector<stored_file> out;
     for (const auto& o : listed) {
@@ -79,8 +78,7 @@ class object_backend final : public storage::backend {
     }
   }
   void remove_all(const std::string& dir) const override {
-    const auto key = key_of(dir);
-    const std::string prefix = key.empty() ? std::string() : key + "/";
+    const auto prefix = prefix_of(dir);
     for (const auto& o : pool_->with([&](Client& c) { return c.list(prefix); }))
       pool_->with([&](Client& c) { c.remove(o.key); });
   }
@@ -94,6 +92,11 @@ class object_backend final : public storage::backend {
     const bool under = where_.path.empty() || l.path == where_.path || l.path.starts_with(where_.path + "/");
     if (!same_store || !under) throw invalid_input_error("'" + path + "' is not inside the storage " + name_);
     return l.path;
+  }
+  // The key prefix of everything under a directory ("" for the bucket's root).
+  std::string prefix_of(const std::string& dir) const {
+    const auto key = key_of(dir);
+    return key.empty() ? key : key + "/";
   }
 
   location where_;

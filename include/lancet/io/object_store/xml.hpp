@@ -25,7 +25,6 @@ inline std::vector<std::string_view> xml_elements(std::string_view xml, std::str
   }
 }
 
-// XML's five entities and numeric references decoded.
 // The code point of a character reference's name ("#233", "#xE9"); 0 when it is none
 // (kept as written).
 inline unsigned long char_reference(std::string_view name) {
@@ -44,6 +43,7 @@ inline unsigned long char_reference(std::string_view name) {
   return cp <= 0x10ffff ? cp : 0;
 }
 
+// XML's five entities and numeric references decoded.
 inline std::string xml_text(std::string_view s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {

@@ -1,14 +1,11 @@
-// Small messages the table-level protos share (lance.table, google.protobuf): UUID,
-// Timestamp, ExternalFile (a byte range of another file) and BasePath (an extra data
-// root). UUID and Timestamp are also value types: v4 generation and the text form
-// Lance puts in file names; now and Unix nanoseconds.
+// Small messages the table-level protos share (lance.table, google.protobuf): UUID
+// (core's uuid on the wire), Timestamp (also a value type: now and Unix nanoseconds),
+// ExternalFile (a byte range of another file) and BasePath (an extra data root).
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 
