@@ -130,6 +130,14 @@ TEST_CASE("build_ivf_index: every type over f32, files and search") {
       CHECK(li[0].columns == std::vector<std::string>{"vector"});
       CHECK(li[0].index_type == std::string(index::ivf_index_type_name(type)));
       CHECK(li[0].distance == metric);
+      // The quantizer's parameters, from the compression its VectorIndexDetails records.
+      using bits_and_subs = std::pair<std::optional<std::uint32_t>, std::optional<std::uint32_t>>;
+      const bits_and_subs want = type == index::ivf_index_type::ivf_pq   ? bits_and_subs{8, 8}
+                                 : type == index::ivf_index_type::ivf_sq ? bits_and_subs{8, std::nullopt}
+                                 : type == index::ivf_index_type::ivf_rq ? bits_and_subs{1, std::nullopt}
+                                                                         : bits_and_subs{};
+      CHECK(bits_and_subs{li[0].num_bits, li[0].num_sub_vectors} == want);
+      CHECK_FALSE(li[0].hnsw.has_value());
       std::vector<index::vector_index_info::file> files;
       for (const auto& f : index::index_files_in(r.directory)) files.push_back({f.path, f.size_bytes});
       CHECK(li[0].files == files);
