@@ -471,6 +471,43 @@ TEST_CASE("take: the scattered rows of a take come in one batched read where the
   }
 }
 
+TEST_CASE_TEMPLATE("take: plain fixed-width rows of many pages come in one batched read of exactly their bytes", V,
+                   file::v2_1, file::v2_2) {
+  testing::random_data rd(61);
+  const std::int64_t rows = 6000;
+  // Items not nullable: random vectors of nullable items hold null items, and so
+  // per-value validity bytes.
+  auto batch = arrow::make_batch({{"vec", rd.random_array(arrow::fixed_size_list(arrow::float32(), 128, false), rows, false)},
+                                  {"with_nulls", rd.random_array(vector_type(), rows, true)}});
+  file::writer_options o;
+  o.data_cache_bytes = 512 << 10;  // a page at every 512 rows of 512 bytes
+  o.rows_per_group = 256;
+  const auto bytes = write_file<V>({batch}, o);
+  const auto cols = page_columns_of(bytes);
+  REQUIRE(cols.size() == 2);
+  REQUIRE(cols[0].pages.size() >= 8);
+  const auto full = file::file_reader<io::memory_source>{io::memory_source(bytes)}.read();
+  // Single rows in many pages, a run crossing page boundaries, a repeated row, the ends.
+  std::uint64_t first_page_rows = cols[0].pages[0].length;
+  std::vector<std::uint64_t> idx = {0, 7, first_page_rows - 2, first_page_rows - 1, first_page_rows, first_page_rows + 1,
+                                    2500, 2500, 4100, std::uint64_t(rows) - 1};
+  std::sort(idx.begin(), idx.end());
+  batching_source src{io::memory_source(bytes)};
+  file::file_reader<batching_source> r(src);
+  const auto reads = src.reads->load();
+  const auto got = r.read({{"vec"}, std::nullopt, idx});
+  CHECK(src.reads->load() == reads);  // no page or page part read on its own
+  CHECK(src.batches->load() == 1);
+  CHECK(src.batched_ranges->load() == 7);  // 0, 7, the run of four (two pages), 2500 (read once), 4100, the last
+  REQUIRE(got.num_rows() == std::int64_t(idx.size()));
+  CHECK(got.columns[0]->count_nulls() == 0);
+  for (std::size_t k = 0; k < idx.size(); ++k)
+    CHECK_FALSE(arrow::first_difference(*arrow::slice(full.columns[0], std::int64_t(idx[k]), 1),
+                                        *arrow::slice(got.columns[0], std::int64_t(k), 1)));
+  // A column with null vectors has levels: it is decoded from its pages as before.
+  check_take(r, full, idx);
+}
+
 TEST_CASE("take: a few rows of a large 2.0 page read only their bytes") {
   testing::random_data rd(34);
   const std::int64_t rows = 20000;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -586,6 +587,94 @@ inline decoded_leaf decode_leaf(const std::vector<structural::path_node>& path, 
   return out;
 }
 
+// The bytes of one value of a field stored as plain fixed-width values: a byte-aligned
+// primitive (not boolean) or a fixed_size_list of one; 0 for any other field.
+inline std::uint64_t plain_value_bytes(const arrow::data_type& t) {
+  const auto primitive = [](const arrow::data_type& p) -> std::uint64_t {
+    if (p.id == arrow::type_id::boolean || p.id == arrow::type_id::dictionary) return 0;
+    const auto bits = arrow::bit_width(p);
+    return bits > 0 && bits % 8 == 0 ? std::uint64_t(bits / 8) : 0;
+  };
+  if (t.id != arrow::type_id::fixed_size_list) return primitive(t);
+  if (t.children.size() != 1 || t.list_size <= 0) return 0;
+  return primitive(*t.children[0].type) * std::uint64_t(t.list_size);
+}
+
+// Scattered rows of a field whose pages hold them as plain values at a fixed stride
+// (full-zip, fixed width, no repetition or definition levels, no per-value validity,
+// no compression): the rows' bytes are fetched in one request and are the values, so
+// no page is parsed. nullptr where any page the runs touch is not so, or where the runs
+// want so many of a page's rows that reading the page is cheaper.
+inline arrow::array_ptr read_plain_rows(const arrow::field& f, const structural::column_pages& col, std::uint32_t column,
+                                        std::span<const std::pair<std::uint64_t, std::uint64_t>> runs,
+                                        const structural::read_file_ranges& read_ranges) {
+  if constexpr (std::endian::native != std::endian::little) return nullptr;
+  const std::uint64_t width = plain_value_bytes(*f.type);
+  if (!read_ranges || width == 0 || runs.empty()) return nullptr;
+  const auto& starts = col.page_starts;
+  const auto& pages = col.metadata->pages;
+  if (starts.size() != pages.size() + 1 || runs.back().second > starts.back()) return nullptr;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // {file offset, bytes}
+  std::uint64_t rows = 0;
+  std::size_t p = 0, r = 0;
+  std::uint64_t at = runs[0].first;  // the next row to read, in run r
+  while (r < runs.size()) {
+    while (starts[p + 1] <= at) ++p;
+    const auto ps = starts[p], pe = starts[p + 1];
+    // The page's rows the runs want, and whether its values lie at a plain stride.
+    std::uint64_t wanted = 0;
+    for (std::size_t k = r; k < runs.size(); ++k) {
+      const auto from = k == r ? at : runs[k].first;
+      if (from >= pe) break;
+      wanted += std::min(runs[k].second, pe) - from;
+    }
+    const auto& page = pages[p];
+    if (wanted * partial_page_fraction > page.length || page.buffer_offsets.empty() ||
+        page.buffer_offsets.size() != page.buffer_sizes.size() || pe - ps != page.length)
+      return nullptr;
+    const std::string where = "column " + std::to_string(column) + " page " + std::to_string(p);
+    const auto layout = page_layout_of(col, p, where);
+    const auto* z = std::get_if<pb::enc21::full_zip_layout>(&layout->value);
+    if (!z || !z->bits_per_value || z->bits_rep || z->bits_def) return nullptr;
+    for (const auto l : z->layers)
+      if (l != pb::enc21::rep_def_layer::all_valid_item) return nullptr;
+    const auto shape = full_zip_shape_of(*z, where);
+    if (shape.cw || shape.vbytes != width) return nullptr;
+    for (const auto& l : shape.dec.fsl)
+      if (l.has_validity) return nullptr;
+    if (structural::checked_mul(page.length, width, "full-zip rows") > page.buffer_sizes[0]) return nullptr;
+    while (r < runs.size()) {
+      const auto e = std::min(runs[r].second, pe);
+      ranges.emplace_back(page.buffer_offsets[0] + (at - ps) * width, (e - at) * width);
+      rows += e - at;
+      if (runs[r].second > pe) {  // the run goes on in the next page
+        at = pe;
+        break;
+      }
+      if (++r < runs.size()) at = runs[r].first;
+      if (at >= pe) break;
+    }
+  }
+  auto mem = shared_uninitialised_bytes(static_cast<std::size_t>(rows * width));
+  read_ranges(ranges, mem.get());
+  const std::uint8_t* data = mem.get();
+  shared_bytes values(std::move(mem), data, static_cast<std::size_t>(rows * width));
+  const auto array_of = [](arrow::type_ptr t, std::uint64_t n, std::vector<shared_bytes> buffers,
+                           std::vector<arrow::array_ptr> children) {
+    auto a = std::make_shared<arrow::array_data>();
+    a->type = std::move(t);
+    a->length = std::int64_t(n);
+    a->null_count = 0;
+    a->buffers = std::move(buffers);
+    a->children = std::move(children);
+    return arrow::array_ptr(std::move(a));
+  };
+  if (f.type->id != arrow::type_id::fixed_size_list) return array_of(f.type, rows, {shared_bytes(), std::move(values)}, {});
+  const auto& item = f.type->children[0].type;
+  auto child = array_of(item, rows * std::uint64_t(f.type->list_size), {shared_bytes(), std::move(values)}, {});
+  return array_of(f.type, rows, {shared_bytes()}, {std::move(child)});
+}
+
 inline arrow::array_ptr assemble(const arrow::field& f, std::size_t depth, std::vector<decoded_leaf>& leaves,
                                  const std::vector<std::vector<structural::path_node>>& paths, std::size_t& next) {
   const std::size_t col = next;
@@ -654,6 +743,8 @@ LANCET_INLINE arrow::array_ptr decode_field_runs(const arrow::field& f, std::spa
   std::vector<std::pair<std::uint64_t, std::uint64_t>> nonempty;
   for (const auto& r : runs)
     if (r.first < r.second) nonempty.push_back(r);
+  if (paths.size() == 1)
+    if (auto plain = detail::read_plain_rows(f, columns[0], first_column, nonempty, read_ranges)) return plain;
   std::vector<detail::decoded_leaf> leaves;
   leaves.reserve(paths.size());
   for (std::size_t i = 0; i < paths.size(); ++i) {
