@@ -34,7 +34,7 @@
 //               [--nprobes 20] [--k 10] [--clusters rows/200] [--spread 0.25] [--seed 1]
 //               [--threads 2] [--warmup 1] [--repeat 3] [--scan-reps 3] [--loops 1]
 //               [--dir /tmp/bench_query] [--only a,b,b0,c,c0,cf,d,dd] [--no-lancedb]
-//               [--no-recall] [--rebuild] [--marks]
+//               [--no-recall] [--rebuild] [--marks] [--mmap]
 // Data as bench_ivf's (Gaussian clusters of sigma 0.25 around centres uniform in
 // [-1, 1)^dim, 200 rows a cluster): PQ 16 x 8 recall@10 about 0.2 without refine there;
 // denser clusters (1,000 rows each) fall to the ~0.08 collapse.
@@ -43,6 +43,8 @@
 // --marks: print to stderr when each lancet case's timed part starts and ends, in
 // CLOCK_MONOTONIC seconds (what `perf record -k CLOCK_MONOTONIC` stamps samples with),
 // so that a profile can leave out set-up and warm-up.
+// --mmap: lancet's tables read their data files through memory mappings
+// (io::file_source_options::use_mmap) instead of pread.
 // Needs Node and tests/interop/node_modules (npm install there) unless --no-lancedb.
 #include <algorithm>
 #include <cinttypes>
@@ -95,7 +97,7 @@ struct options {
   unsigned seed = 1;
   std::string dir = "/tmp/bench_query";
   std::set<std::string> only;  // empty: every case
-  bool lancedb = true, recall = true, rebuild = false, marks = false;
+  bool lancedb = true, recall = true, rebuild = false, marks = false, mmap = false;
 
   std::size_t appended() const { return rows / 20; }
   bool wants(const std::string& c) const { return only.empty() || only.count(c) > 0; }
@@ -111,7 +113,7 @@ const char* const scan_filter = "price > 90";
                "usage: bench_query [--rows N] [--queries Q] [--dim D] [--sub-vectors M] [--nprobes N] [--k K]\n"
                "                   [--clusters C] [--spread S] [--seed S] [--threads T] [--warmup W] [--repeat R]\n"
                "                   [--scan-reps S] [--loops L] [--dir DIR] [--only a,b,b0,c,c0,cf,d,dd] [--no-lancedb]\n"
-               "                   [--no-recall] [--rebuild] [--marks]\n",
+               "                   [--no-recall] [--rebuild] [--marks] [--mmap]\n",
                why.c_str());
   std::exit(2);
 }
@@ -135,6 +137,10 @@ options parse(int argc, char** argv) {
     }
     if (a == "--marks") {
       o.marks = true;
+      continue;
+    }
+    if (a == "--mmap") {
+      o.mmap = true;
       continue;
     }
     if (i + 1 >= argc) usage("option " + a + " needs a value");
@@ -611,9 +617,13 @@ int main(int argc, char** argv) try {
   query::table_options none;
   none.filter_cache_entries = 0;
   none.vector_cache_bytes = 0;
-  const auto t_clean = query::table::open(clean.string()), t_dirty = query::table::open(dirty.string());
-  const auto u_clean = query::table::open(clean.string(), std::nullopt, {}, none),
-             u_dirty = query::table::open(dirty.string(), std::nullopt, {}, none);
+  // --mmap: the data files mapped (io::file_source_options::use_mmap), as a latency-bound
+  // user may choose; lancet's default reads with pread.
+  const dataset::source_factory files(io::file_source_options{.use_mmap = o.mmap});
+  const auto t_clean = query::table::open(clean.string(), std::nullopt, files),
+             t_dirty = query::table::open(dirty.string(), std::nullopt, files);
+  const auto u_clean = query::table::open(clean.string(), std::nullopt, files, none),
+             u_dirty = query::table::open(dirty.string(), std::nullopt, files, none);
   for (std::size_t round = 0; round < o.repeat; ++round) {
     for (const bool is_dirty : {false, true}) {
       std::vector<case_spec> here;
