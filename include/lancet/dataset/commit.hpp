@@ -5,8 +5,9 @@
 //   1. data / deletion files (written by the caller, fsynced, published by rename)
 //   2. _transactions/{read_version}-{uuid}.txn       the bare Transaction message
 //   3. _versions/<manifest name>                     temp file, fsync, rename with
-//      RENAME_NOREPLACE (exclusive), fsync _versions/: the commit point
-//   4. _versions/latest_version_hint.json            best effort, only a hint
+//      RENAME_NOREPLACE (exclusive), fsync _versions/: the commit point; on an
+//      object store a conditional PUT (If-None-Match: *)
+//   4. _versions/latest_version_hint.json            best effort, only a hint (local only)
 // A crash before 3 leaves only unreferenced files; the previous version stays the
 // latest. Two writers racing for the same version: exactly one rename succeeds, the
 // other's publish() gets conflict_error and removes what it wrote; commit_transaction
@@ -44,6 +45,7 @@
 #include "lancet/file/version.hpp"
 #include "lancet/io/file_sink.hpp"
 #include "lancet/io/fs.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/pb/file.hpp"
 #include "lancet/pb/table.hpp"
 #include "lancet/schema/lance_schema.hpp"
@@ -252,10 +254,10 @@ struct committed_io_error : io_error {
 
 namespace detail {
 // Whether the manifest at `path` exists and was written for transaction `txn`.
-inline bool committed_by(const std::string& path, const pb::transaction& txn) noexcept {
+inline bool committed_by(const io::storage& st, const std::string& path, const pb::transaction& txn) noexcept {
   try {
-    if (!io::path_exists(path)) return false;
-    return read_manifest_file_at(path).manifest.transaction_file == txn.file_name();
+    if (!st.exists(path)) return false;
+    return read_manifest_file_at(path, source_factory{}).manifest.transaction_file == txn.file_name();
   } catch (...) {
     return false;
   }
@@ -275,8 +277,11 @@ template <class SinkFactory>
 void publish(const std::string& root, pending_commit& c, const publish_options& o, SinkFactory& make_sink) {
   namespace fs = std::filesystem;
   const std::uint64_t version = c.manifest.version;
-  io::make_directories((fs::path(root) / transactions_dir_name).string());
-  io::make_directories(versions_dir(root));
+  const auto st = io::storage_for(root);
+  if (st.is_local()) {  // an object store has no directories
+    io::make_directories((fs::path(io::local_path(root)) / transactions_dir_name).string());
+    io::make_directories(versions_dir(io::local_path(root)));
+  }
   const std::string txn_path = transaction_path(root, c.transaction.file_name());
   const std::string manifest_file = manifest_path(root, o.scheme, version);
   try {
@@ -287,10 +292,7 @@ void publish(const std::string& root, pending_commit& c, const publish_options& 
     sink.write(bytes_view(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
     sink.finish();
   } catch (...) {
-    try {
-      io::remove_file(txn_path);  // in case it failed after publishing
-    } catch (...) {
-    }
+    io::remove_quietly(txn_path);  // in case it failed after publishing
     throw;
   }
   try {
@@ -300,38 +302,31 @@ void publish(const std::string& root, pending_commit& c, const publish_options& 
     write_manifest_file(sink, c.manifest, c.indices, &c.transaction);
     sink.finish();
   } catch (const conflict_error&) {
-    try {
-      io::remove_file(txn_path);
-    } catch (...) {
-    }
+    io::remove_quietly(txn_path);
     throw conflict_error("cannot commit version " + std::to_string(version) + " of dataset '" + root +
                          "': another writer committed version " + std::to_string(version) +
                          " first; nothing of this write was kept (open the dataset again and retry)");
   } catch (const error& e) {
     // A sink may fail after its rename published the manifest (a failed directory
     // fsync): then the version is committed and its files must stay.
-    if (detail::committed_by(manifest_file, c.transaction))
+    if (detail::committed_by(st, manifest_file, c.transaction))
       throw committed_io_error(version, "version " + std::to_string(version) + " of dataset '" + root +
                                             "' was committed, but not made durable: " +
                                             e.message());
-    try {
-      io::remove_file(txn_path);
-    } catch (...) {
-    }
+    io::remove_quietly(txn_path);
     throw;
   } catch (...) {
-    try {
-      io::remove_file(txn_path);
-    } catch (...) {
-    }
+    io::remove_quietly(txn_path);
     throw;
   }
-  if (o.write_version_hint) {
+  // Lance 12 keeps the hint only where listings are not ordered (local files); on S3
+  // and Azure it neither writes nor reads one.
+  if (o.write_version_hint && st.is_local()) {
     // Only a hint: LanceDB and lancet find the newest manifest without it, so a
     // failure here must not report the committed write as failed.
     try {
       const std::string text = encode_version_hint(version);
-      io::write_file((fs::path(versions_dir(root)) / version_hint_file_name).string(),
+      io::write_file((fs::path(versions_dir(io::local_path(root))) / version_hint_file_name).string(),
                      bytes_view(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
     } catch (const error&) {
     }
@@ -391,12 +386,7 @@ commit_outcome commit_transaction(const std::string& root, const snapshot& read,
   std::optional<slot_backoff> backoff;
   const auto start = std::chrono::steady_clock::now();
   auto drop_written = [&] {
-    for (const auto& p : rb.written_files()) {
-      try {
-        io::remove_file(p);
-      } catch (...) {
-      }
-    }
+    for (const auto& p : rb.written_files()) io::remove_quietly(p);
   };
   try {
     for (;;) {

@@ -17,14 +17,15 @@
 //
 // Where the bytes come from: every file a dataset reads (manifests, data files,
 // deletion files, row-id sequences, blob files) is opened through a source_factory
-// (manifest.hpp), local files by default. Pass your own to read through a cache, an
-// object store or anything satisfying io::source:
+// (manifest.hpp): local files by default, and a URI's files through the storage mounted
+// for it (io::mount, e.g. an S3 or Azure store from io/object_store/object_storage.hpp).
+// Pass your own to read through a cache or anything satisfying io::source:
 //
 //   auto ds = lancet::dataset::dataset::open(root, std::nullopt,
 //                                            [](const std::string& p) { return my_source(p); });
 //
 // Scans, takes, checkout() and latest() of that dataset use the same factory. The
-// versions themselves are found by listing {root}/_versions/ on the local file system.
+// versions themselves are found by listing {root}/_versions/ through io::storage_for(root).
 //
 // This header declares; the definitions are in dataset_impl.hpp, which it includes in
 // header-only programs (in compiled mode, core/config.hpp, the library holds them).

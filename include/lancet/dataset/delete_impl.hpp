@@ -19,6 +19,7 @@
 #include "lancet/dataset/write.hpp"
 #include "lancet/expr/filter.hpp"
 #include "lancet/io/fs.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/pb/table.hpp"
 
 namespace lancet::dataset {
@@ -107,20 +108,14 @@ delete_result delete_selected(const std::string& root, const delete_options& o, 
         if (f.deletion_file) kept.insert(deletion_file_path(root, out.commit.manifest, f.id, *f.deletion_file));
       for (const auto& p : written)
         if (!kept.count(p)) {
-          try {
-            io::remove_file(p);
-          } catch (...) {
-          }
+          io::remove_quietly(p);
         }
       return {out.commit.manifest.version, newly, retries + out.retries};
     } catch (const committed_io_error&) {
       throw;
     } catch (const commit_conflict_error& e) {
       for (const auto& p : written) {
-        try {
-          io::remove_file(p);
-        } catch (...) {
-        }
+        io::remove_quietly(p);
       }
       // Both deleted a row of one fragment (or it changed otherwise): Lance runs the
       // delete again on the new version. Row addresses keep their meaning across
@@ -136,10 +131,7 @@ delete_result delete_selected(const std::string& root, const delete_options& o, 
       ++retries;
     } catch (...) {
       for (const auto& p : written) {
-        try {
-          io::remove_file(p);
-        } catch (...) {
-        }
+        io::remove_quietly(p);
       }
       throw;
     }

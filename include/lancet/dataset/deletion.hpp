@@ -24,6 +24,7 @@
 #include "lancet/dataset/roaring.hpp"
 #include "lancet/io/file_sink.hpp"
 #include "lancet/io/fs.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/pb/table.hpp"
 
 namespace lancet::dataset {
@@ -104,11 +105,9 @@ inline std::string resolve_base(const std::string& root, const pb::manifest& m, 
   if (!base_id) return (std::filesystem::path(root) / dataset_subdir).string();
   for (const auto& b : m.base_paths) {
     if (b.id != *base_id) continue;
+    // A URI other than file:// is read through the storage mounted for it (io::storage_for).
     std::string p = b.path;
     if (p.rfind("file://", 0) == 0) p = p.substr(7);
-    else if (p.find("://") != std::string::npos)
-      throw unsupported_error("base path " + std::to_string(b.id) + " '" + b.path +
-                              "' is not on the local file system");
     return b.is_dataset_root ? (std::filesystem::path(p) / dataset_subdir).string() : p;
   }
   throw corrupt_error("the manifest refers to base path id " + std::to_string(*base_id) + ", which it does not define");
@@ -163,7 +162,7 @@ pb::data_fragment write_deletion_file(const std::string& root, const pb::manifes
                                       std::vector<std::string>& written) {
   f.deletion_file = new_bitmap_deletion_file(m.version, rows.size());
   const std::string path = deletion_file_path(root, m, f.id, *f.deletion_file);
-  io::make_directories(io::parent_directory(path));
+  if (io::storage_for(path).is_local()) io::make_directories(io::parent_directory(io::local_path(path)));
   written.push_back(path);
   const std::string bytes = rows.to_bitmap().serialize();
   io::file_sink_options so;

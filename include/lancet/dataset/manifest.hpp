@@ -35,6 +35,7 @@
 #include "lancet/io/file_source.hpp"
 #include "lancet/io/fs.hpp"
 #include "lancet/io/sink.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/pb/table.hpp"
 #include "lancet/pb/wire.hpp"
 
@@ -354,12 +355,13 @@ inline manifest_file read_manifest_file_at(const std::string& path) {
 //   dataset::source_factory mine = [&cache](const std::string& path) { return cache.open(path); };
 //   auto ds = dataset::dataset::open(root, std::nullopt, mine);
 //
-// Paths are the ones a local read would open (the root joined with the relative paths
-// the manifest records). The sources are held type-erased (io::any_source), so every
-// factory shares one file_reader instantiation. Dataset reads call the factory from
-// every thread that reads: it must be safe to call concurrently. Finding versions
-// (listing _versions/) stays on the local file system; only file contents come from
-// the factory.
+// Paths are the root joined with the relative paths the manifest records. The default
+// opens local paths (and file:// URIs) as io::file_source and other URIs through the
+// storage mounted for them (io::storage_for). The sources are held type-erased
+// (io::any_source), so every factory shares one file_reader instantiation. Dataset reads
+// call the factory from every thread that reads: it must be safe to call concurrently.
+// Finding versions (listing _versions/) goes through io::storage_for(root); only file
+// contents come from the factory.
 class source_factory {
  public:
   source_factory(io::file_source_options local = {}) : local_(local) {}  // NOLINT: options convert
@@ -373,9 +375,13 @@ class source_factory {
 
   io::any_source operator()(const std::string& path) const {
     if (open_) return open_(path);
-    return io::any_source(io::file_source(path, local_));
+    if (!io::is_uri(path)) return io::any_source(io::file_source(path, local_));
+    const auto st = io::storage_for(path);
+    if (st.is_local()) return io::any_source(io::file_source(io::local_path(path), local_));
+    return st.open_source(path);
   }
-  // Whether this is the default: local files through io::file_source.
+  // Whether this is the default: local files through io::file_source, URIs through
+  // their mounted storage.
   bool is_local() const noexcept { return !open_; }
 
  private:
@@ -433,7 +439,7 @@ inline std::string read_small_file(const source_factory& sources, const std::str
 
 // Reads and parses a manifest file through a source factory; errors name the path.
 inline manifest_file read_manifest_file_at(const std::string& path, const source_factory& sources) {
-  if (sources.is_local()) return read_manifest_file_at(path);
+  if (sources.is_local() && !io::is_uri(path)) return read_manifest_file_at(path);
   return detail::parse_at(path, read_small_file(sources, path));
 }
 

@@ -38,8 +38,8 @@ inline snapshot load(const std::string& root, const version_entry& e, const sour
 }  // namespace detail
 
 // The newest version of the dataset at `root`, or nullopt when it has none. The manifest
-// is read through `sources`; versions are found by listing _versions/ on the local
-// file system.
+// is read through `sources`; versions are found by listing _versions/ through
+// io::storage_for(root).
 inline std::optional<snapshot> load_latest(const std::string& root, const source_factory& sources = {}) {
   auto e = latest_version(root);
   if (!e) return std::nullopt;

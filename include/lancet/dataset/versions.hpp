@@ -18,10 +18,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "lancet/core/error.hpp"
+#include "lancet/io/storage.hpp"
 
 namespace lancet::dataset {
 
@@ -116,32 +116,20 @@ inline std::string transaction_path(const std::string& root, std::string_view tr
   return (std::filesystem::path(root) / transactions_dir_name / transaction_file).string();
 }
 
-// Every version of the dataset at `root`, oldest first. No _versions directory: no
-// versions. Both schemes in one directory: corrupt_error (Lance refuses it too).
+// Every version of the dataset at `root` (a local path, or a URI under a mounted
+// storage: io::storage_for), oldest first. No _versions directory: no versions. Both
+// schemes in one directory: corrupt_error (Lance refuses it too).
 inline std::vector<version_entry> list_versions(const std::string& root) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(root) / versions_dir_name;
-  std::error_code ec;
+  const std::string dir = versions_dir(root);
   std::vector<version_entry> out;
-  if (!fs::exists(dir, ec)) {
-    if (ec) throw io_error("cannot access '" + dir.string() + "': " + ec.message());
-    return out;
-  }
-  fs::directory_iterator it(dir, ec), end;
-  if (ec) throw io_error("cannot list '" + dir.string() + "': " + ec.message());
   std::optional<naming_scheme> seen;
-  for (; it != end; it.increment(ec)) {
-    if (ec) throw io_error("cannot list '" + dir.string() + "': " + ec.message());
-    const std::string name = it->path().filename().string();
-    auto parsed = parse_manifest_file_name(name);
+  for (const auto& f : io::storage_for(root).list(dir)) {
+    auto parsed = parse_manifest_file_name(f.path);
     if (!parsed) continue;
     if (seen && *seen != parsed->scheme)
-      throw corrupt_error("'" + dir.string() + "' mixes v1 and v2 manifest names (at '" + name + "')");
+      throw corrupt_error("'" + dir + "' mixes v1 and v2 manifest names (at '" + f.path + "')");
     seen = parsed->scheme;
-    std::error_code sec;
-    const auto size = it->file_size(sec);
-    if (sec) throw io_error("cannot stat '" + it->path().string() + "': " + sec.message());
-    out.push_back({parsed->version, parsed->scheme, it->path().string(), std::uint64_t(size)});
+    out.push_back({parsed->version, parsed->scheme, (std::filesystem::path(dir) / f.path).string(), f.size});
   }
   std::sort(out.begin(), out.end(), [](const version_entry& a, const version_entry& b) { return a.version < b.version; });
   return out;

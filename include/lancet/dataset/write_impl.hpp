@@ -35,6 +35,7 @@
 #include "lancet/file/writer.hpp"
 #include "lancet/io/file_sink.hpp"
 #include "lancet/io/fs.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/pb/table.hpp"
 #include "lancet/schema/lance_schema.hpp"
 
@@ -202,12 +203,12 @@ inline arrow::record_batch zero_copy_slice(const arrow::record_batch& b, std::in
 // Removes data files written by a failed write, and their blob files, if any.
 inline void remove_data_files(const std::vector<std::string>& paths) noexcept {
   for (const auto& p : paths) {
+    io::remove_quietly(p);
     try {
-      io::remove_file(p);
+      const auto blobs = std::filesystem::path(p).replace_extension().string();
+      io::storage_for(blobs).remove_all(blobs);
     } catch (...) {
     }
-    std::error_code ec;
-    std::filesystem::remove_all(std::filesystem::path(p).replace_extension(), ec);
   }
 }
 
@@ -383,7 +384,8 @@ data_files_written write_data_files(const std::string& root, std::optional<arrow
                                     const write_options& o, SinkFactory& make_sink, const Policy& policy,
                                     const std::string& context) {
   const auto arrow_target = std::make_shared<const arrow::schema>(schema::to_arrow(target));
-  io::make_directories((std::filesystem::path(root) / data_dir_name).string());
+  if (io::storage_for(root).is_local())  // an object store has no directories
+    io::make_directories((std::filesystem::path(io::local_path(root)) / data_dir_name).string());
   data_files_written out;
   file::with_version(storage, [&]<class V>() {
     using strategy = strategy_for<V, Policy>;

@@ -747,13 +747,15 @@ std::string file_writer_impl<Sink, Strategy>::column_metadata_bytes(std::uint32_
 }  // namespace lancet::file
 
 // The configurations compiled mode (core/config.hpp) compiles once, into the library
-// (src/lancet.cpp instantiates them): a file_writer of every version to io::file_sink
-// and to io::memory_sink with the version's default strategy, and those strategies.
+// (src/lancet.cpp instantiates them): a file_writer of every version to io::file_sink,
+// io::any_sink (what datasets write through) and io::memory_sink with the version's
+// default strategy, and those strategies.
 // Programs in compiled mode see the `extern template` declarations below.
 #if !LANCET_HEADER_ONLY
 #include "lancet/encoding/structural/strategy.hpp"
 #include "lancet/file/legacy.hpp"
 #include "lancet/file/structural.hpp"
+#include "lancet/io/any_sink.hpp"
 #include "lancet/io/file_sink.hpp"
 #include "lancet/io/memory_sink.hpp"
 #endif
@@ -764,6 +766,10 @@ std::string file_writer_impl<Sink, Strategy>::column_metadata_bytes(std::uint32_
   X(v2_1, io::file_sink)                \
   X(v2_2, io::file_sink)                \
   X(v2_3, io::file_sink)                \
+  X(v2_0, io::any_sink)                 \
+  X(v2_1, io::any_sink)                 \
+  X(v2_2, io::any_sink)                 \
+  X(v2_3, io::any_sink)                 \
   X(v2_0, io::memory_sink)              \
   X(v2_1, io::memory_sink)              \
   X(v2_2, io::memory_sink)              \
@@ -774,6 +780,8 @@ std::string file_writer_impl<Sink, Strategy>::column_metadata_bytes(std::uint32_
 #define LANCET_FILE_WRITER_IMPL_INSTANCES(X)                                         \
   X(encoding::legacy::default_strategy, io::file_sink)                                 \
   X(encoding::structural::structural_encodings<encoding::structural::default_policy>, io::file_sink) \
+  X(encoding::legacy::default_strategy, io::any_sink)                                  \
+  X(encoding::structural::structural_encodings<encoding::structural::default_policy>, io::any_sink) \
   X(encoding::legacy::default_strategy, io::memory_sink)                               \
   X(encoding::structural::structural_encodings<encoding::structural::default_policy>, io::memory_sink)
 

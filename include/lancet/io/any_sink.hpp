@@ -28,7 +28,7 @@ class any_sink {
   any_sink& operator=(any_sink&&) noexcept = default;
 
   void write(bytes_view bytes) { live().write(bytes); }
-  std::uint64_t position() { return live().position(); }
+  std::uint64_t position() const { return live().position(); }
   void finish() { live().finish(); }
   // Discards what was written (nothing appears at the sink's name); never throws.
   void abort() noexcept {
@@ -54,7 +54,9 @@ class any_sink {
     void abort() noexcept override { abort_sink(s); }
   };
 
-  base& live() {
+  // const: a const any_sink still reports its position (writers ask it in const
+  // members); the unique_ptr's constness is shallow.
+  base& live() const {
     if (!impl_) throw invalid_input_error("any_sink: used after it was moved from or aborted");
     return *impl_;
   }

@@ -168,14 +168,21 @@ class local_backend final : public storage::backend {
     const auto dir = local_path(given);
     std::vector<stored_file> out;
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) return out;
+    if (!fs::is_directory(dir, ec)) {
+      if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+        throw io_error("cannot access '" + dir + "': " + ec.message());
+      return out;
+    }
     const fs::path base(dir);
+    // A file removed or renamed between the directory read and its stat (a concurrent
+    // writer's temporary file) is left out, as a listing a moment later would.
     auto add = [&](const fs::directory_entry& e) {
       std::error_code fec;
       if (!e.is_regular_file(fec)) return;
       stored_file f;
       f.path = e.path().lexically_relative(base).generic_string();
       f.size = std::uint64_t(e.file_size(fec));
+      if (fec == std::errc::no_such_file_or_directory) return;
       if (fec) throw io_error("cannot stat '" + e.path().string() + "': " + fec.message());
       const auto t = e.last_write_time(fec);
       if (!fec) f.modified = std::chrono::time_point_cast<std::chrono::system_clock::duration>(std::chrono::file_clock::to_sys(t));
@@ -274,5 +281,14 @@ inline storage storage_for(std::string_view root) {
                           "(io::mount(prefix, object_store::open_storage(uri, options)))");
 }
 
+
+// Removes the file at a path (local, or under a mounted storage) and ignores every
+// error: the clean-up of a write that is failing already.
+inline void remove_quietly(const std::string& path) noexcept {
+  try {
+    storage_for(path).remove(path);
+  } catch (...) {
+  }
+}
 
 }  // namespace lancet::io
