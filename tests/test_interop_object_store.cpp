@@ -13,12 +13,14 @@
 
 #include <lancet/arrow/builder.hpp>
 #include <lancet/arrow/compare.hpp>
+#include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/delete.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/file/reader.hpp>
 #include <lancet/file/structural.hpp>
 #include <lancet/file/writer.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
 #include <lancet/io/object_store/azure_client.hpp>
 #include <lancet/io/object_store/object_io.hpp>
 #include <lancet/io/object_store/object_storage.hpp>
@@ -555,6 +557,23 @@ TEST_CASE("object store: lancet writes, appends and deletes on S3 and Azure; Lan
     // Creating it again is refused; the version stays.
     CHECK_THROWS_WITH_AS(dataset::write(ours, table_rows(0, 1)), doctest::Contains("already exists"), invalid_input_error);
     CHECK(dataset::dataset::open(ours).version() == 3);
+    // Compaction rewrites its two fragments into one, on the store (version 4 reserves
+    // the new fragment ids, 5 is the rewrite).
+    const auto compacted = dataset::compact_files(ours);
+    CHECK(compacted.version == 5);
+    CHECK(dataset::dataset::open(ours).fragments().size() == 1);
+    read = nlohmann::json::parse(t::node("object_store_table.mjs", {db, opts, "read", "ours"}));
+    CHECK(read["version"] == 5);
+    CHECK(read["bad"].empty());
+    CHECK(read["ids"].get<std::vector<std::int64_t>>() == ids_between(0, 400, seventh));
+    // Exact search works there; index files stay local-only, refused before any training.
+    std::vector<float> q;
+    for (int j = 0; j < 8; ++j) q.push_back(float(50.1 + j / 8.0));
+    const auto hits = query::table::open(ours).search("vec", q).bypass_vector_index().limit(2).select({"id"}).to_batch();
+    CHECK(t::int64_values(hits) == std::vector<std::int64_t>{50, 51});
+    index::build_options bo;
+    bo.column = "vec";
+    CHECK_THROWS_WITH_AS(index::build_ivf_index(ours, bo), doctest::Contains("is on an object store"), unsupported_error);
 
     // LanceDB's: ours appended to it and deleted from it.
     const auto wrote = nlohmann::json::parse(t::node("object_store_table.mjs", {db, opts, "write", "200"}));

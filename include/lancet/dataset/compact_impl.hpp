@@ -27,6 +27,7 @@
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/write_impl.hpp"
 #include "lancet/io/fs.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/pb/table.hpp"
 
 namespace lancet::dataset {
@@ -86,8 +87,7 @@ inline std::vector<std::uint64_t> row_versions(const std::string& root, const pb
   if (auto* s = std::get_if<std::string>(&seq)) {
     bytes = *s;
   } else if (auto* e = std::get_if<pb::external_file>(&seq)) {
-    io::file_source src((std::filesystem::path(root) / e->path).string());
-    const auto b = src.read(e->offset, e->size);
+    const auto b = source_factory{}((std::filesystem::path(root) / e->path).string()).read(e->offset, e->size);
     bytes.assign(reinterpret_cast<const char*>(b.data()), b.size());
   } else {
     return out;
@@ -179,8 +179,10 @@ struct compaction_leftovers {
       }
     }
     for (const auto& dir : index_dirs) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
+      try {
+        io::storage_for(dir).remove_all(dir);
+      } catch (...) {
+      }
     }
   }
 };
@@ -496,7 +498,8 @@ compaction_result compact_files(const std::string& root, const compaction_option
   detail::compaction_leftovers left;
 
   try {
-    io::make_directories((std::filesystem::path(root) / data_dir_name).string());
+    if (io::storage_for(root).is_local())  // an object store has no directories
+      io::make_directories((std::filesystem::path(io::local_path(root)) / data_dir_name).string());
     // 1. Rewrite each task's live rows into new data files.
     file::with_version(storage, [&]<class V>() {
       for (std::size_t ti = 0; ti < plan.tasks.size(); ++ti) {

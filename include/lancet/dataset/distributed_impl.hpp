@@ -23,6 +23,7 @@
 #include "lancet/dataset/write_impl.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/io/file_source.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/schema/lance_schema.hpp"
 
 namespace lancet::dataset {
@@ -123,20 +124,21 @@ inline file::format_version check_fragments(const std::string& root, const schem
                                   (storage ? "the dataset stores " : "other fragments of this commit are ") +
                                   std::to_string(version->first) + "." + std::to_string(version->second) + " files");
       const std::string path = (std::filesystem::path(root) / data_dir_name / d.path).string();
-      if (!io::path_exists(path))
+      const auto stored = io::storage_for(path).size(path);
+      if (!stored)
         throw invalid_input_error(context + ": " + file_name + " does not exist under '" +
                                   (std::filesystem::path(root) / data_dir_name).string() +
                                   "' (was the fragment written for another dataset?)");
-      const auto size = std::filesystem::file_size(path);
+      const std::uint64_t size = *stored;
       if (d.file_size_bytes && d.file_size_bytes != size)
         throw invalid_input_error(context + ": " + file_name + " has " + std::to_string(size) +
                                   " bytes, the metadata says " + std::to_string(d.file_size_bytes));
       if (d.fields.size() != d.column_indices.size())
         throw invalid_input_error(context + ": " + file_name + " lists " + std::to_string(d.fields.size()) +
                                   " fields but " + std::to_string(d.column_indices.size()) + " column indices");
-      std::optional<file::file_reader<io::file_source>> opened;
+      std::optional<file::file_reader<io::any_source>> opened;
       try {
-        opened.emplace(io::file_source(path));
+        opened.emplace(source_factory{}(path));
       } catch (const error& e) {
         throw invalid_input_error(context + ": " + file_name + " is not a readable Lance file: " + e.what());
       }
@@ -208,8 +210,13 @@ LANCET_INLINE std::size_t remove_uncommitted(const std::string& root, const std:
   std::size_t n = 0;
   for (const auto& m : fragments)
     for (const auto& d : detail::fragment_access::stored(m).files) {
+      if (d.base_id) continue;
+      const auto path = (std::filesystem::path(root) / data_dir_name / d.path).string();
       try {
-        if (!d.base_id && io::remove_file((std::filesystem::path(root) / data_dir_name / d.path).string())) ++n;
+        const auto st = io::storage_for(path);
+        if (!st.exists(path)) continue;
+        st.remove(path);
+        ++n;
       } catch (...) {
       }
     }

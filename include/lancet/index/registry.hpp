@@ -36,6 +36,7 @@
 #include "lancet/index/quantizer/traits.hpp"
 #include "lancet/index/quantizer/params.hpp"
 #include "lancet/io/fs.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/pb/file2.hpp"
 #include "lancet/pb/index.hpp"
 #include "lancet/pb/table.hpp"
@@ -45,8 +46,18 @@
 namespace lancet::index {
 
 
-// {root}/_indices/{uuid}
+// Index files are read and written on local storage only: unsupported_error for a
+// dataset on an object store (its rows and its list of indexes stay readable).
+inline void require_local_index_files(const std::string& root) {
+  if (!io::storage_for(root).is_local())
+    throw unsupported_error("dataset '" + root + "' is on an object store, and lancet reads and writes vector index "
+                            "files on local storage only: its indexes cannot be built, searched, optimized or remapped "
+                            "here (scans, takes, writes and deletes work; search with bypass_vector_index)");
+}
+
+// {root}/_indices/{uuid} (require_local_index_files first).
 inline std::string index_directory(const std::string& root, const lancet::uuid& uuid) {
+  require_local_index_files(root);
   return (std::filesystem::path(root) / detail::indices_dir_name / uuid.to_string()).string();
 }
 

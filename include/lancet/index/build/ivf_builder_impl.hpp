@@ -159,6 +159,7 @@ inline build_result run_build(const std::string& root, const build_options& give
   }
   if (o.column.empty()) throw invalid_input_error("build_ivf_index: no column given");
   if (o.sample_rate == 0) throw invalid_input_error("sample_rate must be positive");
+  if (!train_only) require_local_index_files(root);  // before any training
   const auto base = dataset::load_latest(root);
   if (!base) dataset::throw_no_dataset(root);
   const auto ds = dataset::dataset::open(root, base->version());
