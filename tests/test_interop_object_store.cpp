@@ -13,6 +13,7 @@
 
 #include <lancet/arrow/builder.hpp>
 #include <lancet/arrow/compare.hpp>
+#include <lancet/dataset/cleanup.hpp>
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/delete.hpp>
@@ -565,6 +566,22 @@ TEST_CASE("object store: lancet writes, appends and deletes on S3 and Azure; Lan
     read = nlohmann::json::parse(t::node("object_store_table.mjs", {db, opts, "read", "ours"}));
     CHECK(read["version"] == 5);
     CHECK(read["bad"].empty());
+    CHECK(read["ids"].get<std::vector<std::int64_t>>() == ids_between(0, 400, seventh));
+    // Cleanup removes the four older versions and the files only they used (the two
+    // data files compaction replaced, their two deletion files, four transactions).
+    dataset::cleanup_options co;
+    co.keep_versions = 1;
+    const auto cleaned = dataset::cleanup_old_versions(ours, co);
+    CHECK(cleaned.removed_versions == std::vector<std::uint64_t>{1, 2, 3, 4});
+    std::string removed;
+    for (const auto& f : cleaned.removed_files) removed += f + " ";
+    CAPTURE(removed);
+    CHECK(cleaned.files_removed == 8);
+    CHECK(st.list(ours + "/_versions").size() == 1);
+    CHECK(st.list(ours + "/data").size() == 1);
+    CHECK(st.list(ours + "/_deletions").empty());
+    read = nlohmann::json::parse(t::node("object_store_table.mjs", {db, opts, "read", "ours"}));
+    CHECK(read["version"] == 5);
     CHECK(read["ids"].get<std::vector<std::int64_t>>() == ids_between(0, 400, seventh));
     // Exact search works there; index files stay local-only, refused before any training.
     std::vector<float> q;

@@ -1,5 +1,7 @@
 // Removing old versions and the files no kept version needs: Lance's
-// `cleanup_old_versions` (rust/lance/src/dataset/cleanup.rs), on a local dataset.
+// `cleanup_old_versions` (rust/lance/src/dataset/cleanup.rs), on a local dataset or one
+// on a mounted object store (io::storage_for: listed with modification times, removed
+// file by file; an object store has no directories to remove).
 //
 //   dataset::cleanup_options o;
 //   o.older_than = std::chrono::hours(24 * 7);   // versions committed over a week ago
@@ -51,6 +53,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/versions.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/pb/table.hpp"
 
 namespace lancet::dataset {
@@ -112,16 +115,14 @@ inline void collect(const pb::manifest& m, const std::vector<pb::index_metadata>
 }
 
 // The versions tags name: _refs/tags/*.json holding {"version": N, ...}.
-inline std::map<std::uint64_t, std::string> tagged_versions(const std::string& root) {
+inline std::map<std::uint64_t, std::string> tagged_versions(const io::storage& st, const std::string& root) {
   std::map<std::uint64_t, std::string> out;
-  const fs::path dir = fs::path(root) / "_refs" / "tags";
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
-  for (fs::directory_iterator it(dir, ec), end; it != end; it.increment(ec)) {
-    if (ec) break;
-    if (it->path().extension() != ".json") continue;
-    const std::string path = it->path().string();
-    const std::string text = read_small_file(path, 1 << 20);
+  const std::string dir = (fs::path(root) / "_refs" / "tags").string();
+  for (const auto& f : st.list(dir)) {
+    const fs::path name(f.path);
+    if (name.extension() != ".json") continue;
+    const std::string path = (fs::path(dir) / f.path).string();
+    const std::string text = st.read_all(path, 1 << 20);
     // The number after the top-level "version" key (Lance's TagContents, camelCase).
     const auto k = text.find("\"version\"");
     std::size_t i = k == std::string::npos ? text.size() : k + 9;
@@ -135,9 +136,8 @@ inline std::map<std::uint64_t, std::string> tagged_versions(const std::string& r
       v = detail::parse_u64(std::string_view(text).substr(i, j - i));
     }
     if (!v) throw corrupt_error("tag file '" + path + "' has no \"version\" number");
-    out.emplace(*v, it->path().stem().string());
+    out.emplace(*v, name.stem().string());
   }
-  if (ec) throw io_error("cannot list '" + dir.string() + "': " + ec.message());
   return out;
 }
 
@@ -161,10 +161,11 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
   using clock = std::chrono::system_clock;
   if (o.keep_versions && *o.keep_versions == 0)
     throw invalid_input_error("cleanup: keep_versions must be at least 1 (the latest version is always kept)");
+  const auto store = io::storage_for(root);
   const auto versions = list_versions(root);
   if (versions.empty()) throw_no_dataset(root);
   const auto now = o.now.value_or(clock::now());
-  const auto tags = detail::tagged_versions(root);
+  const auto tags = detail::tagged_versions(store, root);
   const std::uint64_t latest = versions.back().version;
   std::optional<std::uint64_t> before_version;  // Lance's retain_n_versions
   if (o.keep_versions)
@@ -177,7 +178,7 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
   std::optional<clock::time_point> earliest_kept;
   std::vector<const version_entry*> old_manifests;
   for (const auto& v : versions) {
-    const auto mf = read_manifest_file_at(v.path);
+    const auto mf = read_manifest_file_at(v.path, source_factory{});
     const auto t = detail::manifest_time(mf.manifest);
     bool old = true;
     if (o.older_than) old = old && t < now - *o.older_than;
@@ -192,25 +193,21 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
 
   // The files to remove, decided before anything is removed.
   struct victim {
-    fs::path path;
+    std::string path;
     std::string rel;
     std::uint64_t size;
   };
   std::vector<victim> files;
-  std::error_code ec;
-  const fs::path base(root);
-  for (fs::recursive_directory_iterator it(base, fs::directory_options::none, ec), end; it != end; it.increment(ec)) {
-    if (ec) throw io_error("cannot list '" + root + "': " + ec.message());
-    if (!it->is_regular_file(ec)) continue;
-    const fs::path p = it->path();
-    const std::string rel = p.lexically_relative(base).generic_string();
+  for (const auto& f : store.list(root, true)) {
+    const std::string& rel = f.path;
+    const fs::path p(rel);
     const std::string name = p.filename().string();
     const auto first = rel.substr(0, rel.find('/'));
-    const auto mtime = std::chrono::file_clock::to_sys(it->last_write_time(ec));
-    if (ec) throw io_error("cannot stat '" + p.string() + "': " + ec.message());
-    // Modified after the oldest kept version was committed: possibly part of a write
-    // in progress (Lance lists only files last modified at or before that time).
-    if (!earliest_kept || std::chrono::time_point_cast<clock::duration>(mtime) > *earliest_kept) continue;
+    // Modified after the oldest kept version was committed (or at an unknown time):
+    // possibly part of a write in progress (Lance lists only files last modified at or
+    // before that time).
+    if (!earliest_kept || !f.modified || *f.modified > *earliest_kept) continue;
+    const auto mtime = *f.modified;
     const bool maybe_in_progress = !o.delete_unverified && mtime >= now - o.unverified_min_age;
     const auto ext = p.extension().string();
     bool remove = false;
@@ -229,31 +226,26 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
     } else if (first == "data" && ext == ".blob") {
       // A blob v2 file (data/<stem>/<id>.blob) goes with its data file, data/<stem>.lance.
       const auto dir = p.parent_path();
-      const std::string owner = (dir.parent_path().lexically_relative(base) / (dir.filename().string() + ".lance")).generic_string();
+      const std::string owner = (dir.parent_path() / (dir.filename().string() + ".lance")).generic_string();
       remove = !working.data.count(owner) && (!maybe_in_progress || verified.data.count(owner));
     } else if (first == "_deletions" && (ext == ".arrow" || ext == ".bin")) {
       remove = !working.deletions.count(rel) && (!maybe_in_progress || verified.deletions.count(rel));
     } else if (first == transactions_dir_name && ext == ".txn") {
       remove = !working.transactions.count(rel) && (!maybe_in_progress || verified.transactions.count(rel));
     }
-    if (!remove) continue;
-    const auto size = it->file_size(ec);
-    if (ec) throw io_error("cannot stat '" + p.string() + "': " + ec.message());
-    files.push_back({p, rel, std::uint64_t(size)});
+    if (remove) files.push_back({(fs::path(root) / rel).string(), rel, f.size});
   }
   std::sort(files.begin(), files.end(), [](const victim& a, const victim& b) { return a.rel < b.rel; });
 
-  const auto remove_file = [&](const fs::path& p) {
-    if (o.dry_run) return;
-    std::error_code rec;
-    if (!fs::remove(p, rec) && rec) throw io_error("cannot remove '" + p.string() + "': " + rec.message());
+  const auto remove_file = [&](const std::string& p) {
+    if (!o.dry_run) store.remove(p);
   };
   for (const auto* v : old_manifests) {
     remove_file(v->path);
     ++st.old_versions;
     st.bytes_removed += v->size;
     st.removed_versions.push_back(v->version);
-    st.removed_files.push_back(fs::path(v->path).lexically_relative(base).generic_string());
+    st.removed_files.push_back((fs::path(versions_dir_name) / fs::path(v->path).filename()).generic_string());
   }
   std::set<fs::path> index_dirs;
   for (const auto& f : files) {
@@ -261,16 +253,20 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
     ++st.files_removed;
     st.bytes_removed += f.size;
     st.removed_files.push_back(f.rel);
-    if (f.rel.rfind("_indices/", 0) == 0 || f.path.extension() == ".blob") index_dirs.insert(f.path.parent_path());
+    if (f.rel.rfind("_indices/", 0) == 0 || fs::path(f.rel).extension() == ".blob") index_dirs.insert(fs::path(f.path).parent_path());
   }
-  // Index and blob file directories left empty go too (directories, not files: not counted).
-  if (!o.dry_run)
+  // Local index and blob file directories left empty go too (directories, not files:
+  // not counted; an object store has none).
+  if (!o.dry_run && store.is_local()) {
+    const fs::path base(io::local_path(root));
     for (auto it = index_dirs.rbegin(); it != index_dirs.rend(); ++it) {
       std::error_code dec;
-      for (fs::path d = *it; d != base / "_indices" && d != base / "data" && d != base && d.has_parent_path() && fs::is_empty(d, dec) && !dec;
+      for (fs::path d = io::local_path(it->string()); d != base / "_indices" && d != base / "data" && d != base &&
+                                                      d.has_parent_path() && fs::is_empty(d, dec) && !dec;
            d = d.parent_path())
         if (!fs::remove(d, dec)) break;
     }
+  }
   return st;
 }
 
