@@ -57,6 +57,7 @@
 #include <lancet/index/optimize/remap.hpp>
 #include <lancet/index/distributed/segments.hpp>
 #include <lancet/index/registry.hpp>
+#include <lancet/io/object_store/object_storage.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/json/parse.hpp>
 #include <lancet/json/rows_reader.hpp>
@@ -306,7 +307,29 @@ std::string usage_text() {
   std::string s = "usage:\n";
   for (const auto& c : commands()) s += "  " + std::string(c.usage) + "\n";
   s += "  lancet help [COMMAND]\n  lancet --version\n";
+  s += "\nA DATASET may be an s3:// or az:// URI: every command then takes --storage-option KEY=VALUE\n"
+       "(repeatable; LanceDB's storageOptions names, e.g. aws_region, aws_endpoint, allow_http,\n"
+       "azure_storage_account_name) and reads the AWS_* / AZURE_* environment variables LanceDB reads.\n";
   return s;
+}
+
+// A dataset URI (s3://, az://, ...) is read and written through the object store it
+// names, with the --storage-option pairs and the environment variables LanceDB reads.
+void mount_object_store(const args& a) {
+  if (!io::is_uri(a.path) || a.path.rfind("file://", 0) == 0) {
+    if (!a.storage_options.empty())
+      throw usage_error(a.command + ": --storage-option is for datasets on object stores (s3://, az://), not '" +
+                        a.path + "'");
+    return;
+  }
+  io::object_store::storage_options opts;
+  for (const auto& kv : a.storage_options) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw usage_error(a.command + ": --storage-option '" + kv + "' is not KEY=VALUE");
+    opts[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  io::mount(a.path, io::object_store::open_storage(a.path, opts));
 }
 
 void print_command_help(const command_spec& c) {
@@ -907,6 +930,7 @@ int run(const command_spec& spec, const std::vector<std::string>& rest) {
     print_command_help(spec);
     return 0;
   }
+  mount_object_store(a);
   if (spec.name == "write") return cmd_write(a);
   if (spec.name == "commit") return cmd_commit(a);
   if (spec.name == "cat") return naming_file(a.path, [&] { return cmd_cat(a); });

@@ -65,6 +65,8 @@ struct args {
   std::string path;
   std::vector<std::string> files;  // after the path (arg_spec::more_files)
   std::map<std::string, std::string> options;
+  // --storage-option KEY=VALUE (any command, repeatable): the dataset's object store.
+  std::vector<std::string> storage_options;
   bool help = false;
 
   static args parse(const arg_spec& spec, const std::vector<std::string>& argv) {
@@ -97,6 +99,11 @@ struct args {
         k.resize(eq);
       }
       const std::string name = k.substr(2);
+      if (name == "storage-option") {
+        if (!inline_value && i + 1 >= argv.size()) throw usage_error(cmd + ": option '" + k + "' needs a value");
+        a.storage_options.push_back(inline_value ? *inline_value : argv[++i]);
+        continue;
+      }
       if (known(spec.flags, name)) {
         if (inline_value) throw usage_error(cmd + ": flag '" + k + "' takes no value");
         a.options[name] = "1";

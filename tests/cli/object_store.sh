@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The CLI on a dataset in Azure Blob storage (Azurite, started here on 127.0.0.1 and
+# stopped at the end): write, append, cat, delete --where, an exact search, compact and
+# cleanup on az://lance/db/t.lance with --storage-option, LanceDB reading each result;
+# --storage-option refused where it means nothing; index builds refused on an object store.
+#   object_store.sh LANCET_BINARY SOURCE_ROOT
+set -uo pipefail
+lancet=$1; root=$2
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
+
+coproc AZURITE { node "$root/tests/interop/azurite.mjs" "$tmp/az" lance; }
+read -r -t 60 line <&"${AZURITE[0]}"
+port=${line#listening }
+[[ $port =~ ^[0-9]+$ ]] || { echo "azurite did not start: $line"; exit 1; }
+stop_azurite() { exec {AZURITE[1]}>&-; wait "$AZURITE_PID" 2>/dev/null; }
+
+ds=az://lance/db/t.lance
+opts=(--storage-option azure_storage_account_name=devstoreaccount1
+      --storage-option "azure_storage_account_key=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+      --storage-option "azure_storage_endpoint=http://127.0.0.1:$port/devstoreaccount1"
+      --storage-option allow_http=true)
+node_opts="{\"azure_storage_account_name\":\"devstoreaccount1\",\"azure_storage_account_key\":\"Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==\",\"azure_storage_endpoint\":\"http://127.0.0.1:$port/devstoreaccount1\",\"allow_http\":\"true\"}"
+lancedb_ids() {  # the ids LanceDB reads from the table, comma-separated
+  node "$root/tests/interop/object_store_table.mjs" az://lance/db "$node_opts" read t |
+    python3 -c 'import json,sys; print(",".join(map(str, json.loads(sys.stdin.read())["ids"])))'
+}
+
+cat > "$tmp/schema.json" <<'JSON'
+{"fields": [{"name": "id", "type": "int64", "nullable": false}, {"name": "name", "type": "utf8"},
+            {"name": "vec", "type": {"fixed_size_list": "float32", "size": 8}}]}
+JSON
+rows() {  # from to: the rows object_store_table.mjs writes
+  python3 -c 'import json,sys
+for i in range(int(sys.argv[1]), int(sys.argv[2])):
+    print(json.dumps({"id": i, "name": "n%d" % i, "vec": [i + j / 8 for j in range(8)]}))' "$1" "$2"
+}
+
+check "write to Azure" bash -c "$(declare -f rows); rows 0 20 | '$lancet' write '$ds' --schema '$tmp/schema.json' ${opts[*]@Q} >/dev/null 2>&1"
+check "append to Azure" bash -c "$(declare -f rows); rows 20 30 | '$lancet' write '$ds' --schema '$tmp/schema.json' --mode append ${opts[*]@Q} >/dev/null"
+check "cat reads 30 rows" test "$("$lancet" cat "$ds" --columns id "${opts[@]}" | wc -l)" -eq 30
+check "delete --where" bash -c "'$lancet' delete '$ds' --where 'id % 7 = 3' ${opts[*]@Q} >/dev/null"
+check "LanceDB reads the rows left" test "$(lancedb_ids)" == "0,1,2,4,5,6,7,8,9,11,12,13,14,15,16,18,19,20,21,22,23,25,26,27,28,29"
+hits=$("$lancet" search "$ds" --column vec --query '[5.1,5.225,5.35,5.475,5.6,5.725,5.85,5.975]' --k 2 --bypass-index --columns id "${opts[@]}")
+check "exact search" test "$(python3 -c 'import json,sys; print(",".join(str(json.loads(l)["id"]) for l in sys.stdin))' <<< "$hits")" == "5,6"
+check "compact" bash -c "'$lancet' compact '$ds' ${opts[*]@Q} >/dev/null"
+check "cleanup" bash -c "'$lancet' cleanup '$ds' --keep 1 ${opts[*]@Q} | grep -q '\"old_versions\":4'"
+check "LanceDB reads the compacted version" test "$(lancedb_ids)" == "0,1,2,4,5,6,7,8,9,11,12,13,14,15,16,18,19,20,21,22,23,25,26,27,28,29"
+err=$("$lancet" index create "$ds" --column vec --type ivf_flat "${opts[@]}" 2>&1); status=$?
+check "index create refused on an object store" test $status -eq 1
+check "the refusal says why" grep -q "is on an object store" <<< "$err"
+err=$("$lancet" cat "$tmp/none" --storage-option a=b 2>&1); status=$?
+check "--storage-option refused for a local path" test $status -eq 2
+err=$("$lancet" cat "$ds" --storage-option novalue 2>&1); status=$?
+check "--storage-option without '=' refused" bash -c "test $status -eq 2 && grep -q 'is not KEY=VALUE' <<< ${err@Q}"
+stop_azurite
+finish "cli object_store"
