@@ -425,27 +425,43 @@ TEST_CASE("object store: S3 and Azure as io::storage meet the storage contract; 
   CHECK(io::unmount("s3://lance/db"));
 }
 
+namespace {
+
+// s3rver and Azurite started in a scratch directory, each with the bucket / container
+// "lance", and each store's database URI with the storage options LanceDB takes for it.
+struct emulated_stores {
+  t::temp_dir tmp;
+  t::emulator s3rver;
+  t::emulator azurite;
+  std::vector<std::pair<std::string, os::storage_options>> stores;
+  explicit emulated_stores(const std::string& tag)
+      : tmp(tag),
+        s3rver({"node", "--openssl-legacy-provider", (t::interop_dir() / "s3rver.mjs").string(),
+                (tmp.path() / "s3").string(), "lance"}),
+        azurite({"node", (t::interop_dir() / "azurite.mjs").string(), (tmp.path() / "az").string(), "lance"}),
+        stores({{"s3://lance/db",
+                 {{"aws_access_key_id", "S3RVER"},
+                  {"aws_secret_access_key", "S3RVER"},
+                  {"aws_endpoint", s3rver.url()},
+                  {"aws_region", "us-east-1"},
+                  {"allow_http", "true"}}},
+                {"az://lance/db",
+                 {{"azure_storage_account_name", "devstoreaccount1"},
+                  {"azure_storage_account_key", std::string(os::emulator_key)},
+                  {"azure_storage_endpoint", azurite.url() + "/devstoreaccount1"},
+                  {"allow_http", "true"}}}}) {}
+};
+
+std::optional<std::string> no_environment(const std::string&) { return std::nullopt; }
+
+}  // namespace
+
 // LanceDB writes a table on each store (create, a delete, an append: two fragments, a
 // deletion file, three versions); lancet, with the store mounted, finds its versions,
 // reads its manifests, data and deletion files, and answers a filtered query.
 TEST_CASE("object store: datasets LanceDB wrote on S3 and Azure, read through the mounted storages") {
-  t::temp_dir tmp("object-datasets");
-  t::emulator s3rver({"node", "--openssl-legacy-provider", (t::interop_dir() / "s3rver.mjs").string(),
-                      (tmp.path() / "s3").string(), "lance"});
-  t::emulator azurite({"node", (t::interop_dir() / "azurite.mjs").string(), (tmp.path() / "az").string(), "lance"});
-  const auto no_env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-  const std::vector<std::pair<std::string, os::storage_options>> stores = {
-      {"s3://lance/db",
-       {{"aws_access_key_id", "S3RVER"},
-        {"aws_secret_access_key", "S3RVER"},
-        {"aws_endpoint", s3rver.url()},
-        {"aws_region", "us-east-1"},
-        {"allow_http", "true"}}},
-      {"az://lance/db",
-       {{"azure_storage_account_name", "devstoreaccount1"},
-        {"azure_storage_account_key", std::string(os::emulator_key)},
-        {"azure_storage_endpoint", azurite.url() + "/devstoreaccount1"},
-        {"allow_http", "true"}}}};
+  const emulated_stores es("object-datasets");
+  const auto& stores = es.stores;
   const std::int64_t rows = 400;
   for (const auto& [db, options] : stores) {
     CAPTURE(db);
@@ -454,7 +470,7 @@ TEST_CASE("object store: datasets LanceDB wrote on S3 and Azure, read through th
     REQUIRE(wrote["bad"].empty());
     const std::string root = db + "/t.lance";
     CHECK_THROWS_WITH_AS(dataset::dataset::open(root), doctest::Contains("no storage for"), unsupported_error);
-    io::mount(db, os::open_storage(db, options, no_env));
+    io::mount(db, os::open_storage(db, options, no_environment));
     const auto ds = dataset::dataset::open(root);
     CHECK(ds.version() == wrote["version"].get<std::uint64_t>());
     CHECK(ds.versions().size() == 3);
@@ -520,28 +536,13 @@ std::vector<std::int64_t> ids_between(std::int64_t from, std::int64_t to, const 
 // wrote (append, delete); LanceDB reads every row of both. On Azurite, which refuses a
 // second create of a manifest, three writers append at once and every commit lands.
 TEST_CASE("object store: lancet writes, appends and deletes on S3 and Azure; LanceDB reads them") {
-  t::temp_dir tmp("object-writes");
-  t::emulator s3rver({"node", "--openssl-legacy-provider", (t::interop_dir() / "s3rver.mjs").string(),
-                      (tmp.path() / "s3").string(), "lance"});
-  t::emulator azurite({"node", (t::interop_dir() / "azurite.mjs").string(), (tmp.path() / "az").string(), "lance"});
-  const auto no_env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-  const std::vector<std::pair<std::string, os::storage_options>> stores = {
-      {"s3://lance/db",
-       {{"aws_access_key_id", "S3RVER"},
-        {"aws_secret_access_key", "S3RVER"},
-        {"aws_endpoint", s3rver.url()},
-        {"aws_region", "us-east-1"},
-        {"allow_http", "true"}}},
-      {"az://lance/db",
-       {{"azure_storage_account_name", "devstoreaccount1"},
-        {"azure_storage_account_key", std::string(os::emulator_key)},
-        {"azure_storage_endpoint", azurite.url() + "/devstoreaccount1"},
-        {"allow_http", "true"}}}};
+  const emulated_stores es("object-writes");
+  const auto& stores = es.stores;
   const auto seventh = [](std::int64_t id) { return id % 7 == 3; };
   for (const auto& [db, options] : stores) {
     CAPTURE(db);
     const std::string opts = nlohmann::json(options).dump();
-    const auto st = os::open_storage(db, options, no_env);
+    const auto st = os::open_storage(db, options, no_environment);
     io::mount(db, st);
 
     // Ours: create, append, delete by predicate.
@@ -609,7 +610,7 @@ TEST_CASE("object store: lancet writes, appends and deletes on S3 and Azure; Lan
   // Racing appenders on Azurite: conditional creates of the manifest decide each
   // version; losers rebase and retry (appends never conflict), so all land.
   const auto& [db, options] = stores[1];
-  io::mount(db, os::open_storage(db, options, no_env));
+  io::mount(db, os::open_storage(db, options, no_environment));
   const std::string race = db + "/race.lance";
   dataset::write(race, table_rows(0, 10));
   std::atomic<int> failed{0};
