@@ -57,7 +57,6 @@
 #include <lancet/index/optimize/remap.hpp>
 #include <lancet/index/distributed/segments.hpp>
 #include <lancet/index/registry.hpp>
-#include <lancet/io/object_store/object_storage.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/json/parse.hpp>
 #include <lancet/json/rows_reader.hpp>
@@ -68,6 +67,7 @@
 #include <lancet/lancet.hpp>
 #include <lancet/pb/encodings_v2_1.hpp>  // page layouts, for `inspect`
 
+#include "storage_args.hpp"
 #include "tool_args.hpp"
 
 #ifndef LANCET_VERSION_STRING
@@ -311,25 +311,6 @@ std::string usage_text() {
        "(repeatable; LanceDB's storageOptions names, e.g. aws_region, aws_endpoint, allow_http,\n"
        "azure_storage_account_name) and reads the AWS_* / AZURE_* environment variables LanceDB reads.\n";
   return s;
-}
-
-// A dataset URI (s3://, az://, ...) is read and written through the object store it
-// names, with the --storage-option pairs and the environment variables LanceDB reads.
-void mount_object_store(const args& a) {
-  if (!io::is_uri(a.path) || a.path.rfind("file://", 0) == 0) {
-    if (!a.storage_options.empty())
-      throw usage_error(a.command + ": --storage-option is for datasets on object stores (s3://, az://), not '" +
-                        a.path + "'");
-    return;
-  }
-  io::object_store::storage_options opts;
-  for (const auto& kv : a.storage_options) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw usage_error(a.command + ": --storage-option '" + kv + "' is not KEY=VALUE");
-    opts[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  io::mount(a.path, io::object_store::open_storage(a.path, opts));
 }
 
 void print_command_help(const command_spec& c) {

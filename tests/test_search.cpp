@@ -781,7 +781,7 @@ TEST_CASE("LanceDB's own index files: our search against exact search over the d
     std::string idx_dir;
     for (const auto& e : std::filesystem::directory_iterator(dir + "/_indices")) idx_dir = e.path().string();
     const auto info = read_index_file(idx_dir + "/index.idx");
-    auto storage = std::make_shared<storage_reader<io::file_source>>(open_storage(idx_dir + "/auxiliary.idx"));
+    auto storage = std::make_shared<storage_reader<io::any_source>>(open_storage(idx_dir + "/auxiliary.idx"));
     REQUIRE(info.ivf.centroids);
     const ivf_searcher s(info.distance, *info.ivf.centroids, storage->quantizer(), [storage](std::size_t p) {
       return std::make_shared<const partition_contents>(storage->read_partition(p));

@@ -25,6 +25,7 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include "../storage_args.hpp"
 #include "../tool_args.hpp"
 
 namespace lancet_mpi {

@@ -62,7 +62,9 @@ inline constexpr std::string_view index_create_help =
     "                               512 MiB; beyond it the shuffle spills to temporary files)\n"
     "  --threads T                  worker threads per rank (default 1)\n"
     "  --model-out MODEL            rank 0 also writes the trained model there (for 'lancet index\n"
-    "                               create --model MODEL', e.g. a single-process build to compare)\n";
+    "                               create --model MODEL', e.g. a single-process build to compare)\n"
+    "  --storage-option K=V         for an s3:// or az:// DATASET: a LanceDB storage option\n"
+    "                               (repeatable; the AWS_* / AZURE_* environment is read too)\n";
 
 namespace index_create_detail {
 
@@ -117,6 +119,8 @@ inline int run_index_create(const mpi::communicator& world, const std::vector<st
                                "name", "memory-budget", "threads", "model-out"},
                               {"merge", "replace"}},
                              argv);
+  lancet_tools::storage_options_of(o);  // usage errors first, alike on every rank
+  step(world, "opening the dataset's object store", [&] { lancet_tools::mount_object_store(o); });
   const bool merge = o.has("merge"), replace = o.has("replace");
   // The build flags; every rank parses the same, so a bad --type or --metric is a usage
   // error on all of them at once.

@@ -45,7 +45,9 @@ inline constexpr std::string_view write_help =
     "                         it does not: creates it)\n"
     "  --format V             data file format of a new or overwritten dataset (default 2.2)\n"
     "  --max-rows-per-file N  rows per fragment (default 1048576)\n"
-    "  --max-retries N        rebase the commit on other writers' commits at most N times (default 20)\n";
+    "  --max-retries N        rebase the commit on other writers' commits at most N times (default 20)\n"
+    "  --storage-option K=V   for an s3:// or az:// DATASET: a LanceDB storage option\n"
+    "                         (repeatable; the AWS_* / AZURE_* environment is read too)\n";
 
 namespace write_detail {
 
@@ -97,6 +99,8 @@ inline int run_write(const mpi::communicator& world, const std::vector<std::stri
   namespace ds = lancet::dataset;
   const auto o = args::parse({"write", {"schema", "input", "operation", "format", "max-rows-per-file", "max-retries"}, {}},
                              argv);
+  lancet_tools::storage_options_of(o);  // usage errors first, alike on every rank
+  step(world, "opening the dataset's object store", [&] { lancet_tools::mount_object_store(o); });
   const auto schema_path = o.get("schema");
   if (!schema_path) throw usage_error("write needs --schema SCHEMA.json");
   const auto pattern = o.get("input");

@@ -2,7 +2,8 @@
 # The CLI on a dataset in Azure Blob storage (Azurite, started here on 127.0.0.1 and
 # stopped at the end): write, append, cat, delete --where, an exact search, compact and
 # cleanup on az://lance/db/t.lance with --storage-option, LanceDB reading each result;
-# --storage-option refused where it means nothing; index builds refused on an object store.
+# an IVF_FLAT index built there, searched by lancet and LanceDB; --storage-option refused
+# where it means nothing.
 #   object_store.sh LANCET_BINARY SOURCE_ROOT
 set -uo pipefail
 lancet=$1; root=$2
@@ -45,9 +46,11 @@ check "exact search" test "$(python3 -c 'import json,sys; print(",".join(str(jso
 check "compact" bash -c "'$lancet' compact '$ds' ${opts[*]@Q} >/dev/null"
 check "cleanup" bash -c "'$lancet' cleanup '$ds' --keep 1 ${opts[*]@Q} | grep -q '\"old_versions\":4'"
 check "LanceDB reads the compacted version" test "$(lancedb_ids)" == "0,1,2,4,5,6,7,8,9,11,12,13,14,15,16,18,19,20,21,22,23,25,26,27,28,29"
-err=$("$lancet" index create "$ds" --column vec --type ivf_flat "${opts[@]}" 2>&1); status=$?
-check "index create refused on an object store" test $status -eq 1
-check "the refusal says why" grep -q "is on an object store" <<< "$err"
+check "index create" bash -c "'$lancet' index create '$ds' --column vec --type ivf_flat --partitions 2 ${opts[*]@Q} >/dev/null"
+hits=$("$lancet" search "$ds" --column vec --query '[5.1,5.225,5.35,5.475,5.6,5.725,5.85,5.975]' --k 2 --nprobes 2 --columns id "${opts[@]}")
+check "search through the index" test "$(python3 -c 'import json,sys; print(",".join(str(json.loads(l)["id"]) for l in sys.stdin))' <<< "$hits")" == "5,6"
+found=$(node "$root/tests/interop/object_store_table.mjs" az://lance/db "$node_opts" search t '[[5.1,5.225,5.35,5.475,5.6,5.725,5.85,5.975]]' 2 2)
+check "LanceDB searches the index" python3 -c 'import json,sys; f=json.loads(sys.argv[1]); assert f["indices"][0]["indexType"] == "IvfFlat" and f["indices"][0]["indexedRows"] == 26 and f["hits"] == [[5, 6]], f' "$found"
 err=$("$lancet" cat "$tmp/none" --storage-option a=b 2>&1); status=$?
 check "--storage-option refused for a local path" test $status -eq 2
 err=$("$lancet" cat "$ds" --storage-option novalue 2>&1); status=$?

@@ -1,5 +1,7 @@
 // Usage: node object_store_table.mjs DB_URI OPTIONS_JSON write ROWS
 //        node object_store_table.mjs DB_URI OPTIONS_JSON read [TABLE]
+//        node object_store_table.mjs DB_URI OPTIONS_JSON index TABLE
+//        node object_store_table.mjs DB_URI OPTIONS_JSON search TABLE QUERIES_JSON K NPROBES
 // A LanceDB table ("t", or TABLE for read) in a database on an object store (DB_URI
 // such as s3://bucket/db or az://container/db; OPTIONS_JSON: the storage options
 // LanceDB's connect takes).
@@ -7,8 +9,14 @@
 //   fixed_size_list<float32, 8> with vec[j] = id + j / 8), deletes the rows with
 //   id % 7 = 3, then appends ROWS / 4 rows more (ids ROWS..) alike.
 // read: reads every row of it back.
-// Both print {"version": V, "countRows": N, "ids": [...ascending], "bad": [ids whose
-// name or vector is not as written]}.
+// write and read print {"version": V, "countRows": N, "ids": [...ascending], "bad": [ids
+// whose name or vector is not as written]}.
+// index: builds IVF_PQ on "vec" (1 partition, 2 sub-vectors, l2) and prints what read
+// prints.
+// search and index add "indices": [{name, indexType, columns, indexedRows,
+// unindexedRows}]; search adds "hits": the ids of the K nearest rows to each query
+// (QUERIES_JSON: a list of vectors), nearest first, with the index (NPROBES) and a
+// refine factor of 10.
 import { arrow, buildTable, fail, lancedb, runMain } from "./lib.mjs";
 
 const dim = 8;
@@ -45,10 +53,31 @@ async function describe(table) {
   return { version: await table.version(), countRows: await table.countRows(), ids, bad };
 }
 
+async function indices(table) {
+  const out = [];
+  for (const i of await table.listIndices()) {
+    const stats = await table.indexStats(i.name);
+    out.push({ name: i.name, indexType: i.indexType, columns: i.columns, indexedRows: stats?.numIndexedRows,
+      unindexedRows: stats?.numUnindexedRows });
+  }
+  return out;
+}
+
+async function search(table, queries, k, nprobes) {
+  const hits = [];
+  for (const q of queries) {
+    const rows = await table.query().nearestTo(q).column("vec").limit(k).nprobes(nprobes).refineFactor(10).select(["id"]).toArray();
+    hits.push(rows.map((r) => Number(r.id)));
+  }
+  return hits;
+}
+
 async function main() {
-  const [uri, optionsJson, action, n] = process.argv.slice(2);
-  if (!uri || !optionsJson || !["write", "read"].includes(action) || (action === "write" && !n))
-    fail("usage: object_store_table.mjs DB_URI OPTIONS_JSON write ROWS | read [TABLE]");
+  const [uri, optionsJson, action, n, queries, k, nprobes] = process.argv.slice(2);
+  if (!uri || !optionsJson || !["write", "read", "index", "search"].includes(action) ||
+      (action !== "read" && !n) || (action === "search" && !nprobes))
+    fail("usage: object_store_table.mjs DB_URI OPTIONS_JSON write ROWS | read [TABLE] | index TABLE | " +
+      "search TABLE QUERIES_JSON K NPROBES");
   const db = await lancedb.connect(uri, { storageOptions: JSON.parse(optionsJson) });
   let table;
   if (action === "write") {
@@ -60,7 +89,13 @@ async function main() {
     table = await db.openTable(n ?? "t");
   }
   try {
-    process.stdout.write(`${JSON.stringify(await describe(table))}\n`);
+    if (action === "index") {
+      await table.createIndex("vec", { config: lancedb.Index.ivfPq({ numPartitions: 1, numSubVectors: 2, distanceType: "l2" }) });
+    }
+    const out = action === "search" ? { version: await table.version() } : await describe(table);
+    if (action === "index" || action === "search") out.indices = await indices(table);
+    if (action === "search") out.hits = await search(table, JSON.parse(queries), Number(k), Number(nprobes));
+    process.stdout.write(`${JSON.stringify(out)}\n`);
   } finally {
     table.close();
   }

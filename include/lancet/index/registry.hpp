@@ -46,18 +46,8 @@
 namespace lancet::index {
 
 
-// Index files are read and written on local storage only: unsupported_error for a
-// dataset on an object store (its rows and its list of indexes stay readable).
-inline void require_local_index_files(const std::string& root) {
-  if (!io::storage_for(root).is_local())
-    throw unsupported_error("dataset '" + root + "' is on an object store, and lancet reads and writes vector index "
-                            "files on local storage only: its indexes cannot be built, searched, optimized or remapped "
-                            "here (scans, takes, writes and deletes work; search with bypass_vector_index)");
-}
-
-// {root}/_indices/{uuid} (require_local_index_files first).
+// {root}/_indices/{uuid}: a path, or a URI under the dataset's storage.
 inline std::string index_directory(const std::string& root, const lancet::uuid& uuid) {
-  require_local_index_files(root);
   return (std::filesystem::path(root) / detail::indices_dir_name / uuid.to_string()).string();
 }
 
@@ -132,15 +122,16 @@ inline std::string column_name_of(const schema::schema& s, std::int32_t id) { re
 inline std::vector<pb::index_file> index_files_of(std::uint64_t auxiliary_bytes, std::uint64_t index_bytes) {
   return {{std::string(detail::auxiliary_file_name), auxiliary_bytes}, {std::string(detail::index_file_name), index_bytes}};
 }
-// The same, measured on disk.
+// The same, measured in the index directory's storage.
 inline std::vector<pb::index_file> index_files_in(const std::string& index_dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const auto aux = fs::file_size(fs::path(index_dir) / detail::auxiliary_file_name, ec);
-  if (ec) throw io_error("cannot stat '" + (fs::path(index_dir) / detail::auxiliary_file_name).string() + "': " + ec.message());
-  const auto idx = fs::file_size(fs::path(index_dir) / detail::index_file_name, ec);
-  if (ec) throw io_error("cannot stat '" + (fs::path(index_dir) / detail::index_file_name).string() + "': " + ec.message());
-  return index_files_of(aux, idx);
+  const auto storage = io::storage_for(index_dir);
+  const auto size_of = [&](std::string_view name) {
+    const std::string path = index_dir + "/" + std::string(name);
+    const auto n = storage.size(path);
+    if (!n) throw not_found_error("index file '" + path + "' does not exist");
+    return *n;
+  };
+  return index_files_of(size_of(detail::auxiliary_file_name), size_of(detail::index_file_name));
 }
 
 struct index_spec {

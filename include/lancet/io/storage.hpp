@@ -291,4 +291,13 @@ inline void remove_quietly(const std::string& path) noexcept {
   }
 }
 
+// Removes everything under a directory or key prefix (local, or under a mounted
+// storage) and ignores every error, as remove_quietly.
+inline void remove_all_quietly(const std::string& dir) noexcept {
+  try {
+    storage_for(dir).remove_all(dir);
+  } catch (...) {
+  }
+}
+
 }  // namespace lancet::io

@@ -65,12 +65,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
 
   const auto uuid = lancet::uuid::generate_v4();
   const std::string dir = index_directory(root, uuid);
-  const std::string spill = o.spill_directory.empty() ? dir + "/_shuffle"
-                                                      : o.spill_directory + "/lancet-shuffle-" + uuid.to_string();
-  const auto remove_all = [](const std::string& p) {
-    std::error_code ec;
-    std::filesystem::remove_all(p, ec);
-  };
+  const std::string spill = spill_directory(dir, o.spill_directory, "lancet-shuffle-" + uuid.to_string());
   try {
     double loss = 0;
     std::uint64_t skipped = 0;
@@ -91,7 +86,7 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
       files = write_stage(dir, ds.storage_version(), o, enc, loss, sh, graph);
       runs = sh.runs_spilled();
     }
-    remove_all(spill);
+    io::remove_all_quietly(spill);
 
     index_spec spec;
     spec.column = o.column;
@@ -133,8 +128,8 @@ inline build_result build_typed(const std::string& root, const dataset::snapshot
     r.version = after.version();
     return r;
   } catch (...) {
-    remove_all(spill);
-    remove_all(dir);
+    io::remove_all_quietly(spill);
+    io::remove_all_quietly(dir);
     throw;
   }
 }
@@ -159,7 +154,6 @@ inline build_result run_build(const std::string& root, const build_options& give
   }
   if (o.column.empty()) throw invalid_input_error("build_ivf_index: no column given");
   if (o.sample_rate == 0) throw invalid_input_error("sample_rate must be positive");
-  if (!train_only) require_local_index_files(root);  // before any training
   const auto base = dataset::load_latest(root);
   if (!base) dataset::throw_no_dataset(root);
   const auto ds = dataset::dataset::open(root, base->version());

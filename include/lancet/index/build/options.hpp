@@ -86,7 +86,7 @@ struct build_options {
   // 2^num_bits): a deviation from Lance (a codebook from fewer rows), reported
   // through lancet::warn (core/warning.hpp).
   std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
-  std::string spill_directory;  // where runs are spilled; default: the index directory
+  std::string spill_directory;  // where runs are spilled; default: the index directory (for a dataset on an object store: the system's temporary directory)
 
   // A given model (Lance's ivf_centroids / precomputed codebook): no training. The
   // quantizer of PQ / RQ needs the centroids it was trained with.

@@ -45,6 +45,7 @@
 #include "lancet/index/quantizer/traits.hpp"
 #include "lancet/io/file_sink.hpp"
 #include "lancet/io/file_source.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/schema/lance_schema.hpp"
 #include "lancet/simd/distance.hpp"
 
@@ -87,6 +88,17 @@ inline arrow::schema shuffle_schema(const quantizer_params& q) {
   s.metadata.clear();
   s.fields.insert(s.fields.begin() + 1, arrow::field(std::string(detail::partition_id_column), arrow::uint32(), false));
   return s;
+}
+
+// Where a build's shuffle runs spill: `spill_root`/`name` when a root is given, else
+// `_shuffle` inside the new index directory when that is local, else the system's
+// temporary directory: runs are scratch files on local disk, also for a dataset on an
+// object store.
+inline std::string spill_directory(const std::string& index_dir, const std::string& spill_root,
+                                   const std::string& name) {
+  if (!spill_root.empty()) return spill_root + "/" + name;
+  if (io::storage_for(index_dir).is_local()) return index_dir + "/_shuffle";
+  return (std::filesystem::temp_directory_path() / name).string();
 }
 
 class shuffler {

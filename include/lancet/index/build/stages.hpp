@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -377,7 +376,7 @@ template <class T>
 inline std::vector<pb::index_file> write_stage(const std::string& dir, file::format_version v, const build_options& o,
                                                const ivf_encoder<T>& e, double loss, shuffler& sh,
                                                const std::optional<hnsw::build_params>& graph) {
-  io::make_directories(dir);
+  const auto files = io::storage_for(dir);
   const std::string aux_path = dir + "/" + std::string(detail::auxiliary_file_name);
   const std::string idx_path = dir + "/" + std::string(detail::index_file_name);
   std::uint64_t aux_size = 0, idx_size = 0;
@@ -385,7 +384,7 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
   with_index_file_version(v, [&]<class V>() {
     file::writer_options wo;
     wo.data_cache_bytes = std::clamp<std::uint64_t>(o.memory_budget_bytes / 16, 1 << 20, std::uint64_t(16) << 20);
-    storage_writer<V, io::file_sink> aux(io::file_sink(aux_path), e.params, o.metric, wo);
+    storage_writer<V, io::any_sink> aux(files.create_sink(aux_path), e.params, o.metric, wo);
     aux.store_nearest_first();
     sh.write_partitions(aux, [&](std::size_t p, std::size_t k) { report_build_progress(o, build_stage::merge_partitions, p, k); });
     aux_size = aux.finish().file_size;
@@ -394,13 +393,13 @@ inline std::vector<pb::index_file> write_stage(const std::string& dir, file::for
       // and go to index.idx as they are done. They get three quarters of the budget:
       // the shuffler may still hold its in-memory buffer (a quarter) when nothing spilled.
       const auto storage = open_storage(aux_path);
-      hnsw::index_file_writer<V, io::file_sink> idx(io::file_sink(idx_path), model, hnsw_index_type_name(e.params),
-                                                   o.metric, wo);
+      hnsw::index_file_writer<V, io::any_sink> idx(files.create_sink(idx_path), model, hnsw_index_type_name(e.params),
+                                                  o.metric, wo);
       hnsw::build_partition_graphs(storage, o.metric, e.km.dimension, *graph, o.pool, o.memory_budget_bytes / 4 * 3,
                                    [&](std::size_t, const hnsw::graph& g) { idx.add(g); });
       idx_size = idx.finish().file_size;
     } else {
-      idx_size = write_index_file<V>(io::file_sink(idx_path), model, index_type_name(e.params), o.metric).file_size;
+      idx_size = write_index_file<V>(files.create_sink(idx_path), model, index_type_name(e.params), o.metric).file_size;
     }
   });
   return {{std::string(detail::auxiliary_file_name), aux_size}, {std::string(detail::index_file_name), idx_size}};

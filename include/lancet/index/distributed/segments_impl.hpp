@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <filesystem>
 #include <set>
 #include <string>
 #include <string_view>
@@ -151,9 +150,11 @@ namespace detail {
 // metric, auxiliary.idx's quantizer): its JSON may say anything.
 inline std::string files_fingerprint(const std::string& root, const segment_metadata& s) {
   const std::string dir = index_directory(root, s.uuid());
-  if (!std::filesystem::is_directory(dir))
-    throw invalid_input_error(s.label() + " (index '" + s.name() + "'): its directory '" + dir + "' does not exist");
-  const auto info = read_index_file(dir + "/" + std::string(detail::index_file_name));
+  const std::string index_file = dir + "/" + std::string(detail::index_file_name);
+  if (!io::storage_for(index_file).exists(index_file))
+    throw invalid_input_error(s.label() + " (index '" + s.name() + "'): its index file '" + index_file +
+                              "' does not exist");
+  const auto info = read_index_file(index_file);
   const auto st = open_storage(dir + "/" + std::string(detail::auxiliary_file_name));
   if (!info.ivf.centroids) throw corrupt_error(s.label() + ": index.idx has no centroids");
   return model_fingerprint(info.distance, *info.ivf.centroids, st.quantizer());
@@ -216,7 +217,7 @@ LANCET_INLINE segment_metadata merge_segments(const std::string& root, const std
   const auto covered = detail::check_group(root, segs, "merge_segments");
   const auto latest = dataset::load_latest(root);
   if (!latest) dataset::throw_no_dataset(root);
-  std::vector<storage_reader<io::file_source>> st;
+  std::vector<storage_reader<io::any_source>> st;
   std::optional<index_file_info> info;
   std::optional<double> loss = 0.0;
   for (const auto& s : segs) {
@@ -260,8 +261,7 @@ LANCET_INLINE segment_metadata merge_segments(const std::string& root, const std
     out.rows_indexed = rows;
     out.num_partitions = model.num_partitions();
   } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+    io::remove_all_quietly(dir);
     throw;
   }
   return out;
@@ -342,10 +342,10 @@ LANCET_INLINE bool remove_uncommitted_segment(const std::string& root, const seg
         throw invalid_input_error("cannot remove " + s.label() + " of index '" + im.name + "': version " +
                                   std::to_string(latest->version()) + " of '" + root + "' references it (committed)");
   const std::string dir = index_directory(root, s.uuid());
-  std::error_code ec;
-  const auto removed = std::filesystem::remove_all(dir, ec);
-  if (ec) throw io_error("cannot remove the uncommitted segment directory '" + dir + "': " + ec.message());
-  return removed != 0 && removed != static_cast<std::uintmax_t>(-1);
+  const auto storage = io::storage_for(dir);
+  const bool found = !storage.list(dir, true).empty();
+  storage.remove_all(dir);
+  return found;
 }
 
 }  // namespace lancet::index

@@ -26,8 +26,9 @@
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/traits.hpp"
 #include "lancet/index/quantizer/params.hpp"
-#include "lancet/io/file_source.hpp"
+#include "lancet/io/any_source.hpp"
 #include "lancet/io/source.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/json/access.hpp"
 #include "lancet/pb/index.hpp"
 #include "lancet/simd/distance.hpp"
@@ -78,8 +79,9 @@ index_file_info read_index_file(Source source, const std::string& what = "index.
   }
   return info;
 }
+// index.idx at a path or URI, through its storage.
 inline index_file_info read_index_file(const std::string& path) {
-  return read_index_file(io::file_source(path), "'" + path + "'");
+  return read_index_file(io::storage_for(path).open_source(path), "'" + path + "'");
 }
 
 // Reads auxiliary.idx: the quantizer, the partitions' offsets/lengths, and the rows
@@ -183,8 +185,9 @@ class storage_reader {
   bool lance_layout_ = true;  // codes as Lance 12 stores them (see stored_quantizer)
 };
 
-inline storage_reader<io::file_source> open_storage(const std::string& path) {
-  return storage_reader<io::file_source>(io::file_source(path), "'" + path + "'");
+// auxiliary.idx at a path or URI, through its storage.
+inline storage_reader<io::any_source> open_storage(const std::string& path) {
+  return storage_reader<io::any_source>(io::storage_for(path).open_source(path), "'" + path + "'");
 }
 
 }  // namespace lancet::index

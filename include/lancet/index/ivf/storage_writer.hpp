@@ -18,7 +18,7 @@
 // 2.2 datasets 2.2 files). Lance keeps schema metadata in a hash map, so its key order
 // varies from file to file; lancet writes keys sorted.
 //
-//   index::storage_writer<file::v2_0, io::file_sink> aux(io::file_sink(dir + "/auxiliary.idx"),
+//   index::storage_writer<file::v2_0, io::any_sink> aux(storage.create_sink(dir + "/auxiliary.idx"),
 //                                                         index::pq_params{...}, distance_type::l2);
 //   for (p : partitions) aux.write_partition({row_ids, codes});   // row-major codes
 //   aux.finish();
@@ -45,9 +45,9 @@
 #include "lancet/index/quantizer/code_layout.hpp"
 #include "lancet/index/quantizer/traits.hpp"
 #include "lancet/index/quantizer/params.hpp"
-#include "lancet/io/file_sink.hpp"
-#include "lancet/io/fs.hpp"
+#include "lancet/io/any_sink.hpp"
 #include "lancet/io/sink.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/json/write.hpp"
 #include "lancet/pb/index.hpp"
 #include "lancet/pb/table.hpp"
@@ -269,29 +269,30 @@ class storage_writer {
   ivf_model ivf_;
 };
 
-// Writes both files of an IVF index into `dir` (created when missing; use
-// registry.hpp's index_directory) in file version `v`. `write_partitions(aux)` is
-// called with the storage_writer and must write all ivf.num_partitions() partitions
-// in order (take it as `auto&`: its type depends on v). Files are published by
-// rename, so a failure leaves no partial index file. Returns the files with their
-// sizes, as IndexMetadata lists them.
+// Writes both files of an IVF index into `dir` (a path or URI; use registry.hpp's
+// index_directory) in file version `v`, through the directory's storage.
+// `write_partitions(aux)` is called with the storage_writer and must write all
+// ivf.num_partitions() partitions in order (take it as `auto&`: its type depends on
+// v). A file appears only when finished (rename, or the completed upload), so a
+// failure leaves no partial index file. Returns the files with their sizes, as
+// IndexMetadata lists them.
 template <class WritePartitions>
 std::vector<pb::index_file> write_index_directory(const std::string& dir, file::format_version v, const ivf_model& ivf,
                                                   const quantizer_params& q, simd::distance_type distance,
                                                   WritePartitions&& write_partitions) {
   if (!ivf.centroids) throw invalid_input_error("an IVF index needs its centroids");
-  io::make_directories(dir);
+  const auto storage = io::storage_for(dir);
   const std::string aux_path = dir + "/" + std::string(detail::auxiliary_file_name);
   const std::string idx_path = dir + "/" + std::string(detail::index_file_name);
   std::uint64_t aux_size = 0, idx_size = 0;
   with_index_file_version(v, [&]<class V>() {
-    storage_writer<V, io::file_sink> aux(io::file_sink(aux_path), q, distance);
+    storage_writer<V, io::any_sink> aux(storage.create_sink(aux_path), q, distance);
     write_partitions(aux);
     if (aux.partitions_written() != ivf.num_partitions())
       throw invalid_input_error("wrote " + std::to_string(aux.partitions_written()) + " partitions, the IVF model has " +
                                 std::to_string(ivf.num_partitions()));
     aux_size = aux.finish().file_size;
-    idx_size = write_index_file<V>(io::file_sink(idx_path), ivf, index_type_name(q), distance).file_size;
+    idx_size = write_index_file<V>(storage.create_sink(idx_path), ivf, index_type_name(q), distance).file_size;
   });
   return {{std::string(detail::auxiliary_file_name), aux_size}, {std::string(detail::index_file_name), idx_size}};
 }

@@ -65,20 +65,18 @@ inline planned_change optimize_one(const std::string& root, const dataset::snaps
     return out;  // done by the caller (a full build)
   }
 
-  // The new segment's directory; the shuffles spill under it (or o.spill_directory)
+  // The new segment's directory; the shuffles spill as spill_directory says
   // and are removed when done, the directory too unless the segment was written.
   const auto uuid = lancet::uuid::generate_v4();
   const std::string dir = index_directory(root, uuid);
   const optimize_run run{ds, o, ix, detail::is_multivector(ds, ix.column),
-                         o.spill_directory.empty() ? dir + "/_shuffle"
-                                                   : o.spill_directory + "/lancet-optimize-" + uuid.to_string()};
+                         spill_directory(dir, o.spill_directory, "lancet-optimize-" + uuid.to_string())};
   struct spill_guard {
     std::string spill, dir;
     bool written = false;
     ~spill_guard() {
-      std::error_code ec;
-      std::filesystem::remove_all(spill, ec);
-      if (!written) std::filesystem::remove_all(dir, ec);
+      io::remove_all_quietly(spill);
+      if (!written) io::remove_all_quietly(dir);
     }
   } guard{run.spill, dir};
 
@@ -158,10 +156,7 @@ LANCET_INLINE optimize_result optimize_indices(const std::string& root, const op
   std::vector<detail::planned_change> changes;
   const auto cleanup = [&] {
     for (const auto& c : changes)
-      if (!c.directory.empty()) {
-        std::error_code ec;
-        std::filesystem::remove_all(c.directory, ec);
-      }
+      if (!c.directory.empty()) io::remove_all_quietly(c.directory);
   };
   try {
     for (const auto& n : names) changes.push_back(detail::optimize_one(root, *base, ds, n, o));

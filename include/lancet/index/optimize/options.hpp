@@ -58,7 +58,7 @@ struct optimize_options {
   // What the shuffles of the delta and of the new segment's entries may hold in
   // memory (as the builder's budget: beyond it, runs spill to temporary files).
   std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
-  std::string spill_directory;  // where runs spill; default: the new segment's directory
+  std::string spill_directory;  // where runs spill; default: the new segment's directory (for a dataset on an object store: the system's temporary directory)
   boost::asio::thread_pool* pool = nullptr;
   std::function<void(const optimize_progress&)> on_progress;
 };

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -30,7 +29,7 @@
 #include "lancet/index/optimize/remap.hpp"
 #include "lancet/index/ivf/storage_reader.hpp"
 #include "lancet/index/ivf/storage_writer.hpp"
-#include "lancet/io/fs.hpp"
+#include "lancet/io/storage.hpp"
 #include "lancet/pb/index.hpp"
 #include "lancet/pb/table.hpp"
 
@@ -78,7 +77,8 @@ inline std::uint64_t write_hnsw_index_file(const std::string& dir, file::format_
   });
   std::uint64_t size = 0;
   with_index_file_version(v, [&]<class V>() {
-    size = hnsw::write_index_file<V>(io::file_sink(dir + "/" + std::string(detail::index_file_name)), model,
+    const std::string path = dir + "/" + std::string(detail::index_file_name);
+    size = hnsw::write_index_file<V>(io::storage_for(path).create_sink(path), model,
                                      hnsw_index_type_name(storage.quantizer()), metric, graphs)
                .file_size;
   });
@@ -142,7 +142,7 @@ LANCET_INLINE remapped_index remap_index_files(const std::string& root, const pb
   out.directory = new_dir;
   out.transaction_details = pb::any{std::string(pb::index::vector_index_details::type_url), {}};
   out.transaction_index_version = 1;
-  if (io::path_exists(new_dir))
+  if (!io::storage_for(new_dir).list(new_dir, true).empty())
     throw invalid_input_error("cannot remap index '" + im.name + "': '" + new_dir + "' exists already");
   const auto info = read_index_file(old_dir + "/" + std::string(detail::index_file_name));
   auto storage = open_storage(old_dir + "/" + std::string(detail::auxiliary_file_name));
@@ -204,7 +204,7 @@ LANCET_INLINE remapped_index remap_index_files(const std::string& root, const pb
     if (graphs) {
       // Graphs of partitions that lost no row still link the same positions.
       const std::string idx_path = old_dir + "/" + std::string(detail::index_file_name);
-      const file::file_reader<io::file_source> reader{io::file_source(idx_path)};
+      const file::file_reader<io::any_source> reader{io::storage_for(idx_path).open_source(idx_path)};
       std::vector<std::optional<hnsw::graph>> kept(storage.num_partitions());
       for (std::size_t p = 0; p < kept.size(); ++p)
         if (!lost_rows[p]) kept[p] = hnsw::read_graph(reader, info, p, "index '" + im.name + "' " + idx_path);
@@ -214,8 +214,7 @@ LANCET_INLINE remapped_index remap_index_files(const std::string& root, const pb
         if (f.path == detail::index_file_name) f.size_bytes = size;
     }
   } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove_all(new_dir, ec);
+    io::remove_all_quietly(new_dir);
     throw;
   }
   out.num_partitions = info.ivf.num_partitions();

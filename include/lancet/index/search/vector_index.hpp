@@ -24,7 +24,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/index/index_info.hpp"
 #include "lancet/index/search/ivf_searcher.hpp"
-#include "lancet/io/file_source.hpp"
+#include "lancet/io/any_source.hpp"
 #include "lancet/io/source.hpp"
 
 namespace lancet::dataset {
@@ -41,7 +41,7 @@ class storage_reader;  // storage_reader.hpp
 struct index_segment {
   vector_index_info info;
   index_file_info index_file;
-  std::shared_ptr<storage_reader<io::file_source>> storage;
+  std::shared_ptr<storage_reader<io::any_source>> storage;
   std::shared_ptr<ivf_searcher> searcher;
 };
 
@@ -100,7 +100,7 @@ class segmented_searcher {
 struct opened_index {
   vector_index_info info;
   index_file_info index_file;
-  std::shared_ptr<storage_reader<io::file_source>> storage;
+  std::shared_ptr<storage_reader<io::any_source>> storage;
   std::unique_ptr<segmented_searcher> searcher;
   std::vector<index_segment> segments;
 };

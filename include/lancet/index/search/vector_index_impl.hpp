@@ -47,7 +47,7 @@ LANCET_INLINE index_segment open_index_segment(const std::string& root, const ve
   const std::string dir = index_directory(root, i.uuid);
   seg.index_file = read_index_file(dir + "/" + std::string(detail::index_file_name));
   seg.storage =
-      std::make_shared<storage_reader<io::file_source>>(open_storage(dir + "/" + std::string(detail::auxiliary_file_name)));
+      std::make_shared<storage_reader<io::any_source>>(open_storage(dir + "/" + std::string(detail::auxiliary_file_name)));
   if (!seg.index_file.ivf.centroids) throw corrupt_error("index '" + i.name + "': index.idx has no centroids");
   auto st = seg.storage;
   auto mu = std::make_shared<std::mutex>();
@@ -60,7 +60,7 @@ LANCET_INLINE index_segment open_index_segment(const std::string& root, const ve
   if (seg.index_file.sub_index_key == detail::hnsw_metadata_key) {
     // IVF_HNSW_*: each partition's graph read from index.idx when first probed.
     const std::string path = dir + "/" + std::string(detail::index_file_name);
-    auto reader = std::make_shared<file::file_reader<io::file_source>>(io::file_source(path));
+    auto reader = std::make_shared<file::file_reader<io::any_source>>(io::storage_for(path).open_source(path));
     auto info = std::make_shared<index_file_info>(seg.index_file);
     const std::string what = "index '" + i.name + "' " + path;
     seg.searcher->with_graphs([reader, info, mu, what](std::size_t p) {
