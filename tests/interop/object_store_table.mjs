@@ -2,6 +2,7 @@
 //        node object_store_table.mjs DB_URI OPTIONS_JSON read [TABLE]
 //        node object_store_table.mjs DB_URI OPTIONS_JSON index TABLE
 //        node object_store_table.mjs DB_URI OPTIONS_JSON search TABLE QUERIES_JSON K NPROBES
+//        node object_store_table.mjs DB_URI OPTIONS_JSON append TABLE FROM COUNT TIMES
 // A LanceDB table ("t", or TABLE for read) in a database on an object store (DB_URI
 // such as s3://bucket/db or az://container/db; OPTIONS_JSON: the storage options
 // LanceDB's connect takes).
@@ -13,6 +14,8 @@
 // whose name or vector is not as written]}.
 // index: builds IVF_PQ on "vec" (1 partition, 2 sub-vectors, l2) and prints what read
 // prints.
+// append: TIMES appends (one commit each) of COUNT rows, ids from FROM on; prints
+// {"appended": TIMES}.
 // search and index add "indices": [{name, indexType, columns, indexedRows,
 // unindexedRows}]; search adds "hits": the ids of the K nearest rows to each query
 // (QUERIES_JSON: a list of vectors), nearest first, with the index (NPROBES) and a
@@ -74,10 +77,10 @@ async function search(table, queries, k, nprobes) {
 
 async function main() {
   const [uri, optionsJson, action, n, queries, k, nprobes] = process.argv.slice(2);
-  if (!uri || !optionsJson || !["write", "read", "index", "search"].includes(action) ||
-      (action !== "read" && !n) || (action === "search" && !nprobes))
+  if (!uri || !optionsJson || !["write", "read", "index", "search", "append"].includes(action) ||
+      (action !== "read" && !n) || (["search", "append"].includes(action) && !nprobes))
     fail("usage: object_store_table.mjs DB_URI OPTIONS_JSON write ROWS | read [TABLE] | index TABLE | " +
-      "search TABLE QUERIES_JSON K NPROBES");
+      "search TABLE QUERIES_JSON K NPROBES | append TABLE FROM COUNT TIMES");
   const db = await lancedb.connect(uri, { storageOptions: JSON.parse(optionsJson) });
   let table;
   if (action === "write") {
@@ -89,6 +92,12 @@ async function main() {
     table = await db.openTable(n ?? "t");
   }
   try {
+    if (action === "append") {
+      const [from, count, times] = [Number(queries), Number(k), Number(nprobes)];
+      for (let i = 0; i < times; ++i) await table.add(rows(from + i * count, from + (i + 1) * count));
+      process.stdout.write(`${JSON.stringify({ appended: times })}\n`);
+      return 0;
+    }
     if (action === "index") {
       await table.createIndex("vec", { config: lancedb.Index.ivfPq({ numPartitions: 1, numSubVectors: 2, distanceType: "l2" }) });
     }

@@ -278,10 +278,8 @@ void publish(const std::string& root, pending_commit& c, const publish_options& 
   namespace fs = std::filesystem;
   const std::uint64_t version = c.manifest.version;
   const auto st = io::storage_for(root);
-  if (st.is_local()) {  // an object store has no directories
-    io::make_directories((fs::path(io::local_path(root)) / transactions_dir_name).string());
-    io::make_directories(versions_dir(io::local_path(root)));
-  }
+  io::make_directories_if_local((fs::path(root) / transactions_dir_name).string());
+  io::make_directories_if_local(versions_dir(root));
   const std::string txn_path = transaction_path(root, c.transaction.file_name());
   const std::string manifest_file = manifest_path(root, o.scheme, version);
   try {

@@ -498,8 +498,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
   detail::compaction_leftovers left;
 
   try {
-    if (io::storage_for(root).is_local())  // an object store has no directories
-      io::make_directories((std::filesystem::path(io::local_path(root)) / data_dir_name).string());
+    io::make_directories_if_local((std::filesystem::path(root) / data_dir_name).string());
     // 1. Rewrite each task's live rows into new data files.
     file::with_version(storage, [&]<class V>() {
       for (std::size_t ti = 0; ti < plan.tasks.size(); ++ti) {

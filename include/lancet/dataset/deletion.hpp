@@ -162,7 +162,7 @@ pb::data_fragment write_deletion_file(const std::string& root, const pb::manifes
                                       std::vector<std::string>& written) {
   f.deletion_file = new_bitmap_deletion_file(m.version, rows.size());
   const std::string path = deletion_file_path(root, m, f.id, *f.deletion_file);
-  if (io::storage_for(path).is_local()) io::make_directories(io::parent_directory(io::local_path(path)));
+  io::make_directories_if_local(io::parent_directory(path));
   written.push_back(path);
   const std::string bytes = rows.to_bitmap().serialize();
   io::file_sink_options so;

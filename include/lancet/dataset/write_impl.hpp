@@ -384,8 +384,7 @@ data_files_written write_data_files(const std::string& root, std::optional<arrow
                                     const write_options& o, SinkFactory& make_sink, const Policy& policy,
                                     const std::string& context) {
   const auto arrow_target = std::make_shared<const arrow::schema>(schema::to_arrow(target));
-  if (io::storage_for(root).is_local())  // an object store has no directories
-    io::make_directories((std::filesystem::path(io::local_path(root)) / data_dir_name).string());
+  io::make_directories_if_local((std::filesystem::path(root) / data_dir_name).string());
   data_files_written out;
   file::with_version(storage, [&]<class V>() {
     using strategy = strategy_for<V, Policy>;

@@ -282,6 +282,12 @@ inline storage storage_for(std::string_view root) {
 }
 
 
+// Creates a directory and its parents when it is on local storage, where a sink from
+// a user's factory may expect them; nothing on an object store, which has none.
+inline void make_directories_if_local(const std::string& dir) {
+  if (storage_for(dir).is_local()) make_directories(local_path(dir));
+}
+
 // Removes the file at a path (local, or under a mounted storage) and ignores every
 // error: the clean-up of a write that is failing already.
 inline void remove_quietly(const std::string& path) noexcept {
