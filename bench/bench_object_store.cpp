@@ -7,7 +7,8 @@
 //     rows as Arrow IPC (tests/interop/bench_object_store.mjs);
 //   - scan: lancet's dataset::scan of each dataset, against LanceDB's query().toArrow();
 //   - memory: the peak resident memory the write adds over the table already in memory
-//     (VmHWM after clear_refs), against parts_in_flight x part_size + 64 MiB.
+//     (VmHWM after clear_refs), against parts_in_flight x part_size + 64 MiB, and the
+//     same write to a local file as the anchor.
 //   bench_object_store [rows] [reps]      (defaults: 2000000 1)
 // Needs Node and tests/interop/node_modules (npm install there).
 #include <chrono>
@@ -83,6 +84,15 @@ int main(int argc, char** argv) try {
   std::printf("rows %lld, format 2.2, raw input %.1f MB, best of %d; parts of %.0f MiB, %u in flight\n", (long long)rows,
               double(raw) / 1e6, reps, double(sink.part_size) / 1048576.0, sink.parts_in_flight);
 
+  {  // the anchor: the same write to a local file
+    dataset::write_options o;
+    o.file_options.pool = &pool;
+    const auto before = status_bytes("VmRSS");
+    reset_peak();
+    const double s = best_seconds(1, [&] { dataset::write((tmp.path() / "local").string(), batch, o); });
+    std::printf("local file: write %.3f s (%.0f MB/s), peak memory over the table %.0f MiB\n", s, mbps(s),
+                (double(status_bytes("VmHWM")) - double(before)) / 1048576.0);
+  }
   for (const auto& [db, options] : stores) {
     io::mount(db, os::open_storage(db, options, [](const std::string&) { return std::nullopt; }, sink));
     const std::string ours = db + "/ours.lance";

@@ -280,7 +280,8 @@ const std::vector<command_spec>& commands() {
       {"cleanup",
        "lancet cleanup DATASET [--older-than SECONDS] [--keep N] [--delete-unverified] [--dry-run]",
        "Removes old versions and the files no kept version references (Lance's cleanup_old_versions):\n"
-       "data, deletion, transaction and index files, and the leftovers of killed writes. The latest\n"
+       "data, deletion, transaction and index files, and the leftovers of killed writes (on S3, their\n"
+       "unfinished multipart uploads are aborted: \"aborted_uploads\"). The latest\n"
        "version and tagged versions are always kept. Files no manifest references are removed only\n"
        "when older than 7 days (or with --delete-unverified); nothing modified after the oldest kept\n"
        "version was committed is removed. Prints what it removed as one JSON line.\n"
@@ -873,7 +874,8 @@ int cmd_cleanup(const args& a) {
   o.dry_run = a.get("dry-run").has_value();
   const auto st = dataset::cleanup_old_versions(a.path, o);
   json::object_writer j;  // members in name order, as before
-  j.field("bytes_removed", st.bytes_removed)
+  j.field("aborted_uploads", st.aborted_uploads)
+      .field("bytes_removed", st.bytes_removed)
       .field("dry_run", o.dry_run)
       .field("files_removed", st.files_removed)
       .field("latest_version", st.latest_version)

@@ -4,8 +4,14 @@
 // the object and the HTTP status; retries of a server that does not answer.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -177,7 +183,12 @@ TEST_CASE("object store: Azure Blob operations against Azurite, which checks Sha
   const std::vector<std::string> blocks = {az.upload_part("db/data/big.lance", upload, 0, b0),
                                            az.upload_part("db/data/big.lance", upload, 1, b1)};
   CHECK_FALSE(az.size("db/data/big.lance").has_value());  // nothing visible before the list
-  az.complete_upload("db/data/big.lance", upload, blocks);
+  CHECK(az.complete_upload("db/data/big.lance", upload, blocks, true));
+  CHECK(az.get("db/data/big.lance") == b0 + b1);
+  // Committed on the condition that the key is free: refused once it is taken.
+  const auto again = az.start_upload("db/data/big.lance");
+  const std::vector<std::string> other = {az.upload_part("db/data/big.lance", again, 0, b1)};
+  CHECK_FALSE(az.complete_upload("db/data/big.lance", again, other, true));
   CHECK(az.get("db/data/big.lance") == b0 + b1);
 
   az.remove("db/data/a file+1.lance");
@@ -286,6 +297,17 @@ TEST_CASE("object store: Lance files written and read through object sinks and s
   CHECK_THROWS_WITH_AS(commit("second"), doctest::Contains("az://lance/db/_versions/18446744073709551614.manifest: already exists"),
                        conflict_error);
   CHECK(az->with([](os::azure_client& c) { return c.get("db/_versions/18446744073709551614.manifest"); }) == "first");
+  // An exclusive sink larger than a part streams as an upload completed on the same
+  // condition (memory stays at parts_in_flight parts, not the object).
+  const auto large = [&](const std::string& key, char fill) {
+    os::object_sink<os::azure_client> m(az, key, {.part_size = 5 << 20, .parts_in_flight = 2, .if_absent = true});
+    m.write(t::view(std::string((12 << 20) + 5, fill)));
+    m.finish();
+  };
+  large("db/data/exclusive.lance", 'a');
+  CHECK_THROWS_WITH_AS(large("db/data/exclusive.lance", 'b'), doctest::Contains("exclusive.lance: already exists"),
+                       conflict_error);
+  CHECK(az->with([](os::azure_client& c) { return c.get("db/data/exclusive.lance"); }) == std::string((12 << 20) + 5, 'a'));
   CHECK_THROWS_WITH_AS((os::object_source<os::s3_client>(s3, "db/none.lance")),
                        doctest::Contains("s3://lance/db/none.lance: no such object"), not_found_error);
 }
@@ -942,4 +964,82 @@ TEST_CASE("object store: 5xx answers, cut uploads and a slow server are retried;
     CHECK(seen["version"] == 3);
     CHECK(seen["ids"].get<std::vector<std::int64_t>>() == ids_between(0, 300100, seventh));
   }
+}
+
+// A writer killed (SIGKILL) in the middle of its multipart upload to S3 leaves an
+// unfinished upload and no version: the dataset stays as it was and LanceDB reads it so.
+// Cleanup aborts the upload once a later version is committed (before, it may belong to
+// a write in progress), as it removes a killed writer's temporary files. s3rver has no
+// ListMultipartUploads; tests/interop/uploads_proxy.mjs answers it in front of s3rver.
+TEST_CASE("object store: a writer killed mid-upload leaves the dataset as it was; cleanup aborts its upload") {
+  const emulated_stores es("object-killed");
+  const auto& [db, direct] = es.stores[0];
+  t::emulator proxy({"node", (t::interop_dir() / "uploads_proxy.mjs").string(), std::to_string(es.s3rver.port())});
+  auto options = direct;
+  options["aws_endpoint"] = proxy.url();
+  os::s3_client s3(os::read_s3_options(options, no_environment), "lance");
+  const std::string root = db + "/killed.lance";
+  const std::string prefix = "db/killed.lance/";
+
+  // The writer: a child forked before this process opens a connection (the two would
+  // share its sockets). It creates version 1, then appends one data file of about
+  // 90 MB (18 parts of 5 MiB), and is killed during that upload.
+  const pid_t writer = fork();
+  REQUIRE(writer >= 0);
+  if (writer == 0) {
+    try {
+      io::mount(db, os::open_storage(db, options, no_environment));
+      dataset::write(root, table_rows(0, 1000));
+      auto o = appending();
+      o.max_rows_per_file = 4000000;
+      dataset::write(root, table_rows(1000, 2001000), o);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "the writer failed: %s\n", e.what());
+      _exit(2);
+    }
+    _exit(0);
+  }
+  bool begun = false, ended = false;
+  int status = 0;
+  for (int i = 0; i < 6000 && !begun && !ended; ++i) {
+    begun = !s3.list_uploads(prefix).empty();
+    ended = waitpid(writer, &status, WNOHANG) == writer;
+    if (!begun) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!ended) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a part or two on its way
+    kill(writer, SIGKILL);
+    waitpid(writer, &status, 0);
+  }
+  io::mount(db, os::open_storage(db, options, no_environment));
+  const std::string how = ended ? "ended by itself" : "was killed";
+  INFO("the writer " << how << ", version " << dataset::dataset::open(root).version());
+  REQUIRE(begun);
+  CHECK(WIFSIGNALED(status));
+  const auto left = s3.list_uploads(prefix);
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].key.starts_with(prefix + "data/"));
+  CHECK(dataset::dataset::open(root).version() == 1);
+  auto read = nlohmann::json::parse(t::node("object_store_table.mjs", {db, nlohmann::json(direct).dump(), "read", "killed"}));
+  CHECK(read["version"] == 1);
+  CHECK(read["ids"].get<std::vector<std::int64_t>>() == ids_between(0, 1000, [](std::int64_t) { return false; }));
+
+  dataset::cleanup_options co;
+  co.keep_versions = 1;
+  co.delete_unverified = true;
+  CHECK(dataset::cleanup_old_versions(root, co).aborted_uploads.empty());  // begun after version 1
+  CHECK(s3.list_uploads(prefix).size() == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // start times are whole seconds
+  CHECK(dataset::write(root, table_rows(5000000, 5000010), appending()).version == 2);
+  auto dry = co;
+  dry.dry_run = true;
+  CHECK(dataset::cleanup_old_versions(root, dry).aborted_uploads == std::vector<std::string>{left[0].key.substr(prefix.size())});
+  CHECK(s3.list_uploads(prefix).size() == 1);
+  const auto cleaned = dataset::cleanup_old_versions(root, co);
+  CHECK(cleaned.aborted_uploads == std::vector<std::string>{left[0].key.substr(prefix.size())});
+  CHECK(s3.list_uploads(prefix).empty());
+  read = nlohmann::json::parse(t::node("object_store_table.mjs", {db, nlohmann::json(direct).dump(), "read", "killed"}));
+  CHECK(read["version"] == 2);
+  CHECK(read["countRows"] == 1010);
+  CHECK(io::unmount(db));
 }

@@ -26,6 +26,9 @@
 //     (only safe when nothing writes to the dataset).
 //   the temporary files of killed writes: lancet's ".NAME.PID-N-HEX.tmp" next to any of
 //     the above and under _versions/, and Lance's "_versions/.tmp*": unverified files.
+//   on S3, the multipart uploads of killed writes under the dataset (never listed as
+//     files): aborted by the same rule as temporary files. Azure discards the blocks of
+//     uploads never committed by itself, after a week.
 //   Nothing modified after the commit time of the oldest kept version is removed (Lance
 //     lists only files modified at or before it), so an in-progress write's files are
 //     safe; the leftovers of a write killed after the latest commit therefore stay
@@ -84,6 +87,7 @@ struct cleanup_stats {
   std::vector<std::uint64_t> removed_versions;       // ascending
   std::vector<std::string> removed_files;            // relative to the root, manifests first
   std::vector<std::uint64_t> tagged_versions_kept;   // old enough to go but tagged
+  std::vector<std::string> aborted_uploads;          // unfinished uploads aborted, relative to the root
   std::uint64_t latest_version = 0;
 };
 
@@ -138,6 +142,25 @@ inline std::map<std::uint64_t, std::string> tagged_versions(const io::storage& s
     if (!v) throw corrupt_error("tag file '" + path + "' has no \"version\" number");
     out.emplace(*v, name.stem().string());
   }
+  return out;
+}
+
+// The unfinished uploads under the dataset that may go, by the rule of temporary files:
+// begun before the oldest kept version's commit and, unless delete_unverified, at least
+// unverified_min_age ago. Stores give the start in whole seconds, so an upload begun in
+// the second of that commit may be a write in progress: it stays.
+inline std::vector<io::unfinished_upload> stale_uploads(const io::storage& store, const std::string& root,
+                                                        std::optional<std::chrono::system_clock::time_point> earliest_kept,
+                                                        const cleanup_options& o,
+                                                        std::chrono::system_clock::time_point now) {
+  std::vector<io::unfinished_upload> out;
+  if (!earliest_kept) return out;
+  for (auto& u : store.list_unfinished_uploads(root)) {
+    if (!u.started || *u.started + std::chrono::seconds(1) > *earliest_kept) continue;
+    if (!o.delete_unverified && *u.started >= now - o.unverified_min_age) continue;
+    out.push_back(std::move(u));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   return out;
 }
 
@@ -236,6 +259,7 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
     if (remove) files.push_back({(fs::path(root) / rel).string(), rel, f.size});
   }
   std::sort(files.begin(), files.end(), [](const victim& a, const victim& b) { return a.rel < b.rel; });
+  const auto uploads = detail::stale_uploads(store, root, earliest_kept, o, now);
 
   const auto remove_file = [&](const std::string& p) {
     if (!o.dry_run) store.remove(p);
@@ -254,6 +278,10 @@ inline cleanup_stats cleanup_old_versions(const std::string& root, const cleanup
     st.bytes_removed += f.size;
     st.removed_files.push_back(f.rel);
     if (f.rel.rfind("_indices/", 0) == 0 || fs::path(f.rel).extension() == ".blob") index_dirs.insert(fs::path(f.path).parent_path());
+  }
+  for (const auto& u : uploads) {
+    if (!o.dry_run) store.abort_upload(root, u);
+    st.aborted_uploads.push_back(u.path);
   }
   // Local index and blob file directories left empty go too (directories, not files:
   // not counted; an object store has none).

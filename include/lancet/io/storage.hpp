@@ -51,6 +51,14 @@ struct stored_file {
   friend bool operator==(const stored_file&, const stored_file&) = default;
 };
 
+// An upload begun and never finished (an S3 multipart upload whose writer was killed):
+// list() does not show it, yet the store keeps its parts until it is aborted.
+struct unfinished_upload {
+  std::string path;  // relative to the listed directory, '/'-separated
+  std::string id;    // the store's upload id
+  std::optional<std::chrono::system_clock::time_point> started;
+};
+
 // What a writer asks of a new file.
 struct storage_sink_options {
   bool if_absent = false;  // finish() throws conflict_error when the path exists
@@ -70,6 +78,10 @@ class storage {
     virtual std::vector<stored_file> list(const std::string& dir, bool recursive) const = 0;
     virtual void remove(std::span<const std::string> paths) const = 0;
     virtual void remove_all(const std::string& dir) const = 0;
+    // Stores without unfinished uploads (local files: a killed writer's temporary file
+    // is listed) keep these.
+    virtual std::vector<unfinished_upload> list_unfinished_uploads(const std::string&) const { return {}; }
+    virtual void abort_upload(const std::string&, const unfinished_upload&) const {}
   };
 
   explicit storage(std::shared_ptr<const backend> b) : b_(std::move(b)) {
@@ -102,6 +114,11 @@ class storage {
   void remove(const std::string& path) const { b_->remove(std::span<const std::string>(&path, 1)); }
   // Removes everything under `dir`.
   void remove_all(const std::string& dir) const { b_->remove_all(dir); }
+  // The unfinished uploads under a directory (every depth); abort one of them.
+  std::vector<unfinished_upload> list_unfinished_uploads(const std::string& dir) const {
+    return b_->list_unfinished_uploads(dir);
+  }
+  void abort_upload(const std::string& dir, const unfinished_upload& u) const { b_->abort_upload(dir, u); }
 
   // A whole file written at once.
   void put(const std::string& path, bytes_view bytes, const storage_sink_options& o = {}) const {

@@ -148,12 +148,18 @@ class azure_client {
     check(r, "Put Block " + std::to_string(index), key);
     return id;
   }
-  void complete_upload(const std::string& key, const std::string&, const std::vector<std::string>& blocks) {
+  // if_absent: only when no blob has the key (If-None-Match: *); false when one has.
+  bool complete_upload(const std::string& key, const std::string&, const std::vector<std::string>& blocks,
+                       bool if_absent = false) {
     std::string xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>";
     for (const auto& id : blocks) xml += "<Latest>" + detail::xml_escaped(id) + "</Latest>";
     xml += "</BlockList>";
-    auto r = call("PUT", key, {{"comp", "blocklist"}}, {{"Content-Type", "application/xml"}}, xml);
+    header_list h = {{"Content-Type", "application/xml"}};
+    if (if_absent) h.emplace_back("If-None-Match", "*");
+    auto r = call("PUT", key, {{"comp", "blocklist"}}, h, xml);
+    if (if_absent && (r.status == 409 || r.status == 412)) return false;
     check(r, "Put Block List", key);
+    return true;
   }
   void abort_upload(const std::string&, const std::string&) {}
 

@@ -23,10 +23,12 @@
 #include <thread>
 #include <utility>
 
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/core/stream_traits.hpp>
@@ -149,18 +151,28 @@ class http_connection {
       parser.body_limit(std::uint64_t(1) << 40);
       if (method == "HEAD") parser.skip(true);
       buffer_.clear();
-      with_stream(
-          [&](auto& s) { http::async_read(s, buffer_, parser, [&](boost::beast::error_code e, std::size_t) { ec = e; }); });
+      const std::string what = "reading the answer to " + std::string(method) + " " + target;
+      with_stream([&](auto& s) {
+        http::async_read_header(s, buffer_, parser, [&](boost::beast::error_code e, std::size_t) { ec = e; });
+      });
       run();
-      if (ec) fail("reading the answer to " + std::string(method) + " " + target, ec);
-      auto& res = parser.get();
+      if (ec) fail(what, ec);
       http_response out;
+      if (!parser.is_done() && parser.content_length() && !parser.chunked()) {
+        out.body = read_body(*parser.content_length(), what);
+      } else {
+        with_stream(
+            [&](auto& s) { http::async_read(s, buffer_, parser, [&](boost::beast::error_code e, std::size_t) { ec = e; }); });
+        run();
+        if (ec) fail(what, ec);
+        out.body = std::move(parser.get().body());
+      }
+      const auto& res = parser.get();
       out.status = res.result_int();
       for (const auto& f : res) {
         const auto name = f.name_string();
         out.headers.emplace_back(ascii_lower(std::string_view(name.data(), name.size())), std::string(f.value()));
       }
-      out.body = std::move(res.body());
       if (!res.keep_alive()) close();
       return out;
     } catch (const transport_error&) {
@@ -204,6 +216,28 @@ class http_connection {
       run();
       if (ec) fail("TLS handshake with " + ep_.host_header(), ec);
     }
+  }
+
+  // A body of known length, straight into its string: what the header read took past
+  // the header first, then reads as large as the socket gives (Beast's parser would
+  // take it 64 KiB at a time through buffer_ and copy it again).
+  std::string read_body(std::uint64_t length, const std::string& what) {
+    if (length > (std::uint64_t(1) << 40))
+      throw io_error(ep_.url + ": " + what + ": a body of " + std::to_string(length) + " bytes");
+    std::string body(std::size_t(length), '\0');
+    const auto early = std::min<std::size_t>(buffer_.size(), body.size());
+    boost::asio::buffer_copy(boost::asio::buffer(body.data(), early), buffer_.data());
+    buffer_.consume(buffer_.size());
+    boost::beast::error_code ec;
+    if (early < body.size()) {
+      with_stream([&](auto& s) {
+        boost::asio::async_read(s, boost::asio::buffer(body.data() + early, body.size() - early),
+                                [&](boost::beast::error_code e, std::size_t) { ec = e; });
+      });
+      run();
+      if (ec) fail(what, ec);
+    }
+    return body;
   }
 
   bool connected() const noexcept { return plain_.has_value() || tls_.has_value(); }

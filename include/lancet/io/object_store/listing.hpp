@@ -17,6 +17,13 @@ struct listed_object {
   std::optional<std::chrono::system_clock::time_point> last_modified;
 };
 
+// One multipart upload begun and neither completed nor aborted.
+struct listed_upload {
+  std::string key;
+  std::string upload_id;
+  std::optional<std::chrono::system_clock::time_point> initiated;
+};
+
 }  // namespace lancet::io::object_store
 
 namespace lancet::io::detail {

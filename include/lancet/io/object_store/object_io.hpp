@@ -48,7 +48,7 @@ concept object_client = requires(C& c, const std::string& key, std::string_view 
   c.remove(key);
   { c.start_upload(key) } -> std::same_as<std::string>;
   { c.upload_part(key, key, index, body) } -> std::same_as<std::string>;
-  c.complete_upload(key, key, parts);
+  { c.complete_upload(key, key, parts, true) } -> std::same_as<bool>;
   c.abort_upload(key, key);
 };
 
@@ -180,7 +180,8 @@ struct object_sink_options {
   std::uint64_t part_size = std::uint64_t(5) << 20;
   // Parts uploading at once (Lance: 10); 1 uploads each part before the writer goes on.
   std::uint32_t parts_in_flight = 4;
-  // Put the object only if its key is free (Lance's manifest commit).
+  // Put the object only if its key is free (Lance's manifest commit): one conditional
+  // PUT when it fits in a part, else the upload completed on that condition.
   bool if_absent = false;
 };
 
@@ -193,7 +194,6 @@ class object_sink {
     if (o_.part_size < (std::uint64_t(5) << 20))
       throw invalid_input_error("object_sink: part_size " + std::to_string(o_.part_size) + " is below 5 MiB");
     if (o_.parts_in_flight == 0) throw invalid_input_error("object_sink: parts_in_flight must be at least 1");
-    if (o_.if_absent && o_.part_size < (std::uint64_t(1) << 62)) o_.part_size = std::uint64_t(1) << 62;  // one PUT
   }
   object_sink(object_sink&& o) noexcept
       : pool_(std::move(o.pool_)), key_(std::move(o.key_)), name_(std::move(o.name_)), o_(o.o_), buffer_(std::move(o.buffer_)),
@@ -241,7 +241,14 @@ class object_sink {
       } else {
         if (!buffer_.empty() || parts_.size() + in_flight_.size() == 0) upload(std::string(buffer_));
         while (!in_flight_.empty()) settle_oldest();
-        c.complete_upload(key_, *upload_, parts_);
+        if (!c.complete_upload(key_, *upload_, parts_, o_.if_absent)) {
+          try {
+            c.abort_upload(key_, *upload_);
+          } catch (...) {
+          }
+          upload_.reset();
+          throw conflict_error(name_ + ": already exists (another writer committed it first)");
+        }
       }
     });
     buffer_.clear();

@@ -82,6 +82,24 @@ class object_backend final : public storage::backend {
     for (const auto& o : pool_->with([&](Client& c) { return c.list(prefix); }))
       pool_->with([&](Client& c) { c.remove(o.key); });
   }
+  // S3's multipart uploads. Azure has no such listing: the service discards blocks
+  // never committed after a week.
+  std::vector<unfinished_upload> list_unfinished_uploads(const std::string& dir) const override {
+    std::vector<unfinished_upload> out;
+    if constexpr (requires(Client& c, const std::string& p) { c.list_uploads(p); }) {
+      const auto prefix = prefix_of(dir);
+      for (auto& u : pool_->with([&](Client& c) { return c.list_uploads(prefix); }))
+        if (u.key.starts_with(prefix) && u.key.size() > prefix.size())
+          out.push_back({u.key.substr(prefix.size()), std::move(u.upload_id), u.initiated});
+    }
+    return out;
+  }
+  void abort_upload(const std::string& dir, const unfinished_upload& u) const override {
+    if constexpr (requires(Client& c, const std::string& p) { c.list_uploads(p); }) {
+      const auto key = prefix_of(dir) + u.path;
+      pool_->with([&](Client& c) { c.abort_upload(key, u.id); });
+    }
+  }
 
  private:
   // The key of a path inside this storage's location.

@@ -2,7 +2,7 @@
 // hashes, as object_store sends them), path-style unless virtual-hosted requests are
 // asked for: PUT (and PUT If-None-Match: * for a manifest), ranged GET, HEAD,
 // ListObjectsV2 over every page, DELETE, and multipart uploads (start, parts, complete,
-// abort). Errors name the object's URI and the HTTP status with S3's error code:
+// abort, and the listing of unfinished ones). Errors name the object's URI and the HTTP status with S3's error code:
 // not_found_error for 404, io_error otherwise; a lost conditional PUT is `false` from
 // put_if_absent, never an error.
 //
@@ -128,16 +128,45 @@ class s3_client {
     check(r, "PUT part " + std::to_string(index + 1), key);
     return r.header("etag");
   }
-  void complete_upload(const std::string& key, const std::string& upload_id, const std::vector<std::string>& etags) {
+  // if_absent: only when no object has the key (If-None-Match: *); false when one has.
+  bool complete_upload(const std::string& key, const std::string& upload_id, const std::vector<std::string>& etags,
+                       bool if_absent = false) {
     std::string xml = "<CompleteMultipartUpload>";
     for (std::size_t i = 0; i < etags.size(); ++i)
       xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + detail::xml_escaped(etags[i]) +
              "</ETag></Part>";
     xml += "</CompleteMultipartUpload>";
-    auto r = call("POST", key, {{"uploadId", upload_id}}, {{"content-type", "application/xml"}}, xml);
+    header_list h = {{"content-type", "application/xml"}};
+    if (if_absent) h.emplace_back("if-none-match", "*");
+    auto r = call("POST", key, {{"uploadId", upload_id}}, h, xml);
+    if (if_absent && r.status == 412) return false;
     check(r, "POST ?uploadId (complete)", key);
     // S3 may answer 200 with an error document when completing fails late.
     if (r.body.find("<Error>") != std::string::npos) throw_http_error(r, uri(key) + ": POST ?uploadId (complete)");
+    return true;
+  }
+  // The multipart uploads under `prefix` neither completed nor aborted
+  // (ListMultipartUploads, every page). A store that does not implement the listing
+  // (HTTP 501) has none to show: empty.
+  std::vector<listed_upload> list_uploads(const std::string& prefix) {
+    std::vector<listed_upload> out;
+    std::string key_marker, id_marker;
+    for (;;) {
+      header_list q = {{"uploads", ""}, {"prefix", prefix}};
+      if (!key_marker.empty()) q.emplace_back("key-marker", key_marker);
+      if (!id_marker.empty()) q.emplace_back("upload-id-marker", id_marker);
+      auto r = call("GET", "", q, {}, {});
+      if (r.status == 501) return out;
+      check(r, "LIST ?uploads", prefix);
+      for (const auto u : detail::xml_elements(r.body, "Upload"))
+        out.push_back({detail::xml_first(u, "Key"), detail::xml_first(u, "UploadId"),
+                       parse_iso8601_utc(detail::xml_first(u, "Initiated"))});
+      if (detail::xml_first(r.body, "IsTruncated") != "true") return out;
+      key_marker = detail::xml_first(r.body, "NextKeyMarker");
+      id_marker = detail::xml_first(r.body, "NextUploadIdMarker");
+      if (key_marker.empty() && id_marker.empty())
+        throw io_error(uri(prefix) + ": a truncated upload listing without NextKeyMarker");
+    }
   }
   void abort_upload(const std::string& key, const std::string& upload_id) {
     auto r = call("DELETE", key, {{"uploadId", upload_id}}, {}, {});
