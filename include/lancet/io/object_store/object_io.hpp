@@ -178,8 +178,8 @@ struct object_sink_options {
   // Bytes buffered before a part is uploaded; S3 needs at least 5 MiB for every part but
   // the last (Lance uploads 5 MiB parts).
   std::uint64_t part_size = std::uint64_t(5) << 20;
-  // Parts uploading at once (Lance: 10); 1 uploads each part before the writer goes on.
-  std::uint32_t parts_in_flight = 4;
+  // Parts uploading at once (as Lance: 10); 1 uploads each part before the writer goes on.
+  std::uint32_t parts_in_flight = 10;
   // Put the object only if its key is free (Lance's manifest commit): one conditional
   // PUT when it fits in a part, else the upload completed on that condition.
   bool if_absent = false;
