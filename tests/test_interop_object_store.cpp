@@ -835,6 +835,13 @@ TEST_CASE("object store: vector indexes built, searched, optimized, remapped and
     CHECK(lancet_nearest(theirs, queries_at(probe)) == nearest_three(probe, present(550)));
     CHECK(index::optimize_indices(theirs).indices.at(0).rows_added == 50);
     check_after_change(db, options, "t", theirs, 493);
+    // Compacted (its index remapped) and cleaned by lancet.
+    CHECK(dataset::compact_files(theirs, {.remap_indexes = index::compaction_remapper()}).metrics.fragments_removed >= 2);
+    dataset::cleanup_options keep_one;
+    keep_one.keep_versions = 1;
+    CHECK(dataset::cleanup_old_versions(theirs, keep_one).old_versions > 0);
+    CHECK(stored_paths(st, theirs + "/_indices") == listed_index_files(theirs));
+    check_after_change(db, options, "t", theirs, 493);
     CHECK(io::unmount(db));
   }
 }
