@@ -139,13 +139,16 @@ class file_reader {
     io::check_range(offset, size, source_.size(), io::source_name(source_));
     const std::uint64_t pieces = (size + chunk - 1) / chunk;
     const std::uint64_t piece = size / pieces;
-    aligned_buffer out;
-    out.reserve(std::size_t(size));
+    std::vector<io::byte_range> ranges(static_cast<std::size_t>(pieces));
     for (std::uint64_t i = 0; i < pieces; ++i) {
       const auto b = i * piece, e = i + 1 == pieces ? size : b + piece;
-      auto part = source_.read(offset + b, e - b);
-      out.append(part.data(), part.size());
+      ranges[std::size_t(i)] = {offset + b, e - b};
     }
+    // All pieces at once: a source with its own read_into (an object store) fetches
+    // them concurrently; others read them one by one.
+    aligned_buffer out;
+    out.resize(std::size_t(size));
+    io::read_into(source_, ranges, out.data());
     return shared_bytes(std::move(out));
   }
 
