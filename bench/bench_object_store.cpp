@@ -37,6 +37,7 @@ namespace {
 
 using lancet::bench::best_seconds;
 using lancet::bench::make_table;
+using lancet::bench::scan_all;
 
 // A field of /proc/self/status in bytes (VmRSS, VmHWM).
 std::uint64_t status_bytes(const std::string& key) {
@@ -48,14 +49,6 @@ std::uint64_t status_bytes(const std::string& key) {
 }
 // Resets VmHWM to the current resident size.
 void reset_peak() { std::ofstream("/proc/self/clear_refs") << "5"; }
-
-std::uint64_t scan_all(const std::string& root) {
-  auto ds = dataset::dataset::open(root);
-  std::uint64_t rows = 0;
-  auto sc = ds.scan();
-  while (auto b = sc.next()) rows += std::uint64_t(b->num_rows());
-  return rows;
-}
 
 }  // namespace
 

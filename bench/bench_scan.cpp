@@ -34,6 +34,7 @@ namespace {
 
 using lancet::bench::best_seconds;
 using lancet::bench::make_table;
+using lancet::bench::scan_all;
 
 // Page-buffer bytes per leaf column of a dataset's data files, by column name.
 std::vector<std::pair<std::string, std::uint64_t>> column_bytes(const std::string& root) {
@@ -51,14 +52,6 @@ std::vector<std::pair<std::string, std::uint64_t>> column_bytes(const std::strin
         for (auto s : p.buffer_sizes) out[c].second += s;
   }
   return out;
-}
-
-std::uint64_t scan_all(const std::string& root) {
-  auto ds = dataset::dataset::open(root);
-  std::uint64_t rows = 0;
-  auto sc = ds.scan();
-  while (auto b = sc.next()) rows += std::uint64_t(b->num_rows());
-  return rows;
 }
 
 }  // namespace

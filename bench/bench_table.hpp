@@ -1,5 +1,6 @@
 // The 1M-row benchmark table of the file-format issues (id, x, a 14-byte string and a
-// 128-d float vector), shared by bench_write and bench_scan, and a best-of-N timer.
+// 128-d float vector), shared by bench_write, bench_scan and bench_object_store, a full
+// scan and a best-of-N timer.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include <lancet/arrow/builder.hpp>
+#include <lancet/dataset/dataset.hpp>
 
 namespace lancet::bench {
 
@@ -33,6 +35,15 @@ inline arrow::record_batch make_table(std::int64_t rows, std::uint64_t& raw_byte
                             {"x", arrow::make_array<float>(xs)},
                             {"s", arrow::string_array(strs)},
                             {"vector", arrow::make_fixed_size_list(arrow::make_array<float>(vec), 128)}});
+}
+
+// The rows of a full scan of the dataset at `root` (a path or a mounted URI).
+inline std::uint64_t scan_all(const std::string& root) {
+  auto ds = dataset::dataset::open(root);
+  std::uint64_t rows = 0;
+  auto sc = ds.scan();
+  while (auto b = sc.next()) rows += std::uint64_t(b->num_rows());
+  return rows;
 }
 
 // The fastest of `reps` runs of f, in seconds.
