@@ -116,6 +116,14 @@ TEST_CASE("object store: S3 operations against s3rver") {
   s3.remove("db/data/a file+1.lance");
   CHECK_FALSE(s3.size("db/data/a file+1.lance").has_value());
   s3.remove("db/data/a file+1.lance");
+  // Many at once (DeleteObjects), with names XML must escape and one that is not there.
+  s3.put("db/x/a&b <c>.bin", "1");
+  s3.put("db/x/2", "2");
+  s3.put("db/x/3", "3");
+  const std::vector<std::string> gone = {"db/x/a&b <c>.bin", "db/x/none", "db/x/2"};
+  s3.remove_many(gone);
+  REQUIRE(s3.list("db/x/").size() == 1);
+  CHECK(s3.list("db/x/")[0].key == "db/x/3");
 
   // Errors name the object and the answer.
   CHECK_THROWS_WITH_AS(s3.get("db/missing"), doctest::Contains("s3://lance/db/missing: GET answered HTTP 404 NoSuchKey"),
@@ -384,7 +392,7 @@ static_assert(requires(const os::object_source<os::s3_client>& s, std::span<cons
   s.read_into(r, o);
 });
 
-TEST_CASE("object store: many ranges read at once, merged and fetched concurrently") {
+TEST_CASE("object store: many ranges read at once, cut or merged, fetched concurrently, read in place") {
   t::temp_dir tmp("read-into");
   t::emulator server({"node", "--openssl-legacy-provider", (t::interop_dir() / "s3rver.mjs").string(),
                       (tmp.path() / "s3").string(), "lance"});
@@ -397,6 +405,13 @@ TEST_CASE("object store: many ranges read at once, merged and fetched concurrent
   std::vector<io::byte_range> ranges = {{30u << 20, 100}, {5, 10}, {0, 0}, {8, 20}, {(40u << 20) - 7, 7},
                                         {1000, 4096}, {17u << 20, 3 << 20}, {2 << 20, 1}};
   for (std::uint64_t i = 0; i < 20; ++i) ranges.push_back({(i * 1999993) % (39u << 20), 333});
+  // Larger than a request (cut into pieces read in place), end to end in the object and
+  // in `out` (read in place together), and end to end in the object but not in `out`.
+  ranges.push_back({(3u << 20) + 1, (19u << 20) + 5});
+  ranges.push_back({(23u << 20), 1000});
+  ranges.push_back({(23u << 20) + 1000, 2000});
+  ranges.push_back({(25u << 20) + 500, 700});
+  ranges.push_back({(25u << 20), 500});
   std::uint64_t total = 0;
   for (const auto& r : ranges) total += r.length;
   std::vector<std::uint8_t> out(total);
@@ -404,6 +419,9 @@ TEST_CASE("object store: many ranges read at once, merged and fetched concurrent
   std::string want;
   for (const auto& r : ranges) want += data.substr(std::size_t(r.offset), std::size_t(r.length));
   CHECK(std::string(out.begin(), out.end()) == want);
+  const auto whole = src.read(7, (40u << 20) - 7);
+  CHECK(std::string(reinterpret_cast<const char*>(whole.data()), whole.size()) == data.substr(7));
+  CHECK(src.read(40u << 20, 0).size() == 0);
   const std::vector<io::byte_range> past = {{0, 10}, {(40u << 20) - 5, 10}};
   CHECK_THROWS_WITH_AS(io::read_into(src, past, out.data()), doctest::Contains("past the end of 's3://lance/db/data/ranges.bin'"),
                        corrupt_error);
@@ -440,6 +458,21 @@ TEST_CASE("object store: S3 and Azure as io::storage meet the storage contract; 
   s3.put("s3://lance/db/sized.bin", t::view("0123456789"));
   CHECK(s3.list("s3://lance/db").at(0).path == "sized.bin");
   CHECK(t::byte_vector(s3.open_source("s3://lance/db/sized.bin", 10).read(8, 2)) == std::vector<std::uint8_t>{'8', '9'});
+
+  // More files than one bulk delete takes: removed by path (missing ones fine), then the rest by directory.
+  for (const auto& [st, root] : {std::pair{&s3, std::string("s3://lance/db/bulk")}, std::pair{&az, std::string("az://lance/db/bulk")}}) {
+    std::vector<std::string> paths;
+    for (int i = 0; i < 1003; ++i) paths.push_back(root + "/f" + std::to_string(i));
+    for (const auto& p : paths) st->put(p, t::view("x"));
+    REQUIRE(st->list(root).size() == 1003);
+    std::vector<std::string> some(paths.begin(), paths.begin() + 1001);
+    some.push_back(root + "/never");
+    st->remove(some);
+    REQUIRE(st->list(root).size() == 2);
+    CHECK(st->list(root)[0].path == "f1001");
+    st->remove_all(root);
+    CHECK(st->list(root).empty());
+  }
 
   for (const auto* st : {&s3, &az}) {
     CHECK_THROWS_WITH_AS(st->put("s3://other/db/x", t::view("x")), doctest::Contains("is not inside the storage"),

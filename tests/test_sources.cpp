@@ -17,11 +17,13 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <lancet/arrow/builder.hpp>
 #include <lancet/arrow/compare.hpp>
 #include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/delete.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/file/reader.hpp>
 #include <lancet/io/any_source.hpp>
@@ -66,6 +68,8 @@ struct counters {
   std::mutex mu;
   std::set<std::string> opened;  // paths
   std::atomic<std::uint64_t> reads{0}, bytes{0}, largest{0};
+  std::set<std::thread::id> threads;  // that read
+  std::atomic<std::uint64_t> most_ranges{0};  // in one read_into
   bool opened_any(const std::string& part) {
     std::lock_guard lock(mu);
     return std::any_of(opened.begin(), opened.end(), [&](const std::string& p) { return p.find(part) != std::string::npos; });
@@ -84,10 +88,24 @@ class counting_source {
   shared_bytes read(std::uint64_t offset, std::uint64_t length) const {
     c_->reads += 1;
     c_->bytes += length;
+    {
+      std::lock_guard lock(c_->mu);
+      c_->threads.insert(std::this_thread::get_id());
+    }
     auto prev = c_->largest.load();
     while (length > prev && !c_->largest.compare_exchange_weak(prev, length)) {
     }
     return inner_.read(offset, length);
+  }
+  void read_into(std::span<const io::byte_range> ranges, std::uint8_t* out) const {
+    auto prev = c_->most_ranges.load();
+    while (ranges.size() > prev && !c_->most_ranges.compare_exchange_weak(prev, ranges.size())) {
+    }
+    for (const auto& r : ranges) {
+      const auto b = read(r.offset, r.length);
+      if (r.length) std::memcpy(out, b.data(), std::size_t(r.length));
+      out += r.length;
+    }
   }
   bool is_zero_copy() const noexcept { return inner_.is_zero_copy(); }
   bool prefers_whole_reads() const noexcept { return whole_; }
@@ -339,6 +357,86 @@ TEST_CASE("sources that prefer whole reads get large page buffers in one read, o
   ds::scan_options bad;
   bad.reader_options.read_chunk_size = 0;
   CHECK_THROWS_AS(ds::dataset::open(root, std::nullopt, counting_factory(c, true)).to_batch(bad), invalid_input_error);
+}
+
+TEST_CASE("a scan where every read is a request reads the next chunk ahead and plain rows in place: a local scan's rows and batches") {
+  scratch_dir t;
+  const auto root = t.sub("ahead");
+  for (std::int64_t f = 0; f < 3; ++f) {  // three fragments of 1,000 rows
+    auto b = table(f * 1000, (f + 1) * 1000);
+    std::vector<float> v(8000);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(f * 8000 + std::int64_t(i)) * 0.5f;
+    auto schema = std::make_shared<arrow::schema>(*b.schema);
+    schema->fields.push_back({"vec", arrow::fixed_size_list(arrow::float32(), 8)});
+    b.schema = schema;
+    b.columns.push_back(arrow::make_fixed_size_list(arrow::make_array<float>(v), 8));
+    ds::write_options w;
+    w.mode = f ? ds::write_mode::append : ds::write_mode::create;
+    if (f != 1) {
+      ds::write(root, b, w);
+      continue;
+    }
+    // Written 50 rows at a time with small pages: a page per column every 50 rows, as
+    // LanceDB writes a page per column every few thousand.
+    w.file_options.data_cache_bytes = 600;
+    std::vector<arrow::record_batch> parts;
+    for (std::int64_t r = 0; r < 1000; r += 50) {
+      arrow::record_batch part{b.schema, {}};
+      for (const auto& col : b.columns) part.columns.push_back(arrow::slice(col, r, 50));
+      parts.push_back(std::move(part));
+    }
+    ds::write(root, parts, w);
+  }
+  ds::delete_where(root, "id % 5 = 1 OR (id >= 1200 AND id < 1900) OR id >= 2990");
+  const auto local = ds::dataset::open(root);
+  const auto batch_rows = [](ds::scanner sc) {
+    std::vector<std::int64_t> n;
+    while (auto b = sc.next()) n.push_back(b->num_rows());
+    return n;
+  };
+  struct window {
+    std::uint64_t offset;
+    std::optional<std::uint64_t> limit;
+  };
+  for (const std::uint64_t batch : {1, 7, 100, 4096})
+    for (const std::uint64_t ahead : {1, 300, 5000, 1 << 20})
+      for (const window w : {window{0, std::nullopt}, window{13, 500}, window{1150, 77}, window{1500, std::nullopt}})
+        for (const bool ids : {false, true}) {
+          CAPTURE(batch);
+          CAPTURE(ahead);
+          CAPTURE(w.offset);
+          CAPTURE(ids);
+          ds::scan_options o;
+          o.batch_size = batch;
+          o.read_ahead_bytes = ahead;
+          o.offset = w.offset;
+          o.limit = w.limit;
+          o.with_row_id = ids;
+          o.columns = ids ? std::vector<std::string>{"vec", "id"} : std::vector<std::string>{};
+          o.reader_options.read_chunk_size = 4096;
+          // Each column is one page here: without a page cache every chunk reads it.
+          if (ahead == 300) o.reader_options.page_cache_bytes = 0;
+          counters c;
+          const auto remote = ds::dataset::open(root, std::nullopt, counting_factory(c, false));
+          check_same_batch(local.to_batch(o), remote.to_batch(o));
+          CHECK(batch_rows(local.scan(o)) == batch_rows(remote.scan(o)));
+          CHECK(c.largest <= 4096);
+          // Chunks of 300 bytes or more take several reads, each but the first ahead.
+          if (batch == 100 && ahead == 300 && !w.limit) CHECK(c.threads.size() > 1);
+        }
+  {  // The small pages of strings (not plain rows) a chunk wants are fetched together.
+    counters c;
+    ds::scan_options o;
+    o.columns = {"name"};
+    check_same_batch(local.to_batch(o), ds::dataset::open(root, std::nullopt, counting_factory(c, false)).to_batch(o));
+    CHECK(c.most_ranges > 4);
+  }
+  counters c;  // sources like local files are read on the scan's thread only
+  ds::scan_options o;
+  o.read_ahead_bytes = 300;
+  o.reader_options.page_cache_bytes = 0;
+  check_same_batch(local.to_batch(o), ds::dataset::open(root, std::nullopt, counting_factory(c, true)).to_batch(o));
+  CHECK(c.threads.size() == 1);
 }
 
 TEST_CASE("a dataset served from memory reads nothing from the files on disk") {

@@ -68,7 +68,8 @@ struct scan_options {
   std::uint64_t batch_size = 8192;   // rows per batch (at most)
   // About how many bytes of a fragment a scan decodes at once; batches are then cut
   // from that without decoding pages again (pages of 2.1+ files can hold a million
-  // rows). Smaller: less memory; larger: fewer reads.
+  // rows). Smaller: less memory; larger: fewer reads. On an object store the next
+  // chunk is fetched and decoded meanwhile, on a thread of its own (twice the memory).
   std::uint64_t read_ahead_bytes = std::uint64_t(64) << 20;
   bool with_row_id = false;          // add a `_rowid: uint64` column
   bool with_row_address = false;     // add a `_rowaddr: uint64` column

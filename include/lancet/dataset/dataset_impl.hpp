@@ -240,6 +240,27 @@ inline std::uint64_t advance_live(const deletion_vector& dv, std::uint64_t from,
   return x;
 }
 
+// The physical end of the scan's batches (of `batch` live rows, the last of what is
+// left of `live`) from physical offset `from`, as many as end by `max_end` (at least
+// one): a chunk read so ends where a batch does, and the next chunk read ahead starts
+// where the next batch does.
+inline std::uint64_t batches_end(const deletion_vector& dv, std::uint64_t from, std::uint64_t live, std::uint64_t batch,
+                                 std::uint64_t max_end) {
+  if (dv.count_in(from, from + live) == 0) {  // no deleted row: batches are runs of rows
+    const std::uint64_t k = std::max<std::uint64_t>(1, (max_end - std::min(max_end, from)) / batch);
+    return from + std::min(live, k * batch);
+  }
+  std::uint64_t e = from;
+  while (live > 0) {
+    const std::uint64_t n = std::min(batch, live);
+    const std::uint64_t next = advance_live(dv, e, n - 1) + 1;
+    if (e != from && next > max_end) break;
+    e = next;
+    live -= n;
+  }
+  return e;
+}
+
 }  // namespace detail
 
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
@@ -343,10 +364,21 @@ LANCET_INLINE std::vector<arrow::array_ptr> scanner::cut(std::uint64_t end, bool
   if (pos_ < chunk_begin_ || end > chunk_end_) {
     // Read ahead, but no further than the rows the scan still wants.
     const std::uint64_t live_wanted = std::min(left_, (phys_ - pos_) - dv_->count_in(pos_, phys_));
-    const std::uint64_t needed_end = detail::advance_live(*dv_, pos_, live_wanted - 1) + 1;
-    chunk_begin_ = pos_;
-    chunk_end_ = std::max(end, std::min({pos_ + chunk_rows_, needed_end, phys_}));
-    chunk_ = reader_->read_range(chunk_begin_, chunk_end_);
+    auto ahead = reader_->take_ahead();
+    if (ahead && ahead->begin <= pos_ && end <= ahead->end) {
+      chunk_begin_ = ahead->begin;
+      chunk_end_ = ahead->end;
+      chunk_ = std::move(ahead->columns);
+    } else {
+      chunk_begin_ = pos_;
+      chunk_end_ = std::max(end, detail::batches_end(*dv_, pos_, live_wanted, o_.batch_size, pos_ + chunk_rows_));
+      chunk_ = reader_->read_range(chunk_begin_, chunk_end_);
+    }
+    // On an object store the next chunk's requests run while this one is cut and used.
+    const std::uint64_t live_in_chunk = (chunk_end_ - pos_) - dv_->count_in(pos_, chunk_end_);
+    if (live_in_chunk < live_wanted && reader_->worth_reading_ahead())
+      reader_->read_ahead(chunk_end_, detail::batches_end(*dv_, chunk_end_, live_wanted - live_in_chunk, o_.batch_size,
+                                                          chunk_end_ + chunk_rows_));
   }
   std::vector<arrow::array_ptr> out;
   out.reserve(chunk_.size());

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -145,6 +146,33 @@ class fragment_reader {
   // The projected columns at the given physical offsets (ascending).
   std::vector<arrow::array_ptr> read_offsets(const std::vector<std::uint64_t>& offsets) const {
     return read_impl(file::read_request{{}, std::nullopt, offsets}, offsets.size());
+  }
+
+  // Whether reading ahead pays: some data file of the projection is on a source where
+  // every read is a request (an object store), whose requests can run while the rows
+  // before are decoded and used.
+  bool worth_reading_ahead() const {
+    for (const auto& s : field_sources_)
+      if (s.file >= 0 && open(std::size_t(s.file)).copies_every_read()) return true;
+    return false;
+  }
+  // Starts reading physical rows [begin, end) on a thread of its own (replacing any read
+  // ahead not taken). Until take_ahead, the caller calls nothing else on this reader.
+  void read_ahead(std::uint64_t begin, std::uint64_t end) {
+    ahead_ = {};
+    ahead_range_ = {begin, end};
+    ahead_ = std::async(std::launch::async, [this, begin, end] { return read_range(begin, end); });
+  }
+  struct rows_read {
+    std::uint64_t begin = 0, end = 0;
+    std::vector<arrow::array_ptr> columns;
+  };
+  // The rows read ahead (waiting for them; their read's error is thrown here), or
+  // nullopt when none were asked for.
+  std::optional<rows_read> take_ahead() {
+    if (!ahead_.valid()) return std::nullopt;
+    auto f = std::move(ahead_);
+    return rows_read{ahead_range_.first, ahead_range_.second, f.get()};
   }
 
  private:
@@ -279,6 +307,9 @@ class fragment_reader {
   mutable std::map<std::size_t, std::shared_ptr<const reader_type>> readers_;
   mutable std::unordered_set<std::size_t> resolved_;
   mutable std::map<int, encoding::structural::blob_store> blob_stores_;  // by file, for blob v2 fields
+  // Last, so that it is waited for before the members its read uses are destroyed.
+  std::pair<std::uint64_t, std::uint64_t> ahead_range_;
+  std::future<std::vector<arrow::array_ptr>> ahead_;
 };
 
 }  // namespace lancet::dataset

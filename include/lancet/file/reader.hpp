@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -72,13 +73,23 @@ class file_reader {
   std::uint32_t field_column(std::size_t field) const { return field_columns_.at(field); }
   std::uint64_t field_length(std::size_t field) const { return columns_.at(field_columns_.at(field)).length(); }
   const Source& source() const noexcept { return source_; }
+  // Whether every read costs a copy and a request of its own (an object store), rather
+  // than mapping the file or reading any size in one request (a local file: pieces
+  // would only be copied together again, e.g. every 8.9 MiB page of 128-d vectors).
+  bool copies_every_read() const {
+    if constexpr (requires { source_.is_zero_copy(); })
+      if (source_.is_zero_copy()) return false;
+    if constexpr (requires { source_.prefers_whole_reads(); })
+      if (source_.prefers_whole_reads()) return false;
+    return true;
+  }
   const reader_options& options() const noexcept { return options_; }
 
   // Drops the page buffers the reader keeps (reader_options::page_cache_bytes); later
   // reads fetch them again. Safe while other threads read.
   void drop_page_cache() const noexcept {
     std::lock_guard lock(cache_->mu);
-    for (auto& e : cache_->pages) e = cached_page{};
+    for (auto& e : cache_->pages) e = cached_pages{};
     cache_->bytes = 0;
   }
 
@@ -128,15 +139,9 @@ class file_reader {
 
   // Bytes [offset, offset + size), in reads of at most read_chunk_size bytes.
   shared_bytes read_split(std::uint64_t offset, std::uint64_t size) const {
-    const auto chunk = options_.read_chunk_size;
-    bool zero_copy = false;
-    if constexpr (requires { source_.is_zero_copy(); }) zero_copy = source_.is_zero_copy();
-    // A local file: one pread of any size is one request, and pieces would only be
-    // copied together again (every 8.9 MiB page of 128-d vectors, in a full scan).
-    if constexpr (requires { source_.prefers_whole_reads(); })
-      if (source_.prefers_whole_reads()) zero_copy = true;
-    if (size <= chunk || zero_copy) return source_.read(offset, size);
+    if (size <= options_.read_chunk_size || !copies_every_read()) return source_.read(offset, size);
     io::check_range(offset, size, source_.size(), io::source_name(source_));
+    const auto chunk = options_.read_chunk_size;
     const std::uint64_t pieces = (size + chunk - 1) / chunk;
     const std::uint64_t piece = size / pieces;
     std::vector<io::byte_range> ranges(static_cast<std::size_t>(pieces));
@@ -146,10 +151,10 @@ class file_reader {
     }
     // All pieces at once: a source with its own read_into (an object store) fetches
     // them concurrently; others read them one by one.
-    aligned_buffer out;
-    out.resize(std::size_t(size));
-    io::read_into(source_, ranges, out.data());
-    return shared_bytes(std::move(out));
+    auto out = shared_uninitialised_bytes(std::size_t(size));
+    io::read_into(source_, ranges, out.get());
+    const std::uint8_t* data = out.get();
+    return shared_bytes(std::move(out), data, std::size_t(size));
   }
 
   void open(std::optional<schema::schema> given) {
@@ -308,60 +313,108 @@ class file_reader {
     return arrow::encode_dictionaries(a, arrow_schema_.fields[f].type);
   }
 
-  // Rows of the runs (ascending, disjoint [begin, end) pairs) of a 2.1+ field.
-  arrow::array_ptr read_field_runs(std::size_t f, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& runs) const {
+  // Rows of the runs (ascending, disjoint [begin, end) pairs) of a 2.1+ field; a range
+  // read (`range_read`) may fetch the pages it will want next together.
+  arrow::array_ptr read_field_runs(std::size_t f, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& runs,
+                                   bool range_read = false) const {
     const std::uint32_t col = field_columns_[f];
     const auto n = encoding::structural::column_count(physical_fields_[f]);
     std::vector<encoding::structural::column_pages> cols;
     for (std::uint32_t c = col; c < col + n; ++c)
       cols.push_back({&columns_.at(c).metadata, columns_.at(c).page_starts, &layouts_->at(c)});
     return encoding::structural::decode_field_runs(
-        physical_fields_[f], cols, col, runs, [this](std::uint32_t c, std::size_t p) { return cached_page_buffers(c, p); },
+        physical_fields_[f], cols, col, runs,
+        [this, wanted_end = range_read && !runs.empty() ? runs.back().second : 0](std::uint32_t c, std::size_t p) {
+          return cached_page_buffers(c, p, wanted_end);
+        },
         [this](std::uint64_t offset, std::uint64_t size) { return read_split(offset, size); },
         [this](std::span<const std::pair<std::uint64_t, std::uint64_t>> ranges, std::uint8_t* out) {
           read_ranges_into(ranges, out);
-        });
+        },
+        copies_every_read());
   }
 
   // Scattered ranges ({offset, size}) of the file, end to end into out: one request
   // for many where the source can (io::read_into), for the rows of a take.
+  // Where every read is a request, none is longer than read_chunk_size (as Lance).
   void read_ranges_into(std::span<const std::pair<std::uint64_t, std::uint64_t>> ranges, std::uint8_t* out) const {
-    std::vector<io::byte_range> rs(ranges.size());
-    for (std::size_t i = 0; i < ranges.size(); ++i) rs[i] = {ranges[i].first, ranges[i].second};
+    const auto most = copies_every_read() ? options_.read_chunk_size : std::numeric_limits<std::uint64_t>::max();
+    std::vector<io::byte_range> rs;
+    rs.reserve(ranges.size());
+    for (const auto& [offset, size] : ranges) {
+      if (size == 0) rs.push_back({offset, 0});
+      for (std::uint64_t b = 0; b < size; b += most) rs.push_back({offset + b, std::min(most, size - b)});
+    }
     io::read_into(source_, rs, out);
   }
 
   arrow::array_ptr read_field(std::size_t f, std::uint64_t begin, std::uint64_t end) const {
-    if (structural()) return read_field_runs(f, {{begin, end}});
+    if (structural()) return read_field_runs(f, {{begin, end}}, true);
     std::uint32_t col = field_columns_[f];
     return decode_field(schema_.fields[f], physical_fields_[f], col, begin, end);
   }
 
-  std::vector<shared_bytes> cached_page_buffers(std::uint32_t c, std::size_t p) const {
-    const auto& page = columns_.at(c).metadata.pages.at(p);
-    std::uint64_t bytes = 0;
-    for (auto s : page.buffer_sizes) bytes += s;
+  // The buffers of page p of column c, through the page cache (which keeps the last
+  // pages read of each column). Where every read is a request, the following pages of
+  // the column that start before row `wanted_end` (a scan's range) are fetched with it
+  // in one read_into, as far as they are small (up to read_chunk_size each, 8 of that
+  // together): files with a page per column every few thousand rows (as LanceDB writes
+  // them) would otherwise cost a request per page, one after another.
+  std::vector<shared_bytes> cached_page_buffers(std::uint32_t c, std::size_t p, std::uint64_t wanted_end = 0) const {
+    const auto& column = columns_.at(c);
+    const auto& pages = column.metadata.pages;
+    const auto page_bytes = [&](std::size_t q) {
+      std::uint64_t n = 0;
+      for (auto s : pages.at(q).buffer_sizes) n += s;
+      return n;
+    };
     const auto budget = options_.page_cache_bytes;
-    if (budget == 0 || bytes > budget) return page_buffers(page);
+    std::uint64_t bytes = page_bytes(p);
+    if (budget == 0 || bytes > budget) return page_buffers(pages.at(p));
     auto& cache = *cache_;
     {
       std::lock_guard lock(cache.mu);
       if (cache.pages.size() != columns_.size()) cache.pages.resize(columns_.size());
       const auto& e = cache.pages[c];
-      if (e.valid && e.page == p) return e.buffers;
+      if (p >= e.first && p - e.first < e.buffers.size()) return e.buffers[p - e.first];
     }
-    auto bufs = page_buffers(page);
+    std::size_t last = p + 1;
+    if (copies_every_read() && bytes <= options_.read_chunk_size)
+      while (last < pages.size() && last + 1 < column.page_starts.size() && column.page_starts[last] < wanted_end) {
+        const auto more = page_bytes(last);
+        if (more > options_.read_chunk_size || bytes + more > std::min(budget, 8 * options_.read_chunk_size)) break;
+        bytes += more;
+        ++last;
+      }
+    cached_pages fetched{p, {}, bytes};
+    if (last == p + 1) {
+      fetched.buffers.push_back(page_buffers(pages[p]));
+    } else {
+      std::vector<io::byte_range> ranges;
+      for (auto q = p; q < last; ++q)
+        for (std::size_t b = 0; b < pages[q].buffer_offsets.size(); ++b) ranges.push_back({pages[q].buffer_offsets[b], pages[q].buffer_sizes[b]});
+      auto mem = shared_uninitialised_bytes(std::size_t(bytes));
+      io::read_into(source_, ranges, mem.get());
+      const shared_bytes all(std::shared_ptr<const void>(mem), mem.get(), std::size_t(bytes));
+      std::size_t at = 0;
+      for (auto q = p; q < last; ++q) {
+        auto& bufs = fetched.buffers.emplace_back();
+        for (auto n : pages[q].buffer_sizes) {
+          bufs.push_back(all.slice(at, std::size_t(n)));
+          at += std::size_t(n);
+        }
+      }
+    }
     std::lock_guard lock(cache.mu);
-    auto drop = [&](cached_page& e) {
-      if (!e.valid) return;
+    auto drop = [&](cached_pages& e) {
       cache.bytes -= e.bytes;
-      e = cached_page{};
+      e = cached_pages{};
     };
     drop(cache.pages[c]);
     for (std::size_t i = 0; i < cache.pages.size() && cache.bytes + bytes > budget; ++i) drop(cache.pages[i]);
-    cache.pages[c] = {true, p, bytes, bufs};
+    cache.pages[c] = std::move(fetched);
     cache.bytes += bytes;
-    return bufs;
+    return cache.pages[c].buffers[0];
   }
 
   std::vector<shared_bytes> page_buffers(const pb::file2::column_metadata::page& p) const {
@@ -589,16 +642,16 @@ class file_reader {
     return l->num_items;
   }
 
-  struct cached_page {
-    bool valid = false;
-    std::size_t page = 0;
+  // Pages first, first + 1, ... of a column, each as its buffers.
+  struct cached_pages {
+    std::size_t first = 0;
+    std::vector<std::vector<shared_bytes>> buffers;
     std::uint64_t bytes = 0;
-    std::vector<shared_bytes> buffers;
   };
 
   struct page_cache {
     std::mutex mu;
-    std::vector<cached_page> pages;  // by column
+    std::vector<cached_pages> pages;  // by column
     std::uint64_t bytes = 0;         // sum of the cached pages' sizes
   };
 

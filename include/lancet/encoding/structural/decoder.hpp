@@ -78,11 +78,14 @@ LANCET_INLINE std::uint32_t column_count(const arrow::field& f);
 // messages). `read_range` reads bytes of the file: it lets small parts of pages be
 // fetched alone, and blob columns (legacy blobs of 2.1) need it, as their values live
 // outside the pages. `read_ranges`, optional, reads many small parts at once (the rows
-// of a take scattered over a page).
+// of a take scattered over a page). `rows_in_place`: the source copies every read (an
+// object store), so plain fixed-width rows are read with read_ranges straight into the
+// result however many of a page's rows are wanted, rather than as whole pages copied
+// together again.
 LANCET_INLINE arrow::array_ptr decode_field_runs(const arrow::field& f, std::span<const column_pages> columns,
                                                  std::uint32_t first_column, row_runs runs,
                                                  const fetch_page_buffers& fetch, const read_file_range& read_range = {},
-                                                 const read_file_ranges& read_ranges = {});
+                                                 const read_file_ranges& read_ranges = {}, bool rows_in_place = false);
 
 // Decodes rows [begin, end) of a top-level field (see decode_field_runs).
 LANCET_INLINE arrow::array_ptr decode_field(const arrow::field& f, std::span<const column_pages> columns,

@@ -604,10 +604,10 @@ inline std::uint64_t plain_value_bytes(const arrow::data_type& t) {
 // (full-zip, fixed width, no repetition or definition levels, no per-value validity,
 // no compression): the rows' bytes are fetched in one request and are the values, so
 // no page is parsed. nullptr where any page the runs touch is not so, or where the runs
-// want so many of a page's rows that reading the page is cheaper.
+// want so many of a page's rows that reading the page is cheaper (unless rows_in_place).
 inline arrow::array_ptr read_plain_rows(const arrow::field& f, const structural::column_pages& col, std::uint32_t column,
                                         std::span<const std::pair<std::uint64_t, std::uint64_t>> runs,
-                                        const structural::read_file_ranges& read_ranges) {
+                                        const structural::read_file_ranges& read_ranges, bool rows_in_place) {
   if constexpr (std::endian::native != std::endian::little) return nullptr;
   const std::uint64_t width = plain_value_bytes(*f.type);
   if (!read_ranges || width == 0 || runs.empty()) return nullptr;
@@ -629,7 +629,7 @@ inline arrow::array_ptr read_plain_rows(const arrow::field& f, const structural:
       wanted += std::min(runs[k].second, pe) - from;
     }
     const auto& page = pages[p];
-    if (wanted * partial_page_fraction > page.length || page.buffer_offsets.empty() ||
+    if ((!rows_in_place && wanted * partial_page_fraction > page.length) || page.buffer_offsets.empty() ||
         page.buffer_offsets.size() != page.buffer_sizes.size() || pe - ps != page.length)
       return nullptr;
     const std::string where = "column " + std::to_string(column) + " page " + std::to_string(p);
@@ -731,7 +731,7 @@ LANCET_INLINE std::uint32_t column_count(const arrow::field& f) { return std::ui
 LANCET_INLINE arrow::array_ptr decode_field_runs(const arrow::field& f, std::span<const column_pages> columns,
                                           std::uint32_t first_column, row_runs runs, const fetch_page_buffers& fetch,
                                           const read_file_range& read_range,
-                                          const read_file_ranges& read_ranges) {
+                                          const read_file_ranges& read_ranges, bool rows_in_place) {
   for (std::size_t r = 0; r < runs.size(); ++r)
     if (runs[r].first > runs[r].second || (r && runs[r].first < runs[r - 1].second))
       throw invalid_input_error("row runs must be ascending and disjoint (run " + std::to_string(r) + ")");
@@ -744,7 +744,8 @@ LANCET_INLINE arrow::array_ptr decode_field_runs(const arrow::field& f, std::spa
   for (const auto& r : runs)
     if (r.first < r.second) nonempty.push_back(r);
   if (paths.size() == 1)
-    if (auto plain = detail::read_plain_rows(f, columns[0], first_column, nonempty, read_ranges)) return plain;
+    if (auto plain = detail::read_plain_rows(f, columns[0], first_column, nonempty, read_ranges, rows_in_place))
+      return plain;
   std::vector<detail::decoded_leaf> leaves;
   leaves.reserve(paths.size());
   for (std::size_t i = 0; i < paths.size(); ++i) {

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <ctime>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -98,6 +99,16 @@ class azure_client {
     return std::move(r.body);
   }
 
+  // The bytes [begin, end) of `key` into out (end - begin bytes), read off the socket
+  // into place.
+  void get_into(const std::string& key, std::pair<std::uint64_t, std::uint64_t> range, std::uint8_t* out) {
+    if (range.second <= range.first) return;
+    const std::size_t n = std::size_t(range.second - range.first);
+    auto r = call("GET", key, {}, {{"Range", range_header(range)}}, {}, {out, n});
+    check(r, "Get Blob", key);
+    place_range_body(r, range, out, uri(key) + ": Get Blob");
+  }
+
   std::optional<std::uint64_t> size(const std::string& key) {
     auto r = call("HEAD", key, {}, {}, {});
     if (r.status == 404) return std::nullopt;
@@ -177,7 +188,7 @@ class azure_client {
 
   // key: a blob; nullopt: the container itself.
   http_response call(std::string_view method, const std::optional<std::string>& key, const header_list& query,
-                     const header_list& headers, std::string_view body) {
+                     const header_list& headers, std::string_view body, std::span<std::uint8_t> into = {}) {
     std::string path = http_.endpoint().path + "/" + uri_encode(container_, false);
     if (key) path += "/" + uri_encode(*key, true);
     std::string target = path + query_string(query);
@@ -192,7 +203,7 @@ class azure_client {
         h.emplace_back("Authorization", shared_key_authorization(ar, o_.account_name, o_.account_key));
       }
       return h;
-    });
+    }, into);
   }
 
   void check(const http_response& r, const std::string& what, const std::string& key) const {

@@ -25,6 +25,15 @@ inline sha256_digest sha256(std::string_view data) {
   return out;
 }
 
+// MD5, for S3's Content-MD5 header only (DeleteObjects requires one).
+inline std::array<std::uint8_t, 16> md5(std::string_view data) {
+  std::array<std::uint8_t, 16> out{};
+  unsigned n = 0;
+  if (EVP_Digest(data.data(), data.size(), out.data(), &n, EVP_md5(), nullptr) != 1 || n != out.size())
+    throw io_error("OpenSSL: MD5 failed");
+  return out;
+}
+
 inline sha256_digest hmac_sha256(std::string_view key, std::string_view data) {
   sha256_digest out{};
   unsigned n = 0;

@@ -15,9 +15,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -97,6 +99,7 @@ struct http_response {
   unsigned status = 0;
   header_list headers;  // names lowercase
   std::string body;
+  bool body_in_place = false;  // the body went to the caller's buffer (send's `into`), not to `body`
 
   std::string header(std::string_view name) const {
     for (const auto& [k, v] : headers)
@@ -127,9 +130,11 @@ class http_connection {
   const client_options& options() const noexcept { return o_; }
 
   // One attempt. Throws transport_error when no answer came; an HTTP error status is
-  // an answer (the caller decides).
+  // an answer (the caller decides). A 2xx answer whose body is exactly into.size()
+  // bytes is read straight into `into` (body_in_place): a ranged GET lands where its
+  // bytes are wanted, with no copy.
   http_response send(std::string_view method, const std::string& target, const header_list& headers,
-                     std::string_view body) {
+                     std::string_view body, std::span<std::uint8_t> into = {}) {
     namespace http = boost::beast::http;
     try {
       if (!connected()) connect();
@@ -158,8 +163,18 @@ class http_connection {
       run();
       if (ec) fail(what, ec);
       http_response out;
+      const bool fits = !into.empty() && parser.get().result_int() / 100 == 2 && parser.content_length() &&
+                        *parser.content_length() == into.size();
       if (!parser.is_done() && parser.content_length() && !parser.chunked()) {
-        out.body = read_body(*parser.content_length(), what);
+        if (fits) {
+          read_body(into, what);
+          out.body_in_place = true;
+        } else {
+          if (*parser.content_length() > (std::uint64_t(1) << 40))
+            throw io_error(ep_.url + ": " + what + ": a body of " + std::to_string(*parser.content_length()) + " bytes");
+          out.body.resize(std::size_t(*parser.content_length()));
+          read_body({reinterpret_cast<std::uint8_t*>(out.body.data()), out.body.size()}, what);
+        }
       } else {
         with_stream(
             [&](auto& s) { http::async_read(s, buffer_, parser, [&](boost::beast::error_code e, std::size_t) { ec = e; }); });
@@ -218,13 +233,10 @@ class http_connection {
     }
   }
 
-  // A body of known length, straight into its string: what the header read took past
-  // the header first, then reads as large as the socket gives (Beast's parser would
-  // take it 64 KiB at a time through buffer_ and copy it again).
-  std::string read_body(std::uint64_t length, const std::string& what) {
-    if (length > (std::uint64_t(1) << 40))
-      throw io_error(ep_.url + ": " + what + ": a body of " + std::to_string(length) + " bytes");
-    std::string body(std::size_t(length), '\0');
+  // A body of known length, straight into `body`: what the header read took past the
+  // header first, then reads as large as the socket gives (Beast's parser would take
+  // it 64 KiB at a time through buffer_ and copy it again).
+  void read_body(std::span<std::uint8_t> body, const std::string& what) {
     const auto early = std::min<std::size_t>(buffer_.size(), body.size());
     boost::asio::buffer_copy(boost::asio::buffer(body.data(), early), buffer_.data());
     buffer_.consume(buffer_.size());
@@ -237,7 +249,6 @@ class http_connection {
       run();
       if (ec) fail(what, ec);
     }
-    return body;
   }
 
   bool connected() const noexcept { return plain_.has_value() || tls_.has_value(); }
@@ -317,16 +328,26 @@ inline void check_range_body(const http_response& r, const byte_span& range, con
                    ") returned " + std::to_string(r.body.size()) + " bytes");
 }
 
+// The body of a ranged GET sent with `into` (range.second - range.first bytes at out):
+// read there already, or copied there once checked to hold exactly the range.
+inline void place_range_body(const http_response& r, const std::pair<std::uint64_t, std::uint64_t>& range,
+                             std::uint8_t* out, const std::string& what) {
+  if (r.body_in_place) return;
+  check_range_body(r, range, what);
+  std::memcpy(out, r.body.data(), r.body.size());
+}
+
 // One request, sent until its answer is not transient or 1 + max_retries attempts were
 // made (then the last answer is returned, or an io_error naming `uri` thrown when no
 // attempt was answered). `headers()` gives each attempt's headers (signed anew: the
 // signing date moves); `retries` counts the attempts after the first.
 template <class Headers>
 http_response send_with_retries(http_connection& c, std::string_view method, const std::string& target,
-                                std::string_view body, const std::string& uri, unsigned& retries, Headers&& headers) {
+                                std::string_view body, const std::string& uri, unsigned& retries, Headers&& headers,
+                                std::span<std::uint8_t> into = {}) {
   for (unsigned attempt = 0;; ++attempt) {
     try {
-      auto r = c.send(method, target, headers(), body);
+      auto r = c.send(method, target, headers(), body, into);
       if (!http_connection::transient(r.status) || attempt >= c.options().max_retries) return r;
     } catch (const transport_error& e) {
       if (attempt >= c.options().max_retries)

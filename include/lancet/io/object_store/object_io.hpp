@@ -3,8 +3,8 @@
 //   client_pool     clients of one store for many threads (a client holds one
 //                   connection; each call borrows an idle one, or makes one)
 //   object_source   an object's size (asked once) and ranged reads; thread-safe; many
-//                   ranges at once (read_into) merged where they lie close and fetched
-//                   by up to 8 requests at a time
+//                   ranges at once (read_into) cut into pieces or merged where they lie
+//                   close, fetched by up to 8 requests at a time, read into place
 //   object_sink     bytes appended in memory up to part_size, then uploaded part by part
 //                   (multipart on S3, blocks on Azure), up to parts_in_flight parts at
 //                   once on threads of their own (memory: at most parts_in_flight + 1
@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <cstring>
@@ -43,6 +44,7 @@ concept object_client = requires(C& c, const std::string& key, std::string_view 
   { c.put(key, body) } -> std::convertible_to<std::string>;
   { c.put_if_absent(key, body) } -> std::same_as<bool>;
   { c.get(key, std::optional<std::pair<std::uint64_t, std::uint64_t>>()) } -> std::same_as<std::string>;
+  c.get_into(key, std::pair<std::uint64_t, std::uint64_t>(), static_cast<std::uint8_t*>(nullptr));
   { c.size(key) } -> std::same_as<std::optional<std::uint64_t>>;
   { c.list(key) } -> std::same_as<std::vector<listed_object>>;
   c.remove(key);
@@ -51,6 +53,37 @@ concept object_client = requires(C& c, const std::string& key, std::string_view 
   { c.complete_upload(key, key, parts, true) } -> std::same_as<bool>;
   c.abort_upload(key, key);
 };
+
+// f(0), ..., f(n - 1), at most `threads` at a time: the caller and up to threads - 1
+// threads of its own each take the next index until none is left or one call failed;
+// the first failure is thrown once all have stopped.
+template <class F>
+void for_each_concurrently(std::size_t n, std::size_t threads, F&& f) {
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  const auto work = [&] {
+    for (std::size_t k; !stop && (k = next.fetch_add(1)) < n;) try {
+        f(k);
+      } catch (...) {
+        stop = true;
+        throw;
+      }
+  };
+  std::vector<std::future<void>> helpers;
+  for (std::size_t t = 1; t < std::min(threads, n); ++t) helpers.push_back(std::async(std::launch::async, work));
+  std::exception_ptr failed;
+  try {
+    work();
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  for (auto& h : helpers) try {
+      h.get();
+    } catch (...) {
+      if (!failed) failed = std::current_exception();
+    }
+  if (failed) std::rethrow_exception(failed);
+}
 
 template <object_client Client>
 class client_pool {
@@ -109,63 +142,58 @@ class object_source {
 
   shared_bytes read(std::uint64_t offset, std::uint64_t length) const {
     check_range(offset, length, size_, name_);
-    aligned_buffer out;
-    out.resize(std::size_t(length));
-    if (length == 0) return shared_bytes(std::move(out));
-    const auto bytes = pool_->with([&](Client& c) { return c.get(key_, std::pair{offset, offset + length}); });
-    std::memcpy(out.data(), bytes.data(), bytes.size());
-    return shared_bytes(std::move(out));
+    if (length == 0) return shared_bytes();
+    auto mem = shared_uninitialised_bytes(std::size_t(length));
+    const byte_range r{offset, length};
+    read_into(std::span(&r, 1), mem.get());
+    const std::uint8_t* data = mem.get();
+    return shared_bytes(std::move(mem), data, std::size_t(length));
   }
 
-  // io::read_into's member: every range checked first, then ranges less than 1 MiB
-  // apart fetched together (one request of at most 16 MiB), up to 8 requests at a time.
+  // io::read_into's member: every range checked first; ranges cut into pieces of at
+  // most 8 MiB; pieces less than 1 MiB apart fetched together (one request of at most
+  // 8 MiB); up to 8 requests at a time. A request of bytes that lie end to end in the
+  // object and in `out` is read off the socket into place; others through a buffer.
   void read_into(std::span<const byte_range> ranges, std::uint8_t* out) const {
     for (const auto& r : ranges) check_range(r.offset, r.length, size_, name_);
-    std::vector<std::uint64_t> at(ranges.size());  // where each range goes in `out`
-    std::vector<std::size_t> order;
-    for (std::uint64_t i = 0, pos = 0; i < ranges.size(); pos += ranges[i].length, ++i) {
-      at[i] = pos;
-      if (ranges[i].length) order.push_back(i);
-    }
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ranges[a].offset < ranges[b].offset; });
+    constexpr std::uint64_t piece = std::uint64_t(8) << 20, gap = std::uint64_t(1) << 20;
+    struct part {
+      std::uint64_t offset, length, at;  // at: where it goes in `out`
+    };
+    std::vector<part> parts;
+    for (std::uint64_t i = 0, pos = 0; i < ranges.size(); pos += ranges[i].length, ++i)
+      for (std::uint64_t b = 0; b < ranges[i].length; b += piece)
+        parts.push_back({ranges[i].offset + b, std::min(piece, ranges[i].length - b), pos + b});
+    std::sort(parts.begin(), parts.end(), [](const part& a, const part& b) { return a.offset < b.offset; });
     struct request {
       std::uint64_t begin = 0, end = 0;
-      std::vector<std::size_t> ranges;
+      std::size_t first = 0, last = 0;  // parts[first, last)
+      bool in_place = true;
     };
     std::vector<request> requests;
-    constexpr std::uint64_t gap = std::uint64_t(1) << 20, most = std::uint64_t(16) << 20;
-    for (const auto i : order) {
-      const auto& r = ranges[i];
-      if (requests.empty() || r.offset > requests.back().end + gap ||
-          std::max(requests.back().end, r.end()) - requests.back().begin > most)
-        requests.push_back({r.offset, r.end(), {}});
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const auto& p = parts[i];
+      if (requests.empty() || p.offset > requests.back().end + gap ||
+          std::max(requests.back().end, p.offset + p.length) - requests.back().begin > piece) {
+        requests.push_back({p.offset, p.offset + p.length, i, i + 1, true});
+        continue;
+      }
       auto& q = requests.back();
-      q.end = std::max(q.end, r.end());
-      q.ranges.push_back(i);
+      const auto& prev = parts[i - 1];
+      q.in_place = q.in_place && p.offset == prev.offset + prev.length && p.at == prev.at + prev.length;
+      q.end = std::max(q.end, p.offset + p.length);
+      q.last = i + 1;
     }
     const auto fetch = [&](const request& q) {
-      const auto bytes = pool_->with([&](Client& c) { return c.get(key_, std::pair{q.begin, q.end}); });
-      for (const auto i : q.ranges)
-        std::memcpy(out + at[i], bytes.data() + (ranges[i].offset - q.begin), std::size_t(ranges[i].length));
-    };
-    constexpr std::size_t concurrent = 8;
-    for (std::size_t first = 0; first < requests.size(); first += concurrent) {
-      std::vector<std::future<void>> running;
-      const auto last = std::min(requests.size(), first + concurrent);
-      for (std::size_t k = first + 1; k < last; ++k) running.push_back(std::async(std::launch::async, fetch, std::cref(requests[k])));
-      std::exception_ptr failed;
-      try {
-        fetch(requests[first]);
-      } catch (...) {
-        failed = std::current_exception();
+      if (q.in_place) {
+        pool_->with([&](Client& c) { c.get_into(key_, std::pair{q.begin, q.end}, out + parts[q.first].at); });
+        return;
       }
-      for (auto& f : running) try {
-          f.get();
-        } catch (...) {
-          if (!failed) failed = std::current_exception();
-        }
-      if (failed) std::rethrow_exception(failed);
-    }
+      const auto bytes = pool_->with([&](Client& c) { return c.get(key_, std::pair{q.begin, q.end}); });
+      for (auto i = q.first; i < q.last; ++i)
+        std::memcpy(out + parts[i].at, bytes.data() + (parts[i].offset - q.begin), std::size_t(parts[i].length));
+    };
+    for_each_concurrently(requests.size(), 8, [&](std::size_t k) { fetch(requests[k]); });
   }
 
  private:

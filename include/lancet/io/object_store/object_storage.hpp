@@ -72,15 +72,15 @@ class object_backend final : public storage::backend {
     return out;
   }
   void remove(std::span<const std::string> paths) const override {
-    for (const auto& p : paths) {
-      const auto key = key_of(p);
-      pool_->with([&](Client& c) { c.remove(key); });
-    }
+    std::vector<std::string> keys;
+    keys.reserve(paths.size());
+    for (const auto& p : paths) keys.push_back(key_of(p));
+    remove_keys(keys);
   }
   void remove_all(const std::string& dir) const override {
-    const auto prefix = prefix_of(dir);
-    for (const auto& o : pool_->with([&](Client& c) { return c.list(prefix); }))
-      pool_->with([&](Client& c) { c.remove(o.key); });
+    std::vector<std::string> keys;
+    for (auto& o : pool_->with([&](Client& c) { return c.list(prefix_of(dir)); })) keys.push_back(std::move(o.key));
+    remove_keys(keys);
   }
   // S3's multipart uploads. Azure has no such listing: the service discards blocks
   // never committed after a week.
@@ -102,6 +102,19 @@ class object_backend final : public storage::backend {
   }
 
  private:
+  void remove_keys(const std::vector<std::string>& keys) const {
+    if constexpr (requires(Client& c, std::span<const std::string> ks) { c.remove_many(ks); }) {
+      constexpr std::size_t most = 1000;  // S3's limit per DeleteObjects
+      for_each_concurrently((keys.size() + most - 1) / most, 4, [&](std::size_t b) {
+        const auto from = b * most;
+        const std::span<const std::string> batch(keys.data() + from, std::min(most, keys.size() - from));
+        pool_->with([&](Client& c) { c.remove_many(batch); });
+      });
+    } else {
+      for_each_concurrently(keys.size(), 8, [&](std::size_t k) { pool_->with([&](Client& c) { c.remove(keys[k]); }); });
+    }
+  }
+
   // The key of a path inside this storage's location.
   std::string key_of(const std::string& path) const {
     const auto l = parse_location(path);

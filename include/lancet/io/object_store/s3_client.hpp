@@ -14,17 +14,20 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "lancet/core/error.hpp"
+#include "lancet/io/object_store/crypto.hpp"
 #include "lancet/io/object_store/http.hpp"
 #include "lancet/io/object_store/listing.hpp"
 #include "lancet/io/object_store/options.hpp"
 #include "lancet/io/object_store/sigv4.hpp"
 #include "lancet/io/object_store/xml.hpp"
+#include "lancet/json/base64.hpp"
 
 namespace lancet::io::object_store {
 
@@ -73,6 +76,16 @@ class s3_client {
     return std::move(r.body);
   }
 
+  // The bytes [begin, end) of `key` into out (end - begin bytes), read off the socket
+  // into place.
+  void get_into(const std::string& key, std::pair<std::uint64_t, std::uint64_t> range, std::uint8_t* out) {
+    if (range.second <= range.first) return;
+    const std::size_t n = std::size_t(range.second - range.first);
+    auto r = call("GET", key, {}, {{"range", range_header(range)}}, {}, {out, n});
+    check(r, "GET", key);
+    place_range_body(r, range, out, uri(key) + ": GET");
+  }
+
   // The size of `key`, or nullopt when there is no such object.
   std::optional<std::uint64_t> size(const std::string& key) {
     auto r = call("HEAD", key, {}, {}, {});
@@ -109,6 +122,28 @@ class s3_client {
     auto r = call("DELETE", key, {}, {}, {});
     if (r.status == 404) return;
     check(r, "DELETE", key);
+  }
+
+  // Deletes up to 1,000 keys in one request (DeleteObjects); keys that do not exist are
+  // fine. An io_error names the first key S3 could not delete, with its error code.
+  void remove_many(std::span<const std::string> keys) {
+    if (keys.empty()) return;
+    if (keys.size() > 1000) throw invalid_input_error(uri("") + ": DeleteObjects takes at most 1,000 keys");
+    std::string xml = "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>true</Quiet>";
+    for (const auto& k : keys) xml += "<Object><Key>" + detail::xml_escaped(k) + "</Key></Object>";
+    xml += "</Delete>";
+    const auto digest = md5(xml);
+    const header_list h = {
+        {"content-type", "application/xml"},
+        {"content-md5", json::base64_encode({reinterpret_cast<const char*>(digest.data()), digest.size()})}};
+    auto r = call("POST", "", {{"delete", ""}}, h, xml);
+    check(r, "DeleteObjects", "");
+    for (const auto e : detail::xml_elements(r.body, "Error")) {
+      const auto code = detail::xml_first(e, "Code");
+      if (code == "NoSuchKey") continue;
+      throw io_error(uri(detail::xml_first(e, "Key")) + ": DeleteObjects answered " + code + " (" +
+                     detail::xml_first(e, "Message") + ")");
+    }
   }
 
   // Multipart uploads: an upload of `key` started (its upload id), parts uploaded by
@@ -191,7 +226,7 @@ class s3_client {
   }
 
   http_response call(std::string_view method, const std::string& key, const header_list& query,
-                     const header_list& headers, std::string_view body) {
+                     const header_list& headers, std::string_view body, std::span<std::uint8_t> into = {}) {
     const std::string path = path_of(key);
     const std::string payload = to_hex(sha256(body));
     const aws_credentials c{o_.access_key_id, o_.secret_access_key, o_.session_token};
@@ -201,7 +236,7 @@ class s3_client {
       for (auto& kv : sign_v4(sr, c, o_.region, "s3", amz_date(std::chrono::system_clock::now()), payload))
         h.push_back(std::move(kv));
       return h;
-    });
+    }, into);
   }
 
   void check(const http_response& r, const std::string& what, const std::string& key) const {
