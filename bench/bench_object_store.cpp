@@ -108,28 +108,6 @@ int main(int argc, char** argv) try {
     std::uint64_t n_theirs = 0;
     const double scan_theirs = best_seconds(reps, [&] { n_theirs = scan_all(db + "/lancedb.lance"); });
     if (n_theirs != std::uint64_t(rows)) throw std::runtime_error("lancet's scan of LanceDB's table read another count");
-    // The store's ceilings: for a write, as many bytes as lancet's data files uploaded
-    // through a sink (parts as the write's, nothing encoded); for a scan, every data file
-    // of lancet's table fetched whole (8 MiB ranges, 8 at a time, read in place).
-    const auto store = io::storage_for(ours);
-    std::uint64_t data_bytes = 0;
-    for (const auto& f : store.list(ours + "/data")) data_bytes += f.size;
-    const double upload = best_seconds(reps, [&] {
-      const std::vector<std::uint8_t> chunk(8 << 20, 7);
-      auto sink = store.create_sink(db + "/ceiling.bin");
-      for (std::uint64_t done = 0; done < data_bytes; done += chunk.size())
-        sink.write({chunk.data(), std::size_t(std::min<std::uint64_t>(chunk.size(), data_bytes - done))});
-      sink.finish();
-      store.remove(db + "/ceiling.bin");
-    });
-    const double fetch = best_seconds(reps, [&] {
-      for (const auto& f : store.list(ours + "/data")) {
-        const auto src = store.open_source(ours + "/data/" + f.path, f.size);
-        const auto bytes = shared_uninitialised_bytes(std::size_t(f.size));
-        const io::byte_range all{0, f.size};
-        io::read_into(src, std::span(&all, 1), bytes.get());
-      }
-    });
     const double l_write = res["write_s"], l_scan = res["scan_s"], l_scan_ours = res["scan_ours_s"];
     std::printf("\n%s                     seconds     MB/s   vs LanceDB\n", db.c_str());
     std::printf("  write: LanceDB createTable    %8.3f %8.0f       1.00x\n", l_write, mbps(l_write));
@@ -138,10 +116,6 @@ int main(int argc, char** argv) try {
     std::printf("  scan: LanceDB, lancet's table %8.3f %8.0f   %8.2fx\n", l_scan_ours, mbps(l_scan_ours), l_scan / l_scan_ours);
     std::printf("  scan: lancet, lancet's table  %8.3f %8.0f   %8.2fx\n", scan, mbps(scan), l_scan / scan);
     std::printf("  scan: lancet, LanceDB's table %8.3f %8.0f   %8.2fx\n", scan_theirs, mbps(scan_theirs), l_scan / scan_theirs);
-    std::printf("  upload of as many bytes       %8.3f %8.0f   %8.2fx   (the store's ceiling for a write)\n", upload,
-                mbps(upload), l_write / upload);
-    std::printf("  fetch of lancet's data files  %8.3f %8.0f   %8.2fx   (the store's ceiling for a scan)\n", fetch,
-                mbps(fetch), l_scan / fetch);
     std::printf("  write's peak memory over the table: %.0f MiB (bound %.0f MiB: %.2fx of it)\n", peak / 1048576.0,
                 budget / 1048576.0, peak / budget);
     io::unmount(db);
