@@ -3,7 +3,7 @@
 // about 1.1 GB decoded) written as a 2.2 dataset to s3rver and to Azurite (both
 // started here on 127.0.0.1, stopped at the end) and scanned back in full.
 //   - write: lancet's dataset::write to the URI (a pool of 2 encoding threads; parts of
-//     5 MiB uploaded 4 at a time), against LanceDB's native createTable of the same
+//     5 MiB uploaded 10 at a time), against LanceDB's native createTable of the same
 //     rows as Arrow IPC (tests/interop/bench_object_store.mjs);
 //   - scan: lancet's dataset::scan of each dataset, against LanceDB's query().toArrow();
 //   - memory: the peak resident memory the write adds over the table already in memory

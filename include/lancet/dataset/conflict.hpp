@@ -88,7 +88,7 @@ inline std::string operation_name(const pb::transaction::operation_t& op) {
 // the file it names under _transactions/. Errors name the version and file.
 inline pb::transaction read_version_transaction(const std::string& root, const version_entry& e,
                                                 const source_factory& sources = {}) {
-  auto mf = read_manifest_file_at(e.path, sources);
+  auto mf = read_manifest_file_at(e.path, sources, e.size);
   if (mf.transaction) return std::move(*mf.transaction);
   if (mf.manifest.transaction_file.empty())
     throw corrupt_error("version " + std::to_string(e.version) + " of dataset '" + root + "' ('" + e.path +

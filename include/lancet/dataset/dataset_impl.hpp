@@ -468,7 +468,7 @@ LANCET_INLINE std::vector<version_info> dataset::list_dataset_versions(const std
     version_info v;
     v.version = e.version;
     v.manifest_path = e.path;
-    auto m = read_manifest_file_at(e.path, sources).manifest;
+    auto m = read_manifest_file_at(e.path, sources, e.size).manifest;
     if (m.timestamp) v.timestamp_nanos = m.timestamp->unix_nanos();
     if (m.writer_version) v.writer = m.writer_version->library + " " + m.writer_version->version;
     out.push_back(std::move(v));

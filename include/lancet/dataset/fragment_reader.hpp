@@ -212,7 +212,8 @@ class fragment_reader {
     auto r = detail::naming_path(path, [&]() -> std::shared_ptr<const reader_type> {
       if (opener_) return opener_(path);
       // file_reader asks the source whether to split large reads (prefers_whole_reads).
-      return std::make_shared<reader_type>(sources_(path), reader_options_);
+      const auto size = df.file_size_bytes ? std::optional(df.file_size_bytes) : std::nullopt;
+      return std::make_shared<reader_type>(sources_(path, size), reader_options_);
     });
     if (fragment_.physical_rows && r->num_rows() != fragment_.physical_rows)
       throw corrupt_error("data file '" + path + "' has " + std::to_string(r->num_rows()) + " rows but fragment " +

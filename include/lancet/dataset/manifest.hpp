@@ -373,12 +373,14 @@ class source_factory {
   source_factory(F&& open)  // NOLINT: callables convert
       : open_([f = std::forward<F>(open)](const std::string& path) { return io::any_source(f(path)); }) {}
 
-  io::any_source operator()(const std::string& path) const {
+  // `size`, when the caller knows it (a manifest's data file sizes, a listing), spares
+  // a store the request that would ask; a user's factory does not get it.
+  io::any_source operator()(const std::string& path, std::optional<std::uint64_t> size = std::nullopt) const {
     if (open_) return open_(path);
     if (!io::is_uri(path)) return io::any_source(io::file_source(path, local_));
     const auto st = io::storage_for(path);
     if (st.is_local()) return io::any_source(io::file_source(io::local_path(path), local_));
-    return st.open_source(path);
+    return st.open_source(path, size);
   }
   // Whether this is the default: local files through io::file_source, URIs through
   // their mounted storage.
@@ -419,10 +421,12 @@ decltype(auto) naming_path(const std::string& path, F&& f) {
 }  // namespace detail
 
 // Whole small file into memory through a source factory; errors name the path.
+// `known_size`: as source_factory's.
 inline std::string read_small_file(const source_factory& sources, const std::string& path,
-                                   std::uint64_t max_bytes = std::uint64_t(1) << 31) {
+                                   std::uint64_t max_bytes = std::uint64_t(1) << 31,
+                                   std::optional<std::uint64_t> known_size = std::nullopt) {
   return detail::naming_path(path, [&] {
-    const io::any_source src = sources(path);
+    const io::any_source src = sources(path, known_size);
     const std::uint64_t size = src.size();
     if (size > max_bytes)
       throw unsupported_error("'" + path + "' is " + std::to_string(size) + " bytes, more than " +
@@ -438,9 +442,12 @@ inline std::string read_small_file(const source_factory& sources, const std::str
 }
 
 // Reads and parses a manifest file through a source factory; errors name the path.
-inline manifest_file read_manifest_file_at(const std::string& path, const source_factory& sources) {
+// `listed_size`: its size from a listing (0: unknown).
+inline manifest_file read_manifest_file_at(const std::string& path, const source_factory& sources,
+                                           std::uint64_t listed_size = 0) {
   if (sources.is_local() && !io::is_uri(path)) return read_manifest_file_at(path);
-  return detail::parse_at(path, read_small_file(sources, path));
+  return detail::parse_at(path, read_small_file(sources, path, std::uint64_t(1) << 31,
+                                                listed_size ? std::optional(listed_size) : std::nullopt));
 }
 
 // ---------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ struct snapshot {
 namespace detail {
 
 inline snapshot load(const std::string& root, const version_entry& e, const source_factory& sources) {
-  snapshot s{root, e, read_manifest_file_at(e.path, sources)};
+  snapshot s{root, e, read_manifest_file_at(e.path, sources, e.size)};
   if (s.file.manifest.version != e.version)
     throw corrupt_error("'" + e.path + "' is named for version " + std::to_string(e.version) + " but holds version " +
                         std::to_string(s.file.manifest.version));
