@@ -1024,6 +1024,14 @@ TEST_CASE("object store: 5xx answers, cut uploads and a slow server are retried;
     CHECK(ds.version() == 2);
     CHECK(t::int64_values(ds.to_batch({.columns = {"id"}})) == ids_between(0, 1500, [](std::int64_t) { return false; }));
     CHECK(io::unmount(db));
+    // A version asked for by number is found by name, without listing every version.
+    t::emulator no_list({"node", (t::interop_dir() / "fault_proxy.mjs").string(), std::to_string(port), "--fail-path", "list"});
+    auto ol = through(no_list);
+    ol["client_max_retries"] = "0";
+    io::mount(db, os::open_storage(db, ol, no_environment));
+    CHECK_THROWS_WITH_AS(dataset::dataset::open(sized), doctest::Contains("HTTP 503"), io_error);
+    CHECK(dataset::dataset::open(sized, 1).count_rows() == 1000);
+    CHECK(io::unmount(db));
   }
 }
 

@@ -56,6 +56,13 @@ inline snapshot require_latest(const std::string& root, const source_factory& so
 // A given version; invalid_input_error naming the versions that exist when it does not
 // (not_found_error when the path holds no dataset).
 inline snapshot load_version(const std::string& root, std::uint64_t version, const source_factory& sources = {}) {
+  // Asked for by name (a request per naming scheme), not found in a listing of every
+  // version; the listing only words the error.
+  const auto st = io::storage_for(root);
+  for (const auto scheme : {naming_scheme::v2, naming_scheme::v1}) {
+    const auto path = manifest_path(root, scheme, version);
+    if (const auto size = st.size(path)) return detail::load(root, version_entry{version, scheme, path, *size}, sources);
+  }
   auto all = list_versions(root);
   for (const auto& e : all)
     if (e.version == version) return detail::load(root, e, sources);
