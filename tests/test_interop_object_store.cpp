@@ -988,12 +988,22 @@ TEST_CASE("object store: 5xx answers, cut uploads and a slow server are retried;
     CHECK(seen["bad"].empty());
     CHECK(seen["ids"].get<std::vector<std::int64_t>>() == ids_between(0, 300100, seventh));
 
-    t::emulator refusing({"node", (t::interop_dir() / "fault_proxy.mjs").string(), std::to_string(port), "--fail-path",
-                          "/_versions/", "--fail-method", "PUT"});
-    auto o = through(refusing);
-    o["client_max_retries"] = "2";
-    const auto st = os::open_storage(db, o, no_environment);
-    io::mount(db, st);
+    // A fault proxy refusing some requests (fault_proxy.mjs's --fail-path / --fail-method),
+    // and the store mounted through it with that many retries.
+    const auto refusing_proxy = [&](std::vector<std::string> refuse) {
+      std::vector<std::string> argv = {"node", (t::interop_dir() / "fault_proxy.mjs").string(), std::to_string(port)};
+      argv.insert(argv.end(), refuse.begin(), refuse.end());
+      return argv;
+    };
+    const auto mount_through = [&](const t::emulator& proxy, const std::string& retries) {
+      auto o = through(proxy);
+      o["client_max_retries"] = retries;
+      auto st = os::open_storage(db, o, no_environment);
+      io::mount(db, st);
+      return st;
+    };
+    t::emulator refusing(refusing_proxy({"--fail-path", "/_versions/", "--fail-method", "PUT"}));
+    const auto st = mount_through(refusing, "2");
     const auto data_before = st.list(root + "/data").size();
     const std::string manifests = root + "/_versions/";
     CHECK_THROWS_WITH_AS(dataset::write(root, table_rows(400000, 400010), appending()),
@@ -1013,22 +1023,16 @@ TEST_CASE("object store: 5xx answers, cut uploads and a slow server are retried;
     dataset::write(sized, table_rows(0, 1000));
     dataset::write(sized, table_rows(1000, 1500), appending());
     CHECK(io::unmount(db));
-    t::emulator no_head({"node", (t::interop_dir() / "fault_proxy.mjs").string(), std::to_string(port), "--fail-path",
-                         "/sized.lance/", "--fail-method", "HEAD"});
-    auto oh = through(no_head);
-    oh["client_max_retries"] = "0";
-    const auto sh = os::open_storage(db, oh, no_environment);
-    io::mount(db, sh);
+    t::emulator no_head(refusing_proxy({"--fail-path", "/sized.lance/", "--fail-method", "HEAD"}));
+    const auto sh = mount_through(no_head, "0");
     CHECK_THROWS_WITH_AS(sh.size(sized + "/_versions/1.manifest"), doctest::Contains("HTTP 503"), io_error);
     const auto ds = dataset::dataset::open(sized);
     CHECK(ds.version() == 2);
     CHECK(t::int64_values(ds.to_batch({.columns = {"id"}})) == ids_between(0, 1500, [](std::int64_t) { return false; }));
     CHECK(io::unmount(db));
     // A version asked for by number is found by name, without listing every version.
-    t::emulator no_list({"node", (t::interop_dir() / "fault_proxy.mjs").string(), std::to_string(port), "--fail-path", "list"});
-    auto ol = through(no_list);
-    ol["client_max_retries"] = "0";
-    io::mount(db, os::open_storage(db, ol, no_environment));
+    t::emulator no_list(refusing_proxy({"--fail-path", "list"}));
+    mount_through(no_list, "0");
     CHECK_THROWS_WITH_AS(dataset::dataset::open(sized), doctest::Contains("HTTP 503"), io_error);
     CHECK(dataset::dataset::open(sized, 1).count_rows() == 1000);
     CHECK(io::unmount(db));
