@@ -390,11 +390,11 @@ class file_reader {
     if (last == p + 1) {
       fetched.buffers.push_back(page_buffers(pages[p]));
     } else {
-      std::vector<io::byte_range> ranges;
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
       for (auto q = p; q < last; ++q)
-        for (std::size_t b = 0; b < pages[q].buffer_offsets.size(); ++b) ranges.push_back({pages[q].buffer_offsets[b], pages[q].buffer_sizes[b]});
+        for (std::size_t b = 0; b < pages[q].buffer_offsets.size(); ++b) ranges.emplace_back(pages[q].buffer_offsets[b], pages[q].buffer_sizes[b]);
       auto mem = shared_uninitialised_bytes(std::size_t(bytes));
-      io::read_into(source_, ranges, mem.get());
+      read_ranges_into(ranges, mem.get());
       const shared_bytes all(std::shared_ptr<const void>(mem), mem.get(), std::size_t(bytes));
       std::size_t at = 0;
       for (auto q = p; q < last; ++q) {
