@@ -4,7 +4,7 @@
 // common configurations (the end of file/writer.hpp), dataset::write's entry points (the
 // storage version chosen at run time becomes a writer type here, once per program), the
 // non-template functions and members the public dataset headers declare (opening,
-// scanning and taking, deleting, compacting, distributed writes and commits), the 2.1+
+// scanning and taking, deleting, compacting, changing columns, distributed writes and commits), the 2.1+
 // field decoders file readers call, and the index layer's entry points (building,
 // opening, optimising, remapping: each instantiates the stages for every element type
 // and quantizer).
@@ -15,6 +15,7 @@
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/dataset/delete.hpp"
 #include "lancet/dataset/distributed.hpp"
+#include "lancet/dataset/schema_change.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/write_json_lines.hpp"
 #include "lancet/encoding/legacy/field_encoders.hpp"

@@ -24,6 +24,8 @@
 #include <lancet/arrow/builder.hpp>
 #include <lancet/arrow/compare.hpp>
 #include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/delete.hpp>
+#include <lancet/dataset/schema_change.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/arrow/concat.hpp>
 #include <lancet/file/reader.hpp>
@@ -817,6 +819,62 @@ TEST_CASE("interop: columns LanceDB adds, renames, casts and drops in our datase
   CHECK(all.num_rows() == 32);
   check_batches(all, theirs(root, &count), "LanceDB's read after our append to the altered dataset");
   CHECK(count == 32);
+}
+
+TEST_CASE("interop: columns we drop, rename and make non-nullable, read by LanceDB, which changes them further") {
+  const auto version = GENERATE_VERSION();
+  CAPTURE(version);
+  t::temp_dir dir("ds-schema-change");
+  const auto root = dataset_dir(dir, "ours");
+  std::vector<std::int64_t> ids;
+  std::vector<std::optional<std::string>> names;
+  std::vector<std::int32_t> a;
+  std::vector<std::optional<std::string>> b;
+  for (std::int64_t i = 0; i < 40; ++i) {
+    ids.push_back(i);
+    names.push_back(i % 4 ? std::optional<std::string>("n" + std::to_string(i)) : std::nullopt);
+    a.push_back(std::int32_t(i * 3));
+    b.push_back("b" + std::to_string(i));
+  }
+  ds::write_options o;
+  o.max_rows_per_file = 15;
+  o.storage_version = file::parse_format_version(version);
+  ds::write(root, make_batch({{"id", make_array<std::int64_t>(ids)}, {"name", string_array(names)},
+                              {"s", struct_array({{"a", make_array<std::int32_t>(a)}, {"b", string_array(b)}})}}),
+            o);
+  ds::delete_where(root, "id % 7 = 2");
+  // LanceDB adds a column: a second data file in every fragment, holding only it.
+  (void)t::node("alter_table.mjs", {root, "--add", "twice=id * 2"});
+  const auto with_twice = ds::dataset::open(root);
+  REQUIRE(with_twice.manifest().fragments.at(0).files.size() == 2);
+  // We drop it again (its files leave the fragments), a struct member, and rename.
+  ds::drop_columns(root, {"twice", "s.a"});
+  const auto dropped = ds::dataset::open(root);
+  for (const auto& f : dropped.manifest().fragments) CHECK(f.files.size() == 1);
+  ds::alter_columns(root, {{"name", "label", std::nullopt}, {"s.b", "bb", std::nullopt}, {"id", std::nullopt, false}});
+  auto d = ds::dataset::open(root);
+  REQUIRE(d.schema().fields.size() == 3);
+  CHECK(d.schema().fields[1].name == "label");
+  CHECK_FALSE(d.schema().fields[0].nullable);
+  std::int64_t count = -1;
+  std::optional<njson> schema;
+  const auto mine = d.to_batch();
+  check_batches(mine, theirs(root, &count, &schema), "LanceDB's read after our schema changes");
+  CHECK(count == mine.num_rows());
+  REQUIRE(schema);
+  CHECK(schema->dump().find("\"label\"") != std::string::npos);
+  CHECK(schema->dump().find("\"bb\"") != std::string::npos);
+  CHECK(schema->dump().find("twice") == std::string::npos);
+  // LanceDB appends with the new schema and changes it again; we read every row as it does.
+  (void)t::node("append_rows.mjs", {root, "--rows", "10", "--first-id", "100", "--seed", "5", "--no-struct-nulls"});
+  (void)t::node("alter_table.mjs", {root, "--rename", "label=name2", "--add", "three=id * 3"});
+  d = ds::dataset::open(root);
+  CHECK(d.schema().fields[1].name == "name2");
+  check_batches(d.to_batch(), theirs(root, &count), "LanceDB's read after its own changes on top of ours");
+  CHECK(count == mine.num_rows() + 10);
+  // And we drop LanceDB's column again: its read agrees.
+  ds::drop_columns(root, {"three"});
+  check_batches(ds::dataset::open(root).to_batch(), theirs(root, &count), "LanceDB's read after our second drop");
 }
 
 TEST_CASE("interop: randomised schemas and rows, 200 cases each way") {

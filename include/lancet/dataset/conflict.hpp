@@ -144,6 +144,11 @@ class transaction_rebase {
     const auto& theirs = other.operation;
     const bool their_replace = std::holds_alternative<T::overwrite>(theirs) || std::holds_alternative<T::restore>(theirs);
     const bool their_memwal = std::holds_alternative<T::update_mem_wal_state>(theirs);
+    // A schema change that makes a column non-nullable against a concurrent write of
+    // rows (which may hold NULLs there), in either order: retryable, as Lance 12.
+    if ((drops_nullability(txn_.operation) && writes_rows(theirs)) ||
+        (writes_rows(txn_.operation) && drops_nullability(theirs)))
+      retryable(other, version, root, "one of them makes a column non-nullable while the other writes rows");
     std::visit(
         [&](const auto& ours) {
           using O = std::decay_t<decltype(ours)>;
@@ -172,6 +177,12 @@ class transaction_rebase {
             check_create_index(ours, other, version, root);
           } else if constexpr (std::is_same_v<O, T::rewrite>) {
             check_rewrite(other, version, root);
+          } else if constexpr (std::is_same_v<O, T::project>) {
+            // Another schema change first: retryable; replaced datasets: incompatible;
+            // every other operation leaves the columns as they were (compatible).
+            if (std::holds_alternative<T::merge>(theirs) || std::holds_alternative<T::project>(theirs))
+              retryable(other, version, root, "it changed the schema too");
+            if (their_replace || their_memwal) incompatible(other, version, root);
           } else {
             throw unsupported_error("lancet does not rebase " + operation_name(txn_.operation) +
                                     " transactions on concurrent commits (dataset '" + root + "', version " +
@@ -246,6 +257,16 @@ class transaction_rebase {
   [[noreturn]] void retryable(const pb::transaction& other, std::uint64_t version, const std::string& root,
                               const std::string& why = {}) const {
     fail(other, version, root, true, why);
+  }
+
+  static bool drops_nullability(const pb::transaction::operation_t& op) {
+    if (auto* p = std::get_if<pb::transaction::project>(&op)) return !p->preserves_nullability;
+    if (auto* m = std::get_if<pb::transaction::merge>(&op)) return !m->preserves_nullability;
+    return false;
+  }
+  static bool writes_rows(const pb::transaction::operation_t& op) {
+    return std::holds_alternative<pb::transaction::append>(op) || std::holds_alternative<pb::transaction::update>(op) ||
+           std::holds_alternative<pb::transaction::data_replacement>(op);
   }
 
   // The old fragment ids of a Rewrite.

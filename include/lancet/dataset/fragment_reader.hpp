@@ -55,6 +55,40 @@ inline void subtree_ids(const schema::field& f, std::unordered_set<std::int32_t>
   for (const auto& c : f.children) subtree_ids(c, out);
 }
 
+// Whether a file's field reads as the dataset's field (type `want`) by matching struct
+// members by field id: members renamed or dropped since the file was written, or added
+// (none in the file: NULL); every other part the same type.
+inline bool members_by_id(const schema::field& file, const schema::field& ds, const arrow::data_type& want) {
+  if (file.logical_type != "struct" || ds.logical_type != "struct")
+    return arrow::equals(*schema::to_arrow(file).type, want);
+  for (std::size_t i = 0; i < ds.children.size(); ++i) {
+    const auto& c = ds.children[i];
+    for (const auto& fc : file.children)
+      if (fc.id == c.id && !members_by_id(fc, c, *want.children.at(i).type)) return false;
+  }
+  return true;
+}
+
+// A column read from a file (its field `file`) as the dataset's (members_by_id).
+inline arrow::array_ptr struct_by_id(const arrow::array_ptr& col, const schema::field& file, const schema::field& ds,
+                                     const arrow::type_ptr& want) {
+  if (file.logical_type != "struct" || ds.logical_type != "struct") return col;
+  auto out = std::make_shared<arrow::array_data>(*col);
+  out->type = want;
+  out->children.clear();
+  for (std::size_t i = 0; i < ds.children.size(); ++i) {
+    const auto& c = ds.children[i];
+    const auto& type = want->children.at(i).type;
+    std::size_t k = 0;
+    while (k < file.children.size() && file.children[k].id != c.id) ++k;
+    // Members are indexed like their struct (its offset included).
+    out->children.push_back(k < file.children.size()
+                                ? struct_by_id(col->children.at(k), file.children[k], c, type)
+                                : null_array_of(type, col->offset + col->length));
+  }
+  return out;
+}
+
 }  // namespace detail
 
 // The absolute path of a data file of a fragment.
@@ -180,6 +214,9 @@ class fragment_reader {
     int file = -1;          // index into fragment_.files; -1: no file holds it (nulls)
     std::string file_name;  // the field's name inside that file
     bool blob_v2 = false;   // the file holds blob v2 descriptions; the values are read through them
+    // Set where the file's struct members differ from the dataset's (renamed, dropped or
+    // added since): its columns are matched to the dataset's by field id.
+    std::optional<schema::field> file_field;
   };
 
   void plan() {
@@ -241,9 +278,12 @@ class fragment_reader {
       s.blob_v2 = encoding::structural::is_blob_v2_field(arrow_schema_->fields[fields_[k]]) &&
                   encoding::structural::is_blob_v2_descriptions(*file_type);
       if (!s.blob_v2 && !arrow::equals(*file_type, *want)) {
-        auto d = arrow::type_difference(*file_type, *want, {}, f.name);
-        throw unsupported_error("field '" + f.name + "' in data file '" + path + "' does not have the dataset's type (" +
-                                d.value_or("nested fields differ") + "); lancet cannot read schema changes of this kind");
+        if (!detail::members_by_id(*in_file, f, *want)) {
+          auto d = arrow::type_difference(*file_type, *want, {}, f.name);
+          throw unsupported_error("field '" + f.name + "' in data file '" + path + "' does not have the dataset's type (" +
+                                  d.value_or("nested fields differ") + "); lancet cannot read schema changes of this kind");
+        }
+        s.file_field = *in_file;
       }
       s.file_name = in_file->name;
     }
@@ -282,6 +322,8 @@ class fragment_reader {
           col = encoding::structural::blob_v2_values(*col, it->second, schema_->fields[fields_[ks[j]]].name,
                                                arrow_schema_->fields[fields_[ks[j]]].type);
         }
+        if (const auto& ff = field_sources_[ks[j]].file_field)
+          col = detail::struct_by_id(col, *ff, schema_->fields[fields_[ks[j]]], arrow_schema_->fields[fields_[ks[j]]].type);
         // The file may name nested members differently (a renamed list item); the
         // dataset's type is what callers see.
         if (col->type.get() != arrow_schema_->fields[fields_[ks[j]]].type.get()) {

@@ -126,14 +126,18 @@ struct transaction {
   // Add columns (new schema, updated fragments).
   struct merge {
     static constexpr std::string_view message_name = "Merge";
-    static constexpr std::uint32_t f_fragments = 1, f_schema = 2, f_schema_metadata = 3;
+    static constexpr std::uint32_t f_fragments = 1, f_schema = 2, f_schema_metadata = 3, f_preserves_nullability = 4;
     std::vector<data_fragment> fragments;
     std::vector<std::string> schema_raw;
     std::map<std::string, std::string> schema_metadata;
+    // False when the new schema makes a column non-nullable: concurrent writes of rows
+    // may then have written NULLs there (a retryable conflict with them).
+    bool preserves_nullability = false;
     static constexpr auto proto_fields() {
       return pb::fields(pb::field(f_fragments, &merge::fragments, "Merge.fragments"),
                         pb::field(f_schema, &merge::schema_raw, "Merge.schema"),
-                        pb::field(f_schema_metadata, &merge::schema_metadata, "Merge.schema_metadata"));
+                        pb::field(f_schema_metadata, &merge::schema_metadata, "Merge.schema_metadata"),
+                        pb::field(f_preserves_nullability, &merge::preserves_nullability, "Merge.preserves_nullability"));
     }
     friend bool operator==(const merge&, const merge&) = default;
   };
@@ -185,9 +189,13 @@ struct transaction {
   };
   struct project {
     static constexpr std::string_view message_name = "Project";
-    static constexpr std::uint32_t f_schema = 1;
+    static constexpr std::uint32_t f_schema = 1, f_preserves_nullability = 2;
     std::vector<std::string> schema_raw;
-    static constexpr auto proto_fields() { return pb::fields(pb::field(f_schema, &project::schema_raw, "Project.schema")); }
+    bool preserves_nullability = false;  // as Merge's
+    static constexpr auto proto_fields() {
+      return pb::fields(pb::field(f_schema, &project::schema_raw, "Project.schema"),
+                        pb::field(f_preserves_nullability, &project::preserves_nullability, "Project.preserves_nullability"));
+    }
     friend bool operator==(const project&, const project&) = default;
   };
   // Key -> value (absent value: remove the key); entries are UpdateMapEntry {key = 1,

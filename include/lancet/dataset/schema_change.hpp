@@ -1,0 +1,56 @@
+// Changing a dataset's columns without rewriting its data, as Lance's drop_columns and
+// alter_columns (rename, nullability) do: one Project transaction with the new schema.
+// Field ids stay, so indexes on renamed columns keep working; a dropped column's bytes
+// stay in their files (compaction leaves them behind) and a data file leaves its
+// fragment once it holds no column of the schema; indexes on dropped columns go.
+// Definitions in schema_change_impl.hpp (included here in header-only programs; in
+// compiled mode the library holds them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lancet/core/config.hpp"
+#include "lancet/dataset/commit.hpp"
+
+namespace lancet::dataset {
+
+struct schema_change_options {
+  // As write_options::max_retries: rebase on what other writers committed and commit
+  // the next version (another schema change first: a retryable conflict, as Lance).
+  unsigned max_retries = default_max_retries;
+  bool write_version_hint = true;
+};
+
+struct schema_change_result {
+  std::uint64_t version = 0;  // the version committed
+  unsigned retries = 0;       // commits lost to other writers before this one
+};
+
+// One column's change. `path` names a top-level column or a struct's member ("s.a").
+struct column_alteration {
+  std::string path;
+  std::optional<std::string> rename;  // a new name (not another member's; no '.' at the top level)
+  // true: NULLs allowed; false: none allowed (refused when a live row holds one).
+  std::optional<bool> nullable;
+};
+
+// Removes columns (top-level or struct members; a struct left without members goes
+// too) and commits a new version. Errors (invalid_input_error, nothing committed): an
+// unknown column, dropping every column.
+LANCET_INLINE schema_change_result drop_columns(const std::string& root, const std::vector<std::string>& paths,
+                                                const schema_change_options& o = {});
+
+// Renames columns and changes their nullability, and commits a new version. Errors
+// (invalid_input_error, nothing committed): an unknown column, a name already taken, a
+// top-level name with '.', a non-nullable column over rows holding NULL, no change asked.
+LANCET_INLINE schema_change_result alter_columns(const std::string& root, const std::vector<column_alteration>& changes,
+                                                 const schema_change_options& o = {});
+
+}  // namespace lancet::dataset
+
+#if LANCET_HEADER_ONLY
+#include "lancet/dataset/schema_change_impl.hpp"
+#endif

@@ -1,0 +1,200 @@
+// The definitions of dataset/schema_change.hpp: the new schema, checked as Lance 12
+// checks it, committed as a Project transaction.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lancet/core/config.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/commit.hpp"
+#include "lancet/dataset/dataset.hpp"
+#include "lancet/dataset/schema_change.hpp"
+#include "lancet/pb/table.hpp"
+#include "lancet/schema/lance_schema.hpp"
+
+namespace lancet::dataset {
+
+namespace detail {
+
+// The fields from the top down to `path` ("a" or "s.a"), as positions among their
+// siblings; empty when no such column (only struct members are reached through '.').
+inline std::vector<std::size_t> column_positions(const schema::schema& s, const std::string& path) {
+  std::vector<std::size_t> out;
+  const std::vector<schema::field>* level = &s.fields;
+  std::size_t from = 0;
+  for (;;) {
+    const auto dot = path.find('.', from);
+    const std::string name = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+    std::size_t i = 0;
+    while (i < level->size() && (*level)[i].name != name) ++i;
+    if (i == level->size()) return {};
+    out.push_back(i);
+    if (dot == std::string::npos) return out;
+    const auto& f = (*level)[i];
+    if (f.logical_type != "struct") return {};
+    level = &f.children;
+    from = dot + 1;
+  }
+}
+
+inline schema::field& field_at(schema::schema& s, const std::vector<std::size_t>& pos) {
+  schema::field* f = &s.fields.at(pos[0]);
+  for (std::size_t k = 1; k < pos.size(); ++k) f = &f->children.at(pos[k]);
+  return *f;
+}
+
+inline void collect_ids(const std::vector<schema::field>& fs, std::set<std::int32_t>& out) {
+  for (const auto& f : fs) {
+    out.insert(f.id);
+    collect_ids(f.children, out);
+  }
+}
+
+[[noreturn]] inline void no_column(const std::string& root, const std::string& path) {
+  throw invalid_input_error("column '" + path + "' does not exist in dataset '" + root + "'");
+}
+
+// Whether a live row holds NULL in the column at `pos` (NULL where a struct above it is).
+inline bool column_has_nulls(const dataset& d, const std::vector<std::size_t>& pos) {
+  scan_options so;
+  so.columns = {d.schema().fields.at(pos[0]).name};
+  for (auto sc = d.scan(so); auto b = sc.next();) {
+    const arrow::array_data& top = *b->columns.at(0);
+    for (std::int64_t r = 0; r < top.length; ++r) {
+      const arrow::array_data* a = &top;
+      std::int64_t at = r;
+      for (std::size_t k = 1; k < pos.size() && a; ++k) {
+        if (!a->is_valid(at)) return true;
+        at += a->offset;
+        a = a->children.at(pos[k]).get();
+      }
+      if (!a->is_valid(at)) return true;
+    }
+  }
+  return false;
+}
+
+// Project's manifest on `base`: the transaction's schema; data files holding no field
+// of it leave their fragments; indexes on a field no longer there go (system indexes
+// stay), as Lance's build_manifest and retain_relevant_indices.
+inline pending_commit build_project(const snapshot& base, const pb::transaction& txn) {
+  const auto& op = std::get<pb::transaction::project>(txn.operation);
+  pending_commit c = commit_after(base, txn);
+  c.manifest.fields_raw = op.schema_raw;
+  std::set<std::int32_t> ids;
+  collect_ids(manifest_schema(c.manifest).fields, ids);
+  for (auto& f : c.manifest.fragments)
+    std::erase_if(f.files, [&](const pb::data_file& file) {
+      return std::none_of(file.fields.begin(), file.fields.end(), [&](std::int32_t id) { return ids.count(id) > 0; });
+    });
+  std::erase_if(c.indices, [&](const pb::index_metadata& im) {
+    if (im.name.starts_with("__lance_")) return false;
+    return std::any_of(im.fields.begin(), im.fields.end(), [&](std::int32_t id) { return ids.count(id) == 0; });
+  });
+  const auto& p = base.manifest();
+  const bool stable = uses_stable_row_ids(p);
+  finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
+                  c.transaction);
+  return c;
+}
+
+// Commits `s` as the schema of the version after snap's.
+template <class SinkFactory>
+schema_change_result commit_schema(const std::string& root, const snapshot& snap, const schema::schema& s,
+                                   bool preserves_nullability, const schema_change_options& o, SinkFactory& make_sink) {
+  schema::validate(s);
+  commit_options co;
+  co.publish.scheme = snap.entry.scheme;
+  co.publish.write_version_hint = o.write_version_hint;
+  co.max_retries = o.max_retries;
+  auto txn = make_transaction(snap.version(),
+                              pb::transaction::project{encoded_schema_fields(s), preserves_nullability});
+  auto out = commit_transaction(root, snap, std::move(txn), build_project, co, make_sink);
+  return {out.commit.manifest.version, out.retries};
+}
+
+}  // namespace detail
+
+// drop_columns (schema_change.hpp), over any sink factory.
+template <class SinkFactory>
+schema_change_result drop_columns(const std::string& root, const std::vector<std::string>& paths,
+                                  const schema_change_options& o, SinkFactory&& make_sink) {
+  if (paths.empty()) throw invalid_input_error("drop_columns on dataset '" + root + "': no column named");
+  const auto d = dataset::open(root);
+  const auto snap = load_version(root, d.version());
+  auto s = manifest_schema(snap.manifest());
+  for (const auto& path : paths) {
+    auto pos = detail::column_positions(s, path);
+    if (pos.empty()) detail::no_column(root, path);
+    // The field, then each struct above it that is left without members.
+    for (;;) {
+      std::vector<schema::field>& siblings =
+          pos.size() == 1 ? s.fields : detail::field_at(s, {pos.begin(), pos.end() - 1}).children;
+      siblings.erase(siblings.begin() + std::ptrdiff_t(pos.back()));
+      if (!siblings.empty() || pos.size() == 1) break;
+      pos.pop_back();
+    }
+  }
+  if (s.fields.empty()) throw invalid_input_error("cannot drop every column of dataset '" + root + "'");
+  return detail::commit_schema(root, snap, s, true, o, make_sink);
+}
+
+// alter_columns (schema_change.hpp), over any sink factory.
+template <class SinkFactory>
+schema_change_result alter_columns(const std::string& root, const std::vector<column_alteration>& changes,
+                                   const schema_change_options& o, SinkFactory&& make_sink) {
+  const auto d = dataset::open(root);
+  const auto snap = load_version(root, d.version());
+  auto s = manifest_schema(snap.manifest());
+  bool preserves_nullability = true, any = false;
+  for (const auto& c : changes) {
+    const auto pos = detail::column_positions(s, c.path);
+    if (pos.empty()) detail::no_column(root, c.path);
+    auto& f = detail::field_at(s, pos);
+    if (c.nullable) {
+      any = true;
+      if (!*c.nullable) {
+        preserves_nullability = false;
+        if (f.nullable && detail::column_has_nulls(d, pos))
+          throw invalid_input_error("column '" + c.path + "' of dataset '" + root +
+                                    "' contains NULL values and cannot be made non-nullable");
+      }
+      f.nullable = *c.nullable;
+    }
+    if (c.rename) {
+      any = true;
+      const auto& to = *c.rename;
+      if (to.empty()) throw invalid_input_error("column '" + c.path + "' cannot be renamed to an empty name");
+      if (pos.size() == 1 && to.find('.') != std::string::npos)
+        throw invalid_input_error("column '" + c.path + "' cannot be renamed to '" + to +
+                                  "': a top-level name cannot contain '.'");
+      const auto& siblings = pos.size() == 1 ? s.fields : detail::field_at(s, {pos.begin(), pos.end() - 1}).children;
+      for (std::size_t i = 0; i < siblings.size(); ++i)
+        if (i != pos.back() && siblings[i].name == to)
+          throw invalid_input_error("column '" + c.path + "' cannot be renamed to '" + to + "': dataset '" + root +
+                                    "' has a column of that name");
+      f.name = to;
+    }
+  }
+  if (!any) throw invalid_input_error("alter_columns on dataset '" + root + "': no change asked");
+  return detail::commit_schema(root, snap, s, preserves_nullability, o, make_sink);
+}
+
+#if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
+LANCET_INLINE schema_change_result drop_columns(const std::string& root, const std::vector<std::string>& paths,
+                                                const schema_change_options& o) {
+  default_sink_factory f;
+  return drop_columns(root, paths, o, f);
+}
+LANCET_INLINE schema_change_result alter_columns(const std::string& root, const std::vector<column_alteration>& changes,
+                                                 const schema_change_options& o) {
+  default_sink_factory f;
+  return alter_columns(root, changes, o, f);
+}
+#endif
+
+}  // namespace lancet::dataset

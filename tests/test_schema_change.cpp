@@ -1,0 +1,229 @@
+// Dropping, renaming and changing the nullability of columns (dataset/schema_change.hpp):
+// the schema and rows read back, the data files and indexes a Project keeps, the
+// errors (nothing committed), and concurrent commits resolved as Lance 12 resolves them.
+#include <doctest/doctest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <lancet/arrow/builder.hpp>
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/delete.hpp>
+#include <lancet/dataset/schema_change.hpp>
+#include <lancet/dataset/write.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/registry.hpp>
+
+#include "support/dataset_writes.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace lancet;
+using namespace lancet::arrow;
+namespace ds = lancet::dataset;
+
+namespace {
+
+using lancet::testing::racing_factory;
+
+// id int64 (no NULLs), name utf8 (NULL every 3rd row), s struct<a int32, b utf8>,
+// vec fixed_size_list<float32, 4>; rows start..start+n.
+record_batch rows(std::int64_t start, std::int64_t n, bool null_names = true) {
+  std::vector<std::int64_t> id;
+  std::vector<std::optional<std::string>> name, b;
+  std::vector<std::int32_t> a;
+  std::vector<float> vec;
+  for (std::int64_t i = start; i < start + n; ++i) {
+    id.push_back(i);
+    name.push_back(null_names && i % 3 == 0 ? std::nullopt : std::optional<std::string>("n" + std::to_string(i)));
+    a.push_back(std::int32_t(i * 2));
+    b.push_back("b" + std::to_string(i));
+    for (int k = 0; k < 4; ++k) vec.push_back(float(i % 2 ? 10 : -10) + 0.01f * float((i * 7 + k) % 13));
+  }
+  return make_batch({{"id", make_array<std::int64_t>(id)},
+                     {"name", string_array(name)},
+                     {"s", struct_array({{"a", make_array<std::int32_t>(a)}, {"b", string_array(b)}})},
+                     {"vec", make_fixed_size_list(make_array<float>(vec), 4)}});
+}
+
+std::string make_dataset(const lancet::testing::scratch_dir& tmp, bool null_names = true) {
+  const std::string root = tmp.sub("ds");
+  ds::write_options o;
+  o.max_rows_per_file = 40;
+  ds::write(root, rows(0, 100, null_names), o);
+  return root;
+}
+
+std::vector<std::string> names(const ds::dataset& d) {
+  std::vector<std::string> out;
+  for (const auto& f : d.schema().fields) out.push_back(f.name);
+  return out;
+}
+
+index::build_options flat_on_vec() {
+  index::build_options o;
+  o.column = "vec";
+  o.type = index::ivf_index_type::ivf_flat;
+  o.num_partitions = 2;
+  o.sample_rate = 4;
+  o.max_iters = 5;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("drop_columns: the schema loses the columns, rows read the rest, files stay until none of their columns is left") {
+  lancet::testing::scratch_dir tmp("schema-drop");
+  const auto root = make_dataset(tmp);
+  const auto before = ds::dataset::open(root);
+  const auto r = ds::drop_columns(root, {"name", "s.a"});
+  CHECK(r.version == before.version() + 1);
+  const auto d = ds::dataset::open(root);
+  CHECK(names(d) == std::vector<std::string>{"id", "s", "vec"});
+  REQUIRE(d.schema().fields[1].type->children.size() == 1);
+  CHECK(d.schema().fields[1].type->children[0].name == "b");
+  CHECK(std::get<pb::transaction::project>(d.transaction()->operation).preserves_nullability);
+  // Metadata only: the fragments keep their data files (the dropped bytes with them).
+  REQUIRE(d.manifest().fragments.size() == before.manifest().fragments.size());
+  for (std::size_t i = 0; i < d.manifest().fragments.size(); ++i)
+    CHECK(d.manifest().fragments[i].files == before.manifest().fragments[i].files);
+  const auto b = d.to_batch();
+  REQUIRE(b.num_rows() == 100);
+  for (std::int64_t i = 0; i < 100; ++i) {
+    CHECK(b.columns[0]->value<std::int64_t>(i) == i);
+    CHECK(b.columns[1]->children[0]->string_value(i) == "b" + std::to_string(i));
+  }
+  // The last member of a struct takes the struct with it.
+  ds::drop_columns(root, {"s.b"});
+  CHECK(names(ds::dataset::open(root)) == std::vector<std::string>{"id", "vec"});
+  // The old version still reads every column.
+  CHECK(names(ds::dataset::open(root, before.version())) == std::vector<std::string>{"id", "name", "s", "vec"});
+  // Appends take the new schema; LanceDB-style reads of both kinds of fragment agree.
+  ds::write_options a;
+  a.mode = ds::write_mode::append;
+  const auto more = rows(100, 10);
+  ds::write(root, make_batch({{"id", more.columns[0]}, {"vec", more.columns[3]}}), a);
+  CHECK(ds::dataset::open(root).count_rows() == 110);
+}
+
+TEST_CASE("drop_columns: an index on a dropped column goes, one on a kept column stays") {
+  lancet::testing::scratch_dir tmp("schema-drop-index");
+  const auto root = make_dataset(tmp);
+  index::build_ivf_index(root, flat_on_vec());
+  CHECK(ds::dataset::open(root).indices().size() == 1);
+  ds::drop_columns(root, {"name"});
+  CHECK(ds::dataset::open(root).indices().size() == 1);
+  ds::drop_columns(root, {"vec"});
+  CHECK(ds::dataset::open(root).indices().empty());
+}
+
+TEST_CASE("alter_columns: rename keeps the field ids (and the index), nullability changes as Lance 12 allows") {
+  lancet::testing::scratch_dir tmp("schema-alter");
+  const auto root = make_dataset(tmp);
+  index::build_ivf_index(root, flat_on_vec());
+  const auto before = ds::dataset::open(root);
+  ds::alter_columns(root, {{"vec", "embedding", std::nullopt}, {"s.a", "aa", std::nullopt}});
+  auto d = ds::dataset::open(root);
+  CHECK(names(d) == std::vector<std::string>{"id", "name", "s", "embedding"});
+  CHECK(d.schema().fields[2].type->children[0].name == "aa");
+  CHECK(d.lance_schema().fields[3].id == before.lance_schema().fields[3].id);
+  REQUIRE(d.indices().size() == 1);
+  CHECK(std::get<pb::transaction::project>(d.transaction()->operation).preserves_nullability);
+  // Non-nullable where no row holds NULL: allowed, recorded as not preserving nullability.
+  ds::alter_columns(root, {{"id", std::nullopt, false}});
+  d = ds::dataset::open(root);
+  CHECK_FALSE(d.schema().fields[0].nullable);
+  CHECK_FALSE(std::get<pb::transaction::project>(d.transaction()->operation).preserves_nullability);
+  ds::alter_columns(root, {{"id", std::nullopt, true}});
+  CHECK(ds::dataset::open(root).schema().fields[0].nullable);
+  const auto b = ds::dataset::open(root).to_batch();
+  CHECK(b.num_rows() == 100);
+  CHECK(b.columns[1]->string_value(1) == "n1");
+}
+
+TEST_CASE("alter_columns: a NULL in a deleted row does not count") {
+  lancet::testing::scratch_dir tmp("schema-alter-deleted");
+  const auto root = make_dataset(tmp);
+  ds::delete_where(root, "name IS NULL");
+  ds::alter_columns(root, {{"name", std::nullopt, false}});
+  CHECK_FALSE(ds::dataset::open(root).schema().fields[1].nullable);
+}
+
+TEST_CASE("schema changes: bad input is a typed error naming the column, nothing committed") {
+  lancet::testing::scratch_dir tmp("schema-errors");
+  const auto root = make_dataset(tmp);
+  const auto v = ds::dataset::open(root).version();
+  const auto fails = [&](auto&& f, const std::string& words) {
+    try {
+      f();
+      FAIL("no error");
+    } catch (const invalid_input_error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(words) != std::string::npos, e.what());
+    }
+    CHECK(ds::dataset::open(root).version() == v);
+  };
+  fails([&] { ds::drop_columns(root, {"nope"}); }, "'nope' does not exist");
+  fails([&] { ds::drop_columns(root, {"s.zz"}); }, "'s.zz' does not exist");
+  fails([&] { ds::drop_columns(root, {"id.x"}); }, "'id.x' does not exist");
+  fails([&] { ds::drop_columns(root, {"id", "name", "s", "vec"}); }, "cannot drop every column");
+  fails([&] { ds::drop_columns(root, {}); }, "no column named");
+  fails([&] { ds::alter_columns(root, {{"nope", "x", std::nullopt}}); }, "'nope' does not exist");
+  fails([&] { ds::alter_columns(root, {{"name", "id", std::nullopt}}); }, "has a column of that name");
+  fails([&] { ds::alter_columns(root, {{"s.a", "b", std::nullopt}}); }, "has a column of that name");
+  fails([&] { ds::alter_columns(root, {{"name", "a.b", std::nullopt}}); }, "cannot contain '.'");
+  fails([&] { ds::alter_columns(root, {{"name", std::nullopt, false}}); }, "'name' of dataset");
+  fails([&] { ds::alter_columns(root, {{"name", std::nullopt, std::nullopt}}); }, "no change asked");
+}
+
+TEST_CASE("schema changes and concurrent commits: appends and indexes rebase; schema changes and non-null changes retry") {
+  lancet::testing::scratch_dir tmp("schema-conflicts");
+  SUBCASE("a drop rebased on an append keeps the appended rows") {
+    const auto root = make_dataset(tmp);
+    racing_factory f{[&] {
+      ds::write_options a;
+      a.mode = ds::write_mode::append;
+      ds::write(root, rows(100, 20), a);
+    }};
+    const auto r = ds::drop_columns(root, {"name"}, {}, f);
+    const auto d = ds::dataset::open(root);
+    CHECK(r.version == d.version());
+    CHECK(names(d) == std::vector<std::string>{"id", "s", "vec"});
+    CHECK(d.count_rows() == 120);
+  }
+  SUBCASE("a drop rebased on a new index on the dropped column drops it") {
+    const auto root = make_dataset(tmp);
+    racing_factory f{[&] { index::build_ivf_index(root, flat_on_vec()); }};
+    ds::drop_columns(root, {"vec"}, {}, f);
+    CHECK(ds::dataset::open(root).indices().empty());
+  }
+  SUBCASE("a rename racing another schema change: retryable conflict, nothing committed") {
+    const auto root = make_dataset(tmp);
+    racing_factory f{[&] { ds::drop_columns(root, {"s"}); }};
+    const auto v = ds::dataset::open(root).version();
+    try {
+      ds::alter_columns(root, {{"name", "label", std::nullopt}}, {}, f);
+      FAIL("no conflict");
+    } catch (const ds::commit_conflict_error& e) {
+      CHECK(e.retryable);
+    }
+    CHECK(ds::dataset::open(root).version() == v + 1);
+    CHECK(names(ds::dataset::open(root)) == std::vector<std::string>{"id", "name", "vec"});
+  }
+  SUBCASE("a non-null change racing an append: retryable (the appended rows may hold NULLs)") {
+    const auto root = make_dataset(tmp, false);
+    racing_factory f{[&] {
+      ds::write_options a;
+      a.mode = ds::write_mode::append;
+      ds::write(root, rows(100, 20, true), a);
+    }};
+    try {
+      ds::alter_columns(root, {{"name", std::nullopt, false}}, {}, f);
+      FAIL("no conflict");
+    } catch (const ds::commit_conflict_error& e) {
+      CHECK(e.retryable);
+    }
+    CHECK(ds::dataset::open(root).schema().fields[1].nullable);
+    // Run again on the new version, it sees the NULLs.
+    CHECK_THROWS_AS(ds::alter_columns(root, {{"name", std::nullopt, false}}), invalid_input_error);
+  }
+}
