@@ -20,6 +20,8 @@
 //                [--columns a,b] [--index NAME] [--where EXPR] [--postfilter] [--fast-search]
 //                [--bypass-index] [--distance-range LO,HI] [--offset N] [--explain]
 //   lancet delete DATASET --where EXPR
+//   lancet drop-columns DATASET a,s.b
+//   lancet alter-columns DATASET [--rename a=b] [--nullable c] [--not-nullable d]
 //   lancet compact DATASET [--target-rows N]
 //   lancet cleanup DATASET [--older-than SECONDS] [--keep N] [--delete-unverified] [--dry-run]
 //   lancet help [COMMAND]      (also: lancet COMMAND --help / -h)
@@ -52,6 +54,7 @@
 #include <lancet/dataset/distributed.hpp>
 #include <lancet/dataset/distributed_impl.hpp>  // write_fragments from a batch generator
 #include <lancet/dataset/fragment_json.hpp>
+#include <lancet/dataset/schema_change.hpp>
 #include <lancet/index/build/ivf_builder.hpp>
 #include <lancet/index/optimize/optimize_indices.hpp>
 #include <lancet/index/optimize/remap.hpp>
@@ -147,6 +150,28 @@ const std::vector<command_spec>& commands() {
        "  --where EXPR      the rows to delete (a SQL filter; \"true\" deletes every row)\n"
        "  --max-retries N   run again on other writers' commits at most N times (default 20)\n",
        {"where", "max-retries"},
+       {}},
+      {"drop-columns",
+       "lancet drop-columns DATASET a,s.b [--max-retries N]",
+       "Removes columns (top-level ones or struct members: s.b; a struct left without members goes\n"
+       "too) and commits a new version, as Lance's drop_columns: only the schema changes, the data\n"
+       "files stay (a file no longer holding any column leaves its fragment) and indexes on the\n"
+       "dropped columns go. Prints {\"version\"} as one JSON line.\n"
+       "  --max-retries N   rebase on other writers' commits at most N times (default 20)\n",
+       {"max-retries"},
+       {},
+       true},
+      {"alter-columns",
+       "lancet alter-columns DATASET [--rename a=b,s.x=y] [--nullable c,d] [--not-nullable e]\n"
+       "               [--max-retries N]",
+       "Renames columns and changes whether they allow NULLs, and commits a new version, as\n"
+       "Lance's alter_columns: only the schema changes (field ids stay, so indexes keep working).\n"
+       "A column holding a NULL in a live row cannot be made non-nullable. Prints {\"version\"}.\n"
+       "  --rename OLD=NEW,...   new names (a struct member: s.x=y renames s.x to s.y)\n"
+       "  --nullable a,b         allow NULLs in these columns\n"
+       "  --not-nullable a,b     refuse NULLs in these columns\n"
+       "  --max-retries N        rebase on other writers' commits at most N times (default 20)\n",
+       {"rename", "nullable", "not-nullable", "max-retries"},
        {}},
       {"inspect",
        "lancet inspect DATASET|FILE.lance",
@@ -457,6 +482,39 @@ int cmd_delete(const args& a) {
   const auto r = dataset::delete_where(a.path, *where, o);
   report_retries(r.retries);
   std::cout << json::object_writer{}.field("deleted_rows", r.deleted_rows).field("version", r.version).str() << "\n";
+  return 0;
+}
+
+dataset::schema_change_options schema_change_options(const args& a) {
+  dataset::schema_change_options o;
+  if (auto n = a.number("max-retries")) o.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
+  return o;
+}
+
+int cmd_drop_columns(const args& a) {
+  if (a.files.size() != 1) throw usage_error("drop-columns needs the columns to drop after DATASET (a,s.b)");
+  const auto r = dataset::drop_columns(a.path, split_list(a.files[0]), schema_change_options(a));
+  report_retries(r.retries);
+  std::cout << json::object_writer{}.field("version", r.version).str() << "\n";
+  return 0;
+}
+
+int cmd_alter_columns(const args& a) {
+  std::vector<dataset::column_alteration> changes;
+  if (auto v = a.get("rename"))
+    for (const auto& pair : split_list(*v)) {
+      const auto eq = pair.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == pair.size())
+        throw usage_error("--rename takes OLD=NEW pairs, got '" + pair + "'");
+      changes.push_back({pair.substr(0, eq), pair.substr(eq + 1), std::nullopt});
+    }
+  for (const auto& [flag, allow] : {std::pair{"nullable", true}, std::pair{"not-nullable", false}})
+    if (auto v = a.get(flag))
+      for (const auto& c : split_list(*v)) changes.push_back({c, std::nullopt, allow});
+  if (changes.empty()) throw usage_error("alter-columns needs --rename, --nullable or --not-nullable");
+  const auto r = dataset::alter_columns(a.path, changes, schema_change_options(a));
+  report_retries(r.retries);
+  std::cout << json::object_writer{}.field("version", r.version).str() << "\n";
   return 0;
 }
 
@@ -926,6 +984,8 @@ int run(const command_spec& spec, const std::vector<std::string>& rest) {
   if (spec.name == "index optimize") return cmd_index_optimize(a);
   if (spec.name == "search") return cmd_search(a);
   if (spec.name == "delete") return cmd_delete(a);
+  if (spec.name == "drop-columns") return cmd_drop_columns(a);
+  if (spec.name == "alter-columns") return cmd_alter_columns(a);
   if (spec.name == "compact") return cmd_compact(a);
   if (spec.name == "cleanup") return cmd_cleanup(a);
   throw std::logic_error("no handler for '" + std::string(spec.name) + "'");

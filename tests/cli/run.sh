@@ -233,6 +233,22 @@ err=$("$lancet" cat "$qds" --where "id >" 2>&1); st=$?
 check "a malformed filter: exit 1, the position named" bash -c "test $st -eq 1 && grep -q 'at position 4' <<< \"\$0\"" "$err"
 err=$("$lancet" search "$qds" --column vector --query "$q7" --where "nope = 1" 2>&1); st=$?
 check "a filter naming an unknown column lists the columns" bash -c "test $st -eq 1 && grep -q \"no column 'nope' (columns: id, vector)\" <<< \"\$0\"" "$err"
+# ---- schema changes: drop-columns, alter-columns -----------------------------------------
+sds="$tmp/ds-schema"
+cp -r "$tmp/ds-2.2" "$sds"
+out=$("$lancet" drop-columns "$sds" raw,pt.y); st=$?
+check "drop-columns commits a version" bash -c "test $st -eq 0 && grep -q '\"version\":3' <<< '$out'"
+out=$("$lancet" alter-columns "$sds" --rename name=label,pt.x=px); st=$?
+check "alter-columns --rename commits a version" bash -c "test $st -eq 0 && grep -q '\"version\":4' <<< '$out'"
+check "cat shows the new names, the dropped columns gone" bash -c "'$lancet' cat '$sds' --limit 1 | grep -qxF '{\"id\":1,\"label\":\"a\",\"ts\":1700000000000000,\"tags\":[\"x\",\"y\"],\"pt\":{\"px\":0.1},\"v\":[1,2]}'"
+check "LanceDB reads the changed schema" bash -c "node '$root/tests/interop/read_table.mjs' '$sds' | tail -n 1 | grep -q '\"countRows\":4'"
+err=$("$lancet" alter-columns "$sds" --not-nullable label 2>&1); st=$?
+check "alter-columns --not-nullable on a column with NULLs fails, naming it" bash -c "test $st -eq 1 && grep -q \"column 'label'\" <<< \"\$0\"" "$err"
+err=$("$lancet" drop-columns "$sds" nope 2>&1); st=$?
+check "drop-columns of an unknown column fails, naming it" bash -c "test $st -eq 1 && grep -q \"'nope' does not exist\" <<< \"\$0\"" "$err"
+err=$("$lancet" alter-columns "$sds" 2>&1); check "alter-columns without a change is a usage error" test $? -eq 2
+err=$("$lancet" drop-columns "$sds" 2>&1); check "drop-columns without columns is a usage error" test $? -eq 2
+check "the failed changes committed nothing" bash -c "'$lancet' inspect '$sds' | grep -q 'latest version 4'"
 err=$("$lancet" delete "$qds" 2>&1); check "delete without --where is a usage error" test $? -eq 2
 err=$("$lancet" cat "$tmp/nothing-here" 2>&1); st=$?
 check "cat of a missing dataset: not found" bash -c "test $st -eq 1 && grep -q 'not found' <<< \"\$0\"" "$err"
@@ -242,7 +258,7 @@ out=$("$lancet" --version); st=$?
 check "--version prints 'lancet $version'" test "$st:$out" == "0:lancet $version"
 out=$("$lancet" help); st=$?
 check "help exits 0" test $st -eq 0
-check "help lists every command" bash -c 'for c in write cat inspect "index create" "index list" "index optimize" search delete compact; do
+check "help lists every command" bash -c 'for c in write cat inspect "index create" "index list" "index optimize" search delete compact drop-columns alter-columns; do
   grep -q "^  lancet $c " <<< "$0" || exit 1; done' "$out"
 for c in write cat inspect "index create" "index list" "index optimize" search delete compact; do
   for form in "help $c" "$c --help" "$c -h" "$c DATASET --help"; do
@@ -251,7 +267,7 @@ for c in write cat inspect "index create" "index list" "index optimize" search d
   done
 done
 # The usages agree with README.md's for the one-line ones.
-for c in write cat inspect "index list" compact delete; do
+for c in write cat inspect "index list" compact delete drop-columns; do
   line=$(grep -m 1 "^lancet $c " "$root/README.md")
   check "help $c shows README's usage line" bash -c 'test -n "$1" && grep -qxF "usage: $1" <<< "$0"' "$("$lancet" help $c)" "$line"
 done
