@@ -865,6 +865,18 @@ TEST_CASE("interop: columns we drop, rename and make non-nullable, read by Lance
   CHECK(schema->dump().find("\"label\"") != std::string::npos);
   CHECK(schema->dump().find("\"bb\"") != std::string::npos);
   CHECK(schema->dump().find("twice") == std::string::npos);
+  // We add columns: from rows aligned with the live rows (a new file per fragment,
+  // deleted rows filled in) and all-NULL ones (no file).
+  std::vector<double> half;
+  for (std::int64_t i = 0; i < mine.num_rows(); ++i) half.push_back(double(mine.columns[0]->value<std::int64_t>(i)) / 2);
+  ds::add_columns(root, std::vector<record_batch>{make_batch({{"half", make_array<double>(half)}})});
+  ds::add_null_columns(root, {arrow::field{"note", arrow::utf8(), true, {}}});
+  d = ds::dataset::open(root);
+  for (const auto& f : d.manifest().fragments) CHECK(f.files.size() == 2);
+  const auto added = d.to_batch();
+  REQUIRE(added.columns.size() == 5);
+  check_batches(added, theirs(root, &count), "LanceDB's read after our added columns");
+  CHECK(count == mine.num_rows());
   // LanceDB appends with the new schema and changes it again; we read every row as it does.
   (void)t::node("append_rows.mjs", {root, "--rows", "10", "--first-id", "100", "--seed", "5", "--no-struct-nulls"});
   (void)t::node("alter_table.mjs", {root, "--rename", "label=name2", "--add", "three=id * 3"});
@@ -872,9 +884,12 @@ TEST_CASE("interop: columns we drop, rename and make non-nullable, read by Lance
   CHECK(d.schema().fields[1].name == "name2");
   check_batches(d.to_batch(), theirs(root, &count), "LanceDB's read after its own changes on top of ours");
   CHECK(count == mine.num_rows() + 10);
-  // And we drop LanceDB's column again: its read agrees.
+  // And we drop LanceDB's column again: its read agrees; its compaction then reads ours.
   ds::drop_columns(root, {"three"});
   check_batches(ds::dataset::open(root).to_batch(), theirs(root, &count), "LanceDB's read after our second drop");
+  const auto before_optimize = ds::dataset::open(root).to_batch();
+  (void)t::node("optimize.mjs", {root});
+  check_batches(ds::dataset::open(root).to_batch(), before_optimize, "our read after LanceDB's compaction");
 }
 
 TEST_CASE("interop: randomised schemas and rows, 200 cases each way") {

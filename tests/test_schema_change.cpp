@@ -3,6 +3,7 @@
 // errors (nothing committed), and concurrent commits resolved as Lance 12 resolves them.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -149,6 +150,59 @@ TEST_CASE("alter_columns: a NULL in a deleted row does not count") {
   CHECK_FALSE(ds::dataset::open(root).schema().fields[1].nullable);
 }
 
+TEST_CASE("add_columns: rows aligned with the live rows become a new data file per fragment; deleted rows skipped") {
+  lancet::testing::scratch_dir tmp("schema-add");
+  const auto root = make_dataset(tmp);  // 100 rows in 3 fragments (40, 40, 20)
+  ds::delete_where(root, "id % 9 = 4 OR id >= 95");
+  const auto before = ds::dataset::open(root);
+  const auto live = before.count_rows();
+  // The new columns for the live rows in row order, in two batches.
+  const auto ids = before.to_batch();
+  std::vector<std::int64_t> twice;
+  std::vector<std::optional<std::string>> tag;
+  for (std::int64_t i = 0; i < ids.num_rows(); ++i) {
+    const auto id = ids.columns[0]->value<std::int64_t>(i);
+    twice.push_back(id * 2);
+    tag.push_back(id % 5 ? std::optional<std::string>("t" + std::to_string(id)) : std::nullopt);
+  }
+  const auto all = make_batch({{"twice", make_array<std::int64_t>(twice)}, {"tag", string_array(tag)}});
+  const std::int64_t half = all.num_rows() / 2;
+  const std::vector<record_batch> parts{ds::detail::zero_copy_slice(all, 0, half),
+                                        ds::detail::zero_copy_slice(all, half, all.num_rows() - half)};
+  const auto r = ds::add_columns(root, parts);
+  const auto d = ds::dataset::open(root);
+  CHECK(r.version == before.version() + 1);
+  CHECK(names(d) == std::vector<std::string>{"id", "name", "s", "vec", "twice", "tag"});
+  CHECK(std::holds_alternative<pb::transaction::merge>(d.transaction()->operation));
+  // New ids after every id the dataset used; one new file per fragment, physical rows long.
+  CHECK(d.lance_schema().fields[4].id == before.lance_schema().max_field_id() + 1);
+  for (std::size_t i = 0; i < d.manifest().fragments.size(); ++i) {
+    const auto& f = d.manifest().fragments[i];
+    REQUIRE(f.files.size() == 2);
+    CHECK(f.files[0] == before.manifest().fragments[i].files[0]);
+    CHECK(f.deletion_file == before.manifest().fragments[i].deletion_file);
+  }
+  const auto b = d.to_batch();
+  REQUIRE(std::uint64_t(b.num_rows()) == live);
+  for (std::int64_t i = 0; i < b.num_rows(); ++i) {
+    const auto id = b.columns[0]->value<std::int64_t>(i);
+    CHECK(b.columns[4]->value<std::int64_t>(i) == id * 2);
+    CHECK(b.columns[5]->is_valid(i) == (id % 5 != 0));
+    if (id % 5) CHECK(b.columns[5]->string_value(i) == "t" + std::to_string(id));
+  }
+  // All-NULL columns: no file written, every row NULL.
+  ds::add_null_columns(root, {arrow::field{"note", arrow::utf8(), true, {}}});
+  const auto d2 = ds::dataset::open(root);
+  for (std::size_t i = 0; i < d2.manifest().fragments.size(); ++i)
+    CHECK(d2.manifest().fragments[i].files == d.manifest().fragments[i].files);
+  const auto b2 = d2.to_batch();
+  CHECK(b2.columns[6]->null_count == b2.num_rows());
+  // Dropping a column the dataset added frees no id still in a file: the next one is new.
+  ds::drop_columns(root, {"tag"});
+  ds::add_null_columns(root, {arrow::field{"again", arrow::int32(), true, {}}});
+  CHECK(ds::dataset::open(root).lance_schema().fields.back().id == d.lance_schema().fields[5].id + 2);
+}
+
 TEST_CASE("schema changes: bad input is a typed error naming the column, nothing committed") {
   lancet::testing::scratch_dir tmp("schema-errors");
   const auto root = make_dataset(tmp);
@@ -173,6 +227,16 @@ TEST_CASE("schema changes: bad input is a typed error naming the column, nothing
   fails([&] { ds::alter_columns(root, {{"name", "a.b", std::nullopt}}); }, "cannot contain '.'");
   fails([&] { ds::alter_columns(root, {{"name", std::nullopt, false}}); }, "'name' of dataset");
   fails([&] { ds::alter_columns(root, {{"name", std::nullopt, std::nullopt}}); }, "no change asked");
+  fails([&] { ds::add_null_columns(root, {arrow::field{"id", arrow::int32(), true, {}}}); }, "'id' already exists");
+  fails([&] { ds::add_null_columns(root, {arrow::field{"x", arrow::int32(), false, {}}}); }, "must be nullable");
+  const auto short_batch = make_batch({{"x", make_array<std::int32_t>({1, 2, 3})}});
+  fails([&] { ds::add_columns(root, std::vector<record_batch>{short_batch}); }, "the batches hold 3 rows");
+  const auto other = make_batch({{"y", make_array<std::int32_t>({1})}});
+  fails([&] { ds::add_columns(root, std::vector<record_batch>{short_batch, other}); }, "another schema");
+  // Nothing of a failed add is left behind.
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(root) / "data")) files += e.is_regular_file();
+  CHECK(files == ds::dataset::open(root).manifest().fragments.size());
 }
 
 TEST_CASE("schema changes and concurrent commits: appends and indexes rebase; schema changes and non-null changes retry") {
@@ -208,6 +272,26 @@ TEST_CASE("schema changes and concurrent commits: appends and indexes rebase; sc
     }
     CHECK(ds::dataset::open(root).version() == v + 1);
     CHECK(names(ds::dataset::open(root)) == std::vector<std::string>{"id", "name", "vec"});
+  }
+  SUBCASE("an added column racing an append: retryable, its data files removed") {
+    const auto root = make_dataset(tmp);
+    racing_factory f{[&] {
+      ds::write_options a;
+      a.mode = ds::write_mode::append;
+      ds::write(root, rows(100, 20), a);
+    }};
+    std::vector<std::int32_t> x(100, 7);
+    try {
+      ds::add_columns(root, std::vector<record_batch>{make_batch({{"x", make_array<std::int32_t>(x)}})}, {}, f);
+      FAIL("no conflict");
+    } catch (const ds::commit_conflict_error& e) {
+      CHECK(e.retryable);
+    }
+    const auto d = ds::dataset::open(root);
+    CHECK(names(d) == std::vector<std::string>{"id", "name", "s", "vec"});
+    std::size_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(root) / "data")) files += e.is_regular_file();
+    CHECK(files == d.manifest().fragments.size());
   }
   SUBCASE("a non-null change racing an append: retryable (the appended rows may hold NULLs)") {
     const auto root = make_dataset(tmp, false);

@@ -177,6 +177,16 @@ class transaction_rebase {
             check_create_index(ours, other, version, root);
           } else if constexpr (std::is_same_v<O, T::rewrite>) {
             check_rewrite(other, version, root);
+          } else if constexpr (std::is_same_v<O, T::merge>) {
+            // A Merge carries every fragment: any commit that adds, changes or removes
+            // fragments (or rows) first makes it retryable; a Project, a replaced
+            // dataset: incompatible; indexes and configuration: compatible.
+            if (std::holds_alternative<T::append>(theirs) || std::holds_alternative<T::update>(theirs) ||
+                std::holds_alternative<T::delete_rows>(theirs) || std::holds_alternative<T::rewrite>(theirs) ||
+                std::holds_alternative<T::merge>(theirs) || std::holds_alternative<T::data_replacement>(theirs))
+              retryable(other, version, root, "it changed the fragments this Merge lists");
+            if (their_replace || their_memwal || std::holds_alternative<T::project>(theirs))
+              incompatible(other, version, root);
           } else if constexpr (std::is_same_v<O, T::project>) {
             // Another schema change first: retryable; replaced datasets: incompatible;
             // every other operation leaves the columns as they were (compatible).

@@ -1,8 +1,12 @@
-// Changing a dataset's columns without rewriting its data, as Lance's drop_columns and
-// alter_columns (rename, nullability) do: one Project transaction with the new schema.
+// Changing a dataset's columns without rewriting its data, as Lance does. drop_columns
+// and alter_columns (rename, nullability): one Project transaction with the new schema.
 // Field ids stay, so indexes on renamed columns keep working; a dropped column's bytes
 // stay in their files (compaction leaves them behind) and a data file leaves its
 // fragment once it holds no column of the schema; indexes on dropped columns go.
+// add_columns: one Merge transaction; new fields get ids after the largest id the
+// dataset ever used; all-NULL columns write nothing (a fragment without a file holding
+// a field reads it as NULL), columns from rows write one new data file per fragment
+// beside the existing ones.
 // Definitions in schema_change_impl.hpp (included here in header-only programs; in
 // compiled mode the library holds them).
 #pragma once
@@ -10,8 +14,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <span>
 #include <vector>
 
+#include "lancet/arrow/array.hpp"
 #include "lancet/core/config.hpp"
 #include "lancet/dataset/commit.hpp"
 
@@ -48,6 +54,20 @@ LANCET_INLINE schema_change_result drop_columns(const std::string& root, const s
 // top-level name with '.', a non-nullable column over rows holding NULL, no change asked.
 LANCET_INLINE schema_change_result alter_columns(const std::string& root, const std::vector<column_alteration>& changes,
                                                  const schema_change_options& o = {});
+
+// Adds nullable columns whose every value is NULL (Lance's add_columns of all-null
+// columns) and commits a new version. Errors (invalid_input_error, nothing committed):
+// a name already taken, a non-nullable field.
+LANCET_INLINE schema_change_result add_null_columns(const std::string& root, const std::vector<arrow::field>& fields,
+                                                    const schema_change_options& o = {});
+
+// Adds the columns of `batches` (one schema), whose rows are the dataset's live rows in
+// row order (fragment by fragment, deleted rows left out), and commits a new version.
+// Each fragment gets one new data file holding them, its deleted rows filled with
+// placeholders. Errors (invalid_input_error, nothing committed): a name already taken,
+// batches of differing schemas, more or fewer rows than the dataset has live rows.
+LANCET_INLINE schema_change_result add_columns(const std::string& root, std::span<const arrow::record_batch> batches,
+                                               const schema_change_options& o = {});
 
 }  // namespace lancet::dataset
 

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
+#include <optional>
+#include <span>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -13,6 +16,8 @@
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/dataset/schema_change.hpp"
+#include "lancet/dataset/write.hpp"
+#include "lancet/dataset/write_impl.hpp"
 #include "lancet/pb/table.hpp"
 #include "lancet/schema/lance_schema.hpp"
 
@@ -102,6 +107,72 @@ inline pending_commit build_project(const snapshot& base, const pb::transaction&
   return c;
 }
 
+// Merge's manifest on `base`: the transaction's fragments (every fragment, some with a
+// new data file) and schema.
+inline pending_commit build_merge(const snapshot& base, const pb::transaction& txn) {
+  const auto& op = std::get<pb::transaction::merge>(txn.operation);
+  pending_commit c = commit_after(base, txn);
+  c.manifest.fields_raw = op.schema_raw;
+  c.manifest.fragments = op.fragments;
+  const auto& p = base.manifest();
+  const bool stable = uses_stable_row_ids(p);
+  finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
+                  c.transaction);
+  return c;
+}
+
+// The largest field id the dataset's version ever used: its schema's and its data
+// files' (a dropped field's id stays taken while a file holds it), as Lance counts.
+inline std::int32_t max_field_id(const pb::manifest& m, const schema::schema& s) {
+  std::int32_t hi = s.max_field_id();
+  for (const auto& f : m.fragments)
+    for (const auto& file : f.files)
+      for (auto id : file.fields) hi = std::max(hi, id);
+  return hi;
+}
+
+// The schema with `added` (Arrow fields) after its fields, ids assigned.
+inline schema::schema with_new_fields(const std::string& root, const pb::manifest& m, schema::schema s,
+                                      const std::vector<arrow::field>& added, std::vector<schema::field>* out) {
+  const auto max_id = max_field_id(m, s);
+  const std::size_t first = s.fields.size();
+  for (const auto& f : added) {
+    for (const auto& g : s.fields)
+      if (g.name == f.name)
+        throw invalid_input_error("column '" + f.name + "' already exists in dataset '" + root + "'");
+    s.fields.push_back(schema::from_arrow(f));
+  }
+  schema::assign_field_ids(s, max_id);
+  if (out) out->assign(s.fields.begin() + std::ptrdiff_t(first), s.fields.end());
+  return s;
+}
+
+// Commits a Merge of `fragments` with schema `s` after snap; the data files in
+// `written` are removed when nothing is committed.
+template <class SinkFactory>
+schema_change_result commit_merge(const std::string& root, const snapshot& snap, const schema::schema& s,
+                                  std::vector<pb::data_fragment> fragments, const std::vector<std::string>& written,
+                                  const schema_change_options& o, SinkFactory& make_sink) {
+  try {
+    schema::validate(s);
+    commit_options co;
+    co.publish.scheme = snap.entry.scheme;
+    co.publish.write_version_hint = o.write_version_hint;
+    co.max_retries = o.max_retries;
+    pb::transaction::merge op;
+    op.fragments = std::move(fragments);
+    op.schema_raw = encoded_schema_fields(s);
+    op.preserves_nullability = true;
+    auto out = commit_transaction(root, snap, make_transaction(snap.version(), std::move(op)), build_merge, co, make_sink);
+    return {out.commit.manifest.version, out.retries};
+  } catch (const committed_io_error&) {
+    throw;
+  } catch (...) {
+    remove_data_files(written);
+    throw;
+  }
+}
+
 // Commits `s` as the schema of the version after snap's.
 template <class SinkFactory>
 schema_change_result commit_schema(const std::string& root, const snapshot& snap, const schema::schema& s,
@@ -184,6 +255,105 @@ schema_change_result alter_columns(const std::string& root, const std::vector<co
   return detail::commit_schema(root, snap, s, preserves_nullability, o, make_sink);
 }
 
+// add_null_columns (schema_change.hpp), over any sink factory.
+template <class SinkFactory>
+schema_change_result add_null_columns(const std::string& root, const std::vector<arrow::field>& fields,
+                                      const schema_change_options& o, SinkFactory&& make_sink) {
+  if (fields.empty()) throw invalid_input_error("add_null_columns on dataset '" + root + "': no column given");
+  for (const auto& f : fields)
+    if (!f.nullable)
+      throw invalid_input_error("column '" + f.name + "' must be nullable to be added with only NULL values");
+  const auto d = dataset::open(root);
+  const auto snap = load_version(root, d.version());
+  const auto s = detail::with_new_fields(root, snap.manifest(), manifest_schema(snap.manifest()), fields, nullptr);
+  return detail::commit_merge(root, snap, s, snap.manifest().fragments, {}, o, make_sink);
+}
+
+// add_columns (schema_change.hpp), over any sink factory.
+template <class SinkFactory>
+schema_change_result add_columns(const std::string& root, std::span<const arrow::record_batch> batches,
+                                 const schema_change_options& o, SinkFactory&& make_sink) {
+  if (batches.empty() || batches[0].schema == nullptr || batches[0].schema->fields.empty())
+    throw invalid_input_error("add_columns on dataset '" + root + "': no column given");
+  const auto& added = batches[0].schema->fields;
+  const auto same_schema = [&](const arrow::schema& x) {
+    if (x.fields.size() != added.size()) return false;
+    for (std::size_t c = 0; c < added.size(); ++c)
+      if (!arrow::equals(x.fields[c], added[c])) return false;
+    return true;
+  };
+  for (std::size_t i = 1; i < batches.size(); ++i)
+    if (!batches[i].schema || !same_schema(*batches[i].schema))
+      throw invalid_input_error("add_columns on dataset '" + root + "': batch " + std::to_string(i) +
+                                " has another schema than batch 0");
+  const auto d = dataset::open(root);
+  const auto snap = load_version(root, d.version());
+  const auto& m = snap.manifest();
+  std::vector<schema::field> new_fields;
+  const auto s = detail::with_new_fields(root, m, manifest_schema(m), added, &new_fields);
+  std::uint64_t given = 0, live = 0;
+  for (const auto& b : batches) given += std::uint64_t(b.num_rows());
+  for (const auto& f : m.fragments) live += d.physical_rows(f.id) - d.deleted_rows(f.id).size();
+  if (given != live)
+    throw invalid_input_error("add_columns on dataset '" + root + "' version " + std::to_string(m.version) +
+                              ": the batches hold " + std::to_string(given) + " rows, the dataset has " +
+                              std::to_string(live) + " live rows");
+  schema::schema target;
+  target.fields = new_fields;
+  // Each data file is one fragment's rows, whatever their size.
+  write_options wo;
+  wo.max_rows_per_file = std::numeric_limits<std::uint64_t>::max();
+  wo.max_bytes_per_file = std::numeric_limits<std::uint64_t>::max();
+  const auto storage = manifest_storage_version(m);
+  std::vector<pb::data_fragment> fragments = m.fragments;
+  std::vector<std::string> written;
+  std::size_t batch = 0;
+  std::int64_t at = 0;  // the next row of batches[batch]
+  try {
+    for (auto& frag : fragments) {
+      // This fragment's live rows from the batches, then one row per physical row
+      // (a deleted row repeats the live row before it, or the first).
+      std::vector<arrow::record_batch> parts;
+      const auto phys = d.physical_rows(frag.id);
+      const auto deleted = d.deleted_rows(frag.id);
+      std::int64_t need = std::int64_t(phys - deleted.size());
+      while (need > 0) {
+        const auto& b = batches[batch];
+        const std::int64_t take = std::min(need, b.num_rows() - at);
+        if (take > 0) parts.push_back(detail::zero_copy_slice(b, at, take));
+        at += take;
+        need -= take;
+        if (at == b.num_rows()) ++batch, at = 0;
+      }
+      std::vector<std::int64_t> rows(phys);
+      std::int64_t next = 0;
+      for (std::uint64_t p = 0; p < phys; ++p)
+        rows[p] = deleted.contains(std::uint32_t(p)) ? std::max<std::int64_t>(next - 1, 0) : next++;
+      arrow::record_batch physical;
+      physical.schema = batches[0].schema;
+      for (std::size_t c = 0; c < added.size(); ++c) {
+        std::vector<arrow::array_ptr> cs;
+        for (const auto& p : parts) cs.push_back(p.columns[c]);
+        const auto all = cs.size() == 1 ? cs[0] : arrow::concat(cs, added[c].type);
+        physical.columns.push_back(arrow::take_rows(all, rows, added[c].type));
+      }
+      auto none = [] { return std::optional<arrow::record_batch>(); };
+      auto files = detail::write_data_files(root, std::optional<arrow::record_batch>(std::move(physical)), none,
+                                            target, storage, wo, make_sink, encoding::structural::default_policy{},
+                                            "add_columns on dataset '" + root + "'");
+      written.insert(written.end(), files.paths.begin(), files.paths.end());
+      if (files.fragments.size() != 1 || files.fragments[0].physical_rows != phys)
+        throw internal_error("add_columns wrote " + std::to_string(files.fragments.size()) + " files for fragment " +
+                             std::to_string(frag.id));
+      frag.files.push_back(files.fragments[0].files.at(0));
+    }
+  } catch (...) {
+    detail::remove_data_files(written);
+    throw;
+  }
+  return detail::commit_merge(root, snap, s, std::move(fragments), written, o, make_sink);
+}
+
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
 LANCET_INLINE schema_change_result drop_columns(const std::string& root, const std::vector<std::string>& paths,
                                                 const schema_change_options& o) {
@@ -194,6 +364,16 @@ LANCET_INLINE schema_change_result alter_columns(const std::string& root, const 
                                                  const schema_change_options& o) {
   default_sink_factory f;
   return alter_columns(root, changes, o, f);
+}
+LANCET_INLINE schema_change_result add_null_columns(const std::string& root, const std::vector<arrow::field>& fields,
+                                                    const schema_change_options& o) {
+  default_sink_factory f;
+  return add_null_columns(root, fields, o, f);
+}
+LANCET_INLINE schema_change_result add_columns(const std::string& root, std::span<const arrow::record_batch> batches,
+                                               const schema_change_options& o) {
+  default_sink_factory f;
+  return add_columns(root, batches, o, f);
 }
 #endif
 
