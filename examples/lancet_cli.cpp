@@ -20,6 +20,7 @@
 //                [--columns a,b] [--index NAME] [--where EXPR] [--postfilter] [--fast-search]
 //                [--bypass-index] [--distance-range LO,HI] [--offset N] [--explain]
 //   lancet delete DATASET --where EXPR
+//   lancet add-columns DATASET (--null name:type | --schema NEW.json --from ROWS.jsonl)
 //   lancet drop-columns DATASET a,s.b
 //   lancet alter-columns DATASET [--rename a=b] [--nullable c] [--not-nullable d]
 //   lancet compact DATASET [--target-rows N]
@@ -161,6 +162,18 @@ const std::vector<command_spec>& commands() {
        {"max-retries"},
        {},
        true},
+      {"add-columns",
+       "lancet add-columns DATASET (--null name:type,... | --schema NEW.json --from ROWS.jsonl) [--max-retries N]",
+       "Adds columns and commits a new version, as Lance's add_columns (one Merge): the dataset's\n"
+       "data files stay as they are. Prints {\"version\"} as one JSON line.\n"
+       "  --null name:type,...   columns whose every value is NULL (no data is written); types as in\n"
+       "                         schema files: int64, float32, utf8, bool, date32, ...\n"
+       "  --schema NEW.json      the new columns (a schema file, README.md \"Schema files\")\n"
+       "  --from ROWS.jsonl      their values as JSON Lines, one line per live row in row order ('-':\n"
+       "                         stdin); each fragment gets one new data file holding them\n"
+       "  --max-retries N        rebase on other writers' commits at most N times (default 20)\n",
+       {"null", "schema", "from", "max-retries"},
+       {}},
       {"alter-columns",
        "lancet alter-columns DATASET [--rename a=b,s.x=y] [--nullable c,d] [--not-nullable e]\n"
        "               [--max-retries N]",
@@ -494,6 +507,43 @@ dataset::schema_change_options schema_change_options(const args& a) {
 int cmd_drop_columns(const args& a) {
   if (a.files.size() != 1) throw usage_error("drop-columns needs the columns to drop after DATASET (a,s.b)");
   const auto r = dataset::drop_columns(a.path, split_list(a.files[0]), schema_change_options(a));
+  report_retries(r.retries);
+  std::cout << json::object_writer{}.field("version", r.version).str() << "\n";
+  return 0;
+}
+
+int cmd_add_columns(const args& a) {
+  const auto nulls = a.get("null");
+  const auto from = a.get("from");
+  const auto schema_file = a.get("schema");
+  if (bool(nulls) == bool(from)) throw usage_error("add-columns needs either --null name:type,... or --from ROWS.jsonl");
+  if (bool(from) != bool(schema_file)) throw usage_error("--from needs --schema NEW.json (and --schema needs --from)");
+  dataset::schema_change_result r;
+  if (nulls) {
+    // name:type pairs, read as a schema file's fields.
+    std::string text = "{\"fields\": [";
+    for (const auto& item : split_list(*nulls)) {
+      const auto colon = item.rfind(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == item.size())
+        throw usage_error("--null takes name:type pairs, got '" + item + "'");
+      if (text.back() != '[') text += ", ";
+      text += "{\"name\": " + json::quote(item.substr(0, colon)) + ", \"type\": " + json::quote(item.substr(colon + 1)) + "}";
+    }
+    const auto s = json::parse_schema(text + "]}");
+    r = dataset::add_null_columns(a.path, s.fields, schema_change_options(a));
+  } else {
+    const auto s = json::read_schema_file(*schema_file);
+    std::string text;
+    if (*from == "-") {
+      text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    } else {
+      std::ifstream in(*from, std::ios::binary);
+      if (!in) throw lancet::not_found_error("cannot open '" + *from + "'");
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    const std::vector<arrow::record_batch> rows{json::read_rows(s, text)};
+    r = dataset::add_columns(a.path, rows, schema_change_options(a));
+  }
   report_retries(r.retries);
   std::cout << json::object_writer{}.field("version", r.version).str() << "\n";
   return 0;
@@ -985,6 +1035,7 @@ int run(const command_spec& spec, const std::vector<std::string>& rest) {
   if (spec.name == "search") return cmd_search(a);
   if (spec.name == "delete") return cmd_delete(a);
   if (spec.name == "drop-columns") return cmd_drop_columns(a);
+  if (spec.name == "add-columns") return cmd_add_columns(a);
   if (spec.name == "alter-columns") return cmd_alter_columns(a);
   if (spec.name == "compact") return cmd_compact(a);
   if (spec.name == "cleanup") return cmd_cleanup(a);

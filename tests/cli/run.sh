@@ -249,6 +249,19 @@ check "drop-columns of an unknown column fails, naming it" bash -c "test $st -eq
 err=$("$lancet" alter-columns "$sds" 2>&1); check "alter-columns without a change is a usage error" test $? -eq 2
 err=$("$lancet" drop-columns "$sds" 2>&1); check "drop-columns without columns is a usage error" test $? -eq 2
 check "the failed changes committed nothing" bash -c "'$lancet' inspect '$sds' | grep -q 'latest version 4'"
+out=$("$lancet" add-columns "$sds" --null note:utf8,n:int32); st=$?
+check "add-columns --null commits a version" bash -c "test $st -eq 0 && grep -q '\"version\":5' <<< '$out'"
+echo '{"fields": [{"name": "w", "type": "float64"}]}' > "$tmp/w.json"
+out=$(printf '{"w":0.5}\n{"w":null}\n{"w":-2}\n{"w":9}\n' | "$lancet" add-columns "$sds" --schema "$tmp/w.json" --from -); st=$?
+check "add-columns --from commits a version" bash -c "test $st -eq 0 && grep -q '\"version\":6' <<< '$out'"
+check "cat shows the added columns" test "$("$lancet" cat "$sds" --columns id,note,n,w | tr '\n' ' ')" == '{"id":1,"note":null,"n":null,"w":0.5} {"id":2,"note":null,"n":null,"w":null} {"id":3,"note":null,"n":null,"w":-2} {"id":9,"note":null,"n":null,"w":9} '
+check "LanceDB reads the added columns" bash -c "node '$root/tests/interop/read_table.mjs' '$sds' --columns w | grep -q '\"w\":-2'"
+echo '{"fields": [{"name": "w2", "type": "float64"}]}' > "$tmp/w2.json"
+err=$(printf '{"w2":1}\n' | "$lancet" add-columns "$sds" --schema "$tmp/w2.json" --from - 2>&1); st=$?
+check "add-columns with too few rows fails, naming the counts" bash -c "test $st -eq 1 && grep -q 'the batches hold 1 rows' <<< \"\$0\"" "$err"
+err=$("$lancet" add-columns "$sds" --null id:int64 2>&1); st=$?
+check "add-columns of an existing name fails, naming it" bash -c "test $st -eq 1 && grep -q \"'id' already exists\" <<< \"\$0\"" "$err"
+err=$("$lancet" add-columns "$sds" 2>&1); check "add-columns without columns is a usage error" test $? -eq 2
 err=$("$lancet" delete "$qds" 2>&1); check "delete without --where is a usage error" test $? -eq 2
 err=$("$lancet" cat "$tmp/nothing-here" 2>&1); st=$?
 check "cat of a missing dataset: not found" bash -c "test $st -eq 1 && grep -q 'not found' <<< \"\$0\"" "$err"
@@ -258,7 +271,7 @@ out=$("$lancet" --version); st=$?
 check "--version prints 'lancet $version'" test "$st:$out" == "0:lancet $version"
 out=$("$lancet" help); st=$?
 check "help exits 0" test $st -eq 0
-check "help lists every command" bash -c 'for c in write cat inspect "index create" "index list" "index optimize" search delete compact drop-columns alter-columns; do
+check "help lists every command" bash -c 'for c in write cat inspect "index create" "index list" "index optimize" search delete compact add-columns drop-columns alter-columns; do
   grep -q "^  lancet $c " <<< "$0" || exit 1; done' "$out"
 for c in write cat inspect "index create" "index list" "index optimize" search delete compact; do
   for form in "help $c" "$c --help" "$c -h" "$c DATASET --help"; do
