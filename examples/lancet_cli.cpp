@@ -20,7 +20,7 @@
 //                [--columns a,b] [--index NAME] [--where EXPR] [--postfilter] [--fast-search]
 //                [--bypass-index] [--distance-range LO,HI] [--offset N] [--explain]
 //   lancet delete DATASET --where EXPR
-//   lancet add-columns DATASET (--null name:type | --schema NEW.json --from ROWS.jsonl)
+//   lancet add-columns DATASET (--column NAME=EXPR | --null name:type | --schema NEW.json --from ROWS.jsonl)
 //   lancet drop-columns DATASET a,s.b
 //   lancet alter-columns DATASET [--rename a=b] [--nullable c] [--not-nullable d]
 //   lancet compact DATASET [--target-rows N]
@@ -163,16 +163,20 @@ const std::vector<command_spec>& commands() {
        {},
        true},
       {"add-columns",
-       "lancet add-columns DATASET (--null name:type,... | --schema NEW.json --from ROWS.jsonl) [--max-retries N]",
+       "lancet add-columns DATASET (--column NAME=EXPR... | --null name:type,... | --schema NEW.json --from ROWS.jsonl)\n"
+       "               [--max-retries N]",
        "Adds columns and commits a new version, as Lance's add_columns (one Merge): the dataset's\n"
        "data files stay as they are. Prints {\"version\"} as one JSON line.\n"
+       "  --column NAME=EXPR     a column computed by a SQL expression over each live row (repeatable;\n"
+       "                         the filter grammar's arithmetic, columns and constants: \"id * 2\");\n"
+       "                         each fragment gets one new data file holding it\n"
        "  --null name:type,...   columns whose every value is NULL (no data is written); types as in\n"
        "                         schema files: int64, float32, utf8, bool, date32, ...\n"
        "  --schema NEW.json      the new columns (a schema file, README.md \"Schema files\")\n"
        "  --from ROWS.jsonl      their values as JSON Lines, one line per live row in row order ('-':\n"
        "                         stdin); each fragment gets one new data file holding them\n"
        "  --max-retries N        rebase on other writers' commits at most N times (default 20)\n",
-       {"null", "schema", "from", "max-retries"},
+       {"column", "null", "schema", "from", "max-retries"},
        {}},
       {"alter-columns",
        "lancet alter-columns DATASET [--rename a=b,s.x=y] [--nullable c,d] [--not-nullable e]\n"
@@ -516,10 +520,21 @@ int cmd_add_columns(const args& a) {
   const auto nulls = a.get("null");
   const auto from = a.get("from");
   const auto schema_file = a.get("schema");
-  if (bool(nulls) == bool(from)) throw usage_error("add-columns needs either --null name:type,... or --from ROWS.jsonl");
+  const auto sql = a.all("column");
+  if (int(bool(nulls)) + int(bool(from)) + int(!sql.empty()) != 1)
+    throw usage_error("add-columns needs one of --column NAME=EXPR, --null name:type,... or --from ROWS.jsonl");
   if (bool(from) != bool(schema_file)) throw usage_error("--from needs --schema NEW.json (and --schema needs --from)");
   dataset::schema_change_result r;
-  if (nulls) {
+  if (!sql.empty()) {
+    std::vector<std::pair<std::string, std::string>> columns;
+    for (const auto& item : sql) {
+      const auto eq = item.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+        throw usage_error("--column takes NAME=EXPR, got '" + item + "'");
+      columns.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+    }
+    r = dataset::add_columns(a.path, columns, schema_change_options(a));
+  } else if (nulls) {
     // name:type pairs, read as a schema file's fields.
     std::string text = "{\"fields\": [";
     for (const auto& item : split_list(*nulls)) {

@@ -64,7 +64,8 @@ struct args {
   std::string command;
   std::string path;
   std::vector<std::string> files;  // after the path (arg_spec::more_files)
-  std::map<std::string, std::string> options;
+  std::map<std::string, std::string> options;              // the last value of each option
+  std::map<std::string, std::vector<std::string>> repeated;  // every value, in order
   // --storage-option KEY=VALUE (any command, repeatable): the dataset's object store.
   std::vector<std::string> storage_options;
   bool help = false;
@@ -125,6 +126,7 @@ struct args {
         if (i + 1 >= argv.size()) throw usage_error(cmd + ": option '" + k + "' needs a value");
         a.options[name] = argv[++i];
       }
+      a.repeated[name].push_back(a.options[name]);
     }
     if (positional.empty()) throw usage_error(cmd + ": missing the DATASET argument");
     if (positional.size() > 1 && !spec.more_files)
@@ -140,6 +142,11 @@ struct args {
     return it->second;
   }
   bool has(const std::string& k) const { return options.count(k) != 0; }
+  // Every value given to --k (for options that may repeat).
+  std::vector<std::string> all(const std::string& k) const {
+    auto it = repeated.find(k);
+    return it == repeated.end() ? std::vector<std::string>{} : it->second;
+  }
 
   // The value of --k as an unsigned integer of type T in [lo, hi]; errors name the flag
   // and the value.

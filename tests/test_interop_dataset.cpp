@@ -877,6 +877,16 @@ TEST_CASE("interop: columns we drop, rename and make non-nullable, read by Lance
   REQUIRE(added.columns.size() == 5);
   check_batches(added, theirs(root, &count), "LanceDB's read after our added columns");
   CHECK(count == mine.num_rows());
+  // A column from a SQL expression: ours equals LanceDB's addColumns on a copy.
+  const auto copy = dataset_dir(dir, "copy");
+  std::filesystem::copy(root, copy, std::filesystem::copy_options::recursive);
+  (void)t::node("alter_table.mjs", {copy, "--add", "four=id * 4"});
+  ds::add_columns(root, std::vector<std::pair<std::string, std::string>>{{"four", "id * 4"}});
+  std::optional<njson> their_schema;
+  check_batches(ds::dataset::open(root).to_batch(), theirs(copy, &count, &their_schema),
+                "our SQL column against LanceDB's on a copy");
+  REQUIRE(their_schema);
+  CHECK(their_schema->dump().find("\"four\"") != std::string::npos);
   // LanceDB appends with the new schema and changes it again; we read every row as it does.
   (void)t::node("append_rows.mjs", {root, "--rows", "10", "--first-id", "100", "--seed", "5", "--no-struct-nulls"});
   (void)t::node("alter_table.mjs", {root, "--rename", "label=name2", "--add", "three=id * 3"});

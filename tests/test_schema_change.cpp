@@ -13,6 +13,7 @@
 #include <lancet/dataset/delete.hpp>
 #include <lancet/dataset/schema_change.hpp>
 #include <lancet/dataset/write.hpp>
+#include <lancet/expr/error.hpp>
 #include <lancet/index/build/ivf_builder.hpp>
 #include <lancet/index/registry.hpp>
 
@@ -203,6 +204,40 @@ TEST_CASE("add_columns: rows aligned with the live rows become a new data file p
   CHECK(ds::dataset::open(root).lance_schema().fields.back().id == d.lance_schema().fields[5].id + 2);
 }
 
+TEST_CASE("add_columns: SQL expressions over the live rows, typed as Lance types them") {
+  lancet::testing::scratch_dir tmp("schema-add-sql");
+  const auto root = make_dataset(tmp);
+  ds::delete_where(root, "id % 4 = 1");
+  ds::add_columns(root, std::vector<std::pair<std::string, std::string>>{
+                            {"twice", "id * 2"}, {"half", "id / 2"}, {"big", "id > 50"}, {"label", "name"},
+                            {"a3", "s.a + 3"}, {"k", "7"}});
+  const auto d = ds::dataset::open(root);
+  const auto& f = d.schema().fields;
+  REQUIRE(f.size() == 10);
+  CHECK(f[4].type->id == arrow::type_id::int64);
+  CHECK(f[5].type->id == arrow::type_id::int64);
+  // Nullable where an input is (name), not where none is (as DataFusion says).
+  CHECK(f[7].nullable);
+  CHECK(f[9].nullable == false);
+  CHECK(f[6].type->id == arrow::type_id::boolean);
+  CHECK(f[7].type->id == arrow::type_id::utf8);
+  CHECK(f[8].type->id == arrow::type_id::int32);
+  CHECK(f[9].type->id == arrow::type_id::int64);
+  const auto b = d.to_batch();
+  REQUIRE(b.num_rows() == 75);
+  for (std::int64_t i = 0; i < b.num_rows(); ++i) {
+    const auto id = b.columns[0]->value<std::int64_t>(i);
+    CHECK(id % 4 != 1);
+    CHECK(b.columns[4]->value<std::int64_t>(i) == id * 2);
+    CHECK(b.columns[5]->value<std::int64_t>(i) == id / 2);
+    CHECK(b.columns[6]->bool_value(i) == (id > 50));
+    CHECK(b.columns[7]->is_valid(i) == b.columns[1]->is_valid(i));
+    if (b.columns[1]->is_valid(i)) CHECK(b.columns[7]->string_value(i) == b.columns[1]->string_value(i));
+    CHECK(b.columns[8]->value<std::int32_t>(i) == std::int32_t(id * 2 + 3));
+    CHECK(b.columns[9]->value<std::int64_t>(i) == 7);
+  }
+}
+
 TEST_CASE("schema changes: bad input is a typed error naming the column, nothing committed") {
   lancet::testing::scratch_dir tmp("schema-errors");
   const auto root = make_dataset(tmp);
@@ -228,6 +263,13 @@ TEST_CASE("schema changes: bad input is a typed error naming the column, nothing
   fails([&] { ds::alter_columns(root, {{"name", std::nullopt, false}}); }, "'name' of dataset");
   fails([&] { ds::alter_columns(root, {{"name", std::nullopt, std::nullopt}}); }, "no change asked");
   fails([&] { ds::add_null_columns(root, {arrow::field{"id", arrow::int32(), true, {}}}); }, "'id' already exists");
+  try {
+    ds::add_columns(root, std::vector<std::pair<std::string, std::string>>{{"x", "nope + 1"}});
+    FAIL("no error");
+  } catch (const expr::invalid_filter& e) {
+    CHECK(std::string(e.what()).find("nope") != std::string::npos);
+  }
+  CHECK(ds::dataset::open(root).version() == v);
   fails([&] { ds::add_null_columns(root, {arrow::field{"x", arrow::int32(), false, {}}}); }, "must be nullable");
   const auto short_batch = make_batch({{"x", make_array<std::int32_t>({1, 2, 3})}});
   fails([&] { ds::add_columns(root, std::vector<record_batch>{short_batch}); }, "the batches hold 3 rows");

@@ -262,6 +262,11 @@ check "add-columns with too few rows fails, naming the counts" bash -c "test $st
 err=$("$lancet" add-columns "$sds" --null id:int64 2>&1); st=$?
 check "add-columns of an existing name fails, naming it" bash -c "test $st -eq 1 && grep -q \"'id' already exists\" <<< \"\$0\"" "$err"
 err=$("$lancet" add-columns "$sds" 2>&1); check "add-columns without columns is a usage error" test $? -eq 2
+out=$("$lancet" add-columns "$sds" --column "twice=id * 2" --column "big=id > 2"); st=$?
+check "add-columns --column commits a version" bash -c "test $st -eq 0 && grep -q '\"version\":7' <<< '$out'"
+check "cat shows the computed columns" test "$("$lancet" cat "$sds" --columns id,twice,big | tr '\n' ' ')" == '{"id":1,"twice":2,"big":false} {"id":2,"twice":4,"big":false} {"id":3,"twice":6,"big":true} {"id":9,"twice":18,"big":true} '
+err=$("$lancet" add-columns "$sds" --column "x=id * 2.5" 2>&1); st=$?
+check "add-columns of a badly typed expression fails, naming the constant" bash -c "test $st -eq 1 && grep -q 'constant 2.5' <<< \"\$0\"" "$err"
 err=$("$lancet" delete "$qds" 2>&1); check "delete without --where is a usage error" test $? -eq 2
 err=$("$lancet" cat "$tmp/nothing-here" 2>&1); st=$?
 check "cat of a missing dataset: not found" bash -c "test $st -eq 1 && grep -q 'not found' <<< \"\$0\"" "$err"

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <span>
 #include <vector>
 
@@ -67,6 +68,15 @@ LANCET_INLINE schema_change_result add_null_columns(const std::string& root, con
 // placeholders. Errors (invalid_input_error, nothing committed): a name already taken,
 // batches of differing schemas, more or fewer rows than the dataset has live rows.
 LANCET_INLINE schema_change_result add_columns(const std::string& root, std::span<const arrow::record_batch> batches,
+                                               const schema_change_options& o = {});
+
+// Adds columns computed from the live rows by SQL expressions ({name, sql}: the filter
+// grammar's arithmetic, constants and columns, expr/expression.hpp; `id * 2`,
+// `price * 1.1`, `name`), as Lance's add_columns with SQL, and commits a new version.
+// Errors: those of add_columns, and the expression's (expr::invalid_filter naming the
+// position), nothing committed.
+LANCET_INLINE schema_change_result add_columns(const std::string& root,
+                                               const std::vector<std::pair<std::string, std::string>>& sql_columns,
                                                const schema_change_options& o = {});
 
 }  // namespace lancet::dataset

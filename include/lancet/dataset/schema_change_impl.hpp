@@ -18,6 +18,7 @@
 #include "lancet/dataset/schema_change.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/write_impl.hpp"
+#include "lancet/expr/expression.hpp"
 #include "lancet/pb/table.hpp"
 #include "lancet/schema/lance_schema.hpp"
 
@@ -269,10 +270,13 @@ schema_change_result add_null_columns(const std::string& root, const std::vector
   return detail::commit_merge(root, snap, s, snap.manifest().fragments, {}, o, make_sink);
 }
 
-// add_columns (schema_change.hpp), over any sink factory.
+namespace detail {
+
+// add_columns of `batches` on version d (snap) of the dataset.
 template <class SinkFactory>
-schema_change_result add_columns(const std::string& root, std::span<const arrow::record_batch> batches,
-                                 const schema_change_options& o, SinkFactory&& make_sink) {
+schema_change_result add_rows(const std::string& root, const dataset& d, const snapshot& snap,
+                              std::span<const arrow::record_batch> batches, const schema_change_options& o,
+                              SinkFactory& make_sink) {
   if (batches.empty() || batches[0].schema == nullptr || batches[0].schema->fields.empty())
     throw invalid_input_error("add_columns on dataset '" + root + "': no column given");
   const auto& added = batches[0].schema->fields;
@@ -286,11 +290,9 @@ schema_change_result add_columns(const std::string& root, std::span<const arrow:
     if (!batches[i].schema || !same_schema(*batches[i].schema))
       throw invalid_input_error("add_columns on dataset '" + root + "': batch " + std::to_string(i) +
                                 " has another schema than batch 0");
-  const auto d = dataset::open(root);
-  const auto snap = load_version(root, d.version());
   const auto& m = snap.manifest();
   std::vector<schema::field> new_fields;
-  const auto s = detail::with_new_fields(root, m, manifest_schema(m), added, &new_fields);
+  const auto s = with_new_fields(root, m, manifest_schema(m), added, &new_fields);
   std::uint64_t given = 0, live = 0;
   for (const auto& b : batches) given += std::uint64_t(b.num_rows());
   for (const auto& f : m.fragments) live += d.physical_rows(f.id) - d.deleted_rows(f.id).size();
@@ -320,7 +322,7 @@ schema_change_result add_columns(const std::string& root, std::span<const arrow:
       while (need > 0) {
         const auto& b = batches[batch];
         const std::int64_t take = std::min(need, b.num_rows() - at);
-        if (take > 0) parts.push_back(detail::zero_copy_slice(b, at, take));
+        if (take > 0) parts.push_back(zero_copy_slice(b, at, take));
         at += take;
         need -= take;
         if (at == b.num_rows()) ++batch, at = 0;
@@ -338,7 +340,7 @@ schema_change_result add_columns(const std::string& root, std::span<const arrow:
         physical.columns.push_back(arrow::take_rows(all, rows, added[c].type));
       }
       auto none = [] { return std::optional<arrow::record_batch>(); };
-      auto files = detail::write_data_files(root, std::optional<arrow::record_batch>(std::move(physical)), none,
+      auto files = write_data_files(root, std::optional<arrow::record_batch>(std::move(physical)), none,
                                             target, storage, wo, make_sink, encoding::structural::default_policy{},
                                             "add_columns on dataset '" + root + "'");
       written.insert(written.end(), files.paths.begin(), files.paths.end());
@@ -348,10 +350,67 @@ schema_change_result add_columns(const std::string& root, std::span<const arrow:
       frag.files.push_back(files.fragments[0].files.at(0));
     }
   } catch (...) {
-    detail::remove_data_files(written);
+    remove_data_files(written);
     throw;
   }
-  return detail::commit_merge(root, snap, s, std::move(fragments), written, o, make_sink);
+  return commit_merge(root, snap, s, std::move(fragments), written, o, make_sink);
+}
+
+}  // namespace detail
+
+// add_columns of batches (schema_change.hpp), over any sink factory.
+template <class SinkFactory>
+schema_change_result add_columns(const std::string& root, std::span<const arrow::record_batch> batches,
+                                 const schema_change_options& o, SinkFactory&& make_sink) {
+  const auto d = dataset::open(root);
+  const auto snap = load_version(root, d.version());
+  return detail::add_rows(root, d, snap, batches, o, make_sink);
+}
+
+// add_columns of SQL expressions (schema_change.hpp), over any sink factory.
+template <class SinkFactory>
+schema_change_result add_columns(const std::string& root,
+                                 const std::vector<std::pair<std::string, std::string>>& sql_columns,
+                                 const schema_change_options& o, SinkFactory&& make_sink) {
+  if (sql_columns.empty()) throw invalid_input_error("add_columns on dataset '" + root + "': no column given");
+  const auto d = dataset::open(root);
+  const auto snap = load_version(root, d.version());
+  std::vector<expr::expression> exprs;
+  auto out_schema = std::make_shared<arrow::schema>();
+  std::vector<std::string> read;  // the columns the expressions read, in schema order
+  for (const auto& [name, sql] : sql_columns) {
+    exprs.push_back(expr::expression::compile(sql, d.schema()));
+    out_schema->fields.push_back(arrow::field{name, exprs.back().type(), exprs.back().nullable(), {}});
+  }
+  for (const auto& f : d.schema().fields)
+    for (const auto& e : exprs)
+      if (std::find(e.columns().begin(), e.columns().end(), f.name) != e.columns().end() &&
+          std::find(read.begin(), read.end(), f.name) == read.end())
+        read.push_back(f.name);
+  scan_options so;
+  so.columns = read.empty() ? std::vector<std::string>{d.schema().fields.at(0).name} : read;
+  std::vector<arrow::record_batch> batches;
+  for (auto sc = d.scan(so); auto b = sc.next();) {
+    arrow::record_batch nb;
+    nb.schema = out_schema;
+    for (const auto& e : exprs) {
+      std::vector<arrow::array_ptr> inputs;
+      for (const auto& c : e.columns())
+        inputs.push_back(b->columns.at(std::size_t(std::find(so.columns.begin(), so.columns.end(), c) - so.columns.begin())));
+      nb.columns.push_back(e.evaluate(inputs, b->num_rows()));
+      if (!e.nullable() && nb.columns.back()->count_nulls() > 0)
+        throw invalid_input_error("add_columns on dataset '" + root + "': the expression '" + e.text() +
+                                  "' gives NULL (a division by zero) where its column cannot hold NULL");
+    }
+    batches.push_back(std::move(nb));
+  }
+  if (batches.empty()) {  // no live rows: the columns alone
+    arrow::record_batch nb;
+    nb.schema = out_schema;
+    for (const auto& f : out_schema->fields) nb.columns.push_back(arrow::null_array_of(f.type, 0));
+    batches.push_back(std::move(nb));
+  }
+  return detail::add_rows(root, d, snap, batches, o, make_sink);
 }
 
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
@@ -374,6 +433,12 @@ LANCET_INLINE schema_change_result add_columns(const std::string& root, std::spa
                                                const schema_change_options& o) {
   default_sink_factory f;
   return add_columns(root, batches, o, f);
+}
+LANCET_INLINE schema_change_result add_columns(const std::string& root,
+                                               const std::vector<std::pair<std::string, std::string>>& sql_columns,
+                                               const schema_change_options& o) {
+  default_sink_factory f;
+  return add_columns(root, sql_columns, o, f);
 }
 #endif
 

@@ -261,10 +261,11 @@ class binder {
  public:
   explicit binder(const arrow::schema& s) : schema_(s) {}
 
-  bound_filter run(const node& root) {
+  // `boolean`: the root must be a boolean (a filter); else any value (an expression).
+  bound_filter run(const node& root, bool boolean = true) {
     bound_filter out;
     out.root = bind(root, true);
-    if (out.root.type.k != sql_type::kind::boolean)
+    if (boolean && out.root.type.k != sql_type::kind::boolean)
       throw invalid_filter("the filter must be a boolean expression; this one is " +
                                (out.root.kind == node_kind::column ? "column '" + out.root.column.name + "' (" +
                                                                          type_name(out.root.type) + ")"
@@ -793,5 +794,10 @@ class binder {
 // The filter tree typed against `schema` (invalid_filter naming the column, operator
 // and position when it does not type).
 inline bound_filter bind(const node& root, const arrow::schema& schema) { return detail::binder(schema).run(root); }
+
+// A value expression's tree typed against `schema` as a filter's is (any result type).
+inline bound_filter bind_value(const node& root, const arrow::schema& schema) {
+  return detail::binder(schema).run(root, false);
+}
 
 }  // namespace lancet::expr

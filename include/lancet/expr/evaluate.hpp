@@ -107,6 +107,9 @@ class evaluator {
   evaluator(const bound_filter& f, std::span<const arrow::array_ptr> inputs, std::int64_t begin, std::size_t n)
       : f_(f), inputs_(inputs), begin_(begin), n_(n) {}
 
+  // The root's values for the block (an expression's).
+  values compute() { return eval(f_.root); }
+
   // mask[r] = 1 where the filter is true.
   void run(std::uint8_t* mask) {
     values v = eval(f_.root);
