@@ -20,6 +20,7 @@
 //                [--columns a,b] [--index NAME] [--where EXPR] [--postfilter] [--fast-search]
 //                [--bypass-index] [--distance-range LO,HI] [--offset N] [--explain]
 //   lancet delete DATASET --where EXPR
+//   lancet update DATASET [--where EXPR] --set COL=EXPR...
 //   lancet add-columns DATASET (--column NAME=EXPR | --null name:type | --schema NEW.json --from ROWS.jsonl)
 //   lancet drop-columns DATASET a,s.b
 //   lancet alter-columns DATASET [--rename a=b] [--nullable c] [--not-nullable d]
@@ -56,6 +57,7 @@
 #include <lancet/dataset/distributed_impl.hpp>  // write_fragments from a batch generator
 #include <lancet/dataset/fragment_json.hpp>
 #include <lancet/dataset/schema_change.hpp>
+#include <lancet/dataset/update.hpp>
 #include <lancet/index/build/ivf_builder.hpp>
 #include <lancet/index/optimize/optimize_indices.hpp>
 #include <lancet/index/optimize/remap.hpp>
@@ -162,6 +164,17 @@ const std::vector<command_spec>& commands() {
        {"max-retries"},
        {},
        true},
+      {"update",
+       "lancet update DATASET [--where EXPR] --set COL=EXPR... [--max-retries N]",
+       "Sets columns of the rows where the SQL filter is true (every row without --where) and\n"
+       "commits a new version, as LanceDB's update({where, valuesSql}): the rows move to a new\n"
+       "fragment with their new values. Each EXPR is SQL over the row's old values (\"x + 1\",\n"
+       "\"'done'\"). Prints {\"version\", \"rows_updated\"} as one JSON line.\n"
+       "  --where EXPR        the rows to update (a SQL filter)\n"
+       "  --set COL=EXPR      a column and its new value (repeatable)\n"
+       "  --max-retries N     run again on other writers' commits at most N times (default 20)\n",
+       {"where", "set", "max-retries"},
+       {}},
       {"add-columns",
        "lancet add-columns DATASET (--column NAME=EXPR... | --null name:type,... | --schema NEW.json --from ROWS.jsonl)\n"
        "               [--max-retries N]",
@@ -513,6 +526,23 @@ int cmd_drop_columns(const args& a) {
   const auto r = dataset::drop_columns(a.path, split_list(a.files[0]), schema_change_options(a));
   report_retries(r.retries);
   std::cout << json::object_writer{}.field("version", r.version).str() << "\n";
+  return 0;
+}
+
+int cmd_update(const args& a) {
+  std::vector<std::pair<std::string, std::string>> set;
+  for (const auto& item : a.all("set")) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw usage_error("--set takes COL=EXPR, got '" + item + "'");
+    set.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+  }
+  if (set.empty()) throw usage_error("update needs --set COL=EXPR");
+  dataset::update_options o;
+  if (auto n = a.number("max-retries")) o.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
+  const auto r = dataset::update(a.path, a.get("where").value_or(""), set, o);
+  report_retries(r.retries);
+  std::cout << json::object_writer{}.field("rows_updated", r.rows_updated).field("version", r.version).str() << "\n";
   return 0;
 }
 
@@ -1051,6 +1081,7 @@ int run(const command_spec& spec, const std::vector<std::string>& rest) {
   if (spec.name == "delete") return cmd_delete(a);
   if (spec.name == "drop-columns") return cmd_drop_columns(a);
   if (spec.name == "add-columns") return cmd_add_columns(a);
+  if (spec.name == "update") return cmd_update(a);
   if (spec.name == "alter-columns") return cmd_alter_columns(a);
   if (spec.name == "compact") return cmd_compact(a);
   if (spec.name == "cleanup") return cmd_cleanup(a);

@@ -15,6 +15,7 @@
 #include "lancet/dataset/fragment_json.hpp"
 #include "lancet/dataset/fragment_metadata.hpp"
 #include "lancet/dataset/schema_change.hpp"
+#include "lancet/dataset/update.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/write_json_lines.hpp"
 #include "lancet/encoding/structural/blob.hpp"

@@ -267,6 +267,13 @@ check "add-columns --column commits a version" bash -c "test $st -eq 0 && grep -
 check "cat shows the computed columns" test "$("$lancet" cat "$sds" --columns id,twice,big | tr '\n' ' ')" == '{"id":1,"twice":2,"big":false} {"id":2,"twice":4,"big":false} {"id":3,"twice":6,"big":true} {"id":9,"twice":18,"big":true} '
 err=$("$lancet" add-columns "$sds" --column "x=id * 2.5" 2>&1); st=$?
 check "add-columns of a badly typed expression fails, naming the constant" bash -c "test $st -eq 1 && grep -q 'constant 2.5' <<< \"\$0\"" "$err"
+out=$("$lancet" update "$sds" --where "id >= 3" --set "twice=twice + 1" --set "big=false"); st=$?
+check "update prints the rows updated" bash -c "test $st -eq 0 && grep -q '\"rows_updated\":2' <<< '$out'"
+check "cat shows the updated rows, moved last" test "$("$lancet" cat "$sds" --columns id,twice,big | tr '\n' ' ')" == '{"id":1,"twice":2,"big":false} {"id":2,"twice":4,"big":false} {"id":3,"twice":7,"big":false} {"id":9,"twice":19,"big":false} '
+check "LanceDB reads the updated rows" bash -c "node '$root/tests/interop/read_table.mjs' '$sds' --columns twice | grep -q '\"twice\":\"19\"'"
+err=$("$lancet" update "$sds" --set "twice=twice * 2.5" 2>&1); st=$?
+check "update with a badly typed value fails" bash -c "test $st -eq 1 && grep -q 'constant 2.5' <<< \"\$0\"" "$err"
+err=$("$lancet" update "$sds" --where "id = 1" 2>&1); check "update without --set is a usage error" test $? -eq 2
 err=$("$lancet" delete "$qds" 2>&1); check "delete without --where is a usage error" test $? -eq 2
 err=$("$lancet" cat "$tmp/nothing-here" 2>&1); st=$?
 check "cat of a missing dataset: not found" bash -c "test $st -eq 1 && grep -q 'not found' <<< \"\$0\"" "$err"
@@ -276,7 +283,7 @@ out=$("$lancet" --version); st=$?
 check "--version prints 'lancet $version'" test "$st:$out" == "0:lancet $version"
 out=$("$lancet" help); st=$?
 check "help exits 0" test $st -eq 0
-check "help lists every command" bash -c 'for c in write cat inspect "index create" "index list" "index optimize" search delete compact add-columns drop-columns alter-columns; do
+check "help lists every command" bash -c 'for c in write cat inspect "index create" "index list" "index optimize" search delete compact update add-columns drop-columns alter-columns; do
   grep -q "^  lancet $c " <<< "$0" || exit 1; done' "$out"
 for c in write cat inspect "index create" "index list" "index optimize" search delete compact; do
   for form in "help $c" "$c --help" "$c -h" "$c DATASET --help"; do

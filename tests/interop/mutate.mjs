@@ -3,6 +3,9 @@
 // Has LanceDB change a dataset in a sequence of steps, in one process. OPS is a JSON
 // array (inline text starting with '[', or a file holding it) of:
 //   {"op": "delete", "where": SQL}          table.delete(SQL)
+//   {"op": "update", "where": SQL, "set": {COLUMN: SQL}}
+//                                           table.update({where, valuesSql}) (no where:
+//                                           every row); the line adds "rowsUpdated"
 //   {"op": "append", "rows": FILE}          appends the canonical JSON Lines of FILE
 //                                           (README.md), read against the table's schema
 //   {"op": "index", "type": "ivf_flat|ivf_pq|ivf_rq|hnsw_sq|hnsw_pq", "column": "vector",
@@ -115,6 +118,11 @@ async function main() {
         case "delete":
           await table.delete(op.where);
           break;
+        case "update": {
+          const r = await table.update(op.where === undefined ? { valuesSql: op.set } : { where: op.where, valuesSql: op.set });
+          out.rowsUpdated = r.rowsUpdated;
+          break;
+        }
         case "append":
           await appendRows(table, op.rows);
           break;

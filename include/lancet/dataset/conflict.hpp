@@ -124,6 +124,9 @@ class transaction_rebase {
       for (auto id : d->deleted_fragment_ids) ids.insert(id);
       // Only whole fragments removed: nothing to merge row by row (Lance's short cut).
       if (d->updated_fragments.empty()) affected_.reset();
+    } else if (auto* u = std::get_if<pb::transaction::update>(&txn_.operation)) {
+      for (const auto& f : u->updated_fragments) ids.insert(f.id);
+      for (auto id : u->removed_fragment_ids) ids.insert(id);
     } else if (auto* r = std::get_if<pb::transaction::rewrite>(&txn_.operation)) {
       for (const auto& g : r->groups)
         for (const auto& f : g.old_fragments) ids.insert(f.id);
@@ -171,7 +174,9 @@ class transaction_rebase {
             if (keys)
               for (const auto& [k, v] : ours.config_upsert_values)
                 if (keys->count(k)) incompatible(other, version, root);
-          } else if constexpr (std::is_same_v<O, T::delete_rows>) {
+          } else if constexpr (std::is_same_v<O, T::delete_rows> || std::is_same_v<O, T::update>) {
+            // An Update moves rows as a Delete removes them (its rows are not merged
+            // with a concurrent Delete's: it runs again).
             check_delete(other, version, root);
           } else if constexpr (std::is_same_v<O, T::create_index>) {
             check_create_index(ours, other, version, root);
@@ -315,7 +320,8 @@ class transaction_rebase {
             for (const auto& f : updated) any = any || modified_.count(f.id);
             for (auto id : removed) any = any || modified_.count(id);
             if (!any) return;
-            if (!affected_) retryable(other, version, root, "it changed a fragment this Delete removes");
+            if (!affected_)
+              retryable(other, version, root, "it changed a fragment this " + operation_name(txn_.operation) + " changes");
             for (const auto& u : updated) {
               auto it = initial_.find(u.id);
               if (it == initial_.end()) continue;

@@ -1,0 +1,251 @@
+// The definitions of dataset/update.hpp: rows selected, rewritten fragment by fragment
+// into new data files, deleted from their old fragments, committed as Lance's Update.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lancet/arrow/builder.hpp"
+#include "lancet/core/config.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/commit.hpp"
+#include "lancet/dataset/conflict.hpp"
+#include "lancet/dataset/dataset.hpp"
+#include "lancet/dataset/delete_impl.hpp"
+#include "lancet/dataset/deletion.hpp"
+#include "lancet/dataset/update.hpp"
+#include "lancet/dataset/write_impl.hpp"
+#include "lancet/expr/expression.hpp"
+#include "lancet/pb/table.hpp"
+
+namespace lancet::dataset {
+
+namespace detail {
+
+inline bool is_integer(arrow::type_id id) noexcept {
+  using arrow::type_id;
+  return id == type_id::int8 || id == type_id::int16 || id == type_id::int32 || id == type_id::int64 ||
+         id == type_id::uint8 || id == type_id::uint16 || id == type_id::uint32 || id == type_id::uint64;
+}
+inline bool is_float(arrow::type_id id) noexcept {
+  return id == arrow::type_id::float16 || id == arrow::type_id::float32 || id == arrow::type_id::float64;
+}
+
+// Value i of a number array, exactly (integers) or as a double (floats).
+inline arrow::int128_t integer_at(const arrow::array_data& a, std::int64_t i) {
+  using arrow::type_id;
+  switch (a.type->id) {
+    case type_id::int8: return a.value<std::int8_t>(i);
+    case type_id::int16: return a.value<std::int16_t>(i);
+    case type_id::int32: return a.value<std::int32_t>(i);
+    case type_id::int64: return a.value<std::int64_t>(i);
+    case type_id::uint8: return a.value<std::uint8_t>(i);
+    case type_id::uint16: return a.value<std::uint16_t>(i);
+    case type_id::uint32: return a.value<std::uint32_t>(i);
+    default: return a.value<std::uint64_t>(i);
+  }
+}
+
+template <class T>
+inline arrow::array_ptr cast_numbers(const arrow::array_data& a, const arrow::type_ptr& to, const std::string& column) {
+  std::vector<std::optional<T>> out;
+  out.reserve(std::size_t(a.length));
+  const bool from_float = is_float(a.type->id);
+  for (std::int64_t i = 0; i < a.length; ++i) {
+    if (!a.is_valid(i)) {
+      out.push_back(std::nullopt);
+      continue;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      out.push_back(from_float ? T(a.type->id == arrow::type_id::float64 ? a.value<double>(i) : a.value<float>(i))
+                               : T(static_cast<double>(integer_at(a, i))));
+    } else {
+      const auto v = integer_at(a, i);
+      if (v < arrow::int128_t(std::numeric_limits<T>::min()) || v > arrow::int128_t(std::numeric_limits<T>::max()))
+        throw invalid_input_error("column '" + column + "' (" + arrow::to_string(*to) + ") cannot hold the value " +
+                                  std::to_string(static_cast<long long>(v)) + " of row " + std::to_string(i) +
+                                  " of the update");
+      out.push_back(T(v));
+    }
+  }
+  return arrow::make_array(out, to);
+}
+
+// An expression's values as column `column` of type `to`: the same type, or numbers
+// cast where they fit (integers into integers, integers and floats into floats).
+inline arrow::array_ptr as_column_type(const arrow::array_ptr& a, const arrow::type_ptr& to, const std::string& column) {
+  using arrow::type_id;
+  if (arrow::equals(*a->type, *to)) return a;
+  const auto from = a->type->id;
+  const bool number = is_integer(from) || (is_float(from) && from != type_id::float16);
+  if (a->type->id == type_id::null) return arrow::null_array_of(to, a->length);
+  if (number && is_integer(to->id) && is_integer(from)) {
+    switch (to->id) {
+      case type_id::int8: return cast_numbers<std::int8_t>(*a, to, column);
+      case type_id::int16: return cast_numbers<std::int16_t>(*a, to, column);
+      case type_id::int32: return cast_numbers<std::int32_t>(*a, to, column);
+      case type_id::int64: return cast_numbers<std::int64_t>(*a, to, column);
+      case type_id::uint8: return cast_numbers<std::uint8_t>(*a, to, column);
+      case type_id::uint16: return cast_numbers<std::uint16_t>(*a, to, column);
+      case type_id::uint32: return cast_numbers<std::uint32_t>(*a, to, column);
+      default: return cast_numbers<std::uint64_t>(*a, to, column);
+    }
+  }
+  if (number && (to->id == type_id::float32 || to->id == type_id::float64))
+    return to->id == type_id::float32 ? cast_numbers<float>(*a, to, column) : cast_numbers<double>(*a, to, column);
+  throw invalid_input_error("column '" + column + "' is " + arrow::to_string(*to) + "; the update gives it " +
+                            arrow::to_string(*a->type));
+}
+
+// Update's manifest on `base`: removed fragments gone, updated ones replaced (their new
+// deletion files), new ones appended with new ids; indexes as they were.
+inline pending_commit build_update(const snapshot& base, const pb::transaction& txn) {
+  const auto& op = std::get<pb::transaction::update>(txn.operation);
+  pending_commit c = commit_after(base, txn);
+  const auto& p = base.manifest();
+  std::vector<pb::data_fragment> frags;
+  for (const auto& f : p.fragments) {
+    if (std::find(op.removed_fragment_ids.begin(), op.removed_fragment_ids.end(), f.id) != op.removed_fragment_ids.end())
+      continue;
+    auto u = std::find_if(op.updated_fragments.begin(), op.updated_fragments.end(),
+                          [&](const pb::data_fragment& x) { return x.id == f.id; });
+    frags.push_back(u != op.updated_fragments.end() ? *u : f);
+  }
+  auto added = op.new_fragments;
+  std::optional<std::uint64_t> no_row_ids;  // row addresses only (update refuses stable row ids)
+  assign_new_fragments(added, next_fragment_id(p), no_row_ids, c.manifest.version);
+  for (auto& f : added) frags.push_back(std::move(f));
+  c.manifest.fragments = std::move(frags);
+  finish_manifest(c.manifest, false, std::nullopt, c.transaction);
+  return c;
+}
+
+// One run of update on the latest version; nullopt when a concurrent commit preempted
+// it (retryable: run again).
+template <class SinkFactory>
+std::optional<update_result> update_once(const std::string& root, const std::string& where,
+                                         const std::vector<std::pair<std::string, std::string>>& set,
+                                         const update_options& o, SinkFactory& make_sink) {
+  const auto d = dataset::open(root);
+  if (d.stable_row_ids())
+    throw unsupported_error("update of dataset '" + root + "': it uses stable row ids, which moved rows must keep; "
+                            "lancet updates datasets with row addresses only");
+  const auto snap = load_version(root, d.version());
+  const auto& m = snap.manifest();
+  const auto& schema = d.schema();
+  // The columns set, their expressions and field ids.
+  std::vector<std::size_t> targets;
+  std::vector<expr::expression> exprs;
+  std::vector<std::uint32_t> set_ids;
+  const auto lance = manifest_schema(m);
+  for (const auto& [column, sql] : set) {
+    std::size_t c = 0;
+    while (c < schema.fields.size() && schema.fields[c].name != column) ++c;
+    if (c == schema.fields.size())
+      throw invalid_input_error("update of dataset '" + root + "': no column '" + column + "'");
+    if (std::find(targets.begin(), targets.end(), c) != targets.end())
+      throw invalid_input_error("update of dataset '" + root + "': column '" + column + "' is set twice");
+    targets.push_back(c);
+    exprs.push_back(expr::expression::compile(sql, schema));
+    set_ids.push_back(std::uint32_t(lance.fields.at(c).id));
+  }
+  if (set.empty()) throw invalid_input_error("update of dataset '" + root + "': no column to set");
+  // The rows to move, by fragment (row ids are addresses here).
+  const auto selected = where.empty() ? d.live_rows()->to_vector() : rows_where(d, where);
+  std::map<std::uint64_t, std::vector<std::uint64_t>> by_fragment;
+  for (auto id : selected) by_fragment[id >> 32].push_back(id);
+  // Their new values, one fragment at a time, into new data files.
+  auto it = by_fragment.begin();
+  auto next = [&]() -> std::optional<arrow::record_batch> {
+    if (it == by_fragment.end()) return std::nullopt;
+    const auto& addrs = (it++)->second;
+    auto rows = d.take_addresses(addrs);
+    // Every expression sees the row as it was before the update.
+    std::vector<arrow::array_ptr> values;
+    for (std::size_t k = 0; k < targets.size(); ++k) {
+      std::vector<arrow::array_ptr> inputs;
+      for (const auto& name : exprs[k].columns()) {
+        std::size_t c = 0;
+        while (schema.fields[c].name != name) ++c;
+        inputs.push_back(rows.columns.at(c));
+      }
+      const auto v = exprs[k].evaluate(inputs, rows.num_rows());
+      values.push_back(as_column_type(v, schema.fields[targets[k]].type, schema.fields[targets[k]].name));
+    }
+    for (std::size_t k = 0; k < targets.size(); ++k) rows.columns[targets[k]] = values[k];
+    return rows;
+  };
+  std::vector<std::string> written;
+  pb::transaction::update op;
+  op.fields_for_preserving_frag_bitmap = set_ids;
+  try {
+    if (!by_fragment.empty()) {
+      auto first = next();
+      auto files = write_data_files(root, std::move(first), next, lance, manifest_storage_version(m), write_options{},
+                                    make_sink, encoding::structural::default_policy{}, "update of dataset '" + root + "'");
+      written = files.paths;
+      op.new_fragments = std::move(files.fragments);
+    }
+    for (const auto& [fid, addrs] : by_fragment) {
+      const auto* frag = &*std::find_if(m.fragments.begin(), m.fragments.end(),
+                                        [&](const pb::data_fragment& f) { return f.id == fid; });
+      std::vector<std::uint32_t> offsets;
+      for (auto a : addrs) offsets.push_back(std::uint32_t(a & 0xFFFFFFFFull));
+      const auto all = d.deleted_rows(fid).merged(offsets);
+      if (all.size() >= d.physical_rows(fid)) op.removed_fragment_ids.push_back(fid);
+      else op.updated_fragments.push_back(write_deletion_file(root, m, *frag, all, make_sink, written));
+    }
+    commit_options co;
+    co.publish.scheme = snap.entry.scheme;
+    co.publish.write_version_hint = o.write_version_hint;
+    co.max_retries = o.max_retries;
+    auto out = commit_transaction(root, snap, make_transaction(snap.version(), std::move(op)), build_update, co, make_sink);
+    return update_result{out.commit.manifest.version, selected.size(), out.retries};
+  } catch (const committed_io_error&) {
+    throw;
+  } catch (const commit_conflict_error& e) {
+    for (const auto& p : written) io::remove_quietly(p);
+    if (e.retryable) return std::nullopt;
+    throw;
+  } catch (...) {
+    for (const auto& p : written) io::remove_quietly(p);
+    throw;
+  }
+}
+
+}  // namespace detail
+
+// update (update.hpp), over any sink factory.
+template <class SinkFactory>
+update_result update(const std::string& root, const std::string& where,
+                     const std::vector<std::pair<std::string, std::string>>& set, const update_options& o,
+                     SinkFactory&& make_sink) {
+  for (unsigned attempt = 0;; ++attempt) {
+    if (auto r = detail::update_once(root, where, set, o, make_sink)) {
+      r->retries += attempt;
+      return *r;
+    }
+    if (attempt >= o.max_retries)
+      throw commit_conflict_error("update of dataset '" + root + "': other writers changed its rows " +
+                                      std::to_string(attempt + 1) + " times while it ran; nothing was committed",
+                                  0, "", true);
+  }
+}
+
+#if LANCET_HEADER_ONLY  // in compiled mode, the library defines this
+LANCET_INLINE update_result update(const std::string& root, const std::string& where,
+                                   const std::vector<std::pair<std::string, std::string>>& set,
+                                   const update_options& o) {
+  default_sink_factory f;
+  return update(root, where, set, o, f);
+}
+#endif
+
+}  // namespace lancet::dataset

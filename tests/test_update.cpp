@@ -1,0 +1,216 @@
+// Updating rows (dataset/update.hpp): the values and row order read back, the Update
+// transaction as LanceDB 0.39 writes it (removed / updated / new fragments, the set
+// columns' ids), casts and errors (nothing committed), indexes finding the moved rows
+// through the unindexed path, and concurrent commits.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <lancet/arrow/builder.hpp>
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/delete.hpp>
+#include <lancet/dataset/update.hpp>
+#include <lancet/dataset/write.hpp>
+#include <lancet/expr/error.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/registry.hpp>
+#include <lancet/query/table.hpp>
+
+#include "support/dataset_writes.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace lancet;
+using namespace lancet::arrow;
+namespace ds = lancet::dataset;
+
+namespace {
+
+using lancet::testing::racing_factory;
+using set_list = std::vector<std::pair<std::string, std::string>>;
+
+// id int64, x int32, s utf8 (NULL every 7th), vec fixed_size_list<float32, 2>: rows a..b.
+record_batch rows(std::int64_t a, std::int64_t b) {
+  std::vector<std::int64_t> id;
+  std::vector<std::int32_t> x;
+  std::vector<std::optional<std::string>> s;
+  std::vector<float> vec;
+  for (std::int64_t i = a; i < b; ++i) {
+    id.push_back(i);
+    x.push_back(std::int32_t(i));
+    s.push_back(i % 7 ? std::optional<std::string>("s" + std::to_string(i)) : std::nullopt);
+    vec.push_back(float(i));
+    vec.push_back(float(i % 5));
+  }
+  return make_batch({{"id", make_array<std::int64_t>(id)},
+                     {"x", make_array<std::int32_t>(x)},
+                     {"s", string_array(s)},
+                     {"vec", make_fixed_size_list(make_array<float>(vec), 2)}});
+}
+
+// Two fragments: 0..20 and 20..30.
+std::string make_dataset(const lancet::testing::scratch_dir& tmp) {
+  const auto root = tmp.sub("ds");
+  ds::write(root, rows(0, 20));
+  ds::write_options a;
+  a.mode = ds::write_mode::append;
+  ds::write(root, rows(20, 30), a);
+  return root;
+}
+
+std::vector<std::string> row_strings(const ds::dataset& d) {
+  const auto b = d.to_batch();
+  std::vector<std::string> out;
+  for (std::int64_t i = 0; i < b.num_rows(); ++i)
+    out.push_back(std::to_string(b.columns[0]->value<std::int64_t>(i)) + ":" +
+                  std::to_string(b.columns[1]->value<std::int32_t>(i)) + ":" +
+                  (b.columns[2]->is_valid(i) ? std::string(b.columns[2]->string_value(i)) : "null"));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("update: the matching rows move to a new fragment with their new values, as LanceDB's update") {
+  lancet::testing::scratch_dir tmp("update");
+  const auto root = make_dataset(tmp);
+  const auto before = ds::dataset::open(root);
+  const auto r = ds::update(root, "id % 3 = 0", set_list{{"x", "x + 100"}});
+  CHECK(r.rows_updated == 10);
+  CHECK(r.version == before.version() + 1);
+  auto d = ds::dataset::open(root);
+  // As LanceDB orders them: the rows left in place, then the moved ones in their order.
+  const auto got = row_strings(d);
+  REQUIRE(got.size() == 30);
+  std::vector<std::string> want;
+  for (std::int64_t i = 0; i < 30; ++i)
+    if (i % 3 && i < 20) want.push_back(std::to_string(i) + ":" + std::to_string(i) + ":" + (i % 7 ? "s" + std::to_string(i) : "null"));
+  for (std::int64_t i = 20; i < 30; ++i)
+    if (i % 3) want.push_back(std::to_string(i) + ":" + std::to_string(i) + ":" + (i % 7 ? "s" + std::to_string(i) : "null"));
+  for (std::int64_t i = 0; i < 30; i += 3)
+    want.push_back(std::to_string(i) + ":" + std::to_string(i + 100) + ":" + (i % 7 ? "s" + std::to_string(i) : "null"));
+  CHECK(got == want);
+  // The transaction: both old fragments updated (deletion files), one new fragment, the
+  // set column's field id.
+  const auto& op = std::get<pb::transaction::update>(d.transaction()->operation);
+  CHECK(op.removed_fragment_ids.empty());
+  REQUIRE(op.updated_fragments.size() == 2);
+  CHECK(op.updated_fragments[0].deletion_file.has_value());
+  REQUIRE(op.new_fragments.size() == 1);
+  CHECK(op.new_fragments[0].physical_rows == 10);
+  CHECK(op.fields_for_preserving_frag_bitmap == std::vector<std::uint32_t>{1});
+  CHECK(d.manifest().fragments.back().id == 2);
+
+  // Every live row of a fragment moved: the fragment leaves (LanceDB's removed ids).
+  ds::update(root, "id >= 20", set_list{{"s", "'z'"}, {"x", "x * 2"}});
+  d = ds::dataset::open(root);
+  const auto& op2 = std::get<pb::transaction::update>(d.transaction()->operation);
+  CHECK(op2.removed_fragment_ids == std::vector<std::uint64_t>{1});
+  CHECK(op2.fields_for_preserving_frag_bitmap == std::vector<std::uint32_t>{2, 1});
+  const auto b = d.to_batch();
+  for (std::int64_t i = 0; i < b.num_rows(); ++i) {
+    const auto id = b.columns[0]->value<std::int64_t>(i);
+    if (id < 20) continue;
+    // Both expressions saw the old row: x * 2 of the value before this update.
+    CHECK(b.columns[1]->value<std::int32_t>(i) == (id % 3 == 0 ? id + 100 : id) * 2);
+    CHECK(b.columns[2]->string_value(i) == "z");
+  }
+  CHECK(d.count_rows() == 30);
+
+  // No matching row: a version all the same (as Lance), no fragment changed.
+  const auto v = d.version();
+  const auto none = ds::update(root, "id > 1000", set_list{{"x", "0"}});
+  CHECK(none.rows_updated == 0);
+  CHECK(none.version == v + 1);
+  CHECK(ds::dataset::open(root).manifest().fragments == d.manifest().fragments);
+}
+
+TEST_CASE("update: values cast to the column's type where they fit; errors name the column, nothing committed") {
+  lancet::testing::scratch_dir tmp("update-errors");
+  const auto root = make_dataset(tmp);
+  ds::update(root, "id = 1", set_list{{"x", "5"}});  // an int64 constant into int32
+  CHECK(row_strings(ds::dataset::open(root)).back() == "1:5:s1");
+  const auto v = ds::dataset::open(root).version();
+  const auto fails = [&](auto&& f, const std::string& words) {
+    try {
+      f();
+      FAIL("no error");
+    } catch (const lancet::error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(words) != std::string::npos, e.what());
+    }
+    CHECK(ds::dataset::open(root).version() == v);
+    std::size_t files = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root)) files += e.is_regular_file();
+    CHECK(files > 0);
+  };
+  const auto count_files = [&] {
+    std::size_t n = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(std::filesystem::path(root) / "data"))
+      n += e.is_regular_file();
+    return n;
+  };
+  const auto data_files = count_files();
+  fails([&] { ds::update(root, "id = 2", set_list{{"x", "3000000000"}}); }, "column 'x' (int32) cannot hold the value 3000000000");
+  fails([&] { ds::update(root, "id = 2", set_list{{"nope", "1"}}); }, "no column 'nope'");
+  fails([&] { ds::update(root, "id = 2", set_list{{"x", "1"}, {"x", "2"}}); }, "'x' is set twice");
+  fails([&] { ds::update(root, "id = 2", set_list{{"s", "x + 1"}}); }, "column 's' is utf8");
+  fails([&] { ds::update(root, "nope = 2", set_list{{"x", "1"}}); }, "nope");
+  fails([&] { ds::update(root, "id = 2", set_list{}); }, "no column to set");
+  CHECK(count_files() == data_files);
+}
+
+TEST_CASE("update: an index keeps its old fragments; searches find the moved rows exactly") {
+  lancet::testing::scratch_dir tmp("update-index");
+  const auto root = make_dataset(tmp);
+  index::build_options o;
+  o.column = "vec";
+  o.type = index::ivf_index_type::ivf_flat;
+  o.num_partitions = 2;
+  index::build_ivf_index(root, o);
+  ds::update(root, "id = 4", set_list{{"vec", "vec"}, {"x", "-1"}});
+  ds::delete_where(root, "id = 5");
+  const auto d = ds::dataset::open(root);
+  REQUIRE(d.indices().size() == 1);
+  const auto t = query::table::open(root);
+  const std::vector<float> q{4.0f, 4.0f};
+  const auto hits = t.search("vec", q).nprobes(2).select({"id", "x"}).limit(3).to_batch();
+  REQUIRE(hits.num_rows() == 3);
+  CHECK(hits.columns[0]->value<std::int64_t>(0) == 4);
+  CHECK(hits.columns[1]->value<std::int32_t>(0) == -1);
+  CHECK(hits.columns[2]->value<float>(0) == 0.0f);
+  for (std::int64_t i = 0; i < hits.num_rows(); ++i) CHECK(hits.columns[0]->value<std::int64_t>(i) != 5);
+}
+
+TEST_CASE("update and concurrent commits: an append rebases, a delete of its fragment makes it run again") {
+  lancet::testing::scratch_dir tmp("update-conflicts");
+  SUBCASE("append") {
+    const auto root = make_dataset(tmp);
+    racing_factory f{[&] {
+      ds::write_options a;
+      a.mode = ds::write_mode::append;
+      ds::write(root, rows(30, 35), a);
+    }};
+    const auto r = ds::update(root, "id < 5", set_list{{"x", "0"}}, {}, f);
+    CHECK(r.retries == 1);  // the race lost, then rebased on the append
+    CHECK(r.rows_updated == 5);
+    const auto d = ds::dataset::open(root);
+    CHECK(d.count_rows() == 35);
+    CHECK(d.manifest().fragments.size() == 4);
+  }
+  SUBCASE("delete of a row in a fragment it moves rows from: run again on the new version") {
+    const auto root = make_dataset(tmp);
+    racing_factory f{[&] { ds::delete_where(root, "id = 3"); }};
+    const auto r = ds::update(root, "id < 5", set_list{{"x", "0"}}, {}, f);
+    CHECK(r.retries == 1);
+    CHECK(r.rows_updated == 4);
+    const auto got = row_strings(ds::dataset::open(root));
+    CHECK(got.size() == 29);
+    for (const auto& row : got) CHECK(row.rfind("3:", 0) != 0);
+    // No data file of the lost run is left behind.
+    std::size_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(root) / "data")) files += e.is_regular_file();
+    CHECK(files == 3);
+  }
+}
