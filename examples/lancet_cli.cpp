@@ -21,6 +21,7 @@
 //                [--bypass-index] [--distance-range LO,HI] [--offset N] [--explain]
 //   lancet delete DATASET --where EXPR
 //   lancet update DATASET [--where EXPR] --set COL=EXPR...
+//   lancet merge-insert DATASET --on KEYS [--when-matched-update-all] [--when-not-matched-insert-all] ... < rows.jsonl
 //   lancet add-columns DATASET (--column NAME=EXPR | --null name:type | --schema NEW.json --from ROWS.jsonl)
 //   lancet drop-columns DATASET a,s.b
 //   lancet alter-columns DATASET [--rename a=b] [--nullable c] [--not-nullable d]
@@ -58,6 +59,7 @@
 #include <lancet/dataset/fragment_json.hpp>
 #include <lancet/dataset/schema_change.hpp>
 #include <lancet/dataset/update.hpp>
+#include <lancet/dataset/merge_insert.hpp>
 #include <lancet/index/build/ivf_builder.hpp>
 #include <lancet/index/optimize/optimize_indices.hpp>
 #include <lancet/index/optimize/remap.hpp>
@@ -175,6 +177,23 @@ const std::vector<command_spec>& commands() {
        "  --max-retries N     run again on other writers' commits at most N times (default 20)\n",
        {"where", "set", "max-retries"},
        {}},
+      {"merge-insert",
+       "lancet merge-insert DATASET --on id[,k2] [--when-matched-update-all [--matched-if EXPR]]\n"
+       "               [--when-not-matched-insert-all] [--when-not-matched-by-source-delete [--source-delete-if EXPR]]\n"
+       "               [--max-retries N] < rows.jsonl",
+       "Merges the rows of stdin (JSON Lines, read with the dataset's schema) into DATASET on the key\n"
+       "columns and commits a new version, as LanceDB's mergeInsert: matched rows take the new\n"
+       "values, unmatched ones are inserted, target rows no source row matches are deleted, as the\n"
+       "flags say. Prints {\"version\", \"inserted_rows\", \"updated_rows\", \"deleted_rows\"}.\n"
+       "  --on COLS                           the key columns\n"
+       "  --when-matched-update-all           update the matched target rows\n"
+       "  --matched-if EXPR                   only where EXPR holds (SQL over target.COL, source.COL)\n"
+       "  --when-not-matched-insert-all       insert the source rows no target row matches\n"
+       "  --when-not-matched-by-source-delete delete the target rows no source row matches\n"
+       "  --source-delete-if EXPR             only those where EXPR holds (SQL over the target's columns)\n"
+       "  --max-retries N                     run again on other writers' commits at most N times (default 20)\n",
+       {"on", "matched-if", "source-delete-if", "max-retries"},
+       {"when-matched-update-all", "when-not-matched-insert-all", "when-not-matched-by-source-delete"}},
       {"add-columns",
        "lancet add-columns DATASET (--column NAME=EXPR... | --null name:type,... | --schema NEW.json --from ROWS.jsonl)\n"
        "               [--max-retries N]",
@@ -543,6 +562,41 @@ int cmd_update(const args& a) {
   const auto r = dataset::update(a.path, a.get("where").value_or(""), set, o);
   report_retries(r.retries);
   std::cout << json::object_writer{}.field("rows_updated", r.rows_updated).field("version", r.version).str() << "\n";
+  return 0;
+}
+
+int cmd_merge_insert(const args& a) {
+  dataset::merge_insert_options o;
+  if (auto on = a.get("on")) o.on = split_list(*on);
+  if (o.on.empty()) throw usage_error("merge-insert needs --on KEY[,KEY2]");
+  o.when_matched_update_all = a.has("when-matched-update-all");
+  o.when_not_matched_insert_all = a.has("when-not-matched-insert-all");
+  o.when_not_matched_by_source_delete = a.has("when-not-matched-by-source-delete");
+  if (!o.when_matched_update_all && !o.when_not_matched_insert_all && !o.when_not_matched_by_source_delete)
+    throw usage_error("merge-insert needs --when-matched-update-all, --when-not-matched-insert-all or "
+                      "--when-not-matched-by-source-delete");
+  if (auto e = a.get("matched-if")) {
+    if (!o.when_matched_update_all) throw usage_error("--matched-if applies to --when-matched-update-all");
+    o.matched_if = *e;
+  }
+  if (auto e = a.get("source-delete-if")) {
+    if (!o.when_not_matched_by_source_delete)
+      throw usage_error("--source-delete-if applies to --when-not-matched-by-source-delete");
+    o.by_source_delete_if = *e;
+  }
+  if (auto n = a.number("max-retries")) o.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
+  const auto d = dataset::dataset::open(a.path);
+  const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  const std::vector<arrow::record_batch> rows{json::read_rows(d.schema(), text)};
+  const auto r = dataset::merge_insert(a.path, rows, o);
+  report_retries(r.retries);
+  std::cout << json::object_writer{}
+                   .field("deleted_rows", r.deleted_rows)
+                   .field("inserted_rows", r.inserted_rows)
+                   .field("updated_rows", r.updated_rows)
+                   .field("version", r.version)
+                   .str()
+            << "\n";
   return 0;
 }
 
@@ -1082,6 +1136,7 @@ int run(const command_spec& spec, const std::vector<std::string>& rest) {
   if (spec.name == "drop-columns") return cmd_drop_columns(a);
   if (spec.name == "add-columns") return cmd_add_columns(a);
   if (spec.name == "update") return cmd_update(a);
+  if (spec.name == "merge-insert") return cmd_merge_insert(a);
   if (spec.name == "alter-columns") return cmd_alter_columns(a);
   if (spec.name == "compact") return cmd_compact(a);
   if (spec.name == "cleanup") return cmd_cleanup(a);

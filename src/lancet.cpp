@@ -17,6 +17,7 @@
 #include "lancet/dataset/distributed.hpp"
 #include "lancet/dataset/schema_change.hpp"
 #include "lancet/dataset/update.hpp"
+#include "lancet/dataset/merge_insert.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/write_json_lines.hpp"
 #include "lancet/encoding/legacy/field_encoders.hpp"

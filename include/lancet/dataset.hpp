@@ -16,6 +16,7 @@
 #include "lancet/dataset/fragment_metadata.hpp"
 #include "lancet/dataset/schema_change.hpp"
 #include "lancet/dataset/update.hpp"
+#include "lancet/dataset/merge_insert.hpp"
 #include "lancet/dataset/write.hpp"
 #include "lancet/dataset/write_json_lines.hpp"
 #include "lancet/encoding/structural/blob.hpp"

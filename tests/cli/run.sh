@@ -274,6 +274,12 @@ check "LanceDB reads the updated rows" bash -c "node '$root/tests/interop/read_t
 err=$("$lancet" update "$sds" --set "twice=twice * 2.5" 2>&1); st=$?
 check "update with a badly typed value fails" bash -c "test $st -eq 1 && grep -q 'constant 2.5' <<< \"\$0\"" "$err"
 err=$("$lancet" update "$sds" --where "id = 1" 2>&1); check "update without --set is a usage error" test $? -eq 2
+out=$(printf '{"id":2,"label":"two","ts":null,"tags":null,"pt":null,"v":null,"note":null,"n":null,"w":null,"twice":40,"big":true}\n{"id":50,"twice":100,"big":false}\n' | "$lancet" merge-insert "$sds" --on id --when-matched-update-all --when-not-matched-insert-all); st=$?
+check "merge-insert prints its counts" bash -c "test $st -eq 0 && grep -qF '{\"deleted_rows\":0,\"inserted_rows\":1,\"updated_rows\":1' <<< '$out'"
+check "cat shows the merged rows, moved last" test "$("$lancet" cat "$sds" --columns id,twice | tr '\n' ' ')" == '{"id":1,"twice":2} {"id":3,"twice":7} {"id":9,"twice":19} {"id":2,"twice":40} {"id":50,"twice":100} '
+err=$(printf '{"id":2,"twice":1,"big":true}\n{"id":2,"twice":1,"big":true}\n' | "$lancet" merge-insert "$sds" --on id --when-matched-update-all 2>&1); st=$?
+check "merge-insert with a key twice fails, naming it" bash -c "test $st -eq 1 && grep -qF '(id = 2)' <<< \"\$0\"" "$err"
+err=$(printf '{"id":2}\n' | "$lancet" merge-insert "$sds" --on id 2>&1); check "merge-insert without a clause is a usage error" test $? -eq 2
 err=$("$lancet" delete "$qds" 2>&1); check "delete without --where is a usage error" test $? -eq 2
 err=$("$lancet" cat "$tmp/nothing-here" 2>&1); st=$?
 check "cat of a missing dataset: not found" bash -c "test $st -eq 1 && grep -q 'not found' <<< \"\$0\"" "$err"
@@ -283,7 +289,7 @@ out=$("$lancet" --version); st=$?
 check "--version prints 'lancet $version'" test "$st:$out" == "0:lancet $version"
 out=$("$lancet" help); st=$?
 check "help exits 0" test $st -eq 0
-check "help lists every command" bash -c 'for c in write cat inspect "index create" "index list" "index optimize" search delete compact update add-columns drop-columns alter-columns; do
+check "help lists every command" bash -c 'for c in write cat inspect "index create" "index list" "index optimize" search delete compact update merge-insert add-columns drop-columns alter-columns; do
   grep -q "^  lancet $c " <<< "$0" || exit 1; done' "$out"
 for c in write cat inspect "index create" "index list" "index optimize" search delete compact; do
   for form in "help $c" "$c --help" "$c -h" "$c DATASET --help"; do

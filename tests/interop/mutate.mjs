@@ -8,6 +8,11 @@
 //                                           every row); the line adds "rowsUpdated"
 //   {"op": "append", "rows": FILE}          appends the canonical JSON Lines of FILE
 //                                           (README.md), read against the table's schema
+//   {"op": "merge", "on": [COLUMN], "rows": FILE, "matched": true, "matchedIf": SQL,
+//    "insert": true, "deleteBySource": true, "deleteIf": SQL}
+//                                           mergeInsert(on) with those clauses, FILE's
+//                                           rows as the source; the line adds
+//                                           "inserted", "updated", "deleted"
 //   {"op": "index", "type": "ivf_flat|ivf_pq|ivf_rq|hnsw_sq|hnsw_pq", "column": "vector",
 //    "partitions": P, "subVectors": M, "bits": B, "metric": "l2", "name": N,
 //    "replace": true, "m": M, "efConstruction": E}
@@ -71,14 +76,28 @@ function fromJson(type, v) {
   }
 }
 
-async function appendRows(table, file) {
+// The canonical JSON Lines of FILE as an Arrow table of the table's schema.
+async function rowsTable(table, file) {
   const schema = localSchema(await table.schema());
   const rows = fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim().length).map((l) => JSON.parse(l));
   const cols = schema.fields.map((f) => ({
     name: f.name, type: f.type, nullable: f.nullable, metadata: f.metadata,
     values: rows.map((r) => fromJson(f.type, r[f.name])),
   }));
-  await appendTable(table, buildTable(cols, schema.metadata));
+  return buildTable(cols, schema.metadata);
+}
+
+async function appendRows(table, file) {
+  await appendTable(table, await rowsTable(table, file));
+}
+
+// mergeInsert(on) with the clauses `op` names, the rows of op.rows as its source.
+async function mergeRows(table, op) {
+  let b = table.mergeInsert(op.on);
+  if (op.matched) b = b.whenMatchedUpdateAll(op.matchedIf ? { where: op.matchedIf } : undefined);
+  if (op.insert) b = b.whenNotMatchedInsertAll();
+  if (op.deleteBySource) b = b.whenNotMatchedBySourceDelete(op.deleteIf ? { where: op.deleteIf } : undefined);
+  return b.execute(await rowsTable(table, op.rows));
 }
 
 function indexConfig(op) {
@@ -126,6 +145,11 @@ async function main() {
         case "append":
           await appendRows(table, op.rows);
           break;
+        case "merge": {
+          const r = await mergeRows(table, op);
+          Object.assign(out, { inserted: r.numInsertedRows, updated: r.numUpdatedRows, deleted: r.numDeletedRows });
+          break;
+        }
         case "index": {
           const options = { config: indexConfig(op), ...(op.replace ? { replace: true } : {}) };
           if (op.name) options.name = op.name;
