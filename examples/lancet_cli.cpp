@@ -24,7 +24,7 @@
 //   lancet merge-insert DATASET --on KEYS [--when-matched-update-all] [--when-not-matched-insert-all] ... < rows.jsonl
 //   lancet add-columns DATASET (--column NAME=EXPR | --null name:type | --schema NEW.json --from ROWS.jsonl)
 //   lancet drop-columns DATASET a,s.b
-//   lancet alter-columns DATASET [--rename a=b] [--nullable c] [--not-nullable d]
+//   lancet alter-columns DATASET [--rename a=b] [--nullable c] [--not-nullable d] [--cast e:int64]
 //   lancet compact DATASET [--target-rows N]
 //   lancet cleanup DATASET [--older-than SECONDS] [--keep N] [--delete-unverified] [--dry-run]
 //   lancet help [COMMAND]      (also: lancet COMMAND --help / -h)
@@ -211,7 +211,7 @@ const std::vector<command_spec>& commands() {
        {"column", "null", "schema", "from", "max-retries"},
        {}},
       {"alter-columns",
-       "lancet alter-columns DATASET [--rename a=b,s.x=y] [--nullable c,d] [--not-nullable e]\n"
+       "lancet alter-columns DATASET [--rename a=b,s.x=y] [--nullable c,d] [--not-nullable e] [--cast f:int64,g:large_utf8]\n"
        "               [--max-retries N]",
        "Renames columns and changes whether they allow NULLs, and commits a new version, as\n"
        "Lance's alter_columns: only the schema changes (field ids stay, so indexes keep working).\n"
@@ -219,8 +219,10 @@ const std::vector<command_spec>& commands() {
        "  --rename OLD=NEW,...   new names (a struct member: s.x=y renames s.x to s.y)\n"
        "  --nullable a,b         allow NULLs in these columns\n"
        "  --not-nullable a,b     refuse NULLs in these columns\n"
+       "  --cast c:type,...      new types of the same kind (integers, floats, utf8 / large_utf8, binary /\n"
+       "                         large_binary): the column is rewritten into a new file per fragment\n"
        "  --max-retries N        rebase on other writers' commits at most N times (default 20)\n",
-       {"rename", "nullable", "not-nullable", "max-retries"},
+       {"rename", "nullable", "not-nullable", "cast", "max-retries"},
        {}},
       {"inspect",
        "lancet inspect DATASET|FILE.lance",
@@ -660,7 +662,24 @@ int cmd_alter_columns(const args& a) {
   for (const auto& [flag, allow] : {std::pair{"nullable", true}, std::pair{"not-nullable", false}})
     if (auto v = a.get(flag))
       for (const auto& c : split_list(*v)) changes.push_back({c, std::nullopt, allow});
-  if (changes.empty()) throw usage_error("alter-columns needs --rename, --nullable or --not-nullable");
+  if (auto v = a.get("cast")) {
+    std::string text = "{\"fields\": [";
+    std::vector<std::string> names;
+    for (const auto& item : split_list(*v)) {
+      const auto colon = item.rfind(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == item.size())
+        throw usage_error("--cast takes column:type pairs, got '" + item + "'");
+      if (text.back() != '[') text += ", ";
+      text += "{\"name\": \"c" + std::to_string(names.size()) + "\", \"type\": " + json::quote(item.substr(colon + 1)) + "}";
+      names.push_back(item.substr(0, colon));
+    }
+    const auto types = json::parse_schema(text + "]}");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      dataset::column_alteration c{names[i], std::nullopt, std::nullopt, types.fields[i].type};
+      changes.push_back(std::move(c));
+    }
+  }
+  if (changes.empty()) throw usage_error("alter-columns needs --rename, --nullable, --not-nullable or --cast");
   const auto r = dataset::alter_columns(a.path, changes, schema_change_options(a));
   report_retries(r.retries);
   std::cout << json::object_writer{}.field("version", r.version).str() << "\n";

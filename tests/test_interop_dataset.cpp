@@ -891,6 +891,12 @@ TEST_CASE("interop: columns we drop, rename and make non-nullable, read by Lance
                 "our SQL column against LanceDB's on a copy");
   REQUIRE(their_schema);
   CHECK(their_schema->dump().find("\"four\"") != std::string::npos);
+  // A cast: ours equals LanceDB's alterColumns on the copy (new field ids, new files).
+  (void)t::node("alter_table.mjs", {copy, "--cast", "half=float"});
+  ds::alter_columns(root, {{"half", std::nullopt, std::nullopt, arrow::float32()}});
+  check_batches(ds::dataset::open(root).to_batch(), theirs(copy, &count), "our cast against LanceDB's on a copy");
+  CHECK(ds::dataset::open(root).schema().fields.at(3).type->id == arrow::type_id::float32);
+  CHECK(ds::dataset::open(copy).schema().fields.at(3).type->id == arrow::type_id::float32);
   // LanceDB appends with the new schema and changes it again; we read every row as it does.
   (void)t::node("append_rows.mjs", {root, "--rows", "10", "--first-id", "100", "--seed", "5", "--no-struct-nulls"});
   (void)t::node("alter_table.mjs", {root, "--rename", "label=name2", "--add", "three=id * 3"});
@@ -1014,6 +1020,20 @@ TEST_CASE("interop: our merge inserts equal LanceDB's on a copy, random keys, ev
     std::int64_t count = -1;
     check_batches(a.to_batch(), theirs(root, &count), "LanceDB's read of our merge insert");
   }
+}
+
+TEST_CASE("interop: a page of one repeated large_utf8 / large_binary value (2.2) reads in LanceDB") {
+  t::temp_dir dir("ds-large-constant");
+  const auto root = dataset_dir(dir, "ours");
+  std::vector<std::string> same(5, "two"), empty(5, "");
+  ds::write_options o;
+  o.storage_version = file::format_version::v2_2;
+  ds::write(root, make_batch({{"id", make_array<std::int64_t>({1, 2, 3, 4, 5})}, {"s", large_string_array(same)},
+                              {"b", large_binary_array(same)}, {"e", large_string_array(empty)}, {"t", string_array(same)}}),
+            o);
+  std::int64_t count = -1;
+  check_batches(ds::dataset::open(root).to_batch(), theirs(root, &count), "LanceDB's read of repeated large values");
+  CHECK(count == 5);
 }
 
 TEST_CASE("interop: randomised schemas and rows, 200 cases each way") {

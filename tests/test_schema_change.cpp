@@ -238,6 +238,56 @@ TEST_CASE("add_columns: SQL expressions over the live rows, typed as Lance types
   }
 }
 
+TEST_CASE("alter_columns: a cast gives the column a new id and a new file per fragment; other indexes stay") {
+  lancet::testing::scratch_dir tmp("schema-cast");
+  const auto root = make_dataset(tmp);
+  ds::delete_where(root, "id % 6 = 1");
+  index::build_ivf_index(root, flat_on_vec());
+  const auto before = ds::dataset::open(root);
+  ds::column_alteration to64{"id", std::nullopt, std::nullopt, arrow::int64()};
+  ds::column_alteration narrow{"s.a", std::nullopt, std::nullopt, arrow::int16()};
+  CHECK_THROWS_WITH_AS(ds::alter_columns(root, {narrow}), doctest::Contains("only top-level columns"), invalid_input_error);
+  // id is int64 already: a cast to its own type changes nothing; name to large_utf8 does.
+  ds::column_alteration wide{"name", "label", std::nullopt, arrow::large_utf8()};
+  ds::alter_columns(root, {to64, wide});
+  auto d = ds::dataset::open(root);
+  CHECK(std::holds_alternative<pb::transaction::merge>(d.transaction()->operation));
+  CHECK(names(d) == std::vector<std::string>{"id", "label", "s", "vec"});
+  CHECK(d.schema().fields[1].type->id == arrow::type_id::large_utf8);
+  CHECK(d.lance_schema().fields[1].id > before.lance_schema().max_field_id());
+  CHECK(d.lance_schema().fields[0].id == before.lance_schema().fields[0].id);
+  for (const auto& f : d.manifest().fragments) CHECK(f.files.size() == 2);
+  CHECK(d.indices().size() == 1);  // on vec, not cast
+  const auto b = d.to_batch();
+  const auto old = before.to_batch();
+  REQUIRE(b.num_rows() == old.num_rows());
+  for (std::int64_t i = 0; i < b.num_rows(); ++i) {
+    CHECK(b.columns[1]->is_valid(i) == old.columns[1]->is_valid(i));
+    if (old.columns[1]->is_valid(i)) CHECK(b.columns[1]->string_value(i) == old.columns[1]->string_value(i));
+  }
+  // Lists and fixed-size lists are not cast (Lance casts their items; lancet says so).
+  CHECK_THROWS_WITH_AS(ds::alter_columns(root, {{"vec", std::nullopt, std::nullopt, arrow::fixed_size_list(arrow::float64(), 4)}}),
+                       doctest::Contains("not lists or fixed-size lists"), unsupported_error);
+}
+
+TEST_CASE("alter_columns: casts Lance refuses, and values that do not fit, are errors") {
+  lancet::testing::scratch_dir tmp("schema-cast-errors");
+  const auto root = make_dataset(tmp);
+  ds::add_columns(root, std::vector<std::pair<std::string, std::string>>{{"big", "id * 100000000000"}});
+  const auto v = ds::dataset::open(root).version();
+  CHECK_THROWS_WITH_AS(ds::alter_columns(root, {{"big", std::nullopt, std::nullopt, arrow::int32()}}),
+                       doctest::Contains("cannot hold the value 100000000000"), invalid_input_error);
+  CHECK_THROWS_WITH_AS(ds::alter_columns(root, {{"id", std::nullopt, std::nullopt, arrow::float64()}}),
+                       doctest::Contains("cannot cast column 'id'"), invalid_input_error);
+  CHECK_THROWS_WITH_AS(ds::alter_columns(root, {{"name", std::nullopt, std::nullopt, arrow::int32()}}),
+                       doctest::Contains("cannot cast column 'name'"), invalid_input_error);
+  CHECK(ds::dataset::open(root).version() == v);
+  // A cast that fits.
+  ds::alter_columns(root, {{"big", std::nullopt, std::nullopt, arrow::uint64()}});
+  const auto b = ds::dataset::open(root).to_batch();
+  CHECK(b.columns[4]->value<std::uint64_t>(3) == 300000000000ull);
+}
+
 TEST_CASE("schema changes: bad input is a typed error naming the column, nothing committed") {
   lancet::testing::scratch_dir tmp("schema-errors");
   const auto root = make_dataset(tmp);

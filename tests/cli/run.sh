@@ -280,6 +280,12 @@ check "cat shows the merged rows, moved last" test "$("$lancet" cat "$sds" --col
 err=$(printf '{"id":2,"twice":1,"big":true}\n{"id":2,"twice":1,"big":true}\n' | "$lancet" merge-insert "$sds" --on id --when-matched-update-all 2>&1); st=$?
 check "merge-insert with a key twice fails, naming it" bash -c "test $st -eq 1 && grep -qF '(id = 2)' <<< \"\$0\"" "$err"
 err=$(printf '{"id":2}\n' | "$lancet" merge-insert "$sds" --on id 2>&1); check "merge-insert without a clause is a usage error" test $? -eq 2
+out=$("$lancet" alter-columns "$sds" --cast twice:int32,label:large_utf8); st=$?
+check "alter-columns --cast commits a version" bash -c "test $st -eq 0 && grep -q '\"version\"' <<< '$out'"
+check "cat reads the cast columns" test "$("$lancet" cat "$sds" --columns id,twice --limit 2 | tr '\n' ' ')" == '{"id":1,"twice":2} {"id":3,"twice":7} '
+check "LanceDB reads the cast columns" bash -c "node '$root/tests/interop/read_table.mjs' '$sds' --columns twice,label | grep -q '\"twice\":100'"
+err=$("$lancet" alter-columns "$sds" --cast id:float64 2>&1); st=$?
+check "alter-columns --cast to another kind fails, naming the column" bash -c "test $st -eq 1 && grep -q \"cannot cast column 'id'\" <<< \"\$0\"" "$err"
 err=$("$lancet" delete "$qds" 2>&1); check "delete without --where is a usage error" test $? -eq 2
 err=$("$lancet" cat "$tmp/nothing-here" 2>&1); st=$?
 check "cat of a missing dataset: not found" bash -c "test $st -eq 1 && grep -q 'not found' <<< \"\$0\"" "$err"

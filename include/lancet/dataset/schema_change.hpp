@@ -42,6 +42,10 @@ struct column_alteration {
   std::optional<std::string> rename;  // a new name (not another member's; no '.' at the top level)
   // true: NULLs allowed; false: none allowed (refused when a live row holds one).
   std::optional<bool> nullable;
+  // A new type of the same kind (integers of any width and sign, floats, utf8 /
+  // large_utf8, binary / large_binary; top-level columns): the column gets a new field
+  // id and a new data file in every fragment (a Merge, as Lance's), its indexes go.
+  arrow::type_ptr cast;
 };
 
 // Removes columns (top-level or struct members; a struct left without members goes
@@ -50,9 +54,11 @@ struct column_alteration {
 LANCET_INLINE schema_change_result drop_columns(const std::string& root, const std::vector<std::string>& paths,
                                                 const schema_change_options& o = {});
 
-// Renames columns and changes their nullability, and commits a new version. Errors
-// (invalid_input_error, nothing committed): an unknown column, a name already taken, a
-// top-level name with '.', a non-nullable column over rows holding NULL, no change asked.
+// Renames columns, changes their nullability and casts them, and commits a new version
+// (a Project; a Merge when a column is cast). Errors (invalid_input_error, nothing
+// committed): an unknown column, a name already taken, a top-level name with '.', a
+// non-nullable column over rows holding NULL, a cast to another kind of type ("cannot
+// cast") or a value the new type cannot hold (naming it), no change asked.
 LANCET_INLINE schema_change_result alter_columns(const std::string& root, const std::vector<column_alteration>& changes,
                                                  const schema_change_options& o = {});
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lancet/arrow/cast.hpp"
 #include "lancet/core/config.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/commit.hpp"
@@ -84,13 +85,10 @@ inline bool column_has_nulls(const dataset& d, const std::vector<std::size_t>& p
   return false;
 }
 
-// Project's manifest on `base`: the transaction's schema; data files holding no field
-// of it leave their fragments; indexes on a field no longer there go (system indexes
-// stay), as Lance's build_manifest and retain_relevant_indices.
-inline pending_commit build_project(const snapshot& base, const pb::transaction& txn) {
-  const auto& op = std::get<pb::transaction::project>(txn.operation);
-  pending_commit c = commit_after(base, txn);
-  c.manifest.fields_raw = op.schema_raw;
+// Data files holding no field of c's schema leave their fragments; indexes on a field no
+// longer there go (system indexes stay), as Lance's build_manifest and
+// retain_relevant_indices (after a Project or a Merge).
+inline void drop_unreferenced(pending_commit& c) {
   std::set<std::int32_t> ids;
   collect_ids(manifest_schema(c.manifest).fields, ids);
   for (auto& f : c.manifest.fragments)
@@ -101,6 +99,14 @@ inline pending_commit build_project(const snapshot& base, const pb::transaction&
     if (im.name.starts_with("__lance_")) return false;
     return std::any_of(im.fields.begin(), im.fields.end(), [&](std::int32_t id) { return ids.count(id) == 0; });
   });
+}
+
+// Project's manifest on `base`: the transaction's schema (drop_unreferenced).
+inline pending_commit build_project(const snapshot& base, const pb::transaction& txn) {
+  const auto& op = std::get<pb::transaction::project>(txn.operation);
+  pending_commit c = commit_after(base, txn);
+  c.manifest.fields_raw = op.schema_raw;
+  drop_unreferenced(c);
   const auto& p = base.manifest();
   const bool stable = uses_stable_row_ids(p);
   finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
@@ -109,12 +115,13 @@ inline pending_commit build_project(const snapshot& base, const pb::transaction&
 }
 
 // Merge's manifest on `base`: the transaction's fragments (every fragment, some with a
-// new data file) and schema.
+// new data file) and schema (drop_unreferenced: a cast column's old files and indexes).
 inline pending_commit build_merge(const snapshot& base, const pb::transaction& txn) {
   const auto& op = std::get<pb::transaction::merge>(txn.operation);
   pending_commit c = commit_after(base, txn);
   c.manifest.fields_raw = op.schema_raw;
   c.manifest.fragments = op.fragments;
+  drop_unreferenced(c);
   const auto& p = base.manifest();
   const bool stable = uses_stable_row_ids(p);
   finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
@@ -153,7 +160,8 @@ inline schema::schema with_new_fields(const std::string& root, const pb::manifes
 template <class SinkFactory>
 schema_change_result commit_merge(const std::string& root, const snapshot& snap, const schema::schema& s,
                                   std::vector<pb::data_fragment> fragments, const std::vector<std::string>& written,
-                                  const schema_change_options& o, SinkFactory& make_sink) {
+                                  const schema_change_options& o, SinkFactory& make_sink,
+                                  bool preserves_nullability = true) {
   try {
     schema::validate(s);
     commit_options co;
@@ -163,7 +171,7 @@ schema_change_result commit_merge(const std::string& root, const snapshot& snap,
     pb::transaction::merge op;
     op.fragments = std::move(fragments);
     op.schema_raw = encoded_schema_fields(s);
-    op.preserves_nullability = true;
+    op.preserves_nullability = preserves_nullability;
     auto out = commit_transaction(root, snap, make_transaction(snap.version(), std::move(op)), build_merge, co, make_sink);
     return {out.commit.manifest.version, out.retries};
   } catch (const committed_io_error&) {
@@ -215,47 +223,6 @@ schema_change_result drop_columns(const std::string& root, const std::vector<std
   return detail::commit_schema(root, snap, s, true, o, make_sink);
 }
 
-// alter_columns (schema_change.hpp), over any sink factory.
-template <class SinkFactory>
-schema_change_result alter_columns(const std::string& root, const std::vector<column_alteration>& changes,
-                                   const schema_change_options& o, SinkFactory&& make_sink) {
-  const auto d = dataset::open(root);
-  const auto snap = load_version(root, d.version());
-  auto s = manifest_schema(snap.manifest());
-  bool preserves_nullability = true, any = false;
-  for (const auto& c : changes) {
-    const auto pos = detail::column_positions(s, c.path);
-    if (pos.empty()) detail::no_column(root, c.path);
-    auto& f = detail::field_at(s, pos);
-    if (c.nullable) {
-      any = true;
-      if (!*c.nullable) {
-        preserves_nullability = false;
-        if (f.nullable && detail::column_has_nulls(d, pos))
-          throw invalid_input_error("column '" + c.path + "' of dataset '" + root +
-                                    "' contains NULL values and cannot be made non-nullable");
-      }
-      f.nullable = *c.nullable;
-    }
-    if (c.rename) {
-      any = true;
-      const auto& to = *c.rename;
-      if (to.empty()) throw invalid_input_error("column '" + c.path + "' cannot be renamed to an empty name");
-      if (pos.size() == 1 && to.find('.') != std::string::npos)
-        throw invalid_input_error("column '" + c.path + "' cannot be renamed to '" + to +
-                                  "': a top-level name cannot contain '.'");
-      const auto& siblings = pos.size() == 1 ? s.fields : detail::field_at(s, {pos.begin(), pos.end() - 1}).children;
-      for (std::size_t i = 0; i < siblings.size(); ++i)
-        if (i != pos.back() && siblings[i].name == to)
-          throw invalid_input_error("column '" + c.path + "' cannot be renamed to '" + to + "': dataset '" + root +
-                                    "' has a column of that name");
-      f.name = to;
-    }
-  }
-  if (!any) throw invalid_input_error("alter_columns on dataset '" + root + "': no change asked");
-  return detail::commit_schema(root, snap, s, preserves_nullability, o, make_sink);
-}
-
 // add_null_columns (schema_change.hpp), over any sink factory.
 template <class SinkFactory>
 schema_change_result add_null_columns(const std::string& root, const std::vector<arrow::field>& fields,
@@ -273,10 +240,12 @@ schema_change_result add_null_columns(const std::string& root, const std::vector
 namespace detail {
 
 // add_columns of `batches` on version d (snap) of the dataset.
+// `s` is the new schema, `new_fields` its fields the batches hold (ids assigned).
 template <class SinkFactory>
 schema_change_result add_rows(const std::string& root, const dataset& d, const snapshot& snap,
-                              std::span<const arrow::record_batch> batches, const schema_change_options& o,
-                              SinkFactory& make_sink) {
+                              std::span<const arrow::record_batch> batches, const schema::schema& s,
+                              const std::vector<schema::field>& new_fields, const schema_change_options& o,
+                              SinkFactory& make_sink, bool preserves_nullability = true) {
   if (batches.empty() || batches[0].schema == nullptr || batches[0].schema->fields.empty())
     throw invalid_input_error("add_columns on dataset '" + root + "': no column given");
   const auto& added = batches[0].schema->fields;
@@ -291,8 +260,6 @@ schema_change_result add_rows(const std::string& root, const dataset& d, const s
       throw invalid_input_error("add_columns on dataset '" + root + "': batch " + std::to_string(i) +
                                 " has another schema than batch 0");
   const auto& m = snap.manifest();
-  std::vector<schema::field> new_fields;
-  const auto s = with_new_fields(root, m, manifest_schema(m), added, &new_fields);
   std::uint64_t given = 0, live = 0;
   for (const auto& b : batches) given += std::uint64_t(b.num_rows());
   for (const auto& f : m.fragments) live += d.physical_rows(f.id) - d.deleted_rows(f.id).size();
@@ -353,7 +320,7 @@ schema_change_result add_rows(const std::string& root, const dataset& d, const s
     remove_data_files(written);
     throw;
   }
-  return commit_merge(root, snap, s, std::move(fragments), written, o, make_sink);
+  return commit_merge(root, snap, s, std::move(fragments), written, o, make_sink, preserves_nullability);
 }
 
 }  // namespace detail
@@ -364,7 +331,11 @@ schema_change_result add_columns(const std::string& root, std::span<const arrow:
                                  const schema_change_options& o, SinkFactory&& make_sink) {
   const auto d = dataset::open(root);
   const auto snap = load_version(root, d.version());
-  return detail::add_rows(root, d, snap, batches, o, make_sink);
+  if (batches.empty() || !batches[0].schema) throw invalid_input_error("add_columns on dataset '" + root + "': no column given");
+  std::vector<schema::field> new_fields;
+  const auto s = detail::with_new_fields(root, snap.manifest(), manifest_schema(snap.manifest()),
+                                         batches[0].schema->fields, &new_fields);
+  return detail::add_rows(root, d, snap, batches, s, new_fields, o, make_sink);
 }
 
 // add_columns of SQL expressions (schema_change.hpp), over any sink factory.
@@ -410,7 +381,102 @@ schema_change_result add_columns(const std::string& root,
     for (const auto& f : out_schema->fields) nb.columns.push_back(arrow::null_array_of(f.type, 0));
     batches.push_back(std::move(nb));
   }
-  return detail::add_rows(root, d, snap, batches, o, make_sink);
+  std::vector<schema::field> new_fields;
+  const auto s = detail::with_new_fields(root, snap.manifest(), manifest_schema(snap.manifest()), out_schema->fields,
+                                         &new_fields);
+  return detail::add_rows(root, d, snap, batches, s, new_fields, o, make_sink);
+}
+
+// alter_columns (schema_change.hpp), over any sink factory.
+template <class SinkFactory>
+schema_change_result alter_columns(const std::string& root, const std::vector<column_alteration>& changes,
+                                   const schema_change_options& o, SinkFactory&& make_sink) {
+  const auto d = dataset::open(root);
+  const auto snap = load_version(root, d.version());
+  auto s = manifest_schema(snap.manifest());
+  const auto max_id = detail::max_field_id(snap.manifest(), s);
+  bool preserves_nullability = true, any = false;
+  std::vector<std::pair<std::size_t, arrow::type_ptr>> casts;  // top-level position, new type
+  for (const auto& c : changes) {
+    const auto pos = detail::column_positions(s, c.path);
+    if (pos.empty()) detail::no_column(root, c.path);
+    auto& f = detail::field_at(s, pos);
+    if (c.cast) {
+      any = true;
+      const auto& from = d.schema().fields.at(pos[0]).type;
+      if (pos.size() != 1)
+        throw invalid_input_error("column '" + c.path + "': only top-level columns are cast (cast its struct)");
+      const auto kind = [](const arrow::data_type& t) {
+        using arrow::type_id;
+        if (arrow::is_integer(t.id)) return 1;
+        if (arrow::is_floating(t.id)) return 2;
+        if (t.id == type_id::utf8 || t.id == type_id::large_utf8) return 3;
+        if (t.id == type_id::binary || t.id == type_id::large_binary) return 4;
+        return 0;
+      };
+      if (arrow::is_list_like(from->id) || from->id == arrow::type_id::fixed_size_list)
+        throw unsupported_error("column '" + c.path + "' of dataset '" + root + "': lancet casts numbers, strings and "
+                                "binary columns, not lists or fixed-size lists");
+      if (kind(*from) == 0 || kind(*from) != kind(*c.cast))
+        throw invalid_input_error("cannot cast column '" + c.path + "' of dataset '" + root + "' from " +
+                                  arrow::to_string(*from) + " to " + arrow::to_string(*c.cast));
+      if (!arrow::equals(*from, *c.cast)) casts.emplace_back(pos[0], c.cast);
+    }
+    if (c.nullable) {
+      any = true;
+      if (!*c.nullable) {
+        preserves_nullability = false;
+        if (f.nullable && detail::column_has_nulls(d, pos))
+          throw invalid_input_error("column '" + c.path + "' of dataset '" + root +
+                                    "' contains NULL values and cannot be made non-nullable");
+      }
+      f.nullable = *c.nullable;
+    }
+    if (c.rename) {
+      any = true;
+      const auto& to = *c.rename;
+      if (to.empty()) throw invalid_input_error("column '" + c.path + "' cannot be renamed to an empty name");
+      if (pos.size() == 1 && to.find('.') != std::string::npos)
+        throw invalid_input_error("column '" + c.path + "' cannot be renamed to '" + to +
+                                  "': a top-level name cannot contain '.'");
+      const auto& siblings = pos.size() == 1 ? s.fields : detail::field_at(s, {pos.begin(), pos.end() - 1}).children;
+      for (std::size_t i = 0; i < siblings.size(); ++i)
+        if (i != pos.back() && siblings[i].name == to)
+          throw invalid_input_error("column '" + c.path + "' cannot be renamed to '" + to + "': dataset '" + root +
+                                    "' has a column of that name");
+      f.name = to;
+    }
+  }
+  if (!any) throw invalid_input_error("alter_columns on dataset '" + root + "': no change asked");
+  if (casts.empty()) return detail::commit_schema(root, snap, s, preserves_nullability, o, make_sink);
+  // Cast columns: new fields (new ids) in place of the old, their values in new files.
+  auto out_schema = std::make_shared<arrow::schema>();
+  scan_options so;
+  for (const auto& [at, type] : casts) {
+    auto& f = s.fields[at];
+    auto nf = schema::from_arrow(arrow::field{f.name, type, f.nullable, f.metadata});
+    f = std::move(nf);
+    out_schema->fields.push_back(arrow::field{f.name, type, f.nullable, {}});
+    so.columns.push_back(d.schema().fields[at].name);
+  }
+  schema::assign_field_ids(s, max_id);
+  std::vector<schema::field> new_fields;
+  for (const auto& [at, type] : casts) new_fields.push_back(s.fields[at]);
+  std::vector<arrow::record_batch> batches;
+  for (auto sc = d.scan(so); auto b = sc.next();) {
+    arrow::record_batch nb;
+    nb.schema = out_schema;
+    for (std::size_t k = 0; k < casts.size(); ++k)
+      nb.columns.push_back(arrow::cast(b->columns[k], casts[k].second, out_schema->fields[k].name));
+    batches.push_back(std::move(nb));
+  }
+  if (batches.empty()) {
+    arrow::record_batch nb;
+    nb.schema = out_schema;
+    for (const auto& f : out_schema->fields) nb.columns.push_back(arrow::null_array_of(f.type, 0));
+    batches.push_back(std::move(nb));
+  }
+  return detail::add_rows(root, d, snap, batches, s, new_fields, o, make_sink, preserves_nullability);
 }
 
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines these

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lancet/arrow/builder.hpp"
+#include "lancet/arrow/cast.hpp"
 #include "lancet/core/config.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/commit.hpp"
@@ -28,81 +29,6 @@
 namespace lancet::dataset {
 
 namespace detail {
-
-inline bool is_integer(arrow::type_id id) noexcept {
-  using arrow::type_id;
-  return id == type_id::int8 || id == type_id::int16 || id == type_id::int32 || id == type_id::int64 ||
-         id == type_id::uint8 || id == type_id::uint16 || id == type_id::uint32 || id == type_id::uint64;
-}
-inline bool is_float(arrow::type_id id) noexcept {
-  return id == arrow::type_id::float16 || id == arrow::type_id::float32 || id == arrow::type_id::float64;
-}
-
-// Value i of a number array, exactly (integers) or as a double (floats).
-inline arrow::int128_t integer_at(const arrow::array_data& a, std::int64_t i) {
-  using arrow::type_id;
-  switch (a.type->id) {
-    case type_id::int8: return a.value<std::int8_t>(i);
-    case type_id::int16: return a.value<std::int16_t>(i);
-    case type_id::int32: return a.value<std::int32_t>(i);
-    case type_id::int64: return a.value<std::int64_t>(i);
-    case type_id::uint8: return a.value<std::uint8_t>(i);
-    case type_id::uint16: return a.value<std::uint16_t>(i);
-    case type_id::uint32: return a.value<std::uint32_t>(i);
-    default: return a.value<std::uint64_t>(i);
-  }
-}
-
-template <class T>
-inline arrow::array_ptr cast_numbers(const arrow::array_data& a, const arrow::type_ptr& to, const std::string& column) {
-  std::vector<std::optional<T>> out;
-  out.reserve(std::size_t(a.length));
-  const bool from_float = is_float(a.type->id);
-  for (std::int64_t i = 0; i < a.length; ++i) {
-    if (!a.is_valid(i)) {
-      out.push_back(std::nullopt);
-      continue;
-    }
-    if constexpr (std::is_floating_point_v<T>) {
-      out.push_back(from_float ? T(a.type->id == arrow::type_id::float64 ? a.value<double>(i) : a.value<float>(i))
-                               : T(static_cast<double>(integer_at(a, i))));
-    } else {
-      const auto v = integer_at(a, i);
-      if (v < arrow::int128_t(std::numeric_limits<T>::min()) || v > arrow::int128_t(std::numeric_limits<T>::max()))
-        throw invalid_input_error("column '" + column + "' (" + arrow::to_string(*to) + ") cannot hold the value " +
-                                  std::to_string(static_cast<long long>(v)) + " of row " + std::to_string(i) +
-                                  " of the update");
-      out.push_back(T(v));
-    }
-  }
-  return arrow::make_array(out, to);
-}
-
-// An expression's values as column `column` of type `to`: the same type, or numbers
-// cast where they fit (integers into integers, integers and floats into floats).
-inline arrow::array_ptr as_column_type(const arrow::array_ptr& a, const arrow::type_ptr& to, const std::string& column) {
-  using arrow::type_id;
-  if (arrow::equals(*a->type, *to)) return a;
-  const auto from = a->type->id;
-  const bool number = is_integer(from) || (is_float(from) && from != type_id::float16);
-  if (a->type->id == type_id::null) return arrow::null_array_of(to, a->length);
-  if (number && is_integer(to->id) && is_integer(from)) {
-    switch (to->id) {
-      case type_id::int8: return cast_numbers<std::int8_t>(*a, to, column);
-      case type_id::int16: return cast_numbers<std::int16_t>(*a, to, column);
-      case type_id::int32: return cast_numbers<std::int32_t>(*a, to, column);
-      case type_id::int64: return cast_numbers<std::int64_t>(*a, to, column);
-      case type_id::uint8: return cast_numbers<std::uint8_t>(*a, to, column);
-      case type_id::uint16: return cast_numbers<std::uint16_t>(*a, to, column);
-      case type_id::uint32: return cast_numbers<std::uint32_t>(*a, to, column);
-      default: return cast_numbers<std::uint64_t>(*a, to, column);
-    }
-  }
-  if (number && (to->id == type_id::float32 || to->id == type_id::float64))
-    return to->id == type_id::float32 ? cast_numbers<float>(*a, to, column) : cast_numbers<double>(*a, to, column);
-  throw invalid_input_error("column '" + column + "' is " + arrow::to_string(*to) + "; the update gives it " +
-                            arrow::to_string(*a->type));
-}
 
 // Update's manifest on `base`: removed fragments gone, updated ones replaced (their new
 // deletion files), new ones appended with new ids; indexes as they were.
@@ -177,7 +103,7 @@ std::optional<update_result> update_once(const std::string& root, const std::str
         inputs.push_back(rows.columns.at(c));
       }
       const auto v = exprs[k].evaluate(inputs, rows.num_rows());
-      values.push_back(as_column_type(v, schema.fields[targets[k]].type, schema.fields[targets[k]].name));
+      values.push_back(arrow::cast(v, schema.fields[targets[k]].type, schema.fields[targets[k]].name));
     }
     for (std::size_t k = 0; k < targets.size(); ++k) rows.columns[targets[k]] = values[k];
     return rows;

@@ -179,10 +179,12 @@ LANCET_INLINE page_plan default_policy::plan_page(const leaf_info& leaf, const d
     p.general_level = params.level;
     return p;
   }
-  // 2.2+: one value repeated (no nulls, no lists) is a constant page.
+  // 2.2+: one value repeated (no nulls, no lists) is a constant page. Not for 64-bit
+  // offsets (large_utf8 / large_binary): Lance 12 reads their scalar as another layout.
   if (minor >= 2 && !f.has_rep && !f.has_def && values.k != data_block::kind::fixed_size_list &&
       !(params.compression && *params.compression == "none") && detail::constant_value(values)) {
-    if (values.k == data_block::kind::variable || values.bits_per_value <= 256) {
+    if ((values.k == data_block::kind::variable && values.bits_per_offset != 64) ||
+        (values.k != data_block::kind::variable && values.bits_per_value <= 256)) {
       p.layout = page_plan::layout_kind::constant;
       return p;
     }
