@@ -26,12 +26,12 @@ namespace {
 
 using lancet::testing::racing_factory;
 
-record_batch rows(const std::vector<std::int64_t>& ids, const std::vector<std::int32_t>& xs) {
+record_batch merge_rows(const std::vector<std::int64_t>& ids, const std::vector<std::int32_t>& xs) {
   return make_batch({{"id", make_array<std::int64_t>(ids)}, {"x", make_array<std::int32_t>(xs)}});
 }
 
 // id 0..19 with x = id.
-std::string make_dataset(const lancet::testing::scratch_dir& tmp) {
+std::string merge_dataset(const lancet::testing::scratch_dir& tmp) {
   const auto root = tmp.sub("ds");
   std::vector<std::int64_t> ids;
   std::vector<std::int32_t> xs;
@@ -39,11 +39,11 @@ std::string make_dataset(const lancet::testing::scratch_dir& tmp) {
     ids.push_back(i);
     xs.push_back(i);
   }
-  ds::write(root, rows(ids, xs));
+  ds::write(root, merge_rows(ids, xs));
   return root;
 }
 
-std::string contents(const std::string& root) {
+std::string merge_contents(const std::string& root) {
   const auto b = ds::dataset::open(root).to_batch();
   std::string out;
   for (std::int64_t i = 0; i < b.num_rows(); ++i)
@@ -52,7 +52,7 @@ std::string contents(const std::string& root) {
   return out;
 }
 
-ds::merge_insert_options upsert() {
+ds::merge_insert_options merge_upsert() {
   ds::merge_insert_options o;
   o.on = {"id"};
   o.when_matched_update_all = true;
@@ -62,16 +62,16 @@ ds::merge_insert_options upsert() {
 
 }  // namespace
 
-TEST_CASE("merge_insert: upsert moves the updated rows (source order) then the inserted ones to a new fragment") {
+TEST_CASE("merge_insert: upsert moves the updated merge_rows (source order) then the inserted ones to a new fragment") {
   lancet::testing::scratch_dir tmp("merge");
-  const auto root = make_dataset(tmp);
-  const std::vector<record_batch> src{rows({34, 6, 31}, {1, 2, 3}), rows({2, 25, 17}, {4, 5, 6})};
-  const auto r = ds::merge_insert(root, src, upsert());
+  const auto root = merge_dataset(tmp);
+  const std::vector<record_batch> src{merge_rows({34, 6, 31}, {1, 2, 3}), merge_rows({2, 25, 17}, {4, 5, 6})};
+  const auto r = ds::merge_insert(root, src, merge_upsert());
   CHECK(r.updated_rows == 3);
   CHECK(r.inserted_rows == 3);
   CHECK(r.deleted_rows == 0);
   // As LanceDB 0.39 leaves the same table (checked with its mergeInsert).
-  CHECK(contents(root) ==
+  CHECK(merge_contents(root) ==
         "0:0 1:1 3:3 4:4 5:5 7:7 8:8 9:9 10:10 11:11 12:12 13:13 14:14 15:15 16:16 18:18 19:19 6:2 2:4 17:6 34:1 31:3 25:5 ");
   const auto d = ds::dataset::open(root);
   const auto& op = std::get<pb::transaction::update>(d.transaction()->operation);
@@ -82,15 +82,15 @@ TEST_CASE("merge_insert: upsert moves the updated rows (source order) then the i
 
 TEST_CASE("merge_insert: insert-only, delete by source with a condition, matched_if, fewer source columns") {
   lancet::testing::scratch_dir tmp("merge-clauses");
-  const auto root = make_dataset(tmp);
+  const auto root = merge_dataset(tmp);
   SUBCASE("insert only: matched keys left alone, duplicate new keys both inserted") {
     ds::merge_insert_options o;
     o.on = {"id"};
     o.when_not_matched_insert_all = true;
-    const auto r = ds::merge_insert(root, std::vector<record_batch>{rows({3, 100, 100}, {9, 1, 2})}, o);
+    const auto r = ds::merge_insert(root, std::vector<record_batch>{merge_rows({3, 100, 100}, {9, 1, 2})}, o);
     CHECK(r.inserted_rows == 2);
-    CHECK(contents(root).ends_with("18:18 19:19 100:1 100:2 "));
-    CHECK(contents(root).find("3:3 ") != std::string::npos);
+    CHECK(merge_contents(root).ends_with("18:18 19:19 100:1 100:2 "));
+    CHECK(merge_contents(root).find("3:3 ") != std::string::npos);
   }
   SUBCASE("update matched and delete the target rows below 5 no source row matches") {
     ds::merge_insert_options o;
@@ -98,25 +98,25 @@ TEST_CASE("merge_insert: insert-only, delete by source with a condition, matched
     o.when_matched_update_all = true;
     o.when_not_matched_by_source_delete = true;
     o.by_source_delete_if = "id < 5";
-    const auto r = ds::merge_insert(root, std::vector<record_batch>{rows({3, 4, 5}, {3003, 3004, 3005})}, o);
+    const auto r = ds::merge_insert(root, std::vector<record_batch>{merge_rows({3, 4, 5}, {3003, 3004, 3005})}, o);
     CHECK(r.updated_rows == 3);
     CHECK(r.deleted_rows == 3);
-    CHECK(contents(root) == "6:6 7:7 8:8 9:9 10:10 11:11 12:12 13:13 14:14 15:15 16:16 17:17 18:18 19:19 3:3003 4:3004 5:3005 ");
+    CHECK(merge_contents(root) == "6:6 7:7 8:8 9:9 10:10 11:11 12:12 13:13 14:14 15:15 16:16 17:17 18:18 19:19 3:3003 4:3004 5:3005 ");
   }
   SUBCASE("matched_if over target. and source. columns") {
     ds::merge_insert_options o;
     o.on = {"id"};
     o.when_matched_update_all = true;
     o.matched_if = "target.x < source.x";
-    const auto r = ds::merge_insert(root, std::vector<record_batch>{rows({1, 2, 3}, {0, 50, 3})}, o);
+    const auto r = ds::merge_insert(root, std::vector<record_batch>{merge_rows({1, 2, 3}, {0, 50, 3})}, o);
     CHECK(r.updated_rows == 1);
-    CHECK(contents(root).ends_with("19:19 2:50 "));
+    CHECK(merge_contents(root).ends_with("19:19 2:50 "));
   }
   SUBCASE("a source of the key alone: updated rows keep their other columns; inserted ones get NULL") {
     const auto r = ds::merge_insert(root, std::vector<record_batch>{make_batch({{"id", make_array<std::int64_t>({4, 70})}})},
-                                    upsert());
+                                    merge_upsert());
     CHECK(r.updated_rows == 1);
-    CHECK(contents(root).ends_with("19:19 4:4 70:null "));
+    CHECK(merge_contents(root).ends_with("19:19 4:4 70:null "));
   }
   SUBCASE("every row of the fragment replaced: the fragment leaves") {
     std::vector<std::int64_t> ids;
@@ -125,7 +125,7 @@ TEST_CASE("merge_insert: insert-only, delete by source with a condition, matched
       ids.push_back(i);
       xs.push_back(-i);
     }
-    ds::merge_insert(root, std::vector<record_batch>{rows(ids, xs)}, upsert());
+    ds::merge_insert(root, std::vector<record_batch>{merge_rows(ids, xs)}, merge_upsert());
     const auto d = ds::dataset::open(root);
     CHECK(std::get<pb::transaction::update>(d.transaction()->operation).removed_fragment_ids ==
           std::vector<std::uint64_t>{0});
@@ -136,7 +136,7 @@ TEST_CASE("merge_insert: insert-only, delete by source with a condition, matched
 
 TEST_CASE("merge_insert: bad input is an error naming the key or column, nothing committed") {
   lancet::testing::scratch_dir tmp("merge-errors");
-  const auto root = make_dataset(tmp);
+  const auto root = merge_dataset(tmp);
   const auto v = ds::dataset::open(root).version();
   const auto fails = [&](const std::vector<record_batch>& src, const ds::merge_insert_options& o, const std::string& words) {
     try {
@@ -151,29 +151,29 @@ TEST_CASE("merge_insert: bad input is an error naming the key or column, nothing
       files += e.is_regular_file();
     CHECK(files == 1);
   };
-  fails({rows({1, 1}, {7, 8})}, upsert(), "multiple source rows match the same target row on (id = 1)");
-  auto no_key = upsert();
+  fails({merge_rows({1, 1}, {7, 8})}, merge_upsert(), "multiple source rows match the same target row on (id = 1)");
+  auto no_key = merge_upsert();
   no_key.on = {"nope"};
-  fails({rows({1}, {1})}, no_key, "no key column 'nope'");
-  fails({make_batch({{"id", make_array<std::int64_t>({1})}, {"y", make_array<std::int32_t>({1})}})}, upsert(),
+  fails({merge_rows({1}, {1})}, no_key, "no key column 'nope'");
+  fails({make_batch({{"id", make_array<std::int64_t>({1})}, {"y", make_array<std::int32_t>({1})}})}, merge_upsert(),
         "the source has column 'y'");
-  fails({make_batch({{"id", make_array<std::int64_t>({1})}, {"x", string_array({"a"})}})}, upsert(), "'x'");
+  fails({make_batch({{"id", make_array<std::int64_t>({1})}, {"x", string_array({"a"})}})}, merge_upsert(), "'x'");
   ds::merge_insert_options none;
   none.on = {"id"};
-  fails({rows({1}, {1})}, none, "no clause");
-  auto bad_if = upsert();
+  fails({merge_rows({1}, {1})}, none, "no clause");
+  auto bad_if = merge_upsert();
   bad_if.matched_if = "target.nope > 1";
-  fails({rows({1}, {1})}, bad_if, "nope");
+  fails({merge_rows({1}, {1})}, bad_if, "nope");
 }
 
 TEST_CASE("merge_insert racing a delete of a row it updates: it runs again on the new version") {
   lancet::testing::scratch_dir tmp("merge-race");
-  const auto root = make_dataset(tmp);
+  const auto root = merge_dataset(tmp);
   racing_factory f{[&] { ds::delete_where(root, "id = 3"); }};
-  const auto r = ds::merge_insert(root, std::vector<record_batch>{rows({3, 4}, {30, 40})}, upsert(), f);
+  const auto r = ds::merge_insert(root, std::vector<record_batch>{merge_rows({3, 4}, {30, 40})}, merge_upsert(), f);
   CHECK(r.retries == 1);
   // Run again after the delete: 3 is no longer there, so it is inserted.
   CHECK(r.updated_rows == 1);
   CHECK(r.inserted_rows == 1);
-  CHECK(contents(root).ends_with("19:19 4:40 3:30 "));
+  CHECK(merge_contents(root).ends_with("19:19 4:40 3:30 "));
 }

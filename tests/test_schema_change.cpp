@@ -30,7 +30,7 @@ using lancet::testing::racing_factory;
 
 // id int64 (no NULLs), name utf8 (NULL every 3rd row), s struct<a int32, b utf8>,
 // vec fixed_size_list<float32, 4>; rows start..start+n.
-record_batch rows(std::int64_t start, std::int64_t n, bool null_names = true) {
+record_batch schema_rows(std::int64_t start, std::int64_t n, bool null_names = true) {
   std::vector<std::int64_t> id;
   std::vector<std::optional<std::string>> name, b;
   std::vector<std::int32_t> a;
@@ -48,21 +48,21 @@ record_batch rows(std::int64_t start, std::int64_t n, bool null_names = true) {
                      {"vec", make_fixed_size_list(make_array<float>(vec), 4)}});
 }
 
-std::string make_dataset(const lancet::testing::scratch_dir& tmp, bool null_names = true) {
+std::string schema_dataset(const lancet::testing::scratch_dir& tmp, bool null_names = true) {
   const std::string root = tmp.sub("ds");
   ds::write_options o;
   o.max_rows_per_file = 40;
-  ds::write(root, rows(0, 100, null_names), o);
+  ds::write(root, schema_rows(0, 100, null_names), o);
   return root;
 }
 
-std::vector<std::string> names(const ds::dataset& d) {
+std::vector<std::string> schema_column_names(const ds::dataset& d) {
   std::vector<std::string> out;
   for (const auto& f : d.schema().fields) out.push_back(f.name);
   return out;
 }
 
-index::build_options flat_on_vec() {
+index::build_options schema_flat_index() {
   index::build_options o;
   o.column = "vec";
   o.type = index::ivf_index_type::ivf_flat;
@@ -76,12 +76,12 @@ index::build_options flat_on_vec() {
 
 TEST_CASE("drop_columns: the schema loses the columns, rows read the rest, files stay until none of their columns is left") {
   lancet::testing::scratch_dir tmp("schema-drop");
-  const auto root = make_dataset(tmp);
+  const auto root = schema_dataset(tmp);
   const auto before = ds::dataset::open(root);
   const auto r = ds::drop_columns(root, {"name", "s.a"});
   CHECK(r.version == before.version() + 1);
   const auto d = ds::dataset::open(root);
-  CHECK(names(d) == std::vector<std::string>{"id", "s", "vec"});
+  CHECK(schema_column_names(d) == std::vector<std::string>{"id", "s", "vec"});
   REQUIRE(d.schema().fields[1].type->children.size() == 1);
   CHECK(d.schema().fields[1].type->children[0].name == "b");
   CHECK(std::get<pb::transaction::project>(d.transaction()->operation).preserves_nullability);
@@ -97,21 +97,21 @@ TEST_CASE("drop_columns: the schema loses the columns, rows read the rest, files
   }
   // The last member of a struct takes the struct with it.
   ds::drop_columns(root, {"s.b"});
-  CHECK(names(ds::dataset::open(root)) == std::vector<std::string>{"id", "vec"});
+  CHECK(schema_column_names(ds::dataset::open(root)) == std::vector<std::string>{"id", "vec"});
   // The old version still reads every column.
-  CHECK(names(ds::dataset::open(root, before.version())) == std::vector<std::string>{"id", "name", "s", "vec"});
+  CHECK(schema_column_names(ds::dataset::open(root, before.version())) == std::vector<std::string>{"id", "name", "s", "vec"});
   // Appends take the new schema; LanceDB-style reads of both kinds of fragment agree.
   ds::write_options a;
   a.mode = ds::write_mode::append;
-  const auto more = rows(100, 10);
+  const auto more = schema_rows(100, 10);
   ds::write(root, make_batch({{"id", more.columns[0]}, {"vec", more.columns[3]}}), a);
   CHECK(ds::dataset::open(root).count_rows() == 110);
 }
 
 TEST_CASE("drop_columns: an index on a dropped column goes, one on a kept column stays") {
   lancet::testing::scratch_dir tmp("schema-drop-index");
-  const auto root = make_dataset(tmp);
-  index::build_ivf_index(root, flat_on_vec());
+  const auto root = schema_dataset(tmp);
+  index::build_ivf_index(root, schema_flat_index());
   CHECK(ds::dataset::open(root).indices().size() == 1);
   ds::drop_columns(root, {"name"});
   CHECK(ds::dataset::open(root).indices().size() == 1);
@@ -121,12 +121,12 @@ TEST_CASE("drop_columns: an index on a dropped column goes, one on a kept column
 
 TEST_CASE("alter_columns: rename keeps the field ids (and the index), nullability changes as Lance 12 allows") {
   lancet::testing::scratch_dir tmp("schema-alter");
-  const auto root = make_dataset(tmp);
-  index::build_ivf_index(root, flat_on_vec());
+  const auto root = schema_dataset(tmp);
+  index::build_ivf_index(root, schema_flat_index());
   const auto before = ds::dataset::open(root);
   ds::alter_columns(root, {{"vec", "embedding", std::nullopt}, {"s.a", "aa", std::nullopt}});
   auto d = ds::dataset::open(root);
-  CHECK(names(d) == std::vector<std::string>{"id", "name", "s", "embedding"});
+  CHECK(schema_column_names(d) == std::vector<std::string>{"id", "name", "s", "embedding"});
   CHECK(d.schema().fields[2].type->children[0].name == "aa");
   CHECK(d.lance_schema().fields[3].id == before.lance_schema().fields[3].id);
   REQUIRE(d.indices().size() == 1);
@@ -145,7 +145,7 @@ TEST_CASE("alter_columns: rename keeps the field ids (and the index), nullabilit
 
 TEST_CASE("alter_columns: a NULL in a deleted row does not count") {
   lancet::testing::scratch_dir tmp("schema-alter-deleted");
-  const auto root = make_dataset(tmp);
+  const auto root = schema_dataset(tmp);
   ds::delete_where(root, "name IS NULL");
   ds::alter_columns(root, {{"name", std::nullopt, false}});
   CHECK_FALSE(ds::dataset::open(root).schema().fields[1].nullable);
@@ -153,7 +153,7 @@ TEST_CASE("alter_columns: a NULL in a deleted row does not count") {
 
 TEST_CASE("add_columns: rows aligned with the live rows become a new data file per fragment; deleted rows skipped") {
   lancet::testing::scratch_dir tmp("schema-add");
-  const auto root = make_dataset(tmp);  // 100 rows in 3 fragments (40, 40, 20)
+  const auto root = schema_dataset(tmp);  // 100 rows in 3 fragments (40, 40, 20)
   ds::delete_where(root, "id % 9 = 4 OR id >= 95");
   const auto before = ds::dataset::open(root);
   const auto live = before.count_rows();
@@ -173,7 +173,7 @@ TEST_CASE("add_columns: rows aligned with the live rows become a new data file p
   const auto r = ds::add_columns(root, parts);
   const auto d = ds::dataset::open(root);
   CHECK(r.version == before.version() + 1);
-  CHECK(names(d) == std::vector<std::string>{"id", "name", "s", "vec", "twice", "tag"});
+  CHECK(schema_column_names(d) == std::vector<std::string>{"id", "name", "s", "vec", "twice", "tag"});
   CHECK(std::holds_alternative<pb::transaction::merge>(d.transaction()->operation));
   // New ids after every id the dataset used; one new file per fragment, physical rows long.
   CHECK(d.lance_schema().fields[4].id == before.lance_schema().max_field_id() + 1);
@@ -206,7 +206,7 @@ TEST_CASE("add_columns: rows aligned with the live rows become a new data file p
 
 TEST_CASE("add_columns: SQL expressions over the live rows, typed as Lance types them") {
   lancet::testing::scratch_dir tmp("schema-add-sql");
-  const auto root = make_dataset(tmp);
+  const auto root = schema_dataset(tmp);
   ds::delete_where(root, "id % 4 = 1");
   ds::add_columns(root, std::vector<std::pair<std::string, std::string>>{
                             {"twice", "id * 2"}, {"half", "id / 2"}, {"big", "id > 50"}, {"label", "name"},
@@ -240,9 +240,9 @@ TEST_CASE("add_columns: SQL expressions over the live rows, typed as Lance types
 
 TEST_CASE("alter_columns: a cast gives the column a new id and a new file per fragment; other indexes stay") {
   lancet::testing::scratch_dir tmp("schema-cast");
-  const auto root = make_dataset(tmp);
+  const auto root = schema_dataset(tmp);
   ds::delete_where(root, "id % 6 = 1");
-  index::build_ivf_index(root, flat_on_vec());
+  index::build_ivf_index(root, schema_flat_index());
   const auto before = ds::dataset::open(root);
   ds::column_alteration to64{"id", std::nullopt, std::nullopt, arrow::int64()};
   ds::column_alteration narrow{"s.a", std::nullopt, std::nullopt, arrow::int16()};
@@ -252,7 +252,7 @@ TEST_CASE("alter_columns: a cast gives the column a new id and a new file per fr
   ds::alter_columns(root, {to64, wide});
   auto d = ds::dataset::open(root);
   CHECK(std::holds_alternative<pb::transaction::merge>(d.transaction()->operation));
-  CHECK(names(d) == std::vector<std::string>{"id", "label", "s", "vec"});
+  CHECK(schema_column_names(d) == std::vector<std::string>{"id", "label", "s", "vec"});
   CHECK(d.schema().fields[1].type->id == arrow::type_id::large_utf8);
   CHECK(d.lance_schema().fields[1].id > before.lance_schema().max_field_id());
   CHECK(d.lance_schema().fields[0].id == before.lance_schema().fields[0].id);
@@ -272,7 +272,7 @@ TEST_CASE("alter_columns: a cast gives the column a new id and a new file per fr
 
 TEST_CASE("alter_columns: casts Lance refuses, and values that do not fit, are errors") {
   lancet::testing::scratch_dir tmp("schema-cast-errors");
-  const auto root = make_dataset(tmp);
+  const auto root = schema_dataset(tmp);
   ds::add_columns(root, std::vector<std::pair<std::string, std::string>>{{"big", "id * 100000000000"}});
   const auto v = ds::dataset::open(root).version();
   CHECK_THROWS_WITH_AS(ds::alter_columns(root, {{"big", std::nullopt, std::nullopt, arrow::int32()}}),
@@ -290,7 +290,7 @@ TEST_CASE("alter_columns: casts Lance refuses, and values that do not fit, are e
 
 TEST_CASE("schema changes: bad input is a typed error naming the column, nothing committed") {
   lancet::testing::scratch_dir tmp("schema-errors");
-  const auto root = make_dataset(tmp);
+  const auto root = schema_dataset(tmp);
   const auto v = ds::dataset::open(root).version();
   const auto fails = [&](auto&& f, const std::string& words) {
     try {
@@ -334,26 +334,26 @@ TEST_CASE("schema changes: bad input is a typed error naming the column, nothing
 TEST_CASE("schema changes and concurrent commits: appends and indexes rebase; schema changes and non-null changes retry") {
   lancet::testing::scratch_dir tmp("schema-conflicts");
   SUBCASE("a drop rebased on an append keeps the appended rows") {
-    const auto root = make_dataset(tmp);
+    const auto root = schema_dataset(tmp);
     racing_factory f{[&] {
       ds::write_options a;
       a.mode = ds::write_mode::append;
-      ds::write(root, rows(100, 20), a);
+      ds::write(root, schema_rows(100, 20), a);
     }};
     const auto r = ds::drop_columns(root, {"name"}, {}, f);
     const auto d = ds::dataset::open(root);
     CHECK(r.version == d.version());
-    CHECK(names(d) == std::vector<std::string>{"id", "s", "vec"});
+    CHECK(schema_column_names(d) == std::vector<std::string>{"id", "s", "vec"});
     CHECK(d.count_rows() == 120);
   }
   SUBCASE("a drop rebased on a new index on the dropped column drops it") {
-    const auto root = make_dataset(tmp);
-    racing_factory f{[&] { index::build_ivf_index(root, flat_on_vec()); }};
+    const auto root = schema_dataset(tmp);
+    racing_factory f{[&] { index::build_ivf_index(root, schema_flat_index()); }};
     ds::drop_columns(root, {"vec"}, {}, f);
     CHECK(ds::dataset::open(root).indices().empty());
   }
   SUBCASE("a rename racing another schema change: retryable conflict, nothing committed") {
-    const auto root = make_dataset(tmp);
+    const auto root = schema_dataset(tmp);
     racing_factory f{[&] { ds::drop_columns(root, {"s"}); }};
     const auto v = ds::dataset::open(root).version();
     try {
@@ -363,14 +363,14 @@ TEST_CASE("schema changes and concurrent commits: appends and indexes rebase; sc
       CHECK(e.retryable);
     }
     CHECK(ds::dataset::open(root).version() == v + 1);
-    CHECK(names(ds::dataset::open(root)) == std::vector<std::string>{"id", "name", "vec"});
+    CHECK(schema_column_names(ds::dataset::open(root)) == std::vector<std::string>{"id", "name", "vec"});
   }
   SUBCASE("an added column racing an append: retryable, its data files removed") {
-    const auto root = make_dataset(tmp);
+    const auto root = schema_dataset(tmp);
     racing_factory f{[&] {
       ds::write_options a;
       a.mode = ds::write_mode::append;
-      ds::write(root, rows(100, 20), a);
+      ds::write(root, schema_rows(100, 20), a);
     }};
     std::vector<std::int32_t> x(100, 7);
     try {
@@ -380,17 +380,17 @@ TEST_CASE("schema changes and concurrent commits: appends and indexes rebase; sc
       CHECK(e.retryable);
     }
     const auto d = ds::dataset::open(root);
-    CHECK(names(d) == std::vector<std::string>{"id", "name", "s", "vec"});
+    CHECK(schema_column_names(d) == std::vector<std::string>{"id", "name", "s", "vec"});
     std::size_t files = 0;
     for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(root) / "data")) files += e.is_regular_file();
     CHECK(files == d.manifest().fragments.size());
   }
   SUBCASE("a non-null change racing an append: retryable (the appended rows may hold NULLs)") {
-    const auto root = make_dataset(tmp, false);
+    const auto root = schema_dataset(tmp, false);
     racing_factory f{[&] {
       ds::write_options a;
       a.mode = ds::write_mode::append;
-      ds::write(root, rows(100, 20, true), a);
+      ds::write(root, schema_rows(100, 20, true), a);
     }};
     try {
       ds::alter_columns(root, {{"name", std::nullopt, false}}, {}, f);

@@ -1,4 +1,4 @@
-// Updating rows (dataset/update.hpp): the values and row order read back, the Update
+// Updating update_rows (dataset/update.hpp): the values and row order read back, the Update
 // transaction as LanceDB 0.39 writes it (removed / updated / new fragments, the set
 // columns' ids), casts and errors (nothing committed), indexes finding the moved rows
 // through the unindexed path, and concurrent commits.
@@ -30,10 +30,10 @@ namespace ds = lancet::dataset;
 namespace {
 
 using lancet::testing::racing_factory;
-using set_list = std::vector<std::pair<std::string, std::string>>;
+using update_set = std::vector<std::pair<std::string, std::string>>;
 
 // id int64, x int32, s utf8 (NULL every 7th), vec fixed_size_list<float32, 2>: rows a..b.
-record_batch rows(std::int64_t a, std::int64_t b) {
+record_batch update_rows(std::int64_t a, std::int64_t b) {
   std::vector<std::int64_t> id;
   std::vector<std::int32_t> x;
   std::vector<std::optional<std::string>> s;
@@ -52,16 +52,16 @@ record_batch rows(std::int64_t a, std::int64_t b) {
 }
 
 // Two fragments: 0..20 and 20..30.
-std::string make_dataset(const lancet::testing::scratch_dir& tmp) {
+std::string update_dataset(const lancet::testing::scratch_dir& tmp) {
   const auto root = tmp.sub("ds");
-  ds::write(root, rows(0, 20));
+  ds::write(root, update_rows(0, 20));
   ds::write_options a;
   a.mode = ds::write_mode::append;
-  ds::write(root, rows(20, 30), a);
+  ds::write(root, update_rows(20, 30), a);
   return root;
 }
 
-std::vector<std::string> row_strings(const ds::dataset& d) {
+std::vector<std::string> update_row_strings(const ds::dataset& d) {
   const auto b = d.to_batch();
   std::vector<std::string> out;
   for (std::int64_t i = 0; i < b.num_rows(); ++i)
@@ -75,14 +75,14 @@ std::vector<std::string> row_strings(const ds::dataset& d) {
 
 TEST_CASE("update: the matching rows move to a new fragment with their new values, as LanceDB's update") {
   lancet::testing::scratch_dir tmp("update");
-  const auto root = make_dataset(tmp);
+  const auto root = update_dataset(tmp);
   const auto before = ds::dataset::open(root);
-  const auto r = ds::update(root, "id % 3 = 0", set_list{{"x", "x + 100"}});
+  const auto r = ds::update(root, "id % 3 = 0", update_set{{"x", "x + 100"}});
   CHECK(r.rows_updated == 10);
   CHECK(r.version == before.version() + 1);
   auto d = ds::dataset::open(root);
   // As LanceDB orders them: the rows left in place, then the moved ones in their order.
-  const auto got = row_strings(d);
+  const auto got = update_row_strings(d);
   REQUIRE(got.size() == 30);
   std::vector<std::string> want;
   for (std::int64_t i = 0; i < 30; ++i)
@@ -104,7 +104,7 @@ TEST_CASE("update: the matching rows move to a new fragment with their new value
   CHECK(d.manifest().fragments.back().id == 2);
 
   // Every live row of a fragment moved: the fragment leaves (LanceDB's removed ids).
-  ds::update(root, "id >= 20", set_list{{"s", "'z'"}, {"x", "x * 2"}});
+  ds::update(root, "id >= 20", update_set{{"s", "'z'"}, {"x", "x * 2"}});
   d = ds::dataset::open(root);
   const auto& op2 = std::get<pb::transaction::update>(d.transaction()->operation);
   CHECK(op2.removed_fragment_ids == std::vector<std::uint64_t>{1});
@@ -121,7 +121,7 @@ TEST_CASE("update: the matching rows move to a new fragment with their new value
 
   // No matching row: a version all the same (as Lance), no fragment changed.
   const auto v = d.version();
-  const auto none = ds::update(root, "id > 1000", set_list{{"x", "0"}});
+  const auto none = ds::update(root, "id > 1000", update_set{{"x", "0"}});
   CHECK(none.rows_updated == 0);
   CHECK(none.version == v + 1);
   CHECK(ds::dataset::open(root).manifest().fragments == d.manifest().fragments);
@@ -129,9 +129,9 @@ TEST_CASE("update: the matching rows move to a new fragment with their new value
 
 TEST_CASE("update: values cast to the column's type where they fit; errors name the column, nothing committed") {
   lancet::testing::scratch_dir tmp("update-errors");
-  const auto root = make_dataset(tmp);
-  ds::update(root, "id = 1", set_list{{"x", "5"}});  // an int64 constant into int32
-  CHECK(row_strings(ds::dataset::open(root)).back() == "1:5:s1");
+  const auto root = update_dataset(tmp);
+  ds::update(root, "id = 1", update_set{{"x", "5"}});  // an int64 constant into int32
+  CHECK(update_row_strings(ds::dataset::open(root)).back() == "1:5:s1");
   const auto v = ds::dataset::open(root).version();
   const auto fails = [&](auto&& f, const std::string& words) {
     try {
@@ -152,24 +152,24 @@ TEST_CASE("update: values cast to the column's type where they fit; errors name 
     return n;
   };
   const auto data_files = count_files();
-  fails([&] { ds::update(root, "id = 2", set_list{{"x", "3000000000"}}); }, "column 'x' (int32) cannot hold the value 3000000000");
-  fails([&] { ds::update(root, "id = 2", set_list{{"nope", "1"}}); }, "no column 'nope'");
-  fails([&] { ds::update(root, "id = 2", set_list{{"x", "1"}, {"x", "2"}}); }, "'x' is set twice");
-  fails([&] { ds::update(root, "id = 2", set_list{{"s", "x + 1"}}); }, "column 's' is utf8");
-  fails([&] { ds::update(root, "nope = 2", set_list{{"x", "1"}}); }, "nope");
-  fails([&] { ds::update(root, "id = 2", set_list{}); }, "no column to set");
+  fails([&] { ds::update(root, "id = 2", update_set{{"x", "3000000000"}}); }, "column 'x' (int32) cannot hold the value 3000000000");
+  fails([&] { ds::update(root, "id = 2", update_set{{"nope", "1"}}); }, "no column 'nope'");
+  fails([&] { ds::update(root, "id = 2", update_set{{"x", "1"}, {"x", "2"}}); }, "'x' is set twice");
+  fails([&] { ds::update(root, "id = 2", update_set{{"s", "x + 1"}}); }, "column 's' is utf8");
+  fails([&] { ds::update(root, "nope = 2", update_set{{"x", "1"}}); }, "nope");
+  fails([&] { ds::update(root, "id = 2", update_set{}); }, "no column to set");
   CHECK(count_files() == data_files);
 }
 
 TEST_CASE("update: an index keeps its old fragments; searches find the moved rows exactly") {
   lancet::testing::scratch_dir tmp("update-index");
-  const auto root = make_dataset(tmp);
+  const auto root = update_dataset(tmp);
   index::build_options o;
   o.column = "vec";
   o.type = index::ivf_index_type::ivf_flat;
   o.num_partitions = 2;
   index::build_ivf_index(root, o);
-  ds::update(root, "id = 4", set_list{{"vec", "vec"}, {"x", "-1"}});
+  ds::update(root, "id = 4", update_set{{"vec", "vec"}, {"x", "-1"}});
   ds::delete_where(root, "id = 5");
   const auto d = ds::dataset::open(root);
   REQUIRE(d.indices().size() == 1);
@@ -186,13 +186,13 @@ TEST_CASE("update: an index keeps its old fragments; searches find the moved row
 TEST_CASE("update and concurrent commits: an append rebases, a delete of its fragment makes it run again") {
   lancet::testing::scratch_dir tmp("update-conflicts");
   SUBCASE("append") {
-    const auto root = make_dataset(tmp);
+    const auto root = update_dataset(tmp);
     racing_factory f{[&] {
       ds::write_options a;
       a.mode = ds::write_mode::append;
-      ds::write(root, rows(30, 35), a);
+      ds::write(root, update_rows(30, 35), a);
     }};
-    const auto r = ds::update(root, "id < 5", set_list{{"x", "0"}}, {}, f);
+    const auto r = ds::update(root, "id < 5", update_set{{"x", "0"}}, {}, f);
     CHECK(r.retries == 1);  // the race lost, then rebased on the append
     CHECK(r.rows_updated == 5);
     const auto d = ds::dataset::open(root);
@@ -200,12 +200,12 @@ TEST_CASE("update and concurrent commits: an append rebases, a delete of its fra
     CHECK(d.manifest().fragments.size() == 4);
   }
   SUBCASE("delete of a row in a fragment it moves rows from: run again on the new version") {
-    const auto root = make_dataset(tmp);
+    const auto root = update_dataset(tmp);
     racing_factory f{[&] { ds::delete_where(root, "id = 3"); }};
-    const auto r = ds::update(root, "id < 5", set_list{{"x", "0"}}, {}, f);
+    const auto r = ds::update(root, "id < 5", update_set{{"x", "0"}}, {}, f);
     CHECK(r.retries == 1);
     CHECK(r.rows_updated == 4);
-    const auto got = row_strings(ds::dataset::open(root));
+    const auto got = update_row_strings(ds::dataset::open(root));
     CHECK(got.size() == 29);
     for (const auto& row : got) CHECK(row.rfind("3:", 0) != 0);
     // No data file of the lost run is left behind.

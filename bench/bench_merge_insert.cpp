@@ -1,0 +1,220 @@
+// Merge insert (upsert) against LanceDB's mergeInsert (through Node,
+// tests/interop/bench_merge_insert.mjs) on copies of the same dataset, in one run.
+//
+//   bench_merge_insert [--rows 1000000] [--source 100000] [--dim 128] [--repeat 3]
+//                      [--dir /tmp/bench_merge_insert] [--no-lancedb]
+//
+// The dataset: `rows` rows of id int64 (0..rows), category utf8 (c0..c4), price float64
+// and vector fixed_size_list<float32, dim>, written by lancet (2.2) once and kept in DIR
+// (base/). The source: `source` rows of the same columns, half with ids of the dataset
+// (drawn at random), half new ones, written to DIR/source as a dataset (LanceDB reads it
+// from there, untimed) and held in memory by lancet. Each repetition copies base/ twice
+// and merges the source into one copy with dataset::merge_insert (update matched, insert
+// unmatched) and into the other with LanceDB; both results are read back and compared
+// (row count, sums of id and price). Printed: the best of `repeat` times, LanceDB / lancet,
+// and lancet's peak resident memory during its merge beyond what the process held before
+// (VmHWM reset through /proc/self/clear_refs).
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <lancet/arrow/builder.hpp>
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/merge_insert.hpp>
+#include <lancet/dataset/write.hpp>
+
+#include "../tests/support/interop.hpp"
+
+using namespace lancet;
+namespace fs = std::filesystem;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+struct options {
+  std::size_t rows = 1000000, source = 100000, dim = 128, repeat = 3;
+  std::string dir = "/tmp/bench_merge_insert";
+  bool lancedb = true;
+};
+
+double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+
+// Rows with the given ids; values from a hash of (id, salt).
+arrow::record_batch make_rows(const std::vector<std::int64_t>& ids, std::size_t dim, std::uint64_t salt) {
+  std::vector<std::string> cat;
+  std::vector<double> price;
+  std::vector<float> vec;
+  vec.reserve(ids.size() * dim);
+  for (auto id : ids) {
+    std::uint64_t h = std::uint64_t(id) * 0x9E3779B97F4A7C15ull ^ salt;
+    h ^= h >> 29;
+    cat.push_back("c" + std::to_string(h % 5));
+    price.push_back(double(h % 10000) / 100.0);
+    std::mt19937 rng(std::uint32_t(h));
+    std::normal_distribution<float> g;
+    for (std::size_t j = 0; j < dim; ++j) vec.push_back(g(rng));
+  }
+  return arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)},
+                            {"category", arrow::string_array(cat)},
+                            {"price", arrow::make_array<double>(price)},
+                            {"vector", arrow::make_fixed_size_list(arrow::make_array<float>(vec), std::int32_t(dim))}});
+}
+
+// Peak resident memory since the last reset_peak(), in MiB.
+void reset_peak() { std::ofstream("/proc/self/clear_refs") << "5"; }
+double peak_mib() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+double current_mib() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+struct summary {
+  std::uint64_t rows = 0;
+  double id_sum = 0, price_sum = 0;
+  bool operator==(const summary&) const = default;
+};
+summary summarise(const std::string& root) {
+  summary s;
+  dataset::scan_options so;
+  so.columns = {"id", "price"};
+  for (auto sc = dataset::dataset::open(root).scan(so); auto b = sc.next();) {
+    s.rows += std::uint64_t(b->num_rows());
+    for (std::int64_t i = 0; i < b->num_rows(); ++i) {
+      s.id_sum += double(b->columns[0]->value<std::int64_t>(i));
+      s.price_sum += b->columns[1]->value<double>(i);
+    }
+  }
+  return s;
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::printf("usage: bench_merge_insert [--rows 1000000] [--source 100000] [--dim 128] [--repeat 3]\n"
+                  "                          [--dir /tmp/bench_merge_insert] [--no-lancedb]\n");
+      std::exit(0);
+    }
+    if (a == "--rows") o.rows = std::stoul(next());
+    else if (a == "--source") o.source = std::stoul(next());
+    else if (a == "--dim") o.dim = std::stoul(next());
+    else if (a == "--repeat") o.repeat = std::max<std::size_t>(1, std::stoul(next()));
+    else if (a == "--dir") o.dir = next();
+    else if (a == "--no-lancedb") o.lancedb = false;
+    else throw std::runtime_error("unknown argument '" + a + "' (see the header of bench/bench_merge_insert.cpp)");
+  }
+  if (o.rows < 2 || o.source < 2 || o.source / 2 > o.rows || o.dim == 0) throw std::runtime_error("bad sizes");
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const auto o = parse(argc, argv);
+  const fs::path dir = o.dir, base = dir / "base", src_dir = dir / "source";
+  const std::string stamp = std::to_string(o.rows) + "x" + std::to_string(o.dim) + "/" + std::to_string(o.source);
+  // The dataset and the source, made once per size.
+  std::mt19937_64 rng(7);
+  std::vector<std::int64_t> src_ids;
+  {
+    std::vector<std::int64_t> all(o.rows);
+    for (std::size_t i = 0; i < o.rows; ++i) all[i] = std::int64_t(i);
+    std::shuffle(all.begin(), all.end(), rng);
+    src_ids.assign(all.begin(), all.begin() + std::ptrdiff_t(o.source / 2));
+    for (std::size_t i = 0; src_ids.size() < o.source; ++i) src_ids.push_back(std::int64_t(o.rows + i));
+    std::shuffle(src_ids.begin(), src_ids.end(), rng);
+  }
+  const auto source = make_rows(src_ids, o.dim, 99);
+  std::string have;
+  std::ifstream(dir / "state.txt") >> have;
+  if (have != stamp) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::fprintf(stderr, "  writing the dataset (%zu rows) and the source (%zu rows) to %s\n", o.rows, o.source,
+                 dir.c_str());
+    dataset::write_options wo;
+    wo.storage_version = file::format_version::v2_2;
+    std::size_t done = 0;
+    auto next = [&]() -> std::optional<arrow::record_batch> {
+      if (done >= o.rows) return std::nullopt;
+      const std::size_t n = std::min<std::size_t>(65536, o.rows - done);
+      std::vector<std::int64_t> ids(n);
+      for (std::size_t i = 0; i < n; ++i) ids[i] = std::int64_t(done + i);
+      done += n;
+      return make_rows(ids, o.dim, 1);
+    };
+    dataset::write(base.string(), next, wo);
+    dataset::write(src_dir.string(), source, wo);
+    std::ofstream(dir / "state.txt") << stamp;
+  }
+  const std::vector<arrow::record_batch> src{source};
+  dataset::merge_insert_options mo;
+  mo.on = {"id"};
+  mo.when_matched_update_all = true;
+  mo.when_not_matched_insert_all = true;
+  double best_ours = 1e30, best_theirs = 1e30, theirs_cpu = 0, peak = 0;
+  bool agree = true;
+  for (std::size_t rep = 0; rep < o.repeat; ++rep) {
+    const fs::path ours = dir / "ours", theirs = dir / "theirs";
+    fs::remove_all(ours);
+    fs::remove_all(theirs);
+    fs::copy(base, ours, fs::copy_options::recursive);
+    const double before = current_mib();
+    reset_peak();
+    const auto t0 = clk::now();
+    const auto r = dataset::merge_insert(ours.string(), src, mo);
+    const double s = seconds_since(t0);
+    peak = std::max(peak, peak_mib() - before);
+    best_ours = std::min(best_ours, s);
+    std::fprintf(stderr, "  round %zu: lancet %.3f s (%llu updated, %llu inserted)", rep + 1, s,
+                 (unsigned long long)r.updated_rows, (unsigned long long)r.inserted_rows);
+    if (o.lancedb) {
+      fs::copy(base, theirs, fs::copy_options::recursive);
+      const auto out = nlohmann::json::parse(
+          lancet::testing::node("bench_merge_insert.mjs", {theirs.string(), src_dir.string(), "--on", "id"}));
+      const double ts = out["seconds"].get<double>();
+      if (ts < best_theirs) {
+        best_theirs = ts;
+        theirs_cpu = out["cpu_s"].get<double>();
+      }
+      std::fprintf(stderr, ", LanceDB %.3f s", ts);
+      agree = agree && summarise(ours.string()) == summarise(theirs.string()) &&
+              out["updated"].get<std::uint64_t>() == r.updated_rows && out["inserted"].get<std::uint64_t>() == r.inserted_rows;
+    }
+    std::fprintf(stderr, "\n");
+  }
+  std::printf("bench_merge_insert: %zu source rows (half matching) into %zu rows x %zu-d, best of %zu\n", o.source,
+              o.rows, o.dim, o.repeat);
+  std::printf("| case | lancet s | LanceDB s | LanceDB CPU s | LanceDB / lancet | lancet peak MiB | same result |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+  if (o.lancedb)
+    std::printf("| upsert | %.3f | %.3f | %.3f | **%.2fx** | %.0f | %s |\n", best_ours, best_theirs, theirs_cpu,
+                best_theirs / best_ours, peak, agree ? "yes" : "NO");
+  else
+    std::printf("| upsert | %.3f | - | - | - | %.0f | - |\n", best_ours, peak);
+  return agree ? 0 : 1;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_merge_insert: %s\n", e.what());
+  return 1;
+}
