@@ -59,9 +59,13 @@ arrow::record_batch make_rows(const std::vector<std::int64_t>& ids, std::size_t 
     h ^= h >> 29;
     cat.push_back("c" + std::to_string(h % 5));
     price.push_back(double(h % 10000) / 100.0);
-    std::mt19937 rng(std::uint32_t(h));
-    std::normal_distribution<float> g;
-    for (std::size_t j = 0; j < dim; ++j) vec.push_back(g(rng));
+    std::uint64_t x = h | 1;
+    for (std::size_t j = 0; j < dim; ++j) {  // xorshift: values in [-1, 1)
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      vec.push_back(float(double(x >> 11) / double(1ull << 52) - 1.0));
+    }
   }
   return arrow::make_batch({{"id", arrow::make_array<std::int64_t>(ids)},
                             {"category", arrow::string_array(cat)},
