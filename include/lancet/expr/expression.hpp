@@ -92,6 +92,7 @@ inline bool can_be_null(const bound_node& b, const arrow::schema& schema) {
 
 // Appends rows [0, n) of a block's values to the arrays being built.
 struct value_sink {
+  explicit value_sink(const arrow::type_ptr& t) : type(t) {}
   const arrow::type_ptr& type;
   std::vector<std::optional<bool>> b;
   std::vector<std::optional<std::int64_t>> i;
