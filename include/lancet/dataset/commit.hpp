@@ -356,6 +356,16 @@ struct commit_options {
   publish_options publish;
 };
 
+// Options for a commit on `snap`'s dataset: its manifest naming scheme, the version
+// hint and the retries asked for.
+inline commit_options commit_options_for(const snapshot& snap, unsigned max_retries, bool write_version_hint) {
+  commit_options co;
+  co.publish.scheme = snap.entry.scheme;
+  co.publish.write_version_hint = write_version_hint;
+  co.max_retries = max_retries;
+  return co;
+}
+
 struct commit_outcome {
   pending_commit commit;   // what was published
   snapshot base;           // the version it was built on (committed as base + 1)

@@ -94,10 +94,7 @@ delete_result delete_selected(const std::string& root, const delete_options& o, 
         updated.push_back(write_deletion_file(root, m, *frag, all, make_sink, written));
       }
       if (updated.empty() && removed.empty() && !commit_empty) return {m.version, 0};
-      commit_options co;
-      co.publish.scheme = snap.entry.scheme;
-      co.publish.write_version_hint = o.write_version_hint;
-      co.max_retries = o.max_retries;
+      const auto co = commit_options_for(snap, o.max_retries, o.write_version_hint);
       auto txn = make_transaction(snap.version(), pb::transaction::delete_rows{updated, removed, o.predicate});
       auto out = commit_transaction(
           root, snap, std::move(txn), [](const snapshot& base, const pb::transaction& t) { return build_delete(base, t); },

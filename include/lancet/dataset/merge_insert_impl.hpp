@@ -289,7 +289,7 @@ std::optional<merge_insert_result> merge_once(const std::string& root, std::span
   pb::transaction::update op;
   all_field_ids(manifest_schema(m).fields, op.fields_for_preserving_frag_bitmap);  // every field: whole rows rewritten
   std::vector<std::string> written;
-  try {
+  return rewrite_once(written, [&] {
     if (!updated.empty() || !inserted.empty()) {
       auto rows = merged_rows(d, src, updated, inserted);
       auto none = [] { return std::optional<arrow::record_batch>(); };
@@ -299,32 +299,15 @@ std::optional<merge_insert_result> merge_once(const std::string& root, std::span
       written = files.paths;
       op.new_fragments = std::move(files.fragments);
     }
-    std::map<std::uint64_t, std::vector<std::uint32_t>> by_fragment;
-    for (const auto& [s, a] : updated) by_fragment[a >> 32].push_back(std::uint32_t(a & 0xFFFFFFFFull));
-    for (auto a : deleted) by_fragment[a >> 32].push_back(std::uint32_t(a & 0xFFFFFFFFull));
-    for (const auto& [fid, offsets] : by_fragment) {
-      const auto& frag = *std::find_if(m.fragments.begin(), m.fragments.end(),
-                                       [&](const pb::data_fragment& f) { return f.id == fid; });
-      const auto all = d.deleted_rows(fid).merged(offsets);
-      if (all.size() >= d.physical_rows(fid)) op.removed_fragment_ids.push_back(fid);
-      else op.updated_fragments.push_back(write_deletion_file(root, m, frag, all, make_sink, written));
-    }
-    commit_options co;
-    co.publish.scheme = snap.entry.scheme;
-    co.publish.write_version_hint = o.write_version_hint;
-    co.max_retries = o.max_retries;
-    auto out = commit_transaction(root, snap, make_transaction(snap.version(), std::move(op)), build_update, co, make_sink);
-    return merge_insert_result{out.commit.manifest.version, inserted.size(), updated.size(), deleted.size(), out.retries};
-  } catch (const committed_io_error&) {
-    throw;
-  } catch (const commit_conflict_error& e) {
-    for (const auto& p : written) io::remove_quietly(p);
-    if (e.retryable) return std::nullopt;
-    throw;
-  } catch (...) {
-    for (const auto& p : written) io::remove_quietly(p);
-    throw;
-  }
+    std::map<std::uint64_t, std::vector<std::uint32_t>> offsets;
+    for (const auto& [s, a] : updated) offsets[a >> 32].push_back(std::uint32_t(a & 0xFFFFFFFFull));
+    for (auto a : deleted) offsets[a >> 32].push_back(std::uint32_t(a & 0xFFFFFFFFull));
+    delete_moved_rows(root, d, m, offsets, op, make_sink, written);
+    auto out = commit_transaction(root, snap, make_transaction(snap.version(), std::move(op)), build_update,
+                                  commit_options_for(snap, o.max_retries, o.write_version_hint), make_sink);
+    return merge_insert_result{out.commit.manifest.version, inserted.size(), updated.size(), deleted.size(),
+                               out.retries};
+  });
 }
 
 }  // namespace detail
@@ -337,16 +320,8 @@ merge_insert_result merge_insert(const std::string& root, std::span<const arrow:
   if (!o.when_matched_update_all && !o.when_not_matched_insert_all && !o.when_not_matched_by_source_delete)
     throw invalid_input_error("merge insert into '" + root + "': no clause (update matched, insert unmatched, "
                               "or delete unmatched by source)");
-  for (unsigned attempt = 0;; ++attempt) {
-    if (auto r = detail::merge_once(root, source, o, make_sink)) {
-      r->retries += attempt;
-      return *r;
-    }
-    if (attempt >= o.max_retries)
-      throw commit_conflict_error("merge insert into '" + root + "': other writers changed its rows " +
-                                      std::to_string(attempt + 1) + " times while it ran; nothing was committed",
-                                  0, "", true);
-  }
+  return detail::run_until_committed("merge insert into '" + root + "'", o.max_retries,
+                                     [&] { return detail::merge_once(root, source, o, make_sink); });
 }
 
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines this

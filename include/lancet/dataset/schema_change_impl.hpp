@@ -101,17 +101,22 @@ inline void drop_unreferenced(pending_commit& c) {
   });
 }
 
-// Project's manifest on `base`: the transaction's schema (drop_unreferenced).
-inline pending_commit build_project(const snapshot& base, const pb::transaction& txn) {
-  const auto& op = std::get<pb::transaction::project>(txn.operation);
-  pending_commit c = commit_after(base, txn);
-  c.manifest.fields_raw = op.schema_raw;
+// A Project's or Merge's manifest finished: drop_unreferenced, then stamped.
+inline pending_commit finish_schema_change(const snapshot& base, pending_commit c) {
   drop_unreferenced(c);
   const auto& p = base.manifest();
   const bool stable = uses_stable_row_ids(p);
   finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
                   c.transaction);
   return c;
+}
+
+// Project's manifest on `base`: the transaction's schema (drop_unreferenced).
+inline pending_commit build_project(const snapshot& base, const pb::transaction& txn) {
+  const auto& op = std::get<pb::transaction::project>(txn.operation);
+  pending_commit c = commit_after(base, txn);
+  c.manifest.fields_raw = op.schema_raw;
+  return finish_schema_change(base, std::move(c));
 }
 
 // Merge's manifest on `base`: the transaction's fragments (every fragment, some with a
@@ -121,12 +126,7 @@ inline pending_commit build_merge(const snapshot& base, const pb::transaction& t
   pending_commit c = commit_after(base, txn);
   c.manifest.fields_raw = op.schema_raw;
   c.manifest.fragments = op.fragments;
-  drop_unreferenced(c);
-  const auto& p = base.manifest();
-  const bool stable = uses_stable_row_ids(p);
-  finish_manifest(c.manifest, stable, stable ? std::optional<std::uint64_t>(p.next_row_id) : std::nullopt,
-                  c.transaction);
-  return c;
+  return finish_schema_change(base, std::move(c));
 }
 
 // The largest field id the dataset's version ever used: its schema's and its data
@@ -164,10 +164,7 @@ schema_change_result commit_merge(const std::string& root, const snapshot& snap,
                                   bool preserves_nullability = true) {
   try {
     schema::validate(s);
-    commit_options co;
-    co.publish.scheme = snap.entry.scheme;
-    co.publish.write_version_hint = o.write_version_hint;
-    co.max_retries = o.max_retries;
+    const auto co = commit_options_for(snap, o.max_retries, o.write_version_hint);
     pb::transaction::merge op;
     op.fragments = std::move(fragments);
     op.schema_raw = encoded_schema_fields(s);
@@ -187,10 +184,7 @@ template <class SinkFactory>
 schema_change_result commit_schema(const std::string& root, const snapshot& snap, const schema::schema& s,
                                    bool preserves_nullability, const schema_change_options& o, SinkFactory& make_sink) {
   schema::validate(s);
-  commit_options co;
-  co.publish.scheme = snap.entry.scheme;
-  co.publish.write_version_hint = o.write_version_hint;
-  co.max_retries = o.max_retries;
+  const auto co = commit_options_for(snap, o.max_retries, o.write_version_hint);
   auto txn = make_transaction(snap.version(),
                               pb::transaction::project{encoded_schema_fields(s), preserves_nullability});
   auto out = commit_transaction(root, snap, std::move(txn), build_project, co, make_sink);

@@ -53,6 +53,56 @@ inline pending_commit build_update(const snapshot& base, const pb::transaction& 
   return c;
 }
 
+// The deletions of rows that move or go (offsets by fragment) added to `op`: a new
+// deletion file per fragment, or the fragment removed when no live row is left.
+template <class SinkFactory>
+void delete_moved_rows(const std::string& root, const dataset& d, const pb::manifest& m,
+                       const std::map<std::uint64_t, std::vector<std::uint32_t>>& offsets, pb::transaction::update& op,
+                       SinkFactory& make_sink, std::vector<std::string>& written) {
+  for (const auto& [fid, offs] : offsets) {
+    const auto& frag = *std::find_if(m.fragments.begin(), m.fragments.end(),
+                                     [&](const pb::data_fragment& f) { return f.id == fid; });
+    const auto all = d.deleted_rows(fid).merged(offs);
+    if (all.size() >= d.physical_rows(fid)) op.removed_fragment_ids.push_back(fid);
+    else op.updated_fragments.push_back(write_deletion_file(root, m, frag, all, make_sink, written));
+  }
+}
+
+// Runs `write_and_commit`, which records the files it writes in `written`; when it
+// fails they are removed (not once committed), and a retryable conflict gives nullopt.
+template <class F>
+auto rewrite_once(std::vector<std::string>& written, F&& write_and_commit)
+    -> std::optional<std::invoke_result_t<F&>> {
+  try {
+    return write_and_commit();
+  } catch (const committed_io_error&) {
+    throw;
+  } catch (const commit_conflict_error& e) {
+    for (const auto& p : written) io::remove_quietly(p);
+    if (e.retryable) return std::nullopt;
+    throw;
+  } catch (...) {
+    for (const auto& p : written) io::remove_quietly(p);
+    throw;
+  }
+}
+
+// Calls `once` (an operation's run on the latest version; nullopt when preempted)
+// until it commits, at most max_retries times again; its result's retries count them.
+template <class F>
+auto run_until_committed(const std::string& what, unsigned max_retries, F&& once) {
+  for (unsigned attempt = 0;; ++attempt) {
+    if (auto r = once()) {
+      r->retries += attempt;
+      return *r;
+    }
+    if (attempt >= max_retries)
+      throw commit_conflict_error(what + ": other writers changed its rows " + std::to_string(attempt + 1) +
+                                      " times while it ran; nothing was committed",
+                                  0, "", true);
+  }
+}
+
 // One run of update on the latest version; nullopt when a concurrent commit preempted
 // it (retryable: run again).
 template <class SinkFactory>
@@ -111,7 +161,7 @@ std::optional<update_result> update_once(const std::string& root, const std::str
   std::vector<std::string> written;
   pb::transaction::update op;
   op.fields_for_preserving_frag_bitmap = set_ids;
-  try {
+  return rewrite_once(written, [&] {
     if (!by_fragment.empty()) {
       auto first = next();
       auto files = write_data_files(root, std::move(first), next, lance, manifest_storage_version(m), write_options{},
@@ -119,31 +169,14 @@ std::optional<update_result> update_once(const std::string& root, const std::str
       written = files.paths;
       op.new_fragments = std::move(files.fragments);
     }
-    for (const auto& [fid, addrs] : by_fragment) {
-      const auto* frag = &*std::find_if(m.fragments.begin(), m.fragments.end(),
-                                        [&](const pb::data_fragment& f) { return f.id == fid; });
-      std::vector<std::uint32_t> offsets;
-      for (auto a : addrs) offsets.push_back(std::uint32_t(a & 0xFFFFFFFFull));
-      const auto all = d.deleted_rows(fid).merged(offsets);
-      if (all.size() >= d.physical_rows(fid)) op.removed_fragment_ids.push_back(fid);
-      else op.updated_fragments.push_back(write_deletion_file(root, m, *frag, all, make_sink, written));
-    }
-    commit_options co;
-    co.publish.scheme = snap.entry.scheme;
-    co.publish.write_version_hint = o.write_version_hint;
-    co.max_retries = o.max_retries;
-    auto out = commit_transaction(root, snap, make_transaction(snap.version(), std::move(op)), build_update, co, make_sink);
+    std::map<std::uint64_t, std::vector<std::uint32_t>> offsets;
+    for (const auto& [fid, addrs] : by_fragment)
+      for (auto a : addrs) offsets[fid].push_back(std::uint32_t(a & 0xFFFFFFFFull));
+    delete_moved_rows(root, d, m, offsets, op, make_sink, written);
+    auto out = commit_transaction(root, snap, make_transaction(snap.version(), std::move(op)), build_update,
+                                  commit_options_for(snap, o.max_retries, o.write_version_hint), make_sink);
     return update_result{out.commit.manifest.version, selected.size(), out.retries};
-  } catch (const committed_io_error&) {
-    throw;
-  } catch (const commit_conflict_error& e) {
-    for (const auto& p : written) io::remove_quietly(p);
-    if (e.retryable) return std::nullopt;
-    throw;
-  } catch (...) {
-    for (const auto& p : written) io::remove_quietly(p);
-    throw;
-  }
+  });
 }
 
 }  // namespace detail
@@ -153,16 +186,8 @@ template <class SinkFactory>
 update_result update(const std::string& root, const std::string& where,
                      const std::vector<std::pair<std::string, std::string>>& set, const update_options& o,
                      SinkFactory&& make_sink) {
-  for (unsigned attempt = 0;; ++attempt) {
-    if (auto r = detail::update_once(root, where, set, o, make_sink)) {
-      r->retries += attempt;
-      return *r;
-    }
-    if (attempt >= o.max_retries)
-      throw commit_conflict_error("update of dataset '" + root + "': other writers changed its rows " +
-                                      std::to_string(attempt + 1) + " times while it ran; nothing was committed",
-                                  0, "", true);
-  }
+  return detail::run_until_committed("update of dataset '" + root + "'", o.max_retries,
+                                     [&] { return detail::update_once(root, where, set, o, make_sink); });
 }
 
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines this
