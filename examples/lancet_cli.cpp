@@ -588,9 +588,8 @@ int cmd_merge_insert(const args& a) {
   }
   if (auto n = a.number("max-retries")) o.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
   const auto d = dataset::dataset::open(a.path);
-  const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  const std::vector<arrow::record_batch> rows{json::read_rows(d.schema(), text)};
-  const auto r = dataset::merge_insert(a.path, rows, o);
+  json::rows_reader rows(d.schema(), std::cin);  // streamed: the source may exceed memory
+  const auto r = dataset::merge_insert(a.path, [&] { return rows.next(); }, o);
   report_retries(r.retries);
   std::cout << json::object_writer{}
                    .field("deleted_rows", r.deleted_rows)

@@ -177,3 +177,58 @@ TEST_CASE("merge_insert racing a delete of a row it updates: it runs again on th
   CHECK(r.inserted_rows == 1);
   CHECK(merge_contents(root).ends_with("19:19 4:40 3:30 "));
 }
+
+TEST_CASE("merge_insert of a streamed source larger than its memory budget: spilled, read back, run again") {
+  lancet::testing::scratch_dir tmp("merge-stream");
+  const auto streamed = merge_dataset(tmp);
+  const auto held = tmp.sub("held");
+  std::filesystem::copy(streamed, held, std::filesystem::copy_options::recursive);
+  // 40 batches of 100 rows: ids 10..4009 (10..19 are in the dataset), x = 2 * id, NULL every 7th.
+  std::vector<record_batch> source;
+  for (int b = 0; b < 40; ++b) {
+    std::vector<std::int64_t> ids;
+    std::vector<std::optional<std::int32_t>> xs;
+    for (int i = 0; i < 100; ++i) {
+      ids.push_back(10 + b * 100 + i);
+      xs.push_back(i % 7 ? std::optional<std::int32_t>(2 * (10 + b * 100 + i)) : std::nullopt);
+    }
+    source.push_back(make_batch({{"id", make_array<std::int64_t>(ids)}, {"x", make_array<std::int32_t>(xs)}}));
+  }
+  auto o = merge_upsert();
+  o.when_not_matched_by_source_delete = true;
+  o.by_source_delete_if = "id < 5";
+  ds::delete_where(held, "id = 15");  // what the rival below does to the other copy
+  const auto expected = ds::merge_insert(held, source, o);
+  CHECK(expected.spilled_source_rows == 0);
+  o.memory_budget_bytes = 4096;  // about 3 batches
+  o.spill_directory = tmp.sub("spill");
+  racing_factory f{[&] { ds::delete_where(streamed, "id = 15"); }};
+  std::size_t at = 0;
+  const auto r = ds::merge_insert(
+      streamed, [&]() -> std::optional<record_batch> { return at < source.size() ? std::optional(source[at++]) : std::nullopt; },
+      o, f);
+  CHECK(r.retries == 1);
+  CHECK(r.spilled_source_rows > 3000);
+  CHECK(r.spilled_source_rows < 4000);
+  CHECK(r.updated_rows == 9);
+  CHECK(r.deleted_rows == 5);
+  CHECK(r.inserted_rows == 3991);
+  CHECK(expected.inserted_rows == 3991);
+  CHECK(merge_contents(streamed) == merge_contents(held));
+  CHECK(merge_contents(streamed).starts_with("5:5 6:6 7:7 8:8 9:9 10:null 11:22 "));
+  CHECK(std::filesystem::is_empty(o.spill_directory));
+}
+
+TEST_CASE("merge_insert: a source row matching several target rows updates each; a bad later batch commits nothing") {
+  lancet::testing::scratch_dir tmp("merge-dup-target");
+  const auto root = tmp.sub("ds");
+  ds::write(root, merge_rows({1, 2, 1}, {1, 2, 3}));
+  const auto r = ds::merge_insert(root, std::vector<record_batch>{merge_rows({1}, {10})}, merge_upsert());
+  CHECK(r.updated_rows == 2);
+  CHECK(merge_contents(root) == "2:2 1:10 1:10 ");
+  const auto before = ds::dataset::open(root).version();
+  std::vector<record_batch> bad{merge_rows({5}, {5}), make_batch({{"id", make_array<std::int64_t>({6})}})};
+  CHECK_THROWS_WITH_AS(ds::merge_insert(root, bad, merge_upsert()), doctest::Contains("another schema than batch 0"),
+                       invalid_input_error);
+  CHECK(ds::dataset::open(root).version() == before);
+}

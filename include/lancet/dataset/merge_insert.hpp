@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,22 +35,34 @@ struct merge_insert_options {
   std::string by_source_delete_if;
   unsigned max_retries = default_max_retries;  // runs again when a concurrent commit preempts it
   bool write_version_hint = true;
+  // The source is read more than once (updated rows, inserted rows, reruns): batches up
+  // to this many bytes are held in memory, the rest are written to a scratch file in
+  // spill_directory (default: the system's temporary directory) and read back from it.
+  std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
+  std::string spill_directory;
 };
 
 struct merge_insert_result {
   std::uint64_t version = 0;
   std::uint64_t inserted_rows = 0, updated_rows = 0, deleted_rows = 0;
+  std::uint64_t spilled_source_rows = 0;  // source rows beyond memory_budget_bytes, read back from disk
   unsigned retries = 0;
 };
 
 // Merges `source` (batches of one schema: the key columns and any of the dataset's
-// columns, of their types) into the dataset at `root` and commits a new version.
+// columns, of their types) into the dataset at `root` and commits a new version. The
+// source is streamed: memory holds the target's live keys (about 40 bytes a row for a
+// 64-bit key), one source batch and what memory_budget_bytes allows of the source.
 // Errors (nothing committed): no key or no clause, a key or column the dataset lacks, a
 // type mismatch (invalid_input_error naming the column); several source rows matching
 // one target row with an update clause (invalid_input_error naming the key, as Lance's
 // "Ambiguous merge inserts are prohibited"); a condition's (expr::invalid_filter); a
 // dataset with stable row ids (unsupported_error).
 LANCET_INLINE merge_insert_result merge_insert(const std::string& root, std::span<const arrow::record_batch> source,
+                                               const merge_insert_options& o);
+// The same for the batches `next()` yields until nullopt (a source larger than memory).
+LANCET_INLINE merge_insert_result merge_insert(const std::string& root,
+                                               const std::function<std::optional<arrow::record_batch>()>& next,
                                                const merge_insert_options& o);
 
 }  // namespace lancet::dataset
