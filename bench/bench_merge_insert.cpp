@@ -8,12 +8,15 @@
 // and vector fixed_size_list<float32, dim>, written by lancet (2.2) once and kept in DIR
 // (base/). The source: `source` rows of the same columns, half with ids of the dataset
 // (drawn at random), half new ones, written to DIR/source as a dataset (LanceDB reads it
-// from there, untimed) and held in memory by lancet. Each repetition copies base/ twice
-// and merges the source into one copy with dataset::merge_insert (update matched, insert
-// unmatched) and into the other with LanceDB; both results are read back and compared
-// (row count, sums of id and price). Printed: the best of `repeat` times, LanceDB / lancet,
-// and lancet's peak resident memory during its merge beyond what the process held before
-// (VmHWM reset through /proc/self/clear_refs).
+// from there, untimed) and held in memory by lancet. Each repetition merges the source
+// (update matched, insert unmatched) into a fresh copy of base/ with LanceDB and then with
+// each lancet variant: the source held in memory with data files fsynced (lancet's
+// default) or not (as Lance 12 writes them), and the source streamed in batches of 8,192
+// rows under a 16 MiB memory budget (the rest spilled to disk and read back). Results are
+// compared with LanceDB's (row count, sums of id and price). Printed: the best of
+// `repeat` times, LanceDB / lancet, and lancet's peak resident memory during its merge
+// beyond what the process held before (each merge runs in a forked child; VmHWM reset
+// through /proc/self/clear_refs).
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -24,6 +27,9 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +92,46 @@ double current_mib() {
   for (std::string line; std::getline(in, line);)
     if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
   return 0;
+}
+
+// A merge's time, peak memory and result, measured in a forked child so that every
+// measurement starts from the same heap (memory an earlier merge freed but the
+// allocator kept would hide a later one's peak).
+struct measured {
+  double seconds = 0, peak_mib = 0;
+  dataset::merge_insert_result result;
+};
+template <class F>
+measured in_child(F&& merge) {
+  int fd[2];
+  if (::pipe(fd) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::close(fd[0]);
+    measured m;
+    try {
+      const double before = current_mib();
+      reset_peak();
+      const auto t0 = clk::now();
+      m.result = merge();
+      m.seconds = seconds_since(t0);
+      m.peak_mib = peak_mib() - before;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_merge_insert: %s\n", e.what());
+      ::_exit(2);
+    }
+    const bool sent = ::write(fd[1], &m, sizeof m) == ssize_t(sizeof m);
+    ::_exit(sent ? 0 : 3);
+  }
+  ::close(fd[1]);
+  measured m;
+  const bool got = ::read(fd[0], &m, sizeof m) == ssize_t(sizeof m);
+  ::close(fd[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("the measured merge failed");
+  return m;
 }
 
 struct summary {
@@ -173,27 +219,29 @@ int main(int argc, char** argv) try {
     std::ofstream(dir / "state.txt") << stamp;
   }
   const std::vector<arrow::record_batch> src{source};
+  // lancet's variants: the source held in memory (data files fsynced, lancet's default;
+  // or not, as Lance 12 writes), and streamed in batches of 8,192 rows under a 16 MiB
+  // budget (the rest spilled to disk and read back).
+  struct variant {
+    const char* name;
+    bool sync, streamed;
+    double best = 1e30, peak = 0;
+    std::uint64_t spilled = 0;
+  };
+  std::vector<variant> variants{{"upsert (data files fsynced)", true, false},
+                                {"upsert, no fsync (as Lance 12)", false, false},
+                                {"upsert, source streamed under a 16 MiB budget, fsynced", true, true}};
   dataset::merge_insert_options mo;
   mo.on = {"id"};
   mo.when_matched_update_all = true;
   mo.when_not_matched_insert_all = true;
-  double best_ours = 1e30, best_theirs = 1e30, theirs_cpu = 0, peak = 0;
+  double best_theirs = 1e30, theirs_cpu = 0;
   bool agree = true;
+  const fs::path ours = dir / "ours", theirs = dir / "theirs";
   for (std::size_t rep = 0; rep < o.repeat; ++rep) {
-    const fs::path ours = dir / "ours", theirs = dir / "theirs";
-    fs::remove_all(ours);
-    fs::remove_all(theirs);
-    fs::copy(base, ours, fs::copy_options::recursive);
-    const double before = current_mib();
-    reset_peak();
-    const auto t0 = clk::now();
-    const auto r = dataset::merge_insert(ours.string(), src, mo);
-    const double s = seconds_since(t0);
-    peak = std::max(peak, peak_mib() - before);
-    best_ours = std::min(best_ours, s);
-    std::fprintf(stderr, "  round %zu: lancet %.3f s (%llu updated, %llu inserted)", rep + 1, s,
-                 (unsigned long long)r.updated_rows, (unsigned long long)r.inserted_rows);
+    std::optional<summary> expected;
     if (o.lancedb) {
+      fs::remove_all(theirs);
       fs::copy(base, theirs, fs::copy_options::recursive);
       const auto out = nlohmann::json::parse(
           lancet::testing::node("bench_merge_insert.mjs", {theirs.string(), src_dir.string(), "--on", "id"}));
@@ -202,22 +250,55 @@ int main(int argc, char** argv) try {
         best_theirs = ts;
         theirs_cpu = out["cpu_s"].get<double>();
       }
-      std::fprintf(stderr, ", LanceDB %.3f s", ts);
-      agree = agree && summarise(ours.string()) == summarise(theirs.string()) &&
-              out["updated"].get<std::uint64_t>() == r.updated_rows && out["inserted"].get<std::uint64_t>() == r.inserted_rows;
+      std::fprintf(stderr, "  round %zu: LanceDB %.3f s", rep + 1, ts);
+      expected = summarise(theirs.string());
+    }
+    for (auto& v : variants) {
+      fs::remove_all(ours);
+      fs::copy(base, ours, fs::copy_options::recursive);
+      auto mv = mo;
+      mv.sync_data_files = v.sync;
+      mv.memory_budget_bytes = v.streamed ? std::uint64_t(16) << 20 : mo.memory_budget_bytes;
+      mv.spill_directory = (dir / "spill").string();
+      std::int64_t at = 0;
+      auto next = [&]() -> std::optional<arrow::record_batch> {
+        if (at >= source.num_rows()) return std::nullopt;
+        const auto n = std::min<std::int64_t>(8192, source.num_rows() - at);
+        arrow::record_batch b;
+        b.schema = source.schema;
+        for (const auto& c : source.columns) b.columns.push_back(arrow::slice(c, at, n));
+        at += n;
+        return b;
+      };
+      const auto m = in_child([&] {
+        return v.streamed ? dataset::merge_insert(ours.string(), next, mv, dataset::default_sink_factory{})
+                          : dataset::merge_insert(ours.string(), src, mv);
+      });
+      const auto& r = m.result;
+      const double s = m.seconds;
+      v.peak = std::max(v.peak, m.peak_mib);
+      v.best = std::min(v.best, s);
+      v.spilled = r.spilled_source_rows;
+      std::fprintf(stderr, ", %s %.3f s", v.name, s);
+      agree = agree && r.updated_rows == o.source / 2 && r.inserted_rows == o.source - o.source / 2 &&
+              (!expected || summarise(ours.string()) == *expected);
     }
     std::fprintf(stderr, "\n");
   }
   std::printf("bench_merge_insert: %zu source rows (half matching) into %zu rows x %zu-d, best of %zu\n", o.source,
               o.rows, o.dim, o.repeat);
-  std::printf("| case | lancet s | LanceDB s | LanceDB CPU s | LanceDB / lancet | lancet peak MiB | same result |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
-  if (o.lancedb)
-    std::printf("| upsert | %.3f | %.3f | %.3f | **%.2fx** | %.0f | %s |\n", best_ours, best_theirs, theirs_cpu,
-                best_theirs / best_ours, peak, agree ? "yes" : "NO");
-  else
-    std::printf("| upsert | %.3f | - | - | - | %.0f | - |\n", best_ours, peak);
-  return agree ? 0 : 1;
+  std::printf("| case | lancet s | LanceDB s | LanceDB CPU s | LanceDB / lancet | lancet peak MiB | source rows spilled | "
+              "same result as LanceDB |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const auto& v : variants) {
+    if (o.lancedb)
+      std::printf("| %s | %.3f | %.3f | %.3f | **%.2fx** | %.0f | %llu | %s |\n", v.name, v.best, best_theirs, theirs_cpu,
+                  best_theirs / v.best, v.peak, (unsigned long long)v.spilled, agree ? "yes" : "NO");
+    else
+      std::printf("| %s | %.3f | - | - | - | %.0f | %llu | - |\n", v.name, v.best, v.peak, (unsigned long long)v.spilled);
+  }
+  fs::remove_all(ours);
+  fs::remove_all(theirs);
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_merge_insert: %s\n", e.what());
   return 1;

@@ -986,7 +986,9 @@ TEST_CASE("interop: our merge inserts equal LanceDB's on a copy, random keys, ev
     return make_batch({{"id", make_array<std::int64_t>(ids)}, {"tag", string_array(tags)},
                        {"val", make_array<double>(vals)}});
   };
-  for (int c = 0; c < 6; ++c) {
+  // Cases 6 and 7 join on (id, tag): a key of two columns, one a string with NULLs
+  // (which match nothing).
+  for (int c = 0; c < 8; ++c) {
     CAPTURE(c);
     const auto root = dataset_dir(dir, "ours-" + std::to_string(c)), copy = dataset_dir(dir, "theirs-" + std::to_string(c));
     ds::write_options o;
@@ -995,21 +997,36 @@ TEST_CASE("interop: our merge inserts equal LanceDB's on a copy, random keys, ev
     ds::delete_where(root, "id % 13 = 5");
     std::filesystem::copy(root, copy, std::filesystem::copy_options::recursive);
     ds::merge_insert_options m;
-    m.on = {"id"};
+    m.on = c >= 6 ? std::vector<std::string>{"id", "tag"} : std::vector<std::string>{"id"};
     m.when_matched_update_all = c != 1;
     m.when_not_matched_insert_all = c != 2;
-    m.when_not_matched_by_source_delete = c >= 3;
+    m.when_not_matched_by_source_delete = c >= 3 && c != 6;
     if (c == 4) m.by_source_delete_if = "val > 50 OR tag IS NULL";
     if (c == 5) m.matched_if = "target.val < source.val";
-    const auto src = make_rows(60, 400);
+    auto src = make_rows(60, 400);
+    if (c >= 6) {  // half the source takes keys (id and tag) of the dataset's rows
+      const auto live = ds::dataset::open(root).to_batch();
+      std::vector<std::int64_t> ids;
+      std::vector<std::optional<std::string>> tags;
+      std::vector<std::optional<double>> vals;
+      for (std::int64_t i = 0; i < 60; ++i) {
+        const auto r = i;  // even source rows: the live rows 0, 2, 4...; odd ones: new ids
+        ids.push_back(i % 2 ? 1000 + i : live.columns[0]->value<std::int64_t>(r));
+        tags.push_back(i % 2 || !live.columns[1]->is_valid(r) ? std::nullopt
+                                                               : std::optional<std::string>(live.columns[1]->string_value(r)));
+        vals.push_back(double(i) / 4);
+      }
+      src = make_batch({{"id", make_array<std::int64_t>(ids)}, {"tag", string_array(tags)}, {"val", make_array<double>(vals)}});
+    }
     const auto file = dir.path() / ("src-" + std::to_string(c) + ".jsonl");
     std::ofstream(file) << json::rows_to_json(src);
-    njson op = {{"op", "merge"}, {"on", {"id"}}, {"rows", file.string()}, {"matched", m.when_matched_update_all},
+    njson op = {{"op", "merge"}, {"on", m.on}, {"rows", file.string()}, {"matched", m.when_matched_update_all},
                 {"insert", m.when_not_matched_insert_all}, {"deleteBySource", m.when_not_matched_by_source_delete}};
     if (!m.by_source_delete_if.empty()) op["deleteIf"] = m.by_source_delete_if;
     if (!m.matched_if.empty()) op["matchedIf"] = m.matched_if;
     const auto mine = ds::merge_insert(root, std::vector<record_batch>{src}, m);
     const auto their = njson::parse(t::node("mutate.mjs", {copy, "--ops", njson::array({op}).dump()}));
+    if (c >= 6) CHECK(mine.updated_rows > 10);  // the two-column keys matched
     CHECK(their["inserted"] == mine.inserted_rows);
     CHECK(their["updated"] == mine.updated_rows);
     CHECK(their["deleted"] == mine.deleted_rows);

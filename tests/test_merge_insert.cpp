@@ -231,4 +231,13 @@ TEST_CASE("merge_insert: a source row matching several target rows updates each;
   CHECK_THROWS_WITH_AS(ds::merge_insert(root, bad, merge_upsert()), doctest::Contains("another schema than batch 0"),
                        invalid_input_error);
   CHECK(ds::dataset::open(root).version() == before);
+  // Keys of two columns are shown as Lance shows them.
+  const auto two = tmp.sub("two");
+  ds::write(two, make_batch({{"id", make_array<std::int64_t>({1, 2})}, {"s", string_array({"a", "b"})}}));
+  auto o = merge_upsert();
+  o.on = {"s", "id"};
+  const std::vector<record_batch> dup{
+      make_batch({{"id", make_array<std::int64_t>({1, 1})}, {"s", string_array({"a", "a"})}})};
+  CHECK_THROWS_WITH_AS(ds::merge_insert(two, dup, o), doctest::Contains("row on (s = \"a\", id = 1)"),
+                       invalid_input_error);
 }

@@ -40,6 +40,9 @@ struct merge_insert_options {
   // spill_directory (default: the system's temporary directory) and read back from it.
   std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
   std::string spill_directory;
+  // fsync the new data files before the commit (write_options::sync_data_files: Lance
+  // 12 does not).
+  bool sync_data_files = true;
 };
 
 struct merge_insert_result {
@@ -51,8 +54,8 @@ struct merge_insert_result {
 
 // Merges `source` (batches of one schema: the key columns and any of the dataset's
 // columns, of their types) into the dataset at `root` and commits a new version. The
-// source is streamed: memory holds the target's live keys (about 40 bytes a row for a
-// 64-bit key), one source batch and what memory_budget_bytes allows of the source.
+// source is streamed: memory holds its keys (about 40 bytes a row for a 64-bit key), what
+// memory_budget_bytes allows of its rows, and the data file writer's page buffers.
 // Errors (nothing committed): no key or no clause, a key or column the dataset lacks, a
 // type mismatch (invalid_input_error naming the column); several source rows matching
 // one target row with an update clause (invalid_input_error naming the key, as Lance's

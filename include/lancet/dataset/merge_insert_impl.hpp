@@ -1,10 +1,11 @@
-// The definitions of dataset/merge_insert.hpp: the target's keys indexed, the source
-// streamed past them (and read again, from memory or a scratch file, for the inserted
-// rows and for reruns), the new rows written and the old ones deleted, all committed as
-// one Update (update_impl.hpp's manifest).
+// The definitions of dataset/merge_insert.hpp: the source's keys indexed, the target's
+// keys scanned against them, the source read again (from memory or a scratch file) for
+// the updated and then the inserted rows, the old rows deleted, all committed as one
+// Update (update_impl.hpp's manifest).
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -62,7 +63,7 @@ inline bool append_key(const arrow::array_data& a, std::int64_t i, std::string& 
   return true;
 }
 
-// The key as SQL shows it, for errors ("id = 1").
+// The key as Lance's errors show it: `k = "a", id = 1`.
 inline std::string key_text(const std::vector<std::string>& on, const std::vector<const arrow::array_data*>& cols,
                             std::int64_t i) {
   std::string out;
@@ -72,7 +73,7 @@ inline std::string key_text(const std::vector<std::string>& on, const std::vecto
     using arrow::type_id;
     switch (a.type->id) {
       case type_id::utf8:
-      case type_id::large_utf8: v = "'" + std::string(a.string_value(i)) + "'"; break;
+      case type_id::large_utf8: v = "\"" + std::string(a.string_value(i)) + "\""; break;
       case type_id::int8: v = std::to_string(a.value<std::int8_t>(i)); break;
       case type_id::int16: v = std::to_string(a.value<std::int16_t>(i)); break;
       case type_id::int32: v = std::to_string(a.value<std::int32_t>(i)); break;
@@ -81,9 +82,10 @@ inline std::string key_text(const std::vector<std::string>& on, const std::vecto
       case type_id::uint16: v = std::to_string(a.value<std::uint16_t>(i)); break;
       case type_id::uint32: v = std::to_string(a.value<std::uint32_t>(i)); break;
       case type_id::uint64: v = std::to_string(a.value<std::uint64_t>(i)); break;
-      default: v = "(row " + std::to_string(i) + " of the source)"; break;
+      default: v = "<" + arrow::to_string(*a.type) + " value>"; break;
     }
-    out += (out.empty() ? "" : " AND ") + on[k] + " = " + v;
+    if (!a.is_valid(i)) v = "NULL";
+    out += (out.empty() ? "" : ", ") + on[k] + " = " + v;
   }
   return out;
 }
@@ -105,90 +107,179 @@ inline bool key_into(const std::vector<const arrow::array_data*>& cols, std::int
   return true;
 }
 
-// The target's live rows by key, in scan order: their addresses, whether a source row
-// matched them and whether the by-source delete may take them. Keys live in one arena,
-// found through an open-addressing table (rows with equal keys chained); about 40 bytes
-// a row for a 64-bit key.
-class target_keys {
- public:
-  static constexpr std::uint32_t none = 0xFFFFFFFFu;
+inline std::vector<const arrow::array_data*> merge_key_columns(const arrow::record_batch& b,
+                                                               const std::vector<std::string>& on) {
+  std::vector<const arrow::array_data*> out;
+  for (const auto& k : on)
+    for (std::size_t c = 0; c < b.schema->fields.size(); ++c)
+      if (b.schema->fields[c].name == k) out.push_back(b.columns[c].get());
+  return out;
+}
 
-  // Adds a row; `key` nullopt: a NULL key (matches nothing).
-  void add(const std::string* key, std::uint64_t address, bool deletable) {
-    if (entries_.size() >= none - 1)
-      throw unsupported_error("merge insert: a target of more than 2^32 - 2 live rows");
-    const auto e = std::uint32_t(entries_.size());
-    entries_.push_back({arena_.size(), key ? std::uint32_t(key->size()) : 0, none, address,
-                        std::uint8_t(deletable ? 2 : 0)});
-    if (!key) return;
-    arena_.insert(arena_.end(), key->begin(), key->end());
-    if ((keyed_ + 1) * 2 > slots_.size()) grow();
-    ++keyed_;
-    place(e, hash(*key), true);
+// The keys of a batch's rows as bytes (key_into's): a single fixed-width key column is
+// read in place, other keys are built row by row.
+class key_reader {
+ public:
+  key_reader(const arrow::record_batch& b, const std::vector<std::string>& on) : cols_(merge_key_columns(b, on)) {
+    if (cols_.size() != 1) return;
+    const auto& a = *cols_[0];
+    const auto bits = arrow::bit_width(*a.type);
+    if (a.type->id == arrow::type_id::boolean || bits == 0 || bits % 8 != 0) return;
+    width_ = std::size_t(bits / 8);
+    values_ = reinterpret_cast<const char*>(a.buffers[1].data()) + std::size_t(a.offset) * width_;
   }
 
-  // The first row with this key (none: no row), then next_of(row) for the others.
-  std::uint32_t find(std::string_view key) const {
+  // Row i's key; nullopt when a key value is NULL (it matches nothing).
+  std::optional<std::string_view> operator()(std::int64_t i) {
+    if (width_ > 0) {
+      if (!cols_[0]->is_valid(i)) return std::nullopt;
+      return std::string_view(values_ + std::size_t(i) * width_, width_);
+    }
+    if (!key_into(cols_, i, scratch_)) return std::nullopt;
+    return std::string_view(scratch_);
+  }
+
+  const std::vector<const arrow::array_data*>& columns() const noexcept { return cols_; }
+
+ private:
+  std::vector<const arrow::array_data*> cols_;
+  std::size_t width_ = 0;
+  const char* values_ = nullptr;
+  std::string scratch_;
+};
+
+// A key's hash: 64-bit words mixed by multiplication (keys are a few bytes).
+inline std::uint64_t merge_key_hash(std::string_view k) noexcept {
+  std::uint64_t h = 0x9E3779B97F4A7C15ull ^ k.size();
+  std::size_t i = 0;
+  for (; i + 8 <= k.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, k.data() + i, 8);
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+  }
+  if (i < k.size()) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, k.data() + i, k.size() - i);
+    h = (h ^ w) * 0x94D049BB133111EBull;
+    h ^= h >> 29;
+  }
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 32);
+}
+
+// The source rows by key: row i is entry i (a NULL key is an entry no lookup finds).
+// Keys live in one arena, found through an open-addressing table; rows with equal keys
+// are chained. About 40 bytes a row for a 64-bit key.
+class source_keys {
+ public:
+  static constexpr std::uint64_t none = ~std::uint64_t(0);
+
+  // Room for `rows` rows of `key_bytes` each, without growing.
+  void reserve(std::uint64_t rows, std::size_t key_bytes) {
+    entries_.reserve(rows);
+    arena_.reserve(rows * key_bytes);
+    std::size_t n = 1024;
+    while (n < rows * 2) n *= 2;
+    if (n > slots_.size()) grow_to(n);
+  }
+
+  // Adds the next row; `key` null: a NULL key.
+  void add(std::optional<std::string_view> key) {
+    const std::uint64_t e = entries_.size();
+    if (e >= empty) throw unsupported_error("merge insert: a source of more than 2^32 - 1 rows");
+    entries_.push_back({arena_.size(), key ? std::uint32_t(key->size()) : 0, empty});
+    if (!key) return;
+    const auto at = arena_.size();
+    arena_.resize(at + key->size());
+    std::memcpy(arena_.data() + at, key->data(), key->size());
+    if ((used_ + 1) * 2 > slots_.size()) grow_to(std::max<std::size_t>(slots_.size() * 2, 1024));
+    place(e, merge_key_hash(*key), true);
+  }
+
+  // The last row with this key (none: no row), then next_of(row) for the earlier ones;
+  // `h` is merge_key_hash(key).
+  std::uint64_t find(std::string_view key, std::uint64_t h) const {
     if (slots_.empty()) return none;
-    const auto h = hash(key);
-    for (std::size_t s = h & (slots_.size() - 1);; s = (s + 1) & (slots_.size() - 1)) {
+    const auto mask = slots_.size() - 1;
+    for (std::size_t s = h & mask;; s = (s + 1) & mask) {
       const auto& sl = slots_[s];
-      if (sl.entry == none) return none;
-      if (sl.tag == std::uint32_t(h) && key_of_entry(sl.entry) == key) return sl.entry;
+      if (sl.entry == empty) return none;
+      if (sl.tag == std::uint32_t(h >> 32) && key_at(sl.entry) == key) return sl.entry;
     }
   }
-  std::uint32_t next_of(std::uint32_t e) const { return entries_[e].next; }
+  // Whether a key with hash h may be there (false: it is not): a filter of 16 bits a key
+  // that stays in a core's cache, so that the many target keys a source lacks are turned
+  // away without a probe of the table. Valid after seal().
+  bool may_contain(std::uint64_t h) const noexcept {
+    const auto m = filter_mask(h);
+    return (filter_[(h >> 32) & (filter_.size() - 1)] & m) == m;
+  }
 
-  std::size_t size() const noexcept { return entries_.size(); }
-  std::uint64_t address(std::uint32_t e) const { return entries_[e].address; }
-  bool matched(std::uint32_t e) const { return entries_[e].flags & 1; }
-  void set_matched(std::uint32_t e) { entries_[e].flags |= 1; }
-  bool deletable(std::uint32_t e) const { return entries_[e].flags & 2; }
+  // Builds the filter: call once every row is added.
+  void seal() {
+    std::size_t words = 1;
+    while (words * 4 < used_) words *= 2;  // 64 bits for each 4 keys
+    filter_.assign(words, 0);
+    for (const auto& sl : slots_)
+      if (sl.entry != empty) {
+        const auto h = merge_key_hash(key_at(sl.entry));
+        filter_[(h >> 32) & (words - 1)] |= filter_mask(h);
+      }
+  }
+
+  std::uint64_t next_of(std::uint64_t e) const { return entries_[e].next == empty ? none : entries_[e].next; }
+  std::uint64_t size() const noexcept { return entries_.size(); }
 
  private:
   struct entry {
-    std::size_t key_at;
-    std::uint32_t key_size, next;  // next: the previous row added with the same key
-    std::uint64_t address;
-    std::uint8_t flags;  // 1: matched, 2: deletable
+    std::uint64_t key_offset;
+    std::uint32_t key_size;
+    std::uint32_t next;  // the previous row with the same key (empty: none)
   };
-  struct slot {
-    std::uint32_t entry = none, tag = 0;
+  static constexpr std::uint32_t empty = 0xFFFFFFFFu;
+  struct slot {  // 8 bytes: the table of 100,000 keys fits a core's L2 cache
+    std::uint32_t entry = empty, tag = 0;
   };
 
-  static std::uint64_t hash(std::string_view k) { return std::hash<std::string_view>{}(k); }
-  std::string_view key_of_entry(std::uint32_t e) const {
-    return {arena_.data() + entries_[e].key_at, entries_[e].key_size};
+  std::string_view key_at(std::uint64_t e) const {
+    return {arena_.data() + entries_[e].key_offset, entries_[e].key_size};
+  }
+  static std::uint64_t filter_mask(std::uint64_t h) noexcept {
+    return (1ull << (h & 63)) | (1ull << ((h >> 6) & 63)) | (1ull << ((h >> 12) & 63)) | (1ull << ((h >> 18) & 63));
   }
 
-  // Puts entry e in the table; a row whose key is there already heads its chain.
-  void place(std::uint32_t e, std::uint64_t h, bool chain) {
-    for (std::size_t s = h & (slots_.size() - 1);; s = (s + 1) & (slots_.size() - 1)) {
+  // Puts entry e in the table; with `chain`, a row whose key is there already heads its chain.
+  void place(std::uint64_t e, std::uint64_t h, bool chain) {
+    const auto mask = slots_.size() - 1;
+    for (std::size_t s = h & mask;; s = (s + 1) & mask) {
       auto& sl = slots_[s];
-      if (sl.entry == none) {
-        sl = {e, std::uint32_t(h)};
+      if (sl.entry == empty) {
+        sl = {std::uint32_t(e), std::uint32_t(h >> 32)};
+        ++used_;
         return;
       }
-      if (chain && sl.tag == std::uint32_t(h) && key_of_entry(sl.entry) == key_of_entry(e)) {
+      if (chain && sl.tag == std::uint32_t(h >> 32) && key_at(sl.entry) == key_at(e)) {
         entries_[e].next = sl.entry;
-        sl.entry = e;
-        --keyed_;  // one slot holds the chain
+        sl.entry = std::uint32_t(e);
         return;
       }
     }
   }
 
-  void grow() {
-    std::vector<slot> old(std::max<std::size_t>(slots_.size() * 2, 1024));
+  void grow_to(std::size_t n) {
+    std::vector<slot> old(n);
     old.swap(slots_);
+    used_ = 0;
     for (const auto& sl : old)
-      if (sl.entry != none) place(sl.entry, hash(key_of_entry(sl.entry)), false);
+      if (sl.entry != empty) place(sl.entry, merge_key_hash(key_at(sl.entry)), false);
   }
 
   std::vector<char> arena_;
   std::vector<entry> entries_;
   std::vector<slot> slots_;
-  std::size_t keyed_ = 0;  // slots in use
+  std::size_t used_ = 0;
+  std::vector<std::uint64_t> filter_{0};
 };
 
 // A source batch with the dataset's types (its columns checked against the dataset's
@@ -252,19 +343,10 @@ inline arrow::record_batch take_batch_rows(const arrow::record_batch& b, const s
   return out;
 }
 
-inline std::vector<const arrow::array_data*> merge_key_columns(const arrow::record_batch& b,
-                                                               const std::vector<std::string>& on) {
-  std::vector<const arrow::array_data*> out;
-  for (const auto& k : on)
-    for (std::size_t c = 0; c < b.schema->fields.size(); ++c)
-      if (b.schema->fields[c].name == k) out.push_back(b.columns[c].get());
-  return out;
-}
-
-// One run of a merge insert on the latest version: the target's keys indexed, the
-// source read once for the updated rows (written as they come) and the source rows
-// that match nothing, and again for the inserted rows; then the deletions and the
-// commit.
+// One run of a merge insert on the latest version: the source's keys indexed (first
+// reading of the source), the target's keys scanned against them, the updated rows
+// written in source order (second reading), then the inserted ones (third), the
+// deletions, and the commit.
 template <class SinkFactory>
 class merge_run {
  public:
@@ -281,7 +363,8 @@ class merge_run {
   }
 
   std::optional<merge_insert_result> run() {
-    index_target();
+    index_source();
+    match_target();
     const auto& m = snap_.manifest();
     pb::transaction::update op;
     all_field_ids(manifest_schema(m).fields, op.fields_for_preserving_frag_bitmap);  // every field: whole rows rewritten
@@ -290,32 +373,46 @@ class merge_run {
       source_.rewind();
       auto next = [&] { return next_rows(); };
       if (auto first = next()) {
+        write_options wo;
+        wo.sync_data_files = o_.sync_data_files;
+        wo.file_options.keep_original_array = true;  // the rows are gathered for the writer alone: no copy
         auto files = write_data_files(root_, std::move(first), next, manifest_schema(m), manifest_storage_version(m),
-                                      write_options{}, make_sink_, encoding::structural::default_policy{},
+                                      wo, make_sink_, encoding::structural::default_policy{},
                                       "merge insert into '" + root_ + "'");
         written = files.paths;
         op.new_fragments = std::move(files.fragments);
       }
-      std::map<std::uint64_t, std::vector<std::uint32_t>> offsets;
-      for (auto a : updated_) offsets[a >> 32].push_back(std::uint32_t(a & 0xFFFFFFFFull));
-      std::uint64_t deleted = 0;
-      if (o_.when_not_matched_by_source_delete)
-        for (std::uint32_t e = 0; e < keys_.size(); ++e)
-          if (!keys_.matched(e) && keys_.deletable(e)) {
-            offsets[keys_.address(e) >> 32].push_back(std::uint32_t(keys_.address(e) & 0xFFFFFFFFull));
-            ++deleted;
-          }
+        std::map<std::uint64_t, std::vector<std::uint32_t>> offsets;
+      std::uint64_t updated = 0;
+      for (const auto& [s, a] : updated_)
+        if (a != not_updated) {
+          offsets[a >> 32].push_back(std::uint32_t(a & 0xFFFFFFFFull));
+          ++updated;
+        }
+      for (auto a : deleted_) offsets[a >> 32].push_back(std::uint32_t(a & 0xFFFFFFFFull));
       delete_moved_rows(root_, d_, m, offsets, op, make_sink_, written);
-      auto out = commit_transaction(root_, snap_, make_transaction(snap_.version(), std::move(op)), build_update,
+        auto out = commit_transaction(root_, snap_, make_transaction(snap_.version(), std::move(op)), build_update,
                                     commit_options_for(snap_, o_.max_retries, o_.write_version_hint), make_sink_);
-      return merge_insert_result{out.commit.manifest.version, inserted_, updated_.size(), deleted,
+        return merge_insert_result{out.commit.manifest.version, inserted_, updated, deleted_.size(),
                                  source_.spilled_rows(), out.retries};
     });
   }
 
  private:
-  // The target's keys (and whether its delete condition holds), live rows in order.
-  void index_target() {
+  void index_source() {
+    source_.rewind();
+    if (const auto n = source_.rows()) keys_.reserve(*n, 8);
+    while (auto b = source_.next()) {
+      key_reader key(*b, o_.on);
+      for (std::int64_t r = 0; r < b->num_rows(); ++r) keys_.add(key(r));
+    }
+    keys_.seal();
+    matched_.assign(keys_.size(), false);
+  }
+
+  // The target's live rows against the source's keys: matched pairs (source row,
+  // address), matched source rows, and the rows the by-source delete takes.
+  void match_target() {
     const auto& schema = d_.schema();
     std::optional<expr::filter> delete_if;
     if (o_.when_not_matched_by_source_delete && !o_.by_source_delete_if.empty())
@@ -327,9 +424,8 @@ class merge_run {
         if (std::find(so.columns.begin(), so.columns.end(), c) == so.columns.end()) so.columns.push_back(c);
     so.with_row_address = true;
     so.batch_size = 65536;
-    std::string key;
     for (auto sc = d_.scan(so); auto b = sc.next();) {
-      const auto cols = merge_key_columns(*b, o_.on);
+      key_reader key(*b, o_.on);
       const auto* addr = b->columns.back()->values<std::uint64_t>();
       std::vector<std::uint8_t> del;
       if (delete_if) {
@@ -339,73 +435,75 @@ class merge_run {
               b->columns[std::size_t(std::find(so.columns.begin(), so.columns.end(), c) - so.columns.begin())]);
         del = delete_if->evaluate(in);
       }
-      for (std::int64_t r = 0; r < b->num_rows(); ++r)
-        keys_.add(key_into(cols, r, key) ? &key : nullptr, addr[r], del.empty() || del[std::size_t(r)]);
+      for (std::int64_t r = 0; r < b->num_rows(); ++r) {
+        const auto k = key(r);
+        const auto h = k ? merge_key_hash(*k) : 0;
+        auto e = k && keys_.may_contain(h) ? keys_.find(*k, h) : source_keys::none;
+        if (e == source_keys::none) {
+          if (o_.when_not_matched_by_source_delete && (del.empty() || del[std::size_t(r)])) deleted_.push_back(addr[r]);
+          continue;
+        }
+        if (o_.when_matched_update_all && keys_.next_of(e) != source_keys::none)
+          throw invalid_input_error("Ambiguous merge inserts are prohibited: multiple source rows match the same target "
+                                    "row on (" + key_text(o_.on, key.columns(), r) + ") of dataset '" + root_ +
+                                    "'. Please ensure each target row is matched by at most one source row.");
+        if (o_.when_matched_update_all) updated_.emplace_back(e, addr[r]);
+        for (; e != source_keys::none; e = keys_.next_of(e)) matched_[e] = true;
+      }
     }
+    std::sort(updated_.begin(), updated_.end());
+    if (o_.when_not_matched_insert_all)
+      for (std::uint64_t r = 0; r < matched_.size(); ++r) inserted_ += matched_[r] ? 0 : 1;
   }
 
-  // The next batch of rows to write: updated ones while the first reading of the source
-  // lasts, then inserted ones from the second; nullopt at the end.
+  // The next batch of rows to write: updated ones while the second reading of the source
+  // lasts, then inserted ones from the third; nullopt at the end.
   std::optional<arrow::record_batch> next_rows() {
     while (pass_ < 2) {
       auto b = source_.next();
       if (!b) {
-        ++pass_;
-        if (pass_ == 1 && inserted_ > 0) {
+        if (pass_ == 0 && inserted_ > 0) {
           source_.rewind();
           row_base_ = 0;
+          pass_ = 1;
         } else {
           pass_ = 2;
         }
         continue;
       }
-      auto out = pass_ == 0 ? match_batch(*b) : inserted_rows(*b);
+      auto out = pass_ == 0 ? matched_rows(*b) : inserted_rows(*b);
       row_base_ += std::uint64_t(b->num_rows());
       if (out.num_rows() > 0) return out;
     }
     return std::nullopt;
   }
 
-  // Matches a source batch against the target: notes its unmatched rows (to insert) and
-  // returns its updated rows.
-  arrow::record_batch match_batch(const arrow::record_batch& src) {
-    const auto cols = merge_key_columns(src, o_.on);
+  // The batch's updated rows (source order; a source row matching several target rows,
+  // each in scan order).
+  arrow::record_batch matched_rows(const arrow::record_batch& src) {
+    const auto end = row_base_ + std::uint64_t(src.num_rows());
+    const auto first = next_pair_;
+    while (next_pair_ < updated_.size() && updated_[next_pair_].first < end) ++next_pair_;
+    if (!o_.matched_if.empty() && next_pair_ > first) drop_where_not_matched_if(src, first);
     std::vector<std::int64_t> srows;
     std::vector<std::uint64_t> addrs;
-    std::string key;
-    for (std::int64_t r = 0; r < src.num_rows(); ++r) {
-      auto e = key_into(cols, r, key) ? keys_.find(key) : target_keys::none;
-      if (e == target_keys::none) {
-        if (o_.when_not_matched_insert_all) {
-          insert_.resize(row_base_ + std::uint64_t(r) + 1, false);
-          insert_[row_base_ + std::uint64_t(r)] = true;
-          ++inserted_;
-        }
-        continue;
+    for (auto i = first; i < next_pair_; ++i)
+      if (updated_[i].second != not_updated) {
+        srows.push_back(std::int64_t(updated_[i].first - row_base_));
+        addrs.push_back(updated_[i].second);
       }
-      // Rows with equal keys are chained newest first; they are updated in scan order.
-      const auto first = srows.size();
-      for (; e != target_keys::none; e = keys_.next_of(e)) {
-        if (keys_.matched(e) && o_.when_matched_update_all)
-          throw invalid_input_error("Ambiguous merge inserts are prohibited: multiple source rows match the same target "
-                                    "row on (" + key_text(o_.on, cols, r) + ") of dataset '" + root_ +
-                                    "'. Please ensure each target row is matched by at most one source row.");
-        keys_.set_matched(e);
-        if (o_.when_matched_update_all) {
-          srows.push_back(r);
-          addrs.push_back(keys_.address(e));
-        }
-      }
-      std::reverse(addrs.begin() + std::ptrdiff_t(first), addrs.end());
-    }
-    if (!o_.matched_if.empty() && !srows.empty()) keep_where_matched_if(src, srows, addrs);
-    updated_.insert(updated_.end(), addrs.begin(), addrs.end());
     return updated_rows(src, srows, addrs);
   }
 
-  // Keeps the matched pairs for which matched_if (over target.COL and source.COL) holds.
-  void keep_where_matched_if(const arrow::record_batch& src, std::vector<std::int64_t>& srows,
-                             std::vector<std::uint64_t>& addrs) {
+  // Marks the pairs [first, next_pair_) for which matched_if (over target.COL and
+  // source.COL) does not hold as not updated.
+  void drop_where_not_matched_if(const arrow::record_batch& src, std::size_t first) {
+    std::vector<std::int64_t> srows;
+    std::vector<std::uint64_t> addrs;
+    for (auto i = first; i < next_pair_; ++i) {
+      srows.push_back(std::int64_t(updated_[i].first - row_base_));
+      addrs.push_back(updated_[i].second);
+    }
     const auto t = d_.take_addresses(addrs);
     const auto sr = take_batch_rows(src, srows);
     std::vector<std::pair<std::string, arrow::array_ptr>> tm, sm;
@@ -418,14 +516,8 @@ class merge_run {
     std::vector<arrow::array_ptr> in;
     for (const auto& c : cond.columns()) in.push_back(c == "target" ? target : from);
     const auto keep = cond.evaluate(in);
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < srows.size(); ++i)
-      if (keep[i]) {
-        srows[n] = srows[i];
-        addrs[n++] = addrs[i];
-      }
-    srows.resize(n);
-    addrs.resize(n);
+    for (auto i = first; i < next_pair_; ++i)
+      if (!keep[i - first]) updated_[i].second = not_updated;
   }
 
   // The dataset's full rows for matched pairs: the source's columns laid over the target's.
@@ -442,11 +534,11 @@ class merge_run {
     });
   }
 
-  // The batch's rows noted for insertion, NULL where the source has no column.
+  // The batch's source rows no target row matched, NULL where the source has no column.
   arrow::record_batch inserted_rows(const arrow::record_batch& src) {
     std::vector<std::int64_t> rows;
     for (std::int64_t r = 0; r < src.num_rows(); ++r)
-      if (row_base_ + std::uint64_t(r) < insert_.size() && insert_[row_base_ + std::uint64_t(r)]) rows.push_back(r);
+      if (!matched_[row_base_ + std::uint64_t(r)]) rows.push_back(r);
     const auto from = take_batch_rows(src, rows);
     return dataset_rows(from, [&](const arrow::field& f) {
       if (!f.nullable)
@@ -478,12 +570,44 @@ class merge_run {
   SinkFactory& make_sink_;
   const dataset d_;
   const snapshot snap_;
-  target_keys keys_;
-  std::vector<bool> insert_;  // by source row: insert it
-  std::vector<std::uint64_t> updated_;  // addresses of the updated target rows
+  source_keys keys_;
+  std::vector<bool> matched_;  // by source row: a target row has its key
+  // (source row, target address), sorted; the address not_updated where matched_if failed
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> updated_;
+  static constexpr std::uint64_t not_updated = ~std::uint64_t(0);
+  std::vector<std::uint64_t> deleted_;
   std::uint64_t inserted_ = 0, row_base_ = 0;
+  std::size_t next_pair_ = 0;
   int pass_ = 0;
 };
+
+}  // namespace detail
+
+namespace detail {
+
+// merge_insert of the batches `next()` yields (until nullopt); `rows`: how many, when known.
+template <class Next, class SinkFactory>
+merge_insert_result merge_stream(const std::string& root, Next& next, const merge_insert_options& o,
+                                 SinkFactory& make_sink, std::optional<std::uint64_t> rows) {
+  const std::string what = "merge insert into '" + root + "'";
+  if (o.on.empty()) throw invalid_input_error(what + ": no key column (on)");
+  if (!o.when_matched_update_all && !o.when_not_matched_insert_all && !o.when_not_matched_by_source_delete)
+    throw invalid_input_error(what + ": no clause (update matched, insert unmatched, or delete unmatched by source)");
+  const auto schema = dataset::open(root).schema();
+  source_conformer conform(root, schema, o.on);
+  replayable_batches source(
+      [&]() -> std::optional<arrow::record_batch> {
+        std::optional<arrow::record_batch> b = next();
+        if (!b) return std::nullopt;
+        return conform(*b);
+      },
+      o.memory_budget_bytes, o.spill_directory);
+  if (rows) source.expect_rows(*rows);
+  return run_until_committed(what, o.max_retries, [&] {
+    merge_run<SinkFactory> run(root, source, o, make_sink);
+    return run.run();
+  });
+}
 
 }  // namespace detail
 
@@ -492,30 +616,17 @@ class merge_run {
 template <batch_generator Next, class SinkFactory>
 merge_insert_result merge_insert(const std::string& root, Next&& next, const merge_insert_options& o,
                                  SinkFactory&& make_sink) {
-  const std::string what = "merge insert into '" + root + "'";
-  if (o.on.empty()) throw invalid_input_error(what + ": no key column (on)");
-  if (!o.when_matched_update_all && !o.when_not_matched_insert_all && !o.when_not_matched_by_source_delete)
-    throw invalid_input_error(what + ": no clause (update matched, insert unmatched, or delete unmatched by source)");
-  const auto schema = dataset::open(root).schema();
-  detail::source_conformer conform(root, schema, o.on);
-  detail::replayable_batches source(
-      [&]() -> std::optional<arrow::record_batch> {
-        std::optional<arrow::record_batch> b = next();
-        if (!b) return std::nullopt;
-        return conform(*b);
-      },
-      o.memory_budget_bytes, o.spill_directory);
-  return detail::run_until_committed(what, o.max_retries, [&] {
-    detail::merge_run<std::remove_reference_t<SinkFactory>> run(root, source, o, make_sink);
-    return run.run();
-  });
+  return detail::merge_stream(root, next, o, make_sink, std::nullopt);
 }
 
 // merge_insert of batches held in memory, over any sink factory.
 template <class SinkFactory>
 merge_insert_result merge_insert(const std::string& root, std::span<const arrow::record_batch> source,
                                  const merge_insert_options& o, SinkFactory&& make_sink) {
-  return merge_insert(root, detail::span_source(source), o, std::forward<SinkFactory>(make_sink));
+  std::uint64_t rows = 0;
+  for (const auto& b : source) rows += std::uint64_t(b.num_rows());
+  auto next = detail::span_source(source);
+  return detail::merge_stream(root, next, o, make_sink, rows);
 }
 
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines these

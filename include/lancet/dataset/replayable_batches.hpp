@@ -5,6 +5,7 @@
 // Lance spills a merge source to replay it on retries.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -61,6 +62,12 @@ class replayable_batches {
     spill_at_ = 0;
   }
 
+  // The stream's rows: known once it was read to its end, or as expect_rows() says.
+  std::optional<std::uint64_t> rows() const noexcept {
+    return pulled_all_ ? std::optional<std::uint64_t>(pulled_rows_) : expected_rows_;
+  }
+  void expect_rows(std::uint64_t n) noexcept { expected_rows_ = n; }
+
   // Rows written to the scratch file (0: the stream fitted the memory budget).
   std::uint64_t spilled_rows() const noexcept { return spilled_rows_; }
 
@@ -73,8 +80,9 @@ class replayable_batches {
       finish_spill();
       return std::nullopt;
     }
+    pulled_rows_ += std::uint64_t(b->num_rows());
     std::uint64_t bytes = 0;
-    for (const auto& c : b->columns) bytes += arrow::buffer_memory_size(*c);
+    for (const auto& c : b->columns) bytes += arrow::compact_size(*c);  // a slice holds part of its buffers
     if (!writer_ && held_bytes_ + bytes <= budget_) {
       held_.push_back(*b);
       held_bytes_ += bytes;
@@ -94,8 +102,10 @@ class replayable_batches {
       io::file_sink_options so;  // scratch: no fsync, no rename
       so.publish_by_rename = false;
       so.sync = false;
+      file::writer_options wo;  // page buffers within the budget's share
+      wo.data_cache_bytes = std::clamp<std::uint64_t>(budget_ / 8, 1 << 20, std::uint64_t(8) << 20);
       writer_ = std::make_unique<file::file_writer<file::v2_0, io::file_sink>>(
-          io::file_sink(spill_path_, so), schema::from_arrow(*b.schema), file::writer_options{});
+          io::file_sink(spill_path_, so), schema::from_arrow(*b.schema), wo);
       batch_rows_ = std::max<std::uint64_t>(1, std::uint64_t(b.num_rows()));
     }
     writer_->write_batch(b);
@@ -127,7 +137,8 @@ class replayable_batches {
   std::string spill_path_;
   std::unique_ptr<file::file_writer<file::v2_0, io::file_sink>> writer_;
   std::unique_ptr<file::file_reader<io::file_source>> reader_;
-  std::uint64_t spilled_rows_ = 0, spill_at_ = 0, batch_rows_ = 1;
+  std::uint64_t spilled_rows_ = 0, spill_at_ = 0, batch_rows_ = 1, pulled_rows_ = 0;
+  std::optional<std::uint64_t> expected_rows_;
 };
 
 }  // namespace lancet::dataset::detail
