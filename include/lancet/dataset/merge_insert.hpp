@@ -35,9 +35,11 @@ struct merge_insert_options {
   std::string by_source_delete_if;
   unsigned max_retries = default_max_retries;  // runs again when a concurrent commit preempts it
   bool write_version_hint = true;
-  // The source is read more than once (updated rows, inserted rows, reruns): batches up
-  // to this many bytes are held in memory, the rest are written to a scratch file in
-  // spill_directory (default: the system's temporary directory) and read back from it.
+  // What the merge may hold beyond the source's keys: half for source rows (the source
+  // is read more than once: keys, updated rows, inserted rows, reruns; rows beyond that
+  // go to a scratch file in spill_directory, default the system's temporary directory,
+  // and are read back), a quarter for the new data file's page buffers, the rest for
+  // the scratch file's buffers and the rows being written.
   std::uint64_t memory_budget_bytes = std::uint64_t(512) << 20;
   std::string spill_directory;
   // fsync the new data files before the commit (write_options::sync_data_files: Lance

@@ -376,6 +376,10 @@ class merge_run {
         write_options wo;
         wo.sync_data_files = o_.sync_data_files;
         wo.file_options.keep_original_array = true;  // the rows are gathered for the writer alone: no copy
+        // A quarter of the budget for the page buffers (at most Lance's 8 MiB a column).
+        const auto fields = std::max<std::uint64_t>(1, d_.schema().fields.size());
+        wo.file_options.data_cache_bytes =
+            std::clamp<std::uint64_t>(o_.memory_budget_bytes / 4, std::uint64_t(1) << 20, fields * (std::uint64_t(8) << 20));
         auto files = write_data_files(root_, std::move(first), next, manifest_schema(m), manifest_storage_version(m),
                                       wo, make_sink_, encoding::structural::default_policy{},
                                       "merge insert into '" + root_ + "'");
@@ -424,6 +428,7 @@ class merge_run {
         if (std::find(so.columns.begin(), so.columns.end(), c) == so.columns.end()) so.columns.push_back(c);
     so.with_row_address = true;
     so.batch_size = 65536;
+    so.read_ahead_bytes = std::clamp<std::uint64_t>(o_.memory_budget_bytes / 8, std::uint64_t(1) << 20, so.read_ahead_bytes);
     for (auto sc = d_.scan(so); auto b = sc.next();) {
       key_reader key(*b, o_.on);
       const auto* addr = b->columns.back()->values<std::uint64_t>();
@@ -585,6 +590,8 @@ class merge_run {
 
 namespace detail {
 
+inline constexpr std::int64_t merge_slice_rows = 8192;
+
 // merge_insert of the batches `next()` yields (until nullopt); `rows`: how many, when known.
 template <class Next, class SinkFactory>
 merge_insert_result merge_stream(const std::string& root, Next& next, const merge_insert_options& o,
@@ -595,13 +602,30 @@ merge_insert_result merge_stream(const std::string& root, Next& next, const merg
     throw invalid_input_error(what + ": no clause (update matched, insert unmatched, or delete unmatched by source)");
   const auto schema = dataset::open(root).schema();
   source_conformer conform(root, schema, o.on);
+  // Batches are taken in slices of at most merge_slice_rows rows (zero-copy), so that
+  // the rows gathered for one write stay small whatever the caller's batches are.
+  std::optional<arrow::record_batch> pending;
+  std::int64_t at = 0;
   replayable_batches source(
       [&]() -> std::optional<arrow::record_batch> {
-        std::optional<arrow::record_batch> b = next();
-        if (!b) return std::nullopt;
-        return conform(*b);
+        while (!pending || at >= pending->num_rows()) {
+          std::optional<arrow::record_batch> b = next();
+          if (!b) return std::nullopt;
+          pending = conform(*b);
+          at = 0;
+        }
+        const auto n = std::min(merge_slice_rows, pending->num_rows() - at);
+        if (at == 0 && n == pending->num_rows()) {
+          at = n;
+          return pending;
+        }
+        arrow::record_batch out;
+        out.schema = pending->schema;
+        for (const auto& c : pending->columns) out.columns.push_back(arrow::slice(c, at, n));
+        at += n;
+        return out;
       },
-      o.memory_budget_bytes, o.spill_directory);
+      o.memory_budget_bytes / 2, o.spill_directory);
   if (rows) source.expect_rows(*rows);
   return run_until_committed(what, o.max_retries, [&] {
     merge_run<SinkFactory> run(root, source, o, make_sink);

@@ -102,8 +102,8 @@ class replayable_batches {
       io::file_sink_options so;  // scratch: no fsync, no rename
       so.publish_by_rename = false;
       so.sync = false;
-      file::writer_options wo;  // page buffers within the budget's share
-      wo.data_cache_bytes = std::clamp<std::uint64_t>(budget_ / 8, 1 << 20, std::uint64_t(8) << 20);
+      file::writer_options wo;  // page buffers within a quarter of the budget
+      wo.data_cache_bytes = std::clamp<std::uint64_t>(budget_ / 4, 1 << 20, std::uint64_t(8) << 20);
       writer_ = std::make_unique<file::file_writer<file::v2_0, io::file_sink>>(
           io::file_sink(spill_path_, so), schema::from_arrow(*b.schema), wo);
       batch_rows_ = std::max<std::uint64_t>(1, std::uint64_t(b.num_rows()));
