@@ -148,6 +148,9 @@ class key_reader {
   std::string scratch_;
 };
 
+// How many keys ahead of an add to the key table its slot is loaded.
+inline constexpr std::int64_t key_prefetch_distance = 16;
+
 // A key's hash: 64-bit words mixed by multiplication (keys are a few bytes).
 inline std::uint64_t merge_key_hash(std::string_view k) noexcept {
   std::uint64_t h = 0x9E3779B97F4A7C15ull ^ k.size();
@@ -184,8 +187,8 @@ class source_keys {
     if (n > slots_.size()) grow_to(n);
   }
 
-  // Adds the next row; `key` null: a NULL key.
-  void add(std::optional<std::string_view> key) {
+  // Adds the next row; `key` null: a NULL key; `h`: merge_key_hash(*key).
+  void add(std::optional<std::string_view> key, std::uint64_t h) {
     const std::uint64_t e = entries_.size();
     if (e >= empty) throw unsupported_error("merge insert: a source of more than 2^32 - 1 rows");
     entries_.push_back({arena_.size(), key ? std::uint32_t(key->size()) : 0, empty});
@@ -194,7 +197,7 @@ class source_keys {
     arena_.resize(at + key->size());
     std::memcpy(arena_.data() + at, key->data(), key->size());
     if ((used_ + 1) * 2 > slots_.size()) grow_to(std::max<std::size_t>(slots_.size() * 2, 1024));
-    place(e, merge_key_hash(*key), true);
+    place(e, h, true);
   }
 
   // The last row with this key (none: no row), then next_of(row) for the earlier ones;
@@ -205,9 +208,15 @@ class source_keys {
     for (std::size_t s = h & mask;; s = (s + 1) & mask) {
       const auto& sl = slots_[s];
       if (sl.entry == empty) return none;
-      if (sl.tag == std::uint32_t(h >> 32) && key_at(sl.entry) == key) return sl.entry;
+      if (sl.tag == std::uint32_t(h >> 32) && same_key(key_at(sl.entry), key)) return sl.entry;
     }
   }
+  // Starts loading the slot that hash h goes to first: adds and finds of many keys run
+  // some keys ahead of their cache misses.
+  void prefetch(std::uint64_t h) const noexcept {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[h & (slots_.size() - 1)]);
+  }
+
   // Whether a key with hash h may be there (false: it is not): a filter of 16 bits a key
   // that stays in a core's cache, so that the many target keys a source lacks are turned
   // away without a probe of the table. Valid after seal().
@@ -245,6 +254,17 @@ class source_keys {
   std::string_view key_at(std::uint64_t e) const {
     return {arena_.data() + entries_[e].key_offset, entries_[e].key_size};
   }
+  // Equal keys; a 64-bit key (the usual id) compared as one word rather than by memcmp.
+  static bool same_key(std::string_view a, std::string_view b) noexcept {
+    if (a.size() != b.size()) return false;
+    if (a.size() == 8) {
+      std::uint64_t x, y;
+      std::memcpy(&x, a.data(), 8);
+      std::memcpy(&y, b.data(), 8);
+      return x == y;
+    }
+    return a == b;
+  }
   static std::uint64_t filter_mask(std::uint64_t h) noexcept {
     return (1ull << (h & 63)) | (1ull << ((h >> 6) & 63)) | (1ull << ((h >> 12) & 63)) | (1ull << ((h >> 18) & 63));
   }
@@ -259,7 +279,7 @@ class source_keys {
         ++used_;
         return;
       }
-      if (chain && sl.tag == std::uint32_t(h >> 32) && key_at(sl.entry) == key_at(e)) {
+      if (chain && sl.tag == std::uint32_t(h >> 32) && same_key(key_at(sl.entry), key_at(e))) {
         entries_[e].next = sl.entry;
         sl.entry = std::uint32_t(e);
         return;
@@ -406,9 +426,19 @@ class merge_run {
   void index_source() {
     source_.rewind();
     if (const auto n = source_.rows()) keys_.reserve(*n, 8);
+    std::vector<std::uint64_t> hashes;
     while (auto b = source_.next()) {
       key_reader key(*b, o_.on);
-      for (std::int64_t r = 0; r < b->num_rows(); ++r) keys_.add(key(r));
+      const auto n = b->num_rows();
+      hashes.resize(std::size_t(n));
+      for (std::int64_t r = 0; r < n; ++r) {
+        const auto k = key(r);
+        hashes[std::size_t(r)] = k ? merge_key_hash(*k) : 0;
+      }
+      for (std::int64_t r = 0; r < n; ++r) {
+        if (r + key_prefetch_distance < n) keys_.prefetch(hashes[std::size_t(r + key_prefetch_distance)]);
+        keys_.add(key(r), hashes[std::size_t(r)]);
+      }
     }
     keys_.seal();
     matched_.assign(keys_.size(), false);
