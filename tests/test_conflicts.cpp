@@ -2,7 +2,8 @@
 // rival writer commit while our operation is under way (just before our manifest is
 // published, or from a progress callback) and checks what both left: rows, fragments,
 // deletions, indices, or the typed conflict and an unchanged dataset. Then real
-// concurrency: processes appending at once, and readers during writes.
+// concurrency: processes appending at once, readers during writes, and processes
+// running every kind of operation at once.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -11,7 +12,9 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -22,6 +25,9 @@
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/conflict.hpp>
 #include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/delete.hpp>
+#include <lancet/dataset/merge_insert.hpp>
+#include <lancet/dataset/update.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/index/build/ivf_builder.hpp>
 #include <lancet/index/optimize/optimize_indices.hpp>
@@ -612,4 +618,134 @@ TEST_CASE("readers during writes: a version's row count never changes once seen"
   CHECK(reads > 1);
   CHECK(ds::dataset::open(root).count_rows() == 5 + writers * appends * 2);
   for (const auto& [v, n] : seen) CHECK(ds::dataset::open(root, v).count_rows() == n);
+}
+
+namespace {
+
+// The rows of the process matrix: id, v int64 (what updates and merges change), vec.
+record_batch matrix_rows(const std::vector<std::int64_t>& ids, std::int64_t v) {
+  auto b = clustered_batch(0, std::int64_t(ids.size()));
+  std::vector<std::int64_t> vs(ids.size(), v);
+  return make_batch({{"id", make_array<std::int64_t>(ids)}, {"v", make_array<std::int64_t>(vs)}, {"vec", b.columns[1]}});
+}
+
+// Iterations a forked process committed (its log: one line per success).
+std::set<int> matrix_successes(const std::string& log) {
+  std::set<int> out;
+  std::ifstream in(log);
+  for (int i; in >> i;) out.insert(i);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("process matrix: append, update, merge insert, delete, compaction and index builds at once lose and duplicate nothing") {
+  scratch_dir t("c-matrix");
+  const auto root = t.sub("ds");
+  // 400 rows in 4 fragments; each kind of row operation owns a class of ids (id % 4) or
+  // ids of its own, so that the final state follows from which operations committed.
+  std::vector<std::int64_t> base(400);
+  for (std::int64_t i = 0; i < 400; ++i) base[std::size_t(i)] = i;
+  ds::write(root, matrix_rows(base, 0), opts(ds::write_mode::create, 100));
+  constexpr int rounds = 16;
+  const std::vector<std::function<void(int)>> ops{
+      // 0 append: 5 new rows, ids 100000 + 5i..
+      [&](int i) {
+        std::vector<std::int64_t> ids;
+        for (int j = 0; j < 5; ++j) ids.push_back(100000 + i * 5 + j);
+        ds::write(root, matrix_rows(ids, 0), opts(ds::write_mode::append, 100));
+      },
+      // 1 update: v + 1 on class 0
+      [&](int) { ds::update(root, "id < 400 AND id % 4 = 0", {{"v", "v + 1"}}); },
+      // 2 merge insert: ten class-3 rows (v = 1000 + i) and five new ones
+      [&](int i) {
+        std::vector<std::int64_t> ids;
+        for (int k = 0; k < 10; ++k) ids.push_back(4 * (i * 10 + k) + 3);
+        for (int j = 0; j < 5; ++j) ids.push_back(200000 + i * 5 + j);
+        ds::merge_insert_options m;
+        m.on = {"id"};
+        m.when_matched_update_all = true;
+        m.when_not_matched_insert_all = true;
+        ds::merge_insert(root, std::vector<record_batch>{matrix_rows(ids, 1000 + i)}, m);
+      },
+      // 3 delete: the class-2 rows of a range of 40 ids
+      [&](int i) {
+        ds::delete_where(root, "id % 4 = 2 AND id >= " + std::to_string(i * 40) + " AND id < " + std::to_string(i * 40 + 40));
+      },
+      // 4 compaction (indexes remapped)
+      [&](int) {
+        ds::compaction_options co;
+        co.target_rows_per_fragment = 200;
+        co.remap_indexes = lancet::index::compaction_remapper();
+        ds::compact_files(root, co);
+      },
+      // 5 index build (replacing) and optimisation, in turn
+      [&](int i) {
+        if (i % 2 == 0) {
+          auto o = flat_index();
+          o.replace = true;
+          index::build_ivf_index(root, o);
+        } else if (!index::list_indices(*ds::load_latest(root)).empty()) {
+          index::optimize_indices(root);
+        }
+      }};
+  std::vector<pid_t> kids;
+  for (std::size_t p = 0; p < ops.size(); ++p) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      std::ofstream log(t.sub("log." + std::to_string(p))), err(t.sub("err." + std::to_string(p)));
+      for (int i = 0; i < rounds; ++i) {
+        try {
+          ops[p](i);
+          log << i << "\n" << std::flush;
+        } catch (const std::exception& e) {
+          err << i << ": " << e.what() << "\n" << std::flush;
+        }
+      }
+      ::_exit(0);
+    }
+    kids.push_back(pid);
+  }
+  for (auto pid : kids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  std::vector<std::set<int>> ok;
+  for (std::size_t p = 0; p < ops.size(); ++p) {
+    ok.push_back(matrix_successes(t.sub("log." + std::to_string(p))));
+    std::ifstream err(t.sub("err." + std::to_string(p)));
+    const std::string errors((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+    const std::string summary = std::to_string(ok[p].size()) + " of " + std::to_string(rounds) + " committed" +
+                                (errors.empty() ? std::string() : "; failed: " + errors);
+    MESSAGE("operation " << p << ": " << summary);
+  }
+  // Row operations retry what a rival preempted: each commits at least once.
+  for (int p : {0, 1, 2, 3}) CHECK(!ok[std::size_t(p)].empty());
+
+  // The rows the committed operations leave, with their v.
+  std::map<std::int64_t, std::int64_t> want;
+  for (std::int64_t id = 0; id < 400; ++id) want[id] = id % 4 == 0 ? std::int64_t(ok[1].size()) : 0;
+  for (int i : ok[0])
+    for (int j = 0; j < 5; ++j) want[100000 + i * 5 + j] = 0;
+  for (int i : ok[2]) {
+    for (int k = 0; k < 10; ++k) want[4 * (i * 10 + k) + 3] = 1000 + i;
+    for (int j = 0; j < 5; ++j) want[200000 + i * 5 + j] = 1000 + i;
+  }
+  for (int i : ok[3])
+    for (std::int64_t id = i * 40; id < i * 40 + 40; ++id)
+      if (id % 4 == 2) want.erase(id);
+  std::map<std::int64_t, std::int64_t> have;
+  std::size_t rows = 0;
+  for (auto sc = ds::dataset::open(root).scan({.columns = {"id", "v"}}); auto b = sc.next();)
+    for (std::int64_t r = 0; r < b->num_rows(); ++r, ++rows) have[b->columns[0]->value<std::int64_t>(r)] = b->columns[1]->value<std::int64_t>(r);
+  CHECK(rows == have.size());  // no id twice
+  CHECK(have == want);
+  // Every version opens and reads its rows.
+  for (const auto& e : ds::list_versions(root)) {
+    INFO("version " << e.version);
+    CHECK_NOTHROW(ds::dataset::open(root, e.version).to_batch());
+  }
 }

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <functional>
 #include <string>
 #include <string_view>
@@ -11,6 +14,7 @@
 #include <lancet/core/endian.hpp>
 #include <lancet/core/error.hpp>
 #include <lancet/core/executor.hpp>
+#include <lancet/core/random.hpp>
 #include <lancet/core/release_memory.hpp>
 #include <lancet/core/warning.hpp>
 
@@ -205,4 +209,31 @@ TEST_CASE("deal_by_weight: heaviest first, each to the least loaded worker") {
   CHECK(many.items == std::vector<std::vector<std::size_t>>{{0}, {1}, {}, {}});
   CHECK(lancet::deal_by_weight({}, 2).load == std::vector<std::uint64_t>{0, 0});
   CHECK_THROWS_WITH_AS(lancet::deal_by_weight(w, 0), doctest::Contains("0 workers"), lancet::invalid_input_error);
+}
+
+TEST_CASE("random_u64: a forked child draws other values than its parent") {
+  (void)lancet::random_u64();  // the parent's generator is seeded before the fork
+  int fd[2];
+  REQUIRE(::pipe(fd) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const std::uint64_t v[2] = {lancet::random_u64(), lancet::random_u64()};
+    const bool sent = ::write(fd[1], v, sizeof v) == ssize_t(sizeof v);
+    ::_exit(sent ? 0 : 1);
+  }
+  ::close(fd[1]);
+  std::uint64_t child[2] = {0, 0};
+  const bool got = ::read(fd[0], child, sizeof child) == ssize_t(sizeof child);
+  ::close(fd[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(got);
+  const std::uint64_t parent[2] = {lancet::random_u64(), lancet::random_u64()};
+  CHECK((child[0] != parent[0] || child[1] != parent[1]));
+  CHECK(lancet::random_between(7, 7) == 7);
+  for (int i = 0; i < 100; ++i) {
+    const auto x = lancet::random_between(3, 5);
+    CHECK((x >= 3 && x <= 5));
+  }
 }

@@ -1,6 +1,7 @@
-// Crash safety of the maintenance operations (kill -9): a process running
-// index::build_ivf_index, index::optimize_indices or dataset::compact_files is killed
-// (SIGKILL) at 20 random moments each, on one dataset of 20,000+ rows x 32-d float
+// Crash safety of the maintenance and row operations (kill -9): a process running
+// index::build_ivf_index, index::optimize_indices, dataset::compact_files,
+// dataset::update, dataset::merge_insert or dataset::delete_where is killed (SIGKILL) at
+// 20 random moments each, on one dataset of 20,000+ rows x 32-d float
 // vectors with an IVF_PQ index (16 partitions, 8 sub-vectors). As the append test of
 // test_dataset.cpp: the operation is timed once on a copy, then each round forks a
 // child that runs it, sleeps a random fraction of 1.3x that time and kills it.
@@ -38,6 +39,9 @@
 #include <lancet/dataset/cleanup.hpp>
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/delete.hpp>
+#include <lancet/dataset/merge_insert.hpp>
+#include <lancet/dataset/update.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/index/build/ivf_builder.hpp>
 #include <lancet/index/optimize/optimize_indices.hpp>
@@ -178,10 +182,13 @@ struct crash_stats {
 };
 
 // 20 rounds of: prepare (uninterrupted commits: appends), then the operation in a
-// child killed after a random delay, then the checks. `committed` maps version -> rows.
+// child killed after a random delay, then the checks. `committed` maps version -> rows;
+// a committed operation leaves rows + `added` rows (ids 0.. still: it deletes or inserts
+// at the end of the id range).
 crash_stats kill_rounds(const std::string& what, const std::string& root, std::map<std::uint64_t, std::uint64_t>& committed,
                         std::uint64_t& rows, std::mt19937_64& rng, const std::function<void()>& prepare,
-                        const std::function<void(const std::string&)>& op, bool reserves = false) {
+                        const std::function<void(const std::string&)>& op, bool reserves = false,
+                        std::int64_t added = 0) {
   crash_stats st;
   const auto record_latest = [&] {
     const auto d = dataset::dataset::open(root);
@@ -243,7 +250,10 @@ crash_stats kill_rounds(const std::string& what, const std::string& root, std::m
       REQUIRE((d.version() == latest || d.version() == latest + 1));
       if (finished) CHECK(d.version() == latest + 1);
       rewritten = d.version() == latest + 1;
-      if (rewritten) committed[d.version()] = rows;
+      if (rewritten) {
+        rows = std::uint64_t(std::int64_t(rows) + added);
+        committed[d.version()] = rows;
+      }
     }
     if (!finished && !rewritten) ++st.killed_uncommitted;
     check_versions(root, committed);
@@ -271,7 +281,7 @@ crash_stats kill_rounds(const std::string& what, const std::string& root, std::m
 
 }  // namespace
 
-TEST_CASE("crash safety: index build, optimize and compaction killed (SIGKILL) at 20 random moments each") {
+TEST_CASE("crash safety: index build, optimize, compaction, update, merge insert and delete killed (SIGKILL) at 20 random moments each") {
   t::temp_dir tmp("crash");
   const std::string root = (tmp.path() / "ds").string();
   const auto t0 = std::chrono::steady_clock::now();
@@ -308,6 +318,40 @@ TEST_CASE("crash safety: index build, optimize and compaction killed (SIGKILL) a
         }
       },
       [](const std::string& r) { dataset::compact_files(r, {.remap_indexes = lancet::index::compaction_remapper()}); }, true);
+
+  // 4. Update (rows move to a new fragment, ids kept), 300 new rows before each round.
+  kill_rounds(
+      "update", root, committed, rows, rng,
+      [&] {
+        append_vectors(root, 300, std::int64_t(rows));
+        rows += 300;
+      },
+      [&](const std::string& r) {
+        dataset::update(r, "id >= " + std::to_string(rows - 400) + " AND id % 3 = 0", {{"id", "id"}});
+      });
+
+  // 5. Merge insert: 100 rows of the end of the id range updated, 100 new ones inserted.
+  kill_rounds(
+      "merge_insert", root, committed, rows, rng, [] {},
+      [&](const std::string& r) {
+        dataset::merge_insert_options m;
+        m.on = {"id"};
+        m.when_matched_update_all = true;
+        m.when_not_matched_insert_all = true;
+        const auto first = std::int64_t(rows) - 100;
+        dataset::merge_insert(r, std::vector<arrow::record_batch>{t::id_vector_batch(vectors(200, first), crash_dim, first)},
+                              m);
+      },
+      false, 100);
+
+  // 6. Delete of the last 50 ids, 100 new rows before each round.
+  kill_rounds(
+      "delete_where", root, committed, rows, rng,
+      [&] {
+        append_vectors(root, 100, std::int64_t(rows));
+        rows += 100;
+      },
+      [&](const std::string& r) { dataset::delete_where(r, "id >= " + std::to_string(rows - 50)); }, false, -50);
 
   // Leftovers of the killed operations: on disk, referenced by no manifest.
   std::set<std::string> leftovers;

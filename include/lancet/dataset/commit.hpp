@@ -28,7 +28,6 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
-#include <random>
 #include <span>
 #include <string>
 #include <thread>
@@ -37,6 +36,7 @@
 #include <vector>
 
 #include "lancet/core/error.hpp"
+#include "lancet/core/random.hpp"
 #include "lancet/dataset/conflict.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/sink_factory.hpp"
@@ -339,8 +339,7 @@ class slot_backoff {
   std::chrono::milliseconds next() {
     const std::uint64_t slots = std::uint64_t(1) << std::min<unsigned>(attempt_ + 2, 30);
     ++attempt_;
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    const std::uint64_t slot = std::uniform_int_distribution<std::uint64_t>(0, slots - 1)(rng);
+    const std::uint64_t slot = random_between(0, slots - 1);
     return std::chrono::milliseconds(std::min<std::uint64_t>(slot * std::uint64_t(unit_), 5000));
   }
 

@@ -13,12 +13,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <random>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "lancet/core/error.hpp"
+#include "lancet/core/random.hpp"
 #include "lancet/dataset/arrow_ipc.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/roaring.hpp"
@@ -144,11 +144,10 @@ inline deletion_vector read_deletion_vector(const std::string& root, const pb::m
 
 // A new bitmap-kind deletion file record for a fragment (random id, as Lance does).
 inline pb::deletion_file new_bitmap_deletion_file(std::uint64_t read_version, std::uint64_t num_deleted) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
   pb::deletion_file d;
   d.file_type = pb::deletion_file::type::bitmap;
   d.read_version = read_version;
-  d.id = rng();
+  d.id = random_u64();
   d.num_deleted_rows = num_deleted;
   return d;
 }

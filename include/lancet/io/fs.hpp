@@ -15,11 +15,9 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -27,6 +25,7 @@
 
 #include "lancet/core/buffer.hpp"
 #include "lancet/core/error.hpp"
+#include "lancet/core/random.hpp"
 
 namespace lancet::io {
 
@@ -239,13 +238,10 @@ inline void make_directories(const std::string& dir) {
 // Hidden and suffixed so that listings (e.g. Lance's *.manifest scan) ignore it.
 inline std::string unique_temp_name(std::string_view final_path) {
   static std::atomic<std::uint64_t> counter{0};
-  thread_local std::mt19937_64 rng{std::random_device{}() ^
-                                   static_cast<std::uint64_t>(
-                                       std::chrono::steady_clock::now().time_since_epoch().count())};
   char tail[64];
   std::snprintf(tail, sizeof tail, ".%ld-%llu-%016llx.tmp", static_cast<long>(::getpid()),
                 static_cast<unsigned long long>(counter.fetch_add(1, std::memory_order_relaxed)),
-                static_cast<unsigned long long>(rng()));
+                static_cast<unsigned long long>(random_u64()));
   std::string dir = parent_directory(final_path);
   std::string out;
   // Keep "a/b" relative paths relative; a bare name stays in the working directory.

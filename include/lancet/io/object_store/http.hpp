@@ -18,7 +18,6 @@
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +43,7 @@
 
 #include "lancet/core/ascii.hpp"
 #include "lancet/core/error.hpp"
+#include "lancet/core/random.hpp"
 #include "lancet/io/object_store/options.hpp"
 #include "lancet/io/object_store/sigv4.hpp"
 #include "lancet/io/object_store/xml.hpp"
@@ -309,9 +309,8 @@ inline std::string query_string(const header_list& query) {
 // The pause before retry number attempt + 1: 100 ms x 2^attempt, at most 5 s, jittered
 // down to half so that clients that failed together do not retry together.
 inline std::chrono::milliseconds backoff_delay(unsigned attempt) {
-  thread_local std::minstd_rand rng{std::random_device{}()};
   const auto base = std::min<std::int64_t>(5000, std::int64_t(100) << std::min(attempt, 6u));
-  return std::chrono::milliseconds(std::uniform_int_distribution<std::int64_t>(base / 2, base)(rng));
+  return std::chrono::milliseconds(std::int64_t(random_between(std::uint64_t(base / 2), std::uint64_t(base))));
 }
 
 using byte_span = std::optional<std::pair<std::uint64_t, std::uint64_t>>;  // [begin, end); none: all
