@@ -14,6 +14,9 @@
 #include <lancet/dataset/delete.hpp>
 #include <lancet/dataset/merge_insert.hpp>
 #include <lancet/dataset/write.hpp>
+#include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/optimize/optimize_indices.hpp>
+#include <lancet/query/table.hpp>
 
 #include "support/dataset_writes.hpp"
 #include "support/temp_dir.hpp"
@@ -240,4 +243,53 @@ TEST_CASE("merge_insert: a source row matching several target rows updates each;
       make_batch({{"id", make_array<std::int64_t>({1, 1})}, {"s", string_array({"a", "a"})}})};
   CHECK_THROWS_WITH_AS(ds::merge_insert(two, dup, o), doctest::Contains("row on (s = \"a\", id = 1)"),
                        invalid_input_error);
+}
+
+TEST_CASE("merge_insert and a vector index: moved and inserted rows found through the unindexed path, then indexed") {
+  lancet::testing::scratch_dir tmp("merge-index");
+  const auto root = tmp.sub("ds");
+  // id 0..39, vec = (id, id % 3) in 2 fragments.
+  const auto rows = [](std::int64_t a, std::int64_t b, float shift) {
+    std::vector<std::int64_t> ids;
+    std::vector<float> vec;
+    for (auto i = a; i < b; ++i) {
+      ids.push_back(i);
+      vec.push_back(float(i) + shift);
+      vec.push_back(float(i % 3));
+    }
+    return make_batch({{"id", make_array<std::int64_t>(ids)}, {"vec", make_fixed_size_list(make_array<float>(vec), 2)}});
+  };
+  ds::write(root, rows(0, 40, 0), lancet::testing::opts(ds::write_mode::create, 20));
+  index::build_options o;
+  o.column = "vec";
+  o.type = index::ivf_index_type::ivf_flat;
+  o.num_partitions = 2;
+  index::build_ivf_index(root, o);
+  // ids 10..14 move to (id + 100, id % 3); ids 40..44 are new at (id + 100, id % 3).
+  const auto r = ds::merge_insert(root, std::vector<record_batch>{rows(10, 15, 100), rows(40, 45, 100)}, merge_upsert());
+  CHECK(r.updated_rows == 5);
+  CHECK(r.inserted_rows == 5);
+  const auto nearest = [&](float x, float y) {
+    const auto hits = query::table::open(root).search("vec", std::vector<float>{x, y}).nprobes(2).select({"id"}).limit(1).to_batch();
+    REQUIRE(hits.num_rows() == 1);
+    CHECK(hits.columns[1]->value<float>(0) == 0.0f);  // _distance
+    return hits.columns[0]->value<std::int64_t>(0);
+  };
+  const auto check_answers = [&] {
+    CHECK(nearest(112, 0) == 12);  // the moved row, at its new vector
+    CHECK(nearest(142, 0) == 42);  // an inserted row
+    CHECK(nearest(9, 0) == 9);     // an indexed row that stayed
+    // The old vector of a moved row is gone: its nearest is another row.
+    const auto hits = query::table::open(root).search("vec", std::vector<float>{12, 0}).nprobes(2).select({"id"}).limit(3).to_batch();
+    for (std::int64_t i = 0; i < hits.num_rows(); ++i) CHECK(hits.columns[0]->value<std::int64_t>(i) != 12);
+  };
+  check_answers();
+  index::optimize_indices(root);  // the merge's new fragment joins the index
+  const auto d = ds::dataset::open(root);
+  const auto s = ds::load_latest(root);
+  REQUIRE(s->file.indices.size() >= 1);
+  std::uint64_t covered = 0;
+  for (const auto& im : s->file.indices) covered += ds::index_fragment_bitmap(im).to_vector().size();
+  CHECK(covered == d.manifest().fragments.size());
+  check_answers();
 }
