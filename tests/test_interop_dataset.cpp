@@ -912,6 +912,32 @@ TEST_CASE("interop: columns we drop, rename and make non-nullable, read by Lance
   check_batches(ds::dataset::open(root).to_batch(), before_optimize, "our read after LanceDB's compaction");
 }
 
+// Nested columns derived from each row's id and a salt: info struct<a: int32, tags:
+// list<utf8>> (NULL structs unless told otherwise: 2.0 files have no struct validity;
+// NULL members, empty and NULL lists) and vec
+// fixed_size_list<float32, 2>.
+std::vector<std::pair<std::string, array_ptr>> merge_nested_columns(const std::vector<std::int64_t>& ids, std::int64_t salt,
+                                                                   bool null_structs = true) {
+  std::vector<std::optional<std::int32_t>> a;
+  std::vector<std::vector<std::optional<std::string>>> tags;
+  std::vector<bool> tags_valid, info_valid;
+  std::vector<float> vec;
+  for (auto id : ids) {
+    const auto h = (id * 31 + salt * 17) % 97;
+    a.push_back(h % 5 ? std::optional<std::int32_t>(std::int32_t(h)) : std::nullopt);
+    std::vector<std::optional<std::string>> l;
+    for (std::int64_t k = 0; k < h % 4; ++k) l.push_back(k == 2 ? std::nullopt : std::optional<std::string>("g" + std::to_string(h + k)));
+    tags.push_back(l);
+    tags_valid.push_back(h % 11 != 0);
+    info_valid.push_back(!null_structs || h % 13 != 0);
+    vec.push_back(float(h));
+    vec.push_back(float(salt));
+  }
+  auto info = struct_array({{"a", make_array<std::int32_t>(a)}, {"tags", list_array<std::string>(tags, tags_valid)}},
+                           info_valid);
+  return {{"info", info}, {"vec", make_fixed_size_list(make_array<float>(vec), 2)}};
+}
+
 TEST_CASE("interop: our updates equal LanceDB's on a copy; each reads the other's and updates on top") {
   const auto version = GENERATE_VERSION();
   CAPTURE(version);
@@ -930,9 +956,13 @@ TEST_CASE("interop: our updates equal LanceDB's on a copy; each reads the other'
   ds::write_options o;
   o.max_rows_per_file = 25;
   o.storage_version = file::parse_format_version(version);
-  ds::write(root, make_batch({{"id", make_array<std::int64_t>(ids)}, {"x", make_array<std::int32_t>(x)},
-                              {"name", string_array(names)}, {"price", make_array<double>(price)}}),
-            o);
+  // Nested columns ride along with the rows an update moves.
+  auto cols = std::vector<std::pair<std::string, array_ptr>>{{"id", make_array<std::int64_t>(ids)},
+                                                             {"x", make_array<std::int32_t>(x)},
+                                                             {"name", string_array(names)},
+                                                             {"price", make_array<double>(price)}};
+  for (auto& c : merge_nested_columns(ids, 1, version != "2.0")) cols.push_back(c);
+  ds::write(root, make_batch(cols), o);
   ds::delete_where(root, "id % 11 = 3");
   const auto copy = dataset_dir(dir, "theirs");
   std::filesystem::copy(root, copy, std::filesystem::copy_options::recursive);
@@ -971,6 +1001,7 @@ TEST_CASE("interop: our updates equal LanceDB's on a copy; each reads the other'
 TEST_CASE("interop: our merge inserts equal LanceDB's on a copy, random keys, every clause") {
   t::temp_dir dir("ds-merge");
   std::mt19937_64 rng(77);
+  std::int64_t salt = 0;
   const auto make_rows = [&](std::int64_t n, std::int64_t key_range) {
     std::vector<std::int64_t> ids;
     std::vector<std::optional<std::string>> tags;
@@ -983,9 +1014,12 @@ TEST_CASE("interop: our merge inserts equal LanceDB's on a copy, random keys, ev
       tags.push_back(rng() % 4 ? std::optional<std::string>("t" + std::to_string(rng() % 100)) : std::nullopt);
       vals.push_back(rng() % 5 ? std::optional<double>(double(rng() % 1000) / 8) : std::nullopt);
     }
-    return make_batch({{"id", make_array<std::int64_t>(ids)}, {"tag", string_array(tags)},
-                       {"val", make_array<double>(vals)}});
+    auto cols = std::vector<std::pair<std::string, array_ptr>>{
+        {"id", make_array<std::int64_t>(ids)}, {"tag", string_array(tags)}, {"val", make_array<double>(vals)}};
+    for (auto& c : merge_nested_columns(ids, ++salt)) cols.push_back(c);
+    return make_batch(cols);
   };
+  // Rows carry nested columns (a struct of an int and a list of strings, a vector).
   // Cases 6 and 7 join on (id, tag): a key of two columns, one a string with NULLs
   // (which match nothing).
   for (int c = 0; c < 8; ++c) {
@@ -1016,7 +1050,10 @@ TEST_CASE("interop: our merge inserts equal LanceDB's on a copy, random keys, ev
                                                                : std::optional<std::string>(live.columns[1]->string_value(r)));
         vals.push_back(double(i) / 4);
       }
-      src = make_batch({{"id", make_array<std::int64_t>(ids)}, {"tag", string_array(tags)}, {"val", make_array<double>(vals)}});
+      auto cols = std::vector<std::pair<std::string, array_ptr>>{
+          {"id", make_array<std::int64_t>(ids)}, {"tag", string_array(tags)}, {"val", make_array<double>(vals)}};
+      for (auto& col : merge_nested_columns(ids, ++salt)) cols.push_back(col);
+      src = make_batch(cols);
     }
     const auto file = dir.path() / ("src-" + std::to_string(c) + ".jsonl");
     std::ofstream(file) << json::rows_to_json(src);
