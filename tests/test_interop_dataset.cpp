@@ -1073,6 +1073,13 @@ TEST_CASE("interop: our merge inserts equal LanceDB's on a copy, random keys, ev
     check_batches(a.to_batch(), b.to_batch(), "our merge insert against LanceDB's (both read by us)");
     std::int64_t count = -1;
     check_batches(a.to_batch(), theirs(root, &count), "LanceDB's read of our merge insert");
+    // LanceDB carries on from our merge as from its own: an update, then optimize
+    // (compaction and index work).
+    const std::string more = R"([{"op": "update", "where": "val IS NULL", "set": {"val": "-1"}}, {"op": "optimize"}])";
+    (void)t::node("mutate.mjs", {root, "--ops", more});
+    (void)t::node("mutate.mjs", {copy, "--ops", more});
+    check_batches(ds::dataset::open(root).to_batch(), ds::dataset::open(copy).to_batch(),
+                  "LanceDB's update and optimize after our merge insert and after its own");
   }
 }
 
