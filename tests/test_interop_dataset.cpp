@@ -912,6 +912,45 @@ TEST_CASE("interop: columns we drop, rename and make non-nullable, read by Lance
   check_batches(ds::dataset::open(root).to_batch(), before_optimize, "our read after LanceDB's compaction");
 }
 
+TEST_CASE("interop: lists cast by their items equal LanceDB's alterColumns on a copy") {
+  t::temp_dir dir("ds-cast-lists");
+  const auto root = dataset_dir(dir, "ours"), copy = dataset_dir(dir, "theirs");
+  std::vector<std::int64_t> ids;
+  std::vector<float> vec;
+  std::vector<std::vector<std::optional<std::int64_t>>> tags;
+  std::vector<bool> tags_valid;
+  for (std::int64_t i = 0; i < 50; ++i) {
+    ids.push_back(i);
+    vec.push_back(float(i) / 3);  // float16 rounds these: both sides must round alike
+    vec.push_back(float(i % 5) * 1000.7f);
+    std::vector<std::optional<std::int64_t>> l;
+    for (std::int64_t k = 0; k < i % 4; ++k) l.push_back(k == 2 ? std::nullopt : std::optional<std::int64_t>(i * 100 + k));
+    tags.push_back(l);
+    tags_valid.push_back(i % 6 != 0);
+  }
+  ds::write_options o;
+  o.max_rows_per_file = 20;
+  ds::write(root,
+            make_batch({{"id", make_array<std::int64_t>(ids)},
+                        {"vec", make_fixed_size_list(make_array<float>(vec), 2)},
+                        {"tags", list_array<std::int64_t>(tags, tags_valid)}}),
+            o);
+  ds::delete_where(root, "id % 9 = 4");
+  std::filesystem::copy(root, copy, std::filesystem::copy_options::recursive);
+  (void)t::node("alter_table.mjs", {copy, "--cast", "vec=fixed_size_list<2>:float16"});
+  (void)t::node("alter_table.mjs", {copy, "--cast", "tags=list:int32"});
+  ds::alter_columns(root, {{"vec", std::nullopt, std::nullopt, arrow::fixed_size_list(arrow::float16(), 2)}});
+  ds::alter_columns(root, {{"tags", std::nullopt, std::nullopt, arrow::list(arrow::int32())}});
+  const auto ours = ds::dataset::open(root), theirs_ds = ds::dataset::open(copy);
+  CHECK(ours.version() == theirs_ds.version());
+  CHECK(arrow::equals(*ours.schema().fields[1].type, *theirs_ds.schema().fields[1].type));
+  CHECK(arrow::equals(*ours.schema().fields[2].type, *theirs_ds.schema().fields[2].type));
+  check_batches(ours.to_batch(), theirs_ds.to_batch(), "our list casts against LanceDB's (both read by us)");
+  std::int64_t count = -1;
+  check_batches(ours.to_batch(), theirs(root, &count), "LanceDB's read of our list casts");
+  CHECK(count == ours.count_rows());
+}
+
 // Nested columns derived from each row's id and a salt: info struct<a: int32, tags:
 // list<utf8>> (NULL structs unless told otherwise: 2.0 files have no struct validity;
 // NULL members, empty and NULL lists) and vec

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <lancet/arrow/builder.hpp>
+#include <lancet/arrow/half.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/delete.hpp>
 #include <lancet/dataset/schema_change.hpp>
@@ -265,9 +266,71 @@ TEST_CASE("alter_columns: a cast gives the column a new id and a new file per fr
     CHECK(b.columns[1]->is_valid(i) == old.columns[1]->is_valid(i));
     if (old.columns[1]->is_valid(i)) CHECK(b.columns[1]->string_value(i) == old.columns[1]->string_value(i));
   }
-  // Lists and fixed-size lists are not cast (Lance casts their items; lancet says so).
-  CHECK_THROWS_WITH_AS(ds::alter_columns(root, {{"vec", std::nullopt, std::nullopt, arrow::fixed_size_list(arrow::float64(), 4)}}),
-                       doctest::Contains("not lists or fixed-size lists"), unsupported_error);
+}
+
+TEST_CASE("alter_columns: lists cast by their items, as Lance 12 casts them") {
+  lancet::testing::scratch_dir tmp("schema-cast-lists");
+  const auto root = tmp.sub("ds");
+  // id, vec fixed_size_list<float32, 2> (values float16 holds exactly), tags list<int64>
+  // (NULL lists, NULL items, empty lists); 3 fragments, some rows deleted.
+  std::vector<std::int64_t> ids;
+  std::vector<float> vec;
+  std::vector<std::vector<std::optional<std::int64_t>>> tags;
+  std::vector<bool> tags_valid;
+  for (std::int64_t i = 0; i < 30; ++i) {
+    ids.push_back(i);
+    vec.push_back(float(i) * 0.5f);
+    vec.push_back(-float(i % 4) * 0.25f);
+    std::vector<std::optional<std::int64_t>> l;
+    for (std::int64_t k = 0; k < i % 3; ++k) l.push_back(k == 1 && i % 2 ? std::nullopt : std::optional<std::int64_t>(i * 10 + k));
+    tags.push_back(l);
+    tags_valid.push_back(i % 5 != 0);
+  }
+  ds::write(root,
+            make_batch({{"id", make_array<std::int64_t>(ids)},
+                        {"vec", make_fixed_size_list(make_array<float>(vec), 2)},
+                        {"tags", list_array<std::int64_t>(tags, tags_valid)}}),
+            lancet::testing::opts(ds::write_mode::create, 10));
+  ds::delete_where(root, "id % 7 = 2");
+  const auto before = ds::dataset::open(root).to_batch();
+  const auto v0 = ds::dataset::open(root).version();
+  // Items that do not fit, other kinds of items, other list kinds or sizes: errors.
+  CHECK_THROWS_WITH_AS(ds::alter_columns(root, {{"tags", std::nullopt, std::nullopt, arrow::list(arrow::float64())}}),
+                       doctest::Contains("cannot cast column 'tags'"), invalid_input_error);
+  CHECK_THROWS_WITH_AS(ds::alter_columns(root, {{"tags", std::nullopt, std::nullopt, arrow::large_list(arrow::int32())}}),
+                       doctest::Contains("cannot cast column 'tags'"), invalid_input_error);
+  CHECK_THROWS_WITH_AS(ds::alter_columns(root, {{"vec", std::nullopt, std::nullopt, arrow::fixed_size_list(arrow::float16(), 3)}}),
+                       doctest::Contains("cannot cast column 'vec'"), invalid_input_error);
+  CHECK_THROWS_WITH_AS(ds::alter_columns(root, {{"tags", std::nullopt, std::nullopt, arrow::list(arrow::int8())}}),
+                       doctest::Contains("cannot hold the value 130"), invalid_input_error);
+  CHECK(ds::dataset::open(root).version() == v0);
+  ds::alter_columns(root, {{"vec", std::nullopt, std::nullopt, arrow::fixed_size_list(arrow::float16(), 2)},
+                           {"tags", std::nullopt, std::nullopt, arrow::list(arrow::int32())}});
+  const auto d = ds::dataset::open(root);
+  CHECK(d.schema().fields[1].type->children.at(0).type->id == arrow::type_id::float16);
+  CHECK(d.schema().fields[2].type->children.at(0).type->id == arrow::type_id::int32);
+  const auto b = d.to_batch();
+  REQUIRE(b.num_rows() == before.num_rows());
+  for (std::int64_t i = 0; i < b.num_rows(); ++i) {
+    CAPTURE(i);
+    const auto& nv = *b.columns[1]->children[0];
+    const auto& ov = *before.columns[1]->children[0];
+    for (std::int64_t k = 0; k < 2; ++k)
+      CHECK(half_to_float(nv.value<std::uint16_t>((b.columns[1]->offset + i) * 2 + k)) ==
+            ov.value<float>((before.columns[1]->offset + i) * 2 + k));
+    const auto& nt = *b.columns[2];
+    const auto& ot = *before.columns[2];
+    REQUIRE(nt.is_valid(i) == ot.is_valid(i));
+    if (!ot.is_valid(i)) continue;
+    REQUIRE(nt.value_offset(i + 1) - nt.value_offset(i) == ot.value_offset(i + 1) - ot.value_offset(i));
+    for (auto k = 0; k < ot.value_offset(i + 1) - ot.value_offset(i); ++k) {
+      const auto& ni = *nt.children[0];
+      const auto& oi = *ot.children[0];
+      const auto at_n = nt.value_offset(i) + k, at_o = ot.value_offset(i) + k;
+      REQUIRE(ni.is_valid(at_n) == oi.is_valid(at_o));
+      if (oi.is_valid(at_o)) CHECK(std::int64_t(ni.value<std::int32_t>(at_n)) == oi.value<std::int64_t>(at_o));
+    }
+  }
 }
 
 TEST_CASE("alter_columns: casts Lance refuses, and values that do not fit, are errors") {

@@ -1,6 +1,7 @@
 // Casting an array to another type of its kind, every value checked: integers to
 // integers of any width and sign, integers and floats to floats, strings and binary
-// between their 32- and 64-bit offset forms. A value the target cannot hold is an
+// between their 32- and 64-bit offset forms, lists (and fixed-size lists of one size)
+// by their items. A value the target cannot hold is an
 // invalid_input_error naming the column, the value and its row; a cast between other
 // kinds is one naming both types.
 #pragma once
@@ -89,11 +90,52 @@ inline array_ptr cast_numbers(const array_data& a, const type_ptr& to, const std
 
 }  // namespace detail
 
+inline array_ptr cast(const array_ptr& a, const type_ptr& to, const std::string& column);
+
+namespace detail {
+
+// The validity of a's rows as make_list / make_fixed_size_list take it (empty: all valid).
+inline validity_list row_validity(const array_data& a) {
+  if (a.count_nulls() == 0) return {};
+  validity_list v(std::size_t(a.length));
+  for (std::int64_t i = 0; i < a.length; ++i) v[std::size_t(i)] = a.is_valid(i);
+  return v;
+}
+
+// A list, large list or fixed-size list with its items cast to `to`'s item type (the
+// same list kind; fixed-size lists of the same size); nullptr for other pairs.
+inline array_ptr cast_list(const array_ptr& a, const type_ptr& to, const std::string& column) {
+  const auto from = a->type->id;
+  if (from != to->id || to->children.size() != 1) return nullptr;
+  const auto& item = to->children[0];
+  if (from == type_id::fixed_size_list) {
+    const auto size = a->type->list_size;
+    if (size != to->list_size) return nullptr;
+    const auto items = slice(a->children.at(0), (a->offset) * size, a->length * size);
+    return make_fixed_size_list(item, cast(items, item.type, column), size, row_validity(*a));
+  }
+  if (from != type_id::list && from != type_id::large_list) return nullptr;
+  const std::int64_t first = a->length == 0 ? 0 : a->value_offset(0);
+  const std::int64_t last = a->length == 0 ? 0 : a->value_offset(a->length);
+  const auto items = cast(slice(a->children.at(0), first, last - first), item.type, column);
+  if (from == type_id::list) {
+    std::vector<std::int32_t> offsets;
+    for (std::int64_t i = 0; i <= a->length; ++i) offsets.push_back(std::int32_t(a->value_offset(i) - first));
+    return make_list(item, items, offsets, row_validity(*a));
+  }
+  std::vector<std::int64_t> offsets;
+  for (std::int64_t i = 0; i <= a->length; ++i) offsets.push_back(a->value_offset(i) - first);
+  return make_large_list(item, items, offsets, row_validity(*a));
+}
+
+}  // namespace detail
+
 // `a` as type `to` (values checked; the same type: `a` itself). `column` names it in errors.
 inline array_ptr cast(const array_ptr& a, const type_ptr& to, const std::string& column) {
   if (equals(*a->type, *to)) return a;
   const auto from = a->type->id;
   if (from == type_id::null) return null_array_of(to, a->length);
+  if (auto l = detail::cast_list(a, to, column)) return l;
   if (is_integer(from) && is_integer(to->id)) {
     switch (to->id) {
       case type_id::int8: return detail::cast_numbers<std::int8_t>(*a, to, column);

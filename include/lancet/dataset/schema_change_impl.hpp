@@ -27,6 +27,24 @@ namespace lancet::dataset {
 
 namespace detail {
 
+// Whether alter_columns casts `from` to `to`, as Lance 12 does: numbers to numbers of
+// their kind (integers, floats), strings and binary between their offset widths, lists
+// (of one list kind; fixed-size lists of one size) whose items cast so.
+inline bool castable(const arrow::data_type& from, const arrow::data_type& to) {
+  using arrow::type_id;
+  const auto kind = [](const arrow::data_type& t) {
+    if (arrow::is_integer(t.id)) return 1;
+    if (arrow::is_floating(t.id)) return 2;
+    if (t.id == type_id::utf8 || t.id == type_id::large_utf8) return 3;
+    if (t.id == type_id::binary || t.id == type_id::large_binary) return 4;
+    return 0;
+  };
+  if (from.id == type_id::list || from.id == type_id::large_list || from.id == type_id::fixed_size_list)
+    return to.id == from.id && to.list_size == from.list_size && from.children.size() == 1 && to.children.size() == 1 &&
+           castable(*from.children[0].type, *to.children[0].type);
+  return kind(from) != 0 && kind(from) == kind(to);
+}
+
 // The fields from the top down to `path` ("a" or "s.a"), as positions among their
 // siblings; empty when no such column (only struct members are reached through '.').
 inline std::vector<std::size_t> column_positions(const schema::schema& s, const std::string& path) {
@@ -400,18 +418,7 @@ schema_change_result alter_columns(const std::string& root, const std::vector<co
       const auto& from = d.schema().fields.at(pos[0]).type;
       if (pos.size() != 1)
         throw invalid_input_error("column '" + c.path + "': only top-level columns are cast (cast its struct)");
-      const auto kind = [](const arrow::data_type& t) {
-        using arrow::type_id;
-        if (arrow::is_integer(t.id)) return 1;
-        if (arrow::is_floating(t.id)) return 2;
-        if (t.id == type_id::utf8 || t.id == type_id::large_utf8) return 3;
-        if (t.id == type_id::binary || t.id == type_id::large_binary) return 4;
-        return 0;
-      };
-      if (arrow::is_list_like(from->id) || from->id == arrow::type_id::fixed_size_list)
-        throw unsupported_error("column '" + c.path + "' of dataset '" + root + "': lancet casts numbers, strings and "
-                                "binary columns, not lists or fixed-size lists");
-      if (kind(*from) == 0 || kind(*from) != kind(*c.cast))
+      if (!detail::castable(*from, *c.cast))
         throw invalid_input_error("cannot cast column '" + c.path + "' of dataset '" + root + "' from " +
                                   arrow::to_string(*from) + " to " + arrow::to_string(*c.cast));
       if (!arrow::equals(*from, *c.cast)) casts.emplace_back(pos[0], c.cast);
