@@ -169,6 +169,26 @@ TEST_CASE("merge_insert: bad input is an error naming the key or column, nothing
   fails({merge_rows({1}, {1})}, bad_if, "nope");
 }
 
+TEST_CASE("merge_insert racing a delete of other rows of its fragment: the deletions merged, no second run") {
+  lancet::testing::scratch_dir tmp("merge-race-merged");
+  const auto root = merge_dataset(tmp);
+  racing_factory race{[&] { ds::delete_where(root, "id = 10"); }};
+  int data_files = 0;  // written by the merge: one when rebased, two when run again
+  auto f = [&](const std::string& path, const io::file_sink_options& so) {
+    data_files += path.find("/data/") != std::string::npos;
+    return race(path, so);
+  };
+  const auto r = ds::merge_insert(root, std::vector<record_batch>{merge_rows({3, 4, 50}, {30, 40, 500})}, merge_upsert(), f);
+  CHECK(r.retries == 1);
+  CHECK(data_files == 1);
+  CHECK(r.updated_rows == 2);
+  CHECK(r.inserted_rows == 1);
+  const auto d = ds::dataset::open(root);
+  CHECK(d.deleted_rows(0).offsets() == std::vector<std::uint32_t>{3, 4, 10});
+  CHECK(merge_contents(root) == "0:0 1:1 2:2 5:5 6:6 7:7 8:8 9:9 11:11 12:12 13:13 14:14 15:15 16:16 17:17 18:18 19:19 "
+                                "3:30 4:40 50:500 ");
+}
+
 TEST_CASE("merge_insert racing a delete of a row it updates: it runs again on the new version") {
   lancet::testing::scratch_dir tmp("merge-race");
   const auto root = merge_dataset(tmp);

@@ -199,6 +199,30 @@ TEST_CASE("update and concurrent commits: an append rebases, a delete of its fra
     CHECK(d.count_rows() == 35);
     CHECK(d.manifest().fragments.size() == 4);
   }
+  SUBCASE("delete of other rows of a fragment it moves rows from: the deletions merged, no second run") {
+    const auto root = update_dataset(tmp);
+    racing_factory race{[&] { ds::delete_where(root, "id = 7 OR id = 8"); }};
+    int data_files = 0;  // written by the update: one when rebased, two when run again
+    auto f = [&](const std::string& path, const io::file_sink_options& so) {
+      data_files += path.find("/data/") != std::string::npos;
+      return race(path, so);
+    };
+    const auto r = ds::update(root, "id < 5", update_set{{"x", "0"}}, {}, f);
+    CHECK(r.retries == 1);  // the commit lost the race once and was rebased, not run again
+    CHECK(data_files == 1);
+    CHECK(r.rows_updated == 5);
+    const auto d = ds::dataset::open(root);
+    CHECK(d.transaction()->read_version == d.version() - 1);
+    CHECK(d.deleted_rows(0).offsets() == std::vector<std::uint32_t>{0, 1, 2, 3, 4, 7, 8});
+    const auto got = update_row_strings(d);
+    CHECK(got.size() == 28);
+    for (const auto& row : got) CHECK((row.rfind("7:", 0) != 0 && row.rfind("8:", 0) != 0));
+    // Only files the dataset references are left: 3 data files, the merged deletion file.
+    std::size_t deletions = 0;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(root) / "_deletions"))
+      deletions += e.is_regular_file();
+    CHECK(deletions == 2);  // the racing delete's, and the merged one (ours before the merge removed)
+  }
   SUBCASE("delete of a row in a fragment it moves rows from: run again on the new version") {
     const auto root = update_dataset(tmp);
     racing_factory f{[&] { ds::delete_where(root, "id = 3"); }};

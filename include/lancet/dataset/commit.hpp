@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -38,6 +39,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/core/random.hpp"
 #include "lancet/dataset/conflict.hpp"
+#include "lancet/dataset/deletion.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/sink_factory.hpp"
 #include "lancet/dataset/snapshot.hpp"
@@ -253,6 +255,17 @@ struct committed_io_error : io_error {
 };
 
 namespace detail {
+// After a commit whose rebase merged its deletions into new deletion files: removes the
+// deletion files among `written` that the committed manifest does not reference.
+inline void remove_superseded_deletion_files(const std::string& root, const pb::manifest& committed,
+                                             const std::vector<std::string>& written) {
+  std::set<std::string> kept;
+  for (const auto& f : committed.fragments)
+    if (f.deletion_file) kept.insert(deletion_file_path(root, committed, f.id, *f.deletion_file));
+  for (const auto& p : written)
+    if (p.find("/_deletions/") != std::string::npos && !kept.count(p)) io::remove_quietly(p);
+}
+
 // Whether the manifest at `path` exists and was written for transaction `txn`.
 inline bool committed_by(const io::storage& st, const std::string& path, const pb::transaction& txn) noexcept {
   try {

@@ -127,6 +127,7 @@ class transaction_rebase {
     } else if (auto* u = std::get_if<pb::transaction::update>(&txn_.operation)) {
       for (const auto& f : u->updated_fragments) ids.insert(f.id);
       for (auto id : u->removed_fragment_ids) ids.insert(id);
+      if (u->updated_fragments.empty()) affected_.reset();
     } else if (auto* r = std::get_if<pb::transaction::rewrite>(&txn_.operation)) {
       for (const auto& g : r->groups)
         for (const auto& f : g.old_fragments) ids.insert(f.id);
@@ -175,8 +176,8 @@ class transaction_rebase {
               for (const auto& [k, v] : ours.config_upsert_values)
                 if (keys->count(k)) incompatible(other, version, root);
           } else if constexpr (std::is_same_v<O, T::delete_rows> || std::is_same_v<O, T::update>) {
-            // An Update moves rows as a Delete removes them (its rows are not merged
-            // with a concurrent Delete's: it runs again).
+            // An Update moves rows as a Delete removes them: with its affected rows,
+            // a concurrent Delete or Update of other rows of its fragments is merged.
             check_delete(other, version, root);
           } else if constexpr (std::is_same_v<O, T::create_index>) {
             check_create_index(ours, other, version, root);
@@ -212,44 +213,52 @@ class transaction_rebase {
   // transaction applies on `latest`. Deletion files are written through `make_sink`.
   template <class SinkFactory>
   void finish(const snapshot& latest, SinkFactory& make_sink) {
-    auto* d = std::get_if<pb::transaction::delete_rows>(&txn_.operation);
-    if (!d) return;
+    std::vector<pb::data_fragment>* updated = nullptr;
+    std::vector<std::uint64_t>* removed = nullptr;
+    if (auto* d = std::get_if<pb::transaction::delete_rows>(&txn_.operation)) {
+      updated = &d->updated_fragments;
+      removed = &d->deleted_fragment_ids;
+    } else if (auto* u = std::get_if<pb::transaction::update>(&txn_.operation)) {
+      updated = &u->updated_fragments;
+      removed = &u->removed_fragment_ids;
+    } else {
+      return;
+    }
+    const std::string ours = operation_name(txn_.operation);
     const auto& m = latest.manifest();
     for (auto& [fid, entry] : initial_) {
       if (!entry.second) continue;
       if (!affected_)
-        throw internal_error("a Delete needs its deleted rows to be rebased (fragment " + std::to_string(fid) + ")");
+        throw internal_error("a " + ours + " needs its deleted rows to be rebased (fragment " + std::to_string(fid) + ")");
       auto frag = std::find_if(m.fragments.begin(), m.fragments.end(),
                                [&](const pb::data_fragment& f) { return f.id == fid; });
       if (frag == m.fragments.end())
-        throw commit_conflict_error("cannot commit this Delete on dataset '" + latest.root + "': fragment " +
+        throw commit_conflict_error("cannot commit this " + ours + " on dataset '" + latest.root + "': fragment " +
                                         std::to_string(fid) + " was removed by version " + std::to_string(m.version),
-                                    m.version, "Delete", true);
+                                    m.version, ours, true);
       const auto existing = read_deletion_vector(latest.root, m, *frag);
       const auto mine_it = affected_->find(fid);
       const std::vector<std::uint32_t> mine = mine_it == affected_->end() ? std::vector<std::uint32_t>{} : mine_it->second;
       for (auto off : mine)
         if (existing.contains(off))
-          throw commit_conflict_error("this Delete was preempted by a concurrent Delete or Update committed by version " +
+          throw commit_conflict_error("this " + ours + " was preempted by a concurrent Delete or Update committed by version " +
                                           std::to_string(m.version) + " of dataset '" + latest.root +
                                           "': both deleted row " + std::to_string(off) + " of fragment " +
-                                          std::to_string(fid) + " (run the delete again)",
-                                      m.version, "Delete", true);
+                                          std::to_string(fid) + " (run it again)",
+                                      m.version, ours, true);
       const auto merged = existing.merged(mine);
       entry.first = *frag;
       entry.second = false;
       const auto phys = frag->physical_rows;
-      auto upd = std::find_if(d->updated_fragments.begin(), d->updated_fragments.end(),
-                              [&](const pb::data_fragment& f) { return f.id == fid; });
+      auto upd = std::find_if(updated->begin(), updated->end(), [&](const pb::data_fragment& f) { return f.id == fid; });
       if (phys && merged.size() >= phys) {
-        if (upd != d->updated_fragments.end()) d->updated_fragments.erase(upd);
-        if (std::find(d->deleted_fragment_ids.begin(), d->deleted_fragment_ids.end(), fid) == d->deleted_fragment_ids.end())
-          d->deleted_fragment_ids.push_back(fid);
+        if (upd != updated->end()) updated->erase(upd);
+        if (std::find(removed->begin(), removed->end(), fid) == removed->end()) removed->push_back(fid);
         continue;
       }
       pb::data_fragment nf = write_deletion_file(latest.root, m, *frag, merged, make_sink, written_);
-      if (upd != d->updated_fragments.end()) *upd = std::move(nf);
-      else d->updated_fragments.push_back(std::move(nf));
+      if (upd != updated->end()) *upd = std::move(nf);
+      else updated->push_back(std::move(nf));
     }
     txn_.read_version = m.version;  // as Lance's finish for Delete / Update
   }

@@ -100,13 +100,7 @@ delete_result delete_selected(const std::string& root, const delete_options& o, 
           root, snap, std::move(txn), [](const snapshot& base, const pb::transaction& t) { return build_delete(base, t); },
           co, make_sink, std::move(affected));
       // A rebase merged our deletions into new files: the first ones are not needed.
-      std::set<std::string> kept;
-      for (const auto& f : out.commit.manifest.fragments)
-        if (f.deletion_file) kept.insert(deletion_file_path(root, out.commit.manifest, f.id, *f.deletion_file));
-      for (const auto& p : written)
-        if (!kept.count(p)) {
-          io::remove_quietly(p);
-        }
+      remove_superseded_deletion_files(root, out.commit.manifest, written);
       return {out.commit.manifest.version, newly, retries + out.retries};
     } catch (const committed_io_error&) {
       throw;

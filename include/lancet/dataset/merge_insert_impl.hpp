@@ -406,7 +406,7 @@ class merge_run {
         written = files.paths;
         op.new_fragments = std::move(files.fragments);
       }
-        std::map<std::uint64_t, std::vector<std::uint32_t>> offsets;
+      std::map<std::uint64_t, std::vector<std::uint32_t>> offsets;
       std::uint64_t updated = 0;
       for (const auto& [s, a] : updated_)
         if (a != not_updated) {
@@ -415,9 +415,13 @@ class merge_run {
         }
       for (auto a : deleted_) offsets[a >> 32].push_back(std::uint32_t(a & 0xFFFFFFFFull));
       delete_moved_rows(root_, d_, m, offsets, op, make_sink_, written);
-        auto out = commit_transaction(root_, snap_, make_transaction(snap_.version(), std::move(op)), build_update,
-                                    commit_options_for(snap_, o_.max_retries, o_.write_version_hint), make_sink_);
-        return merge_insert_result{out.commit.manifest.version, inserted_, updated, deleted_.size(),
+      // Updated and deleted target rows are its affected rows (merged with a concurrent
+      // delete of other rows of their fragments, as Lance merges them).
+      auto out = commit_transaction(root_, snap_, make_transaction(snap_.version(), std::move(op)), build_update,
+                                    commit_options_for(snap_, o_.max_retries, o_.write_version_hint), make_sink_,
+                                    affected_rows(offsets));
+      remove_superseded_deletion_files(root_, out.commit.manifest, written);
+      return merge_insert_result{out.commit.manifest.version, inserted_, updated, deleted_.size(),
                                  source_.spilled_rows(), out.retries};
     });
   }

@@ -173,8 +173,12 @@ std::optional<update_result> update_once(const std::string& root, const std::str
     for (const auto& [fid, addrs] : by_fragment)
       for (auto a : addrs) offsets[fid].push_back(std::uint32_t(a & 0xFFFFFFFFull));
     delete_moved_rows(root, d, m, offsets, op, make_sink, written);
+    // The moved rows are its affected rows: a concurrent delete of other rows of their
+    // fragments is merged into its deletion files rather than running it again.
     auto out = commit_transaction(root, snap, make_transaction(snap.version(), std::move(op)), build_update,
-                                  commit_options_for(snap, o.max_retries, o.write_version_hint), make_sink);
+                                  commit_options_for(snap, o.max_retries, o.write_version_hint), make_sink,
+                                  affected_rows(offsets));
+    remove_superseded_deletion_files(root, out.commit.manifest, written);
     return update_result{out.commit.manifest.version, selected.size(), out.retries};
   });
 }
