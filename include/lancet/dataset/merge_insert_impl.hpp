@@ -148,9 +148,6 @@ class key_reader {
   std::string scratch_;
 };
 
-// How many keys ahead of an add to the key table its slot is loaded.
-inline constexpr std::int64_t key_prefetch_distance = 16;
-
 // A key's hash: 64-bit words mixed by multiplication (keys are a few bytes).
 inline std::uint64_t merge_key_hash(std::string_view k) noexcept {
   std::uint64_t h = 0x9E3779B97F4A7C15ull ^ k.size();
@@ -211,12 +208,6 @@ class source_keys {
       if (sl.tag == std::uint32_t(h >> 32) && same_key(key_at(sl.entry), key)) return sl.entry;
     }
   }
-  // Starts loading the slot that hash h goes to first: adds and finds of many keys run
-  // some keys ahead of their cache misses.
-  void prefetch(std::uint64_t h) const noexcept {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[h & (slots_.size() - 1)]);
-  }
-
   // Whether a key with hash h may be there (false: it is not): a filter of 16 bits a key
   // that stays in a core's cache, so that the many target keys a source lacks are turned
   // away without a probe of the table. Valid after seal().
@@ -430,18 +421,11 @@ class merge_run {
   void index_source() {
     source_.rewind();
     if (const auto n = source_.rows()) keys_.reserve(*n, 8);
-    std::vector<std::uint64_t> hashes;
     while (auto b = source_.next()) {
       key_reader key(*b, o_.on);
-      const auto n = b->num_rows();
-      hashes.resize(std::size_t(n));
-      for (std::int64_t r = 0; r < n; ++r) {
+      for (std::int64_t r = 0; r < b->num_rows(); ++r) {
         const auto k = key(r);
-        hashes[std::size_t(r)] = k ? merge_key_hash(*k) : 0;
-      }
-      for (std::int64_t r = 0; r < n; ++r) {
-        if (r + key_prefetch_distance < n) keys_.prefetch(hashes[std::size_t(r + key_prefetch_distance)]);
-        keys_.add(key(r), hashes[std::size_t(r)]);
+        keys_.add(k, k ? merge_key_hash(*k) : 0);
       }
     }
     keys_.seal();
@@ -522,27 +506,20 @@ class merge_run {
   arrow::record_batch matched_rows(const arrow::record_batch& src) {
     const auto end = row_base_ + std::uint64_t(src.num_rows());
     const auto first = next_pair_;
-    while (next_pair_ < updated_.size() && updated_[next_pair_].first < end) ++next_pair_;
-    if (!o_.matched_if.empty() && next_pair_ > first) drop_where_not_matched_if(src, first);
     std::vector<std::int64_t> srows;
     std::vector<std::uint64_t> addrs;
-    for (auto i = first; i < next_pair_; ++i)
-      if (updated_[i].second != not_updated) {
-        srows.push_back(std::int64_t(updated_[i].first - row_base_));
-        addrs.push_back(updated_[i].second);
-      }
+    for (; next_pair_ < updated_.size() && updated_[next_pair_].first < end; ++next_pair_) {
+      srows.push_back(std::int64_t(updated_[next_pair_].first - row_base_));
+      addrs.push_back(updated_[next_pair_].second);
+    }
+    if (!o_.matched_if.empty() && !srows.empty()) keep_where_matched_if(src, first, srows, addrs);
     return updated_rows(src, srows, addrs);
   }
 
-  // Marks the pairs [first, next_pair_) for which matched_if (over target.COL and
-  // source.COL) does not hold as not updated.
-  void drop_where_not_matched_if(const arrow::record_batch& src, std::size_t first) {
-    std::vector<std::int64_t> srows;
-    std::vector<std::uint64_t> addrs;
-    for (auto i = first; i < next_pair_; ++i) {
-      srows.push_back(std::int64_t(updated_[i].first - row_base_));
-      addrs.push_back(updated_[i].second);
-    }
+  // Keeps the pairs (updated_ from `first` on, and srows / addrs) for which matched_if
+  // (over target.COL and source.COL) holds; the others are marked not updated.
+  void keep_where_matched_if(const arrow::record_batch& src, std::size_t first, std::vector<std::int64_t>& srows,
+                             std::vector<std::uint64_t>& addrs) {
     const auto t = d_.take_addresses(addrs);
     const auto sr = take_batch_rows(src, srows);
     std::vector<std::pair<std::string, arrow::array_ptr>> tm, sm;
@@ -555,8 +532,17 @@ class merge_run {
     std::vector<arrow::array_ptr> in;
     for (const auto& c : cond.columns()) in.push_back(c == "target" ? target : from);
     const auto keep = cond.evaluate(in);
-    for (auto i = first; i < next_pair_; ++i)
-      if (!keep[i - first]) updated_[i].second = not_updated;
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < srows.size(); ++i) {
+      if (!keep[i]) {
+        updated_[first + i].second = not_updated;
+        continue;
+      }
+      srows[n] = srows[i];
+      addrs[n++] = addrs[i];
+    }
+    srows.resize(n);
+    addrs.resize(n);
   }
 
   // The dataset's full rows for matched pairs: the source's columns laid over the target's.
@@ -619,10 +605,6 @@ class merge_run {
   std::size_t next_pair_ = 0;
   int pass_ = 0;
 };
-
-}  // namespace detail
-
-namespace detail {
 
 inline constexpr std::int64_t merge_slice_rows = 8192;
 
