@@ -19,6 +19,7 @@
 #include <lancet/query/table.hpp>
 
 #include "support/dataset_writes.hpp"
+#include "support/stable_rows.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace lancet;
@@ -261,6 +262,9 @@ TEST_CASE("merge_insert: a source row matching several target rows updates each;
 }
 
 TEST_CASE("merge_insert and a vector index: moved and inserted rows found through the unindexed path, then indexed") {
+  bool stable = false;
+  SUBCASE("row addresses") {}
+  SUBCASE("stable row ids") { stable = true; }
   lancet::testing::scratch_dir tmp("merge-index");
   const auto root = tmp.sub("ds");
   // id 0..39, vec = (id, id % 3) in 2 fragments.
@@ -274,7 +278,9 @@ TEST_CASE("merge_insert and a vector index: moved and inserted rows found throug
     }
     return make_batch({{"id", make_array<std::int64_t>(ids)}, {"vec", make_fixed_size_list(make_array<float>(vec), 2)}});
   };
-  ds::write(root, rows(0, 40, 0), lancet::testing::opts(ds::write_mode::create, 20));
+  auto w = lancet::testing::opts(ds::write_mode::create, 20);
+  w.enable_stable_row_ids = stable;
+  ds::write(root, rows(0, 40, 0), w);
   index::build_options o;
   o.column = "vec";
   o.type = index::ivf_index_type::ivf_flat;
@@ -284,6 +290,11 @@ TEST_CASE("merge_insert and a vector index: moved and inserted rows found throug
   const auto r = ds::merge_insert(root, std::vector<record_batch>{rows(10, 15, 100), rows(40, 45, 100)}, merge_upsert());
   CHECK(r.updated_rows == 5);
   CHECK(r.inserted_rows == 5);
+  if (stable) {  // the updated rows keep their ids; the inserted ones take the next ones
+    const auto ids = lancet::testing::row_id_by_id(ds::dataset::open(root));
+    for (std::int64_t i = 0; i < 45; ++i) CHECK(ids.at(i) == std::uint64_t(i));
+    CHECK(ds::dataset::open(root).manifest().next_row_id == 45);
+  }
   const auto nearest = [&](float x, float y) {
     const auto hits = query::table::open(root).search("vec", std::vector<float>{x, y}).nprobes(2).select({"id"}).limit(1).to_batch();
     REQUIRE(hits.num_rows() == 1);

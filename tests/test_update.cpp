@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,7 @@
 #include <lancet/query/table.hpp>
 
 #include "support/dataset_writes.hpp"
+#include "support/stable_rows.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace lancet;
@@ -181,6 +183,83 @@ TEST_CASE("update: an index keeps its old fragments; searches find the moved row
   CHECK(hits.columns[1]->value<std::int32_t>(0) == -1);
   CHECK(hits.columns[2]->value<float>(0) == 0.0f);
   for (std::int64_t i = 0; i < hits.num_rows(); ++i) CHECK(hits.columns[0]->value<std::int64_t>(i) != 5);
+}
+
+TEST_CASE("update with stable row ids: moved rows keep their ids and creation versions; an index on other columns covers them") {
+  lancet::testing::scratch_dir tmp("update-stable");
+  const auto root = tmp.sub("ds");
+  ds::write_options w;
+  w.enable_stable_row_ids = true;
+  ds::write(root, update_rows(0, 20), w);  // v1: row ids 0..19
+  ds::write_options a;
+  a.mode = ds::write_mode::append;
+  ds::write(root, update_rows(20, 40), a);  // v2: row ids 20..39
+  index::build_options o;
+  o.column = "vec";
+  o.type = index::ivf_index_type::ivf_flat;
+  o.num_partitions = 2;
+  index::build_ivf_index(root, o);  // v3
+  const auto ids_before = lancet::testing::row_id_by_id(ds::dataset::open(root));
+
+  // SET x (not indexed): 8 rows move; their ids, creation versions stay; the index
+  // covers the new fragment.
+  const auto r = ds::update(root, "id % 5 = 0", update_set{{"x", "x + 100"}});
+  CHECK(r.rows_updated == 8);
+  auto d = ds::dataset::open(root);
+  CHECK(d.version() == 4);
+  CHECK(lancet::testing::row_id_by_id(d) == ids_before);
+  CHECK(d.manifest().next_row_id == 40);
+  const auto& moved = d.manifest().fragments.back();
+  CHECK(moved.id == 2);
+  CHECK(d.fragment_row_ids(2) == std::vector<std::uint64_t>{0, 5, 10, 15, 20, 25, 30, 35});
+  CHECK(lancet::testing::row_versions(moved, true) == std::vector<std::uint64_t>{1, 1, 1, 1, 2, 2, 2, 2});
+  CHECK(lancet::testing::row_versions(moved, false) == std::vector<std::uint64_t>(8, 4));
+  CHECK(ds::index_fragment_bitmap(d.indices().at(0)).cardinality() == 3);
+  CHECK(ds::index_fragment_bitmap(d.indices().at(0)).contains(2));
+  CHECK(d.take({15}, {"x"}).columns[0]->value<std::int32_t>(0) == 115);
+  {
+    const auto t = query::table::open(root);
+    const std::vector<float> q{15.0f, 0.0f};
+    const auto hits = t.search("vec", q).nprobes(2).select({"id", "x"}).with_row_id().limit(40).to_batch();
+    REQUIRE(hits.num_rows() == 40);  // every row once, the moved ones with their new values
+    std::set<std::int64_t> seen;
+    for (std::int64_t i = 0; i < hits.num_rows(); ++i) {
+      const auto id = hits.columns[0]->value<std::int64_t>(i);
+      CHECK(seen.insert(id).second);
+      CHECK(hits.columns[1]->value<std::int32_t>(i) == std::int32_t(id % 5 ? id : id + 100));
+      CHECK(hits.columns[3]->value<std::uint64_t>(i) == ids_before.at(id));
+    }
+    CHECK(hits.columns[0]->value<std::int64_t>(0) == 15);
+  }
+
+  // A moved row moved again keeps its id and version; a row updated twice now shows
+  // the last update's version.
+  ds::update(root, "id % 10 = 0", update_set{{"x", "x + 1000"}});
+  d = ds::dataset::open(root);
+  CHECK(lancet::testing::row_id_by_id(d) == ids_before);
+  CHECK(d.fragment_row_ids(3) == std::vector<std::uint64_t>{0, 10, 20, 30});
+  CHECK(lancet::testing::row_versions(d.manifest().fragments.back(), true) == std::vector<std::uint64_t>{1, 1, 2, 2});
+  CHECK(ds::index_fragment_bitmap(d.indices().at(0)).contains(3));
+
+  // SET vec: the index's entries hold the old vectors, so the new fragment stays
+  // unindexed and the moved rows are found by their new vectors only.
+  ds::update(root, "id = 7", update_set{{"vec", "vec"}, {"x", "-7"}});
+  d = ds::dataset::open(root);
+  CHECK_FALSE(ds::index_fragment_bitmap(d.indices().at(0)).contains(4));
+  CHECK(d.fragment_row_ids(4) == std::vector<std::uint64_t>{7});
+  // Deleting a moved row by its id deletes its live copy.
+  ds::delete_rows(root, std::vector<std::uint64_t>{10});
+  d = ds::dataset::open(root);
+  CHECK(d.count_rows() == 39);
+  CHECK(lancet::testing::row_id_by_id(d).count(10) == 0);
+  const auto t = query::table::open(root);
+  const std::vector<float> q{7.0f, 2.0f};
+  const auto hits = t.search("vec", q).nprobes(2).select({"id", "x"}).limit(39).to_batch();
+  REQUIRE(hits.num_rows() == 39);
+  CHECK(hits.columns[0]->value<std::int64_t>(0) == 7);
+  CHECK(hits.columns[1]->value<std::int32_t>(0) == -7);
+  std::set<std::int64_t> seen;
+  for (std::int64_t i = 0; i < hits.num_rows(); ++i) CHECK(seen.insert(hits.columns[0]->value<std::int64_t>(i)).second);
 }
 
 TEST_CASE("update and concurrent commits: an append rebases, a delete of its fragment makes it run again") {

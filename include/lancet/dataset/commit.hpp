@@ -41,6 +41,7 @@
 #include "lancet/dataset/conflict.hpp"
 #include "lancet/dataset/deletion.hpp"
 #include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/row_sequences.hpp"
 #include "lancet/dataset/sink_factory.hpp"
 #include "lancet/dataset/snapshot.hpp"
 #include "lancet/dataset/versions.hpp"
@@ -84,19 +85,13 @@ inline std::uint64_t next_fragment_id(const pb::manifest& m) {
 }
 
 // Gives fragments whose id is 0 the next ids, and, when next_row_id is set (stable
-// row ids), their row ids and created/updated-at version sequences.
+// row ids), completes their row ids and created/updated-at version sequences.
 inline void assign_new_fragments(std::vector<pb::data_fragment>& frags, std::uint64_t first_id,
                                  std::optional<std::uint64_t>& next_row_id, std::uint64_t new_version) {
   std::uint64_t id = first_id;
   for (auto& f : frags) {
     if (f.id == 0) f.id = id++;
-    if (next_row_id) {
-      f.row_id_sequence = pb::encode(pb::row_id_sequence::make_range(*next_row_id, f.physical_rows));
-      *next_row_id += f.physical_rows;
-      const auto versions = pb::encode(pb::row_dataset_version_sequence::uniform(f.physical_rows, new_version));
-      f.last_updated_at_version_sequence = versions;
-      f.created_at_version_sequence = versions;
-    }
+    if (next_row_id) detail::complete_row_sequences(f, *next_row_id, new_version);
   }
 }
 

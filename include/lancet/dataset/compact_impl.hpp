@@ -22,6 +22,7 @@
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/dataset/index_remap.hpp"
 #include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/moved_rows.hpp"
 #include "lancet/dataset/roaring.hpp"
 #include "lancet/dataset/versions.hpp"
 #include "lancet/dataset/write.hpp"
@@ -63,61 +64,6 @@ inline std::vector<index_coverage> index_fragmaps(const std::vector<pb::index_me
 }
 
 inline std::uint64_t files_of(const pb::data_fragment& f) { return f.files.size() + (f.deletion_file ? 1 : 0); }
-
-// A u64 sequence as Lance would store it compactly: a range when contiguous,
-// else a sorted or plain array.
-inline pb::u64_segment segment_of(const std::vector<std::uint64_t>& v) {
-  if (v.empty()) return pb::u64_segment::make_range(0, 0);
-  bool contiguous = true, sorted = true;
-  for (std::size_t i = 1; i < v.size(); ++i) {
-    contiguous &= v[i] == v[i - 1] + 1;
-    sorted &= v[i] > v[i - 1];
-  }
-  if (contiguous) return pb::u64_segment::make_range(v.front(), v.back() + 1);
-  if (sorted) return pb::u64_segment{pb::u64_sorted_array{pb::encoded_u64_array::from_values(v)}};
-  return pb::u64_segment{pb::u64_array{pb::encoded_u64_array::from_values(v)}};
-}
-
-// Per-row versions of a fragment's version sequence (`dflt` where absent).
-inline std::vector<std::uint64_t> row_versions(const std::string& root, const pb::data_fragment& f,
-                                               const pb::inline_or_external& seq, std::uint64_t rows,
-                                               std::uint64_t dflt) {
-  std::vector<std::uint64_t> out(rows, dflt);
-  std::string bytes;
-  if (auto* s = std::get_if<std::string>(&seq)) {
-    bytes = *s;
-  } else if (auto* e = std::get_if<pb::external_file>(&seq)) {
-    const auto b = source_factory{}((std::filesystem::path(root) / e->path).string()).read(e->offset, e->size);
-    bytes.assign(reinterpret_cast<const char*>(b.data()), b.size());
-  } else {
-    return out;
-  }
-  const auto vs = pb::decode<pb::row_dataset_version_sequence>(bytes);
-  for (const auto& run : vs.runs)
-    for (auto off : run.span.values()) {
-      if (off >= rows)
-        throw corrupt_error("fragment " + std::to_string(f.id) + ": a version run names row " + std::to_string(off) +
-                            " of " + std::to_string(rows));
-      out[std::size_t(off)] = run.version;
-    }
-  return out;
-}
-
-inline pb::row_dataset_version_sequence version_sequence(std::span<const std::uint64_t> versions) {
-  pb::row_dataset_version_sequence s;
-  std::size_t i = 0;
-  while (i < versions.size()) {
-    std::size_t j = i + 1;
-    while (j < versions.size() && versions[j] == versions[i]) ++j;
-    s.runs.push_back({pb::u64_segment::make_range(i, j), versions[i]});
-    i = j;
-  }
-  return s;
-}
-
-}  // namespace detail
-
-namespace detail {
 
 struct written_task {
   std::vector<pb::data_fragment> old_fragments;  // as in the read version
@@ -298,37 +244,12 @@ inline void map_task_addresses(const dataset& d, const written_task& w, row_addr
   if (k != w.old_addresses.size()) throw corrupt_error(context + ": scanned rows out of fragment order");
 }
 
-// Step 3 with stable row ids: the new fragments' row-id and version sequences, those
-// of the old fragments' live rows in the order written.
-inline void carry_row_sequences(const std::string& root, const dataset& d, written_task& w) {
-  std::vector<std::uint64_t> ids, created, updated;
-  for (const auto& f : w.old_fragments) {
-    const auto phys = d.physical_rows(f.id);
-    const auto dv = d.deleted_rows(f.id);
-    const auto fid = d.fragment_row_ids(f.id);
-    const auto cv = row_versions(root, f, f.created_at_version_sequence, phys, 1);
-    const auto uv = std::holds_alternative<std::monostate>(f.last_updated_at_version_sequence)
-                        ? cv
-                        : row_versions(root, f, f.last_updated_at_version_sequence, phys, 1);
-    for (std::uint64_t i = 0; i < phys; ++i)
-      if (!dv.contains(i)) {
-        ids.push_back(fid[std::size_t(i)]);
-        created.push_back(cv[std::size_t(i)]);
-        updated.push_back(uv[std::size_t(i)]);
-      }
-  }
-  std::size_t at = 0;
-  for (auto& f : w.new_fragments) {
-    const auto n = std::size_t(f.physical_rows);
-    std::vector<std::uint64_t> part(ids.begin() + std::ptrdiff_t(at), ids.begin() + std::ptrdiff_t(at + n));
-    pb::row_id_sequence seq;
-    seq.segments.push_back(segment_of(part));
-    f.row_id_sequence = pb::encode(seq);
-    f.created_at_version_sequence = pb::encode(version_sequence(std::span<const std::uint64_t>(created).subspan(at, n)));
-    f.last_updated_at_version_sequence =
-        pb::encode(version_sequence(std::span<const std::uint64_t>(updated).subspan(at, n)));
-    at += n;
-  }
+// Step 3 with stable row ids: the new fragments carry the ids and versions of the old
+// fragments' live rows, in the order written.
+inline void carry_row_sequences(const dataset& d, written_task& w) {
+  moved_rows rows(d);
+  rows.add(w.old_addresses);
+  rows.assign(w.new_fragments, true);
 }
 
 // Old fragment ids -> new fragment ids, per task (what an index's fragment bitmap is
@@ -515,7 +436,7 @@ compaction_result compact_files(const std::string& root, const compaction_option
     //    ids, the new fragments' row-id and version sequences.
     for (auto& w : done) {
       detail::map_task_addresses(d, w, result.mapping, context);
-      if (stable) detail::carry_row_sequences(root, d, w);
+      if (stable) detail::carry_row_sequences(d, w);
     }
 
     // 4. Remapped copies of the indexes (new uuids), without stable row ids.

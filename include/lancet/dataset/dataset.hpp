@@ -207,6 +207,10 @@ class dataset {
                                      const std::vector<std::string>& columns = {},
                                      const file::reader_options& reader_options = {}) const;
 
+  // The address of each live row id, in the order given (the ids themselves without
+  // stable row ids); invalid_input_error names an id that is deleted or never written.
+  LANCET_INLINE std::vector<std::uint64_t> row_addresses(std::span<const std::uint64_t> row_ids) const;
+
   // Rows by row id (the address, unless the dataset uses stable row ids).
   LANCET_INLINE arrow::record_batch take(std::span<const std::uint64_t> row_ids, const std::vector<std::string>& columns = {},
                            const file::reader_options& reader_options = {}) const;

@@ -531,9 +531,15 @@ LANCET_INLINE arrow::record_batch dataset::take_addresses(std::span<const std::u
   return take_impl(addresses, addresses, columns, "row address", reader_options);
 }
 
-LANCET_INLINE arrow::record_batch dataset::take(std::span<const std::uint64_t> row_ids, const std::vector<std::string>& columns,
-                         const file::reader_options& reader_options) const {
-  if (!stable_row_ids()) return take_impl(row_ids, row_ids, columns, "row id", reader_options);
+LANCET_INLINE std::vector<std::uint64_t> dataset::row_addresses(std::span<const std::uint64_t> row_ids) const {
+  if (!stable_row_ids()) {
+    const auto live = live_rows();
+    for (auto id : row_ids)
+      if (!live->contains(id))
+        throw invalid_input_error("dataset '" + st_->root + "' version " + std::to_string(version()) +
+                                  " has no row with id " + std::to_string(id) + " (deleted or never written)");
+    return {row_ids.begin(), row_ids.end()};
+  }
   const auto m = st_->id_map();
   std::vector<std::uint64_t> addrs(row_ids.size());
   for (std::size_t i = 0; i < row_ids.size(); ++i) {
@@ -543,6 +549,13 @@ LANCET_INLINE arrow::record_batch dataset::take(std::span<const std::uint64_t> r
                                 " has no row with id " + std::to_string(row_ids[i]) + " (deleted or never written)");
     addrs[i] = it->second;
   }
+  return addrs;
+}
+
+LANCET_INLINE arrow::record_batch dataset::take(std::span<const std::uint64_t> row_ids, const std::vector<std::string>& columns,
+                         const file::reader_options& reader_options) const {
+  if (!stable_row_ids()) return take_impl(row_ids, row_ids, columns, "row id", reader_options);
+  const auto addrs = row_addresses(row_ids);
   return take_impl(addrs, row_ids, columns, "row id", reader_options);
 }
 

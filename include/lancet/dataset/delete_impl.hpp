@@ -40,24 +40,19 @@ delete_result delete_selected(const std::string& root, const delete_options& o, 
     const auto snap = load_version(root, d.version());
     const std::vector<std::uint64_t> selected = select(d);
     const std::span<const std::uint64_t> row_ids(selected);
-    // Row ids -> (fragment, offset).
+    // Row ids -> (fragment, offset); with stable row ids a moved row's id names its
+    // live copy, not the deleted one it left behind.
     std::map<std::uint64_t, std::vector<std::uint32_t>> by_fragment;
-    std::unordered_map<std::uint64_t, std::uint64_t> stable;
+    std::vector<std::uint64_t> stable;
     if (d.stable_row_ids()) {
-      for (const auto& f : d.manifest().fragments) {
-        const auto ids = d.fragment_row_ids(f.id);
-        for (std::size_t i = 0; i < ids.size(); ++i) stable[ids[i]] = row_address(f.id, i);
+      try {
+        stable = d.row_addresses(row_ids);
+      } catch (const invalid_input_error& e) {
+        throw invalid_input_error("cannot delete from dataset '" + root + "': " + e.message());
       }
     }
-    for (auto id : row_ids) {
-      std::uint64_t addr = id;
-      if (d.stable_row_ids()) {
-        auto it = stable.find(id);
-        if (it == stable.end())
-          throw invalid_input_error("cannot delete row id " + std::to_string(id) + " from dataset '" + root +
-                                    "': no such row");
-        addr = it->second;
-      }
+    for (std::size_t i = 0; i < row_ids.size(); ++i) {
+      const std::uint64_t addr = stable.empty() ? row_ids[i] : stable[i];
       by_fragment[addr >> 32].push_back(std::uint32_t(addr & 0xFFFFFFFFull));
     }
     std::vector<pb::data_fragment> updated;

@@ -61,8 +61,9 @@ struct merge_insert_result {
 // Errors (nothing committed): no key or no clause, a key or column the dataset lacks, a
 // type mismatch (invalid_input_error naming the column); several source rows matching
 // one target row with an update clause (invalid_input_error naming the key, as Lance's
-// "Ambiguous merge inserts are prohibited"); a condition's (expr::invalid_filter); a
-// dataset with stable row ids (unsupported_error).
+// "Ambiguous merge inserts are prohibited"); a condition's (expr::invalid_filter).
+// With stable row ids updated rows keep their ids and creation versions; inserted rows
+// get new ids.
 LANCET_INLINE merge_insert_result merge_insert(const std::string& root, std::span<const arrow::record_batch> source,
                                                const merge_insert_options& o);
 // The same for the batches `next()` yields until nullopt (a source larger than memory).

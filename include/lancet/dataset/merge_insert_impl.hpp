@@ -24,6 +24,7 @@
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/dataset/deletion.hpp"
 #include "lancet/dataset/merge_insert.hpp"
+#include "lancet/dataset/moved_rows.hpp"
 #include "lancet/dataset/replayable_batches.hpp"
 #include "lancet/dataset/update_impl.hpp"
 #include "lancet/dataset/write_impl.hpp"
@@ -364,9 +365,6 @@ class merge_run {
   merge_run(const std::string& root, replayable_batches& source, const merge_insert_options& o, SinkFactory& make_sink)
       : root_(root), source_(source), o_(o), make_sink_(make_sink), d_(dataset::open(root)),
         snap_(load_version(root, d_.version())) {
-    if (d_.stable_row_ids())
-      throw unsupported_error("merge insert into '" + root + "': it uses stable row ids, which updated rows must keep; "
-                              "lancet merges into datasets with row addresses only");
     const auto& schema = d_.schema();
     for (const auto& k : o.on)
       if (std::none_of(schema.fields.begin(), schema.fields.end(), [&](const arrow::field& f) { return f.name == k; }))
@@ -396,6 +394,12 @@ class merge_run {
                                       "merge insert into '" + root_ + "'");
         written = files.paths;
         op.new_fragments = std::move(files.fragments);
+      }
+      if (d_.stable_row_ids()) {  // updated rows (written first) keep their ids and creation versions
+        moved_rows moved(d_);
+        for (const auto& [s, a] : updated_)
+          if (a != not_updated) moved.add(a);
+        moved.assign(op.new_fragments, false);
       }
       std::map<std::uint64_t, std::vector<std::uint32_t>> offsets;
       std::uint64_t updated = 0;

@@ -38,8 +38,9 @@ struct update_result {
 // integer constant into a smaller integer column, integers into floats). Errors
 // (nothing committed): an unknown column or one set twice (invalid_input_error), a
 // value that does not fit its column (invalid_input_error naming the column and the
-// value), the predicate's or an expression's (expr::invalid_filter with the position),
-// a dataset with stable row ids (unsupported_error: moved rows must keep their ids).
+// value), the predicate's or an expression's (expr::invalid_filter with the position).
+// With stable row ids the moved rows keep their ids and creation versions, and an
+// index on columns the update did not set keeps answering for them (as Lance 12).
 LANCET_INLINE update_result update(const std::string& root, const std::string& where,
                                    const std::vector<std::pair<std::string, std::string>>& set,
                                    const update_options& o = {});

@@ -21,6 +21,7 @@
 #include "lancet/dataset/dataset.hpp"
 #include "lancet/dataset/delete_impl.hpp"
 #include "lancet/dataset/deletion.hpp"
+#include "lancet/dataset/moved_rows.hpp"
 #include "lancet/dataset/update.hpp"
 #include "lancet/dataset/write_impl.hpp"
 #include "lancet/expr/expression.hpp"
@@ -30,8 +31,42 @@ namespace lancet::dataset {
 
 namespace detail {
 
+// The fragments of an update's new ones that hold only moved rows (each carries a row
+// id for every row): with stable row ids an index keeps finding those rows by id.
+inline std::vector<std::size_t> pure_moved_fragments(const std::vector<pb::data_fragment>& frags) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < frags.size(); ++i)
+    if (const auto* s = std::get_if<std::string>(&frags[i].row_id_sequence))
+      if (pb::decode<pb::row_id_sequence>(*s).size() == frags[i].physical_rows) out.push_back(i);
+  return out;
+}
+
+// With stable row ids, an index whose columns an update did not set still answers for
+// the rows it moved (their ids did not change): the fragments holding only moved rows
+// join its fragment bitmap, when it covered every fragment the rows came from.
+inline void register_moved_fragments(std::vector<pb::index_metadata>& indices, const pb::transaction::update& op,
+                                     const std::vector<std::uint64_t>& pure_ids) {
+  if (pure_ids.empty()) return;
+  std::vector<std::uint64_t> origins = op.removed_fragment_ids;
+  for (const auto& f : op.updated_fragments) origins.push_back(f.id);
+  const auto& set = op.fields_for_preserving_frag_bitmap;
+  for (auto& idx : indices) {
+    if (idx.fragment_bitmap.empty()) continue;
+    if (std::any_of(idx.fields.begin(), idx.fields.end(), [&](std::int32_t field) {
+          return field >= 0 && std::find(set.begin(), set.end(), std::uint32_t(field)) != set.end();
+        }))
+      continue;
+    auto bitmap = index_fragment_bitmap(idx);
+    if (!std::all_of(origins.begin(), origins.end(), [&](std::uint64_t id) { return bitmap.contains(std::uint32_t(id)); }))
+      continue;
+    for (auto id : pure_ids) bitmap.add(std::uint32_t(id));
+    set_index_fragment_bitmap(idx, bitmap);
+  }
+}
+
 // Update's manifest on `base`: removed fragments gone, updated ones replaced (their new
-// deletion files), new ones appended with new ids; indexes as they were.
+// deletion files), new ones appended with new ids (and, with stable row ids, their
+// rows' ids completed); indexes as they were, but for moved rows they still answer for.
 inline pending_commit build_update(const snapshot& base, const pb::transaction& txn) {
   const auto& op = std::get<pb::transaction::update>(txn.operation);
   pending_commit c = commit_after(base, txn);
@@ -44,12 +79,20 @@ inline pending_commit build_update(const snapshot& base, const pb::transaction& 
                           [&](const pb::data_fragment& x) { return x.id == f.id; });
     frags.push_back(u != op.updated_fragments.end() ? *u : f);
   }
+  const bool stable = uses_stable_row_ids(p);
   auto added = op.new_fragments;
-  std::optional<std::uint64_t> no_row_ids;  // row addresses only (update refuses stable row ids)
-  assign_new_fragments(added, next_fragment_id(p), no_row_ids, c.manifest.version);
+  const auto pure = stable && op.update_mode == pb::transaction::update::mode::rewrite_rows
+                        ? pure_moved_fragments(added)
+                        : std::vector<std::size_t>{};
+  std::optional<std::uint64_t> next_row_id;
+  if (stable) next_row_id = p.next_row_id;
+  assign_new_fragments(added, next_fragment_id(p), next_row_id, c.manifest.version);
+  std::vector<std::uint64_t> pure_ids;
+  for (auto i : pure) pure_ids.push_back(added[i].id);
+  register_moved_fragments(c.indices, op, pure_ids);
   for (auto& f : added) frags.push_back(std::move(f));
   c.manifest.fragments = std::move(frags);
-  finish_manifest(c.manifest, false, std::nullopt, c.transaction);
+  finish_manifest(c.manifest, stable, next_row_id, c.transaction);
   return c;
 }
 
@@ -110,9 +153,6 @@ std::optional<update_result> update_once(const std::string& root, const std::str
                                          const std::vector<std::pair<std::string, std::string>>& set,
                                          const update_options& o, SinkFactory& make_sink) {
   const auto d = dataset::open(root);
-  if (d.stable_row_ids())
-    throw unsupported_error("update of dataset '" + root + "': it uses stable row ids, which moved rows must keep; "
-                            "lancet updates datasets with row addresses only");
   const auto snap = load_version(root, d.version());
   const auto& m = snap.manifest();
   const auto& schema = d.schema();
@@ -133,10 +173,11 @@ std::optional<update_result> update_once(const std::string& root, const std::str
     set_ids.push_back(std::uint32_t(lance.fields.at(c).id));
   }
   if (set.empty()) throw invalid_input_error("update of dataset '" + root + "': no column to set");
-  // The rows to move, by fragment (row ids are addresses here).
+  // The rows to move, by fragment.
   const auto selected = where.empty() ? d.live_rows()->to_vector() : rows_where(d, where);
   std::map<std::uint64_t, std::vector<std::uint64_t>> by_fragment;
-  for (auto id : selected) by_fragment[id >> 32].push_back(id);
+  for (auto a : d.row_addresses(selected)) by_fragment[a >> 32].push_back(a);
+  for (auto& [fid, addrs] : by_fragment) std::sort(addrs.begin(), addrs.end());
   // Their new values, one fragment at a time, into new data files.
   auto it = by_fragment.begin();
   auto next = [&]() -> std::optional<arrow::record_batch> {
@@ -168,6 +209,11 @@ std::optional<update_result> update_once(const std::string& root, const std::str
                                     make_sink, encoding::structural::default_policy{}, "update of dataset '" + root + "'");
       written = files.paths;
       op.new_fragments = std::move(files.fragments);
+      if (d.stable_row_ids()) {  // the moved rows keep their ids and creation versions
+        moved_rows moved(d);
+        for (const auto& [fid, addrs] : by_fragment) moved.add(addrs);
+        moved.assign(op.new_fragments, false);
+      }
     }
     std::map<std::uint64_t, std::vector<std::uint32_t>> offsets;
     for (const auto& [fid, addrs] : by_fragment)

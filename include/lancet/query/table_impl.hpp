@@ -80,7 +80,24 @@ struct vector_index_handle {
   std::vector<std::uint64_t> covered;    // fragments of the version some segment covers
   std::vector<std::uint64_t> unindexed;  // fragments of the version none covers
   bool needs_mask = false;  // covered fragments have deleted rows, or segments name fragments the version lacks
+  // The rows the index may answer with when needs_mask: the live rows, or with stable
+  // row ids those of the covered fragments (a moved row's id stays in the index, whose
+  // entry then holds the old values, unless its new fragment is covered).
+  std::shared_ptr<const dataset::row_set> mask;
 };
+
+// The live row ids of `fragments` (stable row ids).
+inline std::shared_ptr<const dataset::row_set> live_ids_of(const dataset::dataset& ds,
+                                                           const std::vector<std::uint64_t>& fragments) {
+  auto out = std::make_shared<dataset::row_set>();
+  for (auto f : fragments) {
+    const auto ids = ds.fragment_row_ids(f);
+    const auto dv = ds.deleted_rows(f);
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      if (!dv.contains(i)) out->insert(ids[i]);
+  }
+  return out;
+}
 
 struct table_state {
   table_state(dataset::dataset d, table_options o)
@@ -227,6 +244,7 @@ struct table_state {
     }
     for (auto id : covered)
       if (!present.count(id)) h->needs_mask = true;
+    if (h->needs_mask) h->mask = ds.stable_row_ids() ? live_ids_of(ds, h->covered) : ds.live_rows();
     return h;
   }
 };
@@ -646,7 +664,7 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
     // bounds the late search), else the live rows where some are deleted.
     std::optional<index::row_filter> rows;
     if (pre) rows = index::row_filter::in(t.rows_where(*filter, plan.index->covered));
-    else if (plan.index->needs_mask) rows = index::row_filter::in(ds.live_rows());
+    else if (plan.index->needs_mask) rows = index::row_filter::in(plan.index->mask);
     sp.filter = rows ? &*rows : nullptr;
     if (sp.nprobes == 0) return output_batch(ds, cols, {}, n.column);
     hits = plan.index->searcher->search(q, plan.column.dimension, sp);

@@ -300,7 +300,10 @@ struct row_dataset_version_run {
   friend bool operator==(const row_dataset_version_run&, const row_dataset_version_run&) = default;
 };
 
-// Per-row created-at / last-updated-at dataset versions of a fragment.
+// Per-row created-at / last-updated-at dataset versions of a fragment. Runs follow one
+// another: a run covers as many rows as its span holds, after the rows of the runs
+// before it (the span's values do not place it: Lance's compaction keeps each source
+// fragment's spans as they were).
 struct row_dataset_version_sequence {
   static constexpr std::string_view message_name = "RowDatasetVersionSequence";
   static constexpr std::uint32_t f_runs = 1;
@@ -311,6 +314,12 @@ struct row_dataset_version_sequence {
     row_dataset_version_sequence s;
     if (rows) s.runs.push_back({u64_segment::make_range(0, rows), version});
     return s;
+  }
+  // The version of each row, in row order.
+  std::vector<std::uint64_t> versions() const {
+    std::vector<std::uint64_t> out;
+    for (const auto& r : runs) out.insert(out.end(), std::size_t(r.span.size()), r.version);
+    return out;
   }
   static constexpr auto proto_fields() {
     return pb::fields(pb::field(f_runs, &row_dataset_version_sequence::runs, "RowDatasetVersionSequence.runs"));
