@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <lancet/core/xxhash64.hpp>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -235,5 +237,21 @@ TEST_CASE("random_u64: a forked child draws other values than its parent") {
   for (int i = 0; i < 100; ++i) {
     const auto x = lancet::random_between(3, 5);
     CHECK((x >= 3 && x <= 5));
+  }
+}
+
+TEST_CASE("xxhash64 matches XXH64's reference values, short keys and every stripe path") {
+  CHECK(lancet::xxhash64("") == 0xef46db3751d8e999ull);
+  CHECK(lancet::xxhash64("a") == 0xd24ec4f1a98c6e5bull);
+  CHECK(lancet::xxhash64("abc") == 0x44bc2cf5ad770999ull);
+  std::string bytes(100, '\0');
+  for (int i = 0; i < 100; ++i) bytes[std::size_t(i)] = char(i);
+  // libxxhash's XXH64(bytes[:n], seed 0): below, at and past one 32-byte stripe.
+  const std::vector<std::pair<std::size_t, std::uint64_t>> want = {
+      {31, 0xc346d2b59b4d8ee1ull}, {32, 0xcbf59c5116ff32b4ull}, {33, 0x0c535d1acafb8eadull}, {40, 0xf5da40f1b11741e9ull},
+      {63, 0xe26aa9e2a95f8e4full}, {64, 0xf7c67301db6713f0ull}, {65, 0xc31eb63b2ae4465bull}, {100, 0x6ac1e58032166597ull}};
+  for (const auto& [n, h] : want) {
+    CAPTURE(n);
+    CHECK(lancet::xxhash64(std::string_view(bytes).substr(0, n)) == h);
   }
 }

@@ -16,6 +16,7 @@
 #include <lancet/dataset/write.hpp>
 #include <lancet/index/build/ivf_builder.hpp>
 #include <lancet/index/optimize/optimize_indices.hpp>
+#include <lancet/pb/table.hpp>
 #include <lancet/query/table.hpp>
 
 #include "support/dataset_writes.hpp"
@@ -318,4 +319,56 @@ TEST_CASE("merge_insert and a vector index: moved and inserted rows found throug
   for (const auto& im : s->file.indices) covered += ds::index_fragment_bitmap(im).to_vector().size();
   CHECK(covered == d.manifest().fragments.size());
   check_answers();
+}
+
+TEST_CASE("merge_insert on a table's unenforced primary key: the inserted keys' filter, and two merges inserting one key") {
+  lancet::testing::scratch_dir tmp("merge-pk");
+  const auto root = tmp.sub("ds");
+  auto pk_rows = [](const std::vector<std::int64_t>& ids, const std::vector<std::int32_t>& xs) {
+    auto b = merge_rows(ids, xs);
+    auto s = std::make_shared<arrow::schema>(*b.schema);
+    s->fields[0].metadata = {{"lance-schema:unenforced-primary-key", "true"}};
+    s->fields[0].nullable = false;
+    b.schema = s;
+    return b;
+  };
+  std::vector<std::int64_t> ids;
+  std::vector<std::int32_t> xs;
+  for (int i = 0; i < 20; ++i) ids.push_back(i), xs.push_back(i);
+  ds::write(root, pk_rows(ids, xs));
+  // Keys inserted (100, 101) are in the filter; the updated one (3) is not.
+  ds::merge_insert(root, std::vector<record_batch>{pk_rows({3, 100, 101}, {30, 1000, 1010})}, merge_upsert());
+  const auto d = ds::dataset::open(root);
+  const auto& op = std::get<pb::transaction::update>(d.transaction()->operation);
+  REQUIRE(op.inserted_rows_filter.has_value());
+  CHECK(op.inserted_rows_filter->field_ids == std::vector<std::int32_t>{0});
+  const auto* bloom = std::get_if<pb::transaction::bloom_filter>(&op.inserted_rows_filter->data);
+  REQUIRE(bloom != nullptr);
+  CHECK(bloom->bitmap.size() == 32768);
+  CHECK(bloom->num_bits == 262144);
+  std::size_t bits = 0;
+  for (unsigned char c : bloom->bitmap) bits += std::size_t(__builtin_popcount(c));
+  CHECK(bits <= 16);  // eight bits a key
+  CHECK(bits >= 9);
+  // A key column that is not the primary key: no filter.
+  auto other = merge_upsert();
+  other.on = {"x"};
+  ds::merge_insert(root, std::vector<record_batch>{pk_rows({200}, {2000})}, other);
+  CHECK_FALSE(std::get<pb::transaction::update>(ds::dataset::open(root).transaction()->operation).inserted_rows_filter);
+
+  // Another merge inserts key 500 just before ours, which inserts 500 too: ours runs
+  // again and updates that row instead of adding a second one.
+  racing_factory same{[&] { ds::merge_insert(root, std::vector<record_batch>{pk_rows({500}, {1})}, merge_upsert()); }};
+  const auto r = ds::merge_insert(root, std::vector<record_batch>{pk_rows({500, 600}, {2, 3})}, merge_upsert(), same);
+  CHECK(r.retries == 1);
+  CHECK(same.data_files == 2);  // written again by the second run
+  CHECK(r.updated_rows == 1);
+  CHECK(r.inserted_rows == 1);
+  CHECK(merge_contents(root).ends_with("500:2 600:3 "));
+  // Different new keys: rebased on the other merge, not run again.
+  racing_factory other_key{[&] { ds::merge_insert(root, std::vector<record_batch>{pk_rows({700}, {7})}, merge_upsert()); }};
+  const auto r2 = ds::merge_insert(root, std::vector<record_batch>{pk_rows({800}, {8})}, merge_upsert(), other_key);
+  CHECK(r2.retries == 1);
+  CHECK(other_key.data_files == 1);
+  CHECK(ds::dataset::open(root).count_rows() == 27);
 }

@@ -49,6 +49,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/commit_retries.hpp"
 #include "lancet/dataset/deletion.hpp"
+#include "lancet/dataset/key_existence.hpp"
 #include "lancet/dataset/manifest.hpp"
 #include "lancet/dataset/sink_factory.hpp"
 #include "lancet/dataset/snapshot.hpp"
@@ -320,6 +321,14 @@ class transaction_rebase {
               if (modified_.count(g.fragment_id))
                 retryable(other, version, root, "it replaced data of fragment " + std::to_string(g.fragment_id));
           } else if constexpr (std::is_same_v<O, T::delete_rows> || std::is_same_v<O, T::update>) {
+            if constexpr (std::is_same_v<O, T::update>) {
+              // Two merge inserts into a table with a primary key: rows with one key
+              // inserted by both would be duplicates.
+              const auto* ours = std::get_if<T::update>(&txn_.operation);
+              if (ours && ours->inserted_rows_filter && theirs.inserted_rows_filter &&
+                  detail::may_share_key(*ours->inserted_rows_filter, *theirs.inserted_rows_filter))
+                retryable(other, version, root, "both inserted rows whose primary keys may be the same");
+            }
             const auto& updated = theirs.updated_fragments;
             const auto& removed = [&]() -> const std::vector<std::uint64_t>& {
               if constexpr (std::is_same_v<O, T::delete_rows>) return theirs.deleted_fragment_ids;

@@ -22,6 +22,7 @@
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/commit.hpp"
 #include "lancet/dataset/dataset.hpp"
+#include "lancet/dataset/key_existence.hpp"
 #include "lancet/dataset/deletion.hpp"
 #include "lancet/dataset/merge_insert.hpp"
 #include "lancet/dataset/moved_rows.hpp"
@@ -119,6 +120,21 @@ inline std::vector<const arrow::array_data*> merge_key_columns(const arrow::reco
 
 // The keys of a batch's rows as bytes (key_into's): a single fixed-width key column is
 // read in place, other keys are built row by row.
+// The field ids of the key columns `on` when they are exactly the schema's unenforced
+// primary key (Lance then records the inserted rows' keys), in `on`'s order.
+inline std::optional<std::vector<std::int32_t>> primary_key_ids(const schema::schema& s,
+                                                                 const std::vector<std::string>& on) {
+  std::vector<std::int32_t> pk, ids;
+  for (const auto& f : s.fields)
+    if (f.unenforced_primary_key) pk.push_back(f.id);
+  for (const auto& k : on)
+    for (const auto& f : s.fields)
+      if (f.name == k) ids.push_back(f.id);
+  if (pk.empty() || ids.size() != pk.size() || !std::is_permutation(ids.begin(), ids.end(), pk.begin()))
+    return std::nullopt;
+  return ids;
+}
+
 class key_reader {
  public:
   key_reader(const arrow::record_batch& b, const std::vector<std::string>& on) : cols_(merge_key_columns(b, on)) {
@@ -369,6 +385,7 @@ class merge_run {
     for (const auto& k : o.on)
       if (std::none_of(schema.fields.begin(), schema.fields.end(), [&](const arrow::field& f) { return f.name == k; }))
         throw invalid_input_error("merge insert into '" + root + "': no key column '" + k + "' in the dataset");
+    if (auto ids = primary_key_ids(manifest_schema(snap_.manifest()), o.on)) inserted_keys_.emplace(std::move(*ids));
   }
 
   std::optional<merge_insert_result> run() {
@@ -395,6 +412,7 @@ class merge_run {
         written = files.paths;
         op.new_fragments = std::move(files.fragments);
       }
+      if (inserted_keys_) op.inserted_rows_filter = inserted_keys_->message();
       if (d_.stable_row_ids()) {  // updated rows (written first) keep their ids and creation versions
         moved_rows moved(d_);
         for (const auto& [s, a] : updated_)
@@ -568,6 +586,11 @@ class merge_run {
     std::vector<std::int64_t> rows;
     for (std::int64_t r = 0; r < src.num_rows(); ++r)
       if (!matched_[row_base_ + std::uint64_t(r)]) rows.push_back(r);
+    if (inserted_keys_) {
+      const auto cols = merge_key_columns(src, o_.on);
+      for (auto r : rows)
+        if (const auto key = filter_key(cols, r)) inserted_keys_->insert(*key);
+    }
     const auto from = take_batch_rows(src, rows);
     return dataset_rows(from, [&](const arrow::field& f) {
       if (!f.nullable)
@@ -600,6 +623,8 @@ class merge_run {
   const dataset d_;
   const snapshot snap_;
   source_keys keys_;
+  // The inserted rows' keys, when the key is the table's unenforced primary key.
+  std::optional<key_existence_builder> inserted_keys_;
   std::vector<bool> matched_;  // by source row: a target row has its key
   // (source row, target address), sorted; the address not_updated where matched_if failed
   std::vector<std::pair<std::uint64_t, std::uint64_t>> updated_;

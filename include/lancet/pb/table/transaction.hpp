@@ -157,11 +157,50 @@ struct transaction {
     }
     friend bool operator==(const reserve_fragments&, const reserve_fragments&) = default;
   };
+  // The keys of the rows a merge insert inserted, on a table with an unenforced primary
+  // key: two concurrent merge inserts whose filters may share a key conflict.
+  struct exact_key_set_filter {
+    static constexpr std::string_view message_name = "ExactKeySetFilter";
+    static constexpr std::uint32_t f_key_hashes = 1;
+    std::vector<std::uint64_t> key_hashes;
+    static constexpr auto proto_fields() {
+      return pb::fields(pb::field(f_key_hashes, &exact_key_set_filter::key_hashes, "ExactKeySetFilter.key_hashes"));
+    }
+    friend bool operator==(const exact_key_set_filter&, const exact_key_set_filter&) = default;
+  };
+  struct bloom_filter {
+    static constexpr std::string_view message_name = "BloomFilter";
+    static constexpr std::uint32_t f_bitmap = 1, f_num_bits = 2, f_number_of_items = 3, f_probability = 4;
+    std::string bitmap;  // split-block bloom filter blocks (8 little-endian u32 words each)
+    std::uint32_t num_bits = 0;
+    std::uint64_t number_of_items = 0;  // what the filter was sized for
+    double probability = 0;
+    static constexpr auto proto_fields() {
+      return pb::fields(pb::field(f_bitmap, &bloom_filter::bitmap, "BloomFilter.bitmap"),
+                        pb::field(f_num_bits, &bloom_filter::num_bits, "BloomFilter.num_bits"),
+                        pb::field(f_number_of_items, &bloom_filter::number_of_items, "BloomFilter.number_of_items"),
+                        pb::field(f_probability, &bloom_filter::probability, "BloomFilter.probability"));
+    }
+    friend bool operator==(const bloom_filter&, const bloom_filter&) = default;
+  };
+  struct key_existence_filter {
+    static constexpr std::string_view message_name = "KeyExistenceFilter";
+    static constexpr std::uint32_t f_field_ids = 1, f_exact = 2, f_bloom = 3;
+    std::vector<std::int32_t> field_ids;
+    std::variant<std::monostate, exact_key_set_filter, bloom_filter> data;
+    static constexpr auto proto_fields() {
+      return pb::fields(pb::field(f_field_ids, &key_existence_filter::field_ids, "KeyExistenceFilter.field_ids"),
+                        pb::oneof(&key_existence_filter::data, "KeyExistenceFilter.data", {f_exact, f_bloom}));
+    }
+    friend bool operator==(const key_existence_filter&, const key_existence_filter&) = default;
+  };
+
   struct update {
     static constexpr std::string_view message_name = "Update";
     static constexpr std::uint32_t f_removed_fragment_ids = 1, f_updated_fragments = 2, f_new_fragments = 3,
                                    f_fields_modified = 4, f_mem_wal_to_merge = 5,
-                                   f_fields_for_preserving_frag_bitmap = 6, f_update_mode = 7;
+                                   f_fields_for_preserving_frag_bitmap = 6, f_update_mode = 7,
+                                   f_inserted_rows_filter = 8;
     enum class mode : std::uint32_t { rewrite_rows = 0, rewrite_columns = 1 };
     std::vector<std::uint64_t> removed_fragment_ids;
     std::vector<data_fragment> updated_fragments;
@@ -170,6 +209,7 @@ struct transaction {
     std::optional<std::string> mem_wal_to_merge_raw;  // encoded MemWalIndexDetails.MemWal
     std::vector<std::uint32_t> fields_for_preserving_frag_bitmap;
     mode update_mode = mode::rewrite_rows;
+    std::optional<key_existence_filter> inserted_rows_filter;
     static constexpr auto proto_fields() {
       return pb::fields(
           pb::field(f_removed_fragment_ids, &update::removed_fragment_ids, "Update.removed_fragment_ids"),
@@ -179,7 +219,8 @@ struct transaction {
           pb::field(f_mem_wal_to_merge, &update::mem_wal_to_merge_raw, "Update.mem_wal_to_merge"),
           pb::field(f_fields_for_preserving_frag_bitmap, &update::fields_for_preserving_frag_bitmap,
                     "Update.fields_for_preserving_frag_bitmap"),
-          pb::field(f_update_mode, &update::update_mode, "Update.update_mode"));
+          pb::field(f_update_mode, &update::update_mode, "Update.update_mode"),
+          pb::field(f_inserted_rows_filter, &update::inserted_rows_filter, "Update.inserted_rows_filter"));
     }
     void check_decoded() const {
       if (update_mode > mode::rewrite_columns)
