@@ -40,6 +40,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,8 @@
 #include <lancet/json/rows_writer.hpp>
 #include <lancet/query/table.hpp>
 #include <lancet/index/optimize/remap.hpp>
+#include <lancet/index/registry.hpp>
+#include <lancet/index/scalar/btree_index.hpp>
 
 #include "support/interop.hpp"
 #include "support/nearest.hpp"
@@ -87,6 +90,7 @@ void write_text(const fs::path& p, const std::string& s) {
 struct answer {
   bool error = false;
   std::string message;
+  std::string plan;  // explainPlan(true), when the spec asked ("explain": true)
   std::int64_t count = 0;
   njson fields;      // LanceDB's result schema (lib.mjs fieldJson)
   std::string rows;  // canonical JSON Lines
@@ -156,6 +160,7 @@ std::vector<answer> lancedb_queries(const std::string& root, const njson& specs,
       a.error = true;
       a.message = j["error"].get<std::string>();
     } else {
+      if (j.contains("plan")) a.plan = j["plan"].get<std::string>();
       a.count = j["count"].get<std::int64_t>();
       a.fields = j["fields"];
       a.rows = rows_as_lines(line);
@@ -1531,4 +1536,115 @@ TEST_CASE("interop query: stable row ids through updates and merge inserts by ea
   lancedb_mutate(theirs, njson::array({{{"op", "update"}, {"where", "id % 7 = 1"}, {"set", {{"i32", "0"}}}}}));
   check_same_row_layout(ours, theirs);
   check_both("an update after LanceDB's optimize");
+}
+
+// ---- scalar indexes ---------------------------------------------------------------------------------
+
+namespace {
+
+const pb::index_metadata& index_named(const dataset::dataset& d, const std::string& name) {
+  for (const auto& im : d.indices())
+    if (im.name == name) return im;
+  FAIL("no index named " << name);
+  throw std::logic_error("unreachable");
+}
+
+// Two BTREEs over the same rows hold the same pages: the same lookup, the same values
+// in the same order, and each row id beside the same value (ties may come in any order).
+void check_same_btree(const std::string& ours, const std::string& theirs, const std::string& name) {
+  INFO("BTREE " << name);
+  const auto a = dataset::dataset::open(ours), b = dataset::dataset::open(theirs);
+  const auto da = index::index_directory(ours, index_named(a, name).uuid);
+  const auto db = index::index_directory(theirs, index_named(b, name).uuid);
+  const auto la = index::read_btree_lookup(da), lb = index::read_btree_lookup(db);
+  CHECK(la.batch_size == lb.batch_size);
+  REQUIRE(la.rows == lb.rows);
+  CHECK(la.null_count == lb.null_count);
+  arrow::compare_options o;
+  CHECK_MESSAGE(!arrow::first_difference(la.min, lb.min, o), *arrow::first_difference(la.min, lb.min, o));
+  CHECK_MESSAGE(!arrow::first_difference(la.max, lb.max, o), *arrow::first_difference(la.max, lb.max, o));
+  if (la.rows == 0) return;
+  const auto pa = index::read_btree_pages(da, la, 0, la.pages() - 1), pb = index::read_btree_pages(db, lb, 0, lb.pages() - 1);
+  const auto values = arrow::first_difference(pa.columns[0], pb.columns[0], o);
+  CHECK_MESSAGE(!values, *values);
+  std::map<std::uint64_t, std::int64_t> at_a, at_b;
+  for (std::int64_t r = 0; r < pa.num_rows(); ++r) at_a[pa.columns[1]->value<std::uint64_t>(r)] = r;
+  for (std::int64_t r = 0; r < pb.num_rows(); ++r) at_b[pb.columns[1]->value<std::uint64_t>(r)] = r;
+  REQUIRE(at_a.size() == at_b.size());
+  std::vector<std::int64_t> ra, rb;
+  for (const auto& [id, r] : at_a) {
+    const auto it = at_b.find(id);
+    REQUIRE_MESSAGE(it != at_b.end(), "row id " << id << " is only in lancet's BTREE");
+    ra.push_back(r);
+    rb.push_back(it->second);
+  }
+  const auto by_id = arrow::first_difference(arrow::take_rows(pa.columns[0], ra, pa.columns[0]->type),
+                                             arrow::take_rows(pb.columns[0], rb, pb.columns[0]->type), o);
+  CHECK_MESSAGE(!by_id, "a row id beside another value: " << *by_id);
+}
+
+}  // namespace
+
+TEST_CASE("interop query: BTREEs lancet builds are LanceDB's: listed, used by its filters, the same pages") {
+  t::temp_dir tmp("iq-btree");
+  const std::string ours = (tmp.path() / "ours").string(), theirs = (tmp.path() / "theirs").string();
+  const table_data data(3000, 13);
+  create(ours, data, 2400, 800, 1);
+  dataset::delete_where(ours, "id % 13 = 2");
+  fs::copy(ours, theirs, fs::copy_options::recursive);
+  // Every scalar type LanceDB's BTREE orders: integers of several widths, floats (with
+  // -0 and NaN), strings, booleans, dates, timestamps; NULLs in each.
+  const std::vector<std::string> columns = {"i8", "i16", "i32", "i64", "u8", "u32", "f32", "f64", "s", "b", "d", "ts"};
+  njson ops = njson::array();
+  for (const auto& c : columns) {
+    index::scalar_index_options o;
+    o.column = c;
+    index::build_btree_index(ours, o);
+    ops.push_back({{"op", "index"}, {"type", "btree"}, {"column", c}});
+  }
+  lancedb_mutate(theirs, ops);
+  for (const auto& c : columns) check_same_btree(ours, theirs, c + "_idx");
+
+  // LanceDB lists ours as its own.
+  const auto listed = njson::parse(t::node("list_indices.mjs", {ours}));
+  REQUIRE(listed["indices"].size() == columns.size());
+  for (const auto& i : listed["indices"]) {
+    INFO(i.dump());
+    CHECK(i["indexType"] == "BTree");
+    CHECK(i["stats"]["indexType"] == "BTREE");
+    CHECK(i["stats"]["numIndexedRows"] == listed["countRows"]);
+    CHECK(i["stats"]["numUnindexedRows"] == 0);
+  }
+  // Its filters use them and answer as lancet's scans (and as on its own indexes).
+  njson specs = njson::array();
+  const std::vector<std::string> indexed = {"i32 = 17",         "i64 > 500000",       "u8 BETWEEN 10 AND 20",
+                                            "f64 < -900.5",      "f32 >= 50",          "s = 'apple'",
+                                            "s IN ('bab', 'r5')", "b = true",           "d < date '2022-03-01'",
+                                            "ts >= timestamp '2024-09-01 00:00:00'", "i16 IS NULL", "i8 <> 3"};
+  for (const auto& f : indexed) specs.push_back({{"where", f}, {"columns", {"id"}}, {"explain", true}});
+  filter_generator filters(41);
+  for (int i = 0; i < 30; ++i) specs.push_back({{"where", filters.next()}, {"columns", {"id"}}});
+  const auto r = run_both(ours, specs, tmp.path());
+  for (std::size_t i = 0; i < indexed.size(); ++i) {
+    INFO(indexed[i] << "\n" << r.theirs[i].plan);
+    CHECK(r.theirs[i].plan.find("ScalarIndexQuery") != std::string::npos);
+  }
+  const auto theirs_answers = lancedb_queries(theirs, specs, tmp.path());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    INFO(specs[i].dump());
+    CHECK(theirs_answers[i].rows == r.theirs[i].rows);
+  }
+  // lancet compacts both (its own BTREEs and LanceDB's are remapped): LanceDB still
+  // uses every one, with the answers of before.
+  for (const auto& root : {ours, theirs}) {
+    INFO("after lancet's compaction of " << root);
+    lancet_compact(root, 1500);
+    const auto again = run_both(root, specs, tmp.path());
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      INFO(specs[i].dump() << "\n" << again.theirs[i].plan);
+      CHECK(again.theirs[i].rows == r.theirs[i].rows);
+      if (i < indexed.size()) CHECK(again.theirs[i].plan.find("ScalarIndexQuery") != std::string::npos);
+    }
+  }
+  for (const auto& c : columns) check_same_btree(ours, theirs, c + "_idx");
 }

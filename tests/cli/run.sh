@@ -128,6 +128,14 @@ for run in a b; do
 done
 check "index create --seed: the search returns 20 rows" test "$(wc -l < "$tmp/seed.a")" -eq 20
 check "index create --seed: the same seed builds the same index" cmp -s "$tmp/seed.a" "$tmp/seed.b"
+# A BTREE scalar index (on a copy: the versions above stay as they are).
+bds="$tmp/vds-btree"; rm -rf "$bds"; cp -r "$vds" "$bds"
+out=$("$lancet" index create "$bds" --column id --type btree 2>/dev/null)
+check "index create --type btree" bash -c "grep -q \"created BTREE index 'id_idx'\" <<< \"\$0\" && grep -q '600 rows in 1 pages' <<< \"\$0\"" "$out"
+check "index list shows the BTREE" bash -c "'$lancet' index list '$bds' | grep -q '\"name\":\"id_idx\".*\"type\":\"BTREE\"'"
+check "LanceDB lists the CLI's BTREE" bash -c "node '$root/tests/interop/list_indices.mjs' '$bds' | grep -q '\"indexType\":\"BTree\"'"
+err=$("$lancet" index create "$bds" --column vector --type btree --name v 2>&1); st=$?
+check "a BTREE on a vector column refused" bash -c "test $st -eq 1 && grep -q \"cannot be built on column 'vector'\" <<< \"\$0\"" "$err"
 # ---- compact ------------------------------------------------------------------------
 cds="$tmp/cds"
 for part in 1 2 3 4; do

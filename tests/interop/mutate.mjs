@@ -13,7 +13,7 @@
 //                                           mergeInsert(on) with those clauses, FILE's
 //                                           rows as the source; the line adds
 //                                           "inserted", "updated", "deleted"
-//   {"op": "index", "type": "ivf_flat|ivf_pq|ivf_rq|hnsw_sq|hnsw_pq", "column": "vector",
+//   {"op": "index", "type": "ivf_flat|ivf_pq|ivf_rq|hnsw_sq|hnsw_pq|btree|bitmap|label_list", "column": "vector",
 //    "partitions": P, "subVectors": M, "bits": B, "metric": "l2", "name": N,
 //    "replace": true, "m": M, "efConstruction": E}
 //                                           createIndex (LanceDB 0.39 has no IVF_SQ)
@@ -111,6 +111,9 @@ function indexConfig(op) {
     case "ivf_rq": return lancedb.Index.ivfRq({ ...common, ...opt("numBits", op.bits) });
     case "hnsw_sq": return lancedb.Index.hnswSq({ ...common, ...hnsw });
     case "hnsw_pq": return lancedb.Index.hnswPq({ ...common, ...opt("numSubVectors", op.subVectors), ...hnsw });
+    case "btree": return lancedb.Index.btree();
+    case "bitmap": return lancedb.Index.bitmap();
+    case "label_list": return lancedb.Index.labelList();
     default: throw new Error(`unknown index type '${op.type}'`);
   }
 }

@@ -11,6 +11,7 @@
 // Every key is optional (no "nearest": a scan; "prefilter": false: LanceDB's
 // postfilter(); a null bound of distanceRange: none). Output per query:
 //   {"query": i, "count": N, "fields": [...], "rows": [...]}
+// ("plan" first, LanceDB's explainPlan(true), when the spec has "explain": true)
 // with `fields` LanceDB's result schema (lib.mjs fieldJson) and `rows` the rows in the
 // canonical JSON of README.md (`_distance` and `_rowid` are columns like any other),
 // or {"query": i, "error": "..."} when LanceDB refuses the query.
@@ -62,11 +63,13 @@ async function main() {
     for (let i = 0; i < specs.length; i++) {
       let line;
       try {
-        const result = await build(table, specs[i]).toArrow();
+        const query = build(table, specs[i]);
+        const plan = specs[i].explain ? `"plan":${JSON.stringify(await query.explainPlan(true))},` : "";
+        const result = await query.toArrow();
         const rows = [];
         writeRows(result, (s) => rows.push(s.slice(0, -1)));
         const fields = JSON.stringify(result.schema.fields.map(fieldJson));
-        line = `{"query":${i},"count":${result.numRows},"fields":${fields},"rows":[${rows.join(",")}]}\n`;
+        line = `{"query":${i},${plan}"count":${result.numRows},"fields":${fields},"rows":[${rows.join(",")}]}\n`;
       } catch (err) {
         line = `${JSON.stringify({ query: i, error: String(err?.message ?? err) })}\n`;
       }

@@ -51,6 +51,18 @@ class filter {
   // The rows of `batch` where the filter is true (its columns are found by name).
   LANCET_INLINE arrow::record_batch apply(const arrow::record_batch& batch) const;
 
+  // For indexes. The conjuncts of its top-level AND (itself when it is no AND) that
+  // read exactly one top-level column (no struct member), each a filter over that
+  // column alone: a row the filter keeps is kept by each of them.
+  LANCET_INLINE std::vector<std::pair<std::string, filter>> column_conjuncts() const;
+  // For a filter over one column: a filter over a page of that column's values sorted
+  // NULLs first, given as its first and last value (columns "min" and "max" of the
+  // column's type; a NULL first value: the page holds NULLs; a NULL last value: only
+  // NULLs). True for every page that may hold a row this filter keeps (comparisons
+  // with constants, BETWEEN, IN of constants, IS [NOT] NULL, AND / OR of those; any
+  // other part may hold anywhere).
+  LANCET_INLINE filter page_filter() const;
+
  private:
   std::string text_;
   std::shared_ptr<const bound_filter> bound_;

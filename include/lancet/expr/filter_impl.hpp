@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -64,6 +66,188 @@ LANCET_INLINE arrow::record_batch filter::apply(const arrow::record_batch& batch
   std::vector<std::uint8_t> mask(std::size_t(batch.num_rows()));
   evaluate(inputs, 0, mask.size(), mask.data());
   return select_rows(batch, mask);
+}
+
+namespace detail {
+
+// The top-level column every column node of `n` reads (nullopt: none, several, or a
+// struct member).
+inline bool single_column(const bound_node& n, std::optional<std::size_t>& input) {
+  if (n.kind == node_kind::column) {
+    if (!n.column.members.empty() || (input && *input != n.column.input)) return false;
+    input = n.column.input;
+    return true;
+  }
+  for (const auto& a : n.args)
+    if (!single_column(a, input)) return false;
+  return true;
+}
+
+inline void read_input_zero(bound_node& n) {
+  if (n.kind == node_kind::column) n.column.input = 0;
+  for (auto& a : n.args) read_input_zero(a);
+}
+
+inline bound_node boolean_node(node_kind k, std::vector<bound_node> args = {}) {
+  bound_node b;
+  b.kind = k;
+  b.type = simple_type(sql_type::kind::boolean);
+  b.args = std::move(args);
+  return b;
+}
+
+inline bound_node true_node() {
+  bound_node b = boolean_node(node_kind::constant);
+  b.b = true;
+  return b;
+}
+
+// The page's first (min) or last (max) value in place of column node `c`.
+inline bound_node page_end(const bound_node& c, bool last) {
+  bound_node e = c;
+  e.column.input = last ? 1 : 0;
+  e.column.name = last ? "max" : "min";
+  return e;
+}
+
+inline bound_node is_null_node(bound_node x, bool negated) {
+  bound_node b = boolean_node(node_kind::is_null, {std::move(x)});
+  b.negated = negated;
+  return b;
+}
+
+// `cmp` over (page end, constant): a copy of comparison `like` (its domain, -0 rule).
+inline bound_node end_compare(const bound_node& like, compare_op op, bound_node end, bound_node k) {
+  bound_node b = like;
+  b.cmp = op;
+  b.args = {std::move(end), std::move(k)};
+  return b;
+}
+
+// The pages that may hold a value v with `v op k` (op with the column on the left).
+inline bound_node page_compare(const bound_node& cmp, const bound_node& col, const bound_node& k, compare_op op) {
+  const auto lo = page_end(col, false), hi = page_end(col, true);
+  // The first value bounds the page from below unless the page starts with NULLs.
+  const auto lo_is = [&](compare_op o) {
+    return boolean_node(node_kind::or_, {is_null_node(lo, false), end_compare(cmp, o, lo, k)});
+  };
+  switch (op) {
+    case compare_op::eq: return boolean_node(node_kind::and_, {lo_is(compare_op::le), end_compare(cmp, compare_op::ge, hi, k)});
+    case compare_op::lt:
+    case compare_op::le: return boolean_node(node_kind::and_, {is_null_node(hi, true), lo_is(op)});
+    case compare_op::gt:
+    case compare_op::ge: return end_compare(cmp, op, hi, k);
+    case compare_op::ne: {
+      // Not a page of k alone: some value other than k (a NULL start holds none).
+      bound_node only_k = boolean_node(node_kind::and_, {is_null_node(lo, true), end_compare(cmp, compare_op::eq, lo, k),
+                                                         end_compare(cmp, compare_op::eq, hi, k)});
+      return boolean_node(node_kind::and_, {is_null_node(hi, true), boolean_node(node_kind::not_, {std::move(only_k)})});
+    }
+  }
+  return true_node();
+}
+
+inline compare_op flipped(compare_op op) {
+  switch (op) {
+    case compare_op::lt: return compare_op::gt;
+    case compare_op::le: return compare_op::ge;
+    case compare_op::gt: return compare_op::lt;
+    case compare_op::ge: return compare_op::le;
+    default: return op;
+  }
+}
+
+// The constant `i`-th member of an IN list's set, as a node of the list's domain.
+inline std::vector<bound_node> set_constants(const bound_node& in) {
+  std::vector<bound_node> out;
+  const auto make = [&](auto set_value) {
+    bound_node k;
+    k.kind = node_kind::constant;
+    k.type = in.domain;
+    set_value(k);
+    out.push_back(std::move(k));
+  };
+  for (auto v : in.set_i) make([&](bound_node& k) { k.i = v; });
+  for (auto v : in.set_u) make([&](bound_node& k) { k.u = v; });
+  for (auto v : in.set_w) make([&](bound_node& k) { k.w = v; });
+  for (auto v : in.set_f) make([&](bound_node& k) { k.f = v; });
+  for (const auto& v : in.set_s) make([&](bound_node& k) { k.s = v; });
+  return out;
+}
+
+inline bool plain_column(const bound_node& n) { return n.kind == node_kind::column && n.column.members.empty(); }
+inline bool value_constant(const bound_node& n) {
+  return n.kind == node_kind::constant && !n.is_null_constant && n.type.k != sql_type::kind::null;
+}
+
+// The page test of a node of a one-column filter (true where it cannot tell).
+inline bound_node page_test(const bound_node& n) {
+  switch (n.kind) {
+    case node_kind::and_:
+    case node_kind::or_: {
+      std::vector<bound_node> args;
+      for (const auto& a : n.args) args.push_back(page_test(a));
+      return boolean_node(n.kind, std::move(args));
+    }
+    case node_kind::compare: {
+      if (plain_column(n.args[0]) && value_constant(n.args[1])) return page_compare(n, n.args[0], n.args[1], n.cmp);
+      if (plain_column(n.args[1]) && value_constant(n.args[0]))
+        return page_compare(n, n.args[1], n.args[0], flipped(n.cmp));
+      return true_node();
+    }
+    case node_kind::in_list: {
+      if (n.negated || !plain_column(n.args[0]) || n.args.size() != 1) return true_node();
+      bound_node cmp = boolean_node(node_kind::compare);
+      cmp.domain = n.domain;
+      std::vector<bound_node> any;
+      for (auto& k : set_constants(n)) {
+        cmp.zero_equal = n.domain.k == sql_type::kind::floating && k.f == 0.0;
+        any.push_back(page_compare(cmp, n.args[0], k, compare_op::eq));
+      }
+      if (any.empty()) return boolean_node(node_kind::constant);  // IN (NULL): no row
+      if (any.size() == 1) return std::move(any[0]);
+      return boolean_node(node_kind::or_, std::move(any));
+    }
+    case node_kind::is_null:
+      if (!plain_column(n.args[0])) return true_node();
+      return n.negated ? is_null_node(page_end(n.args[0], true), true) : is_null_node(page_end(n.args[0], false), false);
+    default: return true_node();
+  }
+}
+
+}  // namespace detail
+
+LANCET_INLINE std::vector<std::pair<std::string, filter>> filter::column_conjuncts() const {
+  std::vector<std::pair<std::string, filter>> out;
+  const auto& root = bound_->root;
+  const std::vector<bound_node> single{root};
+  const auto& parts = root.kind == node_kind::and_ ? root.args : single;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    std::optional<std::size_t> input;
+    if (!detail::single_column(parts[i], input) || !input) continue;
+    bound_filter b;
+    b.columns = {bound_->columns.at(*input)};
+    b.root = parts[i];
+    detail::read_input_zero(b.root);
+    filter f;
+    f.text_ = text_ + " [conjunct " + std::to_string(i) + "]";
+    f.bound_ = std::make_shared<const bound_filter>(std::move(b));
+    out.emplace_back(bound_->columns[*input], std::move(f));
+  }
+  return out;
+}
+
+LANCET_INLINE filter filter::page_filter() const {
+  if (bound_->columns.size() != 1)
+    throw invalid_input_error("filter '" + text_ + "' reads " + std::to_string(bound_->columns.size()) +
+                              " columns; a page filter needs one");
+  bound_filter b;
+  b.columns = {"min", "max"};
+  b.root = detail::page_test(bound_->root);
+  filter f;
+  f.text_ = text_ + " [pages]";
+  f.bound_ = std::make_shared<const bound_filter>(std::move(b));
+  return f;
 }
 
 LANCET_INLINE arrow::record_batch select_rows(const arrow::record_batch& batch, std::span<const std::uint8_t> mask) {

@@ -38,7 +38,7 @@ struct vector_index_info {
   lancet::uuid uuid;
   std::vector<std::int32_t> fields;
   std::vector<std::string> columns;  // dotted names of `fields`
-  std::string index_type;            // "IVF_PQ", "IVF_HNSW_SQ", ... ("" for non-vector indices)
+  std::string index_type;            // "IVF_PQ", "IVF_HNSW_SQ", ..., "BTREE", "BITMAP", "LABEL_LIST" ("" when unknown)
   std::optional<simd::distance_type> distance;
   std::optional<hnsw_graph> hnsw;
   std::optional<std::uint32_t> num_bits;         // PQ, SQ, RQ codes

@@ -367,6 +367,11 @@ inline vector_index_info describe_index(const schema::schema& s, const pb::index
         d.compression);
     info.runtime_hints = d.runtime_hints;
     info.target_partition_size = persisted_target_partition_size(im);
+  } else if (im.index_details) {
+    const auto& url = im.index_details->type_url;
+    if (url == detail::btree_details_type_url) info.index_type = "BTREE";
+    else if (url == detail::bitmap_details_type_url) info.index_type = "BITMAP";
+    else if (url == detail::label_list_details_type_url) info.index_type = "LABEL_LIST";
   }
   info.dataset_version = im.dataset_version;
   for (auto id : dataset::index_fragment_bitmap(im).to_vector()) info.fragment_ids.push_back(id);

@@ -190,7 +190,7 @@ struct table_state {
     std::string chosen, names;
     for (const auto& i : all) {
       names += (names.empty() ? "" : ", ") + i.name;
-      const bool match = name.empty() ? (!i.columns.empty() && i.columns[0] == column && !i.index_type.empty())
+      const bool match = name.empty() ? (!i.columns.empty() && i.columns[0] == column && i.index_type.rfind("IVF_", 0) == 0)
                                       : i.name == name;
       if (match && chosen.empty()) chosen = i.name;
     }

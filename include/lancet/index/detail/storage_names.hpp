@@ -44,4 +44,14 @@ inline constexpr std::string_view hnsw_distance_column = "_distance";
 // The shuffler's spill files: each encoded row's partition.
 inline constexpr std::string_view partition_id_column = "__ivf_part_id";
 
+// Scalar indexes: IndexMetadata.index_details type URLs (empty messages) and the
+// BTREE's files and lookup metadata keys.
+inline constexpr std::string_view btree_details_type_url = "/lance.table.BTreeIndexDetails";
+inline constexpr std::string_view bitmap_details_type_url = "/lance.table.BitmapIndexDetails";
+inline constexpr std::string_view label_list_details_type_url = "/lance.table.LabelListIndexDetails";
+inline constexpr std::string_view btree_page_data_file = "page_data.lance";
+inline constexpr std::string_view btree_page_lookup_file = "page_lookup.lance";
+inline constexpr std::string_view btree_batch_size_key = "batch_size";
+inline constexpr std::string_view btree_range_partitioned_key = "range_partitioned";
+
 }  // namespace lancet::index::detail

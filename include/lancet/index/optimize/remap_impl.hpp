@@ -29,6 +29,7 @@
 #include "lancet/index/optimize/remap.hpp"
 #include "lancet/index/ivf/storage_reader.hpp"
 #include "lancet/index/ivf/storage_writer.hpp"
+#include "lancet/index/scalar/btree_files.hpp"
 #include "lancet/io/storage.hpp"
 #include "lancet/pb/index.hpp"
 #include "lancet/pb/table.hpp"
@@ -109,9 +110,17 @@ LANCET_INLINE hnsw::build_params recorded_hnsw_params(const index_file_info& inf
 LANCET_INLINE std::optional<std::string> remap_unsupported_reason(const std::string& root, const pb::index_metadata& im) {
   const std::string who = "index '" + im.name + "' (" + im.uuid.to_string() + ")";
   if (im.fields.size() != 1) return who + " covers " + std::to_string(im.fields.size()) + " fields; only single-column indexes are remapped";
+  if (im.index_details && im.index_details->type_url == detail::btree_details_type_url) {
+    try {
+      (void)read_btree_lookup(index_directory(root, im.uuid));
+    } catch (const error& e) {
+      return who + ": " + e.what();
+    }
+    return std::nullopt;
+  }
   if (!detail::is_vector_details(im))
-    return who + " is not a vector index (" + (im.index_details ? im.index_details->type_url : std::string("no details")) +
-           "); lancet remaps IVF vector indexes only";
+    return who + " is not a vector or BTREE index (" + (im.index_details ? im.index_details->type_url : std::string("no details")) +
+           "); lancet remaps IVF vector indexes and BTREEs";
   const auto details = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
   const std::string dir = index_directory(root, im.uuid);
   try {
@@ -140,10 +149,21 @@ LANCET_INLINE remapped_index remap_index_files(const std::string& root, const pb
   const std::string old_dir = index_directory(root, im.uuid);
   const std::string new_dir = index_directory(root, out.new_uuid);
   out.directory = new_dir;
-  out.transaction_details = pb::any{std::string(pb::index::vector_index_details::type_url), {}};
-  out.transaction_index_version = 1;
   if (!io::storage_for(new_dir).list(new_dir, true).empty())
     throw invalid_input_error("cannot remap index '" + im.name + "': '" + new_dir + "' exists already");
+  if (im.index_details->type_url == detail::btree_details_type_url) {  // Lance records the type, version 0
+    out.transaction_details = pb::any{std::string(detail::btree_details_type_url), {}};
+    out.transaction_index_version = 0;
+    try {
+      out.files = remap_btree_files(old_dir, new_dir, m, out.stats);
+    } catch (...) {
+      io::remove_all_quietly(new_dir);
+      throw;
+    }
+    return out;
+  }
+  out.transaction_details = pb::any{std::string(pb::index::vector_index_details::type_url), {}};
+  out.transaction_index_version = 1;
   const auto info = read_index_file(old_dir + "/" + std::string(detail::index_file_name));
   auto storage = open_storage(old_dir + "/" + std::string(detail::auxiliary_file_name));
   if (storage.num_partitions() != info.ivf.num_partitions())

@@ -78,7 +78,7 @@ inline opened_index open_vector_index(const std::string& root, const std::vector
   std::string chosen;
   for (const auto& i : all) {
     names += (names.empty() ? "" : ", ") + i.name;
-    const bool match = name.empty() ? (!i.columns.empty() && i.columns[0] == column && !i.index_type.empty())
+    const bool match = name.empty() ? (!i.columns.empty() && i.columns[0] == column && i.index_type.rfind("IVF_", 0) == 0)
                                     : i.name == name;
     if (match && chosen.empty()) chosen = i.name;
   }

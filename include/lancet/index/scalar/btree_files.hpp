@@ -1,0 +1,304 @@
+// A BTREE scalar index's two files as Lance 12 writes them (docs/design/
+// scalar_index_facts.md §2), in _indices/{uuid}/ at the dataset's storage version:
+//
+//   page_data.lance    `values: <column type>` (nullable), `ids: uint64` (not null): every
+//                      indexed row sorted by value, NULLs first, NaN after +inf; page p
+//                      is rows [p * batch_size, (p + 1) * batch_size)
+//   page_lookup.lance  one row per page: `min`, `max` (the page's first and last value,
+//                      so NULL when the page starts with NULLs), `null_count: uint32`,
+//                      `page_idx: uint32`; schema metadata batch_size = "4096",
+//                      range_partitioned = "false"
+//
+// The row ids are row addresses, or stable row ids where the dataset has them.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lancet/arrow/array.hpp"
+#include "lancet/arrow/builder.hpp"
+#include "lancet/arrow/concat.hpp"
+#include "lancet/arrow/type.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/index_remap.hpp"
+#include "lancet/file/reader.hpp"
+#include "lancet/file/with_version.hpp"
+#include "lancet/file/writer.hpp"
+#include "lancet/index/detail/storage_names.hpp"
+#include "lancet/io/any_sink.hpp"
+#include "lancet/io/storage.hpp"
+#include "lancet/pb/table.hpp"
+#include "lancet/schema/lance_schema.hpp"
+
+namespace lancet::index {
+
+inline constexpr std::uint64_t btree_default_batch_size = 4096;
+
+namespace detail {
+
+// Whether a BTREE can index a column of type `t` (the scalar types Lance sorts).
+inline bool btree_indexable(const arrow::data_type& t) {
+  switch (t.id) {
+    case arrow::type_id::boolean:
+    case arrow::type_id::int8:
+    case arrow::type_id::int16:
+    case arrow::type_id::int32:
+    case arrow::type_id::int64:
+    case arrow::type_id::uint8:
+    case arrow::type_id::uint16:
+    case arrow::type_id::uint32:
+    case arrow::type_id::uint64:
+    case arrow::type_id::float32:
+    case arrow::type_id::float64:
+    case arrow::type_id::date32:
+    case arrow::type_id::date64:
+    case arrow::type_id::timestamp:
+    case arrow::type_id::time32:
+    case arrow::type_id::time64:
+    case arrow::type_id::duration:
+    case arrow::type_id::utf8:
+    case arrow::type_id::large_utf8:
+    case arrow::type_id::binary:
+    case arrow::type_id::large_binary: return true;
+    default: return false;
+  }
+}
+
+// Floats in Lance's sort order: ascending, -0 before +0, NaN after +inf.
+template <class F>
+bool float_less(F a, F b) noexcept {
+  if (std::isnan(a)) return false;
+  if (std::isnan(b)) return true;
+  if (a == b) return std::signbit(a) && !std::signbit(b);
+  return a < b;
+}
+
+// Calls f(less) with `less(i, j)`: row i's non-NULL value sorts before row j's.
+template <class F>
+decltype(auto) with_value_order(const arrow::array_data& a, F&& f) {
+  using arrow::type_id;
+  const auto fixed = [&]<class T>() {
+    const T* v = a.values<T>();
+    return f([v](std::int64_t i, std::int64_t j) { return v[i] < v[j]; });
+  };
+  switch (a.type->id) {
+    case type_id::boolean: return f([&a](std::int64_t i, std::int64_t j) { return !a.bool_value(i) && a.bool_value(j); });
+    case type_id::int8: return fixed.template operator()<std::int8_t>();
+    case type_id::int16: return fixed.template operator()<std::int16_t>();
+    case type_id::int32:
+    case type_id::date32:
+    case type_id::time32: return fixed.template operator()<std::int32_t>();
+    case type_id::int64:
+    case type_id::date64:
+    case type_id::timestamp:
+    case type_id::time64:
+    case type_id::duration: return fixed.template operator()<std::int64_t>();
+    case type_id::uint8: return fixed.template operator()<std::uint8_t>();
+    case type_id::uint16: return fixed.template operator()<std::uint16_t>();
+    case type_id::uint32: return fixed.template operator()<std::uint32_t>();
+    case type_id::uint64: return fixed.template operator()<std::uint64_t>();
+    case type_id::float32: {
+      const float* v = a.values<float>();
+      return f([v](std::int64_t i, std::int64_t j) { return float_less(v[i], v[j]); });
+    }
+    case type_id::float64: {
+      const double* v = a.values<double>();
+      return f([v](std::int64_t i, std::int64_t j) { return float_less(v[i], v[j]); });
+    }
+    case type_id::utf8:
+    case type_id::large_utf8:
+    case type_id::binary:
+    case type_id::large_binary:
+      return f([&a](std::int64_t i, std::int64_t j) { return a.string_value(i) < a.string_value(j); });
+    default:
+      throw unsupported_error("a BTREE index cannot be built on a column of type " + arrow::to_string(*a.type));
+  }
+}
+
+inline arrow::schema btree_data_schema(const arrow::type_ptr& t) {
+  arrow::schema s;
+  s.fields.push_back(arrow::field{"values", t, true, {}});
+  s.fields.push_back(arrow::field{"ids", arrow::uint64(), false, {}});
+  return s;
+}
+
+inline arrow::schema btree_lookup_schema(const arrow::type_ptr& t) {
+  arrow::schema s;
+  s.fields.push_back(arrow::field{"min", t, true, {}});
+  s.fields.push_back(arrow::field{"max", t, true, {}});
+  s.fields.push_back(arrow::field{"null_count", arrow::uint32(), false, {}});
+  s.fields.push_back(arrow::field{"page_idx", arrow::uint32(), false, {}});
+  return s;
+}
+
+}  // namespace detail
+
+// The order in which a BTREE stores `values`' rows: NULLs first, then ascending values
+// (ties in row order).
+inline std::vector<std::int64_t> btree_sort_order(const arrow::array_data& values) {
+  if (!detail::btree_indexable(*values.type))
+    throw unsupported_error("a BTREE index cannot be built on a column of type " + arrow::to_string(*values.type));
+  std::vector<std::int64_t> order(std::size_t(values.length));
+  std::iota(order.begin(), order.end(), std::int64_t(0));
+  const auto nulls_end = std::stable_partition(order.begin(), order.end(), [&](std::int64_t i) { return values.is_null(i); });
+  detail::with_value_order(values, [&](auto less) {
+    std::stable_sort(nulls_end, order.end(), less);
+    return 0;
+  });
+  return order;
+}
+
+// Writes page_data.lance and page_lookup.lance into `dir` for rows already in BTREE
+// order (`values` sorted, NULLs first; `ids` beside them); returns the files with their
+// sizes, as IndexMetadata lists them.
+inline std::vector<pb::index_file> write_btree_files(const std::string& dir, file::format_version version,
+                                                     const arrow::array_ptr& values, std::span<const std::uint64_t> ids,
+                                                     std::uint64_t batch_size = btree_default_batch_size) {
+  if (std::uint64_t(values->length) != ids.size())
+    throw invalid_input_error("BTREE pages: " + std::to_string(values->length) + " values but " +
+                              std::to_string(ids.size()) + " row ids");
+  if (batch_size == 0) throw invalid_input_error("BTREE pages: batch_size must be positive");
+  const auto storage = io::storage_for(dir);
+  const auto n = std::uint64_t(values->length);
+  const std::uint64_t pages = (n + batch_size - 1) / batch_size;
+  // The lookup: each page's first and last value and NULL count.
+  std::vector<std::int64_t> firsts, lasts;
+  std::vector<std::uint32_t> null_counts, page_idx;
+  for (std::uint64_t p = 0; p < pages; ++p) {
+    const auto b = p * batch_size, e = std::min(n, b + batch_size);
+    firsts.push_back(std::int64_t(b));
+    lasts.push_back(std::int64_t(e - 1));
+    std::uint32_t nulls = 0;
+    for (auto r = b; r < e && values->is_null(std::int64_t(r)); ++r) ++nulls;
+    null_counts.push_back(nulls);
+    page_idx.push_back(std::uint32_t(p));
+  }
+  std::vector<pb::index_file> out;
+  file::with_version(version, [&]<class V>() {
+    const std::string data_path = dir + "/" + std::string(detail::btree_page_data_file);
+    file::file_writer<V, io::any_sink> data(storage.create_sink(data_path, {}),
+                                            schema::from_arrow(detail::btree_data_schema(values->type)));
+    if (n > 0)
+      data.write_batch(arrow::make_batch(
+          std::make_shared<arrow::schema>(detail::btree_data_schema(values->type)),
+          {values, arrow::make_array<std::uint64_t>(std::vector<std::uint64_t>(ids.begin(), ids.end()))}));
+    out.push_back({std::string(detail::btree_page_data_file), data.finish().file_size});
+    const std::string lookup_path = dir + "/" + std::string(detail::btree_page_lookup_file);
+    const auto lookup_schema = detail::btree_lookup_schema(values->type);
+    file::file_writer<V, io::any_sink> lookup(storage.create_sink(lookup_path, {}), schema::from_arrow(lookup_schema));
+    lookup.add_schema_metadata(std::string(detail::btree_batch_size_key), std::to_string(batch_size));
+    lookup.add_schema_metadata(std::string(detail::btree_range_partitioned_key), "false");
+    if (pages > 0)
+      lookup.write_batch(arrow::make_batch(std::make_shared<arrow::schema>(lookup_schema),
+                                           {arrow::take_rows(values, firsts, values->type),
+                                            arrow::take_rows(values, lasts, values->type),
+                                            arrow::make_array<std::uint32_t>(null_counts),
+                                            arrow::make_array<std::uint32_t>(page_idx)}));
+    out.push_back({std::string(detail::btree_page_lookup_file), lookup.finish().file_size});
+  });
+  return out;
+}
+
+// A BTREE's page lookup, read whole.
+struct btree_lookup {
+  arrow::array_ptr min, max;              // per page, the column's type
+  std::vector<std::uint32_t> null_count;  // per page
+  std::uint64_t batch_size = btree_default_batch_size;
+  std::uint64_t rows = 0;  // rows of page_data.lance
+  std::size_t pages() const noexcept { return null_count.size(); }
+};
+
+// Reads `dir`'s page lookup (and page_data.lance's row count). Lance's range-partitioned
+// BTREEs (distributed builds) are refused (unsupported_error).
+inline btree_lookup read_btree_lookup(const std::string& dir) {
+  const auto storage = io::storage_for(dir);
+  const std::string path = dir + "/" + std::string(detail::btree_page_lookup_file);
+  file::file_reader<io::any_source> r(storage.open_source(path, std::nullopt));
+  btree_lookup out;
+  const auto metadata = [&](std::string_view key) -> std::optional<std::string> {
+    for (const auto& [k, v] : r.schema().metadata)
+      if (k == key) return v;
+    return std::nullopt;
+  };
+  if (metadata(detail::btree_range_partitioned_key) == std::optional<std::string>("true"))
+    throw unsupported_error("BTREE index '" + dir + "' is range-partitioned (a distributed build), which lancet does not read");
+  if (const auto bs = metadata(detail::btree_batch_size_key)) {
+    try {
+      out.batch_size = std::stoull(*bs);
+    } catch (const std::exception&) {
+      throw corrupt_error("'" + path + "': batch_size '" + *bs + "' is not a number");
+    }
+    if (out.batch_size == 0) throw corrupt_error("'" + path + "': batch_size 0");
+  }
+  const auto b = r.read({{"min", "max", "null_count"}});
+  out.min = b.columns.at(0);
+  out.max = b.columns.at(1);
+  const auto* nc = b.columns.at(2)->values<std::uint32_t>();
+  out.null_count.assign(nc, nc + b.num_rows());
+  file::file_reader<io::any_source> data(storage.open_source(dir + "/" + std::string(detail::btree_page_data_file), std::nullopt));
+  out.rows = data.num_rows();
+  const auto want = (out.rows + out.batch_size - 1) / out.batch_size;
+  if (want != out.pages())
+    throw corrupt_error("BTREE index '" + dir + "': " + std::to_string(out.rows) + " rows in pages of " +
+                        std::to_string(out.batch_size) + " make " + std::to_string(want) + " pages, the lookup lists " +
+                        std::to_string(out.pages()));
+  return out;
+}
+
+// Pages [first, last] of page_data.lance: `values` and `ids`.
+inline arrow::record_batch read_btree_pages(const std::string& dir, const btree_lookup& lookup, std::size_t first,
+                                            std::size_t last) {
+  if (first > last || last >= lookup.pages())
+    throw invalid_input_error("BTREE pages [" + std::to_string(first) + ", " + std::to_string(last) + "] of " +
+                              std::to_string(lookup.pages()));
+  const auto storage = io::storage_for(dir);
+  file::file_reader<io::any_source> r(storage.open_source(dir + "/" + std::string(detail::btree_page_data_file), std::nullopt));
+  const auto b = std::uint64_t(first) * lookup.batch_size;
+  const auto e = std::min(lookup.rows, (std::uint64_t(last) + 1) * lookup.batch_size);
+  return r.read({{"values", "ids"}, std::pair<std::uint64_t, std::uint64_t>(b, e), std::nullopt});
+}
+
+// Rewrites the BTREE of `old_dir` into `new_dir` after a compaction moved its rows: each
+// row id through `moved` (rows it maps to nothing leave; ids it does not name stay),
+// the order kept (values do not change), pages and lookup rebuilt, at the old files'
+// version, with the old batch size. Returns the new files; counts into `stats`.
+inline std::vector<pb::index_file> remap_btree_files(const std::string& old_dir, const std::string& new_dir,
+                                                     const dataset::row_address_map& moved, dataset::remap_stats& stats) {
+  const auto lookup = read_btree_lookup(old_dir);
+  const auto storage = io::storage_for(old_dir);
+  file::file_reader<io::any_source> data(
+      storage.open_source(old_dir + "/" + std::string(detail::btree_page_data_file), std::nullopt));
+  arrow::record_batch all;
+  if (lookup.rows > 0) all = read_btree_pages(old_dir, lookup, 0, lookup.pages() - 1);
+  else all = data.read({{"values", "ids"}});
+  std::vector<std::int64_t> kept;
+  std::vector<std::uint64_t> ids;
+  const auto* old_ids = all.columns.at(1)->values<std::uint64_t>();
+  stats.rows_before += std::uint64_t(all.num_rows());
+  for (std::int64_t r = 0; r < all.num_rows(); ++r) {
+    auto id = old_ids[r];
+    if (auto it = moved.find(id); it != moved.end()) {
+      if (!it->second) {
+        ++stats.rows_dropped;
+        continue;
+      }
+      if (*it->second != id) ++stats.rows_moved;
+      id = *it->second;
+    }
+    kept.push_back(r);
+    ids.push_back(id);
+  }
+  stats.rows_after += ids.size();
+  const auto values = arrow::take_rows(all.columns[0], kept, all.columns[0]->type);
+  return write_btree_files(new_dir, data.version(), values, ids, lookup.batch_size);
+}
+
+}  // namespace lancet::index
