@@ -238,7 +238,9 @@ inline btree_lookup read_btree_lookup(const std::string& dir) {
     }
     if (out.batch_size == 0) throw corrupt_error("'" + path + "': batch_size 0");
   }
-  const auto b = r.read({{"min", "max", "null_count"}});
+  file::read_request req;
+  req.columns = {"min", "max", "null_count"};
+  const auto b = r.read(req);
   out.min = b.columns.at(0);
   out.max = b.columns.at(1);
   const auto* nc = b.columns.at(2)->values<std::uint32_t>();
@@ -263,7 +265,10 @@ inline arrow::record_batch read_btree_pages(const std::string& dir, const btree_
   file::file_reader<io::any_source> r(storage.open_source(dir + "/" + std::string(detail::btree_page_data_file), std::nullopt));
   const auto b = std::uint64_t(first) * lookup.batch_size;
   const auto e = std::min(lookup.rows, (std::uint64_t(last) + 1) * lookup.batch_size);
-  return r.read({{"values", "ids"}, std::pair<std::uint64_t, std::uint64_t>(b, e), std::nullopt});
+  file::read_request req;
+  req.columns = {"values", "ids"};
+  req.range = std::pair<std::uint64_t, std::uint64_t>(b, e);
+  return r.read(req);
 }
 
 // Rewrites the BTREE of `old_dir` into `new_dir` after a compaction moved its rows: each
@@ -278,7 +283,11 @@ inline std::vector<pb::index_file> remap_btree_files(const std::string& old_dir,
       storage.open_source(old_dir + "/" + std::string(detail::btree_page_data_file), std::nullopt));
   arrow::record_batch all;
   if (lookup.rows > 0) all = read_btree_pages(old_dir, lookup, 0, lookup.pages() - 1);
-  else all = data.read({{"values", "ids"}});
+  else {
+    file::read_request req;
+    req.columns = {"values", "ids"};
+    all = data.read(req);
+  }
   std::vector<std::int64_t> kept;
   std::vector<std::uint64_t> ids;
   const auto* old_ids = all.columns.at(1)->values<std::uint64_t>();
