@@ -4,7 +4,9 @@
 // errors for columns a BTREE cannot order, and compaction's remap.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -21,6 +23,7 @@
 #include <lancet/index/registry.hpp>
 #include <lancet/expr/filter.hpp>
 #include <lancet/index/scalar/btree_index.hpp>
+#include <lancet/query/table.hpp>
 
 #include "support/temp_dir.hpp"
 
@@ -257,4 +260,52 @@ TEST_CASE("btree: filters over the indexed column answered from the pages the lo
       if (sql == "f = 3" || sql == "s = 'k3'" || sql == "f IS NULL" || sql == "f > 1e9") CHECK(got.pages_read < lookup.pages() / 4);
     }
   }
+}
+
+TEST_CASE("btree: query::table answers filtered scans and prefilters from it, with deletes and unindexed rows") {
+  lancet::testing::scratch_dir tmp("btree-query");
+  const auto root = tmp.sub("ds");
+  ds::write_options w;
+  w.max_rows_per_file = 2000;
+  ds::write(root, btree_rows(0, 6000), w);
+  index::scalar_index_options o;
+  o.column = "f";
+  o.batch_size = 256;
+  index::build_btree_index(root, o);
+  o.column = "s";
+  index::build_btree_index(root, o);
+  ds::delete_where(root, "id % 10 = 3");  // after the index: it still holds these rows
+  ds::write_options a;
+  a.mode = ds::write_mode::append;
+  ds::write(root, btree_rows(6000, 7000), a);  // not indexed
+  const auto d = ds::dataset::open(root);
+  const auto t = query::table::open(root);
+  const auto all = d.to_batch({.columns = {"id", "f", "s"}, .with_row_id = true});
+  for (const std::string sql : {"f = 3", "f > 40 AND s = 'k3'", "s IN ('k1', 'k2') OR f IS NULL", "f BETWEEN -1 AND 1",
+                                "s < 'k11' AND id % 2 = 0", "f IS NULL AND s IS NULL"}) {
+    CAPTURE(sql);
+    // The answer a scan gives: every live row the filter keeps, in row order.
+    const auto keep = expr::filter::compile(sql, *all.schema).apply(all);
+    query::request q;
+    q.columns = {"id"};
+    q.filter = sql;
+    q.with_row_id = true;
+    const auto got = t.to_batch(q);
+    REQUIRE(got.num_rows() == keep.num_rows());
+    for (std::int64_t i = 0; i < got.num_rows(); ++i) {
+      CHECK(got.columns[0]->value<std::int64_t>(i) == keep.columns[0]->value<std::int64_t>(i));
+      CHECK(got.columns[1]->value<std::uint64_t>(i) == keep.columns[3]->value<std::uint64_t>(i));
+    }
+    q.offset = 3;
+    q.limit = 5;
+    const auto page = t.to_batch(q);
+    CHECK(page.num_rows() == std::min<std::int64_t>(5, std::max<std::int64_t>(0, keep.num_rows() - 3)));
+    if (page.num_rows() > 0) CHECK(page.columns[0]->value<std::int64_t>(0) == keep.columns[0]->value<std::int64_t>(3));
+  }
+  CHECK(t.explain(query::request{{}, "f = 3 AND s = 'k1'"}).find("BTREE 'f_idx' on 'f'") != std::string::npos);
+  // The answers come from the index: without its pages the query fails.
+  std::filesystem::remove(index::index_directory(root, d.indices().at(0).uuid) + "/page_data.lance");
+  query::request q;
+  q.filter = d.indices().at(0).name == "f_idx" ? "f = 3" : "s = 'k3'";
+  CHECK_THROWS(query::table::open(root).to_batch(q));
 }

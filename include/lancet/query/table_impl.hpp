@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <list>
 #include <map>
@@ -26,6 +27,7 @@
 #include "lancet/dataset/row_set.hpp"
 #include "lancet/expr/filter.hpp"
 #include "lancet/index/registry.hpp"
+#include "lancet/index/scalar/btree_search.hpp"
 #include "lancet/index/search/vector_index.hpp"
 #include "lancet/query/flat_search.hpp"
 #include "lancet/query/table.hpp"
@@ -99,6 +101,13 @@ inline std::shared_ptr<const dataset::row_set> live_ids_of(const dataset::datase
   return out;
 }
 
+// A BTREE of the version, its lookup read, and the fragments it covers.
+struct btree_handle {
+  std::string name, column, dir;
+  index::btree_lookup lookup;
+  std::vector<std::uint64_t> covered;
+};
+
 struct table_state {
   table_state(dataset::dataset d, table_options o)
       : ds(std::move(d)), options(o), segments(std::make_shared<segment_cache>()) {}
@@ -114,6 +123,92 @@ struct table_state {
   mutable std::map<std::string, std::shared_ptr<const vector_rows>> vectors;
   mutable std::uint64_t vector_bytes = 0;
 
+  // The BTREE on a column (the first by name when several), opened once; nullptr: none.
+  mutable std::map<std::string, std::shared_ptr<const btree_handle>> btrees;
+  mutable bool btrees_listed = false;
+
+  std::shared_ptr<const btree_handle> btree_on(const std::string& column) const {
+    std::lock_guard lock(mu);
+    if (!btrees_listed) {
+      btrees_listed = true;
+      std::set<std::uint64_t> present;
+      for (const auto& f : ds.manifest().fragments) present.insert(f.id);
+      std::vector<index::vector_index_info> found;
+      for (const auto& i : index::list_indices(ds.lance_schema(), ds.indices()))
+        if (i.index_type == "BTREE" && i.columns.size() == 1) found.push_back(i);
+      std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+      for (const auto& i : found) {
+        if (btrees.count(i.columns[0])) continue;
+        auto h = std::make_shared<btree_handle>();
+        h->name = i.name;
+        h->column = i.columns[0];
+        h->dir = index::index_directory(ds.path(), i.uuid);
+        h->lookup = index::read_btree_lookup(h->dir);
+        for (auto id : present)
+          if (!i.fragment_bitmap_present || std::find(i.fragment_ids.begin(), i.fragment_ids.end(), id) != i.fragment_ids.end())
+            h->covered.push_back(id);
+        btrees.emplace(h->column, std::move(h));
+      }
+    }
+    auto it = btrees.find(column);
+    return it == btrees.end() ? nullptr : it->second;
+  }
+
+  // The conjuncts of f a BTREE answers, with their indexes.
+  std::vector<std::pair<std::shared_ptr<const btree_handle>, expr::filter>> indexed_conjuncts(const expr::filter& f) const {
+    std::vector<std::pair<std::shared_ptr<const btree_handle>, expr::filter>> out;
+    for (auto& [column, part] : f.column_conjuncts())
+      if (auto h = btree_on(column)) out.emplace_back(std::move(h), std::move(part));
+    return out;
+  }
+
+  // The live rows of `fragments` where f is true, when BTREEs answer parts of it
+  // (nullopt when none does): the rows those parts keep in the fragments every such
+  // index covers, checked against the whole filter, and the other fragments scanned.
+  std::optional<std::shared_ptr<const dataset::row_set>> indexed_rows(const expr::filter& f,
+                                                                      const std::vector<std::uint64_t>& fragments) const {
+    const auto used = indexed_conjuncts(f);
+    if (used.empty()) return std::nullopt;
+    std::set<std::uint64_t> covered(fragments.begin(), fragments.end());
+    for (const auto& [h, part] : used) {
+      std::set<std::uint64_t> c;
+      for (auto id : h->covered)
+        if (covered.count(id)) c.insert(id);
+      covered = std::move(c);
+    }
+    std::vector<std::uint64_t> candidates;
+    for (std::size_t k = 0; k < used.size(); ++k) {
+      auto ids = index::btree_rows_where(used[k].first->dir, used[k].first->lookup, used[k].second).row_ids;
+      std::sort(ids.begin(), ids.end());
+      if (k == 0) {
+        candidates = std::move(ids);
+        continue;
+      }
+      std::vector<std::uint64_t> both;
+      std::set_intersection(candidates.begin(), candidates.end(), ids.begin(), ids.end(), std::back_inserter(both));
+      candidates = std::move(both);
+    }
+    // Rows deleted since the index was built, or of fragments it no longer covers, leave.
+    const std::vector<std::uint64_t> cov(covered.begin(), covered.end());
+    const auto live = ds.stable_row_ids() ? live_ids_of(ds, cov) : ds.live_rows();
+    std::erase_if(candidates, [&](std::uint64_t id) {
+      return !live->contains(id) || (!ds.stable_row_ids() && !covered.count(id >> 32));
+    });
+    auto out = std::make_shared<dataset::row_set>();
+    if (!candidates.empty()) {
+      const auto b = ds.take(candidates, f.columns());
+      const auto keep = f.evaluate(b.columns);
+      for (std::size_t i = 0; i < keep.size(); ++i)
+        if (keep[i]) out->insert(candidates[i]);
+    }
+    std::vector<std::uint64_t> rest;
+    for (auto id : fragments)
+      if (!covered.count(id)) rest.push_back(id);
+    if (!rest.empty())
+      for (auto id : rows_matching(ds, f, rest)->to_vector()) out->insert(id);
+    return out;
+  }
+
   // The live rows of `fragments` where filter f is true.
   std::shared_ptr<const dataset::row_set> rows_where(const expr::filter& f, const std::vector<std::uint64_t>& fragments) const {
     std::string key = f.text();
@@ -127,7 +222,8 @@ struct table_state {
           return it->second;
         }
     }
-    auto rows = rows_matching(ds, f, fragments);
+    auto indexed = indexed_rows(f, fragments);
+    auto rows = indexed ? std::move(*indexed) : rows_matching(ds, f, fragments);
     std::lock_guard lock(mu);
     if (options.filter_cache_entries == 0) return rows;
     filters.emplace_front(std::move(key), rows);
@@ -490,6 +586,30 @@ struct scan_state {
   }
 };
 
+// A filtered scan's answer from the rows an index path found: in scan order (fragment
+// order, then offset), after `offset`, at most `limit`.
+inline arrow::record_batch indexed_scan(const dataset::dataset& ds, const scan_state& st, const dataset::row_set& rows,
+                                        std::uint64_t offset, std::optional<std::uint64_t> limit) {
+  const auto ids = rows.to_vector();
+  const auto addrs = ds.row_addresses(ids);
+  std::map<std::uint64_t, std::uint64_t> position;
+  for (const auto& f : ds.manifest().fragments) position.emplace(f.id, position.size());
+  std::vector<std::size_t> order(ids.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto key = [&](std::size_t i) { return std::pair(position.at(addrs[i] >> 32), addrs[i] & 0xFFFFFFFFull); };
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  const std::size_t from = std::size_t(std::min<std::uint64_t>(offset, order.size()));
+  const std::size_t to = limit ? std::size_t(std::min<std::uint64_t>(order.size(), from + *limit)) : order.size();
+  std::vector<std::uint64_t> a, id;
+  for (std::size_t k = from; k < to; ++k) {
+    a.push_back(addrs[order[k]]);
+    id.push_back(ids[order[k]]);
+  }
+  const auto kept = ds.take_addresses(a, st.names);
+  return assemble(st.schema, st.cols, kept, st.names, ds, st.row_ids ? arrow::make_array<std::uint64_t>(id) : nullptr,
+                  st.row_addresses ? arrow::make_array<std::uint64_t>(a) : nullptr, nullptr);
+}
+
 }  // namespace detail
 
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines these
@@ -737,6 +857,16 @@ LANCET_INLINE batch_reader table::execute(const request& r) const {
   }
   so.with_row_id = st->row_ids;
   so.with_row_address = st->row_addresses;
+  // A table keeps its dataset alive while its reader runs.
+  st->keep = std::shared_ptr<const dataset::dataset>(st_, &st_->ds);
+  if (st->filter) {  // BTREEs answering parts of the filter: their rows, checked, in scan order
+    std::vector<std::uint64_t> all;
+    for (const auto& f : ds.manifest().fragments) all.push_back(f.id);
+    if (auto rows = st_->indexed_rows(*st->filter, all)) {
+      st->ready = detail::indexed_scan(ds, *st, **rows, r.offset, r.limit);
+      return batch_reader(std::move(st));
+    }
+  }
   if (st->filter) {
     st->skip = r.offset;
     st->left = r.limit.value_or(std::numeric_limits<std::uint64_t>::max());
@@ -745,8 +875,6 @@ LANCET_INLINE batch_reader table::execute(const request& r) const {
     so.limit = r.limit;
   }
   if (st->left > 0 && (!so.limit || *so.limit > 0)) st->sc.emplace(ds.scan(std::move(so)));
-  // A table keeps its dataset alive while its reader runs.
-  st->keep = std::shared_ptr<const dataset::dataset>(st_, &st_->ds);
   return batch_reader(std::move(st));
 }
 
@@ -774,6 +902,10 @@ LANCET_INLINE std::string table::explain(const request& r) const {
     out += "scan of " + std::to_string(ds.manifest().fragments.size()) + " fragments";
     if (!r.filter.empty()) out += ", filter: " + r.filter;
     out += "\n";
+    if (!r.filter.empty())
+      for (const auto& [h, part] : st_->indexed_conjuncts(expr::filter::compile(r.filter, ds.schema())))
+        out += "BTREE '" + h->name + "' on '" + h->column + "' over " + std::to_string(h->covered.size()) +
+               " fragments answers part of the filter\n";
     return out;
   }
   const auto p = detail::plan_nearest(*st_, r);
