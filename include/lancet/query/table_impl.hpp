@@ -164,7 +164,8 @@ struct table_state {
 
   // The live rows of `fragments` where f is true, when BTREEs answer parts of it
   // (nullopt when none does): the rows those parts keep in the fragments every such
-  // index covers, checked against the whole filter, and the other fragments scanned.
+  // index covers, checked against the whole filter, and the other fragments scanned
+  // (all of them when the parts keep over a quarter of the covered rows).
   std::optional<std::shared_ptr<const dataset::row_set>> indexed_rows(const expr::filter& f,
                                                                       const std::vector<std::uint64_t>& fragments) const {
     const auto used = indexed_conjuncts(f);
@@ -188,6 +189,10 @@ struct table_state {
       std::set_intersection(candidates.begin(), candidates.end(), ids.begin(), ids.end(), std::back_inserter(both));
       candidates = std::move(both);
     }
+    // Taking rows one by one costs more than scanning beyond about a quarter of them.
+    std::uint64_t covered_rows = 0;
+    for (auto id : covered) covered_rows += ds.physical_rows(id);
+    if (candidates.size() * 4 > covered_rows) return rows_matching(ds, f, fragments);
     // Rows deleted since the index was built, or of fragments it no longer covers, leave.
     const std::vector<std::uint64_t> cov(covered.begin(), covered.end());
     const auto live = ds.stable_row_ids() ? live_ids_of(ds, cov) : ds.live_rows();
@@ -905,7 +910,7 @@ LANCET_INLINE std::string table::explain(const request& r) const {
     if (!r.filter.empty())
       for (const auto& [h, part] : st_->indexed_conjuncts(expr::filter::compile(r.filter, ds.schema())))
         out += "BTREE '" + h->name + "' on '" + h->column + "' over " + std::to_string(h->covered.size()) +
-               " fragments answers part of the filter\n";
+               " fragments answers part of the filter (when that part keeps under a quarter of their rows)\n";
     return out;
   }
   const auto p = detail::plan_nearest(*st_, r);
