@@ -52,9 +52,12 @@ class filter {
   LANCET_INLINE arrow::record_batch apply(const arrow::record_batch& batch) const;
 
   // For indexes. The conjuncts of its top-level AND (itself when it is no AND) that
-  // read exactly one top-level column (no struct member), each a filter over that
-  // column alone: a row the filter keeps is kept by each of them.
+  // read exactly one top-level column (no struct member), those of one column ANDed
+  // into one filter over that column alone: a row the filter keeps is kept by each.
   LANCET_INLINE std::vector<std::pair<std::string, filter>> column_conjuncts() const;
+  // Whether every conjunct of its top-level AND reads one top-level column (so the
+  // filter is the AND of column_conjuncts()).
+  LANCET_INLINE bool covers_only_conjuncts() const;
   // For a filter over one column: a filter over a page of that column's values sorted
   // NULLs first, given as its first and last value (columns "min" and "max" of the
   // column's type; a NULL first value: the page holds NULLs; a NULL last value: only

@@ -218,23 +218,41 @@ inline bound_node page_test(const bound_node& n) {
 }  // namespace detail
 
 LANCET_INLINE std::vector<std::pair<std::string, filter>> filter::column_conjuncts() const {
-  std::vector<std::pair<std::string, filter>> out;
   const auto& root = bound_->root;
   const std::vector<bound_node> single{root};
   const auto& parts = root.kind == node_kind::and_ ? root.args : single;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
+  // The conjuncts over each column, ANDed (BETWEEN binds as two comparisons).
+  std::vector<std::pair<std::size_t, std::vector<bound_node>>> by_column;
+  for (const auto& p : parts) {
     std::optional<std::size_t> input;
-    if (!detail::single_column(parts[i], input) || !input) continue;
+    if (!detail::single_column(p, input) || !input) continue;
+    auto it = std::find_if(by_column.begin(), by_column.end(), [&](const auto& c) { return c.first == *input; });
+    if (it == by_column.end()) it = by_column.insert(by_column.end(), {*input, {}});
+    it->second.push_back(p);
+  }
+  std::vector<std::pair<std::string, filter>> out;
+  for (auto& [input, nodes] : by_column) {
     bound_filter b;
-    b.columns = {bound_->columns.at(*input)};
-    b.root = parts[i];
+    b.columns = {bound_->columns.at(input)};
+    b.root = nodes.size() == 1 ? std::move(nodes[0]) : detail::boolean_node(node_kind::and_, std::move(nodes));
     detail::read_input_zero(b.root);
     filter f;
-    f.text_ = text_ + " [conjunct " + std::to_string(i) + "]";
+    f.text_ = text_ + " [over " + b.columns[0] + "]";
     f.bound_ = std::make_shared<const bound_filter>(std::move(b));
-    out.emplace_back(bound_->columns[*input], std::move(f));
+    out.emplace_back(bound_->columns[input], std::move(f));
   }
   return out;
+}
+
+LANCET_INLINE bool filter::covers_only_conjuncts() const {
+  const auto& root = bound_->root;
+  const std::vector<bound_node> single{root};
+  const auto& parts = root.kind == node_kind::and_ ? root.args : single;
+  for (const auto& p : parts) {
+    std::optional<std::size_t> input;
+    if (!detail::single_column(p, input) || !input) return false;
+  }
+  return true;
 }
 
 LANCET_INLINE filter filter::page_filter() const {

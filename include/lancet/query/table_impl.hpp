@@ -163,9 +163,9 @@ struct table_state {
   }
 
   // The live rows of `fragments` where f is true, when BTREEs answer parts of it
-  // (nullopt when none does): the rows those parts keep in the fragments every such
-  // index covers, checked against the whole filter, and the other fragments scanned
-  // (all of them when the parts keep over a quarter of the covered rows).
+  // (nullopt when none does, or the scan is cheaper): the rows those parts keep in the fragments every such
+  // index covers, checked against the rest of the filter, and the other fragments
+  // scanned. The scan is cheaper when the parts keep over one covered row in 1,024.
   std::optional<std::shared_ptr<const dataset::row_set>> indexed_rows(const expr::filter& f,
                                                                       const std::vector<std::uint64_t>& fragments) const {
     const auto used = indexed_conjuncts(f);
@@ -177,11 +177,21 @@ struct table_state {
         if (covered.count(id)) c.insert(id);
       covered = std::move(c);
     }
+    // Taking a row costs about what scanning a thousand does (bench_btree): beyond one
+    // row in 1,024 the scan is faster. Pages holding eight times that (two at least)
+    // are not read.
+    std::uint64_t covered_rows = 0;
+    for (auto id : covered) covered_rows += ds.physical_rows(id);
     std::vector<std::uint64_t> candidates;
+    std::size_t answered = 0;
     for (std::size_t k = 0; k < used.size(); ++k) {
-      auto ids = index::btree_rows_where(used[k].first->dir, used[k].first->lookup, used[k].second).row_ids;
+      const auto& lookup = used[k].first->lookup;
+      auto answer = index::btree_rows_where(used[k].first->dir, lookup, used[k].second,
+                                            std::max(covered_rows / 128, 2 * lookup.batch_size));
+      if (!answer) continue;
+      auto ids = std::move(answer->row_ids);
       std::sort(ids.begin(), ids.end());
-      if (k == 0) {
+      if (answered++ == 0) {
         candidates = std::move(ids);
         continue;
       }
@@ -189,10 +199,7 @@ struct table_state {
       std::set_intersection(candidates.begin(), candidates.end(), ids.begin(), ids.end(), std::back_inserter(both));
       candidates = std::move(both);
     }
-    // Taking rows one by one costs more than scanning beyond about a quarter of them.
-    std::uint64_t covered_rows = 0;
-    for (auto id : covered) covered_rows += ds.physical_rows(id);
-    if (candidates.size() * 4 > covered_rows) return rows_matching(ds, f, fragments);
+    if (answered == 0 || candidates.size() * 1024 > covered_rows) return std::nullopt;
     // Rows deleted since the index was built, or of fragments it no longer covers, leave.
     const std::vector<std::uint64_t> cov(covered.begin(), covered.end());
     const auto live = ds.stable_row_ids() ? live_ids_of(ds, cov) : ds.live_rows();
@@ -200,7 +207,11 @@ struct table_state {
       return !live->contains(id) || (!ds.stable_row_ids() && !covered.count(id >> 32));
     });
     auto out = std::make_shared<dataset::row_set>();
-    if (!candidates.empty()) {
+    // Parts the indexes answered are exact; the rest of the filter is checked on the rows.
+    const bool whole = answered == f.column_conjuncts().size() && f.covers_only_conjuncts();
+    if (!candidates.empty() && whole) {
+      for (auto id : candidates) out->insert(id);
+    } else if (!candidates.empty()) {
       const auto b = ds.take(candidates, f.columns());
       const auto keep = f.evaluate(b.columns);
       for (std::size_t i = 0; i < keep.size(); ++i)
@@ -910,7 +921,7 @@ LANCET_INLINE std::string table::explain(const request& r) const {
     if (!r.filter.empty())
       for (const auto& [h, part] : st_->indexed_conjuncts(expr::filter::compile(r.filter, ds.schema())))
         out += "BTREE '" + h->name + "' on '" + h->column + "' over " + std::to_string(h->covered.size()) +
-               " fragments answers part of the filter (when that part keeps under a quarter of their rows)\n";
+               " fragments answers part of the filter (when that part keeps under one row in 1,024)\n";
     return out;
   }
   const auto p = detail::plan_nearest(*st_, r);

@@ -4,7 +4,10 @@
 // on how much of it the page test understands (comparisons, BETWEEN, IN, IS NULL).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +23,10 @@ struct btree_answer {
 };
 
 // The row ids of the BTREE in `dir` whose value `f` keeps (f reads one column: the
-// indexed one, whatever its name).
-inline btree_answer btree_rows_where(const std::string& dir, const btree_lookup& lookup, const expr::filter& f) {
+// indexed one, whatever its name). nullopt, with no page read, when the pages the
+// lookup picks hold more than `max_rows` rows (the caller would rather scan).
+inline std::optional<btree_answer> btree_rows_where(const std::string& dir, const btree_lookup& lookup,
+                                                    const expr::filter& f, std::uint64_t max_rows) {
   if (f.columns().size() != 1)
     throw invalid_input_error("a BTREE answers filters over one column; '" + f.text() + "' reads " +
                               std::to_string(f.columns().size()));
@@ -30,6 +35,10 @@ inline btree_answer btree_rows_where(const std::string& dir, const btree_lookup&
   const auto pages = f.page_filter();
   const std::vector<arrow::array_ptr> ends{lookup.min, lookup.max};
   const auto wanted = pages.evaluate(ends);
+  std::uint64_t rows = 0;
+  for (std::size_t p = 0; p < wanted.size(); ++p)
+    if (wanted[p]) rows += std::min(lookup.batch_size, lookup.rows - std::uint64_t(p) * lookup.batch_size);
+  if (rows > max_rows) return std::nullopt;
   for (std::size_t p = 0; p < wanted.size();) {
     if (!wanted[p]) {
       ++p;
@@ -46,6 +55,10 @@ inline btree_answer btree_rows_where(const std::string& dir, const btree_lookup&
     p = q + 1;
   }
   return out;
+}
+
+inline btree_answer btree_rows_where(const std::string& dir, const btree_lookup& lookup, const expr::filter& f) {
+  return *btree_rows_where(dir, lookup, f, std::numeric_limits<std::uint64_t>::max());
 }
 
 }  // namespace lancet::index
