@@ -1564,7 +1564,7 @@ void check_same_btree(const std::string& ours, const std::string& theirs, const 
   CHECK_MESSAGE(!arrow::first_difference(la.min, lb.min, o), *arrow::first_difference(la.min, lb.min, o));
   CHECK_MESSAGE(!arrow::first_difference(la.max, lb.max, o), *arrow::first_difference(la.max, lb.max, o));
   if (la.rows == 0) return;
-  const auto pa = index::read_btree_pages(da, la, 0, la.pages() - 1), pb = index::read_btree_pages(db, lb, 0, lb.pages() - 1);
+  const auto pa = index::read_btree_pages(la, 0, la.pages() - 1), pb = index::read_btree_pages(lb, 0, lb.pages() - 1);
   const auto values = arrow::first_difference(pa.columns[0], pb.columns[0], o);
   CHECK_MESSAGE(!values, *values);
   std::map<std::uint64_t, std::int64_t> at_a, at_b;

@@ -89,7 +89,7 @@ TEST_CASE("btree: pages in Lance's order, the lookup, row addresses and the Crea
   CHECK(lookup.batch_size == 4096);
   CHECK(lookup.rows == r.rows);
   CHECK(lookup.pages() == (r.rows + 4095) / 4096);
-  const auto all = index::read_btree_pages(dir, lookup, 0, lookup.pages() - 1);
+  const auto all = index::read_btree_pages(lookup, 0, lookup.pages() - 1);
   REQUIRE(all.num_rows() == std::int64_t(r.rows));
   const auto& v = *all.columns[0];
   const auto* ids = all.columns[1]->values<std::uint64_t>();
@@ -141,7 +141,7 @@ TEST_CASE("btree: stable row ids, strings, replacing, and columns it cannot orde
   const auto dir = index::index_directory(root, d.indices().at(0).uuid);
   const auto lookup = index::read_btree_lookup(dir);
   CHECK(lookup.batch_size == 64);
-  const auto all = index::read_btree_pages(dir, lookup, 0, lookup.pages() - 1);
+  const auto all = index::read_btree_pages(lookup, 0, lookup.pages() - 1);
   // Stable row ids here: the ids are the rows' positions (written once, nothing moved).
   const auto* ids = all.columns[1]->values<std::uint64_t>();
   for (std::int64_t i = 0; i < all.num_rows(); ++i) {
@@ -197,7 +197,7 @@ TEST_CASE("btree: compaction remaps it into a new uuid, deleted rows dropped, th
   const auto lookup = index::read_btree_lookup(dir);
   CHECK(lookup.batch_size == 256);
   CHECK(lookup.rows == d.count_rows());
-  const auto all = index::read_btree_pages(dir, lookup, 0, lookup.pages() - 1);
+  const auto all = index::read_btree_pages(lookup, 0, lookup.pages() - 1);
   // Every live row once, beside its value, at its new address.
   std::set<std::uint64_t> seen;
   for (std::int64_t i = 0; i < all.num_rows(); ++i) {
@@ -245,7 +245,7 @@ TEST_CASE("btree: filters over the indexed column answered from the pages the lo
     for (const auto& sql : filters) {
       CAPTURE(sql);
       const auto f = expr::filter::compile(sql, one);
-      const auto got = index::btree_rows_where(dir, lookup, f);
+      const auto got = index::btree_rows_where(lookup, f);
       // The scan's answer over every row the index holds (deleted ones too).
       ds::scan_options so;
       so.columns = {column};

@@ -103,7 +103,7 @@ inline std::shared_ptr<const dataset::row_set> live_ids_of(const dataset::datase
 
 // A BTREE of the version, its lookup read, and the fragments it covers.
 struct btree_handle {
-  std::string name, column, dir;
+  std::string name, column;
   index::btree_lookup lookup;
   std::vector<std::uint64_t> covered;
 };
@@ -142,8 +142,7 @@ struct table_state {
         auto h = std::make_shared<btree_handle>();
         h->name = i.name;
         h->column = i.columns[0];
-        h->dir = index::index_directory(ds.path(), i.uuid);
-        h->lookup = index::read_btree_lookup(h->dir);
+        h->lookup = index::read_btree_lookup(index::index_directory(ds.path(), i.uuid));
         for (auto id : present)
           if (!i.fragment_bitmap_present || std::find(i.fragment_ids.begin(), i.fragment_ids.end(), id) != i.fragment_ids.end())
             h->covered.push_back(id);
@@ -186,8 +185,8 @@ struct table_state {
     std::size_t answered = 0;
     for (std::size_t k = 0; k < used.size(); ++k) {
       const auto& lookup = used[k].first->lookup;
-      auto answer = index::btree_rows_where(used[k].first->dir, lookup, used[k].second,
-                                            std::max(covered_rows / 128, 2 * lookup.batch_size));
+      auto answer =
+          index::btree_rows_where(lookup, used[k].second, std::max(covered_rows / 128, 2 * lookup.batch_size));
       if (!answer) continue;
       auto ids = std::move(answer->row_ids);
       std::sort(ids.begin(), ids.end());
@@ -200,12 +199,16 @@ struct table_state {
       candidates = std::move(both);
     }
     if (answered == 0 || candidates.size() * 1024 > covered_rows) return std::nullopt;
-    // Rows deleted since the index was built, or of fragments it no longer covers, leave.
-    const std::vector<std::uint64_t> cov(covered.begin(), covered.end());
-    const auto live = ds.stable_row_ids() ? live_ids_of(ds, cov) : ds.live_rows();
-    std::erase_if(candidates, [&](std::uint64_t id) {
-      return !live->contains(id) || (!ds.stable_row_ids() && !covered.count(id >> 32));
-    });
+    // Rows deleted since the index was built leave, and so do rows whose live copy is
+    // in a fragment the indexes do not cover (with stable row ids, a moved row's entry
+    // holds its old values).
+    const auto live = ds.live_rows();
+    std::erase_if(candidates, [&](std::uint64_t id) { return !live->contains(id); });
+    const auto addrs = ds.row_addresses(candidates);
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      if (covered.count(addrs[i] >> 32)) candidates[n++] = candidates[i];
+    candidates.resize(n);
     auto out = std::make_shared<dataset::row_set>();
     // Parts the indexes answered are exact; the rest of the filter is checked on the rows.
     const bool whole = answered == f.column_conjuncts().size() && f.covers_only_conjuncts();

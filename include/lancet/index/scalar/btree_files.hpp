@@ -207,17 +207,19 @@ inline std::vector<pb::index_file> write_btree_files(const std::string& dir, fil
   return out;
 }
 
-// A BTREE's page lookup, read whole.
+// A BTREE's page lookup, read whole, and its page data, open (read_btree_pages reads it;
+// safe from several threads at once).
 struct btree_lookup {
   arrow::array_ptr min, max;              // per page, the column's type
   std::vector<std::uint32_t> null_count;  // per page
   std::uint64_t batch_size = btree_default_batch_size;
   std::uint64_t rows = 0;  // rows of page_data.lance
+  std::shared_ptr<const file::file_reader<io::any_source>> data;  // page_data.lance
   std::size_t pages() const noexcept { return null_count.size(); }
 };
 
-// Reads `dir`'s page lookup (and page_data.lance's row count). Lance's range-partitioned
-// BTREEs (distributed builds) are refused (unsupported_error).
+// Reads `dir`'s page lookup and opens its page data. Lance's range-partitioned BTREEs
+// (distributed builds) are refused (unsupported_error).
 inline btree_lookup read_btree_lookup(const std::string& dir) {
   const auto storage = io::storage_for(dir);
   const std::string path = dir + "/" + std::string(detail::btree_page_lookup_file);
@@ -245,8 +247,9 @@ inline btree_lookup read_btree_lookup(const std::string& dir) {
   out.max = b.columns.at(1);
   const auto* nc = b.columns.at(2)->values<std::uint32_t>();
   out.null_count.assign(nc, nc + b.num_rows());
-  file::file_reader<io::any_source> data(storage.open_source(dir + "/" + std::string(detail::btree_page_data_file), std::nullopt));
-  out.rows = data.num_rows();
+  out.data = std::make_shared<const file::file_reader<io::any_source>>(
+      storage.open_source(dir + "/" + std::string(detail::btree_page_data_file), std::nullopt));
+  out.rows = out.data->num_rows();
   const auto want = (out.rows + out.batch_size - 1) / out.batch_size;
   if (want != out.pages())
     throw corrupt_error("BTREE index '" + dir + "': " + std::to_string(out.rows) + " rows in pages of " +
@@ -256,19 +259,16 @@ inline btree_lookup read_btree_lookup(const std::string& dir) {
 }
 
 // Pages [first, last] of page_data.lance: `values` and `ids`.
-inline arrow::record_batch read_btree_pages(const std::string& dir, const btree_lookup& lookup, std::size_t first,
-                                            std::size_t last) {
+inline arrow::record_batch read_btree_pages(const btree_lookup& lookup, std::size_t first, std::size_t last) {
   if (first > last || last >= lookup.pages())
     throw invalid_input_error("BTREE pages [" + std::to_string(first) + ", " + std::to_string(last) + "] of " +
                               std::to_string(lookup.pages()));
-  const auto storage = io::storage_for(dir);
-  file::file_reader<io::any_source> r(storage.open_source(dir + "/" + std::string(detail::btree_page_data_file), std::nullopt));
   const auto b = std::uint64_t(first) * lookup.batch_size;
   const auto e = std::min(lookup.rows, (std::uint64_t(last) + 1) * lookup.batch_size);
   file::read_request req;
   req.columns = {"values", "ids"};
   req.range = std::pair<std::uint64_t, std::uint64_t>(b, e);
-  return r.read(req);
+  return lookup.data->read(req);
 }
 
 // Rewrites the BTREE of `old_dir` into `new_dir` after a compaction moved its rows: each
@@ -278,16 +278,9 @@ inline arrow::record_batch read_btree_pages(const std::string& dir, const btree_
 inline std::vector<pb::index_file> remap_btree_files(const std::string& old_dir, const std::string& new_dir,
                                                      const dataset::row_address_map& moved, dataset::remap_stats& stats) {
   const auto lookup = read_btree_lookup(old_dir);
-  const auto storage = io::storage_for(old_dir);
-  file::file_reader<io::any_source> data(
-      storage.open_source(old_dir + "/" + std::string(detail::btree_page_data_file), std::nullopt));
-  arrow::record_batch all;
-  if (lookup.rows > 0) all = read_btree_pages(old_dir, lookup, 0, lookup.pages() - 1);
-  else {
-    file::read_request req;
-    req.columns = {"values", "ids"};
-    all = data.read(req);
-  }
+  if (lookup.rows == 0)  // no page: the lookup's empty min column has the values' type
+    return write_btree_files(new_dir, lookup.data->version(), lookup.min, {}, lookup.batch_size);
+  const auto all = read_btree_pages(lookup, 0, lookup.pages() - 1);
   std::vector<std::int64_t> kept;
   std::vector<std::uint64_t> ids;
   const auto* old_ids = all.columns.at(1)->values<std::uint64_t>();
@@ -307,7 +300,7 @@ inline std::vector<pb::index_file> remap_btree_files(const std::string& old_dir,
   }
   stats.rows_after += ids.size();
   const auto values = arrow::take_rows(all.columns[0], kept, all.columns[0]->type);
-  return write_btree_files(new_dir, data.version(), values, ids, lookup.batch_size);
+  return write_btree_files(new_dir, lookup.data->version(), values, ids, lookup.batch_size);
 }
 
 }  // namespace lancet::index

@@ -22,11 +22,11 @@ struct btree_answer {
   std::size_t pages_read = 0;
 };
 
-// The row ids of the BTREE in `dir` whose value `f` keeps (f reads one column: the
+// The row ids of the BTREE whose value `f` keeps (f reads one column: the
 // indexed one, whatever its name). nullopt, with no page read, when the pages the
 // lookup picks hold more than `max_rows` rows (the caller would rather scan).
-inline std::optional<btree_answer> btree_rows_where(const std::string& dir, const btree_lookup& lookup,
-                                                    const expr::filter& f, std::uint64_t max_rows) {
+inline std::optional<btree_answer> btree_rows_where(const btree_lookup& lookup, const expr::filter& f,
+                                                    std::uint64_t max_rows) {
   if (f.columns().size() != 1)
     throw invalid_input_error("a BTREE answers filters over one column; '" + f.text() + "' reads " +
                               std::to_string(f.columns().size()));
@@ -46,7 +46,7 @@ inline std::optional<btree_answer> btree_rows_where(const std::string& dir, cons
     }
     std::size_t q = p;
     while (q + 1 < wanted.size() && wanted[q + 1]) ++q;
-    const auto b = read_btree_pages(dir, lookup, p, q);
+    const auto b = read_btree_pages(lookup, p, q);
     out.pages_read += q - p + 1;
     const auto keep = f.evaluate(std::vector<arrow::array_ptr>{b.columns.at(0)});
     const auto* ids = b.columns.at(1)->values<std::uint64_t>();
@@ -57,8 +57,8 @@ inline std::optional<btree_answer> btree_rows_where(const std::string& dir, cons
   return out;
 }
 
-inline btree_answer btree_rows_where(const std::string& dir, const btree_lookup& lookup, const expr::filter& f) {
-  return *btree_rows_where(dir, lookup, f, std::numeric_limits<std::uint64_t>::max());
+inline btree_answer btree_rows_where(const btree_lookup& lookup, const expr::filter& f) {
+  return *btree_rows_where(lookup, f, std::numeric_limits<std::uint64_t>::max());
 }
 
 }  // namespace lancet::index
