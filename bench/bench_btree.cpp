@@ -28,7 +28,7 @@
 #include <lancet/arrow/builder.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/write.hpp>
-#include <lancet/index/scalar/btree_index.hpp>
+#include <lancet/index/scalar/scalar_index.hpp>
 #include <lancet/query/table.hpp>
 
 #include "../tests/support/interop.hpp"

@@ -65,7 +65,7 @@
 #include <lancet/index/optimize/remap.hpp>
 #include <lancet/index/distributed/segments.hpp>
 #include <lancet/index/registry.hpp>
-#include <lancet/index/scalar/btree_index.hpp>
+#include <lancet/index/scalar/scalar_index.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/json/parse.hpp>
 #include <lancet/json/rows_reader.hpp>

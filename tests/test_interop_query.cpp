@@ -62,7 +62,7 @@
 #include <lancet/query/table.hpp>
 #include <lancet/index/optimize/remap.hpp>
 #include <lancet/index/registry.hpp>
-#include <lancet/index/scalar/btree_index.hpp>
+#include <lancet/index/scalar/scalar_index.hpp>
 
 #include "support/interop.hpp"
 #include "support/nearest.hpp"

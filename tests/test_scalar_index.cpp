@@ -22,7 +22,7 @@
 #include <lancet/index/optimize/remap.hpp>
 #include <lancet/index/registry.hpp>
 #include <lancet/expr/filter.hpp>
-#include <lancet/index/scalar/btree_index.hpp>
+#include <lancet/index/scalar/scalar_index.hpp>
 #include <lancet/query/table.hpp>
 
 #include "support/temp_dir.hpp"

@@ -10,5 +10,5 @@
 #include "lancet/index/index_type.hpp"
 #include "lancet/index/optimize/optimize_indices.hpp"
 #include "lancet/index/optimize/remap.hpp"
-#include "lancet/index/scalar/btree_index.hpp"
+#include "lancet/index/scalar/scalar_index.hpp"
 #include "lancet/index/search/vector_index.hpp"

@@ -53,5 +53,10 @@ inline constexpr std::string_view btree_page_data_file = "page_data.lance";
 inline constexpr std::string_view btree_page_lookup_file = "page_lookup.lance";
 inline constexpr std::string_view btree_batch_size_key = "batch_size";
 inline constexpr std::string_view btree_range_partitioned_key = "range_partitioned";
+// BITMAP and LABEL_LIST: one file, its statistics and (LABEL_LIST) the global buffer
+// holding the rows whose list is NULL.
+inline constexpr std::string_view bitmap_file = "bitmap_page_lookup.lance";
+inline constexpr std::string_view bitmap_stats_key = "lance:index_stats";
+inline constexpr std::string_view label_list_nulls_key = "lance:label_list_nulls";
 
 }  // namespace lancet::index::detail

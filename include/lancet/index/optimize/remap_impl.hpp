@@ -29,6 +29,7 @@
 #include "lancet/index/optimize/remap.hpp"
 #include "lancet/index/ivf/storage_reader.hpp"
 #include "lancet/index/ivf/storage_writer.hpp"
+#include "lancet/index/scalar/bitmap_files.hpp"
 #include "lancet/index/scalar/btree_files.hpp"
 #include "lancet/io/storage.hpp"
 #include "lancet/pb/index.hpp"
@@ -40,6 +41,17 @@ namespace detail {
 
 inline bool is_vector_details(const pb::index_metadata& im) {
   return im.index_details && im.index_details->type_url == pb::index::vector_index_details::type_url;
+}
+
+enum class scalar_index_kind { btree, bitmap, label_list };
+
+inline std::optional<scalar_index_kind> scalar_kind(const pb::index_metadata& im) {
+  if (!im.index_details) return std::nullopt;
+  const auto& url = im.index_details->type_url;
+  if (url == btree_details_type_url) return scalar_index_kind::btree;
+  if (url == bitmap_details_type_url) return scalar_index_kind::bitmap;
+  if (url == label_list_details_type_url) return scalar_index_kind::label_list;
+  return std::nullopt;
 }
 
 }  // namespace detail
@@ -110,17 +122,18 @@ LANCET_INLINE hnsw::build_params recorded_hnsw_params(const index_file_info& inf
 LANCET_INLINE std::optional<std::string> remap_unsupported_reason(const std::string& root, const pb::index_metadata& im) {
   const std::string who = "index '" + im.name + "' (" + im.uuid.to_string() + ")";
   if (im.fields.size() != 1) return who + " covers " + std::to_string(im.fields.size()) + " fields; only single-column indexes are remapped";
-  if (im.index_details && im.index_details->type_url == detail::btree_details_type_url) {
+  if (const auto kind = detail::scalar_kind(im)) {
     try {
-      (void)read_btree_lookup(index_directory(root, im.uuid));
+      if (*kind == detail::scalar_index_kind::btree) (void)read_btree_lookup(index_directory(root, im.uuid));
+      else (void)read_bitmap_lookup(index_directory(root, im.uuid));
     } catch (const error& e) {
       return who + ": " + e.what();
     }
     return std::nullopt;
   }
   if (!detail::is_vector_details(im))
-    return who + " is not a vector or BTREE index (" + (im.index_details ? im.index_details->type_url : std::string("no details")) +
-           "); lancet remaps IVF vector indexes and BTREEs";
+    return who + " is not a vector or scalar index (" + (im.index_details ? im.index_details->type_url : std::string("no details")) +
+           "); lancet remaps IVF vector indexes, BTREEs, BITMAPs and LABEL_LISTs";
   const auto details = pb::unpack_any<pb::index::vector_index_details>(*im.index_details);
   const std::string dir = index_directory(root, im.uuid);
   try {
@@ -151,11 +164,12 @@ LANCET_INLINE remapped_index remap_index_files(const std::string& root, const pb
   out.directory = new_dir;
   if (!io::storage_for(new_dir).list(new_dir, true).empty())
     throw invalid_input_error("cannot remap index '" + im.name + "': '" + new_dir + "' exists already");
-  if (im.index_details->type_url == detail::btree_details_type_url) {  // Lance records the type, version 0
-    out.transaction_details = pb::any{std::string(detail::btree_details_type_url), {}};
-    out.transaction_index_version = 0;
+  if (const auto kind = detail::scalar_kind(im)) {  // Lance records the type and its version
+    out.transaction_details = pb::any{im.index_details->type_url, {}};
+    out.transaction_index_version = *kind == detail::scalar_index_kind::label_list ? 1 : 0;
     try {
-      out.files = remap_btree_files(old_dir, new_dir, m, out.stats);
+      out.files = *kind == detail::scalar_index_kind::btree ? remap_btree_files(old_dir, new_dir, m, out.stats)
+                                                             : remap_bitmap_files(old_dir, new_dir, m, out.stats);
     } catch (...) {
       io::remove_all_quietly(new_dir);
       throw;

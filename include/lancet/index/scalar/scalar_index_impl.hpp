@@ -1,0 +1,180 @@
+// The definitions of index/scalar/scalar_index.hpp.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lancet/arrow/concat.hpp"
+#include "lancet/core/error.hpp"
+#include "lancet/dataset/dataset.hpp"
+#include "lancet/dataset/manifest.hpp"
+#include "lancet/dataset/roaring.hpp"
+#include "lancet/index/registry.hpp"
+#include "lancet/index/scalar/bitmap_files.hpp"
+#include "lancet/index/scalar/btree_files.hpp"
+#include "lancet/index/scalar/row_id_tree_map.hpp"
+#include "lancet/index/scalar/scalar_index.hpp"
+#include "lancet/pb/table.hpp"
+
+namespace lancet::index {
+
+namespace detail {
+
+// The IndexMetadata of a scalar index over every fragment of `m`.
+inline pb::index_metadata scalar_index_metadata(const pb::manifest& m, const std::string& column,
+                                                const std::string& name, const lancet::uuid& uuid,
+                                                std::string_view details_type_url, std::uint32_t index_version,
+                                                std::vector<pb::index_file> files) {
+  pb::index_metadata out;
+  out.uuid = uuid;
+  out.fields = {column_field_id(m, column)};
+  out.name = name;
+  out.dataset_version = m.version;
+  std::vector<std::uint64_t> frags;
+  for (const auto& f : m.fragments) {
+    if (f.id > UINT32_MAX) throw invalid_input_error("fragment id " + std::to_string(f.id) + " exceeds 32 bits");
+    frags.push_back(f.id);
+  }
+  dataset::set_index_fragment_bitmap(out, dataset::roaring_bitmap::from_values(frags));
+  out.index_details = pb::any{std::string(details_type_url), {}};
+  out.index_version = index_version;
+  out.created_at = std::uint64_t(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  out.files = std::move(files);
+  return out;
+}
+
+// What a scalar index's builder writes: its files and how many pages (or keys).
+struct scalar_index_files {
+  std::vector<pb::index_file> files;
+  std::uint64_t rows = 0, pages = 0;
+};
+
+// Builds and commits a scalar index of `kind` over `o.column`: checks the column with
+// `accepts`, scans its live rows with their row ids, and has `write(batch, field, dir,
+// version)` write the files.
+template <class Accepts, class Write>
+scalar_index_result build_scalar_index(const std::string& root, const scalar_index_options& o, const std::string& kind,
+                                       std::string_view details_type_url, std::uint32_t index_version,
+                                       Accepts&& accepts, Write&& write) {
+  const auto snap = dataset::load_latest(root);
+  if (!snap) throw not_found_error("no dataset at '" + root + "'");
+  const dataset::dataset d(*snap);
+  const arrow::field* field = nullptr;
+  for (const auto& f : d.schema().fields)
+    if (f.name == o.column) field = &f;
+  if (!field)
+    throw invalid_input_error("dataset '" + root + "' has no column '" + o.column + "' to build a " + kind + " index on");
+  if (!accepts(*field->type))
+    throw unsupported_error("a " + kind + " index cannot be built on column '" + o.column + "' of type " +
+                            arrow::to_string(*field->type));
+  const std::string name = o.name.empty() ? o.column + "_idx" : o.name;
+  if (!o.replace)
+    for (const auto& im : d.indices())
+      if (im.name == name)
+        throw invalid_input_error("dataset '" + root + "' already has an index named '" + name + "'");
+  dataset::scan_options so;
+  so.columns = {o.column};
+  so.with_row_id = true;
+  const auto b = d.to_batch(so);
+  const auto uuid = lancet::uuid::generate_v4();
+  const scalar_index_files written = write(b, *field, index_directory(root, uuid), d.storage_version());
+  auto meta = scalar_index_metadata(snap->manifest(), o.column, name, uuid, details_type_url, index_version, written.files);
+  commit_index_options co;
+  co.replace = o.replace;
+  const auto committed = commit_index(root, *snap, std::move(meta), co);
+  scalar_index_result r;
+  r.version = committed.version();
+  r.uuid = uuid;
+  r.name = name;
+  r.rows = written.rows;
+  r.pages = written.pages;
+  return r;
+}
+
+inline std::vector<std::string> serialized_groups(const value_groups& g) {
+  std::vector<std::string> out;
+  out.reserve(g.ids.size());
+  for (const auto& ids : g.ids) out.push_back(serialize_row_ids(ids));
+  return out;
+}
+
+inline bool label_list_indexable(const arrow::data_type& t) {
+  return (t.id == arrow::type_id::list || t.id == arrow::type_id::large_list) && t.children.size() == 1 &&
+         bitmap_indexable(*t.children[0].type);
+}
+
+}  // namespace detail
+
+LANCET_INLINE scalar_index_result build_btree_index(const std::string& root, const scalar_index_options& o) {
+  if (o.batch_size == 0) throw invalid_input_error("BTREE index on '" + o.column + "': batch_size must be positive");
+  return detail::build_scalar_index(
+      root, o, "BTREE", detail::btree_details_type_url, 0,
+      [](const arrow::data_type& t) { return detail::btree_indexable(t); },
+      [&](const arrow::record_batch& b, const arrow::field& field, const std::string& dir, file::format_version v) {
+        // Every live row's value and row id, in BTREE order.
+        const auto order = btree_sort_order(*b.columns.at(0));
+        const auto values = arrow::take_rows(b.columns[0], order, field.type);
+        std::vector<std::uint64_t> ids(order.size());
+        const auto* row_ids = b.columns.at(1)->values<std::uint64_t>();
+        for (std::size_t i = 0; i < order.size(); ++i) ids[i] = row_ids[order[i]];
+        detail::scalar_index_files out;
+        out.files = write_btree_files(dir, v, values, ids, o.batch_size);
+        out.rows = ids.size();
+        out.pages = (ids.size() + o.batch_size - 1) / o.batch_size;
+        return out;
+      });
+}
+
+LANCET_INLINE scalar_index_result build_bitmap_index(const std::string& root, const scalar_index_options& o) {
+  return detail::build_scalar_index(
+      root, o, "BITMAP", detail::bitmap_details_type_url, 0,
+      [](const arrow::data_type& t) { return detail::bitmap_indexable(t); },
+      [](const arrow::record_batch& b, const arrow::field&, const std::string& dir, file::format_version v) {
+        const auto* ids = b.columns.at(1)->values<std::uint64_t>();
+        const auto groups = group_by_value(b.columns.at(0), std::span<const std::uint64_t>(ids, std::size_t(b.num_rows())));
+        detail::scalar_index_files out;
+        out.files = write_bitmap_file(dir, v, groups.keys, detail::serialized_groups(groups), std::nullopt);
+        out.rows = std::uint64_t(b.num_rows());
+        out.pages = groups.ids.size();
+        return out;
+      });
+}
+
+LANCET_INLINE scalar_index_result build_label_list_index(const std::string& root, const scalar_index_options& o) {
+  return detail::build_scalar_index(
+      root, o, "LABEL_LIST", detail::label_list_details_type_url, 1,
+      [](const arrow::data_type& t) { return detail::label_list_indexable(t); },
+      [](const arrow::record_batch& b, const arrow::field& field, const std::string& dir, file::format_version v) {
+        // One (item, row id) per list item; NULL lists apart, empty lists nowhere.
+        const auto& lists = *b.columns.at(0);
+        const auto* row_ids = b.columns.at(1)->values<std::uint64_t>();
+        std::vector<std::int64_t> items;
+        std::vector<std::uint64_t> item_ids, null_lists;
+        for (std::int64_t r = 0; r < lists.length; ++r) {
+          if (lists.is_null(r)) {
+            null_lists.push_back(row_ids[r]);
+            continue;
+          }
+          for (auto i = lists.value_offset(r), e = lists.value_offset(r + 1); i < e; ++i) {
+            items.push_back(i);
+            item_ids.push_back(row_ids[r]);
+          }
+        }
+        const auto& item_type = field.type->children.at(0).type;
+        const auto values = arrow::take_rows(lists.children.at(0), items, item_type);
+        const auto groups = group_by_value(values, item_ids);
+        std::sort(null_lists.begin(), null_lists.end());
+        detail::scalar_index_files out;
+        out.files = write_bitmap_file(dir, v, groups.keys, detail::serialized_groups(groups), serialize_row_ids(null_lists));
+        out.rows = std::uint64_t(b.num_rows());
+        out.pages = groups.ids.size();
+        return out;
+      });
+}
+
+}  // namespace lancet::index

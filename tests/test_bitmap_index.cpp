@@ -1,0 +1,296 @@
+// BITMAP and LABEL_LIST scalar indexes (index/scalar/bitmap_*.hpp): Lance's row-id
+// set serialization, the keys and their rows as Lance 12 writes them (NULL first,
+// ascending; a LABEL_LIST's NULL lists in global buffer 1), the CreateIndex entry,
+// filters answered from the keys equal to scans, types refused, and compaction's remap.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <lancet/arrow/builder.hpp>
+#include <lancet/dataset/compact.hpp>
+#include <lancet/dataset/dataset.hpp>
+#include <lancet/dataset/delete.hpp>
+#include <lancet/dataset/write.hpp>
+#include <lancet/expr/filter.hpp>
+#include <lancet/index/optimize/remap.hpp>
+#include <lancet/index/registry.hpp>
+#include <lancet/index/scalar/scalar_index.hpp>
+#include <lancet/query/table.hpp>
+
+#include "support/temp_dir.hpp"
+
+using namespace lancet;
+using namespace lancet::arrow;
+namespace ds = lancet::dataset;
+
+namespace {
+
+// id int64, k int32 (NULL every 7th, 13 values), c utf8 (NULL every 5th, 4 values),
+// f float32, tags list<utf8> (NULL list every 10th, empty every 4th, a NULL item every
+// 9th row).
+record_batch bitmap_rows(std::int64_t a, std::int64_t b) {
+  std::vector<std::int64_t> id;
+  std::vector<std::optional<std::int32_t>> k;
+  std::vector<std::optional<std::string>> c;
+  std::vector<float> f;
+  std::vector<std::optional<std::vector<std::optional<std::string>>>> tags;
+  const char* colours[] = {"red", "blue", "green", "amber"};
+  for (auto i = a; i < b; ++i) {
+    id.push_back(i);
+    k.push_back(i % 7 == 0 ? std::nullopt : std::optional<std::int32_t>(std::int32_t((i * 37) % 13) - 6));
+    c.push_back(i % 5 == 0 ? std::nullopt : std::optional<std::string>(colours[(i / 3) % 4]));
+    f.push_back(float(i) / 4);
+    if (i % 10 == 3) {
+      tags.push_back(std::nullopt);
+    } else if (i % 4 == 0) {
+      tags.push_back(std::vector<std::optional<std::string>>{});
+    } else {
+      std::vector<std::optional<std::string>> t{"t" + std::to_string(i % 3), "u" + std::to_string(i % 5)};
+      if (i % 9 == 0) t.push_back(std::nullopt);
+      tags.push_back(t);
+    }
+  }
+  std::vector<std::int32_t> offsets{0};
+  std::vector<std::optional<std::string>> items;
+  std::vector<bool> valid;
+  for (const auto& t : tags) {
+    valid.push_back(t.has_value());
+    if (t) items.insert(items.end(), t->begin(), t->end());
+    offsets.push_back(std::int32_t(items.size()));
+  }
+  return make_batch({{"id", make_array<std::int64_t>(id)},
+                     {"k", make_array<std::int32_t>(k)},
+                     {"c", string_array(c)},
+                     {"f", make_array<float>(f)},
+                     {"tags", make_list(string_array(items), offsets, valid)}});
+}
+
+// Row address of every live row, with the batch of `columns` beside them.
+record_batch live_rows_of(const std::string& root, std::vector<std::string> columns) {
+  ds::scan_options so;
+  so.columns = std::move(columns);
+  so.with_row_address = true;
+  return ds::dataset::open(root).to_batch(so);
+}
+
+std::set<std::uint64_t> scan_answer(const std::string& root, const std::string& filter) {
+  const auto all = ds::dataset::open(root).to_batch({.columns = {"id", "k", "c"}, .with_row_address = true});
+  const auto kept = expr::filter::compile(filter, *all.schema).apply(all);
+  std::set<std::uint64_t> out;
+  for (std::int64_t r = 0; r < kept.num_rows(); ++r) out.insert(kept.columns.at(3)->value<std::uint64_t>(r));
+  return out;
+}
+
+const pb::index_metadata& bitmap_index_named(const ds::dataset& d, const std::string& name) {
+  for (const auto& im : d.indices())
+    if (im.name == name) return im;
+  FAIL("no index " << name);
+  throw std::logic_error("unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("row id sets: Lance's serialization, whole fragments, damage named") {
+  const std::vector<std::uint64_t> ids{3, 4, 70000, (std::uint64_t(2) << 32) | 5, (std::uint64_t(9) << 32)};
+  const auto bytes = index::serialize_row_ids(ids);
+  // u32 count 3; then key 0 (size, bitmap), key 2, key 9.
+  REQUIRE(bytes.size() > 4);
+  CHECK(std::uint8_t(bytes[0]) == 3);
+  CHECK(std::uint8_t(bytes[4]) == 0);
+  const auto view = [](const std::string& s) { return bytes_view(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()); };
+  const auto back = index::deserialize_row_ids(view(bytes), "t");
+  CHECK(back.ids() == ids);
+  CHECK(index::serialize_row_ids({}) == std::string(4, '\0'));
+  // A size-0 entry is a whole fragment: 1 entry, key 7, size 0.
+  std::string whole(12, '\0');
+  whole[0] = 1;
+  whole[4] = 7;
+  const auto w = index::deserialize_row_ids(view(whole), "t");
+  CHECK(w.ids([](std::uint32_t hi) { return hi == 7 ? 3 : 0; }) ==
+        std::vector<std::uint64_t>{std::uint64_t(7) << 32, (std::uint64_t(7) << 32) | 1, (std::uint64_t(7) << 32) | 2});
+  CHECK_THROWS_AS((void)w.ids(), unsupported_error);
+  CHECK_THROWS_WITH_AS(index::deserialize_row_ids(view(bytes.substr(0, bytes.size() - 1)), "set X"),
+                       doctest::Contains("set X"), corrupt_error);
+  CHECK_THROWS_AS(index::deserialize_row_ids(view(bytes + "z"), "t"), corrupt_error);
+}
+
+TEST_CASE("bitmap: keys NULL first and ascending, each with its rows; the CreateIndex entry; types refused") {
+  lancet::testing::scratch_dir tmp("bitmap");
+  const auto root = tmp.sub("ds");
+  ds::write_options w;
+  w.max_rows_per_file = 3000;
+  ds::write(root, bitmap_rows(0, 7000), w);  // fragments 0, 1, 2
+  ds::delete_where(root, "id % 11 = 4");
+  for (const std::string column : {"k", "c"}) {
+    INFO(column);
+    index::scalar_index_options o;
+    o.column = column;
+    const auto r = index::build_bitmap_index(root, o);
+    const auto d = ds::dataset::open(root);
+    CHECK(r.version == d.version());
+    CHECK(r.rows == d.count_rows());
+    const auto& im = bitmap_index_named(d, column + "_idx");
+    REQUIRE(im.index_details.has_value());
+    CHECK(im.index_details->type_url == "/lance.table.BitmapIndexDetails");
+    CHECK(im.index_version == 0);
+    REQUIRE(im.files.size() == 1);
+    CHECK(im.files[0].path == "bitmap_page_lookup.lance");
+    CHECK(index::describe_index(d.manifest(), im).index_type == "BITMAP");
+    // The expected groups, from the live rows.
+    const auto live = live_rows_of(root, {column});
+    std::map<std::optional<std::string>, std::vector<std::uint64_t>> want;
+    for (std::int64_t i = 0; i < live.num_rows(); ++i) {
+      const auto& v = *live.columns[0];
+      std::optional<std::string> key;
+      if (!v.is_null(i)) key = column == "k" ? std::to_string(v.value<std::int32_t>(i)) : std::string(v.string_value(i));
+      want[key].push_back(live.columns[1]->value<std::uint64_t>(i));
+    }
+    const auto lookup = index::read_bitmap_lookup(index::index_directory(root, im.uuid));
+    REQUIRE(lookup.size() == want.size());
+    CHECK(r.pages == want.size());
+    CHECK(lookup.keys->is_null(0));
+    CHECK(!lookup.null_lists);
+    std::vector<std::uint64_t> all(lookup.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    const auto sets = index::read_bitmaps(lookup, all);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      std::optional<std::string> key;
+      if (!lookup.keys->is_null(std::int64_t(i)))
+        key = column == "k" ? std::to_string(lookup.keys->value<std::int32_t>(std::int64_t(i)))
+                            : std::string(lookup.keys->string_value(std::int64_t(i)));
+      if (i > 1 && column == "k")
+        CHECK(lookup.keys->value<std::int32_t>(std::int64_t(i - 1)) < lookup.keys->value<std::int32_t>(std::int64_t(i)));
+      if (i > 1 && column == "c")
+        CHECK(lookup.keys->string_value(std::int64_t(i - 1)) < lookup.keys->string_value(std::int64_t(i)));
+      REQUIRE(want.count(key));
+      CHECK(sets[i].ids() == want[key]);
+    }
+    const auto stats = lookup.file->schema().metadata;
+    CHECK(std::find(stats.begin(), stats.end(),
+                    std::pair<std::string, std::string>("lance:index_stats", "{\"num_bitmaps\":" + std::to_string(want.size()) + "}")) !=
+          stats.end());
+  }
+  index::scalar_index_options o;
+  o.column = "f";
+  CHECK_THROWS_WITH_AS(index::build_bitmap_index(root, o), doctest::Contains("'f'"), unsupported_error);
+  o.column = "tags";
+  CHECK_THROWS_WITH_AS(index::build_bitmap_index(root, o), doctest::Contains("'tags'"), unsupported_error);
+  CHECK_THROWS_WITH_AS(index::build_label_list_index(root, index::scalar_index_options{"k", "", true, 4096}),
+                       doctest::Contains("'k'"), unsupported_error);
+  o.column = "nope";
+  CHECK_THROWS_WITH_AS(index::build_bitmap_index(root, o), doctest::Contains("'nope'"), invalid_input_error);
+  o.column = "k";
+  o.replace = false;
+  CHECK_THROWS_WITH_AS(index::build_bitmap_index(root, o), doctest::Contains("k_idx"), invalid_input_error);
+}
+
+TEST_CASE("bitmap: filters answered from the keys equal scans; compaction remaps the rows") {
+  lancet::testing::scratch_dir tmp("bitmap-filter");
+  const auto root = tmp.sub("ds");
+  ds::write_options w;
+  w.max_rows_per_file = 2500;
+  ds::write(root, bitmap_rows(0, 6000), w);
+  ds::delete_where(root, "id % 13 = 1");
+  index::scalar_index_options o;
+  o.column = "c";
+  index::build_bitmap_index(root, o);
+  o.column = "k";
+  index::build_bitmap_index(root, o);
+  const std::vector<std::string> filters = {"k = 3",          "k IN (1, -4, 99)", "k > 2",           "k BETWEEN -2 AND 1",
+                                            "k IS NULL",      "k IS NOT NULL",    "k <> 0",          "NOT (k < 0)",
+                                            "c = 'amber'",    "c IN ('red', 'x')", "c >= 'c'",       "c IS NULL",
+                                            "c LIKE 'gr%'",   "k = 100"};
+  const auto check_all = [&](const std::string& when) {
+    const auto d = ds::dataset::open(root);
+    for (const auto& f : filters) {
+      INFO(when << ": " << f);
+      const auto column = f.find('c') == 0 ? "c" : "k";
+      const auto lookup = index::read_bitmap_lookup(index::index_directory(root, bitmap_index_named(d, std::string(column) + "_idx").uuid));
+      const auto compiled = expr::filter::compile(f, d.schema());
+      const auto got = index::bitmap_rows_where(lookup, compiled).row_ids;
+      CHECK(std::is_sorted(got.begin(), got.end()));
+      // The index keeps deleted rows (as Lance's); the scan does not.
+      std::set<std::uint64_t> live_got;
+      const auto live = d.live_rows();
+      for (auto id : got)
+        if (live->contains(id)) live_got.insert(id);
+      CHECK(live_got == scan_answer(root, f));
+      // Bounded: over max_rows gives nullopt.
+      if (got.size() > 1) CHECK(!index::bitmap_rows_where(lookup, compiled, got.size() - 1, {}));
+    }
+  };
+  check_all("built");
+  ds::delete_where(root, "id % 5 = 2");
+  ds::compaction_options co;
+  co.target_rows_per_fragment = 10000;
+  co.remap_indexes = index::compaction_remapper();
+  ds::compact_files(root, co);
+  const auto d = ds::dataset::open(root);
+  REQUIRE(d.manifest().fragments.size() == 1);
+  const auto& im = bitmap_index_named(d, "c_idx");
+  CHECK(index::describe_index(d.manifest(), im).fragment_ids == std::vector<std::uint64_t>{d.manifest().fragments[0].id});
+  const auto& txn = std::get<pb::transaction::rewrite>(d.transaction()->operation);
+  REQUIRE(txn.rewritten_indices.size() == 2);
+  CHECK(txn.rewritten_indices[0].new_index_version == 0);
+  // Deleted rows are dropped by the remap: every entry is a live row.
+  const auto lookup = index::read_bitmap_lookup(index::index_directory(root, im.uuid));
+  std::vector<std::uint64_t> all(lookup.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::uint64_t entries = 0;
+  for (const auto& s : index::read_bitmaps(lookup, all)) entries += s.ids().size();
+  CHECK(entries == d.count_rows());
+  check_all("compacted");
+}
+
+TEST_CASE("label_list: one key per item, a NULL item's rows under the NULL key, NULL lists in buffer 1") {
+  lancet::testing::scratch_dir tmp("label-list");
+  const auto root = tmp.sub("ds");
+  ds::write_options w;
+  w.max_rows_per_file = 1500;
+  ds::write(root, bitmap_rows(0, 4000), w);
+  ds::delete_where(root, "id % 17 = 6");
+  index::scalar_index_options o;
+  o.column = "tags";
+  const auto r = index::build_label_list_index(root, o);
+  const auto d = ds::dataset::open(root);
+  const auto& im = bitmap_index_named(d, "tags_idx");
+  CHECK(im.index_details->type_url == "/lance.table.LabelListIndexDetails");
+  CHECK(im.index_version == 1);
+  CHECK(index::describe_index(d.manifest(), im).index_type == "LABEL_LIST");
+  const auto live = live_rows_of(root, {"tags"});
+  std::map<std::optional<std::string>, std::set<std::uint64_t>> want;
+  std::vector<std::uint64_t> null_lists;
+  const auto& lists = *live.columns[0];
+  const auto& items = *lists.children[0];
+  for (std::int64_t i = 0; i < live.num_rows(); ++i) {
+    const auto addr = live.columns[1]->value<std::uint64_t>(i);
+    if (lists.is_null(i)) {
+      null_lists.push_back(addr);
+      continue;
+    }
+    for (auto j = lists.value_offset(i); j < lists.value_offset(i + 1); ++j)
+      want[items.is_null(j) ? std::nullopt : std::optional<std::string>(items.string_value(j))].insert(addr);
+  }
+  const auto lookup = index::read_bitmap_lookup(index::index_directory(root, im.uuid));
+  REQUIRE(lookup.size() == want.size());
+  CHECK(r.pages == want.size());
+  REQUIRE(lookup.null_lists);
+  CHECK(lookup.null_lists->ids() == null_lists);
+  CHECK(lookup.file->global_buffer(1).size() == index::serialize_row_ids(null_lists).size());
+  std::vector<std::uint64_t> all(lookup.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const auto sets = index::read_bitmaps(lookup, all);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto key = lookup.keys->is_null(std::int64_t(i)) ? std::nullopt
+                                                           : std::optional<std::string>(lookup.keys->string_value(std::int64_t(i)));
+    REQUIRE(want.count(key));
+    const auto ids = sets[i].ids();
+    CHECK(std::set<std::uint64_t>(ids.begin(), ids.end()) == want[key]);
+  }
+}
