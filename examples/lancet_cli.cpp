@@ -6,7 +6,7 @@
 //   lancet commit DATASET --operation append|overwrite [--schema S] [--read-version V] FRAGMENT.json...
 //   lancet cat DATASET|FILE.lance [--columns a,b] [--where EXPR] [--offset N] [--limit N] [--version V]
 //   lancet inspect DATASET|FILE.lance
-//   lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq|btree
+//   lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq|btree|bitmap|label_list
 //                [--partitions N | --target-partition-size N] [--sub-vectors M] [--bits B]
 //                [--metric l2|cosine|dot|hamming] [--name NAME] [--replace] [--threads T]
 //                [--model MODEL] [--fragments 0,1,5 --uncommitted] [--memory-budget BYTES] [--seed S]
@@ -232,12 +232,12 @@ const std::vector<command_spec>& commands() {
        {}},
       {"index create",
        "lancet index create DATASET --column COL --type ivf_flat|ivf_pq|ivf_sq|ivf_rq|ivf_hnsw_flat|ivf_hnsw_sq|\n"
-       "               ivf_hnsw_pq|btree [--partitions N | --target-partition-size N] [--sub-vectors M] [--bits B]\n"
+       "               ivf_hnsw_pq|btree|bitmap|label_list [--partitions N | --target-partition-size N] [--sub-vectors M] [--bits B]\n"
        "               [--metric l2|cosine|dot|hamming] [--m M] [--ef-construction E] [--name NAME] [--replace]\n"
        "               [--threads T] [--model MODEL] [--fragments 0,1,5 --uncommitted] [--memory-budget BYTES]\n"
        "               [--seed S]",
-       "Builds an IVF vector index (or, with --type btree, a BTREE scalar index: only --column, --name\n"
-       "and --replace apply) on a column and commits it as a new version. Commits of other\n"
+       "Builds an IVF vector index (or, with --type btree, bitmap or label_list, a scalar index: only\n"
+       "--column, --name and --replace apply) on a column and commits it as a new version. Commits of other\n"
        "writers meanwhile are rebased on as Lance does (rows appended stay unindexed); the retries\n"
        "are reported on stderr. With --uncommitted it builds one segment of a distributed index\n"
        "over --fragments, commits nothing and prints the segment's metadata as one JSON line (for\n"
@@ -245,7 +245,9 @@ const std::vector<command_spec>& commands() {
        "  --column COL                 the vector column (a fixed-size list)\n"
        "  --type T                     ivf_flat, ivf_pq, ivf_sq, ivf_rq, or ivf_hnsw_flat, ivf_hnsw_sq,\n"
        "                               ivf_hnsw_pq (an HNSW graph in each partition); btree (a scalar\n"
-       "                               index over a column of numbers, strings, booleans, dates or times)\n"
+       "                               index over a column of numbers, strings, booleans, dates or times);\n"
+       "                               bitmap (the rows of each distinct value; no floats); label_list\n"
+       "                               (the rows of each item of a list column)\n"
        "  --partitions N               number of IVF partitions (default: rows / target partition size)\n"
        "  --target-partition-size N    rows per partition the count is derived from\n"
        "  --sub-vectors M              PQ sub-vectors (must divide the dimension)\n"
@@ -782,21 +784,29 @@ struct progress_bar {
   }
 };
 
-// A BTREE scalar index (--type btree): the column and the index's name; --replace.
-int cmd_btree_create(const args& a) {
+// A scalar index (--type btree|bitmap|label_list): the column and the index's name; --replace.
+int cmd_scalar_create(const args& a, const std::string& type) {
   index::scalar_index_options o;
   o.column = a.get("column").value_or("");
   if (o.column.empty()) throw usage_error("--column is required");
   o.name = a.get("name").value_or("");
   o.replace = a.get("replace").has_value();
-  const auto r = index::build_btree_index(a.path, o);
-  std::cout << "created BTREE index '" << r.name << "' (" << r.uuid.to_string() << ") on '" << o.column << "': " << r.rows
-            << " rows in " << r.pages << " pages; version " << r.version << "\n";
+  if (type == "btree") {
+    const auto r = index::build_btree_index(a.path, o);
+    std::cout << "created BTREE index '" << r.name << "' (" << r.uuid.to_string() << ") on '" << o.column << "': " << r.rows
+              << " rows in " << r.pages << " pages; version " << r.version << "\n";
+    return 0;
+  }
+  const bool labels = type == "label_list";
+  const auto r = labels ? index::build_label_list_index(a.path, o) : index::build_bitmap_index(a.path, o);
+  std::cout << "created " << (labels ? "LABEL_LIST" : "BITMAP") << " index '" << r.name << "' (" << r.uuid.to_string()
+            << ") on '" << o.column << "': " << r.rows << " rows, " << r.pages << (labels ? " labels" : " values")
+            << "; version " << r.version << "\n";
   return 0;
 }
 
 int cmd_index_create(const args& a) {
-  if (a.get("type") == std::optional<std::string>("btree")) return cmd_btree_create(a);
+  if (const auto t = a.get("type"); t == "btree" || t == "bitmap" || t == "label_list") return cmd_scalar_create(a, *t);
   std::optional<index::trained_model> model;
   if (auto m = a.get("model")) model = index::read_model_file(*m);
   index::build_options o = build_flags(a, model ? &*model : nullptr);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -293,4 +294,52 @@ TEST_CASE("label_list: one key per item, a NULL item's rows under the NULL key, 
     const auto ids = sets[i].ids();
     CHECK(std::set<std::uint64_t>(ids.begin(), ids.end()) == want[key]);
   }
+}
+
+TEST_CASE("bitmap: query::table answers filtered scans from it, with deletes and unindexed rows; a BTREE goes first") {
+  lancet::testing::scratch_dir tmp("bitmap-query");
+  const auto root = tmp.sub("ds");
+  ds::write_options w;
+  w.max_rows_per_file = 2000;
+  ds::write(root, bitmap_rows(0, 6000), w);
+  index::scalar_index_options o;
+  o.column = "id";
+  index::build_bitmap_index(root, o);
+  o.column = "c";
+  index::build_bitmap_index(root, o);
+  ds::delete_where(root, "id % 10 = 3");  // after the index: it still holds these rows
+  ds::write_options a;
+  a.mode = ds::write_mode::append;
+  ds::write(root, bitmap_rows(6000, 7000), a);  // not indexed
+  const auto d = ds::dataset::open(root);
+  const auto t = query::table::open(root);
+  const auto all = d.to_batch({.columns = {"id", "k", "c"}, .with_row_id = true});
+  for (const std::string sql : {"id = 57", "id = 53", "id IN (3, 4, 5, 6000, 6500)", "id BETWEEN 100 AND 102 AND c = 'red'",
+                                "id < 4 AND k IS NULL", "c = 'amber'", "c IS NULL AND id > 5990", "k = 3 AND id <= 2"}) {
+    CAPTURE(sql);
+    const auto keep = expr::filter::compile(sql, *all.schema).apply(all);
+    query::request q;
+    q.columns = {"id"};
+    q.filter = sql;
+    q.with_row_id = true;
+    const auto got = t.to_batch(q);
+    REQUIRE(got.num_rows() == keep.num_rows());
+    for (std::int64_t i = 0; i < got.num_rows(); ++i) {
+      CHECK(got.columns[0]->value<std::int64_t>(i) == keep.columns[0]->value<std::int64_t>(i));
+      CHECK(got.columns[1]->value<std::uint64_t>(i) == keep.columns[3]->value<std::uint64_t>(i));
+    }
+  }
+  CHECK(t.explain(query::request{{}, "id = 3 AND c = 'red'"}).find("BITMAP 'id_idx' on 'id'") != std::string::npos);
+  // The selective answers come from the index: without its file the query fails.
+  const auto id_dir = index::index_directory(root, bitmap_index_named(d, "id_idx").uuid);
+  std::filesystem::rename(id_dir + "/bitmap_page_lookup.lance", id_dir + "/moved");
+  query::request q;
+  q.filter = "id = 57";
+  CHECK_THROWS(query::table::open(root).to_batch(q));
+  std::filesystem::rename(id_dir + "/moved", id_dir + "/bitmap_page_lookup.lance");
+  // With a BTREE on the same column, the BTREE answers (as in LanceDB's plans).
+  o.column = "id";
+  o.name = "id_btree";
+  index::build_btree_index(root, o);
+  CHECK(query::table::open(root).explain(query::request{{}, "id = 3"}).find("BTREE 'id_btree' on 'id'") != std::string::npos);
 }

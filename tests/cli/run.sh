@@ -134,6 +134,11 @@ out=$("$lancet" index create "$bds" --column id --type btree 2>/dev/null)
 check "index create --type btree" bash -c "grep -q \"created BTREE index 'id_idx'\" <<< \"\$0\" && grep -q '600 rows in 1 pages' <<< \"\$0\"" "$out"
 check "index list shows the BTREE" bash -c "'$lancet' index list '$bds' | grep -q '\"name\":\"id_idx\".*\"type\":\"BTREE\"'"
 check "LanceDB lists the CLI's BTREE" bash -c "node '$root/tests/interop/list_indices.mjs' '$bds' | grep -q '\"indexType\":\"BTree\"'"
+out=$("$lancet" index create "$bds" --column id --type bitmap --name id_bits 2>/dev/null)
+check "index create --type bitmap" bash -c "grep -q \"created BITMAP index 'id_bits'\" <<< \"\$0\" && grep -q '600 rows, 600 values' <<< \"\$0\"" "$out"
+check "LanceDB lists the CLI's BITMAP" bash -c "node '$root/tests/interop/list_indices.mjs' '$bds' | grep -q '\"indexType\":\"Bitmap\"'"
+err=$("$lancet" index create "$bds" --column id --type label_list 2>&1); st=$?
+check "a LABEL_LIST on a column that is not a list refused" bash -c "test $st -eq 1 && grep -q \"LABEL_LIST index cannot be built on column 'id'\" <<< \"\$0\"" "$err"
 err=$("$lancet" index create "$bds" --column vector --type btree --name v 2>&1); st=$?
 check "a BTREE on a vector column refused" bash -c "test $st -eq 1 && grep -q \"cannot be built on column 'vector'\" <<< \"\$0\"" "$err"
 # ---- compact ------------------------------------------------------------------------

@@ -27,6 +27,7 @@
 #include "lancet/dataset/row_set.hpp"
 #include "lancet/expr/filter.hpp"
 #include "lancet/index/registry.hpp"
+#include "lancet/index/scalar/bitmap_search.hpp"
 #include "lancet/index/scalar/btree_search.hpp"
 #include "lancet/index/search/vector_index.hpp"
 #include "lancet/query/flat_search.hpp"
@@ -101,11 +102,28 @@ inline std::shared_ptr<const dataset::row_set> live_ids_of(const dataset::datase
   return out;
 }
 
-// A BTREE of the version, its lookup read, and the fragments it covers.
-struct btree_handle {
-  std::string name, column;
-  index::btree_lookup lookup;
+// A scalar index of the version (a BTREE or a BITMAP), its lookup read, and the
+// fragments it covers.
+struct scalar_index_handle {
+  std::string name, column, type;  // type: "BTREE" or "BITMAP"
+  std::optional<index::btree_lookup> btree;
+  std::optional<index::bitmap_lookup> bitmap;
   std::vector<std::uint64_t> covered;
+
+  // The row ids whose value `part` (a filter over this column alone) keeps, in no
+  // particular order; nullopt when answering would read more than `max_rows` rows
+  // (pages of a BTREE, the answer of a BITMAP).
+  std::optional<std::vector<std::uint64_t>> rows_where(const expr::filter& part, std::uint64_t max_rows,
+                                                       const dataset::dataset& ds) const {
+    if (btree) {
+      auto a = index::btree_rows_where(*btree, part, std::max(max_rows, 2 * btree->batch_size));
+      if (!a) return std::nullopt;
+      return std::move(a->row_ids);
+    }
+    auto a = index::bitmap_rows_where(*bitmap, part, max_rows, [&](std::uint32_t f) { return ds.physical_rows(f); });
+    if (!a) return std::nullopt;
+    return std::move(a->row_ids);
+  }
 };
 
 struct table_state {
@@ -123,45 +141,52 @@ struct table_state {
   mutable std::map<std::string, std::shared_ptr<const vector_rows>> vectors;
   mutable std::uint64_t vector_bytes = 0;
 
-  // The BTREE on a column (the first by name when several), opened once; nullptr: none.
-  mutable std::map<std::string, std::shared_ptr<const btree_handle>> btrees;
-  mutable bool btrees_listed = false;
+  // The scalar index on a column, opened once (a BTREE before a BITMAP, as LanceDB's
+  // planner picks, then the first by name); nullptr: none.
+  mutable std::map<std::string, std::shared_ptr<const scalar_index_handle>> scalar_indexes;
+  mutable bool scalar_indexes_listed = false;
 
-  std::shared_ptr<const btree_handle> btree_on(const std::string& column) const {
+  std::shared_ptr<const scalar_index_handle> scalar_index_on(const std::string& column) const {
     std::lock_guard lock(mu);
-    if (!btrees_listed) {
-      btrees_listed = true;
+    if (!scalar_indexes_listed) {
+      scalar_indexes_listed = true;
       std::set<std::uint64_t> present;
       for (const auto& f : ds.manifest().fragments) present.insert(f.id);
       std::vector<index::vector_index_info> found;
       for (const auto& i : index::list_indices(ds.lance_schema(), ds.indices()))
-        if (i.index_type == "BTREE" && i.columns.size() == 1) found.push_back(i);
-      std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+        if ((i.index_type == "BTREE" || i.index_type == "BITMAP") && i.columns.size() == 1) found.push_back(i);
+      std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+        return std::pair(a.index_type != "BTREE", a.name) < std::pair(b.index_type != "BTREE", b.name);
+      });
       for (const auto& i : found) {
-        if (btrees.count(i.columns[0])) continue;
-        auto h = std::make_shared<btree_handle>();
+        if (scalar_indexes.count(i.columns[0])) continue;
+        auto h = std::make_shared<scalar_index_handle>();
         h->name = i.name;
         h->column = i.columns[0];
-        h->lookup = index::read_btree_lookup(index::index_directory(ds.path(), i.uuid));
+        h->type = i.index_type;
+        const auto dir = index::index_directory(ds.path(), i.uuid);
+        if (i.index_type == "BTREE") h->btree = index::read_btree_lookup(dir);
+        else h->bitmap = index::read_bitmap_lookup(dir);
         for (auto id : present)
           if (!i.fragment_bitmap_present || std::find(i.fragment_ids.begin(), i.fragment_ids.end(), id) != i.fragment_ids.end())
             h->covered.push_back(id);
-        btrees.emplace(h->column, std::move(h));
+        scalar_indexes.emplace(h->column, std::move(h));
       }
     }
-    auto it = btrees.find(column);
-    return it == btrees.end() ? nullptr : it->second;
+    auto it = scalar_indexes.find(column);
+    return it == scalar_indexes.end() ? nullptr : it->second;
   }
 
-  // The conjuncts of f a BTREE answers, with their indexes.
-  std::vector<std::pair<std::shared_ptr<const btree_handle>, expr::filter>> indexed_conjuncts(const expr::filter& f) const {
-    std::vector<std::pair<std::shared_ptr<const btree_handle>, expr::filter>> out;
+  // The conjuncts of f a scalar index answers, with their indexes.
+  std::vector<std::pair<std::shared_ptr<const scalar_index_handle>, expr::filter>> indexed_conjuncts(
+      const expr::filter& f) const {
+    std::vector<std::pair<std::shared_ptr<const scalar_index_handle>, expr::filter>> out;
     for (auto& [column, part] : f.column_conjuncts())
-      if (auto h = btree_on(column)) out.emplace_back(std::move(h), std::move(part));
+      if (auto h = scalar_index_on(column)) out.emplace_back(std::move(h), std::move(part));
     return out;
   }
 
-  // The live rows of `fragments` where f is true, when BTREEs answer parts of it
+  // The live rows of `fragments` where f is true, when scalar indexes answer parts of it
   // (nullopt when none does, or the scan is cheaper): the rows those parts keep in the fragments every such
   // index covers, checked against the rest of the filter, and the other fragments
   // scanned. The scan is cheaper when the parts keep over one covered row in 1,024.
@@ -184,11 +209,9 @@ struct table_state {
     std::vector<std::uint64_t> candidates;
     std::size_t answered = 0;
     for (std::size_t k = 0; k < used.size(); ++k) {
-      const auto& lookup = used[k].first->lookup;
-      auto answer =
-          index::btree_rows_where(lookup, used[k].second, std::max(covered_rows / 128, 2 * lookup.batch_size));
+      auto answer = used[k].first->rows_where(used[k].second, covered_rows / 128, ds);
       if (!answer) continue;
-      auto ids = std::move(answer->row_ids);
+      auto ids = std::move(*answer);
       std::sort(ids.begin(), ids.end());
       if (answered++ == 0) {
         candidates = std::move(ids);
@@ -878,7 +901,7 @@ LANCET_INLINE batch_reader table::execute(const request& r) const {
   so.with_row_address = st->row_addresses;
   // A table keeps its dataset alive while its reader runs.
   st->keep = std::shared_ptr<const dataset::dataset>(st_, &st_->ds);
-  if (st->filter) {  // BTREEs answering parts of the filter: their rows, checked, in scan order
+  if (st->filter) {  // scalar indexes answering parts of the filter: their rows, checked, in scan order
     std::vector<std::uint64_t> all;
     for (const auto& f : ds.manifest().fragments) all.push_back(f.id);
     if (auto rows = st_->indexed_rows(*st->filter, all)) {
@@ -923,7 +946,7 @@ LANCET_INLINE std::string table::explain(const request& r) const {
     out += "\n";
     if (!r.filter.empty())
       for (const auto& [h, part] : st_->indexed_conjuncts(expr::filter::compile(r.filter, ds.schema())))
-        out += "BTREE '" + h->name + "' on '" + h->column + "' over " + std::to_string(h->covered.size()) +
+        out += h->type + " '" + h->name + "' on '" + h->column + "' over " + std::to_string(h->covered.size()) +
                " fragments answers part of the filter (when that part keeps under one row in 1,024)\n";
     return out;
   }
