@@ -1670,3 +1670,199 @@ TEST_CASE("interop query: BTREEs lancet builds are LanceDB's: listed, used by it
   }
   for (const auto& c : columns) check_same_btree(ours, theirs, c + "_idx");
 }
+
+namespace {
+
+// Two BITMAP / LABEL_LIST files over the same rows hold the same keys in the same
+// order, each with the same rows in the same bytes, and the same NULL lists.
+void check_same_bitmap(const std::string& ours, const std::string& theirs, const std::string& name) {
+  INFO("bitmap index " << name);
+  const auto a = dataset::dataset::open(ours), b = dataset::dataset::open(theirs);
+  const auto ia = index_named(a, name), ib = index_named(b, name);
+  CHECK(ia.index_version == ib.index_version);
+  REQUIRE(ia.index_details);
+  CHECK(ia.index_details->type_url == ib.index_details->type_url);
+  const auto la = index::read_bitmap_lookup(index::index_directory(ours, ia.uuid));
+  const auto lb = index::read_bitmap_lookup(index::index_directory(theirs, ib.uuid));
+  arrow::compare_options o;
+  REQUIRE(la.size() == lb.size());
+  // LanceDB sorts a BITMAP's keys (NULL first), not a LABEL_LIST's: those match by key.
+  const bool sorted = ib.index_details->type_url == "/lance.table.BitmapIndexDetails";
+  std::vector<std::int64_t> match;  // la's key i is lb's key match[i]
+  for (std::int64_t i = 0; i < std::int64_t(la.size()); ++i) {
+    if (sorted) {
+      match.push_back(i);
+      continue;
+    }
+    for (std::int64_t j = 0; j < std::int64_t(lb.size()); ++j)
+      if (!arrow::first_difference(arrow::slice(la.keys, i, 1), arrow::slice(lb.keys, j, 1), o)) match.push_back(j);
+    REQUIRE_MESSAGE(match.size() == std::size_t(i + 1), "key row " << i << " of lancet's is not LanceDB's");
+  }
+  const auto keys = arrow::first_difference(la.keys, arrow::take_rows(lb.keys, match, lb.keys->type), o);
+  CHECK_MESSAGE(!keys, *keys);
+  REQUIRE(la.null_lists.has_value() == lb.null_lists.has_value());
+  if (la.null_lists) CHECK(la.null_lists->ids() == lb.null_lists->ids());
+  CHECK(la.file->schema().metadata.size() == lb.file->schema().metadata.size());
+  for (const auto& kv : lb.file->schema().metadata)
+    CHECK_MESSAGE(std::find(la.file->schema().metadata.begin(), la.file->schema().metadata.end(), kv) !=
+                      la.file->schema().metadata.end(),
+                  kv.first << " = " << kv.second);
+  file::read_request req;
+  req.columns = {"bitmaps"};
+  const auto ba = la.file->read(req), bb = lb.file->read(req);
+  const auto bytes = arrow::first_difference(ba.columns.at(0), arrow::take_rows(bb.columns.at(0), match, arrow::binary()), o);
+  CHECK_MESSAGE(!bytes, "bitmap bytes: " << *bytes);
+}
+
+// id, tags list<utf8> (NULL lists, empty lists, NULL items), nums list<int32>.
+arrow::record_batch label_rows(std::int64_t first, std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto pick = [&](std::uint64_t k) { return std::uniform_int_distribution<std::uint64_t>(0, k - 1)(rng); };
+  std::vector<std::int64_t> id;
+  std::vector<std::int32_t> to{0}, no{0};
+  std::vector<bool> tv, nv;
+  std::vector<std::optional<std::string>> titems;
+  std::vector<std::optional<std::int32_t>> nitems;
+  const char* labels[] = {"a", "b", "c", "d", "e", "f", "g"};
+  for (std::size_t i = 0; i < n; ++i) {
+    id.push_back(first + std::int64_t(i));
+    tv.push_back(pick(10) != 0);
+    if (tv.back())
+      for (auto k = pick(4); k > 0; --k)
+        titems.push_back(pick(25) == 0 ? std::nullopt : std::optional<std::string>(labels[pick(7)]));
+    to.push_back(std::int32_t(titems.size()));
+    nv.push_back(pick(8) != 0);
+    if (nv.back())
+      for (auto k = pick(3); k > 0; --k) nitems.push_back(std::int32_t(pick(50)) - 10);
+    no.push_back(std::int32_t(nitems.size()));
+  }
+  return arrow::make_batch({{"id", arrow::make_array<std::int64_t>(id)},
+                            {"tags", arrow::make_list(arrow::string_array(titems), to, tv)},
+                            {"nums", arrow::make_list(arrow::make_array<std::int32_t>(nitems), no, nv)}});
+}
+
+}  // namespace
+
+TEST_CASE("interop query: BITMAPs and LABEL_LISTs lancet builds are LanceDB's; LanceDB's are lancet's") {
+  t::temp_dir tmp("iq-bitmap");
+  const std::string ours = (tmp.path() / "ours").string(), theirs = (tmp.path() / "theirs").string();
+  const table_data data(3000, 17);
+  create(ours, data, 2400, 800, 1);
+  dataset::delete_where(ours, "id % 13 = 2");
+  fs::copy(ours, theirs, fs::copy_options::recursive);
+  // Every type LanceDB's BITMAP takes (integers, strings, booleans: it refuses floats,
+  // dates, timestamps), NULLs in each; and `id`, one row per value, for selective filters.
+  const std::vector<std::string> columns = {"i8", "i16", "i32", "i64", "u8", "u32", "s", "b", "id"};
+  njson ops = njson::array();
+  for (const auto& c : columns) {
+    index::scalar_index_options o;
+    o.column = c;
+    index::build_bitmap_index(ours, o);
+    ops.push_back({{"op", "index"}, {"type", "bitmap"}, {"column", c}});
+  }
+  lancedb_mutate(theirs, ops);
+  for (const auto& c : columns) check_same_bitmap(ours, theirs, c + "_idx");
+  const auto listed = njson::parse(t::node("list_indices.mjs", {ours}));
+  REQUIRE(listed["indices"].size() == columns.size());
+  for (const auto& i : listed["indices"]) {
+    INFO(i.dump());
+    CHECK(i["indexType"] == "Bitmap");
+    CHECK(i["stats"]["indexType"] == "BITMAP");
+    CHECK(i["stats"]["numIndexedRows"] == listed["countRows"]);
+  }
+  njson specs = njson::array();
+  const std::vector<std::string> indexed = {"i32 = 17",   "i64 > 500000",       "u8 BETWEEN 10 AND 20", "s = 'apple'",
+                                            "s IN ('bab', 'r5')", "b = true", "i16 IS NULL", "i8 <> 3",
+                                            "id = 77",    "id IN (5, 6, 2000)", "u32 < 100000000"};
+  for (const auto& f : indexed) specs.push_back({{"where", f}, {"columns", {"id"}}, {"explain", true}});
+  filter_generator filters(43);
+  for (int i = 0; i < 30; ++i) specs.push_back({{"where", filters.next()}, {"columns", {"id"}}});
+  // LanceDB uses ours and answers as lancet (which reads its own), and as on its own.
+  const auto r = run_both(ours, specs, tmp.path());
+  for (std::size_t i = 0; i < indexed.size(); ++i) {
+    INFO(indexed[i] << "\n" << r.theirs[i].plan);
+    CHECK(r.theirs[i].plan.find("ScalarIndexQuery") != std::string::npos);
+  }
+  const auto on_theirs = run_both(theirs, specs, tmp.path());  // lancet reads LanceDB's
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    INFO(specs[i].dump());
+    CHECK(on_theirs.theirs[i].rows == r.theirs[i].rows);
+  }
+  for (const auto& root : {ours, theirs}) {
+    const auto plan = query::table::open(root).explain(query::request{{}, "id = 77 AND s IS NOT NULL"});
+    CHECK(plan.find("BITMAP 'id_idx'") != std::string::npos);
+  }
+  // Deleted, appended, prefiltered searches; then lancet compacts both (remapping its
+  // BITMAPs and LanceDB's): LanceDB still uses every one, with the answers of before.
+  {
+    njson more = specs;
+    for (const auto& f : indexed)
+      more.push_back({{"nearest", nearest(data.vector_of(5), {{"nprobes", 64}})}, {"where", f}, {"limit", 10},
+                      {"columns", {"id"}}});
+    const auto copy = (tmp.path() / "changed").string();
+    fs::copy(ours, copy, fs::copy_options::recursive);
+    lancedb_delete(copy, "id % 7 = 3");
+    lancet_append(copy, data.rows(2400, 300, 2));
+    lancedb_append(copy, data.rows(2700, 300, 3), tmp.path());
+    run_both(copy, more, tmp.path());
+  }
+  for (const auto& root : {ours, theirs}) {
+    INFO("after lancet's compaction of " << root);
+    lancet_compact(root, 1500);
+    const auto again = run_both(root, specs, tmp.path());
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      INFO(specs[i].dump() << "\n" << again.theirs[i].plan);
+      CHECK(again.theirs[i].rows == r.theirs[i].rows);
+      if (i < indexed.size()) CHECK(again.theirs[i].plan.find("ScalarIndexQuery") != std::string::npos);
+    }
+  }
+
+  // LABEL_LISTs over list<utf8> and list<int32> with NULL lists, empty lists and NULL
+  // items: the same files; LanceDB answers list filters on lancet's as on its own.
+  const std::string lours = (tmp.path() / "lours").string(), ltheirs = (tmp.path() / "ltheirs").string();
+  {
+    dataset::write_options w;
+    w.max_rows_per_file = 1500;
+    dataset::write(lours, label_rows(0, 4000, 5), w);
+  }
+  dataset::delete_where(lours, "id % 11 = 3");
+  fs::copy(lours, ltheirs, fs::copy_options::recursive);
+  njson lops = njson::array();
+  for (const std::string c : {"tags", "nums"}) {
+    index::scalar_index_options o;
+    o.column = c;
+    index::build_label_list_index(lours, o);
+    lops.push_back({{"op", "index"}, {"type", "label_list"}, {"column", c}});
+  }
+  lancedb_mutate(ltheirs, lops);
+  check_same_bitmap(lours, ltheirs, "tags_idx");
+  check_same_bitmap(lours, ltheirs, "nums_idx");
+  const auto llisted = njson::parse(t::node("list_indices.mjs", {lours}));
+  for (const auto& i : llisted["indices"]) {
+    INFO(i.dump());
+    CHECK(i["indexType"] == "LabelList");
+    CHECK(i["stats"]["indexType"] == "LABEL_LIST");
+  }
+  njson lspecs = njson::array();
+  for (const std::string f : {"array_has_any(tags, ['a', 'g'])", "array_has_all(tags, ['b', 'c'])",
+                              "array_contains(tags, 'd')", "NOT array_has_any(tags, ['a'])",
+                              "array_has_any(nums, [arrow_cast(3, 'Int32'), arrow_cast(-10, 'Int32')])"})
+    lspecs.push_back({{"where", f}, {"columns", {"id"}}, {"explain", true}});
+  const auto la = lancedb_queries(lours, lspecs, tmp.path()), lb = lancedb_queries(ltheirs, lspecs, tmp.path());
+  for (std::size_t i = 0; i < lspecs.size(); ++i) {
+    INFO(lspecs[i].dump() << "\n" << la[i].plan << la[i].message);
+    REQUIRE(!la[i].error);
+    CHECK(la[i].plan.find("ScalarIndexQuery") != std::string::npos);
+    CHECK(la[i].rows == lb[i].rows);
+    CHECK(la[i].count > 0);
+  }
+  lancet_compact(lours, 5000);
+  lancet_compact(ltheirs, 5000);
+  check_same_bitmap(lours, ltheirs, "tags_idx");
+  const auto lc = lancedb_queries(lours, lspecs, tmp.path());
+  for (std::size_t i = 0; i < lspecs.size(); ++i) {
+    INFO(lspecs[i].dump() << "\n" << lc[i].plan);
+    CHECK(lc[i].plan.find("ScalarIndexQuery") != std::string::npos);
+    CHECK(lc[i].rows == la[i].rows);
+  }
+}

@@ -42,14 +42,22 @@ namespace lancet::index {
 
 namespace detail {
 
-// Whether a BITMAP can index a column of type `t` (a LABEL_LIST: its items): the
-// types a BTREE orders but floats, which Lance refuses.
+// Whether a BITMAP can index a column of type `t` (a LABEL_LIST: its items): what
+// LanceDB 0.39 accepts, integers, booleans and strings (it refuses floats, dates,
+// timestamps).
 inline bool bitmap_indexable(const arrow::data_type& t) {
   switch (t.id) {
-    case arrow::type_id::float16:
-    case arrow::type_id::float32:
-    case arrow::type_id::float64: return false;
-    default: return btree_indexable(t);
+    case arrow::type_id::boolean:
+    case arrow::type_id::int8:
+    case arrow::type_id::int16:
+    case arrow::type_id::int32:
+    case arrow::type_id::int64:
+    case arrow::type_id::uint8:
+    case arrow::type_id::uint16:
+    case arrow::type_id::uint32:
+    case arrow::type_id::uint64:
+    case arrow::type_id::utf8: return true;
+    default: return false;
   }
 }
 
