@@ -34,7 +34,7 @@ namespace {
 
 // id int64, k int32 (NULL every 7th, 13 values), c utf8 (NULL every 5th, 4 values),
 // f float32, tags list<utf8> (NULL list every 10th, empty every 4th, a NULL item every
-// 9th row).
+// 9th row, a label of its own every 1400th).
 record_batch bitmap_rows(std::int64_t a, std::int64_t b) {
   std::vector<std::int64_t> id;
   std::vector<std::optional<std::int32_t>> k;
@@ -54,6 +54,7 @@ record_batch bitmap_rows(std::int64_t a, std::int64_t b) {
     } else {
       std::vector<std::optional<std::string>> t{"t" + std::to_string(i % 3), "u" + std::to_string(i % 5)};
       if (i % 9 == 0) t.push_back(std::nullopt);
+      if (i % 1400 == 5) t.push_back("r" + std::to_string(i));  // rare labels: selective filters
       tags.push_back(t);
     }
   }
@@ -342,4 +343,104 @@ TEST_CASE("bitmap: query::table answers filtered scans from it, with deletes and
   o.name = "id_btree";
   index::build_btree_index(root, o);
   CHECK(query::table::open(root).explain(query::request{{}, "id = 3"}).find("BTREE 'id_btree' on 'id'") != std::string::npos);
+}
+
+TEST_CASE("label_list: array_has_any / array_has_all / array_has filter scans, and the query layer answers them from it") {
+  lancet::testing::scratch_dir tmp("label-query");
+  const auto root = tmp.sub("ds");
+  ds::write_options w;
+  w.max_rows_per_file = 1500;
+  ds::write(root, bitmap_rows(0, 4000), w);
+  // The answer by hand: rows whose list holds any (every) of the labels; NULL lists never.
+  const auto expected = [&](const std::vector<std::optional<std::string>>& labels, bool every) {
+    const auto all = ds::dataset::open(root).to_batch({.columns = {"id", "tags"}});
+    const auto& lists = *all.columns[1];
+    const auto& items = *lists.children[0];
+    std::vector<std::int64_t> out;
+    for (std::int64_t r = 0; r < all.num_rows(); ++r) {
+      if (lists.is_null(r)) continue;
+      std::size_t held = 0;
+      for (const auto& l : labels) {
+        bool has = false;
+        for (auto j = lists.value_offset(r); j < lists.value_offset(r + 1); ++j)
+          has = has || (items.is_null(j) ? !l : (l && items.string_value(j) == *l));
+        held += has;
+      }
+      if (every ? held == labels.size() : held > 0) out.push_back(all.columns[0]->value<std::int64_t>(r));
+    }
+    return out;
+  };
+  const auto ids_of = [](const record_batch& b) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t r = 0; r < b.num_rows(); ++r) out.push_back(b.columns[0]->value<std::int64_t>(r));
+    return out;
+  };
+  struct probe {
+    std::string sql;
+    std::vector<std::optional<std::string>> labels;
+    bool every;
+  };
+  const std::vector<probe> probes = {
+      {"array_has_any(tags, ['t1', 'u3'])", {"t1", "u3"}, false},
+      {"array_has_all(tags, ['t1', 'u3'])", {"t1", "u3"}, true},
+      {"array_contains(tags, 'u4')", {"u4"}, false},
+      {"ARRAY_HAS(tags, 't0')", {"t0"}, false},
+      {"list_has_any(tags, [NULL])", {std::nullopt}, false},
+      {"array_has_all(tags, ['u2', NULL])", {"u2", std::nullopt}, true},
+      {"array_has_any(tags, [arrow_cast('t2', 'Utf8'), 'nope'])", {"t2", "nope"}, false},
+      {"array_has_any(tags, [])", {}, false},
+      {"array_has_any(tags, ['r1405', 'r2805', 'r9'])", {"r1405", "r2805", "r9"}, false},
+      {"array_has_all(tags, ['r1405', 'u0'])", {"r1405", "u0"}, true},
+      {"array_has(tags, 'r4205') AND id > 0", {"r4205"}, false},
+  };
+  const auto check_all = [&](const std::string& when) {
+    const auto t = query::table::open(root);
+    for (const auto& p : probes) {
+      INFO(when << ": " << p.sql);
+      query::request q;
+      q.columns = {"id"};
+      q.filter = p.sql;
+      CHECK(ids_of(t.to_batch(q)) == expected(p.labels, p.every));
+    }
+    // Three-valued: NOT keeps the non-NULL lists without the label.
+    query::request q;
+    q.columns = {"id"};
+    q.filter = "NOT array_has_any(tags, ['t1'])";
+    const auto with = expected({"t1"}, false);
+    const auto all = ds::dataset::open(root).to_batch({.columns = {"id", "tags"}});
+    std::vector<std::int64_t> want;
+    for (std::int64_t r = 0; r < all.num_rows(); ++r)
+      if (!all.columns[1]->is_null(r) && !std::binary_search(with.begin(), with.end(), all.columns[0]->value<std::int64_t>(r)))
+        want.push_back(all.columns[0]->value<std::int64_t>(r));
+    CHECK(ids_of(t.to_batch(q)) == want);
+  };
+  check_all("no index");
+  index::scalar_index_options o;
+  o.column = "tags";
+  index::build_label_list_index(root, o);
+  ds::delete_where(root, "id % 7 = 1");
+  ds::write_options a;
+  a.mode = ds::write_mode::append;
+  ds::write(root, bitmap_rows(4000, 4500), a);  // not indexed
+  check_all("indexed");
+  const auto t = query::table::open(root);
+  CHECK(t.explain(query::request{{}, "array_has_any(tags, ['t1'])"}).find("LABEL_LIST 'tags_idx' on 'tags'") !=
+        std::string::npos);
+  {  // The selective ones come from the index: without its file they fail.
+    const auto dir = index::index_directory(root, bitmap_index_named(ds::dataset::open(root), "tags_idx").uuid);
+    std::filesystem::rename(dir + "/bitmap_page_lookup.lance", dir + "/moved");
+    query::request q;
+    q.filter = "array_has_any(tags, ['r1405'])";
+    CHECK_THROWS(query::table::open(root).to_batch(q));
+    std::filesystem::rename(dir + "/moved", dir + "/bitmap_page_lookup.lance");
+  }
+  // Bad uses are named.
+  const auto schema = ds::dataset::open(root).schema();
+  CHECK_THROWS_WITH_AS(expr::filter::compile("array_has_any(k, [1])", schema), doctest::Contains("not a list"),
+                       expr::invalid_filter);
+  CHECK_THROWS_WITH_AS(expr::filter::compile("array_has_any(tags, 't1')", schema), doctest::Contains("brackets"),
+                       expr::invalid_filter);
+  CHECK_THROWS_WITH_AS(expr::filter::compile("array_has_any(tags, [id])", schema), doctest::Contains("constant"),
+                       expr::unsupported_filter);
+  CHECK_THROWS_AS(expr::filter::compile("array_has_any(tags, [1])", schema), expr::invalid_filter);
 }

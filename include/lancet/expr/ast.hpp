@@ -1,7 +1,7 @@
 // The tree of a parsed filter expression (parse.hpp builds it, bind.hpp types it
 // against a schema): SQL's boolean and comparison operators, arithmetic, IN, BETWEEN,
-// IS [NOT] NULL / TRUE / FALSE and LIKE over columns (nested fields by path) and
-// constants. Every node keeps the byte offset it starts at, for error messages.
+// IS [NOT] NULL / TRUE / FALSE, LIKE and list membership (array_has_any...) over
+// columns (nested fields by path) and constants. Every node keeps the byte offset it starts at, for error messages.
 #pragma once
 
 #include <cstddef>
@@ -46,6 +46,7 @@ enum class node_kind : std::uint8_t {
   in_list,     // args[0] [NOT] IN (args[1..])
   between,     // args[0] [NOT] BETWEEN args[1] AND args[2]
   like,        // args[0] [NOT] LIKE args[1] [ESCAPE 'c']
+  list_has,    // array_has_any(args[0], [args[1..]]) (`every`: array_has_all; array_has: one value)
 };
 
 enum class compare_op : std::uint8_t { eq, ne, lt, le, gt, ge };
@@ -61,6 +62,7 @@ struct node {
   arith_op arith = arith_op::add;
   bool negated = false;  // IS NOT NULL / TRUE / FALSE, NOT IN, NOT BETWEEN, NOT LIKE
   bool has_escape = false;  // LIKE ... ESCAPE 'c'
+  bool every = false;       // list_has: every value (array_has_all), else any
   char escape = '\\';
   std::uint32_t depth = 1;  // levels of the tree below and including this node
   std::vector<node> args{};

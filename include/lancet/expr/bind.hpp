@@ -112,6 +112,7 @@ struct bound_node {
   compare_op cmp = compare_op::eq;
   arith_op arith = arith_op::add;
   bool negated = false;
+  bool every = false;      // list_has: args[1..] are each one value the list must hold
   sql_type domain{};       // compare / in_list: the type both sides meet in
   bool zero_equal = false; // float comparison with a zero constant: -0 equals +0 (Lance)
   like_pattern pattern{};
@@ -602,6 +603,7 @@ class binder {
       }
       case node_kind::between: return bind_between(n, lance);
       case node_kind::in_list: return bind_in(n, lance);
+      case node_kind::list_has: return bind_list_has(n);
       case node_kind::like: {
         bound_node v = bind(n.args[0], false);
         const node& p = n.args[1];
@@ -662,10 +664,33 @@ class binder {
       if (lance && is_field(x) && x.column.members.empty()) coerce_tree(items.back(), x);
       constants = constants && items.back().kind == node_kind::constant;
     }
+    if (constants && x.kind != node_kind::constant) return constant_set(n, std::move(x), items);
+    // General form: x = a OR x = b OR ...
     bound_node out = shell(n, simple_type(sql_type::kind::boolean));
-    if (constants && x.kind != node_kind::constant) {
+    bound_node any = shell(n, simple_type(sql_type::kind::boolean));
+    any.kind = node_kind::or_;
+    for (auto& it : items) {
+      bound_node c = shell(n, simple_type(sql_type::kind::boolean));
+      c.kind = node_kind::compare;
+      c.cmp = compare_op::eq;
+      c.args.push_back(x);
+      c.args.push_back(std::move(it));
+      unify(c.args[0], c.args[1], "IN", n.position, c);
+      any.args.push_back(std::move(c));
+    }
+    if (any.args.size() == 1) any = std::move(any.args[0]);
+    if (!n.negated) return any;
+    out.kind = node_kind::not_;
+    out.args.push_back(std::move(any));
+    return out;
+  }
+
+  // x [NOT] IN (constants) as one node: the constants' set in the domain x and they meet in.
+  bound_node constant_set(const node& n, bound_node x, std::vector<bound_node>& items) {
+    bound_node out = shell(n, simple_type(sql_type::kind::boolean));
+    {
       out.kind = node_kind::in_list;
-      out.negated = n.negated;
+      out.negated = n.kind == node_kind::in_list && n.negated;
       // The list's domain: what x and every constant meet in.
       sql_type domain = simple_type(sql_type::kind::null);
       for (auto& it : items) {
@@ -701,22 +726,43 @@ class binder {
       out.args.push_back(std::move(x));
       return out;
     }
-    // General form: x = a OR x = b OR ...
-    bound_node any = shell(n, simple_type(sql_type::kind::boolean));
-    any.kind = node_kind::or_;
-    for (auto& it : items) {
-      bound_node c = shell(n, simple_type(sql_type::kind::boolean));
-      c.kind = node_kind::compare;
-      c.cmp = compare_op::eq;
-      c.args.push_back(x);
-      c.args.push_back(std::move(it));
-      unify(c.args[0], c.args[1], "IN", n.position, c);
-      any.args.push_back(std::move(c));
+  }
+
+  // array_has_any(list, [values]) / array_has_all / array_has: the list column, then
+  // one IN set over its items (any), or one per value (all). Values take the item type.
+  bound_node bind_list_has(const node& n) {
+    bound_node list = bind(n.args[0], false);
+    if (list.kind != node_kind::column)
+      throw unsupported_filter("list functions take a list column first, not " + describe(list), list.position, describe(list));
+    const auto& lt = *list.column.type;
+    if (lt.id != arrow::type_id::list && lt.id != arrow::type_id::large_list)
+      fail("'" + list.column.name + "' is " + arrow::to_string(lt) + ", not a list", list.position, list.column.name);
+    bound_node item = list;
+    item.column.type = lt.children.at(0).type;
+    item.type = column_type(*item.column.type);
+    if (item.type.k == sql_type::kind::opaque || item.column.type->id == arrow::type_id::dictionary)
+      throw unsupported_filter("the items of '" + list.column.name + "' are " + arrow::to_string(*item.column.type) +
+                                   ", which list functions do not compare",
+                               list.position, list.column.name);
+    std::vector<bound_node> values;
+    for (std::size_t k = 1; k < n.args.size(); ++k) {
+      values.push_back(bind(n.args[k], false));
+      if (values.back().kind != node_kind::constant)
+        throw unsupported_filter("list functions take constant values, not " + describe(values.back()),
+                                 values.back().position, describe(values.back()));
+      coerce_tree(values.back(), item);
     }
-    if (any.args.size() == 1) any = std::move(any.args[0]);
-    if (!n.negated) return any;
-    out.kind = node_kind::not_;
-    out.args.push_back(std::move(any));
+    bound_node out = shell(n, simple_type(sql_type::kind::boolean));
+    out.every = n.every;
+    out.args.push_back(list);
+    if (!n.every) {
+      out.args.push_back(constant_set(n, item, values));
+      return out;
+    }
+    for (auto& v : values) {
+      std::vector<bound_node> one{std::move(v)};
+      out.args.push_back(constant_set(n, item, one));
+    }
     return out;
   }
 

@@ -139,6 +139,7 @@ class evaluator {
       case node_kind::is_false: return is_bool(b, eval(b.args[0]));
       case node_kind::in_list: return in_set(b, eval(b.args[0]));
       case node_kind::like: return like(b, eval(b.args[0]));
+      case node_kind::list_has: return list_has(b);
       case node_kind::between: break;  // bound as AND of comparisons
     }
     throw internal_error("filter: unexpected node in a bound filter");
@@ -611,7 +612,10 @@ class evaluator {
   }
 
   // x [NOT] IN (constants): a binary search in the sorted constants.
-  values in_set(const bound_node& b, const values& x) const {
+  values in_set(const bound_node& b, const values& x) const { return in_set(b, x, n_); }
+
+  // x's n values' membership in b's set.
+  values in_set(const bound_node& b, const values& x, std::size_t n_) const {
     values out = bool_result(n_);
     if (x.null_type()) {
       out.valid.assign(n_, 0);
@@ -666,6 +670,62 @@ class evaluator {
     for (std::size_t r = 0; r < n_; ++r) {
       out.b[r] = std::uint8_t(bool(found[r]) != b.negated);
       if (nulls) out.valid[r] = std::uint8_t(x.ok(r) && (found[r] || !b.set_has_null));
+    }
+    return out;
+  }
+
+  // ---- lists ----
+
+  // Whether each row's list holds any of the values (every value: `every`); NULL for a
+  // NULL list. A NULL item matches a NULL value.
+  values list_has(const bound_node& b) {
+    const bound_node& col = b.args[0];
+    values out = bool_result(n_);
+    out.valid = column(col).valid;  // the list rows' validity (struct parents included)
+    const arrow::array_data* a = inputs_[col.column.input].get();
+    std::int64_t at = begin_;
+    for (auto m : col.column.members) {
+      at += a->offset;
+      a = a->children.at(m).get();
+    }
+    const arrow::array_data& items = *a->children.at(0);
+    const auto ok = [&](std::size_t r) { return out.valid.empty() || out.valid[r]; };
+    // The items of the block's valid rows, one span.
+    std::int64_t first = -1, last = 0;
+    for (std::size_t r = 0; r < n_; ++r)
+      if (ok(r)) {
+        if (first < 0) first = a->value_offset(at + std::int64_t(r));
+        last = a->value_offset(at + std::int64_t(r) + 1);
+      }
+    if (first < 0) return out;
+    const std::size_t m = std::size_t(last - first);
+    values iv;
+    iv.type = b.args[1].args[0].type;
+    load_leaf(items, first, m, iv);
+    if (items.validity() != nullptr && items.null_count != 0) {
+      iv.valid.resize(m);
+      for (std::size_t k = 0; k < m; ++k) iv.valid[k] = std::uint8_t(items.is_valid(first + std::int64_t(k)));
+    }
+    // Per set, whether each item matches it.
+    std::vector<std::vector<std::uint8_t>> hit;
+    for (std::size_t s = 1; s < b.args.size(); ++s) {
+      const auto found = in_set(b.args[s], iv, m);
+      std::vector<std::uint8_t> h(m);
+      for (std::size_t k = 0; k < m; ++k)
+        h[k] = iv.ok(k) ? std::uint8_t(found.b[k] && found.ok(k)) : std::uint8_t(b.args[s].set_has_null);
+      hit.push_back(std::move(h));
+    }
+    for (std::size_t r = 0; r < n_; ++r) {
+      if (!ok(r)) continue;
+      const auto lo = std::size_t(a->value_offset(at + std::int64_t(r)) - first);
+      const auto hi = std::size_t(a->value_offset(at + std::int64_t(r) + 1) - first);
+      bool all = true;
+      for (const auto& h : hit) {
+        bool any = false;
+        for (auto k = lo; k < hi && !any; ++k) any = h[k] != 0;
+        all = all && any;
+      }
+      out.b[r] = std::uint8_t(all);  // array_has_all(x, []): true
     }
     return out;
   }

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,6 +66,15 @@ class filter {
   // with constants, BETWEEN, IN of constants, IS [NOT] NULL, AND / OR of those; any
   // other part may hold anywhere).
   LANCET_INLINE filter page_filter() const;
+  // For a filter that is one list membership test over one list column
+  // (array_has_any / array_has_all / array_has): filters over the list's item values
+  // (one column of the item type). A row's list is kept when an item of it is kept by
+  // items[0] (any) or, `every`, when for each filter of `items` an item is kept.
+  struct list_membership {
+    bool every = false;
+    std::vector<filter> items;
+  };
+  LANCET_INLINE std::optional<list_membership> list_test() const;
 
  private:
   std::string text_;

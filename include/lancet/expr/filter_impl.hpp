@@ -268,6 +268,33 @@ LANCET_INLINE filter filter::page_filter() const {
   return f;
 }
 
+LANCET_INLINE std::optional<filter::list_membership> filter::list_test() const {
+  const auto& root = bound_->root;
+  if (root.kind != node_kind::list_has || bound_->columns.size() != 1) return std::nullopt;
+  list_membership out;
+  out.every = root.every;
+  for (std::size_t s = 1; s < root.args.size(); ++s) {
+    // The set over the item column (input 0, no struct path: the values are the items);
+    // a NULL value keeps the NULL items.
+    bound_node set = root.args[s];
+    set.args[0].column.members.clear();
+    set.args[0].column.input = 0;
+    bound_filter b;
+    b.columns = bound_->columns;
+    if (set.set_has_null) {
+      bound_node is_null = detail::boolean_node(node_kind::is_null, {set.args[0]});
+      b.root = detail::boolean_node(node_kind::or_, {std::move(set), std::move(is_null)});
+    } else {
+      b.root = std::move(set);
+    }
+    filter f;
+    f.text_ = text_ + " [items " + std::to_string(s) + "]";
+    f.bound_ = std::make_shared<const bound_filter>(std::move(b));
+    out.items.push_back(std::move(f));
+  }
+  return out;
+}
+
 LANCET_INLINE arrow::record_batch select_rows(const arrow::record_batch& batch, std::span<const std::uint8_t> mask) {
   if (mask.size() != std::size_t(batch.num_rows()))
     throw invalid_input_error("select_rows: a mask of " + std::to_string(mask.size()) + " rows for a batch of " +

@@ -94,7 +94,7 @@ class parser {
   [[noreturn]] static void unsupported_at(const std::string& message, const token& t) {
     throw unsupported_filter(message, t.position, t.text_for_error());
   }
-  void expect_symbol(std::string_view s, const char* what) {
+  void expect_symbol(std::string_view s, const std::string& what) {
     if (!eat_symbol(s)) fail(std::string("expected '") + std::string(s) + "' " + what);
   }
 
@@ -370,8 +370,10 @@ class parser {
           if (keyword("CAST") || keyword("TRY_CAST")) unsupported_at("casts are not supported", t);
         }
         if (reserved(t)) fail("expected a value or a column, found the keyword " + t.text);
-        if (peek(1).k == token::kind::symbol && peek(1).text == "(")
+        if (peek(1).k == token::kind::symbol && peek(1).text == "(") {
+          if (list_function(t)) return list_has();
           unsupported_at("function calls are not supported ('" + t.text + "(...)')", t);
+        }
         return column();
       }
       case token::kind::symbol:
@@ -392,6 +394,62 @@ class parser {
       case token::kind::end: fail("the filter ends where a value or a column was expected");
     }
     fail("unexpected token");
+  }
+
+  // The list membership functions (DataFusion's names and aliases): 1 = one value,
+  // 2 = any of a list, 3 = all of a list, 0 = none of them.
+  static int list_function(const token& t) noexcept {
+    for (const char* f : {"ARRAY_HAS", "ARRAY_CONTAINS", "LIST_HAS", "LIST_CONTAINS"})
+      if (keyword_is(t, f)) return 1;
+    for (const char* f : {"ARRAY_HAS_ANY", "LIST_HAS_ANY"})
+      if (keyword_is(t, f)) return 2;
+    for (const char* f : {"ARRAY_HAS_ALL", "LIST_HAS_ALL"})
+      if (keyword_is(t, f)) return 3;
+    return 0;
+  }
+
+  // array_has(list, value), array_has_any(list, [values]), array_has_all(list, [values]).
+  node list_has() {
+    depth_guard g(*this);
+    const token& name = take();
+    const int kind = list_function(name);
+    take();  // (
+    std::vector<node> args;
+    args.push_back(additive());
+    expect_symbol(",", "after the list in " + name.text + "(list, ...)");
+    if (kind == 1) {
+      args.push_back(list_value());
+    } else {
+      if (!(peek().k == token::kind::other && peek().text == "["))
+        fail(name.text + " takes a list of values in brackets: " + name.text + "(column, [a, b])");
+      take();
+      while (!(peek().k == token::kind::other && peek().text == "]")) {
+        args.push_back(list_value());
+        if (eat_symbol(",")) continue;
+        if (!(peek().k == token::kind::other && peek().text == "]")) fail("expected ',' or ']' in the list of values");
+      }
+      take();  // ]
+    }
+    expect_symbol(")", "to close " + name.text + "(...)");
+    node n = make(node_kind::list_has, name.position, std::move(args));
+    n.every = kind == 3;
+    return n;
+  }
+
+  // A value of a list function: an expression, or arrow_cast(value, 'Type') as LanceDB's
+  // users write to match the list's item type (the item type is what values take here).
+  node list_value() {
+    if (keyword("ARROW_CAST") && peek(1).k == token::kind::symbol && peek(1).text == "(") {
+      take();
+      take();
+      node v = additive();
+      expect_symbol(",", "after the value in arrow_cast(value, 'Type')");
+      if (peek().k != token::kind::string) fail("arrow_cast takes the type as a string: arrow_cast(value, 'Int32')");
+      take();
+      expect_symbol(")", "to close arrow_cast(...)");
+      return v;
+    }
+    return additive();
   }
 
   // name(.name)*: a column, or a field of a struct column.

@@ -102,17 +102,18 @@ inline std::shared_ptr<const dataset::row_set> live_ids_of(const dataset::datase
   return out;
 }
 
-// A scalar index of the version (a BTREE or a BITMAP), its lookup read, and the
-// fragments it covers.
+// A scalar index of the version (a BTREE, BITMAP or LABEL_LIST), its lookup read, and
+// the fragments it covers.
 struct scalar_index_handle {
-  std::string name, column, type;  // type: "BTREE" or "BITMAP"
+  std::string name, column, type;  // type: "BTREE", "BITMAP" or "LABEL_LIST"
   std::optional<index::btree_lookup> btree;
   std::optional<index::bitmap_lookup> bitmap;
   std::vector<std::uint64_t> covered;
 
   // The row ids whose value `part` (a filter over this column alone) keeps, in no
   // particular order; nullopt when answering would read more than `max_rows` rows
-  // (pages of a BTREE, the answer of a BITMAP).
+  // (pages of a BTREE, the answer of a BITMAP or LABEL_LIST) or the index cannot answer
+  // it (a LABEL_LIST answers one array_has_any / array_has_all / array_has).
   std::optional<std::vector<std::uint64_t>> rows_where(const expr::filter& part, std::uint64_t max_rows,
                                                        const dataset::dataset& ds) const {
     if (btree) {
@@ -120,9 +121,32 @@ struct scalar_index_handle {
       if (!a) return std::nullopt;
       return std::move(a->row_ids);
     }
-    auto a = index::bitmap_rows_where(*bitmap, part, max_rows, [&](std::uint32_t f) { return ds.physical_rows(f); });
-    if (!a) return std::nullopt;
-    return std::move(a->row_ids);
+    const auto rows_of = [&](std::uint32_t f) { return ds.physical_rows(f); };
+    if (type != "LABEL_LIST") {
+      auto a = index::bitmap_rows_where(*bitmap, part, max_rows, rows_of);
+      if (!a) return std::nullopt;
+      return std::move(a->row_ids);
+    }
+    const auto test = part.list_test();
+    if (!test) return std::nullopt;
+    // Any: the rows of the kept labels. Every: those holding a label of each set.
+    std::vector<std::uint64_t> rows;
+    for (std::size_t k = 0; k < test->items.size(); ++k) {
+      auto a = index::bitmap_rows_where(*bitmap, test->items[k], test->every ? std::numeric_limits<std::uint64_t>::max() : max_rows, rows_of);
+      if (!a) return std::nullopt;
+      auto ids = std::move(a->row_ids);
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());  // a row may hold several kept labels
+      if (k == 0) {
+        rows = std::move(ids);
+        continue;
+      }
+      std::vector<std::uint64_t> both;
+      std::set_intersection(rows.begin(), rows.end(), ids.begin(), ids.end(), std::back_inserter(both));
+      rows = std::move(both);
+    }
+    if (test->items.empty()) return std::nullopt;  // array_has_all(x, []): every non-NULL list
+    if (rows.size() > max_rows) return std::nullopt;
+    return rows;
   }
 };
 
@@ -154,7 +178,8 @@ struct table_state {
       for (const auto& f : ds.manifest().fragments) present.insert(f.id);
       std::vector<index::vector_index_info> found;
       for (const auto& i : index::list_indices(ds.lance_schema(), ds.indices()))
-        if ((i.index_type == "BTREE" || i.index_type == "BITMAP") && i.columns.size() == 1) found.push_back(i);
+        if ((i.index_type == "BTREE" || i.index_type == "BITMAP" || i.index_type == "LABEL_LIST") && i.columns.size() == 1)
+          found.push_back(i);
       std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
         return std::pair(a.index_type != "BTREE", a.name) < std::pair(b.index_type != "BTREE", b.name);
       });
