@@ -19,6 +19,7 @@
 #include <lancet/dataset/delete.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/expr/filter.hpp>
+#include <lancet/index/optimize/optimize_indices.hpp>
 #include <lancet/index/optimize/remap.hpp>
 #include <lancet/index/registry.hpp>
 #include <lancet/index/scalar/scalar_index.hpp>
@@ -87,6 +88,15 @@ std::set<std::uint64_t> scan_answer(const std::string& root, const std::string& 
   std::set<std::uint64_t> out;
   for (std::int64_t r = 0; r < kept.num_rows(); ++r) out.insert(kept.columns.at(3)->value<std::uint64_t>(r));
   return out;
+}
+
+// Live rows of the appended fragment (the newest) and rows whose `tags` is NULL.
+std::uint64_t d_appended_live(const std::string& root) {
+  return ds::dataset::open(root).fragments().back().live_rows();
+}
+std::uint64_t scan_nulls(const std::string& root) {
+  const auto b = ds::dataset::open(root).to_batch({.columns = {"tags"}});
+  return std::uint64_t(b.columns[0]->count_nulls());
 }
 
 const pb::index_metadata& bitmap_index_named(const ds::dataset& d, const std::string& name) {
@@ -443,4 +453,78 @@ TEST_CASE("label_list: array_has_any / array_has_all / array_has filter scans, a
   CHECK_THROWS_WITH_AS(expr::filter::compile("array_has_any(tags, [id])", schema), doctest::Contains("constant"),
                        expr::unsupported_filter);
   CHECK_THROWS_AS(expr::filter::compile("array_has_any(tags, [1])", schema), expr::invalid_filter);
+}
+
+TEST_CASE("scalar indexes: optimize rewrites them over appended fragments, as Lance's optimize does") {
+  lancet::testing::scratch_dir tmp("scalar-optimize");
+  const auto root = tmp.sub("ds");
+  ds::write_options w;
+  w.max_rows_per_file = 1500;
+  ds::write(root, bitmap_rows(0, 3000), w);
+  index::scalar_index_options o;
+  o.column = "k";
+  o.batch_size = 512;
+  index::build_btree_index(root, o);
+  o.column = "c";
+  index::build_bitmap_index(root, o);
+  o.column = "tags";
+  index::build_label_list_index(root, o);
+  const auto before = ds::dataset::open(root);
+  // Nothing appended: nothing to do, nothing committed.
+  CHECK(index::optimize_indices(root).version == before.version());
+  ds::write_options a;
+  a.mode = ds::write_mode::append;
+  ds::write(root, bitmap_rows(3000, 4300), a);
+  ds::delete_where(root, "id % 9 = 4");
+  const auto r = index::optimize_indices(root);
+  const auto d = ds::dataset::open(root);
+  CHECK(r.version == d.version());
+  REQUIRE(r.indices.size() == 3);
+  for (const auto& x : r.indices) {
+    INFO(x.name);
+    CHECK(x.changed);
+    CHECK(x.rows_added == d_appended_live(root));
+  }
+  REQUIRE(d.indices().size() == 3);
+  std::vector<std::uint64_t> all_frags;
+  for (const auto& f : d.manifest().fragments) all_frags.push_back(f.id);
+  for (const auto& im : d.indices()) {
+    INFO(im.name);
+    const auto& old = bitmap_index_named(before, im.name);
+    CHECK(im.uuid != old.uuid);
+    CHECK(im.dataset_version == old.dataset_version);
+    CHECK(im.index_version == old.index_version);
+    CHECK(im.index_details->type_url == old.index_details->type_url);
+    CHECK(index::describe_index(d.manifest(), im).fragment_ids == all_frags);
+  }
+  // The new files hold every live row, the appended ones included.
+  const auto btree = index::read_btree_lookup(index::index_directory(root, bitmap_index_named(d, "k_idx").uuid));
+  CHECK(btree.batch_size == 512);
+  CHECK(btree.rows == d.count_rows());
+  const auto bitmap = index::read_bitmap_lookup(index::index_directory(root, bitmap_index_named(d, "c_idx").uuid));
+  std::vector<std::uint64_t> keys(bitmap.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = i;
+  std::uint64_t entries = 0;
+  for (const auto& s : index::read_bitmaps(bitmap, keys)) entries += s.ids().size();
+  CHECK(entries == d.count_rows());
+  const auto labels = index::read_bitmap_lookup(index::index_directory(root, bitmap_index_named(d, "tags_idx").uuid));
+  REQUIRE(labels.null_lists);
+  CHECK(labels.null_lists->ids().size() == scan_nulls(root));
+  // The query layer answers from them, appended rows included.
+  query::request q;
+  q.columns = {"id"};
+  q.filter = "array_has(tags, 'r4205')";
+  const auto got = query::table::open(root).to_batch(q);
+  REQUIRE(got.num_rows() == 1);
+  CHECK(got.columns[0]->value<std::int64_t>(0) == 4205);
+  CHECK(query::table::open(root).explain(q).find("LABEL_LIST 'tags_idx' on 'tags' over 3 fragments") != std::string::npos);
+  // By name; a name that is no index is refused.
+  index::optimize_options on;
+  on.name = "nope";
+  CHECK_THROWS_WITH_AS(index::optimize_indices(root, on), doctest::Contains("'nope'"), invalid_input_error);
+  on.name = "c_idx";
+  on.retrain = true;
+  const auto again = index::optimize_indices(root, on);
+  REQUIRE(again.indices.size() == 1);
+  CHECK(ds::dataset::open(root).version() == d.version() + 1);
 }

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <span>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "lancet/index/optimize/options.hpp"
 #include "lancet/index/optimize/stages.hpp"
 #include "lancet/index/registry.hpp"
+#include "lancet/index/scalar/scalar_index.hpp"
 #include "lancet/index/search/vector_index.hpp"
 
 namespace lancet::index {
@@ -49,6 +52,45 @@ struct planned_change {
   std::vector<pb::index_metadata> removed;
   std::string directory;  // of the new segment, removed if the commit fails
 };
+
+// Brings a scalar index up to date, as Lance 12's optimize does (no delta segments):
+// when fragments it does not cover hold rows (or with retrain), its files are written
+// anew over every live row under a new uuid; the entry keeps its name, fields and
+// dataset_version, covers every fragment, and replaces the old one.
+inline planned_change optimize_scalar(const std::string& root, const dataset::dataset& ds,
+                                      const pb::index_metadata& im, scalar_index_kind kind,
+                                      const std::string& column, const optimize_options& o) {
+  planned_change out;
+  auto& res = out.result;
+  res.name = im.name;
+  res.segments_before = res.segments_after = 1;
+  const auto covered = dataset::index_fragment_bitmap(im);
+  std::vector<std::uint64_t> all;
+  for (const auto& f : ds.fragments()) {
+    all.push_back(f.id);
+    if (!covered.contains(std::uint32_t(f.id))) res.rows_added += f.live_rows();
+  }
+  if (res.rows_added == 0 && !o.retrain) return out;
+  std::uint64_t batch_size = btree_default_batch_size;
+  if (kind == scalar_index_kind::btree) batch_size = read_btree_lookup(index_directory(root, im.uuid)).batch_size;
+  const auto uuid = lancet::uuid::generate_v4();
+  out.directory = index_directory(root, uuid);
+  const auto written = write_scalar_index_files(ds, column, kind, batch_size, out.directory);
+  pb::index_metadata added = im;
+  added.uuid = uuid;
+  dataset::set_index_fragment_bitmap(added, dataset::roaring_bitmap::from_values(all));
+  added.files = written.files;
+  added.created_at = std::uint64_t(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  out.added = std::move(added);
+  out.removed = {im};
+  res.changed = true;
+  res.segments_merged = 1;
+  res.rows_in_segment = written.rows;
+  res.uuid = uuid;
+  return out;
+}
 
 // Optimises one index: runs the stages above and returns the new segment (written,
 // not committed) and the segments it replaces.
@@ -141,19 +183,27 @@ LANCET_INLINE optimize_result optimize_indices(const std::string& root, const op
   if (!base) dataset::throw_no_dataset(root);
   const auto ds = dataset::dataset::open(root, base->version());
   std::vector<std::string> names;
+  std::vector<detail::planned_change> scalar;
   for (const auto& i : list_indices(*base)) {
     if (!o.name.empty() && i.name != o.name) continue;
+    const auto& im = *std::find_if(base->file.indices.begin(), base->file.indices.end(),
+                                   [&](const pb::index_metadata& m) { return m.uuid == i.uuid; });
+    if (const auto kind = detail::scalar_kind(im); kind && i.columns.size() == 1) {
+      scalar.push_back(detail::optimize_scalar(root, ds, im, *kind, i.columns[0], o));
+      continue;
+    }
     if (o.name.empty() && i.index_type.rfind("IVF_", 0) != 0) continue;
     if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
   }
-  if (!o.name.empty() && names.empty()) {
+  if (!o.name.empty() && names.empty() && scalar.empty()) {
     std::string all;
     for (const auto& i : base->file.indices) all += (all.empty() ? "" : ", ") + i.name;
     throw invalid_input_error("no index named '" + o.name + "' (indexes: " + (all.empty() ? "none" : all) + ")");
   }
   optimize_result r;
   r.version = base->version();
-  std::vector<detail::planned_change> changes;
+  std::vector<detail::planned_change> changes = std::move(scalar);
+  const std::size_t scalar_changes = changes.size();  // first in `changes`
   const auto cleanup = [&] {
     for (const auto& c : changes)
       if (!c.directory.empty()) io::remove_all_quietly(c.directory);
@@ -165,8 +215,24 @@ LANCET_INLINE optimize_result optimize_indices(const std::string& root, const op
     throw;
   }
   if (o.retrain) {
-    // A full build per index, each committed on its own.
-    for (auto& c : changes) {
+    // The scalar indexes rewritten (one commit), then a full build per vector index,
+    // each committed on its own.
+    std::vector<pb::index_metadata> added, removed;
+    for (std::size_t k = 0; k < scalar_changes; ++k) {
+      const auto& c = changes[k];
+      if (c.added) added.push_back(*c.added);
+      removed.insert(removed.end(), c.removed.begin(), c.removed.end());
+      r.indices.push_back(c.result);
+    }
+    if (!added.empty()) {
+      try {
+        r.version = detail::commit_optimized_segments(root, *base, std::move(added), removed, &r.retries).version();
+      } catch (...) {
+        cleanup();
+        throw;
+      }
+    }
+    for (auto& c : std::span(changes).subspan(scalar_changes)) {
       const auto seg = open_vector_index(*dataset::load_latest(root), "", c.result.name);
       build_options b;
       b.column = seg.info.columns.at(0);

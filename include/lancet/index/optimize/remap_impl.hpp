@@ -31,6 +31,7 @@
 #include "lancet/index/ivf/storage_writer.hpp"
 #include "lancet/index/scalar/bitmap_files.hpp"
 #include "lancet/index/scalar/btree_files.hpp"
+#include "lancet/index/scalar/scalar_index.hpp"
 #include "lancet/io/storage.hpp"
 #include "lancet/pb/index.hpp"
 #include "lancet/pb/table.hpp"
@@ -41,17 +42,6 @@ namespace detail {
 
 inline bool is_vector_details(const pb::index_metadata& im) {
   return im.index_details && im.index_details->type_url == pb::index::vector_index_details::type_url;
-}
-
-enum class scalar_index_kind { btree, bitmap, label_list };
-
-inline std::optional<scalar_index_kind> scalar_kind(const pb::index_metadata& im) {
-  if (!im.index_details) return std::nullopt;
-  const auto& url = im.index_details->type_url;
-  if (url == btree_details_type_url) return scalar_index_kind::btree;
-  if (url == bitmap_details_type_url) return scalar_index_kind::bitmap;
-  if (url == label_list_details_type_url) return scalar_index_kind::label_list;
-  return std::nullopt;
 }
 
 }  // namespace detail

@@ -14,14 +14,20 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "lancet/core/config.hpp"
 #include "lancet/core/uuid.hpp"
+#include "lancet/dataset/dataset.hpp"
+#include "lancet/index/detail/storage_names.hpp"
 #include "lancet/index/scalar/bitmap_files.hpp"
 #include "lancet/index/scalar/bitmap_search.hpp"
 #include "lancet/index/scalar/btree_files.hpp"
 #include "lancet/index/scalar/btree_search.hpp"
+#include "lancet/pb/table.hpp"
 
 namespace lancet::index {
 
@@ -39,6 +45,44 @@ struct scalar_index_result {
   std::uint64_t rows = 0;  // rows indexed
   std::uint64_t pages = 0;  // a BTREE's pages; a BITMAP's or LABEL_LIST's distinct keys
 };
+
+namespace detail {
+
+enum class scalar_index_kind { btree, bitmap, label_list };
+
+// The kind of a scalar index entry (nullopt: another index).
+inline std::optional<scalar_index_kind> scalar_kind(const pb::index_metadata& im) {
+  if (!im.index_details) return std::nullopt;
+  const auto& url = im.index_details->type_url;
+  if (url == btree_details_type_url) return scalar_index_kind::btree;
+  if (url == bitmap_details_type_url) return scalar_index_kind::bitmap;
+  if (url == label_list_details_type_url) return scalar_index_kind::label_list;
+  return std::nullopt;
+}
+
+inline std::string_view scalar_details_type_url(scalar_index_kind k) {
+  return k == scalar_index_kind::btree    ? btree_details_type_url
+         : k == scalar_index_kind::bitmap ? bitmap_details_type_url
+                                          : label_list_details_type_url;
+}
+
+// IndexMetadata.index_version as Lance 12 writes it.
+inline std::uint32_t scalar_index_version(scalar_index_kind k) { return k == scalar_index_kind::label_list ? 1 : 0; }
+
+// What writing a scalar index's files produced.
+struct scalar_index_files {
+  std::vector<pb::index_file> files;
+  std::uint64_t rows = 0, pages = 0;  // rows indexed; BTREE pages or distinct keys
+};
+
+// Writes the files of a `kind` index over the live rows of `d`'s `column` into `dir`
+// (batch_size: a BTREE's rows per page). Errors as build_btree_index's; `dir` is
+// removed when writing fails.
+LANCET_INLINE scalar_index_files write_scalar_index_files(const dataset::dataset& d, const std::string& column,
+                                                          scalar_index_kind kind, std::uint64_t batch_size,
+                                                          const std::string& dir);
+
+}  // namespace detail
 
 // Builds a BTREE over `o.column` of the newest version of the dataset at `root` and
 // commits it. Errors: no such column, or one of a type a BTREE cannot order (lists,

@@ -48,54 +48,6 @@ inline pb::index_metadata scalar_index_metadata(const pb::manifest& m, const std
   return out;
 }
 
-// What a scalar index's builder writes: its files and how many pages (or keys).
-struct scalar_index_files {
-  std::vector<pb::index_file> files;
-  std::uint64_t rows = 0, pages = 0;
-};
-
-// Builds and commits a scalar index of `kind` over `o.column`: checks the column with
-// `accepts`, scans its live rows with their row ids, and has `write(batch, field, dir,
-// version)` write the files.
-template <class Accepts, class Write>
-scalar_index_result build_scalar_index(const std::string& root, const scalar_index_options& o, const std::string& kind,
-                                       std::string_view details_type_url, std::uint32_t index_version,
-                                       Accepts&& accepts, Write&& write) {
-  const auto snap = dataset::load_latest(root);
-  if (!snap) throw not_found_error("no dataset at '" + root + "'");
-  const dataset::dataset d(*snap);
-  const arrow::field* field = nullptr;
-  for (const auto& f : d.schema().fields)
-    if (f.name == o.column) field = &f;
-  if (!field)
-    throw invalid_input_error("dataset '" + root + "' has no column '" + o.column + "' to build a " + kind + " index on");
-  if (!accepts(*field->type))
-    throw unsupported_error("a " + kind + " index cannot be built on column '" + o.column + "' of type " +
-                            arrow::to_string(*field->type));
-  const std::string name = o.name.empty() ? o.column + "_idx" : o.name;
-  if (!o.replace)
-    for (const auto& im : d.indices())
-      if (im.name == name)
-        throw invalid_input_error("dataset '" + root + "' already has an index named '" + name + "'");
-  dataset::scan_options so;
-  so.columns = {o.column};
-  so.with_row_id = true;
-  const auto b = d.to_batch(so);
-  const auto uuid = lancet::uuid::generate_v4();
-  const scalar_index_files written = write(b, *field, index_directory(root, uuid), d.storage_version());
-  auto meta = scalar_index_metadata(snap->manifest(), o.column, name, uuid, details_type_url, index_version, written.files);
-  commit_index_options co;
-  co.replace = o.replace;
-  const auto committed = commit_index(root, *snap, std::move(meta), co);
-  scalar_index_result r;
-  r.version = committed.version();
-  r.uuid = uuid;
-  r.name = name;
-  r.rows = written.rows;
-  r.pages = written.pages;
-  return r;
-}
-
 inline std::vector<std::string> serialized_groups(const value_groups& g) {
   std::vector<std::string> out;
   out.reserve(g.ids.size());
@@ -108,73 +60,142 @@ inline bool label_list_indexable(const arrow::data_type& t) {
          bitmap_indexable(*t.children[0].type);
 }
 
+inline const char* scalar_kind_name(scalar_index_kind k) {
+  switch (k) {
+    case scalar_index_kind::btree: return "BTREE";
+    case scalar_index_kind::bitmap: return "BITMAP";
+    case scalar_index_kind::label_list: return "LABEL_LIST";
+  }
+  return "?";
+}
+
+// The BTREE files of a column's values and row ids (`b`: the column, then the ids).
+inline scalar_index_files write_btree_of(const arrow::record_batch& b, const arrow::field& field, const std::string& dir,
+                                         file::format_version v, std::uint64_t batch_size) {
+  const auto order = btree_sort_order(*b.columns.at(0));
+  const auto values = arrow::take_rows(b.columns[0], order, field.type);
+  std::vector<std::uint64_t> ids(order.size());
+  const auto* row_ids = b.columns.at(1)->values<std::uint64_t>();
+  for (std::size_t i = 0; i < order.size(); ++i) ids[i] = row_ids[order[i]];
+  scalar_index_files out;
+  out.files = write_btree_files(dir, v, values, ids, batch_size);
+  out.rows = ids.size();
+  out.pages = (ids.size() + batch_size - 1) / batch_size;
+  return out;
+}
+
+inline scalar_index_files write_bitmap_of(const arrow::record_batch& b, const std::string& dir, file::format_version v) {
+  const auto* ids = b.columns.at(1)->values<std::uint64_t>();
+  const auto groups = group_by_value(b.columns.at(0), std::span<const std::uint64_t>(ids, std::size_t(b.num_rows())));
+  scalar_index_files out;
+  out.files = write_bitmap_file(dir, v, groups.keys, serialized_groups(groups), std::nullopt);
+  out.rows = std::uint64_t(b.num_rows());
+  out.pages = groups.ids.size();
+  return out;
+}
+
+// A LABEL_LIST: one (item, row id) per list item; NULL lists apart, empty lists nowhere.
+inline scalar_index_files write_label_list_of(const arrow::record_batch& b, const arrow::field& field,
+                                              const std::string& dir, file::format_version v) {
+  const auto& lists = *b.columns.at(0);
+  const auto* row_ids = b.columns.at(1)->values<std::uint64_t>();
+  std::vector<std::int64_t> items;
+  std::vector<std::uint64_t> item_ids, null_lists;
+  for (std::int64_t r = 0; r < lists.length; ++r) {
+    if (lists.is_null(r)) {
+      null_lists.push_back(row_ids[r]);
+      continue;
+    }
+    for (auto i = lists.value_offset(r), e = lists.value_offset(r + 1); i < e; ++i) {
+      items.push_back(i);
+      item_ids.push_back(row_ids[r]);
+    }
+  }
+  const auto values = arrow::take_rows(lists.children.at(0), items, field.type->children.at(0).type);
+  const auto groups = group_by_value(values, item_ids);
+  std::sort(null_lists.begin(), null_lists.end());
+  scalar_index_files out;
+  out.files = write_bitmap_file(dir, v, groups.keys, serialized_groups(groups), serialize_row_ids(null_lists));
+  out.rows = std::uint64_t(b.num_rows());
+  out.pages = groups.ids.size();
+  return out;
+}
+
+LANCET_INLINE scalar_index_files write_scalar_index_files(const dataset::dataset& d, const std::string& column,
+                                                          scalar_index_kind kind, std::uint64_t batch_size,
+                                                          const std::string& dir) {
+  const arrow::field* field = nullptr;
+  for (const auto& f : d.schema().fields)
+    if (f.name == column) field = &f;
+  const std::string kind_name = scalar_kind_name(kind);
+  if (!field)
+    throw invalid_input_error("dataset '" + d.path() + "' has no column '" + column + "' to build a " + kind_name +
+                              " index on");
+  const auto& t = *field->type;
+  const bool ok = kind == scalar_index_kind::btree    ? btree_indexable(t)
+                  : kind == scalar_index_kind::bitmap ? bitmap_indexable(t)
+                                                      : label_list_indexable(t);
+  if (!ok)
+    throw unsupported_error("a " + kind_name + " index cannot be built on column '" + column + "' of type " +
+                            arrow::to_string(t));
+  if (kind == scalar_index_kind::btree && batch_size == 0)
+    throw invalid_input_error("BTREE index on '" + column + "': batch_size must be positive");
+  dataset::scan_options so;
+  so.columns = {column};
+  so.with_row_id = true;
+  const auto b = d.to_batch(so);
+  try {
+    switch (kind) {
+      case scalar_index_kind::btree: return write_btree_of(b, *field, dir, d.storage_version(), batch_size);
+      case scalar_index_kind::bitmap: return write_bitmap_of(b, dir, d.storage_version());
+      case scalar_index_kind::label_list: return write_label_list_of(b, *field, dir, d.storage_version());
+    }
+  } catch (...) {
+    io::remove_all_quietly(dir);
+    throw;
+  }
+  throw internal_error("unknown scalar index kind");
+}
+
+// Builds and commits a scalar index of `kind` over `o.column` of the newest version.
+inline scalar_index_result build_scalar_index(const std::string& root, const scalar_index_options& o,
+                                              scalar_index_kind kind) {
+  const auto snap = dataset::load_latest(root);
+  if (!snap) throw not_found_error("no dataset at '" + root + "'");
+  const dataset::dataset d(*snap);
+  const std::string name = o.name.empty() ? o.column + "_idx" : o.name;
+  if (!o.replace)
+    for (const auto& im : d.indices())
+      if (im.name == name)
+        throw invalid_input_error("dataset '" + root + "' already has an index named '" + name + "'");
+  const auto uuid = lancet::uuid::generate_v4();
+  const auto written = write_scalar_index_files(d, o.column, kind, o.batch_size, index_directory(root, uuid));
+  auto meta = scalar_index_metadata(snap->manifest(), o.column, name, uuid, scalar_details_type_url(kind),
+                                    scalar_index_version(kind), written.files);
+  commit_index_options co;
+  co.replace = o.replace;
+  const auto committed = commit_index(root, *snap, std::move(meta), co);
+  scalar_index_result r;
+  r.version = committed.version();
+  r.uuid = uuid;
+  r.name = name;
+  r.rows = written.rows;
+  r.pages = written.pages;
+  return r;
+}
+
 }  // namespace detail
 
 LANCET_INLINE scalar_index_result build_btree_index(const std::string& root, const scalar_index_options& o) {
-  if (o.batch_size == 0) throw invalid_input_error("BTREE index on '" + o.column + "': batch_size must be positive");
-  return detail::build_scalar_index(
-      root, o, "BTREE", detail::btree_details_type_url, 0,
-      [](const arrow::data_type& t) { return detail::btree_indexable(t); },
-      [&](const arrow::record_batch& b, const arrow::field& field, const std::string& dir, file::format_version v) {
-        // Every live row's value and row id, in BTREE order.
-        const auto order = btree_sort_order(*b.columns.at(0));
-        const auto values = arrow::take_rows(b.columns[0], order, field.type);
-        std::vector<std::uint64_t> ids(order.size());
-        const auto* row_ids = b.columns.at(1)->values<std::uint64_t>();
-        for (std::size_t i = 0; i < order.size(); ++i) ids[i] = row_ids[order[i]];
-        detail::scalar_index_files out;
-        out.files = write_btree_files(dir, v, values, ids, o.batch_size);
-        out.rows = ids.size();
-        out.pages = (ids.size() + o.batch_size - 1) / o.batch_size;
-        return out;
-      });
+  return detail::build_scalar_index(root, o, detail::scalar_index_kind::btree);
 }
 
 LANCET_INLINE scalar_index_result build_bitmap_index(const std::string& root, const scalar_index_options& o) {
-  return detail::build_scalar_index(
-      root, o, "BITMAP", detail::bitmap_details_type_url, 0,
-      [](const arrow::data_type& t) { return detail::bitmap_indexable(t); },
-      [](const arrow::record_batch& b, const arrow::field&, const std::string& dir, file::format_version v) {
-        const auto* ids = b.columns.at(1)->values<std::uint64_t>();
-        const auto groups = group_by_value(b.columns.at(0), std::span<const std::uint64_t>(ids, std::size_t(b.num_rows())));
-        detail::scalar_index_files out;
-        out.files = write_bitmap_file(dir, v, groups.keys, detail::serialized_groups(groups), std::nullopt);
-        out.rows = std::uint64_t(b.num_rows());
-        out.pages = groups.ids.size();
-        return out;
-      });
+  return detail::build_scalar_index(root, o, detail::scalar_index_kind::bitmap);
 }
 
 LANCET_INLINE scalar_index_result build_label_list_index(const std::string& root, const scalar_index_options& o) {
-  return detail::build_scalar_index(
-      root, o, "LABEL_LIST", detail::label_list_details_type_url, 1,
-      [](const arrow::data_type& t) { return detail::label_list_indexable(t); },
-      [](const arrow::record_batch& b, const arrow::field& field, const std::string& dir, file::format_version v) {
-        // One (item, row id) per list item; NULL lists apart, empty lists nowhere.
-        const auto& lists = *b.columns.at(0);
-        const auto* row_ids = b.columns.at(1)->values<std::uint64_t>();
-        std::vector<std::int64_t> items;
-        std::vector<std::uint64_t> item_ids, null_lists;
-        for (std::int64_t r = 0; r < lists.length; ++r) {
-          if (lists.is_null(r)) {
-            null_lists.push_back(row_ids[r]);
-            continue;
-          }
-          for (auto i = lists.value_offset(r), e = lists.value_offset(r + 1); i < e; ++i) {
-            items.push_back(i);
-            item_ids.push_back(row_ids[r]);
-          }
-        }
-        const auto& item_type = field.type->children.at(0).type;
-        const auto values = arrow::take_rows(lists.children.at(0), items, item_type);
-        const auto groups = group_by_value(values, item_ids);
-        std::sort(null_lists.begin(), null_lists.end());
-        detail::scalar_index_files out;
-        out.files = write_bitmap_file(dir, v, groups.keys, detail::serialized_groups(groups), serialize_row_ids(null_lists));
-        out.rows = std::uint64_t(b.num_rows());
-        out.pages = groups.ids.size();
-        return out;
-      });
+  return detail::build_scalar_index(root, o, detail::scalar_index_kind::label_list);
 }
 
 }  // namespace lancet::index
