@@ -1583,6 +1583,27 @@ void check_same_btree(const std::string& ours, const std::string& theirs, const 
   CHECK_MESSAGE(!by_id, "a row id beside another value: " << *by_id);
 }
 
+// After appends: lancet's optimize indexes the new rows (LanceDB counts none
+// unindexed and answers as lancet); LanceDB's optimize (compaction, index update) of a
+// copy is read by lancet with LanceDB's answers.
+void check_optimized_both_ways(const std::string& root, const njson& specs, const fs::path& scratch) {
+  const auto copy = (scratch / "optimized-by-lancedb").string();
+  fs::remove_all(copy);
+  fs::copy(root, copy, fs::copy_options::recursive);
+  const auto r = index::optimize_indices(root);
+  CHECK(!r.indices.empty());
+  const auto listed = njson::parse(t::node("list_indices.mjs", {root}));
+  for (const auto& i : listed["indices"]) {
+    INFO("after lancet's optimize: " << i.dump());
+    CHECK(i["stats"]["numUnindexedRows"] == 0);
+    CHECK(i["stats"]["numIndexedRows"] == listed["countRows"]);
+  }
+  run_both(root, specs, scratch);
+  lancedb_mutate(copy, njson::array({{{"op", "optimize"}}}));
+  INFO("after LanceDB's optimize");
+  run_both(copy, specs, scratch);
+}
+
 }  // namespace
 
 TEST_CASE("interop query: BTREEs lancet builds are LanceDB's: listed, used by its filters, the same pages") {
@@ -1655,6 +1676,7 @@ TEST_CASE("interop query: BTREEs lancet builds are LanceDB's: listed, used by it
     lancet_append(copy, data.rows(2400, 300, 2));
     lancedb_append(copy, data.rows(2700, 300, 3), tmp.path());
     run_both(copy, more, tmp.path());
+    check_optimized_both_ways(copy, more, tmp.path());
   }
   // lancet compacts both (its own BTREEs and LanceDB's are remapped): LanceDB still
   // uses every one, with the answers of before.
@@ -1807,6 +1829,7 @@ TEST_CASE("interop query: BITMAPs and LABEL_LISTs lancet builds are LanceDB's; L
     lancet_append(copy, data.rows(2400, 300, 2));
     lancedb_append(copy, data.rows(2700, 300, 3), tmp.path());
     run_both(copy, more, tmp.path());
+    check_optimized_both_ways(copy, more, tmp.path());
   }
   for (const auto& root : {ours, theirs}) {
     INFO("after lancet's compaction of " << root);
@@ -1872,4 +1895,10 @@ TEST_CASE("interop query: BITMAPs and LABEL_LISTs lancet builds are LanceDB's; L
     CHECK(lc[i].plan.find("ScalarIndexQuery") != std::string::npos);
     CHECK(lc[i].rows == la[i].rows);
   }
+  // Appended rows, then optimize by either side.
+  dataset::write_options a;
+  a.mode = dataset::write_mode::append;
+  dataset::write(lours, label_rows(4000, 1000, 6), a);
+  lspecs.push_back({{"where", "array_has_any(tags, ['rare4990', 'rare1002'])"}, {"columns", {"id"}}});
+  check_optimized_both_ways(lours, lspecs, tmp.path());
 }
