@@ -1,13 +1,14 @@
-// BTREE scalar indexes against a scan and against LanceDB 0.39 (through Node,
+// BTREE and BITMAP scalar indexes against a scan and against LanceDB 0.39 (through Node,
 // tests/interop/bench_btree.mjs), in one run:
 //
 //   bench_btree [--rows 1000000] [--reps 5] [--dir /tmp/bench_btree] [--no-lancedb]
 //
 // The dataset: `rows` rows of id int64 (0..rows), k int64 (a permutation of 0..rows),
-// price float64 (uniform in [0, 100)) and s utf8 ("s" + a number below rows / 10),
-// written by lancet (2.2) into DIR/plain. DIR/ours is a copy with lancet's BTREEs on k,
-// price and s; DIR/theirs a copy with LanceDB's (each build timed). Filters selecting
-// 0.1 % (k, price), about 10 rows (s) and 1 % (k BETWEEN) run as filtered scans
+// price float64 (uniform in [0, 100)), s utf8 ("s" + a number below rows / 10), cat
+// int64 (below 1000) and tag utf8 (as s), written by lancet (2.2) into DIR/plain.
+// DIR/ours is a copy with lancet's BTREEs on k, price and s and BITMAPs on cat and tag;
+// DIR/theirs a copy with LanceDB's (each build timed). Filters selecting 0.1 % (k,
+// price, cat), about 10 rows (s, tag) and 1 % (k BETWEEN) run as filtered scans
 // selecting id, materialised, best of `reps` after a warm-up: lancet on plain (its scan),
 // lancet on ours (the BTREEs), LanceDB on ours (LanceDB reading lancet's BTREEs) and
 // LanceDB on theirs. Answers are compared (rows, sum of ids). Targets (issue): indexed
@@ -69,18 +70,23 @@ arrow::record_batch make_rows(std::size_t n) {
   std::mt19937_64 rng(7);
   std::vector<std::int64_t> id(n), k(n);
   std::vector<double> price(n);
-  std::vector<std::string> s(n);
+  std::vector<std::string> s(n), tag(n);
+  std::vector<std::int64_t> cat(n);
   for (std::size_t i = 0; i < n; ++i) id[i] = k[i] = std::int64_t(i);
   std::shuffle(k.begin(), k.end(), rng);
   std::uniform_real_distribution<double> u(0, 100);
   for (std::size_t i = 0; i < n; ++i) {
     price[i] = u(rng);
     s[i] = "s" + std::to_string(rng() % std::max<std::size_t>(1, n / 10));
+    cat[i] = std::int64_t(rng() % 1000);
+    tag[i] = "t" + std::to_string(rng() % std::max<std::size_t>(1, n / 10));
   }
   return arrow::make_batch({{"id", arrow::make_array<std::int64_t>(id)},
                             {"k", arrow::make_array<std::int64_t>(k)},
                             {"price", arrow::make_array<double>(price)},
-                            {"s", arrow::string_array(s)}});
+                            {"s", arrow::string_array(s)},
+                            {"cat", arrow::make_array<std::int64_t>(cat)},
+                            {"tag", arrow::string_array(tag)}});
 }
 
 struct scan_result {
@@ -139,18 +145,22 @@ int main(int argc, char** argv) try {
   dataset::write(plain.string(), make_rows(o.rows), wo);
   fs::copy(plain, ours, fs::copy_options::recursive);
   fs::copy(plain, theirs, fs::copy_options::recursive);
-  const std::vector<std::string> columns = {"k", "price", "s"};
+  // BTREEs on k, price, s; BITMAPs on cat, tag.
+  const std::vector<std::string> columns = {"k", "price", "s", "cat:bitmap", "tag:bitmap"};
   std::map<std::string, double> our_builds;
   for (const auto& c : columns) {
     index::scalar_index_options so;
-    so.column = c;
+    const bool bitmap = c.ends_with(":bitmap");
+    so.column = c.substr(0, c.find(':'));
     const auto t0 = clock_type::now();
-    index::build_btree_index(ours.string(), so);
-    our_builds[c] = since(t0);
+    if (bitmap) index::build_bitmap_index(ours.string(), so);
+    else index::build_btree_index(ours.string(), so);
+    our_builds[so.column] = since(t0);
   }
   const auto n = std::int64_t(o.rows);
   const std::vector<std::string> filters = {"k < " + std::to_string(n / 1000), "price < 0.1", "s = 's12345'",
-                                            "k BETWEEN " + std::to_string(n / 2) + " AND " + std::to_string(n / 2 + n / 100)};
+                                            "k BETWEEN " + std::to_string(n / 2) + " AND " + std::to_string(n / 2 + n / 100),
+                                            "cat = 17", "tag = 't4321'", "cat IN (3, 5) AND tag IS NOT NULL"};
   std::printf("bench_btree: %zu rows (id, k, price, s), 2.2 files, best of %zu after a warm-up\n\n", o.rows, o.reps);
   std::map<std::string, double> their_builds;
   std::map<std::string, scan_result> theirs_on_ours, theirs_on_theirs;
@@ -161,15 +171,17 @@ int main(int argc, char** argv) try {
     theirs_on_theirs = lancedb_runs(theirs, "", filters, o.reps).second;
     theirs_on_ours = lancedb_runs(ours, "", filters, o.reps).second;
   }
-  std::printf("| BTREE build | lancet s | LanceDB s | LanceDB / lancet |\n| --- | --- | --- | --- |\n");
-  for (const auto& c : columns) {
+  std::printf("| build | lancet s | LanceDB s | LanceDB / lancet |\n| --- | --- | --- | --- |\n");
+  for (const auto& spec : columns) {
+    const auto c = spec.substr(0, spec.find(':'));
     const double t = their_builds.count(c) ? their_builds[c] : -1;
-    std::printf("| %s | %.3f | %s | %s |\n", c.c_str(), our_builds[c], t > 0 ? std::to_string(t).c_str() : "-",
+    const std::string what = c + (spec.ends_with(":bitmap") ? " (BITMAP)" : " (BTREE)");
+    std::printf("| %s | %.3f | %s | %s |\n", what.c_str(), our_builds[c], t > 0 ? std::to_string(t).c_str() : "-",
                 t > 0 ? ("**" + std::to_string(t / our_builds[c]).substr(0, 5) + "x**").c_str() : "-");
   }
   const auto t_plain = query::table::open(plain.string()), t_ours = query::table::open(ours.string());
-  std::printf("\n| filter | rows | lancet scan ms | lancet BTREE ms | scan / BTREE | LanceDB on lancet's BTREE ms | "
-              "LanceDB on its own BTREE ms | LanceDB / lancet |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf("\n| filter | rows | lancet scan ms | lancet indexed ms | scan / indexed | LanceDB on lancet's index ms | "
+              "LanceDB on its own ms | LanceDB / lancet |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const auto& f : filters) {
     const auto scan = lancet_scan(t_plain, f, o.reps), idx = lancet_scan(t_ours, f, o.reps);
     const auto* a = theirs_on_ours.count(f) ? &theirs_on_ours[f] : nullptr;
@@ -182,7 +194,7 @@ int main(int argc, char** argv) try {
                 1e3 * idx.seconds, scan.seconds / idx.seconds, la, lb, ratio);
     for (const auto* x : {&scan, a, b})
       if (x && (x->rows != idx.rows || x->id_sum != idx.id_sum))
-        std::printf("  MISMATCH on `%s`: %" PRIu64 " rows (id sum %" PRIu64 ") against lancet's BTREE %" PRIu64 " (%" PRIu64 ")\n",
+        std::printf("  MISMATCH on `%s`: %" PRIu64 " rows (id sum %" PRIu64 ") against lancet's indexed answer %" PRIu64 " (%" PRIu64 ")\n",
                     f.c_str(), x->rows, x->id_sum, idx.rows, idx.id_sum);
   }
   return 0;

@@ -1,10 +1,10 @@
-// LanceDB's side of bench/bench_btree.cpp: BTREE builds and filtered scans, timed as an
-// application would run them.
+// LanceDB's side of bench/bench_btree.cpp: BTREE and BITMAP builds and filtered scans,
+// timed as an application would run them.
 //
 //   node bench_btree.mjs DATASET [--build a,b] [--where JSON] [--reps 5]
 //
-// --build: createIndex(column, {config: Index.btree()}) for each column in turn, each
-// timed; prints {"build": column, "seconds"}. --where: a JSON array of filters, each run
+// --build: createIndex(column, {config: Index.btree()}) for each column in turn (a
+// column written `c:bitmap`: Index.bitmap()), each timed; prints {"build": column, "seconds"}. --where: a JSON array of filters, each run
 // as `table.query().where(f).select(["id"]).toArrow()`, one warm-up then the best of
 // --reps; prints {"where", "rows", "id_sum", "seconds"} (id_sum as a decimal string).
 import { fail, intArg, lancedb, openDataset, parseArgs, runMain } from "./lib.mjs";
@@ -15,9 +15,11 @@ async function main() {
   const reps = intArg(args, "reps", 5);
   const { table, cleanup } = await openDataset(args._[0]);
   try {
-    for (const column of (args.build ?? "").split(",").filter((c) => c.length)) {
+    for (const spec of (args.build ?? "").split(",").filter((c) => c.length)) {
+      const [column, type] = spec.split(":");
+      const config = type === "bitmap" ? lancedb.Index.bitmap() : lancedb.Index.btree();
       const t0 = process.hrtime.bigint();
-      await table.createIndex(column, { config: lancedb.Index.btree() });
+      await table.createIndex(column, { config });
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
       process.stdout.write(`${JSON.stringify({ build: column, seconds })}\n`);
     }

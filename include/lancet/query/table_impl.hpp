@@ -226,9 +226,11 @@ struct table_state {
         if (covered.count(id)) c.insert(id);
       covered = std::move(c);
     }
-    // Taking a row costs about what scanning a thousand does (bench_btree): beyond one
-    // row in 1,024 the scan is faster. Pages holding eight times that (two at least)
-    // are not read.
+    // Taking a row costs about what scanning a few hundred to a thousand does
+    // (bench_btree; strings cost most): when the indexes answer the whole filter the
+    // rows are taken once (the output), and the scan is faster beyond one row in 256;
+    // when the rest of the filter needs the rows' values too, beyond one in 1,024. An
+    // index part keeping over one row in 128 is not read further.
     std::uint64_t covered_rows = 0;
     for (auto id : covered) covered_rows += ds.physical_rows(id);
     std::vector<std::uint64_t> candidates;
@@ -246,7 +248,9 @@ struct table_state {
       std::set_intersection(candidates.begin(), candidates.end(), ids.begin(), ids.end(), std::back_inserter(both));
       candidates = std::move(both);
     }
-    if (answered == 0 || candidates.size() * 1024 > covered_rows) return std::nullopt;
+    // Parts the indexes answered are exact; the rest of the filter is checked on the rows.
+    const bool whole = answered == f.column_conjuncts().size() && f.covers_only_conjuncts();
+    if (answered == 0 || candidates.size() * (whole ? 256 : 1024) > covered_rows) return std::nullopt;
     // Rows deleted since the index was built leave, and so do rows whose live copy is
     // in a fragment the indexes do not cover (with stable row ids, a moved row's entry
     // holds its old values).
@@ -258,8 +262,6 @@ struct table_state {
       if (covered.count(addrs[i] >> 32)) candidates[n++] = candidates[i];
     candidates.resize(n);
     auto out = std::make_shared<dataset::row_set>();
-    // Parts the indexes answered are exact; the rest of the filter is checked on the rows.
-    const bool whole = answered == f.column_conjuncts().size() && f.covers_only_conjuncts();
     if (!candidates.empty() && whole) {
       for (auto id : candidates) out->insert(id);
     } else if (!candidates.empty()) {

@@ -38,6 +38,7 @@ inline std::optional<bitmap_answer> bitmap_rows_where(const bitmap_lookup& looku
   std::vector<std::uint64_t> rows;
   for (std::size_t k = 0; k < keep.size(); ++k)
     if (keep[k]) rows.push_back(k);
+  if (rows.size() > max_rows) return std::nullopt;  // a key holds a row at least: no bitmap read
   const auto sets = read_bitmaps(lookup, rows);
   out.bitmaps_read = sets.size();
   const auto rows_of = [&](std::uint32_t hi) -> std::uint64_t {
