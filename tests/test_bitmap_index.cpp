@@ -353,6 +353,13 @@ TEST_CASE("bitmap: query::table answers filtered scans from it, with deletes and
   o.name = "id_btree";
   index::build_btree_index(root, o);
   CHECK(query::table::open(root).explain(query::request{{}, "id = 3"}).find("BTREE 'id_btree' on 'id'") != std::string::npos);
+  // An index whose values are not of the column's type is named, not read as such.
+  const auto c_dir = index::index_directory(root, bitmap_index_named(d, "c_idx").uuid);
+  index::write_bitmap_file(c_dir, file::format_version::v2_2, make_array<std::int32_t>(std::vector<std::int32_t>{1}),
+                           {index::serialize_row_ids({})}, std::nullopt);
+  q.filter = "c = 'red'";
+  CHECK_THROWS_WITH_AS(query::table::open(root).to_batch(q), doctest::Contains("'c_idx' on 'c' holds values of type int32"),
+                       corrupt_error);
 }
 
 TEST_CASE("label_list: array_has_any / array_has_all / array_has filter scans, and the query layer answers them from it") {

@@ -25,6 +25,8 @@
 #include "lancet/expr/filter.hpp"
 #include "lancet/file/reader.hpp"
 #include "lancet/index/ivf/storage_reader.hpp"
+#include "lancet/index/scalar/bitmap_search.hpp"
+#include "lancet/index/scalar/btree_search.hpp"
 #include "lancet/io/source.hpp"
 #include "lancet/json/rows_reader.hpp"
 #include "lancet/json/schema_json.hpp"
@@ -57,6 +59,9 @@ namespace target_json {
 namespace target_filter {
 #include "fuzz_filter.cpp"
 }
+namespace target_scalar_index {
+#include "fuzz_scalar_index.cpp"
+}
 // clang-format on
 
 namespace {
@@ -74,6 +79,7 @@ constexpr named_target targets[] = {
     {"fuzz_deletion", target_deletion::fuzz_deletion_one_input},
     {"fuzz_json", target_json::fuzz_json_one_input},
     {"fuzz_filter", target_filter::fuzz_filter_one_input},
+    {"fuzz_scalar_index", target_scalar_index::fuzz_scalar_index_one_input},
 };
 entry chosen = nullptr;
 

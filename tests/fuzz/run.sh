@@ -14,9 +14,10 @@
 #   fuzz_deletion  deletion files: Arrow IPC and roaring bitmap forms, roaring treemaps
 #   fuzz_json      the JSON schema reader and the JSON Lines rows reader
 #   fuzz_filter    SQL filters: parsed, typed against every type family, evaluated
+#   fuzz_scalar_index  BTREE, BITMAP and LABEL_LIST files and row-id sets
 # Seed files for the binary targets get a first byte choosing the form (see each
 # target's header). Time: SECONDS_PER_TARGET for fuzz_file and fuzz_page, half of it
-# for each of the five others (30: 2.25 minutes of fuzzing in all, plus the builds).
+# for each of the six others (30: 2.5 minutes of fuzzing in all, plus the builds).
 #   tests/fuzz/run.sh [BUILD_DIR] [SECONDS_PER_TARGET] [TARGET...]   (defaults: build-fuzz 30, all)
 # A single target alone: clang++ ... tests/fuzz/fuzz_page.cpp (each file is a complete target).
 set -euo pipefail
@@ -27,7 +28,7 @@ cxx=${LANCET_FUZZ_CXX:-$(command -v clang++ || command -v clang++-14 || true)}
 if [[ -z $cxx ]]; then echo "fuzz: clang++ not found (scripts/install-deps installs clang-14)" >&2; exit 1; fi
 shift $(( $# > 2 ? 2 : $# ))
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_file fuzz_page fuzz_manifest fuzz_index fuzz_deletion fuzz_json fuzz_filter)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_file fuzz_page fuzz_manifest fuzz_index fuzz_deletion fuzz_json fuzz_filter fuzz_scalar_index)
 rm -rf "$out/seed" "$out"/seed-*
 mkdir -p "$out/seed" "$out/seed-fuzz_manifest" "$out/seed-fuzz_index" "$out/seed-fuzz_deletion" "$out/seed-fuzz_json"
 while IFS= read -r f; do

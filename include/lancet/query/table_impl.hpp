@@ -192,6 +192,19 @@ struct table_state {
         const auto dir = index::index_directory(ds.path(), i.uuid);
         if (i.index_type == "BTREE") h->btree = index::read_btree_lookup(dir);
         else h->bitmap = index::read_bitmap_lookup(dir);
+        // Its values must be the column's (a LABEL_LIST's: the items'), as filters typed
+        // against the column run over them.
+        const arrow::type_ptr* column_type = nullptr;
+        for (const auto& f : ds.schema().fields)
+          if (f.name == h->column) column_type = &f.type;
+        const auto& held = h->btree ? h->btree->min->type : h->bitmap->keys->type;
+        const auto want = column_type == nullptr                ? std::string("?")
+                          : h->type != "LABEL_LIST"              ? arrow::to_string(**column_type)
+                          : (*column_type)->children.size() == 1 ? arrow::to_string(*(*column_type)->children[0].type)
+                                                                 : std::string("?");
+        if (arrow::to_string(*held) != want)
+          throw corrupt_error("index '" + h->name + "' on '" + h->column + "' holds values of type " +
+                              arrow::to_string(*held) + ", not " + want);
         for (auto id : present)
           if (!i.fragment_bitmap_present || std::find(i.fragment_ids.begin(), i.fragment_ids.end(), id) != i.fragment_ids.end())
             h->covered.push_back(id);

@@ -149,14 +149,16 @@ struct bitmap_lookup {
   std::size_t size() const noexcept { return std::size_t(keys->length); }
 };
 
-inline bitmap_lookup read_bitmap_lookup(const std::string& dir) {
-  const auto storage = io::storage_for(dir);
+// The file's keys and NULL lists, from a source (`path` names it in errors).
+inline bitmap_lookup read_bitmap_lookup(io::any_source file, std::string path) {
   bitmap_lookup out;
-  out.path = dir + "/" + std::string(detail::bitmap_file);
-  out.file = std::make_shared<const file::file_reader<io::any_source>>(storage.open_source(out.path, std::nullopt));
+  out.path = std::move(path);
+  out.file = std::make_shared<const file::file_reader<io::any_source>>(std::move(file));
   const auto& r = *out.file;
-  if (r.schema().fields.size() != 2 || r.schema().fields[0].name != "keys" || r.schema().fields[1].name != "bitmaps")
-    throw corrupt_error("'" + out.path + "' is not a bitmap index file (columns keys, bitmaps)");
+  detail::expect_column(r.arrow_schema(), "keys", out.path, "a BITMAP key type",
+                        [](const arrow::data_type& t) { return detail::btree_indexable(t); });
+  detail::expect_column(r.arrow_schema(), "bitmaps", out.path, "binary",
+                        [](const arrow::data_type& t) { return t.id == arrow::type_id::binary; });
   for (const auto& [k, v] : r.schema().metadata) {
     if (k != detail::label_list_nulls_key) continue;
     std::size_t buffer = 0;
@@ -175,6 +177,12 @@ inline bitmap_lookup read_bitmap_lookup(const std::string& dir) {
   req.columns = {"keys"};
   out.keys = r.read(req).columns.at(0);
   return out;
+}
+
+// `dir`'s bitmap_page_lookup.lance.
+inline bitmap_lookup read_bitmap_lookup(const std::string& dir) {
+  const std::string path = dir + "/" + std::string(detail::bitmap_file);
+  return read_bitmap_lookup(io::storage_for(dir).open_source(path, std::nullopt), path);
 }
 
 // The row sets of keys `rows` (ascending key row numbers).

@@ -123,6 +123,24 @@ decltype(auto) with_value_order(const arrow::array_data& a, F&& f) {
   }
 }
 
+// The type of column `name` of a file's schema; corrupt_error (naming `path` and what it
+// should be) when it is missing or `ok` refuses its type.
+template <class Ok>
+const arrow::data_type& expect_column(const arrow::schema& s, std::string_view name, const std::string& path,
+                                      const char* should_be, Ok&& ok) {
+  for (const auto& f : s.fields)
+    if (f.name == name) {
+      if (!ok(*f.type))
+        throw corrupt_error("'" + path + "': column '" + std::string(name) + "' is " + arrow::to_string(*f.type) +
+                            ", not " + should_be);
+      return *f.type;
+    }
+  throw corrupt_error("'" + path + "' has no column '" + std::string(name) + "'");
+}
+
+inline bool is_uint32(const arrow::data_type& t) { return t.id == arrow::type_id::uint32; }
+inline bool is_uint64(const arrow::data_type& t) { return t.id == arrow::type_id::uint64; }
+
 inline arrow::schema btree_data_schema(const arrow::type_ptr& t) {
   arrow::schema s;
   s.fields.push_back(arrow::field{"values", t, true, {}});
@@ -218,12 +236,12 @@ struct btree_lookup {
   std::size_t pages() const noexcept { return null_count.size(); }
 };
 
-// Reads `dir`'s page lookup and opens its page data. Lance's range-partitioned BTREEs
-// (distributed builds) are refused (unsupported_error).
-inline btree_lookup read_btree_lookup(const std::string& dir) {
-  const auto storage = io::storage_for(dir);
+// Reads a page lookup and opens the page data, from sources (`dir` names them in
+// errors). Lance's range-partitioned BTREEs (distributed builds) are refused
+// (unsupported_error).
+inline btree_lookup read_btree_lookup(io::any_source lookup_file, io::any_source data_file, const std::string& dir) {
   const std::string path = dir + "/" + std::string(detail::btree_page_lookup_file);
-  file::file_reader<io::any_source> r(storage.open_source(path, std::nullopt));
+  file::file_reader<io::any_source> r(std::move(lookup_file));
   btree_lookup out;
   const auto metadata = [&](std::string_view key) -> std::optional<std::string> {
     for (const auto& [k, v] : r.schema().metadata)
@@ -240,6 +258,12 @@ inline btree_lookup read_btree_lookup(const std::string& dir) {
     }
     if (out.batch_size == 0) throw corrupt_error("'" + path + "': batch_size 0");
   }
+  const auto& lookup_schema = r.arrow_schema();
+  const auto& min_type = detail::expect_column(lookup_schema, "min", path, "a BTREE value type",
+                                               [](const arrow::data_type& t) { return detail::btree_indexable(t); });
+  detail::expect_column(lookup_schema, "max", path, "the type of min",
+                        [&](const arrow::data_type& t) { return arrow::to_string(t) == arrow::to_string(min_type); });
+  detail::expect_column(lookup_schema, "null_count", path, "uint32", detail::is_uint32);
   file::read_request req;
   req.columns = {"min", "max", "null_count"};
   const auto b = r.read(req);
@@ -247,8 +271,11 @@ inline btree_lookup read_btree_lookup(const std::string& dir) {
   out.max = b.columns.at(1);
   const auto* nc = b.columns.at(2)->values<std::uint32_t>();
   out.null_count.assign(nc, nc + b.num_rows());
-  out.data = std::make_shared<const file::file_reader<io::any_source>>(
-      storage.open_source(dir + "/" + std::string(detail::btree_page_data_file), std::nullopt));
+  out.data = std::make_shared<const file::file_reader<io::any_source>>(std::move(data_file));
+  const std::string data_path = dir + "/" + std::string(detail::btree_page_data_file);
+  detail::expect_column(out.data->arrow_schema(), "values", data_path, "the type of the lookup's min",
+                        [&](const arrow::data_type& t) { return arrow::to_string(t) == arrow::to_string(min_type); });
+  detail::expect_column(out.data->arrow_schema(), "ids", data_path, "uint64", detail::is_uint64);
   out.rows = out.data->num_rows();
   const auto want = (out.rows + out.batch_size - 1) / out.batch_size;
   if (want != out.pages())
@@ -256,6 +283,13 @@ inline btree_lookup read_btree_lookup(const std::string& dir) {
                         std::to_string(out.batch_size) + " make " + std::to_string(want) + " pages, the lookup lists " +
                         std::to_string(out.pages()));
   return out;
+}
+
+// `dir`'s page lookup, read, and page data, opened.
+inline btree_lookup read_btree_lookup(const std::string& dir) {
+  const auto storage = io::storage_for(dir);
+  return read_btree_lookup(storage.open_source(dir + "/" + std::string(detail::btree_page_lookup_file), std::nullopt),
+                           storage.open_source(dir + "/" + std::string(detail::btree_page_data_file), std::nullopt), dir);
 }
 
 // Pages [first, last] of page_data.lance: `values` and `ids`.
