@@ -5,7 +5,8 @@
 //   clean: --rows rows of `id` int64, `vector` fixed_size_list<float32, --dim> (clustered),
 //          `category` utf8 (c0..c4, uniform, from a hash of id), `price` float64 (uniform
 //          in [0, 100), from the same hash); one IVF_PQ index built by lancet
-//          (build_ivf_index: default partitions, --sub-vectors, l2).
+//          (build_ivf_index: default partitions, --sub-vectors, l2) and a BTREE on id
+//          (build_btree_index).
 //   dirty: a copy of clean after the index: `id % 10 = 3` deleted (delete_where, 10%),
 //          then rows/20 more rows appended (5%, no index covers them).
 //
@@ -20,6 +21,9 @@
 //   c0  c on a table that keeps no unindexed vectors: every query reads them (vs LanceDB's c)
 //   cf  b on dirty (for reference)
 //   d   clean, scan where `price > 90` select(id), materialised (to_batch / toArrow)  target >= 2x
+//   e   a with the prefilter `id < rows / 100` (1%), which a BTREE on id (lancet's, built
+//       with the dataset) can answer: LanceDB uses it          target (scalar index issue) >= 3x
+//   e0  e on a table that keeps no prefilter rows (vs LanceDB's e)
 //   dd  d on dirty (for reference)
 // Recall@10 of each search case against the exact answer over the same rows (live,
 // passing the filter), and how far lancet's and LanceDB's answers agree (same index:
@@ -33,7 +37,7 @@
 //   bench_query [--rows 1000000] [--queries 200] [--dim 128] [--sub-vectors 16]
 //               [--nprobes 20] [--k 10] [--clusters rows/200] [--spread 0.25] [--seed 1]
 //               [--threads 2] [--warmup 1] [--repeat 3] [--scan-reps 3] [--loops 1]
-//               [--dir /tmp/bench_query] [--only a,b,b0,c,c0,cf,d,dd] [--no-lancedb]
+//               [--dir /tmp/bench_query] [--only a,b,b0,c,c0,cf,d,dd,e,e0] [--no-lancedb]
 //               [--no-recall] [--rebuild] [--marks] [--mmap]
 // Data as bench_ivf's (Gaussian clusters of sigma 0.25 around centres uniform in
 // [-1, 1)^dim, 200 rows a cluster): PQ 16 x 8 recall@10 about 0.2 without refine there;
@@ -71,6 +75,7 @@
 #include <lancet/dataset/delete.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/index/build/ivf_builder.hpp>
+#include <lancet/index/scalar/scalar_index.hpp>
 #include <lancet/query/table.hpp>
 #include <lancet/simd/distance.hpp>
 #include <lancet/simd/topk.hpp>
@@ -112,7 +117,7 @@ const char* const scan_filter = "price > 90";
                "bench_query: %s\n"
                "usage: bench_query [--rows N] [--queries Q] [--dim D] [--sub-vectors M] [--nprobes N] [--k K]\n"
                "                   [--clusters C] [--spread S] [--seed S] [--threads T] [--warmup W] [--repeat R]\n"
-               "                   [--scan-reps S] [--loops L] [--dir DIR] [--only a,b,b0,c,c0,cf,d,dd] [--no-lancedb]\n"
+               "                   [--scan-reps S] [--loops L] [--dir DIR] [--only a,b,b0,c,c0,cf,d,dd,e,e0] [--no-lancedb]\n"
                "                   [--no-recall] [--rebuild] [--marks] [--mmap]\n",
                why.c_str());
   std::exit(2);
@@ -164,7 +169,8 @@ options parse(int argc, char** argv) {
     else if (a == "--only") {
       std::stringstream ss(v);
       for (std::string c; std::getline(ss, c, ',');) {
-        if (c != "a" && c != "b" && c != "b0" && c != "c" && c != "c0" && c != "cf" && c != "d" && c != "dd")
+        if (c != "a" && c != "b" && c != "b0" && c != "c" && c != "c0" && c != "cf" && c != "d" && c != "dd" && c != "e" &&
+            c != "e0")
           usage("unknown case '" + c + "'");
         o.only.insert(c);
       }
@@ -252,7 +258,7 @@ std::uint64_t deleted_count(std::size_t rows) { return rows / 10 + (rows % 10 > 
 njson data_params(const options& o) {
   return {{"rows", o.rows}, {"appended", o.appended()}, {"dim", o.dim}, {"clusters", o.clusters},
           {"spread", double(o.spread)}, {"seed", o.seed}, {"sub_vectors", o.sub_vectors},
-          {"delete", delete_predicate}, {"schema", 1}};
+          {"delete", delete_predicate}, {"schema", 2}};
 }
 
 // The datasets of --dir when state.json describes them with these options and their
@@ -267,7 +273,7 @@ bool datasets_ready(const options& o, const fs::path& clean, const fs::path& dir
     const auto c = dataset::dataset::open(clean.string()), x = dataset::dataset::open(dirty.string());
     return c.version() == st.at("clean_version").get<std::uint64_t>() &&
            x.version() == st.at("dirty_version").get<std::uint64_t>() && c.count_rows() == o.rows &&
-           x.count_rows() == o.rows - deleted_count(o.rows) + o.appended() && c.indices().size() == 1;
+           x.count_rows() == o.rows - deleted_count(o.rows) + o.appended() && c.indices().size() == 2;
   } catch (const std::exception&) {
     return false;
   }
@@ -297,6 +303,11 @@ void build_datasets(const options& o, const data& d, const fs::path& clean, cons
   std::printf("  IVF_PQ index: %zu partitions, %zu sub-vectors, built in %.1f s (%zu threads)\n", br.num_partitions,
               o.sub_vectors, since(t0), o.threads);
   std::fflush(stdout);
+  t0 = clock_type::now();
+  index::scalar_index_options so;
+  so.column = "id";
+  index::build_btree_index(clean.string(), so);
+  std::printf("  BTREE on id built in %.2f s\n", since(t0));
   fs::copy(clean, dirty, fs::copy_options::recursive);
   t0 = clock_type::now();
   const auto dr = dataset::delete_where(dirty.string(), delete_predicate);
@@ -315,7 +326,7 @@ void build_datasets(const options& o, const data& d, const fs::path& clean, cons
 // ---- exact answers ----
 
 struct truths {
-  ids_t clean, clean_c2, dirty, dirty_c2;  // ids, k nearest first
+  ids_t clean, clean_c2, dirty, dirty_c2, clean_e;  // ids, k nearest first
 };
 
 truths exact_answers(const options& o, const data& d, boost::asio::thread_pool& pool) {
@@ -325,6 +336,7 @@ truths exact_answers(const options& o, const data& d, boost::asio::thread_pool& 
   t.clean_c2.resize(o.queries);
   t.dirty.resize(o.queries);
   t.dirty_c2.resize(o.queries);
+  t.clean_e.resize(o.queries);
   std::vector<std::uint8_t> cat(n);
   for (std::size_t i = 0; i < n; ++i) cat[i] = std::uint8_t(category_of(i));
   const float inf = std::numeric_limits<float>::infinity();
@@ -343,6 +355,7 @@ truths exact_answers(const options& o, const data& d, boost::asio::thread_pool& 
     best([&](std::size_t i) { return i < rows && cat[i] == 2; }, t.clean_c2[q]);
     best([&](std::size_t i) { return i >= rows || i % 10 != 3; }, t.dirty[q]);
     best([&](std::size_t i) { return (i >= rows || i % 10 != 3) && cat[i] == 2; }, t.dirty_c2[q]);
+    best([&](std::size_t i) { return i < rows / 100; }, t.clean_e[q]);
   });
   return t;
 }
@@ -362,6 +375,7 @@ std::optional<truths> load_truths(const options& o) {
     t.clean_c2 = j.at("clean_c2").get<ids_t>();
     t.dirty = j.at("dirty").get<ids_t>();
     t.dirty_c2 = j.at("dirty_c2").get<ids_t>();
+    t.clean_e = j.at("clean_e").get<ids_t>();
     return t;
   } catch (const std::exception&) {
     return std::nullopt;
@@ -370,7 +384,7 @@ std::optional<truths> load_truths(const options& o) {
 
 void save_truths(const options& o, const truths& t) {
   const njson j = {{"key", truth_key(o)}, {"clean", t.clean}, {"clean_c2", t.clean_c2}, {"dirty", t.dirty},
-                   {"dirty_c2", t.dirty_c2}};
+                   {"dirty_c2", t.dirty_c2}, {"clean_e", t.clean_e}};
   std::ofstream(fs::path(o.dir) / "truth.json") << j.dump() << "\n";
 }
 
@@ -449,7 +463,7 @@ knn_run lancet_knn(const options& o, const query::table& t, const data& d, const
   percentiles(std::move(each), r);
   for (std::size_t q = 0; q < nq; ++q) {
     r.ids[q] = ids_column(answers[q]);
-    if (!c.filter.empty()) {  // every answer passes the filter
+    if (c.filter == category_filter) {  // every answer passes the filter
       const auto& cat = *answers[q].columns.at(1);
       for (std::int64_t i = 0; i < cat.length; ++i)
         if (cat.string_value(i) != "c2") throw std::runtime_error("lancet returned a row of category " + std::string(cat.string_value(i)));
@@ -596,6 +610,7 @@ int main(int argc, char** argv) try {
   pool.join();
   std::fflush(stdout);
 
+  const std::string id_filter = "id < " + std::to_string(o.rows / 100);
   const std::vector<case_spec> all = {
       {"a", false, true, ""},
       {"b", false, true, category_filter},
@@ -605,6 +620,8 @@ int main(int argc, char** argv) try {
       {"cf", true, true, category_filter},
       {"d", false, false, scan_filter},
       {"dd", true, false, scan_filter},
+      {"e", false, true, id_filter},
+      {"e0", false, true, id_filter, true, "e"},
   };
   std::vector<case_spec> cases;
   for (const auto& c : all)
@@ -660,6 +677,8 @@ int main(int argc, char** argv) try {
       {"cf", "(c') (b) on dirty"},
       {"d", "(d) scan price > 90 -> id, materialised"},
       {"dd", "(d') (d) on dirty"},
+      {"e", "(e) (a) + prefilter id < rows/100 (1%, a BTREE on id)"},
+      {"e0", "(e) without lancet's prefilter cache"},
   };
   auto truth_of = [&](const std::string& n) -> const ids_t* {
     if (!o.recall) return nullptr;
@@ -667,6 +686,7 @@ int main(int argc, char** argv) try {
     if (n == "b" || n == "b0") return &truth.clean_c2;
     if (n == "c" || n == "c0") return &truth.dirty;
     if (n == "cf") return &truth.dirty_c2;
+    if (n == "e" || n == "e0") return &truth.clean_e;
     return nullptr;
   };
 
@@ -727,6 +747,9 @@ int main(int argc, char** argv) try {
     if (ours_knn.count("c0"))
       std::printf("  %-58s %6.2fx\n", "    lancet dirty QPS without its vector cache / clean QPS", ours_knn["c0"].qps / ours_knn["a"].qps);
   }
+  if (ratio("e") > 0) target("(e) lancet / LanceDB QPS, 1% prefilter, BTREE", ratio("e"), 3);
+  if (ours_knn.count("e0") && theirs_knn.count("e"))
+    std::printf("  %-58s %6.2fx\n", "    the same without lancet's prefilter cache", ours_knn["e0"].qps / theirs_knn["e"].qps);
   if (ours_scan.count("d") && theirs_scan.count("d"))
     target("(d) LanceDB / lancet scan time", theirs_scan["d"].seconds / ours_scan["d"].seconds, 2);
   return 0;
