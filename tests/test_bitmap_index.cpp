@@ -90,6 +90,13 @@ std::set<std::uint64_t> scan_answer(const std::string& root, const std::string& 
   return out;
 }
 
+// Entries of every row set of a bitmap index.
+std::uint64_t entries_of(const index::bitmap_lookup& lookup) {
+  std::uint64_t n = 0;
+  for (const auto& s : index::read_bitmaps(lookup)) n += s.ids().size();
+  return n;
+}
+
 // Live rows of the appended fragment (the newest) and rows whose `tags` is NULL.
 std::uint64_t d_appended_live(const std::string& root) {
   return ds::dataset::open(root).fragments().back().live_rows();
@@ -168,10 +175,8 @@ TEST_CASE("bitmap: keys NULL first and ascending, each with its rows; the Create
     CHECK(r.pages == want.size());
     CHECK(lookup.keys->is_null(0));
     CHECK(!lookup.null_lists);
-    std::vector<std::uint64_t> all(lookup.size());
-    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-    const auto sets = index::read_bitmaps(lookup, all);
-    for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto sets = index::read_bitmaps(lookup);
+    for (std::size_t i = 0; i < sets.size(); ++i) {
       std::optional<std::string> key;
       if (!lookup.keys->is_null(std::int64_t(i)))
         key = column == "k" ? std::to_string(lookup.keys->value<std::int32_t>(std::int64_t(i)))
@@ -252,11 +257,7 @@ TEST_CASE("bitmap: filters answered from the keys equal scans; compaction remaps
   CHECK(txn.rewritten_indices[0].new_index_version == 0);
   // Deleted rows are dropped by the remap: every entry is a live row.
   const auto lookup = index::read_bitmap_lookup(index::index_directory(root, im.uuid));
-  std::vector<std::uint64_t> all(lookup.size());
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  std::uint64_t entries = 0;
-  for (const auto& s : index::read_bitmaps(lookup, all)) entries += s.ids().size();
-  CHECK(entries == d.count_rows());
+  CHECK(entries_of(lookup) == d.count_rows());
   check_all("compacted");
 }
 
@@ -295,10 +296,8 @@ TEST_CASE("label_list: one key per item, a NULL item's rows under the NULL key, 
   REQUIRE(lookup.null_lists);
   CHECK(lookup.null_lists->ids() == null_lists);
   CHECK(lookup.file->global_buffer(1).size() == index::serialize_row_ids(null_lists).size());
-  std::vector<std::uint64_t> all(lookup.size());
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  const auto sets = index::read_bitmaps(lookup, all);
-  for (std::size_t i = 0; i < all.size(); ++i) {
+  const auto sets = index::read_bitmaps(lookup);
+  for (std::size_t i = 0; i < sets.size(); ++i) {
     const auto key = lookup.keys->is_null(std::int64_t(i)) ? std::nullopt
                                                            : std::optional<std::string>(lookup.keys->string_value(std::int64_t(i)));
     REQUIRE(want.count(key));
@@ -509,11 +508,7 @@ TEST_CASE("scalar indexes: optimize rewrites them over appended fragments, as La
   CHECK(btree.batch_size == 512);
   CHECK(btree.rows == d.count_rows());
   const auto bitmap = index::read_bitmap_lookup(index::index_directory(root, bitmap_index_named(d, "c_idx").uuid));
-  std::vector<std::uint64_t> keys(bitmap.size());
-  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = i;
-  std::uint64_t entries = 0;
-  for (const auto& s : index::read_bitmaps(bitmap, keys)) entries += s.ids().size();
-  CHECK(entries == d.count_rows());
+  CHECK(entries_of(bitmap) == d.count_rows());
   const auto labels = index::read_bitmap_lookup(index::index_directory(root, bitmap_index_named(d, "tags_idx").uuid));
   REQUIRE(labels.null_lists);
   CHECK(labels.null_lists->ids().size() == scan_nulls(root));

@@ -225,11 +225,13 @@ struct table_state {
   }
 
   // The live rows of `fragments` where f is true, when scalar indexes answer parts of it
-  // (nullopt when none does, or the scan is cheaper): the rows those parts keep in the fragments every such
-  // index covers, checked against the rest of the filter, and the other fragments
-  // scanned. The scan is cheaper when the parts keep over one covered row in 1,024.
+  // (nullopt when none does, or the scan is cheaper): the rows those parts keep in the
+  // fragments every such index covers, checked against the rest of the filter, and the
+  // other fragments scanned. `rows_only`: the caller wants the row set alone (a
+  // prefilter), not the rows' values.
   std::optional<std::shared_ptr<const dataset::row_set>> indexed_rows(const expr::filter& f,
-                                                                      const std::vector<std::uint64_t>& fragments) const {
+                                                                      const std::vector<std::uint64_t>& fragments,
+                                                                      bool rows_only = false) const {
     const auto used = indexed_conjuncts(f);
     if (used.empty()) return std::nullopt;
     std::set<std::uint64_t> covered(fragments.begin(), fragments.end());
@@ -243,13 +245,15 @@ struct table_state {
     // (bench_btree; strings cost most): when the indexes answer the whole filter the
     // rows are taken once (the output), and the scan is faster beyond one row in 256;
     // when the rest of the filter needs the rows' values too, beyond one in 1,024. An
-    // index part keeping over one row in 128 is not read further.
+    // index part keeping over one row in 128 is not read further. A prefilter answered
+    // whole takes no row: reading an index entry costs a few scanned rows, so up to one
+    // row in 4 comes from the indexes.
     std::uint64_t covered_rows = 0;
     for (auto id : covered) covered_rows += ds.physical_rows(id);
     std::vector<std::uint64_t> candidates;
     std::size_t answered = 0;
     for (std::size_t k = 0; k < used.size(); ++k) {
-      auto answer = used[k].first->rows_where(used[k].second, covered_rows / 128, ds);
+      auto answer = used[k].first->rows_where(used[k].second, covered_rows / (rows_only ? 4 : 128), ds);
       if (!answer) continue;
       auto ids = std::move(*answer);
       std::sort(ids.begin(), ids.end());
@@ -263,7 +267,8 @@ struct table_state {
     }
     // Parts the indexes answered are exact; the rest of the filter is checked on the rows.
     const bool whole = answered == f.column_conjuncts().size() && f.covers_only_conjuncts();
-    if (answered == 0 || candidates.size() * (whole ? 256 : 1024) > covered_rows) return std::nullopt;
+    const std::uint64_t share = whole ? (rows_only ? 4 : 256) : 1024;
+    if (answered == 0 || candidates.size() * share > covered_rows) return std::nullopt;
     // Rows deleted since the index was built leave, and so do rows whose live copy is
     // in a fragment the indexes do not cover (with stable row ids, a moved row's entry
     // holds its old values).
@@ -304,7 +309,7 @@ struct table_state {
           return it->second;
         }
     }
-    auto indexed = indexed_rows(f, fragments);
+    auto indexed = indexed_rows(f, fragments, true);
     auto rows = indexed ? std::move(*indexed) : rows_matching(ds, f, fragments);
     std::lock_guard lock(mu);
     if (options.filter_cache_entries == 0) return rows;

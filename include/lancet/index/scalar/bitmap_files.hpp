@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <span>
@@ -46,19 +47,10 @@ namespace detail {
 // LanceDB 0.39 accepts, integers, booleans and strings (it refuses floats, dates,
 // timestamps).
 inline bool bitmap_indexable(const arrow::data_type& t) {
-  switch (t.id) {
-    case arrow::type_id::boolean:
-    case arrow::type_id::int8:
-    case arrow::type_id::int16:
-    case arrow::type_id::int32:
-    case arrow::type_id::int64:
-    case arrow::type_id::uint8:
-    case arrow::type_id::uint16:
-    case arrow::type_id::uint32:
-    case arrow::type_id::uint64:
-    case arrow::type_id::utf8: return true;
-    default: return false;
-  }
+  using arrow::type_id;
+  constexpr type_id accepted[] = {type_id::boolean, type_id::int8,   type_id::int16,  type_id::int32, type_id::int64,
+                                  type_id::uint8,   type_id::uint16, type_id::uint32, type_id::uint64, type_id::utf8};
+  return std::find(std::begin(accepted), std::end(accepted), t.id) != std::end(accepted);
 }
 
 inline arrow::schema bitmap_schema(const arrow::type_ptr& key_type) {
@@ -210,6 +202,13 @@ inline std::vector<row_id_tree_map> read_bitmaps(const bitmap_lookup& lookup, st
   return out;
 }
 
+// Every key's row set, in key order.
+inline std::vector<row_id_tree_map> read_bitmaps(const bitmap_lookup& lookup) {
+  std::vector<std::uint64_t> all(lookup.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return read_bitmaps(lookup, all);
+}
+
 namespace detail {
 
 // `ids` through a compaction's `moved` (rows it maps to nothing leave; ids it does not
@@ -253,9 +252,7 @@ inline std::vector<std::uint64_t> remap_ids(const row_id_tree_map& set, const da
 inline std::vector<pb::index_file> remap_bitmap_files(const std::string& old_dir, const std::string& new_dir,
                                                       const dataset::row_address_map& moved, dataset::remap_stats& stats) {
   const auto lookup = read_bitmap_lookup(old_dir);
-  std::vector<std::uint64_t> all(lookup.size());
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  const auto sets = read_bitmaps(lookup, all);
+  const auto sets = read_bitmaps(lookup);
   std::vector<std::string> bitmaps;
   for (const auto& s : sets) bitmaps.push_back(serialize_row_ids(detail::remap_ids(s, moved, stats)));
   std::optional<std::string> nulls;

@@ -83,35 +83,47 @@ inline std::string serialize_row_ids(std::span<const std::uint64_t> ascending) {
 
 // Parses one serialized set; `what` names it in errors.
 inline row_id_tree_map deserialize_row_ids(bytes_view bytes, const std::string& what) {
-  dataset::detail::cursor in(bytes);
+  std::size_t pos = 0;
+  const auto u32 = [&](const char* field) {
+    if (bytes.size() - pos < 4)
+      throw corrupt_error(what + ": truncated " + field + " at byte " + std::to_string(pos) + " of " +
+                          std::to_string(bytes.size()));
+    const auto v = le::load<std::uint32_t>(bytes.data() + pos);
+    pos += 4;
+    return v;
+  };
   row_id_tree_map out;
-  try {
-    const auto count = in.read<std::uint32_t>("entry count");
-    if (std::uint64_t(count) * 8 > in.left())
-      throw corrupt_error("it claims " + std::to_string(count) + " entries in " + std::to_string(bytes.size()) + " bytes");
-    for (std::uint32_t e = 0; e < count; ++e) {
-      const auto hi = in.read<std::uint32_t>("entry key");
-      const auto size = in.read<std::uint32_t>("entry size");
-      if (!out.entries.empty() && hi <= out.entries.back().first)
-        throw corrupt_error("entry keys not ascending (" + std::to_string(hi) + " after " +
-                            std::to_string(out.entries.back().first) + ")");
-      if (size == 0) {
-        out.entries.emplace_back(hi, std::nullopt);
-        continue;
-      }
-      const auto at = in.pos();
-      const auto* p = in.take(size, "entry bitmap");
-      std::size_t used = 0;
-      auto low = dataset::roaring_bitmap::deserialize(bytes_view(p, size), &used);
-      if (used != size)
-        throw corrupt_error("entry " + std::to_string(e) + " at byte " + std::to_string(at) + " holds " +
-                            std::to_string(size) + " bytes, its bitmap " + std::to_string(used));
-      out.entries.emplace_back(hi, std::move(low));
+  const auto count = u32("entry count");
+  if (std::uint64_t(count) * 8 > bytes.size() - pos)
+    throw corrupt_error(what + ": it claims " + std::to_string(count) + " entries in " + std::to_string(bytes.size()) +
+                        " bytes");
+  for (std::uint32_t e = 0; e < count; ++e) {
+    const auto hi = u32("entry key");
+    const auto size = u32("entry size");
+    if (!out.entries.empty() && hi <= out.entries.back().first)
+      throw corrupt_error(what + ": entry keys not ascending (" + std::to_string(hi) + " after " +
+                          std::to_string(out.entries.back().first) + ")");
+    if (size == 0) {
+      out.entries.emplace_back(hi, std::nullopt);
+      continue;
     }
-    if (in.left() != 0) throw corrupt_error(std::to_string(in.left()) + " bytes after the last entry");
-  } catch (const corrupt_error& e) {
-    throw corrupt_error(what + ": " + e.what());
+    if (bytes.size() - pos < size)
+      throw corrupt_error(what + ": entry " + std::to_string(e) + " at byte " + std::to_string(pos) + " holds " +
+                          std::to_string(size) + " bytes, " + std::to_string(bytes.size() - pos) + " are left");
+    std::size_t used = 0;
+    dataset::roaring_bitmap low;
+    try {
+      low = dataset::roaring_bitmap::deserialize(bytes.subspan(pos, size), &used);
+    } catch (const corrupt_error& x) {
+      throw corrupt_error(what + ": entry " + std::to_string(e) + ": " + x.what());
+    }
+    if (used != size)
+      throw corrupt_error(what + ": entry " + std::to_string(e) + " at byte " + std::to_string(pos) + " holds " +
+                          std::to_string(size) + " bytes, its bitmap " + std::to_string(used));
+    pos += size;
+    out.entries.emplace_back(hi, std::move(low));
   }
+  if (pos != bytes.size()) throw corrupt_error(what + ": " + std::to_string(bytes.size() - pos) + " bytes after the last entry");
   return out;
 }
 
