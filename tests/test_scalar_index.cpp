@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <random>
+#include <type_traits>
 #include <set>
 #include <string>
 #include <vector>
@@ -313,4 +315,54 @@ TEST_CASE("btree: query::table answers filtered scans and prefilters from it, wi
   query::request q;
   q.filter = "id = 57";
   CHECK_THROWS(query::table::open(root).to_batch(q));
+}
+
+namespace {
+
+// The order a comparator sort gives (NULLs first, stable), for btree_sort_order to match.
+template <class T>
+std::vector<std::int64_t> comparator_order(const std::vector<std::optional<T>>& v) {
+  std::vector<std::int64_t> ref(v.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = std::int64_t(i);
+  const auto nulls_end = std::stable_partition(ref.begin(), ref.end(), [&](std::int64_t i) { return !v[std::size_t(i)]; });
+  std::stable_sort(nulls_end, ref.end(), [&](std::int64_t i, std::int64_t j) {
+    if constexpr (std::is_floating_point_v<T>) return index::detail::float_less(*v[std::size_t(i)], *v[std::size_t(j)]);
+    else return *v[std::size_t(i)] < *v[std::size_t(j)];
+  });
+  return ref;
+}
+
+}  // namespace
+
+TEST_CASE("btree: the sort order (radix on keys, strings by prefix then whole) equals a comparator sort") {
+  std::mt19937_64 r(3);
+  const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, -NAN, 1e300, -1e-300};
+  for (int round = 0; round < 40; ++round) {
+    const std::size_t n = 1 + r() % 3000;
+    std::vector<std::optional<double>> d;
+    std::vector<std::optional<float>> f;
+    std::vector<std::optional<std::int64_t>> i64;
+    std::vector<std::optional<std::int8_t>> i8;
+    std::vector<std::optional<std::uint64_t>> u64;
+    std::vector<std::optional<std::string>> s;
+    for (std::size_t k = 0; k < n; ++k) {
+      const bool null = r() % 10 == 0;
+      const double x = r() % 4 == 0 ? specials[r() % 8] : double(std::int64_t(r() % 2001) - 1000) / 7;
+      d.push_back(null ? std::nullopt : std::optional<double>(x));
+      f.push_back(null ? std::nullopt : std::optional<float>(float(x)));
+      i64.push_back(null ? std::nullopt : std::optional<std::int64_t>(std::int64_t(r()) >> (r() % 64)));
+      i8.push_back(null ? std::nullopt : std::optional<std::int8_t>(std::int8_t(r())));
+      u64.push_back(null ? std::nullopt : std::optional<std::uint64_t>(r() >> (r() % 64)));
+      std::string str;  // short strings over {NUL, a, b, c}: prefixes of 8 bytes tie often
+      for (std::size_t c = r() % 12; c > 0; --c) str.push_back(r() % 4 == 0 ? '\0' : char('a' + r() % 3));
+      s.push_back(null ? std::nullopt : std::optional<std::string>(str));
+    }
+    CAPTURE(round);
+    CHECK(index::btree_sort_order(*make_array<double>(d)) == comparator_order(d));
+    CHECK(index::btree_sort_order(*make_array<float>(f)) == comparator_order(f));
+    CHECK(index::btree_sort_order(*make_array<std::int64_t>(i64)) == comparator_order(i64));
+    CHECK(index::btree_sort_order(*make_array<std::int8_t>(i8)) == comparator_order(i8));
+    CHECK(index::btree_sort_order(*make_array<std::uint64_t>(u64)) == comparator_order(u64));
+    CHECK(index::btree_sort_order(*string_array(s)) == comparator_order(s));
+  }
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -159,6 +160,96 @@ inline arrow::schema btree_lookup_schema(const arrow::type_ptr& t) {
 
 }  // namespace detail
 
+namespace detail {
+
+// A string's first 8 bytes, big-endian, zero-padded: keys in the strings' order (equal
+// keys: the strings may still differ).
+inline std::uint64_t string_prefix_key(std::string_view s) noexcept {
+  std::uint64_t k = 0;
+  for (std::size_t b = 0; b < 8; ++b) k = (k << 8) | (b < s.size() ? std::uint8_t(s[b]) : 0u);
+  return k;
+}
+
+// Row i's value as an unsigned key that sorts as Lance sorts the values (integers and
+// times by value, floats with -0 before +0 and NaN last, strings by their first 8 bytes);
+// nullopt for types without one.
+template <class F>
+bool with_sort_key(const arrow::array_data& a, F&& f) {
+  using arrow::type_id;
+  constexpr std::uint64_t sign = std::uint64_t(1) << 63;
+  const auto signed_key = [&]<class T>() {
+    const T* v = a.values<T>();
+    f([v](std::int64_t i) { return std::uint64_t(std::int64_t(v[i])) ^ sign; });
+  };
+  const auto unsigned_key = [&]<class T>() {
+    const T* v = a.values<T>();
+    f([v](std::int64_t i) { return std::uint64_t(v[i]); });
+  };
+  const auto float_key = [&]<class T>() {
+    const T* v = a.values<T>();
+    f([v](std::int64_t i) {
+      const double x = double(v[i]);  // exact: float -> double keeps the order and -0
+      if (std::isnan(x)) return ~std::uint64_t(0);
+      const auto bits = std::bit_cast<std::uint64_t>(x);
+      return (bits & sign) ? ~bits : bits | sign;
+    });
+  };
+  switch (a.type->id) {
+    case type_id::boolean: f([&a](std::int64_t i) { return std::uint64_t(a.bool_value(i)); }); return true;
+    case type_id::int8: signed_key.template operator()<std::int8_t>(); return true;
+    case type_id::int16: signed_key.template operator()<std::int16_t>(); return true;
+    case type_id::int32:
+    case type_id::date32:
+    case type_id::time32: signed_key.template operator()<std::int32_t>(); return true;
+    case type_id::int64:
+    case type_id::date64:
+    case type_id::timestamp:
+    case type_id::time64:
+    case type_id::duration: signed_key.template operator()<std::int64_t>(); return true;
+    case type_id::uint8: unsigned_key.template operator()<std::uint8_t>(); return true;
+    case type_id::uint16: unsigned_key.template operator()<std::uint16_t>(); return true;
+    case type_id::uint32: unsigned_key.template operator()<std::uint32_t>(); return true;
+    case type_id::uint64: unsigned_key.template operator()<std::uint64_t>(); return true;
+    case type_id::float32: float_key.template operator()<float>(); return true;
+    case type_id::float64: float_key.template operator()<double>(); return true;
+    case type_id::utf8:
+    case type_id::large_utf8:
+    case type_id::binary:
+    case type_id::large_binary:
+      f([&a](std::int64_t i) { return string_prefix_key(a.string_value(i)); });
+      return true;
+    default: return false;
+  }
+}
+
+// Sorts `rows` by key(row), stably (an LSD radix sort of 8-bit digits, skipping the
+// digits every key shares).
+template <class Key>
+void radix_sort_rows(std::vector<std::int64_t>::iterator first, std::vector<std::int64_t>::iterator last, Key&& key) {
+  const auto n = std::size_t(last - first);
+  if (n < 2) return;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> a(n), b(n);
+  std::uint64_t all_or = 0, all_and = ~std::uint64_t(0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto k = key(first[std::ptrdiff_t(i)]);
+    a[i] = {k, first[std::ptrdiff_t(i)]};
+    all_or |= k;
+    all_and &= k;
+  }
+  const std::uint64_t varying = all_or ^ all_and;
+  for (unsigned shift = 0; shift < 64; shift += 8) {
+    if (((varying >> shift) & 0xFF) == 0) continue;
+    std::size_t count[257] = {};
+    for (const auto& e : a) ++count[((e.first >> shift) & 0xFF) + 1];
+    for (std::size_t d = 0; d < 256; ++d) count[d + 1] += count[d];
+    for (const auto& e : a) b[count[(e.first >> shift) & 0xFF]++] = e;
+    a.swap(b);
+  }
+  for (std::size_t i = 0; i < n; ++i) first[std::ptrdiff_t(i)] = a[i].second;
+}
+
+}  // namespace detail
+
 // The order in which a BTREE stores `values`' rows: NULLs first, then ascending values
 // (ties in row order).
 inline std::vector<std::int64_t> btree_sort_order(const arrow::array_data& values) {
@@ -167,8 +258,24 @@ inline std::vector<std::int64_t> btree_sort_order(const arrow::array_data& value
   std::vector<std::int64_t> order(std::size_t(values.length));
   std::iota(order.begin(), order.end(), std::int64_t(0));
   const auto nulls_end = std::stable_partition(order.begin(), order.end(), [&](std::int64_t i) { return values.is_null(i); });
+  const bool by_key = detail::with_sort_key(values, [&](auto key) { detail::radix_sort_rows(nulls_end, order.end(), key); });
+  const auto t = values.type->id;
+  const bool strings = t == arrow::type_id::utf8 || t == arrow::type_id::large_utf8 || t == arrow::type_id::binary ||
+                       t == arrow::type_id::large_binary;
+  if (by_key && !strings) return order;
+  // Strings: runs sharing their first 8 bytes ordered by the whole value (stably).
   detail::with_value_order(values, [&](auto less) {
-    std::stable_sort(nulls_end, order.end(), less);
+    if (!by_key) {
+      std::stable_sort(nulls_end, order.end(), less);
+      return 0;
+    }
+    const auto prefix = [&](std::int64_t i) { return detail::string_prefix_key(values.string_value(i)); };
+    for (auto it = nulls_end; it != order.end();) {
+      auto run = it + 1;
+      while (run != order.end() && prefix(*run) == prefix(*it)) ++run;
+      if (run - it > 1) std::stable_sort(it, run, less);
+      it = run;
+    }
     return 0;
   });
   return order;
