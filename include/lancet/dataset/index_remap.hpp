@@ -32,6 +32,19 @@ struct remap_stats {
   std::uint64_t rows_dropped = 0; // entries mapped to nothing
 };
 
+// Where `moved` sends an index entry's row id: its new id (itself when `moved` does not
+// name it), or nullopt when the row left; counted into stats.rows_moved / rows_dropped.
+inline std::optional<std::uint64_t> remapped_row(std::uint64_t id, const row_address_map& moved, remap_stats& stats) {
+  const auto it = moved.find(id);
+  if (it == moved.end()) return id;
+  if (!it->second) {
+    ++stats.rows_dropped;
+    return std::nullopt;
+  }
+  if (*it->second != id) ++stats.rows_moved;
+  return *it->second;
+}
+
 // An index's remapped copy, written beside the old one under a new uuid.
 struct remapped_index {
   lancet::uuid old_uuid, new_uuid;

@@ -228,15 +228,7 @@ inline std::vector<std::uint64_t> remap_ids(const row_id_tree_map& set, const da
   std::vector<std::uint64_t> out;
   for (auto id : set.ids(rows_of)) {
     ++stats.rows_before;
-    if (auto it = moved.find(id); it != moved.end()) {
-      if (!it->second) {
-        ++stats.rows_dropped;
-        continue;
-      }
-      if (*it->second != id) ++stats.rows_moved;
-      id = *it->second;
-    }
-    out.push_back(id);
+    if (const auto to = dataset::remapped_row(id, moved, stats)) out.push_back(*to);
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

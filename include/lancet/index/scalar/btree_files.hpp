@@ -427,17 +427,10 @@ inline std::vector<pb::index_file> remap_btree_files(const std::string& old_dir,
   const auto* old_ids = all.columns.at(1)->values<std::uint64_t>();
   stats.rows_before += std::uint64_t(all.num_rows());
   for (std::int64_t r = 0; r < all.num_rows(); ++r) {
-    auto id = old_ids[r];
-    if (auto it = moved.find(id); it != moved.end()) {
-      if (!it->second) {
-        ++stats.rows_dropped;
-        continue;
-      }
-      if (*it->second != id) ++stats.rows_moved;
-      id = *it->second;
-    }
+    const auto id = dataset::remapped_row(old_ids[r], moved, stats);
+    if (!id) continue;
     kept.push_back(r);
-    ids.push_back(id);
+    ids.push_back(*id);
   }
   stats.rows_after += ids.size();
   const auto values = arrow::take_rows(all.columns[0], kept, all.columns[0]->type);
