@@ -535,6 +535,7 @@ int cmd_delete(const args& a) {
   if (!where) throw usage_error("delete needs --where EXPR (\"true\" deletes every row)");
   dataset::delete_options o;
   if (auto n = a.number("max-retries")) o.max_retries = unsigned(*n);
+  o.find_rows = query::indexed_row_finder();  // scalar indexes answer selective predicates
   const auto r = dataset::delete_where(a.path, *where, o);
   report_retries(r.retries);
   std::cout << json::object_writer{}.field("deleted_rows", r.deleted_rows).field("version", r.version).str() << "\n";
@@ -566,6 +567,7 @@ int cmd_update(const args& a) {
   if (set.empty()) throw usage_error("update needs --set COL=EXPR");
   dataset::update_options o;
   if (auto n = a.number("max-retries")) o.max_retries = unsigned(std::min<std::uint64_t>(*n, 1000000));
+  o.find_rows = query::indexed_row_finder();
   const auto r = dataset::update(a.path, a.get("where").value_or(""), set, o);
   report_retries(r.retries);
   std::cout << json::object_writer{}.field("rows_updated", r.rows_updated).field("version", r.version).str() << "\n";

@@ -17,6 +17,7 @@
 #include <lancet/dataset/compact.hpp>
 #include <lancet/dataset/dataset.hpp>
 #include <lancet/dataset/delete.hpp>
+#include <lancet/dataset/update.hpp>
 #include <lancet/dataset/write.hpp>
 #include <lancet/expr/filter.hpp>
 #include <lancet/index/optimize/optimize_indices.hpp>
@@ -529,4 +530,52 @@ TEST_CASE("scalar indexes: optimize rewrites them over appended fragments, as La
   const auto again = index::optimize_indices(root, on);
   REQUIRE(again.indices.size() == 1);
   CHECK(ds::dataset::open(root).version() == d.version() + 1);
+}
+
+TEST_CASE("scalar indexes: delete_where and update find their rows through query::indexed_row_finder") {
+  lancet::testing::scratch_dir tmp("scalar-dml");
+  const auto root = tmp.sub("ds");
+  ds::write_options w;
+  w.max_rows_per_file = 2000;
+  ds::write(root, bitmap_rows(0, 6000), w);
+  index::scalar_index_options o;
+  o.column = "id";
+  index::build_btree_index(root, o);
+  o.column = "c";
+  index::build_bitmap_index(root, o);
+  const auto finder = query::indexed_row_finder();
+  {
+    const auto d = ds::dataset::open(root);
+    const auto found = finder(d, expr::filter::compile("id IN (57, 2500)", d.schema()));
+    REQUIRE(found);
+    CHECK(*found == std::vector<std::uint64_t>{57, (std::uint64_t(1) << 32) | 500});
+    CHECK(!finder(d, expr::filter::compile("k = 3", d.schema())));          // no index on k
+    // Up to a quarter of the rows come from the indexes (no row is read), more are scanned.
+    const auto red = finder(d, expr::filter::compile("c = 'red'", d.schema()));
+    REQUIRE(red);
+    CHECK(std::set<std::uint64_t>(red->begin(), red->end()) == scan_answer(root, "c = 'red'"));
+    CHECK(!finder(d, expr::filter::compile("c IS NOT NULL", d.schema())));
+    CHECK(!finder(d, expr::filter::compile("id < 3000", d.schema())));
+  }
+  ds::delete_options del;
+  del.find_rows = finder;
+  CHECK(ds::delete_where(root, "id IN (57, 2500, 5999) OR id = 3", del).deleted_rows == 4);
+  CHECK(ds::delete_where(root, "id = 57", del).deleted_rows == 0);  // the index still holds it: deleted rows leave
+  ds::update_options up;
+  up.find_rows = finder;
+  CHECK(ds::update(root, "id = 101 AND c IS NOT NULL", {{"k", "k + 1000"}}, up).rows_updated == 1);
+  const auto d = ds::dataset::open(root);
+  CHECK(d.count_rows() == 5996);
+  const auto all = d.to_batch({.columns = {"id", "k"}});
+  for (std::int64_t r = 0; r < all.num_rows(); ++r) {
+    const auto id = all.columns[0]->value<std::int64_t>(r);
+    CHECK((id != 57 && id != 2500 && id != 5999 && id != 3));
+    if (id == 101) CHECK(all.columns[1]->value<std::int32_t>(r) == std::int32_t((101 * 37) % 13) - 6 + 1000);
+  }
+  // The selective predicates come from the index: without its pages they fail, with the
+  // scan they do not.
+  for (const auto& im : d.indices())
+    if (im.name == "id_idx") std::filesystem::remove(index::index_directory(root, im.uuid) + "/page_data.lance");
+  CHECK_THROWS(ds::delete_where(root, "id = 10", del));
+  CHECK(ds::delete_where(root, "id = 10").deleted_rows == 1);
 }

@@ -137,6 +137,9 @@ check "LanceDB lists the CLI's BTREE" bash -c "node '$root/tests/interop/list_in
 out=$("$lancet" index create "$bds" --column id --type bitmap --name id_bits 2>/dev/null)
 check "index create --type bitmap" bash -c "grep -q \"created BITMAP index 'id_bits'\" <<< \"\$0\" && grep -q '600 rows, 600 values' <<< \"\$0\"" "$out"
 check "LanceDB lists the CLI's BITMAP" bash -c "node '$root/tests/interop/list_indices.mjs' '$bds' | grep -q '\"indexType\":\"Bitmap\"'"
+out=$("$lancet" delete "$bds" --where "id = 7" 2>/dev/null)
+check "delete --where on an indexed column" bash -c "grep -q '\"deleted_rows\":1,' <<< '$out'"
+check "LanceDB counts the rows left" bash -c "node '$root/tests/interop/read_table.mjs' '$bds' --columns id | tail -n 1 | grep -q '\"countRows\":599'"
 err=$("$lancet" index create "$bds" --column id --type label_list 2>&1); st=$?
 check "a LABEL_LIST on a column that is not a list refused" bash -c "test $st -eq 1 && grep -q \"LABEL_LIST index cannot be built on column 'id'\" <<< \"\$0\"" "$err"
 err=$("$lancet" index create "$bds" --column vector --type btree --name v 2>&1); st=$?

@@ -8,13 +8,27 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "lancet/core/config.hpp"
 #include "lancet/dataset/commit.hpp"
 
+namespace lancet::expr {
+class filter;  // expr/filter.hpp
+}  // namespace lancet::expr
+
 namespace lancet::dataset {
+
+class dataset;  // dataset/dataset.hpp
+
+// Finds the live rows of a version where a filter is true (their row ids) another way
+// than a scan, e.g. from scalar indexes (query::indexed_row_finder); nullopt: it cannot,
+// and the filter's columns are scanned.
+using row_finder = std::function<std::optional<std::vector<std::uint64_t>>(const dataset&, const expr::filter&)>;
 
 struct delete_options {
   // As write_options::max_retries: rebase on what other writers committed (merging
@@ -23,6 +37,8 @@ struct delete_options {
   bool write_version_hint = true;
   // Recorded as the Delete operation's predicate (Lance keeps the SQL filter there).
   std::string predicate;
+  // delete_where: the rows the predicate selects, when it can tell (else a scan).
+  row_finder find_rows;
 };
 
 struct delete_result {

@@ -136,8 +136,11 @@ delete_result delete_rows(const std::string& root, std::span<const std::uint64_t
 }
 
 // The live rows of d where `predicate` is true, by row id.
-inline std::vector<std::uint64_t> rows_where(const dataset& d, const std::string& predicate) {
+inline std::vector<std::uint64_t> rows_where(const dataset& d, const std::string& predicate,
+                                             const row_finder& find_rows = {}) {
   const auto f = expr::filter::compile(predicate, d.schema());
+  if (find_rows)
+    if (auto found = find_rows(d, f)) return std::move(*found);
   std::vector<std::uint64_t> out;
   if (f.columns().empty()) {  // a constant: every live row or none
     std::uint8_t all = 0;
@@ -167,7 +170,7 @@ delete_result delete_where(const std::string& root, const std::string& predicate
   delete_options with = o;
   with.predicate = predicate;
   return detail::delete_selected(
-      root, with, make_sink, [&](const dataset& d) { return rows_where(d, predicate); }, true, true);
+      root, with, make_sink, [&](const dataset& d) { return rows_where(d, predicate, o.find_rows); }, true, true);
 }
 
 #if LANCET_HEADER_ONLY  // in compiled mode, the library defines this

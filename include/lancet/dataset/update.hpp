@@ -14,6 +14,7 @@
 
 #include "lancet/core/config.hpp"
 #include "lancet/dataset/commit.hpp"
+#include "lancet/dataset/delete.hpp"
 
 namespace lancet::dataset {
 
@@ -22,6 +23,8 @@ struct update_options {
   // update moves makes it run again on the new version (as Lance's retries).
   unsigned max_retries = default_max_retries;
   bool write_version_hint = true;
+  // The rows `where` selects, when it can tell (else a scan): delete.hpp's row_finder.
+  row_finder find_rows;
 };
 
 struct update_result {

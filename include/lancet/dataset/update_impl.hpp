@@ -174,7 +174,7 @@ std::optional<update_result> update_once(const std::string& root, const std::str
   }
   if (set.empty()) throw invalid_input_error("update of dataset '" + root + "': no column to set");
   // The rows to move, by fragment.
-  const auto selected = where.empty() ? d.live_rows()->to_vector() : rows_where(d, where);
+  const auto selected = where.empty() ? d.live_rows()->to_vector() : rows_where(d, where, o.find_rows);
   std::map<std::uint64_t, std::vector<std::uint64_t>> by_fragment;
   for (auto a : d.row_addresses(selected)) by_fragment[a >> 32].push_back(a);
   for (auto& [fid, addrs] : by_fragment) std::sort(addrs.begin(), addrs.end());

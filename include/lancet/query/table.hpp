@@ -170,6 +170,12 @@ class builder {
   request r_;
 };
 
+// A dataset::row_finder answering a filter from the version's scalar indexes as a
+// filtered scan is answered (the parts they answer, the rest checked on the rows they
+// keep, within the same cost rules; nullopt when the scan is cheaper): for
+// dataset::delete_where and dataset::update (their options' find_rows).
+LANCET_INLINE dataset::row_finder indexed_row_finder();
+
 }  // namespace lancet::query
 
 #if LANCET_HEADER_ONLY

@@ -727,6 +727,17 @@ LANCET_INLINE table table::latest() const {
 
 LANCET_INLINE builder table::query() const { return builder(*this); }
 
+LANCET_INLINE dataset::row_finder indexed_row_finder() {
+  return [](const dataset::dataset& d, const expr::filter& f) -> std::optional<std::vector<std::uint64_t>> {
+    const detail::table_state st(d, table_options{});
+    std::vector<std::uint64_t> all;
+    for (const auto& frag : d.manifest().fragments) all.push_back(frag.id);
+    const auto rows = st.indexed_rows(f, all, true);
+    if (!rows) return std::nullopt;
+    return (*rows)->to_vector();
+  };
+}
+
 LANCET_INLINE builder table::search(const std::string& column, std::span<const float> vector) const {
   builder b(*this);
   b.nearest(column, vector);

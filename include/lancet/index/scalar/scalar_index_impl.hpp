@@ -121,9 +121,9 @@ inline scalar_index_files write_label_list_of(const arrow::record_batch& b, cons
   return out;
 }
 
-LANCET_INLINE scalar_index_files write_scalar_index_files(const dataset::dataset& d, const std::string& column,
-                                                          scalar_index_kind kind, std::uint64_t batch_size,
-                                                          const std::string& dir) {
+// The field of `column` when a `kind` index can be built on it (else the error).
+inline const arrow::field& indexable_field(const dataset::dataset& d, const std::string& column, scalar_index_kind kind,
+                                           std::uint64_t batch_size) {
   const arrow::field* field = nullptr;
   for (const auto& f : d.schema().fields)
     if (f.name == column) field = &f;
@@ -140,6 +140,13 @@ LANCET_INLINE scalar_index_files write_scalar_index_files(const dataset::dataset
                             arrow::to_string(t));
   if (kind == scalar_index_kind::btree && batch_size == 0)
     throw invalid_input_error("BTREE index on '" + column + "': batch_size must be positive");
+  return *field;
+}
+
+LANCET_INLINE scalar_index_files write_scalar_index_files(const dataset::dataset& d, const std::string& column,
+                                                          scalar_index_kind kind, std::uint64_t batch_size,
+                                                          const std::string& dir) {
+  const auto* field = &indexable_field(d, column, kind, batch_size);
   dataset::scan_options so;
   so.columns = {column};
   so.with_row_id = true;
@@ -163,6 +170,7 @@ inline scalar_index_result build_scalar_index(const std::string& root, const sca
   const auto snap = dataset::load_latest(root);
   if (!snap) throw not_found_error("no dataset at '" + root + "'");
   const dataset::dataset d(*snap);
+  (void)indexable_field(d, o.column, kind, o.batch_size);
   const std::string name = o.name.empty() ? o.column + "_idx" : o.name;
   if (!o.replace)
     for (const auto& im : d.indices())
