@@ -146,18 +146,30 @@ struct index_spec {
   std::optional<pb::index::vector_index_details::hnsw_params> hnsw;
 };
 
-// The IndexMetadata of a new index over `m` (the manifest it was built from).
-inline pb::index_metadata make_index_metadata(const pb::manifest& m, const index_spec& spec, const lancet::uuid& uuid,
-                                              std::vector<pb::index_file> files) {
-  validate(spec.quantizer);
+namespace detail {
+
+// Milliseconds since the epoch: IndexMetadata.created_at.
+inline std::uint64_t now_ms() {
+  return std::uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count());
+}
+
+// The IndexMetadata of a new index named `name` on `column` over `m` (the manifest it
+// was built from), covering `fragment_ids` (default: every fragment of `m`), created
+// now; the caller sets its details and version.
+inline pb::index_metadata new_index_metadata(const pb::manifest& m, const std::string& column, const std::string& name,
+                                             const lancet::uuid& uuid,
+                                             const std::optional<std::vector<std::uint64_t>>& fragment_ids,
+                                             std::vector<pb::index_file> files) {
   pb::index_metadata out;
   out.uuid = uuid;
-  out.fields = {column_field_id(m, spec.column)};
-  out.name = spec.name.empty() ? spec.column + "_idx" : spec.name;
+  out.fields = {column_field_id(m, column)};
+  out.name = name;
   out.dataset_version = m.version;
   std::vector<std::uint64_t> frags;
-  if (spec.fragment_ids) {
-    for (auto id : *spec.fragment_ids) {
+  if (fragment_ids) {
+    for (auto id : *fragment_ids) {
       const bool present =
           std::any_of(m.fragments.begin(), m.fragments.end(), [&](const pb::data_fragment& f) { return f.id == id; });
       if (!present)
@@ -171,12 +183,21 @@ inline pb::index_metadata make_index_metadata(const pb::manifest& m, const index
   for (auto id : frags)
     if (id > UINT32_MAX) throw invalid_input_error("fragment id " + std::to_string(id) + " exceeds 32 bits");
   dataset::set_index_fragment_bitmap(out, dataset::roaring_bitmap::from_values(frags));
+  out.created_at = now_ms();
+  out.files = std::move(files);
+  return out;
+}
+
+}  // namespace detail
+
+// The IndexMetadata of a new index over `m` (the manifest it was built from).
+inline pb::index_metadata make_index_metadata(const pb::manifest& m, const index_spec& spec, const lancet::uuid& uuid,
+                                              std::vector<pb::index_file> files) {
+  validate(spec.quantizer);
+  auto out = detail::new_index_metadata(m, spec.column, spec.name.empty() ? spec.column + "_idx" : spec.name, uuid,
+                                        spec.fragment_ids, std::move(files));
   out.index_details = pb::pack_any(make_vector_index_details(spec.quantizer, spec.distance, spec.hints, spec.hnsw));
   out.index_version = index_version_of(spec.quantizer);
-  out.created_at = std::uint64_t(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
-  out.files = std::move(files);
   return out;
 }
 

@@ -128,7 +128,7 @@ struct scalar_index_handle {
       return std::move(a->row_ids);
     }
     const auto test = part.list_test();
-    if (!test) return std::nullopt;
+    if (!test || test->items.empty()) return std::nullopt;  // array_has_all(x, []): every non-NULL list
     // Any: the rows of the kept labels. Every: those holding a label of each set.
     std::vector<std::uint64_t> rows;
     for (std::size_t k = 0; k < test->items.size(); ++k) {
@@ -144,7 +144,6 @@ struct scalar_index_handle {
       std::set_intersection(rows.begin(), rows.end(), ids.begin(), ids.end(), std::back_inserter(both));
       rows = std::move(both);
     }
-    if (test->items.empty()) return std::nullopt;  // array_has_all(x, []): every non-NULL list
     if (rows.size() > max_rows) return std::nullopt;
     return rows;
   }
@@ -194,17 +193,14 @@ struct table_state {
         else h->bitmap = index::read_bitmap_lookup(dir);
         // Its values must be the column's (a LABEL_LIST's: the items'), as filters typed
         // against the column run over them.
-        const arrow::type_ptr* column_type = nullptr;
+        const arrow::data_type* want = nullptr;
         for (const auto& f : ds.schema().fields)
-          if (f.name == h->column) column_type = &f.type;
-        const auto& held = h->btree ? h->btree->min->type : h->bitmap->keys->type;
-        const auto want = column_type == nullptr                ? std::string("?")
-                          : h->type != "LABEL_LIST"              ? arrow::to_string(**column_type)
-                          : (*column_type)->children.size() == 1 ? arrow::to_string(*(*column_type)->children[0].type)
-                                                                 : std::string("?");
-        if (arrow::to_string(*held) != want)
-          throw corrupt_error("index '" + h->name + "' on '" + h->column + "' holds values of type " +
-                              arrow::to_string(*held) + ", not " + want);
+          if (f.name == h->column) want = f.type.get();
+        if (want && h->type == "LABEL_LIST") want = want->children.size() == 1 ? want->children[0].type.get() : nullptr;
+        const auto held = arrow::to_string(h->btree ? *h->btree->min->type : *h->bitmap->keys->type);
+        if (!want || held != arrow::to_string(*want))
+          throw corrupt_error("index '" + h->name + "' on '" + h->column + "' holds values of type " + held + ", not " +
+                              (want ? arrow::to_string(*want) : std::string("those of a column it can index")));
         for (auto id : present)
           if (!i.fragment_bitmap_present || std::find(i.fragment_ids.begin(), i.fragment_ids.end(), id) != i.fragment_ids.end())
             h->covered.push_back(id);
@@ -215,13 +211,18 @@ struct table_state {
     return it == scalar_indexes.end() ? nullptr : it->second;
   }
 
-  // The conjuncts of f a scalar index answers, with their indexes.
+  // The conjuncts of f (expr::filter::column_conjuncts) a scalar index answers, with
+  // their indexes.
   std::vector<std::pair<std::shared_ptr<const scalar_index_handle>, expr::filter>> indexed_conjuncts(
-      const expr::filter& f) const {
+      std::vector<std::pair<std::string, expr::filter>> conjuncts) const {
     std::vector<std::pair<std::shared_ptr<const scalar_index_handle>, expr::filter>> out;
-    for (auto& [column, part] : f.column_conjuncts())
+    for (auto& [column, part] : conjuncts)
       if (auto h = scalar_index_on(column)) out.emplace_back(std::move(h), std::move(part));
     return out;
+  }
+  std::vector<std::pair<std::shared_ptr<const scalar_index_handle>, expr::filter>> indexed_conjuncts(
+      const expr::filter& f) const {
+    return indexed_conjuncts(f.column_conjuncts());
   }
 
   // The live rows of `fragments` where f is true, when scalar indexes answer parts of it
@@ -232,7 +233,9 @@ struct table_state {
   std::optional<std::shared_ptr<const dataset::row_set>> indexed_rows(const expr::filter& f,
                                                                       const std::vector<std::uint64_t>& fragments,
                                                                       bool rows_only = false) const {
-    const auto used = indexed_conjuncts(f);
+    auto conjuncts = f.column_conjuncts();
+    const std::size_t conjunct_count = conjuncts.size();
+    const auto used = indexed_conjuncts(std::move(conjuncts));
     if (used.empty()) return std::nullopt;
     std::set<std::uint64_t> covered(fragments.begin(), fragments.end());
     for (const auto& [h, part] : used) {
@@ -266,7 +269,7 @@ struct table_state {
       candidates = std::move(both);
     }
     // Parts the indexes answered are exact; the rest of the filter is checked on the rows.
-    const bool whole = answered == f.column_conjuncts().size() && f.covers_only_conjuncts();
+    const bool whole = answered == conjunct_count && f.covers_only_conjuncts();
     const std::uint64_t share = whole ? (rows_only ? 4 : 256) : 1024;
     if (answered == 0 || candidates.size() * share > covered_rows) return std::nullopt;
     // Rows deleted since the index was built leave, and so do rows whose live copy is

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -202,12 +201,6 @@ inline void append_rows(partition_contents& out, const partition_contents& in) {
   out.ex_codes.append(in.ex_codes.data(), in.ex_codes.size());
   out.add_factors_ex.insert(out.add_factors_ex.end(), in.add_factors_ex.begin(), in.add_factors_ex.end());
   out.scale_factors_ex.insert(out.scale_factors_ex.end(), in.scale_factors_ex.begin(), in.scale_factors_ex.end());
-}
-
-inline std::uint64_t now_ms() {
-  return std::uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count());
 }
 
 }  // namespace detail

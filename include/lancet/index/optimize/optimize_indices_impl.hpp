@@ -5,7 +5,6 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <span>
 #include <optional>
@@ -80,9 +79,7 @@ inline planned_change optimize_scalar(const std::string& root, const dataset::da
   added.uuid = uuid;
   dataset::set_index_fragment_bitmap(added, dataset::roaring_bitmap::from_values(all));
   added.files = written.files;
-  added.created_at = std::uint64_t(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  added.created_at = now_ms();
   out.added = std::move(added);
   out.removed = {im};
   res.changed = true;

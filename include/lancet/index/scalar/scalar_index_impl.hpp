@@ -2,7 +2,6 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,8 +9,6 @@
 #include "lancet/arrow/concat.hpp"
 #include "lancet/core/error.hpp"
 #include "lancet/dataset/dataset.hpp"
-#include "lancet/dataset/manifest.hpp"
-#include "lancet/dataset/roaring.hpp"
 #include "lancet/index/registry.hpp"
 #include "lancet/index/scalar/bitmap_files.hpp"
 #include "lancet/index/scalar/btree_files.hpp"
@@ -26,25 +23,10 @@ namespace detail {
 // The IndexMetadata of a scalar index over every fragment of `m`.
 inline pb::index_metadata scalar_index_metadata(const pb::manifest& m, const std::string& column,
                                                 const std::string& name, const lancet::uuid& uuid,
-                                                std::string_view details_type_url, std::uint32_t index_version,
-                                                std::vector<pb::index_file> files) {
-  pb::index_metadata out;
-  out.uuid = uuid;
-  out.fields = {column_field_id(m, column)};
-  out.name = name;
-  out.dataset_version = m.version;
-  std::vector<std::uint64_t> frags;
-  for (const auto& f : m.fragments) {
-    if (f.id > UINT32_MAX) throw invalid_input_error("fragment id " + std::to_string(f.id) + " exceeds 32 bits");
-    frags.push_back(f.id);
-  }
-  dataset::set_index_fragment_bitmap(out, dataset::roaring_bitmap::from_values(frags));
-  out.index_details = pb::any{std::string(details_type_url), {}};
-  out.index_version = index_version;
-  out.created_at = std::uint64_t(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
-  out.files = std::move(files);
+                                                scalar_index_kind kind, std::vector<pb::index_file> files) {
+  auto out = new_index_metadata(m, column, name, uuid, std::nullopt, std::move(files));
+  out.index_details = pb::any{std::string(scalar_details_type_url(kind)), {}};
+  out.index_version = scalar_index_version(kind);
   return out;
 }
 
@@ -178,8 +160,7 @@ inline scalar_index_result build_scalar_index(const std::string& root, const sca
         throw invalid_input_error("dataset '" + root + "' already has an index named '" + name + "'");
   const auto uuid = lancet::uuid::generate_v4();
   const auto written = write_scalar_index_files(d, o.column, kind, o.batch_size, index_directory(root, uuid));
-  auto meta = scalar_index_metadata(snap->manifest(), o.column, name, uuid, scalar_details_type_url(kind),
-                                    scalar_index_version(kind), written.files);
+  auto meta = scalar_index_metadata(snap->manifest(), o.column, name, uuid, kind, written.files);
   commit_index_options co;
   co.replace = o.replace;
   const auto committed = commit_index(root, *snap, std::move(meta), co);
