@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <random>
@@ -273,6 +274,51 @@ TEST_CASE("query: no deleted row at 0, 50 and 99 % deleted; IVF_PQ with refine; 
       }
       CHECK(double(found) / double(wanted) > 0.9);
     }
+  }
+}
+
+TEST_CASE("query: refine re-ranks with the covered rows' vectors held in memory, as with vectors read") {
+  // Two indexed fragments, a third of the rows deleted, rows appended after the index.
+  for (bool stable : {false, true}) {
+    CAPTURE(stable);
+    t::temp_dir tmp("query-refine-held");
+    const std::string root = (tmp.path() / "ds").string();
+    model m;
+    dataset::write_options wo;
+    wo.max_rows_per_file = 1500;
+    wo.enable_stable_row_ids = stable;
+    dataset::write(root, m.add(3000, 0, 41), wo);
+    index::build_options bo;
+    bo.column = "vector";
+    bo.num_partitions = 4;
+    bo.num_sub_vectors = 4;
+    index::build_ivf_index(root, bo);
+    delete_model(m, root, "id % 3 = 2", [](const model_row& r) { return r.id % 3 == 2; });
+    append_model(m, root, 400, 3000, 42);
+    query::table_options none;
+    none.vector_cache_bytes = 0;
+    const auto held = query::table::open(root), read = query::table::open(root, std::nullopt, {}, none);
+    auto search = [&](const query::table& tbl, const std::vector<float>& q, std::vector<std::string> cols) {
+      return tbl.search("vector", std::span<const float>(q)).nprobes(2).refine_factor(5).select(std::move(cols)).limit(10).to_batch();
+    };
+    std::vector<std::vector<float>> queries;
+    for (std::int64_t probe = 0; probe < 3400; probe += 170) queries.push_back(model_query_near(m, probe, unsigned(probe + 3)));
+    for (const auto& q : queries) {
+      const auto a = search(held, q, {"id", "_rowid"}), b = search(read, q, {"id", "_rowid"});
+      check_model_rows(m, a, q);
+      CHECK(t::int64_values(a) == t::int64_values(b));
+      const auto& da = t::column_of(a, "_distance");
+      const auto& db = t::column_of(b, "_distance");
+      for (std::int64_t i = 0; i < a.num_rows(); ++i) CHECK(da.value<float>(i) == db.value<float>(i));
+    }
+    // The held table answers without the data files (its vectors and the deletion masks
+    // are in memory); the other one reads them, and fails without them.
+    const auto before = search(held, queries[0], {"_rowid"});
+    namespace fs = std::filesystem;
+    for (const auto& e : fs::directory_iterator(fs::path(root) / "data")) fs::rename(e.path(), e.path().string() + ".moved");
+    const auto after = search(held, queries[0], {"_rowid"});
+    CHECK_FALSE(arrow::first_difference(*before.columns[0], *after.columns[0]));
+    CHECK_THROWS(search(read, queries[0], {"_rowid"}));
   }
 }
 

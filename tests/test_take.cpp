@@ -471,6 +471,60 @@ TEST_CASE("take: the scattered rows of a take come in one batched read where the
   }
 }
 
+TEST_CASE_TEMPLATE("take: scattered rows of mini-block pages: their chunks in one batched read, each decoded once",
+                   V, file::v2_1, file::v2_2) {
+  // One page per column, each over the size from which a few rows read only their
+  // chunks: nullable int64, short strings with nulls, a dictionary-encoded string, bools.
+  const std::int64_t rows = 200000;
+  testing::random_data rd(61);
+  std::mt19937_64 g(62);
+  std::vector<std::optional<std::string>> words, labels;
+  for (std::int64_t k = 0; k < rows; ++k) {
+    words.push_back(k % 11 == 5 ? std::nullopt : std::optional<std::string>(std::to_string(k * 7919)));
+    labels.push_back(k % 13 == 2 ? std::nullopt : std::optional<std::string>("label-" + std::to_string(g() % 5)));
+  }
+  auto batch = arrow::make_batch({{"i", rd.random_array(arrow::int64(), rows, true)},
+                                  {"w", arrow::string_array(words)},
+                                  {"label", arrow::string_array(labels)},
+                                  {"b", rd.random_array(arrow::boolean(), rows, true)}});
+  const auto bytes = write_file<V>({batch}, one_page());
+  const auto cols = page_columns_of(bytes);
+  const auto full = file::file_reader<io::memory_source>{io::memory_source(bytes)}.read();
+  // Scattered rows, with neighbours sharing a chunk (4 and 5, 100000-100002) and a run
+  // (150000-150009), and the page's first and last rows.
+  std::vector<std::uint64_t> idx = random_indices(g, std::uint64_t(rows), 20);
+  for (std::uint64_t i : {0, 4, 5, 100000, 100001, 100002, 199999}) idx.push_back(i);
+  for (std::uint64_t i = 150000; i < 150010; ++i) idx.push_back(i);
+  std::sort(idx.begin(), idx.end());
+  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+  for (std::size_t c = 0; c < batch.columns.size(); ++c) {
+    const std::string name = batch.schema->fields[c].name;
+    CAPTURE(name);
+    REQUIRE(cols.at(c).pages.size() == 1);
+    batching_source src{io::memory_source(bytes)};
+    file::file_reader<batching_source> r(src);
+    const auto reads = src.reads->load();
+    const auto got = r.read({{name}, std::nullopt, idx});
+    MESSAGE(idx.size() << " rows of '" << name << "': " << src.reads->load() - reads << " reads, " << src.batches->load()
+                       << " batched reads of " << src.batched_ranges->load() << " ranges");
+    std::uint64_t page_bytes = 0;
+    for (auto n : cols[c].pages[0].buffer_sizes) page_bytes += n;
+    if (page_bytes >= encoding::detail::partial_mini_block_few_runs_min_bytes) {
+      CHECK(src.batches->load() == 1);                 // every chunk in one request ...
+      CHECK(src.batched_ranges->load() >= 10);         // ... of ranges apart
+      CHECK(src.batched_ranges->load() < idx.size());  // neighbours share their chunk
+      CHECK(src.reads->load() - reads <= 3);           // and the chunk metadata (and dictionary)
+    } else {
+      CHECK(src.batches->load() == 0);  // a small page (the bools): read whole
+    }
+    std::vector<arrow::array_ptr> parts;
+    for (auto i : idx) parts.push_back(arrow::slice(full.columns[c], std::int64_t(i), 1));
+    const auto want = arrow::concat(parts, full.columns[c]->type);
+    const auto diff = arrow::first_difference(*want, *got.columns[0]);
+    CHECK_MESSAGE(!diff, diff.value_or(""));
+  }
+}
+
 TEST_CASE_TEMPLATE("take: plain fixed-width rows of many pages come in one batched read of exactly their bytes", V,
                    file::v2_1, file::v2_2) {
   testing::random_data rd(61);

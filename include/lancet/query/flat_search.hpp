@@ -66,6 +66,7 @@ struct distance_bounds {
 struct vector_rows {
   vector_column_type type;
   std::vector<std::uint64_t> ids;  // row ids, in row order
+  bool ids_ascending = true;       // (stable row ids may not be, after compaction)
   aligned_buffer values;           // ids.size() x type.dimension elements, row-major
   std::shared_ptr<const distance_bounds> bounds;
   std::uint64_t bytes() const noexcept {
@@ -159,6 +160,7 @@ inline vector_rows load_vector_rows(const dataset::dataset& ds, const std::strin
     with_vector_rows(vec, out.type.element, out.type.dimension, [&](const auto* rows) {
       for (std::int64_t r = 0; r < b->num_rows(); ++r) {
         if (!vec.is_valid(r)) continue;
+        if (!out.ids.empty() && ids[r] <= out.ids.back()) out.ids_ascending = false;
         out.ids.push_back(ids[r]);
         out.values.append(reinterpret_cast<const std::uint8_t*>(rows + std::size_t(r) * out.type.dimension), row_bytes);
       }
@@ -453,6 +455,29 @@ inline std::vector<float> exact_distances(const dataset::dataset& ds, const std:
   for (std::size_t r = 0; r < row_ids.size(); ++r)
     if (!vec.is_valid(std::int64_t(r))) out[r] = std::numeric_limits<float>::quiet_NaN();
   return out;
+}
+
+// The vectors of the given rows widened to double, from rows held in memory: false
+// (out partly written) when some row is not held (a NULL vector, or rows the holder
+// does not cover) or the held ids cannot be searched.
+inline bool fetch_held_vectors(const vector_rows& held, std::span<const std::uint64_t> row_ids, double* out) {
+  if (!held.ids_ascending) return false;
+  const std::size_t dim = held.type.dimension, row_bytes = dim * detail::element_bytes(held.type.element);
+  for (std::size_t r = 0; r < row_ids.size(); ++r) {
+    const auto it = std::lower_bound(held.ids.begin(), held.ids.end(), row_ids[r]);
+    if (it == held.ids.end() || *it != row_ids[r]) return false;
+    const std::uint8_t* row = held.values.data() + std::size_t(it - held.ids.begin()) * row_bytes;
+    auto widen = [&](const auto* v) {
+      for (std::size_t j = 0; j < dim; ++j) out[r * dim + j] = index::quantizer::to_work<double>(v[j]);
+    };
+    switch (held.type.element) {
+      case vector_element::f16: widen(reinterpret_cast<const simd::f16*>(row)); break;
+      case vector_element::f32: widen(reinterpret_cast<const float*>(row)); break;
+      case vector_element::f64: widen(reinterpret_cast<const double*>(row)); break;
+      case vector_element::u8: widen(row); break;
+    }
+  }
+  return true;
 }
 
 // The vectors of the given rows widened to double (NaN for a NULL vector): the fetch

@@ -71,8 +71,10 @@ struct table_options {
   // The rows each recent prefilter kept (by its text; a version's answer never changes):
   // repeated filters skip their scan.
   std::size_t filter_cache_entries = 32;
-  // The vectors of the rows searched exactly (fragments no index covers), held up to
-  // this many bytes; beyond it each search reads them.
+  // Vectors held in memory, up to this many bytes all told: those of the rows searched
+  // exactly (fragments no index covers) and those refine re-ranks (the fragments the
+  // index covers; loaded by the first search with a refine factor, as FAISS's
+  // IndexRefineFlat holds them). What does not fit is read by each search.
   std::uint64_t vector_cache_bytes = std::uint64_t(256) << 20;
 };
 

@@ -322,11 +322,14 @@ struct table_state {
   }
 
   // The vectors of `fragments`' rows, held while they fit the table's budget; nullptr
-  // when they do not (the search then reads them).
+  // when they do not (the search then reads them). With bounds for an exact search
+  // under `distance`, or without (nullopt: for refine).
   std::shared_ptr<const vector_rows> rows_of(const std::string& column, const std::vector<std::uint64_t>& fragments,
-                                             simd::distance_type distance) const {
+                                             std::optional<simd::distance_type> distance) const {
     // Bounds differ for cosine (normalised rows) and l2 / dot (raw rows).
-    std::string key = column + (distance == simd::distance_type::cosine ? "/cosine" : "/raw");
+    std::string key = column + (!distance                                  ? "/refine"
+                                : *distance == simd::distance_type::cosine ? "/cosine"
+                                                                           : "/raw");
     for (auto f : fragments) key += "," + std::to_string(f);
     {
       std::lock_guard lock(mu);
@@ -345,7 +348,7 @@ struct table_state {
     std::shared_ptr<const vector_rows> loaded;
     try {
       auto rows = load_vector_rows(ds, column, fragments);
-      rows.bounds = build_bounds(rows, distance);
+      if (distance) rows.bounds = build_bounds(rows, *distance);
       loaded = std::make_shared<const vector_rows>(std::move(rows));
     } catch (...) {
       std::lock_guard lock(mu);
@@ -879,8 +882,15 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
     sp.distance_lower = n.distance_lower;
     sp.distance_upper = n.distance_upper;
     sp.pool = r.pool;
+    // Refine re-ranks with the original vectors: the user's, else the covered rows'
+    // held in memory while they fit the table's budget (as FAISS's IndexRefineFlat),
+    // else read from the files.
+    std::shared_ptr<const vector_rows> held;
+    if (!n.fetch && n.refine_factor > 0) held = t.rows_of(n.column, plan.index->covered, std::nullopt);
     if (n.fetch) sp.fetch = n.fetch;
-    else sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) { fetch_vectors(ds, n.column, ids, out); };
+    else sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) {
+      if (!held || !fetch_held_vectors(*held, ids, out)) fetch_vectors(ds, n.column, ids, out);
+    };
     // A prefilter's rows of the fragments the index covers (as Lance's mask: its size
     // bounds the late search), else the live rows where some are deleted.
     std::optional<index::row_filter> rows;

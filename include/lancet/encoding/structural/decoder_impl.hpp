@@ -555,6 +555,23 @@ inline decoded_leaf decode_leaf(const std::vector<structural::path_node>& path, 
     // A mini-block page's chunk metadata and dictionary, fetched once for all its runs.
     std::optional<structural::mini_block_index> mb_index;
     bool mb_indexed = false;
+    std::uint64_t page_bytes = 0;
+    for (auto n : page.buffer_sizes) page_bytes += std::min<std::uint64_t>(n, detail::partial_mini_block_min_bytes);
+    const bool few_runs = in_page.size() <= detail::partial_mini_block_max_runs &&
+                          page_bytes >= detail::partial_mini_block_few_runs_min_bytes;
+    // Runs that are a small part of a mini-block page (a take of scattered rows): only
+    // the chunks that hold them, in one request, each decoded once.
+    if (read_range && structural::checked_mul(rows, detail::partial_page_fraction, "rows") <= page.length &&
+        (page_bytes >= detail::partial_mini_block_min_bytes || few_runs)) {
+      mb_indexed = true;
+      mb_index = structural::index_mini_block(layout, page.buffer_offsets, page.buffer_sizes, where, read_range);
+      if (mb_index) {
+        add(structural::read_mini_block_row_runs(layout, page.buffer_offsets, page.buffer_sizes, page.length, in_page,
+                                                 where, read_range, read_ranges, *mb_index),
+            rows);
+        continue;
+      }
+    }
     for (const auto& [b, e] : in_page) {
       // A small part of a full-zip page (random takes): fetch only its rows' bytes; of a
       // mini-block page: only its chunks. Larger parts (scans) fetch the whole page, which
@@ -562,10 +579,6 @@ inline decoded_leaf decode_leaf(const std::vector<structural::path_node>& path, 
       std::optional<structural::page_slice> part;
       if (read_range && structural::checked_mul(e - b, detail::partial_page_fraction, "rows") <= page.length) {
         part = structural::read_full_zip_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e, where, read_range);
-        std::uint64_t page_bytes = 0;
-        for (auto n : page.buffer_sizes) page_bytes += std::min<std::uint64_t>(n, detail::partial_mini_block_min_bytes);
-        const bool few_runs = in_page.size() <= detail::partial_mini_block_max_runs &&
-                              page_bytes >= detail::partial_mini_block_few_runs_min_bytes;
         if (!part && (page_bytes >= detail::partial_mini_block_min_bytes || few_runs)) {
           if (!mb_indexed) {
             mb_indexed = true;

@@ -233,6 +233,82 @@ inline page_slice read_mini_block_rows(const enc21::page_layout& layout, std::sp
   return read_page(sub, part, e - first_row, begin - first_row, end - first_row, where, read_range);
 }
 
+// Reads the rows of `runs` (sorted, disjoint) of an indexed mini-block page: the chunks
+// that hold them, in one read_ranges request where given, each decoded once however
+// many runs it holds, and the runs' rows cut out and put together as one slice.
+inline page_slice read_mini_block_row_runs(const enc21::page_layout& layout,
+                                           std::span<const std::uint64_t> buffer_offsets,
+                                           std::span<const std::uint64_t> buffer_sizes, std::uint64_t page_rows,
+                                           row_runs runs, const std::string& where, const read_file_range& read_range,
+                                           const read_file_ranges& read_ranges, const mini_block_index& idx) {
+  const auto& m = std::get<enc21::mini_block_layout>(layout.value);
+  const auto& fr = idx.first_row;
+  if (runs.empty() || runs.back().second > page_rows || fr.back() < runs.back().second)
+    throw corrupt_error(where + ": chunks hold fewer rows than the page's " + std::to_string(page_rows));
+  // Groups of runs whose chunks [c0, c1) touch: each group's chunks are read and
+  // decoded together.
+  struct group {
+    std::size_t c0, c1, run0, run1;
+  };
+  std::vector<group> groups;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const auto [b, e] = runs[r];
+    if (b >= e || (r && b < runs[r - 1].second))
+      throw corrupt_error(where + ": row runs are not sorted and disjoint");
+    const std::size_t c0 = std::size_t(std::upper_bound(fr.begin(), fr.end(), b) - fr.begin()) - 1;
+    const std::size_t c1 = std::size_t(std::lower_bound(fr.begin(), fr.end(), e) - fr.begin());
+    if (!groups.empty() && c0 < groups.back().c1) {
+      groups.back().c1 = std::max(groups.back().c1, c1);
+      groups.back().run1 = r + 1;
+    } else {
+      groups.push_back({c0, c1, r, r + 1});
+    }
+  }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> parts;  // chunk bytes of each group, in buffer 1
+  parts.reserve(groups.size());
+  for (const auto& g : groups)
+    parts.emplace_back(idx.chunks[g.c0].offset, idx.chunks[g.c1 - 1].offset + idx.chunks[g.c1 - 1].bytes);
+  shared_bytes all;
+  if (read_ranges && groups.size() > 1) all = detail::read_buffer_parts(buffer_offsets, buffer_sizes, 1, parts, "chunk", where, read_ranges);
+  const std::size_t w = m.has_large_chunk ? 4 : 2;
+  const level_scheme s(m.layers);
+  page_slice out;
+  std::vector<data_block> values;
+  std::uint64_t at = 0;  // in `all`
+  enc21::page_layout sub = layout;
+  auto& sub_m = std::get<enc21::mini_block_layout>(sub.value);
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    const auto& g = groups[gi];
+    const auto [from, to] = parts[gi];
+    shared_bytes bytes;
+    if (all.size()) {
+      bytes = all.slice(std::size_t(at), std::size_t(to - from));
+      at += to - from;
+    } else {
+      bytes = detail::read_buffer_part(buffer_offsets, buffer_sizes, 1, from, to, "chunk", where, read_range);
+    }
+    // The group's chunks are a page of their own (their value count: the rows they hold).
+    std::vector<shared_bytes> page{idx.meta.slice(g.c0 * w, (g.c1 - g.c0) * w), std::move(bytes)};
+    if (m.dictionary) page.push_back(idx.dictionary);
+    const std::uint64_t first = fr[g.c0], n = fr[g.c1] - first;
+    sub_m.num_items = n;
+    auto whole = read_page(sub, page, n, 0, n, where, read_range);
+    if (gi == 0) {
+      out.layers = whole.layers;
+      out.dictionary = std::move(whole.dictionary);
+    }
+    for (std::size_t r = g.run0; r < g.run1; ++r) {
+      const auto sb = runs[r].first - first, se = runs[r].second - first;
+      const auto vb = detail::visible_count(s, whole.def, 0, sb), vc = detail::visible_count(s, whole.def, sb, se);
+      if (!whole.def.empty()) out.def.insert(out.def.end(), whole.def.begin() + std::ptrdiff_t(sb), whole.def.begin() + std::ptrdiff_t(se));
+      values.push_back(detail::slice_block(whole.values, vb, vc));
+      out.num_slots += se - sb;
+    }
+  }
+  out.values = detail::concat_blocks(values);
+  return out;
+}
+
 // Reads rows [begin, end) of a mini-block page without repetition by fetching its
 // chunk metadata and only the chunks that hold those rows (plus the dictionary, if
 // any). Returns nullopt for other pages (read_page then reads them whole).
