@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +72,43 @@ inline void generate(const clustered_data& p, std::vector<float>& rows, std::vec
   }
 }
 
+// A low intrinsic dimension embedded in a high one, as embeddings are: latent points
+// from `clusters` Gaussian blobs (centres uniform in [-1, 1)^latent, sigma `spread`)
+// mapped into dim dimensions by one random linear map (unit-variance Gaussian entries
+// scaled by 1 / sqrt(latent)), plus isotropic noise of sigma `noise`. Queries come from
+// the same latent blobs but carry `query_noise` (larger than `noise`): they lie off the
+// data, near it, as a new item's embedding does.
+struct low_rank_data {
+  std::size_t rows = 0, dim = 0, queries = 0, latent = 16, clusters = 100;
+  float spread = 0.3f, noise = 0.01f, query_noise = 0.05f;
+  unsigned seed = 1;
+};
+
+inline void generate(const low_rank_data& p, std::vector<float>& rows, std::vector<float>& queries) {
+  std::mt19937 rng(p.seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> centres(p.clusters * p.latent), map(p.dim * p.latent);
+  for (auto& c : centres) c = u(rng);
+  const float scale = 1.0f / std::sqrt(float(p.latent));
+  for (auto& a : map) a = g(rng) * scale;
+  std::vector<float> z(p.latent);
+  auto draw = [&](std::vector<float>& out, std::size_t n, float noise) {
+    out.resize(n * p.dim);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t c = rng() % p.clusters;
+      for (std::size_t l = 0; l < p.latent; ++l) z[l] = centres[c * p.latent + l] + p.spread * g(rng);
+      for (std::size_t j = 0; j < p.dim; ++j) {
+        float x = noise * g(rng);
+        for (std::size_t l = 0; l < p.latent; ++l) x += map[j * p.latent + l] * z[l];
+        out[i * p.dim + j] = x;
+      }
+    }
+  };
+  draw(rows, p.rows, p.noise);
+  draw(queries, p.queries, p.query_noise);
+}
+
 // Raw little-endian f32 (what the Node scripts read with --queries FILE).
 using lancet::testing::write_f32;
 
@@ -93,19 +131,24 @@ inline double recall(const ids_t& got, const ids_t& truth) {
 }
 
 // Exact l2 top-10 of each query (row id = position: one fragment, nothing deleted).
-inline ids_t exact_l2(const clustered_data& p, const std::vector<float>& rows, const std::vector<float>& queries,
+inline ids_t exact_l2(std::size_t dim, const std::vector<float>& rows, const std::vector<float>& queries,
                       boost::asio::thread_pool* pool) {
-  ids_t out(p.queries);
-  parallel_for(pool, p.queries, [&](std::size_t q) {
-    std::vector<float> d(p.rows);
-    simd::distances_to_many(simd::distance_type::l2, queries.data() + q * p.dim, rows.data(), p.rows, p.dim,
-                            d.data());
+  const std::size_t n = rows.size() / dim, nq = queries.size() / dim;
+  ids_t out(nq);
+  parallel_for(pool, nq, [&](std::size_t q) {
+    std::vector<float> d(n);
+    simd::distances_to_many(simd::distance_type::l2, queries.data() + q * dim, rows.data(), n, dim, d.data());
     std::vector<std::uint32_t> idx(10);
     std::vector<float> val(10);
-    const std::size_t got = simd::topk(d.data(), p.rows, 10, idx.data(), val.data());
+    const std::size_t got = simd::topk(d.data(), n, 10, idx.data(), val.data());
     out[q].assign(idx.begin(), idx.begin() + std::ptrdiff_t(got));
   });
   return out;
+}
+
+inline ids_t exact_l2(const clustered_data& p, const std::vector<float>& rows, const std::vector<float>& queries,
+                      boost::asio::thread_pool* pool) {
+  return exact_l2(p.dim, rows, queries, pool);
 }
 
 // A non-negative integer option's value; anything else calls usage (which exits).
