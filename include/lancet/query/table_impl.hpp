@@ -163,6 +163,10 @@ struct table_state {
   // Vectors of the rows searched exactly (the unindexed fragments'), by column and fragments.
   mutable std::map<std::string, std::shared_ptr<const vector_rows>> vectors;
   mutable std::uint64_t vector_bytes = 0;
+  // Refine's vectors per vector index (nullptr: they do not fit the budget), decided by
+  // the first refine on the index (one at a time) so later searches cost one lookup.
+  mutable std::mutex refine_mu;
+  mutable std::map<const vector_index_handle*, std::shared_ptr<const vector_rows>> refine_rows;
 
   // The scalar index on a column, opened once (a BTREE before a BITMAP, as LanceDB's
   // planner picks, then the first by name); nullptr: none.
@@ -358,6 +362,16 @@ struct table_state {
     std::lock_guard lock(mu);
     vector_bytes = vector_bytes - estimate + loaded->bytes();
     return vectors.emplace(key, std::move(loaded)).first->second;
+  }
+
+  // The vectors refine re-ranks with for index h on `column`: the rows of the fragments
+  // it covers, held while they fit the budget (nullptr when they do not).
+  std::shared_ptr<const vector_rows> refine_vectors(const std::string& column, const vector_index_handle& h) const {
+    std::lock_guard lock(refine_mu);
+    const auto it = refine_rows.find(&h);
+    if (it != refine_rows.end()) return it->second;
+    auto rows = rows_of(column, h.covered, std::nullopt);
+    return refine_rows.emplace(&h, std::move(rows)).first->second;
   }
 
   // The vector index on `column` (or named `name`); nullptr when the column has none.
@@ -886,7 +900,7 @@ inline arrow::record_batch run_nearest(const table_state& t, const request& r) {
     // held in memory while they fit the table's budget (as FAISS's IndexRefineFlat),
     // else read from the files.
     std::shared_ptr<const vector_rows> held;
-    if (!n.fetch && n.refine_factor > 0) held = t.rows_of(n.column, plan.index->covered, std::nullopt);
+    if (!n.fetch && n.refine_factor > 0) held = t.refine_vectors(n.column, *plan.index);
     if (n.fetch) sp.fetch = n.fetch;
     else sp.fetch = [&](std::span<const std::uint64_t> ids, double* out) {
       if (!held || !fetch_held_vectors(*held, ids, out)) fetch_vectors(ds, n.column, ids, out);
