@@ -7,8 +7,7 @@
 # BUILD_DIR: a meson build with benchmarks (bench/bench_recall_speed; FAISS found for
 # the FAISS lines). Needs gnuplot (apt-get install gnuplot-nox) and tests/interop's
 # node_modules (scripts/install-deps). Writes OUT_DIR/recall_speed.csv, one SVG per data
-# set and index type, recall_speed_summary.md; PNGs too with PNG=1. QUICK=1: a tenth of
-# the rows and 50 queries (a smoke run).
+# set and index type, recall_speed_summary.md; PNGs too with PNG=1.
 # Data sets (sizes chosen so that the whole run takes under 20 minutes on 2 cores):
 #   clustered-128  50,000 x 128, 1,000 Gaussian blobs (spread 0.25), queries drawn like
 #                  the rows (bench_ivf's data); IVF 128 partitions, PQ 16 x 8-d; every type
@@ -28,18 +27,16 @@ command -v gnuplot >/dev/null || { echo "recall_speed.sh: needs gnuplot (apt-get
 mkdir -p "$out"
 csv=$out/recall_speed.csv
 rm -f "$csv"
-scale() { if [[ ${QUICK:-0} == 1 ]]; then echo $(($1 / 10)); else echo "$1"; fi; }
-queries=$([[ ${QUICK:-0} == 1 ]] && echo 50 || echo 200)
 start=$(date +%s)
 run() {
   echo "== $*"
-  "$bin" --csv "$csv" --queries "$queries" "$@" | grep -v '^  '
+  "$bin" --csv "$csv" --queries 200 "$@" | grep -v '^  '
 }
-run --label clustered-128 --data clustered --rows "$(scale 50000)" --dim 128 --clusters 1000 --spread 0.25 \
+run --label clustered-128 --data clustered --rows 50000 --dim 128 --clusters 1000 --spread 0.25 \
   --partitions 128 --hnsw-partitions 32 --sub-vectors 16
-run --label clustered-768 --data clustered --rows "$(scale 20000)" --dim 768 --clusters 1000 --spread 0.25 \
+run --label clustered-768 --data clustered --rows 20000 --dim 768 --clusters 1000 --spread 0.25 \
   --partitions 64 --hnsw-partitions 16 --sub-vectors 96 --types flat,pq8,sq
-run --label low-rank-768 --data low-rank --rows "$(scale 20000)" --dim 768 --latent 16 --clusters 100 --spread 0.3 \
+run --label low-rank-768 --data low-rank --rows 20000 --dim 768 --latent 16 --clusters 100 --spread 0.3 \
   --partitions 64 --hnsw-partitions 16 --sub-vectors 96
 python3 "$root/bench/plot_recall_speed.py" "$csv" "$out" ${PNG:+--png}
 echo "recall_speed.sh: $(($(date +%s) - start)) s"
