@@ -572,7 +572,8 @@ inline decoded_leaf decode_leaf(const std::vector<structural::path_node>& path, 
         continue;
       }
     }
-    for (const auto& [b, e] : in_page) {
+    for (const auto& run : in_page) {
+      const auto [b, e] = run;
       // A small part of a full-zip page (random takes): fetch only its rows' bytes; of a
       // mini-block page: only its chunks. Larger parts (scans) fetch the whole page, which
       // the page cache keeps for the next read.
@@ -585,8 +586,9 @@ inline decoded_leaf decode_leaf(const std::vector<structural::path_node>& path, 
             mb_index = structural::index_mini_block(layout, page.buffer_offsets, page.buffer_sizes, where, read_range);
           }
           if (mb_index)
-            part = structural::read_mini_block_rows(layout, page.buffer_offsets, page.buffer_sizes, page.length, b, e,
-                                                    where, read_range, *mb_index);
+            part = structural::read_mini_block_row_runs(layout, page.buffer_offsets, page.buffer_sizes, page.length,
+                                                        structural::row_runs(&run, 1), where, read_range, read_ranges,
+                                                        *mb_index);
         }
       }
       add(part ? std::move(*part) : structural::read_page(layout, fetch(column, p), page.length, b, e, where, read_range), e - b);

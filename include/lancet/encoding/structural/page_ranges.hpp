@@ -206,33 +206,6 @@ inline std::optional<mini_block_index> index_mini_block(const enc21::page_layout
   return idx;
 }
 
-// Reads rows [begin, end) of an indexed mini-block page by fetching only the chunks
-// that hold those rows.
-inline page_slice read_mini_block_rows(const enc21::page_layout& layout, std::span<const std::uint64_t> buffer_offsets,
-                                       std::span<const std::uint64_t> buffer_sizes, std::uint64_t page_rows,
-                                       std::uint64_t begin, std::uint64_t end, const std::string& where,
-                                       const read_file_range& read_range, const mini_block_index& idx) {
-  const auto& m = std::get<enc21::mini_block_layout>(layout.value);
-  if (begin >= end || end > page_rows || idx.first_row.back() < end)
-    throw corrupt_error(where + ": chunks hold fewer rows than the page's " + std::to_string(page_rows));
-  // The chunks [c0, c1) that hold rows [begin, end).
-  const auto& fr = idx.first_row;
-  const std::size_t c0 = std::size_t(std::upper_bound(fr.begin(), fr.end(), begin) - fr.begin()) - 1;
-  const std::size_t c1 = std::size_t(std::lower_bound(fr.begin(), fr.end(), end) - fr.begin());
-  const std::uint64_t first_row = fr[c0], e = fr[c1];
-  // The chosen chunks are a page of their own: their metadata words, their bytes, and
-  // (as the last chunk's value count is what the page has left) their value count.
-  const std::size_t w = m.has_large_chunk ? 4 : 2;
-  std::vector<shared_bytes> part{
-      idx.meta.slice(c0 * w, (c1 - c0) * w),
-      detail::read_buffer_part(buffer_offsets, buffer_sizes, 1, idx.chunks[c0].offset,
-                               idx.chunks[c1 - 1].offset + idx.chunks[c1 - 1].bytes, "chunk", where, read_range)};
-  if (m.dictionary) part.push_back(idx.dictionary);
-  enc21::page_layout sub = layout;
-  std::get<enc21::mini_block_layout>(sub.value).num_items = e - first_row;
-  return read_page(sub, part, e - first_row, begin - first_row, end - first_row, where, read_range);
-}
-
 // Reads the rows of `runs` (sorted, disjoint) of an indexed mini-block page: the chunks
 // that hold them, in one read_ranges request where given, each decoded once however
 // many runs it holds, and the runs' rows cut out and put together as one slice.
@@ -307,20 +280,6 @@ inline page_slice read_mini_block_row_runs(const enc21::page_layout& layout,
   }
   out.values = detail::concat_blocks(values);
   return out;
-}
-
-// Reads rows [begin, end) of a mini-block page without repetition by fetching its
-// chunk metadata and only the chunks that hold those rows (plus the dictionary, if
-// any). Returns nullopt for other pages (read_page then reads them whole).
-inline std::optional<page_slice> read_mini_block_rows(const enc21::page_layout& layout,
-                                                      std::span<const std::uint64_t> buffer_offsets,
-                                                      std::span<const std::uint64_t> buffer_sizes, std::uint64_t page_rows,
-                                                      std::uint64_t begin, std::uint64_t end, const std::string& where,
-                                                      const read_file_range& read_range) {
-  if (begin >= end || end > page_rows) return std::nullopt;
-  const auto idx = index_mini_block(layout, buffer_offsets, buffer_sizes, where, read_range);
-  if (!idx) return std::nullopt;
-  return read_mini_block_rows(layout, buffer_offsets, buffer_sizes, page_rows, begin, end, where, read_range, *idx);
 }
 
 }  // namespace lancet::encoding::structural
